@@ -1,0 +1,32 @@
+/* Shared includes and small helpers for every xdp5g BPF program. */
+#ifndef XDP5G_COMMON_H
+#define XDP5G_COMMON_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define INLINE static __always_inline
+
+/* A read position inside the packet; every parse step checks it against end. */
+struct cursor {
+	void *pos;
+	void *end;
+};
+
+/* Returns a pointer to len bytes at the cursor and advances it, or NULL when
+ * the packet is too short. */
+#define cursor_take(c, type)                                   \
+	({                                                     \
+		type *__p = (c)->pos;                          \
+		if ((void *)(__p + 1) > (c)->end)              \
+			__p = NULL;                            \
+		else                                           \
+			(c)->pos = (void *)(__p + 1);          \
+		__p;                                           \
+	})
+
+#endif

@@ -1,0 +1,42 @@
+/* IPv4 header and checksums. */
+#ifndef XDP5G_IPV4_H
+#define XDP5G_IPV4_H
+
+#include "common.h"
+#include <linux/ip.h>
+
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1fff
+
+INLINE __u16 csum_fold(__u32 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+/* Checksum of an option-less IPv4 header whose check field is zero. */
+INLINE __u16 ipv4_csum(struct iphdr *ip)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+#pragma unroll
+	for (int i = 0; i < (int)sizeof(*ip) / 2; i++)
+		sum += w[i];
+	return csum_fold(sum);
+}
+
+INLINE int ipv4_is_fragment(const struct iphdr *ip)
+{
+	return ip->frag_off & bpf_htons(IP_MF | IP_OFFSET);
+}
+
+/* TTL decrement with the incremental checksum update of RFC 1624. */
+INLINE void ipv4_decrement_ttl(struct iphdr *ip)
+{
+	__u32 sum = (__u32)ip->check + (__u32)bpf_htons(0x0100);
+	ip->check = (__u16)(sum + (sum >> 16));
+	ip->ttl--;
+}
+
+#endif

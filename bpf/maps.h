@@ -1,0 +1,106 @@
+/* Every map of the UPF data path, defined once and pinned by name so that a
+ * restarted daemon finds the sessions where it left them. The control plane
+ * sizes them at load time. */
+#ifndef XDP5G_MAPS_H
+#define XDP5G_MAPS_H
+
+#include "types.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32); /* TEID */
+	__type(value, struct pdr_set);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} uplink_teids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __be32); /* UE IPv4 address */
+	__type(value, struct pdr_set);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} downlink_ue4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* UE IPv6 /64 prefix, network order */
+	__type(value, struct pdr_set);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} downlink_ue6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct pdr);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} pdrs SEC(".maps");
+
+/* Packets and bytes each PDR matched. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct counter);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} pdr_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct far);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fars SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct nexthop);
+	__uint(max_entries, 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} nexthops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct route4_key);
+	__type(value, __u32); /* slot in nexthops */
+	__uint(max_entries, 65536);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} routes4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct route6_key);
+	__type(value, __u32);
+	__uint(max_entries, 65536);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} routes6 SEC(".maps");
+
+/* Which interface owns each counter slot: control-plane state kept in the
+ * kernel so that a restarted daemon finds the same slots. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct iface);
+	__uint(max_entries, MAX_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} ifaces SEC(".maps");
+
+/* Index: interface slot * REASON_COUNT + reason. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct counter);
+	__uint(max_entries, MAX_IFACES * REASON_COUNT);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} iface_counters SEC(".maps");
+
+#endif

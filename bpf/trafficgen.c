@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Line-rate test traffic without a NIC. xdp_trafficgen runs under
+ * BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES and transmits a frame
+ * template out of the interface; xdp_sink counts and samples what arrives at
+ * the far end. */
+#include <stdbool.h>
+#include "common.h"
+#include "parser.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define FRAME_MAX 256
+
+struct frame {
+	__u32 len;
+	__u8 data[FRAME_MAX];
+};
+
+struct gen_config {
+	struct frame tmpl;
+	/* Offset of a 16-bit big-endian field that cycles through flows
+	 * consecutive values from its template value; flows <= 1: fixed. */
+	__u32 flow_offset;
+	__u32 flows;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_config);
+} generator SEC(".maps");
+
+/* Position in the flow cycle; per CPU so generators on different CPUs do not
+ * contend for it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} flow_seq SEC(".maps");
+
+SEC("xdp")
+int xdp_trafficgen(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct gen_config *cfg = bpf_map_lookup_elem(&generator, &zero);
+	__u32 *seq = bpf_map_lookup_elem(&flow_seq, &zero);
+	if (!cfg || !seq)
+		return XDP_ABORTED;
+
+	/* Live-frame pages are recycled with whatever the receiver left in
+	 * them: write the whole frame every time. */
+	__u32 len = cfg->tmpl.len;
+	if (len < ETH_HLEN || len > FRAME_MAX)
+		return XDP_ABORTED;
+	if (bpf_xdp_store_bytes(ctx, 0, cfg->tmpl.data, len))
+		return XDP_ABORTED;
+
+	if (cfg->flows > 1) {
+		__u32 off = cfg->flow_offset;
+		if (off > FRAME_MAX - 2)
+			return XDP_ABORTED;
+		__u16 first = (cfg->tmpl.data[off] << 8) | cfg->tmpl.data[off + 1];
+		__be16 value = bpf_htons(first + *seq);
+		if (bpf_xdp_store_bytes(ctx, off, &value, sizeof(value)))
+			return XDP_ABORTED;
+		*seq = *seq + 1 < cfg->flows ? *seq + 1 : 0;
+	}
+	return XDP_TX;
+}
+
+/* Sink filter, host byte order, 0 = any. The IP protocol is that of the IPv4
+ * header or the IPv6 fixed header (extension headers are not walked); the
+ * destination port is that of UDP or TCP, never found in a non-first IPv4
+ * fragment. A frame matches when every non-zero field does. */
+volatile const __u16 filter_ethertype = 0;
+volatile const __u8 filter_ip_proto = 0;
+volatile const __u16 filter_dst_port = 0;
+/* XDP_PASS instead of XDP_DROP, for a sink in front of the stack. */
+volatile const bool sink_pass = false;
+
+struct sink_stats {
+	__u64 packets;
+	__u64 bytes;
+	__u64 match_packets;
+	__u64 match_bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sink_stats);
+} sink_counts SEC(".maps");
+
+/* The first matching frame, cut to FRAME_MAX; per CPU so two CPUs never
+ * write one copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct frame);
+} sink_sample SEC(".maps");
+
+INLINE bool sink_matches(struct cursor *c)
+{
+	struct ethhdr *eth;
+	__u16 proto = bpf_ntohs(parse_eth(c, &eth));
+	if (filter_ethertype && proto != filter_ethertype)
+		return false;
+	if (!filter_ip_proto && !filter_dst_port)
+		return true;
+
+	__u8 ip_proto;
+	bool first_fragment = true;
+	if (proto == ETH_P_IP) {
+		struct iphdr *ip = parse_ipv4(c);
+		if (!ip)
+			return false;
+		ip_proto = ip->protocol;
+		first_fragment = !(ip->frag_off & bpf_htons(IP_OFFSET));
+	} else if (proto == ETH_P_IPV6) {
+		struct ipv6hdr *ip6 = parse_ipv6(c);
+		if (!ip6)
+			return false;
+		ip_proto = ip6->nexthdr;
+	} else {
+		return false;
+	}
+	if (filter_ip_proto && ip_proto != filter_ip_proto)
+		return false;
+	if (!filter_dst_port)
+		return true;
+	if ((ip_proto != IPPROTO_UDP && ip_proto != IPPROTO_TCP) || !first_fragment)
+		return false;
+	/* TCP keeps its destination port at the same offset as UDP. */
+	struct udphdr *l4 = cursor_take(c, struct udphdr);
+	return l4 && bpf_ntohs(l4->dest) == filter_dst_port;
+}
+
+SEC("xdp")
+int xdp_sink(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct sink_stats *counts = bpf_map_lookup_elem(&sink_counts, &zero);
+	struct frame *sample = bpf_map_lookup_elem(&sink_sample, &zero);
+	if (!counts || !sample)
+		return XDP_ABORTED;
+
+	struct cursor c = { (void *)(long)ctx->data, (void *)(long)ctx->data_end };
+	__u64 len = c.end - c.pos;
+	counts->packets++;
+	counts->bytes += len;
+	if (sink_matches(&c)) {
+		counts->match_packets++;
+		counts->match_bytes += len;
+		__u64 copy = len < FRAME_MAX ? len : FRAME_MAX;
+		if (!sample->len && copy >= ETH_HLEN && !bpf_xdp_load_bytes(ctx, 0, sample->data, copy))
+			sample->len = copy;
+	}
+	return sink_pass ? XDP_PASS : XDP_DROP;
+}

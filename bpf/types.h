@@ -1,0 +1,111 @@
+/* Data shared between the XDP programs and the Go control plane (bpf2go
+ * generates the Go side of every struct here). */
+#ifndef XDP5G_TYPES_H
+#define XDP5G_TYPES_H
+
+#include "common.h"
+
+#define MAX_IFACES 64
+#define PDRS_PER_KEY 8
+#define MAX_N3_ADDRS 4
+
+/* Where a packet ended, counted per interface: the names are the Go
+ * constants' names too, so keep both lists in this order. */
+enum reason {
+	REASON_UPLINK_FORWARD,
+	REASON_DOWNLINK_FORWARD,
+	REASON_ECHO_RESPONSE,
+	REASON_DROP_MALFORMED,
+	REASON_DROP_UNKNOWN_TEID,
+	REASON_DROP_NO_PDR,
+	REASON_DROP_FAR,
+	REASON_DROP_NO_NEXTHOP,
+	REASON_DROP_TTL,
+	REASON_DROP_INTERNAL,
+	REASON_PASS_NOT_IP,
+	REASON_PASS_NOT_OURS,
+	REASON_PASS_GTP_SIGNALLING,
+	REASON_PASS_FRAGMENT,
+	REASON_PASS_NO_ROUTE,
+	REASON_PASS_TTL,
+	REASON_COUNT,
+};
+
+struct counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+enum iface_role {
+	ROLE_ACCESS = 1, /* N3: GTP-U in, uplink */
+	ROLE_CORE = 2,   /* N6: plain IP in, downlink */
+};
+
+enum pdr_flags {
+	PDR_MATCH_UE_V4 = 1, /* uplink: inner source is ue[0] */
+	PDR_MATCH_UE_V6 = 2, /* uplink: inner source is in the /64 ue[0..1] */
+	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
+	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
+};
+
+/* One PDR as the packet sees it; the precedence is the order in pdr_set. */
+struct pdr {
+	__u32 far;   /* slot in fars */
+	__u16 id;    /* PDR ID, for reports */
+	__u8 flags;  /* enum pdr_flags */
+	__u8 qfi;
+	__u32 ue[4]; /* network order */
+};
+
+/* The PDRs sharing a key (TEID or UE address), highest precedence first. */
+struct pdr_set {
+	__u32 count;
+	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
+};
+
+enum far_action {
+	FAR_DROP = 0, /* an unused slot drops */
+	FAR_FORWARD = 1,
+};
+
+enum far_flags {
+	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
+};
+
+#define NEXTHOP_ROUTE 0xffffffff /* look the inner destination up in route4/route6 */
+
+struct far {
+	__u8 action; /* enum far_action */
+	__u8 flags;  /* enum far_flags */
+	__u16 pad;
+	__be32 teid;  /* outer TEID */
+	__be32 peer;  /* outer destination */
+	__be32 local; /* outer source: our N3 address */
+	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
+};
+
+struct nexthop {
+	__u32 ifindex;
+	__be16 vlan_tci; /* 0: untagged */
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u8 valid;
+	__u8 pad;
+};
+
+struct iface {
+	__u32 ifindex; /* 0: slot free */
+	char name[16];
+};
+
+struct route4_key {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+struct route6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+#endif

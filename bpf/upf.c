@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3),
+ * downlink encapsulation on core interfaces (N6), GTP-U echo. One instance is
+ * loaded per interface with its slot, roles and N3 addresses as constants;
+ * all instances share the pinned maps. */
+#include "parser.h"
+#include "maps.h"
+
+volatile const __u32 iface_slot = 0;
+volatile const __u32 iface_roles = 0;
+volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Puts enum reason into BTF so bpf2go generates its Go constants. */
+const enum reason reason_btf_anchor __attribute__((unused)) = REASON_COUNT;
+
+#define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
+#define GTPU_DL_ENCAP_QFI_LEN \
+	(GTPU_DL_ENCAP_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+
+INLINE int finish(__u32 len, enum reason r, int action)
+{
+	__u32 key = iface_slot * REASON_COUNT + r;
+	struct counter *cnt = bpf_map_lookup_elem(&iface_counters, &key);
+	if (cnt) {
+		cnt->packets++;
+		cnt->bytes += len;
+	}
+	return action;
+}
+
+INLINE void count_pdr(__u32 slot, __u32 len)
+{
+	struct counter *cnt = bpf_map_lookup_elem(&pdr_counters, &slot);
+	if (cnt) {
+		cnt->packets++;
+		cnt->bytes += len;
+	}
+}
+
+INLINE int is_n3_addr(__be32 addr)
+{
+#pragma unroll
+	for (int i = 0; i < MAX_N3_ADDRS; i++)
+		if (n3_addrs[i] && n3_addrs[i] == addr)
+			return 1;
+	return 0;
+}
+
+/* Highest-precedence uplink PDR whose PDI matches; ip4 or ip6 is the inner
+ * header. */
+INLINE struct pdr *match_uplink(struct pdr_set *set, struct gtpu_info *g, struct iphdr *ip4,
+				struct ipv6hdr *ip6, __u32 *slot)
+{
+	for (int i = 0; i < PDRS_PER_KEY; i++) {
+		if (i >= set->count)
+			break;
+		*slot = set->pdr[i];
+		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
+		if (!p)
+			continue;
+		if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
+			continue;
+		if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
+			continue;
+		if ((p->flags & PDR_MATCH_UE_V6) &&
+		    (!ip6 || ipv6_prefix64(&ip6->saddr) != *(__u64 *)p->ue))
+			continue;
+		return p;
+	}
+	return NULL;
+}
+
+/* First PDR of a downlink set (no SDF filters yet: precedence alone). */
+INLINE struct pdr *match_downlink(struct pdr_set *set, __u32 *slot)
+{
+	if (!set->count)
+		return NULL;
+	*slot = set->pdr[0];
+	return bpf_map_lookup_elem(&pdrs, slot);
+}
+
+/* Next-hop slot of the longest matching route to an uplink destination. */
+INLINE __u32 *route4(__be32 dst)
+{
+	struct route4_key k = { .prefixlen = 32, .addr = dst };
+	return bpf_map_lookup_elem(&routes4, &k);
+}
+
+INLINE __u32 *route6(const struct in6_addr *dst)
+{
+	struct route6_key k = { .prefixlen = 128 };
+	__builtin_memcpy(k.addr, dst, sizeof(k.addr));
+	return bpf_map_lookup_elem(&routes6, &k);
+}
+
+/* Cuts Ethernet padding so the frame of len bytes ends where the IP packet
+ * does. */
+INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
+{
+	__s32 extra = (__s32)len - (__s32)want;
+	if (extra > 0)
+		return bpf_xdp_adjust_tail(ctx, -extra);
+	return 0;
+}
+
+/* Moves the start of the frame so that new_l2 bytes of Ethernet header sit
+ * right before the IP packet at inner_off, and writes that header. */
+INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
+		   const __u8 *smac, __be16 tci, __be16 proto)
+{
+	if (bpf_xdp_adjust_head(ctx, (int)inner_off - (int)new_l2))
+		return -1;
+	void *data = (void *)(long)ctx->data;
+	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
+		return -1;
+	write_eth(data, dmac, smac, tci, proto);
+	return 0;
+}
+
+/* Uplink: the G-PDU's inner packet leaves through the core next hop. */
+INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, void *inner,
+		  __u32 inner_off, __u32 pkt_len)
+{
+	void *end = (void *)(long)ctx->data_end;
+	struct pdr_set *set = bpf_map_lookup_elem(&uplink_teids, &g->hdr->teid);
+	if (!set)
+		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+
+	/* The verifier learns packet bounds only from data_end, so the inner
+	 * parse runs to the frame's end and the length is checked after. */
+	struct cursor ic = { .pos = inner, .end = end };
+	struct iphdr *ip4 = NULL;
+	struct ipv6hdr *ip6 = NULL;
+	__u32 inner_len;
+	__be16 proto;
+	if ((void *)((__u8 *)inner + 1) > end)
+		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	/* Branch on v4, not on the pointers: the verifier does not know that a
+	 * packet pointer is never NULL. */
+	int v4 = (*(__u8 *)inner >> 4) == 4;
+	if (v4) {
+		ip4 = parse_ipv4(&ic);
+		if (!ip4)
+			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+		inner_len = bpf_ntohs(ip4->tot_len);
+		proto = bpf_htons(ETH_P_IP);
+	} else {
+		ip6 = parse_ipv6(&ic);
+		if (!ip6)
+			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+		inner_len = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+		proto = bpf_htons(ETH_P_IPV6);
+	}
+
+	if (inner_len > g->payload_len)
+		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+
+	__u32 slot;
+	struct pdr *pdr = match_uplink(set, g, ip4, ip6, &slot);
+	if (!pdr)
+		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+	count_pdr(slot, inner_len);
+	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
+	if (!far || far->action != FAR_FORWARD)
+		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
+
+	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
+		return finish(pkt_len, REASON_DROP_TTL, XDP_DROP);
+	if (v4)
+		ipv4_decrement_ttl(ip4);
+	else
+		ip6->hop_limit--;
+
+	__u32 *nh_slot = &far->nexthop;
+	if (*nh_slot == NEXTHOP_ROUTE)
+		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
+	struct nexthop *nh = nh_slot ? bpf_map_lookup_elem(&nexthops, nh_slot) : NULL;
+
+	/* Without a next hop the kernel routes the decapsulated packet and
+	 * resolves the neighbour; the control plane then learns it. The frame
+	 * keeps the MACs it arrived with so the kernel takes it as its own. */
+	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
+	__builtin_memcpy(rx_dmac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(rx_smac, eth->h_source, ETH_ALEN);
+	if (trim_to(ctx, pkt_len, inner_off + inner_len))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	if (!nh || !nh->valid) {
+		if (put_eth(ctx, inner_off, ETH_HLEN, rx_dmac, rx_smac, 0, proto))
+			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+		return finish(pkt_len, REASON_PASS_NO_ROUTE, XDP_PASS);
+	}
+	if (put_eth(ctx, inner_off, nh->vlan_tci ? ETH_HLEN_VLAN : ETH_HLEN, nh->dmac, nh->smac,
+		    nh->vlan_tci, proto))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
+	return bpf_redirect(nh->ifindex, 0);
+}
+
+/* Echo Response with a Recovery IE (TS 29.281 7.2.2), sent back where the
+ * request came from. */
+INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
+			 struct udphdr *udp, __be16 seq, __u32 l2_len, __u32 pkt_len)
+{
+	const __u32 gtp_len = sizeof(struct gtpu_hdr) + sizeof(struct gtpu_opt) + 2;
+	if (ip->ihl != 5)
+		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
+	swap_eth(eth);
+	__be32 addr = ip->saddr;
+	ip->saddr = ip->daddr;
+	ip->daddr = addr;
+	__be16 port = udp->source;
+	udp->source = udp->dest;
+	udp->dest = port;
+	if (bpf_xdp_adjust_tail(ctx, (int)(l2_len + sizeof(*ip) + sizeof(*udp) + gtp_len) - (int)pkt_len))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	if (l2_len > ETH_HLEN_VLAN)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	ip = data + l2_len;
+	udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	struct gtpu_opt *o = (void *)(h + 1);
+	__u8 *ie = (void *)(o + 1);
+	if ((void *)(ie + 2) > end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	ip->tot_len = bpf_htons(sizeof(*ip) + sizeof(*udp) + gtp_len);
+	ip->ttl = 64;
+	ip->frag_off = 0;
+	ip->check = 0;
+	ip->check = ipv4_csum(ip);
+	udp->len = bpf_htons(sizeof(*udp) + gtp_len);
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT | GTPU_S;
+	h->type = GTPU_ECHO_RESPONSE;
+	h->length = bpf_htons(gtp_len - sizeof(*h));
+	h->teid = 0;
+	o->seq = seq;
+	o->npdu = 0;
+	o->next_ext = 0;
+	ie[0] = GTPU_IE_RECOVERY;
+	ie[1] = 0; /* restart counter: always 0 for GTP-U (TS 29.281 8.2) */
+	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
+}
+
+/* N3 ingress: GTP-U to one of our addresses. */
+INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
+			  struct cursor *c, __u32 l2_len, __u32 pkt_len)
+{
+	if (ipv4_is_fragment(ip))
+		return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
+	struct udphdr *udp = cursor_take(c, struct udphdr);
+	if (!udp)
+		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	struct gtpu_info g;
+	if (parse_gtpu(c, &g))
+		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	if (g.hdr->type == GTPU_ECHO_REQUEST)
+		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len);
+	if (g.hdr->type != GTPU_G_PDU)
+		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
+	__u32 inner_off = l2_len + ip->ihl * 4 + sizeof(*udp) + g.hdr_len;
+	return uplink(ctx, eth, &g, c->pos, inner_off, pkt_len);
+}
+
+/* Downlink: add GTP-U/UDP/IPv4 (and a PDU Session Container when the PDR
+ * carries a QFI) and send it to the gNB. */
+INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphdr *ip4,
+		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
+{
+	__u32 slot;
+	struct pdr *pdr = match_downlink(set, &slot);
+	if (!pdr)
+		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+	count_pdr(slot, inner_len);
+	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
+	if (!far || far->action != FAR_FORWARD || !(far->flags & FAR_GTPU_IPV4))
+		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
+	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
+		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
+	if (!nh || !nh->valid)
+		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
+	if (v4)
+		ipv4_decrement_ttl(ip4);
+	else
+		ip6->hop_limit--;
+
+	int with_qfi = pdr->flags & PDR_MARK_QFI;
+	__u8 qfi = pdr->qfi;
+	__u32 new_l2 = nh->vlan_tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	__u32 encap = with_qfi ? GTPU_DL_ENCAP_QFI_LEN : GTPU_DL_ENCAP_LEN;
+	if (trim_to(ctx, pkt_len, l2_len + inner_len) ||
+	    put_eth(ctx, l2_len, new_l2 + encap, nh->dmac, nh->smac, nh->vlan_tci,
+		    bpf_htons(ETH_P_IP)))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + new_l2;
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	struct gtpu_opt *o = (void *)(h + 1);
+	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
+	if ((void *)(psc + 1) > end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tos = 0;
+	ip->tot_len = bpf_htons(encap + inner_len);
+	ip->id = 0;
+	ip->frag_off = 0;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->saddr = far->local;
+	ip->daddr = far->peer;
+	ip->check = 0;
+	ip->check = ipv4_csum(ip);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT;
+	h->type = GTPU_G_PDU;
+	h->length = bpf_htons(gtp_payload);
+	h->teid = far->teid;
+	if (with_qfi) {
+		h->flags |= GTPU_E;
+		o->seq = 0;
+		o->npdu = 0;
+		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
+		psc->length = 1;
+		psc->pdu_type = 0;
+		psc->qfi = qfi & 0x3f;
+		psc->next_ext = 0;
+	}
+	finish(pkt_len, REASON_DOWNLINK_FORWARD, 0);
+	return bpf_redirect(nh->ifindex, 0);
+}
+
+SEC("xdp")
+int xdp_upf(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 pkt_len = end - data;
+	struct cursor c = { .pos = data, .end = end };
+	struct ethhdr *eth;
+	__be16 proto = parse_eth(&c, &eth);
+	if (!proto)
+		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	__u32 l2_len = c.pos - data;
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = parse_ipv4(&c);
+		if (!ip)
+			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
+		    is_n3_addr(ip->daddr)) {
+			struct udphdr *udp = c.pos;
+			if ((void *)(udp + 1) <= end && udp->dest == bpf_htons(GTPU_PORT))
+				return access_ingress(ctx, eth, ip, &c, l2_len, pkt_len);
+		}
+		if (iface_roles & ROLE_CORE) {
+			struct pdr_set *set = bpf_map_lookup_elem(&downlink_ue4, &ip->daddr);
+			if (set)
+				return downlink(ctx, set, 1, ip, NULL, l2_len, pkt_len);
+		}
+		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+	}
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = parse_ipv6(&c);
+		if (ip6 && (iface_roles & ROLE_CORE)) {
+			__u64 prefix = ipv6_prefix64(&ip6->daddr);
+			struct pdr_set *set = bpf_map_lookup_elem(&downlink_ue6, &prefix);
+			if (set)
+				return downlink(ctx, set, 0, NULL, ip6, l2_len, pkt_len);
+		}
+		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+	}
+	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
+}

@@ -1,0 +1,310 @@
+// Package datapath loads the UPF XDP program, attaches it to interfaces and
+// gives typed access to its pinned maps.
+package datapath
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultPinPath is where the maps and XDP links live between daemon runs.
+const DefaultPinPath = "/sys/fs/bpf/xdp5g"
+
+// Slots per session that the PDR and FAR tables reserve.
+const rulesPerSession = 4
+
+// Types shared with the BPF program.
+type (
+	PDR     = upfPdr
+	PDRSet  = upfPdrSet
+	FAR     = upfFar
+	Nexthop = upfNexthop
+	Counter = upfCounter
+)
+
+// Constants shared with the BPF program.
+const (
+	PDRsPerKey    = len(PDRSet{}.Pdr)
+	MatchUEv4     = 1
+	MatchUEv6     = 2
+	MatchQFI      = 4
+	MarkQFI       = 8
+	FARForward    = 1
+	FARGTPUv4     = 1
+	NexthopRoute  = 0xffffffff
+	maxIfaces     = 64
+	maxN3Addrs    = 4
+	nexthopSlots  = 1024
+	reasonCount   = int(upfReasonREASON_COUNT)
+	bpfFSMagic    = 0xcafe4a11
+	linksDirName  = "links"
+	ifaceNameSize = 16
+)
+
+// Role says which traffic an interface carries.
+type Role uint32
+
+const (
+	RoleAccess Role = 1 // N3: GTP-U from gNBs
+	RoleCore   Role = 2 // N6: plain IP from the data network
+)
+
+// Mode is the XDP attach mode.
+type Mode string
+
+const (
+	ModeNative  Mode = "native"
+	ModeGeneric Mode = "generic"
+	ModeOffload Mode = "offload"
+)
+
+// Options size and place the data path.
+type Options struct {
+	PinPath     string // bpffs directory; DefaultPinPath when empty
+	MaxSessions uint32 // 65536 when 0
+	N3Addresses []netip.Addr
+}
+
+// Datapath is the loaded set of pinned maps; programs are loaded per
+// interface by Attach.
+type Datapath struct {
+	opts Options
+	maps upfMaps
+}
+
+// Open creates the maps, or reuses the ones a previous run pinned.
+func Open(opts Options) (*Datapath, error) {
+	if opts.PinPath == "" {
+		opts.PinPath = DefaultPinPath
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = 65536
+	}
+	if len(opts.N3Addresses) > maxN3Addrs {
+		return nil, fmt.Errorf("at most %d N3 addresses, got %d", maxN3Addrs, len(opts.N3Addresses))
+	}
+	for _, a := range opts.N3Addresses {
+		if !a.Is4() {
+			return nil, fmt.Errorf("N3 address %s: only IPv4 is supported", a)
+		}
+	}
+	if err := ensureBPFFS(opts.PinPath); err != nil {
+		return nil, err
+	}
+	spec, err := sizedSpec(opts.MaxSessions)
+	if err != nil {
+		return nil, err
+	}
+	d := &Datapath{opts: opts}
+	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading maps: %w", err)
+	}
+	return d, nil
+}
+
+func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
+	spec, err := loadUpf()
+	if err != nil {
+		return nil, err
+	}
+	rules := maxSessions * rulesPerSession
+	for name, size := range map[string]uint32{
+		"uplink_teids": maxSessions * 2, "downlink_ue4": maxSessions, "downlink_ue6": maxSessions,
+		"pdrs": rules, "pdr_counters": rules, "fars": rules,
+	} {
+		spec.Maps[name].MaxEntries = size
+	}
+	return spec, nil
+}
+
+// ensureBPFFS mounts bpffs at /sys/fs/bpf when the pin path lies below it
+// and nothing is mounted there yet (a fresh machine), then makes the path.
+func ensureBPFFS(pinPath string) error {
+	const root = "/sys/fs/bpf"
+	if strings.HasPrefix(pinPath, root+"/") {
+		var st unix.Statfs_t
+		if err := unix.Statfs(root, &st); err != nil || uint32(st.Type) != bpfFSMagic {
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return err
+			}
+			if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
+				return fmt.Errorf("mounting bpffs at %s: %w", root, err)
+			}
+		}
+	}
+	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
+}
+
+// Close releases this process's handles; pinned maps and links stay, so
+// traffic keeps flowing.
+func (d *Datapath) Close() error {
+	return d.maps.Close()
+}
+
+// PinPath is the bpffs directory of this data path.
+func (d *Datapath) PinPath() string { return d.opts.PinPath }
+
+// Capacity returns the number of PDR and FAR slots.
+func (d *Datapath) Capacity() (pdrs, fars uint32) {
+	return d.maps.Pdrs.MaxEntries(), d.maps.Fars.MaxEntries()
+}
+
+// Attach loads the program for one interface of the calling thread's network
+// namespace and attaches it, or atomically replaces the program of an
+// attachment a previous run left pinned (so a restart drops nothing).
+func (d *Datapath) Attach(ifname string, roles Role, mode Mode) error {
+	iface, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return err
+	}
+	flags, err := mode.flags()
+	if err != nil {
+		return err
+	}
+	slot, err := d.claimSlot(uint32(iface.Index), ifname)
+	if err != nil {
+		return err
+	}
+	prog, err := d.loadProgram(slot, roles)
+	if err != nil {
+		return err
+	}
+	defer prog.Close()
+
+	pin := d.linkPin(ifname)
+	if old, err := link.LoadPinnedLink(pin, nil); err == nil {
+		defer old.Close()
+		if info, err := old.Info(); err == nil && info.XDP() != nil && int(info.XDP().Ifindex) == iface.Index {
+			return old.Update(prog)
+		}
+		// The interface was re-created: the old link is defunct.
+		if err := old.Unpin(); err != nil {
+			return err
+		}
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index, Flags: flags})
+	if err != nil {
+		if mode == ModeOffload {
+			return fmt.Errorf("hardware offload is not available on %s (its driver cannot run XDP programs on the NIC); use native or generic mode: %w", ifname, err)
+		}
+		return fmt.Errorf("attaching XDP (%s) to %s: %w", mode, ifname, err)
+	}
+	defer l.Close()
+	return l.Pin(pin)
+}
+
+func (m Mode) flags() (link.XDPAttachFlags, error) {
+	switch m {
+	case ModeNative, "":
+		return link.XDPDriverMode, nil
+	case ModeGeneric:
+		return link.XDPGenericMode, nil
+	case ModeOffload:
+		return link.XDPOffloadMode, nil
+	}
+	return 0, fmt.Errorf("unknown XDP mode %q (native, generic or offload)", m)
+}
+
+func (d *Datapath) linkPin(ifname string) string {
+	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
+}
+
+// loadProgram loads xdp_upf with the interface's constants over the shared
+// maps.
+func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
+	spec, err := sizedSpec(d.opts.MaxSessions)
+	if err != nil {
+		return nil, err
+	}
+	var addrs [maxN3Addrs]uint32
+	for i, a := range d.opts.N3Addresses {
+		addrs[i] = networkOrder(a.As4())
+	}
+	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	var progs upfPrograms
+	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{MapReplacements: d.mapsByName()})
+	if err != nil {
+		return nil, fmt.Errorf("loading the XDP program: %w", err)
+	}
+	return progs.XdpUpf, nil
+}
+
+func (d *Datapath) mapsByName() map[string]*ebpf.Map {
+	m := d.maps
+	return map[string]*ebpf.Map{
+		"uplink_teids": m.UplinkTeids, "downlink_ue4": m.DownlinkUe4, "downlink_ue6": m.DownlinkUe6,
+		"pdrs": m.Pdrs, "pdr_counters": m.PdrCounters, "fars": m.Fars, "nexthops": m.Nexthops,
+		"routes4": m.Routes4, "routes6": m.Routes6, "ifaces": m.Ifaces, "iface_counters": m.IfaceCounters,
+	}
+}
+
+// Detach removes the program from an interface of the calling thread's
+// namespace and frees its counter slot.
+func (d *Datapath) Detach(ifname string) error {
+	l, err := link.LoadPinnedLink(d.linkPin(ifname), nil)
+	if err != nil {
+		return fmt.Errorf("%s has no xdp5g attachment: %w", ifname, err)
+	}
+	defer l.Close()
+	if err := l.Unpin(); err != nil {
+		return err
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	return d.releaseSlot(ifname)
+}
+
+// Attached lists the interfaces with a pinned attachment.
+func (d *Datapath) Attached() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(d.opts.PinPath, linksDirName))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// networkOrder returns the uint32 whose in-memory bytes are b, the way the
+// BPF program reads addresses and TEIDs from packets.
+func networkOrder(b [4]byte) uint32 { return binary.NativeEndian.Uint32(b[:]) }
+
+// NetworkOrder32 is networkOrder for a host-order value such as a TEID.
+func NetworkOrder32(v uint32) uint32 {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return networkOrder(b)
+}
+
+// AddrKey is the in-memory form of an IPv4 address in the maps.
+func AddrKey(a netip.Addr) uint32 { return networkOrder(a.As4()) }
+
+// Prefix64Key is the downlink key of an IPv6 UE prefix.
+func Prefix64Key(a netip.Addr) uint64 {
+	b := a.As16()
+	return binary.NativeEndian.Uint64(b[:8])
+}
+
+func nativeEndianPut32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }
+func nativeEndianPut64(b []byte, v uint64) { binary.NativeEndian.PutUint64(b, v) }

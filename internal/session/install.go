@@ -1,0 +1,234 @@
+package session
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+// txn collects what an install took, so a failure can give it back.
+type txn struct {
+	s        *Store
+	in       *installed
+	nexthops []netip.Addr
+	statics  []netip.Addr
+}
+
+func (t *txn) undo() {
+	for _, slot := range t.in.PDRSlots {
+		t.s.pdrSlots.releaseNow(slot)
+	}
+	for _, slot := range t.in.FARSlots {
+		t.s.farSlots.releaseNow(slot)
+	}
+	for _, dst := range t.nexthops {
+		t.s.nh.Release(dst)
+	}
+	for _, ip := range t.statics {
+		t.s.unrefStatic(ip)
+	}
+}
+
+// install writes sess into fresh slots, then points its keys at them; old,
+// when replacing, is removed only once the new rules are live.
+func (s *Store) install(sess Session, old *installed) error {
+	if err := Validate(&sess); err != nil {
+		return err
+	}
+	keys := keysOf(&sess)
+	for _, k := range keys {
+		if owner, ok := s.owner(k); ok && owner != sess.SEID {
+			return &ConflictError{fmt.Sprintf("%s is used by session %d", describeKey(k), owner)}
+		}
+	}
+	t := &txn{s: s, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{}}}
+	if err := t.writeRules(); err != nil {
+		t.undo()
+		return err
+	}
+	sets := pdrSets(t.in)
+	for i, k := range keys {
+		if err := s.putKey(k, sets[k]); err != nil {
+			s.restoreKeys(keys[:i+1], old)
+			t.undo()
+			return fmt.Errorf("installing %s: %w", describeKey(k), err)
+		}
+	}
+	if old != nil {
+		live := map[dpKey]bool{}
+		for _, k := range keys {
+			live[k] = true
+		}
+		for _, k := range keysOf(&old.Session) {
+			if !live[k] {
+				// Best effort: the key is unreachable once dropped
+				// from the owners, and a later install overwrites it.
+				s.deleteKey(k)
+			}
+		}
+		s.forget(old)
+	}
+	for _, k := range keys {
+		s.setOwner(k, sess.SEID)
+	}
+	s.sessions[sess.SEID] = t.in
+	s.changed()
+	return nil
+}
+
+// restoreKeys puts keys back the way they were before a failed install.
+func (s *Store) restoreKeys(keys []dpKey, old *installed) {
+	var oldSets map[dpKey]datapath.PDRSet
+	if old != nil {
+		oldSets = pdrSets(old)
+	}
+	for _, k := range keys {
+		if set, ok := oldSets[k]; ok {
+			s.putKey(k, set)
+		} else {
+			s.deleteKey(k)
+		}
+	}
+}
+
+// writeRules allocates and writes the FAR and PDR slots of t.in.
+func (t *txn) writeRules() error {
+	s, sess := t.s, &t.in.Session
+	for _, n := range sess.Neighbours {
+		s.refStatic(n)
+		t.statics = append(t.statics, n.IP)
+	}
+	for i := range sess.FARs {
+		f := &sess.FARs[i]
+		slot, err := s.farSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.FARSlots[f.ID] = slot
+		dp := datapath.FAR{Nexthop: datapath.NexthopRoute}
+		if f.Action == ActionForward {
+			dp.Action = datapath.FARForward
+		}
+		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
+			nh, err := s.nh.Acquire(o.Peer)
+			if err != nil {
+				return fmt.Errorf("next hop for %s: %w", o.Peer, err)
+			}
+			t.nexthops = append(t.nexthops, o.Peer)
+			dp.Flags = datapath.FARGTPUv4
+			dp.Teid = datapath.NetworkOrder32(o.TEID)
+			dp.Peer = datapath.AddrKey(o.Peer)
+			dp.Local = datapath.AddrKey(s.n3)
+			dp.Nexthop = nh
+		}
+		if err := s.dp.PutFAR(slot, dp); err != nil {
+			return err
+		}
+	}
+	for i := range sess.PDRs {
+		p := &sess.PDRs[i]
+		if _, ok := p.key(); !ok {
+			continue
+		}
+		slot, err := s.pdrSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.PDRSlots[p.ID] = slot
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in.FARSlots[p.FARID])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dataPathPDR(p *PDR, farSlot uint32) datapath.PDR {
+	dp := datapath.PDR{Far: farSlot, Id: p.ID, Qfi: p.PDI.QFI}
+	if p.PDI.SourceInterface != InterfaceAccess {
+		if p.PDI.QFI != 0 {
+			dp.Flags |= datapath.MarkQFI
+		}
+		return dp
+	}
+	if p.PDI.QFI != 0 {
+		dp.Flags |= datapath.MatchQFI
+	}
+	if ue := p.PDI.UEAddress; ue.IsValid() {
+		b := ue.Addr().As16()
+		if ue.Addr().Is4() {
+			dp.Flags |= datapath.MatchUEv4
+			dp.Ue[0] = datapath.AddrKey(ue.Addr())
+		} else {
+			dp.Flags |= datapath.MatchUEv6
+			dp.Ue[0] = datapath.AddrKey(netip.AddrFrom4([4]byte(b[0:4])))
+			dp.Ue[1] = datapath.AddrKey(netip.AddrFrom4([4]byte(b[4:8])))
+		}
+	}
+	return dp
+}
+
+// pdrSets groups an installed session's PDR slots by key, highest
+// precedence first.
+func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
+	byKey := map[dpKey][]int{}
+	for i := range in.PDRs {
+		if k, ok := in.PDRs[i].key(); ok {
+			byKey[k] = append(byKey[k], i)
+		}
+	}
+	sets := map[dpKey]datapath.PDRSet{}
+	for k, idx := range byKey {
+		byPrecedence(in.PDRs, idx)
+		var set datapath.PDRSet
+		for _, i := range idx {
+			set.Pdr[set.Count] = in.PDRSlots[in.PDRs[i].ID]
+			set.Count++
+		}
+		sets[k] = set
+	}
+	return sets
+}
+
+// forget gives back what an installed session owned, once no key points at
+// it any more.
+func (s *Store) forget(in *installed) {
+	for _, slot := range in.PDRSlots {
+		s.pdrSlots.release(slot)
+	}
+	for _, slot := range in.FARSlots {
+		s.farSlots.release(slot)
+	}
+	for i := range in.FARs {
+		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
+			s.nh.Release(o.Peer)
+		}
+	}
+	for _, n := range in.Neighbours {
+		s.unrefStatic(n.IP)
+	}
+	for _, k := range keysOf(&in.Session) {
+		if owner, ok := s.owner(k); ok && owner == in.SEID {
+			s.dropOwner(k)
+		}
+	}
+}
+
+func (s *Store) refStatic(n Neighbour) {
+	s.statics[n.IP]++
+	s.nh.SetStatic(n.IP, n.MAC)
+}
+
+func (s *Store) unrefStatic(ip netip.Addr) {
+	if s.statics[ip]--; s.statics[ip] <= 0 {
+		delete(s.statics, ip)
+		s.nh.ClearStatic(ip)
+	}
+}
+
+func describeKey(k dpKey) string {
+	if teid, ok := k.(uint32); ok {
+		return fmt.Sprintf("TEID %d", teid)
+	}
+	return fmt.Sprintf("UE address %s", k)
+}

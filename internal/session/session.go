@@ -1,0 +1,83 @@
+// Package session holds PFCP sessions (PDRs and FARs) and installs them into
+// the data path, owning the map slots each session uses.
+package session
+
+import (
+	"net"
+	"net/netip"
+)
+
+// Interface is a PFCP Source or Destination Interface value (TS 29.244 8.2.2).
+type Interface uint8
+
+const (
+	InterfaceAccess     Interface = 0
+	InterfaceCore       Interface = 1
+	InterfaceSGiLAN     Interface = 2
+	InterfaceCPFunction Interface = 3
+)
+
+// OuterHeaderRemoval values (TS 29.244 8.2.64) the data path implements.
+const (
+	RemoveGTPUUDPIPv4 uint8 = 0
+	RemoveUDPIPv4     uint8 = 2
+	RemoveGTPUUDPIP   uint8 = 6
+)
+
+// Session is one PFCP session: its packet detection and forwarding rules.
+type Session struct {
+	SEID uint64
+	PDRs []PDR
+	FARs []FAR
+	// Neighbours are static IP-to-MAC entries for next hops (the
+	// document's arpTable); they take precedence over the kernel's.
+	Neighbours []Neighbour
+}
+
+// PDR is a Packet Detection Rule.
+type PDR struct {
+	ID         uint16
+	Precedence uint32 // lower value wins
+	FARID      uint32
+	PDI        PDI
+	// OuterHeaderRemoval is nil when the packet keeps its outer headers.
+	OuterHeaderRemoval *uint8
+}
+
+// PDI is a PDR's Packet Detection Information.
+type PDI struct {
+	SourceInterface Interface
+	TEID            uint32       // local F-TEID; access PDRs only
+	UEAddress       netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
+	QFI             uint8        // 0: any. Access PDRs match it; core PDRs mark it.
+}
+
+// Action is what a FAR does with a packet.
+type Action uint8
+
+const (
+	ActionDrop Action = iota
+	ActionForward
+)
+
+// FAR is a Forwarding Action Rule.
+type FAR struct {
+	ID                   uint32
+	Action               Action
+	DestinationInterface Interface
+	// OuterHeaderCreation is nil when no tunnel is added.
+	OuterHeaderCreation *OuterHeaderCreation
+}
+
+// OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds.
+type OuterHeaderCreation struct {
+	TEID uint32
+	Peer netip.Addr // the gNB's N3 address
+	Port uint16     // 0 or 2152: the data path always sends to 2152
+}
+
+// Neighbour is a static next-hop MAC address.
+type Neighbour struct {
+	IP  netip.Addr
+	MAC net.HardwareAddr
+}

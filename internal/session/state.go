@@ -1,0 +1,91 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// state is what a restarted daemon needs to take over the running data
+// path: every session and the slots it occupies.
+type state struct {
+	Sessions []*installed `json:"sessions"`
+}
+
+// MarshalState encodes the store for Restore.
+func (s *Store) MarshalState() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := state{Sessions: make([]*installed, 0, len(s.sessions))}
+	for _, in := range s.sessions {
+		st.Sessions = append(st.Sessions, in)
+	}
+	return json.Marshal(st)
+}
+
+// Restore takes over the sessions a previous run left in the pinned maps,
+// without a gap: each is written into fresh slots and its keys switched
+// atomically, then the old slots are freed and keys no session owns are
+// removed. The store must be empty.
+func (s *Store) Restore(data []byte) error {
+	var st state
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("reading saved sessions: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions) != 0 {
+		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
+	}
+	usedPDRs, usedFARs := map[uint32]bool{}, map[uint32]bool{}
+	for _, in := range st.Sessions {
+		for _, slot := range in.PDRSlots {
+			usedPDRs[slot] = true
+		}
+		for _, slot := range in.FARSlots {
+			usedFARs[slot] = true
+		}
+	}
+	s.pdrSlots.adopt(usedPDRs)
+	s.farSlots.adopt(usedFARs)
+	for _, in := range st.Sessions {
+		if err := s.install(in.Session, nil); err != nil {
+			return fmt.Errorf("restoring session %d: %w", in.SEID, err)
+		}
+	}
+	for slot := range usedPDRs {
+		s.pdrSlots.release(slot)
+	}
+	for slot := range usedFARs {
+		s.farSlots.release(slot)
+	}
+	return s.removeStrayKeys()
+}
+
+// removeStrayKeys deletes map keys that no session owns (left by a run
+// that stopped before saving).
+func (s *Store) removeStrayKeys() error {
+	teids, err := s.dp.UplinkTEIDs()
+	if err != nil {
+		return err
+	}
+	for _, teid := range teids {
+		if _, ok := s.teids[teid]; !ok {
+			if err := s.dp.DeleteUplink(teid); err != nil {
+				return err
+			}
+		}
+	}
+	ues, err := s.dp.DownlinkUEs()
+	if err != nil {
+		return err
+	}
+	for _, ue := range ues {
+		if _, ok := s.ues[ue]; !ok {
+			if err := s.dp.DeleteDownlink(ue); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,212 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"sync"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+// ErrNotFound is returned for an unknown SEID.
+var ErrNotFound = errors.New("session not found")
+
+// ConflictError says a session would take a key another session owns.
+type ConflictError struct{ Msg string }
+
+func (e *ConflictError) Error() string { return e.Msg }
+
+// Nexthops resolves gNB addresses to next-hop slots (the nexthop package).
+type Nexthops interface {
+	Acquire(dst netip.Addr) (uint32, error)
+	Release(dst netip.Addr)
+	SetStatic(ip netip.Addr, mac net.HardwareAddr)
+	ClearStatic(ip netip.Addr)
+}
+
+// Store is the set of installed sessions. Every change is all or nothing:
+// a rejected one leaves the maps and the store as they were.
+type Store struct {
+	mu       sync.Mutex
+	dp       *datapath.Datapath
+	nh       Nexthops
+	n3       netip.Addr // outer source address of downlink tunnels
+	sessions map[uint64]*installed
+	teids    map[uint32]uint64
+	ues      map[netip.Addr]uint64
+	statics  map[netip.Addr]int
+	pdrSlots *slotPool
+	farSlots *slotPool
+	changed  func()
+}
+
+// installed is a session with the data-path resources it owns.
+type installed struct {
+	Session
+	PDRSlots map[uint16]uint32 `json:"pdrSlots"`
+	FARSlots map[uint32]uint32 `json:"farSlots"`
+}
+
+// NewStore returns an empty store over a data path; n3 is the source
+// address of the tunnels it creates. changed, if not nil, is called after
+// every successful change (persistence).
+func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *Store {
+	pdrs, fars := dp.Capacity()
+	if changed == nil {
+		changed = func() {}
+	}
+	return &Store{
+		dp: dp, nh: nh, n3: n3, changed: changed,
+		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
+		statics:  map[netip.Addr]int{},
+		pdrSlots: newSlotPool("PDR", pdrs), farSlots: newSlotPool("FAR", fars),
+	}
+}
+
+// Create installs a new session.
+func (s *Store) Create(sess Session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[sess.SEID]; ok {
+		return &ConflictError{fmt.Sprintf("session %d exists", sess.SEID)}
+	}
+	return s.install(sess, nil)
+}
+
+// Replace swaps a session's rules for new ones without a gap: packets see
+// either the old rules or the new ones.
+func (s *Store) Replace(sess Session) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.sessions[sess.SEID]
+	if !ok {
+		return ErrNotFound
+	}
+	return s.install(sess, old)
+}
+
+// Delete removes a session and frees what it owned.
+func (s *Store) Delete(seid uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.sessions[seid]
+	if !ok {
+		return ErrNotFound
+	}
+	for _, k := range keysOf(&old.Session) {
+		if err := s.deleteKey(k); err != nil {
+			return fmt.Errorf("session %d: removing %v: %w", seid, k, err)
+		}
+	}
+	s.forget(old)
+	delete(s.sessions, seid)
+	s.changed()
+	return nil
+}
+
+// Get returns a session.
+func (s *Store) Get(seid uint64) (Session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.sessions[seid]
+	if !ok {
+		return Session{}, false
+	}
+	return in.Session, true
+}
+
+// List returns every session, by SEID.
+func (s *Store) List() []Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Session, 0, len(s.sessions))
+	for _, in := range s.sessions {
+		out = append(out, in.Session)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].SEID < out[b].SEID })
+	return out
+}
+
+// Len is the number of sessions.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// PDRCounters returns the live packet and byte counts of a session's PDRs.
+func (s *Store) PDRCounters(seid uint64) (map[uint16]datapath.Counter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.sessions[seid]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	out := map[uint16]datapath.Counter{}
+	for id, slot := range in.PDRSlots {
+		c, err := s.dp.PDRCounter(slot)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = c
+	}
+	return out, nil
+}
+
+// dpKey is a data-path key: a TEID or a UE address.
+type dpKey = any
+
+func keysOf(sess *Session) []dpKey {
+	var keys []dpKey
+	seen := map[dpKey]bool{}
+	for i := range sess.PDRs {
+		if k, ok := sess.PDRs[i].key(); ok && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (s *Store) deleteKey(k dpKey) error {
+	if teid, ok := k.(uint32); ok {
+		return s.dp.DeleteUplink(teid)
+	}
+	return s.dp.DeleteDownlink(k.(netip.Addr))
+}
+
+func (s *Store) putKey(k dpKey, set datapath.PDRSet) error {
+	if teid, ok := k.(uint32); ok {
+		return s.dp.PutUplink(teid, set)
+	}
+	return s.dp.PutDownlink(k.(netip.Addr), set)
+}
+
+// owner returns the session that owns a key, if any.
+func (s *Store) owner(k dpKey) (uint64, bool) {
+	if teid, ok := k.(uint32); ok {
+		seid, found := s.teids[teid]
+		return seid, found
+	}
+	seid, found := s.ues[k.(netip.Addr)]
+	return seid, found
+}
+
+func (s *Store) setOwner(k dpKey, seid uint64) {
+	if teid, ok := k.(uint32); ok {
+		s.teids[teid] = seid
+	} else {
+		s.ues[k.(netip.Addr)] = seid
+	}
+}
+
+func (s *Store) dropOwner(k dpKey) {
+	if teid, ok := k.(uint32); ok {
+		delete(s.teids, teid)
+	} else {
+		delete(s.ues, k.(netip.Addr))
+	}
+}

@@ -1,0 +1,170 @@
+package session
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+// ValidationError names the field of a session that cannot be installed.
+type ValidationError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks a session on its own; conflicts with other sessions are
+// the store's business.
+func Validate(s *Session) error {
+	if s.SEID == 0 {
+		return invalid("seid", "must not be 0")
+	}
+	if len(s.PDRs) == 0 {
+		return invalid("pdrs", "a session needs at least one PDR")
+	}
+	fars := map[uint32]*FAR{}
+	for i := range s.FARs {
+		f := &s.FARs[i]
+		field := fmt.Sprintf("fars[%d]", i)
+		if _, dup := fars[f.ID]; dup {
+			return invalid(field+".farId", "FAR %d is defined twice", f.ID)
+		}
+		fars[f.ID] = f
+		if err := validateFAR(field, f); err != nil {
+			return err
+		}
+	}
+	pdrIDs := map[uint16]bool{}
+	perKey := map[any]int{}
+	for i := range s.PDRs {
+		p := &s.PDRs[i]
+		field := fmt.Sprintf("pdrs[%d]", i)
+		if pdrIDs[p.ID] {
+			return invalid(field+".pdrId", "PDR %d is defined twice", p.ID)
+		}
+		pdrIDs[p.ID] = true
+		far, ok := fars[p.FARID]
+		if !ok {
+			return invalid(field+".farId", "FAR %d is not in the session", p.FARID)
+		}
+		if err := validatePDR(field, p, far); err != nil {
+			return err
+		}
+		if key, ok := p.key(); ok {
+			if perKey[key]++; perKey[key] > datapath.PDRsPerKey {
+				return invalid(field, "more than %d PDRs share the key %v", datapath.PDRsPerKey, key)
+			}
+		}
+	}
+	return nil
+}
+
+func validateFAR(field string, f *FAR) error {
+	switch f.Action {
+	case ActionDrop:
+		return nil
+	case ActionForward:
+	default:
+		return invalid(field+".applyAction", "unsupported action %d", f.Action)
+	}
+	switch f.DestinationInterface {
+	case InterfaceAccess:
+		o := f.OuterHeaderCreation
+		if o == nil {
+			return invalid(field+".forwardingParameters.outerHeaderCreation", "forwarding to access needs GTP-U/UDP/IPv4 outer header creation")
+		}
+		if !o.Peer.Is4() {
+			return invalid(field+".forwardingParameters.outerHeaderCreation.ipv4Address", "must be an IPv4 address")
+		}
+		if o.TEID == 0 {
+			return invalid(field+".forwardingParameters.outerHeaderCreation.teid", "must not be 0")
+		}
+		if o.Port != 0 && o.Port != 2152 {
+			return invalid(field+".forwardingParameters.outerHeaderCreation.portNumber", "GTP-U is sent to port 2152, not %d", o.Port)
+		}
+	case InterfaceCore, InterfaceSGiLAN:
+		if f.OuterHeaderCreation != nil && f.OuterHeaderCreation.TEID != 0 {
+			return invalid(field+".forwardingParameters.outerHeaderCreation", "tunnels towards the core (N9) are not supported")
+		}
+	default:
+		return invalid(field+".destinationInterface", "forwarding to interface %d is not supported", f.DestinationInterface)
+	}
+	return nil
+}
+
+func validatePDR(field string, p *PDR, far *FAR) error {
+	if p.PDI.QFI > 63 {
+		return invalid(field+".pdi.qfi", "must be 0..63")
+	}
+	ue := p.PDI.UEAddress
+	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
+		return invalid(field+".pdi.ueIPAddress", "must be an IPv4 address or an IPv6 prefix of /64 or longer")
+	}
+	switch p.PDI.SourceInterface {
+	case InterfaceAccess:
+		if p.PDI.TEID == 0 {
+			return invalid(field+".pdi.teid", "an access PDR needs the local TEID")
+		}
+		if p.OuterHeaderRemoval == nil || (*p.OuterHeaderRemoval != RemoveGTPUUDPIPv4 && *p.OuterHeaderRemoval != RemoveGTPUUDPIP) {
+			return invalid(field+".outerHeaderRemoval", "an access PDR must remove GTP-U/UDP/IP (0 or 6)")
+		}
+		if far.Action == ActionForward && far.DestinationInterface == InterfaceAccess {
+			return invalid(field+".farId", "uplink FAR %d forwards back to access", far.ID)
+		}
+	case InterfaceCore, InterfaceSGiLAN:
+		if !ue.IsValid() {
+			return invalid(field+".pdi.ueIPAddress", "a core PDR needs the UE address")
+		}
+		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 {
+			return invalid(field+".outerHeaderRemoval", "a core PDR receives plain IP; nothing to remove")
+		}
+		if far.Action == ActionForward && far.DestinationInterface != InterfaceAccess {
+			return invalid(field+".farId", "downlink FAR %d must forward to access", far.ID)
+		}
+	case InterfaceCPFunction:
+		// Accepted (SMFs always send one) and kept, but the data path
+		// does not see CP-function traffic yet.
+	default:
+		return invalid(field+".pdi.sourceInterface", "unsupported source interface %d", p.PDI.SourceInterface)
+	}
+	return nil
+}
+
+// key is the data-path key a PDR is found by: a TEID for access PDRs, the
+// UE address (IPv6: its /64) for core PDRs.
+func (p *PDR) key() (any, bool) {
+	switch p.PDI.SourceInterface {
+	case InterfaceAccess:
+		return p.PDI.TEID, true
+	case InterfaceCore, InterfaceSGiLAN:
+		return ueKey(p.PDI.UEAddress), true
+	}
+	return nil, false
+}
+
+// ueKey is the address the downlink maps are keyed by.
+func ueKey(p netip.Prefix) netip.Addr {
+	if p.Addr().Is4() {
+		return p.Addr()
+	}
+	return netip.PrefixFrom(p.Addr(), 64).Masked().Addr()
+}
+
+// byPrecedence orders PDR indexes highest precedence (lowest value) first,
+// ties by PDR ID so the order is stable.
+func byPrecedence(pdrs []PDR, idx []int) {
+	sort.Slice(idx, func(a, b int) bool {
+		pa, pb := &pdrs[idx[a]], &pdrs[idx[b]]
+		if pa.Precedence != pb.Precedence {
+			return pa.Precedence < pb.Precedence
+		}
+		return pa.ID < pb.ID
+	})
+}

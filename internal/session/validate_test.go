@@ -1,0 +1,110 @@
+package session
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// figure10 is the session of Fig. 10 of the UPF paper, with the TEID the
+// downlink tunnel needs.
+func figure10() Session {
+	return Session{
+		SEID: 1,
+		PDRs: []PDR{
+			{ID: 20, FARID: 200, OuterHeaderRemoval: ptr(RemoveUDPIPv4),
+				PDI: PDI{SourceInterface: InterfaceCore, TEID: 100, UEAddress: netip.MustParsePrefix("10.1.3.27/32")}},
+			{ID: 10, FARID: 100, OuterHeaderRemoval: ptr(RemoveGTPUUDPIPv4),
+				PDI: PDI{SourceInterface: InterfaceAccess, TEID: 100, UEAddress: netip.MustParsePrefix("10.1.3.27/32")}},
+		},
+		FARs: []FAR{
+			{ID: 200, Action: ActionForward, DestinationInterface: InterfaceAccess,
+				OuterHeaderCreation: &OuterHeaderCreation{TEID: 100, Peer: netip.MustParseAddr("10.1.3.27"), Port: 2152}},
+			{ID: 100, Action: ActionForward, DestinationInterface: InterfaceCore},
+		},
+	}
+}
+
+func TestValidateAcceptsFigure10(t *testing.T) {
+	s := figure10()
+	if err := Validate(&s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	cases := []struct {
+		field  string
+		mutate func(*Session)
+	}{
+		{"seid", func(s *Session) { s.SEID = 0 }},
+		{"pdrs", func(s *Session) { s.PDRs = nil }},
+		{"pdrs[1].pdrId", func(s *Session) { s.PDRs[1].ID = 20 }},
+		{"fars[1].farId", func(s *Session) { s.FARs[1].ID = 200 }},
+		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 7 }},
+		{"pdrs[1].pdi.teid", func(s *Session) { s.PDRs[1].PDI.TEID = 0 }},
+		{"pdrs[1].outerHeaderRemoval", func(s *Session) { s.PDRs[1].OuterHeaderRemoval = nil }},
+		{"pdrs[1].outerHeaderRemoval", func(s *Session) { s.PDRs[1].OuterHeaderRemoval = ptr(uint8(1)) }},
+		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.Prefix{} }},
+		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("10.1.3.0/24") }},
+		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("2001:db8::/48") }},
+		{"pdrs[1].pdi.qfi", func(s *Session) { s.PDRs[1].PDI.QFI = 64 }},
+		{"pdrs[0].pdi.sourceInterface", func(s *Session) { s.PDRs[0].PDI.SourceInterface = 9 }},
+		{"fars[0].forwardingParameters.outerHeaderCreation", func(s *Session) { s.FARs[0].OuterHeaderCreation = nil }},
+		{"fars[0].forwardingParameters.outerHeaderCreation.ipv4Address", func(s *Session) {
+			s.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("2001:db8::1")
+		}},
+		{"fars[0].forwardingParameters.outerHeaderCreation.teid", func(s *Session) { s.FARs[0].OuterHeaderCreation.TEID = 0 }},
+		{"fars[0].forwardingParameters.outerHeaderCreation.portNumber", func(s *Session) { s.FARs[0].OuterHeaderCreation.Port = 1234 }},
+		{"fars[1].destinationInterface", func(s *Session) { s.FARs[1].DestinationInterface = InterfaceCPFunction }},
+		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].FARID = 200 }},
+		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 100 }},
+	}
+	for _, c := range cases {
+		s := figure10()
+		c.mutate(&s)
+		var ve *ValidationError
+		if err := Validate(&s); !errors.As(err, &ve) || ve.Field != c.field {
+			t.Errorf("want an error naming %s, got %v", c.field, err)
+		}
+	}
+}
+
+func TestValidateLimitsPDRsPerKey(t *testing.T) {
+	s := figure10()
+	for i := 0; i < 8; i++ {
+		p := s.PDRs[1]
+		p.ID = uint16(30 + i)
+		s.PDRs = append(s.PDRs, p)
+	}
+	var ve *ValidationError
+	if err := Validate(&s); !errors.As(err, &ve) || ve.Field != "pdrs[9]" {
+		t.Fatalf("nine PDRs on one TEID: got %v", err)
+	}
+}
+
+func TestSlotPoolDelaysReuse(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := newSlotPool("test", 2)
+	p.now = func() time.Time { return now }
+	a, _ := p.alloc()
+	b, _ := p.alloc()
+	if _, err := p.alloc(); err == nil {
+		t.Fatal("a full pool gave a slot")
+	}
+	p.release(a)
+	if _, err := p.alloc(); err == nil {
+		t.Fatal("a slot was reused before the delay")
+	}
+	now = now.Add(slotReuseDelay)
+	if got, err := p.alloc(); err != nil || got != a {
+		t.Fatalf("after the delay: got %d, %v; want %d", got, err, a)
+	}
+	p.releaseNow(b)
+	if got, _ := p.alloc(); got != b {
+		t.Fatalf("releaseNow: got %d, want %d", got, b)
+	}
+}

@@ -1,0 +1,240 @@
+// Package trafficgen sends test traffic at millions of packets per second
+// without a NIC or a userspace packet loop, and counts it where it arrives.
+//
+// The Generator runs an XDP program under BPF_PROG_TEST_RUN in live-frame
+// mode: every run writes a frame template into a page and transmits it with
+// XDP_TX out of the given interface. The Sink is an XDP program that counts,
+// filters and samples what arrives.
+package trafficgen
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+// MaxFrame is the longest frame the Generator sends and the Sink samples.
+const MaxFrame = len(trafficgenFrame{}.Data)
+
+const (
+	minFrame = 14 // an Ethernet header
+	maxFlows = 1 << 16
+	// Every test run costs about 25 ms on top of its packets (the kernel
+	// swaps the XDP dispatcher in and out), so runs are long: a few hundred
+	// milliseconds between progress reports, ten bursts a second when paced.
+	progressChunk      = 1 << 20
+	pacedRunsPerSecond = 10
+)
+
+// xdpMD is struct xdp_md, the context a test run of an XDP program takes.
+type xdpMD struct {
+	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
+}
+
+// Generator transmits copies of a frame. Its Send calls must not overlap.
+type Generator struct {
+	objs struct {
+		Prog    *ebpf.Program `ebpf:"xdp_trafficgen"`
+		Config  *ebpf.Map     `ebpf:"generator"`
+		FlowSeq *ebpf.Map     `ebpf:"flow_seq"`
+	}
+}
+
+// NewGenerator loads the generator program.
+func NewGenerator() (*Generator, error) {
+	spec, err := loadTrafficgen()
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{}
+	if err := spec.LoadAndAssign(&g.objs, nil); err != nil {
+		return nil, fmt.Errorf("load generator: %w", err)
+	}
+	return g, nil
+}
+
+// Close unloads the generator.
+func (g *Generator) Close() error {
+	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close())
+}
+
+// Options shape what Send transmits and how fast.
+type Options struct {
+	// FlowOffset is the byte offset of a 16-bit big-endian field, e.g. a UDP
+	// port, that cycles through Flows consecutive values starting from its
+	// value in the frame, one packet after another. Nothing else is
+	// rewritten, so no checksum may cover the field (UDP over IPv4 can send
+	// checksum 0). Each CPU the sender runs on keeps its own place in the
+	// cycle, so the values are evenly spread only while it stays on one.
+	FlowOffset int
+	Flows      int // 0 or 1: every packet is the frame as given
+	// Rate is in packets per second, sent in bursts ten times a second; 0
+	// sends as fast as one CPU can.
+	Rate uint64
+	// Progress, if set, is called with the running total between bursts.
+	Progress func(sent uint64)
+}
+
+// Send transmits count copies of frame out of the interface ifindex in ns
+// and returns how many it sent and how long that took.
+func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
+	if err := g.configure(frame, opts); err != nil {
+		return 0, 0, err
+	}
+	chunk := uint64(math.MaxUint32)
+	switch {
+	case opts.Rate > 0:
+		chunk = max(opts.Rate/pacedRunsPerSecond, 1)
+	case opts.Progress != nil:
+		chunk = progressChunk
+	}
+	run := ebpf.RunOptions{
+		Data:    frame,
+		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
+	}
+	// The kernel resolves the ifindex in the namespace of the calling thread.
+	err = ns.Do(func() error {
+		start := time.Now()
+		for sent < count {
+			run.Repeat = uint32(min(chunk, count-sent))
+			if _, err := g.objs.Prog.Run(&run); err != nil {
+				return fmt.Errorf("generate on ifindex %d in %s: %w", ifindex, ns.Name, err)
+			}
+			sent += uint64(run.Repeat)
+			if opts.Progress != nil {
+				opts.Progress(sent)
+			}
+			if opts.Rate > 0 {
+				due := time.Duration(float64(sent) / float64(opts.Rate) * float64(time.Second))
+				time.Sleep(time.Until(start.Add(due)))
+			}
+		}
+		elapsed = time.Since(start)
+		return nil
+	})
+	return sent, elapsed, err
+}
+
+// configure stores the template and restarts the flow cycle on every CPU.
+func (g *Generator) configure(frame []byte, opts Options) error {
+	if len(frame) < minFrame || len(frame) > MaxFrame {
+		return fmt.Errorf("frame of %d bytes, want %d to %d", len(frame), minFrame, MaxFrame)
+	}
+	if opts.Flows < 0 || opts.Flows > maxFlows {
+		return fmt.Errorf("%d flows, want 0 to %d", opts.Flows, maxFlows)
+	}
+	if opts.Flows > 1 && (opts.FlowOffset < 0 || opts.FlowOffset+2 > len(frame)) {
+		return fmt.Errorf("flow field at offset %d is outside the %d-byte frame", opts.FlowOffset, len(frame))
+	}
+	cfg := trafficgenGenConfig{
+		Tmpl:       trafficgenFrame{Len: uint32(len(frame))},
+		FlowOffset: uint32(opts.FlowOffset),
+		Flows:      uint32(opts.Flows),
+	}
+	copy(cfg.Tmpl.Data[:], frame)
+	if err := g.objs.Config.Put(uint32(0), &cfg); err != nil {
+		return fmt.Errorf("store frame template: %w", err)
+	}
+	if err := g.objs.FlowSeq.Put(uint32(0), make([]uint32, ebpf.MustPossibleCPU())); err != nil {
+		return fmt.Errorf("reset flow sequence: %w", err)
+	}
+	return nil
+}
+
+// Filter selects the packets a Sink counts as matching; zero fields match
+// anything. IPProto is that of the IPv4 header or the IPv6 fixed header (no
+// extension headers are walked); DstPort is a UDP or TCP destination port.
+type Filter struct {
+	EtherType uint16 // e.g. 0x0800 for IPv4
+	IPProto   uint8  // e.g. 17 for UDP
+	DstPort   uint16
+}
+
+// Counts are a Sink's totals: all packets, and those matching its Filter.
+type Counts = trafficgenSinkStats
+
+// Sink counts the packets arriving at an interface and drops them.
+type Sink struct {
+	objs struct {
+		Prog   *ebpf.Program `ebpf:"xdp_sink"`
+		Counts *ebpf.Map     `ebpf:"sink_counts"`
+		Sample *ebpf.Map     `ebpf:"sink_sample"`
+	}
+	attachment io.Closer
+}
+
+// NewSink attaches a sink to ifname in ns in native mode. With pass set it
+// hands every packet on to the stack instead of dropping it.
+func NewSink(ns *testbed.Netns, ifname string, filter Filter, pass bool) (*Sink, error) {
+	spec, err := loadTrafficgen()
+	if err != nil {
+		return nil, err
+	}
+	for name, value := range map[string]any{
+		"filter_ethertype": filter.EtherType,
+		"filter_ip_proto":  filter.IPProto,
+		"filter_dst_port":  filter.DstPort,
+		"sink_pass":        pass,
+	} {
+		if err := spec.Variables[name].Set(value); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	s := &Sink{}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return nil, fmt.Errorf("load sink: %w", err)
+	}
+	if s.attachment, err = ns.AttachXDP(ifname, s.objs.Prog, false); err != nil {
+		return nil, errors.Join(err, s.closeObjects())
+	}
+	return s, nil
+}
+
+// Counts sums the counters of all CPUs.
+func (s *Sink) Counts() (Counts, error) {
+	var perCPU []Counts
+	if err := s.objs.Counts.Lookup(uint32(0), &perCPU); err != nil {
+		return Counts{}, fmt.Errorf("read sink counters: %w", err)
+	}
+	var total Counts
+	for _, c := range perCPU {
+		total.Packets += c.Packets
+		total.Bytes += c.Bytes
+		total.MatchPackets += c.MatchPackets
+		total.MatchBytes += c.MatchBytes
+	}
+	return total, nil
+}
+
+// Sample returns the first matching frame, cut to MaxFrame bytes, or nil if
+// none has arrived. With several receiving CPUs, it is the first one of the
+// lowest-numbered CPU.
+func (s *Sink) Sample() ([]byte, error) {
+	var perCPU []trafficgenFrame
+	if err := s.objs.Sample.Lookup(uint32(0), &perCPU); err != nil {
+		return nil, fmt.Errorf("read sink sample: %w", err)
+	}
+	for _, f := range perCPU {
+		if f.Len > 0 {
+			return f.Data[:f.Len], nil
+		}
+	}
+	return nil, nil
+}
+
+// Close detaches and unloads the sink.
+func (s *Sink) Close() error {
+	return errors.Join(s.attachment.Close(), s.closeObjects())
+}
+
+func (s *Sink) closeObjects() error {
+	return errors.Join(s.objs.Prog.Close(), s.objs.Counts.Close(), s.objs.Sample.Close())
+}

@@ -1,0 +1,310 @@
+package trafficgen
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+const (
+	packets  = 10000
+	dstPort  = 5000
+	portAt   = 14 + 20 + 2 // UDP destination port in udpFrame
+	sinkAddr = "10.0.0.2"
+)
+
+var udpFilter = Filter{EtherType: 0x0800, IPProto: 17, DstPort: dstPort}
+
+// bed is a generator namespace and a sink namespace joined by a veth pair.
+type bed struct {
+	gen, sink   *testbed.Netns
+	genIndex    int
+	genMAC      net.HardwareAddr
+	sinkMAC     net.HardwareAddr
+	generator   *Generator
+	sinkIfname  string
+	genIfname   string
+	udpTemplate []byte
+}
+
+func newBed(t *testing.T) *bed {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	b := &bed{genIfname: "gen0", sinkIfname: "sink0"}
+	var err error
+	for _, ns := range []**testbed.Netns{&b.gen, &b.sink} {
+		if *ns, err = testbed.New("tg-"); err != nil {
+			t.Fatal(err)
+		}
+		n := *ns
+		t.Cleanup(func() {
+			if err := n.Delete(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// Link names only need to be unique within their private namespace.
+	if err := testbed.Veth(b.gen, b.genIfname, b.sink, b.sinkIfname); err != nil {
+		t.Fatal(err)
+	}
+	if b.genIndex, b.genMAC, err = b.gen.Link(b.genIfname); err != nil {
+		t.Fatal(err)
+	}
+	if _, b.sinkMAC, err = b.sink.Link(b.sinkIfname); err != nil {
+		t.Fatal(err)
+	}
+	if b.generator, err = NewGenerator(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.generator.Close() })
+	b.udpTemplate = udpFrame(t, b.genMAC, b.sinkMAC)
+	return b
+}
+
+func (b *bed) newSink(t *testing.T, filter Filter, pass bool) *Sink {
+	t.Helper()
+	s, err := NewSink(b.sink, b.sinkIfname, filter, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// udpFrame is 60 bytes of Ethernet, IPv4 and UDP to dstPort with checksum 0
+// (none), so the generator may vary the port.
+func udpFrame(t *testing.T, src, dst net.HardwareAddr) []byte {
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("10.0.0.1"), DstIP: net.ParseIP(sinkAddr)}
+	udp := &layers.UDP{SrcPort: 40000, DstPort: dstPort}
+	udp.SetNetworkLayerForChecksum(ip)
+	buf := gopacket.NewSerializeBuffer()
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		&layers.Ethernet{SrcMAC: src, DstMAC: dst, EthernetType: layers.EthernetTypeIPv4},
+		ip, udp, gopacket.Payload("xdp5g-trafficgen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	if len(frame) != 60 {
+		t.Fatalf("frame is %d bytes", len(frame))
+	}
+	binary.BigEndian.PutUint16(frame[portAt+4:], 0) // the UDP checksum
+	return frame
+}
+
+// settle waits until the sink has seen at least sent packets, then a little
+// longer to catch any surplus.
+func settle(t *testing.T, s *Sink, sent uint64) Counts {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := s.Counts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Packets >= sent || time.Now().After(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			if c, err = s.Counts(); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSendArrivesIntact(t *testing.T) {
+	b := newBed(t)
+	sink := b.newSink(t, udpFilter, false)
+	var progress uint64
+	sent, elapsed, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, packets, Options{
+		Progress: func(n uint64) { progress = n },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != packets || progress != packets {
+		t.Errorf("sent %d, last progress %d, want %d", sent, progress, packets)
+	}
+	t.Logf("%d packets in %v: %.2f Mpps", sent, elapsed, float64(sent)/elapsed.Seconds()/1e6)
+
+	c := settle(t, sink, packets)
+	if c.MatchPackets != packets || c.MatchBytes != packets*uint64(len(b.udpTemplate)) {
+		t.Errorf("sink matched %d packets, %d bytes; want %d, %d",
+			c.MatchPackets, c.MatchBytes, packets, packets*len(b.udpTemplate))
+	}
+	if c.Packets < c.MatchPackets {
+		t.Errorf("sink counted %d packets in all but %d matching", c.Packets, c.MatchPackets)
+	}
+	sample, err := sink.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sample, b.udpTemplate) {
+		t.Errorf("sample\n%x\nwant\n%x", sample, b.udpTemplate)
+	}
+}
+
+func TestSinkFilterRejects(t *testing.T) {
+	b := newBed(t)
+	sink := b.newSink(t, Filter{EtherType: 0x0800, IPProto: 6}, false)
+	if _, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, packets, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	c := settle(t, sink, packets)
+	if c.Packets < packets || c.MatchPackets != 0 {
+		t.Errorf("TCP filter: %d packets, %d matching; want >= %d, 0", c.Packets, c.MatchPackets, packets)
+	}
+	if sample, err := sink.Sample(); sample != nil || err != nil {
+		t.Errorf("sample %x, %v; want none", sample, err)
+	}
+}
+
+// With flows, the destination port takes flows values in turn: a sink
+// filtering on one of them sees an even share, one past the range none.
+func TestSendFlows(t *testing.T) {
+	b := newBed(t)
+	const flows = 16
+	for _, k := range []uint16{0, flows - 1, flows} {
+		port := dstPort + k
+		sink := b.newSink(t, Filter{DstPort: port}, false)
+		err := onOneCPU(func() error {
+			_, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, packets, Options{FlowOffset: portAt, Flows: flows})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(packets / flows)
+		if k == flows {
+			want = 0
+		}
+		c := settle(t, sink, packets)
+		if c.MatchPackets != want {
+			t.Errorf("port %d: %d packets, want %d", port, c.MatchPackets, want)
+		}
+		sample, err := sink.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want == 0 {
+			if sample != nil {
+				t.Errorf("port %d: sample %x, want none", port, sample)
+			}
+		} else {
+			frame := bytes.Clone(b.udpTemplate)
+			binary.BigEndian.PutUint16(frame[portAt:], port)
+			if !bytes.Equal(sample, frame) {
+				t.Errorf("port %d: sample\n%x\nwant\n%x", port, sample, frame)
+			}
+		}
+		sink.Close()
+	}
+}
+
+// onOneCPU runs f with its thread bound to one CPU: each CPU keeps its own
+// place in the flow cycle, so the shares are exact only without migration.
+func onOneCPU(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all, first unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		return err
+	}
+	for cpu := 0; first.Count() == 0; cpu++ {
+		if all.IsSet(cpu) {
+			first.Set(cpu)
+		}
+	}
+	if err := unix.SchedSetaffinity(0, &first); err != nil {
+		return err
+	}
+	return errors.Join(f(), unix.SchedSetaffinity(0, &all))
+}
+
+// A paced send takes count/rate, reports progress along the way, and with
+// pass set the sink hands every packet to the stack: a socket receives them.
+func TestSendPacedThroughPassingSink(t *testing.T) {
+	b := newBed(t)
+	// Bursts small enough for the socket: a frame passed on from XDP costs
+	// its receive buffer a whole page.
+	const count, rate = 50, 100
+	if err := b.sink.AddAddr(b.sinkIfname, sinkAddr+"/24"); err != nil {
+		t.Fatal(err)
+	}
+	var conn net.PacketConn
+	if err := b.sink.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", net.JoinHostPort(sinkAddr, "5000"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	received := make(chan int)
+	go func() {
+		n := 0
+		buf := make([]byte, 64)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for n < count {
+			if _, _, err := conn.ReadFrom(buf); err != nil {
+				break
+			}
+			n++
+		}
+		received <- n
+	}()
+	sink := b.newSink(t, udpFilter, true)
+
+	var reports []uint64
+	sent, elapsed, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, count, Options{
+		Rate:     rate,
+		Progress: func(n uint64) { reports = append(reports, n) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Duration(count) * time.Second / rate; elapsed < want || elapsed > 10*want {
+		t.Errorf("%d packets at %d/s took %v", sent, rate, elapsed)
+	}
+	if !slices.Equal(reports, []uint64{10, 20, 30, 40, 50}) {
+		t.Errorf("progress reports %v", reports)
+	}
+	if n := <-received; n != count {
+		t.Errorf("socket received %d datagrams, want %d", n, count)
+	}
+	if c := settle(t, sink, count); c.MatchPackets != count {
+		t.Errorf("sink matched %d packets, want %d", c.MatchPackets, count)
+	}
+}
+
+func TestSendRejectsBadInput(t *testing.T) {
+	b := newBed(t)
+	for name, tc := range map[string]struct {
+		frame []byte
+		opts  Options
+	}{
+		"runt":           {make([]byte, 13), Options{}},
+		"too long":       {make([]byte, MaxFrame+1), Options{}},
+		"field outside":  {b.udpTemplate, Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
+		"too many flows": {b.udpTemplate, Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
+	} {
+		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
