@@ -11,23 +11,23 @@ struct vlan_hdr {
 
 #define ETH_HLEN_VLAN (ETH_HLEN + sizeof(struct vlan_hdr))
 
-/* Ethernet header with at most one VLAN tag. Returns the EtherType of the
- * payload (network order) and leaves the cursor at the payload; 0 when the
- * frame is too short. */
-INLINE __be16 parse_eth(struct cursor *c, struct ethhdr **eth)
+/* Ethernet header with at most one VLAN tag: stores the EtherType of the
+ * payload (network order) and leaves the cursor at the payload. Returns -1
+ * when the frame is too short. */
+INLINE int parse_eth(struct cursor *c, struct ethhdr **eth, __be16 *proto)
 {
 	struct ethhdr *e = cursor_take(c, struct ethhdr);
 	if (!e)
-		return 0;
+		return -1;
 	*eth = e;
-	__be16 proto = e->h_proto;
-	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+	*proto = e->h_proto;
+	if (*proto == bpf_htons(ETH_P_8021Q) || *proto == bpf_htons(ETH_P_8021AD)) {
 		struct vlan_hdr *v = cursor_take(c, struct vlan_hdr);
 		if (!v)
-			return 0;
-		proto = v->proto;
+			return -1;
+		*proto = v->proto;
 	}
-	return proto;
+	return 0;
 }
 
 /* Writes an Ethernet header (tagged when tci != 0) at p, which must hold

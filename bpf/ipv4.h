@@ -31,12 +31,14 @@ INLINE int ipv4_is_fragment(const struct iphdr *ip)
 	return ip->frag_off & bpf_htons(IP_MF | IP_OFFSET);
 }
 
-/* TTL decrement with the incremental checksum update of RFC 1624. */
+/* TTL decrement with the incremental checksum update of RFC 1624, eqn. 3:
+ * HC' = ~(~HC + ~m + m') over the 16-bit word holding TTL and protocol. */
 INLINE void ipv4_decrement_ttl(struct iphdr *ip)
 {
-	__u32 sum = (__u32)ip->check + (__u32)bpf_htons(0x0100);
-	ip->check = (__u16)(sum + (sum >> 16));
+	__u16 *word = (__u16 *)&ip->ttl;
+	__u16 old = *word;
 	ip->ttl--;
+	ip->check = csum_fold((__u32)(__u16)~ip->check + (__u16)~old + *word);
 }
 
 #endif

@@ -166,17 +166,21 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	if (!far || far->action != FAR_FORWARD)
 		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
 
-	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
-		return finish(pkt_len, REASON_DROP_TTL, XDP_DROP);
-	if (v4)
-		ipv4_decrement_ttl(ip4);
-	else
-		ip6->hop_limit--;
-
 	__u32 *nh_slot = &far->nexthop;
 	if (*nh_slot == NEXTHOP_ROUTE)
 		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
 	struct nexthop *nh = nh_slot ? bpf_map_lookup_elem(&nexthops, nh_slot) : NULL;
+	int routed = nh && nh->valid;
+	/* A packet the kernel routes keeps its TTL: the kernel decrements it
+	 * (and answers an expired one with ICMP). */
+	if (routed) {
+		if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
+			return finish(pkt_len, REASON_DROP_TTL, XDP_DROP);
+		if (v4)
+			ipv4_decrement_ttl(ip4);
+		else
+			ip6->hop_limit--;
+	}
 
 	/* Without a next hop the kernel routes the decapsulated packet and
 	 * resolves the neighbour; the control plane then learns it. The frame
@@ -186,7 +190,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	__builtin_memcpy(rx_smac, eth->h_source, ETH_ALEN);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	if (!nh || !nh->valid) {
+	if (!routed) {
 		if (put_eth(ctx, inner_off, ETH_HLEN, rx_dmac, rx_smac, 0, proto))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 		return finish(pkt_len, REASON_PASS_NO_ROUTE, XDP_PASS);
@@ -255,8 +259,12 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	struct udphdr *udp = cursor_take(c, struct udphdr);
 	if (!udp)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	/* The datagram must fill the IP payload and hold the GTP-U message:
+	 * anything after the IP packet is Ethernet padding, not data. */
+	__u32 udp_len = bpf_ntohs(udp->len);
 	struct gtpu_info g;
-	if (parse_gtpu(c, &g))
+	if (udp_len != bpf_ntohs(ip->tot_len) - ip->ihl * 4 || parse_gtpu(c, &g) ||
+	    sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	if (g.hdr->type == GTPU_ECHO_REQUEST)
 		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len);
@@ -351,8 +359,8 @@ int xdp_upf(struct xdp_md *ctx)
 	__u32 pkt_len = end - data;
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth;
-	__be16 proto = parse_eth(&c, &eth);
-	if (!proto)
+	__be16 proto;
+	if (parse_eth(&c, &eth, &proto))
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	__u32 l2_len = c.pos - data;
 
