@@ -72,4 +72,3 @@ func ifaceName(info upfIface) string {
 	}
 	return string(b)
 }
-

@@ -88,4 +88,3 @@ func (s *Store) removeStrayKeys() error {
 	}
 	return nil
 }
-
