@@ -1,0 +1,141 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/nexthop"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+type storeEnv struct {
+	dp    *datapath.Datapath
+	nh    *nexthop.Resolver
+	store *Store
+}
+
+// newStoreEnv gives a store over a real data path and a real resolver in a
+// throw-away namespace where the gNB 10.1.3.27 is reachable.
+func newStoreEnv(t *testing.T) *storeEnv {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	a, err := testbed.New("sess")
+	check(t, err)
+	t.Cleanup(func() { a.Delete() })
+	b, err := testbed.New("sess")
+	check(t, err)
+	t.Cleanup(func() { b.Delete() })
+	check(t, testbed.Veth(a, "n3", b, "gnb"))
+	check(t, a.AddAddr("n3", "10.1.3.1/24"))
+	check(t, b.AddAddr("gnb", "10.1.3.27/24"))
+
+	pin := fmt.Sprintf("/sys/fs/bpf/xdp5g-session-test-%d", os.Getpid())
+	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 1024})
+	check(t, err)
+	t.Cleanup(func() { dp.Close(); os.RemoveAll(pin) })
+	ns, err := netns.GetFromName(a.Name)
+	check(t, err)
+	defer ns.Close()
+	nh, err := nexthop.New(dp, ns, nil)
+	check(t, err)
+	t.Cleanup(func() { nh.Close() })
+	return &storeEnv{dp: dp, nh: nh, store: NewStore(dp, nh, netip.MustParseAddr("10.1.3.1"), nil)}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot is what the data path holds for the keys of figure10.
+func (e *storeEnv) snapshot(t *testing.T) string {
+	t.Helper()
+	ul, ulErr := e.dp.Uplink(100)
+	dl, dlErr := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	return fmt.Sprintf("%v %v %v %v %v", ul, ulErr, dl, dlErr, e.store.List())
+}
+
+func TestStoreLifecycle(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(figure10()))
+	ul, err := e.dp.Uplink(100)
+	check(t, err)
+	if ul.Count != 1 {
+		t.Fatalf("uplink set %+v", ul)
+	}
+	before := e.snapshot(t)
+
+	// Rejected changes leave everything as it was.
+	other := figure10()
+	other.SEID = 2
+	var conflict *ConflictError
+	if err := e.store.Create(other); !errors.As(err, &conflict) {
+		t.Fatalf("a second session on the same TEID: %v", err)
+	}
+	if err := e.store.Create(figure10()); !errors.As(err, &conflict) {
+		t.Fatalf("the same SEID twice: %v", err)
+	}
+	bad := figure10()
+	bad.PDRs[1].PDI.TEID = 0
+	if err := e.store.Replace(bad); err == nil {
+		t.Fatal("an invalid replacement was accepted")
+	}
+	if after := e.snapshot(t); after != before {
+		t.Fatalf("a rejected call changed state:\n%s\n%s", before, after)
+	}
+
+	// A replacement moves the keys to fresh slots.
+	next := figure10()
+	next.FARs[0].OuterHeaderCreation.TEID = 200
+	check(t, e.store.Replace(next))
+	dl, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	check(t, err)
+	if after := e.snapshot(t); after == before || dl.Count != 1 {
+		t.Fatalf("replace changed nothing: %s", after)
+	}
+	got, _ := e.store.Get(1)
+	if !reflect.DeepEqual(got, next) {
+		t.Fatalf("Get after Replace: %+v", got)
+	}
+
+	check(t, e.store.Delete(1))
+	if _, err := e.dp.Uplink(100); err == nil {
+		t.Fatal("the TEID outlived its session")
+	}
+	if err := e.store.Delete(1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	// The freed keys can be taken by another session.
+	check(t, e.store.Create(other))
+}
+
+func TestStoreRestore(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(figure10()))
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	check(t, e.dp.PutUplink(999, datapath.PDRSet{})) // a key no session owns
+
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	check(t, restored.Restore(saved))
+	if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
+		t.Fatalf("restored %+v", got)
+	}
+	if _, err := e.dp.Uplink(100); err != nil {
+		t.Fatalf("the session's TEID is gone after restore: %v", err)
+	}
+	if _, err := e.dp.Uplink(999); err == nil {
+		t.Fatal("a stray key survived the restore")
+	}
+}
