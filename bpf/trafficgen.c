@@ -106,7 +106,10 @@ struct {
 INLINE bool sink_matches(struct cursor *c)
 {
 	struct ethhdr *eth;
-	__u16 proto = bpf_ntohs(parse_eth(c, &eth));
+	__be16 be_proto;
+	if (parse_eth(c, &eth, &be_proto))
+		return false;
+	__u16 proto = bpf_ntohs(be_proto);
 	if (filter_ethertype && proto != filter_ethertype)
 		return false;
 	if (!filter_ip_proto && !filter_dst_port)

@@ -90,7 +90,7 @@ func validateFAR(field string, f *FAR) error {
 			return invalid(field+".forwardingParameters.outerHeaderCreation.portNumber", "GTP-U is sent to port 2152, not %d", o.Port)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
-		if f.OuterHeaderCreation != nil && f.OuterHeaderCreation.TEID != 0 {
+		if f.OuterHeaderCreation != nil {
 			return invalid(field+".forwardingParameters.outerHeaderCreation", "tunnels towards the core (N9) are not supported")
 		}
 	default:

@@ -1,0 +1,185 @@
+// Command xdp5g is the XDP-accelerated 5G UPF: the daemon, a client for its
+// REST API, the demo and the benchmark.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/daemon"
+)
+
+const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
+
+Daemon:
+  run --config FILE     attach the data path, take over the saved sessions and
+                        serve the REST API until SIGINT or SIGTERM; the XDP
+                        programs stay attached after it stops
+  detach --config FILE  detach the XDP programs from all interfaces and remove
+                        the pinned maps (stop the daemon first)
+
+Client of a running daemon; each takes --api URL (default ` + api.DefaultURL + `)
+after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
+  sessions list         print every session
+  sessions get SEID     print a session with its PDRs' counters
+  sessions add FILE     install the session of a JSON document (- for stdin)
+  sessions replace FILE replace the session with the document's seid
+  sessions delete SEID  remove a session
+  stats                 print the per-interface counters that are not zero
+
+Tools:
+  demo                  run the end-to-end demonstration
+  bench                 run the benchmarks
+`
+
+// errUsage asks main to print the usage.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	switch {
+	case errors.Is(err, errUsage):
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "xdp5g:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "run", "detach":
+		cfg, err := loadConfig(cmd, args)
+		if err != nil {
+			return err
+		}
+		if cmd == "detach" {
+			return daemon.Detach(cfg)
+		}
+		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		slog.SetDefault(log)
+		return daemon.Run(ctx, cfg, log)
+	case "sessions", "stats":
+		return client(ctx, cmd, args)
+	case "demo", "bench":
+		return fmt.Errorf("%s: not implemented yet", cmd)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	}
+	return errUsage
+}
+
+func loadConfig(cmd string, args []string) (*config.Config, error) {
+	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	flags.Usage = func() {}
+	path := flags.String("config", "", "configuration file")
+	if err := flags.Parse(args); err != nil || *path == "" || flags.NArg() != 0 {
+		return nil, errUsage
+	}
+	return config.Load(*path)
+}
+
+// client runs a client command: sessions SUBCOMMAND [--api URL] [ARG], or
+// stats [--api URL].
+func client(ctx context.Context, cmd string, args []string) error {
+	sub := ""
+	if cmd == "sessions" {
+		if len(args) == 0 {
+			return errUsage
+		}
+		sub, args = args[0], args[1:]
+	}
+	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	flags.Usage = func() {}
+	url := flags.String("api", api.DefaultURL, "REST API of the daemon")
+	if err := flags.Parse(args); err != nil {
+		return errUsage
+	}
+	c := &api.Client{URL: *url, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	arg := flags.Arg(0)
+	// The number of arguments of each subcommand; "" is stats.
+	wantArgs := map[string]int{"": 0, "list": 0, "get": 1, "add": 1, "replace": 1, "delete": 1}
+	if n, ok := wantArgs[sub]; !ok || flags.NArg() != n {
+		return errUsage
+	}
+	switch sub {
+	case "":
+		st, err := c.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		return st.WriteTable(os.Stdout)
+	case "list":
+		return printJSON(c.Sessions(ctx))
+	case "get":
+		seid, err := parseSEID(arg)
+		if err != nil {
+			return err
+		}
+		return printJSON(c.Session(ctx, seid))
+	case "delete":
+		seid, err := parseSEID(arg)
+		if err != nil {
+			return err
+		}
+		return c.Delete(ctx, seid)
+	}
+	doc, err := readDocument(arg)
+	if err != nil {
+		return err
+	}
+	if sub == "add" {
+		return printJSON(c.Create(ctx, doc))
+	}
+	return printJSON(c.Replace(ctx, doc))
+}
+
+func parseSEID(s string) (uint64, error) {
+	seid, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a SEID", s)
+	}
+	return seid, nil
+}
+
+func readDocument(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+func printJSON(doc json.RawMessage, err error) error {
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(os.Stdout)
+	return err
+}

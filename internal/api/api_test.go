@@ -1,0 +1,450 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/nexthop"
+	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+// fig10 is the session document of Fig. 10 of the paper, verbatim.
+const fig10 = `{"seid": 1,
+ "pdrs": [{"pdrId": 20, "farId": 200, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_UDP_IPV4",
+           "pdi": {"teid": 100, "sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": "10.1.3.27"}},
+          {"pdrId": 10, "farId": 100, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 100, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.1.3.27"}}],
+ "fars": [{"farId": 200, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.27", "portNumber": 1234}}, "destinationInterface": "INTERFACE_VALUE_ACCESS"},
+          {"farId": 100, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_UDP_IPV4", "ipv4Address": "10.1.3.27", "portNumber": 1234}}, "destinationInterface": "INTERFACE_VALUE_CORE"}],
+ "arpTable": [{"ip": "10.1.2.27", "mac": "90:e2:ba:27:fd:3c"}, {"ip": "10.1.3.27", "mac": "90:e2:ba:27:fd:3d"}]}`
+
+// fig10Installed is what GET returns for it: the TEID the tunnel took
+// from the access PDR made explicit, the ignored port and UDP/IPv4 header
+// creation left out, and the PDRs' counters.
+const fig10Installed = `{"seid": 1,
+ "pdrs": [{"pdrId": 20, "farId": 200, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_UDP_IPV4",
+           "pdi": {"teid": 100, "sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": "10.1.3.27"},
+           "counters": {"packets": 0, "bytes": 0}},
+          {"pdrId": 10, "farId": 100, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 100, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.1.3.27"},
+           "counters": {"packets": 0, "bytes": 0}}],
+ "fars": [{"farId": 200, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.27", "teid": 100}}, "destinationInterface": "INTERFACE_VALUE_ACCESS"},
+          {"farId": 100, "destinationInterface": "INTERFACE_VALUE_CORE"}],
+ "arpTable": [{"ip": "10.1.2.27", "mac": "90:e2:ba:27:fd:3c"}, {"ip": "10.1.3.27", "mac": "90:e2:ba:27:fd:3d"}]}`
+
+// second is a valid session that shares nothing with fig10; the bad
+// documents are this with one thing wrong.
+const second = `{"seid": 2,
+ "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": 0, "precedence": 10,
+           "pdi": {"teid": 200, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.1.3.28", "qfi": 9}},
+          {"pdrId": 2, "farId": 2, "pdi": {"sourceInterface": 1, "ueIPAddress": "10.1.3.28", "qfi": 9}}],
+ "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE"},
+          {"farId": 2, "forwardingParameters": {"destinationInterface": "INTERFACE_VALUE_ACCESS",
+           "outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.2", "teid": 300}}}],
+ "arpTable": [{"ip": "10.1.3.2", "mac": "02:00:00:00:00:02"}]}`
+
+const upfIface = "n3n6"
+
+var (
+	fig10UE  = netip.MustParseAddr("10.1.3.27")
+	secondUE = netip.MustParseAddr("10.1.3.28")
+)
+
+// env is a UPF namespace wired to a peer namespace, a data path attached
+// to the UPF's interface, a store over it and the API on a test server.
+type env struct {
+	upf, peer *testbed.Netns
+	dp        *datapath.Datapath
+	store     *session.Store
+	url       string
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newNetns(t *testing.T, prefix string) *testbed.Netns {
+	t.Helper()
+	n, err := testbed.New(prefix)
+	must(t, err)
+	t.Cleanup(func() { must(t, n.Delete()) })
+	return n
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	e := &env{upf: newNetns(t, "api-upf-"), peer: newNetns(t, "api-peer-")}
+	must(t, testbed.Veth(e.upf, upfIface, e.peer, "gnb"))
+	must(t, e.upf.AddAddr(upfIface, "10.1.3.1/24"))
+	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
+
+	pin := "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-api-")
+	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{netip.MustParseAddr("10.1.2.1")}})
+	must(t, err)
+	t.Cleanup(func() {
+		dp.Close()
+		os.RemoveAll(pin)
+	})
+	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, datapath.RoleAccess|datapath.RoleCore, datapath.ModeNative) }))
+	t.Cleanup(func() { must(t, dp.Detach(upfIface)) })
+
+	ns, err := netns.GetFromName(e.upf.Name)
+	must(t, err)
+	nh, err := nexthop.New(dp, ns, []string{upfIface})
+	ns.Close()
+	must(t, err)
+	t.Cleanup(func() { nh.Close() })
+
+	e.dp = dp
+	e.store = session.NewStore(dp, nh, netip.MustParseAddr("10.1.2.1"), nil)
+	srv := httptest.NewServer(NewHandler(e.store, dp, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	e.url = srv.URL
+	return e
+}
+
+func (e *env) request(t *testing.T, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	must(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, data
+}
+
+// expect sends a request and fails the test unless it gets the status.
+func (e *env) expect(t *testing.T, status int, method, path, body string) []byte {
+	t.Helper()
+	got, data := e.request(t, method, path, body)
+	if got != status {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, got, status, data)
+	}
+	return data
+}
+
+// sameJSON fails unless two documents are equal as JSON values.
+func sameJSON(t *testing.T, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	must(t, json.Unmarshal(got, &g))
+	must(t, json.Unmarshal([]byte(want), &w))
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// snapshot is what a rejected request must leave alone: the store and the
+// data-path keys of both test sessions.
+type snapshot struct {
+	sessions []session.Session
+	keys     map[string]string
+}
+
+func (e *env) snapshot(t *testing.T) snapshot {
+	t.Helper()
+	s := snapshot{sessions: e.store.List(), keys: map[string]string{}}
+	lookups := map[string]func() (datapath.PDRSet, error){
+		"uplink 100": func() (datapath.PDRSet, error) { return e.dp.Uplink(100) },
+		"uplink 200": func() (datapath.PDRSet, error) { return e.dp.Uplink(200) },
+		"downlink 1": func() (datapath.PDRSet, error) { return e.dp.Downlink(fig10UE) },
+		"downlink 2": func() (datapath.PDRSet, error) { return e.dp.Downlink(secondUE) },
+	}
+	for name, lookup := range lookups {
+		set, err := lookup()
+		switch {
+		case errors.Is(err, ebpf.ErrKeyNotExist):
+			s.keys[name] = "absent"
+		case err != nil:
+			t.Fatal(err)
+		default:
+			s.keys[name] = fmt.Sprint("PDR slots ", set.Pdr[:set.Count])
+		}
+	}
+	return s
+}
+
+func TestFig10RoundTrip(t *testing.T) {
+	e := newEnv(t)
+	if got := e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10); len(got) == 0 {
+		t.Error("POST returned no document")
+	}
+	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
+	sameJSON(t, got, fig10Installed)
+	for name, lookup := range map[string]func() (datapath.PDRSet, error){
+		"TEID 100":     func() (datapath.PDRSet, error) { return e.dp.Uplink(100) },
+		"UE 10.1.3.27": func() (datapath.PDRSet, error) { return e.dp.Downlink(fig10UE) },
+	} {
+		if set, err := lookup(); err != nil || set.Count != 1 {
+			t.Errorf("%s: %+v, %v; want one PDR", name, set, err)
+		}
+	}
+
+	// What GET returned, sent back, changes nothing.
+	before, _ := e.store.Get(1)
+	sameJSON(t, e.expect(t, http.StatusOK, "PUT", "/api/v1/sessions/1", string(got)), fig10Installed)
+	after, _ := e.store.Get(1)
+	if !reflect.DeepEqual(before, after) {
+		t.Errorf("PUT of the GET document changed the session:\n%+v\n%+v", before, after)
+	}
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/sessions", ""), `{"sessions": [`+fig10Installed+`]}`)
+}
+
+// A packet to the UE arriving on the core side is counted by the
+// downlink PDR, and GET shows it.
+func TestCountersAreLive(t *testing.T) {
+	e := newEnv(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10)
+	_, upfMAC, err := e.upf.Link(upfIface)
+	must(t, err)
+	must(t, e.peer.SetNeigh("gnb", fig10UE.String(), upfMAC))
+	var conn net.PacketConn
+	must(t, e.peer.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", ":0")
+		return err
+	}))
+	defer conn.Close()
+	_, err = conn.WriteTo([]byte("hello"), &net.UDPAddr{IP: fig10UE.AsSlice(), Port: 9})
+	must(t, err)
+
+	var doc struct {
+		PDRs []struct {
+			ID       uint16  `json:"pdrId"`
+			Counters Counter `json:"counters"`
+		} `json:"pdrs"`
+	}
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", ""), &doc))
+		if doc.PDRs[0].Counters.Packets > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	// IPv4 20 + UDP 8 + 5 bytes of payload.
+	if c := doc.PDRs[0].Counters; doc.PDRs[0].ID != 20 || c != (Counter{Packets: 1, Bytes: 33}) {
+		t.Errorf("downlink PDR %d counted %+v, want 1 packet of 33 bytes", doc.PDRs[0].ID, c)
+	}
+	if c := doc.PDRs[1].Counters; c != (Counter{}) {
+		t.Errorf("uplink PDR counted %+v without uplink traffic", c)
+	}
+
+	var st Stats
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/stats", ""), &st))
+	if st.Sessions != 1 || len(st.Interfaces) != 1 || st.Interfaces[0].Name != upfIface ||
+		st.Interfaces[0].Reasons["downlink_forward"].Packets != 1 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// edit changes a decoded document at a dotted path ("pdrs.0.pdi.teid");
+// a nil value removes the field.
+func edit(doc any, path string, value any) {
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		if i, err := strconv.Atoi(p); err == nil {
+			doc = doc.([]any)[i]
+		} else {
+			doc = doc.(map[string]any)[p]
+		}
+	}
+	last := parts[len(parts)-1]
+	if value == nil {
+		delete(doc.(map[string]any), last)
+	} else {
+		doc.(map[string]any)[last] = value
+	}
+}
+
+func variant(t *testing.T, base string, edits map[string]any) string {
+	t.Helper()
+	var doc any
+	must(t, json.Unmarshal([]byte(base), &doc))
+	for path, v := range edits {
+		edit(doc, path, v)
+	}
+	out, err := json.Marshal(doc)
+	must(t, err)
+	return string(out)
+}
+
+// remove is an edit value that deletes the field.
+var remove any
+
+func TestBadDocumentsChangeNothing(t *testing.T) {
+	e := newEnv(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10)
+	before := e.snapshot(t)
+
+	const ohc, ohcField = "fars.1.forwardingParameters.outerHeaderCreation", "fars[1].forwardingParameters.outerHeaderCreation"
+	edited := []struct {
+		name  string
+		edits map[string]any
+		field string
+	}{
+		{"unknown field", map[string]any{"extra": 1}, "extra"},
+		{"unknown nested field", map[string]any{"pdrs.0.pdi.tied": 1}, "pdrs[0].pdi.tied"},
+		{"field name in the wrong case", map[string]any{"pdrs.1.PDRID": 2}, "pdrs[1].PDRID"},
+		{"TEID as a string", map[string]any{"pdrs.0.pdi.teid": "200"}, "pdrs[0].pdi.teid"},
+		{"PDR ID too big", map[string]any{"pdrs.1.pdrId": 70000}, "pdrs[1].pdrId"},
+		{"negative FAR ID", map[string]any{"fars.0.farId": -1}, "fars[0].farId"},
+		{"fractional SEID", map[string]any{"seid": 2.5}, "seid"},
+		{"no SEID", map[string]any{"seid": remove}, "seid"},
+		{"SEID 0", map[string]any{"seid": 0}, "seid"},
+		{"PDRs not a list", map[string]any{"pdrs": map[string]any{}}, "pdrs"},
+		{"no source interface", map[string]any{"pdrs.1.pdi.sourceInterface": remove}, "pdrs[1].pdi.sourceInterface"},
+		{"unknown interface", map[string]any{"pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_N9"}, "pdrs[0].pdi.sourceInterface"},
+		{"interface number out of range", map[string]any{"pdrs.1.pdi.sourceInterface": 4}, "pdrs[1].pdi.sourceInterface"},
+		{"IPv6 header removal", map[string]any{"pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6"}, "pdrs[0].outerHeaderRemoval"},
+		{"bad UE address", map[string]any{"pdrs.1.pdi.ueIPAddress": "10.1.3"}, "pdrs[1].pdi.ueIPAddress"},
+		{"access PDR without TEID", map[string]any{"pdrs.0.pdi.teid": remove}, "pdrs[0].pdi.teid"},
+		{"unknown FAR", map[string]any{"pdrs.0.farId": 9}, "pdrs[0].farId"},
+		{"QFI too big", map[string]any{"pdrs.1.pdi.qfi": 64}, "pdrs[1].pdi.qfi"},
+		{"unsupported action", map[string]any{"fars.0.applyAction": "BUFF"}, "fars[0].applyAction"},
+		{"FAR without action or destination", map[string]any{"fars.0.destinationInterface": remove}, "fars[0].applyAction"},
+		{"contradicting destinations", map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, "fars[1].forwardingParameters.destinationInterface"},
+		{"GTP-U towards the core", map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, ohcField},
+		{"unknown header creation", map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, ohcField + ".outerHeaderCreationDescription"},
+		{"IPv6 tunnel peer", map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, ohcField + ".ipv4Address"},
+		{"no TEID to default to", map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, ohcField + ".teid"},
+		{"short MAC address", map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, "arpTable[0].mac"},
+		{"ARP entry without IP", map[string]any{"arpTable.0.ip": remove}, "arpTable[0].ip"},
+	}
+	type badCase struct {
+		name, method, path, body, field string
+		status                          int
+	}
+	var cases []badCase
+	for _, c := range edited {
+		cases = append(cases, badCase{c.name, "POST", "/api/v1/sessions", variant(t, second, c.edits), c.field, http.StatusBadRequest})
+	}
+	cases = append(cases,
+		badCase{"malformed JSON", "POST", "/api/v1/sessions", `{"seid": 2,`, "", http.StatusBadRequest},
+		badCase{"two documents", "POST", "/api/v1/sessions", second + second, "", http.StatusBadRequest},
+		badCase{"empty body", "POST", "/api/v1/sessions", "", "", http.StatusBadRequest},
+		badCase{"a list", "POST", "/api/v1/sessions", "[" + second + "]", "", http.StatusBadRequest},
+		badCase{"larger than 1 MiB", "POST", "/api/v1/sessions", variant(t, second, map[string]any{"pdrs.0.pdi.ueIPAddress": strings.Repeat("1", 1<<20)}), "", http.StatusRequestEntityTooLarge},
+		badCase{"PUT of another SEID", "PUT", "/api/v1/sessions/1", second, "seid", http.StatusBadRequest},
+		badCase{"PUT with a bad QFI", "PUT", "/api/v1/sessions/1", variant(t, fig10, map[string]any{"pdrs.1.pdi.qfi": 99}), "pdrs[1].pdi.qfi", http.StatusBadRequest},
+		badCase{"PUT with an unknown field", "PUT", "/api/v1/sessions/1", variant(t, fig10, map[string]any{"fars.0.forwardingParameters.mtu": 1500}), "fars[0].forwardingParameters.mtu", http.StatusBadRequest},
+		badCase{"SEID that is not a number", "GET", "/api/v1/sessions/one", "", "", http.StatusBadRequest},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, body := e.request(t, c.method, c.path, c.body)
+			var got Error
+			if err := json.Unmarshal(body, &got); err != nil || status != c.status || got.Field != c.field || got.Msg == "" {
+				t.Errorf("status %d, body %s; want %d naming %q", status, body, c.status, c.field)
+			}
+			if after := e.snapshot(t); !reflect.DeepEqual(after, before) {
+				t.Errorf("the request changed the store or the maps:\n%+v\n%+v", before, after)
+			}
+		})
+	}
+	// The documents were rejected for their one defect.
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", second)
+}
+
+func TestConflictsAndDeletion(t *testing.T) {
+	e := newEnv(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10)
+	e.expect(t, http.StatusConflict, "POST", "/api/v1/sessions", fig10)
+	sameTEID := variant(t, second, map[string]any{"pdrs.0.pdi.teid": 100})
+	e.expect(t, http.StatusConflict, "POST", "/api/v1/sessions", sameTEID)
+	sameUE := variant(t, second, map[string]any{"pdrs.1.pdi.ueIPAddress": "10.1.3.27"})
+	e.expect(t, http.StatusConflict, "POST", "/api/v1/sessions", sameUE)
+	e.expect(t, http.StatusNotFound, "PUT", "/api/v1/sessions/2", second)
+	if n := e.store.Len(); n != 1 {
+		t.Fatalf("%d sessions after conflicts, want 1", n)
+	}
+
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")
+	e.expect(t, http.StatusNotFound, "GET", "/api/v1/sessions/1", "")
+	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/sessions/1", "")
+	if _, err := e.dp.Uplink(100); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("TEID 100 still installed after DELETE: %v", err)
+	}
+	// Now the TEID is free.
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", sameTEID)
+
+	e.expect(t, http.StatusMethodNotAllowed, "PATCH", "/api/v1/sessions/2", "{}")
+	e.expect(t, http.StatusNotFound, "GET", "/api/v1/session", "")
+}
+
+func TestClient(t *testing.T) {
+	e := newEnv(t)
+	c := &Client{URL: e.url + "/"}
+	ctx := context.Background()
+	if _, err := c.Create(ctx, []byte(fig10)); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *Error
+	if _, err := c.Create(ctx, []byte(fig10)); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
+		t.Errorf("second Create: %v", err)
+	}
+	bad := variant(t, fig10, map[string]any{"pdrs.1.pdi.qfi": 99})
+	if _, err := c.Replace(ctx, []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "pdrs[1].pdi.qfi: ") {
+		t.Errorf("Replace of a bad document: %v", err)
+	}
+	if _, err := c.Replace(ctx, []byte(`{"pdrs": []}`)); err == nil {
+		t.Error("Replace without a SEID succeeded")
+	}
+	doc, err := c.Session(ctx, 1)
+	must(t, err)
+	sameJSON(t, doc, fig10Installed)
+	list, err := c.Sessions(ctx)
+	must(t, err)
+	sameJSON(t, list, `{"sessions": [`+fig10Installed+`]}`)
+
+	st, err := c.Stats(ctx)
+	must(t, err)
+	if st.Sessions != 1 || len(st.Interfaces) != 1 || st.Interfaces[0].Name != upfIface || len(st.Interfaces[0].Reasons) != len(datapath.ReasonNames) {
+		t.Errorf("stats: %+v", st)
+	}
+	// The table, of counts that do not depend on stray kernel traffic.
+	st.Interfaces = []InterfaceStats{
+		{Name: "n3", Reasons: map[string]Counter{"drop_no_pdr": {3, 300}, "pass_not_ip": {}, "uplink_forward": {5, 500}}},
+		{Name: "idle", Reasons: map[string]Counter{"drop_no_pdr": {}}},
+	}
+	var table bytes.Buffer
+	must(t, st.WriteTable(&table))
+	want := "INTERFACE  REASON          PACKETS  BYTES\n" +
+		"n3         uplink_forward  5        500\n" +
+		"n3         drop_no_pdr     3        300\n" +
+		"idle       -               0        0\n" +
+		"sessions: 1\n"
+	if table.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", table.String(), want)
+	}
+
+	must(t, c.Delete(ctx, 1))
+	if err := c.Delete(ctx, 1); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || err.Error() != "session 1 not found" {
+		t.Errorf("second Delete: %v", err)
+	}
+}

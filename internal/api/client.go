@@ -1,0 +1,147 @@
+package api
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+// DefaultURL is where a daemon with the default configuration listens.
+const DefaultURL = "http://127.0.0.1:9880"
+
+// Client calls the REST API of a running daemon. Calls that return
+// documents return them as the daemon sent them.
+type Client struct {
+	URL  string       // e.g. DefaultURL
+	HTTP *http.Client // http.DefaultClient when nil
+}
+
+// Sessions lists every session.
+func (c *Client) Sessions(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/sessions", nil)
+}
+
+// Session returns one session with its PDRs' counters.
+func (c *Client) Session(ctx context.Context, seid uint64) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/sessions/%d", seid), nil)
+}
+
+// Create installs the session of a document.
+func (c *Client) Create(ctx context.Context, doc []byte) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodPost, "/api/v1/sessions", doc)
+}
+
+// Replace replaces the session whose SEID the document gives.
+func (c *Client) Replace(ctx context.Context, doc []byte) (json.RawMessage, error) {
+	var head struct {
+		SEID uint64 `json:"seid"`
+	}
+	if err := json.Unmarshal(doc, &head); err != nil || head.SEID == 0 {
+		return nil, errors.New("the document has no seid to say which session it replaces")
+	}
+	return c.do(ctx, http.MethodPut, fmt.Sprintf("/api/v1/sessions/%d", head.SEID), doc)
+}
+
+// Delete removes a session.
+func (c *Client) Delete(ctx context.Context, seid uint64) error {
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/sessions/%d", seid), nil)
+	return err
+}
+
+// Stats returns the data path's counters.
+func (c *Client) Stats(ctx context.Context) (*Stats, error) {
+	body, err := c.do(ctx, http.MethodGet, "/api/v1/stats", nil)
+	if err != nil {
+		return nil, err
+	}
+	var st Stats
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("reading the statistics: %w", err)
+	}
+	return &st, nil
+}
+
+// do sends a request and returns the response body, or an *Error for a
+// failed request.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.URL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 300 {
+		return data, nil
+	}
+	e := &Error{Status: resp.StatusCode}
+	if json.Unmarshal(data, e) != nil || e.Msg == "" {
+		// Not one of ours: the mux's 404 and 405 are plain text.
+		e.Msg = cmp.Or(strings.TrimSpace(string(data)), resp.Status)
+	}
+	return nil, e
+}
+
+// WriteTable prints the counters that are not zero, a row per interface
+// and reason.
+func (s *Stats) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "INTERFACE\tREASON\tPACKETS\tBYTES")
+	for _, i := range s.Interfaces {
+		counted := false
+		for _, reason := range reasonsInOrder(i.Reasons) {
+			if c := i.Reasons[reason]; c.Packets != 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", i.Name, reason, c.Packets, c.Bytes)
+				counted = true
+			}
+		}
+		if !counted {
+			fmt.Fprintf(tw, "%s\t-\t0\t0\n", i.Name)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "sessions: %d\n", s.Sessions)
+	return err
+}
+
+// reasonsInOrder sorts reasons as the data path numbers them (forwarded
+// first), any it does not know last.
+func reasonsInOrder(reasons map[string]Counter) []string {
+	rank := func(name string) int {
+		if i := slices.Index(datapath.ReasonNames[:], name); i >= 0 {
+			return i
+		}
+		return len(datapath.ReasonNames)
+	}
+	names := slices.Collect(maps.Keys(reasons))
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
+	})
+	return names
+}

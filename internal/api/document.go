@@ -1,0 +1,369 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// defaultPrecedence is the precedence of a PDR whose document gives none:
+// the lowest of the values SMFs commonly use, so that PDRs with an explicit
+// precedence win (lower wins).
+const defaultPrecedence = 255
+
+// document is a session as the REST API reads and writes it: the document
+// of Fig. 10 of the paper plus optional fields (precedence, qfi, teid,
+// applyAction). Field order follows Fig. 10.
+type document struct {
+	SEID     uint64     `json:"seid" required:"true"`
+	PDRs     []pdrDoc   `json:"pdrs"`
+	FARs     []farDoc   `json:"fars"`
+	ARPTable []arpEntry `json:"arpTable,omitempty"`
+}
+
+type pdrDoc struct {
+	ID                 uint16   `json:"pdrId" required:"true"`
+	FARID              uint32   `json:"farId" required:"true"`
+	Precedence         *uint32  `json:"precedence,omitempty"`
+	OuterHeaderRemoval *removal `json:"outerHeaderRemoval,omitempty"`
+	PDI                pdiDoc   `json:"pdi" required:"true"`
+	// Counters are live in responses; a document sent back with them (a
+	// GET, edited, then PUT) is accepted and they are ignored.
+	Counters *Counter `json:"counters,omitempty"`
+}
+
+type pdiDoc struct {
+	TEID            uint32  `json:"teid,omitempty"`
+	SourceInterface iface   `json:"sourceInterface" required:"true"`
+	UEIPAddress     *string `json:"ueIPAddress,omitempty"`
+	// QFI: access PDRs match it in the PDU Session Container, core PDRs
+	// mark it in the downlink one.
+	QFI uint8 `json:"qfi,omitempty"`
+}
+
+type farDoc struct {
+	ID                   uint32                `json:"farId" required:"true"`
+	ApplyAction          *action               `json:"applyAction,omitempty"`
+	ForwardingParameters *forwardingParameters `json:"forwardingParameters,omitempty"`
+	// Fig. 10 has the destination here, TS 29.244 in the forwarding
+	// parameters; both are accepted.
+	DestinationInterface *iface `json:"destinationInterface,omitempty"`
+}
+
+type forwardingParameters struct {
+	DestinationInterface *iface               `json:"destinationInterface,omitempty"`
+	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
+}
+
+type outerHeaderCreation struct {
+	Description creation `json:"outerHeaderCreationDescription" required:"true"`
+	IPv4Address *string  `json:"ipv4Address,omitempty"`
+	// PortNumber is accepted and ignored: GTP-U always goes to port 2152
+	// (Fig. 10 gives 1234).
+	PortNumber uint16 `json:"portNumber,omitempty"`
+	// TEID defaults to the TEID of the session's access PDRs when they
+	// have exactly one: Fig. 10's document has none and uses the same
+	// TEID both ways.
+	TEID *uint32 `json:"teid,omitempty"`
+}
+
+type arpEntry struct {
+	IP  string `json:"ip" required:"true"`
+	MAC string `json:"mac" required:"true"`
+}
+
+// Counter is what a PDR or a per-interface reason counted.
+type Counter struct {
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// enum names the values of a PFCP enumeration, which documents give by
+// name or by number.
+type enum map[uint8]string
+
+func (e enum) parse(v any) (uint8, error) {
+	switch v := v.(type) {
+	case string:
+		for n, name := range e {
+			if name == v {
+				return n, nil
+			}
+		}
+	case json.Number:
+		if n, err := strconv.ParseUint(string(v), 10, 8); err == nil && e[uint8(n)] != "" {
+			return uint8(n), nil
+		}
+	}
+	var accepted []string
+	for n, name := range e {
+		accepted = append(accepted, fmt.Sprintf("%s (%d)", name, n))
+	}
+	slices.Sort(accepted)
+	return 0, fmt.Errorf("must be one of %s", strings.Join(accepted, ", "))
+}
+
+// iface is a Source or Destination Interface (TS 29.244 8.2.2).
+type iface session.Interface
+
+var ifaceNames = enum{
+	uint8(session.InterfaceAccess):     "INTERFACE_VALUE_ACCESS",
+	uint8(session.InterfaceCore):       "INTERFACE_VALUE_CORE",
+	uint8(session.InterfaceSGiLAN):     "INTERFACE_VALUE_SGI_LAN",
+	uint8(session.InterfaceCPFunction): "INTERFACE_VALUE_CP_FUNCTION",
+}
+
+func (i *iface) fromJSON(v any) error {
+	n, err := ifaceNames.parse(v)
+	*i = iface(n)
+	return err
+}
+
+func (i iface) MarshalJSON() ([]byte, error) { return json.Marshal(ifaceNames[uint8(i)]) }
+
+// removal is an Outer Header Removal Description (TS 29.244 8.2.64).
+type removal uint8
+
+var removalNames = enum{
+	session.RemoveGTPUUDPIPv4: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+	session.RemoveUDPIPv4:     "OUTER_HEADER_REMOVAL_UDP_IPV4",
+	session.RemoveGTPUUDPIP:   "OUTER_HEADER_REMOVAL_GTPU_UDP_IP",
+}
+
+func (r *removal) fromJSON(v any) error {
+	if v == "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6" || v == json.Number("1") {
+		return errors.New("GTP-U/UDP/IPv6 is not supported: N3 is IPv4")
+	}
+	n, err := removalNames.parse(v)
+	*r = removal(n)
+	return err
+}
+
+func (r removal) MarshalJSON() ([]byte, error) { return json.Marshal(removalNames[uint8(r)]) }
+
+// creation is an Outer Header Creation Description, by name.
+type creation string
+
+const (
+	createGTPU creation = "OUTER_HEADER_CREATION_GTPU_UDP_IPV4"
+	// createUDP towards the core is Fig. 10's way of saying "plain IP":
+	// the UPF forwards to N6 without adding anything.
+	createUDP creation = "OUTER_HEADER_CREATION_UDP_IPV4"
+)
+
+func (c *creation) fromJSON(v any) error {
+	if v != string(createGTPU) && v != string(createUDP) {
+		return fmt.Errorf("must be %s or %s", createGTPU, createUDP)
+	}
+	*c = creation(v.(string))
+	return nil
+}
+
+// action is a FAR's Apply Action.
+type action string
+
+const (
+	forward action = "FORW"
+	drop    action = "DROP"
+)
+
+func (a *action) fromJSON(v any) error {
+	if v != string(forward) && v != string(drop) {
+		return fmt.Errorf("must be %s or %s", forward, drop)
+	}
+	*a = action(v.(string))
+	return nil
+}
+
+// session converts a decoded document, naming the field of anything the
+// session model cannot hold; session.Validate checks the rest.
+func (d *document) session() (session.Session, error) {
+	s := session.Session{SEID: d.SEID}
+	for i := range d.PDRs {
+		p, err := d.PDRs[i].pdr(fmt.Sprintf("pdrs[%d]", i))
+		if err != nil {
+			return s, err
+		}
+		s.PDRs = append(s.PDRs, p)
+	}
+	for i := range d.FARs {
+		f, err := d.FARs[i].far(fmt.Sprintf("fars[%d]", i), d.accessTEIDs())
+		if err != nil {
+			return s, err
+		}
+		s.FARs = append(s.FARs, f)
+	}
+	seen := map[netip.Addr]bool{}
+	for i, e := range d.ARPTable {
+		field := fmt.Sprintf("arpTable[%d]", i)
+		ip, err := netip.ParseAddr(e.IP)
+		if err != nil || ip.Zone() != "" {
+			return s, badRequest(field+".ip", "%q is not an IP address", e.IP)
+		}
+		if seen[ip] {
+			return s, badRequest(field+".ip", "%s is listed twice", ip)
+		}
+		seen[ip] = true
+		mac, err := net.ParseMAC(e.MAC)
+		if err != nil || len(mac) != 6 {
+			return s, badRequest(field+".mac", "%q is not an Ethernet MAC address", e.MAC)
+		}
+		s.Neighbours = append(s.Neighbours, session.Neighbour{IP: ip, MAC: mac})
+	}
+	return s, nil
+}
+
+func (p *pdrDoc) pdr(field string) (session.PDR, error) {
+	pdr := session.PDR{
+		ID: p.ID, FARID: p.FARID, Precedence: defaultPrecedence,
+		PDI: session.PDI{SourceInterface: session.Interface(p.PDI.SourceInterface), TEID: p.PDI.TEID, QFI: p.PDI.QFI},
+	}
+	if p.Precedence != nil {
+		pdr.Precedence = *p.Precedence
+	}
+	if r := p.OuterHeaderRemoval; r != nil {
+		pdr.OuterHeaderRemoval = (*uint8)(r)
+	}
+	if s := p.PDI.UEIPAddress; s != nil {
+		ue, err := parseUE(*s)
+		if err != nil {
+			return pdr, badRequest(field+".pdi.ueIPAddress", "%q is not an IP address or prefix", *s)
+		}
+		pdr.PDI.UEAddress = ue
+	}
+	return pdr, nil
+}
+
+// parseUE reads a UE address: an address (IPv4 /32, IPv6 /128) or an IPv6
+// prefix.
+func parseUE(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		return netip.ParsePrefix(s)
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, errors.New("not an address")
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// accessTEIDs lists the distinct TEIDs of the document's access PDRs.
+func (d *document) accessTEIDs() []uint32 {
+	var teids []uint32
+	for _, p := range d.PDRs {
+		if p.PDI.SourceInterface == iface(session.InterfaceAccess) && p.PDI.TEID != 0 && !slices.Contains(teids, p.PDI.TEID) {
+			teids = append(teids, p.PDI.TEID)
+		}
+	}
+	return teids
+}
+
+func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
+	far := session.FAR{ID: f.ID}
+	fp := f.ForwardingParameters
+	dest := f.DestinationInterface
+	if fp != nil && fp.DestinationInterface != nil {
+		if dest != nil && *dest != *fp.DestinationInterface {
+			return far, badRequest(field+".forwardingParameters.destinationInterface", "contradicts %s.destinationInterface", field)
+		}
+		dest = fp.DestinationInterface
+	}
+	switch {
+	case f.ApplyAction != nil && *f.ApplyAction == drop:
+		far.Action = session.ActionDrop
+	case f.ApplyAction != nil || fp != nil || dest != nil:
+		far.Action = session.ActionForward
+	default:
+		return far, badRequest(field+".applyAction", "is required when there are no forwarding parameters")
+	}
+	if dest != nil {
+		far.DestinationInterface = session.Interface(*dest)
+	} else if far.Action == session.ActionForward {
+		return far, badRequest(field+".destinationInterface", "is required to forward")
+	}
+	if fp == nil || fp.OuterHeaderCreation == nil {
+		return far, nil
+	}
+	o := fp.OuterHeaderCreation
+	ohc := field + ".forwardingParameters.outerHeaderCreation"
+	var peer netip.Addr
+	if o.IPv4Address != nil {
+		a, err := netip.ParseAddr(*o.IPv4Address)
+		if err != nil || !a.Is4() {
+			return far, badRequest(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
+		}
+		peer = a
+	}
+	if o.Description == createUDP {
+		// Towards access, session.Validate says a tunnel is needed.
+		return far, nil
+	}
+	if far.DestinationInterface != session.InterfaceAccess {
+		return far, badRequest(ohc, "GTP-U tunnels towards the core (N9) are not supported")
+	}
+	if !peer.IsValid() {
+		return far, badRequest(ohc+".ipv4Address", "is required for a GTP-U tunnel")
+	}
+	var teid uint32
+	switch {
+	case o.TEID != nil:
+		teid = *o.TEID
+	case len(accessTEIDs) == 1:
+		teid = accessTEIDs[0]
+	default:
+		return far, badRequest(ohc+".teid", "is required: it defaults to the TEID of the session's access PDRs only when they have exactly one (they have %d)", len(accessTEIDs))
+	}
+	far.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: teid, Peer: peer}
+	return far, nil
+}
+
+// documentOf is the document of an installed session with its PDRs' live
+// counters.
+func documentOf(s session.Session, counters map[uint16]datapath.Counter) *document {
+	d := &document{SEID: s.SEID, PDRs: []pdrDoc{}, FARs: []farDoc{}}
+	for _, p := range s.PDRs {
+		pd := pdrDoc{ID: p.ID, FARID: p.FARID, OuterHeaderRemoval: (*removal)(p.OuterHeaderRemoval),
+			PDI: pdiDoc{TEID: p.PDI.TEID, SourceInterface: iface(p.PDI.SourceInterface), QFI: p.PDI.QFI}}
+		if p.Precedence != defaultPrecedence {
+			pd.Precedence = &p.Precedence
+		}
+		if ue := p.PDI.UEAddress; ue.IsValid() {
+			s := ue.String()
+			if ue.IsSingleIP() {
+				s = ue.Addr().String()
+			}
+			pd.PDI.UEIPAddress = &s
+		}
+		if c, ok := counters[p.ID]; ok {
+			pd.Counters = &Counter{Packets: c.Packets, Bytes: c.Bytes}
+		}
+		d.PDRs = append(d.PDRs, pd)
+	}
+	for _, f := range s.FARs {
+		dest := iface(f.DestinationInterface)
+		fd := farDoc{ID: f.ID, DestinationInterface: &dest}
+		if f.Action == session.ActionDrop {
+			a := drop
+			fd.ApplyAction = &a
+		}
+		if o := f.OuterHeaderCreation; o != nil {
+			peer, teid := o.Peer.String(), o.TEID
+			fd.ForwardingParameters = &forwardingParameters{OuterHeaderCreation: &outerHeaderCreation{
+				Description: createGTPU, IPv4Address: &peer, TEID: &teid,
+			}}
+		}
+		d.FARs = append(d.FARs, fd)
+	}
+	for _, n := range s.Neighbours {
+		d.ARPTable = append(d.ARPTable, arpEntry{IP: n.IP.String(), MAC: n.MAC.String()})
+	}
+	return d
+}

@@ -1,0 +1,244 @@
+// Package api is the REST (JSON) interface of the daemon, and the client
+// the command line uses:
+//
+//	GET    /api/v1/sessions         {"sessions": [document...]}
+//	POST   /api/v1/sessions         document → 201 document; 409 if it exists
+//	GET    /api/v1/sessions/{seid}  document with each PDR's live counters
+//	PUT    /api/v1/sessions/{seid}  document → 200 document (hitless replace)
+//	DELETE /api/v1/sessions/{seid}  204
+//	GET    /api/v1/stats            Stats
+//
+// Documents are those of Fig. 10 of the paper (see document). A failed
+// request answers {"error": ..., "field": ...} (Error) and changes nothing.
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// maxBody bounds a session document.
+const maxBody = 1 << 20
+
+// Error is the body of every failed request, and what Client returns for
+// one.
+type Error struct {
+	Status int    `json:"-"`
+	Msg    string `json:"error"`
+	Field  string `json:"field,omitempty"` // path in the document, e.g. pdrs[1].pdi.teid
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func badRequest(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Stats is the body of GET /api/v1/stats.
+type Stats struct {
+	Sessions   int              `json:"sessions"`
+	Interfaces []InterfaceStats `json:"interfaces"`
+}
+
+// InterfaceStats counts where the packets an interface received ended, by
+// reason (datapath.ReasonNames).
+type InterfaceStats struct {
+	Name    string             `json:"name"`
+	Ifindex uint32             `json:"ifindex"`
+	Reasons map[string]Counter `json:"reasons"`
+}
+
+type server struct {
+	store *session.Store
+	dp    *datapath.Datapath
+	log   *slog.Logger
+}
+
+// NewHandler serves the REST API for a store and the data path it fills.
+func NewHandler(store *session.Store, dp *datapath.Datapath, log *slog.Logger) http.Handler {
+	s := &server{store: store, dp: dp, log: log}
+	mux := http.NewServeMux()
+	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
+	mux.Handle("POST /api/v1/sessions", s.handle(s.create))
+	mux.Handle("GET /api/v1/sessions/{seid}", s.handle(s.get))
+	mux.Handle("PUT /api/v1/sessions/{seid}", s.handle(s.replace))
+	mux.Handle("DELETE /api/v1/sessions/{seid}", s.handle(s.delete))
+	mux.Handle("GET /api/v1/stats", s.handle(s.stats))
+	return mux
+}
+
+// handlerFunc answers a request with a status and a body to encode (none
+// when nil), or an error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) (int, any, error)
+
+func (s *server) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body, err := h(w, r)
+		if err != nil {
+			e := s.asError(r, err)
+			status, body = e.Status, e
+		}
+		if body == nil {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(body)
+	})
+}
+
+func (s *server) asError(r *http.Request, err error) *Error {
+	var (
+		e        *Error
+		invalid  *session.ValidationError
+		conflict *session.ConflictError
+	)
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &invalid):
+		return badRequest(invalid.Field, "%s", invalid.Msg)
+	case errors.As(err, &conflict):
+		return &Error{Status: http.StatusConflict, Msg: conflict.Msg}
+	}
+	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	return &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
+}
+
+func notFound(seid uint64) *Error {
+	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("session %d not found", seid)}
+}
+
+func (s *server) list(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	docs := []*document{}
+	for _, sess := range s.store.List() {
+		counters, err := s.store.PDRCounters(sess.SEID)
+		if err != nil && !errors.Is(err, session.ErrNotFound) { // deleted meanwhile: no counters
+			return 0, nil, err
+		}
+		docs = append(docs, documentOf(sess, counters))
+	}
+	return http.StatusOK, map[string]any{"sessions": docs}, nil
+}
+
+func (s *server) create(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	sess, err := readSession(w, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.Create(sess); err != nil {
+		return 0, nil, err
+	}
+	w.Header().Set("Location", fmt.Sprintf("/api/v1/sessions/%d", sess.SEID))
+	return s.current(http.StatusCreated, sess.SEID)
+}
+
+func (s *server) get(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	seid, err := pathSEID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.current(http.StatusOK, seid)
+}
+
+func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	seid, err := pathSEID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	sess, err := readSession(w, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if sess.SEID != seid {
+		return 0, nil, badRequest("seid", "is %d but the URL names session %d", sess.SEID, seid)
+	}
+	if err := s.store.Replace(sess); errors.Is(err, session.ErrNotFound) {
+		return 0, nil, notFound(seid)
+	} else if err != nil {
+		return 0, nil, err
+	}
+	return s.current(http.StatusOK, seid)
+}
+
+func (s *server) delete(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	seid, err := pathSEID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.Delete(seid); errors.Is(err, session.ErrNotFound) {
+		return 0, nil, notFound(seid)
+	} else if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *server) stats(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	ifaces, err := s.dp.Counters()
+	if err != nil {
+		return 0, nil, err
+	}
+	st := Stats{Sessions: s.store.Len(), Interfaces: []InterfaceStats{}}
+	for _, i := range ifaces {
+		is := InterfaceStats{Name: i.Name, Ifindex: i.Ifindex, Reasons: map[string]Counter{}}
+		for reason, c := range i.Reasons {
+			is.Reasons[reason] = Counter{Packets: c.Packets, Bytes: c.Bytes}
+		}
+		st.Interfaces = append(st.Interfaces, is)
+	}
+	return http.StatusOK, st, nil
+}
+
+// current answers with a session's document and live counters.
+func (s *server) current(status int, seid uint64) (int, any, error) {
+	sess, ok := s.store.Get(seid)
+	if !ok {
+		return 0, nil, notFound(seid)
+	}
+	counters, err := s.store.PDRCounters(seid)
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		return 0, nil, err
+	}
+	return status, documentOf(sess, counters), nil
+}
+
+func pathSEID(r *http.Request) (uint64, error) {
+	seid, err := strconv.ParseUint(r.PathValue("seid"), 10, 64)
+	if err != nil {
+		return 0, badRequest("", "%q in the URL is not a SEID", r.PathValue("seid"))
+	}
+	return seid, nil
+}
+
+// readSession decodes the request's document; nothing that fails here
+// reaches the store.
+func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return session.Session{}, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the document is larger than %d bytes", maxBody)}
+	}
+	if err != nil {
+		return session.Session{}, badRequest("", "reading the body: %v", err)
+	}
+	var d document
+	if err := decodeStrict(body, &d); err != nil {
+		return session.Session{}, err
+	}
+	return d.session()
+}

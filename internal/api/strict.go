@@ -1,0 +1,140 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// jsonValue is a type that checks and takes a decoded JSON value itself
+// (the PFCP enumerations).
+type jsonValue interface {
+	fromJSON(v any) error
+}
+
+// decodeStrict decodes one JSON document into v. Unlike encoding/json it
+// rejects unknown and case-mismatched fields and missing required ones (tag
+// `required:"true"`), and every error names the offending field by its path
+// in the document, e.g. pdrs[1].pdi.teid.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
+			return badRequest("", "the body is empty; expected a JSON document")
+		case errors.As(err, &syntax):
+			return badRequest("", "malformed JSON at byte %d: %v", syntax.Offset, err)
+		}
+		return badRequest("", "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
+	}
+	return assign("", tree, reflect.ValueOf(v).Elem())
+}
+
+func assign(path string, src any, dst reflect.Value) error {
+	if u, ok := dst.Addr().Interface().(jsonValue); ok {
+		if err := u.fromJSON(src); err != nil {
+			return badRequest(path, "%v", err)
+		}
+		return nil
+	}
+	switch dst.Kind() {
+	case reflect.Pointer:
+		if src == nil {
+			return nil // null is absent
+		}
+		dst.Set(reflect.New(dst.Type().Elem()))
+		return assign(path, src, dst.Elem())
+	case reflect.Struct:
+		obj, ok := src.(map[string]any)
+		if !ok {
+			return badRequest(path, "must be an object")
+		}
+		return assignStruct(path, obj, dst)
+	case reflect.Slice:
+		list, ok := src.([]any)
+		if !ok {
+			return badRequest(path, "must be a list")
+		}
+		dst.Set(reflect.MakeSlice(dst.Type(), len(list), len(list)))
+		for i, elem := range list {
+			if err := assign(fmt.Sprintf("%s[%d]", path, i), elem, dst.Index(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.String:
+		s, ok := src.(string)
+		if !ok {
+			return badRequest(path, "must be a string")
+		}
+		dst.SetString(s)
+		return nil
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		bits := dst.Type().Bits()
+		n, ok := src.(json.Number)
+		u, err := strconv.ParseUint(string(n), 10, bits)
+		if !ok || err != nil {
+			return badRequest(path, "must be an integer from 0 to %d", ^uint64(0)>>(64-bits))
+		}
+		dst.SetUint(u)
+		return nil
+	}
+	panic("api: decodeStrict cannot decode into " + dst.Type().String())
+}
+
+func assignStruct(path string, obj map[string]any, dst reflect.Value) error {
+	t := dst.Type()
+	known := map[string]bool{}
+	for i := range t.NumField() {
+		known[jsonName(t.Field(i))] = true
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !known[k] {
+			return badRequest(join(path, k), "unknown field")
+		}
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := jsonName(f)
+		v, present := obj[name]
+		if !present {
+			if f.Tag.Get("required") == "true" {
+				return badRequest(join(path, name), "is required")
+			}
+			continue
+		}
+		if err := assign(join(path, name), v, dst.Field(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}

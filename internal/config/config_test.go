@@ -1,0 +1,162 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+const minimal = `
+interfaces:
+  - name: eth0
+    roles: [access, core]
+n3_addresses: [192.0.2.1]
+`
+
+func TestDefaults(t *testing.T) {
+	cfg, err := parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Interfaces:  []Interface{{Name: "eth0", Roles: datapath.RoleAccess | datapath.RoleCore}},
+		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
+		XDPMode:     datapath.ModeNative,
+		API:         API{Listen: "127.0.0.1:9880"},
+		Datapath:    Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		StateFile:   "/var/lib/xdp5g/sessions.json",
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestLoadEverySetting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "xdp5g.yaml")
+	err := os.WriteFile(path, []byte(`
+interfaces:
+  - name: n3
+    roles: [access]
+  - name: n6
+    roles: [core]
+n3_addresses: [192.0.2.1, 198.51.100.1]
+xdp_mode: generic
+netns: upf
+api:
+  listen: "[::1]:8080"
+datapath:
+  pin_path: /sys/fs/bpf/upf2/
+  max_sessions: 1024
+state_file: /tmp/upf2/state.json
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Interfaces:  []Interface{{Name: "n3", Roles: datapath.RoleAccess}, {Name: "n6", Roles: datapath.RoleCore}},
+		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1")},
+		XDPMode:     datapath.ModeGeneric,
+		Netns:       "upf",
+		API:         API{Listen: "[::1]:8080"},
+		Datapath:    Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024},
+		StateFile:   "/tmp/upf2/state.json",
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+	if got := cfg.CoreInterfaces(); !reflect.DeepEqual(got, []string{"n6"}) {
+		t.Errorf("CoreInterfaces() = %v", got)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("xdp_mode: turbo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.HasPrefix(err.Error(), path+": ") {
+		t.Errorf("Load = %v, want an error starting with the path", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file = %v", err)
+	}
+}
+
+func TestInvalidSettingsNameTheField(t *testing.T) {
+	tests := []struct {
+		name, yaml, field string
+	}{
+		{"no interfaces", "interfaces: []", "interfaces"},
+		{"empty name", "interfaces: [{name: '', roles: [core]}]", "interfaces[0].name"},
+		{"long name", "interfaces: [{name: abcdefghijklmnop, roles: [core]}]", "interfaces[0].name"},
+		{"slash in name", "interfaces: [{name: ../x, roles: [core]}]", "interfaces[0].name"},
+		{"same name twice", "interfaces: [{name: a, roles: [access]}, {name: a, roles: [core]}]", "interfaces[1].name"},
+		{"no roles", "interfaces: [{name: a}]", "interfaces[0].roles"},
+		{"unknown role", "interfaces: [{name: a, roles: [access, n9]}]", "interfaces[0].roles[1]"},
+		{"role twice", "interfaces: [{name: a, roles: [core, core]}]", "interfaces[0].roles[1]"},
+		{"no access role", "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", "interfaces"},
+		{"no N3 address", "n3_addresses: []", "n3_addresses"},
+		{"five N3 addresses", "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5]", "n3_addresses"},
+		{"IPv6 N3 address", "n3_addresses: [192.0.2.1, '2001:db8::1']", "n3_addresses[1]"},
+		{"unspecified N3 address", "n3_addresses: [0.0.0.0]", "n3_addresses[0]"},
+		{"garbage N3 address", "n3_addresses: [192.0.2]", "n3_addresses[0]"},
+		{"N3 address twice", "n3_addresses: [192.0.2.1, 192.0.2.1]", "n3_addresses[1]"},
+		{"xdp mode", "xdp_mode: skb", "xdp_mode"},
+		{"netns path", "netns: /run/netns/upf", "netns"},
+		{"listen without port", "api: {listen: 127.0.0.1}", "api.listen"},
+		{"listen named port", "api: {listen: 'localhost:http'}", "api.listen"},
+		{"relative pin path", "datapath: {pin_path: xdp5g}", "datapath.pin_path"},
+		{"root pin path", "datapath: {pin_path: /}", "datapath.pin_path"},
+		{"zero sessions", "datapath: {max_sessions: 0}", "datapath.max_sessions"},
+		{"huge sessions", "datapath: {max_sessions: 4000000000}", "datapath.max_sessions"},
+		{"relative state file", "state_file: sessions.json", "state_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Later keys override minimal's, so each case breaks one thing.
+			doc := tt.yaml
+			if !strings.Contains(doc, "interfaces:") {
+				doc += "\ninterfaces: [{name: eth0, roles: [access, core]}]"
+			}
+			if !strings.Contains(doc, "n3_addresses:") {
+				doc += "\nn3_addresses: [192.0.2.1]"
+			}
+			_, err := parse([]byte(doc))
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("error %v, want one naming %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestMalformedFilesAreRejected(t *testing.T) {
+	tests := map[string]struct{ yaml, want string }{
+		"unknown field":  {minimal + "listen: 127.0.0.1:1\n", "listen"},
+		"unknown nested": {minimal + "api: {port: 1}\n", "port"},
+		"wrong type":     {minimal + "datapath: {max_sessions: lots}\n", "line 6"},
+		"negative":       {minimal + "datapath: {max_sessions: -1}\n", "-1"},
+		"two documents":  {minimal + "---\n" + minimal, "one YAML document"},
+		"syntax":         {"interfaces: [\n", "line"},
+		// yaml.v3 places type errors by line.
+		"roles not a list": {"interfaces:\n  - name: a\n    roles: access\n", "line 3"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := parse([]byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}

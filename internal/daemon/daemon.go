@@ -1,0 +1,211 @@
+// Package daemon runs the UPF: it attaches the data path, keeps the
+// sessions across restarts and serves the REST API.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/nexthop"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// shutdownTimeout bounds how long requests in flight may take at shutdown.
+const shutdownTimeout = 5 * time.Second
+
+// Run attaches the data path to the configured interfaces, takes over the
+// sessions of the state file and serves the REST API until ctx is done.
+// On return the XDP programs stay attached and the maps pinned, so traffic
+// keeps flowing until the next run takes over; Detach removes them. cfg is
+// valid, as config.Load returns it.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
+	// Fail on a busy port before touching the data path.
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("api.listen: %w", err)
+	}
+	defer ln.Close()
+	// Read before the resolver starts: it clears the next hops that the
+	// running data path uses, so a start that fails on the file would stop
+	// the traffic.
+	saved, err := readState(cfg.StateFile)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755); err != nil {
+		return fmt.Errorf("state_file: %w", err)
+	}
+	ns, err := openNetns(cfg.Netns)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+
+	dp, err := datapath.Open(datapath.Options{
+		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
+	})
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	nh, err := nexthop.New(dp, ns, cfg.CoreInterfaces())
+	if err != nil {
+		return fmt.Errorf("starting the next-hop resolver: %w", err)
+	}
+	defer nh.Close()
+
+	state := &stateFile{path: cfg.StateFile, log: log}
+	store := session.NewStore(dp, nh, cfg.N3Addresses[0], state.changed)
+	state.marshal = store.MarshalState
+	if saved != nil {
+		if err := store.Restore(saved); err != nil {
+			return fmt.Errorf("%s: %w", cfg.StateFile, err)
+		}
+	}
+	log.Info("sessions restored", "sessions", store.Len(), "state_file", cfg.StateFile)
+	// Saved at once: the restored sessions live in new map slots.
+	if err := state.start(); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, state.stop()) }()
+
+	if err := attach(dp, ns, cfg, log); err != nil {
+		return err
+	}
+
+	srv := &http.Server{Handler: api.NewHandler(store, dp, log), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving the REST API", "listen", ln.Addr().String())
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err = errors.Join(err, srv.Shutdown(stopCtx))
+	log.Info("stopped; the XDP programs stay attached")
+	return err
+}
+
+// openNetns opens the namespace the interfaces live in: a named one, or
+// the daemon's own.
+func openNetns(name string) (netns.NsHandle, error) {
+	if name == "" {
+		return netns.Get()
+	}
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		return ns, fmt.Errorf("netns %s: %w", name, err)
+	}
+	return ns, nil
+}
+
+// readState reads the state file of a previous run; nil when there is none.
+func readState(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("%s is corrupt (not JSON); fix or remove it", path)
+	}
+	return data, nil
+}
+
+// attach attaches every configured interface (replacing a previous run's
+// program without a gap) and detaches the ones a previous run attached that
+// the configuration no longer lists.
+func attach(dp *datapath.Datapath, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
+	return inNetns(ns, func() error {
+		var names []string
+		for _, i := range cfg.Interfaces {
+			if err := dp.Attach(i.Name, i.Roles, cfg.XDPMode); err != nil {
+				return fmt.Errorf("interface %s: %w", i.Name, err)
+			}
+			log.Info("attached", "interface", i.Name, "mode", cfg.XDPMode)
+			names = append(names, i.Name)
+		}
+		attached, err := dp.Attached()
+		if err != nil {
+			return err
+		}
+		for _, name := range attached {
+			if !slices.Contains(names, name) {
+				if err := dp.Detach(name); err != nil {
+					return fmt.Errorf("interface %s: %w", name, err)
+				}
+				log.Info("detached an interface no longer configured", "interface", name)
+			}
+		}
+		return nil
+	})
+}
+
+// inNetns runs f on an OS thread of its own switched into ns. The thread
+// stays locked, so it ends with its goroutine and no other goroutine ever
+// runs in ns.
+func inNetns(ns netns.NsHandle, f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := netns.Set(ns); err != nil {
+			done <- fmt.Errorf("entering the network namespace: %w", err)
+			return
+		}
+		done <- f()
+	}()
+	return <-done
+}
+
+// Detach undoes what runs leave behind: it detaches every interface with a
+// pinned attachment, configured or not, and removes the pin directory. The
+// state file stays, so the next run installs its sessions again. Stop the
+// daemon first.
+func Detach(cfg *config.Config) error {
+	pin := cfg.Datapath.PinPath
+	var st unix.Statfs_t
+	if err := unix.Statfs(pin, &st); errors.Is(err, unix.ENOENT) {
+		return nil // nothing attached
+	} else if err != nil {
+		return fmt.Errorf("datapath.pin_path %s: %w", pin, err)
+	}
+	// The directory is removed recursively: make sure it is ours.
+	if st.Type != unix.BPF_FS_MAGIC {
+		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
+	}
+	dp, err := datapath.Open(datapath.Options{
+		PinPath: pin, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
+	})
+	if err != nil {
+		return err
+	}
+	attached, err := dp.Attached()
+	for _, name := range attached {
+		err = errors.Join(err, dp.Detach(name))
+	}
+	if err = errors.Join(err, dp.Close()); err != nil {
+		return err
+	}
+	return os.RemoveAll(pin)
+}

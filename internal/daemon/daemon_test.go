@@ -1,0 +1,259 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+// doc is a session whose gNB is the peer namespace's end of the veth,
+// resolved through the kernel's ARP.
+const doc = `{"seid": 7,
+ "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 700, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.60.0.7"}},
+          {"pdrId": 2, "farId": 2, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": "10.60.0.7"}}],
+ "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE"},
+          {"farId": 2, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.2", "teid": 701}}, "destinationInterface": "INTERFACE_VALUE_ACCESS"}]}`
+
+const ue = "10.60.0.7"
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// env is a UPF namespace with two interfaces, n3n6 and spare, wired to a
+// peer namespace (the gNB and the data network), and the files of a
+// configuration.
+type env struct {
+	upf, peer *testbed.Netns
+	dir, pin  string
+	listen    string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	e := &env{dir: t.TempDir(), pin: "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-dmn-")}
+	for _, n := range []**testbed.Netns{&e.upf, &e.peer} {
+		ns, err := testbed.New("dmn-")
+		must(t, err)
+		t.Cleanup(func() { must(t, ns.Delete()) })
+		*n = ns
+	}
+	must(t, testbed.Veth(e.upf, "n3n6", e.peer, "gnb"))
+	must(t, testbed.Veth(e.upf, "spare", e.peer, "spare"))
+	must(t, e.upf.AddAddr("n3n6", "10.1.3.1/24"))
+	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
+	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	e.listen = l.Addr().String()
+	l.Close()
+	t.Cleanup(func() { os.RemoveAll(e.pin) })
+	return e
+}
+
+// config writes and loads a configuration attaching to the interfaces.
+func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
+	t.Helper()
+	var yaml strings.Builder
+	fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]}\n")
+	for _, name := range ifaces {
+		fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
+	}
+	fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\nxdp_mode: native\nnetns: %s\napi: {listen: %q}\n", e.upf.Name, e.listen)
+	fmt.Fprintf(&yaml, "datapath: {pin_path: %s, max_sessions: 1024}\nstate_file: %s\n", e.pin, filepath.Join(e.dir, "state", "sessions.json"))
+	path := filepath.Join(e.dir, "xdp5g.yaml")
+	must(t, os.WriteFile(path, []byte(yaml.String()), 0o600))
+	cfg, err := config.Load(path)
+	must(t, err)
+	return cfg
+}
+
+// run starts the daemon and waits for its API; the returned function
+// stops it and returns what Run returned.
+func (e *env) run(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	client = &api.Client{URL: "http://" + e.listen}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := client.Stats(ctx); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("Run returned early: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("the API did not come up")
+		}
+	}
+	return client, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// xdpAttached says whether an interface of the UPF namespace has an XDP
+// program.
+func (e *env) xdpAttached(t *testing.T, ifname string) bool {
+	t.Helper()
+	ns, err := netns.GetFromName(e.upf.Name)
+	must(t, err)
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	must(t, err)
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	must(t, err)
+	return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
+}
+
+// sendDownlink sends packets to the UE from the data network until the data
+// path has forwarded one more, and fails the test if it does not.
+func (e *env) sendDownlink(t *testing.T, dp *datapath.Datapath) {
+	t.Helper()
+	var conn net.PacketConn
+	must(t, e.peer.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", ":0")
+		return err
+	}))
+	defer conn.Close()
+	before := forwarded(t, dp)
+	// The first packets may find the gNB's MAC address unresolved.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, err := conn.WriteTo([]byte("hello"), &net.UDPAddr{IP: net.ParseIP(ue), Port: 9})
+		must(t, err)
+		if forwarded(t, dp) > before {
+			return
+		}
+	}
+	t.Fatal("no downlink packet was forwarded")
+}
+
+func forwarded(t *testing.T, dp *datapath.Datapath) uint64 {
+	t.Helper()
+	ifaces, err := dp.Counters()
+	must(t, err)
+	for _, i := range ifaces {
+		if i.Name == "n3n6" {
+			return i.Reasons["downlink_forward"].Packets
+		}
+	}
+	t.Fatal("n3n6 has no counters")
+	return 0
+}
+
+// withoutCounters decodes a session document and drops its live counters.
+func withoutCounters(t *testing.T, doc []byte) any {
+	t.Helper()
+	var d map[string]any
+	must(t, json.Unmarshal(doc, &d))
+	for _, p := range d["pdrs"].([]any) {
+		delete(p.(map[string]any), "counters")
+	}
+	return d
+}
+
+func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	first := e.config(t, "spare")
+	client, stop := e.run(t, first)
+	created, err := client.Create(ctx, []byte(doc))
+	must(t, err)
+	// A second handle on the pinned maps, to look at them between runs.
+	dp, err := datapath.Open(datapath.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: first.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	if set, err := dp.Uplink(700); err != nil || set.Count != 1 {
+		t.Fatalf("TEID 700: %+v, %v", set, err)
+	}
+	e.sendDownlink(t, dp)
+	must(t, stop())
+
+	// Between runs: the session is saved, and the data path still works.
+	data, err := os.ReadFile(first.StateFile)
+	must(t, err)
+	var saved struct{ Sessions []struct{ SEID uint64 } }
+	if err := json.Unmarshal(data, &saved); err != nil || len(saved.Sessions) != 1 || saved.Sessions[0].SEID != 7 {
+		t.Fatalf("state file: %s (%v)", data, err)
+	}
+	for _, name := range []string{"n3n6", "spare"} {
+		if !e.xdpAttached(t, name) {
+			t.Errorf("%s lost its XDP program when the daemon stopped", name)
+		}
+	}
+	e.sendDownlink(t, dp)
+
+	// The second run takes over the session and drops spare.
+	second := e.config(t)
+	client, stop = e.run(t, second)
+	got, err := client.Session(ctx, 7)
+	must(t, err)
+	if !reflect.DeepEqual(withoutCounters(t, got), withoutCounters(t, created)) {
+		t.Errorf("restored session:\n%s\nwant\n%s", got, created)
+	}
+	if !e.xdpAttached(t, "n3n6") || e.xdpAttached(t, "spare") {
+		t.Errorf("XDP attached after the restart: n3n6 %v, spare %v; want only n3n6", e.xdpAttached(t, "n3n6"), e.xdpAttached(t, "spare"))
+	}
+	e.sendDownlink(t, dp)
+	must(t, stop())
+
+	must(t, Detach(second))
+	if e.xdpAttached(t, "n3n6") {
+		t.Error("n3n6 keeps its XDP program after Detach")
+	}
+	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
+		t.Errorf("pin directory after Detach: %v", err)
+	}
+	must(t, Detach(second)) // nothing left to detach
+}
+
+func TestCorruptStateFileStopsTheStart(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(t)
+	must(t, os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755))
+	corrupt := []byte(`{"sessions": [{"SEID": 1,`)
+	must(t, os.WriteFile(cfg.StateFile, corrupt, 0o600))
+
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), cfg.StateFile) {
+		t.Fatalf("Run = %v, want an error naming %s", err, cfg.StateFile)
+	}
+	if data, _ := os.ReadFile(cfg.StateFile); !bytes.Equal(data, corrupt) {
+		t.Errorf("the state file was overwritten: %s", data)
+	}
+	// Stopped before touching the data path of a running predecessor.
+	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
+		t.Errorf("Run opened the data path before failing: %v", err)
+	}
+}

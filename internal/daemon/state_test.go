@@ -1,0 +1,55 @@
+package daemon
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestStateFileSavesABurstOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.json")
+	var saves atomic.Int32
+	f := &stateFile{path: path, log: slog.New(slog.DiscardHandler), marshal: func() ([]byte, error) {
+		return []byte(strconv.Itoa(int(saves.Add(1)))), nil
+	}}
+	f.changed() // before start: the restore's own changes are not saved
+	must(t, f.start())
+	for range 100 {
+		f.changed()
+	}
+	time.Sleep(3 * saveDelay)
+	if n := saves.Load(); n != 2 {
+		t.Errorf("%d saves for start and a burst, want 2", n)
+	}
+	if data, err := os.ReadFile(path); err != nil || string(data) != "2" {
+		t.Errorf("file holds %q, %v; want the second save", data, err)
+	}
+
+	f.changed()
+	must(t, f.stop()) // saves at once and cancels the scheduled save
+	time.Sleep(2 * saveDelay)
+	if n := saves.Load(); n != 3 {
+		t.Errorf("%d saves after stop, want 3", n)
+	}
+	f.changed()
+	time.Sleep(2 * saveDelay)
+	if n := saves.Load(); n != 3 {
+		t.Errorf("a change after stop was saved")
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+}
+
+func TestStateFileWriteErrorNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing-dir", "sessions.json")
+	f := &stateFile{path: path, marshal: func() ([]byte, error) { return []byte("{}"), nil }}
+	if err := f.start(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("start = %v, want an error naming %s", err, path)
+	}
+}
