@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/bench"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
+	"github.com/xdp5g/xdp5g/internal/demo"
 )
 
 const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
@@ -82,8 +84,10 @@ func run(ctx context.Context, args []string) error {
 		return daemon.Run(ctx, cfg, log)
 	case "sessions", "stats":
 		return client(ctx, cmd, args)
-	case "demo", "bench":
-		return fmt.Errorf("%s: not implemented yet", cmd)
+	case "demo":
+		return demo.Run(ctx, os.Stdout)
+	case "bench":
+		return bench.Run(ctx, os.Stdout, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil

@@ -1,0 +1,203 @@
+// Package bench is `xdp5g bench`: what the UPF data path costs per packet
+// and how many packets it forwards, each next to minimal XDP forwarders
+// measured in the same run, as a markdown report.
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/baseline"
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+type config struct {
+	sessions []int
+	runs     int
+	flows    int
+	packets  uint64
+	paced    time.Duration
+}
+
+// quickValues replace the defaults of the flags not given with -quick.
+var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s"}
+
+func parseFlags(args []string) (cfg config, err error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sessions := fs.String("sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
+	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
+	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
+	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
+	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation")
+	var quickArgs []string
+	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
+		quickArgs = append(quickArgs, "-"+name+" "+quickValues[name])
+	}
+	quick := fs.Bool("quick", false, "a short run: "+strings.Join(quickArgs, " ")+" unless given")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if *quick {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range quickValues {
+			if !given[name] {
+				if err := fs.Set(name, v); err != nil {
+					return cfg, err
+				}
+			}
+		}
+	}
+	for _, s := range strings.Split(*sessions, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("-sessions: %q is not a positive count", s)
+		}
+		cfg.sessions = append(cfg.sessions, n)
+	}
+	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
+		return cfg, errors.New("-runs, -flows and -packets must be positive")
+	}
+	return cfg, nil
+}
+
+// Run measures and writes the report to w, progress to stderr. It builds
+// the demo's testbed and removes everything it built before returning.
+func Run(ctx context.Context, w io.Writer, args []string) (err error) {
+	cfg, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the benchmarks need root: they create network namespaces and load XDP programs")
+	}
+	start := time.Now()
+	tb, err := demo.NewTestbed()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tb.Close()) }()
+	b, err := loadBaselines(tb)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.Close()) }()
+
+	res := results{frameLens: [2]int{len(uplinkFrame(tb, 0)), len(downlinkFrame(tb, 0))}}
+	if res.live, err = measureLive(ctx, tb, b, cfg.packets, cfg.runs, cfg.paced); err != nil {
+		return err
+	}
+	for _, n := range cfg.sessions {
+		progress("per-packet cost with %d sessions", n)
+		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs)
+		if err != nil {
+			return fmt.Errorf("%d sessions: %w", n, err)
+		}
+		res.costs = append(res.costs, row)
+	}
+	res.took = time.Since(start)
+	report(w, args, cfg, res)
+	return nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// baselines are the programs of the baseline package set up for the
+// testbed: toDN forwards from the UPF's N3 to the DN, toGNB from its N6 to
+// the gNB.
+type baselines struct {
+	pass, tx, toDN, toGNB *ebpf.Program
+}
+
+func loadBaselines(tb *demo.Testbed) (b *baselines, err error) {
+	b = &baselines{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Close())
+		}
+	}()
+	if b.pass, err = baseline.LoadPass(); err != nil {
+		return nil, err
+	}
+	if b.tx, err = baseline.LoadTX(); err != nil {
+		return nil, err
+	}
+	n3, _, err := tb.UPF.Link(demo.N3)
+	if err != nil {
+		return nil, err
+	}
+	n6, _, err := tb.UPF.Link(demo.N6)
+	if err != nil {
+		return nil, err
+	}
+	if b.toDN, err = baseline.LoadRedirect(n6, tb.DNMAC, tb.N6MAC); err != nil {
+		return nil, err
+	}
+	if b.toGNB, err = baseline.LoadRedirect(n3, tb.GNBMAC, tb.N3MAC); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *baselines) Close() error {
+	var errs []error
+	for _, p := range []*ebpf.Program{b.pass, b.tx, b.toDN, b.toGNB} {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forwarder puts the redirect baselines where the UPF runs. They get what
+// the UPF delivers, so that the sinks match the same packets: the UE's
+// packet in the DN, a G-PDU at the gNB (which way its addresses point does
+// not matter to a MAC rewrite).
+func (b *baselines) forwarder(tb *demo.Testbed) forwarder {
+	var links []io.Closer
+	ue := ueAddr(0)
+	return forwarder{
+		name: "redirect baseline",
+		attach: func() error {
+			for _, a := range []struct {
+				iface string
+				prog  *ebpf.Program
+			}{{demo.N3, b.toDN}, {demo.N6, b.toGNB}} {
+				l, err := tb.UPF.AttachXDP(a.iface, a.prog, false)
+				if err != nil {
+					return err
+				}
+				links = append(links, l)
+			}
+			return nil
+		},
+		detach: func() error {
+			var err error
+			for _, l := range links {
+				err = errors.Join(err, l.Close())
+			}
+			links = nil
+			return err
+		},
+		frames: [2][]byte{
+			demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL)),
+			tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL)),
+		},
+	}
+}

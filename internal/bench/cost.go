@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+// XDP verdicts as BPF_PROG_TEST_RUN returns them.
+const (
+	xdpPass     = 2
+	xdpTX       = 3
+	xdpRedirect = 4
+)
+
+// runsPerRound is how many test runs of one program make up a round.
+const runsPerRound = 8192
+
+// subject is a program under test, the frames it is given in turn and the
+// verdict every run must return.
+type subject struct {
+	name    string
+	prog    *ebpf.Program
+	frames  [][]byte
+	verdict uint32
+}
+
+// costRow is the per-packet cost of every program, in nanoseconds, with a
+// number of sessions installed.
+type costRow struct {
+	sessions                              int
+	install                               time.Duration
+	empty, tx, redirect, uplink, downlink rounds
+}
+
+// rounds are a measurement's figures, one per round; the figures compared
+// with each other come from the same rounds.
+type rounds []float64
+
+func (r rounds) median() float64 { return median(r) }
+
+// per is the median of the round by round ratios to base, which cancels
+// the drift between rounds.
+func (r rounds) per(base rounds) float64 {
+	ratios := make([]float64, len(r))
+	for i := range r {
+		ratios[i] = r[i] / base[i]
+	}
+	return median(ratios)
+}
+
+// minus is r less base, round by round.
+func (r rounds) minus(base rounds) rounds {
+	out := make(rounds, len(r))
+	for i := range r {
+		out[i] = r[i] - base[i]
+	}
+	return out
+}
+
+// measureCost installs n sessions into a fresh data path and measures the
+// attached UPF programs next to the baselines, cycling the UPF's frames
+// over up to flows sessions spread evenly over the installed ones.
+func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
+	row.sessions = n
+	u, err := openUPF(tb, n)
+	if err != nil {
+		return row, err
+	}
+	defer func() { err = errors.Join(err, u.Close()) }()
+	if row.install, err = u.install(ctx, n); err != nil {
+		return row, err
+	}
+	if err := u.attach(); err != nil {
+		return row, err
+	}
+	var progs [2]*ebpf.Program // uplink on N3, downlink on N6
+	for i, iface := range upfInterfaces {
+		if progs[i], err = attachedProgram(tb.UPF, iface.name); err != nil {
+			return row, err
+		}
+		defer progs[i].Close()
+	}
+	k := min(n, flows)
+	var ul, dl [][]byte
+	for j := range k {
+		ul = append(ul, uplinkFrame(tb, j*(n/k)))
+		dl = append(dl, downlinkFrame(tb, j*(n/k)))
+	}
+	ns, err := perPacketNs(ctx, []subject{
+		{"empty program", b.pass, dl, xdpPass},
+		{"XDP_TX baseline", b.tx, dl, xdpTX},
+		{"redirect baseline", b.toDN, dl, xdpRedirect},
+		{"uplink", progs[0], ul, xdpRedirect},
+		{"downlink", progs[1], dl, xdpRedirect},
+	}, nRounds)
+	if err != nil {
+		return row, err
+	}
+	row.empty, row.tx, row.redirect, row.uplink, row.downlink = ns[0], ns[1], ns[2], ns[3], ns[4]
+	return row, nil
+}
+
+// perPacketNs returns each subject's cost per packet in nanoseconds.
+//
+// BPF_PROG_TEST_RUN with a repeat count runs the program again on the frame
+// the previous run left (decapsulated, encapsulated, moved), so every run
+// here is a test run of its own on a fresh copy of a frame, and the time is
+// the one the kernel measured around that single run. A round runs every
+// subject runsPerRound times, in an order that rotates from round to round;
+// the round's figure for a subject is the mean of its runs without
+// outliers (interrupts). A warm-up round goes first.
+func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, error) {
+	figures := make([]rounds, len(subjects))
+	runs := make([]float64, runsPerRound)
+	for r := -1; r < n; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for k := range subjects {
+			i := (k + max(r, 0)) % len(subjects)
+			s := subjects[i]
+			for j := range runs {
+				verdict, d, err := s.prog.Benchmark(s.frames[j%len(s.frames)], 1, nil)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", s.name, err)
+				}
+				if verdict != s.verdict {
+					return nil, fmt.Errorf("%s: verdict %d, want %d", s.name, verdict, s.verdict)
+				}
+				runs[j] = float64(d)
+			}
+			if r >= 0 {
+				figures[i] = append(figures[i], meanWithoutOutliers(runs))
+			}
+		}
+	}
+	return figures, nil
+}
+
+// meanWithoutOutliers averages the values up to twice the median. The
+// kernel's clock here ticks in steps of about 10 ns, so a mean, not a
+// median, resolves differences smaller than a tick.
+func meanWithoutOutliers(xs []float64) float64 {
+	limit := 2 * median(xs)
+	var sum float64
+	var n int
+	for _, x := range xs {
+		if x <= limit {
+			sum += x
+			n++
+		}
+	}
+	return sum / float64(n)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,260 @@
+package demo
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+// The demo network: gNB ──N3── UPF ──N6── DN, one namespace each. Interface
+// names only need to be unique inside their namespace.
+const (
+	N3 = "n3" // the gNB's and the UPF's ends of the N3 link
+	N6 = "n6" // the UPF's and the DN's ends of the N6 link
+)
+
+var (
+	GNBAddr = netip.MustParseAddr("10.100.3.1")
+	N3Addr  = netip.MustParseAddr("10.100.3.2") // the UPF's, outer source of downlink tunnels
+	N6Addr  = netip.MustParseAddr("10.100.6.1")
+	DNAddr  = netip.MustParseAddr("10.100.6.2")
+	DN6Addr = netip.MustParseAddr("2001:db8:6::2") // the source of IPv6 downlink packets
+	UEAddr  = netip.MustParseAddr("10.45.0.2")
+	UE6Addr = netip.MustParseAddr("2001:db8:45::2") // in the UE's /64
+)
+
+const (
+	n3Bits, n6Bits = 24, 24
+
+	gtpuPort = 2152
+	appPort  = 5001 // the DN application's port, where the sinks filter
+	UETTL    = 64   // of the packets UEPacket builds for sending
+)
+
+// Testbed is the demo network with a traffic sink at each far end: veth
+// delivers what the UPF redirects only to an end with an XDP program.
+type Testbed struct {
+	GNB, UPF, DN *testbed.Netns
+	// MACs of the veth ends: the gNB's and the UPF's N3, the UPF's and the
+	// DN's N6.
+	GNBMAC, N3MAC, N6MAC, DNMAC net.HardwareAddr
+	// GNBSink counts GTP-U at the gNB, DNSink the UE's traffic in the DN.
+	GNBSink, DNSink *trafficgen.Sink
+	gnbIndex        int
+	dnIndex         int
+}
+
+// NewTestbed builds the three namespaces and their links. The UPF knows
+// both neighbours statically, so next hops resolve without ARP.
+func NewTestbed() (_ *Testbed, err error) {
+	tb := &Testbed{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tb.Close())
+		}
+	}()
+	for _, n := range []struct {
+		ns     **testbed.Netns
+		prefix string
+	}{{&tb.GNB, "xdp5g-gnb"}, {&tb.UPF, "xdp5g-upf"}, {&tb.DN, "xdp5g-dn"}} {
+		if *n.ns, err = testbed.New(n.prefix); err != nil {
+			return nil, err
+		}
+		// Without IPv6 on the links the stacks stay silent: a router
+		// solicitation or MLD report sent from another CPU moves a veth
+		// queue's NAPI there, and a sender at full speed then outruns it.
+		if err := (*n.ns).Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(testbed.Veth(tb.GNB, N3, tb.UPF, N3), testbed.Veth(tb.UPF, N6, tb.DN, N6)); err != nil {
+		return nil, err
+	}
+	if tb.gnbIndex, tb.GNBMAC, err = tb.GNB.Link(N3); err != nil {
+		return nil, err
+	}
+	if _, tb.N3MAC, err = tb.UPF.Link(N3); err != nil {
+		return nil, err
+	}
+	if _, tb.N6MAC, err = tb.UPF.Link(N6); err != nil {
+		return nil, err
+	}
+	if tb.dnIndex, tb.DNMAC, err = tb.DN.Link(N6); err != nil {
+		return nil, err
+	}
+	err = errors.Join(
+		tb.GNB.AddAddr(N3, cidr(GNBAddr, n3Bits)),
+		tb.UPF.AddAddr(N3, cidr(N3Addr, n3Bits)),
+		tb.UPF.AddAddr(N6, cidr(N6Addr, n6Bits)),
+		tb.DN.AddAddr(N6, cidr(DNAddr, n6Bits)),
+		tb.UPF.SetNeigh(N3, GNBAddr.String(), tb.GNBMAC),
+		tb.UPF.SetNeigh(N6, DNAddr.String(), tb.DNMAC),
+	)
+	if err != nil {
+		return nil, err
+	}
+	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}
+	if tb.GNBSink, err = trafficgen.NewSink(tb.GNB, N3, gtpu, false); err != nil {
+		return nil, err
+	}
+	app := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: appPort}
+	if tb.DNSink, err = trafficgen.NewSink(tb.DN, N6, app, false); err != nil {
+		return nil, err
+	}
+	return tb, nil
+}
+
+func cidr(a netip.Addr, bits int) string { return netip.PrefixFrom(a, bits).String() }
+
+// Close detaches the sinks and deletes the namespaces, and with them the
+// links and whatever is attached to them.
+func (tb *Testbed) Close() error {
+	var errs []error
+	for _, s := range []*trafficgen.Sink{tb.GNBSink, tb.DNSink} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	for _, ns := range []*testbed.Netns{tb.GNB, tb.UPF, tb.DN} {
+		if ns != nil {
+			errs = append(errs, ns.Delete())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UEPacket is an IPv4 or IPv6 UDP packet between the UE and the DN: from
+// the UE to appPort in the DN when uplink, the other way round otherwise.
+func UEPacket(ue, dn netip.Addr, uplink bool, ttl uint8) []byte {
+	src, dst, sport, dport := dn, ue, layers.UDPPort(appPort), layers.UDPPort(40000)
+	if uplink {
+		src, dst, sport, dport = ue, dn, dport, sport
+	}
+	var ip gopacket.NetworkLayer = &layers.IPv4{Version: 4, TTL: ttl, Protocol: layers.IPProtocolUDP,
+		SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+	if ue.Is6() {
+		ip = &layers.IPv6{Version: 6, HopLimit: ttl, NextHeader: layers.IPProtocolUDP,
+			SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+	}
+	udp := &layers.UDP{SrcPort: sport, DstPort: dport}
+	udp.SetNetworkLayerForChecksum(ip)
+	return Serialize(true, ip.(gopacket.SerializableLayer), udp, gopacket.Payload("xdp5g demo: UE <-> data network"))
+}
+
+// Serialize builds a packet from layers, fixing lengths and, when asked,
+// checksums.
+func Serialize(checksums bool, ls ...gopacket.SerializableLayer) []byte {
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: checksums}
+	if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
+		panic(err) // only the fixed layers above are serialized
+	}
+	return bytes.Clone(buf.Bytes())
+}
+
+// Ethernet frames an IPv4 or IPv6 packet.
+func Ethernet(dst, src net.HardwareAddr, ip []byte) []byte {
+	etype := layers.EthernetTypeIPv4
+	if ip[0]>>4 == 6 {
+		etype = layers.EthernetTypeIPv6
+	}
+	return Serialize(false, &layers.Ethernet{DstMAC: dst, SrcMAC: src, EthernetType: etype}, gopacket.Payload(ip))
+}
+
+// UplinkFrame is what the gNB sends for an uplink packet of the UE: a G-PDU
+// with an UL PDU Session Container (TS 38.415) carrying qfi.
+func (tb *Testbed) UplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
+	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: GNBAddr.AsSlice(), DstIP: N3Addr.AsSlice()}
+	const ulPDUSessionInformation = 0x10
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
+		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{ulPDUSessionInformation, qfi}}}}
+	// UDP checksum 0: GTP-U over IPv4 need not carry one.
+	ip := Serialize(true, outer, gopacket.Payload(Serialize(false,
+		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gtp, gopacket.Payload(inner))))
+	return Ethernet(tb.N3MAC, tb.GNBMAC, ip)
+}
+
+// DownlinkFrame is what the DN sends towards the UE.
+func (tb *Testbed) DownlinkFrame(inner []byte) []byte {
+	return Ethernet(tb.N6MAC, tb.DNMAC, inner)
+}
+
+// Direction is one way through the UPF: the end frames leave from and the
+// sink they must reach.
+type Direction struct {
+	Name, To string
+	from     *testbed.Netns
+	ifindex  int
+	Sink     *trafficgen.Sink
+}
+
+// Uplink goes from the gNB to the DN, Downlink the other way.
+func (tb *Testbed) Uplink() Direction {
+	return Direction{"uplink", "the DN", tb.GNB, tb.gnbIndex, tb.DNSink}
+}
+
+func (tb *Testbed) Downlink() Direction {
+	return Direction{"downlink", "the gNB", tb.DN, tb.dnIndex, tb.GNBSink}
+}
+
+// Send transmits count copies of frame from the direction's end with gen.
+// It sends from a thread bound to one CPU: a veth queue is served on the CPU
+// that first filled it, so a sender that moved to the other CPU could
+// overflow the queue while that CPU is busy.
+func (d Direction) Send(gen *trafficgen.Generator, frame []byte, count uint64, opts trafficgen.Options) (sent uint64, elapsed time.Duration, err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err = bindToOneCPU(); err == nil {
+			sent, elapsed, err = gen.Send(d.from, d.ifindex, frame, count, opts)
+		}
+	}()
+	<-done
+	return sent, elapsed, err
+}
+
+// bindToOneCPU binds the calling thread to the first CPU it may run on.
+func bindToOneCPU() error {
+	var allowed, first unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		return err
+	}
+	for cpu := 0; first.Count() == 0; cpu++ {
+		if allowed.IsSet(cpu) {
+			first.Set(cpu)
+		}
+	}
+	return unix.SchedSetaffinity(0, &first)
+}
+
+// Delivered waits until the sink has matched want packets in all, or until
+// its count stops growing, and returns how many it matched.
+func (d Direction) Delivered(want uint64) (uint64, error) {
+	const quiet, poll = 300 * time.Millisecond, 10 * time.Millisecond
+	var last uint64
+	lastChange := time.Now()
+	for {
+		c, err := d.Sink.Counts()
+		if err != nil || c.MatchPackets >= want {
+			return c.MatchPackets, err
+		}
+		if c.MatchPackets != last {
+			last, lastChange = c.MatchPackets, time.Now()
+		} else if time.Since(lastChange) > quiet {
+			return last, nil
+		}
+		time.Sleep(poll)
+	}
+}

@@ -1,0 +1,135 @@
+package demo
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/nexthop"
+	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+)
+
+// The demo's PDU session.
+const (
+	SEID         = 1
+	UplinkTEID   = 0x100
+	DownlinkTEID = 0x200
+	QFI          = 9
+)
+
+// Session is the UE's dual-stack session: uplink G-PDUs with TEID
+// UplinkTEID and QFI go to the data network; downlink packets to UEAddr or
+// UE6Addr's /64 are tunnelled to the gNB with DownlinkTEID and marked QFI.
+func Session() session.Session {
+	removeGTPU := session.RemoveGTPUUDPIPv4
+	const uplinkFAR, downlinkFAR = 1, 2
+	downlink := func(id uint16, ue netip.Prefix) session.PDR {
+		return session.PDR{ID: id, Precedence: 100, FARID: downlinkFAR,
+			PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: ue, QFI: QFI}}
+	}
+	return session.Session{
+		SEID: SEID,
+		PDRs: []session.PDR{
+			{ID: 1, Precedence: 100, FARID: uplinkFAR, OuterHeaderRemoval: &removeGTPU,
+				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: UplinkTEID,
+					UEAddress: netip.PrefixFrom(UEAddr, 32), QFI: QFI}},
+			downlink(2, netip.PrefixFrom(UEAddr, 32)),
+			downlink(3, netip.PrefixFrom(UE6Addr, 64).Masked()),
+		},
+		FARs: []session.FAR{
+			{ID: uplinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
+			{ID: downlinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: DownlinkTEID, Peer: GNBAddr, Port: gtpuPort}},
+		},
+	}
+}
+
+// UPF is the demo's control plane in the UPF namespace: xdp_upf on N3
+// (access) and N6 (core), the next-hop resolver and a session store, over
+// maps pinned in a directory of its own.
+type UPF struct {
+	Datapath *datapath.Datapath
+	Resolver *nexthop.Resolver
+	Store    *session.Store
+	ns       *testbed.Netns
+	pinPath  string
+	attached []string
+}
+
+// StartUPF attaches the data path in native mode and starts resolving next
+// hops; Close undoes it all.
+func (tb *Testbed) StartUPF() (_ *UPF, err error) {
+	u := &UPF{ns: tb.UPF, pinPath: filepath.Join("/sys/fs/bpf", testbed.UniqueName("xdp5g-demo-"))}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, u.Close())
+		}
+	}()
+	u.Datapath, err = datapath.Open(datapath.Options{PinPath: u.pinPath, MaxSessions: 16, N3Addresses: []netip.Addr{N3Addr}})
+	if err != nil {
+		return nil, err
+	}
+	for _, iface := range []struct {
+		name string
+		role datapath.Role
+	}{{N3, datapath.RoleAccess}, {N6, datapath.RoleCore}} {
+		if err := tb.UPF.Do(func() error { return u.Datapath.Attach(iface.name, iface.role, datapath.ModeNative) }); err != nil {
+			return nil, err
+		}
+		u.attached = append(u.attached, iface.name)
+	}
+	ns, err := netns.GetFromName(tb.UPF.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close() // the resolver keeps a duplicate
+	if u.Resolver, err = nexthop.New(u.Datapath, ns, []string{N6}); err != nil {
+		return nil, err
+	}
+	u.Store = session.NewStore(u.Datapath, u.Resolver, N3Addr, nil)
+	return u, nil
+}
+
+// PinPath is the bpffs directory of the UPF's maps and links.
+func (u *UPF) PinPath() string { return u.pinPath }
+
+// Install creates the demo session and checks that both directions have a
+// valid next hop: the tunnel's to the gNB and the route's to the DN.
+func (u *UPF) Install() error {
+	if err := u.Store.Create(Session()); err != nil {
+		return err
+	}
+	valid := map[netip.Addr]bool{}
+	for _, s := range u.Resolver.Slots() {
+		valid[s.Dst] = valid[s.Dst] || s.Valid
+	}
+	if !valid[GNBAddr] {
+		return fmt.Errorf("no valid next hop for the downlink tunnel to %s", GNBAddr)
+	}
+	if slot := u.Resolver.Routes()[netip.PrefixFrom(DNAddr, 32)]; slot == nexthop.KernelSlot || !valid[DNAddr] {
+		return fmt.Errorf("no valid uplink route to %s", DNAddr)
+	}
+	return nil
+}
+
+// Close stops the resolver, detaches the data path and removes its pinned
+// maps and links.
+func (u *UPF) Close() error {
+	var errs []error
+	if u.Resolver != nil {
+		errs = append(errs, u.Resolver.Close())
+	}
+	for _, name := range u.attached {
+		errs = append(errs, u.ns.Do(func() error { return u.Datapath.Detach(name) }))
+	}
+	if u.Datapath != nil {
+		errs = append(errs, u.Datapath.Close())
+	}
+	return errors.Join(append(errs, os.RemoveAll(u.pinPath))...)
+}
