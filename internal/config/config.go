@@ -264,8 +264,9 @@ func parseListen(f *file, cfg *Config) error {
 
 func parseDatapath(f *file, cfg *Config) error {
 	if p := f.Datapath.PinPath; p != "" {
-		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
-			return invalid("datapath.pin_path", "%q must be an absolute directory below a bpffs mount", p)
+		// Detach removes this directory: never a mount point itself.
+		if !filepath.IsAbs(p) || filepath.Dir(filepath.Clean(p)) == "/" || filepath.Clean(p) == "/sys/fs/bpf" {
+			return invalid("datapath.pin_path", "%q must be a directory of its own below a bpffs mount, such as %s", p, datapath.DefaultPinPath)
 		}
 		cfg.Datapath.PinPath = filepath.Clean(p)
 	}

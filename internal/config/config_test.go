@@ -117,6 +117,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"listen named port", "api: {listen: 'localhost:http'}", "api.listen"},
 		{"relative pin path", "datapath: {pin_path: xdp5g}", "datapath.pin_path"},
 		{"root pin path", "datapath: {pin_path: /}", "datapath.pin_path"},
+		{"bpffs root as pin path", "datapath: {pin_path: /sys/fs/bpf}", "datapath.pin_path"},
 		{"zero sessions", "datapath: {max_sessions: 0}", "datapath.max_sessions"},
 		{"huge sessions", "datapath: {max_sessions: 4000000000}", "datapath.max_sessions"},
 		{"relative state file", "state_file: sessions.json", "state_file"},

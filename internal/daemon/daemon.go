@@ -42,9 +42,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		return fmt.Errorf("api.listen: %w", err)
 	}
 	defer ln.Close()
-	// Read before the resolver starts: it clears the next hops that the
-	// running data path uses, so a start that fails on the file would stop
-	// the traffic.
+	// Read before touching the data path, so a bad file stops the start
+	// with the running data path untouched.
 	saved, err := readState(cfg.StateFile)
 	if err != nil {
 		return err

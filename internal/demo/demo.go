@@ -165,8 +165,7 @@ func summary(l gopacket.Layer) string {
 	case *layers.GTPv1U:
 		s := fmt.Sprintf("message type %d  TEID %#x", l.MessageType, l.TEID)
 		for _, e := range l.GTPExtensionHeaders {
-			const pduSessionContainer = 0x85
-			if e.Type == pduSessionContainer && len(e.Content) >= 2 {
+			if e.Type == PDUSessionContainer && len(e.Content) >= 2 {
 				s += fmt.Sprintf("  PDU Session Container QFI %d", e.Content[1]&0x3f)
 			}
 		}

@@ -35,10 +35,13 @@ var (
 
 const (
 	n3Bits, n6Bits = 24, 24
+	gtpuPort       = 2152
+	appPort        = 5001 // the DN application's port, where the sinks filter
+	UETTL          = 64   // of the packets UEPacket builds for sending
 
-	gtpuPort = 2152
-	appPort  = 5001 // the DN application's port, where the sinks filter
-	UETTL    = 64   // of the packets UEPacket builds for sending
+	// PDUSessionContainer is the GTP-U extension header type that carries
+	// the QFI (TS 29.281 5.2.1).
+	PDUSessionContainer = 0x85
 )
 
 // Testbed is the demo network with a traffic sink at each far end: veth
@@ -70,9 +73,10 @@ func NewTestbed() (_ *Testbed, err error) {
 		if *n.ns, err = testbed.New(n.prefix); err != nil {
 			return nil, err
 		}
-		// Without IPv6 on the links the stacks stay silent: a router
-		// solicitation or MLD report sent from another CPU moves a veth
-		// queue's NAPI there, and a sender at full speed then outruns it.
+		// Without IPv6 on the links the stacks stay silent and only the
+		// generators fill the veth queues: a router solicitation or MLD
+		// report sent from the other CPU can move a queue's NAPI there,
+		// where a generator at full speed outruns it.
 		if err := (*n.ns).Sysctl("net.ipv6.conf.default.disable_ipv6", "1"); err != nil {
 			return nil, err
 		}
@@ -157,7 +161,7 @@ func Serialize(checksums bool, ls ...gopacket.SerializableLayer) []byte {
 	buf := gopacket.NewSerializeBuffer()
 	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: checksums}
 	if err := gopacket.SerializeLayers(buf, opts, ls...); err != nil {
-		panic(err) // only the fixed layers above are serialized
+		panic(err) // a layer that cannot be serialized: a programming error
 	}
 	return bytes.Clone(buf.Bytes())
 }
@@ -178,7 +182,7 @@ func (tb *Testbed) UplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
 		SrcIP: GNBAddr.AsSlice(), DstIP: N3Addr.AsSlice()}
 	const ulPDUSessionInformation = 0x10
 	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{ulPDUSessionInformation, qfi}}}}
+		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: PDUSessionContainer, Content: []byte{ulPDUSessionInformation, qfi}}}}
 	// UDP checksum 0: GTP-U over IPv4 need not carry one.
 	ip := Serialize(true, outer, gopacket.Payload(Serialize(false,
 		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gtp, gopacket.Payload(inner))))
@@ -208,10 +212,11 @@ func (tb *Testbed) Downlink() Direction {
 	return Direction{"downlink", "the gNB", tb.DN, tb.dnIndex, tb.GNBSink}
 }
 
-// Send transmits count copies of frame from the direction's end with gen.
-// It sends from a thread bound to one CPU: a veth queue is served on the CPU
-// that first filled it, so a sender that moved to the other CPU could
-// overflow the queue while that CPU is busy.
+// Send transmits count copies of frame from the direction's end with gen,
+// from a thread bound to one CPU: veth serves a queue on the CPU that
+// scheduled it for as long as it does not run empty, so a sender that moved
+// to the other CPU would fill it faster than it drains while that CPU is
+// busy.
 func (d Direction) Send(gen *trafficgen.Generator, frame []byte, count uint64, opts trafficgen.Options) (sent uint64, elapsed time.Duration, err error) {
 	done := make(chan struct{})
 	go func() {

@@ -17,7 +17,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/trafficgen"
 )
 
-// Paced well below what veth carries, so every packet must arrive.
+// Paced well below what veth carries: every packet must arrive.
 const (
 	packets = 100_000
 	rate    = 200_000 // packets per second
@@ -136,9 +136,9 @@ func decapsulated(tb *demo.Testbed, inner []byte) []byte {
 // in a G-PDU with the session's TEID and a DL PDU Session Container with
 // its QFI, from the UPF's N3 address to the gNB's, UDP checksum 0.
 func encapsulated(tb *demo.Testbed, inner []byte) []byte {
-	const pduSessionContainer, dlPDUSessionInformation = 0x85, 0x00
+	const dlPDUSessionInformation = 0x00
 	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: demo.DownlinkTEID,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: pduSessionContainer, Content: []byte{dlPDUSessionInformation, demo.QFI}}}}
+		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{dlPDUSessionInformation, demo.QFI}}}}
 	udp := demo.Serialize(false, &layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))
 	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
 		SrcIP: demo.N3Addr.AsSlice(), DstIP: demo.GNBAddr.AsSlice()}
