@@ -171,8 +171,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
 	struct nexthop *nh = nh_slot ? bpf_map_lookup_elem(&nexthops, nh_slot) : NULL;
 	int routed = nh && nh->valid;
-	/* A packet the kernel routes keeps its TTL: the kernel decrements it
-	 * (and answers an expired one with ICMP). */
+	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
 	if (routed) {
 		if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 			return finish(pkt_len, REASON_DROP_TTL, XDP_DROP);
@@ -180,14 +179,14 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 			ipv4_decrement_ttl(ip4);
 		else
 			ip6->hop_limit--;
+	} else {
+		/* The kernel routes the decapsulated packet (decrementing its
+		 * TTL, answering an expired one with ICMP) and resolves the
+		 * neighbour, which the control plane then learns. The frame
+		 * keeps the MACs it arrived with so the kernel takes it. */
+		__builtin_memcpy(rx_dmac, eth->h_dest, ETH_ALEN);
+		__builtin_memcpy(rx_smac, eth->h_source, ETH_ALEN);
 	}
-
-	/* Without a next hop the kernel routes the decapsulated packet and
-	 * resolves the neighbour; the control plane then learns it. The frame
-	 * keeps the MACs it arrived with so the kernel takes it as its own. */
-	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
-	__builtin_memcpy(rx_dmac, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(rx_smac, eth->h_source, ETH_ALEN);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	if (!routed) {

@@ -69,20 +69,20 @@ func (r rounds) minus(base rounds) rounds {
 // over up to flows sessions spread evenly over the installed ones.
 func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
 	row.sessions = n
-	u, err := openUPF(tb, n)
+	u, err := tb.OpenUPF(uint32(n))
 	if err != nil {
 		return row, err
 	}
 	defer func() { err = errors.Join(err, u.Close()) }()
-	if row.install, err = u.install(ctx, n); err != nil {
+	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
 	}
-	if err := u.attach(); err != nil {
+	if err := u.Attach(); err != nil {
 		return row, err
 	}
 	var progs [2]*ebpf.Program // uplink on N3, downlink on N6
-	for i, iface := range upfInterfaces {
-		if progs[i], err = attachedProgram(tb.UPF, iface.name); err != nil {
+	for i, iface := range demo.Interfaces {
+		if progs[i], err = attachedProgram(tb.UPF, iface.Name); err != nil {
 			return row, err
 		}
 		defer progs[i].Close()

@@ -53,12 +53,12 @@ type liveRow struct {
 // with the UPF and, in its place, the redirect baselines, interleaved
 // round by round.
 func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets uint64, nRounds int, paced time.Duration) (rows []liveRow, err error) {
-	u, err := openUPF(tb, 1)
+	u, err := tb.OpenUPF(1)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, u.Close()) }()
-	if _, err := u.install(ctx, 1); err != nil {
+	if _, err := install(ctx, u, 1); err != nil {
 		return nil, err
 	}
 	gen, err := trafficgen.NewGenerator()
@@ -69,7 +69,7 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 
 	dirs := []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
 	upfFrames := [2][]byte{uplinkFrame(tb, 0), downlinkFrame(tb, 0)}
-	fwds := []forwarder{{name: "xdp5g", attach: u.attach, detach: u.detach, frames: upfFrames}, b.forwarder(tb)}
+	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, frames: upfFrames}, b.forwarder(tb)}
 	results := make([][2]liveResult, len(fwds))
 	each := func(what string, measure func(f, d int) error) error {
 		for r := range nRounds {
@@ -126,7 +126,7 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 	}
 
 	progress("paced: xdp5g at %.0f%% of its rate", pacedShare*100)
-	if err := u.attach(); err != nil { // u.Close detaches
+	if err := u.Attach(); err != nil { // u.Close detaches
 		return nil, err
 	}
 	for d := range rows {

@@ -3,110 +3,30 @@ package bench
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 
-	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/nexthop"
 	"github.com/xdp5g/xdp5g/internal/session"
 	"github.com/xdp5g/xdp5g/internal/testbed"
 )
 
-// The UPF's interfaces in the testbed and what each carries.
-var upfInterfaces = []struct {
-	name string
-	role datapath.Role
-}{{demo.N3, datapath.RoleAccess}, {demo.N6, datapath.RoleCore}}
-
-// upf is the control plane in the testbed's UPF namespace over maps sized
-// for a number of sessions and pinned in a directory of its own.
-type upf struct {
-	tb       *demo.Testbed
-	dp       *datapath.Datapath
-	resolver *nexthop.Resolver
-	store    *session.Store
-	pinPath  string
-}
-
-func openUPF(tb *demo.Testbed, maxSessions int) (u *upf, err error) {
-	u = &upf{tb: tb, pinPath: filepath.Join("/sys/fs/bpf", testbed.UniqueName("xdp5g-bench-"))}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, u.Close())
-		}
-	}()
-	u.dp, err = datapath.Open(datapath.Options{PinPath: u.pinPath, MaxSessions: uint32(maxSessions),
-		N3Addresses: []netip.Addr{demo.N3Addr}})
-	if err != nil {
-		return nil, err
-	}
-	ns, err := netns.GetFromName(tb.UPF.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer ns.Close() // the resolver keeps a duplicate
-	if u.resolver, err = nexthop.New(u.dp, ns, []string{demo.N6}); err != nil {
-		return nil, err
-	}
-	u.store = session.NewStore(u.dp, u.resolver, demo.N3Addr, nil)
-	return u, nil
-}
-
 // install creates sessions 0 to n-1 and returns how long that took.
-func (u *upf) install(ctx context.Context, n int) (time.Duration, error) {
+func install(ctx context.Context, u *demo.UPF, n int) (time.Duration, error) {
 	start := time.Now()
 	for i := range n {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		if err := u.store.Create(benchSession(i)); err != nil {
+		if err := u.Store.Create(benchSession(i)); err != nil {
 			return 0, fmt.Errorf("installing session %d of %d: %w", i+1, n, err)
 		}
 	}
 	return time.Since(start), nil
-}
-
-func (u *upf) attach() error {
-	return u.tb.UPF.Do(func() error {
-		for _, i := range upfInterfaces {
-			if err := u.dp.Attach(i.name, i.role, datapath.ModeNative); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func (u *upf) detach() error {
-	return u.tb.UPF.Do(func() error {
-		names, err := u.dp.Attached()
-		for _, name := range names {
-			err = errors.Join(err, u.dp.Detach(name))
-		}
-		return err
-	})
-}
-
-// Close stops the resolver, detaches the programs and removes the pinned
-// maps.
-func (u *upf) Close() error {
-	var errs []error
-	if u.resolver != nil {
-		errs = append(errs, u.resolver.Close())
-	}
-	if u.dp != nil {
-		errs = append(errs, u.detach(), u.dp.Close())
-	}
-	return errors.Join(append(errs, os.RemoveAll(u.pinPath))...)
 }
 
 // attachedProgram opens the XDP program the kernel runs on an interface of

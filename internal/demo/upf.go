@@ -62,27 +62,36 @@ type UPF struct {
 	attached []string
 }
 
-// StartUPF attaches the data path in native mode and starts resolving next
-// hops; Close undoes it all.
-func (tb *Testbed) StartUPF() (_ *UPF, err error) {
+// Interfaces are the UPF's interfaces and what each carries.
+var Interfaces = []struct {
+	Name string
+	Role datapath.Role
+}{{N3, datapath.RoleAccess}, {N6, datapath.RoleCore}}
+
+// StartUPF opens a UPF sized for the demo and attaches it.
+func (tb *Testbed) StartUPF() (*UPF, error) {
+	u, err := tb.OpenUPF(16)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.Attach(); err != nil {
+		return nil, errors.Join(err, u.Close())
+	}
+	return u, nil
+}
+
+// OpenUPF opens maps sized for maxSessions and starts resolving next hops;
+// Attach puts xdp_upf on the interfaces; Close undoes it all.
+func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 	u := &UPF{ns: tb.UPF, pinPath: filepath.Join("/sys/fs/bpf", testbed.UniqueName("xdp5g-demo-"))}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, u.Close())
 		}
 	}()
-	u.Datapath, err = datapath.Open(datapath.Options{PinPath: u.pinPath, MaxSessions: 16, N3Addresses: []netip.Addr{N3Addr}})
+	u.Datapath, err = datapath.Open(datapath.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: []netip.Addr{N3Addr}})
 	if err != nil {
 		return nil, err
-	}
-	for _, iface := range []struct {
-		name string
-		role datapath.Role
-	}{{N3, datapath.RoleAccess}, {N6, datapath.RoleCore}} {
-		if err := tb.UPF.Do(func() error { return u.Datapath.Attach(iface.name, iface.role, datapath.ModeNative) }); err != nil {
-			return nil, err
-		}
-		u.attached = append(u.attached, iface.name)
 	}
 	ns, err := netns.GetFromName(tb.UPF.Name)
 	if err != nil {
@@ -94,6 +103,27 @@ func (tb *Testbed) StartUPF() (_ *UPF, err error) {
 	}
 	u.Store = session.NewStore(u.Datapath, u.Resolver, N3Addr, nil)
 	return u, nil
+}
+
+// Attach puts xdp_upf on N3 (access) and N6 (core) in native mode.
+func (u *UPF) Attach() error {
+	for _, iface := range Interfaces {
+		if err := u.ns.Do(func() error { return u.Datapath.Attach(iface.Name, iface.Role, datapath.ModeNative) }); err != nil {
+			return err
+		}
+		u.attached = append(u.attached, iface.Name)
+	}
+	return nil
+}
+
+// Detach removes xdp_upf from the interfaces it is on.
+func (u *UPF) Detach() error {
+	var errs []error
+	for _, name := range u.attached {
+		errs = append(errs, u.ns.Do(func() error { return u.Datapath.Detach(name) }))
+	}
+	u.attached = nil
+	return errors.Join(errs...)
 }
 
 // PinPath is the bpffs directory of the UPF's maps and links.
@@ -125,10 +155,8 @@ func (u *UPF) Close() error {
 	if u.Resolver != nil {
 		errs = append(errs, u.Resolver.Close())
 	}
-	for _, name := range u.attached {
-		errs = append(errs, u.ns.Do(func() error { return u.Datapath.Detach(name) }))
-	}
 	if u.Datapath != nil {
+		errs = append(errs, u.Detach())
 		errs = append(errs, u.Datapath.Close())
 	}
 	return errors.Join(append(errs, os.RemoveAll(u.pinPath))...)
