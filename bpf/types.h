@@ -72,7 +72,8 @@ enum far_flags {
 	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
 };
 
-#define NEXTHOP_ROUTE 0xffffffff /* look the inner destination up in route4/route6 */
+#define NEXTHOP_ROUTE 0xffffffff /* look the inner destination up in the routes */
+#define KERNEL_SLOT 0 /* next-hop slot never valid: the kernel forwards */
 
 struct far {
 	__u8 action; /* enum far_action */
@@ -96,6 +97,19 @@ struct nexthop {
 struct iface {
 	__u32 ifindex; /* 0: slot free */
 	char name[16];
+};
+
+/* A routes4_tbl24 value is a next-hop slot below ROUTE_GROUP; ROUTE_GROUP | g
+ * sends the /24 to group g of routes4_tbl8 (longer routes lie inside it);
+ * ROUTE_LPM (groups exhausted) to the routes4 trie. */
+#define ROUTE_GROUP 0x8000
+#define ROUTE_LPM 0xffff
+#define ROUTE_GROUPS 8192
+
+/* Next-hop values of four consecutive /24s or addresses (array values are
+ * 8-byte aligned: one u16 per element would waste three quarters). */
+struct route_quad {
+	__u16 slot[4];
 };
 
 struct route4_key {

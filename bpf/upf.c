@@ -81,18 +81,34 @@ INLINE struct pdr *match_downlink(struct pdr_set *set, __u32 *slot)
 	return bpf_map_lookup_elem(&pdrs, slot);
 }
 
-/* Next-hop slot of the longest matching route to an uplink destination. */
-INLINE __u32 *route4(__be32 dst)
+/* Next-hop slot of the longest matching route to an uplink destination;
+ * KERNEL_SLOT when there is none. */
+INLINE __u32 route4(__be32 dst)
 {
+	__u32 host = bpf_ntohl(dst);
+	__u32 key = host >> 10;
+	struct route_quad *q = bpf_map_lookup_elem(&routes4_tbl24, &key);
+	if (!q)
+		return KERNEL_SLOT;
+	__u16 v = q->slot[(host >> 8) & 3];
+	if (v < ROUTE_GROUP)
+		return v;
+	if (v != ROUTE_LPM) {
+		key = (__u32)(v & ~ROUTE_GROUP) << 6 | (host & 0xff) >> 2;
+		q = bpf_map_lookup_elem(&routes4_tbl8, &key);
+		return q ? q->slot[host & 3] : KERNEL_SLOT;
+	}
 	struct route4_key k = { .prefixlen = 32, .addr = dst };
-	return bpf_map_lookup_elem(&routes4, &k);
+	__u32 *lpm = bpf_map_lookup_elem(&routes4, &k);
+	return lpm ? *lpm : KERNEL_SLOT;
 }
 
-INLINE __u32 *route6(const struct in6_addr *dst)
+INLINE __u32 route6(const struct in6_addr *dst)
 {
 	struct route6_key k = { .prefixlen = 128 };
 	__builtin_memcpy(k.addr, dst, sizeof(k.addr));
-	return bpf_map_lookup_elem(&routes6, &k);
+	__u32 *lpm = bpf_map_lookup_elem(&routes6, &k);
+	return lpm ? *lpm : KERNEL_SLOT;
 }
 
 /* Cuts Ethernet padding so the frame of len bytes ends where the IP packet
@@ -166,10 +182,10 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	if (!far || far->action != FAR_FORWARD)
 		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
 
-	__u32 *nh_slot = &far->nexthop;
-	if (*nh_slot == NEXTHOP_ROUTE)
+	__u32 nh_slot = far->nexthop;
+	if (nh_slot == NEXTHOP_ROUTE)
 		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
-	struct nexthop *nh = nh_slot ? bpf_map_lookup_elem(&nexthops, nh_slot) : NULL;
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nh_slot);
 	int routed = nh && nh->valid;
 	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
 	if (routed) {
@@ -316,18 +332,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->tos = 0;
-	ip->tot_len = bpf_htons(encap + inner_len);
-	ip->id = 0;
-	ip->frag_off = 0;
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = far->local;
-	ip->daddr = far->peer;
-	ip->check = 0;
-	ip->check = ipv4_csum(ip);
+	ipv4_write_udp(ip, encap + inner_len, far->local, far->peer);
 	udp->source = bpf_htons(GTPU_PORT);
 	udp->dest = bpf_htons(GTPU_PORT);
 	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));

@@ -32,11 +32,14 @@ type subject struct {
 }
 
 // costRow is the per-packet cost of every program, in nanoseconds, with a
-// number of sessions installed.
+// number of sessions installed: the UPF's with the frames of one session,
+// and with frames cycling over many (spread), which adds cache and TLB
+// misses.
 type costRow struct {
 	sessions                              int
 	install                               time.Duration
 	empty, tx, redirect, uplink, downlink rounds
+	uplinkSpread, downlinkSpread          rounds
 }
 
 // rounds are a measurement's figures, one per round; the figures compared
@@ -65,8 +68,9 @@ func (r rounds) minus(base rounds) rounds {
 }
 
 // measureCost installs n sessions into a fresh data path and measures the
-// attached UPF programs next to the baselines, cycling the UPF's frames
-// over up to flows sessions spread evenly over the installed ones.
+// attached UPF programs next to the baselines, with the frames of the last
+// session installed, and cycling over up to flows sessions spread evenly
+// over the installed ones.
 func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
 	row.sessions = n
 	u, err := tb.OpenUPF(uint32(n))
@@ -93,17 +97,21 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 		ul = append(ul, uplinkFrame(tb, j*(n/k)))
 		dl = append(dl, downlinkFrame(tb, j*(n/k)))
 	}
+	ulOne, dlOne := [][]byte{uplinkFrame(tb, n-1)}, [][]byte{downlinkFrame(tb, n-1)}
 	ns, err := perPacketNs(ctx, []subject{
-		{"empty program", b.pass, dl, xdpPass},
-		{"XDP_TX baseline", b.tx, dl, xdpTX},
-		{"redirect baseline", b.toDN, dl, xdpRedirect},
-		{"uplink", progs[0], ul, xdpRedirect},
-		{"downlink", progs[1], dl, xdpRedirect},
+		{"empty program", b.pass, dlOne, xdpPass},
+		{"XDP_TX baseline", b.tx, dlOne, xdpTX},
+		{"redirect baseline", b.toDN, dlOne, xdpRedirect},
+		{"uplink", progs[0], ulOne, xdpRedirect},
+		{"downlink", progs[1], dlOne, xdpRedirect},
+		{"uplink, spread", progs[0], ul, xdpRedirect},
+		{"downlink, spread", progs[1], dl, xdpRedirect},
 	}, nRounds)
 	if err != nil {
 		return row, err
 	}
 	row.empty, row.tx, row.redirect, row.uplink, row.downlink = ns[0], ns[1], ns[2], ns[3], ns[4]
+	row.uplinkSpread, row.downlinkSpread = ns[5], ns[6]
 	return row, nil
 }
 

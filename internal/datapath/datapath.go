@@ -78,8 +78,9 @@ type Options struct {
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
-	opts Options
-	maps upfMaps
+	opts   Options
+	maps   upfMaps
+	routes routeTables
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -113,6 +114,10 @@ func Open(opts Options) (*Datapath, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading maps: %w", err)
 	}
+	if err := d.routes.open(&d.maps); err != nil {
+		d.maps.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -123,7 +128,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	}
 	rules := maxSessions * rulesPerSession
 	for name, size := range map[string]uint32{
-		"uplink_teids": maxSessions * 2, "downlink_ue4": maxSessions, "downlink_ue6": maxSessions,
+		"uplink_teids": maxSessions * 2, "downlink_ue4": maxSessions * 2, "downlink_ue6": maxSessions * 2,
 		"pdrs": rules, "pdr_counters": rules, "fars": rules,
 	} {
 		spec.Maps[name].MaxEntries = size
@@ -152,7 +157,7 @@ func ensureBPFFS(pinPath string) error {
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
-	return d.maps.Close()
+	return errors.Join(d.routes.close(), d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.
@@ -252,7 +257,7 @@ func (d *Datapath) mapsByName() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{
 		"uplink_teids": m.UplinkTeids, "downlink_ue4": m.DownlinkUe4, "downlink_ue6": m.DownlinkUe6,
 		"pdrs": m.Pdrs, "pdr_counters": m.PdrCounters, "fars": m.Fars, "nexthops": m.Nexthops,
-		"routes4": m.Routes4, "routes6": m.Routes6, "ifaces": m.Ifaces, "iface_counters": m.IfaceCounters,
+		"routes4": m.Routes4, "routes4_tbl24": m.Routes4Tbl24, "routes4_tbl8": m.Routes4Tbl8, "routes6": m.Routes6, "ifaces": m.Ifaces, "iface_counters": m.IfaceCounters,
 	}
 }
 

@@ -99,24 +99,6 @@ func (d *Datapath) DownlinkUEs() ([]netip.Addr, error) {
 // PutNexthop writes a next-hop slot.
 func (d *Datapath) PutNexthop(slot uint32, nh Nexthop) error { return d.maps.Nexthops.Put(slot, nh) }
 
-// PutRoute and DeleteRoute mirror a route into the uplink route tables.
-func (d *Datapath) PutRoute(p netip.Prefix, nexthop uint32) error {
-	m, key := d.routeKey(p)
-	return m.Put(key, nexthop)
-}
-
-func (d *Datapath) DeleteRoute(p netip.Prefix) error {
-	m, key := d.routeKey(p)
-	return ignoreMissing(m.Delete(key))
-}
-
-func (d *Datapath) routeKey(p netip.Prefix) (*ebpf.Map, any) {
-	if p.Addr().Is4() {
-		return d.maps.Routes4, upfRoute4Key{Prefixlen: uint32(p.Bits()), Addr: AddrKey(p.Addr())}
-	}
-	return d.maps.Routes6, upfRoute6Key{Prefixlen: uint32(p.Bits()), Addr: p.Addr().As16()}
-}
-
 func ignoreMissing(err error) error {
 	if errors.Is(err, ebpf.ErrKeyNotExist) {
 		return nil
@@ -131,34 +113,4 @@ func (d *Datapath) NexthopCapacity() uint32 { return d.maps.Nexthops.MaxEntries(
 func (d *Datapath) Nexthop(slot uint32) (Nexthop, error) {
 	var nh Nexthop
 	return nh, d.maps.Nexthops.Lookup(slot, &nh)
-}
-
-// Routes lists the uplink route tables: prefix to next-hop slot.
-func (d *Datapath) Routes() (map[netip.Prefix]uint32, error) {
-	out := map[netip.Prefix]uint32{}
-	var k4 upfRoute4Key
-	var slot uint32
-	it := d.maps.Routes4.Iterate()
-	for it.Next(&k4, &slot) {
-		var b [4]byte
-		nativeEndianPut32(b[:], k4.Addr)
-		out[netip.PrefixFrom(netip.AddrFrom4(b), int(k4.Prefixlen))] = slot
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	var k6 upfRoute6Key
-	it = d.maps.Routes6.Iterate()
-	for it.Next(&k6, &slot) {
-		out[netip.PrefixFrom(netip.AddrFrom16(k6.Addr), int(k6.Prefixlen))] = slot
-	}
-	return out, it.Err()
-}
-
-// LookupRoute is the uplink route lookup the XDP program does: the slot of
-// the longest prefix containing dst.
-func (d *Datapath) LookupRoute(dst netip.Addr) (uint32, error) {
-	m, key := d.routeKey(netip.PrefixFrom(dst, dst.BitLen()))
-	var slot uint32
-	return slot, m.Lookup(key, &slot)
 }

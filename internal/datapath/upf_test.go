@@ -46,13 +46,13 @@ var (
 	fromDN  = l2{dst: mac(0x02), src: mac(0x0b)}
 )
 
-// Next-hop slots.
+// Next-hop slots (0 is KernelSlot, never valid).
 const (
-	nhCore     = 0
-	nhCoreVLAN = 1
-	nhGNB      = 2
-	nhGNBVLAN  = 3
-	nhInvalid  = 4 // written with valid = 0
+	nhCore     = 1
+	nhCoreVLAN = 2
+	nhGNB      = 3
+	nhGNBVLAN  = 4
+	nhInvalid  = 5 // written with valid = 0
 )
 
 var testNexthops = map[uint32]struct {

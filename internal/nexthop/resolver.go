@@ -39,7 +39,7 @@ import (
 
 // KernelSlot is the slot of routes the kernel forwards: its next hop is
 // never valid.
-const KernelSlot = 0
+const KernelSlot = datapath.KernelSlot
 
 // Tunables. A freed slot is not handed out again before quarantine has
 // passed, so a packet that read a slot number just before the free never
