@@ -11,4 +11,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require github.com/wmnsk/go-pfcp v0.0.24
+
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -10,12 +10,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
 )
 
 // Defaults of the settings a file may leave out.
@@ -31,6 +34,7 @@ const (
 	// inside uint32.
 	maxSessionsLimit = 1 << 24
 	maxIfName        = 15 // IFNAMSIZ less the NUL
+	maxN1            = 10
 )
 
 // Config is a validated configuration.
@@ -46,6 +50,9 @@ type Config struct {
 	API       API
 	Datapath  Datapath
 	StateFile string
+	// PFCP is nil when the file has no pfcp section: the daemon then
+	// serves no N4 interface.
+	PFCP *PFCP
 }
 
 // Interface is a network interface the data path attaches to.
@@ -57,6 +64,21 @@ type Interface struct {
 // API is where the REST API listens.
 type API struct {
 	Listen string
+}
+
+// PFCP is the N4 interface to SMFs.
+type PFCP struct {
+	// Listen is the UDP address to serve, by default the Node ID's on
+	// port 8805 when the Node ID is an address (it is then the UPF's one
+	// PFCP address), and port 8805 on all addresses for an FQDN.
+	Listen string
+	// NodeID is the UPF's Node ID: an IP address or an FQDN.
+	NodeID string
+	// Peers are the SMFs the UPF sets up associations with, as host:port.
+	Peers             []string
+	HeartbeatInterval time.Duration
+	T1                time.Duration
+	N1                int
 }
 
 // Datapath places and sizes the pinned maps.
@@ -97,6 +119,7 @@ type file struct {
 	API         apiSettings      `yaml:"api"`
 	Datapath    datapathSettings `yaml:"datapath"`
 	StateFile   string           `yaml:"state_file"`
+	PFCP        *pfcpSettings    `yaml:"pfcp"`
 }
 
 type ifaceSettings struct {
@@ -106,6 +129,15 @@ type ifaceSettings struct {
 
 type apiSettings struct {
 	Listen string `yaml:"listen"`
+}
+
+type pfcpSettings struct {
+	Listen            string         `yaml:"listen"`
+	NodeID            string         `yaml:"node_id"`
+	Peers             []string       `yaml:"peers"`
+	HeartbeatInterval *time.Duration `yaml:"heartbeat_interval"`
+	T1                *time.Duration `yaml:"t1"`
+	N1                *int           `yaml:"n1"`
 }
 
 type datapathSettings struct {
@@ -142,7 +174,7 @@ func parse(data []byte) (*Config, error) {
 		Datapath:  Datapath{PinPath: datapath.DefaultPinPath, MaxSessions: DefaultMaxSessions},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseStateFile}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseStateFile, parsePFCP}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -251,14 +283,21 @@ func parseListen(f *file, cfg *Config) error {
 	if f.API.Listen == "" {
 		return nil
 	}
-	_, port, err := net.SplitHostPort(f.API.Listen)
-	if err != nil {
-		return invalid("api.listen", "%q is not HOST:PORT", f.API.Listen)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return invalid("api.listen", "%q is not a port number", port)
+	if err := checkListen("api.listen", f.API.Listen); err != nil {
+		return err
 	}
 	cfg.API.Listen = f.API.Listen
+	return nil
+}
+
+func checkListen(field, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid(field, "%q is not HOST:PORT", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return invalid(field, "%q is not a port number", port)
+	}
 	return nil
 }
 
@@ -287,4 +326,91 @@ func parseStateFile(f *file, cfg *Config) error {
 		cfg.StateFile = filepath.Clean(p)
 	}
 	return nil
+}
+
+func parsePFCP(f *file, cfg *Config) error {
+	p := f.PFCP
+	if p == nil {
+		return nil
+	}
+	if p.NodeID == "" {
+		return invalid("pfcp.node_id", "the UPF's Node ID (an IP address or an FQDN) is required")
+	}
+	if err := pfcp.CheckNodeID(p.NodeID); err != nil {
+		return invalid("pfcp.node_id", "%v", err)
+	}
+	out := &PFCP{
+		Listen:            pfcp.DefaultListen,
+		NodeID:            p.NodeID,
+		HeartbeatInterval: pfcp.DefaultHeartbeatInterval,
+		T1:                pfcp.DefaultT1,
+		N1:                pfcp.DefaultN1,
+	}
+	if ip, err := netip.ParseAddr(p.NodeID); err == nil {
+		out.Listen = netip.AddrPortFrom(ip, pfcp.DefaultPort).String()
+	}
+	if p.Listen != "" {
+		if err := checkListen("pfcp.listen", p.Listen); err != nil {
+			return err
+		}
+		out.Listen = p.Listen
+	}
+	for i, s := range p.Peers {
+		field := fmt.Sprintf("pfcp.peers[%d]", i)
+		peer, err := peerAddress(s)
+		if err != nil {
+			return invalid(field, "%v", err)
+		}
+		if slices.Contains(out.Peers, peer) {
+			return invalid(field, "%s is listed twice", peer)
+		}
+		out.Peers = append(out.Peers, peer)
+	}
+	if err := parsePFCPTimers(p, out); err != nil {
+		return err
+	}
+	cfg.PFCP = out
+	return nil
+}
+
+func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
+	for _, d := range []struct {
+		field string
+		set   *time.Duration
+		out   *time.Duration
+	}{
+		{"pfcp.heartbeat_interval", p.HeartbeatInterval, &out.HeartbeatInterval},
+		{"pfcp.t1", p.T1, &out.T1},
+	} {
+		if d.set == nil {
+			continue
+		}
+		if *d.set <= 0 {
+			return invalid(d.field, "must be a positive duration, such as 3s")
+		}
+		*d.out = *d.set
+	}
+	if n := p.N1; n != nil {
+		if *n < 1 || *n > maxN1 {
+			return invalid("pfcp.n1", "must be from 1 to %d", maxN1)
+		}
+		out.N1 = *n
+	}
+	return nil
+}
+
+// peerAddress checks an SMF's address, host or host:port, and gives it the
+// PFCP port if it has none.
+func peerAddress(s string) (string, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		host, port = s, strconv.Itoa(pfcp.DefaultPort)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return "", fmt.Errorf("%q is not a port number", port)
+	}
+	if err := pfcp.CheckNodeID(host); err != nil {
+		return "", fmt.Errorf("%q is not HOST[:PORT]: %v", s, err)
+	}
+	return net.JoinHostPort(host, port), nil
 }

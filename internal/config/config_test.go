@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
 )
@@ -54,6 +55,13 @@ datapath:
   pin_path: /sys/fs/bpf/upf2/
   max_sessions: 1024
 state_file: /tmp/upf2/state.json
+pfcp:
+  listen: "[::]:8806"
+  node_id: upf.example
+  peers: [smf1.example, "192.0.2.20:8806", "2001:db8::20"]
+  heartbeat_interval: 5s
+  t1: 1500ms
+  n1: 5
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +78,42 @@ state_file: /tmp/upf2/state.json
 		API:         API{Listen: "[::1]:8080"},
 		Datapath:    Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024},
 		StateFile:   "/tmp/upf2/state.json",
+		PFCP: &PFCP{
+			Listen:            "[::]:8806",
+			NodeID:            "upf.example",
+			Peers:             []string{"smf1.example:8805", "192.0.2.20:8806", "[2001:db8::20]:8805"},
+			HeartbeatInterval: 5 * time.Second,
+			T1:                1500 * time.Millisecond,
+			N1:                5,
+		},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
 	}
+	if !reflect.DeepEqual(cfg.PFCP, want.PFCP) {
+		t.Errorf("got %+v\nwant %+v", cfg.PFCP, want.PFCP)
+	}
 	if got := cfg.CoreInterfaces(); !reflect.DeepEqual(got, []string{"n6"}) {
 		t.Errorf("CoreInterfaces() = %v", got)
+	}
+}
+
+func TestPFCPDefaults(t *testing.T) {
+	tests := map[string]string{
+		// An address Node ID is the UPF's one PFCP address.
+		"192.0.2.10":  "192.0.2.10:8805",
+		"2001:db8::a": "[2001:db8::a]:8805",
+		"upf.example": ":8805",
+	}
+	for nodeID, listen := range tests {
+		cfg, err := parse([]byte(minimal + "pfcp: {node_id: '" + nodeID + "'}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &PFCP{Listen: listen, NodeID: nodeID, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3}
+		if !reflect.DeepEqual(cfg.PFCP, want) {
+			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
+		}
 	}
 }
 
@@ -121,6 +159,17 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"zero sessions", "datapath: {max_sessions: 0}", "datapath.max_sessions"},
 		{"huge sessions", "datapath: {max_sessions: 4000000000}", "datapath.max_sessions"},
 		{"relative state file", "state_file: sessions.json", "state_file"},
+		{"PFCP without node ID", "pfcp: {listen: ':8805'}", "pfcp.node_id"},
+		{"PFCP node ID", "pfcp: {node_id: 'upf_1.example'}", "pfcp.node_id"},
+		{"PFCP node ID with zone", "pfcp: {node_id: 'fe80::1%eth0'}", "pfcp.node_id"},
+		{"PFCP listen without port", "pfcp: {node_id: upf.example, listen: 192.0.2.1}", "pfcp.listen"},
+		{"PFCP peer port", "pfcp: {node_id: upf.example, peers: ['smf.example:0']}", "pfcp.peers[0]"},
+		{"PFCP peer host", "pfcp: {node_id: upf.example, peers: ['smf.example', 'smf..example']}", "pfcp.peers[1]"},
+		{"PFCP peer twice", "pfcp: {node_id: upf.example, peers: [192.0.2.2, '192.0.2.2:8805']}", "pfcp.peers[1]"},
+		{"PFCP zero heartbeat", "pfcp: {node_id: upf.example, heartbeat_interval: 0s}", "pfcp.heartbeat_interval"},
+		{"PFCP negative T1", "pfcp: {node_id: upf.example, t1: -1s}", "pfcp.t1"},
+		{"PFCP N1 0", "pfcp: {node_id: upf.example, n1: 0}", "pfcp.n1"},
+		{"PFCP N1 11", "pfcp: {node_id: upf.example, n1: 11}", "pfcp.n1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +197,8 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"wrong type":     {minimal + "datapath: {max_sessions: lots}\n", "line 6"},
 		"negative":       {minimal + "datapath: {max_sessions: -1}\n", "-1"},
 		"two documents":  {minimal + "---\n" + minimal, "one YAML document"},
+		"unknown PFCP":   {minimal + "pfcp: {node_id: upf.example, port: 1}\n", "port"},
+		"T1 in numbers":  {minimal + "pfcp: {node_id: upf.example, t1: 3}\n", "line 6"},
 		"syntax":         {"interfaces: [\n", "line"},
 		// yaml.v3 places type errors by line.
 		"roles not a list": {"interfaces:\n  - name: a\n    roles: access\n", "line 3"},

@@ -36,6 +36,12 @@ const shutdownTimeout = 5 * time.Second
 // keeps flowing until the next run takes over; Detach removes them. cfg is
 // valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
+	if cfg.PFCP != nil {
+		// The node layer (internal/pfcp) exists; the session procedures
+		// that give it a use do not yet. Serving associations that refuse
+		// every session would only mislead an SMF.
+		return errors.New("pfcp: the N4 interface is not served by this version yet; remove the pfcp section and use the REST API")
+	}
 	// Fail on a busy port before touching the data path.
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {

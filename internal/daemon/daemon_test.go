@@ -238,6 +238,19 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	must(t, Detach(second)) // nothing left to detach
 }
 
+func TestPFCPSectionIsRefused(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config(t)
+	cfg.PFCP = &config.PFCP{NodeID: "10.1.2.1"}
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "pfcp") {
+		t.Fatalf("Run = %v, want a refusal naming pfcp", err)
+	}
+	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
+		t.Errorf("Run opened the data path before refusing: %v", err)
+	}
+}
+
 func TestCorruptStateFileStopsTheStart(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(t)

@@ -1,0 +1,135 @@
+package pfcp
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// maxUDPv4 is the largest UDP payload over IPv4: 65535 less the IPv4 and
+// UDP headers.
+const maxUDPv4 = 65535 - 20 - 8
+
+func TestGarbageIsCountedAndDropped(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+
+	// A 64 KiB datagram whose length field promises more than it holds.
+	huge := make([]byte, maxUDPv4)
+	copy(huge, []byte{
+		0x20,       // version 1
+		0x01,       // Heartbeat Request
+		0xff, 0xff, // length 65535: 4 octets past the datagram's end
+	})
+
+	var garbage [][]byte
+	random := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		b := make([]byte, random.IntN(200))
+		for i := range b {
+			b[i] = byte(random.Uint32())
+		}
+		garbage = append(garbage, b)
+	}
+	crafted := []struct {
+		name     string
+		datagram []byte
+	}{
+		{"empty", nil},
+		{"3 octets", []byte{0x20, 0x01, 0x00}},
+		{"7 octets", []byte{0x20, 0x01, 0x00, 0x04, 0x00, 0x00, 0x01}},
+		{"session header cut to 8 octets", []byte{
+			0x21,       // version 1, S flag
+			0x32,       // Session Establishment Request
+			0x00, 0x04, // length 4: too short for the SEID
+			0x00, 0x00, 0x01, 0x00, // what would be a sequence number
+		}},
+		{"length past the datagram", []byte{
+			0x20,       // version 1
+			0x01,       // Heartbeat Request
+			0x00, 0x0c, // length 12, but only 4 follow
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		}},
+		{"bytes after the message without FO", append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
+		{"huge", huge},
+		{"version 2", []byte{
+			0x40,       // version 2
+			0x01,       // Heartbeat Request
+			0x00, 0x04, // length 4
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		}},
+		{"unknown type", []byte{
+			0x20,       // version 1
+			0x63,       // message type 99: unassigned
+			0x00, 0x04, // length 4
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		}},
+		{"PFD Management Request", []byte{
+			0x20,       // version 1
+			0x03,       // message type 3: PFD Management Request, not served
+			0x00, 0x04, // length 4
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		}},
+		{"S flag on a node message", []byte{
+			0x21,       // version 1, S flag
+			0x01,       // Heartbeat Request
+			0x00, 0x0c, // length 12
+			0, 0, 0, 0, 0, 0, 0, 0, // SEID
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		}},
+		{"IE past the message", []byte{
+			0x20,       // version 1
+			0x01,       // Heartbeat Request
+			0x00, 0x0c, // length 12
+			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+			0x00, 0x60, 0x00, 0x08, // Recovery Time Stamp, length 8: 4 octets past the end
+			0xe8, 0x00, 0x00, 0x01,
+		}},
+		{"unexpected response", reply(wire{seq: 5}, heartbeatResponse)},
+	}
+	for _, c := range crafted {
+		garbage = append(garbage, c.datagram)
+	}
+	for i, g := range garbage {
+		m.send(g)
+		// Datagrams are served in order: once this is answered, g was
+		// dropped. Pacing also keeps the socket buffer from overflowing.
+		m.exchange(heartbeatRequest(byte(i), smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, uint32(i), nil)
+	}
+
+	st := s.Stats()
+	want := Stats{Truncated: 3, BadLength: 4, BadVersion: 1, BadHeader: 1, UnknownType: 2, Undecodable: 1, UnmatchedResponses: 1}
+	dropped := st.Truncated + st.BadLength + st.BadVersion + st.BadHeader + st.UnknownType + st.Undecodable + st.UnmatchedResponses
+	if st.Received != 2*uint64(len(garbage)) || dropped != uint64(len(garbage)) || st.Panics != 0 ||
+		st.Truncated < want.Truncated || st.BadLength < want.BadLength || st.BadVersion < want.BadVersion ||
+		st.BadHeader < want.BadHeader || st.UnknownType < want.UnknownType || st.Undecodable < want.Undecodable ||
+		st.UnmatchedResponses < want.UnmatchedResponses {
+		t.Errorf("stats %+v, want at least %+v", st, want)
+	}
+	if rec.String() != "[]" {
+		t.Errorf("handler called: %v", rec)
+	}
+}
+
+func TestLargestDatagramIsServed(t *testing.T) {
+	s, _ := startServer(t, nil)
+	b := make([]byte, maxUDPv4)
+	copy(b, heartbeatRequest(3, smfRecovery))
+	binary.BigEndian.PutUint16(b[2:4], maxUDPv4-4) // length: all after the first 4 octets
+	// The rest is one IE of an unassigned type, which go-pfcp keeps aside.
+	binary.BigEndian.PutUint16(b[16:18], 0x7fff)        // IE type 32767
+	binary.BigEndian.PutUint16(b[18:20], maxUDPv4-16-4) // IE length: the rest
+	newSMF(t, s.Addr()).exchange(b).check(t, message.MsgTypeHeartbeatResponse, 3, nil)
+}
+
+func TestBundledMessages(t *testing.T) {
+	s, _ := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	first := heartbeatRequest(1, smfRecovery)
+	first[0] |= 0x04 // FO: another message follows (§7.2.2.1)
+	m.send(cat(first, heartbeatRequest(2, smfRecovery)))
+	parseWire(t, m.recv()).check(t, message.MsgTypeHeartbeatResponse, 1, nil)
+	parseWire(t, m.recv()).check(t, message.MsgTypeHeartbeatResponse, 2, nil)
+}

@@ -1,0 +1,100 @@
+package pfcp
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// Message header layout (TS 29.244 §7.2.2).
+const (
+	version          = 1
+	flagS            = 0x01 // SEID present: session related messages
+	flagFO           = 0x04 // another message follows in the datagram
+	nodeHeaderLen    = 8
+	sessionHeaderLen = 16
+	firstSessionType = 50 // message types 50 to 99 are session related (§7.3)
+)
+
+var (
+	errTruncated  = errors.New("shorter than a PFCP header")
+	errBadLength  = errors.New("length field does not match the datagram")
+	errBadVersion = errors.New("not PFCP version 1")
+)
+
+// nextMessage takes the first PFCP message off a datagram. go-pfcp's own
+// header parser accepts length fields that disagree with the datagram, so
+// the framing is checked here. With the FO flag set, another message follows
+// in the same datagram (§7.2.2.1).
+func nextMessage(b []byte) (msg, rest []byte, err error) {
+	if len(b) < nodeHeaderLen {
+		return nil, nil, errTruncated
+	}
+	if b[0]>>5 != version {
+		return nil, nil, errBadVersion
+	}
+	// The length field counts the octets after the first four.
+	n := 4 + int(binary.BigEndian.Uint16(b[2:4]))
+	switch {
+	case n < headerLen(b), n > len(b):
+		return nil, nil, errBadLength
+	case n < len(b) && b[0]&flagFO == 0:
+		return nil, nil, errBadLength
+	}
+	return b[:n], b[n:], nil
+}
+
+func headerLen(b []byte) int {
+	if b[0]&flagS != 0 {
+		return sessionHeaderLen
+	}
+	return nodeHeaderLen
+}
+
+// kind is what the server does with a message type.
+type kind int
+
+const (
+	unserved kind = iota
+	request
+	response
+)
+
+func kindOf(msgType uint8) kind {
+	switch msgType {
+	case message.MsgTypeHeartbeatRequest,
+		message.MsgTypeAssociationSetupRequest,
+		message.MsgTypeAssociationUpdateRequest,
+		message.MsgTypeAssociationReleaseRequest,
+		message.MsgTypeSessionSetDeletionRequest,
+		message.MsgTypeSessionEstablishmentRequest,
+		message.MsgTypeSessionModificationRequest,
+		message.MsgTypeSessionDeletionRequest:
+		return request
+	case message.MsgTypeHeartbeatResponse,
+		message.MsgTypeAssociationSetupResponse,
+		message.MsgTypeAssociationUpdateResponse,
+		message.MsgTypeVersionNotSupportedResponse,
+		message.MsgTypeSessionReportResponse:
+		return response
+	}
+	return unserved
+}
+
+// topLevelIEs lists the IEs of a message body go-pfcp has decoded, by type
+// only: enough to check which are present.
+func topLevelIEs(body []byte) []*ie.IE {
+	var ies []*ie.IE
+	for len(body) >= 4 {
+		ies = append(ies, &ie.IE{Type: binary.BigEndian.Uint16(body)})
+		body = body[min(len(body), 4+int(binary.BigEndian.Uint16(body[2:4]))):]
+	}
+	return ies
+}
+
+func encode(m message.Message) ([]byte, error) {
+	b := make([]byte, m.MarshalLen())
+	return b, m.MarshalTo(b)
+}

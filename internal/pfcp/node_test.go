@@ -1,0 +1,181 @@
+package pfcp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+func TestHeartbeatIsAnsweredWithOrWithoutRecoveryTimeStamp(t *testing.T) {
+	s, _ := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	ours := s.recovery.Payload
+
+	m.exchange(heartbeatRequest(5, smfRecovery)).
+		check(t, message.MsgTypeHeartbeatResponse, 5, map[uint16][]byte{ie.RecoveryTimeStamp: ours})
+	m.exchange(heartbeatWithoutRecovery).
+		check(t, message.MsgTypeHeartbeatResponse, 7, map[uint16][]byte{ie.RecoveryTimeStamp: ours})
+
+	// The stamp is the server's start, in seconds since 1900.
+	got, err := ie.New(ie.RecoveryTimeStamp, ours).RecoveryTimeStamp()
+	if err != nil || time.Since(got) > time.Minute || time.Since(got) < -time.Second {
+		t.Errorf("Recovery Time Stamp %v (%v), want about now", got, err)
+	}
+}
+
+func TestAssociationSetupFromSMF(t *testing.T) {
+	s, _ := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+
+	resp := m.exchange(associationSetupRequest(1, smfRecovery))
+	resp.check(t, message.MsgTypeAssociationSetupResponse, 1, map[uint16][]byte{
+		ie.Cause:              {ie.CauseRequestAccepted},
+		ie.NodeID:             upfNodeIDValue,
+		ie.RecoveryTimeStamp:  s.recovery.Payload,
+		ie.UPFunctionFeatures: upfFeaturesValue,
+	})
+	// go-pfcp reads the same features, and no others.
+	decoded, err := message.ParseAssociationSetupResponse(resp.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := decoded.UPFunctionFeatures
+	if !f.HasFTUP() || !f.HasEMPU() || !f.HasUEIP() || f.HasBUCP() || f.HasPDIU() || f.HasSSET() || f.HasMPAS() {
+		t.Errorf("UP Function Features % x", f.Payload)
+	}
+
+	assocs := s.Associations()
+	if len(assocs) != 1 {
+		t.Fatalf("associations %+v", assocs)
+	}
+	a := assocs[0]
+	if a.NodeID != smfName || a.Addr.Addr() != m.addr().Addr() || a.Addr.Port() != DefaultPort ||
+		!a.RecoveryTime.Equal(time.Date(2023, 5, 5, 22, 21, 53, 0, time.UTC)) || time.Since(a.Since) > time.Minute {
+		t.Errorf("association %+v", a)
+	}
+
+	m.exchange(heartbeatRequest(2, smfRecovery))
+	if s.Associations()[0].LastHeartbeat.IsZero() {
+		t.Error("heartbeat from the associated SMF not recorded")
+	}
+}
+
+func TestNoFeaturesNoFeaturesIE(t *testing.T) {
+	s, _ := startServer(t, func(c *Config) { c.Features = nil })
+	newSMF(t, s.Addr()).exchange(associationSetupRequest(1, smfRecovery)).
+		check(t, message.MsgTypeAssociationSetupResponse, 1, map[uint16][]byte{ie.UPFunctionFeatures: nil})
+}
+
+func TestAssociationUpdateAndRelease(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+
+	for _, msgType := range []byte{message.MsgTypeAssociationUpdateRequest, message.MsgTypeAssociationReleaseRequest} {
+		m.exchange(associationRequest(msgType, 2)).check(t, msgType+1, 2, map[uint16][]byte{
+			ie.Cause:  {ie.CauseNoEstablishedPFCPAssociation},
+			ie.NodeID: upfNodeIDValue,
+		})
+	}
+
+	m.associate()
+	m.exchange(associationRequest(message.MsgTypeAssociationUpdateRequest, 3)).
+		check(t, message.MsgTypeAssociationUpdateResponse, 3, map[uint16][]byte{
+			ie.Cause:              {ie.CauseRequestAccepted},
+			ie.NodeID:             upfNodeIDValue,
+			ie.UPFunctionFeatures: upfFeaturesValue,
+		})
+	if len(s.Associations()) != 1 || rec.count("drop "+smfName) != 0 {
+		t.Fatalf("after update: %+v, calls %v", s.Associations(), rec)
+	}
+
+	m.exchange(associationRequest(message.MsgTypeAssociationReleaseRequest, 4)).
+		check(t, message.MsgTypeAssociationReleaseResponse, 4, map[uint16][]byte{
+			ie.Cause:  {ie.CauseRequestAccepted},
+			ie.NodeID: upfNodeIDValue,
+		})
+	if len(s.Associations()) != 0 || rec.count("drop "+smfName) != 1 {
+		t.Fatalf("after release: %+v, calls %v", s.Associations(), rec)
+	}
+}
+
+func TestNewAssociationFromSameNodeDropsItsSessions(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	// Same Recovery Time Stamp: the old association and its sessions go
+	// all the same (TS 23.007 §19A), but that is no restart.
+	m.exchange(associationSetupRequest(2, smfRecovery))
+	if rec.count("drop "+smfName) != 1 || rec.count("restarted "+smfName) != 0 {
+		t.Fatalf("calls %v", rec)
+	}
+	m.exchange(associationSetupRequest(3, smfRecoveryAfterRestart))
+	if rec.count("drop "+smfName) != 2 || rec.count("restarted "+smfName) != 1 {
+		t.Fatalf("calls %v", rec)
+	}
+	if len(s.Associations()) != 1 {
+		t.Errorf("associations %+v", s.Associations())
+	}
+}
+
+func TestHeartbeatShowsRestart(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	m.exchange(heartbeatRequest(2, smfRecovery))
+	if rec.count("drop "+smfName) != 0 {
+		t.Fatalf("calls %v", rec)
+	}
+	// The restarted SMF lost the association: it goes with the sessions.
+	m.exchange(heartbeatRequest(3, smfRecoveryAfterRestart)).
+		check(t, message.MsgTypeHeartbeatResponse, 3, nil)
+	if rec.count("restarted "+smfName) != 1 || rec.count("drop "+smfName) != 1 || len(s.Associations()) != 0 {
+		t.Fatalf("calls %v, associations %+v", rec, s.Associations())
+	}
+}
+
+func TestMissingMandatoryNodeIE(t *testing.T) {
+	s, _ := startServer(t, nil)
+	newSMF(t, s.Addr()).exchange(associationSetupWithoutRecovery).
+		check(t, message.MsgTypeAssociationSetupResponse, 0x30, map[uint16][]byte{
+			ie.Cause:       {ie.CauseMandatoryIEMissing},
+			ie.OffendingIE: {0x00, 0x60}, // Recovery Time Stamp
+			ie.NodeID:      upfNodeIDValue,
+		})
+	if len(s.Associations()) != 0 {
+		t.Errorf("associations %+v", s.Associations())
+	}
+}
+
+func TestMalformedNodeID(t *testing.T) {
+	s, _ := startServer(t, nil)
+	req := cat([]byte{
+		0x20,       // version 1; FO, MP and S flags clear
+		0x05,       // message type 5: Association Setup Request
+		0x00, 0x13, // length 19: 4 (sequence number, spare) + 7 (Node ID) + 8 (Recovery Time Stamp)
+		0x00, 0x00, 0x31, // sequence number 49
+		0x00,       // spare
+		0x00, 0x3c, // type 60: Node ID
+		0x00, 0x03, // length 3
+		0x00, 192, 0, // type 0, IPv4, with two of its four octets
+	}, smfRecovery)
+	newSMF(t, s.Addr()).exchange(req).check(t, message.MsgTypeAssociationSetupResponse, 0x31, map[uint16][]byte{
+		ie.Cause:       {ie.CauseMandatoryIEIncorrect},
+		ie.OffendingIE: {0x00, 0x3c}, // Node ID
+	})
+}
+
+func TestCheckNodeID(t *testing.T) {
+	for s, valid := range map[string]bool{
+		"192.0.2.1": true, "2001:db8::1": true, "upf.example": true, "UPF-1.example.": true,
+		"": false, "fe80::1%eth0": false, "192.0.2": false, "-upf.example": false, "upf..example": false,
+		"upf_1.example": false,
+	} {
+		if err := CheckNodeID(s); (err == nil) != valid {
+			t.Errorf("CheckNodeID(%q) = %v", s, err)
+		}
+	}
+}

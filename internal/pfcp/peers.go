@@ -1,0 +1,124 @@
+package pfcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// keepAssociated keeps an association with a configured peer: it sets one
+// up, retrying every heartbeat interval, and sets it up again once it ends.
+func (s *Server) keepAssociated(peer string) {
+	for {
+		a, err := s.associate(peer)
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("PFCP association setup failed", "peer", peer, "err", err)
+		} else {
+			select {
+			case <-a.ended:
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		if !sleep(s.ctx, s.cfg.HeartbeatInterval) {
+			return
+		}
+	}
+}
+
+// associate sets up an association with a peer (TS 29.244 §6.2.6.3), unless
+// the peer has set one up itself.
+func (s *Server) associate(peer string) (*association, error) {
+	udp, err := net.ResolveUDPAddr("udp", peer)
+	if err != nil {
+		return nil, err
+	}
+	addr := netip.AddrPortFrom(udp.AddrPort().Addr().Unmap(), udp.AddrPort().Port())
+	if a := s.assocs.from(addr.Addr()); a != nil {
+		return a, nil
+	}
+	req := message.NewAssociationSetupRequest(0, s.ownIEs(s.recovery)...)
+	resp, err := call[*message.AssociationSetupResponse](s.ctx, s, addr, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := accepted(req, resp.Cause); err != nil {
+		return nil, err
+	}
+	nodeID, err := decodeNodeID(resp.NodeID)
+	if err != nil {
+		return nil, fmt.Errorf("pfcp: %s answered with %w", peer, err)
+	}
+	recovery, err := recoveryStamp(resp.RecoveryTimeStamp)
+	if err != nil {
+		return nil, fmt.Errorf("pfcp: %s answered with %w", peer, err)
+	}
+	var a *association
+	// The stamp in a setup response tells of no restart (TS 23.007 §19A).
+	if !s.onWorker(func() { a = s.establish(nodeID, addr, recovery, false) }) {
+		return nil, fmt.Errorf("pfcp: association with %s not recorded", peer)
+	}
+	return a, nil
+}
+
+// sendHeartbeats checks that an associated peer is alive (§6.2.2) until the
+// association ends. A peer that answers no heartbeat is lost until it
+// answers again.
+func (s *Server) sendHeartbeats(ctx context.Context, a *association) {
+	for sleep(ctx, s.cfg.HeartbeatInterval) {
+		resp, err := call[*message.HeartbeatResponse](ctx, s, a.addr, message.NewHeartbeatRequest(0, s.recovery, nil))
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			if s.assocs.markLost(a) {
+				s.log.Warn("PFCP peer lost: heartbeats unanswered", "node", a.nodeID, "err", err)
+				s.onWorker(func() { s.notify(s.cfg.OnPeerLost, a.nodeID) })
+			}
+		default:
+			s.onWorker(func() { s.heard(a, resp.RecoveryTimeStamp) })
+		}
+	}
+}
+
+// sleep waits d; false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// UpdateAssociation sends an Association Update Request (§6.2.7.3) with the
+// UPF's Node ID and UP Function Features, followed by ies.
+func (s *Server) UpdateAssociation(ctx context.Context, nodeID string, ies ...*ie.IE) error {
+	a := s.assocs.get(nodeID)
+	if a == nil {
+		return fmt.Errorf("pfcp: no association with %s", nodeID)
+	}
+	req := message.NewAssociationUpdateRequest(0, append(s.ownIEs(), ies...)...)
+	resp, err := call[*message.AssociationUpdateResponse](ctx, s, a.addr, req)
+	if err != nil {
+		return err
+	}
+	return accepted(req, resp.Cause)
+}
+
+// RequestRelease asks a peer to release its association. Only the CP
+// function releases one; the UP function asks it to with the SARR flag of
+// an Association Update Request (§6.2.8.1, §8.2.77).
+func (s *Server) RequestRelease(ctx context.Context, nodeID string) error {
+	return s.UpdateAssociation(ctx, nodeID, ie.NewPFCPAssociationReleaseRequest(1, 0))
+}

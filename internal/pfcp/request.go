@@ -1,0 +1,137 @@
+package pfcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+var (
+	// ErrNoResponse: the peer answered neither a request nor its N1
+	// retransmissions.
+	ErrNoResponse = errors.New("pfcp: no response")
+	// ErrClosed: the server was closed.
+	ErrClosed = errors.New("pfcp: server closed")
+)
+
+// CauseError is a peer's refusal of a request.
+type CauseError struct {
+	Request string
+	Cause   uint8
+}
+
+func (e *CauseError) Error() string {
+	return fmt.Sprintf("pfcp: %s refused with cause %d", e.Request, e.Cause)
+}
+
+// accepted checks a response's Cause IE.
+func accepted(req message.Message, cause *ie.IE) error {
+	if cause == nil {
+		return fmt.Errorf("pfcp: response to %s has no Cause", req.MessageTypeName())
+	}
+	if v, err := cause.Cause(); err != nil || v != ie.CauseRequestAccepted {
+		return &CauseError{Request: req.MessageTypeName(), Cause: v}
+	}
+	return nil
+}
+
+const maxSeq = 1<<24 - 1 // sequence numbers have three octets
+
+// transactions are the UPF's requests waiting for a response, by sequence
+// number.
+type transactions struct {
+	mu   sync.Mutex
+	last uint32
+	open map[uint32]*transaction
+}
+
+type transaction struct {
+	peer    netip.Addr // only the peer may answer
+	reqType uint8
+	reply   chan message.Message
+}
+
+func newTransactions() *transactions {
+	// A random start keeps a restarted UPF from reusing the numbers its
+	// peers still hold responses for in their caches.
+	return &transactions{last: rand.Uint32() & maxSeq, open: map[uint32]*transaction{}}
+}
+
+func (t *transactions) start(peer netip.Addr, reqType uint8) (uint32, *transaction) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		t.last = (t.last + 1) & maxSeq
+		if _, busy := t.open[t.last]; !busy {
+			break
+		}
+	}
+	tx := &transaction{peer: peer, reqType: reqType, reply: make(chan message.Message, 1)}
+	t.open[t.last] = tx
+	return t.last, tx
+}
+
+func (t *transactions) end(seq uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.open, seq)
+}
+
+// deliver hands a response to the request it answers; false when it
+// answers none.
+func (t *transactions) deliver(from netip.Addr, resp message.Message) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tx, ok := t.open[resp.Sequence()]
+	if !ok || tx.peer != from {
+		return false
+	}
+	// Every response type is its request's plus one (§7.3).
+	if resp.MessageType() != tx.reqType+1 && resp.MessageType() != message.MsgTypeVersionNotSupportedResponse {
+		return false
+	}
+	select {
+	case tx.reply <- resp:
+	default: // a duplicate: the first response counts
+	}
+	return true
+}
+
+// call sends a request and waits for its response, retransmitting it every
+// T1 up to N1 times (TS 29.244 §6.4).
+func call[R message.Message](ctx context.Context, s *Server, to netip.AddrPort, req message.Message) (R, error) {
+	var none R
+	seq, tx := s.tx.start(to.Addr(), req.MessageType())
+	defer s.tx.end(seq)
+	req.SetSequenceNumber(seq)
+	b, err := encode(req)
+	if err != nil {
+		return none, fmt.Errorf("pfcp: encoding %s: %w", req.MessageTypeName(), err)
+	}
+	timer := time.NewTimer(s.cfg.T1)
+	defer timer.Stop()
+	for range s.cfg.N1 + 1 {
+		s.send(b, to)
+		timer.Reset(s.cfg.T1)
+		select {
+		case resp := <-tx.reply:
+			if r, ok := resp.(R); ok {
+				return r, nil
+			}
+			return none, fmt.Errorf("pfcp: %s does not support PFCP version 1", to)
+		case <-timer.C:
+		case <-ctx.Done():
+			return none, ctx.Err()
+		case <-s.ctx.Done():
+			return none, ErrClosed
+		}
+	}
+	return none, fmt.Errorf("%w to %s from %s", ErrNoResponse, req.MessageTypeName(), to)
+}

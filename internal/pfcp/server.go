@@ -1,0 +1,327 @@
+// Package pfcp is the UPF's PFCP node layer (3GPP TS 29.244 Release 16/17)
+// over UDP: heartbeats, associations with SMFs, retransmission handling, and
+// the dispatch of session requests to a SessionHandler that gives them their
+// meaning.
+package pfcp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// Defaults of the Config settings left zero.
+const (
+	DefaultPort              = 8805
+	DefaultListen            = ":8805" // all addresses
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultT1                = 3 * time.Second
+	DefaultN1                = 3
+)
+
+const (
+	maxDatagram = 64 << 10 // more than any UDP payload
+	queueLen    = 1024     // requests waiting for the worker
+)
+
+// Config sets up a Server.
+type Config struct {
+	// Listen is the UDP address to serve.
+	Listen string
+	// NodeID is the UPF's Node ID: an IPv4 or IPv6 address or an FQDN.
+	NodeID string
+	// Peers are the SMFs ("host:port") the UPF sets up associations with
+	// itself, retrying until they accept.
+	Peers []string
+	// Features are the UP Function Features the UPF advertises: exactly
+	// these, none when empty.
+	Features []UPFeature
+	// HeartbeatInterval is the time between heartbeats to each associated
+	// peer, and between association attempts to a configured peer.
+	HeartbeatInterval time.Duration
+	// T1 is how long a request waits for its response before it is sent
+	// again, N1 times at most.
+	T1 time.Duration
+	N1 int
+
+	Handler SessionHandler
+	// OnPeerRestarted and OnPeerLost, if set, are told of an associated
+	// peer's restart (after which Handler.DropPeer follows) and of its
+	// heartbeats going unanswered. They are called like Handler.
+	OnPeerRestarted func(nodeID string)
+	OnPeerLost      func(nodeID string)
+	Log             *slog.Logger
+}
+
+// Server is a PFCP endpoint of the UPF.
+type Server struct {
+	cfg     Config
+	handler SessionHandler
+	log     *slog.Logger
+	conn    *net.UDPConn
+
+	nodeID, recovery, features *ie.IE // the UPF's own IEs; features nil for none
+
+	// jobs run on the worker goroutine: everything that calls the
+	// handler, so it sees one call at a time, in order.
+	jobs   chan func()
+	cache  *responseCache
+	tx     *transactions
+	assocs associations
+	stats  counters
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts a server listening on cfg.Listen, and its association
+// attempts to cfg.Peers. Its Recovery Time Stamp is the time of the call.
+func New(cfg Config) (*Server, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("pfcp: no session handler")
+	}
+	if err := CheckNodeID(cfg.NodeID); err != nil {
+		return nil, fmt.Errorf("pfcp: node ID: %w", err)
+	}
+	cfg.Listen = cmp.Or(cfg.Listen, DefaultListen)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, DefaultHeartbeatInterval)
+	cfg.T1 = cmp.Or(cfg.T1, DefaultT1)
+	cfg.N1 = cmp.Or(cfg.N1, DefaultN1)
+	if cfg.HeartbeatInterval < 0 || cfg.T1 < 0 || cfg.N1 < 0 {
+		return nil, errors.New("pfcp: negative heartbeat interval, T1 or N1")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	laddr, err := net.ResolveUDPAddr("udp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("pfcp: listen address: %w", err)
+	}
+	conn, err := net.ListenUDP("udp", laddr)
+	if err != nil {
+		return nil, fmt.Errorf("pfcp: %w", err)
+	}
+	s := &Server{
+		cfg:      cfg,
+		handler:  cfg.Handler,
+		log:      cfg.Log,
+		conn:     conn,
+		nodeID:   nodeIDIE(cfg.NodeID),
+		recovery: ie.NewRecoveryTimeStamp(time.Now()),
+		features: upFeaturesIE(cfg.Features),
+		jobs:     make(chan func(), queueLen),
+		// Keep responses while the peer may still retransmit, assuming it
+		// uses the same T1 and N1.
+		cache:  newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
+		tx:     newTransactions(),
+		assocs: associations{byNode: map[string]*association{}},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Go(s.readLoop)
+	s.wg.Go(s.work)
+	for _, peer := range cfg.Peers {
+		s.wg.Go(func() { s.keepAssociated(peer) })
+	}
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// Associations lists the established associations by Node ID.
+func (s *Server) Associations() []Association { return s.assocs.list() }
+
+// Close stops the server and waits for its goroutines. Sessions stay: Close
+// calls no DropPeer. It must not be called from a handler.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.closeErr = s.conn.Close()
+		s.wg.Wait()
+	})
+	return s.closeErr
+}
+
+func (s *Server) readLoop() {
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := s.conn.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			s.log.Warn("PFCP receive failed", "err", err)
+			continue
+		}
+		s.stats.received.Add(1)
+		// Decoded messages alias the bytes and outlive the buffer.
+		s.receive(slices.Clone(buf[:n]), netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	}
+}
+
+func (s *Server) receive(datagram []byte, from netip.AddrPort) {
+	defer s.recoverPanic()
+	for rest := datagram; ; {
+		msg, next, err := nextMessage(rest)
+		if err != nil {
+			s.countDropped(err)
+			s.log.Debug("PFCP datagram dropped", "from", from, "err", err)
+			return
+		}
+		s.receiveMessage(msg, from)
+		if len(next) == 0 {
+			return
+		}
+		rest = next
+	}
+}
+
+func (s *Server) countDropped(err error) {
+	switch err {
+	case errTruncated:
+		s.stats.truncated.Add(1)
+	case errBadLength:
+		s.stats.badLength.Add(1)
+	case errBadVersion:
+		s.stats.badVersion.Add(1)
+	}
+}
+
+func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
+	k := kindOf(b[1])
+	switch {
+	case k == unserved:
+		s.stats.unknownType.Add(1)
+		return
+	case (b[0]&flagS != 0) != (b[1] >= firstSessionType):
+		s.stats.badHeader.Add(1)
+		return
+	}
+	msg, err := message.Parse(b)
+	if err != nil {
+		s.stats.undecodable.Add(1)
+		s.log.Debug("PFCP message undecodable", "from", from, "type", b[1], "err", err)
+		return
+	}
+	if k == response {
+		if !s.tx.deliver(from.Addr(), msg) {
+			s.stats.unmatchedResponses.Add(1)
+		}
+		return
+	}
+	key := cacheKey{from: from, seq: msg.Sequence(), msgType: msg.MessageType()}
+	if cached, fresh := s.cache.begin(key, time.Now()); !fresh {
+		s.stats.retransmissions.Add(1)
+		if cached != nil {
+			s.send(cached, from)
+		}
+		return
+	}
+	body := b[headerLen(b):]
+	select {
+	case s.jobs <- func() { s.serve(msg, body, from, key) }:
+	default: // the peer retransmits
+		s.cache.forget(key)
+		s.stats.overload.Add(1)
+	}
+}
+
+// serve answers a request, on the worker.
+func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey) {
+	answered := false
+	defer func() {
+		if !answered {
+			s.cache.forget(key)
+		}
+	}()
+	resp := s.answer(req, body, from)
+	if resp == nil {
+		return
+	}
+	resp.SetSequenceNumber(req.Sequence())
+	b, err := encode(resp)
+	if err != nil {
+		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
+		return
+	}
+	s.cache.finish(key, b, time.Now())
+	answered = true
+	s.send(b, from)
+}
+
+func (s *Server) work() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case job := <-s.jobs:
+			s.run(job)
+		}
+	}
+}
+
+func (s *Server) run(job func()) {
+	defer s.recoverPanic()
+	job()
+}
+
+// onWorker runs f on the worker and waits for it; false when the server
+// closed first or f panicked.
+func (s *Server) onWorker(f func()) bool {
+	done := make(chan bool, 1)
+	job := func() {
+		completed := false
+		defer func() { done <- completed }()
+		f()
+		completed = true
+	}
+	select {
+	case s.jobs <- job:
+	case <-s.ctx.Done():
+		return false
+	}
+	select {
+	case completed := <-done:
+		return completed
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// recoverPanic is the last line of defence against a malformed message
+// (or a handler) crashing the daemon; it must be deferred directly.
+func (s *Server) recoverPanic() {
+	if r := recover(); r != nil {
+		s.stats.panics.Add(1)
+		s.log.Error("PFCP panic recovered", "panic", r, "stack", string(debug.Stack()))
+	}
+}
+
+func (s *Server) send(b []byte, to netip.AddrPort) {
+	if _, err := s.conn.WriteToUDPAddrPort(b, to); err != nil && !errors.Is(err, net.ErrClosed) {
+		s.log.Warn("PFCP send failed", "to", to, "err", err)
+	}
+}
+
+func (s *Server) notify(callback func(string), nodeID string) {
+	if callback != nil {
+		callback(nodeID)
+	}
+}

@@ -1,0 +1,200 @@
+package pfcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+const cpSEIDValue = 0x1122334455667788 // in cpFSEID
+
+func TestSessionRequestsWithoutAssociation(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+
+	resp := m.exchange(sessionEstablishmentRequest(0x10))
+	resp.check(t, message.MsgTypeSessionEstablishmentResponse, 0x10, map[uint16][]byte{
+		ie.Cause:  {ie.CauseNoEstablishedPFCPAssociation},
+		ie.NodeID: upfNodeIDValue,
+		ie.FSEID:  nil, // no UP F-SEID with a rejection
+	})
+	// The header carries the CP's SEID from the request's F-SEID.
+	if !resp.hasSEID || resp.seid != cpSEIDValue {
+		t.Errorf("header SEID %t %#x", resp.hasSEID, resp.seid)
+	}
+
+	for _, msgType := range []byte{message.MsgTypeSessionModificationRequest, message.MsgTypeSessionDeletionRequest} {
+		resp := m.exchange(sessionRequest(msgType, 0x11))
+		resp.check(t, msgType+1, 0x11, map[uint16][]byte{ie.Cause: {ie.CauseNoEstablishedPFCPAssociation}})
+		if !resp.hasSEID || resp.seid != 0 {
+			t.Errorf("type %d: header SEID %t %#x, want 0", resp.msgType, resp.hasSEID, resp.seid)
+		}
+	}
+	m.exchange(sessionSetDeletionRequest).check(t, message.MsgTypeSessionSetDeletionResponse, 0x40, map[uint16][]byte{
+		ie.Cause:  {ie.CauseNoEstablishedPFCPAssociation},
+		ie.NodeID: upfNodeIDValue,
+	})
+	if rec.String() != "[]" {
+		t.Errorf("handler called: %v", rec)
+	}
+}
+
+func TestSessionRequestsReachTheHandler(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	resp := m.exchange(sessionEstablishmentRequest(0x10))
+	resp.check(t, message.MsgTypeSessionEstablishmentResponse, 0x10, map[uint16][]byte{
+		ie.Cause:  {ie.CauseRequestAccepted},
+		ie.NodeID: upfNodeIDValue,
+		ie.FSEID:  {0x02, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 192, 0, 2, 1},
+	})
+	if resp.seid != cpSEIDValue {
+		t.Errorf("header SEID %#x", resp.seid)
+	}
+	// The handler sets the header SEID of a modification response.
+	resp = m.exchange(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
+	resp.check(t, message.MsgTypeSessionModificationResponse, 0x11, map[uint16][]byte{ie.Cause: {ie.CauseRequestAccepted}})
+	if resp.seid != cpSEIDValue {
+		t.Errorf("header SEID %#x", resp.seid)
+	}
+	// The test handler gives no deletion response: a System failure.
+	m.exchange(sessionRequest(message.MsgTypeSessionDeletionRequest, 0x12)).
+		check(t, message.MsgTypeSessionDeletionResponse, 0x12, map[uint16][]byte{ie.Cause: {ie.CauseSystemFailure}})
+	m.exchange(sessionSetDeletionRequest).check(t, message.MsgTypeSessionSetDeletionResponse, 0x40, map[uint16][]byte{
+		ie.Cause:  {ie.CauseRequestAccepted},
+		ie.NodeID: upfNodeIDValue,
+	})
+	for _, call := range []string{"establish", "modify", "delete", "set-delete"} {
+		if rec.count(call+" "+smfName) != 1 {
+			t.Errorf("%s not called once: %v", call, rec)
+		}
+	}
+}
+
+func TestMissingMandatorySessionIE(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	resp := m.exchange(establishmentWithoutFAR)
+	resp.check(t, message.MsgTypeSessionEstablishmentResponse, 0x21, map[uint16][]byte{
+		ie.Cause:       {ie.CauseMandatoryIEMissing},
+		ie.OffendingIE: {0x00, 0x03}, // Create FAR
+		ie.NodeID:      upfNodeIDValue,
+	})
+	decoded, err := message.ParseSessionEstablishmentResponse(resp.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, err := decoded.OffendingIE.OffendingIE(); err != nil || off != ie.CreateFAR {
+		t.Errorf("go-pfcp reads Offending IE %d, %v", off, err)
+	}
+	if rec.count("establish "+smfName) != 0 {
+		t.Errorf("handler called: %v", rec)
+	}
+}
+
+func TestMissingIE(t *testing.T) {
+	pdr := []*ie.IE{ie.NewPDRID(1), ie.NewPrecedence(100)}
+	if typ, missing := MissingIE(pdr, ie.PDRID, ie.Precedence, ie.PDI); !missing || typ != ie.PDI {
+		t.Errorf("MissingIE = %d, %t; want PDI", typ, missing)
+	}
+	if _, missing := MissingIE(pdr, ie.PDRID, ie.Precedence); missing {
+		t.Error("MissingIE found a present IE missing")
+	}
+}
+
+func TestRetransmittedRequestIsAnsweredFromCache(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	first := m.exchange(sessionEstablishmentRequest(0x10))
+	again := m.exchange(sessionEstablishmentRequest(0x10))
+	if !bytes.Equal(first.raw, again.raw) {
+		t.Errorf("retransmission answered differently:\n% x\n% x", first.raw, again.raw)
+	}
+	if n := rec.count("establish " + smfName); n != 1 {
+		t.Errorf("handler called %d times", n)
+	}
+	// Another sequence number is another request.
+	m.exchange(sessionEstablishmentRequest(0x11))
+	if n := rec.count("establish " + smfName); n != 2 {
+		t.Errorf("handler called %d times", n)
+	}
+	if st := s.Stats(); st.Retransmissions != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestHandlerPanicIsContained(t *testing.T) {
+	s, rec := startServer(t, func(c *Config) { c.Handler.(*recorder).panicModify = true })
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
+	m.silent(50 * time.Millisecond)
+	m.exchange(heartbeatRequest(2, smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, 2, nil)
+	if st := s.Stats(); st.Panics != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	// Unanswered, the request is served again when retransmitted.
+	m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
+	waitFor(t, "the retransmission served", func() bool { return rec.count("modify "+smfName) == 2 })
+}
+
+func TestSendSessionReport(t *testing.T) {
+	// Retransmissions come fast, and the test has time to answer one.
+	s, _ := startServer(t, func(c *Config) { c.T1, c.N1 = 20*time.Millisecond, 50 })
+	m := newSMF(t, s.Addr())
+
+	type result struct {
+		resp *message.SessionReportResponse
+		err  error
+	}
+	done := make(chan result)
+	go func() {
+		req := message.NewSessionReportRequest(0, 0, cpSEIDValue, 0, 0, ie.NewReportType(0, 0, 1, 0))
+		resp, err := s.SendSessionReport(context.Background(), Peer{NodeID: smfName, Addr: m.addr()}, req)
+		done <- result{resp, err}
+	}()
+
+	first := parseWire(t, m.recv())
+	first.check(t, message.MsgTypeSessionReportRequest, first.seq, map[uint16][]byte{ie.ReportType: {0x02}})
+	if first.seid != cpSEIDValue {
+		t.Errorf("header SEID %#x", first.seid)
+	}
+	// Unanswered, the request comes again after T1, with the same number.
+	if again := parseWire(t, m.recv()); !bytes.Equal(again.raw, first.raw) {
+		t.Errorf("retransmission differs:\n% x\n% x", again.raw, first.raw)
+	}
+	m.send(sessionReportResponse(first.seq))
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if c, err := r.resp.Cause.Cause(); err != nil || c != ie.CauseRequestAccepted {
+		t.Errorf("cause %d, %v", c, err)
+	}
+}
+
+func TestSendSessionReportGivesUp(t *testing.T) {
+	s, _ := startServer(t, func(c *Config) { c.T1, c.N1 = 10*time.Millisecond, 2 })
+	m := newSMF(t, s.Addr())
+	req := message.NewSessionReportRequest(0, 0, cpSEIDValue, 0, 0, ie.NewReportType(0, 0, 1, 0))
+	_, err := s.SendSessionReport(context.Background(), Peer{Addr: m.addr()}, req)
+	if err == nil || !errors.Is(err, ErrNoResponse) {
+		t.Fatalf("err %v", err)
+	}
+	for range 3 { // the request and N1 retransmissions
+		m.recv()
+	}
+	m.silent(30 * time.Millisecond)
+}
