@@ -9,8 +9,9 @@
 //     output interface, the MAC addresses and the VLAN tag of the route the
 //     kernel would take to the gNB, refreshed whenever the kernel's route,
 //     neighbour or link tables change.
-//   - Uplink: the kernel's main routing table is mirrored into the LPM route
-//     maps. A route through a gateway on a core interface points at the
+//   - Uplink: the kernel's main routing table is mirrored into the uplink
+//     route tables (Datapath.PutRoute: an LPM trie and, for IPv4, its
+//     DIR-24-8 flattening that the packet reads). A route through a gateway on a core interface points at the
 //     gateway's slot; every other route (connected routes, routes through
 //     other interfaces, blackholes, multipath) points at slot 0, which is
 //     never valid, so the XDP program hands those packets to the kernel. A
