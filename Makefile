@@ -3,7 +3,6 @@ SHELL := /bin/bash
 GO ?= go
 DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 ethtool linux-libc-dev
 BPF_SOURCES := $(wildcard bpf/*.c bpf/*.h)
-GO_SOURCES := $(shell find . -name '*.go' -not -name '*_bpfel.go' 2>/dev/null)
 GENERATED := .generated
 
 .PHONY: setup build generate test demo bench lint clean

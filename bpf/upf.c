@@ -210,8 +210,8 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 		return finish(pkt_len, REASON_PASS_NO_ROUTE, XDP_PASS);
 	}
-	if (put_eth(ctx, inner_off, nh->vlan_tci ? ETH_HLEN_VLAN : ETH_HLEN, nh->dmac, nh->smac,
-		    nh->vlan_tci, proto))
+	__be16 tci = nh->vlan_tci;
+	if (put_eth(ctx, inner_off, tci ? ETH_HLEN_VLAN : ETH_HLEN, nh->dmac, nh->smac, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
 	return bpf_redirect(nh->ifindex, 0);
@@ -265,15 +265,10 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
 }
 
-/* N3 ingress: GTP-U to one of our addresses. */
+/* N3 ingress: a UDP datagram to port 2152 of one of our addresses. */
 INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
-			  struct cursor *c, __u32 l2_len, __u32 pkt_len)
+			  struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len)
 {
-	if (ipv4_is_fragment(ip))
-		return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
-	struct udphdr *udp = cursor_take(c, struct udphdr);
-	if (!udp)
-		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
 	__u32 udp_len = bpf_ntohs(udp->len);
@@ -315,11 +310,12 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = pdr->qfi;
-	__u32 new_l2 = nh->vlan_tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	/* Read once: the control plane may rewrite the slot meanwhile. */
+	__be16 tci = nh->vlan_tci;
+	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	__u32 encap = with_qfi ? GTPU_DL_ENCAP_QFI_LEN : GTPU_DL_ENCAP_LEN;
 	if (trim_to(ctx, pkt_len, l2_len + inner_len) ||
-	    put_eth(ctx, l2_len, new_l2 + encap, nh->dmac, nh->smac, nh->vlan_tci,
-		    bpf_htons(ETH_P_IP)))
+	    put_eth(ctx, l2_len, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 
 	void *data = (void *)(long)ctx->data;
@@ -374,9 +370,11 @@ int xdp_upf(struct xdp_md *ctx)
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
 		    is_n3_addr(ip->daddr)) {
-			struct udphdr *udp = c.pos;
-			if ((void *)(udp + 1) <= end && udp->dest == bpf_htons(GTPU_PORT))
-				return access_ingress(ctx, eth, ip, &c, l2_len, pkt_len);
+			if (ipv4_is_fragment(ip))
+				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
+			struct udphdr *udp = cursor_take(&c, struct udphdr);
+			if (udp && udp->dest == bpf_htons(GTPU_PORT))
+				return access_ingress(ctx, eth, ip, udp, &c, l2_len, pkt_len);
 		}
 		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = bpf_map_lookup_elem(&downlink_ue4, &ip->daddr);

@@ -24,12 +24,11 @@ import (
 // Defaults of the settings a file may leave out.
 const (
 	DefaultListen      = "127.0.0.1:9880"
-	DefaultMaxSessions = 65536
+	DefaultMaxSessions = datapath.DefaultMaxSessions
 	DefaultStateFile   = "/var/lib/xdp5g/sessions.json"
 )
 
 const (
-	maxN3Addresses = 4 // what the XDP program compares against
 	// maxSessionsLimit keeps the map sizes (four rules per session) well
 	// inside uint32.
 	maxSessionsLimit = 1 << 24
@@ -241,8 +240,8 @@ func parseN3Addresses(f *file, cfg *Config) error {
 	switch n := len(f.N3Addresses); {
 	case n == 0:
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
-	case n > maxN3Addresses:
-		return invalid("n3_addresses", "at most %d addresses, got %d", maxN3Addresses, n)
+	case n > datapath.MaxN3Addresses:
+		return invalid("n3_addresses", "at most %d addresses, got %d", datapath.MaxN3Addresses, n)
 	}
 	for i, s := range f.N3Addresses {
 		field := fmt.Sprintf("n3_addresses[%d]", i)

@@ -20,6 +20,12 @@ import (
 // DefaultPinPath is where the maps and XDP links live between daemon runs.
 const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 
+// Limits and defaults of Options.
+const (
+	DefaultMaxSessions = 65536
+	MaxN3Addresses     = 4 // the addresses xdp_upf compares a destination with (bpf/types.h)
+)
+
 // Slots per session that the PDR and FAR tables reserve.
 const rulesPerSession = 4
 
@@ -43,8 +49,6 @@ const (
 	FARGTPUv4     = 1
 	NexthopRoute  = 0xffffffff
 	maxIfaces     = 64
-	maxN3Addrs    = 4
-	nexthopSlots  = 1024
 	reasonCount   = int(upfReasonREASON_COUNT)
 	bpfFSMagic    = 0xcafe4a11
 	linksDirName  = "links"
@@ -71,7 +75,7 @@ const (
 // Options size and place the data path.
 type Options struct {
 	PinPath     string // bpffs directory; DefaultPinPath when empty
-	MaxSessions uint32 // 65536 when 0
+	MaxSessions uint32 // DefaultMaxSessions when 0
 	N3Addresses []netip.Addr
 }
 
@@ -89,10 +93,10 @@ func Open(opts Options) (*Datapath, error) {
 		opts.PinPath = DefaultPinPath
 	}
 	if opts.MaxSessions == 0 {
-		opts.MaxSessions = 65536
+		opts.MaxSessions = DefaultMaxSessions
 	}
-	if len(opts.N3Addresses) > maxN3Addrs {
-		return nil, fmt.Errorf("at most %d N3 addresses, got %d", maxN3Addrs, len(opts.N3Addresses))
+	if len(opts.N3Addresses) > MaxN3Addresses {
+		return nil, fmt.Errorf("at most %d N3 addresses, got %d", MaxN3Addresses, len(opts.N3Addresses))
 	}
 	for _, a := range opts.N3Addresses {
 		if !a.Is4() {
@@ -115,8 +119,7 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, fmt.Errorf("loading maps: %w", err)
 	}
 	if err := d.routes.open(&d.maps); err != nil {
-		d.maps.Close()
-		return nil, err
+		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
 }
@@ -235,7 +238,7 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	var addrs [maxN3Addrs]uint32
+	var addrs [MaxN3Addresses]uint32
 	for i, a := range d.opts.N3Addresses {
 		addrs[i] = networkOrder(a.As4())
 	}
@@ -245,20 +248,12 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 		}
 	}
 	var progs upfPrograms
-	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{MapReplacements: d.mapsByName()})
+	// Every map is pinned by name: the program gets the shared ones.
+	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
 	if err != nil {
 		return nil, fmt.Errorf("loading the XDP program: %w", err)
 	}
 	return progs.XdpUpf, nil
-}
-
-func (d *Datapath) mapsByName() map[string]*ebpf.Map {
-	m := d.maps
-	return map[string]*ebpf.Map{
-		"uplink_teids": m.UplinkTeids, "downlink_ue4": m.DownlinkUe4, "downlink_ue6": m.DownlinkUe6,
-		"pdrs": m.Pdrs, "pdr_counters": m.PdrCounters, "fars": m.Fars, "nexthops": m.Nexthops,
-		"routes4": m.Routes4, "routes4_tbl24": m.Routes4Tbl24, "routes4_tbl8": m.Routes4Tbl8, "routes6": m.Routes6, "ifaces": m.Ifaces, "iface_counters": m.IfaceCounters,
-	}
 }
 
 // Detach removes the program from an interface of the calling thread's

@@ -139,8 +139,9 @@ func paint(out []uint16, first uint32, shift int, routes []netip.Prefix, slots m
 	for _, q := range routes {
 		qFirst, n := span(q, shift)
 		lo, hi := max(first, qFirst), min(end, qFirst+n)
+		slot := uint16(slots[q])
 		for i := lo; i < hi; i++ {
-			out[i-first] = uint16(slots[q])
+			out[i-first] = slot
 		}
 	}
 }
@@ -268,7 +269,7 @@ func (d *Datapath) DeleteRoute(p netip.Prefix) error {
 	d.routes.mu.Lock()
 	defer d.routes.mu.Unlock()
 	if p.Addr().Is4() {
-		if _, ok := d.routes.v4[p]; ok {
+		if d.routes.has(p) {
 			d.routes.remove(p)
 			d.routes.repaint(p)
 		}

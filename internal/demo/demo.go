@@ -137,7 +137,8 @@ func send(w io.Writer, gen *trafficgen.Generator, dir Direction, frame []byte) (
 		case <-tick.C:
 			c, err := dir.Sink.Counts()
 			if err != nil {
-				return r, errors.Join(err, <-done)
+				sendErr := <-done // the sender writes r until it is done
+				return r, errors.Join(err, sendErr)
 			}
 			progress(c.MatchPackets, time.Since(start))
 		}

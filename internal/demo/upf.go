@@ -126,9 +126,6 @@ func (u *UPF) Detach() error {
 	return errors.Join(errs...)
 }
 
-// PinPath is the bpffs directory of the UPF's maps and links.
-func (u *UPF) PinPath() string { return u.pinPath }
-
 // Install creates the demo session and checks that both directions have a
 // valid next hop: the tunnel's to the gNB and the route's to the DN.
 func (u *UPF) Install() error {

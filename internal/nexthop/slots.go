@@ -30,18 +30,20 @@ func newSlotPool(capacity uint32, previous []uint32, now time.Time) slotPool {
 	return p
 }
 
+// alloc prefers a never-used slot, so that a freed one (a previous run's
+// above all, whose FARs may not be restored yet) waits as long as possible.
 func (p *slotPool) alloc(now time.Time) (uint32, error) {
-	if len(p.freed) > 0 && now.Sub(p.freed[0].at) >= quarantine {
-		s := p.freed[0].slot
-		p.freed = p.freed[1:]
-		return s, nil
-	}
 	for p.next < p.capacity && p.held[p.next] {
 		p.next++
 	}
 	if p.next < p.capacity {
 		s := p.next
 		p.next++
+		return s, nil
+	}
+	if len(p.freed) > 0 && now.Sub(p.freed[0].at) >= quarantine {
+		s := p.freed[0].slot
+		p.freed = p.freed[1:]
 		return s, nil
 	}
 	if len(p.freed) > 0 {

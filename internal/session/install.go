@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
@@ -12,7 +14,7 @@ type txn struct {
 	s        *Store
 	in       *installed
 	nexthops []netip.Addr
-	statics  []netip.Addr
+	statics  []Neighbour // the entries before this install took a reference
 }
 
 func (t *txn) undo() {
@@ -25,8 +27,12 @@ func (t *txn) undo() {
 	for _, dst := range t.nexthops {
 		t.s.nh.Release(dst)
 	}
-	for _, ip := range t.statics {
-		t.s.unrefStatic(ip)
+	for _, before := range t.statics {
+		t.s.unrefStatic(before.IP)
+		if st := t.s.statics[before.IP]; st != nil && !bytes.Equal(st.mac, before.MAC) {
+			st.mac = before.MAC
+			t.s.nh.SetStatic(before.IP, before.MAC)
+		}
 	}
 }
 
@@ -41,6 +47,9 @@ func (s *Store) install(sess Session, old *installed) error {
 		if owner, ok := s.owner(k); ok && owner != sess.SEID {
 			return &ConflictError{fmt.Sprintf("%s is used by session %d", describeKey(k), owner)}
 		}
+	}
+	if err := s.staticConflict(&sess, old); err != nil {
+		return err
 	}
 	t := &txn{s: s, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{}}}
 	if err := t.writeRules(); err != nil {
@@ -96,8 +105,8 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 func (t *txn) writeRules() error {
 	s, sess := t.s, &t.in.Session
 	for _, n := range sess.Neighbours {
+		t.statics = append(t.statics, Neighbour{n.IP, s.staticMAC(n.IP)})
 		s.refStatic(n)
-		t.statics = append(t.statics, n.IP)
 	}
 	for i := range sess.FARs {
 		f := &sess.FARs[i]
@@ -214,15 +223,62 @@ func (s *Store) forget(in *installed) {
 	}
 }
 
+// static is a static neighbour and the number of sessions that list it.
+type static struct {
+	mac  net.HardwareAddr
+	refs int
+}
+
+func (s *Store) staticMAC(ip netip.Addr) net.HardwareAddr {
+	if st := s.statics[ip]; st != nil {
+		return st.mac
+	}
+	return nil
+}
+
+// staticConflict names a neighbour of sess that another session lists with
+// another MAC address; old, being replaced by sess, does not count.
+func (s *Store) staticConflict(sess *Session, old *installed) error {
+	for _, n := range sess.Neighbours {
+		st := s.statics[n.IP]
+		if st == nil || bytes.Equal(st.mac, n.MAC) {
+			continue
+		}
+		if old == nil || st.refs > countNeighbour(old.Neighbours, n.IP) {
+			return &ConflictError{fmt.Sprintf("neighbour %s has MAC address %s in another session", n.IP, st.mac)}
+		}
+	}
+	return nil
+}
+
+func countNeighbour(ns []Neighbour, ip netip.Addr) (n int) {
+	for _, x := range ns {
+		if x.IP == ip {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *Store) refStatic(n Neighbour) {
-	s.statics[n.IP]++
-	s.nh.SetStatic(n.IP, n.MAC)
+	st := s.statics[n.IP]
+	if st == nil {
+		st = &static{}
+		s.statics[n.IP] = st
+	}
+	st.refs++
+	if !bytes.Equal(st.mac, n.MAC) {
+		st.mac = n.MAC
+		s.nh.SetStatic(n.IP, n.MAC)
+	}
 }
 
 func (s *Store) unrefStatic(ip netip.Addr) {
-	if s.statics[ip]--; s.statics[ip] <= 0 {
-		delete(s.statics, ip)
-		s.nh.ClearStatic(ip)
+	if st := s.statics[ip]; st != nil {
+		if st.refs--; st.refs <= 0 {
+			delete(s.statics, ip)
+			s.nh.ClearStatic(ip)
+		}
 	}
 }
 

@@ -23,9 +23,10 @@ func (s *Store) MarshalState() ([]byte, error) {
 }
 
 // Restore takes over the sessions a previous run left in the pinned maps,
-// without a gap: each is written into fresh slots and its keys switched
-// atomically, then the old slots are freed and keys no session owns are
-// removed. The store must be empty.
+// without a gap: keys no saved session owns (left by a run that stopped
+// before saving) are removed first, since their slots may be reused; then
+// each session is written into fresh slots and its keys switched
+// atomically, and the old slots are freed. The store must be empty.
 func (s *Store) Restore(data []byte) error {
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -36,14 +37,21 @@ func (s *Store) Restore(data []byte) error {
 	if len(s.sessions) != 0 {
 		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
+	owned := map[dpKey]bool{}
 	usedPDRs, usedFARs := map[uint32]bool{}, map[uint32]bool{}
 	for _, in := range st.Sessions {
+		for _, k := range keysOf(&in.Session) {
+			owned[k] = true
+		}
 		for _, slot := range in.PDRSlots {
 			usedPDRs[slot] = true
 		}
 		for _, slot := range in.FARSlots {
 			usedFARs[slot] = true
 		}
+	}
+	if err := s.removeStrayKeys(owned); err != nil {
+		return err
 	}
 	s.pdrSlots.adopt(usedPDRs)
 	s.farSlots.adopt(usedFARs)
@@ -58,18 +66,17 @@ func (s *Store) Restore(data []byte) error {
 	for slot := range usedFARs {
 		s.farSlots.release(slot)
 	}
-	return s.removeStrayKeys()
+	return nil
 }
 
-// removeStrayKeys deletes map keys that no session owns (left by a run
-// that stopped before saving).
-func (s *Store) removeStrayKeys() error {
+// removeStrayKeys deletes the map keys that are not owned.
+func (s *Store) removeStrayKeys(owned map[dpKey]bool) error {
 	teids, err := s.dp.UplinkTEIDs()
 	if err != nil {
 		return err
 	}
 	for _, teid := range teids {
-		if _, ok := s.teids[teid]; !ok {
+		if !owned[teid] {
 			if err := s.dp.DeleteUplink(teid); err != nil {
 				return err
 			}
@@ -80,7 +87,7 @@ func (s *Store) removeStrayKeys() error {
 		return err
 	}
 	for _, ue := range ues {
-		if _, ok := s.ues[ue]; !ok {
+		if !owned[ue] {
 			if err := s.dp.DeleteDownlink(ue); err != nil {
 				return err
 			}

@@ -37,7 +37,7 @@ type Store struct {
 	sessions map[uint64]*installed
 	teids    map[uint32]uint64
 	ues      map[netip.Addr]uint64
-	statics  map[netip.Addr]int
+	statics  map[netip.Addr]*static
 	pdrSlots *slotPool
 	farSlots *slotPool
 	changed  func()
@@ -61,7 +61,7 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 	return &Store{
 		dp: dp, nh: nh, n3: n3, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
-		statics:  map[netip.Addr]int{},
+		statics:  map[netip.Addr]*static{},
 		pdrSlots: newSlotPool("PDR", pdrs), farSlots: newSlotPool("FAR", fars),
 	}
 }
@@ -96,8 +96,10 @@ func (s *Store) Delete(seid uint64) error {
 	if !ok {
 		return ErrNotFound
 	}
-	for _, k := range keysOf(&old.Session) {
+	keys := keysOf(&old.Session)
+	for i, k := range keys {
 		if err := s.deleteKey(k); err != nil {
+			s.restoreKeys(keys[:i], old)
 			return fmt.Errorf("session %d: removing %v: %w", seid, k, err)
 		}
 	}

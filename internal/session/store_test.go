@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"reflect"
@@ -137,5 +139,48 @@ func TestStoreRestore(t *testing.T) {
 	}
 	if _, err := e.dp.Uplink(999); err == nil {
 		t.Fatal("a stray key survived the restore")
+	}
+}
+
+// A static neighbour has one MAC address: a session that lists it with
+// another one while a second session still uses it is refused, and a
+// refused install leaves the entry as it was.
+func TestStaticNeighbourConflicts(t *testing.T) {
+	e := newStoreEnv(t)
+	gw := netip.MustParseAddr("10.1.3.99")
+	macA, macB := net.HardwareAddr{2, 0, 0, 0, 0, 0xa}, net.HardwareAddr{2, 0, 0, 0, 0, 0xb}
+	withNeighbour := func(seid uint64, teid uint32, ue string, mac net.HardwareAddr) Session {
+		s := figure10()
+		s.SEID = seid
+		for i := range s.PDRs {
+			s.PDRs[i].PDI.TEID = teid
+			s.PDRs[i].PDI.UEAddress = netip.MustParsePrefix(ue + "/32")
+		}
+		s.Neighbours = []Neighbour{{IP: gw, MAC: mac}}
+		return s
+	}
+	macOf := func() net.HardwareAddr { return e.store.staticMAC(gw) }
+	var conflict *ConflictError
+
+	check(t, e.store.Create(withNeighbour(1, 100, "10.1.3.27", macA)))
+	if err := e.store.Create(withNeighbour(2, 101, "10.1.3.28", macB)); !errors.As(err, &conflict) {
+		t.Fatalf("a second MAC for %s: %v", gw, err)
+	}
+	if got := macOf(); !bytes.Equal(got, macA) {
+		t.Fatalf("after the refused create the neighbour has %s, want %s", got, macA)
+	}
+	check(t, e.store.Create(withNeighbour(2, 101, "10.1.3.28", macA)))
+	if err := e.store.Replace(withNeighbour(1, 100, "10.1.3.27", macB)); !errors.As(err, &conflict) {
+		t.Fatalf("changing the MAC of a shared neighbour: %v", err)
+	}
+	check(t, e.store.Delete(2))
+	// Alone with it, a session may change the MAC.
+	check(t, e.store.Replace(withNeighbour(1, 100, "10.1.3.27", macB)))
+	if got := macOf(); !bytes.Equal(got, macB) {
+		t.Fatalf("after the replace the neighbour has %s, want %s", got, macB)
+	}
+	check(t, e.store.Delete(1))
+	if got := macOf(); got != nil {
+		t.Fatalf("the neighbour outlived its sessions with %s", got)
 	}
 }
