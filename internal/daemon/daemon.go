@@ -183,11 +183,11 @@ func inNetns(ns netns.NsHandle, f func() error) error {
 	return <-done
 }
 
-// Detach undoes what runs leave behind: it removes the pin directory, and
-// with the pinned links the last references to the XDP attachments, which
-// detaches every interface. The maps are not opened, so this works for a
-// pin directory of another size or version too. The state file stays, so
-// the next run installs its sessions again. Stop the daemon first.
+// Detach undoes what runs leave behind: it detaches every interface with a
+// pinned attachment, configured or not, and removes the pin directory. The
+// maps are not opened, so this works for a pin directory of another size or
+// version too. The state file stays, so the next run installs its sessions
+// again. Stop the daemon first.
 func Detach(cfg *config.Config) error {
 	pin := cfg.Datapath.PinPath
 	var st unix.Statfs_t
@@ -199,6 +199,9 @@ func Detach(cfg *config.Config) error {
 	// The directory is removed recursively: make sure it is ours.
 	if st.Type != unix.BPF_FS_MAGIC {
 		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
+	}
+	if err := datapath.DetachAll(pin); err != nil {
+		return err
 	}
 	return os.RemoveAll(pin)
 }

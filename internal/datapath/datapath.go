@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -259,18 +260,44 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 // Detach removes the program from an interface of the calling thread's
 // namespace and frees its counter slot.
 func (d *Datapath) Detach(ifname string) error {
-	l, err := link.LoadPinnedLink(d.linkPin(ifname), nil)
+	if err := detachPinned(d.linkPin(ifname)); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
+	return d.releaseSlot(ifname)
+}
+
+// detachPinned removes an XDP attachment by its pin. Closing the last file
+// descriptor detaches at once; removing the pin alone would leave the
+// detach to a kernel work queue, a moment later.
+func detachPinned(path string) error {
+	l, err := link.LoadPinnedLink(path, nil)
 	if err != nil {
-		return fmt.Errorf("%s has no xdp5g attachment: %w", ifname, err)
+		return fmt.Errorf("no xdp5g attachment: %w", err)
 	}
 	defer l.Close()
 	if err := l.Unpin(); err != nil {
 		return err
 	}
-	if err := l.Close(); err != nil {
+	return l.Close()
+}
+
+// DetachAll removes every attachment pinned under pinPath without opening
+// the maps, so it works for maps of another size or version too.
+func DetachAll(pinPath string) error {
+	pins, err := os.ReadDir(filepath.Join(pinPath, linksDirName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	return d.releaseSlot(ifname)
+	var errs []error
+	for _, p := range pins {
+		if err := detachPinned(filepath.Join(pinPath, linksDirName, p.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Attached lists the interfaces with a pinned attachment.
