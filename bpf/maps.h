@@ -6,32 +6,38 @@
 
 #include "types.h"
 
+/* Sessions are found by TEID (uplink) or UE address (downlink) in a hash
+ * table of buckets: set_index holds slots of pdr_sets, and a packet reads
+ * one bucket (SET_WAYS sets) before set_overflow. Two array reads cost a few ns
+ * where a hash lookup costs ~25. The control plane writes both arrays
+ * through mmap: a set before the index entry that publishes it, the entry
+ * in one aligned 32-bit store. Slot 0 is never used: an empty place. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __be32); /* TEID */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
 	__type(value, struct pdr_set);
 	__uint(max_entries, 1);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} uplink_teids SEC(".maps");
+} pdr_sets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct set_bucket);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} set_index SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __be32); /* UE IPv4 address */
-	__type(value, struct pdr_set);
+	__type(key, struct set_key);
+	__type(value, __u32); /* slot in pdr_sets */
 	__uint(max_entries, 1);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} downlink_ue4 SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64); /* UE IPv6 /64 prefix, network order */
-	__type(value, struct pdr_set);
-	__uint(max_entries, 1);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} downlink_ue6 SEC(".maps");
+} set_overflow SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

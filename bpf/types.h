@@ -57,10 +57,40 @@ struct pdr {
 	__u32 ue[4]; /* network order */
 };
 
-/* The PDRs sharing a key (TEID or UE address), highest precedence first. */
+/* What a PDR set is found by. */
+enum set_kind {
+	SET_TEID = 1, /* uplink: TEID, network order */
+	SET_UE4 = 2,  /* downlink: UE IPv4 address, network order */
+	SET_UE6 = 3,  /* downlink: UE IPv6 /64 prefix, network order */
+};
+
+/* The PDRs sharing a key (TEID or UE address), highest precedence first.
+ * The key is kept with them: set_index holds slots only, and a packet takes
+ * a set as its own by comparing kind and key. */
 struct pdr_set {
+	__u64 key;
+	__u32 kind; /* enum set_kind */
 	__u32 count;
 	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
+};
+
+/* Key of set_overflow, the sets whose index places were taken. */
+struct set_key {
+	__u64 key;
+	__u32 kind;
+	__u32 pad;
+};
+
+/* A key's bucket in set_index is the top index_bits bits of
+ * (key + kind << 56) * SET_HASH (Fibonacci hashing); its set is in one of
+ * the bucket's places or in set_overflow. */
+#define SET_HASH 0x9e3779b97f4a7c15ULL
+#define SET_WAYS 2
+
+/* Two places per bucket: array values are 8-byte aligned, one u32 per
+ * value would waste half. */
+struct set_bucket {
+	__u32 slot[SET_WAYS]; /* slots in pdr_sets, 0 for none */
 };
 
 enum far_action {

@@ -9,11 +9,13 @@
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0;
 volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
+volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Puts enum reason into BTF so bpf2go generates its Go constants. */
+/* Put the enums into BTF so bpf2go generates their Go constants. */
 const enum reason reason_btf_anchor __attribute__((unused)) = REASON_COUNT;
+const enum set_kind set_kind_btf_anchor __attribute__((unused)) = SET_TEID;
 
 #define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_DL_ENCAP_QFI_LEN \
@@ -46,6 +48,25 @@ INLINE int is_n3_addr(__be32 addr)
 		if (n3_addrs[i] && n3_addrs[i] == addr)
 			return 1;
 	return 0;
+}
+
+/* The PDR set of a key: in its bucket of set_index, else in set_overflow. */
+INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
+{
+	__u32 bucket = ((key + ((__u64)kind << 56)) * SET_HASH) >> (64 - index_bits);
+	struct set_bucket *b = bpf_map_lookup_elem(&set_index, &bucket);
+	if (!b)
+		return NULL;
+#pragma unroll
+	for (int way = 0; way < SET_WAYS; way++) {
+		__u32 slot = b->slot[way];
+		struct pdr_set *set = slot ? bpf_map_lookup_elem(&pdr_sets, &slot) : NULL;
+		if (set && set->key == key && set->kind == kind)
+			return set;
+	}
+	struct set_key k = { .key = key, .kind = kind };
+	__u32 *slot = bpf_map_lookup_elem(&set_overflow, &k);
+	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;
 }
 
 /* Highest-precedence uplink PDR whose PDI matches; ip4 or ip6 is the inner
@@ -140,7 +161,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		  __u32 inner_off, __u32 pkt_len)
 {
 	void *end = (void *)(long)ctx->data_end;
-	struct pdr_set *set = bpf_map_lookup_elem(&uplink_teids, &g->hdr->teid);
+	struct pdr_set *set = find_set(SET_TEID, g->hdr->teid);
 	if (!set)
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
@@ -377,7 +398,7 @@ int xdp_upf(struct xdp_md *ctx)
 				return access_ingress(ctx, eth, ip, udp, &c, l2_len, pkt_len);
 		}
 		if (iface_roles & ROLE_CORE) {
-			struct pdr_set *set = bpf_map_lookup_elem(&downlink_ue4, &ip->daddr);
+			struct pdr_set *set = find_set(SET_UE4, ip->daddr);
 			if (set)
 				return downlink(ctx, set, 1, ip, NULL, l2_len, pkt_len);
 		}
@@ -386,8 +407,7 @@ int xdp_upf(struct xdp_md *ctx)
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = parse_ipv6(&c);
 		if (ip6 && (iface_roles & ROLE_CORE)) {
-			__u64 prefix = ipv6_prefix64(&ip6->daddr);
-			struct pdr_set *set = bpf_map_lookup_elem(&downlink_ue6, &prefix);
+			struct pdr_set *set = find_set(SET_UE6, ipv6_prefix64(&ip6->daddr));
 			if (set)
 				return downlink(ctx, set, 0, NULL, ip6, l2_len, pkt_len);
 		}

@@ -86,6 +86,7 @@ type Datapath struct {
 	opts   Options
 	maps   upfMaps
 	routes routeTables
+	sets   pdrSets
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -122,6 +123,9 @@ func Open(opts Options) (*Datapath, error) {
 	if err := d.routes.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	if err := d.sets.open(&d.maps); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
 	return d, nil
 }
 
@@ -131,8 +135,9 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	rules := maxSessions * rulesPerSession
+	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
-		"uplink_teids": maxSessions * 2, "downlink_ue4": maxSessions * 2, "downlink_ue6": maxSessions * 2,
+		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
 		"pdrs": rules, "pdr_counters": rules, "fars": rules,
 	} {
 		spec.Maps[name].MaxEntries = size
@@ -161,7 +166,7 @@ func ensureBPFFS(pinPath string) error {
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
-	return errors.Join(d.routes.close(), d.maps.Close())
+	return errors.Join(d.routes.close(), d.sets.close(), d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.
@@ -243,7 +248,9 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 	for i, a := range d.opts.N3Addresses {
 		addrs[i] = networkOrder(a.As4())
 	}
-	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs} {
+	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs,
+		"index_bits": uint32(d.sets.bits),
+	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)
 		}

@@ -23,77 +23,54 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.maps.Fars.Put(slot, f) }
 
 // PutUplink points a TEID at its PDRs.
-func (d *Datapath) PutUplink(teid uint32, set PDRSet) error {
-	return d.maps.UplinkTeids.Put(NetworkOrder32(teid), set)
-}
+func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }
 
 // DeleteUplink removes a TEID; a missing one is not an error.
-func (d *Datapath) DeleteUplink(teid uint32) error {
-	return ignoreMissing(d.maps.UplinkTeids.Delete(NetworkOrder32(teid)))
-}
+func (d *Datapath) DeleteUplink(teid uint32) error { return d.sets.delete(teidKey(teid)) }
 
 // PutDownlink points a UE address (IPv4) or /64 prefix (IPv6) at its PDRs.
-func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error {
-	if ue.Is4() {
-		return d.maps.DownlinkUe4.Put(AddrKey(ue), set)
-	}
-	return d.maps.DownlinkUe6.Put(Prefix64Key(ue), set)
-}
+func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error { return d.sets.put(ueKey(ue), set) }
 
 // DeleteDownlink removes a UE address; a missing one is not an error.
-func (d *Datapath) DeleteDownlink(ue netip.Addr) error {
-	if ue.Is4() {
-		return ignoreMissing(d.maps.DownlinkUe4.Delete(AddrKey(ue)))
-	}
-	return ignoreMissing(d.maps.DownlinkUe6.Delete(Prefix64Key(ue)))
-}
+func (d *Datapath) DeleteDownlink(ue netip.Addr) error { return d.sets.delete(ueKey(ue)) }
 
 // Uplink and Downlink read back what a key points at (for reconciliation
-// and tests).
-func (d *Datapath) Uplink(teid uint32) (PDRSet, error) {
-	var set PDRSet
-	return set, d.maps.UplinkTeids.Lookup(NetworkOrder32(teid), &set)
-}
+// and tests); ebpf.ErrKeyNotExist when nothing.
+func (d *Datapath) Uplink(teid uint32) (PDRSet, error) { return d.sets.get(teidKey(teid)) }
 
-func (d *Datapath) Downlink(ue netip.Addr) (PDRSet, error) {
-	var set PDRSet
+func (d *Datapath) Downlink(ue netip.Addr) (PDRSet, error) { return d.sets.get(ueKey(ue)) }
+
+func teidKey(teid uint32) setKey { return setKey{upfSetKindSET_TEID, uint64(NetworkOrder32(teid))} }
+
+func ueKey(ue netip.Addr) setKey {
 	if ue.Is4() {
-		return set, d.maps.DownlinkUe4.Lookup(AddrKey(ue), &set)
+		return setKey{upfSetKindSET_UE4, uint64(AddrKey(ue))}
 	}
-	return set, d.maps.DownlinkUe6.Lookup(Prefix64Key(ue), &set)
+	return setKey{upfSetKindSET_UE6, Prefix64Key(ue)}
 }
 
 // UplinkTEIDs and DownlinkUEs list every installed key.
-func (d *Datapath) UplinkTEIDs() ([]uint32, error) {
+func (d *Datapath) UplinkTEIDs() []uint32 {
 	var teids []uint32
-	var key uint32
-	it := d.maps.UplinkTeids.Iterate()
-	for it.Next(&key, new(PDRSet)) {
-		teids = append(teids, NetworkOrder32(key)) // the swap is its own inverse
+	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
+		teids = append(teids, NetworkOrder32(uint32(k))) // the swap is its own inverse
 	}
-	return teids, it.Err()
+	return teids
 }
 
-func (d *Datapath) DownlinkUEs() ([]netip.Addr, error) {
+func (d *Datapath) DownlinkUEs() []netip.Addr {
 	var ues []netip.Addr
-	var k4 uint32
-	it := d.maps.DownlinkUe4.Iterate()
-	for it.Next(&k4, new(PDRSet)) {
+	for _, k := range d.sets.keys(upfSetKindSET_UE4) {
 		var b [4]byte
-		nativeEndianPut32(b[:], k4)
+		nativeEndianPut32(b[:], uint32(k))
 		ues = append(ues, netip.AddrFrom4(b))
 	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	var k6 uint64
-	it = d.maps.DownlinkUe6.Iterate()
-	for it.Next(&k6, new(PDRSet)) {
+	for _, k := range d.sets.keys(upfSetKindSET_UE6) {
 		var b [16]byte
-		nativeEndianPut64(b[:8], k6)
+		nativeEndianPut64(b[:8], k)
 		ues = append(ues, netip.AddrFrom16(b))
 	}
-	return ues, it.Err()
+	return ues
 }
 
 // PutNexthop writes a next-hop slot.

@@ -94,8 +94,8 @@ func encap(teid uint32, local, peer netip.Addr, nh uint32) FAR {
 	return FAR{Action: FARForward, Flags: FARGTPUv4, Teid: NetworkOrder32(teid), Local: AddrKey(local), Peer: AddrKey(peer), Nexthop: nh}
 }
 
-// ueKey is pdr.ue for an address: network order, IPv4 in ue[0].
-func ueKey(a netip.Addr) (ue [4]uint32) {
+// pdrUE is pdr.ue for an address: network order, IPv4 in ue[0].
+func pdrUE(a netip.Addr) (ue [4]uint32) {
 	b := a.As16()
 	if a.Is4() {
 		ue[0] = AddrKey(a)
@@ -129,8 +129,8 @@ func installRules(t *testing.T, d *Datapath) {
 		far FAR
 	}{
 		0:  {PDR{Flags: MatchQFI, Qfi: 9}, forward(nhCore)},
-		1:  {PDR{Flags: MatchUEv4, Ue: ueKey(ue4)}, forward(nhCoreVLAN)},
-		2:  {PDR{Flags: MatchUEv6, Ue: ueKey(ue6)}, forward(NexthopRoute)},
+		1:  {PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, forward(nhCoreVLAN)},
+		2:  {PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, forward(NexthopRoute)},
 		3:  {PDR{}, FAR{}},
 		4:  {PDR{}, forward(nhInvalid)},
 		5:  {PDR{}, forward(NexthopRoute)},

@@ -71,22 +71,14 @@ func (s *Store) Restore(data []byte) error {
 
 // removeStrayKeys deletes the map keys that are not owned.
 func (s *Store) removeStrayKeys(owned map[dpKey]bool) error {
-	teids, err := s.dp.UplinkTEIDs()
-	if err != nil {
-		return err
-	}
-	for _, teid := range teids {
+	for _, teid := range s.dp.UplinkTEIDs() {
 		if !owned[teid] {
 			if err := s.dp.DeleteUplink(teid); err != nil {
 				return err
 			}
 		}
 	}
-	ues, err := s.dp.DownlinkUEs()
-	if err != nil {
-		return err
-	}
-	for _, ue := range ues {
+	for _, ue := range s.dp.DownlinkUEs() {
 		if !owned[ue] {
 			if err := s.dp.DeleteDownlink(ue); err != nil {
 				return err

@@ -1,0 +1,264 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// setKey names a PDR set: an uplink TEID or a downlink UE address, each in
+// the byte order the packet carries it.
+type setKey struct {
+	kind upfSetKind
+	key  uint64
+}
+
+// Constants of the set tables (bpf/types.h).
+const (
+	setHash = 0x9e3779b97f4a7c15
+	setWays = 2
+	// setsPerSession sizes pdr_sets: a TEID and one or two UE addresses.
+	setsPerSession = 3
+	// spareSets lets a full table still replace a set, which writes the new
+	// one before it frees the old.
+	spareSets = 64
+	noPlace   = -1 // the set lives in set_overflow
+)
+
+// place is where a key's set is published.
+type place struct {
+	index int64  // place in set_index (bucket × setWays + way), or noPlace
+	slot  uint32 // slot in pdr_sets
+}
+
+// pdrSets keeps the sets the packet finds its PDRs by (bpf/maps.h):
+// pdr_sets and set_index are mmapped and written directly, set_overflow
+// holds the keys whose bucket was full. A set is never
+// rewritten while published: a new slot is written, then published, then
+// the old slot freed, so a packet reads either the old set or the new one.
+type pdrSets struct {
+	mu       sync.Mutex
+	sets     []byte // pdr_sets
+	index    []byte // set_index: setWays native-endian u32 slots per bucket
+	bits     uint
+	overflow *ebpf.Map
+	where    map[setKey]place
+	taken    []bool   // places of set_index in use
+	free     []uint32 // free slots, least recently freed first
+	maxKeys  int
+}
+
+// indexBits sizes set_index to a bucket per set: places for twice the sets.
+func indexBits(sets uint32) uint { return uint(bits.Len32(sets - 1)) }
+
+func (p *pdrSets) open(m *upfMaps) (err error) {
+	if p.sets, err = mmap(m.PdrSets); err != nil {
+		return err
+	}
+	if p.index, err = mmap(m.SetIndex); err != nil {
+		return err
+	}
+	p.bits = uint(bits.Len32(m.SetIndex.MaxEntries() - 1))
+	p.overflow = m.SetOverflow
+	p.maxKeys = int(m.PdrSets.MaxEntries()) - 1 - spareSets
+	p.where = map[setKey]place{}
+	p.taken = make([]bool, len(p.index)/4)
+	// A restarted daemon finds the sets published: take them from the
+	// index and the overflow, and free every slot nothing publishes.
+	used := make([]bool, m.PdrSets.MaxEntries())
+	used[0] = true
+	for pos := range p.taken {
+		slot := p.loadIndex(pos)
+		if slot == 0 {
+			continue
+		}
+		if k, ok := p.owner(slot, used); ok && p.isPlaceOf(k, pos) {
+			used[slot] = true
+			p.taken[pos] = true
+			p.where[k] = place{int64(pos), slot}
+		} else {
+			p.storeIndex(pos, 0) // not written by us: unpublish
+		}
+	}
+	var k upfSetKey
+	var slot uint32
+	var stray []upfSetKey
+	it := m.SetOverflow.Iterate()
+	for it.Next(&k, &slot) {
+		if owner, ok := p.owner(slot, used); ok && owner == (setKey{upfSetKind(k.Kind), k.Key}) {
+			used[slot] = true
+			p.where[owner] = place{noPlace, slot}
+		} else {
+			stray = append(stray, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for _, k := range stray {
+		if err := ignoreMissing(m.SetOverflow.Delete(k)); err != nil {
+			return err
+		}
+	}
+	for slot, u := range used {
+		if !u {
+			p.free = append(p.free, uint32(slot))
+		}
+	}
+	return nil
+}
+
+// owner is the key of the set in slot, unless the slot is out of range,
+// taken already, or holds the set of a key seen already.
+func (p *pdrSets) owner(slot uint32, used []bool) (setKey, bool) {
+	if int(slot) >= len(used) || used[slot] {
+		return setKey{}, false
+	}
+	set := p.set(slot)
+	k := setKey{upfSetKind(set.Kind), set.Key}
+	_, dup := p.where[k]
+	return k, !dup
+}
+
+func (p *pdrSets) close() error {
+	var errs []error
+	for _, b := range [][]byte{p.sets, p.index} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// bucket is a key's bucket in set_index, computed as find_set does.
+func (p *pdrSets) bucket(k setKey) int {
+	return int(((k.key + uint64(k.kind)<<56) * setHash) >> (64 - p.bits))
+}
+
+func (p *pdrSets) isPlaceOf(k setKey, pos int) bool { return pos/setWays == p.bucket(k) }
+
+// placeFor is the first of k's places that is free or k's own (own is
+// where k is published now, or noPlace), or noPlace when all are taken.
+func (p *pdrSets) placeFor(k setKey, own int) int {
+	for way := range setWays {
+		if pos := p.bucket(k)*setWays + way; !p.taken[pos] || pos == own {
+			return pos
+		}
+	}
+	return noPlace
+}
+
+func (p *pdrSets) set(slot uint32) *PDRSet {
+	return (*PDRSet)(unsafe.Pointer(&p.sets[uintptr(slot)*unsafe.Sizeof(PDRSet{})]))
+}
+
+func (p *pdrSets) loadIndex(pos int) uint32 {
+	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])))
+}
+
+// storeIndex publishes or withdraws a set in one aligned store, ordered
+// after the writes of the set it publishes.
+func (p *pdrSets) storeIndex(pos int, slot uint32) {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])), slot)
+}
+
+// put publishes set under k, replacing what k had.
+func (p *pdrSets) put(k setKey, set PDRSet) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, had := p.where[k]
+	if !had && len(p.where) >= p.maxKeys {
+		return fmt.Errorf("all %d PDR sets are in use", p.maxKeys)
+	}
+	if len(p.free) == 0 {
+		return errors.New("no free PDR set slot")
+	}
+	slot := p.free[0]
+	set.Key, set.Kind = k.key, uint32(k.kind)
+	*p.set(slot) = set
+
+	own := noPlace
+	if had {
+		own = int(old.index)
+	}
+	pos := p.placeFor(k, own)
+	if pos == noPlace {
+		if err := p.overflow.Put(upfSetKey{Key: k.key, Kind: uint32(k.kind)}, slot); err != nil {
+			return fmt.Errorf("PDR set overflow: %w", err)
+		}
+	} else {
+		p.storeIndex(pos, slot)
+		p.taken[pos] = true
+	}
+	p.free = p.free[1:]
+	p.where[k] = place{int64(pos), slot}
+	if had {
+		p.withdraw(k, old, pos)
+	}
+	return nil
+}
+
+// withdraw unpublishes k's old place unless the new one (pos) is the same,
+// then frees the old slot.
+func (p *pdrSets) withdraw(k setKey, old place, pos int) {
+	switch {
+	case old.index == noPlace && pos != noPlace:
+		// The index entry now shadows the overflow's: the packet finds it first.
+		_ = ignoreMissing(p.overflow.Delete(upfSetKey{Key: k.key, Kind: uint32(k.kind)}))
+	case old.index != noPlace && int(old.index) != pos:
+		p.storeIndex(int(old.index), 0)
+		p.taken[old.index] = false
+	}
+	p.free = append(p.free, old.slot)
+}
+
+// delete unpublishes k; a missing key is not an error.
+func (p *pdrSets) delete(k setKey) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, had := p.where[k]
+	if !had {
+		return nil
+	}
+	if old.index == noPlace {
+		if err := ignoreMissing(p.overflow.Delete(upfSetKey{Key: k.key, Kind: uint32(k.kind)})); err != nil {
+			return err
+		}
+	} else {
+		p.storeIndex(int(old.index), 0)
+		p.taken[old.index] = false
+	}
+	delete(p.where, k)
+	p.free = append(p.free, old.slot)
+	return nil
+}
+
+func (p *pdrSets) get(k setKey) (PDRSet, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.where[k]
+	if !ok {
+		return PDRSet{}, ebpf.ErrKeyNotExist
+	}
+	set := *p.set(at.slot)
+	set.Key, set.Kind = 0, 0 // the caller's view: which PDRs
+	return set, nil
+}
+
+func (p *pdrSets) keys(kind upfSetKind) []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var keys []uint64
+	for k := range p.where {
+		if k.kind == kind {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
+}
