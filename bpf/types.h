@@ -81,9 +81,11 @@ struct set_key {
 	__u32 pad;
 };
 
-/* A key's bucket in set_index is the top index_bits bits of
- * (key + kind << 56) * SET_HASH (Fibonacci hashing); its set is in one of
- * the bucket's places or in set_overflow. */
+/* A key's bucket in set_index is the top index_bits bits of h * SET_HASH,
+ * where h = (key + kind << 56) * SET_HASH folded (h ^ h >> 32): one
+ * multiplication alone piles byte-swapped sequential TEIDs and addresses
+ * into few buckets. Its set is in one of the bucket's places or in
+ * set_overflow. */
 #define SET_HASH 0x9e3779b97f4a7c15ULL
 #define SET_WAYS 2
 

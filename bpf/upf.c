@@ -53,7 +53,9 @@ INLINE int is_n3_addr(__be32 addr)
 /* The PDR set of a key: in its bucket of set_index, else in set_overflow. */
 INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 {
-	__u32 bucket = ((key + ((__u64)kind << 56)) * SET_HASH) >> (64 - index_bits);
+	__u64 h = (key + ((__u64)kind << 56)) * SET_HASH;
+	h = (h ^ h >> 32) * SET_HASH;
+	__u32 bucket = h >> (64 - index_bits);
 	struct set_bucket *b = bpf_map_lookup_elem(&set_index, &bucket);
 	if (!b)
 		return NULL;

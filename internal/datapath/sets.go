@@ -138,7 +138,9 @@ func (p *pdrSets) close() error {
 
 // bucket is a key's bucket in set_index, computed as find_set does.
 func (p *pdrSets) bucket(k setKey) int {
-	return int(((k.key + uint64(k.kind)<<56) * setHash) >> (64 - p.bits))
+	h := (k.key + uint64(k.kind)<<56) * setHash
+	h = (h ^ h>>32) * setHash
+	return int(h >> (64 - p.bits))
 }
 
 func (p *pdrSets) isPlaceOf(k setKey, pos int) bool { return pos/setWays == p.bucket(k) }

@@ -211,3 +211,24 @@ func TestSetsReopen(t *testing.T) {
 	}
 	u.expectUplink(t, 0xdead, 0)
 }
+
+// Sequential TEIDs and UE addresses, byte-swapped as the maps hold them,
+// must spread over the buckets like random keys do (about 2-3% overflow at
+// full capacity), not pile up as they do under one multiplication.
+func TestBucketsSpreadSequentialKeys(t *testing.T) {
+	for _, sessions := range []uint32{1000, 100_000, 1_000_000} {
+		p := pdrSets{bits: indexBits(sessions*setsPerSession + 1 + spareSets)}
+		load := make([]uint8, 1<<p.bits)
+		overflow := 0
+		for i := range sessions {
+			for _, k := range []setKey{teidKey(i + 1), ueKey(netip.AddrFrom4([4]byte{100, 64 + byte(i>>16), byte(i >> 8), byte(i)}))} {
+				if load[p.bucket(k)]++; load[p.bucket(k)] > setWays {
+					overflow++
+				}
+			}
+		}
+		if share := float64(overflow) / float64(2*sessions); share > 0.05 {
+			t.Errorf("%d sessions: %.1f%% of the keys overflow", sessions, 100*share)
+		}
+	}
+}
