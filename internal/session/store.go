@@ -187,6 +187,18 @@ func (s *Store) putKey(k dpKey, set datapath.PDRSet) error {
 	return s.dp.PutDownlink(k.(netip.Addr), set)
 }
 
+// KeyOwner returns the session that owns the data-path key of p (its TEID,
+// or its UE address), if any.
+func (s *Store) KeyOwner(p PDR) (uint64, bool) {
+	k, ok := p.key()
+	if !ok {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owner(k)
+}
+
 // owner returns the session that owns a key, if any.
 func (s *Store) owner(k dpKey) (uint64, bool) {
 	if teid, ok := k.(uint32); ok {

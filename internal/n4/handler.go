@@ -1,0 +1,390 @@
+// Package n4 gives PFCP sessions (TS 29.244) their meaning: it turns the
+// rules an SMF creates, updates and removes into sessions of the session
+// store, and chooses the F-TEIDs and UE addresses the SMF leaves to the UPF.
+// A request is applied whole or not at all.
+package n4
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/ippool"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// Config sets up a Handler.
+type Config struct {
+	Store *session.Store
+	// N3 are the UPF's GTP-U addresses; the first is the one of the
+	// F-TEIDs it chooses.
+	N3 []netip.Addr
+	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
+	// refuses such requests.
+	UEPool *ippool.Pool
+	Log    *slog.Logger
+}
+
+// Handler is the pfcp.SessionHandler of the UPF.
+type Handler struct {
+	cfg Config
+
+	mu       sync.Mutex
+	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
+	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
+}
+
+// pfcpSession is a session as its SMF sees it.
+type pfcpSession struct {
+	seid, cpSEID uint64
+	peer         string // the SMF's Node ID
+	pdrs         map[uint16]*pdr
+	fars         map[uint32]session.FAR
+	chosenTEIDs  map[uint32]bool
+	ue4          netip.Addr // allocated by the UPF (CHV4)
+}
+
+type pdr struct {
+	session.PDR
+	chosenTEID bool
+	chosenUE   bool
+}
+
+func (s *pfcpSession) clone() *pfcpSession {
+	c := *s
+	c.pdrs, c.fars = maps.Clone(s.pdrs), maps.Clone(s.fars)
+	c.chosenTEIDs = maps.Clone(s.chosenTEIDs)
+	return &c
+}
+
+// New returns a handler over a session store.
+func New(cfg Config) *Handler {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}}
+}
+
+// txn is one request being applied to a copy of a session; what it
+// allocated is given back if the request fails.
+type txn struct {
+	h      *Handler
+	s      *pfcpSession
+	choose map[uint8]uint32 // CHOOSE ID to the TEID chosen for it in this request
+	teids  []uint32
+	ues    []netip.Addr
+}
+
+func (t *txn) undo() {
+	for _, teid := range t.teids {
+		delete(t.h.chosen, teid)
+	}
+	for _, a := range t.ues {
+		_ = t.h.cfg.UEPool.Release(a)
+	}
+}
+
+// apply runs the request's removals, creations and updates, in that order,
+// and installs the result.
+func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal) *refusal {
+	for _, r := range unsupported {
+		if r != nil {
+			return r
+		}
+	}
+	for _, g := range removals {
+		if r := t.applyRemoval(g); r != nil {
+			return r
+		}
+	}
+	for _, g := range slices.Concat(creates, updates) {
+		var r *refusal
+		switch g.Type {
+		case ie.CreateFAR, ie.UpdateFAR:
+			r = t.applyFAR(g, g.Type == ie.CreateFAR)
+		case ie.CreatePDR, ie.UpdatePDR:
+			r = t.applyPDR(g, g.Type == ie.CreatePDR)
+		}
+		if r != nil {
+			return r
+		}
+	}
+	return t.install()
+}
+
+// install writes the session into the store, which checks it as a whole.
+func (t *txn) install() *refusal {
+	sess := t.s.rules()
+	for _, p := range sess.PDRs {
+		if owner, ok := t.h.cfg.Store.KeyOwner(p); ok && owner != t.s.seid {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: its TEID or UE address belongs to another session", p.ID)
+		}
+	}
+	var err error
+	if _, exists := t.h.cfg.Store.Get(sess.SEID); exists {
+		err = t.h.cfg.Store.Replace(sess)
+	} else {
+		err = t.h.cfg.Store.Create(sess)
+	}
+	var invalid *session.ValidationError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &invalid):
+		return t.s.failedRule(sess, invalid)
+	default:
+		return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
+	}
+}
+
+// rules is the session in the store's terms, PDRs and FARs by ID.
+func (s *pfcpSession) rules() session.Session {
+	sess := session.Session{SEID: s.seid}
+	for _, id := range slices.Sorted(maps.Keys(s.pdrs)) {
+		sess.PDRs = append(sess.PDRs, s.pdrs[id].PDR)
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.fars)) {
+		sess.FARs = append(sess.FARs, s.fars[id])
+	}
+	return sess
+}
+
+// failedRule names the rule of a store validation error: its field starts
+// with pdrs[i] or fars[i], indexes into sess.
+func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationError) *refusal {
+	var i int
+	if _, err := fmt.Sscanf(e.Field, "pdrs[%d]", &i); err == nil && i < len(sess.PDRs) {
+		return ruleFailure(rulePDR, uint32(sess.PDRs[i].ID), "%v", e)
+	}
+	if _, err := fmt.Sscanf(e.Field, "fars[%d]", &i); err == nil && i < len(sess.FARs) {
+		return ruleFailure(ruleFAR, sess.FARs[i].ID, "%v", e)
+	}
+	return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
+}
+
+// unusedChosen are the TEIDs s chose that none of its PDRs uses any more.
+func (s *pfcpSession) unusedChosen() []uint32 {
+	used := map[uint32]bool{}
+	for _, p := range s.pdrs {
+		used[p.PDI.TEID] = true
+	}
+	var unused []uint32
+	for teid := range s.chosenTEIDs {
+		if !used[teid] {
+			unused = append(unused, teid)
+		}
+	}
+	return unused
+}
+
+// allocateTEID picks a TEID that neither the UPF chose nor a session uses.
+func (h *Handler) allocateTEID() (uint32, error) {
+	for range 1 << 16 {
+		teid := rand.Uint32()
+		if teid == 0 || h.chosen[teid] {
+			continue
+		}
+		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid}}); used {
+			continue
+		}
+		h.chosen[teid] = true
+		return teid, nil
+	}
+	return 0, errors.New("no free TEID found")
+}
+
+func (h *Handler) isN3(a netip.Addr) bool { return slices.Contains(h.cfg.N3, a) }
+
+// allocateSEID picks a UP SEID no session of the store has.
+func (h *Handler) allocateSEID() uint64 {
+	for {
+		seid := rand.Uint64()
+		if _, used := h.cfg.Store.Get(seid); seid != 0 && !used {
+			return seid
+		}
+	}
+}
+
+// Establish creates a session from a Session Establishment Request.
+func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentRequest) *message.SessionEstablishmentResponse {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, _ := req.CPFSEID.FSEID() // checked by the server
+	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, peer: peer.NodeID, pdrs: map[uint16]*pdr{},
+		fars: map[uint32]session.FAR{}, chosenTEIDs: map[uint32]bool{}}
+	t := &txn{h: h, s: s, choose: map[uint8]uint32{}}
+	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreatePDR), nil,
+		refuseAll(req.CreateQER, ruleQER, ie.QERID, "QoS enforcement"),
+		refuseAll(req.CreateURR, ruleURR, ie.URRID, "usage reporting"),
+		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, "buffering"))
+	if r != nil {
+		t.undo()
+		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
+		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
+	}
+	h.sessions[s.seid] = s
+	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(s.seid, h.n3IP(), nil)}
+	ies = append(ies, h.createdPDRs(s, req.CreatePDR)...)
+	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
+}
+
+// sessionOf is the session a peer's request names by its UP SEID; nil for
+// an unknown SEID or another peer's session.
+func (h *Handler) sessionOf(peer pfcp.Peer, seid uint64) *pfcpSession {
+	if s, ok := h.sessions[seid]; ok && s.peer == peer.NodeID {
+		return s
+	}
+	return nil
+}
+
+// Modify applies a Session Modification Request.
+func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest) *message.SessionModificationResponse {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.sessionOf(peer, req.SEID())
+	if old == nil {
+		return message.NewSessionModificationResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
+	}
+	t := &txn{h: h, s: old.clone(), choose: map[uint8]uint32{}}
+	if req.CPFSEID != nil { // the SMF moved the session to another address or SEID
+		if f, err := req.CPFSEID.FSEID(); err == nil {
+			t.s.cpSEID = f.SEID
+		}
+	}
+	r := t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR), slices.Concat(req.CreateFAR, req.CreatePDR),
+		slices.Concat(req.UpdateFAR, req.UpdatePDR),
+		refuseAll(slices.Concat(req.CreateQER, req.UpdateQER, req.RemoveQER), ruleQER, ie.QERID, "QoS enforcement"),
+		refuseAll(slices.Concat(req.CreateURR, req.UpdateURR, req.RemoveURR, req.QueryURR), ruleURR, ie.URRID, "usage reporting"),
+		refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, "buffering"))
+	if r != nil {
+		t.undo()
+		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
+		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
+	}
+	for _, teid := range t.s.unusedChosen() {
+		delete(t.s.chosenTEIDs, teid)
+		delete(h.chosen, teid)
+	}
+	h.sessions[old.seid] = t.s
+	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(t.s, req.CreatePDR)...)
+	return message.NewSessionModificationResponse(0, 0, t.s.cpSEID, 0, 0, ies...)
+}
+
+// Delete removes a session.
+func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *message.SessionDeletionResponse {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessionOf(peer, req.SEID())
+	if s == nil {
+		return message.NewSessionDeletionResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
+	}
+	if err := h.remove(s); err != nil {
+		h.cfg.Log.Error("PFCP session deletion failed", "seid", s.seid, "err", err)
+		return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ie.NewCause(ie.CauseSystemFailure))
+	}
+	return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ie.NewCause(ie.CauseRequestAccepted))
+}
+
+// SetDelete removes every session of the requesting SMF.
+func (h *Handler) SetDelete(peer pfcp.Peer, _ *message.SessionSetDeletionRequest) *message.SessionSetDeletionResponse {
+	cause := ie.CauseRequestAccepted
+	if err := h.dropPeer(peer.NodeID); err != nil {
+		h.cfg.Log.Error("PFCP session set deletion failed", "peer", peer.NodeID, "err", err)
+		cause = ie.CauseSystemFailure
+	}
+	return message.NewSessionSetDeletionResponse(0, nil, ie.NewCause(cause), nil)
+}
+
+// DropPeer removes every session of an SMF.
+func (h *Handler) DropPeer(nodeID string) {
+	if err := h.dropPeer(nodeID); err != nil {
+		h.cfg.Log.Error("removing the sessions of a PFCP peer", "peer", nodeID, "err", err)
+	}
+}
+
+func (h *Handler) dropPeer(nodeID string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for _, s := range h.sessions {
+		if s.peer == nodeID {
+			errs = append(errs, h.remove(s))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// remove deletes a session from the store and gives back what it chose.
+func (h *Handler) remove(s *pfcpSession) error {
+	if err := h.cfg.Store.Delete(s.seid); err != nil && !errors.Is(err, session.ErrNotFound) {
+		return err
+	}
+	for teid := range s.chosenTEIDs {
+		delete(h.chosen, teid)
+	}
+	if s.ue4.IsValid() {
+		_ = h.cfg.UEPool.Release(s.ue4)
+	}
+	delete(h.sessions, s.seid)
+	return nil
+}
+
+// createdPDRs reports what the UPF chose for the PDRs a request created.
+func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
+	var out []*ie.IE
+	ids := make([]uint16, 0, len(creates))
+	for _, g := range creates {
+		if id, r := ruleID(g, ie.PDRID, (*ie.IE).PDRID); r == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	for _, id := range ids {
+		p := s.pdrs[id]
+		if p == nil || !p.chosenTEID && !p.chosenUE {
+			continue
+		}
+		children := []*ie.IE{ie.NewPDRID(id)}
+		if p.chosenTEID {
+			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, h.n3IP(), nil, 0))
+		}
+		if p.chosenUE {
+			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
+		}
+		out = append(out, ie.NewCreatedPDR(children...))
+	}
+	return out
+}
+
+// sdFlag is the S/D bit of the UE IP Address IE of a PDR (§8.2.62).
+func sdFlag(p *pdr) uint8 {
+	if p.PDI.SourceInterface == session.InterfaceAccess {
+		return 0
+	}
+	return 0x04
+}
+
+func (h *Handler) n3IP() net.IP { return net.IP(h.cfg.N3[0].AsSlice()) }
+
+// ies are the IEs of a rejection: the cause, and what it concerns.
+func (r *refusal) ies() []*ie.IE {
+	ies := []*ie.IE{ie.NewCause(r.cause)}
+	if r.offending != 0 {
+		ies = append(ies, ie.NewOffendingIE(r.offending))
+	}
+	if r.hasRule {
+		ies = append(ies, ie.NewFailedRuleID(r.ruleType, r.ruleID))
+	}
+	return ies
+}

@@ -1,0 +1,407 @@
+package n4
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// Rule types of the Failed Rule ID IE (TS 29.244 §8.2.80).
+const (
+	rulePDR uint8 = 0
+	ruleFAR uint8 = 1
+	ruleQER uint8 = 2
+	ruleURR uint8 = 3
+	ruleBAR uint8 = 4
+)
+
+// Outer Header Creation description bits (§8.2.56), first two octets.
+const ohcGTPUv4 = 0x0100
+
+// refusal is why a request cannot be applied: its cause and, for rule
+// failures, the rule, or for a missing or wrong IE, the offending type.
+type refusal struct {
+	cause     uint8
+	ruleType  uint8
+	ruleID    uint32
+	hasRule   bool
+	offending uint16
+	msg       string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+func ruleFailure(typ uint8, id uint32, format string, args ...any) *refusal {
+	return &refusal{cause: ie.CauseRuleCreationModificationFailure, ruleType: typ, ruleID: id, hasRule: true,
+		msg: fmt.Sprintf(format, args...)}
+}
+
+func missing(t uint16, where string) *refusal {
+	return &refusal{cause: ie.CauseMandatoryIEMissing, offending: t, msg: fmt.Sprintf("%s lacks IE type %d", where, t)}
+}
+
+func incorrect(t uint16, where string, err error) *refusal {
+	return &refusal{cause: ie.CauseMandatoryIEIncorrect, offending: t, msg: fmt.Sprintf("%s: IE type %d: %v", where, t, err)}
+}
+
+// first returns the first child of type t, or nil.
+func first(ies []*ie.IE, t uint16) *ie.IE {
+	for _, i := range ies {
+		if i.Type == t {
+			return i
+		}
+	}
+	return nil
+}
+
+// unsupported returns the first child whose type is not among the
+// implemented ones: what the UPF cannot do must be refused, not ignored.
+func unsupported(ies []*ie.IE, implemented ...uint16) *ie.IE {
+	for _, i := range ies {
+		known := false
+		for _, t := range implemented {
+			known = known || i.Type == t
+		}
+		if !known {
+			return i
+		}
+	}
+	return nil
+}
+
+// ruleID reads the mandatory ID of a grouped rule IE.
+func ruleID[T uint8 | uint16 | uint32](group *ie.IE, idType uint16, read func(*ie.IE) (T, error)) (T, *refusal) {
+	where := fmt.Sprintf("IE type %d", group.Type)
+	id := first(group.ChildIEs, idType)
+	if id == nil {
+		return 0, missing(idType, where)
+	}
+	v, err := read(id)
+	if err != nil {
+		return 0, incorrect(idType, where, err)
+	}
+	return v, nil
+}
+
+// applyPDR writes a Create PDR (create) or Update PDR into s.
+func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
+	id, r := ruleID(group, ie.PDRID, (*ie.IE).PDRID)
+	if r != nil {
+		return r
+	}
+	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(id), format, args...) }
+	p, exists := t.s.pdrs[id]
+	if r := presence(create, exists, fail, fmt.Sprintf("PDR %d", id)); r != nil {
+		return r
+	}
+	if create {
+		for _, m := range []uint16{ie.Precedence, ie.PDI} {
+			if first(group.ChildIEs, m) == nil {
+				return missing(m, fmt.Sprintf("Create PDR %d", id))
+			}
+		}
+		p = &pdr{PDR: session.PDR{ID: id}}
+	} else {
+		clone := *p
+		p = &clone
+	}
+	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID); bad != nil {
+		return fail("PDR %d: IE type %d is not supported", id, bad.Type)
+	}
+	for _, c := range group.ChildIEs {
+		var err error
+		switch c.Type {
+		case ie.Precedence:
+			p.Precedence, err = c.Precedence()
+		case ie.FARID:
+			p.FARID, err = c.FARID()
+		case ie.OuterHeaderRemoval:
+			var desc uint8
+			desc, err = c.OuterHeaderRemovalDescription()
+			p.OuterHeaderRemoval = &desc
+		case ie.PDI:
+			if r := t.applyPDI(p, c); r != nil {
+				return r
+			}
+		}
+		if err != nil {
+			return fail("PDR %d: IE type %d: %v", id, c.Type, err)
+		}
+	}
+	if create && first(group.ChildIEs, ie.FARID) == nil {
+		return fail("PDR %d has no FAR", id)
+	}
+	t.s.pdrs[id] = p
+	return nil
+}
+
+// presence checks that a rule to create is new and one to update exists.
+func presence(create, exists bool, fail func(string, ...any) *refusal, rule string) *refusal {
+	switch {
+	case create && exists:
+		return fail("%s exists", rule)
+	case !create && !exists:
+		return fail("no %s to update", rule)
+	}
+	return nil
+}
+
+// applyPDI replaces p's PDI, choosing an F-TEID or UE address where asked.
+func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
+	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(p.ID), format, args...) }
+	pdi := group.ChildIEs
+	if first(pdi, ie.SourceInterface) == nil {
+		return missing(ie.SourceInterface, fmt.Sprintf("PDI of PDR %d", p.ID))
+	}
+	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI); bad != nil {
+		return fail("PDR %d: PDI IE type %d is not supported", p.ID, bad.Type)
+	}
+	p.PDI, p.chosenTEID, p.chosenUE = session.PDI{}, false, false
+	for _, c := range pdi {
+		switch c.Type {
+		case ie.SourceInterface:
+			v, err := c.SourceInterface()
+			if err != nil {
+				return fail("PDR %d: source interface: %v", p.ID, err)
+			}
+			p.PDI.SourceInterface = session.Interface(v)
+		case ie.QFI:
+			v, err := c.QFI()
+			if err != nil {
+				return fail("PDR %d: QFI: %v", p.ID, err)
+			}
+			p.PDI.QFI = v
+		}
+	}
+	if c := first(pdi, ie.FTEID); c != nil {
+		if r := t.localFTEID(p, c); r != nil {
+			return r
+		}
+	}
+	if c := first(pdi, ie.UEIPAddress); c != nil {
+		if r := t.ueAddress(p, c); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// localFTEID sets the TEID the UPF receives on: the SMF's, or one the UPF
+// chooses (CH), shared by the PDRs of the same request with the same CHOOSE
+// ID (§5.2.1: the ID is only meaningful within one message).
+func (t *txn) localFTEID(p *pdr, c *ie.IE) *refusal {
+	f, err := c.FTEID()
+	if err != nil {
+		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
+	}
+	if !f.HasCh() {
+		if !f.HasIPv4() || !t.h.isN3(addr4(f.IPv4Address)) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, f.IPv4Address)
+		}
+		if f.TEID == 0 {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
+		}
+		p.PDI.TEID = f.TEID
+		return nil
+	}
+	if !f.HasIPv4() {
+		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
+	}
+	p.chosenTEID = true
+	if f.HasChID() {
+		if teid, ok := t.choose[f.ChooseID]; ok {
+			p.PDI.TEID = teid
+			return nil
+		}
+	}
+	teid, err := t.h.allocateTEID()
+	if err != nil {
+		return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
+	}
+	t.teids = append(t.teids, teid)
+	t.s.chosenTEIDs[teid] = true
+	if f.HasChID() {
+		t.choose[f.ChooseID] = teid
+	}
+	p.PDI.TEID = teid
+	return nil
+}
+
+// ueAddress sets the PDR's UE address: the SMF's, or for CHV4 the
+// session's address from the pool, allocated once per session.
+func (t *txn) ueAddress(p *pdr, c *ie.IE) *refusal {
+	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(p.ID), format, args...) }
+	f, err := c.UEIPAddress()
+	if err != nil {
+		return fail("PDR %d: UE IP address: %v", p.ID, err)
+	}
+	// The UE address is the source of uplink packets and the destination
+	// of downlink ones (S/D flag, §8.2.62).
+	wantSD := p.PDI.SourceInterface != session.InterfaceAccess
+	if c.HasSD() != wantSD {
+		return fail("PDR %d: the UE address of a PDR from interface %d must be its %s (S/D flag)", p.ID, p.PDI.SourceInterface,
+			map[bool]string{false: "source", true: "destination"}[wantSD])
+	}
+	switch {
+	case c.HasCHV6():
+		return fail("PDR %d: IPv6 UE prefixes are not allocated by this UPF", p.ID)
+	case c.HasCHV4():
+		if t.h.cfg.UEPool == nil {
+			return fail("PDR %d: no UE address pool is configured (CHV4)", p.ID)
+		}
+		if !t.s.ue4.IsValid() {
+			a, err := t.h.cfg.UEPool.Allocate()
+			if err != nil {
+				return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
+			}
+			t.ues = append(t.ues, a)
+			t.s.ue4 = a
+		}
+		p.PDI.UEAddress = netip.PrefixFrom(t.s.ue4, 32)
+		p.chosenUE = true
+	case f.IPv4Address != nil:
+		p.PDI.UEAddress = netip.PrefixFrom(addr4(f.IPv4Address), 32)
+	case f.IPv6Address != nil:
+		bits := 64
+		if c.HasIP6PL() {
+			bits = int(f.IPv6PrefixLength)
+		}
+		a, _ := netip.AddrFromSlice(f.IPv6Address)
+		p.PDI.UEAddress = netip.PrefixFrom(a, bits)
+	default:
+		return fail("PDR %d: UE IP address IE without an address", p.ID)
+	}
+	return nil
+}
+
+// applyFAR writes a Create FAR (create) or Update FAR into s.
+func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
+	id, r := ruleID(group, ie.FARID, (*ie.IE).FARID)
+	if r != nil {
+		return r
+	}
+	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, id, format, args...) }
+	f, exists := t.s.fars[id]
+	if r := presence(create, exists, fail, fmt.Sprintf("FAR %d", id)); r != nil {
+		return r
+	}
+	if create {
+		if first(group.ChildIEs, ie.ApplyAction) == nil {
+			return missing(ie.ApplyAction, fmt.Sprintf("Create FAR %d", id))
+		}
+		f = session.FAR{ID: id}
+	}
+	params := ie.ForwardingParameters
+	if !create {
+		params = ie.UpdateForwardingParameters
+	}
+	if bad := unsupported(group.ChildIEs, ie.FARID, ie.ApplyAction, params); bad != nil {
+		return fail("FAR %d: IE type %d is not supported", id, bad.Type)
+	}
+	if c := first(group.ChildIEs, ie.ApplyAction); c != nil {
+		switch {
+		case c.HasBUFF(), c.HasDUPL(), c.HasNOCP():
+			return fail("FAR %d: buffering, duplication and notification are not supported yet", id)
+		case c.HasFORW() && !c.HasDROP():
+			f.Action = session.ActionForward
+		case c.HasDROP() && !c.HasFORW():
+			f.Action = session.ActionDrop
+		default:
+			return fail("FAR %d: apply action must be one of FORW and DROP", id)
+		}
+	}
+	if c := first(group.ChildIEs, params); c != nil {
+		if r := forwarding(&f, c.ChildIEs, create); r != nil {
+			return r
+		}
+	}
+	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
+		return fail("FAR %d forwards without forwarding parameters", id)
+	}
+	t.s.fars[id] = f
+	return nil
+}
+
+// forwarding applies (Update) Forwarding Parameters to f.
+func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
+	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
+	if create && first(params, ie.DestinationInterface) == nil {
+		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
+	}
+	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation); bad != nil {
+		return fail("FAR %d: forwarding parameter IE type %d is not supported", f.ID, bad.Type)
+	}
+	for _, c := range params {
+		switch c.Type {
+		case ie.DestinationInterface:
+			v, err := c.DestinationInterface()
+			if err != nil {
+				return fail("FAR %d: destination interface: %v", f.ID, err)
+			}
+			f.DestinationInterface = session.Interface(v)
+		case ie.OuterHeaderCreation:
+			o, err := c.OuterHeaderCreation()
+			if err != nil {
+				return fail("FAR %d: outer header creation: %v", f.ID, err)
+			}
+			if o.OuterHeaderCreationDescription != ohcGTPUv4 {
+				return fail("FAR %d: only GTP-U/UDP/IPv4 outer headers can be created", f.ID)
+			}
+			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: addr4(o.IPv4Address), Port: o.PortNumber}
+		}
+	}
+	return nil
+}
+
+// applyRemoval removes a PDR or FAR by its ID.
+func (t *txn) applyRemoval(group *ie.IE) *refusal {
+	if group.Type == ie.RemovePDR {
+		id, r := ruleID(group, ie.PDRID, (*ie.IE).PDRID)
+		if r != nil {
+			return r
+		}
+		if _, ok := t.s.pdrs[id]; !ok {
+			return ruleFailure(rulePDR, uint32(id), "no PDR %d to remove", id)
+		}
+		delete(t.s.pdrs, id)
+		return nil
+	}
+	id, r := ruleID(group, ie.FARID, (*ie.IE).FARID)
+	if r != nil {
+		return r
+	}
+	if _, ok := t.s.fars[id]; !ok {
+		return ruleFailure(ruleFAR, id, "no FAR %d to remove", id)
+	}
+	delete(t.s.fars, id)
+	return nil
+}
+
+// refuseAll refuses the first rule of a kind this UPF does not implement
+// yet, naming it in the Failed Rule ID.
+func refuseAll(groups []*ie.IE, typ uint8, idType uint16, name string) *refusal {
+	for _, g := range groups {
+		if g == nil {
+			continue
+		}
+		var id uint32
+		if c := first(g.ChildIEs, idType); c != nil && len(c.Payload) > 0 {
+			for _, b := range c.Payload {
+				id = id<<8 | uint32(b)
+			}
+		}
+		return ruleFailure(typ, id, "%s rules are not supported yet", name)
+	}
+	return nil
+}
+
+func addr4(ip []byte) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+var _ pfcp.SessionHandler = (*Handler)(nil)

@@ -1,0 +1,243 @@
+package n4
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A PFCP encoder and decoder written from TS 29.244, apart from go-pfcp, so
+// that the tests do not take go-pfcp's word for the wire format.
+
+// IE and message type numbers (§8.1.2, §7.3).
+const (
+	tCreatePDR             = 1
+	tPDI                   = 2
+	tCreateFAR             = 3
+	tForwardingParameters  = 4
+	tCreateURR             = 6
+	tCreateQER             = 7
+	tCreatedPDR            = 8
+	tUpdateFAR             = 10
+	tUpdateForwardingParam = 11
+	tRemovePDR             = 15
+	tCause                 = 19
+	tSourceInterface       = 20
+	tFTEID                 = 21
+	tNetworkInstance       = 22
+	tGateStatus            = 25
+	tPrecedence            = 29
+	tReportingTriggers     = 37
+	tOffendingIE           = 40
+	tDestinationInterface  = 42
+	tApplyAction           = 44
+	tPDRID                 = 56
+	tFSEID                 = 57
+	tNodeID                = 60
+	tMeasurementMethod     = 62
+	tURRID                 = 81
+	tOuterHeaderCreation   = 84
+	tUEIPAddress           = 93
+	tOuterHeaderRemoval    = 95
+	tFARID                 = 108
+	tQERID                 = 109
+	tFailedRuleID          = 114
+	tQFI                   = 124
+
+	mSessionSetDeletionRequest   = 14
+	mSessionEstablishmentRequest = 50
+	mSessionModificationRequest  = 52
+	mSessionDeletionRequest      = 54
+)
+
+// Interface values (§8.2.2, §8.2.24).
+const (
+	ifAccess     = 0
+	ifCore       = 1
+	ifCPFunction = 3
+)
+
+// Apply Action flags, octet 5 (§8.2.26).
+const (
+	aaDROP = 0x01
+	aaFORW = 0x02
+	aaBUFF = 0x04
+	aaNOCP = 0x08
+)
+
+func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
+func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+func v4(s string) []byte {
+	a := netip.MustParseAddr(s).As4()
+	return a[:]
+}
+
+// tlv is an IE (§8.1.1): 2-octet type, 2-octet length of the value, value.
+// A grouped IE's value is its children's encodings.
+func tlv(typ uint16, value ...[]byte) []byte {
+	v := slices.Concat(value...)
+	return slices.Concat(be16(typ), be16(uint16(len(v))), v)
+}
+
+// sessionMsg is a message with a SEID (§7.2.2.1): octet 1 version 1 (bits
+// 8-6) and S=1, type, length of what follows octet 4, SEID, 3-octet
+// sequence number, spare octet.
+func sessionMsg(typ uint8, seid uint64, seq uint32, ies ...[]byte) []byte {
+	body := slices.Concat(be64(seid), be32(seq<<8), slices.Concat(ies...))
+	return slices.Concat([]byte{0x21, typ}, be16(uint16(len(body))), body)
+}
+
+// nodeMsg is a message without a SEID (S=0).
+func nodeMsg(typ uint8, seq uint32, ies ...[]byte) []byte {
+	body := slices.Concat(be32(seq<<8), slices.Concat(ies...))
+	return slices.Concat([]byte{0x20, typ}, be16(uint16(len(body))), body)
+}
+
+func createPDR(c ...[]byte) []byte    { return tlv(tCreatePDR, c...) }             // §7.5.2.2
+func pdi(c ...[]byte) []byte          { return tlv(tPDI, c...) }                   // §7.5.2.2-2
+func createFAR(c ...[]byte) []byte    { return tlv(tCreateFAR, c...) }             // §7.5.2.3
+func fwdParams(c ...[]byte) []byte    { return tlv(tForwardingParameters, c...) }  // §7.5.2.3-2
+func updateFAR(c ...[]byte) []byte    { return tlv(tUpdateFAR, c...) }             // §7.5.4.3
+func updFwdParams(c ...[]byte) []byte { return tlv(tUpdateForwardingParam, c...) } // §7.5.4.3-2
+func removePDR(id uint16) []byte      { return tlv(tRemovePDR, pdrID(id)) }        // §7.5.4.6
+
+// pdrID §8.2.36: 2 octets. farID §8.2.74: 4 octets.
+func pdrID(id uint16) []byte { return tlv(tPDRID, be16(id)) }
+func farID(id uint32) []byte { return tlv(tFARID, be32(id)) }
+
+// precedence §8.2.11: 4 octets.
+func precedence(v uint32) []byte { return tlv(tPrecedence, be32(v)) }
+
+// sourceInterface §8.2.2, destinationInterface §8.2.24: value in bits 4-1.
+func sourceInterface(v byte) []byte      { return tlv(tSourceInterface, []byte{v}) }
+func destinationInterface(v byte) []byte { return tlv(tDestinationInterface, []byte{v}) }
+
+// fteid §8.2.3: flags V4 (bit 1), TEID, IPv4 address.
+func fteid(teid uint32, addr string) []byte { return tlv(tFTEID, []byte{0x01}, be32(teid), v4(addr)) }
+
+// fteidChoose §8.2.3: flags V4 | CH (bit 3) | CHID (bit 4); no TEID or
+// address, then the CHOOSE ID.
+func fteidChoose(chooseID byte) []byte { return tlv(tFTEID, []byte{0x01 | 0x04 | 0x08, chooseID}) }
+
+// networkInstance §8.2.4: the DNN encoding (length-prefixed labels).
+func networkInstance(name string) []byte {
+	var v []byte
+	for _, l := range strings.Split(name, ".") {
+		v = append(append(v, byte(len(l))), l...)
+	}
+	return tlv(tNetworkInstance, v)
+}
+
+// ueIPv4 §8.2.62: flags V4 (bit 2), S/D (bit 3, 1: destination), address.
+func ueIPv4(addr string, sd bool) []byte {
+	return tlv(tUEIPAddress, []byte{0x02 | sdBit(sd)}, v4(addr))
+}
+
+// ueChooseV4 §8.2.62: flags V4 | CHV4 (bit 5) and S/D, no address.
+func ueChooseV4(sd bool) []byte { return tlv(tUEIPAddress, []byte{0x02 | 0x10 | sdBit(sd)}) }
+
+func sdBit(sd bool) byte {
+	if sd {
+		return 0x04
+	}
+	return 0
+}
+
+// qfi §8.2.89: QFI in bits 6-1.
+func qfi(v byte) []byte { return tlv(tQFI, []byte{v & 0x3f}) }
+
+// outerHeaderRemoval §8.2.64: the description octet (0: GTP-U/UDP/IPv4).
+func outerHeaderRemoval(v byte) []byte { return tlv(tOuterHeaderRemoval, []byte{v}) }
+
+// applyAction §8.2.26: octet 5 (DROP FORW BUFF NOCP DUPL ...), octet 6.
+func applyAction(flags byte) []byte { return tlv(tApplyAction, []byte{flags, 0}) }
+
+// ohcGTPU §8.2.56: description 0x0100 (GTP-U/UDP/IPv4), TEID, IPv4.
+func ohcGTPU(teid uint32, addr string) []byte {
+	return ohc(0x0100, teid, addr)
+}
+
+func ohc(desc uint16, teid uint32, addr string) []byte {
+	return tlv(tOuterHeaderCreation, be16(desc), be32(teid), v4(addr))
+}
+
+// nodeIDv4 §8.2.38: type 0 (IPv4) in bits 4-1, the address.
+func nodeIDv4(addr string) []byte { return tlv(tNodeID, []byte{0}, v4(addr)) }
+
+// cpFSEID §8.2.37: flags V4 (bit 2), SEID, IPv4 address.
+func cpFSEID(seid uint64, addr string) []byte { return tlv(tFSEID, []byte{0x02}, be64(seid), v4(addr)) }
+
+// createQER §7.5.2.5: QER ID (§8.2.75, 4 octets), Gate Status (§8.2.27:
+// UL and DL gates open).
+func createQER(id uint32) []byte {
+	return tlv(tCreateQER, tlv(tQERID, be32(id)), tlv(tGateStatus, []byte{0}))
+}
+
+// createURR §7.5.2.4: URR ID (§8.2.54, 4 octets), Measurement Method
+// (§8.2.40: VOLUM, bit 2), Reporting Triggers (§8.2.41: PERIO, 3 octets).
+func createURR(id uint32) []byte {
+	return tlv(tCreateURR, tlv(tURRID, be32(id)), tlv(tMeasurementMethod, []byte{0x02}), tlv(tReportingTriggers, []byte{0x01, 0, 0}))
+}
+
+// wireIE is a decoded IE; grouped ones are decoded again by the caller.
+type wireIE struct {
+	typ uint16
+	val []byte
+}
+
+// decodeIEs splits a sequence of IEs (§8.1.1).
+func decodeIEs(t *testing.T, b []byte) []wireIE {
+	t.Helper()
+	var out []wireIE
+	for len(b) > 0 {
+		if len(b) < 4 || len(b) < 4+int(binary.BigEndian.Uint16(b[2:])) {
+			t.Fatalf("truncated IE: % x", b)
+		}
+		n := int(binary.BigEndian.Uint16(b[2:]))
+		out = append(out, wireIE{binary.BigEndian.Uint16(b), b[4 : 4+n]})
+		b = b[4+n:]
+	}
+	return out
+}
+
+// decodeMsg checks a message header (§7.2.2) and returns its SEID (when
+// S=1) and its IEs.
+func decodeMsg(t *testing.T, b []byte) (msgType uint8, seid uint64, ies []wireIE) {
+	t.Helper()
+	if len(b) < 8 || b[0]>>5 != 1 || int(binary.BigEndian.Uint16(b[2:]))+4 != len(b) {
+		t.Fatalf("bad PFCP header: % x", b)
+	}
+	rest := b[4:]
+	if b[0]&1 != 0 {
+		seid, rest = binary.BigEndian.Uint64(rest), rest[8:]
+	}
+	return b[1], seid, decodeIEs(t, rest[4:])
+}
+
+// all returns the values of the IEs of a type.
+func all(ies []wireIE, typ uint16) [][]byte {
+	var out [][]byte
+	for _, i := range ies {
+		if i.typ == typ {
+			out = append(out, i.val)
+		}
+	}
+	return out
+}
+
+// one returns the value of the only IE of a type, nil when there is none.
+func one(t *testing.T, ies []wireIE, typ uint16) []byte {
+	t.Helper()
+	v := all(ies, typ)
+	switch len(v) {
+	case 0:
+		return nil
+	case 1:
+		return v[0]
+	}
+	t.Fatalf("%d IEs of type %d", len(v), typ)
+	return nil
+}
