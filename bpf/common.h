@@ -10,6 +10,7 @@
 #include <bpf/bpf_endian.h>
 
 #define INLINE static __always_inline
+#define NSEC_PER_SEC 1000000000ULL
 
 /* A read position inside the packet; every parse step checks it against end. */
 struct cursor {

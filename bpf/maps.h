@@ -47,6 +47,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pdrs SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct qer);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} qers SEC(".maps");
+
 /* Packets and bytes each PDR matched. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

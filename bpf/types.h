@@ -8,6 +8,7 @@
 #define MAX_IFACES 64
 #define PDRS_PER_KEY 8
 #define MAX_N3_ADDRS 4
+#define QERS_PER_PDR 2 /* free5GC sends a session QER and a flow QER */
 
 /* Where a packet ended, counted per interface: the names are the Go
  * constants' names too, so keep both lists in this order. */
@@ -22,6 +23,8 @@ enum reason {
 	REASON_DROP_NO_NEXTHOP,
 	REASON_DROP_TTL,
 	REASON_DROP_INTERNAL,
+	REASON_DROP_QER_GATE,
+	REASON_DROP_QER_MBR,
 	REASON_PASS_NOT_IP,
 	REASON_PASS_NOT_OURS,
 	REASON_PASS_GTP_SIGNALLING,
@@ -55,6 +58,29 @@ struct pdr {
 	__u8 flags;  /* enum pdr_flags */
 	__u8 qfi;
 	__u32 ue[4]; /* network order */
+	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
+};
+
+enum qer_dir {
+	QER_UL = 0,
+	QER_DL = 1,
+};
+
+/* One direction's token bucket. Tokens are in nanobytes (bytes × 10^9), so
+ * that a refill is elapsed ns × bytes/s, without a division. */
+struct qer_bucket {
+	__u64 rate;   /* bytes per second; 0: no maximum bit rate */
+	__u64 burst;  /* bucket size, nanobytes */
+	__u64 tokens; /* nanobytes */
+	__u64 last;   /* bpf_ktime_get_coarse_ns() of the last refill */
+};
+
+/* A QoS Enforcement Rule: gate and maximum bit rate per direction, shared
+ * by every PDR that names it and updated under the lock from every CPU. */
+struct qer {
+	struct bpf_spin_lock lock;
+	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
+	struct qer_bucket bucket[2];
 };
 
 /* What a PDR set is found by. */

@@ -33,6 +33,7 @@ const rulesPerSession = 4
 // Types shared with the BPF program.
 type (
 	PDR     = upfPdr
+	QER     = upfQer
 	PDRSet  = upfPdrSet
 	FAR     = upfFar
 	Nexthop = upfNexthop
@@ -42,6 +43,7 @@ type (
 // Constants shared with the BPF program.
 const (
 	PDRsPerKey    = len(PDRSet{}.Pdr)
+	QERsPerPDR    = len(PDR{}.Qer)
 	MatchUEv4     = 1
 	MatchUEv6     = 2
 	MatchQFI      = 4
@@ -138,7 +140,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
-		"pdrs": rules, "pdr_counters": rules, "fars": rules,
+		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules,
 	} {
 		spec.Maps[name].MaxEntries = size
 	}

@@ -19,6 +19,17 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 	return d.maps.Pdrs.Put(slot, p)
 }
 
+// PutQER writes a QER slot; its token buckets start full.
+func (d *Datapath) PutQER(slot uint32, q QER) error {
+	for i := range q.Bucket {
+		q.Bucket[i].Tokens = q.Bucket[i].Burst
+	}
+	return d.maps.Qers.Put(slot, q)
+}
+
+// QERCapacity is the number of QER slots.
+func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
+
 // PutFAR writes a FAR slot.
 func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.maps.Fars.Put(slot, f) }
 
