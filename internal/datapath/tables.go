@@ -27,6 +27,17 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	return d.maps.Qers.Put(slot, q)
 }
 
+// PDR and QER read a slot back (tests, reconciliation).
+func (d *Datapath) PDR(slot uint32) (PDR, error) {
+	var p PDR
+	return p, d.maps.Pdrs.Lookup(slot, &p)
+}
+
+func (d *Datapath) QER(slot uint32) (QER, error) {
+	var q QER
+	return q, d.maps.Qers.Lookup(slot, &q)
+}
+
 // QERCapacity is the number of QER slots.
 func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
 

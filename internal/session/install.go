@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
 )
@@ -18,12 +20,9 @@ type txn struct {
 }
 
 func (t *txn) undo() {
-	for _, slot := range t.in.PDRSlots {
-		t.s.pdrSlots.releaseNow(slot)
-	}
-	for _, slot := range t.in.FARSlots {
-		t.s.farSlots.releaseNow(slot)
-	}
+	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
+	releaseAll(t.s.farSlots, t.in.FARSlots, true)
+	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, dst := range t.nexthops {
 		t.s.nh.Release(dst)
 	}
@@ -51,7 +50,8 @@ func (s *Store) install(sess Session, old *installed) error {
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{}}}
+	t := &txn{s: s, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
+		QERSlots: map[uint32]uint32{}}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -101,12 +101,22 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	}
 }
 
-// writeRules allocates and writes the FAR and PDR slots of t.in.
+// writeRules allocates and writes the QER, FAR and PDR slots of t.in.
 func (t *txn) writeRules() error {
 	s, sess := t.s, &t.in.Session
 	for _, n := range sess.Neighbours {
 		t.statics = append(t.statics, Neighbour{n.IP, s.staticMAC(n.IP)})
 		s.refStatic(n)
+	}
+	for _, q := range sess.QERs {
+		slot, err := s.qerSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.QERSlots[q.ID] = slot
+		if err := s.dp.PutQER(slot, dataPathQER(q)); err != nil {
+			return err
+		}
 	}
 	for i := range sess.FARs {
 		f := &sess.FARs[i]
@@ -145,17 +155,50 @@ func (t *txn) writeRules() error {
 			return err
 		}
 		t.in.PDRSlots[p.ID] = slot
-		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in.FARSlots[p.FARID])); err != nil {
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func dataPathPDR(p *PDR, farSlot uint32) datapath.PDR {
-	dp := datapath.PDR{Far: farSlot, Id: p.ID, Qfi: p.PDI.QFI}
+// qerBurst is how long a QER's bucket lets a flow send at line rate:
+// several ticks of the coarse clock the data path refills by.
+const qerBurst = 10 * time.Millisecond
+
+// minQERBurst lets at least two full-size packets through a slow QER.
+const minQERBurst = 3000 // bytes
+
+func dataPathQER(q QER) datapath.QER {
+	var dq datapath.QER
+	for dir, c := range []struct {
+		closed bool
+		bps    uint64
+	}{{q.GateULClosed, q.MBRUL}, {q.GateDLClosed, q.MBRDL}} {
+		if c.closed {
+			dq.GateClosed |= 1 << dir
+		}
+		rate := c.bps / 8
+		dq.Bucket[dir].Rate = rate
+		dq.Bucket[dir].Burst = max(rate*uint64(qerBurst.Nanoseconds()), minQERBurst*uint64(time.Second))
+	}
+	return dq
+}
+
+func dataPathPDR(p *PDR, in *installed) datapath.PDR {
+	dp := datapath.PDR{Far: in.FARSlots[p.FARID], Id: p.ID, Qfi: p.PDI.QFI}
+	for i, id := range p.QERIDs {
+		dp.Qer[i] = in.QERSlots[id]
+	}
 	if p.PDI.SourceInterface != InterfaceAccess {
-		if p.PDI.QFI != 0 {
+		if dp.Qfi == 0 { // a downlink PDR's QFI comes from its QERs
+			for _, q := range in.QERs {
+				if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
+					dp.Qfi = q.QFI
+				}
+			}
+		}
+		if dp.Qfi != 0 {
 			dp.Flags |= datapath.MarkQFI
 		}
 		return dp
@@ -202,12 +245,9 @@ func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
 // forget gives back what an installed session owned, once no key points at
 // it any more.
 func (s *Store) forget(in *installed) {
-	for _, slot := range in.PDRSlots {
-		s.pdrSlots.release(slot)
-	}
-	for _, slot := range in.FARSlots {
-		s.farSlots.release(slot)
-	}
+	releaseAll(s.pdrSlots, in.PDRSlots, false)
+	releaseAll(s.farSlots, in.FARSlots, false)
+	releaseAll(s.qerSlots, in.QERSlots, false)
 	for i := range in.FARs {
 		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
 			s.nh.Release(o.Peer)

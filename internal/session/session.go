@@ -29,6 +29,7 @@ type Session struct {
 	SEID uint64
 	PDRs []PDR
 	FARs []FAR
+	QERs []QER
 	// Neighbours are static IP-to-MAC entries for next hops (the
 	// document's arpTable); they take precedence over the kernel's.
 	Neighbours []Neighbour
@@ -42,6 +43,8 @@ type PDR struct {
 	PDI        PDI
 	// OuterHeaderRemoval is nil when the packet keeps its outer headers.
 	OuterHeaderRemoval *uint8
+	// QERIDs are the QERs that all apply to the PDR's packets.
+	QERIDs []uint32 `json:",omitempty"`
 }
 
 // PDI is a PDR's Packet Detection Information.
@@ -74,6 +77,15 @@ type OuterHeaderCreation struct {
 	TEID uint32
 	Peer netip.Addr // the gNB's N3 address
 	Port uint16     // 0 or 2152: the data path always sends to 2152
+}
+
+// QER is a QoS Enforcement Rule: gates and maximum bit rates per
+// direction, and the QFI that downlink packets are marked with.
+type QER struct {
+	ID                         uint32
+	GateULClosed, GateDLClosed bool
+	MBRUL, MBRDL               uint64 // bits per second; 0: no limit
+	QFI                        uint8  // 0: none
 }
 
 // Neighbour is a static next-hop MAC address.

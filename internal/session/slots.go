@@ -14,18 +14,19 @@ type cooling struct {
 	since time.Time
 }
 
-// slotPool hands out indexes of one array map.
+// slotPool hands out indexes of one array map, from first on.
 type slotPool struct {
 	name    string
 	size    uint32
+	first   uint32
 	next    uint32
 	free    []uint32
 	cooling []cooling
 	now     func() time.Time
 }
 
-func newSlotPool(name string, size uint32) *slotPool {
-	return &slotPool{name: name, size: size, now: time.Now}
+func newSlotPool(name string, first, size uint32) *slotPool {
+	return &slotPool{name: name, size: size, first: first, next: first, now: time.Now}
 }
 
 func (p *slotPool) alloc() (uint32, error) {
@@ -55,6 +56,18 @@ func (p *slotPool) releaseNow(slot uint32) {
 	p.free = append(p.free, slot)
 }
 
+// releaseAll releases the slots of a session's rules, now or after the
+// reuse delay.
+func releaseAll[K comparable](p *slotPool, slots map[K]uint32, now bool) {
+	for _, slot := range slots {
+		if now {
+			p.releaseNow(slot)
+		} else {
+			p.release(slot)
+		}
+	}
+}
+
 // adopt marks slots a previous run left in use; call before any alloc.
 func (p *slotPool) adopt(used map[uint32]bool) {
 	for s := range used {
@@ -62,7 +75,7 @@ func (p *slotPool) adopt(used map[uint32]bool) {
 			p.next = s + 1
 		}
 	}
-	for s := uint32(0); s < p.next; s++ {
+	for s := p.first; s < p.next; s++ {
 		if !used[s] {
 			p.free = append(p.free, s)
 		}

@@ -38,35 +38,38 @@ func (s *Store) Restore(data []byte) error {
 		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
 	owned := map[dpKey]bool{}
-	usedPDRs, usedFARs := map[uint32]bool{}, map[uint32]bool{}
+	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}}
 	for _, in := range st.Sessions {
 		for _, k := range keysOf(&in.Session) {
 			owned[k] = true
 		}
-		for _, slot := range in.PDRSlots {
-			usedPDRs[slot] = true
-		}
-		for _, slot := range in.FARSlots {
-			usedFARs[slot] = true
-		}
+		markUsed(used[s.pdrSlots], in.PDRSlots)
+		markUsed(used[s.farSlots], in.FARSlots)
+		markUsed(used[s.qerSlots], in.QERSlots)
 	}
 	if err := s.removeStrayKeys(owned); err != nil {
 		return err
 	}
-	s.pdrSlots.adopt(usedPDRs)
-	s.farSlots.adopt(usedFARs)
+	for pool, slots := range used {
+		pool.adopt(slots)
+	}
 	for _, in := range st.Sessions {
 		if err := s.install(in.Session, nil); err != nil {
 			return fmt.Errorf("restoring session %d: %w", in.SEID, err)
 		}
 	}
-	for slot := range usedPDRs {
-		s.pdrSlots.release(slot)
-	}
-	for slot := range usedFARs {
-		s.farSlots.release(slot)
+	for pool, slots := range used {
+		for slot := range slots {
+			pool.release(slot)
+		}
 	}
 	return nil
+}
+
+func markUsed[K comparable](used map[uint32]bool, slots map[K]uint32) {
+	for _, slot := range slots {
+		used[slot] = true
+	}
 }
 
 // removeStrayKeys deletes the map keys that are not owned.

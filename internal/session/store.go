@@ -40,6 +40,7 @@ type Store struct {
 	statics  map[netip.Addr]*static
 	pdrSlots *slotPool
 	farSlots *slotPool
+	qerSlots *slotPool
 	changed  func()
 }
 
@@ -48,6 +49,7 @@ type installed struct {
 	Session
 	PDRSlots map[uint16]uint32 `json:"pdrSlots"`
 	FARSlots map[uint32]uint32 `json:"farSlots"`
+	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -62,7 +64,8 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		dp: dp, nh: nh, n3: n3, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
 		statics:  map[netip.Addr]*static{},
-		pdrSlots: newSlotPool("PDR", pdrs), farSlots: newSlotPool("FAR", fars),
+		pdrSlots: newSlotPool("PDR", 0, pdrs), farSlots: newSlotPool("FAR", 0, fars),
+		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
 	}
 }
 

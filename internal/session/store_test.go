@@ -122,6 +122,53 @@ func TestStoreLifecycle(t *testing.T) {
 	check(t, e.store.Create(other))
 }
 
+// QERs go into slots of their own (never slot 0, which means none), the
+// PDRs point at them, and a downlink PDR marks its QERs' QFI.
+func TestStoreQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	sess.QERs = []QER{{ID: 1, GateULClosed: true, MBRDL: 8_000_000, QFI: 5}}
+	for i := range sess.PDRs {
+		sess.PDRs[i].QERIDs = []uint32{1}
+	}
+	bad := figure10()
+	bad.PDRs[0].QERIDs = []uint32{9}
+	var invalid *ValidationError
+	if err := e.store.Create(bad); !errors.As(err, &invalid) || invalid.Field != "pdrs[0].qerIds" {
+		t.Fatalf("a PDR naming a missing QER: %v", err)
+	}
+	check(t, e.store.Create(sess))
+	pdr := func(set datapath.PDRSet, err error) datapath.PDR {
+		t.Helper()
+		check(t, err)
+		p, err := e.dp.PDR(set.Pdr[0])
+		check(t, err)
+		return p
+	}
+	ul := pdr(e.dp.Uplink(100))
+	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
+	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags&datapath.MarkQFI == 0 {
+		t.Fatalf("uplink PDR %+v, downlink PDR %+v", ul, dl)
+	}
+	q, err := e.dp.QER(ul.Qer[0])
+	check(t, err)
+	const rate = 8_000_000 / 8
+	if q.GateClosed != 1 || q.Bucket[1].Rate != rate || q.Bucket[1].Burst != rate*uint64(qerBurst) ||
+		q.Bucket[1].Tokens != q.Bucket[1].Burst || q.Bucket[0].Rate != 0 {
+		t.Fatalf("QER %+v", q)
+	}
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	check(t, restored.Restore(saved))
+	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
+		t.Fatalf("restored %+v", got)
+	}
+	if moved := pdr(e.dp.Uplink(100)); moved.Qer[0] == 0 || moved.Qer[0] == ul.Qer[0] {
+		t.Fatalf("restored PDR %+v: the QER is not in a fresh slot", moved)
+	}
+}
+
 func TestStoreRestore(t *testing.T) {
 	e := newStoreEnv(t)
 	check(t, e.store.Create(figure10()))

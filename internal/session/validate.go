@@ -41,6 +41,16 @@ func Validate(s *Session) error {
 			return err
 		}
 	}
+	qers := map[uint32]bool{}
+	for i, q := range s.QERs {
+		if qers[q.ID] {
+			return invalid(fmt.Sprintf("qers[%d].qerId", i), "QER %d is defined twice", q.ID)
+		}
+		qers[q.ID] = true
+		if q.QFI > 63 {
+			return invalid(fmt.Sprintf("qers[%d].qfi", i), "must be 0..63")
+		}
+	}
 	pdrIDs := map[uint16]bool{}
 	perKey := map[any]int{}
 	for i := range s.PDRs {
@@ -53,6 +63,14 @@ func Validate(s *Session) error {
 		far, ok := fars[p.FARID]
 		if !ok {
 			return invalid(field+".farId", "FAR %d is not in the session", p.FARID)
+		}
+		if len(p.QERIDs) > datapath.QERsPerPDR {
+			return invalid(field+".qerIds", "at most %d QERs per PDR", datapath.QERsPerPDR)
+		}
+		for _, id := range p.QERIDs {
+			if !qers[id] {
+				return invalid(field+".qerIds", "QER %d is not in the session", id)
+			}
 		}
 		if err := validatePDR(field, p, far); err != nil {
 			return err
