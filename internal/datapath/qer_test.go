@@ -4,8 +4,6 @@ import (
 	"testing"
 )
 
-const nanobytes = 1_000_000_000 // tokens per byte in a qer_bucket
-
 // qerPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
 // test rules at the given QER slots.
 func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
@@ -52,7 +50,7 @@ func TestQERMaximumBitRate(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	inner := uint64(len(up.bytes(t)))
-	limited := QER{Bucket: [2]upfQerBucket{{Rate: 100, Burst: 10 * inner * nanobytes}}}
+	limited := QER{Bucket: [2]upfQerBucket{QERBucket(100, 10*inner)}}
 	check(t, u.d.PutQER(1, limited))
 	qerPDRs(t, u.d, 1)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))

@@ -19,6 +19,8 @@ type setKey struct {
 	key  uint64
 }
 
+func (k setKey) overflowKey() upfSetKey { return upfSetKey{Key: k.key, Kind: uint32(k.kind)} }
+
 // Constants of the set tables (bpf/types.h).
 const (
 	setHash = 0x9e3779b97f4a7c15
@@ -33,7 +35,7 @@ const (
 
 // place is where a key's set is published.
 type place struct {
-	index int64  // place in set_index (bucket × setWays + way), or noPlace
+	index int    // place in set_index (bucket × setWays + way), or noPlace
 	slot  uint32 // slot in pdr_sets
 }
 
@@ -49,7 +51,6 @@ type pdrSets struct {
 	bits     uint
 	overflow *ebpf.Map
 	where    map[setKey]place
-	taken    []bool   // places of set_index in use
 	free     []uint32 // free slots, least recently freed first
 	maxKeys  int
 }
@@ -68,20 +69,18 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 	p.overflow = m.SetOverflow
 	p.maxKeys = int(m.PdrSets.MaxEntries()) - 1 - spareSets
 	p.where = map[setKey]place{}
-	p.taken = make([]bool, len(p.index)/4)
 	// A restarted daemon finds the sets published: take them from the
 	// index and the overflow, and free every slot nothing publishes.
 	used := make([]bool, m.PdrSets.MaxEntries())
 	used[0] = true
-	for pos := range p.taken {
+	for pos := range p.places() {
 		slot := p.loadIndex(pos)
 		if slot == 0 {
 			continue
 		}
 		if k, ok := p.owner(slot, used); ok && p.isPlaceOf(k, pos) {
 			used[slot] = true
-			p.taken[pos] = true
-			p.where[k] = place{int64(pos), slot}
+			p.where[k] = place{pos, slot}
 		} else {
 			p.storeIndex(pos, 0) // not written by us: unpublish
 		}
@@ -143,13 +142,16 @@ func (p *pdrSets) bucket(k setKey) int {
 	return int(h >> (64 - p.bits))
 }
 
+// places is the number of places in set_index.
+func (p *pdrSets) places() int { return len(p.index) / 4 }
+
 func (p *pdrSets) isPlaceOf(k setKey, pos int) bool { return pos/setWays == p.bucket(k) }
 
 // placeFor is the first of k's places that is free or k's own (own is
 // where k is published now, or noPlace), or noPlace when all are taken.
 func (p *pdrSets) placeFor(k setKey, own int) int {
 	for way := range setWays {
-		if pos := p.bucket(k)*setWays + way; !p.taken[pos] || pos == own {
+		if pos := p.bucket(k)*setWays + way; pos == own || p.loadIndex(pos) == 0 {
 			return pos
 		}
 	}
@@ -187,37 +189,38 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 
 	own := noPlace
 	if had {
-		own = int(old.index)
+		own = old.index
 	}
 	pos := p.placeFor(k, own)
 	if pos == noPlace {
-		if err := p.overflow.Put(upfSetKey{Key: k.key, Kind: uint32(k.kind)}, slot); err != nil {
+		if err := p.overflow.Put(k.overflowKey(), slot); err != nil {
 			return fmt.Errorf("PDR set overflow: %w", err)
 		}
 	} else {
 		p.storeIndex(pos, slot)
-		p.taken[pos] = true
 	}
 	p.free = p.free[1:]
-	p.where[k] = place{int64(pos), slot}
+	p.where[k] = place{pos, slot}
 	if had {
-		p.withdraw(k, old, pos)
+		// The new set is published: take the old one's place away unless
+		// the new one took it over (same index place, or both in the
+		// overflow, where Put replaced it). An overflow entry left behind
+		// would be harmless, the index being read first.
+		if old.index != pos {
+			_ = p.unpublish(k, old)
+		}
+		p.free = append(p.free, old.slot)
 	}
 	return nil
 }
 
-// withdraw unpublishes k's old place unless the new one (pos) is the same,
-// then frees the old slot.
-func (p *pdrSets) withdraw(k setKey, old place, pos int) {
-	switch {
-	case old.index == noPlace && pos != noPlace:
-		// The index entry now shadows the overflow's: the packet finds it first.
-		_ = ignoreMissing(p.overflow.Delete(upfSetKey{Key: k.key, Kind: uint32(k.kind)}))
-	case old.index != noPlace && int(old.index) != pos:
-		p.storeIndex(int(old.index), 0)
-		p.taken[old.index] = false
+// unpublish takes k's set at its place out of the index or the overflow.
+func (p *pdrSets) unpublish(k setKey, at place) error {
+	if at.index == noPlace {
+		return ignoreMissing(p.overflow.Delete(k.overflowKey()))
 	}
-	p.free = append(p.free, old.slot)
+	p.storeIndex(at.index, 0)
+	return nil
 }
 
 // delete unpublishes k; a missing key is not an error.
@@ -228,13 +231,8 @@ func (p *pdrSets) delete(k setKey) error {
 	if !had {
 		return nil
 	}
-	if old.index == noPlace {
-		if err := ignoreMissing(p.overflow.Delete(upfSetKey{Key: k.key, Kind: uint32(k.kind)})); err != nil {
-			return err
-		}
-	} else {
-		p.storeIndex(int(old.index), 0)
-		p.taken[old.index] = false
+	if err := p.unpublish(k, old); err != nil {
+		return err
 	}
 	delete(p.where, k)
 	p.free = append(p.free, old.slot)

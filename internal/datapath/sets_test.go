@@ -107,9 +107,13 @@ func TestSetOverflow(t *testing.T) {
 		}
 		u.expectUplink(t, teid, 0)
 	}
-	if len(u.d.sets.free) != freeBefore || slices.Contains(u.d.sets.taken, true) {
+	taken := false
+	for pos := range u.d.sets.places() {
+		taken = taken || u.d.sets.loadIndex(pos) != 0
+	}
+	if len(u.d.sets.free) != freeBefore || taken {
 		t.Errorf("after deleting every set: %d free slots (want %d), places taken: %v",
-			len(u.d.sets.free), freeBefore, slices.Contains(u.d.sets.taken, true))
+			len(u.d.sets.free), freeBefore, taken)
 	}
 }
 
@@ -174,9 +178,9 @@ func TestSetsReopen(t *testing.T) {
 	}
 	// A stray entry: a published slot in a bucket that is not its key's.
 	stray := teidKey(teids[0])
-	strayPos := slices.IndexFunc(d.sets.taken, func(taken bool) bool { return !taken })
-	if d.sets.isPlaceOf(stray, strayPos) {
-		strayPos = (strayPos + setWays) % len(d.sets.taken) // a free place of another bucket
+	strayPos := 0
+	for d.sets.loadIndex(strayPos) != 0 || d.sets.isPlaceOf(stray, strayPos) {
+		strayPos++ // a free place of another bucket
 	}
 	d.sets.storeIndex(strayPos, d.sets.where[stray].slot)
 	// And an overflow entry pointing at another key's set.

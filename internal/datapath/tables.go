@@ -3,6 +3,7 @@ package datapath
 import (
 	"errors"
 	"net/netip"
+	"time"
 
 	"github.com/cilium/ebpf"
 )
@@ -17,6 +18,12 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 		return err
 	}
 	return d.maps.Pdrs.Put(slot, p)
+}
+
+// QERBucket is one direction of a QER: its rate in bytes per second, its
+// size in bytes (the data path counts nanobytes, bpf/types.h).
+func QERBucket(rate, burst uint64) upfQerBucket {
+	return upfQerBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }
 
 // PutQER writes a QER slot; its token buckets start full.

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -35,6 +34,8 @@ type Config struct {
 	UEPool *ippool.Pool
 	Log    *slog.Logger
 }
+
+var _ pfcp.SessionHandler = (*Handler)(nil)
 
 // Handler is the pfcp.SessionHandler of the UPF.
 type Handler struct {
@@ -225,9 +226,9 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		fars: map[uint32]session.FAR{}, chosenTEIDs: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}}
 	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreatePDR), nil,
-		refuseAll(req.CreateQER, ruleQER, ie.QERID, "QoS enforcement"),
-		refuseAll(req.CreateURR, ruleURR, ie.URRID, "usage reporting"),
-		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, "buffering"))
+		refuseAll(req.CreateQER, ruleQER, ie.QERID, (*ie.IE).QERID, "QoS enforcement"),
+		refuseAll(req.CreateURR, ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
+		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
@@ -264,9 +265,9 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	}
 	r := t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR), slices.Concat(req.CreateFAR, req.CreatePDR),
 		slices.Concat(req.UpdateFAR, req.UpdatePDR),
-		refuseAll(slices.Concat(req.CreateQER, req.UpdateQER, req.RemoveQER), ruleQER, ie.QERID, "QoS enforcement"),
-		refuseAll(slices.Concat(req.CreateURR, req.UpdateURR, req.RemoveURR, req.QueryURR), ruleURR, ie.URRID, "usage reporting"),
-		refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, "buffering"))
+		refuseAll(slices.Concat(req.CreateQER, req.UpdateQER, req.RemoveQER), ruleQER, ie.QERID, (*ie.IE).QERID, "QoS enforcement"),
+		refuseAll(slices.Concat(req.CreateURR, req.UpdateURR, req.RemoveURR, req.QueryURR), ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
+		refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
@@ -349,7 +350,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 			ids = append(ids, id)
 		}
 	}
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	slices.Sort(ids)
 	for _, id := range ids {
 		p := s.pdrs[id]
 		if p == nil || !p.chosenTEID && !p.chosenUE {

@@ -3,10 +3,10 @@ package n4
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/wmnsk/go-pfcp/ie"
 
-	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
@@ -62,11 +62,7 @@ func first(ies []*ie.IE, t uint16) *ie.IE {
 // implemented ones: what the UPF cannot do must be refused, not ignored.
 func unsupported(ies []*ie.IE, implemented ...uint16) *ie.IE {
 	for _, i := range ies {
-		known := false
-		for _, t := range implemented {
-			known = known || i.Type == t
-		}
-		if !known {
+		if !slices.Contains(implemented, i.Type) {
 			return i
 		}
 	}
@@ -383,18 +379,12 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 
 // refuseAll refuses the first rule of a kind this UPF does not implement
 // yet, naming it in the Failed Rule ID.
-func refuseAll(groups []*ie.IE, typ uint8, idType uint16, name string) *refusal {
+func refuseAll[T uint8 | uint32](groups []*ie.IE, typ uint8, idType uint16, read func(*ie.IE) (T, error), name string) *refusal {
 	for _, g := range groups {
-		if g == nil {
-			continue
+		if g != nil {
+			id, _ := ruleID(g, idType, read) // an unreadable ID is named 0
+			return ruleFailure(typ, uint32(id), "%s rules are not supported yet", name)
 		}
-		var id uint32
-		if c := first(g.ChildIEs, idType); c != nil && len(c.Payload) > 0 {
-			for _, b := range c.Payload {
-				id = id<<8 | uint32(b)
-			}
-		}
-		return ruleFailure(typ, id, "%s rules are not supported yet", name)
 	}
 	return nil
 }
@@ -403,5 +393,3 @@ func addr4(ip []byte) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()
 }
-
-var _ pfcp.SessionHandler = (*Handler)(nil)

@@ -179,8 +179,7 @@ func dataPathQER(q QER) datapath.QER {
 			dq.GateClosed |= 1 << dir
 		}
 		rate := c.bps / 8
-		dq.Bucket[dir].Rate = rate
-		dq.Bucket[dir].Burst = max(rate*uint64(qerBurst.Nanoseconds()), minQERBurst*uint64(time.Second))
+		dq.Bucket[dir] = datapath.QERBucket(rate, max(rate*uint64(qerBurst)/uint64(time.Second), minQERBurst))
 	}
 	return dq
 }
@@ -191,11 +190,9 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 		dp.Qer[i] = in.QERSlots[id]
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
-		if dp.Qfi == 0 { // a downlink PDR's QFI comes from its QERs
-			for _, q := range in.QERs {
-				if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
-					dp.Qfi = q.QFI
-				}
+		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
+			if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
+				dp.Qfi = q.QFI
 			}
 		}
 		if dp.Qfi != 0 {
