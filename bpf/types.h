@@ -49,6 +49,7 @@ enum pdr_flags {
 	PDR_MATCH_UE_V6 = 2, /* uplink: inner source is in the /64 ue[0..1] */
 	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
+	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
 };
 
 /* One PDR as the packet sees it; the precedence is the order in pdr_set. */

@@ -381,7 +381,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ip6->hop_limit--;
 
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
-	__u8 qfi = pdr->qfi;
+	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
 	/* Read once: the control plane may rewrite the slot meanwhile. */
 	__be16 tci = nh->vlan_tci;
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
@@ -416,7 +416,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
 		psc->length = 1;
 		psc->pdu_type = 0;
-		psc->qfi = qfi & 0x3f;
+		psc->qfi = qfi;
 		psc->next_ext = 0;
 	}
 	finish(pkt_len, REASON_DOWNLINK_FORWARD, 0);

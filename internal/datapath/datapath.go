@@ -48,6 +48,7 @@ const (
 	MatchUEv6     = 2
 	MatchQFI      = 4
 	MarkQFI       = 8
+	MarkRQI       = 16
 	FARForward    = 1
 	FARGTPUv4     = 1
 	NexthopRoute  = 0xffffffff

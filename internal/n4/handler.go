@@ -52,6 +52,7 @@ type pfcpSession struct {
 	peer         string // the SMF's Node ID
 	pdrs         map[uint16]*pdr
 	fars         map[uint32]session.FAR
+	qers         map[uint32]session.QER
 	chosenTEIDs  map[uint32]bool
 	ue4          netip.Addr // allocated by the UPF (CHV4)
 }
@@ -64,7 +65,7 @@ type pdr struct {
 
 func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
-	c.pdrs, c.fars = maps.Clone(s.pdrs), maps.Clone(s.fars)
+	c.pdrs, c.fars, c.qers = maps.Clone(s.pdrs), maps.Clone(s.fars), maps.Clone(s.qers)
 	c.chosenTEIDs = maps.Clone(s.chosenTEIDs)
 	return &c
 }
@@ -114,6 +115,8 @@ func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal
 		switch g.Type {
 		case ie.CreateFAR, ie.UpdateFAR:
 			r = t.applyFAR(g, g.Type == ie.CreateFAR)
+		case ie.CreateQER, ie.UpdateQER:
+			r = t.applyQER(g, g.Type == ie.CreateQER)
 		case ie.CreatePDR, ie.UpdatePDR:
 			r = t.applyPDR(g, g.Type == ie.CreatePDR)
 		}
@@ -149,7 +152,7 @@ func (t *txn) install() *refusal {
 	}
 }
 
-// rules is the session in the store's terms, PDRs and FARs by ID.
+// rules is the session in the store's terms, each kind of rule by ID.
 func (s *pfcpSession) rules() session.Session {
 	sess := session.Session{SEID: s.seid}
 	for _, id := range slices.Sorted(maps.Keys(s.pdrs)) {
@@ -158,11 +161,14 @@ func (s *pfcpSession) rules() session.Session {
 	for _, id := range slices.Sorted(maps.Keys(s.fars)) {
 		sess.FARs = append(sess.FARs, s.fars[id])
 	}
+	for _, id := range slices.Sorted(maps.Keys(s.qers)) {
+		sess.QERs = append(sess.QERs, s.qers[id])
+	}
 	return sess
 }
 
 // failedRule names the rule of a store validation error: its field starts
-// with pdrs[i] or fars[i], indexes into sess.
+// with pdrs[i], fars[i] or qers[i], indexes into sess.
 func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationError) *refusal {
 	var i int
 	if _, err := fmt.Sscanf(e.Field, "pdrs[%d]", &i); err == nil && i < len(sess.PDRs) {
@@ -170,6 +176,9 @@ func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationErro
 	}
 	if _, err := fmt.Sscanf(e.Field, "fars[%d]", &i); err == nil && i < len(sess.FARs) {
 		return ruleFailure(ruleFAR, sess.FARs[i].ID, "%v", e)
+	}
+	if _, err := fmt.Sscanf(e.Field, "qers[%d]", &i); err == nil && i < len(sess.QERs) {
+		return ruleFailure(ruleQER, sess.QERs[i].ID, "%v", e)
 	}
 	return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
 }
@@ -223,10 +232,9 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	defer h.mu.Unlock()
 	f, _ := req.CPFSEID.FSEID() // checked by the server
 	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, peer: peer.NodeID, pdrs: map[uint16]*pdr{},
-		fars: map[uint32]session.FAR{}, chosenTEIDs: map[uint32]bool{}}
+		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, chosenTEIDs: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}}
-	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreatePDR), nil,
-		refuseAll(req.CreateQER, ruleQER, ie.QERID, (*ie.IE).QERID, "QoS enforcement"),
+	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreateQER, req.CreatePDR), nil,
 		refuseAll(req.CreateURR, ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
 		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
 	if r != nil {
@@ -263,9 +271,8 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 			t.s.cpSEID = f.SEID
 		}
 	}
-	r := t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR), slices.Concat(req.CreateFAR, req.CreatePDR),
-		slices.Concat(req.UpdateFAR, req.UpdatePDR),
-		refuseAll(slices.Concat(req.CreateQER, req.UpdateQER, req.RemoveQER), ruleQER, ie.QERID, (*ie.IE).QERID, "QoS enforcement"),
+	r := t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER),
+		slices.Concat(req.CreateFAR, req.CreateQER, req.CreatePDR), slices.Concat(req.UpdateFAR, req.UpdateQER, req.UpdatePDR),
 		refuseAll(slices.Concat(req.CreateURR, req.UpdateURR, req.RemoveURR, req.QueryURR), ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
 		refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
 	if r != nil {

@@ -105,8 +105,11 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 		clone := *p
 		p = &clone
 	}
-	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID); bad != nil {
+	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID); bad != nil {
 		return fail("PDR %d: IE type %d is not supported", id, bad.Type)
+	}
+	if first(group.ChildIEs, ie.QERID) != nil { // the QERs named replace the PDR's
+		p.QERIDs = nil
 	}
 	for _, c := range group.ChildIEs {
 		var err error
@@ -115,6 +118,10 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 			p.Precedence, err = c.Precedence()
 		case ie.FARID:
 			p.FARID, err = c.FARID()
+		case ie.QERID:
+			var qer uint32
+			qer, err = c.QERID()
+			p.QERIDs = append(p.QERIDs, qer)
 		case ie.OuterHeaderRemoval:
 			var desc uint8
 			desc, err = c.OuterHeaderRemovalDescription()
@@ -353,28 +360,96 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 	return nil
 }
 
-// applyRemoval removes a PDR or FAR by its ID.
+// applyRemoval removes a PDR, FAR or QER by its ID.
 func (t *txn) applyRemoval(group *ie.IE) *refusal {
-	if group.Type == ie.RemovePDR {
+	switch group.Type {
+	case ie.RemovePDR:
 		id, r := ruleID(group, ie.PDRID, (*ie.IE).PDRID)
 		if r != nil {
 			return r
 		}
-		if _, ok := t.s.pdrs[id]; !ok {
-			return ruleFailure(rulePDR, uint32(id), "no PDR %d to remove", id)
+		return remove(t.s.pdrs, id, rulePDR, "PDR")
+	case ie.RemoveFAR:
+		id, r := ruleID(group, ie.FARID, (*ie.IE).FARID)
+		if r != nil {
+			return r
 		}
-		delete(t.s.pdrs, id)
-		return nil
+		return remove(t.s.fars, id, ruleFAR, "FAR")
+	default:
+		id, r := ruleID(group, ie.QERID, (*ie.IE).QERID)
+		if r != nil {
+			return r
+		}
+		return remove(t.s.qers, id, ruleQER, "QER")
 	}
-	id, r := ruleID(group, ie.FARID, (*ie.IE).FARID)
+}
+
+func remove[K uint16 | uint32, V any](rules map[K]V, id K, typ uint8, name string) *refusal {
+	if _, ok := rules[id]; !ok {
+		return ruleFailure(typ, uint32(id), "no %s %d to remove", name, id)
+	}
+	delete(rules, id)
+	return nil
+}
+
+// applyQER writes a Create QER (create) or Update QER into s.
+func (t *txn) applyQER(group *ie.IE, create bool) *refusal {
+	id, r := ruleID(group, ie.QERID, (*ie.IE).QERID)
 	if r != nil {
 		return r
 	}
-	if _, ok := t.s.fars[id]; !ok {
-		return ruleFailure(ruleFAR, id, "no FAR %d to remove", id)
+	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleQER, id, format, args...) }
+	q, exists := t.s.qers[id]
+	if r := presence(create, exists, fail, fmt.Sprintf("QER %d", id)); r != nil {
+		return r
 	}
-	delete(t.s.fars, id)
+	if create {
+		if first(group.ChildIEs, ie.GateStatus) == nil {
+			return missing(ie.GateStatus, fmt.Sprintf("Create QER %d", id))
+		}
+		q = session.QER{ID: id}
+	}
+	// A QER Correlation ID would share the rates with other sessions;
+	// packet rates, flow level marking and the rest are not enforced.
+	if bad := unsupported(group.ChildIEs, ie.QERID, ie.GateStatus, ie.MBR, ie.GBR, ie.QFI, ie.RQI); bad != nil {
+		return fail("QER %d: IE type %d is not supported", id, bad.Type)
+	}
+	for _, c := range group.ChildIEs {
+		var err error
+		switch c.Type {
+		case ie.GateStatus:
+			var ul, dl uint8
+			if ul, dl, err = c.GateStatusULDL(); err == nil && (ul > ie.GateStatusClosed || dl > ie.GateStatusClosed) {
+				err = fmt.Errorf("spare gate status value")
+			}
+			q.GateULClosed, q.GateDLClosed = ul == ie.GateStatusClosed, dl == ie.GateStatusClosed
+		case ie.MBR:
+			q.MBRUL, q.MBRDL, err = bitRates(c.MBRUL, c.MBRDL)
+		case ie.GBR:
+			q.GBRUL, q.GBRDL, err = bitRates(c.GBRUL, c.GBRDL)
+		case ie.QFI:
+			q.QFI, err = c.QFI()
+		case ie.RQI:
+			_, err = c.RQI()
+			q.RQI = c.HasRQI()
+		}
+		if err != nil {
+			return fail("QER %d: IE type %d: %v", id, c.Type, err)
+		}
+	}
+	t.s.qers[id] = q
 	return nil
+}
+
+// bitRates reads the uplink and downlink rates of an MBR or GBR IE, in
+// kilobits per second on the wire (§8.2.8), as bits per second.
+func bitRates(ul, dl func() (uint64, error)) (uint64, uint64, error) {
+	u, err := ul()
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := dl()
+	return u * 1000, d * 1000, err
 }
 
 // refuseAll refuses the first rule of a kind this UPF does not implement

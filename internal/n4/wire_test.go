@@ -21,13 +21,19 @@ const (
 	tCreateQER             = 7
 	tCreatedPDR            = 8
 	tUpdateFAR             = 10
+	tUpdatePDR             = 9
+	tUpdateQER             = 14
 	tUpdateForwardingParam = 11
 	tRemovePDR             = 15
+	tRemoveQER             = 18
 	tCause                 = 19
 	tSourceInterface       = 20
 	tFTEID                 = 21
 	tNetworkInstance       = 22
 	tGateStatus            = 25
+	tMBR                   = 26
+	tGBR                   = 27
+	tQERCorrelationID      = 28
 	tPrecedence            = 29
 	tReportingTriggers     = 37
 	tOffendingIE           = 40
@@ -44,6 +50,7 @@ const (
 	tFARID                 = 108
 	tQERID                 = 109
 	tFailedRuleID          = 114
+	tRQI                   = 123
 	tQFI                   = 124
 
 	mSessionSetDeletionRequest   = 14
@@ -171,10 +178,28 @@ func nodeIDv4(addr string) []byte { return tlv(tNodeID, []byte{0}, v4(addr)) }
 func cpFSEID(seid uint64, addr string) []byte { return tlv(tFSEID, []byte{0x02}, be64(seid), v4(addr)) }
 
 // createQER §7.5.2.5: QER ID (§8.2.75, 4 octets), Gate Status (§8.2.27:
-// UL and DL gates open).
-func createQER(id uint32) []byte {
-	return tlv(tCreateQER, tlv(tQERID, be32(id)), tlv(tGateStatus, []byte{0}))
+// UL and DL gates open), then the IEs given.
+func createQER(id uint32, c ...[]byte) []byte {
+	return tlv(tCreateQER, append([][]byte{qerID(id), gateStatus(0, 0)}, c...)...)
 }
+
+func updateQER(id uint32, c ...[]byte) []byte {
+	return tlv(tUpdateQER, append([][]byte{qerID(id)}, c...)...)
+}                                  // §7.5.4.5
+func removeQER(id uint32) []byte   { return tlv(tRemoveQER, qerID(id)) } // §7.5.4.9
+func updatePDR(c ...[]byte) []byte { return tlv(tUpdatePDR, c...) }      // §7.5.4.2
+func qerID(id uint32) []byte       { return tlv(tQERID, be32(id)) }
+
+// gateStatus §8.2.27: UL gate in bits 4-3, DL gate in bits 2-1 (1: closed).
+func gateStatus(ul, dl byte) []byte { return tlv(tGateStatus, []byte{ul<<2 | dl}) }
+
+// bitRate §8.2.8/§8.2.9: UL then DL, 5 octets each, kilobits per second.
+func bitRate(typ uint16, ulKbps, dlKbps uint64) []byte {
+	return tlv(typ, be64(ulKbps)[3:], be64(dlKbps)[3:])
+}
+
+// rqi §8.2.88: RQI in bit 1.
+func rqi() []byte { return tlv(tRQI, []byte{0x01}) }
 
 // createURR §7.5.2.4: URR ID (§8.2.54, 4 octets), Measurement Method
 // (§8.2.40: VOLUM, bit 2), Reporting Triggers (§8.2.41: PERIO, 3 octets).

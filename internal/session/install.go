@@ -191,12 +191,20 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
-			if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
+			if !slices.Contains(p.QERIDs, q.ID) {
+				continue
+			}
+			if dp.Qfi == 0 {
 				dp.Qfi = q.QFI
+			}
+			if q.RQI {
+				dp.Flags |= datapath.MarkRQI
 			}
 		}
 		if dp.Qfi != 0 {
 			dp.Flags |= datapath.MarkQFI
+		} else {
+			dp.Flags &^= datapath.MarkRQI // the RQI travels in the container only
 		}
 		return dp
 	}

@@ -80,12 +80,17 @@ type OuterHeaderCreation struct {
 }
 
 // QER is a QoS Enforcement Rule: gates and maximum bit rates per
-// direction, and the QFI that downlink packets are marked with.
+// direction, and the QFI (and reflective QoS indication) that downlink
+// packets are marked with.
 type QER struct {
 	ID                         uint32
 	GateULClosed, GateDLClosed bool
 	MBRUL, MBRDL               uint64 // bits per second; 0: no limit
-	QFI                        uint8  // 0: none
+	// GBRUL and GBRDL are guaranteed bit rates (bits per second): kept
+	// and shown, not enforced; the MBR caps the flow.
+	GBRUL, GBRDL uint64 `json:",omitempty"`
+	QFI          uint8  // 0: none
+	RQI          bool   `json:",omitempty"`
 }
 
 // Neighbour is a static next-hop MAC address.

@@ -123,11 +123,11 @@ func TestStoreLifecycle(t *testing.T) {
 }
 
 // QERs go into slots of their own (never slot 0, which means none), the
-// PDRs point at them, and a downlink PDR marks its QERs' QFI.
+// PDRs point at them, and a downlink PDR marks its QERs' QFI and RQI.
 func TestStoreQERs(t *testing.T) {
 	e := newStoreEnv(t)
 	sess := figure10()
-	sess.QERs = []QER{{ID: 1, GateULClosed: true, MBRDL: 8_000_000, QFI: 5}}
+	sess.QERs = []QER{{ID: 1, GateULClosed: true, MBRDL: 8_000_000, GBRDL: 1_000_000, QFI: 5, RQI: true}}
 	for i := range sess.PDRs {
 		sess.PDRs[i].QERIDs = []uint32{1}
 	}
@@ -147,7 +147,7 @@ func TestStoreQERs(t *testing.T) {
 	}
 	ul := pdr(e.dp.Uplink(100))
 	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
-	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags&datapath.MarkQFI == 0 {
+	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags != datapath.MarkQFI|datapath.MarkRQI || ul.Flags&datapath.MarkRQI != 0 {
 		t.Fatalf("uplink PDR %+v, downlink PDR %+v", ul, dl)
 	}
 	q, err := e.dp.QER(ul.Qer[0])
