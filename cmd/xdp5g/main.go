@@ -29,19 +29,22 @@ const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
 
 Daemon:
   run --config FILE     attach the data path, take over the saved sessions and
-                        serve the REST API until SIGINT or SIGTERM; the XDP
-                        programs stay attached after it stops
+                        serve the REST API (and PFCP, with a pfcp section)
+                        until SIGINT or SIGTERM; the XDP programs stay
+                        attached after it stops
   detach --config FILE  detach the XDP programs from all interfaces and remove
                         the pinned maps (stop the daemon first)
 
 Client of a running daemon; each takes --api URL (default ` + api.DefaultURL + `)
 after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
-  sessions list         print every session
+  sessions list         print every session, SMFs' (PFCP) ones included
   sessions get SEID     print a session with its PDRs' counters
   sessions add FILE     install the session of a JSON document (- for stdin)
   sessions replace FILE replace the session with the document's seid
   sessions delete SEID  remove a session
+                        (replace and delete refuse sessions an SMF created)
   stats                 print the per-interface counters that are not zero
+  associations          print the PFCP associations with SMFs
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
 		return daemon.Run(ctx, cfg, log)
-	case "sessions", "stats":
+	case "sessions", "stats", "associations":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
@@ -105,15 +108,14 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 	return config.Load(*path)
 }
 
-// client runs a client command: sessions SUBCOMMAND [--api URL] [ARG], or
-// stats [--api URL].
+// client runs a client command: sessions SUBCOMMAND [--api URL] [ARG],
+// stats [--api URL] or associations [--api URL].
 func client(ctx context.Context, cmd string, args []string) error {
-	sub := ""
 	if cmd == "sessions" {
 		if len(args) == 0 {
 			return errUsage
 		}
-		sub, args = args[0], args[1:]
+		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	flags.Usage = func() {}
@@ -123,27 +125,34 @@ func client(ctx context.Context, cmd string, args []string) error {
 	}
 	c := &api.Client{URL: *url, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	arg := flags.Arg(0)
-	// The number of arguments of each subcommand; "" is stats.
-	wantArgs := map[string]int{"": 0, "list": 0, "get": 1, "add": 1, "replace": 1, "delete": 1}
-	if n, ok := wantArgs[sub]; !ok || flags.NArg() != n {
+	// The number of arguments of each command.
+	wantArgs := map[string]int{"stats": 0, "associations": 0,
+		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
+	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
 	}
-	switch sub {
-	case "":
+	switch cmd {
+	case "stats":
 		st, err := c.Stats(ctx)
 		if err != nil {
 			return err
 		}
 		return st.WriteTable(os.Stdout)
-	case "list":
+	case "associations":
+		a, err := c.Associations(ctx)
+		if err != nil {
+			return err
+		}
+		return a.WriteTable(os.Stdout)
+	case "sessions list":
 		return printJSON(c.Sessions(ctx))
-	case "get":
+	case "sessions get":
 		seid, err := parseSEID(arg)
 		if err != nil {
 			return err
 		}
 		return printJSON(c.Session(ctx, seid))
-	case "delete":
+	case "sessions delete":
 		seid, err := parseSEID(arg)
 		if err != nil {
 			return err
@@ -154,7 +163,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sub == "add" {
+	if cmd == "sessions add" {
 		return printJSON(c.Create(ctx, doc))
 	}
 	return printJSON(c.Replace(ctx, doc))

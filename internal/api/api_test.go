@@ -66,6 +66,7 @@ const second = `{"seid": 2,
 const upfIface = "n3n6"
 
 var (
+	n3       = netip.MustParseAddr("10.1.2.1")
 	fig10UE  = netip.MustParseAddr("10.1.3.27")
 	secondUE = netip.MustParseAddr("10.1.3.28")
 )
@@ -105,7 +106,7 @@ func newEnv(t *testing.T) *env {
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 
 	pin := "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-api-")
-	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{netip.MustParseAddr("10.1.2.1")}})
+	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
 	must(t, err)
 	t.Cleanup(func() {
 		dp.Close()
@@ -122,11 +123,18 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { nh.Close() })
 
 	e.dp = dp
-	e.store = session.NewStore(dp, nh, netip.MustParseAddr("10.1.2.1"), nil)
-	srv := httptest.NewServer(NewHandler(e.store, dp, slog.New(slog.DiscardHandler)))
+	e.store = session.NewStore(dp, nh, n3, nil)
+	e.serve(t, nil)
+	return e
+}
+
+// serve serves the API on a test server from now on, with a PFCP interface
+// or none.
+func (e *env) serve(t *testing.T, n4Interface *PFCP) {
+	t.Helper()
+	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
-	return e
 }
 
 func (e *env) request(t *testing.T, method, path, body string) (int, []byte) {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
 )
@@ -70,6 +71,19 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 		return nil, fmt.Errorf("reading the statistics: %w", err)
 	}
 	return &st, nil
+}
+
+// Associations lists the daemon's PFCP associations.
+func (c *Client) Associations(ctx context.Context) (*Associations, error) {
+	body, err := c.do(ctx, http.MethodGet, "/api/v1/pfcp/associations", nil)
+	if err != nil {
+		return nil, err
+	}
+	var a Associations
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("reading the associations: %w", err)
+	}
+	return &a, nil
 }
 
 // do sends a request and returns the response body, or an *Error for a
@@ -144,4 +158,26 @@ func reasonsInOrder(reasons map[string]Counter) []string {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 	})
 	return names
+}
+
+// WriteTable prints a row per association.
+func (a *Associations) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE ID\tADDRESS\tSTATE\tSINCE\tLAST HEARTBEAT\tSMF STARTED")
+	for _, as := range a.Associations {
+		state := "up"
+		if as.Lost {
+			state = "lost"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", as.NodeID, as.Addr, state,
+			timestamp(as.Since), timestamp(as.LastHeartbeat), timestamp(as.RecoveryTime))
+	}
+	return tw.Flush()
+}
+
+func timestamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
 }

@@ -1,15 +1,20 @@
 // Package api is the REST (JSON) interface of the daemon, and the client
 // the command line uses:
 //
-//	GET    /api/v1/sessions         {"sessions": [document...]}
-//	POST   /api/v1/sessions         document → 201 document; 409 if it exists
-//	GET    /api/v1/sessions/{seid}  document with each PDR's live counters
-//	PUT    /api/v1/sessions/{seid}  document → 200 document (hitless replace)
-//	DELETE /api/v1/sessions/{seid}  204
-//	GET    /api/v1/stats            Stats
+//	GET    /api/v1/sessions          {"sessions": [document...]}
+//	POST   /api/v1/sessions          document → 201 document; 409 if it exists
+//	GET    /api/v1/sessions/{seid}   document with each PDR's live counters
+//	PUT    /api/v1/sessions/{seid}   document → 200 document (hitless replace)
+//	DELETE /api/v1/sessions/{seid}   204
+//	GET    /api/v1/stats             Stats
+//	GET    /api/v1/pfcp/associations Associations
+//	GET    /api/v1/pfcp/stats        PFCPStats
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
+// Sessions that SMFs created over PFCP are listed with the others, but PUT
+// and DELETE refuse them (409): only their SMF changes them. Without PFCP
+// the /api/v1/pfcp resources answer 404.
 package api
 
 import (
@@ -19,9 +24,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/n4"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
@@ -61,15 +70,58 @@ type InterfaceStats struct {
 	Reasons map[string]Counter `json:"reasons"`
 }
 
+// Associations is the body of GET /api/v1/pfcp/associations.
+type Associations struct {
+	Associations []Association `json:"associations"`
+}
+
+// Association is a PFCP association with an SMF: pfcp.Association, named
+// for JSON (converted, so the fields stay in step).
+type Association struct {
+	NodeID string         `json:"nodeId"`
+	Addr   netip.AddrPort `json:"address"` // where the UPF sends its requests
+	// RecoveryTime is when the SMF started, as it says.
+	RecoveryTime  time.Time `json:"recoveryTime"`
+	Since         time.Time `json:"since"`
+	LastHeartbeat time.Time `json:"lastHeartbeat,omitzero"` // absent before the first
+	Lost          bool      `json:"lost"`                   // the SMF leaves heartbeats unanswered
+}
+
+// PFCPStats is the body of GET /api/v1/pfcp/stats: pfcp.Stats, named for
+// JSON (converted, so the fields stay in step).
+type PFCPStats struct {
+	Received           uint64 `json:"received"`
+	Truncated          uint64 `json:"truncated"`
+	BadLength          uint64 `json:"badLength"`
+	BadVersion         uint64 `json:"badVersion"`
+	BadHeader          uint64 `json:"badHeader"`
+	UnknownType        uint64 `json:"unknownType"`
+	Undecodable        uint64 `json:"undecodable"`
+	Retransmissions    uint64 `json:"retransmissions"`
+	UnmatchedResponses uint64 `json:"unmatchedResponses"`
+	Overload           uint64 `json:"overload"`
+	Panics             uint64 `json:"panics"`
+}
+
+// PFCP is the daemon's N4 interface.
+type PFCP struct {
+	Server *pfcp.Server
+	// Sessions tells which sessions of the store SMFs created.
+	Sessions *n4.Handler
+}
+
 type server struct {
 	store *session.Store
 	dp    *datapath.Datapath
+	pfcp  *PFCP // nil without N4
 	log   *slog.Logger
 }
 
-// NewHandler serves the REST API for a store and the data path it fills.
-func NewHandler(store *session.Store, dp *datapath.Datapath, log *slog.Logger) http.Handler {
-	s := &server{store: store, dp: dp, log: log}
+// NewHandler serves the REST API for a store, the data path it fills and
+// the PFCP interface that shares the store, if the daemon serves one (nil
+// if not).
+func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, log *slog.Logger) http.Handler {
+	s := &server{store: store, dp: dp, pfcp: n4Interface, log: log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
 	mux.Handle("POST /api/v1/sessions", s.handle(s.create))
@@ -77,6 +129,8 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, log *slog.Logger) h
 	mux.Handle("PUT /api/v1/sessions/{seid}", s.handle(s.replace))
 	mux.Handle("DELETE /api/v1/sessions/{seid}", s.handle(s.delete))
 	mux.Handle("GET /api/v1/stats", s.handle(s.stats))
+	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
+	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
 	return mux
 }
 
@@ -123,6 +177,17 @@ func notFound(seid uint64) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("session %d not found", seid)}
 }
 
+// checkNotPFCP refuses to change a session an SMF created: the SMF would
+// go on modifying and deleting the session it believes it made.
+func (s *server) checkNotPFCP(seid uint64) error {
+	if s.pfcp != nil && s.pfcp.Sessions.Owns(seid) {
+		return &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("session %d was created over PFCP: only its SMF may change or delete it", seid)}
+	}
+	return nil
+}
+
+var errNoPFCP = &Error{Status: http.StatusNotFound, Msg: "PFCP is not served: the daemon's configuration has no pfcp section"}
+
 func (s *server) list(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	docs := []*document{}
 	for _, sess := range s.store.List() {
@@ -160,6 +225,9 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.checkNotPFCP(seid); err != nil {
+		return 0, nil, err
+	}
 	sess, err := readSession(w, r)
 	if err != nil {
 		return 0, nil, err
@@ -178,6 +246,9 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, erro
 func (s *server) delete(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	seid, err := pathSEID(r)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkNotPFCP(seid); err != nil {
 		return 0, nil, err
 	}
 	if err := s.store.Delete(seid); errors.Is(err, session.ErrNotFound) {
@@ -202,6 +273,24 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request) (int, any, error)
 		st.Interfaces = append(st.Interfaces, is)
 	}
 	return http.StatusOK, st, nil
+}
+
+func (s *server) associations(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.pfcp == nil {
+		return 0, nil, errNoPFCP
+	}
+	body := Associations{Associations: []Association{}}
+	for _, a := range s.pfcp.Server.Associations() {
+		body.Associations = append(body.Associations, Association(a))
+	}
+	return http.StatusOK, body, nil
+}
+
+func (s *server) pfcpStats(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.pfcp == nil {
+		return 0, nil, errNoPFCP
+	}
+	return http.StatusOK, PFCPStats(s.pfcp.Server.Stats()), nil
 }
 
 // current answers with a session's document and live counters.

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 )
 
@@ -78,6 +79,10 @@ type PFCP struct {
 	HeartbeatInterval time.Duration
 	T1                time.Duration
 	N1                int
+	// UEPool is the IPv4 prefix the UPF takes UE addresses from when an
+	// SMF leaves the choice to it (CHV4); not valid when unset, and such
+	// requests are then refused.
+	UEPool netip.Prefix
 }
 
 // Datapath places and sizes the pinned maps.
@@ -137,6 +142,7 @@ type pfcpSettings struct {
 	HeartbeatInterval *time.Duration `yaml:"heartbeat_interval"`
 	T1                *time.Duration `yaml:"t1"`
 	N1                *int           `yaml:"n1"`
+	UEPool            string         `yaml:"ue_pool"`
 }
 
 type datapathSettings struct {
@@ -368,6 +374,13 @@ func parsePFCP(f *file, cfg *Config) error {
 	if err := parsePFCPTimers(p, out); err != nil {
 		return err
 	}
+	if p.UEPool != "" {
+		pool, err := uePool(p.UEPool, cfg.N3Addresses)
+		if err != nil {
+			return invalid("pfcp.ue_pool", "%v", err)
+		}
+		out.UEPool = pool
+	}
 	cfg.PFCP = out
 	return nil
 }
@@ -396,6 +409,27 @@ func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
 		out.N1 = *n
 	}
 	return nil
+}
+
+// uePool checks the prefix of a UE address pool.
+func uePool(s string, n3 []netip.Addr) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil || !p.Addr().Is4():
+		return p, fmt.Errorf("%q is not an IPv4 prefix such as 10.45.0.0/16", s)
+	case p != p.Masked():
+		return p, fmt.Errorf("%q has host bits set; the prefix is %v", s, p.Masked())
+	}
+	if _, err := ippool.New(p); err != nil { // too large
+		return p, err
+	}
+	// A UE given the UPF's own GTP-U address would take its traffic.
+	for i, a := range n3 {
+		if p.Contains(a) {
+			return p, fmt.Errorf("%v holds n3_addresses[%d] (%v)", p, i, a)
+		}
+	}
+	return p, nil
 }
 
 // peerAddress checks an SMF's address, host or host:port, and gives it the

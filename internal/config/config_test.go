@@ -62,6 +62,7 @@ pfcp:
   heartbeat_interval: 5s
   t1: 1500ms
   n1: 5
+  ue_pool: 10.45.0.0/16
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,7 @@ pfcp:
 			HeartbeatInterval: 5 * time.Second,
 			T1:                1500 * time.Millisecond,
 			N1:                5,
+			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 		},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -170,6 +172,11 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"PFCP negative T1", "pfcp: {node_id: upf.example, t1: -1s}", "pfcp.t1"},
 		{"PFCP N1 0", "pfcp: {node_id: upf.example, n1: 0}", "pfcp.n1"},
 		{"PFCP N1 11", "pfcp: {node_id: upf.example, n1: 11}", "pfcp.n1"},
+		{"UE pool without length", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.0}", "pfcp.ue_pool"},
+		{"IPv6 UE pool", "pfcp: {node_id: upf.example, ue_pool: '2001:db8::/48'}", "pfcp.ue_pool"},
+		{"UE pool with host bits", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.1/16}", "pfcp.ue_pool"},
+		{"UE pool over 2^24", "pfcp: {node_id: upf.example, ue_pool: 10.0.0.0/7}", "pfcp.ue_pool"},
+		{"UE pool holding N3", "pfcp: {node_id: upf.example, ue_pool: 192.0.2.0/24}", "pfcp.ue_pool"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

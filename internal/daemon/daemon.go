@@ -1,5 +1,6 @@
 // Package daemon runs the UPF: it attaches the data path, keeps the
-// sessions across restarts and serves the REST API.
+// sessions across restarts and serves the REST API and, when configured,
+// PFCP (N4).
 package daemon
 
 import (
@@ -31,23 +32,23 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 // Run attaches the data path to the configured interfaces, takes over the
-// sessions of the state file and serves the REST API until ctx is done.
+// sessions of the state file and serves the REST API, and PFCP if cfg has
+// a pfcp section, until ctx is done.
 // On return the XDP programs stay attached and the maps pinned, so traffic
 // keeps flowing until the next run takes over; Detach removes them. cfg is
 // valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
-	if cfg.PFCP != nil {
-		// The node layer (internal/pfcp) exists; the session procedures
-		// that give it a use do not yet. Serving associations that refuse
-		// every session would only mislead an SMF.
-		return errors.New("pfcp: the N4 interface is not served by this version yet; remove the pfcp section and use the REST API")
-	}
 	// Fail on a busy port before touching the data path.
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		return fmt.Errorf("api.listen: %w", err)
 	}
 	defer ln.Close()
+	if cfg.PFCP != nil {
+		if err := checkPFCPListen(cfg.PFCP.Listen); err != nil {
+			return err
+		}
+	}
 	// Read before touching the data path, so a bad file stops the start
 	// with the running data path untouched.
 	saved, err := readState(cfg.StateFile)
@@ -95,7 +96,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		return err
 	}
 
-	srv := &http.Server{Handler: api.NewHandler(store, dp, log), ReadHeaderTimeout: 10 * time.Second}
+	var n4Interface *api.PFCP
+	if cfg.PFCP != nil {
+		if n4Interface, err = servePFCP(cfg, store, log); err != nil {
+			return err
+		}
+		// Deferred last, so closed first: no session request reaches the
+		// store after its last save.
+		defer func() { err = errors.Join(err, n4Interface.Server.Close()) }()
+	}
+
+	srv := &http.Server{Handler: api.NewHandler(store, dp, n4Interface, log), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving the REST API", "listen", ln.Addr().String())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/testbed"
 )
 
@@ -48,6 +50,9 @@ type env struct {
 	upf, peer *testbed.Netns
 	dir, pin  string
 	listen    string
+	// pfcp is the pfcp section config writes, as a YAML flow mapping;
+	// none when empty.
+	pfcp string
 }
 
 func newEnv(t *testing.T) *env {
@@ -86,6 +91,9 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	}
 	fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\nxdp_mode: native\nnetns: %s\napi: {listen: %q}\n", e.upf.Name, e.listen)
 	fmt.Fprintf(&yaml, "datapath: {pin_path: %s, max_sessions: 1024}\nstate_file: %s\n", e.pin, filepath.Join(e.dir, "state", "sessions.json"))
+	if e.pfcp != "" {
+		fmt.Fprintf(&yaml, "pfcp: %s\n", e.pfcp)
+	}
 	path := filepath.Join(e.dir, "xdp5g.yaml")
 	must(t, os.WriteFile(path, []byte(yaml.String()), 0o600))
 	cfg, err := config.Load(path)
@@ -238,16 +246,70 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	must(t, Detach(second)) // nothing left to detach
 }
 
-func TestPFCPSectionIsRefused(t *testing.T) {
+// freeUDPPort is a loopback address that nothing listens on.
+func freeUDPPort(t *testing.T) string {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	defer conn.Close()
+	return conn.LocalAddr().String()
+}
+
+// The daemon answers PFCP on its configured address and advertises exactly
+// the UP features it has: FTUP always, UEIP with a UE pool.
+func TestPFCPHeartbeatAndAssociation(t *testing.T) {
+	for _, c := range []struct {
+		name, pool string
+		features   []byte // UP Function Features, octets 5 on
+	}{
+		{"without a UE pool", "", []byte{0x10, 0}},
+		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x10, 0, 0x04}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			listen := freeUDPPort(t)
+			// No heartbeats during the test: they would go to port 8805.
+			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h%s}", listen, c.pool)
+			client, stop := e.run(t, e.config(t))
+			defer func() { must(t, stop()) }()
+			smf, err := pfcptest.NewSMF("smf.xdp5g.test", netip.MustParseAddrPort(listen))
+			must(t, err)
+			defer smf.Close()
+
+			hb, err := smf.Heartbeat()
+			must(t, err)
+			if _, err := hb.RecoveryTimeStamp.RecoveryTimeStamp(); err != nil {
+				t.Errorf("heartbeat response without a recovery time stamp: %v", err)
+			}
+			resp, err := smf.Associate()
+			must(t, err)
+			if id, err := resp.NodeID.NodeID(); err != nil || id != "upf.xdp5g.test" {
+				t.Errorf("node ID %q, %v", id, err)
+			}
+			if f, err := resp.UPFunctionFeatures.UPFunctionFeatures(); err != nil || !bytes.Equal(f, c.features) {
+				t.Errorf("UP function features % x, %v; want % x", f, err, c.features)
+			}
+			assocs, err := client.Associations(context.Background())
+			must(t, err)
+			if len(assocs.Associations) != 1 || assocs.Associations[0].NodeID != "smf.xdp5g.test" {
+				t.Errorf("associations: %+v", assocs)
+			}
+		})
+	}
+}
+
+func TestBusyPFCPPortStopsTheStart(t *testing.T) {
 	e := newEnv(t)
-	cfg := e.config(t)
-	cfg.PFCP = &config.PFCP{NodeID: "10.1.2.1"}
-	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "pfcp") {
-		t.Fatalf("Run = %v, want a refusal naming pfcp", err)
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	defer busy.Close()
+	e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test}", busy.LocalAddr())
+	err = Run(context.Background(), e.config(t), slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "pfcp.listen") {
+		t.Fatalf("Run = %v, want an error naming pfcp.listen", err)
 	}
 	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
-		t.Errorf("Run opened the data path before refusing: %v", err)
+		t.Errorf("Run opened the data path before failing: %v", err)
 	}
 }
 

@@ -45,7 +45,7 @@ var sessionDocument = fmt.Sprintf(`{"seid": %d,
 // atomically, so traffic in both directions loses no packet.
 func TestDaemonRestartLosesNothing(t *testing.T) {
 	tb := newTestbed(t)
-	cfg := daemonConfig(t, tb)
+	cfg := daemonConfig(t, tb, "")
 	t.Cleanup(func() {
 		if err := daemon.Detach(cfg); err != nil {
 			t.Error(err)
@@ -118,8 +118,9 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 }
 
 // daemonConfig writes and loads the configuration of a daemon that drives
-// the testbed's UPF namespace, with maps pinned in a directory of its own.
-func daemonConfig(t *testing.T, tb *demo.Testbed) *config.Config {
+// the testbed's UPF namespace, with maps pinned in a directory of its own,
+// and the pfcp section given as a YAML flow mapping, if any.
+func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -139,6 +140,9 @@ datapath: {pin_path: %s, max_sessions: 16}
 state_file: %s
 `, demo.N3, demo.N6, demo.N3Addr, tb.UPF.Name, listen,
 		filepath.Join("/sys/fs/bpf", testbed.UniqueName("xdp5g-e2e-")), filepath.Join(dir, "sessions.json"))
+	if pfcp != "" {
+		yaml += "pfcp: " + pfcp + "\n"
+	}
 	path := filepath.Join(dir, "xdp5g.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)

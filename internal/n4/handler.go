@@ -248,6 +248,15 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
 }
 
+// Owns reports whether the store's session seid was created over PFCP and
+// is still the SMF's to change.
+func (h *Handler) Owns(seid uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.sessions[seid]
+	return ok
+}
+
 // sessionOf is the session a peer's request names by its UP SEID; nil for
 // an unknown SEID or another peer's session.
 func (h *Handler) sessionOf(peer pfcp.Peer, seid uint64) *pfcpSession {

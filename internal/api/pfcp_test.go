@@ -1,0 +1,181 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/ippool"
+	"github.com/xdp5g/xdp5g/internal/n4"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/pfcptest"
+)
+
+const (
+	smfNodeID = "smf.xdp5g.test"
+	gnbTEID   = 900
+	qfi       = 9
+)
+
+var gnb = netip.MustParseAddr("10.1.3.2") // the peer namespace's end of the veth
+
+// servePFCP serves PFCP on a loopback port over the env's store, as the
+// daemon does, and the API with it; it returns an SMF associated with it.
+func (e *env) servePFCP(t *testing.T) (*pfcp.Server, *pfcptest.SMF) {
+	t.Helper()
+	pool, err := ippool.New(netip.MustParsePrefix("10.60.0.0/24"))
+	must(t, err)
+	handler := n4.New(n4.Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool})
+	// No heartbeats during the test: they would go to port 8805.
+	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.test", HeartbeatInterval: time.Hour, Handler: handler})
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	e.serve(t, &PFCP{Server: srv, Sessions: handler})
+	smf, err := pfcptest.NewSMF(smfNodeID, srv.Addr())
+	must(t, err)
+	t.Cleanup(func() { smf.Close() })
+	_, err = smf.Associate()
+	must(t, err)
+	return srv, smf
+}
+
+// installed is the document GET returns for the session the SMF
+// established.
+func installed(s pfcptest.Session) string {
+	return fmt.Sprintf(`{"seid": %d,
+ "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": %d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": %q, "qfi": %d},
+           "counters": {"packets": 0, "bytes": 0}},
+          {"pdrId": 2, "farId": 2, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": %[3]q, "qfi": %[4]d},
+           "counters": {"packets": 0, "bytes": 0}}],
+ "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE"},
+          {"farId": 2, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": %q, "teid": %d}},
+           "destinationInterface": "INTERFACE_VALUE_ACCESS"}]}`, s.SEID, s.TEID, s.UE, qfi, gnb, gnbTEID)
+}
+
+// Sessions an SMF created over PFCP are listed with the REST API's, which
+// cannot change or delete them; the REST API's own stay its to change.
+func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
+	e := newEnv(t)
+	srv, smf := e.servePFCP(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10)
+	sess, err := smf.EstablishPDUSession(0x5eed, gnb, gnbTEID, qfi)
+	must(t, err)
+	if sess.N3 != n3 || !netip.MustParsePrefix("10.60.0.0/24").Contains(sess.UE) {
+		t.Errorf("the UPF chose F-TEID %d at %v and UE %v; want its N3 address and one of the pool", sess.TEID, sess.N3, sess.UE)
+	}
+	path := fmt.Sprintf("/api/v1/sessions/%d", sess.SEID)
+	doc := e.expect(t, http.StatusOK, "GET", path, "")
+	sameJSON(t, doc, installed(sess))
+
+	// What xdp5g sessions list prints.
+	list, err := (&Client{URL: e.url}).Sessions(context.Background())
+	must(t, err)
+	var listed struct{ Sessions []struct{ SEID uint64 } }
+	must(t, json.Unmarshal(list, &listed))
+	var seids []uint64
+	for _, s := range listed.Sessions {
+		seids = append(seids, s.SEID)
+	}
+	if slices.Sort(seids); !reflect.DeepEqual(seids, []uint64{1, sess.SEID}) {
+		t.Errorf("listed sessions %v, want 1 and %d", seids, sess.SEID)
+	}
+
+	before, _ := e.store.Get(sess.SEID)
+	for _, method := range []string{"PUT", "DELETE"} {
+		status, body := e.request(t, method, path, string(doc))
+		var got Error
+		if err := json.Unmarshal(body, &got); err != nil || status != http.StatusConflict || !strings.Contains(got.Msg, "PFCP") {
+			t.Errorf("%s of the SMF's session: status %d, body %s; want 409 naming PFCP", method, status, body)
+		}
+	}
+	if after, _ := e.store.Get(sess.SEID); !reflect.DeepEqual(before, after) {
+		t.Errorf("the refused requests changed the session:\n%+v\n%+v", before, after)
+	}
+	if set, err := e.dp.Uplink(sess.TEID); err != nil || set.Count != 1 {
+		t.Errorf("TEID %d after the refused requests: %+v, %v", sess.TEID, set, err)
+	}
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")
+
+	if st := srv.Stats(); st.Received < 2 {
+		t.Errorf("PFCP stats %+v, want the association and the establishment received", st)
+	}
+	var st PFCPStats
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/pfcp/stats", ""), &st))
+	if want := PFCPStats(srv.Stats()); st != want {
+		t.Errorf("GET /api/v1/pfcp/stats = %+v, want %+v", st, want)
+	}
+
+	// Once the SMF deletes it, the session is gone for the REST API too.
+	must(t, smf.Delete(sess.SEID))
+	e.expect(t, http.StatusNotFound, "GET", path, "")
+	e.expect(t, http.StatusNotFound, "DELETE", path, "")
+}
+
+func TestAssociations(t *testing.T) {
+	e := newEnv(t)
+	began := time.Now().Truncate(time.Second)
+	_, _ = e.servePFCP(t)
+	got, err := (&Client{URL: e.url}).Associations(context.Background())
+	must(t, err)
+	if len(got.Associations) != 1 {
+		t.Fatalf("associations %+v, want the SMF's", got)
+	}
+	a := got.Associations[0]
+	// Requests go to the PFCP port whatever port the SMF sent from.
+	if a.NodeID != smfNodeID || a.Addr != netip.MustParseAddrPort("127.0.0.1:8805") || a.Lost ||
+		a.Since.Before(began) || a.RecoveryTime.Before(began) || !a.LastHeartbeat.IsZero() {
+		t.Errorf("association %+v", a)
+	}
+	// Absent rather than the zero time before the first heartbeat.
+	if body := e.expect(t, http.StatusOK, "GET", "/api/v1/pfcp/associations", ""); bytes.Contains(body, []byte("lastHeartbeat")) {
+		t.Errorf("body %s gives a last heartbeat", body)
+	}
+}
+
+func TestPFCPResourcesWithoutPFCP(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/api/v1/pfcp/associations", "/api/v1/pfcp/stats"} {
+		status, body := e.request(t, "GET", path, "")
+		var got Error
+		if err := json.Unmarshal(body, &got); err != nil || status != http.StatusNotFound || !strings.Contains(got.Msg, "pfcp section") {
+			t.Errorf("GET %s: status %d, body %s; want 404 naming the pfcp section", path, status, body)
+		}
+	}
+	_, err := (&Client{URL: e.url}).Associations(context.Background())
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("Associations: %v", err)
+	}
+}
+
+func TestAssociationsTable(t *testing.T) {
+	at := func(s string) time.Time {
+		ts, err := time.Parse(time.RFC3339, s)
+		must(t, err)
+		return ts
+	}
+	a := &Associations{Associations: []Association{
+		{NodeID: "smf1.example", Addr: netip.MustParseAddrPort("192.0.2.20:8805"), RecoveryTime: at("2025-01-02T03:00:00Z"),
+			Since: at("2025-01-02T03:04:05Z"), LastHeartbeat: at("2025-01-02T03:05:05Z")},
+		{NodeID: "192.0.2.21", Addr: netip.MustParseAddrPort("192.0.2.21:8805"), RecoveryTime: at("2025-01-02T03:00:00Z"),
+			Since: at("2025-01-02T03:04:05Z"), Lost: true},
+	}}
+	var table bytes.Buffer
+	must(t, a.WriteTable(&table))
+	want := "NODE ID       ADDRESS          STATE  SINCE                 LAST HEARTBEAT        SMF STARTED\n" +
+		"smf1.example  192.0.2.20:8805  up     2025-01-02T03:04:05Z  2025-01-02T03:05:05Z  2025-01-02T03:00:00Z\n" +
+		"192.0.2.21    192.0.2.21:8805  lost   2025-01-02T03:04:05Z  -                     2025-01-02T03:00:00Z\n"
+	if table.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", table.String(), want)
+	}
+}

@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/daemon"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+// pfcpPackets are sent each way at each step, paced so that all arrive.
+const (
+	pfcpPackets = 1000
+	pfcpRate    = 10_000
+)
+
+var uePool = netip.MustParsePrefix("10.45.0.0/16")
+
+// An SMF sets up an association and establishes a session as Open5GS's
+// does, leaving the F-TEID and the UE address to the UPF; GTP-U uplink and
+// plain IP downlink then flow through the data path with what the UPF
+// chose. Once the SMF deletes the session its traffic is dropped.
+func TestPFCPSessionCarriesTraffic(t *testing.T) {
+	tb := newTestbed(t)
+	listen := freeLoopbackUDP(t)
+	// No heartbeats during the test: they would go to port 8805.
+	cfg := daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, heartbeat_interval: 1h, ue_pool: %s}", listen, uePool))
+	t.Cleanup(func() {
+		if err := daemon.Detach(cfg); err != nil {
+			t.Error(err)
+		}
+	})
+	client, stop := startDaemon(t, cfg)
+	smf, err := pfcptest.NewSMF("smf.e2e.test", netip.MustParseAddrPort(listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smf.Close()
+	if _, err := smf.Associate(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := smf.EstablishPDUSession(0x5eed, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the UPF chose TEID %#x at %v and UE %v; UP SEID %#x", sess.TEID, sess.N3, sess.UE, sess.SEID)
+	if sess.N3 != demo.N3Addr || !uePool.Contains(sess.UE) {
+		t.Fatalf("F-TEID at %v, UE %v; want %v and an address of %v", sess.N3, sess.UE, demo.N3Addr, uePool)
+	}
+	if _, err := client.Session(t.Context(), sess.SEID); err != nil {
+		t.Errorf("the REST API does not show the session: %v", err)
+	}
+
+	uplink, downlink := tb.Uplink(), tb.Downlink()
+	up := demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL)
+	down := demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL)
+	upFrame, downFrame := tb.UplinkFrame(sess.TEID, demo.QFI, up), tb.DownlinkFrame(down)
+	if got := send(t, uplink, upFrame); got != pfcpPackets {
+		t.Errorf("uplink: %d of %d packets delivered", got, pfcpPackets)
+	}
+	if got := send(t, downlink, downFrame); got != pfcpPackets {
+		t.Errorf("downlink: %d of %d packets delivered", got, pfcpPackets)
+	}
+	for _, c := range []struct {
+		dir  demo.Direction
+		want []byte
+	}{
+		{uplink, decapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL-1))},
+		{downlink, encapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL-1))},
+	} {
+		sample, err := c.dir.Sink.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(sample, c.want) {
+			t.Errorf("%s arrived:\n%swant:\n%s", c.dir.Name, hex.Dump(sample), hex.Dump(c.want))
+		}
+	}
+
+	if err := smf.Delete(sess.SEID); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *api.Error
+	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("the REST API after the deletion: %v; want 404", err)
+	}
+	unknownTEID := reasonPackets(t, client, demo.N3, "drop_unknown_teid")
+	forwarded := reasonPackets(t, client, demo.N6, "downlink_forward")
+	if got := send(t, uplink, upFrame); got != 0 {
+		t.Errorf("uplink after the deletion: %d packets delivered", got)
+	}
+	if got := send(t, downlink, downFrame); got != 0 {
+		t.Errorf("downlink after the deletion: %d packets delivered", got)
+	}
+	if got := reasonPackets(t, client, demo.N3, "drop_unknown_teid") - unknownTEID; got != pfcpPackets {
+		t.Errorf("drop_unknown_teid on %s counted %d packets after the deletion, want %d", demo.N3, got, pfcpPackets)
+	}
+	if got := reasonPackets(t, client, demo.N6, "downlink_forward"); got != forwarded {
+		t.Errorf("downlink_forward on %s counted %d packets after the deletion", demo.N6, got-forwarded)
+	}
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// send sends pfcpPackets copies of frame one way and returns how many of
+// them arrived.
+func send(t *testing.T, dir demo.Direction, frame []byte) uint64 {
+	t.Helper()
+	before, err := dir.Sink.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, _, err := dir.Send(newGenerator(t), frame, pfcpPackets, trafficgen.Options{Rate: pfcpRate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != pfcpPackets {
+		t.Fatalf("%s: sent %d of %d packets", dir.Name, sent, pfcpPackets)
+	}
+	delivered, err := dir.Delivered(before.MatchPackets + sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return delivered - before.MatchPackets
+}
+
+// reasonPackets is what the daemon counted for a reason on an interface.
+func reasonPackets(t *testing.T, client *api.Client, iface, reason string) uint64 {
+	t.Helper()
+	st, err := client.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range st.Interfaces {
+		if i.Name == iface {
+			return i.Reasons[reason].Packets
+		}
+	}
+	t.Fatalf("no counters for %s", iface)
+	return 0
+}
+
+// freeLoopbackUDP is a loopback address that nothing listens on.
+func freeLoopbackUDP(t *testing.T) string {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.LocalAddr().String()
+}

@@ -1,0 +1,238 @@
+// Package pfcptest plays an SMF towards the UPF's PFCP interface in tests:
+// it sends requests built with go-pfcp and waits for their responses.
+package pfcptest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+)
+
+// timeout bounds the wait for a response; the UPF answers over loopback or
+// a veth, so nothing is retransmitted.
+const timeout = 3 * time.Second
+
+// SMF is a PFCP peer of a UPF.
+type SMF struct {
+	nodeID string
+	conn   *net.UDPConn
+	seq    uint32
+	start  time.Time // the Recovery Time Stamp
+}
+
+// NewSMF opens a socket towards the UPF's PFCP address.
+func NewSMF(nodeID string, upf netip.AddrPort) (*SMF, error) {
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(upf))
+	if err != nil {
+		return nil, err
+	}
+	return &SMF{nodeID: nodeID, conn: conn, start: time.Now()}, nil
+}
+
+// Close closes the socket.
+func (s *SMF) Close() error { return s.conn.Close() }
+
+// request sends req with the next sequence number and returns the response
+// to it, of type R. Requests of the UPF's own go to port 8805, not here.
+func request[R message.Message](s *SMF, req message.Message) (R, error) {
+	var none R
+	s.seq++
+	req.SetSequenceNumber(s.seq)
+	b := make([]byte, req.MarshalLen())
+	if err := req.MarshalTo(b); err != nil {
+		return none, err
+	}
+	if _, err := s.conn.Write(b); err != nil {
+		return none, err
+	}
+	if err := s.conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return none, err
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := s.conn.Read(buf)
+		if err != nil {
+			return none, fmt.Errorf("waiting for the response to %s: %w", req.MessageTypeName(), err)
+		}
+		resp, err := message.Parse(buf[:n])
+		if err != nil {
+			return none, fmt.Errorf("response to %s: %w", req.MessageTypeName(), err)
+		}
+		if resp.Sequence() != s.seq {
+			continue // a late answer to an earlier request
+		}
+		r, ok := resp.(R)
+		if !ok {
+			return none, fmt.Errorf("%s answered with %s", req.MessageTypeName(), resp.MessageTypeName())
+		}
+		return r, nil
+	}
+}
+
+// Heartbeat sends a Heartbeat Request.
+func (s *SMF) Heartbeat() (*message.HeartbeatResponse, error) {
+	return request[*message.HeartbeatResponse](s, message.NewHeartbeatRequest(0, ie.NewRecoveryTimeStamp(s.start), nil))
+}
+
+// Associate sets up an association, and fails unless the UPF accepts it.
+func (s *SMF) Associate() (*message.AssociationSetupResponse, error) {
+	resp, err := request[*message.AssociationSetupResponse](s, message.NewAssociationSetupRequest(0,
+		s.nodeIDIE(), ie.NewRecoveryTimeStamp(s.start), ie.NewCPFunctionFeatures(0)))
+	if err != nil {
+		return nil, err
+	}
+	return resp, accepted("association setup", resp.Cause)
+}
+
+// Session is what an accepted establishment tells the SMF.
+type Session struct {
+	SEID uint64     // the UPF's
+	TEID uint32     // the uplink F-TEID the UPF chose
+	N3   netip.Addr // and its address
+	UE   netip.Addr // the UE address the UPF chose
+}
+
+// EstablishPDUSession establishes an IPv4 PDU session shaped as Open5GS's
+// SMF sends it, with the F-TEID and the UE address left to the UPF:
+// uplink PDR 1 from the access side (F-TEID CHOOSE, UE address CHV4 as
+// source, QFI, GTP-U removal) to FAR 1 forwarding to the core; downlink PDR
+// 2 from the core (UE address CHV4 as destination, QFI) to FAR 2 forwarding
+// to the access side in a tunnel to gnb with gnbTEID.
+func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32, qfi uint8) (Session, error) {
+	const (
+		uplinkPDR, downlinkPDR = 1, 2
+		chooseID               = 1
+		dnn                    = "internet"
+		ohrGTPUv4              = 0
+		ohcGTPUv4              = 0x0100
+		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
+		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
+		forward                = 0x02
+	)
+	self := s.conn.LocalAddr().(*net.UDPAddr).IP
+	req := message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0,
+		s.nodeIDIE(),
+		ie.NewFSEID(cpSEID, self.To4(), nil),
+		ie.NewPDNType(ie.PDNTypeIPv4),
+		ie.NewCreatePDR(
+			ie.NewPDRID(uplinkPDR),
+			ie.NewPrecedence(255),
+			ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, chooseID),
+				ie.NewNetworkInstance(dnn),
+				ie.NewUEIPAddress(ueV4|ueCHV4, "", "", 0, 0),
+				ie.NewQFI(qfi),
+			),
+			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
+			ie.NewFARID(1),
+		),
+		ie.NewCreatePDR(
+			ie.NewPDRID(downlinkPDR),
+			ie.NewPrecedence(255),
+			ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewNetworkInstance(dnn),
+				ie.NewUEIPAddress(ueV4|ueCHV4|ueDst, "", "", 0, 0),
+				ie.NewQFI(qfi),
+			),
+			ie.NewFARID(2),
+		),
+		ie.NewCreateFAR(
+			ie.NewFARID(1),
+			ie.NewApplyAction(forward),
+			ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceCore),
+				ie.NewNetworkInstance(dnn),
+			),
+		),
+		ie.NewCreateFAR(
+			ie.NewFARID(2),
+			ie.NewApplyAction(forward),
+			ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewNetworkInstance(dnn),
+				ie.NewOuterHeaderCreation(ohcGTPUv4, gnbTEID, gnb.String(), "", 0, 0, 0),
+			),
+		),
+	)
+	resp, err := request[*message.SessionEstablishmentResponse](s, req)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := accepted("session establishment", resp.Cause); err != nil {
+		return Session{}, err
+	}
+	if resp.SEID() != cpSEID {
+		return Session{}, fmt.Errorf("the response's header SEID is %#x, not the CP SEID %#x", resp.SEID(), cpSEID)
+	}
+	return created(resp)
+}
+
+// created reads the UP F-SEID and what the Created PDR of the uplink PDR
+// reports.
+func created(resp *message.SessionEstablishmentResponse) (Session, error) {
+	var sess Session
+	if resp.UPFSEID == nil {
+		return sess, errors.New("no UP F-SEID")
+	}
+	f, err := resp.UPFSEID.FSEID()
+	if err != nil {
+		return sess, fmt.Errorf("UP F-SEID: %w", err)
+	}
+	sess.SEID = f.SEID
+	for _, c := range resp.CreatedPDR {
+		if id, err := c.PDRID(); err != nil || id != 1 {
+			continue
+		}
+		fteid, err := c.FTEID()
+		if err != nil {
+			return sess, fmt.Errorf("Created PDR 1: F-TEID: %w", err)
+		}
+		ue, err := c.UEIPAddress()
+		if err != nil {
+			return sess, fmt.Errorf("Created PDR 1: UE IP address: %w", err)
+		}
+		sess.TEID = fteid.TEID
+		sess.N3, _ = netip.AddrFromSlice(fteid.IPv4Address.To4())
+		sess.UE, _ = netip.AddrFromSlice(ue.IPv4Address.To4())
+		return sess, nil
+	}
+	return sess, errors.New("no Created PDR for PDR 1")
+}
+
+// Delete deletes a session by the UPF's SEID.
+func (s *SMF) Delete(seid uint64) error {
+	resp, err := request[*message.SessionDeletionResponse](s, message.NewSessionDeletionRequest(0, 0, seid, 0, 0))
+	if err != nil {
+		return err
+	}
+	return accepted("session deletion", resp.Cause)
+}
+
+func (s *SMF) nodeIDIE() *ie.IE {
+	if a, err := netip.ParseAddr(s.nodeID); err == nil && a.Is4() {
+		return ie.NewNodeID(s.nodeID, "", "")
+	}
+	return ie.NewNodeID("", "", s.nodeID)
+}
+
+// accepted fails unless a Cause IE says "Request accepted".
+func accepted(what string, cause *ie.IE) error {
+	if cause == nil {
+		return fmt.Errorf("%s: no cause in the response", what)
+	}
+	v, err := cause.Cause()
+	if err != nil {
+		return fmt.Errorf("%s: cause: %w", what, err)
+	}
+	if v != ie.CauseRequestAccepted {
+		return fmt.Errorf("%s refused with cause %d", what, v)
+	}
+	return nil
+}
