@@ -55,6 +55,32 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } qers SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct urr);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} urrs SEC(".maps");
+
+/* struct urr_event records, read by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} urr_events SEC(".maps");
+
+/* Events urr_events had no room for: the control plane, seeing it grow,
+ * reads every URR instead. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} urr_events_lost SEC(".maps");
+
 /* Packets and bytes each PDR matched. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

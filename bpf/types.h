@@ -9,6 +9,7 @@
 #define PDRS_PER_KEY 8
 #define MAX_N3_ADDRS 4
 #define QERS_PER_PDR 2 /* free5GC sends a session QER and a flow QER */
+#define URRS_PER_PDR 2
 
 /* Where a packet ended, counted per interface: the names are the Go
  * constants' names too, so keep both lists in this order. */
@@ -25,6 +26,7 @@ enum reason {
 	REASON_DROP_INTERNAL,
 	REASON_DROP_QER_GATE,
 	REASON_DROP_QER_MBR,
+	REASON_DROP_URR_QUOTA,
 	REASON_PASS_NOT_IP,
 	REASON_PASS_NOT_OURS,
 	REASON_PASS_GTP_SIGNALLING,
@@ -60,6 +62,7 @@ struct pdr {
 	__u8 qfi;
 	__u32 ue[4]; /* network order */
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
+	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 };
 
 enum qer_dir {
@@ -82,6 +85,45 @@ struct qer {
 	struct bpf_spin_lock lock;
 	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
 	struct qer_bucket bucket[2];
+};
+
+/* Indexes of a URR's counters and limits. */
+enum urr_index {
+	URR_TOTAL = 0,
+	URR_UL = 1,
+	URR_DL = 2,
+};
+
+enum urr_flags {
+	URR_NOTIFY_START = 1, /* an event on the next packet; cleared by the packet that sends it */
+	/* << index: the quota's event is sent; cleared when the control plane
+	 * writes the limits, so that a quota is reported once. */
+	URR_QUOTA_REPORTED = 2,
+};
+
+/* A Usage Reporting Rule: what the packets of its PDRs amount to, shared by
+ * every CPU and counted with atomic adds, no lock. The control plane writes
+ * the limits and reads the counters through mmap. */
+struct urr {
+	__u64 bytes[3];     /* by enum urr_index: inner IP packet octets since reset */
+	__u64 packets[3];
+	__u64 threshold[3]; /* bytes; the packet that reaches one sends an event; 0: none */
+	__u64 quota[3];     /* bytes; a packet that would exceed one is dropped; 0: none */
+	__u64 first_packet; /* bpf_ktime_get_coarse_ns() of the first counted packet; 0: none yet */
+	__u64 last_packet;
+	__u64 flags; /* enum urr_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
+};
+
+enum urr_event_kind {
+	URR_EVENT_THRESHOLD = 1,
+	URR_EVENT_QUOTA = 2, /* reached, or first exceeded by a dropped packet */
+	URR_EVENT_START = 3,
+};
+
+/* What urr_events carries: the control plane reads the URR's counters. */
+struct urr_event {
+	__u32 slot; /* in urrs */
+	__u32 kind; /* enum urr_event_kind */
 };
 
 /* What a PDR set is found by. */

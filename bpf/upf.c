@@ -13,9 +13,13 @@ volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Put the enums into BTF so bpf2go generates their Go constants. */
+/* Put the enums and the ring's record into BTF so bpf2go generates their Go
+ * constants and type. */
 const enum reason reason_btf_anchor __attribute__((unused)) = REASON_COUNT;
 const enum set_kind set_kind_btf_anchor __attribute__((unused)) = SET_TEID;
+const enum urr_flags urr_flags_btf_anchor __attribute__((unused)) = URR_NOTIFY_START;
+const enum urr_event_kind urr_event_kind_btf_anchor __attribute__((unused)) = URR_EVENT_START;
+const struct urr_event urr_event_btf_anchor __attribute__((unused)) = {};
 
 #define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_DL_ENCAP_QFI_LEN \
@@ -147,6 +151,82 @@ INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 	return 0;
 }
 
+/* A full ring loses the event: counted, so that the control plane knows to
+ * read every URR. */
+INLINE void urr_event(__u32 slot, enum urr_event_kind kind)
+{
+	struct urr_event ev = { .slot = slot, .kind = kind };
+	if (bpf_ringbuf_output(&urr_events, &ev, sizeof(ev), 0)) {
+		__u32 key = 0;
+		__u64 *lost = bpf_map_lookup_elem(&urr_events_lost, &key);
+		if (lost)
+			(*lost)++;
+	}
+}
+
+/* Reports quota i once until the control plane writes the limits again:
+ * from the packet that reaches it or, when none does exactly, the first
+ * packet it drops. */
+INLINE void quota_reached(struct urr *u, __u32 slot, int i)
+{
+	__u64 bit = URR_QUOTA_REPORTED << i;
+	if (!(u->flags & bit) && !(__sync_fetch_and_or(&u->flags, bit) & bit))
+		urr_event(slot, URR_EVENT_QUOTA);
+}
+
+/* Counts a packet of len inner bytes going in direction dir (URR_UL or
+ * URR_DL) into every URR of a PDR: 0 to go on, else the reason to drop it.
+ * All quotas are checked before anything is counted, so that a dropped
+ * packet counts nowhere. Without a lock, the check and the add are apart:
+ * CPUs counting at once may each overshoot a quota by one packet. The add
+ * returns the count it added to, so exactly one packet crosses a limit. */
+INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
+{
+	for (int n = 0; n < URRS_PER_PDR; n++) {
+		__u32 slot = pdr->urr[n];
+		if (!slot)
+			break;
+		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		if (!u)
+			return REASON_DROP_INTERNAL;
+		for (int j = 0; j < 2; j++) {
+			int i = j ? dir : URR_TOTAL;
+			__u64 quota = u->quota[i];
+			if (quota && u->bytes[i] + len > quota) {
+				quota_reached(u, slot, i);
+				return REASON_DROP_URR_QUOTA;
+			}
+		}
+	}
+	__u64 now = bpf_ktime_get_coarse_ns();
+	for (int n = 0; n < URRS_PER_PDR; n++) {
+		__u32 slot = pdr->urr[n];
+		if (!slot)
+			break;
+		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		if (!u)
+			return REASON_DROP_INTERNAL;
+		for (int j = 0; j < 2; j++) {
+			int i = j ? dir : URR_TOTAL;
+			__u64 before = __sync_fetch_and_add(&u->bytes[i], len);
+			__u64 after = before + len;
+			__sync_fetch_and_add(&u->packets[i], 1);
+			__u64 threshold = u->threshold[i], quota = u->quota[i];
+			if (threshold && before < threshold && threshold <= after)
+				urr_event(slot, URR_EVENT_THRESHOLD);
+			if (quota && before < quota && quota <= after)
+				quota_reached(u, slot, i);
+		}
+		if (!u->first_packet)
+			__sync_val_compare_and_swap(&u->first_packet, 0, now);
+		u->last_packet = now;
+		if ((u->flags & URR_NOTIFY_START) &&
+		    (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START))
+			urr_event(slot, URR_EVENT_START);
+	}
+	return 0;
+}
+
 /* Next-hop slot of the longest matching route to an uplink destination;
  * KERNEL_SLOT when there is none. */
 INLINE __u32 route4(__be32 dst)
@@ -246,10 +326,15 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	int dropped = enforce_qers(pdr, QER_UL, inner_len);
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
-	count_pdr(slot, inner_len);
 	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	if (!far || far->action != FAR_FORWARD)
+	if (!far || far->action != FAR_FORWARD) {
+		count_pdr(slot, inner_len);
 		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
+	}
+	/* Usage is what the FAR forwards; a PDR without URRs pays one test. */
+	if (pdr->urr[0] && (dropped = count_urrs(pdr, URR_UL, inner_len)))
+		return finish(pkt_len, dropped, XDP_DROP);
+	count_pdr(slot, inner_len);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -366,10 +451,15 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	int dropped = enforce_qers(pdr, QER_DL, inner_len);
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
-	count_pdr(slot, inner_len);
 	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	if (!far || far->action != FAR_FORWARD || !(far->flags & FAR_GTPU_IPV4))
+	if (!far || far->action != FAR_FORWARD || !(far->flags & FAR_GTPU_IPV4)) {
+		count_pdr(slot, inner_len);
 		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
+	}
+	/* Usage is what the FAR forwards; a PDR without URRs pays one test. */
+	if (pdr->urr[0] && (dropped = count_urrs(pdr, URR_DL, inner_len)))
+		return finish(pkt_len, dropped, XDP_DROP);
+	count_pdr(slot, inner_len);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);

@@ -44,6 +44,7 @@ type (
 const (
 	PDRsPerKey    = len(PDRSet{}.Pdr)
 	QERsPerPDR    = len(PDR{}.Qer)
+	URRsPerPDR    = len(PDR{}.Urr)
 	MatchUEv4     = 1
 	MatchUEv6     = 2
 	MatchQFI      = 4
@@ -90,6 +91,7 @@ type Datapath struct {
 	maps   upfMaps
 	routes routeTables
 	sets   pdrSets
+	urrs   []byte // urrs, mmapped
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -129,6 +131,9 @@ func Open(opts Options) (*Datapath, error) {
 	if err := d.sets.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	if d.urrs, err = mmap(d.maps.Urrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
 	return d, nil
 }
 
@@ -141,7 +146,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
-		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules,
+		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules, "urrs": rules,
 	} {
 		spec.Maps[name].MaxEntries = size
 	}
@@ -169,7 +174,11 @@ func ensureBPFFS(pinPath string) error {
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
-	return errors.Join(d.routes.close(), d.sets.close(), d.maps.Close())
+	var err error
+	if d.urrs != nil {
+		err = unix.Munmap(d.urrs)
+	}
+	return errors.Join(d.routes.close(), d.sets.close(), err, d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.

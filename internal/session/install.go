@@ -15,6 +15,7 @@ import (
 type txn struct {
 	s        *Store
 	in       *installed
+	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
 	nexthops []netip.Addr
 	statics  []Neighbour // the entries before this install took a reference
 }
@@ -23,6 +24,11 @@ func (t *txn) undo() {
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
 	releaseAll(t.s.farSlots, t.in.FARSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
+	for id, slot := range t.in.URRSlots {
+		if _, _, kept := t.keptURR(id); !kept {
+			t.s.urrSlots.releaseNow(slot)
+		}
+	}
 	for _, dst := range t.nexthops {
 		t.s.nh.Release(dst)
 	}
@@ -36,8 +42,10 @@ func (t *txn) undo() {
 }
 
 // install writes sess into fresh slots, then points its keys at them; old,
-// when replacing, is removed only once the new rules are live.
-func (s *Store) install(sess Session, old *installed) error {
+// when replacing, is removed only once the new rules are live. URRs that
+// keep has (the replaced session, or the one a previous run saved) stay in
+// their slots with their counts.
+func (s *Store) install(sess Session, old, keep *installed) error {
 	if err := Validate(&sess); err != nil {
 		return err
 	}
@@ -50,8 +58,8 @@ func (s *Store) install(sess Session, old *installed) error {
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
-		QERSlots: map[uint32]uint32{}}}
+	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
+		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -76,7 +84,18 @@ func (s *Store) install(sess Session, old *installed) error {
 				s.deleteKey(k)
 			}
 		}
-		s.forget(old)
+		s.forget(old, t.in)
+	}
+	// Written only now that nothing can fail, the new limits of kept URRs
+	// need no restoring; unchanged ones are not written, which would re-arm
+	// the events they sent.
+	for _, u := range sess.URRs {
+		if slot, limits, kept := t.keptURR(u.ID); kept && limits != u.Limits {
+			_ = s.dp.SetURRLimits(slot, u.Limits) // cannot fail: the slot is in use
+		}
+	}
+	for id, slot := range t.in.URRSlots {
+		s.urrs[slot] = urrRef{sess.SEID, id}
 	}
 	for _, k := range keys {
 		s.setOwner(k, sess.SEID)
@@ -101,7 +120,21 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	}
 }
 
-// writeRules allocates and writes the QER, FAR and PDR slots of t.in.
+// keptURR is the slot URR id keeps from t.keep and its limits there.
+func (t *txn) keptURR(id uint32) (slot uint32, limits datapath.URRLimits, ok bool) {
+	if t.keep == nil {
+		return 0, limits, false
+	}
+	for _, u := range t.keep.URRs {
+		if u.ID == id {
+			limits = u.Limits
+		}
+	}
+	slot, ok = t.keep.URRSlots[id]
+	return slot, limits, ok
+}
+
+// writeRules allocates and writes the QER, URR, FAR and PDR slots of t.in.
 func (t *txn) writeRules() error {
 	s, sess := t.s, &t.in.Session
 	for _, n := range sess.Neighbours {
@@ -115,6 +148,20 @@ func (t *txn) writeRules() error {
 		}
 		t.in.QERSlots[q.ID] = slot
 		if err := s.dp.PutQER(slot, dataPathQER(q)); err != nil {
+			return err
+		}
+	}
+	for _, u := range sess.URRs {
+		if slot, _, kept := t.keptURR(u.ID); kept {
+			t.in.URRSlots[u.ID] = slot
+			continue
+		}
+		slot, err := s.urrSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.URRSlots[u.ID] = slot
+		if err := s.dp.ResetURR(slot, u.Limits); err != nil {
 			return err
 		}
 	}
@@ -189,6 +236,9 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots[id]
 	}
+	for i, id := range p.URRIDs {
+		dp.Urr[i] = in.URRSlots[id]
+	}
 	if p.PDI.SourceInterface != InterfaceAccess {
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
 			if !slices.Contains(p.QERIDs, q.ID) {
@@ -248,11 +298,17 @@ func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
 }
 
 // forget gives back what an installed session owned, once no key points at
-// it any more.
-func (s *Store) forget(in *installed) {
+// it any more, but for the URR slots that next, replacing it, keeps.
+func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
 	releaseAll(s.farSlots, in.FARSlots, false)
 	releaseAll(s.qerSlots, in.QERSlots, false)
+	for id, slot := range in.URRSlots {
+		if next == nil || next.URRSlots[id] != slot {
+			s.urrSlots.release(slot)
+			delete(s.urrs, slot)
+		}
+	}
 	for i := range in.FARs {
 		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
 			s.nh.Release(o.Peer)

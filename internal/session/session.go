@@ -5,6 +5,8 @@ package session
 import (
 	"net"
 	"net/netip"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
 )
 
 // Interface is a PFCP Source or Destination Interface value (TS 29.244 8.2.2).
@@ -30,6 +32,7 @@ type Session struct {
 	PDRs []PDR
 	FARs []FAR
 	QERs []QER
+	URRs []URR
 	// Neighbours are static IP-to-MAC entries for next hops (the
 	// document's arpTable); they take precedence over the kernel's.
 	Neighbours []Neighbour
@@ -45,6 +48,8 @@ type PDR struct {
 	OuterHeaderRemoval *uint8
 	// QERIDs are the QERs that all apply to the PDR's packets.
 	QERIDs []uint32 `json:",omitempty"`
+	// URRIDs are the URRs that all count the packets its FAR forwards.
+	URRIDs []uint32 `json:",omitempty"`
 }
 
 // PDI is a PDR's Packet Detection Information.
@@ -91,6 +96,13 @@ type QER struct {
 	GBRUL, GBRDL uint64 `json:",omitempty"`
 	QFI          uint8  // 0: none
 	RQI          bool   `json:",omitempty"`
+}
+
+// URR is a Usage Reporting Rule: the data path counts what the FARs of its
+// PDRs forward, reports its thresholds and stops at its quotas.
+type URR struct {
+	ID     uint32
+	Limits datapath.URRLimits
 }
 
 // Neighbour is a static next-hop MAC address.

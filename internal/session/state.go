@@ -26,7 +26,8 @@ func (s *Store) MarshalState() ([]byte, error) {
 // without a gap: keys no saved session owns (left by a run that stopped
 // before saving) are removed first, since their slots may be reused; then
 // each session is written into fresh slots and its keys switched
-// atomically, and the old slots are freed. The store must be empty.
+// atomically, and the old slots are freed. URRs keep their slots, and so
+// their counts. The store must be empty.
 func (s *Store) Restore(data []byte) error {
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {
@@ -39,6 +40,7 @@ func (s *Store) Restore(data []byte) error {
 	}
 	owned := map[dpKey]bool{}
 	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}}
+	urrs := map[uint32]bool{}
 	for _, in := range st.Sessions {
 		for _, k := range keysOf(&in.Session) {
 			owned[k] = true
@@ -46,6 +48,7 @@ func (s *Store) Restore(data []byte) error {
 		markUsed(used[s.pdrSlots], in.PDRSlots)
 		markUsed(used[s.farSlots], in.FARSlots)
 		markUsed(used[s.qerSlots], in.QERSlots)
+		markUsed(urrs, in.URRSlots)
 	}
 	if err := s.removeStrayKeys(owned); err != nil {
 		return err
@@ -53,8 +56,9 @@ func (s *Store) Restore(data []byte) error {
 	for pool, slots := range used {
 		pool.adopt(slots)
 	}
+	s.urrSlots.adopt(urrs)
 	for _, in := range st.Sessions {
-		if err := s.install(in.Session, nil); err != nil {
+		if err := s.install(in.Session, nil, in); err != nil {
 			return fmt.Errorf("restoring session %d: %w", in.SEID, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 
@@ -41,7 +42,15 @@ type Store struct {
 	pdrSlots *slotPool
 	farSlots *slotPool
 	qerSlots *slotPool
+	urrSlots *slotPool
+	urrs     map[uint32]urrRef // by slot
 	changed  func()
+}
+
+// urrRef names a URR.
+type urrRef struct {
+	seid uint64
+	id   uint32
 }
 
 // installed is a session with the data-path resources it owns.
@@ -50,6 +59,7 @@ type installed struct {
 	PDRSlots map[uint16]uint32 `json:"pdrSlots"`
 	FARSlots map[uint32]uint32 `json:"farSlots"`
 	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
+	URRSlots map[uint32]uint32 `json:"urrSlots,omitempty"`
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -64,8 +74,10 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		dp: dp, nh: nh, n3: n3, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
 		statics:  map[netip.Addr]*static{},
+		urrs:     map[uint32]urrRef{},
 		pdrSlots: newSlotPool("PDR", 0, pdrs), farSlots: newSlotPool("FAR", 0, fars),
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
+		urrSlots: newSlotPool("URR", 1, dp.URRCapacity()), // and no URR
 	}
 }
 
@@ -76,11 +88,12 @@ func (s *Store) Create(sess Session) error {
 	if _, ok := s.sessions[sess.SEID]; ok {
 		return &ConflictError{fmt.Sprintf("session %d exists", sess.SEID)}
 	}
-	return s.install(sess, nil)
+	return s.install(sess, nil, nil)
 }
 
 // Replace swaps a session's rules for new ones without a gap: packets see
-// either the old rules or the new ones.
+// either the old rules or the new ones. A URR the old session had keeps
+// its counts.
 func (s *Store) Replace(sess Session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,7 +101,7 @@ func (s *Store) Replace(sess Session) error {
 	if !ok {
 		return ErrNotFound
 	}
-	return s.install(sess, old)
+	return s.install(sess, old, old)
 }
 
 // Delete removes a session and frees what it owned.
@@ -106,7 +119,7 @@ func (s *Store) Delete(seid uint64) error {
 			return fmt.Errorf("session %d: removing %v: %w", seid, k, err)
 		}
 	}
-	s.forget(old)
+	s.forget(old, nil)
 	delete(s.sessions, seid)
 	s.changed()
 	return nil
@@ -159,6 +172,59 @@ func (s *Store) PDRCounters(seid uint64) (map[uint16]datapath.Counter, error) {
 		out[id] = c
 	}
 	return out, nil
+}
+
+// URRUsage returns what a session's URR has counted.
+func (s *Store) URRUsage(seid uint64, urrID uint32) (datapath.URRUsage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, slot, err := s.urrSlot(seid, urrID)
+	if err != nil {
+		return datapath.URRUsage{}, err
+	}
+	return s.dp.URRUsage(slot)
+}
+
+// SetURRLimits changes the limits of a session's URR, keeping its counts.
+func (s *Store) SetURRLimits(seid uint64, urrID uint32, l datapath.URRLimits) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, slot, err := s.urrSlot(seid, urrID)
+	if err != nil {
+		return err
+	}
+	if err := s.dp.SetURRLimits(slot, l); err != nil {
+		return err
+	}
+	// A copy: the old slice may be a caller's (Create, Get).
+	in.URRs = slices.Clone(in.URRs)
+	for i := range in.URRs {
+		if in.URRs[i].ID == urrID {
+			in.URRs[i].Limits = l
+		}
+	}
+	s.changed()
+	return nil
+}
+
+func (s *Store) urrSlot(seid uint64, urrID uint32) (*installed, uint32, error) {
+	in, ok := s.sessions[seid]
+	if !ok {
+		return nil, 0, ErrNotFound
+	}
+	slot, ok := in.URRSlots[urrID]
+	if !ok {
+		return nil, 0, fmt.Errorf("URR %d of session %d: %w", urrID, seid, ErrNotFound)
+	}
+	return in, slot, nil
+}
+
+// URRBySlot names the URR in a data-path slot, for its events.
+func (s *Store) URRBySlot(slot uint32) (seid uint64, urrID uint32, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.urrs[slot]
+	return r.seid, r.id, ok
 }
 
 // dpKey is a data-path key: a TEID or a UE address.

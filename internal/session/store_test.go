@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
@@ -229,5 +231,160 @@ func TestStaticNeighbourConflicts(t *testing.T) {
 	check(t, e.store.Delete(1))
 	if got := macOf(); got != nil {
 		t.Fatalf("the neighbour outlived its sessions with %s", got)
+	}
+}
+
+// rawURR is a slot of the urrs map (bpf/types.h), read and written here
+// the way the data path does.
+type rawURR struct {
+	Bytes, Packets, Threshold, Quota [3]uint64
+	FirstPacket, LastPacket, Flags   uint64
+}
+
+func (e *storeEnv) urrMap(t *testing.T) *ebpf.Map {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(filepath.Join(e.dp.PinPath(), "urrs"), nil)
+	check(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func (e *storeEnv) urr(t *testing.T, slot uint32) rawURR {
+	t.Helper()
+	var u rawURR
+	check(t, e.urrMap(t).Lookup(slot, &u))
+	return u
+}
+
+// pdrOf is the first PDR of figure10's uplink or downlink key.
+func (e *storeEnv) pdrOf(t *testing.T, uplink bool) datapath.PDR {
+	t.Helper()
+	set, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	if uplink {
+		set, err = e.dp.Uplink(100)
+	}
+	check(t, err)
+	p, err := e.dp.PDR(set.Pdr[0])
+	check(t, err)
+	return p
+}
+
+// inUse is the number of slots a pool has handed out and not taken back.
+func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.cooling) }
+
+// withURRs is figure10 with URRs, the uplink PDR naming the given ones and
+// the downlink PDR the first.
+func withURRs(urrs []URR, uplink ...uint32) Session {
+	s := figure10()
+	s.URRs = urrs
+	s.PDRs[0].URRIDs = []uint32{urrs[0].ID}
+	s.PDRs[1].URRIDs = uplink
+	return s
+}
+
+// A URR keeps its slot and counts across a Replace and a restart, and
+// takes the new limits; new URRs start from zero in fresh slots, and
+// dropped ones are given back.
+func TestStoreURRs(t *testing.T) {
+	e := newStoreEnv(t)
+	quota := func(n uint64) datapath.URRLimits { return datapath.URRLimits{Quota: [3]uint64{n}} }
+	sess := withURRs([]URR{{ID: 1, Limits: quota(1000)}, {ID: 2}}, 1, 2)
+	check(t, e.store.Create(sess))
+	ul := e.pdrOf(t, true)
+	dl := e.pdrOf(t, false)
+	kept, dropped := ul.Urr[0], ul.Urr[1]
+	if kept == 0 || dropped == 0 || kept == dropped || dl.Urr != [datapath.URRsPerPDR]uint32{kept} {
+		t.Fatalf("uplink PDR URRs %v, downlink %v", ul.Urr, dl.Urr)
+	}
+	for slot, id := range map[uint32]uint32{kept: 1, dropped: 2} {
+		if seid, urrID, ok := e.store.URRBySlot(slot); !ok || seid != 1 || urrID != id {
+			t.Fatalf("URRBySlot(%d): %d, %d, %v", slot, seid, urrID, ok)
+		}
+	}
+	if u := e.urr(t, kept); u.Quota[0] != 1000 {
+		t.Fatalf("URR 1 in the map: %+v", u)
+	}
+	counted := e.urr(t, kept) // as if the data path had counted
+	counted.Bytes, counted.Packets = [3]uint64{12345, 12345}, [3]uint64{10, 10}
+	check(t, e.urrMap(t).Put(kept, counted))
+
+	next := withURRs([]URR{{ID: 1, Limits: quota(2000)}, {ID: 3, Limits: datapath.URRLimits{NotifyStart: true}}}, 1, 3)
+	check(t, e.store.Replace(next))
+	ul = e.pdrOf(t, true)
+	fresh := ul.Urr[1]
+	if ul.Urr[0] != kept || fresh == 0 || fresh == dropped {
+		t.Fatalf("after Replace the uplink PDR has URRs %v; URR 1 was in %d, URR 2 in %d", ul.Urr, kept, dropped)
+	}
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Packets != counted.Packets || u.Quota[0] != 2000 {
+		t.Fatalf("kept URR after Replace: %+v", u)
+	}
+	if u := e.urr(t, fresh); u.Bytes != [3]uint64{} || u.Flags != 1 {
+		t.Fatalf("new URR after Replace: %+v", u)
+	}
+	if usage, err := e.store.URRUsage(1, 1); err != nil || usage.Bytes != counted.Bytes {
+		t.Fatalf("URRUsage(1, 1): %+v, %v", usage, err)
+	}
+	if _, _, ok := e.store.URRBySlot(dropped); ok {
+		t.Fatal("the dropped URR's slot is still named")
+	}
+	if _, err := e.store.URRUsage(1, 2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("usage of a dropped URR: %v", err)
+	}
+
+	// A failed Replace leaves the kept URR as it was and gives the new
+	// URR's slot back.
+	before, used := e.urr(t, kept), inUse(e.store.urrSlots)
+	bad := withURRs([]URR{{ID: 1, Limits: quota(3000)}, {ID: 4}}, 1, 4)
+	bad.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("224.0.0.1") // no next hop
+	if err := e.store.Replace(bad); err == nil {
+		t.Fatal("a replacement without a next hop was accepted")
+	}
+	if u := e.urr(t, kept); u != before || inUse(e.store.urrSlots) != used {
+		t.Fatalf("after a failed Replace: URR %+v, was %+v; %d URR slots in use, was %d", u, before, inUse(e.store.urrSlots), used)
+	}
+	if got, _ := e.store.Get(1); !reflect.DeepEqual(got, next) {
+		t.Fatalf("after a failed Replace: %+v", got)
+	}
+
+	l := datapath.URRLimits{Threshold: [3]uint64{0, 777}}
+	check(t, e.store.SetURRLimits(1, 1, l))
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Threshold != l.Threshold || u.Quota != [3]uint64{} {
+		t.Fatalf("after SetURRLimits: %+v", u)
+	}
+	if got, _ := e.store.Get(1); got.URRs[0].Limits != l || next.URRs[0].Limits != quota(2000) {
+		t.Fatalf("after SetURRLimits the session has %+v (the caller's copy %+v)", got.URRs, next.URRs)
+	}
+	for _, c := range []struct {
+		seid uint64
+		urr  uint32
+	}{{1, 9}, {2, 1}} {
+		if err := e.store.SetURRLimits(c.seid, c.urr, l); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetURRLimits(%d, %d): %v", c.seid, c.urr, err)
+		}
+		if _, err := e.store.URRUsage(c.seid, c.urr); !errors.Is(err, ErrNotFound) {
+			t.Errorf("URRUsage(%d, %d): %v", c.seid, c.urr, err)
+		}
+	}
+
+	// A restarted daemon finds the URRs where they were.
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	check(t, restored.Restore(saved))
+	if ul := e.pdrOf(t, true); ul.Urr != [datapath.URRsPerPDR]uint32{kept, fresh} {
+		t.Fatalf("restored uplink PDR URRs %v, want %d and %d", ul.Urr, kept, fresh)
+	}
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Threshold != l.Threshold {
+		t.Fatalf("restored URR: %+v", u)
+	}
+	if seid, id, ok := restored.URRBySlot(fresh); !ok || seid != 1 || id != 3 {
+		t.Fatalf("restored URRBySlot(%d): %d, %d, %v", fresh, seid, id, ok)
+	}
+	if inUse(restored.urrSlots) != 2 {
+		t.Fatalf("%d URR slots in use after restore, want 2", inUse(restored.urrSlots))
+	}
+	check(t, restored.Delete(1))
+	if _, _, ok := restored.URRBySlot(kept); ok || inUse(restored.urrSlots) != 0 {
+		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, inUse(restored.urrSlots))
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
@@ -51,6 +52,13 @@ func Validate(s *Session) error {
 			return invalid(fmt.Sprintf("qers[%d].qfi", i), "must be 0..63")
 		}
 	}
+	urrs := map[uint32]bool{}
+	for i, u := range s.URRs {
+		if urrs[u.ID] {
+			return invalid(fmt.Sprintf("urrs[%d].urrId", i), "URR %d is defined twice", u.ID)
+		}
+		urrs[u.ID] = true
+	}
 	pdrIDs := map[uint16]bool{}
 	perKey := map[any]int{}
 	for i := range s.PDRs {
@@ -70,6 +78,17 @@ func Validate(s *Session) error {
 		for _, id := range p.QERIDs {
 			if !qers[id] {
 				return invalid(field+".qerIds", "QER %d is not in the session", id)
+			}
+		}
+		if len(p.URRIDs) > datapath.URRsPerPDR {
+			return invalid(field+".urrIds", "at most %d URRs per PDR", datapath.URRsPerPDR)
+		}
+		for j, id := range p.URRIDs {
+			if !urrs[id] {
+				return invalid(field+".urrIds", "URR %d is not in the session", id)
+			}
+			if slices.Contains(p.URRIDs[:j], id) { // would count each packet twice
+				return invalid(field+".urrIds", "URR %d is named twice", id)
 			}
 		}
 		if err := validatePDR(field, p, far); err != nil {

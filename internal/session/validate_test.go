@@ -62,6 +62,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"fars[1].destinationInterface", func(s *Session) { s.FARs[1].DestinationInterface = InterfaceCPFunction }},
 		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].FARID = 200 }},
 		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 100 }},
+		{"urrs[1].urrId", func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 1}} }},
+		{"pdrs[0].urrIds", func(s *Session) { s.PDRs[0].URRIDs = []uint32{9} }},
+		{"pdrs[1].urrIds", func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 2}, {ID: 3}}; s.PDRs[1].URRIDs = []uint32{1, 2, 3} }},
+		{"pdrs[0].urrIds", func(s *Session) { s.URRs = []URR{{ID: 1}}; s.PDRs[0].URRIDs = []uint32{1, 1} }},
 	}
 	for _, c := range cases {
 		s := figure10()
