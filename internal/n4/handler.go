@@ -5,6 +5,7 @@
 package n4
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -32,7 +34,10 @@ type Config struct {
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
-	Log    *slog.Logger
+	// SendReport sends a Session Report Request to an SMF and waits for
+	// the response (pfcp.Server.SendSessionReport); nil drops reports.
+	SendReport func(context.Context, pfcp.Peer, *message.SessionReportRequest) (*message.SessionReportResponse, error)
+	Log        *slog.Logger
 }
 
 var _ pfcp.SessionHandler = (*Handler)(nil)
@@ -44,15 +49,19 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
+	timed    map[meterKey]bool       // URRs with clock-driven triggers
+	out      outbox
 }
 
 // pfcpSession is a session as its SMF sees it.
 type pfcpSession struct {
 	seid, cpSEID uint64
-	peer         string // the SMF's Node ID
+	smf          pfcp.Peer
 	pdrs         map[uint16]*pdr
 	fars         map[uint32]session.FAR
 	qers         map[uint32]session.QER
+	urrs         map[uint32]urr
+	meters       map[uint32]*meter // copied before a change: see meter
 	chosenTEIDs  map[uint32]bool
 	ue4          netip.Addr // allocated by the UPF (CHV4)
 }
@@ -66,6 +75,7 @@ type pdr struct {
 func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
 	c.pdrs, c.fars, c.qers = maps.Clone(s.pdrs), maps.Clone(s.fars), maps.Clone(s.qers)
+	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
 	c.chosenTEIDs = maps.Clone(s.chosenTEIDs)
 	return &c
 }
@@ -75,7 +85,8 @@ func New(cfg Config) *Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}}
+	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
+		out: outbox{wake: make(chan struct{}, 1)}}
 }
 
 // txn is one request being applied to a copy of a session; what it
@@ -86,6 +97,9 @@ type txn struct {
 	choose map[uint8]uint32 // CHOOSE ID to the TEID chosen for it in this request
 	teids  []uint32
 	ues    []netip.Addr
+	now    time.Time
+	// reports are the usage reports of the URRs the request removes.
+	reports []*ie.IE
 }
 
 func (t *txn) undo() {
@@ -117,6 +131,8 @@ func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal
 			r = t.applyFAR(g, g.Type == ie.CreateFAR)
 		case ie.CreateQER, ie.UpdateQER:
 			r = t.applyQER(g, g.Type == ie.CreateQER)
+		case ie.CreateURR, ie.UpdateURR:
+			r = t.applyURR(g, g.Type == ie.CreateURR)
 		case ie.CreatePDR, ie.UpdatePDR:
 			r = t.applyPDR(g, g.Type == ie.CreatePDR)
 		}
@@ -164,11 +180,15 @@ func (s *pfcpSession) rules() session.Session {
 	for _, id := range slices.Sorted(maps.Keys(s.qers)) {
 		sess.QERs = append(sess.QERs, s.qers[id])
 	}
+	for _, id := range slices.Sorted(maps.Keys(s.urrs)) {
+		u := s.urrs[id]
+		sess.URRs = append(sess.URRs, session.URR{ID: id, Limits: u.limits(s.meters[id])})
+	}
 	return sess
 }
 
 // failedRule names the rule of a store validation error: its field starts
-// with pdrs[i], fars[i] or qers[i], indexes into sess.
+// with pdrs[i], fars[i], qers[i] or urrs[i], indexes into sess.
 func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationError) *refusal {
 	var i int
 	if _, err := fmt.Sscanf(e.Field, "pdrs[%d]", &i); err == nil && i < len(sess.PDRs) {
@@ -179,6 +199,9 @@ func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationErro
 	}
 	if _, err := fmt.Sscanf(e.Field, "qers[%d]", &i); err == nil && i < len(sess.QERs) {
 		return ruleFailure(ruleQER, sess.QERs[i].ID, "%v", e)
+	}
+	if _, err := fmt.Sscanf(e.Field, "urrs[%d]", &i); err == nil && i < len(sess.URRs) {
+		return ruleFailure(ruleURR, sess.URRs[i].ID, "%v", e)
 	}
 	return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
 }
@@ -231,18 +254,18 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f, _ := req.CPFSEID.FSEID() // checked by the server
-	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, peer: peer.NodeID, pdrs: map[uint16]*pdr{},
-		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, chosenTEIDs: map[uint32]bool{}}
-	t := &txn{h: h, s: s, choose: map[uint8]uint32{}}
-	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreateQER, req.CreatePDR), nil,
-		refuseAll(req.CreateURR, ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
+	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, pdrs: map[uint16]*pdr{},
+		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
+		chosenTEIDs: map[uint32]bool{}}
+	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
+	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil,
 		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
-	h.sessions[s.seid] = s
+	h.commit(s)
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(s.seid, h.n3IP(), nil)}
 	ies = append(ies, h.createdPDRs(s, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
@@ -260,7 +283,7 @@ func (h *Handler) Owns(seid uint64) bool {
 // sessionOf is the session a peer's request names by its UP SEID; nil for
 // an unknown SEID or another peer's session.
 func (h *Handler) sessionOf(peer pfcp.Peer, seid uint64) *pfcpSession {
-	if s, ok := h.sessions[seid]; ok && s.peer == peer.NodeID {
+	if s, ok := h.sessions[seid]; ok && s.smf.NodeID == peer.NodeID {
 		return s
 	}
 	return nil
@@ -274,16 +297,19 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	if old == nil {
 		return message.NewSessionModificationResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
 	}
-	t := &txn{h: h, s: old.clone(), choose: map[uint8]uint32{}}
+	t := &txn{h: h, s: old.clone(), choose: map[uint8]uint32{}, now: time.Now()}
 	if req.CPFSEID != nil { // the SMF moved the session to another address or SEID
 		if f, err := req.CPFSEID.FSEID(); err == nil {
 			t.s.cpSEID = f.SEID
 		}
 	}
-	r := t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER),
-		slices.Concat(req.CreateFAR, req.CreateQER, req.CreatePDR), slices.Concat(req.UpdateFAR, req.UpdateQER, req.UpdatePDR),
-		refuseAll(slices.Concat(req.CreateURR, req.UpdateURR, req.RemoveURR, req.QueryURR), ruleURR, ie.URRID, (*ie.IE).URRID, "usage reporting"),
-		refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
+	queried, r := t.s.queried(req)
+	if r == nil {
+		r = t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR),
+			slices.Concat(req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
+			slices.Concat(req.UpdateFAR, req.UpdateQER, req.UpdateURR, req.UpdatePDR),
+			refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
+	}
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
@@ -293,8 +319,14 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		delete(t.s.chosenTEIDs, teid)
 		delete(h.chosen, teid)
 	}
-	h.sessions[old.seid] = t.s
+	h.commit(t.s)
 	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(t.s, req.CreatePDR)...)
+	ies = append(ies, t.reports...)
+	for _, id := range queried {
+		if _, kept := t.s.urrs[id]; kept { // a removed one has its report already
+			ies = append(ies, h.queryReport(t.s, id, t.now))
+		}
+	}
 	return message.NewSessionModificationResponse(0, 0, t.s.cpSEID, 0, 0, ies...)
 }
 
@@ -306,11 +338,17 @@ func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *m
 	if s == nil {
 		return message.NewSessionDeletionResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
 	}
-	if err := h.remove(s); err != nil {
+	// Read before the URRs go: what they counted since their last report.
+	reports, err := h.finalReports(s, ie.UsageReportWithinSessionDeletionResponse, slices.Sorted(maps.Keys(s.urrs)), time.Now())
+	if err == nil {
+		err = h.remove(s)
+	}
+	if err != nil {
 		h.cfg.Log.Error("PFCP session deletion failed", "seid", s.seid, "err", err)
 		return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ie.NewCause(ie.CauseSystemFailure))
 	}
-	return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ie.NewCause(ie.CauseRequestAccepted))
+	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, reports...)
+	return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ies...)
 }
 
 // SetDelete removes every session of the requesting SMF.
@@ -335,11 +373,36 @@ func (h *Handler) dropPeer(nodeID string) error {
 	defer h.mu.Unlock()
 	var errs []error
 	for _, s := range h.sessions {
-		if s.peer == nodeID {
+		if s.smf.NodeID == nodeID {
 			errs = append(errs, h.remove(s))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// commit makes a session, installed in the store, the one its SMF sees.
+func (h *Handler) commit(s *pfcpSession) {
+	h.sessions[s.seid] = s
+	for id, u := range s.urrs {
+		if u.timed() {
+			h.timed[meterKey{s.seid, id}] = true
+		}
+	}
+}
+
+// queryReport is the usage report of a URR the SMF queried; the next
+// measurement starts with it.
+func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time) *ie.IE {
+	u, m := s.urrs[id], s.meters[id]
+	usage, err := h.cfg.Store.URRUsage(s.seid, id)
+	if err != nil {
+		h.cfg.Log.Error("reading a queried URR", "seid", s.seid, "urr", id, "err", err)
+	}
+	rep := u.report(ie.UsageReportWithinSessionModificationResponse, m, usage, urIMMER, now)
+	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(m)); err != nil {
+		h.cfg.Log.Error("re-arming a URR", "seid", s.seid, "urr", id, "err", err)
+	}
+	return rep
 }
 
 // remove deletes a session from the store and gives back what it chose.

@@ -467,7 +467,7 @@ func TestEstablishmentRefusals(t *testing.T) {
 		{"F-TEID not on N3", replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), 73, []byte{0, 0, 3}, nil},
 		{"UE address of another session", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), 73, []byte{0, 0, 2}, nil},
 		{"buffering FAR", replace(6, createFAR(farID(2), applyAction(aaBUFF))), 73, []byte{1, 0, 0, 0, 2}, nil},
-		{"URR", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3)), 73, []byte{3, 0, 0, 0, 3}, nil},
+		{"periodic URR without a period", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), 73, []byte{3, 0, 0, 0, 3}, nil},
 		{"Create PDR without PDI", replace(3, createPDR(pdrID(2), precedence(255), farID(2))), 66, nil, []byte{0, tPDI}},
 		{"Create PDR without PDR ID", replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
 			66, nil, []byte{0, tPDRID}},

@@ -2,11 +2,14 @@ package n4
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
 	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
@@ -105,11 +108,15 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 		clone := *p
 		p = &clone
 	}
-	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID); bad != nil {
+	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.URRID); bad != nil {
 		return fail("PDR %d: IE type %d is not supported", id, bad.Type)
 	}
-	if first(group.ChildIEs, ie.QERID) != nil { // the QERs named replace the PDR's
+	// The QERs and URRs named replace the PDR's.
+	if first(group.ChildIEs, ie.QERID) != nil {
 		p.QERIDs = nil
+	}
+	if first(group.ChildIEs, ie.URRID) != nil {
+		p.URRIDs = nil
 	}
 	for _, c := range group.ChildIEs {
 		var err error
@@ -122,6 +129,10 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 			var qer uint32
 			qer, err = c.QERID()
 			p.QERIDs = append(p.QERIDs, qer)
+		case ie.URRID:
+			var urr uint32
+			urr, err = c.URRID()
+			p.URRIDs = append(p.URRIDs, urr)
 		case ie.OuterHeaderRemoval:
 			var desc uint8
 			desc, err = c.OuterHeaderRemovalDescription()
@@ -360,7 +371,8 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 	return nil
 }
 
-// applyRemoval removes a PDR, FAR or QER by its ID.
+// applyRemoval removes a PDR, FAR, QER or URR by its ID; a URR's final
+// usage report goes into the response.
 func (t *txn) applyRemoval(group *ie.IE) *refusal {
 	switch group.Type {
 	case ie.RemovePDR:
@@ -375,13 +387,88 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 			return r
 		}
 		return remove(t.s.fars, id, ruleFAR, "FAR")
-	default:
+	case ie.RemoveQER:
 		id, r := ruleID(group, ie.QERID, (*ie.IE).QERID)
 		if r != nil {
 			return r
 		}
 		return remove(t.s.qers, id, ruleQER, "QER")
+	default:
+		id, r := ruleID(group, ie.URRID, (*ie.IE).URRID)
+		if r != nil {
+			return r
+		}
+		if _, ok := t.s.urrs[id]; !ok {
+			return ruleFailure(ruleURR, id, "no URR %d to remove", id)
+		}
+		reports, err := t.h.finalReports(t.s, ie.UsageReportWithinSessionModificationResponse, []uint32{id}, t.now)
+		if err != nil {
+			return &refusal{cause: ie.CauseSystemFailure, msg: err.Error()}
+		}
+		t.reports = append(t.reports, reports...)
+		delete(t.s.meters, id)
+		return remove(t.s.urrs, id, ruleURR, "URR")
 	}
+}
+
+// applyURR writes a Create URR (create) or Update URR into s. Its meter
+// is a copy: the request may still fail.
+func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
+	id, r := ruleID(group, ie.URRID, (*ie.IE).URRID)
+	if r != nil {
+		return r
+	}
+	u, exists := t.s.urrs[id]
+	if r := presence(create, exists, func(format string, args ...any) *refusal {
+		return ruleFailure(ruleURR, id, format, args...)
+	}, fmt.Sprintf("URR %d", id)); r != nil {
+		return r
+	}
+	if create {
+		u = urr{id: id}
+	}
+	g, r := parseURR(&u, group, create)
+	if r != nil {
+		return r
+	}
+	if create {
+		t.s.meters[id] = newMeter(datapath.URRUsage{}, t.now) // a new URR's counters start at 0
+	} else if g.volume || g.time {
+		usage, err := t.h.cfg.Store.URRUsage(t.s.seid, id)
+		if err != nil {
+			return &refusal{cause: ie.CauseSystemFailure, msg: err.Error()}
+		}
+		m := *t.s.meters[id]
+		if g.volume { // a new quota counts from now
+			m.quotaBase, m.exhausted = usage.Bytes, false
+		}
+		if g.time {
+			m.timeQuotaStart, m.blocked = t.now, 0
+		}
+		t.s.meters[id] = &m
+	}
+	t.s.urrs[id] = u
+	return nil
+}
+
+// queried are the URRs a modification asks to report on now: those of
+// its Query URR IEs, or all of them (QAURR flag, §8.2.41).
+func (s *pfcpSession) queried(req *message.SessionModificationRequest) ([]uint32, *refusal) {
+	if req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasQAURR() {
+		return slices.Sorted(maps.Keys(s.urrs)), nil
+	}
+	var ids []uint32
+	for _, g := range req.QueryURR {
+		id, r := ruleID(g, ie.URRID, (*ie.IE).URRID)
+		if r != nil {
+			return nil, r
+		}
+		if _, ok := s.urrs[id]; !ok {
+			return nil, ruleFailure(ruleURR, id, "no URR %d to query", id)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 func remove[K uint16 | uint32, V any](rules map[K]V, id K, typ uint8, name string) *refusal {

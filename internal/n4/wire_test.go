@@ -13,45 +13,59 @@ import (
 
 // IE and message type numbers (§8.1.2, §7.3).
 const (
-	tCreatePDR             = 1
-	tPDI                   = 2
-	tCreateFAR             = 3
-	tForwardingParameters  = 4
-	tCreateURR             = 6
-	tCreateQER             = 7
-	tCreatedPDR            = 8
-	tUpdateFAR             = 10
-	tUpdatePDR             = 9
-	tUpdateQER             = 14
-	tUpdateForwardingParam = 11
-	tRemovePDR             = 15
-	tRemoveQER             = 18
-	tCause                 = 19
-	tSourceInterface       = 20
-	tFTEID                 = 21
-	tNetworkInstance       = 22
-	tGateStatus            = 25
-	tMBR                   = 26
-	tGBR                   = 27
-	tQERCorrelationID      = 28
-	tPrecedence            = 29
-	tReportingTriggers     = 37
-	tOffendingIE           = 40
-	tDestinationInterface  = 42
-	tApplyAction           = 44
-	tPDRID                 = 56
-	tFSEID                 = 57
-	tNodeID                = 60
-	tMeasurementMethod     = 62
-	tURRID                 = 81
-	tOuterHeaderCreation   = 84
-	tUEIPAddress           = 93
-	tOuterHeaderRemoval    = 95
-	tFARID                 = 108
-	tQERID                 = 109
-	tFailedRuleID          = 114
-	tRQI                   = 123
-	tQFI                   = 124
+	tCreatePDR              = 1
+	tPDI                    = 2
+	tCreateFAR              = 3
+	tForwardingParameters   = 4
+	tCreateURR              = 6
+	tCreateQER              = 7
+	tUpdateURR              = 13
+	tCreatedPDR             = 8
+	tUpdateFAR              = 10
+	tUpdatePDR              = 9
+	tUpdateQER              = 14
+	tUpdateForwardingParam  = 11
+	tRemovePDR              = 15
+	tRemoveQER              = 18
+	tRemoveURR              = 17
+	tCause                  = 19
+	tSourceInterface        = 20
+	tFTEID                  = 21
+	tNetworkInstance        = 22
+	tGateStatus             = 25
+	tMBR                    = 26
+	tGBR                    = 27
+	tQERCorrelationID       = 28
+	tPrecedence             = 29
+	tReportingTriggers      = 37
+	tOffendingIE            = 40
+	tDestinationInterface   = 42
+	tApplyAction            = 44
+	tPDRID                  = 56
+	tUsageReportTrigger     = 63
+	tMeasurementPeriod      = 64
+	tVolumeMeasurement      = 66
+	tDurationMeasurement    = 67
+	tVolumeThreshold        = 31
+	tVolumeQuota            = 73
+	tQueryURR               = 77
+	tUsageReportModResp     = 78
+	tUsageReportDelResp     = 79
+	tUsageReportReport      = 80
+	tFSEID                  = 57
+	tNodeID                 = 60
+	tMeasurementMethod      = 62
+	tURRID                  = 81
+	tOuterHeaderCreation    = 84
+	tUEIPAddress            = 93
+	tOuterHeaderRemoval     = 95
+	tFARID                  = 108
+	tQERID                  = 109
+	tURSEQN                 = 104
+	tFailedRuleID           = 114
+	tMeasurementInformation = 100
+	tRQI                    = 123
+	tQFI                    = 124
 
 	mSessionSetDeletionRequest   = 14
 	mSessionEstablishmentRequest = 50
@@ -202,9 +216,81 @@ func bitRate(typ uint16, ulKbps, dlKbps uint64) []byte {
 func rqi() []byte { return tlv(tRQI, []byte{0x01}) }
 
 // createURR §7.5.2.4: URR ID (§8.2.54, 4 octets), Measurement Method
-// (§8.2.40: VOLUM, bit 2), Reporting Triggers (§8.2.41: PERIO, 3 octets).
-func createURR(id uint32) []byte {
-	return tlv(tCreateURR, tlv(tURRID, be32(id)), tlv(tMeasurementMethod, []byte{0x02}), tlv(tReportingTriggers, []byte{0x01, 0, 0}))
+// (§8.2.40: DURAT bit 1, VOLUM bit 2), Reporting Triggers (§8.2.19, 3
+// octets), then the IEs given.
+func createURR(id uint32, method byte, triggers uint32, c ...[]byte) []byte {
+	return tlv(tCreateURR, append([][]byte{urrID(id), tlv(tMeasurementMethod, []byte{method}),
+		tlv(tReportingTriggers, []byte{byte(triggers), byte(triggers >> 8), byte(triggers >> 16)})}, c...)...)
+}
+
+func urrID(id uint32) []byte { return tlv(tURRID, be32(id)) }
+
+// Measurement methods and Reporting Triggers bits (octet 5 low byte).
+const (
+	mmDURAT  = 0x01
+	mmVOLUM  = 0x02
+	rtgPERIO = 0x0001
+	rtgVOLTH = 0x0002
+	rtgTIMTH = 0x0004
+	rtgSTART = 0x0010
+	rtgVOLQU = 0x0100
+)
+
+// volumeThreshold §8.2.13 and volumeQuota §8.2.50: flags TOVOL (bit 1),
+// then the total volume, 8 octets.
+func volumeThreshold(total uint64) []byte { return tlv(tVolumeThreshold, []byte{0x01}, be64(total)) }
+func volumeQuota(total uint64) []byte     { return tlv(tVolumeQuota, []byte{0x01}, be64(total)) }
+
+// measurementPeriod §8.2.14: seconds, 4 octets.
+func measurementPeriod(s uint32) []byte { return tlv(tMeasurementPeriod, be32(s)) }
+
+// measurementInformation §8.2.68: MNOP is bit 5.
+func measurementInformation(flags byte) []byte { return tlv(tMeasurementInformation, []byte{flags}) }
+
+func queryURR(id uint32) []byte  { return tlv(tQueryURR, urrID(id)) }  // §7.5.4.10
+func removeURR(id uint32) []byte { return tlv(tRemoveURR, urrID(id)) } // §7.5.4.7
+
+// usage is a decoded Usage Report (§7.5.5.2, §7.5.7.2, §7.5.8.3).
+type usage struct {
+	urr, seqn             uint32
+	trigger               uint32 // Usage Report Trigger octets 5-7, as rtg* bits
+	tvol, uvol, dvol      uint64 // Volume Measurement (§8.2.44)
+	tpkt, upkt, dpkt      uint64
+	hasVolume, hasPackets bool
+}
+
+func decodeUsage(t *testing.T, v []byte) usage {
+	t.Helper()
+	var u usage
+	for _, c := range decodeIEs(t, v) {
+		switch c.typ {
+		case tURRID:
+			u.urr = binary.BigEndian.Uint32(c.val)
+		case tURSEQN:
+			u.seqn = binary.BigEndian.Uint32(c.val)
+		case tUsageReportTrigger:
+			for i, b := range c.val {
+				u.trigger |= uint32(b) << (8 * i)
+			}
+		case tVolumeMeasurement:
+			flags, rest := c.val[0], c.val[1:]
+			next := func(bit byte) (uint64, bool) {
+				if flags&bit == 0 {
+					return 0, false
+				}
+				v := binary.BigEndian.Uint64(rest)
+				rest = rest[8:]
+				return v, true
+			}
+			u.tvol, u.hasVolume = next(0x01)
+			u.uvol, _ = next(0x02)
+			u.dvol, _ = next(0x04)
+			u.tpkt, u.hasPackets = next(0x08)
+			u.upkt, _ = next(0x10)
+			u.dpkt, _ = next(0x20)
+		}
+	}
+	return u
 }
 
 // wireIE is a decoded IE; grouped ones are decoded again by the caller.

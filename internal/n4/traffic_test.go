@@ -1,0 +1,178 @@
+package n4
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+// A PFCP session over the demo testbed, with real GTP-U and IP through the
+// XDP data path: its QER holds the uplink to its maximum bit rate, and its
+// URR counts exactly what was forwarded each way, reporting at its volume
+// threshold and when the session goes.
+func TestQoSAndUsageUnderTraffic(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and XDP")
+	}
+	tb, err := demo.NewTestbed()
+	fatalIf(t, err)
+	t.Cleanup(func() { fatalIf(t, tb.Close()) })
+	upf, err := tb.StartUPF()
+	fatalIf(t, err)
+	t.Cleanup(func() { fatalIf(t, upf.Close()) })
+
+	sent := make(chan []byte, 256) // Session Report Requests, encoded
+	h := New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr},
+		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
+			b, err := req.Marshal()
+			fatalIf(t, err)
+			sent <- b
+			return message.NewSessionReportResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseRequestAccepted)), nil
+		}})
+	events, err := upf.Datapath.URREvents()
+	fatalIf(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { h.Run(ctx, events); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
+	size := uint64(len(inner))
+	const mbrKbps = 8000 // 1 MB/s: about 17,000 of these packets a second
+	threshold := 3000 * size
+	ue := demo.UEAddr.String()
+	req := sessionMsg(mSessionEstablishmentRequest, 0, 1, nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
+		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
+			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1), qerID(1), urrID(1)),
+		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1), urrID(1)),
+		coreFAR(), accessFAR(demo.DownlinkTEID, demo.GNBAddr.String()),
+		createQER(1, bitRate(tMBR, mbrKbps, 0), qfi(demo.QFI)),
+		createURR(1, mmVOLUM|mmDURAT, rtgVOLTH, volumeThreshold(threshold), measurementInformation(0x10)))
+	r := decodeReply(t, h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
+		mSessionEstablishmentRequest+1)
+	seid := r.upSEID(t)
+
+	// Uplink at twice the MBR for a second, downlink unlimited.
+	const offered, downlink = 34_000, 5_000
+	up, elapsed := sendSmoothly(t, tb, tb.UplinkFrame(demo.UplinkTEID, demo.QFI, inner), offered)
+	gen, err := trafficgen.NewGenerator()
+	fatalIf(t, err)
+	t.Cleanup(func() { gen.Close() })
+	upDelivered, err := tb.Uplink().Delivered(up)
+	fatalIf(t, err)
+	down, _, err := tb.Downlink().Send(gen, tb.DownlinkFrame(demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL)),
+		downlink, trafficgen.Options{Rate: 50_000})
+	fatalIf(t, err)
+	downDelivered, err := tb.Downlink().Delivered(down)
+	fatalIf(t, err)
+	if downDelivered != downlink {
+		t.Fatalf("downlink: %d of %d delivered", downDelivered, downlink)
+	}
+	// The bucket starts full (10 ms at the rate) and refills at the rate.
+	rate := float64(mbrKbps * 1000 / 8)
+	want := (rate*elapsed.Seconds() + rate/100) / float64(size)
+	t.Logf("uplink at the MBR: %d packets in %v, %.4f of the expected", upDelivered, elapsed, float64(upDelivered)/want)
+	if got := float64(upDelivered); math.Abs(got-want) > 0.05*want {
+		t.Errorf("uplink at the MBR: %.0f packets in %v, want %.0f ±5%%", got, elapsed, want)
+	}
+
+	time.Sleep(200 * time.Millisecond) // the threshold events are handled
+	del := decodeReply(t, h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
+		sessionMsg(mSessionDeletionRequest, seid, 2))), mSessionDeletionRequest+1)
+	del.expect(t, 1, nil, nil)
+	final := all(del.ies, tUsageReportDelResp)
+	if len(final) != 1 {
+		t.Fatalf("%d usage reports in the deletion response", len(final))
+	}
+
+	// Every report together: exactly what was forwarded.
+	var total usage
+	thresholds := 0
+	add := func(u usage) {
+		if u.urr != 1 || !u.hasVolume || !u.hasPackets {
+			t.Errorf("usage report %+v", u)
+		}
+		total.uvol += u.uvol
+		total.dvol += u.dvol
+		total.tvol += u.tvol
+		total.upkt += u.upkt
+		total.dpkt += u.dpkt
+	}
+	for quiet := false; !quiet; {
+		select {
+		case b := <-sent:
+			_, hdrSEID, ies := decodeMsg(t, b)
+			if hdrSEID != 0x77 {
+				t.Errorf("report for SEID %#x", hdrSEID)
+			}
+			for _, v := range all(ies, tUsageReportReport) {
+				u := decodeUsage(t, v)
+				if u.trigger != rtgVOLTH || u.tvol < threshold || u.seqn != uint32(thresholds) {
+					t.Errorf("threshold report %d: %+v", thresholds, u)
+				}
+				thresholds++
+				add(u)
+			}
+		case <-time.After(300 * time.Millisecond):
+			quiet = true
+		}
+	}
+	last := decodeUsage(t, final[0])
+	if last.trigger != 1<<11 || last.seqn != uint32(thresholds) { // TERMR
+		t.Errorf("final report %+v after %d others", last, thresholds)
+	}
+	add(last)
+	// A report counts from where the last one ended, a little after its
+	// threshold was reached.
+	if most := int((upDelivered*size + downlink*size) / threshold); thresholds == 0 || thresholds > most {
+		t.Errorf("%d threshold reports, want 1 to %d", thresholds, most)
+	}
+	if total.upkt != upDelivered || total.uvol != upDelivered*size || total.dpkt != downlink || total.dvol != downlink*size ||
+		total.tvol != total.uvol+total.dvol {
+		t.Errorf("reported %+v; forwarded %d uplink and %d downlink packets of %d bytes", total, upDelivered, downlink, size)
+	}
+}
+
+// sendSmoothly sends a second's worth of frames from the gNB at rate
+// packets per second, each when it is due, through a raw socket: the
+// generator's ten bursts a second would each find the policer's bucket,
+// which holds 10 ms at the rate, long full.
+func sendSmoothly(t *testing.T, tb *demo.Testbed, frame []byte, rate int) (sent uint64, elapsed time.Duration) {
+	t.Helper()
+	fatalIf(t, tb.GNB.Do(func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0) // protocol 0: sends only
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		ifi, err := net.InterfaceByName(demo.N3)
+		if err != nil {
+			return err
+		}
+		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index}
+		start := time.Now()
+		for ; sent < uint64(rate); sent++ {
+			if wait := time.Until(start.Add(time.Duration(sent) * time.Second / time.Duration(rate))); wait > 0 {
+				time.Sleep(wait)
+			}
+			if err := unix.Sendto(fd, frame, 0, to); err != nil {
+				return err
+			}
+		}
+		elapsed = time.Since(start)
+		return nil
+	}))
+	return sent, elapsed
+}

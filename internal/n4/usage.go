@@ -1,0 +1,292 @@
+package n4
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/xdp5g/xdp5g/internal/datapath"
+)
+
+// Reporting Triggers (§8.2.19) and Usage Report Trigger (§8.2.41) flags,
+// octet 5 in bits 0-7, octet 6 in bits 8-15, octet 7 in bits 16-23.
+const (
+	rtPERIO = 1 << 0
+	rtVOLTH = 1 << 1
+	rtTIMTH = 1 << 2
+	rtSTART = 1 << 4
+	rtVOLQU = 1 << 8
+	rtTIMQU = 1 << 9
+
+	implementedTriggers = rtPERIO | rtVOLTH | rtTIMTH | rtSTART | rtVOLQU | rtTIMQU
+
+	urPERIO = 1 << 0
+	urVOLTH = 1 << 1
+	urTIMTH = 1 << 2
+	urSTART = 1 << 4
+	urIMMER = 1 << 7
+	urVOLQU = 1 << 8
+	urTIMQU = 1 << 9
+	urTERMR = 1 << 11
+)
+
+// Measurement Information flags (§8.2.68) the UPF honours.
+const (
+	miISTM = 0x08 // time metering starts now, not at the first packet
+	miMNOP = 0x10 // report packet counts too
+)
+
+// Volume Measurement flags (§8.2.44): volumes, then packet counts.
+const (
+	vmVolumes = 0x07 // TOVOL, ULVOL, DLVOL
+	vmPackets = 0x38 // TONOP, ULNOP, DLNOP
+)
+
+// urr is a Usage Reporting Rule as the SMF set it.
+type urr struct {
+	id               uint32
+	volume, duration bool // measurement methods
+	triggers         uint32
+	period           time.Duration
+	volThreshold     [3]uint64 // datapath.URRTotal, URRUplink, URRDownlink; 0: none
+	volQuota         [3]uint64
+	timeThreshold    time.Duration
+	timeQuota        time.Duration
+	immediateStart   bool // ISTM
+	countPackets     bool // MNOP
+}
+
+// timed says whether the URR has triggers the clock fires.
+func (u urr) timed() bool { return u.triggers&(rtPERIO|rtTIMTH|rtTIMQU) != 0 }
+
+// meter is what the UPF keeps of a URR between reports. A request works on
+// copies, so a refused one leaves the meters as they were.
+type meter struct {
+	start     time.Time         // of the measurement being made
+	base      datapath.URRUsage // the counters at its start
+	seqn      uint32            // UR-SEQN of the next report
+	started   bool              // traffic seen (the START trigger)
+	quotaBase [3]uint64         // the counters when the volume quota was given
+	exhausted bool              // volume quota used up and reported
+	// timeQuotaStart is when the time quota was given; blocked, when it ran
+	// out, the counters' total: the URR then lets nothing more through.
+	timeQuotaStart time.Time
+	blocked        uint64
+}
+
+// newMeter starts measuring a URR whose data-path counters read usage.
+func newMeter(usage datapath.URRUsage, now time.Time) *meter {
+	return &meter{start: now, base: usage, quotaBase: usage.Bytes, timeQuotaStart: now}
+}
+
+// limits are the absolute counter values the data path watches for a URR:
+// its counters only grow, so thresholds and quotas are offsets from the
+// counters at the start of the measurement and at the grant of the quota.
+func (u *urr) limits(m *meter) datapath.URRLimits {
+	var l datapath.URRLimits
+	for i := range 3 {
+		if u.triggers&rtVOLTH != 0 && u.volThreshold[i] != 0 {
+			l.Threshold[i] = m.base.Bytes[i] + u.volThreshold[i]
+		}
+		if u.volQuota[i] != 0 {
+			l.Quota[i] = m.quotaBase[i] + u.volQuota[i]
+		}
+	}
+	if m.blocked != 0 {
+		l.Quota[datapath.URRTotal] = m.blocked
+	}
+	l.NotifyStart = u.triggers&rtSTART != 0 && !m.started
+	return l
+}
+
+// activeSince is how long the URR's traffic has been metered since from:
+// from the first packet on, unless time metering starts at once (ISTM).
+func (u *urr) activeSince(from time.Time, usage datapath.URRUsage, now time.Time) time.Duration {
+	if !u.immediateStart {
+		if usage.FirstPacket.IsZero() {
+			return 0
+		}
+		from = later(from, usage.FirstPacket)
+	}
+	return max(now.Sub(from), 0)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// due returns the Usage Report Trigger flags the clock raises at now.
+func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time) uint32 {
+	var fired uint32
+	if u.triggers&rtPERIO != 0 && now.Sub(m.start) >= u.period {
+		fired |= urPERIO
+	}
+	if u.triggers&rtTIMTH != 0 && u.activeSince(m.start, usage, now) >= u.timeThreshold {
+		fired |= urTIMTH
+	}
+	if u.timeQuota != 0 && m.blocked == 0 && u.activeSince(m.timeQuotaStart, usage, now) >= u.timeQuota {
+		fired |= urTIMQU
+	}
+	return fired
+}
+
+// crossed returns the Usage Report Trigger flags the counters raise: a
+// volume threshold reached, or traffic seen for the first time. (A volume
+// quota is used up when the data path drops for it, which it says.)
+func (u *urr) crossed(m *meter, usage datapath.URRUsage) uint32 {
+	var fired uint32
+	for i := range 3 {
+		if u.triggers&rtVOLTH != 0 && u.volThreshold[i] != 0 && usage.Bytes[i]-m.base.Bytes[i] >= u.volThreshold[i] {
+			fired |= urVOLTH
+		}
+	}
+	if !m.started && usage.Packets[datapath.URRTotal] > 0 {
+		fired |= urSTART
+	}
+	return fired
+}
+
+// note changes the meter for what fired, reported or not.
+func (m *meter) note(fired uint32, usage datapath.URRUsage) {
+	if fired&urSTART != 0 {
+		m.started = true
+	}
+	if fired&urVOLQU != 0 {
+		m.exhausted = true
+	}
+	if fired&urTIMQU != 0 {
+		m.blocked = max(usage.Bytes[datapath.URRTotal], 1) // 0 would mean no quota
+	}
+}
+
+// report makes a Usage Report of type typ (the IE type differs by message)
+// for what was measured since the meter's start, and starts the next
+// measurement. fired are the Usage Report Trigger flags.
+func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32, now time.Time) *ie.IE {
+	children := []*ie.IE{ie.NewURRID(u.id), ie.NewURSEQN(m.seqn),
+		ie.NewUsageReportTrigger(uint8(fired), uint8(fired>>8), uint8(fired>>16)),
+		ie.NewStartTime(m.start), ie.NewEndTime(now)}
+	if u.volume {
+		flags, d := uint8(vmVolumes), usage.Bytes
+		p := usage.Packets
+		for i := range 3 {
+			d[i] -= m.base.Bytes[i]
+			p[i] -= m.base.Packets[i]
+		}
+		if !u.countPackets {
+			p = [3]uint64{}
+		} else {
+			flags |= vmPackets
+		}
+		children = append(children, ie.NewVolumeMeasurement(flags, d[0], d[1], d[2], p[0], p[1], p[2]))
+	}
+	if u.duration {
+		children = append(children, ie.NewDurationMeasurement(u.activeSince(m.start, usage, now).Truncate(time.Second)))
+	}
+	if !usage.FirstPacket.IsZero() && usage.Packets[datapath.URRTotal] > m.base.Packets[datapath.URRTotal] {
+		children = append(children, ie.NewTimeOfFirstPacket(later(m.start, usage.FirstPacket)), ie.NewTimeOfLastPacket(usage.LastPacket))
+	}
+	m.seqn++
+	m.start, m.base = now, usage
+	return ie.NewUsageReport(typ, children...)
+}
+
+// grant says which quotas a Create or Update URR gave.
+type grant struct{ volume, time bool }
+
+// parseURR reads a Create URR (into a zero urr) or an Update URR (into the
+// current one).
+func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
+	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleURR, u.id, format, args...) }
+	if create {
+		for _, m := range []uint16{ie.MeasurementMethod, ie.ReportingTriggers} {
+			if first(group.ChildIEs, m) == nil {
+				return g, missing(m, fmt.Sprintf("Create URR %d", u.id))
+			}
+		}
+	}
+	if bad := unsupported(group.ChildIEs, ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod,
+		ie.VolumeThreshold, ie.VolumeQuota, ie.TimeThreshold, ie.TimeQuota, ie.MeasurementInformation); bad != nil {
+		return g, fail("URR %d: IE type %d is not supported", u.id, bad.Type)
+	}
+	for _, c := range group.ChildIEs {
+		var err error
+		switch c.Type {
+		case ie.MeasurementMethod:
+			if _, err = c.MeasurementMethod(); err == nil && c.HasEVENT() {
+				err = fmt.Errorf("event measurement is not supported")
+			}
+			u.volume, u.duration = c.HasVOLUM(), c.HasDURAT()
+		case ie.ReportingTriggers:
+			var rt []byte
+			if rt, err = c.ReportingTriggers(); err == nil {
+				u.triggers = 0
+				for i, b := range rt[:min(len(rt), 3)] {
+					u.triggers |= uint32(b) << (8 * i)
+				}
+				if extra := u.triggers &^ implementedTriggers; extra != 0 {
+					err = fmt.Errorf("reporting triggers %#06x are not supported", extra)
+				}
+			}
+		case ie.MeasurementPeriod:
+			u.period, err = c.MeasurementPeriod()
+		case ie.VolumeThreshold:
+			var f *ie.VolumeThresholdFields
+			if f, err = c.VolumeThreshold(); err == nil {
+				u.volThreshold = volumes(f.Flags, f.TotalVolume, f.UplinkVolume, f.DownlinkVolume)
+			}
+		case ie.VolumeQuota:
+			var f *ie.VolumeQuotaFields
+			if f, err = c.VolumeQuota(); err == nil {
+				u.volQuota, g.volume = volumes(f.Flags, f.TotalVolume, f.UplinkVolume, f.DownlinkVolume), true
+			}
+		case ie.TimeThreshold:
+			u.timeThreshold, err = c.TimeThreshold()
+		case ie.TimeQuota:
+			u.timeQuota, err = c.TimeQuota()
+			g.time = true
+		case ie.MeasurementInformation:
+			var mi uint8
+			if mi, err = c.MeasurementInformation(); err == nil && mi&^(miISTM|miMNOP) != 0 {
+				err = fmt.Errorf("measurement information %#02x is not supported", mi&^(miISTM|miMNOP))
+			}
+			u.immediateStart, u.countPackets = mi&miISTM != 0, mi&miMNOP != 0
+		}
+		if err != nil {
+			return g, fail("URR %d: IE type %d: %v", u.id, c.Type, err)
+		}
+	}
+	return g, u.check(fail)
+}
+
+// check refuses a URR whose triggers lack what they need.
+func (u *urr) check(fail func(string, ...any) *refusal) *refusal {
+	switch {
+	case !u.volume && !u.duration:
+		return fail("URR %d measures neither volume nor duration", u.id)
+	case u.triggers&rtPERIO != 0 && u.period <= 0:
+		return fail("URR %d: periodic reporting without a measurement period", u.id)
+	case u.triggers&rtVOLTH != 0 && u.volThreshold == [3]uint64{}:
+		return fail("URR %d: volume threshold trigger without a volume threshold", u.id)
+	case u.triggers&rtTIMTH != 0 && u.timeThreshold <= 0:
+		return fail("URR %d: time threshold trigger without a time threshold", u.id)
+	case (u.volQuota != [3]uint64{} || u.triggers&rtVOLTH != 0) && !u.volume:
+		return fail("URR %d: volume limits without volume measurement", u.id)
+	}
+	return nil
+}
+
+// volumes orders the volumes of a Volume Threshold or Quota (§8.2.13,
+// §8.2.50) as the data path does, 0 for the absent ones.
+func volumes(flags uint8, total, ul, dl uint64) (v [3]uint64) {
+	for i, set := range []bool{flags&1 != 0, flags&2 != 0, flags&4 != 0} {
+		if set {
+			v[i] = []uint64{total, ul, dl}[i]
+		}
+	}
+	return v
+}

@@ -1,0 +1,113 @@
+package n4
+
+import (
+	"testing"
+	"time"
+)
+
+// PFCP traffic for URRs with no packets: the report flow itself. Volumes
+// under real traffic are TestQoSAndUsageUnderTraffic's.
+func TestUsageReports(t *testing.T) {
+	e := newEnv(t)
+	withURRs := func(pdr []byte, ids ...uint32) []byte {
+		c := [][]byte{pdr[4:]}
+		for _, id := range ids {
+			c = append(c, urrID(id))
+		}
+		return tlv(tCreatePDR, c...)
+	}
+	start := time.Now()
+	r := e.establish("smf1", nodeIDv4("127.0.0.4"), cpFSEID(0x55, "127.0.0.4"),
+		withURRs(uplinkPDR(fixedUE("10.60.0.1")), 1, 2), withURRs(downlinkPDR(fixedUE("10.60.0.1"), 2), 1), coreFAR(), accessFAR(7, gnb),
+		createURR(1, mmVOLUM|mmDURAT, rtgPERIO, measurementPeriod(10), measurementInformation(0x08)), // ISTM
+		createURR(2, mmVOLUM, rtgVOLTH, volumeThreshold(1000)))
+	seid := r.upSEID(t)
+
+	sessionReports := func() (out []usage) {
+		for _, rep := range e.h.out.take() {
+			b, err := rep.req.Marshal()
+			fatalIf(t, err)
+			_, hdrSEID, ies := decodeMsg(t, b)
+			if hdrSEID != 0x55 || rep.smf.NodeID != "smf1" {
+				t.Errorf("report to %s for SEID %#x", rep.smf.NodeID, hdrSEID)
+			}
+			for _, v := range all(ies, tUsageReportReport) {
+				out = append(out, decodeUsage(t, v))
+			}
+		}
+		return out
+	}
+	e.h.tick(start.Add(5 * time.Second))
+	if got := sessionReports(); len(got) != 0 {
+		t.Fatalf("reports before the period: %+v", got)
+	}
+	e.h.tick(start.Add(11 * time.Second))
+	got := sessionReports()
+	if len(got) != 1 || got[0].urr != 1 || got[0].trigger != rtgPERIO || got[0].seqn != 0 || !got[0].hasVolume || got[0].tvol != 0 {
+		t.Fatalf("periodic reports %+v", got)
+	}
+	e.h.tick(start.Add(15 * time.Second)) // the next period counts from the report
+	if got := sessionReports(); len(got) != 0 {
+		t.Fatalf("reports within the second period: %+v", got)
+	}
+
+	// Query URR 2: its report comes in the response.
+	r = e.modify("smf1", seid, queryURR(2))
+	r.expect(t, 1, nil, nil)
+	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 { // IMMER
+		t.Fatalf("query response %+v", r.ies)
+	}
+
+	// Refused: an unknown URR, and a URR still named by a PDR; nothing changes.
+	before := e.state()
+	e.modify("smf1", seid, removeURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
+	e.modify("smf1", seid, queryURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
+	e.modify("smf1", seid, removeURR(1)).expect(t, 73, []byte{0, 0, 1}, nil)
+	e.unchanged(before)
+
+	// Removing URR 1 reports it (termination) and stops its clock.
+	r = e.modify("smf1", seid, removeURR(1), updatePDR(pdrID(1), urrID(2)), tlv(tUpdatePDR, pdrID(2), urrID(2)))
+	r.expect(t, 1, nil, nil)
+	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 1 || decodeUsage(t, q[0]).trigger != 1<<11 ||
+		decodeUsage(t, q[0]).seqn != 1 {
+		t.Fatalf("removal response %+v", r.ies)
+	}
+	e.h.tick(start.Add(time.Minute))
+	if got := sessionReports(); len(got) != 0 {
+		t.Fatalf("a removed URR reported: %+v", got)
+	}
+
+	// Deletion reports what is left.
+	r = e.delete("smf1", seid)
+	r.expect(t, 1, nil, nil)
+	if q := all(r.ies, tUsageReportDelResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).seqn != 1 {
+		t.Fatalf("deletion response %+v", r.ies)
+	}
+}
+
+func TestURRRefusals(t *testing.T) {
+	e := newEnv(t)
+	before := e.state()
+	base := func(extra ...[]byte) [][]byte {
+		return append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d), extra...)
+	}
+	for _, c := range []struct {
+		name                  string
+		ies                   [][]byte
+		cause                 byte
+		failedRule, offending []byte
+	}{
+		{"dropped traffic threshold trigger", base(createURR(4, mmVOLUM, 0x40)), 73, []byte{3, 0, 0, 0, 4}, nil},
+		{"event measurement", base(createURR(4, 0x04, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
+		{"volume threshold trigger without threshold", base(createURR(4, mmVOLUM, rtgVOLTH)), 73, []byte{3, 0, 0, 0, 4}, nil},
+		{"volume quota measuring duration only", base(createURR(4, mmDURAT, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
+		{"no measurement method", base(tlv(tCreateURR, urrID(4), tlv(tReportingTriggers, []byte{1, 0}))), 66, nil, []byte{0, tMeasurementMethod}},
+		{"PDR naming no URR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
+			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(8)), coreFAR()}, 73, []byte{0, 0, 1}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
+			e.unchanged(before)
+		})
+	}
+}
