@@ -98,12 +98,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 
 	var n4Interface *api.PFCP
 	if cfg.PFCP != nil {
-		if n4Interface, err = servePFCP(cfg, store, log); err != nil {
+		var stopPFCP func() error
+		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, log); err != nil {
 			return err
 		}
-		// Deferred last, so closed first: no session request reaches the
+		// Deferred last, so stopped first: no session request reaches the
 		// store after its last save.
-		defer func() { err = errors.Join(err, n4Interface.Server.Close()) }()
+		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
 
 	srv := &http.Server{Handler: api.NewHandler(store, dp, n4Interface, log), ReadHeaderTimeout: 10 * time.Second}

@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 
+	"github.com/wmnsk/go-pfcp/message"
+
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -29,9 +33,9 @@ func checkPFCPListen(listen string) error {
 }
 
 // servePFCP serves N4 over the store: the sessions SMFs establish live in
-// it beside those of the REST API. Close the returned server before the
-// store.
-func servePFCP(cfg *config.Config, store *session.Store, log *slog.Logger) (*api.PFCP, error) {
+// it beside those of the REST API, and their usage is reported from the
+// data path's counters. Call stop before closing the store.
+func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
@@ -40,12 +44,21 @@ func servePFCP(cfg *config.Config, store *session.Store, log *slog.Logger) (*api
 	if p.UEPool.IsValid() {
 		var err error
 		if pool, err = ippool.New(p.UEPool); err != nil {
-			return nil, fmt.Errorf("pfcp.ue_pool: %w", err)
+			return nil, nil, fmt.Errorf("pfcp.ue_pool: %w", err)
 		}
 		features = append(features, pfcp.FeatureUEIP)
 	}
-	handler := n4.New(n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log})
-	srv, err := pfcp.New(pfcp.Config{
+	features = append(features, pfcp.FeatureMNOP) // URRs count packets
+	var srv *pfcp.Server
+	handler := n4.New(n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log,
+		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
+			return srv.SendSessionReport(ctx, peer, req)
+		}})
+	events, err := dp.URREvents()
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err = pfcp.New(pfcp.Config{
 		Listen:            p.Listen,
 		NodeID:            p.NodeID,
 		Peers:             p.Peers,
@@ -57,12 +70,25 @@ func servePFCP(cfg *config.Config, store *session.Store, log *slog.Logger) (*api
 		Log:               log,
 	})
 	if err != nil {
-		return nil, err
+		events.Close()
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	reporting := make(chan struct{})
+	go func() {
+		defer close(reporting)
+		handler.Run(ctx, events)
+	}()
+	stop = func() error {
+		err := srv.Close()
+		cancel()
+		<-reporting
+		return err
 	}
 	attrs := []any{"listen", srv.Addr().String(), "node_id", p.NodeID, "peers", p.Peers}
 	if pool != nil {
 		attrs = append(attrs, "ue_pool", p.UEPool)
 	}
 	log.Info("serving PFCP", attrs...)
-	return &api.PFCP{Server: srv, Sessions: handler}, nil
+	return &api.PFCP{Server: srv, Sessions: handler}, stop, nil
 }
