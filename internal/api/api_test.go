@@ -343,6 +343,11 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{"no TEID to default to", map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, ohcField + ".teid"},
 		{"short MAC address", map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, "arpTable[0].mac"},
 		{"ARP entry without IP", map[string]any{"arpTable.0.ip": remove}, "arpTable[0].ip"},
+		{"QER named by no rule", map[string]any{"pdrs.0.qerIds": []any{5}}, "pdrs[0].qerIds"},
+		{"URR named by no rule", map[string]any{"pdrs.1.urrIds": []any{5}}, "pdrs[1].urrIds"},
+		{"unknown gate status", map[string]any{"qers": []any{map[string]any{"qerId": 1, "gateStatus": map[string]any{"ul": "AJAR", "dl": "OPEN"}}}}, "qers[0].gateStatus.ul"},
+		{"RQI as a number", map[string]any{"qers": []any{map[string]any{"qerId": 1, "rqi": 1}}}, "qers[0].rqi"},
+		{"QER ID twice", map[string]any{"qers": []any{map[string]any{"qerId": 1}, map[string]any{"qerId": 1}}}, "qers[1].qerId"},
 	}
 	type badCase struct {
 		name, method, path, body, field string
@@ -454,5 +459,37 @@ func TestClient(t *testing.T) {
 	must(t, c.Delete(ctx, 1))
 	if err := c.Delete(ctx, 1); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound || err.Error() != "session 1 not found" {
 		t.Errorf("second Delete: %v", err)
+	}
+}
+
+// QERs and URRs round-trip through the document, and GET shows what each
+// URR measured.
+func TestQoSAndUsageDocuments(t *testing.T) {
+	e := newEnv(t)
+	doc := variant(t, second, map[string]any{
+		"pdrs.0.qerIds": []any{1, 2}, "pdrs.0.urrIds": []any{7}, "pdrs.1.qerIds": []any{1}, "pdrs.1.urrIds": []any{7},
+		"qers": []any{
+			map[string]any{"qerId": 1, "mbr": map[string]any{"ul": 20_000_000, "dl": 100_000_000}},
+			map[string]any{"qerId": 2, "gateStatus": map[string]any{"ul": "OPEN", "dl": "CLOSED"}, "gbr": map[string]any{"ul": 1000, "dl": 2000}, "qfi": 5, "rqi": true},
+		},
+		"urrs": []any{map[string]any{"urrId": 7}},
+	})
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", doc)
+	got, _ := e.store.Get(2)
+	want := []session.QER{{ID: 1, MBRUL: 20_000_000, MBRDL: 100_000_000}, {ID: 2, GateDLClosed: true, GBRUL: 1000, GBRDL: 2000, QFI: 5, RQI: true}}
+	if !reflect.DeepEqual(got.QERs, want) || len(got.URRs) != 1 || !reflect.DeepEqual(got.PDRs[0].QERIDs, []uint32{1, 2}) {
+		t.Fatalf("stored %+v", got)
+	}
+	var body struct {
+		QERs []map[string]any `json:"qers"`
+		URRs []struct {
+			ID    uint32 `json:"urrId"`
+			Usage *Usage `json:"usage"`
+		} `json:"urrs"`
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &body))
+	if len(body.QERs) != 2 || body.QERs[1]["gateStatus"].(map[string]any)["dl"] != "CLOSED" ||
+		len(body.URRs) != 1 || body.URRs[0].Usage == nil || body.URRs[0].Usage.Uplink.Bytes != 0 {
+		t.Fatalf("GET %+v", body)
 	}
 }

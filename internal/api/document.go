@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -26,6 +27,8 @@ type document struct {
 	SEID     uint64     `json:"seid" required:"true"`
 	PDRs     []pdrDoc   `json:"pdrs"`
 	FARs     []farDoc   `json:"fars"`
+	QERs     []qerDoc   `json:"qers,omitempty"`
+	URRs     []urrDoc   `json:"urrs,omitempty"`
 	ARPTable []arpEntry `json:"arpTable,omitempty"`
 }
 
@@ -35,6 +38,8 @@ type pdrDoc struct {
 	Precedence         *uint32  `json:"precedence,omitempty"`
 	OuterHeaderRemoval *removal `json:"outerHeaderRemoval,omitempty"`
 	PDI                pdiDoc   `json:"pdi" required:"true"`
+	QERIDs             []uint32 `json:"qerIds,omitempty"` // every one applies
+	URRIDs             []uint32 `json:"urrIds,omitempty"`
 	// Counters are live in responses; a document sent back with them (a
 	// GET, edited, then PUT) is accepted and they are ignored.
 	Counters *Counter `json:"counters,omitempty"`
@@ -73,6 +78,54 @@ type outerHeaderCreation struct {
 	// have exactly one: Fig. 10's document has none and uses the same
 	// TEID both ways.
 	TEID *uint32 `json:"teid,omitempty"`
+}
+
+// qerDoc is a QoS Enforcement Rule; rates are in bits per second.
+type qerDoc struct {
+	ID         uint32    `json:"qerId" required:"true"`
+	GateStatus *gateDoc  `json:"gateStatus,omitempty"` // both open when absent
+	MBR        *bitRates `json:"mbr,omitempty"`
+	GBR        *bitRates `json:"gbr,omitempty"` // kept, not enforced
+	QFI        uint8     `json:"qfi,omitempty"`
+	RQI        bool      `json:"rqi,omitempty"`
+}
+
+type gateDoc struct {
+	UL gate `json:"ul" required:"true"`
+	DL gate `json:"dl" required:"true"`
+}
+
+type bitRates struct {
+	UL uint64 `json:"ul"`
+	DL uint64 `json:"dl"`
+}
+
+// gate is a Gate Status value (TS 29.244 8.2.7).
+type gate uint8
+
+var gateNames = enum{0: "OPEN", 1: "CLOSED"}
+
+func (g *gate) fromJSON(v any) error {
+	n, err := gateNames.parse(v)
+	*g = gate(n)
+	return err
+}
+
+func (g gate) MarshalJSON() ([]byte, error) { return json.Marshal(gateNames[uint8(g)]) }
+
+// urrDoc is a Usage Reporting Rule: the REST API measures usage and shows
+// it; reporting triggers are an SMF's business.
+type urrDoc struct {
+	ID    uint32 `json:"urrId" required:"true"`
+	Usage *Usage `json:"usage,omitempty"` // live in responses, ignored in requests
+}
+
+// Usage is what a URR measured: inner packet octets and packets.
+type Usage struct {
+	Uplink      Counter    `json:"uplink"`
+	Downlink    Counter    `json:"downlink"`
+	FirstPacket *time.Time `json:"firstPacket,omitempty"`
+	LastPacket  *time.Time `json:"lastPacket,omitempty"`
 }
 
 type arpEntry struct {
@@ -183,6 +236,20 @@ func (a *action) fromJSON(v any) error {
 	return nil
 }
 
+func rates(ul, dl uint64) *bitRates {
+	if ul == 0 && dl == 0 {
+		return nil
+	}
+	return &bitRates{ul, dl}
+}
+
+func gateOf(closed bool) gate {
+	if closed {
+		return 1
+	}
+	return 0
+}
+
 // session converts a decoded document, naming the field of anything the
 // session model cannot hold; session.Validate checks the rest.
 func (d *document) session() (session.Session, error) {
@@ -200,6 +267,22 @@ func (d *document) session() (session.Session, error) {
 			return s, err
 		}
 		s.FARs = append(s.FARs, f)
+	}
+	for _, q := range d.QERs {
+		sq := session.QER{ID: q.ID, QFI: q.QFI, RQI: q.RQI}
+		if g := q.GateStatus; g != nil {
+			sq.GateULClosed, sq.GateDLClosed = g.UL == 1, g.DL == 1
+		}
+		if r := q.MBR; r != nil {
+			sq.MBRUL, sq.MBRDL = r.UL, r.DL
+		}
+		if r := q.GBR; r != nil {
+			sq.GBRUL, sq.GBRDL = r.UL, r.DL
+		}
+		s.QERs = append(s.QERs, sq)
+	}
+	for _, u := range d.URRs {
+		s.URRs = append(s.URRs, session.URR{ID: u.ID})
 	}
 	seen := map[netip.Addr]bool{}
 	for i, e := range d.ARPTable {
@@ -223,7 +306,7 @@ func (d *document) session() (session.Session, error) {
 
 func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	pdr := session.PDR{
-		ID: p.ID, FARID: p.FARID, Precedence: defaultPrecedence,
+		ID: p.ID, FARID: p.FARID, Precedence: defaultPrecedence, QERIDs: p.QERIDs, URRIDs: p.URRIDs,
 		PDI: session.PDI{SourceInterface: session.Interface(p.PDI.SourceInterface), TEID: p.PDI.TEID, QFI: p.PDI.QFI},
 	}
 	if p.Precedence != nil {
@@ -327,11 +410,12 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 
 // documentOf is the document of an installed session with its PDRs' live
 // counters.
-func documentOf(s session.Session, counters map[uint16]datapath.Counter) *document {
+func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage map[uint32]datapath.URRUsage) *document {
 	d := &document{SEID: s.SEID, PDRs: []pdrDoc{}, FARs: []farDoc{}}
 	for _, p := range s.PDRs {
 		pd := pdrDoc{ID: p.ID, FARID: p.FARID, OuterHeaderRemoval: (*removal)(p.OuterHeaderRemoval),
-			PDI: pdiDoc{TEID: p.PDI.TEID, SourceInterface: iface(p.PDI.SourceInterface), QFI: p.PDI.QFI}}
+			PDI:    pdiDoc{TEID: p.PDI.TEID, SourceInterface: iface(p.PDI.SourceInterface), QFI: p.PDI.QFI},
+			QERIDs: p.QERIDs, URRIDs: p.URRIDs}
 		if p.Precedence != defaultPrecedence {
 			pd.Precedence = &p.Precedence
 		}
@@ -361,6 +445,24 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter) *docume
 			}}
 		}
 		d.FARs = append(d.FARs, fd)
+	}
+	for _, q := range s.QERs {
+		qd := qerDoc{ID: q.ID, QFI: q.QFI, RQI: q.RQI, MBR: rates(q.MBRUL, q.MBRDL), GBR: rates(q.GBRUL, q.GBRDL)}
+		if q.GateULClosed || q.GateDLClosed {
+			qd.GateStatus = &gateDoc{UL: gateOf(q.GateULClosed), DL: gateOf(q.GateDLClosed)}
+		}
+		d.QERs = append(d.QERs, qd)
+	}
+	for _, u := range s.URRs {
+		ud := urrDoc{ID: u.ID}
+		if m, ok := usage[u.ID]; ok {
+			ud.Usage = &Usage{Uplink: Counter{Packets: m.Packets[datapath.URRUplink], Bytes: m.Bytes[datapath.URRUplink]},
+				Downlink: Counter{Packets: m.Packets[datapath.URRDownlink], Bytes: m.Bytes[datapath.URRDownlink]}}
+			if !m.FirstPacket.IsZero() {
+				ud.Usage.FirstPacket, ud.Usage.LastPacket = &m.FirstPacket, &m.LastPacket
+			}
+		}
+		d.URRs = append(d.URRs, ud)
 	}
 	for _, n := range s.Neighbours {
 		d.ARPTable = append(d.ARPTable, arpEntry{IP: n.IP.String(), MAC: n.MAC.String()})

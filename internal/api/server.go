@@ -191,11 +191,11 @@ var errNoPFCP = &Error{Status: http.StatusNotFound, Msg: "PFCP is not served: th
 func (s *server) list(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	docs := []*document{}
 	for _, sess := range s.store.List() {
-		counters, err := s.store.PDRCounters(sess.SEID)
-		if err != nil && !errors.Is(err, session.ErrNotFound) { // deleted meanwhile: no counters
+		d, err := s.live(sess)
+		if err != nil {
 			return 0, nil, err
 		}
-		docs = append(docs, documentOf(sess, counters))
+		docs = append(docs, d)
 	}
 	return http.StatusOK, map[string]any{"sessions": docs}, nil
 }
@@ -299,11 +299,32 @@ func (s *server) current(status int, seid uint64) (int, any, error) {
 	if !ok {
 		return 0, nil, notFound(seid)
 	}
-	counters, err := s.store.PDRCounters(seid)
-	if err != nil && !errors.Is(err, session.ErrNotFound) {
+	d, err := s.live(sess)
+	if err != nil {
 		return 0, nil, err
 	}
-	return status, documentOf(sess, counters), nil
+	return status, d, nil
+}
+
+// live is a session's document with its live counters and usage; a
+// session deleted meanwhile has none.
+func (s *server) live(sess session.Session) (*document, error) {
+	counters, err := s.store.PDRCounters(sess.SEID)
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		return nil, err
+	}
+	usage := map[uint32]datapath.URRUsage{}
+	for _, u := range sess.URRs {
+		m, err := s.store.URRUsage(sess.SEID, u.ID)
+		if errors.Is(err, session.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		usage[u.ID] = m
+	}
+	return documentOf(sess, counters, usage), nil
 }
 
 func pathSEID(r *http.Request) (uint64, error) {

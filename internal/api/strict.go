@@ -81,6 +81,13 @@ func assign(path string, src any, dst reflect.Value) error {
 		}
 		dst.SetString(s)
 		return nil
+	case reflect.Bool:
+		b, ok := src.(bool)
+		if !ok {
+			return badRequest(path, "must be true or false")
+		}
+		dst.SetBool(b)
+		return nil
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		bits := dst.Type().Bits()
 		n, ok := src.(json.Number)
