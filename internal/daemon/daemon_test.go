@@ -262,7 +262,7 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 		name, pool string
 		features   []byte // UP Function Features, octets 5 on
 	}{
-		{"without a UE pool", "", []byte{0x10, 0, 0x10}}, // FTUP, MNOP
+		{"without a UE pool", "", []byte{0x10, 0, 0x10}},                     // FTUP, MNOP
 		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x10, 0, 0x14}}, // FTUP, UEIP and MNOP
 	} {
 		t.Run(c.name, func(t *testing.T) {
