@@ -398,7 +398,7 @@ func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time) *ie.IE {
 	if err != nil {
 		h.cfg.Log.Error("reading a queried URR", "seid", s.seid, "urr", id, "err", err)
 	}
-	rep := u.report(ie.UsageReportWithinSessionModificationResponse, m, usage, urIMMER, now)
+	rep := u.report(ie.UsageReportWithinSessionModificationResponse, m, usage, reportIMMER, now)
 	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(m)); err != nil {
 		h.cfg.Log.Error("re-arming a URR", "seid", s.seid, "urr", id, "err", err)
 	}

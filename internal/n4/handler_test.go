@@ -442,25 +442,40 @@ func TestModify(t *testing.T) {
 	}
 }
 
+// refusalCase is an establishment refused with a cause, the Failed Rule ID
+// and the Offending IE it names (nil: none).
+type refusalCase struct {
+	name                  string
+	ies                   [][]byte
+	cause                 byte
+	failedRule, offending []byte
+}
+
+// refusesEstablishments checks that each case is refused as it says and
+// changes nothing.
+func (e *env) refusesEstablishments(t *testing.T, cases []refusalCase) {
+	t.Helper()
+	before := e.state()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
+			e.unchanged(before)
+		})
+	}
+}
+
 // Refused establishments leave nothing behind: no session, no key, no
 // chosen TEID or UE address, no next-hop reference.
 func TestEstablishmentRefusals(t *testing.T) {
 	e := newEnv(t)
 	// A bystander session, whose state must survive every refusal.
 	e.establish("smf2", open5gs(0x2001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
-	before := e.state()
-
 	replace := func(i int, with []byte) [][]byte {
 		ies := open5gs(0x1001, ueChooseV4, 0x0a0b0c0e)
 		ies[i] = with
 		return ies
 	}
-	for _, c := range []struct {
-		name                  string
-		ies                   [][]byte
-		cause                 byte
-		failedRule, offending []byte
-	}{
+	e.refusesEstablishments(t, []refusalCase{
 		{"downlink UE address as source", replace(3, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
 			73, []byte{0, 0, 2}, nil},
 		{"FAR ID of no FAR", replace(3, downlinkPDR(ueChooseV4, 7)), 73, []byte{0, 0, 2}, nil},
@@ -475,12 +490,7 @@ func TestEstablishmentRefusals(t *testing.T) {
 			66, nil, []byte{0, tSourceInterface}},
 		{"Create FAR without Apply Action", replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
 			66, nil, []byte{0, tApplyAction}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
-			e.unchanged(before)
-		})
-	}
+	})
 
 	// A good session afterwards is the only new thing.
 	r := e.establish("smf1", open5gs(0x1001, ueChooseV4, 0x0a0b0c0e)...)

@@ -58,16 +58,10 @@ func TestQERs(t *testing.T) {
 
 func TestQERRefusals(t *testing.T) {
 	e := newEnv(t)
-	before := e.state()
 	base := func(extra ...[]byte) [][]byte {
 		return append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d), extra...)
 	}
-	for _, c := range []struct {
-		name                  string
-		ies                   [][]byte
-		cause                 byte
-		failedRule, offending []byte
-	}{
+	e.refusesEstablishments(t, []refusalCase{
 		{"spare gate status", base(tlv(tCreateQER, qerID(4), gateStatus(2, 0))), 73, []byte{2, 0, 0, 0, 4}, nil},
 		{"QER correlation ID", base(createQER(4, tlv(tQERCorrelationID, be32(1)))), 73, []byte{2, 0, 0, 0, 4}, nil},
 		{"no gate status", base(tlv(tCreateQER, qerID(4))), 66, nil, []byte{0, tGateStatus}},
@@ -78,12 +72,7 @@ func TestQERRefusals(t *testing.T) {
 		{"three QERs on a PDR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
 			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], qerID(1), qerID(2), qerID(3)), coreFAR(),
 			createQER(1), createQER(2), createQER(3)}, 73, []byte{0, 0, 1}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
-			e.unchanged(before)
-		})
-	}
+	})
 }
 
 func fatalIf(t *testing.T, err error) {

@@ -106,7 +106,7 @@ func (h *Handler) usageEvent(ev datapath.URREvent, now time.Time) {
 	if s := h.sessions[seid]; s != nil {
 		var fired uint32
 		if ev.Kind == datapath.URREventQuota && !s.meters[id].exhausted {
-			fired = urVOLQU
+			fired = trigVOLQU
 		}
 		h.measure(s, id, fired, now)
 	}
@@ -209,7 +209,7 @@ func (h *Handler) finalReports(s *pfcpSession, typ uint16, ids []uint32, now tim
 		}
 		m := *s.meters[id]
 		u := s.urrs[id]
-		out = append(out, u.report(typ, &m, usage, urTERMR, now))
+		out = append(out, u.report(typ, &m, usage, reportTERMR, now))
 	}
 	return out, nil
 }

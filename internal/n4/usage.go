@@ -10,25 +10,22 @@ import (
 )
 
 // Reporting Triggers (§8.2.19) and Usage Report Trigger (§8.2.41) flags,
-// octet 5 in bits 0-7, octet 6 in bits 8-15, octet 7 in bits 16-23.
+// octet 5 in bits 0-7, octet 6 in bits 8-15, octet 7 in bits 16-23. The
+// triggers implemented here sit at the same place in both IEs, so a URR's
+// triggers mask what fired into what is reported.
 const (
-	rtPERIO = 1 << 0
-	rtVOLTH = 1 << 1
-	rtTIMTH = 1 << 2
-	rtSTART = 1 << 4
-	rtVOLQU = 1 << 8
-	rtTIMQU = 1 << 9
+	trigPERIO = 1 << 0
+	trigVOLTH = 1 << 1
+	trigTIMTH = 1 << 2
+	trigSTART = 1 << 4
+	trigVOLQU = 1 << 8
+	trigTIMQU = 1 << 9
 
-	implementedTriggers = rtPERIO | rtVOLTH | rtTIMTH | rtSTART | rtVOLQU | rtTIMQU
+	implementedTriggers = trigPERIO | trigVOLTH | trigTIMTH | trigSTART | trigVOLQU | trigTIMQU
 
-	urPERIO = 1 << 0
-	urVOLTH = 1 << 1
-	urTIMTH = 1 << 2
-	urSTART = 1 << 4
-	urIMMER = 1 << 7
-	urVOLQU = 1 << 8
-	urTIMQU = 1 << 9
-	urTERMR = 1 << 11
+	// Usage Report Trigger only.
+	reportIMMER = 1 << 7
+	reportTERMR = 1 << 11
 )
 
 // Measurement Information flags (§8.2.68) the UPF honours.
@@ -58,7 +55,7 @@ type urr struct {
 }
 
 // timed says whether the URR has triggers the clock fires.
-func (u urr) timed() bool { return u.triggers&(rtPERIO|rtTIMTH|rtTIMQU) != 0 }
+func (u urr) timed() bool { return u.triggers&(trigPERIO|trigTIMTH|trigTIMQU) != 0 }
 
 // meter is what the UPF keeps of a URR between reports. A request works on
 // copies, so a refused one leaves the meters as they were.
@@ -86,7 +83,7 @@ func newMeter(usage datapath.URRUsage, now time.Time) *meter {
 func (u *urr) limits(m *meter) datapath.URRLimits {
 	var l datapath.URRLimits
 	for i := range 3 {
-		if u.triggers&rtVOLTH != 0 && u.volThreshold[i] != 0 {
+		if u.triggers&trigVOLTH != 0 && u.volThreshold[i] != 0 {
 			l.Threshold[i] = m.base.Bytes[i] + u.volThreshold[i]
 		}
 		if u.volQuota[i] != 0 {
@@ -96,7 +93,7 @@ func (u *urr) limits(m *meter) datapath.URRLimits {
 	if m.blocked != 0 {
 		l.Quota[datapath.URRTotal] = m.blocked
 	}
-	l.NotifyStart = u.triggers&rtSTART != 0 && !m.started
+	l.NotifyStart = u.triggers&trigSTART != 0 && !m.started
 	return l
 }
 
@@ -122,14 +119,14 @@ func later(a, b time.Time) time.Time {
 // due returns the Usage Report Trigger flags the clock raises at now.
 func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time) uint32 {
 	var fired uint32
-	if u.triggers&rtPERIO != 0 && now.Sub(m.start) >= u.period {
-		fired |= urPERIO
+	if u.triggers&trigPERIO != 0 && now.Sub(m.start) >= u.period {
+		fired |= trigPERIO
 	}
-	if u.triggers&rtTIMTH != 0 && u.activeSince(m.start, usage, now) >= u.timeThreshold {
-		fired |= urTIMTH
+	if u.triggers&trigTIMTH != 0 && u.activeSince(m.start, usage, now) >= u.timeThreshold {
+		fired |= trigTIMTH
 	}
 	if u.timeQuota != 0 && m.blocked == 0 && u.activeSince(m.timeQuotaStart, usage, now) >= u.timeQuota {
-		fired |= urTIMQU
+		fired |= trigTIMQU
 	}
 	return fired
 }
@@ -140,25 +137,25 @@ func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time) uint32 {
 func (u *urr) crossed(m *meter, usage datapath.URRUsage) uint32 {
 	var fired uint32
 	for i := range 3 {
-		if u.triggers&rtVOLTH != 0 && u.volThreshold[i] != 0 && usage.Bytes[i]-m.base.Bytes[i] >= u.volThreshold[i] {
-			fired |= urVOLTH
+		if u.triggers&trigVOLTH != 0 && u.volThreshold[i] != 0 && usage.Bytes[i]-m.base.Bytes[i] >= u.volThreshold[i] {
+			fired |= trigVOLTH
 		}
 	}
 	if !m.started && usage.Packets[datapath.URRTotal] > 0 {
-		fired |= urSTART
+		fired |= trigSTART
 	}
 	return fired
 }
 
 // note changes the meter for what fired, reported or not.
 func (m *meter) note(fired uint32, usage datapath.URRUsage) {
-	if fired&urSTART != 0 {
+	if fired&trigSTART != 0 {
 		m.started = true
 	}
-	if fired&urVOLQU != 0 {
+	if fired&trigVOLQU != 0 {
 		m.exhausted = true
 	}
-	if fired&urTIMQU != 0 {
+	if fired&trigTIMQU != 0 {
 		m.blocked = max(usage.Bytes[datapath.URRTotal], 1) // 0 would mean no quota
 	}
 }
@@ -268,13 +265,13 @@ func (u *urr) check(fail func(string, ...any) *refusal) *refusal {
 	switch {
 	case !u.volume && !u.duration:
 		return fail("URR %d measures neither volume nor duration", u.id)
-	case u.triggers&rtPERIO != 0 && u.period <= 0:
+	case u.triggers&trigPERIO != 0 && u.period <= 0:
 		return fail("URR %d: periodic reporting without a measurement period", u.id)
-	case u.triggers&rtVOLTH != 0 && u.volThreshold == [3]uint64{}:
+	case u.triggers&trigVOLTH != 0 && u.volThreshold == [3]uint64{}:
 		return fail("URR %d: volume threshold trigger without a volume threshold", u.id)
-	case u.triggers&rtTIMTH != 0 && u.timeThreshold <= 0:
+	case u.triggers&trigTIMTH != 0 && u.timeThreshold <= 0:
 		return fail("URR %d: time threshold trigger without a time threshold", u.id)
-	case (u.volQuota != [3]uint64{} || u.triggers&rtVOLTH != 0) && !u.volume:
+	case (u.volQuota != [3]uint64{} || u.triggers&trigVOLTH != 0) && !u.volume:
 		return fail("URR %d: volume limits without volume measurement", u.id)
 	}
 	return nil

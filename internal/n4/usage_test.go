@@ -87,16 +87,10 @@ func TestUsageReports(t *testing.T) {
 
 func TestURRRefusals(t *testing.T) {
 	e := newEnv(t)
-	before := e.state()
 	base := func(extra ...[]byte) [][]byte {
 		return append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d), extra...)
 	}
-	for _, c := range []struct {
-		name                  string
-		ies                   [][]byte
-		cause                 byte
-		failedRule, offending []byte
-	}{
+	e.refusesEstablishments(t, []refusalCase{
 		{"dropped traffic threshold trigger", base(createURR(4, mmVOLUM, 0x40)), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"event measurement", base(createURR(4, 0x04, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"volume threshold trigger without threshold", base(createURR(4, mmVOLUM, rtgVOLTH)), 73, []byte{3, 0, 0, 0, 4}, nil},
@@ -104,10 +98,5 @@ func TestURRRefusals(t *testing.T) {
 		{"no measurement method", base(tlv(tCreateURR, urrID(4), tlv(tReportingTriggers, []byte{1, 0}))), 66, nil, []byte{0, tMeasurementMethod}},
 		{"PDR naming no URR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
 			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(8)), coreFAR()}, 73, []byte{0, 0, 1}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
-			e.unchanged(before)
-		})
-	}
+	})
 }
