@@ -41,6 +41,7 @@ type Store struct {
 	pdrSlots *slotPool
 	farSlots *slotPool
 	qerSlots *slotPool
+	sdfSlots *slotPool
 	changed  func()
 }
 
@@ -50,6 +51,7 @@ type installed struct {
 	PDRSlots map[uint16]uint32 `json:"pdrSlots"`
 	FARSlots map[uint32]uint32 `json:"farSlots"`
 	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
+	SDFSlots map[uint16]uint32 `json:"sdfSlots,omitempty"` // by PDR ID
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -66,6 +68,7 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		statics:  map[netip.Addr]*static{},
 		pdrSlots: newSlotPool("PDR", 0, pdrs), farSlots: newSlotPool("FAR", 0, fars),
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
+		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity()),
 	}
 }
 
