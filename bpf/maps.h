@@ -80,6 +80,14 @@ struct {
 	__uint(max_entries, 1);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urr_events_lost SEC(".maps");
+/* The SDF filters of the PDRs that have any (pdr.sdf). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sdf_set);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sdf_sets SEC(".maps");
 
 /* Packets and bytes each PDR matched. */
 struct {

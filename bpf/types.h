@@ -10,6 +10,7 @@
 #define MAX_N3_ADDRS 4
 #define QERS_PER_PDR 2 /* free5GC sends a session QER and a flow QER */
 #define URRS_PER_PDR 2
+#define SDF_PER_PDR 4
 
 /* Where a packet ended, counted per interface: the names are the Go
  * constants' names too, so keep both lists in this order. */
@@ -63,6 +64,36 @@ struct pdr {
 	__u32 ue[4]; /* network order */
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
+	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
+};
+
+enum sdf_flags {
+	SDF_IPV4 = 1,  /* the prefixes are IPv4: IPv6 packets never match */
+	SDF_IPV6 = 2,  /* and the other way round; neither: any address */
+	SDF_PORTS = 4, /* port ranges apply: packets without ports never match */
+};
+
+/* An SDF filter as the packets of its PDR see it: an uplink PDR's comes
+ * with source and destination swapped. Masks and addresses are in network
+ * order, IPv4 in word 0; a zero filter matches every packet. */
+struct sdf_filter {
+	__be32 src[4];
+	__be32 src_mask[4];
+	__be32 dst[4];
+	__be32 dst_mask[4];
+	__u16 sport_lo, sport_hi; /* host order, inclusive */
+	__u16 dport_lo, dport_hi;
+	__u8 proto; /* 0: any */
+	__u8 flags; /* enum sdf_flags */
+	__u16 pad;
+};
+
+/* A PDR's SDF filters, in a slot of their own rather than inline: 308
+ * bytes in every one of the four PDR slots per session would cost 80 MB
+ * at 64k sessions, and most PDRs have none. One lookup fetches them all. */
+struct sdf_set {
+	__u32 count;
+	struct sdf_filter filter[SDF_PER_PDR];
 };
 
 enum qer_dir {

@@ -5,6 +5,7 @@
  * all instances share the pinned maps. */
 #include "parser.h"
 #include "maps.h"
+#include "sdf.h"
 
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0;
@@ -76,9 +77,9 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 }
 
 /* Highest-precedence uplink PDR whose PDI matches; ip4 or ip6 is the inner
- * header. */
-INLINE struct pdr *match_uplink(struct pdr_set *set, struct gtpu_info *g, struct iphdr *ip4,
-				struct ipv6hdr *ip6, __u32 *slot)
+ * header, at inner_off. */
+INLINE struct pdr *match_uplink(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g,
+				struct iphdr *ip4, struct ipv6hdr *ip6, __u32 inner_off, __u32 *slot)
 {
 	for (int i = 0; i < PDRS_PER_KEY; i++) {
 		if (i >= set->count)
@@ -94,18 +95,30 @@ INLINE struct pdr *match_uplink(struct pdr_set *set, struct gtpu_info *g, struct
 		if ((p->flags & PDR_MATCH_UE_V6) &&
 		    (!ip6 || ipv6_prefix64(&ip6->saddr) != *(__u64 *)p->ue))
 			continue;
+		if (p->sdf && !sdf_match(ctx, inner_off, p->sdf))
+			continue;
 		return p;
 	}
 	return NULL;
 }
 
-/* First PDR of a downlink set (no SDF filters yet: precedence alone). */
-INLINE struct pdr *match_downlink(struct pdr_set *set, __u32 *slot)
+/* Highest-precedence downlink PDR whose SDF filters match the IP packet at
+ * l2_len: the UE address that found the set is the rest of its PDI. */
+INLINE struct pdr *match_downlink(struct xdp_md *ctx, struct pdr_set *set, __u32 l2_len,
+				  __u32 *slot)
 {
-	if (!set->count)
-		return NULL;
-	*slot = set->pdr[0];
-	return bpf_map_lookup_elem(&pdrs, slot);
+	for (int i = 0; i < PDRS_PER_KEY; i++) {
+		if (i >= set->count)
+			break;
+		*slot = set->pdr[i];
+		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
+		if (!p)
+			continue;
+		if (p->sdf && !sdf_match(ctx, l2_len, p->sdf))
+			continue;
+		return p;
+	}
+	return NULL;
 }
 
 /* Applies the gates and maximum bit rates of a PDR's QERs in one direction
@@ -320,7 +333,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
 	__u32 slot;
-	struct pdr *pdr = match_uplink(set, g, ip4, ip6, &slot);
+	struct pdr *pdr = match_uplink(ctx, set, g, ip4, ip6, inner_off, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	int dropped = enforce_qers(pdr, QER_UL, inner_len);
@@ -444,7 +457,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
 {
 	__u32 slot;
-	struct pdr *pdr = match_downlink(set, &slot);
+	struct pdr *pdr = match_downlink(ctx, set, l2_len, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);

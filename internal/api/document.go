@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
@@ -52,6 +53,10 @@ type pdiDoc struct {
 	// QFI: access PDRs match it in the PDU Session Container, core PDRs
 	// mark it in the downlink one.
 	QFI uint8 `json:"qfi,omitempty"`
+	// SDFFilters are flow descriptions as PFCP carries them, from the
+	// downlink view ("permit out 17 from 198.51.100.0/24 5060 to
+	// assigned"); access PDRs apply them turned around.
+	SDFFilters []string `json:"sdfFilters,omitempty"`
 }
 
 type farDoc struct {
@@ -322,6 +327,13 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 		}
 		pdr.PDI.UEAddress = ue
 	}
+	for i, desc := range p.PDI.SDFFilters {
+		f, err := sdf.Parse(desc)
+		if err != nil {
+			return pdr, badRequest(fmt.Sprintf("%s.pdi.sdfFilters[%d]", field, i), "%v", err)
+		}
+		pdr.PDI.SDFFilters = append(pdr.PDI.SDFFilters, session.SDFFilter{Filter: f})
+	}
 	return pdr, nil
 }
 
@@ -425,6 +437,9 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 				s = ue.Addr().String()
 			}
 			pd.PDI.UEIPAddress = &s
+		}
+		for _, f := range p.PDI.SDFFilters {
+			pd.PDI.SDFFilters = append(pd.PDI.SDFFilters, f.String())
 		}
 		if c, ok := counters[p.ID]; ok {
 			pd.Counters = &Counter{Packets: c.Packets, Bytes: c.Bytes}

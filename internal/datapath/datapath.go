@@ -30,6 +30,11 @@ const (
 // Slots per session that the PDR and FAR tables reserve.
 const rulesPerSession = 4
 
+// Slots per session that sdf_sets reserves: only PDRs with filters take one,
+// and filters that match every packet ("permit out ip from any to
+// assigned", which SMFs give default PDRs) are left out.
+const sdfSetsPerSession = 1
+
 // Types shared with the BPF program.
 type (
 	PDR     = upfPdr
@@ -38,6 +43,10 @@ type (
 	FAR     = upfFar
 	Nexthop = upfNexthop
 	Counter = upfCounter
+	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
+	// bpf/types.h for how they match.
+	SDFSet    = upfSdfSet
+	SDFFilter = upfSdfFilter
 )
 
 // Constants shared with the BPF program.
@@ -45,6 +54,10 @@ const (
 	PDRsPerKey    = len(PDRSet{}.Pdr)
 	QERsPerPDR    = len(PDR{}.Qer)
 	URRsPerPDR    = len(PDR{}.Urr)
+	SDFPerPDR     = len(SDFSet{}.Filter)
+	SDFIPv4       = 1
+	SDFIPv6       = 2
+	SDFPorts      = 4
 	MatchUEv4     = 1
 	MatchUEv6     = 2
 	MatchQFI      = 4
@@ -147,6 +160,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
 		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules, "urrs": rules,
+		"sdf_sets": maxSessions*sdfSetsPerSession + 1, // slot 0 stands for none
 	} {
 		spec.Maps[name].MaxEntries = size
 	}
@@ -345,6 +359,25 @@ func NetworkOrder32(v uint32) uint32 {
 
 // AddrKey is the in-memory form of an IPv4 address in the maps.
 func AddrKey(a netip.Addr) uint32 { return networkOrder(a.As4()) }
+
+// SDFPrefix is a prefix as an SDF filter holds it: address and mask words
+// in network order (IPv4 in word 0) and the family's flag, SDFIPv4 or
+// SDFIPv6. The zero Prefix, any address, is all zeros.
+func SDFPrefix(p netip.Prefix) (addr, mask [4]uint32, family uint8) {
+	if !p.IsValid() {
+		return addr, mask, 0
+	}
+	a := p.Masked().Addr().AsSlice()
+	m := net.CIDRMask(p.Bits(), p.Addr().BitLen())
+	for i := 0; i < len(a)/4; i++ {
+		addr[i] = networkOrder([4]byte(a[4*i:]))
+		mask[i] = networkOrder([4]byte(m[4*i:]))
+	}
+	if p.Addr().Is4() {
+		return addr, mask, SDFIPv4
+	}
+	return addr, mask, SDFIPv6
+}
 
 // Prefix64Key is the downlink key of an IPv6 UE prefix.
 func Prefix64Key(a netip.Addr) uint64 {

@@ -34,6 +34,18 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	return d.maps.Qers.Put(slot, q)
 }
 
+// PutSDFSet writes a slot of SDF filters.
+func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.maps.SdfSets.Put(slot, s) }
+
+// SDFSetCapacity is the number of SDF filter slots.
+func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
+
+// SDFSet reads a slot of SDF filters back (tests).
+func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) {
+	var s SDFSet
+	return s, d.maps.SdfSets.Lookup(slot, &s)
+}
+
 // PDR and QER read a slot back (tests, reconciliation).
 func (d *Datapath) PDR(slot uint32) (PDR, error) {
 	var p PDR

@@ -10,6 +10,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
@@ -24,6 +25,9 @@ const (
 
 // Outer Header Creation description bits (§8.2.56), first two octets.
 const ohcGTPUv4 = 0x0100
+
+// The SDF Filter flag of a Flow Description (§8.2.5), first octet.
+const sdfFD = 0x01
 
 // refusal is why a request cannot be applied: its cause and, for rule
 // failures, the rule, or for a missing or wrong IE, the offending type.
@@ -171,7 +175,7 @@ func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
 	if first(pdi, ie.SourceInterface) == nil {
 		return missing(ie.SourceInterface, fmt.Sprintf("PDI of PDR %d", p.ID))
 	}
-	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI); bad != nil {
+	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI, ie.SDFFilter); bad != nil {
 		return fail("PDR %d: PDI IE type %d is not supported", p.ID, bad.Type)
 	}
 	p.PDI, p.chosenTEID, p.chosenUE = session.PDI{}, false, false
@@ -189,6 +193,12 @@ func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
 				return fail("PDR %d: QFI: %v", p.ID, err)
 			}
 			p.PDI.QFI = v
+		case ie.SDFFilter:
+			f, r := sdfFilter(p.ID, c)
+			if r != nil {
+				return r
+			}
+			p.PDI.SDFFilters = append(p.PDI.SDFFilters, f)
 		}
 	}
 	if c := first(pdi, ie.FTEID); c != nil {
@@ -202,6 +212,29 @@ func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
 		}
 	}
 	return nil
+}
+
+// sdfFilter reads an SDF Filter IE of PDR id: its flow description, as
+// written (the store turns it around for uplink PDRs). The fields that
+// restrict a match further are refused. A filter ID (BID) is accepted
+// along with a flow description, and dropped: it only lets later PDRs name
+// the filter instead of repeating it, and without a description it names
+// one this UPF does not keep.
+func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
+	fail := func(why string) *refusal {
+		return ruleFailure(rulePDR, uint32(id), "PDR %d: SDF filter: %s", id, why)
+	}
+	f, err := sdf.ParseIE(c.Payload)
+	switch {
+	case err != nil:
+		return session.SDFFilter{}, fail(err.Error())
+	case f.TOS.Mask != 0 || f.SPI != 0 || f.HasFlowLabel:
+		return session.SDFFilter{}, fail("only the flow description is supported, not ToS, SPI or flow label")
+	case f.Bidirectional && c.Payload[0]&sdfFD == 0:
+		return session.SDFFilter{}, fail(fmt.Sprintf("filter ID %d without a flow description is not supported", f.ID))
+	}
+	f.TOS, f.ID, f.Bidirectional = sdf.TOS{}, 0, false
+	return session.SDFFilter{Filter: f}, nil
 }
 
 // localFTEID sets the TEID the UPF receives on: the SMF's, or one the UPF

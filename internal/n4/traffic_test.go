@@ -80,9 +80,9 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	if downDelivered != downlink {
 		t.Fatalf("downlink: %d of %d delivered", downDelivered, downlink)
 	}
-	// The bucket starts full (10 ms at the rate) and refills at the rate.
+	// The bucket starts full (40 ms at the rate) and refills at the rate.
 	rate := float64(mbrKbps * 1000 / 8)
-	want := (rate*elapsed.Seconds() + rate/100) / float64(size)
+	want := (rate*elapsed.Seconds() + rate*0.04) / float64(size)
 	t.Logf("uplink at the MBR: %d packets in %v, %.4f of the expected", upDelivered, elapsed, float64(upDelivered)/want)
 	if got := float64(upDelivered); math.Abs(got-want) > 0.05*want {
 		t.Errorf("uplink at the MBR: %.0f packets in %v, want %.0f ±5%%", got, elapsed, want)
@@ -148,7 +148,7 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 // sendSmoothly sends a second's worth of frames from the gNB at rate
 // packets per second, each when it is due, through a raw socket: the
 // generator's ten bursts a second would each find the policer's bucket,
-// which holds 10 ms at the rate, long full.
+// which holds 40 ms at the rate, long full.
 func sendSmoothly(t *testing.T, tb *demo.Testbed, frame []byte, rate int) (sent uint64, elapsed time.Duration) {
 	t.Helper()
 	fatalIf(t, tb.GNB.Do(func() error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 )
 
 // txn collects what an install took, so a failure can give it back.
@@ -29,6 +30,7 @@ func (t *txn) undo() {
 			t.s.urrSlots.releaseNow(slot)
 		}
 	}
+	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
 	for _, dst := range t.nexthops {
 		t.s.nh.Release(dst)
 	}
@@ -59,7 +61,7 @@ func (s *Store) install(sess Session, old, keep *installed) error {
 		return err
 	}
 	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
-		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}}}
+		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}, SDFSlots: map[uint16]uint32{}}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -202,6 +204,16 @@ func (t *txn) writeRules() error {
 			return err
 		}
 		t.in.PDRSlots[p.ID] = slot
+		if set, ok := dataPathSDF(p); ok {
+			sdfSlot, err := s.sdfSlots.alloc()
+			if err != nil {
+				return err
+			}
+			t.in.SDFSlots[p.ID] = sdfSlot
+			if err := s.dp.PutSDFSet(sdfSlot, set); err != nil {
+				return err
+			}
+		}
 		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in)); err != nil {
 			return err
 		}
@@ -209,9 +221,12 @@ func (t *txn) writeRules() error {
 	return nil
 }
 
-// qerBurst is how long a QER's bucket lets a flow send at line rate:
-// several ticks of the coarse clock the data path refills by.
-const qerBurst = 10 * time.Millisecond
+// qerBurst is how long a QER's bucket lets a flow send at line rate. It
+// bounds the excess over the maximum bit rate in any second (4%), and it is
+// the longest pause in a sender (a descheduled thread, a batching NIC)
+// whose tokens are not lost: ten ticks of the coarse clock the data path
+// refills by.
+const qerBurst = 40 * time.Millisecond
 
 // minQERBurst lets at least two full-size packets through a slow QER.
 const minQERBurst = 3000 // bytes
@@ -232,7 +247,7 @@ func dataPathQER(q QER) datapath.QER {
 }
 
 func dataPathPDR(p *PDR, in *installed) datapath.PDR {
-	dp := datapath.PDR{Far: in.FARSlots[p.FARID], Id: p.ID, Qfi: p.PDI.QFI}
+	dp := datapath.PDR{Far: in.FARSlots[p.FARID], Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots[p.ID]}
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots[id]
 	}
@@ -275,6 +290,57 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 	return dp
 }
 
+// dataPathSDF is a PDR's SDF filters as its packets see them: turned
+// around for an uplink PDR (TS 29.244 5.2.1A.2A), one data-path filter per
+// pair of source and destination port ranges. "assigned" matches any
+// address: the rest of the PDI (the UE address the packet was found by or
+// matched against) holds the packet to the UE already. false when the
+// filters let every packet through, as Open5GS's "permit out ip from any
+// to assigned" does: the PDR is then better off without.
+func dataPathSDF(p *PDR) (datapath.SDFSet, bool) {
+	var set datapath.SDFSet
+	for _, f := range p.PDI.SDFFilters {
+		if p.PDI.SourceInterface == InterfaceAccess {
+			f.Filter = f.Uplink()
+		}
+		for _, srcPorts := range portRanges(f.Src.Ports) {
+			for _, dstPorts := range portRanges(f.Dst.Ports) {
+				df := datapath.SDFFilter{Proto: f.Proto, SportLo: srcPorts.Lo, SportHi: srcPorts.Hi,
+					DportLo: dstPorts.Lo, DportHi: dstPorts.Hi}
+				var srcFamily, dstFamily uint8
+				df.Src, df.SrcMask, srcFamily = datapath.SDFPrefix(address(f.Src))
+				df.Dst, df.DstMask, dstFamily = datapath.SDFPrefix(address(f.Dst))
+				df.Flags = srcFamily | dstFamily
+				if len(f.Src.Ports)+len(f.Dst.Ports) > 0 {
+					df.Flags |= datapath.SDFPorts
+				}
+				if df.Proto == 0 && df.Flags == 0 { // any protocol, address and port
+					return datapath.SDFSet{}, false
+				}
+				set.Filter[set.Count] = df
+				set.Count++
+			}
+		}
+	}
+	return set, set.Count > 0
+}
+
+// portRanges are the ports an endpoint matches: all when it names none.
+func portRanges(ports []sdf.PortRange) []sdf.PortRange {
+	if len(ports) == 0 {
+		return []sdf.PortRange{{Lo: 0, Hi: 0xffff}}
+	}
+	return ports
+}
+
+// address is the prefix an endpoint matches, the zero Prefix for any.
+func address(e sdf.Endpoint) netip.Prefix {
+	if e.Assigned {
+		return netip.Prefix{}
+	}
+	return e.Prefix
+}
+
 // pdrSets groups an installed session's PDR slots by key, highest
 // precedence first.
 func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
@@ -309,6 +375,7 @@ func (s *Store) forget(in, next *installed) {
 			delete(s.urrs, slot)
 		}
 	}
+	releaseAll(s.sdfSlots, in.SDFSlots, false)
 	for i := range in.FARs {
 		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
 			s.nh.Release(o.Peer)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 )
 
 // Interface is a PFCP Source or Destination Interface value (TS 29.244 8.2.2).
@@ -58,6 +59,22 @@ type PDI struct {
 	TEID            uint32       // local F-TEID; access PDRs only
 	UEAddress       netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
 	QFI             uint8        // 0: any. Access PDRs match it; core PDRs mark it.
+	// SDFFilters: a packet must match one of them, if there are any.
+	SDFFilters []SDFFilter `json:",omitempty"`
+}
+
+// SDFFilter is an SDF filter (TS 29.244 8.2.5) given by its flow
+// description alone, which is written from the downlink view ("from" the
+// remote side "to" the UE) whatever the PDR's direction. In JSON it is the
+// flow description.
+type SDFFilter struct{ sdf.Filter }
+
+func (f SDFFilter) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+func (f *SDFFilter) UnmarshalText(b []byte) error {
+	var err error
+	f.Filter, err = sdf.Parse(string(b))
+	return err
 }
 
 // Action is what a FAR does with a packet.

@@ -39,7 +39,7 @@ func (s *Store) Restore(data []byte) error {
 		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
 	owned := map[dpKey]bool{}
-	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}}
+	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}}
 	urrs := map[uint32]bool{}
 	for _, in := range st.Sessions {
 		for _, k := range keysOf(&in.Session) {
@@ -49,6 +49,7 @@ func (s *Store) Restore(data []byte) error {
 		markUsed(used[s.farSlots], in.FARSlots)
 		markUsed(used[s.qerSlots], in.QERSlots)
 		markUsed(urrs, in.URRSlots)
+		markUsed(used[s.sdfSlots], in.SDFSlots)
 	}
 	if err := s.removeStrayKeys(owned); err != nil {
 		return err

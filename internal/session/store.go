@@ -44,6 +44,7 @@ type Store struct {
 	qerSlots *slotPool
 	urrSlots *slotPool
 	urrs     map[uint32]urrRef // by slot
+	sdfSlots *slotPool
 	changed  func()
 }
 
@@ -60,6 +61,7 @@ type installed struct {
 	FARSlots map[uint32]uint32 `json:"farSlots"`
 	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
 	URRSlots map[uint32]uint32 `json:"urrSlots,omitempty"`
+	SDFSlots map[uint16]uint32 `json:"sdfSlots,omitempty"` // by PDR ID
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -78,6 +80,7 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		pdrSlots: newSlotPool("PDR", 0, pdrs), farSlots: newSlotPool("FAR", 0, fars),
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
 		urrSlots: newSlotPool("URR", 1, dp.URRCapacity()), // and no URR
+		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity()),
 	}
 }
 

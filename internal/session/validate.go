@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 )
 
 // ValidationError names the field of a session that cannot be installed.
@@ -140,6 +141,9 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 	if p.PDI.QFI > 63 {
 		return invalid(field+".pdi.qfi", "must be 0..63")
 	}
+	if err := validateSDFFilters(field+".pdi.sdfFilters", p.PDI.SDFFilters); err != nil {
+		return err
+	}
 	ue := p.PDI.UEAddress
 	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
 		return invalid(field+".pdi.ueIPAddress", "must be an IPv4 address or an IPv6 prefix of /64 or longer")
@@ -170,6 +174,29 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 		// does not see CP-function traffic yet.
 	default:
 		return invalid(field+".pdi.sourceInterface", "unsupported source interface %d", p.PDI.SourceInterface)
+	}
+	return nil
+}
+
+// validateSDFFilters checks that each filter is one a flow description
+// says, as Parse makes them, and that the data path holds them all: it
+// takes each pair of a filter's source and destination port ranges as a
+// filter of its own.
+func validateSDFFilters(field string, filters []SDFFilter) error {
+	places := 0
+	for i, f := range filters {
+		field := fmt.Sprintf("%s[%d]", field, i)
+		if f.TOS != (sdf.TOS{}) || f.SPI != 0 || f.HasFlowLabel || f.Bidirectional {
+			return invalid(field, "only the flow description is supported, not ToS, SPI, flow label or filter ID")
+		}
+		if _, err := sdf.Parse(f.String()); err != nil {
+			return invalid(field, "%v", err)
+		}
+		places += max(len(f.Src.Ports), 1) * max(len(f.Dst.Ports), 1)
+	}
+	if places > datapath.SDFPerPDR {
+		return invalid(field, "a PDR holds %d SDF filters, counting one per pair of source and destination port ranges; these are %d",
+			datapath.SDFPerPDR, places)
 	}
 	return nil
 }
