@@ -1,0 +1,383 @@
+// Package gtpu is the user-space side of the UPF's GTP-U on N3 (TS 29.281):
+// the messages the XDP data path passes to the kernel. It reports Error
+// Indications, supervises the paths to gNBs with Echo Requests, answers the
+// Echo Requests that reach it, and sends End Markers.
+//
+// Peer restarts are not detected: the restart counter of GTP-U's Recovery
+// IE is always 0 and ignored by the receiver (TS 29.281 8.2), and the
+// optional Recovery Time Stamp procedure (TS 23.007 18A) is not supported.
+package gtpu
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Defaults of the Config settings left zero: a dead path fails after three
+// minutes.
+const (
+	DefaultEchoInterval = 60 * time.Second
+	DefaultEchoRetries  = 3
+)
+
+const maxDatagram = 64 << 10 // more than any UDP payload
+
+// Config sets up an Endpoint.
+type Config struct {
+	// Local are the UPF's N3 addresses; the endpoint binds UDP port 2152 on
+	// each.
+	Local []netip.Addr
+	// EchoInterval is the time between Echo Requests on a watched path,
+	// and how long each has to be answered.
+	EchoInterval time.Duration
+	// EchoRetries is how many Echo Requests in a row go unanswered before
+	// the path is failed.
+	EchoRetries int
+
+	// The callbacks, each optional, run one at a time, in the order of the
+	// events, on a goroutine of the endpoint; they may call its methods
+	// except Close. Events still queued at Close are dropped.
+	OnErrorIndication func(ErrorIndication)
+	OnPathFailure     func(Path)
+	OnPathRecovery    func(Path)
+
+	Log *slog.Logger
+}
+
+// ErrorIndication is a received Error Indication (TS 29.281 7.3.1): the
+// peer had no context for a G-PDU it received. TEID and PeerAddr, the
+// destination TEID and address of that G-PDU, are the remote F-TEID to
+// report to the SMF.
+type ErrorIndication struct {
+	From     netip.Addr // the sender
+	TEID     uint32     // TEID Data I
+	PeerAddr netip.Addr // GTP-U Peer Address
+}
+
+// Path is a GTP-U path: one of the UPF's N3 addresses and a peer.
+type Path struct {
+	Local, Peer netip.Addr
+}
+
+// Stats counts what the endpoint received and sent.
+type Stats struct {
+	Received             map[uint8]uint64 // well-formed messages by type (Msg...)
+	Malformed            uint64           // datagrams dropped undecoded
+	EchoRequestsSent     uint64
+	EchoRequestsAnswered uint64 // by a matching Echo Response
+	EchoResponsesSent    uint64 // to Echo Requests the data path passed up
+	EndMarkersSent       uint64
+	PathFailures         uint64
+	PathRecoveries       uint64
+}
+
+// Endpoint is the UPF's GTP-U endpoint in user space.
+type Endpoint struct {
+	cfg   Config
+	log   *slog.Logger
+	conns map[netip.Addr]*net.UDPConn // by local address
+	wg    sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	paths  map[Path]*path
+	stats  Stats
+	// events are the callbacks due, run in order by dispatch, so that
+	// none runs with mu held or blocks the readers.
+	events      []func()
+	eventsReady chan struct{}
+	done        chan struct{}
+}
+
+// path is the supervision state of a watched Path, guarded by mu.
+type path struct {
+	watchers   int
+	nextSeq    uint16
+	unanswered int // Echo Requests sent since the last answer
+	failed     bool
+	stop       chan struct{}
+}
+
+// Open binds the sockets and starts serving them. A socket belongs to the
+// network namespace it is created in: to serve N3 addresses in another
+// namespace, call Open on a thread in that namespace (e.g. inside
+// testbed.Netns.Do); the endpoint then works from any goroutine.
+func Open(cfg Config) (*Endpoint, error) {
+	if len(cfg.Local) == 0 {
+		return nil, errors.New("gtpu: no local address")
+	}
+	cfg.EchoInterval = cmp.Or(cfg.EchoInterval, DefaultEchoInterval)
+	cfg.EchoRetries = cmp.Or(cfg.EchoRetries, DefaultEchoRetries)
+	if cfg.EchoInterval < 0 || cfg.EchoRetries < 0 {
+		return nil, errors.New("gtpu: negative echo interval or retries")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &Endpoint{
+		cfg:         cfg,
+		log:         cfg.Log,
+		conns:       map[netip.Addr]*net.UDPConn{},
+		paths:       map[Path]*path{},
+		stats:       Stats{Received: map[uint8]uint64{}},
+		eventsReady: make(chan struct{}, 1),
+		done:        make(chan struct{}),
+	}
+	for _, local := range cfg.Local {
+		if _, dup := e.conns[local]; dup || !local.IsValid() {
+			e.closeConns()
+			return nil, fmt.Errorf("gtpu: invalid or repeated local address %v", local)
+		}
+		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
+		if err != nil {
+			e.closeConns()
+			return nil, fmt.Errorf("gtpu: %w", err)
+		}
+		e.conns[local] = conn
+	}
+	for local, conn := range e.conns {
+		e.wg.Go(func() { e.read(local, conn) })
+	}
+	e.wg.Go(e.dispatch)
+	return e, nil
+}
+
+// Close stops supervision and callbacks and closes the sockets.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return net.ErrClosed
+	}
+	e.closed = true
+	for _, s := range e.paths {
+		close(s.stop)
+	}
+	e.mu.Unlock()
+	close(e.done)
+	err := e.closeConns()
+	e.wg.Wait()
+	return err
+}
+
+func (e *Endpoint) closeConns() error {
+	var errs []error
+	for _, conn := range e.conns {
+		errs = append(errs, conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns a snapshot of the counters.
+func (e *Endpoint) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.stats
+	s.Received = maps.Clone(s.Received)
+	return s
+}
+
+// SendEndMarker sends an End Marker for the tunnel with the peer's TEID
+// (the downlink tunnel being replaced) from a local address.
+func (e *Endpoint) SendEndMarker(local, peer netip.Addr, teid uint32) error {
+	conn, ok := e.conns[local]
+	if !ok {
+		return fmt.Errorf("gtpu: %v is not a local address", local)
+	}
+	if _, err := conn.WriteToUDPAddrPort(endMarker(teid), netip.AddrPortFrom(peer, Port)); err != nil {
+		return fmt.Errorf("gtpu: End Marker to %v: %w", peer, err)
+	}
+	e.mu.Lock()
+	e.stats.EndMarkersSent++
+	e.mu.Unlock()
+	return nil
+}
+
+// Watch starts supervising the path, or counts one more user of it: Echo
+// Requests go out at once and every EchoInterval until as many Unwatch
+// calls as Watch calls. A failed path is still probed, and recovers with
+// the next answer.
+func (e *Endpoint) Watch(p Path) error {
+	if _, ok := e.conns[p.Local]; !ok {
+		return fmt.Errorf("gtpu: %v is not a local address", p.Local)
+	}
+	if !p.Peer.IsValid() {
+		return errors.New("gtpu: invalid peer address")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return net.ErrClosed
+	}
+	s := e.paths[p]
+	if s == nil {
+		s = &path{stop: make(chan struct{})}
+		e.paths[p] = s
+		e.wg.Go(func() { e.supervise(p, s) })
+	}
+	s.watchers++
+	return nil
+}
+
+// Unwatch undoes one Watch; after the last, no more Echo Requests are sent
+// on the path and no callbacks are made for it.
+func (e *Endpoint) Unwatch(p Path) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.paths[p]
+	if s == nil || e.closed {
+		return
+	}
+	if s.watchers--; s.watchers == 0 {
+		delete(e.paths, p)
+		close(s.stop)
+	}
+}
+
+func (e *Endpoint) supervise(p Path, s *path) {
+	ticker := time.NewTicker(e.cfg.EchoInterval)
+	defer ticker.Stop()
+	for {
+		e.probe(p, s)
+		select {
+		case <-s.stop:
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// probe fails the path if the last EchoRetries requests went unanswered,
+// each having had an interval, then sends the next request. It sends with
+// mu held so that none goes out after Unwatch returns.
+func (e *Endpoint) probe(p Path, s *path) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	if s.unanswered >= e.cfg.EchoRetries && !s.failed {
+		s.failed = true
+		e.stats.PathFailures++
+		e.log.Warn("GTP-U path failed", "local", p.Local, "peer", p.Peer, "unanswered", s.unanswered)
+		notify(e, e.cfg.OnPathFailure, p)
+	}
+	seq := s.nextSeq
+	s.nextSeq++
+	s.unanswered++
+	if _, err := e.conns[p.Local].WriteToUDPAddrPort(echoRequest(seq), netip.AddrPortFrom(p.Peer, Port)); err != nil {
+		// Counts as unanswered: the path is down from here.
+		e.log.Debug("GTP-U Echo Request not sent", "local", p.Local, "peer", p.Peer, "err", err)
+		return
+	}
+	e.stats.EchoRequestsSent++
+}
+
+// echoAnswered takes an Echo Response on the path: it answers one of the
+// last EchoRetries requests if still unanswered, and is ignored otherwise.
+func (e *Endpoint) echoAnswered(p Path, seq uint16) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.paths[p]
+	if s == nil {
+		return
+	}
+	if age := int(s.nextSeq - seq); age < 1 || age > min(s.unanswered, e.cfg.EchoRetries) {
+		e.log.Debug("GTP-U Echo Response unmatched", "local", p.Local, "peer", p.Peer, "seq", seq)
+		return
+	}
+	s.unanswered = 0
+	e.stats.EchoRequestsAnswered++
+	if s.failed {
+		s.failed = false
+		e.stats.PathRecoveries++
+		e.log.Info("GTP-U path recovered", "local", p.Local, "peer", p.Peer)
+		notify(e, e.cfg.OnPathRecovery, p)
+	}
+}
+
+// notify queues a call of callback, if set, with arg; mu must be held.
+func notify[T any](e *Endpoint, callback func(T), arg T) {
+	if callback == nil {
+		return
+	}
+	e.events = append(e.events, func() { callback(arg) })
+	select {
+	case e.eventsReady <- struct{}{}:
+	default: // dispatch has yet to take the earlier signal
+	}
+}
+
+func (e *Endpoint) dispatch() {
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-e.eventsReady:
+		}
+		e.mu.Lock()
+		events := e.events
+		e.events = nil
+		e.mu.Unlock()
+		for _, event := range events {
+			event()
+		}
+	}
+}
+
+func (e *Endpoint) read(local netip.Addr, conn *net.UDPConn) {
+	buf := make([]byte, maxDatagram)
+	for {
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			e.log.Warn("GTP-U receive", "local", local, "err", err)
+			continue
+		}
+		e.handle(conn, local, from, buf[:n])
+	}
+}
+
+func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPort, b []byte) {
+	m, err := decode(b)
+	e.mu.Lock()
+	if err != nil {
+		e.stats.Malformed++
+		e.mu.Unlock()
+		e.log.Debug("malformed GTP-U message dropped", "from", from, "err", err)
+		return
+	}
+	e.stats.Received[m.Type]++
+	e.mu.Unlock()
+	switch m.Type {
+	case MsgEchoRequest:
+		// The data path answers these; one that got here still deserves
+		// an answer, to its source port (TS 29.281 4.4.2.2).
+		if _, err := conn.WriteToUDPAddrPort(echoResponse(m.Seq), from); err != nil {
+			e.log.Debug("GTP-U Echo Response not sent", "to", from, "err", err)
+			return
+		}
+		e.mu.Lock()
+		e.stats.EchoResponsesSent++
+		e.mu.Unlock()
+	case MsgEchoResponse:
+		e.echoAnswered(Path{Local: local, Peer: from.Addr()}, m.Seq)
+	case MsgErrorIndication:
+		ind := ErrorIndication{From: from.Addr(), TEID: m.TEIDDataI, PeerAddr: m.PeerAddr}
+		e.log.Info("GTP-U Error Indication", "from", ind.From, "teid", ind.TEID, "peer", ind.PeerAddr)
+		e.mu.Lock()
+		notify(e, e.cfg.OnErrorIndication, ind)
+		e.mu.Unlock()
+	}
+}
