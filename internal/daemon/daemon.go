@@ -99,7 +99,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	var n4Interface *api.PFCP
 	if cfg.PFCP != nil {
 		var stopPFCP func() error
-		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, log); err != nil {
+		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, ns, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/vishvananda/netns"
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/gtpu"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -35,7 +37,7 @@ func checkPFCPListen(listen string) error {
 // servePFCP serves N4 over the store: the sessions SMFs establish live in
 // it beside those of the REST API, and their usage is reported from the
 // data path's counters. Call stop before closing the store.
-func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
+func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, ns netns.NsHandle, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
@@ -50,12 +52,31 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	}
 	features = append(features, pfcp.FeatureMNOP) // URRs count packets
 	var srv *pfcp.Server
-	handler := n4.New(n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log,
+	var handler *n4.Handler
+	ctx, cancel := context.WithCancel(context.Background())
+	tunnels := openTunnels(cfg, ns, log, func(ei gtpu.ErrorIndication) { handler.ErrorIndication(ei) },
+		func(p gtpu.Path, failed bool) {
+			if err := srv.ReportPath(ctx, p.Peer, failed); err != nil {
+				log.Warn("reporting a GTP-U path", "peer", p.Peer, "failed", failed, "err", err)
+			}
+		})
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.SendSessionReport(ctx, peer, req)
-		}})
+		}}
+	if tunnels != nil {
+		ncfg.Tunnels = tunnels
+	}
+	handler = n4.New(ncfg)
+	closeTunnels := func() {
+		if tunnels != nil {
+			tunnels.Close()
+		}
+	}
 	events, err := dp.URREvents()
 	if err != nil {
+		cancel()
+		closeTunnels()
 		return nil, nil, err
 	}
 	srv, err = pfcp.New(pfcp.Config{
@@ -70,16 +91,18 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		Log:               log,
 	})
 	if err != nil {
+		cancel()
+		closeTunnels()
 		events.Close()
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	reporting := make(chan struct{})
 	go func() {
 		defer close(reporting)
 		handler.Run(ctx, events)
 	}()
 	stop = func() error {
+		closeTunnels()
 		err := srv.Close()
 		cancel()
 		<-reporting
@@ -91,4 +114,24 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	}
 	log.Info("serving PFCP", attrs...)
 	return &api.PFCP{Server: srv, Sessions: handler}, stop, nil
+}
+
+// openTunnels opens the N3 signalling endpoint in the interfaces'
+// namespace: Error Indications from gNBs, echo supervision of the paths to
+// them, End Markers. Without it (no N3 address is local there) the UPF
+// forwards as before and says what it cannot do.
+func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, errorIndication func(gtpu.ErrorIndication),
+	path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
+	var e *gtpu.Endpoint
+	err := inNetns(ns, func() (err error) {
+		e, err = gtpu.Open(gtpu.Config{Local: cfg.N3Addresses, Log: log, OnErrorIndication: errorIndication,
+			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
+			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})
+		return err
+	})
+	if err != nil {
+		log.Warn("no GTP-U signalling on N3: Error Indications, path supervision and End Markers are off", "err", err)
+		return nil
+	}
+	return e
 }

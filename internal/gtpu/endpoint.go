@@ -241,16 +241,18 @@ func (e *Endpoint) Unwatch(p Path) {
 	}
 }
 
+// supervise probes a path every interval, the first time one interval
+// after Watch: a tunnel just set up has a gNB that just spoke to the SMF.
 func (e *Endpoint) supervise(p Path, s *path) {
 	ticker := time.NewTicker(e.cfg.EchoInterval)
 	defer ticker.Stop()
 	for {
-		e.probe(p, s)
 		select {
 		case <-s.stop:
 			return
 		case <-ticker.C:
 		}
+		e.probe(p, s)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/gtpu"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -34,6 +35,10 @@ type Config struct {
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
+	// Tunnels is the N3 signalling endpoint (a gtpu.Endpoint): the paths to
+	// the gNBs that sessions tunnel to are supervised, and End Markers
+	// sent; nil does neither.
+	Tunnels Tunnels
 	// SendReport sends a Session Report Request to an SMF and waits for
 	// the response (pfcp.Server.SendSessionReport); nil drops reports.
 	SendReport func(context.Context, pfcp.Peer, *message.SessionReportRequest) (*message.SessionReportResponse, error)
@@ -41,6 +46,13 @@ type Config struct {
 }
 
 var _ pfcp.SessionHandler = (*Handler)(nil)
+
+// Tunnels is what the handler needs of the N3 signalling endpoint.
+type Tunnels interface {
+	Watch(gtpu.Path) error
+	Unwatch(gtpu.Path)
+	SendEndMarker(local, peer netip.Addr, teid uint32) error
+}
 
 // Handler is the pfcp.SessionHandler of the UPF.
 type Handler struct {
@@ -100,6 +112,8 @@ type txn struct {
 	now    time.Time
 	// reports are the usage reports of the URRs the request removes.
 	reports []*ie.IE
+	// endMarkers are the tunnels the request moved away from (SNDEM).
+	endMarkers []session.OuterHeaderCreation
 }
 
 func (t *txn) undo() {
@@ -265,7 +279,7 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
-	h.commit(s)
+	h.commit(nil, s)
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(s.seid, h.n3IP(), nil)}
 	ies = append(ies, h.createdPDRs(s, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
@@ -319,7 +333,12 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		delete(t.s.chosenTEIDs, teid)
 		delete(h.chosen, teid)
 	}
-	h.commit(t.s)
+	h.commit(old, t.s)
+	for _, o := range t.endMarkers {
+		if err := h.endMarker(o); err != nil {
+			h.cfg.Log.Warn("sending an End Marker", "peer", o.Peer, "teid", o.TEID, "err", err)
+		}
+	}
 	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(t.s, req.CreatePDR)...)
 	ies = append(ies, t.reports...)
 	for _, id := range queried {
@@ -380,9 +399,11 @@ func (h *Handler) dropPeer(nodeID string) error {
 	return errors.Join(errs...)
 }
 
-// commit makes a session, installed in the store, the one its SMF sees.
-func (h *Handler) commit(s *pfcpSession) {
+// commit makes a session, installed in the store, the one its SMF sees,
+// in place of old (nil for a new one).
+func (h *Handler) commit(old, s *pfcpSession) {
 	h.sessions[s.seid] = s
+	h.supervise(s.gnbs(), old.gnbs())
 	for id, u := range s.urrs {
 		if u.timed() {
 			h.timed[meterKey{s.seid, id}] = true
@@ -405,6 +426,67 @@ func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time) *ie.IE {
 	return rep
 }
 
+// gnbs are the gNBs a session tunnels to; none for nil.
+func (s *pfcpSession) gnbs() map[netip.Addr]bool {
+	peers := map[netip.Addr]bool{}
+	if s != nil {
+		for _, f := range s.fars {
+			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
+				peers[o.Peer] = true
+			}
+		}
+	}
+	return peers
+}
+
+// supervise starts watching the paths to the gNBs in now and not in
+// before, and stops watching those only in before.
+func (h *Handler) supervise(now, before map[netip.Addr]bool) {
+	if h.cfg.Tunnels == nil {
+		return
+	}
+	for peer := range now {
+		if !before[peer] {
+			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer}); err != nil {
+				h.cfg.Log.Warn("supervising a GTP-U path", "peer", peer, "err", err)
+			}
+		}
+	}
+	for peer := range before {
+		if !now[peer] {
+			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer})
+		}
+	}
+}
+
+func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
+	if h.cfg.Tunnels == nil {
+		return nil
+	}
+	return h.cfg.Tunnels.SendEndMarker(h.cfg.N3[0], o.Peer, o.TEID)
+}
+
+// ErrorIndication reports a gNB's GTP-U Error Indication to the SMFs of
+// the sessions that tunnel to the TEID it names (§5.10.2).
+func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
+	peer := ei.PeerAddr
+	if !peer.IsValid() {
+		peer = ei.From
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.sessions {
+		for _, f := range s.fars {
+			if o := f.OuterHeaderCreation; o != nil && o.TEID == ei.TEID && o.Peer == peer {
+				ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
+					ie.NewErrorIndicationReport(ie.NewFTEID(0x01, o.TEID, net.IP(peer.AsSlice()), nil, 0))}
+				h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
+				break
+			}
+		}
+	}
+}
+
 // remove deletes a session from the store and gives back what it chose.
 func (h *Handler) remove(s *pfcpSession) error {
 	if err := h.cfg.Store.Delete(s.seid); err != nil && !errors.Is(err, session.ErrNotFound) {
@@ -417,6 +499,7 @@ func (h *Handler) remove(s *pfcpSession) error {
 		_ = h.cfg.UEPool.Release(s.ue4)
 	}
 	delete(h.sessions, s.seid)
+	h.supervise(nil, s.gnbs())
 	return nil
 }
 

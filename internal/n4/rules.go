@@ -362,8 +362,15 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 		}
 	}
 	if c := first(group.ChildIEs, params); c != nil {
+		old := f.OuterHeaderCreation
 		if r := forwarding(&f, c.ChildIEs, create); r != nil {
 			return r
+		}
+		// SNDEM: the gNB moved; the old one learns that nothing more comes
+		// on the old tunnel (§5.2.1, TS 29.281 §7.3.2).
+		if flags := first(c.ChildIEs, ie.PFCPSMReqFlags); flags != nil && flags.HasSNDEM() && old != nil &&
+			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
+			t.endMarkers = append(t.endMarkers, *old)
 		}
 	}
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
@@ -379,7 +386,7 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
 	}
-	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation); bad != nil {
+	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags); bad != nil {
 		return fail("FAR %d: forwarding parameter IE type %d is not supported", f.ID, bad.Type)
 	}
 	for _, c := range params {

@@ -29,6 +29,9 @@ const (
 	tRemoveQER              = 18
 	tRemoveURR              = 17
 	tCause                  = 19
+	tReportType             = 39
+	tPFCPSMReqFlags         = 49
+	tErrorIndicationReport  = 99
 	tSourceInterface        = 20
 	tFTEID                  = 21
 	tNetworkInstance        = 22

@@ -77,6 +77,7 @@ func kindOf(msgType uint8) kind {
 		message.MsgTypeAssociationSetupResponse,
 		message.MsgTypeAssociationUpdateResponse,
 		message.MsgTypeVersionNotSupportedResponse,
+		message.MsgTypeNodeReportResponse,
 		message.MsgTypeSessionReportResponse:
 		return response
 	}

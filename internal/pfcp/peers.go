@@ -2,6 +2,7 @@ package pfcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -121,4 +122,37 @@ func (s *Server) UpdateAssociation(ctx context.Context, nodeID string, ies ...*i
 // an Association Update Request (§6.2.8.1, §8.2.77).
 func (s *Server) RequestRelease(ctx context.Context, nodeID string) error {
 	return s.UpdateAssociation(ctx, nodeID, ie.NewPFCPAssociationReleaseRequest(1, 0))
+}
+
+// Node Report Type flags (§8.2.69).
+const (
+	nodeReportUPFR = 0x01 // User Plane Path Failure Report
+	nodeReportUPRR = 0x08 // User Plane Path Recovery Report
+)
+
+// ReportPath tells every associated peer that the GTP-U path to peer
+// failed, or recovered (§5.10), in a Node Report Request; it returns the
+// peers that did not accept it.
+func (s *Server) ReportPath(ctx context.Context, peer netip.Addr, failed bool) error {
+	typ, report := uint8(nodeReportUPRR), ie.UserPlanePathRecoveryReport
+	if failed {
+		typ, report = nodeReportUPFR, ie.UserPlanePathFailureReport
+	}
+	flags, v4, v6 := uint8(0x02), peer.String(), "" // V4
+	if peer.Is6() {
+		flags, v4, v6 = 0x01, "", peer.String()
+	}
+	var errs []error
+	for _, a := range s.assocs.list() {
+		req := message.NewNodeReportRequest(0, s.nodeID, ie.NewNodeReportType(typ),
+			ie.NewGroupedIE(report, ie.NewRemoteGTPUPeer(flags, v4, v6, 0, "")))
+		resp, err := call[*message.NodeReportResponse](ctx, s, a.Addr, req)
+		if err == nil {
+			err = accepted(req, resp.Cause)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", a.NodeID, err))
+		}
+	}
+	return errors.Join(errs...)
 }

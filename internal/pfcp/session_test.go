@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -197,4 +199,32 @@ func TestSendSessionReportGivesUp(t *testing.T) {
 		m.recv()
 	}
 	m.silent(30 * time.Millisecond)
+}
+
+// A GTP-U path failure goes to every associated SMF in a Node Report
+// Request (§7.4.5.1): Node ID, Node Report Type UPFR, and the peer in a User
+// Plane Path Failure Report.
+func TestReportPathFailure(t *testing.T) {
+	s, _ := startServer(t, nil)
+	// Requests go to a peer's port 8805: this SMF has a loopback address
+	// of its own for it.
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.7:8805")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	m := &smf{t: t, conn: conn, upf: s.Addr()}
+	m.associate()
+	done := make(chan error)
+	go func() { done <- s.ReportPath(context.Background(), netip.MustParseAddr("192.0.2.50"), true) }()
+	req := parseWire(t, m.recv())
+	// Remote GTP-U Peer (§8.2.70): type 103, length 5, flags V4, address.
+	peer := []byte{0, 103, 0, 5, 0x02, 192, 0, 2, 50}
+	req.check(t, message.MsgTypeNodeReportRequest, req.seq, map[uint16][]byte{
+		ie.NodeReportType: {0x01}, ie.UserPlanePathFailureReport: peer, ie.NodeID: upfNodeIDValue})
+	body := cat([]byte{byte(req.seq >> 16), byte(req.seq >> 8), byte(req.seq), 0}, smfNodeID, []byte{0, byte(ie.Cause), 0, 1, ie.CauseRequestAccepted})
+	m.send(cat([]byte{0x20, message.MsgTypeNodeReportResponse, 0, byte(len(body))}, body))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,80 @@
+package n4
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/gtpu"
+)
+
+// fakeTunnels records what the handler asks of the N3 endpoint.
+type fakeTunnels struct{ calls []string }
+
+func (f *fakeTunnels) Watch(p gtpu.Path) error {
+	f.calls = append(f.calls, fmt.Sprintf("watch %s>%s", p.Local, p.Peer))
+	return nil
+}
+
+func (f *fakeTunnels) Unwatch(p gtpu.Path) {
+	f.calls = append(f.calls, fmt.Sprintf("unwatch %s>%s", p.Local, p.Peer))
+}
+
+func (f *fakeTunnels) SendEndMarker(local, peer netip.Addr, teid uint32) error {
+	f.calls = append(f.calls, fmt.Sprintf("end marker %s>%s %#x", local, peer, teid))
+	return nil
+}
+
+func (f *fakeTunnels) take() []string {
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+// The paths to the gNBs in use are supervised; a handover with SNDEM ends
+// the old tunnel with an End Marker; an Error Indication for a session's
+// tunnel is reported to its SMF.
+func TestTunnels(t *testing.T) {
+	e := newEnv(t)
+	tunnels := &fakeTunnels{}
+	e.h.cfg.Tunnels = tunnels
+	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	if got := tunnels.take(); !reflect.DeepEqual(got, []string{"watch 192.0.2.10>192.0.2.50"}) {
+		t.Errorf("after the establishment: %q", got)
+	}
+
+	// PFCPSMReq-Flags (§8.2.58): SNDEM is bit 2.
+	sndem := tlv(tPFCPSMReqFlags, []byte{0x02})
+	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51"), sndem))).expect(t, 1, nil, nil)
+	want := []string{"watch 192.0.2.10>192.0.2.51", "unwatch 192.0.2.10>192.0.2.50", "end marker 192.0.2.10>192.0.2.50 0xa0b0c0d"}
+	if got := tunnels.take(); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the handover: %q, want %q", got, want)
+	}
+	// Without SNDEM, no End Marker.
+	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, "192.0.2.51")))).expect(t, 1, nil, nil)
+	if got := tunnels.take(); len(got) != 0 {
+		t.Errorf("a TEID change without SNDEM: %q", got)
+	}
+
+	e.h.ErrorIndication(gtpu.ErrorIndication{From: netip.MustParseAddr("192.0.2.51"), TEID: 0x3333, PeerAddr: netip.MustParseAddr("192.0.2.51")})
+	e.h.ErrorIndication(gtpu.ErrorIndication{From: netip.MustParseAddr("192.0.2.51"), TEID: 0x4444, PeerAddr: netip.MustParseAddr("192.0.2.51")})
+	reports := e.h.out.take()
+	if len(reports) != 1 {
+		t.Fatalf("%d reports for one known tunnel", len(reports))
+	}
+	b, err := reports[0].req.Marshal()
+	fatalIf(t, err)
+	_, hdrSEID, ies := decodeMsg(t, b)
+	// Report Type ERIR (bit 3); Error Indication Report holding the
+	// remote F-TEID: V4, TEID, address.
+	wantFTEID := tlv(tFTEID, []byte{0x01}, be32(0x3333), v4("192.0.2.51"))
+	if hdrSEID != 0x1001 || string(one(t, ies, tReportType)) != "\x04" || string(one(t, ies, tErrorIndicationReport)) != string(wantFTEID) {
+		t.Errorf("report for SEID %#x: %+v", hdrSEID, ies)
+	}
+
+	e.delete("smf1", seid).expect(t, 1, nil, nil)
+	if got := tunnels.take(); !reflect.DeepEqual(got, []string{"unwatch 192.0.2.10>192.0.2.51"}) {
+		t.Errorf("after the deletion: %q", got)
+	}
+}
