@@ -66,6 +66,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		}}
 	if tunnels != nil {
 		ncfg.Tunnels = tunnels
+		features = append(features, pfcp.FeatureEMPU) // End Markers on SNDEM
 	}
 	handler = n4.New(ncfg)
 	closeTunnels := func() {
