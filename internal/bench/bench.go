@@ -27,11 +27,18 @@ type config struct {
 	runs     int
 	flows    int
 	packets  uint64
-	paced    time.Duration
+	paced    time.Duration // of the testbed rate, or with pfcp of the PFCP requests
+
+	pfcp         bool // measure PFCP session handling instead
+	pfcpSessions int
+	pfcpRounds   int
+	window       int
+	rate         int
 }
 
 // quickValues replace the defaults of the flags not given with -quick.
-var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s"}
+var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s",
+	"pfcp-sessions": "100000"}
 
 func parseFlags(args []string) (cfg config, err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -39,7 +46,12 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
 	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
-	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation")
+	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with -pfcp of requests)")
+	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
+	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with -pfcp")
+	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
+	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
+	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
 		quickArgs = append(quickArgs, "-"+name+" "+quickValues[name])
@@ -69,6 +81,13 @@ func parseFlags(args []string) (cfg config, err error) {
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
 		return cfg, errors.New("-runs, -flows and -packets must be positive")
 	}
+	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.window < 1 || cfg.rate < 1 {
+		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-window and -pfcp-rate must be positive")
+	}
+	// The paced PFCP run modifies and deletes sessions established before.
+	if requests := cfg.paced.Seconds() * float64(cfg.rate); cfg.pfcp && requests > 3*float64(cfg.pfcpSessions) {
+		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d needs -pfcp-sessions %.0f at least", cfg.paced, cfg.rate, requests/3)
+	}
 	return cfg, nil
 }
 
@@ -97,7 +116,15 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 	}
 	defer func() { err = errors.Join(err, b.Close()) }()
 
-	res := results{frameLens: [2]int{len(uplinkFrame(tb, 0)), len(downlinkFrame(tb, 0))}}
+	res := results{frameLens: [2]int{len(uplinkFrame(tb, teid(0), 0)), len(downlinkFrame(tb, 0))}}
+	if cfg.pfcp {
+		if res.pfcp, err = measurePFCP(ctx, tb, b, cfg); err != nil {
+			return err
+		}
+		res.took = time.Since(start)
+		reportPFCP(w, args, cfg, res)
+		return nil
+	}
 	if res.live, err = measureLive(ctx, tb, b, cfg.packets, cfg.runs, cfg.paced); err != nil {
 		return err
 	}

@@ -67,10 +67,8 @@ func (r rounds) minus(base rounds) rounds {
 	return out
 }
 
-// measureCost installs n sessions into a fresh data path and measures the
-// attached UPF programs next to the baselines, with the frames of the last
-// session installed, and cycling over up to flows sessions spread evenly
-// over the installed ones.
+// measureCost installs n sessions into a fresh data path and measures their
+// per-packet cost (measureInstalled).
 func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
 	row.sessions = n
 	u, err := tb.OpenUPF(uint32(n))
@@ -81,23 +79,35 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
 	}
+	return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds)
+}
+
+// measureInstalled attaches the UPF with row.sessions sessions installed,
+// session i's uplink TEID teidOf(i), and measures its programs next to the
+// baselines, with the frames of the last session installed, and cycling
+// over up to flows sessions spread evenly over the installed ones.
+func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, row *costRow,
+	teidOf func(int) uint32, flows, nRounds int) error {
 	if err := u.Attach(); err != nil {
-		return row, err
+		return err
 	}
 	var progs [2]*ebpf.Program // uplink on N3, downlink on N6
 	for i, iface := range demo.Interfaces {
+		var err error
 		if progs[i], err = attachedProgram(tb.UPF, iface.Name); err != nil {
-			return row, err
+			return err
 		}
 		defer progs[i].Close()
 	}
+	n := row.sessions
 	k := min(n, flows)
 	var ul, dl [][]byte
 	for j := range k {
-		ul = append(ul, uplinkFrame(tb, j*(n/k)))
-		dl = append(dl, downlinkFrame(tb, j*(n/k)))
+		i := j * (n / k)
+		ul = append(ul, uplinkFrame(tb, teidOf(i), i))
+		dl = append(dl, downlinkFrame(tb, i))
 	}
-	ulOne, dlOne := [][]byte{uplinkFrame(tb, n-1)}, [][]byte{downlinkFrame(tb, n-1)}
+	ulOne, dlOne := [][]byte{uplinkFrame(tb, teidOf(n-1), n-1)}, [][]byte{downlinkFrame(tb, n-1)}
 	ns, err := perPacketNs(ctx, []subject{
 		{"empty program", b.pass, dlOne, xdpPass},
 		{"XDP_TX baseline", b.tx, dlOne, xdpTX},
@@ -108,11 +118,11 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 		{"downlink, spread", progs[1], dl, xdpRedirect},
 	}, nRounds)
 	if err != nil {
-		return row, err
+		return err
 	}
 	row.empty, row.tx, row.redirect, row.uplink, row.downlink = ns[0], ns[1], ns[2], ns[3], ns[4]
 	row.uplinkSpread, row.downlinkSpread = ns[5], ns[6]
-	return row, nil
+	return nil
 }
 
 // perPacketNs returns each subject's cost per packet in nanoseconds.

@@ -68,7 +68,7 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 	defer gen.Close()
 
 	dirs := []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
-	upfFrames := [2][]byte{uplinkFrame(tb, 0), downlinkFrame(tb, 0)}
+	upfFrames := [2][]byte{uplinkFrame(tb, teid(0), 0), downlinkFrame(tb, 0)}
 	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, frames: upfFrames}, b.forwarder(tb)}
 	results := make([][2]liveResult, len(fwds))
 	each := func(what string, measure func(f, d int) error) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,10 @@ const (
 	targetOneSession = 2.5
 	targetMillion    = 3
 	targetRate       = 0.85
+
+	targetEstablishRate = 20_000 // sessions/s
+	targetPacedP99      = time.Millisecond
+	targetPacedRate     = 1000 // requests/s the p99 target holds at
 )
 
 // results are everything a run measured.
@@ -26,17 +31,122 @@ type results struct {
 	costs     []costRow
 	live      []liveRow
 	frameLens [2]int // uplink, downlink, as the UPF receives them
+	pfcp      pfcpResult
 	took      time.Duration
 }
 
+// printer writes a line of the report.
+type printer func(format string, a ...any)
+
+func linesTo(w io.Writer) printer {
+	return func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+}
+
+var verdict = map[bool]string{true: "met", false: "**not met**"}
+
 func report(w io.Writer, args []string, cfg config, res results) {
-	costs, live := res.costs, res.live
-	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p := linesTo(w)
+	header(p, args, res)
+	costTables(p, cfg, res.costs)
+
+	live := res.live
+	p("\n### Attached programs under live traffic, by bpf_stats (ns/packet)\n")
+	p("run_time_ns / run_cnt of the program on the interface the traffic enters the UPF namespace by, one session installed;")
+	p("median of %d rounds of %d packets, the UPF and the redirect baseline interleaved.\n", cfg.runs, statsPackets(cfg.packets))
+	p("| Direction | Interface | xdp5g | Redirect baseline | Ratio |")
+	p("|---|---|---:|---:|---:|")
+	for _, r := range live {
+		p("| %s | %s | %.1f | %.1f | %.2f |", r.direction, r.iface, r.upf.ns.median(), r.baseline.ns.median(), r.upf.ns.per(r.baseline.ns))
+	}
+
+	p("\n### Packet rate through the testbed\n")
+	p("gNB → UPF → DN (uplink) and DN → UPF → gNB (downlink), one session; packets delivered per second while the generator")
+	p("sends %d packets as fast as it can, median of %d rounds, the UPF and the redirect baseline interleaved;", cfg.packets, cfg.runs)
+	p("then the UPF paced at %.0f%% of its rate for %s.\n", pacedShare*100, cfg.paced)
+	p("| Direction | xdp5g Mpps | Loss | Redirect baseline Mpps | Loss | Ratio | Paced Mpps | Sent | Delivered | Lost |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range live {
+		p("| %s | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %d | %d | %d |", r.direction, r.upf.rate.median()/1e6,
+			r.upf.loss.median()*100, r.baseline.rate.median()/1e6, r.baseline.loss.median()*100, r.upf.rate.per(r.baseline.rate),
+			float64(r.pacedRate)/1e6,
+			r.pacedSent, r.pacedDelivered, r.pacedSent-r.pacedDelivered)
+	}
+
+	p("\n### Targets\n")
+	costTargets(p, res.costs)
+	for _, r := range live {
+		ratio := r.upf.rate.per(r.baseline.rate)
+		p("- %s testbed rate: %.3f× the redirect baseline (target ≥ %g×): %s", r.direction, ratio, targetRate, verdict[ratio >= targetRate])
+		p("- %s paced at %.2f Mpps: %d of %d packets lost (target 0): %s", r.direction, float64(r.pacedRate)/1e6,
+			r.pacedSent-r.pacedDelivered, r.pacedSent, verdict[r.pacedDelivered == r.pacedSent])
+	}
+}
+
+// reportPFCP is the report of `xdp5g bench -pfcp`.
+func reportPFCP(w io.Writer, args []string, cfg config, res results) {
+	p := linesTo(w)
+	header(p, args, res)
+	r := res.pfcp
+	n := r.cost.sessions
+	p("\n### PFCP session establishment\n")
+	p("A pfcp.Server with the n4 handler over the session store, on 127.0.0.1, the data path sized for %d sessions; an SMF", r.maxSessions)
+	p("(pfcptest) on another socket sends %d Session Establishment Requests shaped as Open5GS's (uplink PDR with F-TEID CHOOSE", n)
+	p("and the UE address given, downlink PDR, a FAR to the core, a FAR tunnelling to the gNB), %d unanswered at most; each", r.window)
+	p("round over a fresh data path and server. The tenths' rates follow the order of the responses; a response time runs from")
+	p("sending the request to reading its response, the wait behind the window's other requests included.\n")
+	p("| Round | Time | Sessions/s | Slowest tenth | Median tenth | Fastest tenth | Response p50 | p99 | Max |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for i, e := range r.rounds {
+		p("| %d | %.2f s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |", i+1, e.took.Seconds(), e.rate(),
+			slices.Min(e.tenths), median(e.tenths), slices.Max(e.tenths), ms(percentile(e.rts, 50)), ms(percentile(e.rts, 99)),
+			ms(percentile(e.rts, 100)))
+	}
+	rate := r.medianRate()
+	p("\nMedian of the rounds: %.0f sessions/s.", rate)
+
+	costTables(p, cfg, []costRow{r.cost})
+	p("\nThe sessions are those the last round established over PFCP (Install: its time), with the TEIDs the UPF chose.")
+
+	p("\n### PFCP requests paced at %d/s\n", r.rate)
+	p("For %s, over the sessions above, requests take turns: establishing a new session, moving the downlink tunnel of one", cfg.paced)
+	p("established above to another TEID (Update FAR with new Outer Header Creation), deleting that session. The requests go")
+	p("out %s apart whatever the responses (%d unanswered at most), and took %.2f s in all; response times as above.\n",
+		time.Second/time.Duration(r.rate), r.window, r.pacedTook.Seconds())
+	p("| Request | Count | p50 | p99 | Max |")
+	p("|---|---:|---:|---:|---:|")
+	var all []time.Duration
+	for _, kind := range pacedKinds {
+		rts := r.paced[kind]
+		all = append(all, rts...)
+		p("| %s | %d | %s | %s | %s |", kind, len(rts), ms(percentile(rts, 50)), ms(percentile(rts, 99)), ms(percentile(rts, 100)))
+	}
+	slices.Sort(all)
+	p99 := percentile(all, 99)
+	p("| all | %d | %s | %s | %s |", len(all), ms(percentile(all, 50)), ms(p99), ms(percentile(all, 100)))
+
+	p("\n### Targets\n")
+	p("- establishment rate over PFCP, %d sessions, median of %d rounds: %.0f sessions/s (target ≥ %d/s): %s",
+		n, len(r.rounds), rate, targetEstablishRate, verdict[rate >= targetEstablishRate])
+	costTargets(p, []costRow{r.cost})
+	p("- p99 response time at %d requests/s: %s (target < %s at %d/s): %s", r.rate, ms(p99), ms(targetPacedP99), targetPacedRate,
+		verdict[p99 < targetPacedP99 && r.rate >= targetPacedRate])
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3) }
+
+// header is the report's first lines: the command, the machine and the
+// frames.
+func header(p printer, args []string, res results) {
 	p("`xdp5g bench %s` on %s; took %s.", strings.Join(args, " "), machine(), res.took.Round(time.Second))
 	p("\nUplink frames are G-PDUs with an UL PDU Session Container around a UDP/IPv4 packet (%d bytes), downlink frames", res.frameLens[0])
 	p("that UDP/IPv4 packet (%d bytes); every session has one uplink PDR (TEID, UE address, QFI) and one downlink PDR", res.frameLens[1])
 	p("(UE address, marks the QFI), uplink forwarded by the route to the DN, downlink tunnelled to the gNB.")
+}
 
+// costTables are the per-packet costs with the sessions of each row
+// installed.
+func costTables(p printer, cfg config, costs []costRow) {
 	p("\n### Per-packet cost by BPF_PROG_TEST_RUN (ns/packet)\n")
 	p("Each run is a test run of its own on a fresh frame, timed by the kernel; the mean of %d runs without outliers per round,", runsPerRound)
 	p("the median of %d rounds with the programs interleaved, ratios the median of the rounds' ratios. The UPF's frames are", cfg.runs)
@@ -68,30 +178,10 @@ func report(w io.Writer, args []string, cfg config, res results) {
 			ul.median(), ul.per(rd), dl.median(), dl.per(rd),
 			r.uplinkSpread.minus(r.empty).median(), r.downlinkSpread.minus(r.empty).median())
 	}
-	p("\n### Attached programs under live traffic, by bpf_stats (ns/packet)\n")
-	p("run_time_ns / run_cnt of the program on the interface the traffic enters the UPF namespace by, one session installed;")
-	p("median of %d rounds of %d packets, the UPF and the redirect baseline interleaved.\n", cfg.runs, statsPackets(cfg.packets))
-	p("| Direction | Interface | xdp5g | Redirect baseline | Ratio |")
-	p("|---|---|---:|---:|---:|")
-	for _, r := range live {
-		p("| %s | %s | %.1f | %.1f | %.2f |", r.direction, r.iface, r.upf.ns.median(), r.baseline.ns.median(), r.upf.ns.per(r.baseline.ns))
-	}
+}
 
-	p("\n### Packet rate through the testbed\n")
-	p("gNB → UPF → DN (uplink) and DN → UPF → gNB (downlink), one session; packets delivered per second while the generator")
-	p("sends %d packets as fast as it can, median of %d rounds, the UPF and the redirect baseline interleaved;", cfg.packets, cfg.runs)
-	p("then the UPF paced at %.0f%% of its rate for %s.\n", pacedShare*100, cfg.paced)
-	p("| Direction | xdp5g Mpps | Loss | Redirect baseline Mpps | Loss | Ratio | Paced Mpps | Sent | Delivered | Lost |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, r := range live {
-		p("| %s | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %d | %d | %d |", r.direction, r.upf.rate.median()/1e6,
-			r.upf.loss.median()*100, r.baseline.rate.median()/1e6, r.baseline.loss.median()*100, r.upf.rate.per(r.baseline.rate),
-			float64(r.pacedRate)/1e6,
-			r.pacedSent, r.pacedDelivered, r.pacedSent-r.pacedDelivered)
-	}
-
-	p("\n### Targets\n")
-	verdict := map[bool]string{true: "met", false: "**not met**"}
+// costTargets are the per-packet cost targets of the rows they concern.
+func costTargets(p printer, costs []costRow) {
 	for _, r := range costs {
 		target := map[int]float64{1: targetOneSession, 1_000_000: targetMillion}[r.sessions]
 		if target == 0 {
@@ -104,12 +194,6 @@ func report(w io.Writer, args []string, cfg config, res results) {
 			ratio := d.ns.per(r.tx)
 			p("- %s with %d installed: %.3f× XDP_TX (target ≤ %g×): %s", d.name, r.sessions, ratio, target, verdict[ratio <= target])
 		}
-	}
-	for _, r := range live {
-		ratio := r.upf.rate.per(r.baseline.rate)
-		p("- %s testbed rate: %.3f× the redirect baseline (target ≥ %g×): %s", r.direction, ratio, targetRate, verdict[ratio >= targetRate])
-		p("- %s paced at %.2f Mpps: %d of %d packets lost (target 0): %s", r.direction, float64(r.pacedRate)/1e6,
-			r.pacedSent-r.pacedDelivered, r.pacedSent, verdict[r.pacedDelivered == r.pacedSent])
 	}
 }
 

@@ -86,9 +86,9 @@ func ueAddr(i int) netip.Addr {
 }
 
 // uplinkFrame and downlinkFrame are what the gNB and the DN send for
-// session i.
-func uplinkFrame(tb *demo.Testbed, i int) []byte {
-	return tb.UplinkFrame(teid(i), demo.QFI, demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL))
+// session i, whose uplink TEID is teid.
+func uplinkFrame(tb *demo.Testbed, teid uint32, i int) []byte {
+	return tb.UplinkFrame(teid, demo.QFI, demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL))
 }
 
 func downlinkFrame(tb *demo.Testbed, i int) []byte {

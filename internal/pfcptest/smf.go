@@ -17,6 +17,12 @@ import (
 // a veth, so nothing is retransmitted.
 const timeout = 3 * time.Second
 
+// Values of the IEs the requests carry.
+const (
+	ohcGTPUv4 = 0x0100 // Outer Header Creation: GTP-U/UDP/IPv4
+	forward   = 0x02   // Apply Action: FORW
+)
+
 // SMF is a PFCP peer of a UPF.
 type SMF struct {
 	nodeID string
@@ -86,7 +92,7 @@ func (s *SMF) Associate() (*message.AssociationSetupResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resp, accepted("association setup", resp.Cause)
+	return resp, Accepted("association setup", resp.Cause)
 }
 
 // Session is what an accepted establishment tells the SMF.
@@ -94,28 +100,59 @@ type Session struct {
 	SEID uint64     // the UPF's
 	TEID uint32     // the uplink F-TEID the UPF chose
 	N3   netip.Addr // and its address
-	UE   netip.Addr // the UE address the UPF chose
+	UE   netip.Addr // the UE address the UPF chose; invalid when the SMF gave it
 }
 
 // EstablishPDUSession establishes an IPv4 PDU session shaped as Open5GS's
-// SMF sends it, with the F-TEID and the UE address left to the UPF:
-// uplink PDR 1 from the access side (F-TEID CHOOSE, UE address CHV4 as
-// source, QFI, GTP-U removal) to FAR 1 forwarding to the core; downlink PDR
-// 2 from the core (UE address CHV4 as destination, QFI) to FAR 2 forwarding
-// to the access side in a tunnel to gnb with gnbTEID.
+// SMF sends it (PDUSessionRequest), with the F-TEID and the UE address left
+// to the UPF.
 func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32, qfi uint8) (Session, error) {
+	req := s.PDUSessionRequest(cpSEID, netip.Addr{}, gnb, gnbTEID, qfi)
+	resp, err := request[*message.SessionEstablishmentResponse](s, req)
+	if err != nil {
+		return Session{}, err
+	}
+	return established(cpSEID, resp)
+}
+
+// established checks the response to the establishment of a session with
+// cpSEID and reads what the UPF chose for it.
+func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Session, error) {
+	if err := Accepted("session establishment", resp.Cause); err != nil {
+		return Session{}, err
+	}
+	if resp.SEID() != cpSEID {
+		return Session{}, fmt.Errorf("the response's header SEID is %#x, not the CP SEID %#x", resp.SEID(), cpSEID)
+	}
+	return created(resp)
+}
+
+// PDUSessionRequest is an IPv4 PDU session's Session Establishment Request
+// shaped as Open5GS's SMF sends it, with the F-TEID left to the UPF, and
+// the UE address too unless ue is valid: uplink PDR 1 from the access side
+// (F-TEID CHOOSE, UE address as source, QFI, GTP-U removal) to FAR 1
+// forwarding to the core; downlink PDR 2 from the core (UE address as
+// destination, QFI) to FAR 2 forwarding to the access side in a tunnel to
+// gnb with gnbTEID.
+func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
 	const (
 		uplinkPDR, downlinkPDR = 1, 2
 		chooseID               = 1
 		dnn                    = "internet"
 		ohrGTPUv4              = 0
-		ohcGTPUv4              = 0x0100
 		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
 		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
-		forward                = 0x02
 	)
 	self := s.conn.LocalAddr().(*net.UDPAddr).IP
-	req := message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0,
+	// The UE address is the source of uplink packets, the destination
+	// (S/D) of downlink ones.
+	ueIE := func(sd uint8) *ie.IE {
+		if ue.IsValid() {
+			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
+		}
+		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
+	}
+	return message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0,
 		s.nodeIDIE(),
 		ie.NewFSEID(cpSEID, self.To4(), nil),
 		ie.NewPDNType(ie.PDNTypeIPv4),
@@ -126,7 +163,7 @@ func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32,
 				ie.NewSourceInterface(ie.SrcInterfaceAccess),
 				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, chooseID),
 				ie.NewNetworkInstance(dnn),
-				ie.NewUEIPAddress(ueV4|ueCHV4, "", "", 0, 0),
+				ueIE(0),
 				ie.NewQFI(qfi),
 			),
 			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
@@ -138,7 +175,7 @@ func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32,
 			ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceCore),
 				ie.NewNetworkInstance(dnn),
-				ie.NewUEIPAddress(ueV4|ueCHV4|ueDst, "", "", 0, 0),
+				ueIE(ueDst),
 				ie.NewQFI(qfi),
 			),
 			ie.NewFARID(2),
@@ -161,17 +198,6 @@ func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32,
 			),
 		),
 	)
-	resp, err := request[*message.SessionEstablishmentResponse](s, req)
-	if err != nil {
-		return Session{}, err
-	}
-	if err := accepted("session establishment", resp.Cause); err != nil {
-		return Session{}, err
-	}
-	if resp.SEID() != cpSEID {
-		return Session{}, fmt.Errorf("the response's header SEID is %#x, not the CP SEID %#x", resp.SEID(), cpSEID)
-	}
-	return created(resp)
 }
 
 // created reads the UP F-SEID and what the Created PDR of the uplink PDR
@@ -194,25 +220,49 @@ func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 		if err != nil {
 			return sess, fmt.Errorf("Created PDR 1: F-TEID: %w", err)
 		}
-		ue, err := c.UEIPAddress()
-		if err != nil {
-			return sess, fmt.Errorf("Created PDR 1: UE IP address: %w", err)
-		}
 		sess.TEID = fteid.TEID
 		sess.N3, _ = netip.AddrFromSlice(fteid.IPv4Address.To4())
-		sess.UE, _ = netip.AddrFromSlice(ue.IPv4Address.To4())
+		ue, err := c.UEIPAddress()
+		switch {
+		case err == nil:
+			sess.UE, _ = netip.AddrFromSlice(ue.IPv4Address.To4())
+		case !errors.Is(err, ie.ErrIENotFound):
+			return sess, fmt.Errorf("Created PDR 1: UE IP address: %w", err)
+		}
 		return sess, nil
 	}
 	return sess, errors.New("no Created PDR for PDR 1")
 }
 
+// HandoverRequest is the Session Modification Request that moves the
+// downlink tunnel of a session PDUSessionRequest established, by the UPF's
+// SEID, to gnb and gnbTEID.
+func HandoverRequest(seid uint64, gnb netip.Addr, gnbTEID uint32) *message.SessionModificationRequest {
+	return message.NewSessionModificationRequest(0, 0, seid, 0, 0,
+		ie.NewUpdateFAR(
+			ie.NewFARID(2),
+			ie.NewApplyAction(forward),
+			ie.NewUpdateForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceAccess),
+				ie.NewOuterHeaderCreation(ohcGTPUv4, gnbTEID, gnb.String(), "", 0, 0, 0),
+			),
+		),
+	)
+}
+
+// DeletionRequest is the Session Deletion Request of a session by the
+// UPF's SEID.
+func DeletionRequest(seid uint64) *message.SessionDeletionRequest {
+	return message.NewSessionDeletionRequest(0, 0, seid, 0, 0)
+}
+
 // Delete deletes a session by the UPF's SEID.
 func (s *SMF) Delete(seid uint64) error {
-	resp, err := request[*message.SessionDeletionResponse](s, message.NewSessionDeletionRequest(0, 0, seid, 0, 0))
+	resp, err := request[*message.SessionDeletionResponse](s, DeletionRequest(seid))
 	if err != nil {
 		return err
 	}
-	return accepted("session deletion", resp.Cause)
+	return Accepted("session deletion", resp.Cause)
 }
 
 func (s *SMF) nodeIDIE() *ie.IE {
@@ -222,8 +272,8 @@ func (s *SMF) nodeIDIE() *ie.IE {
 	return ie.NewNodeID("", "", s.nodeID)
 }
 
-// accepted fails unless a Cause IE says "Request accepted".
-func accepted(what string, cause *ie.IE) error {
+// Accepted fails unless a Cause IE says "Request accepted".
+func Accepted(what string, cause *ie.IE) error {
 	if cause == nil {
 		return fmt.Errorf("%s: no cause in the response", what)
 	}

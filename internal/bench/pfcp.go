@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/n4"
+	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/session"
+)
+
+// The kinds of requests of the paced run, in the order they take turns.
+var pacedKinds = []string{"establishment", "modification", "deletion"}
+
+// pfcpResult is what `xdp5g bench -pfcp` measured: rounds of
+// establishing cost.sessions sessions over PFCP, each over a fresh data
+// path, then with those of the last round the per-packet cost and the
+// response times of paced requests by kind.
+type pfcpResult struct {
+	maxSessions int // the data path's size
+	window      int
+	rounds      []establishRound
+	cost        costRow // install is the time the last round took
+	rate        int
+	paced       map[string][]time.Duration // response times by kind, sorted
+	pacedTook   time.Duration              // from the first request to the last response
+}
+
+// establishRound is one round of establishments: how long they took, the
+// rates of each tenth of them in the order they were answered (per
+// second), and their response times, sorted.
+type establishRound struct {
+	took   time.Duration
+	tenths []float64
+	rts    []time.Duration
+}
+
+func (r establishRound) rate() float64 { return float64(len(r.rts)) / r.took.Seconds() }
+
+// medianRate is the median of the rounds' establishment rates.
+func (res pfcpResult) medianRate() float64 {
+	var rates []float64
+	for _, r := range res.rounds {
+		rates = append(rates, r.rate())
+	}
+	return median(rates)
+}
+
+// measurePFCP runs cfg.pfcpRounds rounds of pfcpRound.
+func measurePFCP(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config) (res pfcpResult, err error) {
+	res.window, res.rate, res.cost.sessions = cfg.window, cfg.rate, cfg.pfcpSessions
+	// The store keeps the rule slots a request frees out of use for a
+	// second; a paced request takes two PDR and two FAR slots at most (a
+	// modification rewrites the session), a session's share of the tables
+	// is four of each.
+	res.maxSessions = cfg.pfcpSessions + cfg.rate
+	for r := range cfg.pfcpRounds {
+		// Every round fills a heap the previous one gave back, as a daemon
+		// that starts does: a reused heap saves the page faults.
+		debug.FreeOSMemory()
+		progress("PFCP round %d of %d: establishing %d sessions, %d requests unanswered at most", r+1, cfg.pfcpRounds,
+			cfg.pfcpSessions, cfg.window)
+		if err := pfcpRound(ctx, tb, b, cfg, &res, r == cfg.pfcpRounds-1); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// pfcpRound serves PFCP on loopback over a fresh data path and establishes
+// cfg.pfcpSessions sessions through it; the last round then measures their
+// per-packet cost and paces establishments, modifications and deletions.
+func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, res *pfcpResult, last bool) (err error) {
+	n := cfg.pfcpSessions
+	u, err := tb.OpenUPF(uint32(res.maxSessions))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, u.Close()) }()
+	smf, stop, err := servePFCP(u.Store)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	establishments, err := smf.Establishments(demo.GNBAddr, demo.QFI)
+	if err != nil {
+		return err
+	}
+	establishment := func(i int, b []byte) ([]byte, error) {
+		return establishments.Append(b, cpSEID(i), ueAddr(i), teid(i)), nil
+	}
+
+	ups := make([]pfcptest.Session, n) // what the UPF chose for each
+	round := establishRound{rts: make([]time.Duration, 0, n)}
+	answeredAt := make([]time.Duration, 0, n)
+	start := time.Now()
+	err = smf.Pipeline(ctx, n, cfg.window, 0, establishment, func(i int, resp []byte, rt time.Duration) (err error) {
+		answeredAt = append(answeredAt, time.Since(start))
+		round.rts = append(round.rts, rt)
+		ups[i], err = pfcptest.ParseEstablished(cpSEID(i), resp)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("establishing sessions: %w", err)
+	}
+	round.took = time.Since(start)
+	round.tenths = tenthRates(answeredAt)
+	slices.Sort(round.rts)
+	res.rounds = append(res.rounds, round)
+	if u.Store.Len() != n {
+		return fmt.Errorf("%d sessions established, %d in the store", n, u.Store.Len())
+	}
+	progress("PFCP: %d sessions in %s: %.0f/s", n, round.took.Round(time.Millisecond), round.rate())
+	if !last {
+		return nil
+	}
+
+	progress("per-packet cost with %d sessions established over PFCP", n)
+	res.cost.install = round.took
+	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs); err != nil {
+		return err
+	}
+	progress("PFCP: requests at %d/s for %s", cfg.rate, cfg.paced)
+	if res.paced, res.pacedTook, err = paced(ctx, smf, cfg, ups, establishment); err != nil {
+		return fmt.Errorf("paced requests: %w", err)
+	}
+	return nil
+}
+
+// paced sends cfg.rate requests a second for cfg.paced and returns their
+// response times by kind, sorted, and how long they all took. With ups the sessions established
+// before, request j establishes session len(ups)+m, moves the downlink
+// tunnel of session m, or deletes session m, m = j/3, in turn: the count
+// of sessions stays put.
+func paced(ctx context.Context, smf *pfcptest.SMF, cfg config, ups []pfcptest.Session,
+	establishment func(i int, b []byte) ([]byte, error)) (map[string][]time.Duration, time.Duration, error) {
+	rts := map[string][]time.Duration{}
+	requests := int(cfg.paced.Seconds() * float64(cfg.rate))
+	start := time.Now()
+	err := smf.Pipeline(ctx, requests, cfg.window, time.Second/time.Duration(cfg.rate),
+		func(j int, b []byte) ([]byte, error) {
+			m := j / len(pacedKinds)
+			switch pacedKinds[j%len(pacedKinds)] {
+			case "establishment":
+				return establishment(len(ups)+m, b)
+			case "modification": // to another TEID of the same gNB
+				return pfcptest.AppendMessage(b, pfcptest.HandoverRequest(ups[m].SEID, demo.GNBAddr, teid(m)|1<<31))
+			default:
+				return pfcptest.AppendMessage(b, pfcptest.DeletionRequest(ups[m].SEID))
+			}
+		},
+		func(j int, resp []byte, rt time.Duration) error {
+			kind := pacedKinds[j%len(pacedKinds)]
+			rts[kind] = append(rts[kind], rt)
+			if kind == "establishment" {
+				_, err := pfcptest.ParseEstablished(cpSEID(len(ups)+j/len(pacedKinds)), resp)
+				return err
+			}
+			return accepted(resp)
+		})
+	took := time.Since(start)
+	for _, d := range rts {
+		slices.Sort(d)
+	}
+	return rts, took, err
+}
+
+// servePFCP serves N4 on a loopback port over store, as the daemon does
+// (without a UE pool: the SMF gives the addresses), and returns an SMF
+// associated with it.
+func servePFCP(store *session.Store) (_ *pfcptest.SMF, stop func() error, err error) {
+	handler := n4.New(n4.Config{Store: store, N3: []netip.Addr{demo.N3Addr}})
+	// No heartbeats: they would go to port 8805 of the SMF's host, where
+	// the bench does not listen.
+	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.bench", Features: []pfcp.UPFeature{pfcp.FeatureFTUP},
+		HeartbeatInterval: time.Hour, Handler: handler})
+	if err != nil {
+		return nil, nil, err
+	}
+	smf, err := pfcptest.NewSMF("smf.xdp5g.bench", srv.Addr())
+	if err != nil {
+		return nil, nil, errors.Join(err, srv.Close())
+	}
+	stop = func() error { return errors.Join(smf.Close(), srv.Close()) }
+	if _, err := smf.Associate(); err != nil {
+		return nil, nil, errors.Join(err, stop())
+	}
+	return smf, stop, nil
+}
+
+// cpSEID is the SMF's SEID of session i.
+func cpSEID(i int) uint64 { return uint64(i) + 1 }
+
+// accepted fails unless resp accepts a modification or a deletion.
+func accepted(b []byte) error {
+	resp, err := message.Parse(b)
+	if err != nil {
+		return err
+	}
+	switch r := resp.(type) {
+	case *message.SessionModificationResponse:
+		return pfcptest.Accepted("session modification", r.Cause)
+	case *message.SessionDeletionResponse:
+		return pfcptest.Accepted("session deletion", r.Cause)
+	}
+	return fmt.Errorf("unexpected %s", resp.MessageTypeName())
+}
+
+// tenthRates splits the times responses arrived at into ten runs of
+// responses and returns the rate of each.
+func tenthRates(at []time.Duration) []float64 {
+	var rates []float64
+	var from time.Duration
+	for t := 1; t <= 10; t++ {
+		lo, hi := (t-1)*len(at)/10, t*len(at)/10
+		if hi == lo {
+			continue
+		}
+		rates = append(rates, float64(hi-lo)/(at[hi-1]-from).Seconds())
+		from = at[hi-1]
+	}
+	return rates
+}
+
+// percentile is the p-th percentile of sorted durations (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(k, 0)]
+}

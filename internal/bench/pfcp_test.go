@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+// TestPFCPBench runs `xdp5g bench -pfcp` at a tiny size: every session is
+// established, every paced request answered, and the figures are sane.
+func TestPFCPBench(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and XDP")
+	}
+	const sessions = 100
+	// 300 paced requests: 100 of each kind.
+	args := []string{"-pfcp", "-pfcp-sessions", "100", "-pfcp-rounds", "2", "-paced", "300ms", "-runs", "1", "-flows", "16"}
+	cfg, err := parseFlags(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := demo.NewTestbed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	b, err := loadBaselines(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+
+	var res results
+	if res.pfcp, err = measurePFCP(context.Background(), tb, b, cfg); err != nil {
+		t.Fatal(err)
+	}
+	r := res.pfcp
+	if len(r.rounds) != 2 {
+		t.Fatalf("%d rounds, want 2", len(r.rounds))
+	}
+	for _, e := range r.rounds {
+		if len(e.rts) != sessions || e.rts[0] <= 0 || e.took <= 0 {
+			t.Errorf("%d establishments answered, all in %v; want %d, each in more than 0", len(e.rts), e.took, sessions)
+		}
+		if len(e.tenths) != 10 || slices.Min(e.tenths) <= 0 {
+			t.Errorf("rates of the tenths %v, want 10 positive", e.tenths)
+		}
+	}
+	if r.cost.install != r.rounds[1].took {
+		t.Errorf("the per-packet cost's install time is %v, not the last round's %v", r.cost.install, r.rounds[1].took)
+	}
+	if len(r.cost.uplink) != 1 || r.cost.uplink[0] <= 0 || r.cost.downlink[0] <= 0 {
+		t.Errorf("per-packet cost uplink %v, downlink %v: want one positive round each", r.cost.uplink, r.cost.downlink)
+	}
+	for _, kind := range pacedKinds {
+		if rts := r.paced[kind]; len(rts) != 100 || rts[0] <= 0 {
+			t.Errorf("%d paced %ss answered; want 100, each in more than 0", len(rts), kind)
+		}
+	}
+
+	var out bytes.Buffer
+	reportPFCP(&out, args, cfg, res)
+	for _, want := range []string{"| 2 | ", "| all | 300 |", "- establishment rate over PFCP, 100 sessions, median of 2 rounds: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
