@@ -159,13 +159,7 @@ func TestStoreSDFFilters(t *testing.T) {
 		t.Fatalf("too many filters: %v", err)
 	}
 	check(t, e.store.Create(sess))
-	pdr := func(set datapath.PDRSet, err error) datapath.PDR {
-		t.Helper()
-		check(t, err)
-		p, err := e.dp.PDR(set.Pdr[0])
-		check(t, err)
-		return p
-	}
+	pdr := e.firstPDR(t)
 	filtersOf := func(p datapath.PDR) datapath.SDFSet {
 		t.Helper()
 		s, err := e.dp.SDFSet(p.Sdf)

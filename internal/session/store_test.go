@@ -140,13 +140,7 @@ func TestStoreQERs(t *testing.T) {
 		t.Fatalf("a PDR naming a missing QER: %v", err)
 	}
 	check(t, e.store.Create(sess))
-	pdr := func(set datapath.PDRSet, err error) datapath.PDR {
-		t.Helper()
-		check(t, err)
-		p, err := e.dp.PDR(set.Pdr[0])
-		check(t, err)
-		return p
-	}
+	pdr := e.firstPDR(t)
 	ul := pdr(e.dp.Uplink(100))
 	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
 	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags != datapath.MarkQFI|datapath.MarkRQI || ul.Flags&datapath.MarkRQI != 0 {
@@ -386,5 +380,16 @@ func TestStoreURRs(t *testing.T) {
 	check(t, restored.Delete(1))
 	if _, _, ok := restored.URRBySlot(kept); ok || inUse(restored.urrSlots) != 0 {
 		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, inUse(restored.urrSlots))
+	}
+}
+
+// firstPDR returns a reader of the highest-precedence PDR of a key's set.
+func (e *storeEnv) firstPDR(t *testing.T) func(datapath.PDRSet, error) datapath.PDR {
+	return func(set datapath.PDRSet, err error) datapath.PDR {
+		t.Helper()
+		check(t, err)
+		p, err := e.dp.PDR(set.Pdr[0])
+		check(t, err)
+		return p
 	}
 }
