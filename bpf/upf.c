@@ -195,6 +195,8 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
  * returns the count it added to, so exactly one packet crosses a limit. */
 INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 {
+	struct urr *found[URRS_PER_PDR] = {};
+#pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
 		__u32 slot = pdr->urr[n];
 		if (!slot)
@@ -210,15 +212,15 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 				return REASON_DROP_URR_QUOTA;
 			}
 		}
+		found[n] = u;
 	}
 	__u64 now = bpf_ktime_get_coarse_ns();
+#pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
-		__u32 slot = pdr->urr[n];
-		if (!slot)
-			break;
-		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		struct urr *u = found[n];
 		if (!u)
-			return REASON_DROP_INTERNAL;
+			break;
+		__u32 slot = pdr->urr[n];
 		for (int j = 0; j < 2; j++) {
 			int i = j ? dir : URR_TOTAL;
 			__u64 before = __sync_fetch_and_add(&u->bytes[i], len);
@@ -238,6 +240,30 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 			urr_event(slot, URR_EVENT_START);
 	}
 	return 0;
+}
+
+/* Applies a matched PDR (in slot) to a packet of len inner bytes going in
+ * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
+ * with the flags the direction needs, and its URRs, which count only what
+ * the FAR forwards. Returns the FAR, or NULL with the reason to drop in
+ * *reason. The PDR counts what its QERs and URRs let through. */
+INLINE struct far *apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
+			     int *reason)
+{
+	*reason = enforce_qers(pdr, dir, len);
+	if (*reason)
+		return NULL;
+	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
+	if (!far || far->action != FAR_FORWARD || (far->flags & far_flags) != far_flags) {
+		count_pdr(slot, len);
+		*reason = REASON_DROP_FAR;
+		return NULL;
+	}
+	/* A PDR without URRs pays one test. */
+	if (pdr->urr[0] && (*reason = count_urrs(pdr, dir == QER_UL ? URR_UL : URR_DL, len)))
+		return NULL;
+	count_pdr(slot, len);
+	return far;
 }
 
 /* Next-hop slot of the longest matching route to an uplink destination;
@@ -336,18 +362,10 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	struct pdr *pdr = match_uplink(ctx, set, g, ip4, ip6, inner_off, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
-	int dropped = enforce_qers(pdr, QER_UL, inner_len);
-	if (dropped)
+	int dropped;
+	struct far *far = apply_pdr(pdr, slot, QER_UL, inner_len, 0, &dropped);
+	if (!far)
 		return finish(pkt_len, dropped, XDP_DROP);
-	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	if (!far || far->action != FAR_FORWARD) {
-		count_pdr(slot, inner_len);
-		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
-	}
-	/* Usage is what the FAR forwards; a PDR without URRs pays one test. */
-	if (pdr->urr[0] && (dropped = count_urrs(pdr, URR_UL, inner_len)))
-		return finish(pkt_len, dropped, XDP_DROP);
-	count_pdr(slot, inner_len);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -461,18 +479,10 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
-	int dropped = enforce_qers(pdr, QER_DL, inner_len);
-	if (dropped)
+	int dropped;
+	struct far *far = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU_IPV4, &dropped);
+	if (!far)
 		return finish(pkt_len, dropped, XDP_DROP);
-	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	if (!far || far->action != FAR_FORWARD || !(far->flags & FAR_GTPU_IPV4)) {
-		count_pdr(slot, inner_len);
-		return finish(pkt_len, REASON_DROP_FAR, XDP_DROP);
-	}
-	/* Usage is what the FAR forwards; a PDR without URRs pays one test. */
-	if (pdr->urr[0] && (dropped = count_urrs(pdr, URR_DL, inner_len)))
-		return finish(pkt_len, dropped, XDP_DROP);
-	count_pdr(slot, inner_len);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);

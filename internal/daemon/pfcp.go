@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 
 	"github.com/vishvananda/netns"
 	"github.com/wmnsk/go-pfcp/message"
@@ -51,24 +52,35 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		features = append(features, pfcp.FeatureUEIP)
 	}
 	features = append(features, pfcp.FeatureMNOP) // URRs count packets
-	var srv *pfcp.Server
-	var handler *n4.Handler
+	// The N3 endpoint comes first (the handler uses it) and may hear from
+	// a gNB before the handler and the server exist: until then there is
+	// no session to report on.
+	var srv atomic.Pointer[pfcp.Server]
+	var handler atomic.Pointer[n4.Handler]
 	ctx, cancel := context.WithCancel(context.Background())
-	tunnels := openTunnels(cfg, ns, log, func(ei gtpu.ErrorIndication) { handler.ErrorIndication(ei) },
+	tunnels := openTunnels(cfg, ns, log,
+		func(ei gtpu.ErrorIndication) {
+			if h := handler.Load(); h != nil {
+				h.ErrorIndication(ei)
+			}
+		},
 		func(p gtpu.Path, failed bool) {
-			if err := srv.ReportPath(ctx, p.Peer, failed); err != nil {
-				log.Warn("reporting a GTP-U path", "peer", p.Peer, "failed", failed, "err", err)
+			if s := srv.Load(); s != nil {
+				if err := s.ReportPath(ctx, p.Peer, failed); err != nil {
+					log.Warn("reporting a GTP-U path", "peer", p.Peer, "failed", failed, "err", err)
+				}
 			}
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
-			return srv.SendSessionReport(ctx, peer, req)
+			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		}}
 	if tunnels != nil {
 		ncfg.Tunnels = tunnels
 		features = append(features, pfcp.FeatureEMPU) // End Markers on SNDEM
 	}
-	handler = n4.New(ncfg)
+	h := n4.New(ncfg)
+	handler.Store(h)
 	closeTunnels := func() {
 		if tunnels != nil {
 			tunnels.Close()
@@ -80,7 +92,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		closeTunnels()
 		return nil, nil, err
 	}
-	srv, err = pfcp.New(pfcp.Config{
+	server, err := pfcp.New(pfcp.Config{
 		Listen:            p.Listen,
 		NodeID:            p.NodeID,
 		Peers:             p.Peers,
@@ -88,7 +100,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		HeartbeatInterval: p.HeartbeatInterval,
 		T1:                p.T1,
 		N1:                p.N1,
-		Handler:           handler,
+		Handler:           h,
 		Log:               log,
 	})
 	if err != nil {
@@ -97,24 +109,25 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		events.Close()
 		return nil, nil, err
 	}
+	srv.Store(server)
 	reporting := make(chan struct{})
 	go func() {
 		defer close(reporting)
-		handler.Run(ctx, events)
+		h.Run(ctx, events)
 	}()
 	stop = func() error {
 		closeTunnels()
-		err := srv.Close()
+		err := server.Close()
 		cancel()
 		<-reporting
 		return err
 	}
-	attrs := []any{"listen", srv.Addr().String(), "node_id", p.NodeID, "peers", p.Peers}
+	attrs := []any{"listen", server.Addr().String(), "node_id", p.NodeID, "peers", p.Peers}
 	if pool != nil {
 		attrs = append(attrs, "ue_pool", p.UEPool)
 	}
 	log.Info("serving PFCP", attrs...)
-	return &api.PFCP{Server: srv, Sessions: handler}, stop, nil
+	return &api.PFCP{Server: server, Sessions: h}, stop, nil
 }
 
 // openTunnels opens the N3 signalling endpoint in the interfaces'

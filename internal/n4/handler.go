@@ -343,7 +343,9 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	ies = append(ies, t.reports...)
 	for _, id := range queried {
 		if _, kept := t.s.urrs[id]; kept { // a removed one has its report already
-			ies = append(ies, h.queryReport(t.s, id, t.now))
+			if rep := h.queryReport(t.s, id, t.now); rep != nil {
+				ies = append(ies, rep)
+			}
 		}
 	}
 	return message.NewSessionModificationResponse(0, 0, t.s.cpSEID, 0, 0, ies...)
@@ -411,18 +413,16 @@ func (h *Handler) commit(old, s *pfcpSession) {
 	}
 }
 
-// queryReport is the usage report of a URR the SMF queried; the next
-// measurement starts with it.
+// queryReport is the usage report of a URR the SMF queried, nil when its
+// counters cannot be read; the next measurement starts with it.
 func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time) *ie.IE {
-	u, m := s.urrs[id], s.meters[id]
-	usage, err := h.cfg.Store.URRUsage(s.seid, id)
-	if err != nil {
-		h.cfg.Log.Error("reading a queried URR", "seid", s.seid, "urr", id, "err", err)
+	usage, ok := h.usage(s, id)
+	if !ok {
+		return nil
 	}
-	rep := u.report(ie.UsageReportWithinSessionModificationResponse, m, usage, reportIMMER, now)
-	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(m)); err != nil {
-		h.cfg.Log.Error("re-arming a URR", "seid", s.seid, "urr", id, "err", err)
-	}
+	u := s.urrs[id]
+	rep := u.report(ie.UsageReportWithinSessionModificationResponse, s.meters[id], usage, reportIMMER, now)
+	h.rearm(s, id)
 	return rep
 }
 

@@ -103,13 +103,15 @@ func (h *Handler) usageEvent(ev datapath.URREvent, now time.Time) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s := h.sessions[seid]; s != nil {
-		var fired uint32
-		if ev.Kind == datapath.URREventQuota && !s.meters[id].exhausted {
-			fired = trigVOLQU
-		}
-		h.measure(s, id, fired, now)
+	s := h.sessions[seid]
+	if s == nil || s.meters[id] == nil {
+		return // changed meanwhile
 	}
+	var fired uint32
+	if ev.Kind == datapath.URREventQuota && !s.meters[id].exhausted {
+		fired = trigVOLQU
+	}
+	h.measure(s, id, fired, now)
 }
 
 // tick checks the clock-driven triggers of every URR that has some.
@@ -134,9 +136,8 @@ func (h *Handler) measure(s *pfcpSession, id uint32, fired uint32, now time.Time
 	if m == nil {
 		return
 	}
-	usage, err := h.cfg.Store.URRUsage(s.seid, id)
-	if err != nil {
-		h.cfg.Log.Error("reading a URR", "seid", s.seid, "urr", id, "err", err)
+	usage, ok := h.usage(s, id)
+	if !ok {
 		return
 	}
 	fired |= u.crossed(m, usage) | u.due(m, usage, now)
@@ -147,7 +148,22 @@ func (h *Handler) measure(s *pfcpSession, id uint32, fired uint32, now time.Time
 	if reported := fired & u.triggers; reported != 0 {
 		h.send(s, u.report(ie.UsageReportWithinSessionReportRequest, m, usage, reported, now))
 	}
-	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(m)); err != nil {
+	h.rearm(s, id)
+}
+
+// usage reads a URR's counters; false, logged, when it cannot.
+func (h *Handler) usage(s *pfcpSession, id uint32) (datapath.URRUsage, bool) {
+	usage, err := h.cfg.Store.URRUsage(s.seid, id)
+	if err != nil {
+		h.cfg.Log.Error("reading a URR", "seid", s.seid, "urr", id, "err", err)
+	}
+	return usage, err == nil
+}
+
+// rearm gives the data path the limits of a URR's next measurement.
+func (h *Handler) rearm(s *pfcpSession, id uint32) {
+	u := s.urrs[id]
+	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(s.meters[id])); err != nil {
 		h.cfg.Log.Error("re-arming a URR", "seid", s.seid, "urr", id, "err", err)
 	}
 }

@@ -280,9 +280,9 @@ func (u *urr) check(fail func(string, ...any) *refusal) *refusal {
 // volumes orders the volumes of a Volume Threshold or Quota (§8.2.13,
 // §8.2.50) as the data path does, 0 for the absent ones.
 func volumes(flags uint8, total, ul, dl uint64) (v [3]uint64) {
-	for i, set := range []bool{flags&1 != 0, flags&2 != 0, flags&4 != 0} {
-		if set {
-			v[i] = []uint64{total, ul, dl}[i]
+	for i, x := range [3]uint64{total, ul, dl} {
+		if flags&(1<<i) != 0 { // TOVOL, ULVOL, DLVOL
+			v[i] = x
 		}
 	}
 	return v
