@@ -32,12 +32,14 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 // Run attaches the data path to the configured interfaces, takes over the
-// sessions of the state file and serves the REST API, and PFCP if cfg has
-// a pfcp section, until ctx is done.
+// sessions of the state file (dropping the SMFs', see session.Restore) and
+// serves the REST API, and PFCP if cfg has a pfcp section, until ctx is
+// done.
 // On return the XDP programs stay attached and the maps pinned, so traffic
 // keeps flowing until the next run takes over; Detach removes them. cfg is
 // valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
+	started := time.Now()
 	// Fail on a busy port before touching the data path.
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
@@ -80,12 +82,15 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	state := &stateFile{path: cfg.StateFile, log: log}
 	store := session.NewStore(dp, nh, cfg.N3Addresses[0], state.changed)
 	state.marshal = store.MarshalState
+	var dropped int
 	if saved != nil {
-		if err := store.Restore(saved); err != nil {
+		if dropped, err = store.Restore(saved); err != nil {
 			return fmt.Errorf("%s: %w", cfg.StateFile, err)
 		}
 	}
-	log.Info("sessions restored", "sessions", store.Len(), "state_file", cfg.StateFile)
+	// The SMFs set their sessions up again once they see the new Recovery
+	// Time Stamp.
+	log.Info("sessions restored", "sessions", store.Len(), "pfcp_sessions_dropped", dropped, "state_file", cfg.StateFile)
 	// Saved at once: the restored sessions live in new map slots.
 	if err := state.start(); err != nil {
 		return err
@@ -99,7 +104,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	var n4Interface *api.PFCP
 	if cfg.PFCP != nil {
 		var stopPFCP func() error
-		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, ns, log); err != nil {
+		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, ns, started, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the
@@ -198,8 +203,8 @@ func inNetns(ns netns.NsHandle, f func() error) error {
 // Detach undoes what runs leave behind: it detaches every interface with a
 // pinned attachment, configured or not, and removes the pin directory. The
 // maps are not opened, so this works for a pin directory of another size or
-// version too. The state file stays, so the next run installs its sessions
-// again. Stop the daemon first.
+// version too. The state file stays, so the next run installs the REST
+// API's sessions again. Stop the daemon first.
 func Detach(cfg *config.Config) error {
 	pin := cfg.Datapath.PinPath
 	var st unix.Statfs_t

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netns"
 	"github.com/wmnsk/go-pfcp/message"
@@ -37,8 +38,10 @@ func checkPFCPListen(listen string) error {
 
 // servePFCP serves N4 over the store: the sessions SMFs establish live in
 // it beside those of the REST API, and their usage is reported from the
-// data path's counters. Call stop before closing the store.
-func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, ns netns.NsHandle, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
+// data path's counters. started is when the run started. Call stop before
+// closing the store.
+func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, ns netns.NsHandle, started time.Time,
+	log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
@@ -92,6 +95,11 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		closeTunnels()
 		return nil, nil, err
 	}
+	// The server's Recovery Time Stamp, the time of pfcp.New, counts whole
+	// seconds. The previous run's is no later than the second this run
+	// started in: from the next one on, ours is later, and the SMFs see the
+	// restart even when it took less than a second.
+	time.Sleep(time.Until(started.Truncate(time.Second).Add(time.Second)))
 	server, err := pfcp.New(pfcp.Config{
 		Listen:            p.Listen,
 		NodeID:            p.NodeID,

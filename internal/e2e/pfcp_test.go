@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/daemon"
+	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/trafficgen"
@@ -31,23 +31,9 @@ var uePool = netip.MustParsePrefix("10.45.0.0/16")
 // chose. Once the SMF deletes the session its traffic is dropped.
 func TestPFCPSessionCarriesTraffic(t *testing.T) {
 	tb := newTestbed(t)
-	listen := freeLoopbackUDP(t)
-	// No heartbeats during the test: they would go to port 8805.
-	cfg := daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, heartbeat_interval: 1h, ue_pool: %s}", listen, uePool))
-	t.Cleanup(func() {
-		if err := daemon.Detach(cfg); err != nil {
-			t.Error(err)
-		}
-	})
+	cfg := pfcpConfig(t, tb, uePool)
 	client, stop := startDaemon(t, cfg)
-	smf, err := pfcptest.NewSMF("smf.e2e.test", netip.MustParseAddrPort(listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer smf.Close()
-	if _, err := smf.Associate(); err != nil {
-		t.Fatal(err)
-	}
+	smf := associatedSMF(t, cfg)
 	sess, err := smf.EstablishPDUSession(0x5eed, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
 	if err != nil {
 		t.Fatal(err)
@@ -60,16 +46,9 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 		t.Errorf("the REST API does not show the session: %v", err)
 	}
 
+	upFrame, downFrame := sessionFrames(tb, sess.TEID, sess.UE)
+	delivered(t, tb, "the session", upFrame, downFrame)
 	uplink, downlink := tb.Uplink(), tb.Downlink()
-	up := demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL)
-	down := demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL)
-	upFrame, downFrame := tb.UplinkFrame(sess.TEID, demo.QFI, up), tb.DownlinkFrame(down)
-	if got := send(t, uplink, upFrame); got != pfcpPackets {
-		t.Errorf("uplink: %d of %d packets delivered", got, pfcpPackets)
-	}
-	if got := send(t, downlink, downFrame); got != pfcpPackets {
-		t.Errorf("downlink: %d of %d packets delivered", got, pfcpPackets)
-	}
 	for _, c := range []struct {
 		dir  demo.Direction
 		want []byte
@@ -93,22 +72,70 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Errorf("the REST API after the deletion: %v; want 404", err)
 	}
-	unknownTEID := reasonPackets(t, client, demo.N3, "drop_unknown_teid")
-	forwarded := reasonPackets(t, client, demo.N6, "downlink_forward")
-	if got := send(t, uplink, upFrame); got != 0 {
-		t.Errorf("uplink after the deletion: %d packets delivered", got)
-	}
-	if got := send(t, downlink, downFrame); got != 0 {
-		t.Errorf("downlink after the deletion: %d packets delivered", got)
-	}
-	if got := reasonPackets(t, client, demo.N3, "drop_unknown_teid") - unknownTEID; got != pfcpPackets {
-		t.Errorf("drop_unknown_teid on %s counted %d packets after the deletion, want %d", demo.N3, got, pfcpPackets)
-	}
-	if got := reasonPackets(t, client, demo.N6, "downlink_forward"); got != forwarded {
-		t.Errorf("downlink_forward on %s counted %d packets after the deletion", demo.N6, got-forwarded)
-	}
+	notForwarded(t, tb, client, "after the deletion", upFrame, downFrame)
 	if err := stop(); err != nil {
 		t.Error(err)
+	}
+}
+
+// pfcpConfig is daemonConfig with PFCP served on a free loopback port and
+// UE addresses from pool.
+func pfcpConfig(t *testing.T, tb *demo.Testbed, pool netip.Prefix) *config.Config {
+	t.Helper()
+	// No heartbeats during the test: they would go to port 8805.
+	return daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, heartbeat_interval: 1h, ue_pool: %s}",
+		freeLoopbackUDP(t), pool))
+}
+
+// associatedSMF is an SMF associated with the daemon running cfg.
+func associatedSMF(t *testing.T, cfg *config.Config) *pfcptest.SMF {
+	t.Helper()
+	smf, err := pfcptest.NewSMF("smf.e2e.test", netip.MustParseAddrPort(cfg.PFCP.Listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smf.Close() })
+	if _, err := smf.Associate(); err != nil {
+		t.Fatal(err)
+	}
+	return smf
+}
+
+// sessionFrames are the uplink and downlink frames of a session with an
+// uplink TEID and a UE address.
+func sessionFrames(tb *demo.Testbed, teid uint32, ue netip.Addr) (up, down []byte) {
+	return tb.UplinkFrame(teid, demo.QFI, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL)),
+		tb.DownlinkFrame(demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL))
+}
+
+// delivered checks that a session's frames arrive, every one.
+func delivered(t *testing.T, tb *demo.Testbed, what string, up, down []byte) {
+	t.Helper()
+	if got := send(t, tb.Uplink(), up); got != pfcpPackets {
+		t.Errorf("%s: uplink: %d of %d packets delivered", what, got, pfcpPackets)
+	}
+	if got := send(t, tb.Downlink(), down); got != pfcpPackets {
+		t.Errorf("%s: downlink: %d of %d packets delivered", what, got, pfcpPackets)
+	}
+}
+
+// notForwarded checks that the frames of a session that is gone are not:
+// its uplink TEID is unknown, and nothing is forwarded to its UE.
+func notForwarded(t *testing.T, tb *demo.Testbed, client *api.Client, when string, up, down []byte) {
+	t.Helper()
+	unknownTEID := reasonPackets(t, client, demo.N3, "drop_unknown_teid")
+	forwarded := reasonPackets(t, client, demo.N6, "downlink_forward")
+	if got := send(t, tb.Uplink(), up); got != 0 {
+		t.Errorf("uplink %s: %d packets delivered", when, got)
+	}
+	if got := send(t, tb.Downlink(), down); got != 0 {
+		t.Errorf("downlink %s: %d packets delivered", when, got)
+	}
+	if got := reasonPackets(t, client, demo.N3, "drop_unknown_teid") - unknownTEID; got != pfcpPackets {
+		t.Errorf("drop_unknown_teid on %s counted %d packets %s, want %d", demo.N3, got, when, pfcpPackets)
+	}
+	if got := reasonPackets(t, client, demo.N6, "downlink_forward"); got != forwarded {
+		t.Errorf("downlink_forward on %s counted %d packets %s", demo.N6, got-forwarded, when)
 	}
 }
 

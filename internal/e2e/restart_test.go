@@ -3,20 +3,27 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/testbed"
 	"github.com/xdp5g/xdp5g/internal/trafficgen"
 )
@@ -24,7 +31,7 @@ import (
 // The traffic lasts trafficTime; the daemon restarts every restartEvery
 // while it flows.
 const (
-	trafficTime  = 3 // seconds
+	trafficTime  = 5 // seconds: the restarts take up to about 3 under load
 	restarts     = 3
 	restartEvery = 500 * time.Millisecond
 )
@@ -46,11 +53,6 @@ var sessionDocument = fmt.Sprintf(`{"seid": %d,
 func TestDaemonRestartLosesNothing(t *testing.T) {
 	tb := newTestbed(t)
 	cfg := daemonConfig(t, tb, "")
-	t.Cleanup(func() {
-		if err := daemon.Detach(cfg); err != nil {
-			t.Error(err)
-		}
-	})
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
 		t.Fatal(err)
@@ -117,9 +119,104 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 	}
 }
 
+// restartPool is the UE pool of TestRestartDropsPFCPSessions, apart from
+// the UE address of sessionDocument.
+var restartPool = netip.MustParsePrefix("10.46.0.0/24")
+
+// A restarted daemon keeps the REST API's sessions but not the SMFs': it
+// keeps no PFCP state, so it drops their sessions, which frees their TEIDs
+// and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
+// which they establish them again.
+func TestRestartDropsPFCPSessions(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
+		t.Fatal(err)
+	}
+	smf := associatedSMF(t, cfg)
+	const cpSEID = 0x5eed
+	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfcpUp, pfcpDown := sessionFrames(tb, sess.TEID, sess.UE)
+	delivered(t, tb, "the SMF's session", pfcpUp, pfcpDown)
+	before := recoveryTime(t, smf)
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	client, stop = startDaemon(t, cfg)
+	var apiErr *api.Error
+	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("the SMF's session after the restart: %v; want 404", err)
+	}
+	notForwarded(t, tb, client, "of the SMF's session after the restart", pfcpUp, pfcpDown)
+	restUp, restDown := sessionFrames(tb, demo.UplinkTEID, demo.UEAddr)
+	delivered(t, tb, "the REST session after the restart", restUp, restDown)
+	if after := recoveryTime(t, smf); !after.After(before) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want a later one", after, before)
+	}
+
+	// The SMF sets the session up again on the TEID and UE address it had.
+	if _, err := smf.Associate(); err != nil {
+		t.Fatal(err)
+	}
+	req := smf.PDUSessionRequest(cpSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	withFTEID(req, sess.TEID, demo.N3Addr)
+	resp, err := smf.Establish(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pfcptest.Accepted("establishment on the dropped session's TEID and UE address", resp.Cause); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, tb, "the SMF's session set up again", pfcpUp, pfcpDown)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// recoveryTime is the UPF's Recovery Time Stamp, as a Heartbeat Response
+// gives it.
+func recoveryTime(t *testing.T, smf *pfcptest.SMF) time.Time {
+	t.Helper()
+	hb, err := smf.Heartbeat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := hb.RecoveryTimeStamp.RecoveryTimeStamp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// withFTEID gives the uplink PDR of a pfcptest.PDUSessionRequest the
+// F-TEID teid at n3 in place of CHOOSE, as an SMF that allocates TEIDs
+// sends it.
+func withFTEID(req *message.SessionEstablishmentRequest, teid uint32, n3 netip.Addr) {
+	pdr := slices.Clone(req.CreatePDR[0].ChildIEs)
+	for i, c := range pdr {
+		if c.Type != ie.PDI {
+			continue
+		}
+		pdi := slices.Clone(c.ChildIEs)
+		for j, p := range pdi {
+			if p.Type == ie.FTEID {
+				pdi[j] = ie.NewFTEID(0x01, teid, net.IP(n3.AsSlice()), nil, 0) // V4
+			}
+		}
+		pdr[i] = ie.NewPDI(pdi...)
+	}
+	req.CreatePDR[0] = ie.NewCreatePDR(pdr...)
+}
+
 // daemonConfig writes and loads the configuration of a daemon that drives
-// the testbed's UPF namespace, with maps pinned in a directory of its own,
-// and the pfcp section given as a YAML flow mapping, if any.
+// the testbed's UPF namespace, with maps pinned in a directory of its own
+// (detached when the test ends), and the pfcp section given as a YAML flow
+// mapping, if any.
 func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
@@ -151,6 +248,11 @@ state_file: %s
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := daemon.Detach(cfg); err != nil {
+			t.Error(err)
+		}
+	})
 	return cfg
 }
 

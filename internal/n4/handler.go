@@ -62,6 +62,9 @@ type Handler struct {
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
+	// byTunnel are the sessions with a FAR into each gNB tunnel, for the
+	// gNBs' Error Indications.
+	byTunnel map[gnbTunnel]map[uint64]bool
 	out      outbox
 }
 
@@ -76,6 +79,13 @@ type pfcpSession struct {
 	meters       map[uint32]*meter // copied before a change: see meter
 	chosenTEIDs  map[uint32]bool
 	ue4          netip.Addr // allocated by the UPF (CHV4)
+}
+
+// gnbTunnel is a GTP-U tunnel towards a gNB: the TEID it receives on, at
+// its address.
+type gnbTunnel struct {
+	teid uint32
+	gnb  netip.Addr
 }
 
 type pdr struct {
@@ -98,7 +108,7 @@ func New(cfg Config) *Handler {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		out: outbox{wake: make(chan struct{}, 1)}}
+		byTunnel: map[gnbTunnel]map[uint64]bool{}, out: outbox{wake: make(chan struct{}, 1)}}
 }
 
 // txn is one request being applied to a copy of a session; what it
@@ -184,7 +194,7 @@ func (t *txn) install() *refusal {
 
 // rules is the session in the store's terms, each kind of rule by ID.
 func (s *pfcpSession) rules() session.Session {
-	sess := session.Session{SEID: s.seid}
+	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP}
 	for _, id := range slices.Sorted(maps.Keys(s.pdrs)) {
 		sess.PDRs = append(sess.PDRs, s.pdrs[id].PDR)
 	}
@@ -406,6 +416,7 @@ func (h *Handler) dropPeer(nodeID string) error {
 func (h *Handler) commit(old, s *pfcpSession) {
 	h.sessions[s.seid] = s
 	h.supervise(s.gnbs(), old.gnbs())
+	h.index(s.seid, s.tunnels(), old.tunnels())
 	for id, u := range s.urrs {
 		if u.timed() {
 			h.timed[meterKey{s.seid, id}] = true
@@ -466,6 +477,35 @@ func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
 	return h.cfg.Tunnels.SendEndMarker(h.cfg.N3[0], o.Peer, o.TEID)
 }
 
+// tunnels are the gNB tunnels a session's FARs send into; none for nil.
+func (s *pfcpSession) tunnels() map[gnbTunnel]bool {
+	out := map[gnbTunnel]bool{}
+	if s != nil {
+		for _, f := range s.fars {
+			if o := f.OuterHeaderCreation; o != nil {
+				out[gnbTunnel{o.TEID, o.Peer}] = true
+			}
+		}
+	}
+	return out
+}
+
+// index files session seid under the tunnels in now instead of those in
+// before.
+func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
+	for t := range before {
+		if delete(h.byTunnel[t], seid); len(h.byTunnel[t]) == 0 {
+			delete(h.byTunnel, t)
+		}
+	}
+	for t := range now {
+		if h.byTunnel[t] == nil {
+			h.byTunnel[t] = map[uint64]bool{}
+		}
+		h.byTunnel[t][seid] = true
+	}
+}
+
 // ErrorIndication reports a gNB's GTP-U Error Indication to the SMFs of
 // the sessions that tunnel to the TEID it names (§5.10.2).
 func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
@@ -475,15 +515,11 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.sessions {
-		for _, f := range s.fars {
-			if o := f.OuterHeaderCreation; o != nil && o.TEID == ei.TEID && o.Peer == peer {
-				ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
-					ie.NewErrorIndicationReport(ie.NewFTEID(0x01, o.TEID, net.IP(peer.AsSlice()), nil, 0))}
-				h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
-				break
-			}
-		}
+	for seid := range h.byTunnel[gnbTunnel{ei.TEID, peer}] {
+		s := h.sessions[seid]
+		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
+			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}
+		h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
 	}
 }
 
@@ -500,6 +536,7 @@ func (h *Handler) remove(s *pfcpSession) error {
 	}
 	delete(h.sessions, s.seid)
 	h.supervise(nil, s.gnbs())
+	h.index(s.seid, nil, s.tunnels())
 	return nil
 }
 

@@ -316,7 +316,7 @@ func TestEstablishOpen5GSSession(t *testing.T) {
 	}
 
 	ue := netip.MustParseAddr("10.60.0.1")
-	want := session.Session{SEID: seid,
+	want := session.Session{SEID: seid, Origin: session.OriginPFCP,
 		PDRs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
 				SourceInterface: session.InterfaceAccess, TEID: teid, UEAddress: netip.PrefixFrom(ue, 32), QFI: 9}},

@@ -78,3 +78,53 @@ func TestTunnels(t *testing.T) {
 		t.Errorf("after the deletion: %q", got)
 	}
 }
+
+// An Error Indication names a tunnel by TEID and gNB address: two sessions
+// whose gNBs gave them the same TEID are told apart, and a tunnel a session
+// no longer uses reports nothing.
+func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
+	e := newEnv(t)
+	const teid = 0x0a0b0c0d
+	gnbA, gnbB := netip.MustParseAddr(gnb), netip.MustParseAddr("192.0.2.51")
+	seidA := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), teid)...).upSEID(t)
+	atB := open5gs(0x1002, fixedUE("10.60.0.2"), teid)
+	atB[len(atB)-1] = accessFAR(teid, gnbB.String())
+	seidB := e.establish("smf1", atB...).upSEID(t)
+	// reported are the CP SEIDs of the reports on an Error Indication.
+	reported := func(teid uint32, from netip.Addr) []uint64 {
+		t.Helper()
+		e.h.ErrorIndication(gtpu.ErrorIndication{From: from, TEID: teid, PeerAddr: from})
+		var seids []uint64
+		for _, r := range e.h.out.take() {
+			b, err := r.req.Marshal()
+			fatalIf(t, err)
+			_, seid, ies := decodeMsg(t, b)
+			if want := tlv(tFTEID, []byte{0x01}, be32(teid), v4(from.String())); string(one(t, ies, tErrorIndicationReport)) != string(want) {
+				t.Errorf("report for SEID %#x names % x, want % x", seid, one(t, ies, tErrorIndicationReport), want)
+			}
+			seids = append(seids, seid)
+		}
+		return seids
+	}
+	for from, want := range map[netip.Addr][]uint64{gnbA: {0x1001}, gnbB: {0x1002}} {
+		if got := reported(teid, from); !reflect.DeepEqual(got, want) {
+			t.Errorf("Error Indication from %v: reports to %#x, want %#x", from, got, want)
+		}
+	}
+
+	e.modify("smf1", seidB, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, gnbB.String())))).expect(t, 1, nil, nil)
+	e.delete("smf1", seidA).expect(t, 1, nil, nil)
+	for _, c := range []struct {
+		teid uint32
+		from netip.Addr
+		want []uint64
+	}{{teid, gnbA, nil}, {teid, gnbB, nil}, {0x3333, gnbB, []uint64{0x1002}}} {
+		if got := reported(c.teid, c.from); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Error Indication for %#x from %v after the handover and deletion: reports to %#x, want %#x", c.teid, c.from, got, c.want)
+		}
+	}
+	e.delete("smf1", seidB).expect(t, 1, nil, nil)
+	if len(e.h.byTunnel) != 0 {
+		t.Errorf("tunnels indexed after every session went: %v", e.h.byTunnel)
+	}
+}

@@ -107,12 +107,16 @@ type Session struct {
 // SMF sends it (PDUSessionRequest), with the F-TEID and the UE address left
 // to the UPF.
 func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32, qfi uint8) (Session, error) {
-	req := s.PDUSessionRequest(cpSEID, netip.Addr{}, gnb, gnbTEID, qfi)
-	resp, err := request[*message.SessionEstablishmentResponse](s, req)
+	resp, err := s.Establish(s.PDUSessionRequest(cpSEID, netip.Addr{}, gnb, gnbTEID, qfi))
 	if err != nil {
 		return Session{}, err
 	}
 	return established(cpSEID, resp)
+}
+
+// Establish sends a Session Establishment Request and returns the response.
+func (s *SMF) Establish(req *message.SessionEstablishmentRequest) (*message.SessionEstablishmentResponse, error) {
+	return request[*message.SessionEstablishmentResponse](s, req)
 }
 
 // established checks the response to the establishment of a session with

@@ -181,7 +181,7 @@ func TestStoreSDFFilters(t *testing.T) {
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	check(t, restored.Restore(saved))
+	restoreAll(t, restored, saved)
 	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
 		t.Fatalf("restored %+v", got)
 	}

@@ -37,6 +37,9 @@ type Session struct {
 	// Neighbours are static IP-to-MAC entries for next hops (the
 	// document's arpTable); they take precedence over the kernel's.
 	Neighbours []Neighbour
+	// Origin is the interface that created the session: Restore drops
+	// the PFCP ones.
+	Origin Origin `json:",omitempty"`
 }
 
 // PDR is a Packet Detection Rule.

@@ -3,7 +3,36 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
+
+// Origin is the interface a session was created through.
+type Origin uint8
+
+const (
+	// OriginREST is also the origin of sessions saved before origins
+	// were recorded.
+	OriginREST Origin = iota
+	OriginPFCP
+)
+
+var originNames = []string{OriginREST: "rest", OriginPFCP: "pfcp"}
+
+func (o Origin) MarshalText() ([]byte, error) {
+	if int(o) >= len(originNames) {
+		return nil, fmt.Errorf("unknown session origin %d", o)
+	}
+	return []byte(originNames[o]), nil
+}
+
+func (o *Origin) UnmarshalText(b []byte) error {
+	i := slices.Index(originNames, string(b))
+	if i < 0 {
+		return fmt.Errorf("unknown session origin %q", b)
+	}
+	*o = Origin(i)
+	return nil
+}
 
 // state is what a restarted daemon needs to take over the running data
 // path: every session and the slots it occupies.
@@ -28,39 +57,54 @@ func (s *Store) MarshalState() ([]byte, error) {
 // each session is written into fresh slots and its keys switched
 // atomically, and the old slots are freed. URRs keep their slots, and so
 // their counts. The store must be empty.
-func (s *Store) Restore(data []byte) error {
+//
+// Sessions created over PFCP are dropped, keys and slots, as a UP function
+// that restarts without its PFCP state does (TS 23.007 §19A): their
+// associations, CP F-SEIDs and usage meters are gone, so nobody could
+// change, delete or report on them. Their SMFs learn of the restart from
+// the new Recovery Time Stamp and establish them again. dropped is how
+// many there were.
+func (s *Store) Restore(data []byte) (dropped int, err error) {
 	var st state
 	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("reading saved sessions: %w", err)
+		return 0, fmt.Errorf("reading saved sessions: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.sessions) != 0 {
-		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
+		return 0, fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
 	owned := map[dpKey]bool{}
 	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}}
 	urrs := map[uint32]bool{}
+	var kept, gone []*installed
 	for _, in := range st.Sessions {
-		for _, k := range keysOf(&in.Session) {
-			owned[k] = true
-		}
+		// A dropped session's slots too are freed only after the reuse
+		// delay: packets may still be reading them.
 		markUsed(used[s.pdrSlots], in.PDRSlots)
 		markUsed(used[s.farSlots], in.FARSlots)
 		markUsed(used[s.qerSlots], in.QERSlots)
 		markUsed(urrs, in.URRSlots)
 		markUsed(used[s.sdfSlots], in.SDFSlots)
+		if in.Origin == OriginPFCP {
+			gone = append(gone, in)
+			continue
+		}
+		kept = append(kept, in)
+		for _, k := range keysOf(&in.Session) {
+			owned[k] = true
+		}
 	}
 	if err := s.removeStrayKeys(owned); err != nil {
-		return err
+		return 0, err
 	}
 	for pool, slots := range used {
 		pool.adopt(slots)
 	}
 	s.urrSlots.adopt(urrs)
-	for _, in := range st.Sessions {
+	for _, in := range kept {
 		if err := s.install(in.Session, nil, in); err != nil {
-			return fmt.Errorf("restoring session %d: %w", in.SEID, err)
+			return 0, fmt.Errorf("restoring session %d: %w", in.SEID, err)
 		}
 	}
 	for pool, slots := range used {
@@ -68,7 +112,10 @@ func (s *Store) Restore(data []byte) error {
 			pool.release(slot)
 		}
 	}
-	return nil
+	for _, in := range gone {
+		releaseAll(s.urrSlots, in.URRSlots, false)
+	}
+	return len(gone), nil
 }
 
 func markUsed[K comparable](used map[uint32]bool, slots map[K]uint32) {

@@ -156,7 +156,7 @@ func TestStoreQERs(t *testing.T) {
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	check(t, restored.Restore(saved))
+	restoreAll(t, restored, saved)
 	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
 		t.Fatalf("restored %+v", got)
 	}
@@ -173,7 +173,7 @@ func TestStoreRestore(t *testing.T) {
 	check(t, e.dp.PutUplink(999, datapath.PDRSet{})) // a key no session owns
 
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	check(t, restored.Restore(saved))
+	restoreAll(t, restored, saved)
 	if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
 		t.Fatalf("restored %+v", got)
 	}
@@ -364,7 +364,7 @@ func TestStoreURRs(t *testing.T) {
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	check(t, restored.Restore(saved))
+	restoreAll(t, restored, saved)
 	if ul := e.pdrOf(t, true); ul.Urr != [datapath.URRsPerPDR]uint32{kept, fresh} {
 		t.Fatalf("restored uplink PDR URRs %v, want %d and %d", ul.Urr, kept, fresh)
 	}
