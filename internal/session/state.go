@@ -39,7 +39,8 @@ func (s *Store) Restore(data []byte) error {
 		return fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
 	owned := map[dpKey]bool{}
-	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}}
+	// Buffers are not kept: the packets they held went with the process.
+	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
 	urrs := map[uint32]bool{}
 	for _, in := range st.Sessions {
 		for _, k := range keysOf(&in.Session) {
@@ -50,6 +51,7 @@ func (s *Store) Restore(data []byte) error {
 		markUsed(used[s.qerSlots], in.QERSlots)
 		markUsed(urrs, in.URRSlots)
 		markUsed(used[s.sdfSlots], in.SDFSlots)
+		markUsed(used[s.bufSlots], in.BufferSlots)
 	}
 	if err := s.removeStrayKeys(owned); err != nil {
 		return err
