@@ -206,4 +206,3 @@ func (a xdpAction) String() string {
 	}
 	return fmt.Sprintf("XDP(%d)", uint32(a))
 }
-

@@ -100,10 +100,10 @@ type Options struct {
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
-	opts   Options
-	maps   upfMaps
-	routes routeTables
-	sets   pdrSets
+	opts    Options
+	maps    upfMaps
+	routes  routeTables
+	sets    pdrSets
 	urrs    []byte // urrs, mmapped
 	buffers []byte // buffers, mmapped
 	release releasers

@@ -271,7 +271,9 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 	if !ok || !e.buffers.Pending(slot) {
 		t.Fatalf("the buffering FAR has no armed buffer (slot %d, %v)", slot, ok)
 	}
-	updateBAR := func(id byte, c ...[]byte) []byte { return tlv(tUpdateBAR, slices.Concat(append([][]byte{barID(id)}, c...)...)) }
+	updateBAR := func(id byte, c ...[]byte) []byte {
+		return tlv(tUpdateBAR, slices.Concat(append([][]byte{barID(id)}, c...)...))
+	}
 	e.modify("smf1", seid, updateBAR(5, tlv(tSuggestedPackets, []byte{20}), tlv(tDDNDelay, []byte{2}))).expect(t, 1, nil, nil)
 	if got := e.h.sessions[seid].bar; got == nil || got.suggested != 20 || got.ddnDelay != 100*time.Millisecond {
 		t.Errorf("BAR after the update: %+v", got)
