@@ -80,6 +80,25 @@ struct {
 	__uint(max_entries, 1);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urr_events_lost SEC(".maps");
+
+/* Downlink buffers (far.buffer), written by the control plane through mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct buffer);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} buffers SEC(".maps");
+
+/* struct buffered_packet records: the frames buffering FARs hold, in the
+ * order they came, read by the control plane. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} buffered_packets SEC(".maps");
+
 /* The SDF filters of the PDRs that have any (pdr.sdf). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

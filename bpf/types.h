@@ -28,6 +28,8 @@ enum reason {
 	REASON_DROP_QER_GATE,
 	REASON_DROP_QER_MBR,
 	REASON_DROP_URR_QUOTA,
+	REASON_BUFFERED,
+	REASON_DROP_BUFFER_FULL,
 	REASON_PASS_NOT_IP,
 	REASON_PASS_NOT_OURS,
 	REASON_PASS_GTP_SIGNALLING,
@@ -198,6 +200,9 @@ struct set_bucket {
 enum far_action {
 	FAR_DROP = 0, /* an unused slot drops */
 	FAR_FORWARD = 1,
+	/* Downlink packets go to the control plane's buffer (far.buffer)
+	 * until it releases the buffer; then the FAR forwards. */
+	FAR_BUFFER = 2,
 };
 
 enum far_flags {
@@ -215,6 +220,43 @@ struct far {
 	__be32 peer;  /* outer destination */
 	__be32 local; /* outer source: our N3 address */
 	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
+	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
+};
+
+/* A buffer's state, written by the control plane through mmap. Each packet
+ * the data path hands over adds one to state; the control plane releases
+ * the buffer by setting BUFFER_RELEASED with a compare-and-swap that only
+ * succeeds when state equals the number of packets it has received, so no
+ * packet is still on its way when the FAR starts forwarding: the buffered
+ * ones leave first, in order. */
+#define BUFFER_RELEASED (1ULL << 63)
+
+struct buffer {
+	__u64 state;   /* packets handed over | BUFFER_RELEASED */
+	__u64 dropped; /* packets the ring had no room for, or too long */
+};
+
+#define BUFFERED_FRAME_MAX 2048 /* a power of 2; frames are shorter */
+
+/* A buffered downlink frame as received, in the buffered_packets ring. */
+struct buffered_packet {
+	__u32 buffer; /* slot in buffers */
+	__u32 iface;  /* counter slot of the interface it came in on */
+	__u16 len;
+	__u16 pdr; /* PDR ID and QFI, for the Downlink Data Report */
+	__u8 qfi;
+	__u8 pad[3];
+	__u8 frame[BUFFERED_FRAME_MAX];
+};
+
+/* XDP metadata of a frame the control plane sends back through the program
+ * (BPF_PROG_TEST_RUN) to release it from its buffer: the program forwards it
+ * and writes where to. */
+#define RELEASE_MAGIC 0x78356272 /* "rb5x" */
+
+struct release_meta {
+	__u32 magic;
+	__u32 ifindex; /* out: the interface the frame is redirected to */
 };
 
 struct nexthop {

@@ -21,6 +21,8 @@ const enum set_kind set_kind_btf_anchor __attribute__((unused)) = SET_TEID;
 const enum urr_flags urr_flags_btf_anchor __attribute__((unused)) = URR_NOTIFY_START;
 const enum urr_event_kind urr_event_kind_btf_anchor __attribute__((unused)) = URR_EVENT_START;
 const struct urr_event urr_event_btf_anchor __attribute__((unused)) = {};
+const struct buffered_packet buffered_packet_btf_anchor __attribute__((unused)) = {};
+const struct release_meta release_meta_btf_anchor __attribute__((unused)) = {};
 
 #define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_DL_ENCAP_QFI_LEN \
@@ -242,28 +244,79 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 	return 0;
 }
 
-/* Applies a matched PDR (in slot) to a packet of len inner bytes going in
- * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
- * with the flags the direction needs, and its URRs, which count only what
- * the FAR forwards. Returns the FAR, or NULL with the reason to drop in
- * *reason. The PDR counts what its QERs and URRs let through. */
-INLINE struct far *apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
-			     int *reason)
+/* Applies a matched PDR (in slot) with its FAR to a packet of len inner
+ * bytes going in direction dir (QER_UL or QER_DL): its QERs, its FAR, which
+ * must forward with the flags the direction needs (a buffering FAR that
+ * let the packet pass forwards downlink), and its URRs, which count only
+ * what the FAR forwards. Returns 0 to forward, else the reason to drop. The
+ * PDR counts what its QERs and URRs let through. */
+INLINE int apply_pdr(const struct pdr *pdr, const struct far *far, __u32 slot, int dir, __u32 len,
+		     __u8 far_flags)
 {
-	*reason = enforce_qers(pdr, dir, len);
-	if (*reason)
-		return NULL;
-	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	if (!far || far->action != FAR_FORWARD || (far->flags & far_flags) != far_flags) {
+	int reason = enforce_qers(pdr, dir, len);
+	if (reason)
+		return reason;
+	if (!far || !(far->action == FAR_FORWARD || (dir == QER_DL && far->action == FAR_BUFFER)) ||
+	    (far->flags & far_flags) != far_flags) {
 		count_pdr(slot, len);
-		*reason = REASON_DROP_FAR;
-		return NULL;
+		return REASON_DROP_FAR;
 	}
 	/* A PDR without URRs pays one test. */
-	if (pdr->urr[0] && (*reason = count_urrs(pdr, dir == QER_UL ? URR_UL : URR_DL, len)))
-		return NULL;
+	if (pdr->urr[0] && (reason = count_urrs(pdr, dir == QER_UL ? URR_UL : URR_DL, len)))
+		return reason;
 	count_pdr(slot, len);
-	return far;
+	return 0;
+}
+
+/* The release metadata of a frame the control plane sends back through the
+ * program; NULL for a frame from the wire. */
+INLINE struct release_meta *release_meta(struct xdp_md *ctx)
+{
+	struct release_meta *m = (void *)(long)ctx->data_meta;
+	if ((void *)(m + 1) > (void *)(long)ctx->data || m->magic != RELEASE_MAGIC)
+		return NULL;
+	return m;
+}
+
+/* Hands a downlink frame of pkt_len bytes to the buffer of its buffering
+ * FAR: returns the reason to count it by, or 0 to forward it when the
+ * buffer is released or the frame is being released from it. */
+INLINE int hold(struct xdp_md *ctx, const struct far *far, const struct pdr *pdr, __u32 pkt_len)
+{
+	if (release_meta(ctx))
+		return 0;
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	if (!b)
+		return REASON_DROP_INTERNAL;
+	if (b->state & BUFFER_RELEASED)
+		return 0;
+	struct buffered_packet *p = NULL;
+	/* The mask bounds the length for the verifier; frames it would cut
+	 * are too long to keep. */
+	__u32 len = pkt_len & (BUFFERED_FRAME_MAX - 1);
+	if (len == pkt_len && len > 0)
+		p = bpf_ringbuf_reserve(&buffered_packets, sizeof(*p), 0);
+	if (!p) {
+		__sync_fetch_and_add(&b->dropped, 1);
+		return REASON_DROP_BUFFER_FULL;
+	}
+	if (bpf_xdp_load_bytes(ctx, 0, p->frame, len)) {
+		bpf_ringbuf_discard(p, 0);
+		return REASON_DROP_INTERNAL;
+	}
+	p->buffer = far->buffer;
+	p->iface = iface_slot;
+	p->len = len;
+	p->pdr = pdr->id;
+	p->qfi = pdr->qfi;
+	/* Counted before it is visible: the release waits for it. Released
+	 * meanwhile, the buffer has taken its last packet: forward this one. */
+	if (__sync_fetch_and_add(&b->state, 1) & BUFFER_RELEASED) {
+		bpf_ringbuf_discard(p, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(p, 0);
+	return REASON_BUFFERED;
 }
 
 /* Next-hop slot of the longest matching route to an uplink destination;
@@ -362,9 +415,9 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	struct pdr *pdr = match_uplink(ctx, set, g, ip4, ip6, inner_off, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
-	int dropped;
-	struct far *far = apply_pdr(pdr, slot, QER_UL, inner_len, 0, &dropped);
-	if (!far)
+	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
+	int dropped = apply_pdr(pdr, far, slot, QER_UL, inner_len, 0);
+	if (dropped || !far)
 		return finish(pkt_len, dropped, XDP_DROP);
 
 	__u32 nh_slot = far->nexthop;
@@ -479,9 +532,12 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
 	int dropped;
-	struct far *far = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU_IPV4, &dropped);
-	if (!far)
+	if (far && far->action == FAR_BUFFER && (dropped = hold(ctx, far, pdr, pkt_len)))
+		return finish(pkt_len, dropped, XDP_DROP);
+	dropped = apply_pdr(pdr, far, slot, QER_DL, inner_len, FAR_GTPU_IPV4);
+	if (dropped || !far)
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
@@ -531,6 +587,11 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		psc->pdu_type = 0;
 		psc->qfi = qfi;
 		psc->next_ext = 0;
+	}
+	if (far->action == FAR_BUFFER) {
+		struct release_meta *m = release_meta(ctx);
+		if (m)
+			m->ifindex = nh->ifindex;
 	}
 	finish(pkt_len, REASON_DOWNLINK_FORWARD, 0);
 	return bpf_redirect(nh->ifindex, 0);

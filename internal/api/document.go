@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/sdf"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -66,6 +67,9 @@ type farDoc struct {
 	// Fig. 10 has the destination here, TS 29.244 in the forwarding
 	// parameters; both are accepted.
 	DestinationInterface *iface `json:"destinationInterface,omitempty"`
+	// Buffer is what a buffering FAR holds, delivered and dropped; live
+	// in responses, ignored in requests.
+	Buffer *buffer.Stats `json:"buffer,omitempty"`
 }
 
 type forwardingParameters struct {
@@ -231,11 +235,12 @@ type action string
 const (
 	forward action = "FORW"
 	drop    action = "DROP"
+	buff    action = "BUFF" // keep downlink packets until the FAR forwards
 )
 
 func (a *action) fromJSON(v any) error {
-	if v != string(forward) && v != string(drop) {
-		return fmt.Errorf("must be %s or %s", forward, drop)
+	if v != string(forward) && v != string(drop) && v != string(buff) {
+		return fmt.Errorf("must be %s, %s or %s", forward, drop, buff)
 	}
 	*a = action(v.(string))
 	return nil
@@ -374,6 +379,8 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	switch {
 	case f.ApplyAction != nil && *f.ApplyAction == drop:
 		far.Action = session.ActionDrop
+	case f.ApplyAction != nil && *f.ApplyAction == buff:
+		far.Action = session.ActionBuffer
 	case f.ApplyAction != nil || fp != nil || dest != nil:
 		far.Action = session.ActionForward
 	default:
@@ -422,7 +429,8 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 
 // documentOf is the document of an installed session with its PDRs' live
 // counters.
-func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage map[uint32]datapath.URRUsage) *document {
+func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage map[uint32]datapath.URRUsage,
+	buffers map[uint32]buffer.Stats) *document {
 	d := &document{SEID: s.SEID, PDRs: []pdrDoc{}, FARs: []farDoc{}}
 	for _, p := range s.PDRs {
 		pd := pdrDoc{ID: p.ID, FARID: p.FARID, OuterHeaderRemoval: (*removal)(p.OuterHeaderRemoval),
@@ -449,8 +457,15 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 	for _, f := range s.FARs {
 		dest := iface(f.DestinationInterface)
 		fd := farDoc{ID: f.ID, DestinationInterface: &dest}
-		if f.Action == session.ActionDrop {
+		if b, ok := buffers[f.ID]; ok {
+			fd.Buffer = &b
+		}
+		switch f.Action {
+		case session.ActionDrop:
 			a := drop
+			fd.ApplyAction = &a
+		case session.ActionBuffer:
+			a := buff
 			fd.ApplyAction = &a
 		}
 		if o := f.OuterHeaderCreation; o != nil {

@@ -324,7 +324,7 @@ func (s *server) live(sess session.Session) (*document, error) {
 		}
 		usage[u.ID] = m
 	}
-	return documentOf(sess, counters, usage), nil
+	return documentOf(sess, counters, usage, s.store.BufferStats(sess.SEID)), nil
 }
 
 func pathSEID(r *http.Request) (uint64, error) {

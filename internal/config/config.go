@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -49,6 +50,7 @@ type Config struct {
 	Netns     string
 	API       API
 	Datapath  Datapath
+	Buffering Buffering
 	StateFile string
 	// PFCP is nil when the file has no pfcp section: the daemon then
 	// serves no N4 interface.
@@ -85,6 +87,12 @@ type PFCP struct {
 	UEPool netip.Prefix
 }
 
+// Buffering limits the downlink packets buffering FARs hold: per session
+// (unless its BAR suggests another count) and in all.
+type Buffering struct {
+	SessionPackets, TotalPackets int
+}
+
 // Datapath places and sizes the pinned maps.
 type Datapath struct {
 	PinPath     string
@@ -116,14 +124,15 @@ func invalid(field, format string, args ...any) error {
 
 // file is the YAML as written; parse turns it into a Config.
 type file struct {
-	Interfaces  []ifaceSettings  `yaml:"interfaces"`
-	N3Addresses []string         `yaml:"n3_addresses"`
-	XDPMode     string           `yaml:"xdp_mode"`
-	Netns       string           `yaml:"netns"`
-	API         apiSettings      `yaml:"api"`
-	Datapath    datapathSettings `yaml:"datapath"`
-	StateFile   string           `yaml:"state_file"`
-	PFCP        *pfcpSettings    `yaml:"pfcp"`
+	Interfaces  []ifaceSettings   `yaml:"interfaces"`
+	N3Addresses []string          `yaml:"n3_addresses"`
+	XDPMode     string            `yaml:"xdp_mode"`
+	Netns       string            `yaml:"netns"`
+	API         apiSettings       `yaml:"api"`
+	Datapath    datapathSettings  `yaml:"datapath"`
+	Buffering   bufferingSettings `yaml:"buffering"`
+	StateFile   string            `yaml:"state_file"`
+	PFCP        *pfcpSettings     `yaml:"pfcp"`
 }
 
 type ifaceSettings struct {
@@ -143,6 +152,11 @@ type pfcpSettings struct {
 	T1                *time.Duration `yaml:"t1"`
 	N1                *int           `yaml:"n1"`
 	UEPool            string         `yaml:"ue_pool"`
+}
+
+type bufferingSettings struct {
+	SessionPackets *int `yaml:"session_packets"`
+	TotalPackets   *int `yaml:"total_packets"`
 }
 
 type datapathSettings struct {
@@ -177,9 +191,10 @@ func parse(data []byte) (*Config, error) {
 		XDPMode:   datapath.ModeNative,
 		API:       API{Listen: DefaultListen},
 		Datapath:  Datapath{PinPath: datapath.DefaultPinPath, MaxSessions: DefaultMaxSessions},
+		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseStateFile, parsePFCP}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -319,6 +334,30 @@ func parseDatapath(f *file, cfg *Config) error {
 			return invalid("datapath.max_sessions", "must be from 1 to %d", maxSessionsLimit)
 		}
 		cfg.Datapath.MaxSessions = *n
+	}
+	return nil
+}
+
+// maxBufferedPackets bounds what buffers may take: about 1.5 GiB of
+// full-size frames.
+const maxBufferedPackets = 1 << 20
+
+func parseBuffering(f *file, cfg *Config) error {
+	for _, b := range []struct {
+		field string
+		value *int
+		to    *int
+	}{
+		{"buffering.session_packets", f.Buffering.SessionPackets, &cfg.Buffering.SessionPackets},
+		{"buffering.total_packets", f.Buffering.TotalPackets, &cfg.Buffering.TotalPackets},
+	} {
+		if b.value == nil {
+			continue
+		}
+		if *b.value < 1 || *b.value > maxBufferedPackets {
+			return invalid(b.field, "must be from 1 to %d", maxBufferedPackets)
+		}
+		*b.to = *b.value
 	}
 	return nil
 }

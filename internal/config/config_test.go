@@ -31,6 +31,7 @@ func TestDefaults(t *testing.T) {
 		XDPMode:     datapath.ModeNative,
 		API:         API{Listen: "127.0.0.1:9880"},
 		Datapath:    Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Buffering:   Buffering{SessionPackets: 256, TotalPackets: 32768},
 		StateFile:   "/var/lib/xdp5g/sessions.json",
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -54,6 +55,9 @@ api:
 datapath:
   pin_path: /sys/fs/bpf/upf2/
   max_sessions: 1024
+buffering:
+  session_packets: 64
+  total_packets: 1000
 state_file: /tmp/upf2/state.json
 pfcp:
   listen: "[::]:8806"
@@ -78,6 +82,7 @@ pfcp:
 		Netns:       "upf",
 		API:         API{Listen: "[::1]:8080"},
 		Datapath:    Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024},
+		Buffering:   Buffering{SessionPackets: 64, TotalPackets: 1000},
 		StateFile:   "/tmp/upf2/state.json",
 		PFCP: &PFCP{
 			Listen:            "[::]:8806",
@@ -160,6 +165,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"bpffs root as pin path", "datapath: {pin_path: /sys/fs/bpf}", "datapath.pin_path"},
 		{"zero sessions", "datapath: {max_sessions: 0}", "datapath.max_sessions"},
 		{"huge sessions", "datapath: {max_sessions: 4000000000}", "datapath.max_sessions"},
+		{"no buffering", "buffering: {session_packets: 0}", "buffering.session_packets"},
+		{"huge buffers", "buffering: {total_packets: 2000000}", "buffering.total_packets"},
 		{"relative state file", "state_file: sessions.json", "state_file"},
 		{"PFCP without node ID", "pfcp: {listen: ':8805'}", "pfcp.node_id"},
 		{"PFCP node ID", "pfcp: {node_id: 'upf_1.example'}", "pfcp.node_id"},

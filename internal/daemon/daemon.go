@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/nexthop"
@@ -81,6 +82,26 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 
 	state := &stateFile{path: cfg.StateFile, log: log}
 	store := session.NewStore(dp, nh, cfg.N3Addresses[0], state.changed)
+	// In the interfaces' namespace: its raw socket sends released packets.
+	var buffers *buffer.Manager
+	err = inNetns(ns, func() (err error) {
+		buffers, err = buffer.New(dp, buffer.Config{
+			SessionPackets: cfg.Buffering.SessionPackets, TotalPackets: cfg.Buffering.TotalPackets, Log: log})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	buffering := make(chan struct{})
+	go func() {
+		defer close(buffering)
+		buffers.Run(ctx)
+	}()
+	defer func() {
+		err = errors.Join(err, buffers.Close())
+		<-buffering
+	}()
+	store.SetBuffers(buffers)
 	state.marshal = store.MarshalState
 	var dropped int
 	if saved != nil {
@@ -104,7 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	var n4Interface *api.PFCP
 	if cfg.PFCP != nil {
 		var stopPFCP func() error
-		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, ns, started, log); err != nil {
+		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, buffers, ns, started, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the

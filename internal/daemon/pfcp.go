@@ -12,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/gtpu"
@@ -40,8 +41,8 @@ func checkPFCPListen(listen string) error {
 // it beside those of the REST API, and their usage is reported from the
 // data path's counters. started is when the run started. Call stop before
 // closing the store.
-func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, ns netns.NsHandle, started time.Time,
-	log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
+func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, buffers *buffer.Manager, ns netns.NsHandle,
+	started time.Time, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
@@ -54,7 +55,8 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		}
 		features = append(features, pfcp.FeatureUEIP)
 	}
-	features = append(features, pfcp.FeatureMNOP) // URRs count packets
+	// URRs count packets; BARs may delay Downlink Data Reports.
+	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureDDND)
 	// The N3 endpoint comes first (the handler uses it) and may hear from
 	// a gNB before the handler and the server exist: until then there is
 	// no session to report on.
@@ -74,7 +76,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 				}
 			}
 		})
-	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Log: log,
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Buffers: buffers, Log: log,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		}}
@@ -84,6 +86,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	}
 	h := n4.New(ncfg)
 	handler.Store(h)
+	buffers.SetNotify(h.Buffered)
 	closeTunnels := func() {
 		if tunnels != nil {
 			tunnels.Close()

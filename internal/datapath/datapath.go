@@ -100,11 +100,13 @@ type Options struct {
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
-	opts   Options
-	maps   upfMaps
-	routes routeTables
-	sets   pdrSets
-	urrs   []byte // urrs, mmapped
+	opts    Options
+	maps    upfMaps
+	routes  routeTables
+	sets    pdrSets
+	urrs    []byte // urrs, mmapped
+	buffers []byte // buffers, mmapped
+	release releasers
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -147,6 +149,9 @@ func Open(opts Options) (*Datapath, error) {
 	if d.urrs, err = mmap(d.maps.Urrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	if d.buffers, err = mmap(d.maps.Buffers); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
 	return d, nil
 }
 
@@ -161,6 +166,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
 		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules, "urrs": rules,
 		"sdf_sets": maxSessions*sdfSetsPerSession + 1, // slot 0 stands for none
+		"buffers":  maxSessions + 1,                   // one buffering FAR per session, and none
 	} {
 		spec.Maps[name].MaxEntries = size
 	}
@@ -188,11 +194,14 @@ func ensureBPFFS(pinPath string) error {
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
-	var err error
-	if d.urrs != nil {
-		err = unix.Munmap(d.urrs)
+	d.release.close()
+	var errs []error
+	for _, b := range [][]byte{d.urrs, d.buffers} {
+		if b != nil {
+			errs = append(errs, unix.Munmap(b))
+		}
 	}
-	return errors.Join(d.routes.close(), d.sets.close(), err, d.maps.Close())
+	return errors.Join(d.routes.close(), d.sets.close(), errors.Join(errs...), d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.

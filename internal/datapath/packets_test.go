@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -17,24 +16,6 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
-
-// xdpAction is an XDP verdict as BPF_PROG_TEST_RUN returns it.
-type xdpAction uint32
-
-const (
-	xdpAborted xdpAction = iota
-	xdpDrop
-	xdpPass
-	xdpTx
-	xdpRedirect
-)
-
-func (a xdpAction) String() string {
-	if names := [...]string{"XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"}; int(a) < len(names) {
-		return names[a]
-	}
-	return fmt.Sprintf("XDP(%d)", uint32(a))
-}
 
 const (
 	gtpuPort    = 2152

@@ -42,7 +42,10 @@ type Config struct {
 	// SendReport sends a Session Report Request to an SMF and waits for
 	// the response (pfcp.Server.SendSessionReport); nil drops reports.
 	SendReport func(context.Context, pfcp.Peer, *message.SessionReportRequest) (*message.SessionReportResponse, error)
-	Log        *slog.Logger
+	// Buffers takes the buffer limits of the sessions' BARs; nil: the
+	// store must not buffer either.
+	Buffers BufferLimits
+	Log     *slog.Logger
 }
 
 var _ pfcp.SessionHandler = (*Handler)(nil)
@@ -79,6 +82,8 @@ type pfcpSession struct {
 	meters       map[uint32]*meter // copied before a change: see meter
 	chosenTEIDs  map[uint32]bool
 	ue4          netip.Addr // allocated by the UPF (CHV4)
+	bar          *bar
+	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
 }
 
 // gnbTunnel is a GTP-U tunnel towards a gNB: the TEID it receives on, at
@@ -98,7 +103,7 @@ func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
 	c.pdrs, c.fars, c.qers = maps.Clone(s.pdrs), maps.Clone(s.fars), maps.Clone(s.qers)
 	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
-	c.chosenTEIDs = maps.Clone(s.chosenTEIDs)
+	c.chosenTEIDs, c.notify = maps.Clone(s.chosenTEIDs), maps.Clone(s.notify)
 	return &c
 }
 
@@ -151,6 +156,8 @@ func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal
 	for _, g := range slices.Concat(creates, updates) {
 		var r *refusal
 		switch g.Type {
+		case ie.CreateBAR, ie.UpdateBARWithinSessionModificationRequest:
+			r = t.applyBAR(g, g.Type == ie.CreateBAR)
 		case ie.CreateFAR, ie.UpdateFAR:
 			r = t.applyFAR(g, g.Type == ie.CreateFAR)
 		case ie.CreateQER, ie.UpdateQER:
@@ -280,10 +287,9 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	f, _ := req.CPFSEID.FSEID() // checked by the server
 	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, pdrs: map[uint16]*pdr{},
 		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
-		chosenTEIDs: map[uint32]bool{}}
+		chosenTEIDs: map[uint32]bool{}, notify: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
-	r := t.apply(nil, slices.Concat(req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil,
-		refuseAll([]*ie.IE{req.CreateBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
+	r := t.apply(nil, slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
@@ -329,10 +335,9 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	}
 	queried, r := t.s.queried(req)
 	if r == nil {
-		r = t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR),
-			slices.Concat(req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
-			slices.Concat(req.UpdateFAR, req.UpdateQER, req.UpdateURR, req.UpdatePDR),
-			refuseAll([]*ie.IE{req.CreateBAR, req.UpdateBAR, req.RemoveBAR}, ruleBAR, ie.BARID, (*ie.IE).BARID, "buffering"))
+		r = t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR, present(req.RemoveBAR)),
+			slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
+			slices.Concat(present(req.UpdateBAR), req.UpdateFAR, req.UpdateQER, req.UpdateURR, req.UpdatePDR))
 	}
 	if r != nil {
 		t.undo()
@@ -415,6 +420,9 @@ func (h *Handler) dropPeer(nodeID string) error {
 // in place of old (nil for a new one).
 func (h *Handler) commit(old, s *pfcpSession) {
 	h.sessions[s.seid] = s
+	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
+		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
+	}
 	h.supervise(s.gnbs(), old.gnbs())
 	h.index(s.seid, s.tunnels(), old.tunnels())
 	for id, u := range s.urrs {
@@ -535,6 +543,9 @@ func (h *Handler) remove(s *pfcpSession) error {
 		_ = h.cfg.UEPool.Release(s.ue4)
 	}
 	delete(h.sessions, s.seid)
+	if h.cfg.Buffers != nil {
+		h.cfg.Buffers.SetLimit(s.seid, 0)
+	}
 	h.supervise(nil, s.gnbs())
 	h.index(s.seid, nil, s.tunnels())
 	return nil

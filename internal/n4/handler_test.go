@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -42,13 +43,14 @@ func (f *fakeNexthops) ClearStatic(netip.Addr)                 {}
 
 // env is a handler over a store over real data-path maps.
 type env struct {
-	t     *testing.T
-	dp    *datapath.Datapath
-	store *session.Store
-	nh    *fakeNexthops
-	pool  *ippool.Pool
-	h     *Handler
-	seq   uint32
+	t       *testing.T
+	dp      *datapath.Datapath
+	store   *session.Store
+	nh      *fakeNexthops
+	pool    *ippool.Pool
+	buffers *buffer.Manager
+	h       *Handler
+	seq     uint32
 }
 
 func newEnv(t *testing.T) *env {
@@ -69,9 +71,15 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool}
+	buffers, err := buffer.New(dp, buffer.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { buffers.Close() })
+	e := &env{t: t, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
 	e.store = session.NewStore(dp, e.nh, n3, nil)
-	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool})
+	e.store.SetBuffers(buffers)
+	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: buffers})
 	return e
 }
 
@@ -426,7 +434,7 @@ func TestModify(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{"buffering", [][]byte{updateFAR(farID(2), applyAction(aaBUFF|aaNOCP))}, []byte{1, 0, 0, 0, 2}},
+		{"duplication", [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, []byte{1, 0, 0, 0, 2}},
 		{"removing a missing PDR", [][]byte{removePDR(9)}, []byte{0, 0, 9}},
 		{"a chosen TEID, then a missing FAR", [][]byte{createPDR(pdrID(4), precedence(10),
 			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, []byte{0, 0, 4}},
@@ -481,7 +489,9 @@ func TestEstablishmentRefusals(t *testing.T) {
 		{"FAR ID of no FAR", replace(3, downlinkPDR(ueChooseV4, 7)), 73, []byte{0, 0, 2}, nil},
 		{"F-TEID not on N3", replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), 73, []byte{0, 0, 3}, nil},
 		{"UE address of another session", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), 73, []byte{0, 0, 2}, nil},
-		{"buffering FAR", replace(6, createFAR(farID(2), applyAction(aaBUFF))), 73, []byte{1, 0, 0, 0, 2}, nil},
+		{"buffering FAR naming no BAR", replace(6, createFAR(farID(2), applyAction(aaBUFF), barID(9))), 73, []byte{1, 0, 0, 0, 2}, nil},
+		{"BAR with MT-EDT", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
+			73, []byte{4, 5}, nil},
 		{"periodic URR without a period", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), 73, []byte{3, 0, 0, 0, 3}, nil},
 		{"Create PDR without PDI", replace(3, createPDR(pdrID(2), precedence(255), farID(2))), 66, nil, []byte{0, tPDI}},
 		{"Create PDR without PDR ID", replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),

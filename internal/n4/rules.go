@@ -346,19 +346,31 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 	if !create {
 		params = ie.UpdateForwardingParameters
 	}
-	if bad := unsupported(group.ChildIEs, ie.FARID, ie.ApplyAction, params); bad != nil {
+	if bad := unsupported(group.ChildIEs, ie.FARID, ie.ApplyAction, params, ie.BARID); bad != nil {
 		return fail("FAR %d: IE type %d is not supported", id, bad.Type)
 	}
+	if r := t.checkBARID(id, group); r != nil {
+		return r
+	}
 	if c := first(group.ChildIEs, ie.ApplyAction); c != nil {
+		forw, drop, buff := c.HasFORW(), c.HasDROP(), c.HasBUFF()
 		switch {
-		case c.HasBUFF(), c.HasDUPL(), c.HasNOCP():
-			return fail("FAR %d: buffering, duplication and notification are not supported yet", id)
-		case c.HasFORW() && !c.HasDROP():
+		case c.HasDUPL():
+			return fail("FAR %d: duplication (DUPL) is not supported", id)
+		case forw && !drop && !buff:
 			f.Action = session.ActionForward
-		case c.HasDROP() && !c.HasFORW():
+		case drop && !forw && !buff:
 			f.Action = session.ActionDrop
+		case buff && !forw && !drop:
+			f.Action = session.ActionBuffer
 		default:
-			return fail("FAR %d: apply action must be one of FORW and DROP", id)
+			return fail("FAR %d: apply action must be one of FORW, DROP and BUFF", id)
+		}
+		// NOCP: the SMF wants to hear of the first packet buffered.
+		if buff && c.HasNOCP() {
+			t.s.notify[id] = true
+		} else {
+			delete(t.s.notify, id)
 		}
 	}
 	if c := first(group.ChildIEs, params); c != nil {
@@ -426,7 +438,10 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 		if r != nil {
 			return r
 		}
+		delete(t.s.notify, id)
 		return remove(t.s.fars, id, ruleFAR, "FAR")
+	case ie.RemoveBAR:
+		return t.removeBAR(group)
 	case ie.RemoveQER:
 		id, r := ruleID(group, ie.QERID, (*ie.IE).QERID)
 		if r != nil {

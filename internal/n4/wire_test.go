@@ -89,6 +89,7 @@ const (
 	aaFORW = 0x02
 	aaBUFF = 0x04
 	aaNOCP = 0x08
+	aaDUPL = 0x10
 )
 
 func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/sdf"
 )
@@ -51,6 +52,11 @@ func (s *Store) install(sess Session, old, keep *installed) error {
 	if err := Validate(&sess); err != nil {
 		return err
 	}
+	for i, f := range sess.FARs {
+		if f.Action == ActionBuffer && s.buffers == nil {
+			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
+		}
+	}
 	keys := keysOf(&sess)
 	for _, k := range keys {
 		if owner, ok := s.owner(k); ok && owner != sess.SEID {
@@ -61,7 +67,8 @@ func (s *Store) install(sess Session, old, keep *installed) error {
 		return err
 	}
 	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
-		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}, SDFSlots: map[uint16]uint32{}}}
+		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}, SDFSlots: map[uint16]uint32{},
+		BufferSlots: map[uint32]uint32{}}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -102,6 +109,17 @@ func (s *Store) install(sess Session, old, keep *installed) error {
 	for _, k := range keys {
 		s.setOwner(k, sess.SEID)
 	}
+	// A FAR that forwards again sends what it held first; one that
+	// buffers again stops a release under way.
+	for _, f := range sess.FARs {
+		if slot, ok := t.in.BufferSlots[f.ID]; ok {
+			if f.Action == ActionForward {
+				s.buffers.Release(slot)
+			} else {
+				s.buffers.Hold(slot)
+			}
+		}
+	}
 	s.sessions[sess.SEID] = t.in
 	s.changed()
 	return nil
@@ -134,6 +152,41 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits datapath.URRLimits, ok boo
 	}
 	slot, ok = t.keep.URRSlots[id]
 	return slot, limits, ok
+}
+
+// keptBuffer: FAR id keeps the buffer it had in t.keep, which holds
+// packets or is releasing them.
+func (t *txn) keptBuffer(id uint32) bool {
+	if t.keep == nil || t.s.buffers == nil {
+		return false
+	}
+	slot, ok := t.keep.BufferSlots[id]
+	return ok && t.in.BufferSlots[id] == slot && t.s.buffers.Pending(slot)
+}
+
+// buffer is the buffer slot of a FAR, 0 for none: a buffering FAR keeps
+// the buffer it has, or gets a fresh one; a forwarding one keeps it until
+// what it held is out.
+func (t *txn) buffer(f *FAR) (uint32, error) {
+	s := t.s
+	if f.Action == ActionDrop {
+		return 0, nil
+	}
+	if t.keep != nil && s.buffers != nil {
+		if slot, ok := t.keep.BufferSlots[f.ID]; ok && s.buffers.Pending(slot) {
+			t.in.BufferSlots[f.ID] = slot
+			return slot, nil
+		}
+	}
+	if f.Action != ActionBuffer {
+		return 0, nil
+	}
+	slot, err := s.bufSlots.alloc()
+	if err != nil {
+		return 0, err
+	}
+	t.in.BufferSlots[f.ID] = slot
+	return slot, s.buffers.Arm(slot, buffer.Owner{SEID: t.in.SEID, FAR: f.ID})
 }
 
 // writeRules allocates and writes the QER, URR, FAR and PDR slots of t.in.
@@ -177,6 +230,13 @@ func (t *txn) writeRules() error {
 		dp := datapath.FAR{Nexthop: datapath.NexthopRoute}
 		if f.Action == ActionForward {
 			dp.Action = datapath.FARForward
+		}
+		buf, err := t.buffer(f)
+		if err != nil {
+			return err
+		}
+		if buf != 0 {
+			dp.Action, dp.Buffer = datapath.FARBuffer, buf
 		}
 		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
 			nh, err := s.nh.Acquire(o.Peer)
@@ -376,6 +436,12 @@ func (s *Store) forget(in, next *installed) {
 		}
 	}
 	releaseAll(s.sdfSlots, in.SDFSlots, false)
+	for id, slot := range in.BufferSlots {
+		if next == nil || next.BufferSlots[id] != slot {
+			s.buffers.Discard(slot)
+			s.bufSlots.release(slot)
+		}
+	}
 	for i := range in.FARs {
 		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
 			s.nh.Release(o.Peer)

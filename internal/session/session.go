@@ -86,6 +86,9 @@ type Action uint8
 const (
 	ActionDrop Action = iota
 	ActionForward
+	// ActionBuffer keeps downlink packets until the FAR forwards again,
+	// then sends them first, in order (the buffer package).
+	ActionBuffer
 )
 
 // FAR is a Forwarding Action Rule.

@@ -75,7 +75,8 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 		return 0, fmt.Errorf("restore into a store with %d sessions", len(s.sessions))
 	}
 	owned := map[dpKey]bool{}
-	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}}
+	// Buffers are not kept: the packets they held went with the process.
+	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
 	urrs := map[uint32]bool{}
 	var kept, gone []*installed
 	for _, in := range st.Sessions {
@@ -86,6 +87,7 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 		markUsed(used[s.qerSlots], in.QERSlots)
 		markUsed(urrs, in.URRSlots)
 		markUsed(used[s.sdfSlots], in.SDFSlots)
+		markUsed(used[s.bufSlots], in.BufferSlots)
 		if in.Origin == OriginPFCP {
 			gone = append(gone, in)
 			continue

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 )
 
@@ -45,7 +46,25 @@ type Store struct {
 	urrSlots *slotPool
 	urrs     map[uint32]urrRef // by slot
 	sdfSlots *slotPool
+	bufSlots *slotPool
+	buffers  Buffers // nil: FARs cannot buffer
 	changed  func()
+}
+
+// Buffers keeps the packets of buffering FARs (the buffer package), each
+// in a slot of the data path's buffers.
+type Buffers interface {
+	// Arm readies a fresh slot for a session's FAR.
+	Arm(slot uint32, owner buffer.Owner) error
+	// Pending: the slot's FAR buffers, or is releasing what it holds.
+	Pending(slot uint32) bool
+	// Release sends what the slot holds, then lets its FARs forward;
+	// Hold stops that while it is under way.
+	Release(slot uint32)
+	Hold(slot uint32)
+	// Discard drops what the slot holds and forgets it.
+	Discard(slot uint32) int
+	Stats(slot uint32) (buffer.Stats, bool)
 }
 
 // urrRef names a URR.
@@ -62,6 +81,9 @@ type installed struct {
 	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
 	URRSlots map[uint32]uint32 `json:"urrSlots,omitempty"`
 	SDFSlots map[uint16]uint32 `json:"sdfSlots,omitempty"` // by PDR ID
+	// BufferSlots are the buffers of FARs that buffer, or forward once
+	// what they held is out, by FAR ID.
+	BufferSlots map[uint32]uint32 `json:"bufferSlots,omitempty"`
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -81,7 +103,44 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
 		urrSlots: newSlotPool("URR", 1, dp.URRCapacity()), // and no URR
 		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity()),
+		bufSlots: newSlotPool("buffer", 1, dp.BufferCapacity()),
 	}
+}
+
+// SetBuffers lets FARs buffer; call before any session is installed.
+func (s *Store) SetBuffers(b Buffers) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buffers = b
+}
+
+// BufferStats are the figures of a session's buffers, by FAR ID.
+func (s *Store) BufferStats(seid uint64) map[uint32]buffer.Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.sessions[seid]
+	if in == nil || s.buffers == nil {
+		return nil
+	}
+	stats := map[uint32]buffer.Stats{}
+	for id, slot := range in.BufferSlots {
+		if st, ok := s.buffers.Stats(slot); ok {
+			stats[id] = st
+		}
+	}
+	return stats
+}
+
+// BufferSlot is the buffer slot of a session's FAR; false when it has none.
+func (s *Store) BufferSlot(seid uint64, farID uint32) (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.sessions[seid]
+	if in == nil {
+		return 0, false
+	}
+	slot, ok := in.BufferSlots[farID]
+	return slot, ok
 }
 
 // Create installs a new session.

@@ -106,7 +106,7 @@ func Validate(s *Session) error {
 
 func validateFAR(field string, f *FAR) error {
 	switch f.Action {
-	case ActionDrop:
+	case ActionDrop, ActionBuffer: // the forwarding parameters wait for the FAR to forward
 		return nil
 	case ActionForward:
 	default:
@@ -158,6 +158,9 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 		}
 		if far.Action == ActionForward && far.DestinationInterface == InterfaceAccess {
 			return invalid(field+".farId", "uplink FAR %d forwards back to access", far.ID)
+		}
+		if far.Action == ActionBuffer {
+			return invalid(field+".farId", "uplink FAR %d buffers: only downlink packets are buffered", far.ID)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
 		if !ue.IsValid() {
