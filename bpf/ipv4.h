@@ -29,13 +29,14 @@ INLINE __u16 ipv4_csum(struct iphdr *ip)
 /* Writes an option-less IPv4 header of a UDP datagram (TTL 64, ID 0, no
  * flags) with whole-word stores and the checksum summed from registers
  * rather than read back from the packet: the encapsulation fast path. */
-INLINE void ipv4_write_udp(struct iphdr *ip, __u16 tot_len, __be32 saddr, __be32 daddr)
+INLINE void ipv4_write_udp(struct iphdr *ip, __u16 tot_len, __u8 tos, __be32 saddr, __be32 daddr)
 {
 	__u16 *w = (__u16 *)ip;
 	__be16 len = bpf_htons(tot_len);
-	__u32 sum = bpf_htons(0x4500) + len + bpf_htons(64 << 8 | IPPROTO_UDP) + (saddr & 0xffff) +
-		    (saddr >> 16) + (daddr & 0xffff) + (daddr >> 16);
-	w[0] = bpf_htons(0x4500);
+	__be16 w0 = bpf_htons(0x4500 | tos);
+	__u32 sum = w0 + len + bpf_htons(64 << 8 | IPPROTO_UDP) + (saddr & 0xffff) + (saddr >> 16) +
+		    (daddr & 0xffff) + (daddr >> 16);
+	w[0] = w0;
 	w[1] = len;
 	w[2] = 0;
 	w[3] = 0;

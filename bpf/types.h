@@ -215,7 +215,8 @@ enum far_flags {
 struct far {
 	__u8 action; /* enum far_action */
 	__u8 flags;  /* enum far_flags */
-	__u16 pad;
+	__u8 tos;    /* outer IPv4 ToS: DSCP << 2 (Transport Level Marking) */
+	__u8 pad;
 	__be32 teid;  /* outer TEID */
 	__be32 peer;  /* outer destination */
 	__be32 local; /* outer source: our N3 address */

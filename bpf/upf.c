@@ -569,7 +569,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
-	ipv4_write_udp(ip, encap + inner_len, far->local, far->peer);
+	ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
 	udp->source = bpf_htons(GTPU_PORT);
 	udp->dest = bpf_htons(GTPU_PORT);
 	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));

@@ -343,6 +343,7 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{"FAR without action or destination", map[string]any{"fars.0.destinationInterface": remove}, "fars[0].applyAction"},
 		{"contradicting destinations", map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, "fars[1].forwardingParameters.destinationInterface"},
 		{"GTP-U towards the core", map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, ohcField},
+		{"DSCP beyond 63", map[string]any{"fars.1.forwardingParameters.dscp": 64}, "fars[1].forwardingParameters.dscp"},
 		{"unknown header creation", map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, ohcField + ".outerHeaderCreationDescription"},
 		{"IPv6 tunnel peer", map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, ohcField + ".ipv4Address"},
 		{"no TEID to default to", map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, ohcField + ".teid"},

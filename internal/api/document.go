@@ -75,6 +75,8 @@ type farDoc struct {
 type forwardingParameters struct {
 	DestinationInterface *iface               `json:"destinationInterface,omitempty"`
 	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
+	// DSCP of the tunnel's outer header (Transport Level Marking).
+	DSCP uint8 `json:"dscp,omitempty"`
 }
 
 type outerHeaderCreation struct {
@@ -394,6 +396,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	if fp == nil || fp.OuterHeaderCreation == nil {
 		return far, nil
 	}
+	far.DSCP = fp.DSCP
 	o := fp.OuterHeaderCreation
 	ohc := field + ".forwardingParameters.outerHeaderCreation"
 	var peer netip.Addr
@@ -472,7 +475,7 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 			peer, teid := o.Peer.String(), o.TEID
 			fd.ForwardingParameters = &forwardingParameters{OuterHeaderCreation: &outerHeaderCreation{
 				Description: createGTPU, IPv4Address: &peer, TEID: &teid,
-			}}
+			}, DSCP: f.DSCP}
 		}
 		d.FARs = append(d.FARs, fd)
 	}

@@ -177,12 +177,20 @@ func gnbHdr(dst netip.Addr) *layers.IPv4 {
 // a DL PDU Session Container when qfi >= 0) from local to peer.
 func encapFrame(t testing.TB, l l2, local, peer netip.Addr, teid uint32, qfi int, inner []byte) []byte {
 	t.Helper()
+	return markedEncapFrame(t, 0, l, local, peer, teid, qfi, inner)
+}
+
+// markedEncapFrame is encapFrame with the outer IPv4 ToS tos.
+func markedEncapFrame(t testing.TB, tos uint8, l l2, local, peer netip.Addr, teid uint32, qfi int, inner []byte) []byte {
+	t.Helper()
 	g := gpdu(teid)
 	if qfi >= 0 {
 		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{{Type: extPSC, Content: []byte{0x00, byte(qfi)}}}
 	}
 	gtp := serialize(t, false, g, gopacket.Payload(inner))
-	return l.frame(t, layers.EthernetTypeIPv4, udp4(t, ip4(local, peer, 64, 0), gtpuPort, gtpuPort, gtp))
+	outer := ip4(local, peer, 64, 0)
+	outer.TOS = tos
+	return l.frame(t, layers.EthernetTypeIPv4, udp4(t, outer, gtpuPort, gtpuPort, gtp))
 }
 
 // fixIPv4 rewrites the total length and checksum of the IPv4 header at off.

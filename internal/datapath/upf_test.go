@@ -324,6 +324,18 @@ func TestEcho(t *testing.T) {
 	})
 }
 
+// A FAR's Transport Level Marking sets the outer header's DSCP, and the
+// outer checksum covers it.
+func TestDownlinkTransportLevelMarking(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	far := encap(dlTEID, n3Addr, gnb, nhGNB)
+	far.Tos = 46 << 2 // EF
+	check(t, u.d.PutFAR(6, far))
+	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
+	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+	equalFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
+}
+
 func TestDownlink(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	v4 := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100, id: 99}

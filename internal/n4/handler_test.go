@@ -614,3 +614,18 @@ func TestChooseIDAfterRelease(t *testing.T) {
 		t.Errorf("PDR 5 got TEID %#x (the released one: %t), which the handler does not hold as chosen", teid, teid == released)
 	}
 }
+
+// Transport Level Marking (§8.2.12) is the DSCP of the downlink tunnel:
+// what the mask keeps of the ToS octet.
+func TestTransportLevelMarking(t *testing.T) {
+	e := newEnv(t)
+	const tTransportLevelMarking = 30
+	ies := open5gs(0x1001, fixedUE("10.60.0.7"), 0x0a0b0c0d)
+	ies[6] = createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(0x0a0b0c0d, gnb),
+		tlv(tTransportLevelMarking, []byte{0xb9, 0xfc})))
+	seid := e.establish("smf1", ies...).upSEID(t)
+	sess, _ := e.store.Get(seid)
+	if i := slices.IndexFunc(sess.FARs, func(f session.FAR) bool { return f.ID == 2 }); i < 0 || sess.FARs[i].DSCP != 46 {
+		t.Errorf("FARs %+v, want FAR 2 with DSCP 46", sess.FARs)
+	}
+}

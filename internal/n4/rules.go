@@ -398,7 +398,8 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
 	}
-	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags); bad != nil {
+	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags,
+		ie.TransportLevelMarking); bad != nil {
 		return fail("FAR %d: forwarding parameter IE type %d is not supported", f.ID, bad.Type)
 	}
 	for _, c := range params {
@@ -418,6 +419,14 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 				return fail("FAR %d: only GTP-U/UDP/IPv4 outer headers can be created", f.ID)
 			}
 			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: addr4(o.IPv4Address), Port: o.PortNumber}
+		case ie.TransportLevelMarking:
+			// ToS octet and its mask (§8.2.12): the DSCP is what the
+			// mask keeps of the upper six bits.
+			v, err := c.TransportLevelMarking()
+			if err != nil {
+				return fail("FAR %d: transport level marking: %v", f.ID, err)
+			}
+			f.DSCP = uint8(v>>8) & uint8(v) >> 2
 		}
 	}
 	return nil

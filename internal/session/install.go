@@ -249,6 +249,7 @@ func (t *txn) writeRules() error {
 			dp.Peer = datapath.AddrKey(o.Peer)
 			dp.Local = datapath.AddrKey(s.n3)
 			dp.Nexthop = nh
+			dp.Tos = f.DSCP << 2
 		}
 		if err := s.dp.PutFAR(slot, dp); err != nil {
 			return err

@@ -98,6 +98,8 @@ type FAR struct {
 	DestinationInterface Interface
 	// OuterHeaderCreation is nil when no tunnel is added.
 	OuterHeaderCreation *OuterHeaderCreation
+	// DSCP marks the tunnel's outer IPv4 header (Transport Level Marking).
+	DSCP uint8 `json:",omitempty"`
 }
 
 // OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds.

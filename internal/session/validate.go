@@ -112,6 +112,9 @@ func validateFAR(field string, f *FAR) error {
 	default:
 		return invalid(field+".applyAction", "unsupported action %d", f.Action)
 	}
+	if f.DSCP > 63 {
+		return invalid(field+".forwardingParameters.dscp", "DSCP %d is not in 0..63", f.DSCP)
+	}
 	switch f.DestinationInterface {
 	case InterfaceAccess:
 		o := f.OuterHeaderCreation
