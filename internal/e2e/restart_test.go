@@ -24,7 +24,7 @@ import (
 // The traffic lasts trafficTime; the daemon restarts every restartEvery
 // while it flows.
 const (
-	trafficTime  = 3 // seconds
+	trafficTime  = 5 // seconds: restarts take about half a second each
 	restarts     = 3
 	restartEvery = 500 * time.Millisecond
 )
