@@ -1,5 +1,6 @@
 // Package pfcptest plays an SMF towards the UPF's PFCP interface in tests:
-// it sends requests built with go-pfcp and waits for their responses.
+// it sends requests built with go-pfcp and waits for their responses, and
+// answers the UPF's own requests (see Listen).
 package pfcptest
 
 import (
@@ -7,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -21,6 +23,7 @@ const timeout = 3 * time.Second
 const (
 	ohcGTPUv4 = 0x0100 // Outer Header Creation: GTP-U/UDP/IPv4
 	forward   = 0x02   // Apply Action: FORW
+	dnn       = "internet"
 )
 
 // SMF is a PFCP peer of a UPF.
@@ -29,6 +32,14 @@ type SMF struct {
 	conn   *net.UDPConn
 	seq    uint32
 	start  time.Time // the Recovery Time Stamp
+
+	mu      sync.Mutex
+	upSEIDs map[uint64]uint64 // of the sessions established, by CP SEID
+
+	listener *net.UDPConn // where the UPF's requests arrive, once Listen opened it
+	reports  chan *message.SessionReportRequest
+	closing  chan struct{}
+	serving  sync.WaitGroup
 }
 
 // NewSMF opens a socket towards the UPF's PFCP address.
@@ -37,14 +48,24 @@ func NewSMF(nodeID string, upf netip.AddrPort) (*SMF, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SMF{nodeID: nodeID, conn: conn, start: time.Now()}, nil
+	return &SMF{nodeID: nodeID, conn: conn, start: time.Now(), upSEIDs: map[uint64]uint64{},
+		reports: make(chan *message.SessionReportRequest, 64), closing: make(chan struct{})}, nil
 }
 
-// Close closes the socket.
-func (s *SMF) Close() error { return s.conn.Close() }
+// Close closes the sockets.
+func (s *SMF) Close() error {
+	close(s.closing)
+	err := s.conn.Close()
+	if s.listener != nil {
+		err = errors.Join(err, s.listener.Close())
+	}
+	s.serving.Wait()
+	return err
+}
 
 // request sends req with the next sequence number and returns the response
-// to it, of type R. Requests of the UPF's own go to port 8805, not here.
+// to it, of type R. Requests of the UPF's own go to port 8805, or to where
+// the SMF listens (Listen), not here.
 func request[R message.Message](s *SMF, req message.Message) (R, error) {
 	var none R
 	s.seq++
@@ -107,16 +128,31 @@ type Session struct {
 // SMF sends it (PDUSessionRequest), with the F-TEID and the UE address left
 // to the UPF.
 func (s *SMF) EstablishPDUSession(cpSEID uint64, gnb netip.Addr, gnbTEID uint32, qfi uint8) (Session, error) {
-	resp, err := s.Establish(s.PDUSessionRequest(cpSEID, netip.Addr{}, gnb, gnbTEID, qfi))
+	return s.Establish(s.PDUSessionRequest(cpSEID, netip.Addr{}, gnb, gnbTEID, qfi))
+}
+
+// Establish sends a Session Establishment Request shaped as
+// PDUSessionRequest's, with PDR 1 uplink, and reads what the UPF chose. The
+// SMF then accepts the session's reports (Listen).
+func (s *SMF) Establish(req *message.SessionEstablishmentRequest) (Session, error) {
+	if req.CPFSEID == nil {
+		return Session{}, errors.New("session establishment without a CP F-SEID")
+	}
+	cp, err := req.CPFSEID.FSEID()
+	if err != nil {
+		return Session{}, fmt.Errorf("CP F-SEID: %w", err)
+	}
+	resp, err := request[*message.SessionEstablishmentResponse](s, req)
 	if err != nil {
 		return Session{}, err
 	}
-	return established(cpSEID, resp)
-}
-
-// Establish sends a Session Establishment Request and returns the response.
-func (s *SMF) Establish(req *message.SessionEstablishmentRequest) (*message.SessionEstablishmentResponse, error) {
-	return request[*message.SessionEstablishmentResponse](s, req)
+	sess, err := established(cp.SEID, resp)
+	if err == nil {
+		s.mu.Lock()
+		s.upSEIDs[cp.SEID] = sess.SEID
+		s.mu.Unlock()
+	}
+	return sess, err
 }
 
 // established checks the response to the establishment of a session with
@@ -133,57 +169,14 @@ func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Ses
 
 // PDUSessionRequest is an IPv4 PDU session's Session Establishment Request
 // shaped as Open5GS's SMF sends it, with the F-TEID left to the UPF, and
-// the UE address too unless ue is valid: uplink PDR 1 from the access side
-// (F-TEID CHOOSE, UE address as source, QFI, GTP-U removal) to FAR 1
-// forwarding to the core; downlink PDR 2 from the core (UE address as
-// destination, QFI) to FAR 2 forwarding to the access side in a tunnel to
-// gnb with gnbTEID.
+// the UE address too unless ue is valid: uplink PDR 1 to FAR 1 forwarding
+// to the core and downlink PDR 2 to FAR 2 forwarding to the access side in
+// a tunnel to gnb with gnbTEID, as PDRPair makes them.
 func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
-	const (
-		uplinkPDR, downlinkPDR = 1, 2
-		chooseID               = 1
-		dnn                    = "internet"
-		ohrGTPUv4              = 0
-		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
-		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
-	)
 	self := s.conn.LocalAddr().(*net.UDPAddr).IP
-	// The UE address is the source of uplink packets, the destination
-	// (S/D) of downlink ones.
-	ueIE := func(sd uint8) *ie.IE {
-		if ue.IsValid() {
-			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
-		}
-		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
-	}
-	return message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0,
-		s.nodeIDIE(),
-		ie.NewFSEID(cpSEID, self.To4(), nil),
-		ie.NewPDNType(ie.PDNTypeIPv4),
-		ie.NewCreatePDR(
-			ie.NewPDRID(uplinkPDR),
-			ie.NewPrecedence(255),
-			ie.NewPDI(
-				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, chooseID),
-				ie.NewNetworkInstance(dnn),
-				ueIE(0),
-				ie.NewQFI(qfi),
-			),
-			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
-			ie.NewFARID(1),
-		),
-		ie.NewCreatePDR(
-			ie.NewPDRID(downlinkPDR),
-			ie.NewPrecedence(255),
-			ie.NewPDI(
-				ie.NewSourceInterface(ie.SrcInterfaceCore),
-				ie.NewNetworkInstance(dnn),
-				ueIE(ueDst),
-				ie.NewQFI(qfi),
-			),
-			ie.NewFARID(2),
-		),
+	ies := []*ie.IE{s.nodeIDIE(), ie.NewFSEID(cpSEID, self.To4(), nil), ie.NewPDNType(ie.PDNTypeIPv4)}
+	ies = append(ies, PDRPair(1, 2, 255, ue, qfi)...)
+	ies = append(ies,
 		ie.NewCreateFAR(
 			ie.NewFARID(1),
 			ie.NewApplyAction(forward),
@@ -202,6 +195,57 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 			),
 		),
 	)
+	return message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0, ies...)
+}
+
+// PDRPair is a pair of Create PDRs as Open5GS's SMF sends them, with
+// precedence: uplink PDR uplinkID from the access side (F-TEID CHOOSE,
+// the UE address as source, QFI, GTP-U removal) to FAR 1, and downlink
+// PDR downlinkID from the core (the UE address as destination, QFI) to
+// FAR 2. Both PDIs hold pdi too, such as SDF filters. The UE address is
+// ue if valid, else the one the UPF chooses for the session; the F-TEID
+// is the one it chooses for CHOOSE ID 1.
+func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi uint8, pdi ...*ie.IE) []*ie.IE {
+	const (
+		chooseID               = 1
+		ohrGTPUv4              = 0
+		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
+		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
+	)
+	// The UE address is the source of uplink packets, the destination
+	// (S/D) of downlink ones.
+	ueIE := func(sd uint8) *ie.IE {
+		if ue.IsValid() {
+			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
+		}
+		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
+	}
+	return []*ie.IE{
+		ie.NewCreatePDR(
+			ie.NewPDRID(uplinkID),
+			ie.NewPrecedence(precedence),
+			ie.NewPDI(append([]*ie.IE{
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, chooseID),
+				ie.NewNetworkInstance(dnn),
+				ueIE(0),
+				ie.NewQFI(qfi),
+			}, pdi...)...),
+			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
+			ie.NewFARID(1),
+		),
+		ie.NewCreatePDR(
+			ie.NewPDRID(downlinkID),
+			ie.NewPrecedence(precedence),
+			ie.NewPDI(append([]*ie.IE{
+				ie.NewSourceInterface(ie.SrcInterfaceCore),
+				ie.NewNetworkInstance(dnn),
+				ueIE(ueDst),
+				ie.NewQFI(qfi),
+			}, pdi...)...),
+			ie.NewFARID(2),
+		),
+	}
 }
 
 // created reads the UP F-SEID and what the Created PDR of the uplink PDR
@@ -235,7 +279,7 @@ func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 		}
 		return sess, nil
 	}
-	return sess, errors.New("no Created PDR for PDR 1")
+	return sess, nil // the SMF chose the F-TEID
 }
 
 // HandoverRequest is the Session Modification Request that moves the
@@ -262,11 +306,18 @@ func DeletionRequest(seid uint64) *message.SessionDeletionRequest {
 
 // Delete deletes a session by the UPF's SEID.
 func (s *SMF) Delete(seid uint64) error {
+	_, err := s.DeleteUsage(seid)
+	return err
+}
+
+// DeleteUsage deletes a session by the UPF's SEID and returns the Usage
+// Report IEs of the response: what each URR measured since its last report.
+func (s *SMF) DeleteUsage(seid uint64) ([]*ie.IE, error) {
 	resp, err := request[*message.SessionDeletionResponse](s, DeletionRequest(seid))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return Accepted("session deletion", resp.Cause)
+	return resp.UsageReport, Accepted("session deletion", resp.Cause)
 }
 
 func (s *SMF) nodeIDIE() *ie.IE {
