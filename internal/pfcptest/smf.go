@@ -249,7 +249,7 @@ func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi 
 }
 
 // created reads the UP F-SEID and what the Created PDR of the uplink PDR
-// reports.
+// reports: TEID and N3 stay zero when the SMF chose the F-TEID.
 func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 	var sess Session
 	if resp.UPFSEID == nil {
