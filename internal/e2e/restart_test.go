@@ -165,8 +165,12 @@ func TestRestartDropsPFCPSessions(t *testing.T) {
 	}
 	req := smf.PDUSessionRequest(cpSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
 	withFTEID(req, sess.TEID, demo.N3Addr)
-	if _, err := smf.Establish(req); err != nil {
-		t.Fatalf("establishment on the dropped session's TEID and UE address: %v", err)
+	resp, err := smf.SendEstablishment(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pfcptest.Accepted("establishment on the dropped session's TEID and UE address", resp.Cause); err != nil {
+		t.Fatal(err)
 	}
 	delivered(t, tb, "the SMF's session set up again", pfcpUp, pfcpDown)
 	if err := stop(); err != nil {

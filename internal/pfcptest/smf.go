@@ -155,6 +155,12 @@ func (s *SMF) Establish(req *message.SessionEstablishmentRequest) (Session, erro
 	return sess, err
 }
 
+// SendEstablishment sends a Session Establishment Request, of a session
+// whose F-TEID the SMF chose, say, and returns the response as it is.
+func (s *SMF) SendEstablishment(req *message.SessionEstablishmentRequest) (*message.SessionEstablishmentResponse, error) {
+	return request[*message.SessionEstablishmentResponse](s, req)
+}
+
 // established checks the response to the establishment of a session with
 // cpSEID and reads what the UPF chose for it.
 func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Session, error) {
@@ -249,7 +255,7 @@ func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi 
 }
 
 // created reads the UP F-SEID and what the Created PDR of the uplink PDR
-// reports: TEID and N3 stay zero when the SMF chose the F-TEID.
+// reports.
 func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 	var sess Session
 	if resp.UPFSEID == nil {
@@ -279,7 +285,7 @@ func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 		}
 		return sess, nil
 	}
-	return sess, nil // the SMF chose the F-TEID
+	return sess, errors.New("no Created PDR for PDR 1")
 }
 
 // HandoverRequest is the Session Modification Request that moves the
