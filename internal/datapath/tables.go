@@ -12,12 +12,18 @@ import (
 // before the keys that reference them and keys are removed before their
 // slots are reused, so a packet never sees a half-written rule.
 
-// PutPDR writes a PDR slot and zeroes its counters.
-func (d *Datapath) PutPDR(slot uint32, p PDR) error {
-	if err := d.maps.PdrCounters.Put(slot, make([]Counter, ebpf.MustPossibleCPU())); err != nil {
-		return err
+// PutPDR writes a PDR slot. Its counters are left as they are: a slot
+// taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
+// packet can count in it for the old one.
+func (d *Datapath) PutPDR(slot uint32, p PDR) error { return d.maps.Pdrs.Put(slot, &p) }
+
+// ZeroPDRCounters zeroes the counters of PDR slots, in one system call.
+func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
+	if len(slots) == 0 {
+		return nil
 	}
-	return d.maps.Pdrs.Put(slot, p)
+	_, err := d.maps.PdrCounters.BatchUpdate(slots, make([]Counter, len(slots)*ebpf.MustPossibleCPU()), nil)
+	return err
 }
 
 // QERBucket is one direction of a QER: its rate in bytes per second, its
@@ -31,11 +37,11 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	for i := range q.Bucket {
 		q.Bucket[i].Tokens = q.Bucket[i].Burst
 	}
-	return d.maps.Qers.Put(slot, q)
+	return d.maps.Qers.Put(slot, &q)
 }
 
 // PutSDFSet writes a slot of SDF filters.
-func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.maps.SdfSets.Put(slot, s) }
+func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.maps.SdfSets.Put(slot, &s) }
 
 // SDFSetCapacity is the number of SDF filter slots.
 func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
@@ -61,7 +67,7 @@ func (d *Datapath) QER(slot uint32) (QER, error) {
 func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
 
 // PutFAR writes a FAR slot.
-func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.maps.Fars.Put(slot, f) }
+func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.maps.Fars.Put(slot, &f) }
 
 // PutUplink points a TEID at its PDRs.
 func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }

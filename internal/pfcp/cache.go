@@ -23,12 +23,12 @@ type cachedResponse struct {
 type responseCache struct {
 	mu        sync.Mutex
 	ttl       time.Duration
-	entries   map[cacheKey]*cachedResponse
+	entries   map[cacheKey]cachedResponse
 	nextSweep time.Time
 }
 
 func newResponseCache(ttl time.Duration) *responseCache {
-	return &responseCache{ttl: ttl, entries: map[cacheKey]*cachedResponse{}}
+	return &responseCache{ttl: ttl, entries: map[cacheKey]cachedResponse{}}
 }
 
 // begin registers a request. fresh is false for a retransmission: then
@@ -47,7 +47,7 @@ func (c *responseCache) begin(k cacheKey, now time.Time) (encoded []byte, fresh 
 	if e, ok := c.entries[k]; ok && (e.encoded == nil || !now.After(e.expires)) {
 		return e.encoded, false
 	}
-	c.entries[k] = &cachedResponse{}
+	c.entries[k] = cachedResponse{}
 	return nil, true
 }
 
@@ -55,7 +55,7 @@ func (c *responseCache) begin(k cacheKey, now time.Time) (encoded []byte, fresh 
 func (c *responseCache) finish(k cacheKey, encoded []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[k] = &cachedResponse{encoded: encoded, expires: now.Add(c.ttl)}
+	c.entries[k] = cachedResponse{encoded: encoded, expires: now.Add(c.ttl)}
 }
 
 // forget drops a request that got no response, so a retransmission is

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 
-	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 )
 
@@ -84,15 +83,25 @@ func kindOf(msgType uint8) kind {
 	return unserved
 }
 
-// topLevelIEs lists the IEs of a message body go-pfcp has decoded, by type
-// only: enough to check which are present.
-func topLevelIEs(body []byte) []*ie.IE {
-	var ies []*ie.IE
+// missingTopLevel returns the first of the mandatory IE types that a
+// message body go-pfcp has decoded lacks at its top level.
+func missingTopLevel(body []byte, mandatory []uint16) (ieType uint16, missing bool) {
+	for _, t := range mandatory {
+		if !hasTopLevel(body, t) {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+func hasTopLevel(body []byte, t uint16) bool {
 	for len(body) >= 4 {
-		ies = append(ies, &ie.IE{Type: binary.BigEndian.Uint16(body)})
+		if binary.BigEndian.Uint16(body) == t {
+			return true
+		}
 		body = body[min(len(body), 4+int(binary.BigEndian.Uint16(body[2:4]))):]
 	}
-	return ies
+	return false
 }
 
 func encode(m message.Message) ([]byte, error) {

@@ -35,6 +35,9 @@ type recorder struct {
 	mu          sync.Mutex
 	calls       []string
 	panicModify bool
+	// unencodableModify answers modifications with a response whose
+	// encoding panics: a Created PDR with a nil child.
+	unencodableModify bool
 }
 
 func (r *recorder) record(call string) {
@@ -66,7 +69,13 @@ func (r *recorder) Modify(p Peer, _ *message.SessionModificationRequest) *messag
 	if r.panicModify {
 		panic("handler bug")
 	}
-	return message.NewSessionModificationResponse(0, 0, 0x1122334455667788, 0, 0, ie.NewCause(ie.CauseRequestAccepted))
+	resp := message.NewSessionModificationResponse(0, 0, 0x1122334455667788, 0, 0, ie.NewCause(ie.CauseRequestAccepted))
+	if r.unencodableModify {
+		created := ie.NewCreatedPDR(ie.NewPDRID(1))
+		created.ChildIEs = append(created.ChildIEs, nil)
+		resp.CreatedPDR = []*ie.IE{created}
+	}
+	return resp
 }
 
 func (r *recorder) Delete(p Peer, _ *message.SessionDeletionRequest) *message.SessionDeletionResponse {

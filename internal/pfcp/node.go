@@ -23,7 +23,7 @@ var mandatoryIEs = map[uint8][]uint16{
 // answer serves a request on the worker and returns its response, without
 // a sequence number yet.
 func (s *Server) answer(req message.Message, body []byte, from netip.AddrPort) message.Message {
-	if t, missing := MissingIE(topLevelIEs(body), mandatoryIEs[req.MessageType()]...); missing {
+	if t, missing := missingTopLevel(body, mandatoryIEs[req.MessageType()]); missing {
 		return s.reject(req, ie.CauseMandatoryIEMissing, t)
 	}
 	switch m := req.(type) {

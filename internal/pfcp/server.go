@@ -32,7 +32,10 @@ const (
 
 const (
 	maxDatagram = 64 << 10 // more than any UDP payload
-	queueLen    = 1024     // requests waiting for the worker
+	queueLen    = 1024     // requests waiting for the worker, and responses for the sender
+	// receiveBuffer holds a burst of requests while the worker is busy
+	// (the kernel caps it at net.core.rmem_max).
+	receiveBuffer = 4 << 20
 )
 
 // Config sets up a Server.
@@ -75,7 +78,10 @@ type Server struct {
 
 	// jobs run on the worker goroutine: everything that calls the
 	// handler, so it sees one call at a time, in order.
-	jobs   chan func()
+	jobs chan func()
+	// sends run on the sender goroutine: the worker leaves the encoding,
+	// caching and sending of a response to it and serves the next request.
+	sends  chan func()
 	cache  *responseCache
 	tx     *transactions
 	assocs associations
@@ -115,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pfcp: %w", err)
 	}
+	if err := conn.SetReadBuffer(receiveBuffer); err != nil {
+		cfg.Log.Warn("PFCP receive buffer not enlarged", "err", err)
+	}
 	s := &Server{
 		cfg:      cfg,
 		handler:  cfg.Handler,
@@ -124,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 		recovery: ie.NewRecoveryTimeStamp(time.Now()),
 		features: upFeaturesIE(cfg.Features),
 		jobs:     make(chan func(), queueLen),
+		sends:    make(chan func(), queueLen),
 		// Keep responses while the peer may still retransmit, assuming it
 		// uses the same T1 and N1.
 		cache:  newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
@@ -132,7 +142,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(s.readLoop)
-	s.wg.Go(s.work)
+	s.wg.Go(func() { s.runJobs(s.jobs) })
+	s.wg.Go(func() { s.runJobs(s.sends) })
 	for _, peer := range cfg.Peers {
 		s.wg.Go(func() { s.keepAssociated(peer) })
 	}
@@ -243,7 +254,8 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
 	}
 }
 
-// serve answers a request, on the worker.
+// serve answers a request, on the worker, and leaves the response to the
+// sender.
 func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey) {
 	answered := false
 	defer func() {
@@ -256,22 +268,38 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 		return
 	}
 	resp.SetSequenceNumber(req.Sequence())
+	select {
+	case s.sends <- func() { s.sendResponse(resp, key) }:
+		answered = true
+	case <-s.ctx.Done():
+	}
+}
+
+// sendResponse encodes, caches and sends a response, on the sender.
+func (s *Server) sendResponse(resp message.Message, key cacheKey) {
+	cached := false
+	defer func() {
+		if !cached {
+			s.cache.forget(key)
+		}
+	}()
 	b, err := encode(resp)
 	if err != nil {
 		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
 		return
 	}
 	s.cache.finish(key, b, time.Now())
-	answered = true
-	s.send(b, from)
+	cached = true
+	s.send(b, key.from)
 }
 
-func (s *Server) work() {
+// runJobs runs the jobs of a queue one at a time until the server closes.
+func (s *Server) runJobs(queue chan func()) {
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case job := <-s.jobs:
+		case job := <-queue:
 			s.run(job)
 		}
 	}

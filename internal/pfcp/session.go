@@ -88,7 +88,8 @@ func (s *Server) establishSession(req *message.SessionEstablishmentRequest, from
 	if rejection != nil {
 		return rejection
 	}
-	if f, err := req.CPFSEID.FSEID(); err != nil || !f.HasIPv4() && !f.HasIPv6() {
+	f, err := req.CPFSEID.FSEID()
+	if err != nil || !f.HasIPv4() && !f.HasIPv6() {
 		return s.reject(req, ie.CauseMandatoryIEIncorrect, ie.FSEID)
 	}
 	resp := s.handler.Establish(a.peer(), req)
@@ -96,7 +97,7 @@ func (s *Server) establishSession(req *message.SessionEstablishmentRequest, from
 		return s.reject(req, ie.CauseSystemFailure, 0)
 	}
 	resp.NodeID = s.nodeID
-	resp.SetSEID(cpSEID(req))
+	resp.SetSEID(f.SEID)
 	return resp
 }
 

@@ -136,20 +136,30 @@ func TestRetransmittedRequestIsAnsweredFromCache(t *testing.T) {
 	}
 }
 
-func TestHandlerPanicIsContained(t *testing.T) {
-	s, rec := startServer(t, func(c *Config) { c.Handler.(*recorder).panicModify = true })
-	m := newSMF(t, s.Addr())
-	m.associate()
+// A panic, in the handler or in encoding its response on the sender, is
+// contained: counted, later requests still answered, and the request served
+// again when retransmitted.
+func TestPanicIsContained(t *testing.T) {
+	for where, fault := range map[string]func(*recorder){
+		"handler":  func(r *recorder) { r.panicModify = true },
+		"encoding": func(r *recorder) { r.unencodableModify = true },
+	} {
+		t.Run(where, func(t *testing.T) {
+			s, rec := startServer(t, func(c *Config) { fault(c.Handler.(*recorder)) })
+			m := newSMF(t, s.Addr())
+			m.associate()
 
-	m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
-	m.silent(50 * time.Millisecond)
-	m.exchange(heartbeatRequest(2, smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, 2, nil)
-	if st := s.Stats(); st.Panics != 1 {
-		t.Errorf("stats %+v", st)
+			m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
+			m.silent(50 * time.Millisecond)
+			m.exchange(heartbeatRequest(2, smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, 2, nil)
+			if st := s.Stats(); st.Panics != 1 {
+				t.Errorf("stats %+v", st)
+			}
+			// Unanswered, the request is served again when retransmitted.
+			m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
+			waitFor(t, "the retransmission served", func() bool { return rec.count("modify "+smfName) == 2 })
+		})
 	}
-	// Unanswered, the request is served again when retransmitted.
-	m.send(sessionRequest(message.MsgTypeSessionModificationRequest, 0x11))
-	waitFor(t, "the retransmission served", func() bool { return rec.count("modify "+smfName) == 2 })
 }
 
 func TestSendSessionReport(t *testing.T) {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
@@ -264,7 +267,7 @@ func (e *storeEnv) pdrOf(t *testing.T, uplink bool) datapath.PDR {
 }
 
 // inUse is the number of slots a pool has handed out and not taken back.
-func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.cooling) }
+func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.dirty) - len(p.cooling) }
 
 // withURRs is figure10 with URRs, the uplink PDR naming the given ones and
 // the downlink PDR the first.
@@ -392,4 +395,66 @@ func (e *storeEnv) firstPDR(t *testing.T) func(datapath.PDRSet, error) datapath.
 		check(t, err)
 		return p
 	}
+}
+
+// pdrCounters writes what the data path counted in PDR slots, on the first
+// CPU, as if packets had matched them.
+func (e *storeEnv) pdrCounters(t *testing.T, c datapath.Counter, slots ...uint32) {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(filepath.Join(e.dp.PinPath(), "pdr_counters"), nil)
+	check(t, err)
+	defer m.Close()
+	perCPU := make([]datapath.Counter, ebpf.MustPossibleCPU())
+	perCPU[0] = c
+	for _, slot := range slots {
+		check(t, m.Put(slot, perCPU))
+	}
+}
+
+// zeroCounters fails unless every PDR of a session counts nothing.
+func (e *storeEnv) zeroCounters(t *testing.T, store *Store, seid uint64) {
+	t.Helper()
+	counters, err := store.PDRCounters(seid)
+	check(t, err)
+	for id, c := range counters {
+		if c != (datapath.Counter{}) {
+			t.Errorf("PDR %d of session %d starts with %+v", id, seid, c)
+		}
+	}
+}
+
+// A new session's PDR counters start at zero: in the slots of a deleted
+// session, once the reuse delay has passed, and in slots that a previous
+// run counted in before a restart.
+func TestStorePDRCountersStartAtZero(t *testing.T) {
+	e := newStoreEnv(t)
+	now := time.Now()
+	// Two PDR slots, figure10's two PDRs: the next session reuses them.
+	e.store.pdrSlots = newSlotPool("PDR", 0, 2, e.dp.ZeroPDRCounters)
+	e.store.pdrSlots.now = func() time.Time { return now }
+	check(t, e.store.Create(figure10()))
+	old := e.store.sessions[1].PDRSlots
+	e.pdrCounters(t, datapath.Counter{Packets: 3, Bytes: 300}, slices.Collect(maps.Values(old))...)
+	if counters, err := e.store.PDRCounters(1); err != nil || counters[10].Packets != 3 || counters[20].Packets != 3 {
+		t.Fatalf("PDR counters %+v, %v", counters, err)
+	}
+	check(t, e.store.Delete(1))
+	now = now.Add(slotReuseDelay)
+	check(t, e.store.Create(figure10()))
+	if reused := e.store.sessions[1].PDRSlots; !reflect.DeepEqual(slices.Sorted(maps.Values(reused)), slices.Sorted(maps.Values(old))) {
+		t.Fatalf("the new session has PDR slots %v, not the deleted one's %v", reused, old)
+	}
+	e.zeroCounters(t, e.store, 1)
+
+	// A restarted daemon's store takes fresh slots for the session it
+	// restores, which the previous run may have counted in.
+	e.pdrCounters(t, datapath.Counter{Packets: 5, Bytes: 500}, 2, 3)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restoreAll(t, restored, saved)
+	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(slices.Sorted(maps.Values(moved)), []uint32{2, 3}) {
+		t.Fatalf("the restored session has PDR slots %v, want 2 and 3", moved)
+	}
+	e.zeroCounters(t, restored, 1)
 }
