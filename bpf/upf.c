@@ -78,36 +78,23 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;
 }
 
-/* Highest-precedence uplink PDR whose PDI matches; ip4 or ip6 is the inner
- * header, at inner_off. */
-INLINE struct pdr *match_uplink(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g,
-				struct iphdr *ip4, struct ipv6hdr *ip6, __u32 inner_off, __u32 *slot)
+/* The QFI and UE address an uplink PDR may ask of its packets. */
+INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, const struct iphdr *ip4,
+			      const struct ipv6hdr *ip6)
 {
-	for (int i = 0; i < PDRS_PER_KEY; i++) {
-		if (i >= set->count)
-			break;
-		*slot = set->pdr[i];
-		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
-		if (!p)
-			continue;
-		if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
-			continue;
-		if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
-			continue;
-		if ((p->flags & PDR_MATCH_UE_V6) &&
-		    (!ip6 || ipv6_prefix64(&ip6->saddr) != *(__u64 *)p->ue))
-			continue;
-		if (p->sdf && !sdf_match(ctx, inner_off, p->sdf))
-			continue;
-		return p;
-	}
-	return NULL;
+	if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
+		return 0;
+	if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
+		return 0;
+	return !(p->flags & PDR_MATCH_UE_V6) || (ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)p->ue);
 }
 
-/* Highest-precedence downlink PDR whose SDF filters match the IP packet at
- * l2_len: the UE address that found the set is the rest of its PDI. */
-INLINE struct pdr *match_downlink(struct xdp_md *ctx, struct pdr_set *set, __u32 l2_len,
-				  __u32 *slot)
+/* Highest-precedence PDR of a set whose PDI matches; the IP packet is at
+ * ip_off. Uplink gives the GTP-U header and the inner IP header, ip4 or
+ * ip6; downlink gives NULLs: the UE address that found the set and the SDF
+ * filters are the whole PDI of a downlink PDR. */
+INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g,
+			     struct iphdr *ip4, struct ipv6hdr *ip6, __u32 ip_off, __u32 *slot)
 {
 	for (int i = 0; i < PDRS_PER_KEY; i++) {
 		if (i >= set->count)
@@ -116,7 +103,9 @@ INLINE struct pdr *match_downlink(struct xdp_md *ctx, struct pdr_set *set, __u32
 		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
 		if (!p)
 			continue;
-		if (p->sdf && !sdf_match(ctx, l2_len, p->sdf))
+		if (g && !uplink_pdi_matches(p, g, ip4, ip6))
+			continue;
+		if (p->sdf && !sdf_match(ctx, ip_off, p->sdf))
 			continue;
 		return p;
 	}
@@ -412,7 +401,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
 	__u32 slot;
-	struct pdr *pdr = match_uplink(ctx, set, g, ip4, ip6, inner_off, &slot);
+	struct pdr *pdr = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
@@ -528,7 +517,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
 {
 	__u32 slot;
-	struct pdr *pdr = match_downlink(ctx, set, l2_len, &slot);
+	struct pdr *pdr = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);

@@ -139,7 +139,6 @@ func (m *Manager) Arm(slot uint32, owner Owner) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.dropFrames(m.buffers[slot])
 	m.buffers[slot] = &buffer{owner: owner}
 	return nil
 }
@@ -181,21 +180,17 @@ func (m *Manager) Discard(slot uint32) int {
 		return 0
 	}
 	n := len(b.frames)
-	m.dropFrames(b)
+	m.unhold(b.owner.SEID, n)
 	delete(m.buffers, slot)
 	return n
 }
 
-func (m *Manager) dropFrames(b *buffer) {
-	if b == nil {
-		return
+// unhold takes n packets of a session off the counts of held ones.
+func (m *Manager) unhold(seid uint64, n int) {
+	if m.held[seid] -= n; m.held[seid] <= 0 {
+		delete(m.held, seid)
 	}
-	m.held[b.owner.SEID] -= len(b.frames)
-	if m.held[b.owner.SEID] <= 0 {
-		delete(m.held, b.owner.SEID)
-	}
-	m.total -= len(b.frames)
-	b.frames = nil
+	m.total -= n
 }
 
 // SetLimit sets how many packets a session's buffers hold at most (the
@@ -317,11 +312,7 @@ func (m *Manager) sendNext(slot uint32) bool {
 	}
 	p := b.frames[0]
 	b.frames = b.frames[1:]
-	m.held[b.owner.SEID]--
-	if m.held[b.owner.SEID] == 0 {
-		delete(m.held, b.owner.SEID)
-	}
-	m.total--
+	m.unhold(b.owner.SEID, 1)
 	m.mu.Unlock()
 
 	// One goroutine sends, so the frames leave in order.

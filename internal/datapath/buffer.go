@@ -88,9 +88,6 @@ func (d *Datapath) BufferedPackets() (*BufferedReader, error) {
 	return &BufferedReader{rd}, nil
 }
 
-// headerLen is the size of struct buffered_packet before the frame.
-var headerLen = int(unsafe.Offsetof(upfBufferedPacket{}.Frame))
-
 // Read waits for the next packet until the deadline (time.Time{}: none);
 // it returns an error wrapping os.ErrDeadlineExceeded when the deadline
 // passes, or os.ErrClosed after Close.
@@ -100,21 +97,12 @@ func (r *BufferedReader) Read(deadline time.Time) (BufferedPacket, error) {
 	if err != nil {
 		return BufferedPacket{}, err
 	}
-	raw := rec.RawSample
-	if len(raw) < headerLen {
-		return BufferedPacket{}, fmt.Errorf("buffered packet record of %d bytes", len(raw))
+	var p upfBufferedPacket
+	if _, err := binary.Decode(rec.RawSample, binary.NativeEndian, &p); err != nil || int(p.Len) > len(p.Frame) {
+		return BufferedPacket{}, fmt.Errorf("buffered packet record of %d bytes, frame of %d: %v", len(rec.RawSample), p.Len, err)
 	}
-	n := int(binary.NativeEndian.Uint16(raw[8:]))
-	if headerLen+n > len(raw) {
-		return BufferedPacket{}, fmt.Errorf("buffered packet of %d bytes in a record of %d", n, len(raw))
-	}
-	return BufferedPacket{
-		Buffer: binary.NativeEndian.Uint32(raw[0:]),
-		Iface:  binary.NativeEndian.Uint32(raw[4:]),
-		PDR:    binary.NativeEndian.Uint16(raw[10:]),
-		QFI:    raw[12],
-		Frame:  append([]byte(nil), raw[headerLen:headerLen+n]...),
-	}, nil
+	return BufferedPacket{Buffer: p.Buffer, Iface: p.Iface, PDR: p.Pdr, QFI: p.Qfi,
+		Frame: append([]byte(nil), p.Frame[:p.Len]...)}, nil
 }
 
 // Close ends a blocked Read.

@@ -1,18 +1,14 @@
 package n4
 
 import (
-	"context"
 	"encoding/binary"
 	"net"
-	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
 
@@ -50,39 +46,9 @@ func createBAR(id, suggested byte, c ...[]byte) []byte {
 // counted, and when the FAR forwards again every held packet reaches the
 // gNB, in order, before the first new one.
 func TestBufferingUnderTraffic(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
-	tb, err := demo.NewTestbed()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, tb.Close()) })
-	upf, err := tb.StartUPF()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, upf.Close()) })
-	var buffers *buffer.Manager
-	fatalIf(t, tb.UPF.Do(func() (err error) {
-		buffers, err = buffer.New(upf.Datapath, buffer.Config{})
-		return err
-	}))
-	upf.Store.SetBuffers(buffers)
+	e := newTrafficEnv(t)
+	tb, upf, buffers, h, sent := e.tb, e.upf, e.buffers, e.h, e.sent
 	captured := captureAtGNB(t, tb)
-
-	sent := make(chan []byte, 16) // Session Report Requests, encoded
-	h := New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: buffers,
-		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
-			b, err := req.Marshal()
-			fatalIf(t, err)
-			sent <- b
-			return message.NewSessionReportResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseRequestAccepted)), nil
-		}})
-	buffers.SetNotify(h.Buffered)
-	events, err := upf.Datapath.URREvents()
-	fatalIf(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{}, 2)
-	go func() { h.Run(ctx, events); stopped <- struct{}{} }()
-	go func() { buffers.Run(ctx); stopped <- struct{}{} }()
-	t.Cleanup(func() { cancel(); buffers.Close(); <-stopped; <-stopped })
 
 	const limit, held, fresh = 100, 120, 30
 	ue := demo.UEAddr.String()

@@ -603,18 +603,6 @@ func bitRates(ul, dl func() (uint64, error)) (uint64, uint64, error) {
 	return u * 1000, d * 1000, err
 }
 
-// refuseAll refuses the first rule of a kind this UPF does not implement
-// yet, naming it in the Failed Rule ID.
-func refuseAll[T uint8 | uint32](groups []*ie.IE, typ uint8, idType uint16, read func(*ie.IE) (T, error), name string) *refusal {
-	for _, g := range groups {
-		if g != nil {
-			id, _ := ruleID(g, idType, read) // an unreadable ID is named 0
-			return ruleFailure(typ, uint32(id), "%s rules are not supported yet", name)
-		}
-	}
-	return nil
-}
-
 func addr4(ip []byte) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()

@@ -13,6 +13,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/trafficgen"
@@ -22,7 +23,19 @@ import (
 // XDP data path: its QER holds the uplink to its maximum bit rate, and its
 // URR counts exactly what was forwarded each way, reporting at its volume
 // threshold and when the session goes.
-func TestQoSAndUsageUnderTraffic(t *testing.T) {
+// trafficEnv is a handler over the demo testbed's UPF as the daemon runs
+// it, URR events and buffers included; sent gets the Session Report
+// Requests it sends, encoded.
+type trafficEnv struct {
+	tb      *demo.Testbed
+	upf     *demo.UPF
+	buffers *buffer.Manager
+	h       *Handler
+	sent    chan []byte
+}
+
+func newTrafficEnv(t *testing.T) *trafficEnv {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and XDP")
 	}
@@ -32,21 +45,33 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	upf, err := tb.StartUPF()
 	fatalIf(t, err)
 	t.Cleanup(func() { fatalIf(t, upf.Close()) })
-
-	sent := make(chan []byte, 256) // Session Report Requests, encoded
-	h := New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr},
+	e := &trafficEnv{tb: tb, upf: upf, sent: make(chan []byte, 256)}
+	fatalIf(t, tb.UPF.Do(func() (err error) {
+		e.buffers, err = buffer.New(upf.Datapath, buffer.Config{})
+		return err
+	}))
+	upf.Store.SetBuffers(e.buffers)
+	e.h = New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
 		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			b, err := req.Marshal()
 			fatalIf(t, err)
-			sent <- b
+			e.sent <- b
 			return message.NewSessionReportResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseRequestAccepted)), nil
 		}})
+	e.buffers.SetNotify(e.h.Buffered)
 	events, err := upf.Datapath.URREvents()
 	fatalIf(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { h.Run(ctx, events); close(stopped) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	stopped := make(chan struct{}, 2)
+	go func() { e.h.Run(ctx, events); stopped <- struct{}{} }()
+	go func() { e.buffers.Run(ctx); stopped <- struct{}{} }()
+	t.Cleanup(func() { cancel(); e.buffers.Close(); <-stopped; <-stopped })
+	return e
+}
+
+func TestQoSAndUsageUnderTraffic(t *testing.T) {
+	e := newTrafficEnv(t)
+	tb, h, sent := e.tb, e.h, e.sent
 
 	inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
 	size := uint64(len(inner))

@@ -32,6 +32,12 @@ func (t *txn) undo() {
 		}
 	}
 	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
+	for id, slot := range t.in.BufferSlots {
+		if t.keep == nil || t.keep.BufferSlots[id] != slot { // armed by this install
+			t.s.buffers.Discard(slot)
+			t.s.bufSlots.releaseNow(slot)
+		}
+	}
 	for _, dst := range t.nexthops {
 		t.s.nh.Release(dst)
 	}
@@ -154,14 +160,14 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits datapath.URRLimits, ok boo
 	return slot, limits, ok
 }
 
-// keptBuffer: FAR id keeps the buffer it had in t.keep, which holds
-// packets or is releasing them.
-func (t *txn) keptBuffer(id uint32) bool {
+// keptBuffer is the buffer FAR id had in t.keep, if it still holds packets
+// or is releasing them.
+func (t *txn) keptBuffer(id uint32) (uint32, bool) {
 	if t.keep == nil || t.s.buffers == nil {
-		return false
+		return 0, false
 	}
 	slot, ok := t.keep.BufferSlots[id]
-	return ok && t.in.BufferSlots[id] == slot && t.s.buffers.Pending(slot)
+	return slot, ok && t.s.buffers.Pending(slot)
 }
 
 // buffer is the buffer slot of a FAR, 0 for none: a buffering FAR keeps
@@ -172,11 +178,9 @@ func (t *txn) buffer(f *FAR) (uint32, error) {
 	if f.Action == ActionDrop {
 		return 0, nil
 	}
-	if t.keep != nil && s.buffers != nil {
-		if slot, ok := t.keep.BufferSlots[f.ID]; ok && s.buffers.Pending(slot) {
-			t.in.BufferSlots[f.ID] = slot
-			return slot, nil
-		}
+	if slot, ok := t.keptBuffer(f.ID); ok {
+		t.in.BufferSlots[f.ID] = slot
+		return slot, nil
 	}
 	if f.Action != ActionBuffer {
 		return 0, nil
