@@ -20,6 +20,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
+	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 )
 
@@ -81,6 +82,9 @@ type PFCP struct {
 	HeartbeatInterval time.Duration
 	T1                time.Duration
 	N1                int
+	// TrafficStopAfter is the silence after which a URR's traffic has
+	// stopped (the Stop of Traffic trigger).
+	TrafficStopAfter time.Duration
 	// UEPool is the IPv4 prefix the UPF takes UE addresses from when an
 	// SMF leaves the choice to it (CHV4); not valid when unset, and such
 	// requests are then refused.
@@ -151,6 +155,7 @@ type pfcpSettings struct {
 	HeartbeatInterval *time.Duration `yaml:"heartbeat_interval"`
 	T1                *time.Duration `yaml:"t1"`
 	N1                *int           `yaml:"n1"`
+	TrafficStopAfter  *time.Duration `yaml:"traffic_stop_after"`
 	UEPool            string         `yaml:"ue_pool"`
 }
 
@@ -389,6 +394,7 @@ func parsePFCP(f *file, cfg *Config) error {
 		HeartbeatInterval: pfcp.DefaultHeartbeatInterval,
 		T1:                pfcp.DefaultT1,
 		N1:                pfcp.DefaultN1,
+		TrafficStopAfter:  n4.DefaultTrafficStopAfter,
 	}
 	if ip, err := netip.ParseAddr(p.NodeID); err == nil {
 		out.Listen = netip.AddrPortFrom(ip, pfcp.DefaultPort).String()
@@ -432,6 +438,7 @@ func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
 	}{
 		{"pfcp.heartbeat_interval", p.HeartbeatInterval, &out.HeartbeatInterval},
 		{"pfcp.t1", p.T1, &out.T1},
+		{"pfcp.traffic_stop_after", p.TrafficStopAfter, &out.TrafficStopAfter},
 	} {
 		if d.set == nil {
 			continue

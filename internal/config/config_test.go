@@ -66,6 +66,7 @@ pfcp:
   heartbeat_interval: 5s
   t1: 1500ms
   n1: 5
+  traffic_stop_after: 30s
   ue_pool: 10.45.0.0/16
 `), 0o600)
 	if err != nil {
@@ -91,6 +92,7 @@ pfcp:
 			HeartbeatInterval: 5 * time.Second,
 			T1:                1500 * time.Millisecond,
 			N1:                5,
+			TrafficStopAfter:  30 * time.Second,
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 		},
 	}
@@ -117,7 +119,8 @@ func TestPFCPDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &PFCP{Listen: listen, NodeID: nodeID, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3}
+		want := &PFCP{Listen: listen, NodeID: nodeID, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3,
+			TrafficStopAfter: 10 * time.Second}
 		if !reflect.DeepEqual(cfg.PFCP, want) {
 			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
 		}
@@ -176,6 +179,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"PFCP peer host", "pfcp: {node_id: upf.example, peers: ['smf.example', 'smf..example']}", "pfcp.peers[1]"},
 		{"PFCP peer twice", "pfcp: {node_id: upf.example, peers: [192.0.2.2, '192.0.2.2:8805']}", "pfcp.peers[1]"},
 		{"PFCP zero heartbeat", "pfcp: {node_id: upf.example, heartbeat_interval: 0s}", "pfcp.heartbeat_interval"},
+		{"PFCP negative stop of traffic", "pfcp: {node_id: upf.example, traffic_stop_after: -1s}", "pfcp.traffic_stop_after"},
 		{"PFCP negative T1", "pfcp: {node_id: upf.example, t1: -1s}", "pfcp.t1"},
 		{"PFCP N1 0", "pfcp: {node_id: upf.example, n1: 0}", "pfcp.n1"},
 		{"PFCP N1 11", "pfcp: {node_id: upf.example, n1: 11}", "pfcp.n1"},

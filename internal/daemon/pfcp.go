@@ -77,6 +77,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 			}
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Buffers: buffers, Log: log,
+		TrafficStopAfter: p.TrafficStopAfter,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		}}

@@ -27,11 +27,14 @@ const (
 	otherUEPort = 40001
 	// reportWait bounds the wait for the reports expected.
 	reportWait = 5 * time.Second
+	// trafficStopAfter is the silence after which the UPF says the
+	// traffic stopped.
+	trafficStopAfter = 500 * time.Millisecond
 )
 
 // An SMF sets up a session whose PDR pair uses a URR asking for reports at
-// the first packet (START), at a volume threshold (VOLTH) and every second
-// (PERIO), beside a PDR pair for one flow without the URR. Traffic through
+// the first packet (START), at a volume threshold (VOLTH), every second
+// (PERIO) and when the traffic stops (STOPT), beside a PDR pair for one flow without the URR. Traffic through
 // both, and the session's deletion, has the UPF send the SMF what it asked
 // for over UDP: the usage reports, Session Report Requests and the final
 // one in the deletion's response, add up exactly to what the sinks
@@ -51,8 +54,8 @@ func TestPFCPUsageReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, peers: [%q], heartbeat_interval: 200ms, ue_pool: %s}",
-		listen, smfAddr, uePool))
+	cfg := daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, peers: [%q], heartbeat_interval: 200ms, ue_pool: %s, traffic_stop_after: %s}",
+		listen, smfAddr, uePool, trafficStopAfter))
 	t.Cleanup(func() {
 		if err := daemon.Detach(cfg); err != nil {
 			t.Error(err)
@@ -63,7 +66,7 @@ func TestPFCPUsageReports(t *testing.T) {
 
 	const cpSEID = 0x5eed
 	req := smf.PDUSessionRequest(cpSEID, netip.Addr{}, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
-	triggers := uint32(pfcptest.TriggerSTART | pfcptest.TriggerVOLTH | pfcptest.TriggerPERIO)
+	triggers := uint32(pfcptest.TriggerSTART | pfcptest.TriggerVOLTH | pfcptest.TriggerPERIO | pfcptest.TriggerSTOPT)
 	if err := pfcptest.AddURR(req, pfcptest.VolumeURR(urrID, triggers, time.Second, urrThreshold), 1, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -97,23 +100,26 @@ func TestPFCPUsageReports(t *testing.T) {
 	want := volumes{upOctets + downOctets, upOctets, downOctets, 2 * pfcpPackets, pfcpPackets, pfcpPackets}
 
 	reports := &usageReports{t: t, smf: smf, cpSEID: cpSEID}
-	reports.await("two periodic reports", func() bool { return reports.count(pfcptest.TriggerPERIO) >= 2 })
+	reports.await("two periodic reports and the stop of traffic", func() bool {
+		return reports.count(pfcptest.TriggerPERIO) >= 2 && reports.count(pfcptest.TriggerSTOPT) == 1
+	})
 	final, err := smf.DeleteUsage(sess.SEID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(final) != 1 {
-		t.Fatalf("the deletion's response has %d usage reports, want 1", len(final))
+	// Reports the UPF had not sent yet come first in the response.
+	var last pfcptest.UsageReport
+	for _, u := range final {
+		last = reports.add(u)
 	}
-	last := reports.add(final[0])
 	if last.Trigger != pfcptest.TriggerTERMR {
-		t.Errorf("the deletion's usage report has trigger %#x, want TERMR", last.Trigger)
+		t.Errorf("the deletion's last usage report has trigger %#x, want TERMR", last.Trigger)
 	}
 	// Reports sent before the deletion may still be on their way.
 	reports.await("the reports numbered before the final one", func() bool { return len(reports.bySEQN) == int(last.SEQN)+1 })
 
 	var sum volumes
-	var started bool
+	var started, stopped bool
 	for seqn := range last.SEQN + 1 {
 		r := reports.bySEQN[seqn]
 		v := r.Volume
@@ -125,8 +131,13 @@ func TestPFCPUsageReports(t *testing.T) {
 			t.Errorf("report %d: START without a packet", seqn)
 		case r.Trigger&pfcptest.TriggerSTART == 0 && !started && v.TotalNumberOfPackets > 0:
 			t.Errorf("report %d: packets before START", seqn)
+		case r.Trigger&pfcptest.TriggerSTOPT != 0 && !started:
+			t.Errorf("report %d: STOPT before START", seqn)
+		case stopped && v.TotalNumberOfPackets > 0: // it came too early
+			t.Errorf("report %d: packets after STOPT", seqn)
 		}
 		started = started || r.Trigger&pfcptest.TriggerSTART != 0
+		stopped = stopped || r.Trigger&pfcptest.TriggerSTOPT != 0
 		if r.Trigger&pfcptest.TriggerVOLTH != 0 && v.TotalVolume < urrThreshold {
 			t.Errorf("report %d: volume threshold %d reported at %d octets", seqn, urrThreshold, v.TotalVolume)
 		}

@@ -45,8 +45,14 @@ type Config struct {
 	// Buffers takes the buffer limits of the sessions' BARs; nil: the
 	// store must not buffer either.
 	Buffers BufferLimits
-	Log     *slog.Logger
+	// TrafficStopAfter is the silence after which a URR's traffic has
+	// stopped (STOPT); 0: DefaultTrafficStopAfter.
+	TrafficStopAfter time.Duration
+	Log              *slog.Logger
 }
+
+// DefaultTrafficStopAfter is the Config's TrafficStopAfter when unset.
+const DefaultTrafficStopAfter = 10 * time.Second
 
 var _ pfcp.SessionHandler = (*Handler)(nil)
 
@@ -111,6 +117,9 @@ func (s *pfcpSession) clone() *pfcpSession {
 func New(cfg Config) *Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TrafficStopAfter == 0 {
+		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
 	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
 		byTunnel: map[gnbTunnel]map[uint64]bool{}, out: outbox{wake: make(chan struct{}, 1)}}
@@ -375,15 +384,24 @@ func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *m
 		return message.NewSessionDeletionResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
 	}
 	// Read before the URRs go: what they counted since their last report.
-	reports, err := h.finalReports(s, ie.UsageReportWithinSessionDeletionResponse, slices.Sorted(maps.Keys(s.urrs)), time.Now())
+	final, err := h.finalReports(s, ie.UsageReportWithinSessionDeletionResponse, slices.Sorted(maps.Keys(s.urrs)), time.Now())
+	var unsent []report
 	if err == nil {
-		err = h.remove(s)
+		unsent, err = h.remove(s)
 	}
 	if err != nil {
 		h.cfg.Log.Error("PFCP session deletion failed", "seid", s.seid, "err", err)
 		return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ie.NewCause(ie.CauseSystemFailure))
 	}
-	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, reports...)
+	// Usage reports still queued would reach an SMF that no longer knows
+	// the session: they go in the response, before the final ones.
+	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}
+	for _, r := range unsent {
+		for _, u := range r.req.UsageReport {
+			ies = append(ies, ie.NewUsageReport(ie.UsageReportWithinSessionDeletionResponse, u.ChildIEs...))
+		}
+	}
+	ies = append(ies, final...)
 	return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ies...)
 }
 
@@ -410,7 +428,8 @@ func (h *Handler) dropPeer(nodeID string) error {
 	var errs []error
 	for _, s := range h.sessions {
 		if s.smf.NodeID == nodeID {
-			errs = append(errs, h.remove(s))
+			_, err := h.remove(s)
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -531,10 +550,11 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 	}
 }
 
-// remove deletes a session from the store and gives back what it chose.
-func (h *Handler) remove(s *pfcpSession) error {
+// remove deletes a session from the store, gives back what it chose and
+// takes back its reports not sent yet.
+func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	if err := h.cfg.Store.Delete(s.seid); err != nil && !errors.Is(err, session.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	for teid := range s.chosenTEIDs {
 		delete(h.chosen, teid)
@@ -548,7 +568,7 @@ func (h *Handler) remove(s *pfcpSession) error {
 	}
 	h.supervise(nil, s.gnbs())
 	h.index(s.seid, nil, s.tunnels())
-	return nil
+	return h.out.withdraw(s.seid), nil
 }
 
 // createdPDRs reports what the UPF chose for the PDRs a request created.

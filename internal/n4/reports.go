@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,12 +50,32 @@ func (o *outbox) put(r report) {
 	}
 }
 
-func (o *outbox) take() []report {
+// next takes the oldest report. The sender takes one at a time, so that
+// the others stay withdrawable while it waits for an answer.
+func (o *outbox) next() (report, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	p := o.pending
-	o.pending = nil
-	return p
+	if len(o.pending) == 0 {
+		return report{}, false
+	}
+	r := o.pending[0]
+	o.pending = o.pending[1:]
+	return r, true
+}
+
+// withdraw takes the reports of a session out, oldest first.
+func (o *outbox) withdraw(seid uint64) []report {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []report
+	o.pending = slices.DeleteFunc(o.pending, func(r report) bool {
+		if r.seid == seid {
+			out = append(out, r)
+			return true
+		}
+		return false
+	})
+	return out
 }
 
 // Run measures usage and sends Session Reports until ctx ends: it follows
@@ -140,11 +161,11 @@ func (h *Handler) measure(s *pfcpSession, id uint32, fired uint32, now time.Time
 	if !ok {
 		return
 	}
-	fired |= u.crossed(m, usage) | u.due(m, usage, now)
+	fired |= u.crossed(m, usage) | u.due(m, usage, now, h.cfg.TrafficStopAfter)
 	if fired == 0 {
 		return
 	}
-	m.note(fired, usage)
+	u.note(m, fired, usage, now)
 	if reported := fired & u.triggers; reported != 0 {
 		h.send(s, u.report(ie.UsageReportWithinSessionReportRequest, m, usage, reported, now))
 	}
@@ -178,7 +199,7 @@ func (h *Handler) send(s *pfcpSession, usage ...*ie.IE) {
 // that no longer knows the session has it deleted (§6.3.3 / TS 23.527).
 func (h *Handler) sendReports(ctx context.Context) {
 	for {
-		for _, r := range h.out.take() {
+		for r, ok := h.out.next(); ok; r, ok = h.out.next() {
 			if h.cfg.SendReport == nil {
 				continue
 			}
@@ -208,7 +229,7 @@ func (h *Handler) forget(seid uint64) {
 	defer h.mu.Unlock()
 	if s := h.sessions[seid]; s != nil {
 		h.cfg.Log.Info("deleting a session its SMF does not know", "peer", s.smf.NodeID, "seid", seid)
-		if err := h.remove(s); err != nil {
+		if _, err := h.remove(s); err != nil {
 			h.cfg.Log.Error("deleting a session", "seid", seid, "err", err)
 		}
 	}

@@ -59,7 +59,7 @@ func TestTunnels(t *testing.T) {
 
 	e.h.ErrorIndication(gtpu.ErrorIndication{From: netip.MustParseAddr("192.0.2.51"), TEID: 0x3333, PeerAddr: netip.MustParseAddr("192.0.2.51")})
 	e.h.ErrorIndication(gtpu.ErrorIndication{From: netip.MustParseAddr("192.0.2.51"), TEID: 0x4444, PeerAddr: netip.MustParseAddr("192.0.2.51")})
-	reports := e.h.out.take()
+	reports := e.h.out.drain()
 	if len(reports) != 1 {
 		t.Fatalf("%d reports for one known tunnel", len(reports))
 	}
@@ -95,7 +95,7 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 		t.Helper()
 		e.h.ErrorIndication(gtpu.ErrorIndication{From: from, TEID: teid, PeerAddr: from})
 		var seids []uint64
-		for _, r := range e.h.out.take() {
+		for _, r := range e.h.out.drain() {
 			b, err := r.req.Marshal()
 			fatalIf(t, err)
 			_, seid, ies := decodeMsg(t, b)

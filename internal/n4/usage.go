@@ -18,10 +18,11 @@ const (
 	trigVOLTH = 1 << 1
 	trigTIMTH = 1 << 2
 	trigSTART = 1 << 4
+	trigSTOPT = 1 << 5
 	trigVOLQU = 1 << 8
 	trigTIMQU = 1 << 9
 
-	implementedTriggers = trigPERIO | trigVOLTH | trigTIMTH | trigSTART | trigVOLQU | trigTIMQU
+	implementedTriggers = trigPERIO | trigVOLTH | trigTIMTH | trigSTART | trigSTOPT | trigVOLQU | trigTIMQU
 
 	// Usage Report Trigger only.
 	reportIMMER = 1 << 7
@@ -55,17 +56,23 @@ type urr struct {
 }
 
 // timed says whether the URR has triggers the clock fires.
-func (u urr) timed() bool { return u.triggers&(trigPERIO|trigTIMTH|trigTIMQU) != 0 }
+func (u urr) timed() bool { return u.triggers&(trigPERIO|trigTIMTH|trigSTOPT|trigTIMQU) != 0 }
 
 // meter is what the UPF keeps of a URR between reports. A request works on
 // copies, so a refused one leaves the meters as they were.
 type meter struct {
-	start     time.Time         // of the measurement being made
-	base      datapath.URRUsage // the counters at its start
-	seqn      uint32            // UR-SEQN of the next report
-	started   bool              // traffic seen (the START trigger)
-	quotaBase [3]uint64         // the counters when the volume quota was given
-	exhausted bool              // volume quota used up and reported
+	start time.Time         // of the measurement being made
+	base  datapath.URRUsage // the counters at its start
+	// periodStart is when the current measurement period began: periods
+	// follow each other whatever else is reported.
+	periodStart time.Time
+	seqn        uint32 // UR-SEQN of the next report
+	// started says traffic flows (START seen, STOPT not since); idlePackets
+	// is the packet count when it last stopped.
+	started     bool
+	idlePackets uint64
+	quotaBase   [3]uint64 // the counters when the volume quota was given
+	exhausted   bool      // volume quota used up and reported
 	// timeQuotaStart is when the time quota was given; blocked, when it ran
 	// out, the counters' total: the URR then lets nothing more through.
 	timeQuotaStart time.Time
@@ -74,7 +81,7 @@ type meter struct {
 
 // newMeter starts measuring a URR whose data-path counters read usage.
 func newMeter(usage datapath.URRUsage, now time.Time) *meter {
-	return &meter{start: now, base: usage, quotaBase: usage.Bytes, timeQuotaStart: now}
+	return &meter{start: now, base: usage, periodStart: now, quotaBase: usage.Bytes, timeQuotaStart: now}
 }
 
 // limits are the absolute counter values the data path watches for a URR:
@@ -116,11 +123,15 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// due returns the Usage Report Trigger flags the clock raises at now.
-func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time) uint32 {
+// due returns the Usage Report Trigger flags the clock raises at now;
+// traffic has stopped after a silence of stopAfter.
+func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time, stopAfter time.Duration) uint32 {
 	var fired uint32
-	if u.triggers&trigPERIO != 0 && now.Sub(m.start) >= u.period {
+	if u.triggers&trigPERIO != 0 && now.Sub(m.periodStart) >= u.period {
 		fired |= trigPERIO
+	}
+	if u.triggers&trigSTOPT != 0 && m.started && now.Sub(usage.LastPacket) >= stopAfter {
+		fired |= trigSTOPT
 	}
 	if u.triggers&trigTIMTH != 0 && u.activeSince(m.start, usage, now) >= u.timeThreshold {
 		fired |= trigTIMTH
@@ -132,8 +143,9 @@ func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time) uint32 {
 }
 
 // crossed returns the Usage Report Trigger flags the counters raise: a
-// volume threshold reached, or traffic seen for the first time. (A volume
-// quota is used up when the data path drops for it, which it says.)
+// volume threshold reached, or traffic seen for the first time or again
+// after it stopped. (A volume quota is used up when the data path drops for
+// it, which it says.)
 func (u *urr) crossed(m *meter, usage datapath.URRUsage) uint32 {
 	var fired uint32
 	for i := range 3 {
@@ -141,16 +153,24 @@ func (u *urr) crossed(m *meter, usage datapath.URRUsage) uint32 {
 			fired |= trigVOLTH
 		}
 	}
-	if !m.started && usage.Packets[datapath.URRTotal] > 0 {
+	if !m.started && usage.Packets[datapath.URRTotal] > m.idlePackets {
 		fired |= trigSTART
 	}
 	return fired
 }
 
-// note changes the meter for what fired, reported or not.
-func (m *meter) note(fired uint32, usage datapath.URRUsage) {
+// note changes the meter for what fired at now, reported or not.
+func (u *urr) note(m *meter, fired uint32, usage datapath.URRUsage, now time.Time) {
+	if fired&trigPERIO != 0 {
+		if m.periodStart = m.periodStart.Add(u.period); now.Sub(m.periodStart) >= u.period {
+			m.periodStart = now // a stalled clock skips the periods it missed
+		}
+	}
 	if fired&trigSTART != 0 {
 		m.started = true
+	}
+	if fired&trigSTOPT != 0 {
+		m.started, m.idlePackets = false, usage.Packets[datapath.URRTotal]
 	}
 	if fired&trigVOLQU != 0 {
 		m.exhausted = true

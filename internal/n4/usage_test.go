@@ -24,7 +24,7 @@ func TestUsageReports(t *testing.T) {
 	seid := r.upSEID(t)
 
 	sessionReports := func() (out []usage) {
-		for _, rep := range e.h.out.take() {
+		for _, rep := range e.h.out.drain() {
 			b, err := rep.req.Marshal()
 			fatalIf(t, err)
 			_, hdrSEID, ies := decodeMsg(t, b)
@@ -82,6 +82,40 @@ func TestUsageReports(t *testing.T) {
 	r.expect(t, 1, nil, nil)
 	if q := all(r.ies, tUsageReportDelResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).seqn != 1 {
 		t.Fatalf("deletion response %+v", r.ies)
+	}
+}
+
+// drain takes every queued report, as the sender would.
+func (o *outbox) drain() (out []report) {
+	for r, ok := o.next(); ok; r, ok = o.next() {
+		out = append(out, r)
+	}
+	return out
+}
+
+// A usage report still queued when its session is deleted goes in the
+// Deletion Response: the SMF would not know the session any more.
+func TestUnsentReportsGoInTheDeletionResponse(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	seid := e.establish("smf1", nodeIDv4("127.0.0.4"), cpFSEID(0x55, "127.0.0.4"),
+		tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(1)), coreFAR(),
+		createURR(1, mmVOLUM, rtgPERIO, measurementPeriod(10), measurementInformation(0x08))).upSEID(t)
+	e.h.tick(start.Add(11 * time.Second)) // queued, not sent
+	r := e.delete("smf1", seid)
+	r.expect(t, 1, nil, nil)
+	q := all(r.ies, tUsageReportDelResp)
+	if len(q) != 2 {
+		t.Fatalf("deletion response has %d usage reports, want 2", len(q))
+	}
+	if u := decodeUsage(t, q[0]); u.urr != 1 || u.seqn != 0 || u.trigger != rtgPERIO {
+		t.Errorf("first report %+v, want the periodic one", u)
+	}
+	if u := decodeUsage(t, q[1]); u.urr != 1 || u.seqn != 1 || u.trigger != 1<<11 { // TERMR
+		t.Errorf("second report %+v, want the final one", u)
+	}
+	if left := e.h.out.drain(); len(left) != 0 {
+		t.Errorf("%d reports still queued for a deleted session", len(left))
 	}
 }
 

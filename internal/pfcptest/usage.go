@@ -16,6 +16,7 @@ const (
 	TriggerPERIO = 1 << 0
 	TriggerVOLTH = 1 << 1
 	TriggerSTART = 1 << 4
+	TriggerSTOPT = 1 << 5
 	TriggerTERMR = 1 << 11 // Usage Report Trigger only
 )
 
