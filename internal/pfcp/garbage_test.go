@@ -54,10 +54,10 @@ func TestGarbageIsCountedAndDropped(t *testing.T) {
 		}},
 		{"bytes after the message without FO", append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
 		{"huge", huge},
-		{"version 2", []byte{
+		{"version 2 with a length that does not fit", []byte{
 			0x40,       // version 2
 			0x01,       // Heartbeat Request
-			0x00, 0x04, // length 4
+			0x00, 0x08, // length 8, but only 4 follow: not answered
 			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
 		}},
 		{"unknown type", []byte{
@@ -132,4 +132,42 @@ func TestBundledMessages(t *testing.T) {
 	m.send(cat(first, heartbeatRequest(2, smfRecovery)))
 	parseWire(t, m.recv()).check(t, message.MsgTypeHeartbeatResponse, 1, nil)
 	parseWire(t, m.recv()).check(t, message.MsgTypeHeartbeatResponse, 2, nil)
+}
+
+// A request of another PFCP version gets a Version Not Supported Response
+// (§7.4.4.7) with its sequence number, and reaches no handler.
+func TestOtherVersionIsNotSupported(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	for _, c := range []struct {
+		name    string
+		request []byte
+		seq     uint32
+	}{
+		{"version 2 Heartbeat Request", []byte{
+			0x40,       // version 2
+			0x01,       // Heartbeat Request
+			0x00, 0x04, // length 4
+			0x0a, 0x0b, 0x0c, 0x00, // sequence number, spare
+		}, 0x0a0b0c},
+		{"version 3 Session Deletion Request", []byte{
+			0x61,       // version 3, S flag
+			0x36,       // Session Deletion Request
+			0x00, 0x0c, // length 12
+			0, 0, 0, 0, 0, 0, 0, 9, // SEID
+			0x00, 0x01, 0x02, 0x00, // sequence number, spare
+		}, 0x000102},
+	} {
+		got := m.exchange(c.request)
+		got.check(t, message.MsgTypeVersionNotSupportedResponse, c.seq, nil)
+		if len(got.raw) != 8 || got.hasSEID {
+			t.Errorf("%s: response % x, want a bare node header", c.name, got.raw)
+		}
+	}
+	if st := s.Stats(); st.BadVersion != 2 {
+		t.Errorf("stats %+v, want 2 of another version", st)
+	}
+	if rec.String() != "[]" {
+		t.Errorf("handler called: %v", rec)
+	}
 }

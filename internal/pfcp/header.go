@@ -52,6 +52,20 @@ func headerLen(b []byte) int {
 	return nodeHeaderLen
 }
 
+// otherVersionRequest returns the sequence number of a request of another
+// PFCP version, which is answered with a Version Not Supported Response
+// (§7.4.4.7). Its header is taken to be laid out as version 1's, and only a
+// datagram that holds exactly one such request is answered, so that
+// garbage is not.
+func otherVersionRequest(b []byte) (seq uint32, ok bool) {
+	if len(b) < nodeHeaderLen || b[0]>>5 == version || kindOf(b[1]) != request ||
+		4+int(binary.BigEndian.Uint16(b[2:4])) != len(b) || len(b) < headerLen(b) {
+		return 0, false
+	}
+	at := headerLen(b) - 4
+	return uint32(b[at])<<16 | uint32(b[at+1])<<8 | uint32(b[at+2]), true
+}
+
 // kind is what the server does with a message type.
 type kind int
 

@@ -193,6 +193,11 @@ func (s *Server) receive(datagram []byte, from netip.AddrPort) {
 		msg, next, err := nextMessage(rest)
 		if err != nil {
 			s.countDropped(err)
+			if seq, ok := otherVersionRequest(rest); ok {
+				if b, err := message.NewVersionNotSupportedResponse(seq).Marshal(); err == nil {
+					s.send(b, from)
+				}
+			}
 			s.log.Debug("PFCP datagram dropped", "from", from, "err", err)
 			return
 		}
