@@ -45,6 +45,9 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
                         (replace and delete refuse sessions an SMF created)
   stats                 print the per-interface counters that are not zero
   associations          print the PFCP associations with SMFs
+  associations release NODE
+                        ask the SMF with that Node ID to release its
+                        association (it moves or deletes its sessions first)
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -109,12 +112,13 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 }
 
 // client runs a client command: sessions SUBCOMMAND [--api URL] [ARG],
-// stats [--api URL] or associations [--api URL].
+// stats [--api URL], associations [--api URL] or associations release
+// [--api URL] NODE.
 func client(ctx context.Context, cmd string, args []string) error {
-	if cmd == "sessions" {
-		if len(args) == 0 {
-			return errUsage
-		}
+	switch {
+	case cmd == "sessions" && len(args) == 0:
+		return errUsage
+	case cmd == "sessions", cmd == "associations" && len(args) > 0 && args[0] == "release":
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -126,7 +130,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 	c := &api.Client{URL: *url, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	arg := flags.Arg(0)
 	// The number of arguments of each command.
-	wantArgs := map[string]int{"stats": 0, "associations": 0,
+	wantArgs := map[string]int{"stats": 0, "associations": 0, "associations release": 1,
 		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
 	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
@@ -144,6 +148,8 @@ func client(ctx context.Context, cmd string, args []string) error {
 			return err
 		}
 		return a.WriteTable(os.Stdout)
+	case "associations release":
+		return c.Release(ctx, arg)
 	case "sessions list":
 		return printJSON(c.Sessions(ctx))
 	case "sessions get":

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -84,6 +85,12 @@ func (c *Client) Associations(ctx context.Context) (*Associations, error) {
 		return nil, fmt.Errorf("reading the associations: %w", err)
 	}
 	return &a, nil
+}
+
+// Release asks the SMF with a Node ID to release its association.
+func (c *Client) Release(ctx context.Context, nodeID string) error {
+	_, err := c.do(ctx, http.MethodPost, "/api/v1/pfcp/associations/"+url.PathEscape(nodeID)+"/release", nil)
+	return err
 }
 
 // do sends a request and returns the response body, or an *Error for a

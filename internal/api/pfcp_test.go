@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"reflect"
@@ -177,5 +178,54 @@ func TestAssociationsTable(t *testing.T) {
 		"192.0.2.21    192.0.2.21:8805  lost   2025-01-02T03:04:05Z  -                     2025-01-02T03:00:00Z\n"
 	if table.String() != want {
 		t.Errorf("table:\n%s\nwant:\n%s", table.String(), want)
+	}
+}
+
+// The operator asks an SMF to release its association: 202 once the SMF
+// agreed to, and the UPF does not set it up again once released; 404 for a
+// node without one.
+func TestReleaseAssociation(t *testing.T) {
+	e := newEnv(t)
+	// The UPF associates with the SMF where it listens: a port reserved,
+	// then freed for it.
+	reserved, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	must(t, err)
+	smfAt := reserved.LocalAddr().(*net.UDPAddr).AddrPort()
+	reserved.Close()
+	handler := n4.New(n4.Config{Store: e.store, N3: []netip.Addr{n3}})
+	const heartbeats = 50 * time.Millisecond
+	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.test", HeartbeatInterval: heartbeats,
+		Peers: []string{smfAt.String()}, Handler: handler})
+	must(t, err)
+	t.Cleanup(func() { srv.Close() })
+	e.serve(t, &PFCP{Server: srv, Sessions: handler})
+	smf, err := pfcptest.NewSMF(smfNodeID, srv.Addr())
+	must(t, err)
+	t.Cleanup(func() { smf.Close() })
+	_, err = smf.Listen(smfAt)
+	must(t, err)
+	associated := func() int {
+		list, err := (&Client{URL: e.url}).Associations(t.Context())
+		must(t, err)
+		return len(list.Associations)
+	}
+	for deadline := time.Now().Add(2 * time.Second); associated() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the UPF set up no association")
+		}
+	}
+
+	e.expect(t, http.StatusNotFound, "POST", "/api/v1/pfcp/associations/smf.elsewhere/release", "")
+	if smf.ReleaseAsked() {
+		t.Fatal("another node's release reached the SMF")
+	}
+	must(t, (&Client{URL: e.url}).Release(t.Context(), smfNodeID))
+	if !smf.ReleaseAsked() {
+		t.Fatal("the SMF was not asked to release the association")
+	}
+	must(t, smf.Release())
+	time.Sleep(10 * heartbeats)
+	if n := associated(); n != 0 {
+		t.Errorf("%d associations after the release", n)
 	}
 }

@@ -8,6 +8,8 @@
 //	DELETE /api/v1/sessions/{seid}   204
 //	GET    /api/v1/stats             Stats
 //	GET    /api/v1/pfcp/associations Associations
+//	POST   /api/v1/pfcp/associations/{nodeId}/release
+//	                                 202 once the SMF agreed to release it
 //	GET    /api/v1/pfcp/stats        PFCPStats
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
@@ -131,6 +133,7 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/stats", s.handle(s.stats))
 	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
 	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
+	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", s.handle(s.release))
 	return mux
 }
 
@@ -284,6 +287,23 @@ func (s *server) associations(w http.ResponseWriter, r *http.Request) (int, any,
 		body.Associations = append(body.Associations, Association(a))
 	}
 	return http.StatusOK, body, nil
+}
+
+// release asks an SMF to release its association (§6.2.8.1), as before
+// taking the UPF out of service: the SMF moves or deletes its sessions and
+// then releases it. Only the SMF may end an association.
+func (s *server) release(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.pfcp == nil {
+		return 0, nil, errNoPFCP
+	}
+	err := s.pfcp.Server.RequestRelease(r.Context(), r.PathValue("node"))
+	switch {
+	case errors.Is(err, pfcp.ErrNoAssociation):
+		return 0, nil, &Error{Status: http.StatusNotFound, Msg: err.Error()}
+	case err != nil: // the SMF did not answer, or refused
+		return 0, nil, &Error{Status: http.StatusBadGateway, Msg: err.Error()}
+	}
+	return http.StatusAccepted, nil, nil
 }
 
 func (s *server) pfcpStats(w http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -50,6 +51,9 @@ type association struct {
 
 	stopHeartbeats context.CancelFunc
 	ended          chan struct{} // closed when the association ends
+	// releaseAsked is set while the UPF asks the peer to release the
+	// association: once released, it is not set up again.
+	releaseAsked atomic.Bool
 }
 
 func (a *association) peer() Peer { return Peer{NodeID: a.nodeID, Addr: a.addr} }

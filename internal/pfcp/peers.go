@@ -13,7 +13,8 @@ import (
 )
 
 // keepAssociated keeps an association with a configured peer: it sets one
-// up, retrying every heartbeat interval, and sets it up again once it ends.
+// up, retrying every heartbeat interval, and sets it up again once it ends,
+// unless the UPF asked for its release.
 func (s *Server) keepAssociated(peer string) {
 	for {
 		a, err := s.associate(peer)
@@ -26,6 +27,10 @@ func (s *Server) keepAssociated(peer string) {
 			select {
 			case <-a.ended:
 			case <-s.ctx.Done():
+				return
+			}
+			if a.releaseAsked.Load() {
+				s.log.Info("PFCP association released as asked: not set up again until the UPF restarts", "peer", peer)
 				return
 			}
 		}
@@ -107,7 +112,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (s *Server) UpdateAssociation(ctx context.Context, nodeID string, ies ...*ie.IE) error {
 	a := s.assocs.get(nodeID)
 	if a == nil {
-		return fmt.Errorf("pfcp: no association with %s", nodeID)
+		return fmt.Errorf("%w with %s", ErrNoAssociation, nodeID)
 	}
 	req := message.NewAssociationUpdateRequest(0, append(s.ownIEs(), ies...)...)
 	resp, err := call[*message.AssociationUpdateResponse](ctx, s, a.addr, req)
@@ -121,7 +126,17 @@ func (s *Server) UpdateAssociation(ctx context.Context, nodeID string, ies ...*i
 // function releases one; the UP function asks it to with the SARR flag of
 // an Association Update Request (§6.2.8.1, §8.2.77).
 func (s *Server) RequestRelease(ctx context.Context, nodeID string) error {
-	return s.UpdateAssociation(ctx, nodeID, ie.NewPFCPAssociationReleaseRequest(1, 0))
+	a := s.assocs.get(nodeID)
+	if a == nil {
+		return fmt.Errorf("%w with %s", ErrNoAssociation, nodeID)
+	}
+	// Set before asking: the peer may release before the answer arrives.
+	a.releaseAsked.Store(true)
+	err := s.UpdateAssociation(ctx, nodeID, ie.NewPFCPAssociationReleaseRequest(1, 0))
+	if err != nil {
+		a.releaseAsked.Store(false)
+	}
+	return err
 }
 
 // Node Report Type flags (§8.2.69).

@@ -2,6 +2,7 @@ package pfcp
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -140,15 +141,17 @@ func TestHeartbeatResponseShowsRestart(t *testing.T) {
 	waitFor(t, "the new association", func() bool { return len(s.Associations()) == 1 })
 }
 
+// The UPF asks the SMF to release the association; once released, it does
+// not set it up again (the operator is taking it out of service).
 func TestRequestRelease(t *testing.T) {
-	// No heartbeats, and time for the test to answer.
-	s, rec, m := startWithPeer(t, func(c *Config) { c.HeartbeatInterval, c.T1 = time.Hour, time.Second })
+	// Time for the test to answer.
+	s, rec, m := startWithPeer(t, func(c *Config) { c.HeartbeatInterval, c.T1 = 50*time.Millisecond, time.Second })
 	m.acceptSetup()
 	waitFor(t, "the association", func() bool { return len(s.Associations()) == 1 })
 
 	done := make(chan error)
 	go func() { done <- s.RequestRelease(context.Background(), smfName) }()
-	update := parseWire(t, m.recv())
+	update := m.nextMessage()
 	update.check(t, message.MsgTypeAssociationUpdateRequest, update.seq, map[uint16][]byte{
 		ie.NodeID:                        upfNodeIDValue,
 		ie.PFCPAssociationReleaseRequest: {0x01}, // SARR
@@ -159,9 +162,37 @@ func TestRequestRelease(t *testing.T) {
 	}
 	// The SMF then releases the association.
 	m.send(associationRequest(message.MsgTypeAssociationReleaseRequest, 9))
+	m.nextMessage().check(t, message.MsgTypeAssociationReleaseResponse, 9, map[uint16][]byte{ie.Cause: {ie.CauseRequestAccepted}})
 	rec.waitCall(t, "drop "+smfName)
-	if err := s.RequestRelease(context.Background(), smfName); err == nil {
-		t.Error("release requested without an association")
+	if err := s.RequestRelease(context.Background(), smfName); !errors.Is(err, ErrNoAssociation) {
+		t.Errorf("release requested without an association: %v", err)
+	}
+	// Ten heartbeat intervals: no new setup.
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); {
+		m.conn.SetReadDeadline(deadline)
+		b := make([]byte, maxDatagram)
+		n, _, err := m.conn.ReadFromUDPAddrPort(b)
+		if err != nil {
+			break
+		}
+		if w := parseWire(t, b[:n]); w.msgType != message.MsgTypeHeartbeatRequest {
+			t.Fatalf("type %d message after the release", w.msgType)
+		}
+	}
+	if len(s.Associations()) != 0 {
+		t.Errorf("associations %+v after the release", s.Associations())
+	}
+}
+
+// nextMessage answers Heartbeat Requests until another message comes.
+func (m *smf) nextMessage() wire {
+	m.t.Helper()
+	for {
+		w := parseWire(m.t, m.recv())
+		if w.msgType != message.MsgTypeHeartbeatRequest {
+			return w
+		}
+		m.send(reply(w, heartbeatResponse))
 	}
 }
 

@@ -19,6 +19,8 @@ var (
 	ErrNoResponse = errors.New("pfcp: no response")
 	// ErrClosed: the server was closed.
 	ErrClosed = errors.New("pfcp: server closed")
+	// ErrNoAssociation: the UPF has no association with the node.
+	ErrNoAssociation = errors.New("pfcp: no association")
 )
 
 // CauseError is a peer's refusal of a request.

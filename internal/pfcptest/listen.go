@@ -78,6 +78,11 @@ func (s *SMF) answer(req message.Message) (message.Message, *message.SessionRepo
 			ie.NewRecoveryTimeStamp(s.start), ie.NewCPFunctionFeatures(0)), nil
 	case *message.HeartbeatRequest:
 		return message.NewHeartbeatResponse(0, ie.NewRecoveryTimeStamp(s.start)), nil
+	case *message.AssociationUpdateRequest:
+		if r := m.PFCPAssociationReleaseRequest; r != nil && r.HasSARR() {
+			s.releaseAsked.Store(true)
+		}
+		return message.NewAssociationUpdateResponse(0, s.nodeIDIE(), ie.NewCause(ie.CauseRequestAccepted)), nil
 	case *message.SessionReportRequest:
 		s.mu.Lock()
 		upSEID, ok := s.upSEIDs[m.SEID()]

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -38,6 +39,8 @@ type SMF struct {
 
 	listener *net.UDPConn // where the UPF's requests arrive, once Listen opened it
 	reports  chan *message.SessionReportRequest
+	// releaseAsked is set by an Association Update Request with SARR.
+	releaseAsked atomic.Bool
 	closing  chan struct{}
 	serving  sync.WaitGroup
 }
@@ -114,6 +117,19 @@ func (s *SMF) Associate() (*message.AssociationSetupResponse, error) {
 		return nil, err
 	}
 	return resp, Accepted("association setup", resp.Cause)
+}
+
+// ReleaseAsked says whether the UPF asked the SMF to release the
+// association (SARR in an Association Update Request).
+func (s *SMF) ReleaseAsked() bool { return s.releaseAsked.Load() }
+
+// Release releases the association, and fails unless the UPF accepts it.
+func (s *SMF) Release() error {
+	resp, err := request[*message.AssociationReleaseResponse](s, message.NewAssociationReleaseRequest(0, s.nodeIDIE()))
+	if err != nil {
+		return err
+	}
+	return Accepted("association release", resp.Cause)
 }
 
 // Session is what an accepted establishment tells the SMF.
