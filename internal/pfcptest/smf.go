@@ -41,8 +41,8 @@ type SMF struct {
 	reports  chan *message.SessionReportRequest
 	// releaseAsked is set by an Association Update Request with SARR.
 	releaseAsked atomic.Bool
-	closing  chan struct{}
-	serving  sync.WaitGroup
+	closing      chan struct{}
+	serving      sync.WaitGroup
 }
 
 // NewSMF opens a socket towards the UPF's PFCP address.
