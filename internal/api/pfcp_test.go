@@ -194,8 +194,9 @@ func TestReleaseAssociation(t *testing.T) {
 	reserved.Close()
 	handler := n4.New(n4.Config{Store: e.store, N3: []netip.Addr{n3}})
 	const heartbeats = 50 * time.Millisecond
+	// T1 short: the first setup request goes out before the SMF listens.
 	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.test", HeartbeatInterval: heartbeats,
-		Peers: []string{smfAt.String()}, Handler: handler})
+		T1: heartbeats, Peers: []string{smfAt.String()}, Handler: handler})
 	must(t, err)
 	t.Cleanup(func() { srv.Close() })
 	e.serve(t, &PFCP{Server: srv, Sessions: handler})

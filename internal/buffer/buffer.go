@@ -62,6 +62,8 @@ type Stats struct {
 	// Unforwarded were released but the data path did not forward them
 	// (a QER, a URR quota, an expired TTL: its counters say which).
 	Unforwarded uint64 `json:"unforwarded,omitempty"`
+	// Discarded were held when the SMF had them dropped (DROBU).
+	Discarded uint64 `json:"discarded,omitempty"`
 }
 
 // Manager holds the packets of every buffer slot in use.
@@ -182,6 +184,22 @@ func (m *Manager) Discard(slot uint32) int {
 	n := len(b.frames)
 	m.unhold(b.owner.SEID, n)
 	delete(m.buffers, slot)
+	return n
+}
+
+// Drop drops a slot's held packets and keeps it armed; it returns how many
+// were dropped.
+func (m *Manager) Drop(slot uint32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buffers[slot]
+	if b == nil {
+		return 0
+	}
+	n := len(b.frames)
+	m.unhold(b.owner.SEID, n)
+	b.frames = nil
+	b.stats.Discarded += uint64(n)
 	return n
 }
 

@@ -47,22 +47,11 @@ func createBAR(id, suggested byte, c ...[]byte) []byte {
 // gNB, in order, before the first new one.
 func TestBufferingUnderTraffic(t *testing.T) {
 	e := newTrafficEnv(t)
-	tb, upf, buffers, h, sent := e.tb, e.upf, e.buffers, e.h, e.sent
+	tb, upf, buffers, sent := e.tb, e.upf, e.buffers, e.sent
 	captured := captureAtGNB(t, tb)
 
 	const limit, held, fresh = 100, 120, 30
-	ue := demo.UEAddr.String()
-	smf := pfcp.Peer{NodeID: "smf"}
-	r := decodeReply(t, h.Establish(smf, parse[*message.SessionEstablishmentRequest](t, sessionMsg(mSessionEstablishmentRequest, 0, 1,
-		nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
-		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
-			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1)),
-		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1)),
-		createQER(1, qfi(demo.QFI)),
-		coreFAR(), createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5)),
-		createBAR(5, limit)))), mSessionEstablishmentRequest+1)
-	r.expect(t, 1, nil, nil)
-	seid := r.upSEID(t)
+	seid := e.establishBuffering(t, limit)
 
 	sendDownlink(t, tb, 0, held)
 	report := waitReport(t, sent)
@@ -88,10 +77,7 @@ func TestBufferingUnderTraffic(t *testing.T) {
 		t.Fatalf("%d packets reached the gNB while the FAR buffered", n)
 	}
 
-	m := decodeReply(t, h.Modify(smf, parse[*message.SessionModificationRequest](t, sessionMsg(mSessionModificationRequest, seid, 2,
-		updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
-			ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))))), mSessionModificationRequest+1)
-	m.expect(t, 1, nil, nil)
+	e.forward(t, seid)
 	sendDownlink(t, tb, 1000, fresh)
 	ids := captured(limit + fresh)
 	want := slices.Concat(idRange(0, limit), idRange(1000, fresh))
@@ -108,6 +94,71 @@ func TestBufferingUnderTraffic(t *testing.T) {
 		t.Error("a second report")
 	default:
 	}
+}
+
+// The SMF has the held packets dropped, in its answer to the Downlink Data
+// Report (DROBU, with a smaller BAR count) and when it has the FAR forward
+// again (DROBU in the modification): the gNB receives only what comes
+// afterwards, and the buffer counts what was dropped.
+func TestDroppingBufferedPackets(t *testing.T) {
+	e := newTrafficEnv(t)
+	captured := captureAtGNB(t, e.tb)
+	const suggested, first, second, fresh = 50, 20, 80, 10
+	e.answerIEs.Store(&[][]byte{
+		tlv(tUpdateBARReportResp, barID(5), tlv(tSuggestedPackets, []byte{suggested})),
+		tlv(tPFCPSRRspFlags, []byte{0x01}), // DROBU
+	})
+	seid := e.establishBuffering(t, 100)
+	slot, ok := e.upf.Store.BufferSlot(seid, 2)
+	if !ok {
+		t.Fatal("FAR 2 has no buffer")
+	}
+	sendDownlink(t, e.tb, 0, first)
+	waitReport(t, e.sent)
+	waitStats(t, e.buffers, slot, func(s buffer.Stats) bool { return s.Discarded == first && s.Held == 0 })
+	// The BAR's new count bounds what is held now.
+	sendDownlink(t, e.tb, 100, second)
+	stats := waitStats(t, e.buffers, slot, func(s buffer.Stats) bool { return s.Held+int(s.Dropped) == second })
+	if stats.Held != suggested {
+		t.Errorf("held %d after the response's BAR, want %d", stats.Held, suggested)
+	}
+
+	e.forward(t, seid, tlv(tPFCPSMReqFlags, []byte{0x01})) // DROBU
+	sendDownlink(t, e.tb, 1000, fresh)
+	if ids := captured(fresh); !slices.Equal(ids, idRange(1000, fresh)) {
+		t.Errorf("the gNB received IP IDs %v, want only the %d sent after the FAR forwarded", ids, fresh)
+	}
+	if s, _ := e.buffers.Stats(slot); s.Discarded != first+suggested || s.Held != 0 {
+		t.Errorf("buffer after the release: %+v, want %d discarded", s, first+suggested)
+	}
+}
+
+// establishBuffering sets up a session whose downlink FAR 2 buffers and
+// notifies (NOCP) under BAR 5 with a count of limit; it returns its SEID.
+func (e *trafficEnv) establishBuffering(t *testing.T, limit byte) uint64 {
+	t.Helper()
+	ue := demo.UEAddr.String()
+	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, sessionMsg(mSessionEstablishmentRequest, 0, 1,
+		nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
+		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
+			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1)),
+		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1)),
+		createQER(1, qfi(demo.QFI)),
+		coreFAR(), createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5)),
+		createBAR(5, limit)))), mSessionEstablishmentRequest+1)
+	r.expect(t, 1, nil, nil)
+	return r.upSEID(t)
+}
+
+// forward has FAR 2 of a session forward to the gNB, with more IEs of the
+// request.
+func (e *trafficEnv) forward(t *testing.T, seid uint64, more ...[]byte) {
+	t.Helper()
+	ies := append([][]byte{updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
+		ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))}, more...)
+	m := decodeReply(t, e.h.Modify(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionModificationRequest](t,
+		sessionMsg(mSessionModificationRequest, seid, 2, ies...))), mSessionModificationRequest+1)
+	m.expect(t, 1, nil, nil)
 }
 
 func idRange(from, n uint16) []uint16 {

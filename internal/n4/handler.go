@@ -138,6 +138,8 @@ type txn struct {
 	reports []*ie.IE
 	// endMarkers are the tunnels the request moved away from (SNDEM).
 	endMarkers []session.OuterHeaderCreation
+	// dropBuffered: the request has what the buffers hold dropped (DROBU).
+	dropBuffered bool
 }
 
 func (t *txn) undo() {
@@ -151,12 +153,7 @@ func (t *txn) undo() {
 
 // apply runs the request's removals, creations and updates, in that order,
 // and installs the result.
-func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal) *refusal {
-	for _, r := range unsupported {
-		if r != nil {
-			return r
-		}
-	}
+func (t *txn) apply(removals, creates, updates []*ie.IE) *refusal {
 	for _, g := range removals {
 		if r := t.applyRemoval(g); r != nil {
 			return r
@@ -165,7 +162,7 @@ func (t *txn) apply(removals, creates, updates []*ie.IE, unsupported ...*refusal
 	for _, g := range slices.Concat(creates, updates) {
 		var r *refusal
 		switch g.Type {
-		case ie.CreateBAR, ie.UpdateBARWithinSessionModificationRequest:
+		case ie.CreateBAR, ie.UpdateBARWithinSessionModificationRequest, ie.UpdateBARWithinSessionReportResponse:
 			r = t.applyBAR(g, g.Type == ie.CreateBAR)
 		case ie.CreateFAR, ie.UpdateFAR:
 			r = t.applyFAR(g, g.Type == ie.CreateFAR)
@@ -192,10 +189,13 @@ func (t *txn) install() *refusal {
 		}
 	}
 	var err error
-	if _, exists := t.h.cfg.Store.Get(sess.SEID); exists {
-		err = t.h.cfg.Store.Replace(sess)
-	} else {
+	switch _, exists := t.h.cfg.Store.Get(sess.SEID); {
+	case !exists:
 		err = t.h.cfg.Store.Create(sess)
+	case t.dropBuffered:
+		err = t.h.cfg.Store.ReplaceDropBuffered(sess)
+	default:
+		err = t.h.cfg.Store.Replace(sess)
 	}
 	var invalid *session.ValidationError
 	switch {
@@ -298,7 +298,14 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
 		chosenTEIDs: map[uint32]bool{}, notify: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
-	r := t.apply(nil, slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
+	r := notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
+		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation)))
+	if r == nil {
+		r = unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI)
+	}
+	if r == nil {
+		r = t.apply(nil, slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
+	}
 	if r != nil {
 		t.undo()
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
@@ -342,7 +349,18 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 			t.s.cpSEID = f.SEID
 		}
 	}
-	queried, r := t.s.queried(req)
+	r := notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,
+		req.RemoveMAR, req.UpdateMAR, req.CreateMAR, req.RemoveSRR, req.CreateSRR, req.UpdateSRR,
+		req.AccessAvailabilityInformation, req.QueryPacketRateStatus, present(req.UserPlaneInactivityTimer,
+			req.TSCManagementInformation, req.ProvideATSSSControlInformation, req.EthernetContextInformation)))
+	if r == nil {
+		r = unservedFlags(req.PFCPSMReqFlags, (*ie.IE).PFCPSMReqFlags, smReqDROBU|smReqSNDEM|smReqQAURR)
+	}
+	t.dropBuffered = req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasDROBU()
+	var queried []uint32
+	if r == nil {
+		queried, r = t.s.queried(req)
+	}
 	if r == nil {
 		r = t.apply(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR, present(req.RemoveBAR)),
 			slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
@@ -367,7 +385,7 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	ies = append(ies, t.reports...)
 	for _, id := range queried {
 		if _, kept := t.s.urrs[id]; kept { // a removed one has its report already
-			if rep := h.queryReport(t.s, id, t.now); rep != nil {
+			if rep := h.queryReport(t.s, id, t.now, req.QueryURRReference); rep != nil {
 				ies = append(ies, rep)
 			}
 		}
@@ -452,14 +470,15 @@ func (h *Handler) commit(old, s *pfcpSession) {
 }
 
 // queryReport is the usage report of a URR the SMF queried, nil when its
-// counters cannot be read; the next measurement starts with it.
-func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time) *ie.IE {
+// counters cannot be read; the next measurement starts with it. ref is the
+// request's Query URR Reference, which the report carries; nil for none.
+func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time, ref *ie.IE) *ie.IE {
 	usage, ok := h.usage(s, id)
 	if !ok {
 		return nil
 	}
 	u := s.urrs[id]
-	rep := u.report(ie.UsageReportWithinSessionModificationResponse, s.meters[id], usage, reportIMMER, now)
+	rep := u.report(ie.UsageReportWithinSessionModificationResponse, s.meters[id], usage, reportIMMER, now, present(ref)...)
 	h.rearm(s, id)
 	return rep
 }

@@ -500,6 +500,15 @@ func TestEstablishmentRefusals(t *testing.T) {
 			66, nil, []byte{0, tSourceInterface}},
 		{"Create FAR without Apply Action", replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
 			66, nil, []byte{0, tApplyAction}},
+		// Services the UPF does not give: Service not supported.
+		{"user plane inactivity timer", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tUPInactivityTimer, be32(30))),
+			76, nil, []byte{0, tUPInactivityTimer}},
+		{"traffic endpoint", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e),
+			tlv(tCreateTrafficEndpoint, tlv(tTrafficEndpointID, []byte{1}), fteid(0x77, n3.String()))), 76, nil, []byte{0, tCreateTrafficEndpoint}},
+		{"multi-access rule (ATSSS)", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tCreateMAR, tlv(tMARID, be16(1)))),
+			76, nil, []byte{0, tCreateMAR}},
+		{"establishment flag other than RESTI", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tPFCPSEReqFlags, []byte{0x02})),
+			76, nil, []byte{0, tPFCPSEReqFlags}},
 	})
 
 	// A good session afterwards is the only new thing.
@@ -509,6 +518,18 @@ func TestEstablishmentRefusals(t *testing.T) {
 	if len(after.Sessions) != 2 || len(after.Uplink) != 2 || len(after.Downlink) != 2 || len(after.Chosen) != 2 || after.Pool != 1 {
 		t.Errorf("after one more session: %+v", after)
 	}
+}
+
+// IEs that only describe the session, the RESTI flag and IEs of types the
+// UPF does not know are no reason to refuse it.
+func TestDescriptiveAndUnknownIEsAreAccepted(t *testing.T) {
+	e := newEnv(t)
+	e.establish("smf1", append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d),
+		tlv(tPDNType, []byte{1}),                                 // IPv4
+		tlv(tAPNDNN, []byte("\x08internet")),                     // DNN "internet", one label
+		tlv(tSNSSAI, []byte{1, 0, 0, 1}),                         // SST 1, SD 1
+		tlv(tPFCPSEReqFlags, []byte{0x01}),                       // RESTI
+		tlv(2000, []byte{0xde, 0xad}))...).expect(t, 1, nil, nil) // an unassigned type
 }
 
 // Requests for sessions the peer does not have are refused with "Session

@@ -211,8 +211,11 @@ func (h *Handler) sendReports(ctx context.Context) {
 			if resp.Cause == nil {
 				continue
 			}
-			if c, err := resp.Cause.Cause(); err == nil && c == ie.CauseSessionContextNotFound {
+			switch c, _ := resp.Cause.Cause(); c {
+			case ie.CauseSessionContextNotFound:
 				h.forget(r.seid)
+			case ie.CauseRequestAccepted:
+				h.reportAnswered(r.seid, resp)
 			}
 		}
 		select {
@@ -220,6 +223,31 @@ func (h *Handler) sendReports(ctx context.Context) {
 			return
 		case <-h.out.wake:
 		}
+	}
+}
+
+// reportAnswered applies what an SMF's acceptance of a report asks: a
+// changed BAR, and dropping what the session's buffers hold (DROBU, as
+// when the UE cannot be paged).
+func (h *Handler) reportAnswered(seid uint64, resp *message.SessionReportResponse) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[seid]
+	if s == nil {
+		return
+	}
+	if resp.UpdateBAR != nil {
+		t := &txn{h: h, s: s.clone(), choose: map[uint8]uint32{}, now: time.Now()}
+		if r := t.apply(nil, nil, []*ie.IE{resp.UpdateBAR}); r != nil {
+			t.undo()
+			h.cfg.Log.Warn("a report's response updates the BAR: not applied", "seid", seid, "reason", r.msg)
+		} else {
+			h.commit(s, t.s)
+		}
+	}
+	if resp.PFCPSRRspFlags != nil && resp.PFCPSRRspFlags.HasDROBU() {
+		n := h.cfg.Store.DropBuffered(seid)
+		h.cfg.Log.Debug("buffered packets dropped as the SMF asked", "seid", seid, "packets", n)
 	}
 }
 

@@ -55,6 +55,46 @@ func incorrect(t uint16, where string, err error) *refusal {
 	return &refusal{cause: ie.CauseMandatoryIEIncorrect, offending: t, msg: fmt.Sprintf("%s: IE type %d: %v", where, t, err)}
 }
 
+// PFCPSEReq-Flags (§8.2.76) and PFCPSMReq-Flags (§8.2.59) the UPF serves.
+const (
+	seReqRESTI = 0x01 // a restored session: its F-TEIDs are given again
+	smReqDROBU = 0x01 // drop what the buffers hold
+	smReqSNDEM = 0x02 // send End Markers (in Update Forwarding Parameters)
+	smReqQAURR = 0x04 // query all URRs
+)
+
+// notServed refuses a request with the first of ies: top-level IEs that ask
+// for a service the UPF does not give (ATSSS, TSC bridges, traffic
+// endpoints, session reporting rules, user plane inactivity reports...),
+// with Service not supported and the IE as the Offending IE. IEs that only
+// describe the session (PDN type, DNN, S-NSSAI, user ID, FQ-CSIDs, trace
+// information) are not among them, nor are IEs of unknown types, which a
+// receiver ignores.
+func notServed(ies []*ie.IE) *refusal {
+	if len(ies) == 0 {
+		return nil
+	}
+	return &refusal{cause: ie.CauseServiceNotSupported, offending: ies[0].Type,
+		msg: fmt.Sprintf("IE type %d asks for a service the UPF does not give", ies[0].Type)}
+}
+
+// unservedFlags refuses a flags IE (nil: none) with a flag that is not
+// among served.
+func unservedFlags(flags *ie.IE, read func(*ie.IE) (uint8, error), served uint8) *refusal {
+	if flags == nil {
+		return nil
+	}
+	v, err := read(flags)
+	if err != nil {
+		return incorrect(flags.Type, "request", err)
+	}
+	if extra := v &^ served; extra != 0 {
+		return &refusal{cause: ie.CauseServiceNotSupported, offending: flags.Type,
+			msg: fmt.Sprintf("IE type %d: flags %#02x are not supported", flags.Type, extra)}
+	}
+	return nil
+}
+
 // first returns the first child of type t, or nil.
 func first(ies []*ie.IE, t uint16) *ie.IE {
 	for _, i := range ies {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,13 +26,15 @@ import (
 // threshold and when the session goes.
 // trafficEnv is a handler over the demo testbed's UPF as the daemon runs
 // it, URR events and buffers included; sent gets the Session Report
-// Requests it sends, encoded.
+// Requests it sends, encoded. The SMF accepts them, with the IEs of
+// answerIEs in its responses.
 type trafficEnv struct {
-	tb      *demo.Testbed
-	upf     *demo.UPF
-	buffers *buffer.Manager
-	h       *Handler
-	sent    chan []byte
+	tb        *demo.Testbed
+	upf       *demo.UPF
+	buffers   *buffer.Manager
+	h         *Handler
+	sent      chan []byte
+	answerIEs atomic.Pointer[[][]byte]
 }
 
 func newTrafficEnv(t *testing.T) *trafficEnv {
@@ -56,7 +59,11 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 			b, err := req.Marshal()
 			fatalIf(t, err)
 			e.sent <- b
-			return message.NewSessionReportResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseRequestAccepted)), nil
+			ies := [][]byte{tlv(tCause, []byte{ie.CauseRequestAccepted})}
+			if extra := e.answerIEs.Load(); extra != nil {
+				ies = append(ies, *extra...)
+			}
+			return parse[*message.SessionReportResponse](t, sessionMsg(mSessionReportResponse, 0, req.Sequence(), ies...)), nil
 		}})
 	e.buffers.SetNotify(e.h.Buffered)
 	events, err := upf.Datapath.URREvents()

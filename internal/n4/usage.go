@@ -182,8 +182,9 @@ func (u *urr) note(m *meter, fired uint32, usage datapath.URRUsage, now time.Tim
 
 // report makes a Usage Report of type typ (the IE type differs by message)
 // for what was measured since the meter's start, and starts the next
-// measurement. fired are the Usage Report Trigger flags.
-func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32, now time.Time) *ie.IE {
+// measurement. fired are the Usage Report Trigger flags; extra are further
+// IEs of the report.
+func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32, now time.Time, extra ...*ie.IE) *ie.IE {
 	children := []*ie.IE{ie.NewURRID(u.id), ie.NewURSEQN(m.seqn),
 		ie.NewUsageReportTrigger(uint8(fired), uint8(fired>>8), uint8(fired>>16)),
 		ie.NewStartTime(m.start), ie.NewEndTime(now)}
@@ -209,7 +210,7 @@ func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32
 	}
 	m.seqn++
 	m.start, m.base = now, usage
-	return ie.NewUsageReport(typ, children...)
+	return ie.NewUsageReport(typ, append(children, extra...)...)
 }
 
 // grant says which quotas a Create or Update URR gave.

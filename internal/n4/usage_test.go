@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"bytes"
 	"testing"
 	"time"
 )
@@ -51,10 +52,13 @@ func TestUsageReports(t *testing.T) {
 		t.Fatalf("reports within the second period: %+v", got)
 	}
 
-	// Query URR 2: its report comes in the response.
-	r = e.modify("smf1", seid, queryURR(2))
+	// Query URR 2: its report comes in the response, with the request's
+	// Query URR Reference.
+	ref := tlv(tQueryURRReference, be32(0xfeed))
+	r = e.modify("smf1", seid, queryURR(2), ref)
 	r.expect(t, 1, nil, nil)
-	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 { // IMMER
+	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 || // IMMER
+		!bytes.Contains(q[0], ref) {
 		t.Fatalf("query response %+v", r.ies)
 	}
 
@@ -63,6 +67,7 @@ func TestUsageReports(t *testing.T) {
 	e.modify("smf1", seid, removeURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
 	e.modify("smf1", seid, queryURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
 	e.modify("smf1", seid, removeURR(1)).expect(t, 73, []byte{0, 0, 1}, nil)
+	e.modify("smf1", seid, queryURR(2), tlv(tPFCPSMReqFlags, []byte{0x08})).expect(t, 76, nil, []byte{0, tPFCPSMReqFlags}) // SUMPC
 	e.unchanged(before)
 
 	// Removing URR 1 reports it (termination) and stops its clock.

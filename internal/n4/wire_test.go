@@ -69,11 +69,24 @@ const (
 	tMeasurementInformation = 100
 	tRQI                    = 123
 	tQFI                    = 124
+	tUPInactivityTimer      = 117
+	tQueryURRReference      = 125
+	tCreateTrafficEndpoint  = 127
+	tTrafficEndpointID      = 131
+	tCreateMAR              = 165
+	tMARID                  = 170
+	tPDNType                = 113
+	tAPNDNN                 = 159
+	tSNSSAI                 = 257
+	tPFCPSEReqFlags         = 186
+	tPFCPSRRspFlags         = 50
+	tUpdateBARReportResp    = 12
 
 	mSessionSetDeletionRequest   = 14
 	mSessionEstablishmentRequest = 50
 	mSessionModificationRequest  = 52
 	mSessionDeletionRequest      = 54
+	mSessionReportResponse       = 57
 )
 
 // Interface values (§8.2.2, §8.2.24).

@@ -53,8 +53,8 @@ func (t *txn) undo() {
 // install writes sess into fresh slots, then points its keys at them; old,
 // when replacing, is removed only once the new rules are live. URRs that
 // keep has (the replaced session, or the one a previous run saved) stay in
-// their slots with their counts.
-func (s *Store) install(sess Session, old, keep *installed) error {
+// their slots with their counts. dropHeld drops what the kept buffers hold.
+func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error {
 	if err := Validate(&sess); err != nil {
 		return err
 	}
@@ -115,8 +115,11 @@ func (s *Store) install(sess Session, old, keep *installed) error {
 	for _, k := range keys {
 		s.setOwner(k, sess.SEID)
 	}
-	// A FAR that forwards again sends what it held first; one that
-	// buffers again stops a release under way.
+	// A FAR that forwards again sends what it held first, unless dropped;
+	// one that buffers again stops a release under way.
+	if dropHeld {
+		s.dropHeld(t.in)
+	}
 	for _, f := range sess.FARs {
 		if slot, ok := t.in.BufferSlots[f.ID]; ok {
 			if f.Action == ActionForward {

@@ -105,7 +105,7 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 	}
 	s.urrSlots.adopt(urrs)
 	for _, in := range kept {
-		if err := s.install(in.Session, nil, in); err != nil {
+		if err := s.install(in.Session, nil, in, false); err != nil {
 			return 0, fmt.Errorf("restoring session %d: %w", in.SEID, err)
 		}
 	}

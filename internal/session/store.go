@@ -62,8 +62,10 @@ type Buffers interface {
 	// Hold stops that while it is under way.
 	Release(slot uint32)
 	Hold(slot uint32)
-	// Discard drops what the slot holds and forgets it.
+	// Discard drops what the slot holds and forgets it; Drop drops it
+	// and keeps the slot.
 	Discard(slot uint32) int
+	Drop(slot uint32) int
 	Stats(slot uint32) (buffer.Stats, bool)
 }
 
@@ -145,6 +147,26 @@ func (s *Store) BufferSlot(seid uint64, farID uint32) (uint32, bool) {
 	return slot, ok
 }
 
+// DropBuffered drops what a session's buffers hold (PFCP's DROBU) and
+// returns how many packets that was.
+func (s *Store) DropBuffered(seid uint64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.sessions[seid]
+	if in == nil {
+		return 0
+	}
+	return s.dropHeld(in)
+}
+
+func (s *Store) dropHeld(in *installed) int {
+	n := 0
+	for _, slot := range in.BufferSlots {
+		n += s.buffers.Drop(slot)
+	}
+	return n
+}
+
 // Create installs a new session.
 func (s *Store) Create(sess Session) error {
 	s.mu.Lock()
@@ -152,20 +174,27 @@ func (s *Store) Create(sess Session) error {
 	if _, ok := s.sessions[sess.SEID]; ok {
 		return &ConflictError{fmt.Sprintf("session %d exists", sess.SEID)}
 	}
-	return s.install(sess, nil, nil)
+	return s.install(sess, nil, nil, false)
 }
 
 // Replace swaps a session's rules for new ones without a gap: packets see
 // either the old rules or the new ones. A URR the old session had keeps
 // its counts.
-func (s *Store) Replace(sess Session) error {
+func (s *Store) Replace(sess Session) error { return s.replace(sess, false) }
+
+// ReplaceDropBuffered is Replace that also drops what the session's
+// buffers hold (PFCP's DROBU), before a FAR that forwards again could send
+// any of it.
+func (s *Store) ReplaceDropBuffered(sess Session) error { return s.replace(sess, true) }
+
+func (s *Store) replace(sess Session, dropHeld bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.sessions[sess.SEID]
 	if !ok {
 		return ErrNotFound
 	}
-	return s.install(sess, old, old)
+	return s.install(sess, old, old, dropHeld)
 }
 
 // Delete removes a session and frees what it owned.
