@@ -90,6 +90,7 @@ type pfcpSession struct {
 	ue4          netip.Addr // allocated by the UPF (CHV4)
 	bar          *bar
 	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
+	csids        csidSets        // its connection sets, for Session Set Deletion
 }
 
 // gnbTunnel is a GTP-U tunnel towards a gNB: the TEID it receives on, at
@@ -300,6 +301,9 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
 	r := notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
 		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation)))
+	if r == nil && req.FQCSID != nil {
+		s.csids, r = fqCSIDs(req.Payload)
+	}
 	if r == nil {
 		r = unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI)
 	}
@@ -357,6 +361,9 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		r = unservedFlags(req.PFCPSMReqFlags, (*ie.IE).PFCPSMReqFlags, smReqDROBU|smReqSNDEM|smReqQAURR)
 	}
 	t.dropBuffered = req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasDROBU()
+	if r == nil && req.FQCSID != nil { // the SMF moved the session to other sets
+		t.s.csids, r = fqCSIDs(req.Payload)
+	}
 	var queried []uint32
 	if r == nil {
 		queried, r = t.s.queried(req)
@@ -423,10 +430,19 @@ func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *m
 	return message.NewSessionDeletionResponse(0, 0, s.cpSEID, 0, 0, ies...)
 }
 
-// SetDelete removes every session of the requesting SMF.
-func (h *Handler) SetDelete(peer pfcp.Peer, _ *message.SessionSetDeletionRequest) *message.SessionSetDeletionResponse {
+// SetDelete removes the sessions of the requesting SMF that belong to the
+// connection sets its FQ-CSIDs name (a partial failure, TS 23.007), or
+// every one of its sessions when it names none.
+func (h *Handler) SetDelete(peer pfcp.Peer, req *message.SessionSetDeletionRequest) *message.SessionSetDeletionResponse {
+	var sets csidSets
+	if req.FQCSID != nil {
+		var r *refusal
+		if sets, r = fqCSIDs(req.Payload); r != nil {
+			return message.NewSessionSetDeletionResponse(0, nil, ie.NewCause(r.cause), ie.NewOffendingIE(r.offending))
+		}
+	}
 	cause := ie.CauseRequestAccepted
-	if err := h.dropPeer(peer.NodeID); err != nil {
+	if err := h.dropPeer(peer.NodeID, sets); err != nil {
 		h.cfg.Log.Error("PFCP session set deletion failed", "peer", peer.NodeID, "err", err)
 		cause = ie.CauseSystemFailure
 	}
@@ -435,17 +451,18 @@ func (h *Handler) SetDelete(peer pfcp.Peer, _ *message.SessionSetDeletionRequest
 
 // DropPeer removes every session of an SMF.
 func (h *Handler) DropPeer(nodeID string) {
-	if err := h.dropPeer(nodeID); err != nil {
+	if err := h.dropPeer(nodeID, nil); err != nil {
 		h.cfg.Log.Error("removing the sessions of a PFCP peer", "peer", nodeID, "err", err)
 	}
 }
 
-func (h *Handler) dropPeer(nodeID string) error {
+// dropPeer removes an SMF's sessions: those in sets, or all for nil.
+func (h *Handler) dropPeer(nodeID string, sets csidSets) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []error
 	for _, s := range h.sessions {
-		if s.smf.NodeID == nodeID {
+		if s.smf.NodeID == nodeID && (sets == nil || sets.meets(s.csids)) {
 			_, err := h.remove(s)
 			errs = append(errs, err)
 		}

@@ -137,10 +137,11 @@ func (e *env) delete(peer string, seid uint64) reply {
 	return decodeReply(e.t, e.h.Delete(pfcp.Peer{NodeID: peer}, req), mSessionDeletionRequest+1)
 }
 
-func (e *env) setDelete(peer string) reply {
+func (e *env) setDelete(peer string, fqCSIDs ...[]byte) reply {
 	e.t.Helper()
 	e.seq++
-	req := parse[*message.SessionSetDeletionRequest](e.t, nodeMsg(mSessionSetDeletionRequest, e.seq, nodeIDv4("127.0.0.4")))
+	req := parse[*message.SessionSetDeletionRequest](e.t, nodeMsg(mSessionSetDeletionRequest, e.seq,
+		append([][]byte{nodeIDv4("127.0.0.4")}, fqCSIDs...)...))
 	return decodeReply(e.t, e.h.SetDelete(pfcp.Peer{NodeID: peer}, req), mSessionSetDeletionRequest+1)
 }
 
@@ -649,4 +650,50 @@ func TestTransportLevelMarking(t *testing.T) {
 	if i := slices.IndexFunc(sess.FARs, func(f session.FAR) bool { return f.ID == 2 }); i < 0 || sess.FARs[i].DSCP != 46 {
 		t.Errorf("FARs %+v, want FAR 2 with DSCP 46", sess.FARs)
 	}
+}
+
+// fqCSID is an FQ-CSID (§8.2.46) of an IPv4 node.
+func fqCSID(node string, csids ...uint16) []byte {
+	v := slices.Concat([]byte{byte(len(csids))}, v4(node)) // Node-ID type 0 (IPv4), number of CSIDs
+	for _, id := range csids {
+		v = append(v, be16(id)...)
+	}
+	return tlv(tFQCSID, v)
+}
+
+// A Session Set Deletion naming FQ-CSIDs removes the sessions of those
+// connection sets only, of the requesting SMF only; sessions may name
+// several sets, and a modification may move them.
+func TestSessionSetDeletionByFQCSID(t *testing.T) {
+	e := newEnv(t)
+	establish := func(peer string, cpSEID uint64, ue string, csids ...[]byte) uint64 {
+		t.Helper()
+		return e.establish(peer, append(open5gs(cpSEID, fixedUE(ue), uint32(cpSEID)), csids...)...).upSEID(t)
+	}
+	const smfAddr, sgwAddr = "192.0.2.80", "192.0.2.81"
+	a := establish("smf1", 0x1001, "10.60.0.1", fqCSID(smfAddr, 7))
+	b := establish("smf1", 0x1002, "10.60.0.2", fqCSID(sgwAddr, 3), fqCSID(smfAddr, 8, 9))
+	c := establish("smf1", 0x1003, "10.60.0.3")
+	d := establish("smf2", 0x2001, "10.60.0.4", fqCSID(smfAddr, 7))
+	f := establish("smf1", 0x1004, "10.60.0.5", fqCSID(smfAddr, 5))
+	e.modify("smf1", f, fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	exist := func(want map[uint64]bool) {
+		t.Helper()
+		for seid, w := range want {
+			if _, ok := e.store.Get(seid); ok != w {
+				t.Errorf("session %d exists: %t, want %t", seid, ok, w)
+			}
+		}
+	}
+
+	e.setDelete("smf1", fqCSID(smfAddr, 7)).expect(t, 1, nil, nil)
+	exist(map[uint64]bool{a: false, b: true, c: true, d: true, f: true})
+	e.setDelete("smf1", fqCSID(sgwAddr, 9)).expect(t, 1, nil, nil) // CSID 9 of another node
+	exist(map[uint64]bool{b: true, c: true, d: true, f: true})
+	e.setDelete("smf1", fqCSID(sgwAddr, 1, 2), fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	exist(map[uint64]bool{b: false, c: true, d: true, f: false})
+	e.setDelete("smf1", tlv(tFQCSID, []byte{0x51})).expect(t, 69, nil, []byte{0, tFQCSID}) // Node-ID type 5
+	exist(map[uint64]bool{c: true, d: true})
+	e.setDelete("smf1").expect(t, 1, nil, nil) // no FQ-CSID: all of them
+	exist(map[uint64]bool{c: false, d: true})
 }

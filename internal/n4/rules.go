@@ -67,7 +67,7 @@ const (
 // for a service the UPF does not give (ATSSS, TSC bridges, traffic
 // endpoints, session reporting rules, user plane inactivity reports...),
 // with Service not supported and the IE as the Offending IE. IEs that only
-// describe the session (PDN type, DNN, S-NSSAI, user ID, FQ-CSIDs, trace
+// describe the session (PDN type, DNN, S-NSSAI, user ID, trace
 // information) are not among them, nor are IEs of unknown types, which a
 // receiver ignores.
 func notServed(ies []*ie.IE) *refusal {

@@ -76,6 +76,7 @@ const (
 	tCreateMAR              = 165
 	tMARID                  = 170
 	tPDNType                = 113
+	tFQCSID                 = 65
 	tAPNDNN                 = 159
 	tSNSSAI                 = 257
 	tPFCPSEReqFlags         = 186
