@@ -40,13 +40,24 @@ struct {
 	__type(value, __u32);
 } flow_seq SEC(".maps");
 
+/* Frames transmitted, per CPU: a test run the kernel interrupts is started
+ * again from the beginning by the caller's library, so the repeat counts
+ * asked for do not say how many went out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tx_frames SEC(".maps");
+
 SEC("xdp")
 int xdp_trafficgen(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct gen_config *cfg = bpf_map_lookup_elem(&generator, &zero);
 	__u32 *seq = bpf_map_lookup_elem(&flow_seq, &zero);
-	if (!cfg || !seq)
+	__u64 *transmitted = bpf_map_lookup_elem(&tx_frames, &zero);
+	if (!cfg || !seq || !transmitted)
 		return XDP_ABORTED;
 
 	/* Live-frame pages are recycled with whatever the receiver left in
@@ -67,6 +78,7 @@ int xdp_trafficgen(struct xdp_md *ctx)
 			return XDP_ABORTED;
 		*seq = *seq + 1 < cfg->flows ? *seq + 1 : 0;
 	}
+	*transmitted += 1;
 	return XDP_TX;
 }
 

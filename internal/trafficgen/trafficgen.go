@@ -41,9 +41,10 @@ type xdpMD struct {
 // Generator transmits copies of a frame. Its Send calls must not overlap.
 type Generator struct {
 	objs struct {
-		Prog    *ebpf.Program `ebpf:"xdp_trafficgen"`
-		Config  *ebpf.Map     `ebpf:"generator"`
-		FlowSeq *ebpf.Map     `ebpf:"flow_seq"`
+		Prog     *ebpf.Program `ebpf:"xdp_trafficgen"`
+		Config   *ebpf.Map     `ebpf:"generator"`
+		FlowSeq  *ebpf.Map     `ebpf:"flow_seq"`
+		TxFrames *ebpf.Map     `ebpf:"tx_frames"`
 	}
 }
 
@@ -62,7 +63,7 @@ func NewGenerator() (*Generator, error) {
 
 // Close unloads the generator.
 func (g *Generator) Close() error {
-	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close())
+	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close(), g.objs.TxFrames.Close())
 }
 
 // Options shape what Send transmits and how fast.
@@ -83,7 +84,8 @@ type Options struct {
 }
 
 // Send transmits count copies of frame out of the interface ifindex in ns
-// and returns how many it sent and how long that took.
+// and returns how many it sent and how long that took. It may send a few
+// more than count: a run the kernel interrupts is run again whole.
 func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
 	if err := g.configure(frame, opts); err != nil {
 		return 0, 0, err
@@ -100,15 +102,24 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
 	}
+	before, err := g.transmitted()
+	if err != nil {
+		return 0, 0, err
+	}
 	// The kernel resolves the ifindex in the namespace of the calling thread.
 	err = ns.Do(func() error {
 		start := time.Now()
-		for sent < count {
-			run.Repeat = uint32(min(chunk, count-sent))
+		for asked := uint64(0); asked < count; {
+			run.Repeat = uint32(min(chunk, count-asked))
 			if _, err := g.objs.Prog.Run(&run); err != nil {
 				return fmt.Errorf("generate on ifindex %d in %s: %w", ifindex, ns.Name, err)
 			}
-			sent += uint64(run.Repeat)
+			asked += uint64(run.Repeat)
+			total, err := g.transmitted()
+			if err != nil {
+				return err
+			}
+			sent = total - before
 			if opts.Progress != nil {
 				opts.Progress(sent)
 			}
@@ -121,6 +132,19 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 		return nil
 	})
 	return sent, elapsed, err
+}
+
+// transmitted is how many frames the generator has sent, on every CPU.
+func (g *Generator) transmitted() (uint64, error) {
+	var perCPU []uint64
+	if err := g.objs.TxFrames.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("read the frames sent: %w", err)
+	}
+	var n uint64
+	for _, v := range perCPU {
+		n += v
+	}
+	return n, nil
 }
 
 // configure stores the template and restarts the flow cycle on every CPU.
