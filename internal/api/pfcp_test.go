@@ -33,19 +33,28 @@ var gnb = netip.MustParseAddr("10.1.3.2") // the peer namespace's end of the vet
 // daemon does, and the API with it; it returns an SMF associated with it.
 func (e *env) servePFCP(t *testing.T) (*pfcp.Server, *pfcptest.SMF) {
 	t.Helper()
+	// No heartbeats during the test: they would go to port 8805.
+	srv, smf := e.startPFCP(t, pfcp.Config{HeartbeatInterval: time.Hour})
+	_, err := smf.Associate()
+	must(t, err)
+	return srv, smf
+}
+
+// startPFCP serves PFCP as servePFCP does, with cfg's timers and peers,
+// and returns an SMF that has not associated.
+func (e *env) startPFCP(t *testing.T, cfg pfcp.Config) (*pfcp.Server, *pfcptest.SMF) {
+	t.Helper()
 	pool, err := ippool.New(netip.MustParsePrefix("10.60.0.0/24"))
 	must(t, err)
 	handler := n4.New(n4.Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool})
-	// No heartbeats during the test: they would go to port 8805.
-	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.test", HeartbeatInterval: time.Hour, Handler: handler})
+	cfg.Listen, cfg.NodeID, cfg.Handler = "127.0.0.1:0", "upf.xdp5g.test", handler
+	srv, err := pfcp.New(cfg)
 	must(t, err)
 	t.Cleanup(func() { srv.Close() })
 	e.serve(t, &PFCP{Server: srv, Sessions: handler})
 	smf, err := pfcptest.NewSMF(smfNodeID, srv.Addr())
 	must(t, err)
 	t.Cleanup(func() { smf.Close() })
-	_, err = smf.Associate()
-	must(t, err)
 	return srv, smf
 }
 
@@ -192,17 +201,9 @@ func TestReleaseAssociation(t *testing.T) {
 	must(t, err)
 	smfAt := reserved.LocalAddr().(*net.UDPAddr).AddrPort()
 	reserved.Close()
-	handler := n4.New(n4.Config{Store: e.store, N3: []netip.Addr{n3}})
 	const heartbeats = 50 * time.Millisecond
 	// T1 short: the first setup request goes out before the SMF listens.
-	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.test", HeartbeatInterval: heartbeats,
-		T1: heartbeats, Peers: []string{smfAt.String()}, Handler: handler})
-	must(t, err)
-	t.Cleanup(func() { srv.Close() })
-	e.serve(t, &PFCP{Server: srv, Sessions: handler})
-	smf, err := pfcptest.NewSMF(smfNodeID, srv.Addr())
-	must(t, err)
-	t.Cleanup(func() { smf.Close() })
+	_, smf := e.startPFCP(t, pfcp.Config{HeartbeatInterval: heartbeats, T1: heartbeats, Peers: []string{smfAt.String()}})
 	_, err = smf.Listen(smfAt)
 	must(t, err)
 	associated := func() int {

@@ -177,12 +177,7 @@ func (m *Manager) Hold(slot uint32) {
 func (m *Manager) Discard(slot uint32) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.buffers[slot]
-	if b == nil {
-		return 0
-	}
-	n := len(b.frames)
-	m.unhold(b.owner.SEID, n)
+	n := m.drop(slot)
 	delete(m.buffers, slot)
 	return n
 }
@@ -192,6 +187,11 @@ func (m *Manager) Discard(slot uint32) int {
 func (m *Manager) Drop(slot uint32) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.drop(slot)
+}
+
+// drop empties a slot's buffer, counting what it held as discarded.
+func (m *Manager) drop(slot uint32) int {
 	b := m.buffers[slot]
 	if b == nil {
 		return 0

@@ -108,7 +108,9 @@ func TestDroppingBufferedPackets(t *testing.T) {
 		tlv(tUpdateBARReportResp, barID(5), tlv(tSuggestedPackets, []byte{suggested})),
 		tlv(tPFCPSRRspFlags, []byte{0x01}), // DROBU
 	})
-	seid := e.establishBuffering(t, 100)
+	// The report waits 200 ms: every one of the first packets is held by
+	// the time the SMF answers.
+	seid := e.establishBuffering(t, 100, tlv(tDDNDelay, []byte{4}))
 	slot, ok := e.upf.Store.BufferSlot(seid, 2)
 	if !ok {
 		t.Fatal("FAR 2 has no buffer")
@@ -134,8 +136,9 @@ func TestDroppingBufferedPackets(t *testing.T) {
 }
 
 // establishBuffering sets up a session whose downlink FAR 2 buffers and
-// notifies (NOCP) under BAR 5 with a count of limit; it returns its SEID.
-func (e *trafficEnv) establishBuffering(t *testing.T, limit byte) uint64 {
+// notifies (NOCP) under BAR 5 with a count of limit and the IEs of bar;
+// it returns its SEID.
+func (e *trafficEnv) establishBuffering(t *testing.T, limit byte, bar ...[]byte) uint64 {
 	t.Helper()
 	ue := demo.UEAddr.String()
 	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, sessionMsg(mSessionEstablishmentRequest, 0, 1,
@@ -145,7 +148,7 @@ func (e *trafficEnv) establishBuffering(t *testing.T, limit byte) uint64 {
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1)),
 		createQER(1, qfi(demo.QFI)),
 		coreFAR(), createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5)),
-		createBAR(5, limit)))), mSessionEstablishmentRequest+1)
+		createBAR(5, limit, bar...)))), mSessionEstablishmentRequest+1)
 	r.expect(t, 1, nil, nil)
 	return r.upSEID(t)
 }
