@@ -5,6 +5,7 @@
 package n4
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -299,13 +300,11 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
 		chosenTEIDs: map[uint32]bool{}, notify: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
-	r := notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
-		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation)))
+	r := cmp.Or(notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
+		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation))),
+		unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI))
 	if r == nil && req.FQCSID != nil {
 		s.csids, r = fqCSIDs(req.Payload)
-	}
-	if r == nil {
-		r = unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI)
 	}
 	if r == nil {
 		r = t.apply(nil, slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
@@ -353,13 +352,11 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 			t.s.cpSEID = f.SEID
 		}
 	}
-	r := notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,
+	r := cmp.Or(notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,
 		req.RemoveMAR, req.UpdateMAR, req.CreateMAR, req.RemoveSRR, req.CreateSRR, req.UpdateSRR,
 		req.AccessAvailabilityInformation, req.QueryPacketRateStatus, present(req.UserPlaneInactivityTimer,
-			req.TSCManagementInformation, req.ProvideATSSSControlInformation, req.EthernetContextInformation)))
-	if r == nil {
-		r = unservedFlags(req.PFCPSMReqFlags, (*ie.IE).PFCPSMReqFlags, smReqDROBU|smReqSNDEM|smReqQAURR)
-	}
+			req.TSCManagementInformation, req.ProvideATSSSControlInformation, req.EthernetContextInformation))),
+		unservedFlags(req.PFCPSMReqFlags, (*ie.IE).PFCPSMReqFlags, smReqDROBU|smReqSNDEM|smReqQAURR))
 	t.dropBuffered = req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasDROBU()
 	if r == nil && req.FQCSID != nil { // the SMF moved the session to other sets
 		t.s.csids, r = fqCSIDs(req.Payload)
