@@ -297,4 +297,51 @@ struct route6_key {
 	__u8 addr[16];
 };
 
+/* Classification of nested traffic (internal/classify): what the parser
+ * takes out of a packet. Every number is big-endian as on the wire, IPv4
+ * addresses are written as ::ffff:a.b.c.d; the Go side (classify.Fields)
+ * names each field at its offset. */
+#define CLASSIFY_MAX_TUNNELS 4
+
+enum tunnel_type {
+	TUNNEL_NONE,
+	TUNNEL_VXLAN,
+	TUNNEL_GENEVE,
+	TUNNEL_GRE,
+	TUNNEL_GTPU,
+};
+
+struct classify_key {
+	__u8 tunnels;                              /* levels seen */
+	__u8 tunnel_type[CLASSIFY_MAX_TUNNELS];    /* outermost first */
+	__u8 proto;                                /* of the innermost IP header */
+	__u8 dscp;                                 /* of the innermost IP header */
+	__u8 qfi;                                  /* of the innermost GTP-U */
+	__be32 tunnel_id[CLASSIFY_MAX_TUNNELS];    /* VNI, GRE key or TEID */
+	__u8 outer_src[16], outer_dst[16];         /* the outermost IP header */
+	__u8 inner_src[16], inner_dst[16];         /* the innermost IP header */
+	__be16 src_port, dst_port;                 /* UDP, TCP, SCTP; ICMP type and code */
+	__be32 rtp_ssrc;
+	__u8 rtp_payload_type;
+	__u8 nal_type, layer_id, temporal_id;      /* H.265 (RFC 7798) */
+	__u8 rtp, h265;                            /* 1: recognised */
+	__u8 pad[2];
+};
+
+/* The parser's walk through a packet, one step per header group. */
+enum classify_next {
+	CLASSIFY_NEXT_ETH,  /* an Ethernet header */
+	CLASSIFY_NEXT_IP,   /* an IPv4 or IPv6 header */
+	CLASSIFY_NEXT_DONE,
+};
+
+struct classify_state {
+	struct classify_key key;
+	__u32 off;  /* of the next header */
+	__u8 next;  /* enum classify_next */
+	__u8 ips;   /* IP headers seen */
+	__u8 frag;  /* 1: a fragment other than the first ended the walk */
+	__u8 pad;
+};
+
 #endif

@@ -13,18 +13,19 @@ package classify
 import (
 	"encoding/binary"
 	"net/netip"
+	"unsafe"
 )
 
 // MaxTunnels is the number of tunnel levels the key records.
-const MaxTunnels = 4
+const MaxTunnels = len(classifyClassifyKey{}.TunnelType)
 
 // Tunnel types of the key's tunnelN fields.
 const (
-	TunnelNone   = 0
-	TunnelVXLAN  = 1
-	TunnelGENEVE = 2
-	TunnelGRE    = 3
-	TunnelGTPU   = 4
+	TunnelNone   = uint8(classifyTunnelTypeTUNNEL_NONE)
+	TunnelVXLAN  = uint8(classifyTunnelTypeTUNNEL_VXLAN)
+	TunnelGENEVE = uint8(classifyTunnelTypeTUNNEL_GENEVE)
+	TunnelGRE    = uint8(classifyTunnelTypeTUNNEL_GRE)
+	TunnelGTPU   = uint8(classifyTunnelTypeTUNNEL_GTPU)
 )
 
 // kind is how a field's values are written.
@@ -43,7 +44,7 @@ type Field struct {
 }
 
 // KeySize is the size of a Key in octets.
-const KeySize = 104
+const KeySize = int(unsafe.Sizeof(classifyClassifyKey{}))
 
 // Key is what the parser takes out of a packet, every number big-endian
 // as on the wire. Its layout is the data path's struct classify_key.

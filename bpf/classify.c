@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Classification of nested multi-tenant traffic: the shared parser walks
+ * Ethernet (two VLAN tags at most), IPv4 and IPv6, up to
+ * CLASSIFY_MAX_TUNNELS levels of VXLAN, GENEVE, GRE and GTP-U in any order,
+ * then the innermost UDP, TCP, SCTP or ICMP header, RTP and the H.265 NAL
+ * unit header inside, and fills one struct classify_key. */
+#include "common.h"
+#include "parser.h"
+#include "vxlan.h"
+#include "geneve.h"
+#include "gre.h"
+#include "rtp.h"
+#include "sctp.h"
+#include "types.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const enum tunnel_type tunnel_type_btf_anchor __attribute__((unused)) = TUNNEL_GTPU;
+const enum classify_next classify_next_btf_anchor __attribute__((unused)) = CLASSIFY_NEXT_DONE;
+
+/* The parser's walk, per CPU: too large for the stack of the steps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct classify_state);
+} classify_walk SEC(".maps");
+
+/* Headers start within this offset: bounds the walk for the verifier. */
+#define CLASSIFY_MAX_OFFSET 1024
+/* Steps of a walk: Ethernet and IP for each level, and one more of each. */
+#define CLASSIFY_MAX_STEPS (2 * (CLASSIFY_MAX_TUNNELS + 1))
+
+INLINE void set_addr4(__u8 *dst, __be32 a)
+{
+	__builtin_memset(dst, 0, 10);
+	dst[10] = 0xff;
+	dst[11] = 0xff;
+	__builtin_memcpy(dst + 12, &a, 4);
+}
+
+/* Opens a tunnel level; 0 when the key has no room for another. */
+INLINE int enter_tunnel(struct classify_key *k, enum tunnel_type type, __be32 id)
+{
+	__u8 t = k->tunnels;
+	if (t >= CLASSIFY_MAX_TUNNELS)
+		return 0;
+	k->tunnel_type[t] = type;
+	k->tunnel_id[t] = id;
+	k->tunnels = t + 1;
+	return 1;
+}
+
+INLINE __be32 vni(const __u8 *v)
+{
+	return bpf_htonl((__u32)v[0] << 16 | (__u32)v[1] << 8 | v[2]);
+}
+
+/* The next step for an EtherType that follows a tunnel header. */
+INLINE __u8 next_of_ethertype(__be16 proto)
+{
+	if (proto == bpf_htons(ETH_P_TEB))
+		return CLASSIFY_NEXT_ETH;
+	if (proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6))
+		return CLASSIFY_NEXT_IP;
+	return CLASSIFY_NEXT_DONE;
+}
+
+/* RTP in a UDP payload, and the H.265 payload header after it. */
+INLINE void parse_rtp(struct cursor *c, struct classify_key *k)
+{
+	struct rtp_hdr *r = c->pos;
+	if ((void *)(r + 1) > c->end || r->vpxcc >> 6 != RTP_VERSION ||
+	    !rtp_payload_type_plausible(r->mpt & 0x7f))
+		return;
+	__u32 hlen = sizeof(*r) + (r->vpxcc & 0x0f) * 4;
+	if (r->vpxcc & RTP_X) {
+		__u8 *x = (__u8 *)r + hlen;
+		if ((void *)(x + 4) > c->end)
+			return;
+		hlen += 4 + ((__u32)x[2] << 8 | x[3]) * 4;
+	}
+	if (hlen > RTP_MAX_HDR)
+		return;
+	__u8 *p = (__u8 *)r + hlen;
+	if ((void *)p > c->end)
+		return;
+	k->rtp = 1;
+	k->rtp_ssrc = r->ssrc;
+	k->rtp_payload_type = r->mpt & 0x7f;
+	if ((void *)(p + 2) > c->end || p[0] & 0x80 || !H265_TID_PLUS1(p[1]))
+		return;
+	__u8 type = H265_TYPE(p[0]);
+	if (type == H265_FU) {
+		if ((void *)(p + 3) > c->end)
+			return;
+		type = p[2] & 0x3f;
+	} else if (type == H265_AP) {
+		if ((void *)(p + 5) > c->end) /* the first unit's size, then its header */
+			return;
+		type = H265_TYPE(p[4]);
+	}
+	k->h265 = 1;
+	k->nal_type = type;
+	k->layer_id = H265_LAYER_ID(p[0], p[1]);
+	k->temporal_id = H265_TID_PLUS1(p[1]) - 1;
+}
+
+/* UDP: a tunnel by its destination port, else the innermost header, with
+ * RTP looked for in its payload. */
+INLINE __u8 parse_udp(struct cursor *c, struct classify_key *k)
+{
+	struct udphdr *u = cursor_take(c, struct udphdr);
+	if (!u)
+		return CLASSIFY_NEXT_DONE;
+	k->src_port = u->source;
+	k->dst_port = u->dest;
+	if (u->dest == bpf_htons(VXLAN_PORT)) {
+		struct vxlan_hdr *v = c->pos;
+		if ((void *)(v + 1) <= c->end && (v->flags & VXLAN_FLAG_I) && enter_tunnel(k, TUNNEL_VXLAN, vni(v->vni))) {
+			c->pos = v + 1;
+			return CLASSIFY_NEXT_ETH;
+		}
+	} else if (u->dest == bpf_htons(GENEVE_PORT)) {
+		struct geneve_hdr *g = c->pos;
+		if ((void *)(g + 1) <= c->end && !GENEVE_VERSION(g)) {
+			void *payload = (void *)(g + 1) + GENEVE_OPT_LEN(g);
+			__u8 next = next_of_ethertype(g->proto);
+			if (payload <= c->end && next != CLASSIFY_NEXT_DONE && enter_tunnel(k, TUNNEL_GENEVE, vni(g->vni))) {
+				c->pos = payload;
+				return next;
+			}
+		}
+	} else if (u->dest == bpf_htons(GTPU_PORT)) {
+		struct cursor t = *c;
+		struct gtpu_info g;
+		if (!parse_gtpu(&t, &g) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
+		    enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
+			if (g.has_qfi)
+				k->qfi = g.qfi;
+			*c = t;
+			return CLASSIFY_NEXT_IP;
+		}
+	}
+	parse_rtp(c, k);
+	return CLASSIFY_NEXT_DONE;
+}
+
+/* GRE: the flags' optional fields, the key as the tunnel's id. */
+INLINE __u8 parse_gre(struct cursor *c, struct classify_key *k)
+{
+	struct gre_hdr *g = cursor_take(c, struct gre_hdr);
+	if (!g || g->flags & bpf_htons(GRE_VERSION))
+		return CLASSIFY_NEXT_DONE;
+	__u32 opt = 0;
+	__be32 key = 0;
+	if (g->flags & bpf_htons(GRE_C))
+		opt += 4;
+	if (g->flags & bpf_htons(GRE_K)) {
+		__be32 *kp = c->pos + opt;
+		if ((void *)(kp + 1) > c->end)
+			return CLASSIFY_NEXT_DONE;
+		key = *kp;
+		opt += 4;
+	}
+	if (g->flags & bpf_htons(GRE_S))
+		opt += 4;
+	__u8 next = next_of_ethertype(g->proto);
+	if (c->pos + opt > c->end || next == CLASSIFY_NEXT_DONE || !enter_tunnel(k, TUNNEL_GRE, key))
+		return CLASSIFY_NEXT_DONE;
+	c->pos += opt;
+	return next;
+}
+
+/* The upper-layer header of an IP packet. */
+INLINE __u8 parse_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return parse_udp(c, k);
+	case IPPROTO_GRE:
+		return parse_gre(c, k);
+	case IPPROTO_TCP:
+	case IPPROTO_SCTP: {
+		/* Both begin with the source and destination ports. */
+		struct sctp_common_hdr *p = c->pos;
+		if ((void *)&p->vtag <= c->end) {
+			k->src_port = p->source;
+			k->dst_port = p->dest;
+		}
+		break;
+	}
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6: {
+		__u8 *t = c->pos;
+		if ((void *)(t + 2) <= c->end) {
+			k->src_port = bpf_htons(t[0]); /* type */
+			k->dst_port = bpf_htons(t[1]); /* code */
+		}
+		break;
+	}
+	}
+	return CLASSIFY_NEXT_DONE;
+}
+
+/* An IPv4 or IPv6 header, then what it carries. */
+INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
+{
+	struct classify_key *k = &st->key;
+	__u8 *v = c->pos;
+	__u8 proto;
+	if ((void *)(v + 1) > c->end)
+		return CLASSIFY_NEXT_DONE;
+	if (*v >> 4 == 4) {
+		struct iphdr *ip = parse_ipv4(c);
+		if (!ip)
+			return CLASSIFY_NEXT_DONE;
+		if (!st->ips) {
+			set_addr4(k->outer_src, ip->saddr);
+			set_addr4(k->outer_dst, ip->daddr);
+		}
+		set_addr4(k->inner_src, ip->saddr);
+		set_addr4(k->inner_dst, ip->daddr);
+		k->dscp = ip->tos >> 2;
+		proto = ip->protocol;
+		if (ip->frag_off & bpf_htons(IP_OFFSET))
+			st->frag = 1;
+	} else {
+		struct ipv6hdr *ip6 = parse_ipv6(c);
+		if (!ip6)
+			return CLASSIFY_NEXT_DONE;
+		if (!st->ips) {
+			__builtin_memcpy(k->outer_src, &ip6->saddr, 16);
+			__builtin_memcpy(k->outer_dst, &ip6->daddr, 16);
+		}
+		__builtin_memcpy(k->inner_src, &ip6->saddr, 16);
+		__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
+		k->dscp = ((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4)) >> 2;
+		proto = ip6->nexthdr;
+		__u8 *pos = c->pos;
+		if (ipv6_skip_ext(&pos, &proto, c->end))
+			st->frag = 1;
+		c->pos = pos;
+	}
+	st->ips++;
+	k->proto = proto;
+	k->src_port = 0;
+	k->dst_port = 0;
+	if (st->frag)
+		return CLASSIFY_NEXT_DONE;
+	return parse_l4(c, k, proto);
+}
+
+/* One step of the walk: the header group at st->off. A function of its own
+ * so that the verifier checks it once, not once per level. */
+__noinline int classify_step(struct xdp_md *ctx, struct classify_state *st)
+{
+	if (!ctx || !st || st->off > CLASSIFY_MAX_OFFSET)
+		return 0;
+	void *data = (void *)(long)ctx->data;
+	struct cursor c = {data + st->off, (void *)(long)ctx->data_end};
+	__u8 next = CLASSIFY_NEXT_DONE;
+	if (st->next == CLASSIFY_NEXT_ETH) {
+		struct ethhdr *eth;
+		__be16 proto;
+		if (!parse_eth(&c, &eth, &proto)) {
+			if (proto == bpf_htons(ETH_P_8021Q)) { /* the inner tag of two */
+				struct vlan_hdr *v = cursor_take(&c, struct vlan_hdr);
+				proto = v ? v->proto : 0;
+			}
+			if (proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6))
+				next = CLASSIFY_NEXT_IP;
+		}
+	} else if (st->next == CLASSIFY_NEXT_IP) {
+		next = parse_ip(&c, st);
+	}
+	st->next = next;
+	st->off = c.pos - data;
+	return next != CLASSIFY_NEXT_DONE;
+}
+
+/* Parses a frame into the per-CPU walk's key; NULL when the map fails. */
+INLINE struct classify_state *classify_parse(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
+	if (!st)
+		return NULL;
+	__builtin_memset(st, 0, sizeof(*st));
+	for (int i = 0; i < CLASSIFY_MAX_STEPS; i++)
+		if (!classify_step(ctx, st))
+			break;
+	return st;
+}
+
+SEC("xdp")
+int xdp_classify(struct xdp_md *ctx)
+{
+	struct classify_state *st = classify_parse(ctx);
+	if (!st)
+		return XDP_ABORTED;
+	return XDP_PASS;
+}

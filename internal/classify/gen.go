@@ -1,0 +1,3 @@
+package classify
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -idirafter /usr/include/x86_64-linux-gnu -idirafter /usr/include/aarch64-linux-gnu" -target bpfel -type classify_key -type classify_state classify ../../bpf/classify.c
