@@ -17,6 +17,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const enum tunnel_type tunnel_type_btf_anchor __attribute__((unused)) = TUNNEL_GTPU;
 const enum classify_next classify_next_btf_anchor __attribute__((unused)) = CLASSIFY_NEXT_DONE;
+const enum classify_action classify_action_btf_anchor __attribute__((unused)) = CLASSIFY_COUNT;
 
 /* The parser's walk, per CPU: too large for the stack of the steps. */
 struct {
@@ -25,6 +26,48 @@ struct {
 	__type(key, __u32);
 	__type(value, struct classify_state);
 } classify_walk SEC(".maps");
+
+/* The epoch: its low bit names the half of the rules packets use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} classify_epoch SEC(".maps");
+
+/* The masks of each half. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct classify_half);
+} classify_masks SEC(".maps");
+
+/* Every (half, mask, masked key) that some rule has: its best rule. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4 * CLASSIFY_MAX_RULES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct classify_entry_key);
+	__type(value, struct classify_verdict);
+} classify_entries SEC(".maps");
+
+/* Verdicts of the keys seen lately, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+	__type(key, struct classify_key);
+	__type(value, struct classify_cached);
+} classify_cache SEC(".maps");
+
+/* Packets and bytes per rule slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
+	__type(key, __u32);
+	__type(value, struct counter);
+} classify_counters SEC(".maps");
 
 /* Headers start within this offset: bounds the walk for the verifier. */
 #define CLASSIFY_MAX_OFFSET 1024
@@ -293,11 +336,75 @@ INLINE struct classify_state *classify_parse(struct xdp_md *ctx)
 	return st;
 }
 
+INLINE int beats(const struct classify_verdict *a, const struct classify_verdict *b)
+{
+	return !b->rule || a->priority > b->priority || (a->priority == b->priority && a->order < b->order);
+}
+
+/* The best rule for a key in the half the epoch names: one probe per mask.
+ * A function of its own so that the verifier checks it once. */
+__noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_verdict *best)
+{
+	if (!key || !best)
+		return 0;
+	__u32 h = epoch & 1;
+	struct classify_half *half = bpf_map_lookup_elem(&classify_masks, &h);
+	if (!half)
+		return 0;
+	struct classify_entry_key ek = {.half = h};
+	const __u64 *k = (const __u64 *)key;
+	__u64 *v = (__u64 *)&ek.value;
+	for (int i = 0; i < CLASSIFY_MAX_MASKS; i++) {
+		struct classify_mask *m = &half->masks[i];
+		if (!m->used)
+			continue;
+		const __u64 *mk = (const __u64 *)&m->mask;
+		for (int w = 0; w < sizeof(*key) / 8; w++)
+			v[w] = k[w] & mk[w];
+		ek.mask = i;
+		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
+		if (found && beats(found, best))
+			*best = *found;
+	}
+	return 0;
+}
+
+/* The verdict for a key: from the flow cache while the epoch holds. */
+INLINE int classify_verdict(const struct classify_key *key, struct classify_verdict *best)
+{
+	__u32 zero = 0;
+	__u32 *ep = bpf_map_lookup_elem(&classify_epoch, &zero);
+	if (!ep)
+		return -1;
+	__u32 epoch = *(volatile __u32 *)ep;
+	struct classify_cached *c = bpf_map_lookup_elem(&classify_cache, key);
+	if (c && c->epoch == epoch) {
+		*best = c->verdict;
+		return 0;
+	}
+	__builtin_memset(best, 0, sizeof(*best));
+	classify_search(key, epoch, best);
+	struct classify_cached fresh = {.epoch = epoch, .verdict = *best};
+	bpf_map_update_elem(&classify_cache, key, &fresh, BPF_ANY);
+	return 0;
+}
+
 SEC("xdp")
 int xdp_classify(struct xdp_md *ctx)
 {
 	struct classify_state *st = classify_parse(ctx);
-	if (!st)
+	struct classify_verdict v;
+	if (!st || classify_verdict(&st->key, &v))
 		return XDP_ABORTED;
-	return XDP_PASS;
+	st->rule = v.rule;
+	if (v.rule) {
+		struct counter *c = bpf_map_lookup_elem(&classify_counters, &v.rule);
+		if (c) {
+			c->packets++;
+			c->bytes += ctx->data_end - ctx->data;
+		}
+	}
+	/* Mirror, redirect and steer are not enforced yet: the control plane
+	 * refuses them. */
+	return v.action == CLASSIFY_DROP ? XDP_DROP : XDP_PASS;
 }

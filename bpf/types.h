@@ -342,6 +342,54 @@ struct classify_state {
 	__u8 ips;   /* IP headers seen */
 	__u8 frag;  /* 1: a fragment other than the first ended the walk */
 	__u8 pad;
+	__u32 rule; /* the slot of the rule that matched; 0: none */
+};
+
+/* The rules, as a tuple space: per distinct mask, an exact-match table of
+ * masked keys. There are two halves of it; packets use the one the epoch's
+ * low bit names while the control plane writes the other. */
+#define CLASSIFY_MAX_MASKS 32
+#define CLASSIFY_MAX_RULES 65536
+
+enum classify_action {
+	CLASSIFY_NONE, /* no rule matched */
+	CLASSIFY_DROP,
+	CLASSIFY_PASS,
+	CLASSIFY_MIRROR,
+	CLASSIFY_REDIRECT,
+	CLASSIFY_STEER,
+	CLASSIFY_COUNT,
+};
+
+/* Where a masked key leads: the best rule with that mask and value. */
+struct classify_verdict {
+	__u32 rule;     /* slot, 1 to CLASSIFY_MAX_RULES: its counters */
+	__u32 priority; /* the highest wins */
+	__u32 order;    /* of equal priorities, the lowest wins: added first */
+	__u8 action;    /* enum classify_action */
+	__u8 pad[3];
+};
+
+struct classify_mask {
+	struct classify_key mask;
+	__u32 used;
+};
+
+struct classify_half {
+	struct classify_mask masks[CLASSIFY_MAX_MASKS];
+};
+
+struct classify_entry_key {
+	__u16 half;
+	__u16 mask; /* its slot in the half's masks */
+	__u32 pad;
+	struct classify_key value; /* the packet's key under the mask */
+};
+
+/* The flow cache: a key's verdict, valid in the epoch it was found in. */
+struct classify_cached {
+	__u32 epoch;
+	struct classify_verdict verdict;
 };
 
 #endif

@@ -21,11 +21,11 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 )
 
-// parser runs the data path's parser on frames (BPF_PROG_TEST_RUN) and
-// reads the key it left in the per-CPU walk.
+// parser runs the data path's classifier on frames (BPF_PROG_TEST_RUN)
+// and reads the walk it left: the key, and the rule that matched.
 type parser struct {
-	objs classifyObjects
-	cpu  int
+	*Datapath
+	cpu int
 }
 
 func newParser(t *testing.T) *parser {
@@ -33,15 +33,16 @@ func newParser(t *testing.T) *parser {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: BPF")
 	}
-	p := &parser{}
-	if err := loadClassifyObjects(&p.objs, nil); err != nil {
+	d, err := OpenDatapath(len(classifyClassifyHalf{}.Masks))
+	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			t.Fatalf("%+v", ve)
 		}
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.objs.Close() })
+	t.Cleanup(func() { d.Close() })
+	p := &parser{Datapath: d}
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		t.Fatal(err)
@@ -54,9 +55,25 @@ func newParser(t *testing.T) *parser {
 
 func TestClassifyProgramPassesVerifier(t *testing.T) { newParser(t) }
 
-// parse runs the program on a frame, on one CPU, and returns the state of
-// the walk it left there.
+// parse runs the program on a frame with no rule matching, and returns
+// the state of the walk it left.
 func (p *parser) parse(t *testing.T, frame []byte) classifyClassifyState {
+	t.Helper()
+	action, st := p.run(t, frame)
+	if action != xdpPass || st.Rule != 0 {
+		t.Fatalf("action %d, rule slot %d: want XDP_PASS, no rule", action, st.Rule)
+	}
+	return st
+}
+
+const (
+	xdpDrop = 1
+	xdpPass = 2
+)
+
+// run runs the program on a frame, on one CPU, and returns its action and
+// the state of the walk it left there.
+func (p *parser) run(t *testing.T, frame []byte) (uint32, classifyClassifyState) {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -73,14 +90,11 @@ func (p *parser) parse(t *testing.T, frame []byte) classifyClassifyState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ret != 2 { // XDP_PASS
-		t.Fatalf("action %d, want XDP_PASS", ret)
-	}
 	var states []classifyClassifyState
 	if err := p.objs.ClassifyWalk.Lookup(uint32(0), &states); err != nil {
 		t.Fatal(err)
 	}
-	return states[p.cpu]
+	return ret, states[p.cpu]
 }
 
 // bytesOf is a key as it lies in the data path's memory.

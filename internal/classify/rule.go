@@ -22,12 +22,12 @@ type Match struct {
 type ActionKind uint8
 
 const (
-	ActionDrop     ActionKind = iota + 1
-	ActionPass                // to the kernel
-	ActionMirror              // forwarded as usual, a copy out of a mirror interface
-	ActionRedirect            // out of an interface
-	ActionSteer               // to a CPU
-	ActionCount               // counted, then on as if no rule matched
+	ActionDrop     = ActionKind(classifyClassifyActionCLASSIFY_DROP)
+	ActionPass     = ActionKind(classifyClassifyActionCLASSIFY_PASS)     // to the kernel
+	ActionMirror   = ActionKind(classifyClassifyActionCLASSIFY_MIRROR)   // forwarded as usual, a copy out of a mirror interface
+	ActionRedirect = ActionKind(classifyClassifyActionCLASSIFY_REDIRECT) // out of an interface
+	ActionSteer    = ActionKind(classifyClassifyActionCLASSIFY_STEER)    // to a CPU
+	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on as if no rule matched
 )
 
 // Rule is a wildcard rule. Of the rules a key matches, the one with the

@@ -127,6 +127,16 @@ func (t *Table) group(mask Key) *group {
 	return nil
 }
 
+// best is the entry that wins for a value under a mask; nil for none.
+func (t *Table) best(mask, value Key) *entry {
+	if g := t.group(mask); g != nil {
+		if list := g.values[value]; len(list) > 0 {
+			return list[0]
+		}
+	}
+	return nil
+}
+
 // Masks is the number of distinct masks: the probes of a lookup.
 func (t *Table) Masks() int { return len(t.groups) }
 

@@ -1,18 +1,15 @@
-package classify_test
+package classify
 
 import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
-
-	"github.com/xdp5g/xdp5g/internal/classify"
-	"github.com/xdp5g/xdp5g/internal/classify/reference"
 )
 
-func field(t *testing.T, name string) classify.Field {
+func field(t *testing.T, name string) Field {
 	t.Helper()
-	f, ok := classify.FieldByName(name)
+	f, ok := FieldByName(name)
 	if !ok {
 		t.Fatalf("no field %s", name)
 	}
@@ -33,15 +30,15 @@ func TestTableAgreesWithReference(t *testing.T) {
 		netip.MustParseAddr("10.2.0.1"), netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1"),
 		netip.MustParseAddr("2001:db8:0:1::5"), netip.MustParseAddr("2001:db9::1")}
 	// Numbers near the ends of a field's range and a few in between.
-	number := func(f classify.Field) uint64 {
+	number := func(f Field) uint64 {
 		all := uint64(1)<<(8*f.Size) - 1
 		return []uint64{0, 1, 2, 3, 5, 8, 13, all, all - 1, all / 2}[random.IntN(10)] & all
 	}
-	randomRule := func(id uint32) classify.Rule {
-		r := classify.Rule{ID: id, Priority: uint32(random.IntN(8)), Action: classify.ActionDrop}
-		for _, i := range random.Perm(len(classify.Fields))[:2+random.IntN(3)] {
-			f := classify.Fields[i]
-			m := classify.Match{Field: f.Name}
+	randomRule := func(id uint32) Rule {
+		r := Rule{ID: id, Priority: uint32(random.IntN(8)), Action: ActionDrop}
+		for _, i := range random.Perm(len(Fields))[:2+random.IntN(3)] {
+			f := Fields[i]
+			m := Match{Field: f.Name}
 			all := uint64(1)<<(8*f.Size) - 1
 			switch {
 			case f.Size == 16:
@@ -60,9 +57,9 @@ func TestTableAgreesWithReference(t *testing.T) {
 		}
 		return r
 	}
-	randomKey := func() *classify.Key {
-		var k classify.Key
-		for _, f := range classify.Fields {
+	randomKey := func() *Key {
+		var k Key
+		for _, f := range Fields {
 			if f.Size == 16 {
 				k.SetAddr(f, addrs[random.IntN(len(addrs))])
 			} else if random.IntN(4) == 0 {
@@ -74,11 +71,11 @@ func TestTableAgreesWithReference(t *testing.T) {
 		return &k
 	}
 
-	table := classify.NewTable(1 << 16)
-	var rules []classify.Rule
+	table := NewTable(1 << 16)
+	var rules []Rule
 	for id := range uint32(400) {
 		r := randomRule(id)
-		var re *classify.RuleError
+		var re *RuleError
 		switch err := table.Add(r); {
 		case errors.As(err, &re) && re.Msg != "" && len(r.Matches) > 1 && re.Field[len(re.Field)-6:] == ".range":
 			continue // ranges that split into too many prefixes together
@@ -97,7 +94,7 @@ func TestTableAgreesWithReference(t *testing.T) {
 		for range 20000 {
 			k := randomKey()
 			got, gotOK := table.Lookup(k)
-			want, wantOK := reference.Lookup(rules, k)
+			want, wantOK := referenceLookup(rules, k)
 			if gotOK != wantOK || got.ID != want.ID {
 				t.Fatalf("%s: key % x: table found rule %d (%t), the reference %d (%t)", what, k[:], got.ID, gotOK, want.ID, wantOK)
 			}
@@ -128,14 +125,14 @@ func TestRangesSplitExactly(t *testing.T) {
 	f := field(t, "rtpPayloadType")
 	for lo := range 256 {
 		for hi := lo; hi < 256; hi++ {
-			table := classify.NewTable(64)
-			r := classify.Rule{ID: 1, Action: classify.ActionDrop,
-				Matches: []classify.Match{{Field: f.Name, Ranged: true, Lo: uint64(lo), Hi: uint64(hi)}}}
+			table := NewTable(64)
+			r := Rule{ID: 1, Action: ActionDrop,
+				Matches: []Match{{Field: f.Name, Ranged: true, Lo: uint64(lo), Hi: uint64(hi)}}}
 			if err := table.Add(r); err != nil {
 				t.Fatalf("%d to %d: %v", lo, hi, err)
 			}
 			for v := range 256 {
-				var k classify.Key
+				var k Key
 				k.SetNumber(f, uint64(v))
 				if _, ok := table.Lookup(&k); ok != (lo <= v && v <= hi) {
 					t.Fatalf("range %d to %d: %d matches: %t", lo, hi, v, ok)
@@ -147,42 +144,42 @@ func TestRangesSplitExactly(t *testing.T) {
 
 // Bad rules are refused, naming what is wrong, and change nothing.
 func TestBadRulesAreRefused(t *testing.T) {
-	table := classify.NewTable(2)
-	good := classify.Rule{ID: 1, Priority: 5, Action: classify.ActionDrop,
-		Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}
+	table := NewTable(2)
+	good := Rule{ID: 1, Priority: 5, Action: ActionDrop,
+		Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}
 	if err := table.Add(good); err != nil {
 		t.Fatal(err)
 	}
-	drop := classify.ActionDrop
+	drop := ActionDrop
 	for _, c := range []struct {
 		name  string
-		rule  classify.Rule
+		rule  Rule
 		field string
 	}{
-		{"ID in use", classify.Rule{ID: 1, Action: drop}, "id"},
-		{"no action", classify.Rule{ID: 2}, "action"},
-		{"unknown field", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "vlan"}}}, "matches[0].field"},
-		{"field twice", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "qfi", Mask: 1}, {Field: "qfi", Mask: 2}}},
+		{"ID in use", Rule{ID: 1, Action: drop}, "id"},
+		{"no action", Rule{ID: 2}, "action"},
+		{"unknown field", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "vlan"}}}, "matches[0].field"},
+		{"field twice", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Mask: 1}, {Field: "qfi", Mask: 2}}},
 			"matches[1].field"},
-		{"value beyond the field", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "qfi", Value: 256, Mask: 0x1ff}}},
+		{"value beyond the field", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 256, Mask: 0x1ff}}},
 			"matches[0]"},
-		{"value outside the mask", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "qfi", Value: 3, Mask: 1}}},
+		{"value outside the mask", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 3, Mask: 1}}},
 			"matches[0].value"},
-		{"reversed range", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "dstPort", Ranged: true, Lo: 9, Hi: 8}}},
+		{"reversed range", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 9, Hi: 8}}},
 			"matches[0].range"},
-		{"address without a prefix", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "innerDst"}}},
+		{"address without a prefix", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "innerDst"}}},
 			"matches[0].prefix"},
-		{"prefix on a number", classify.Rule{ID: 2, Action: drop,
-			Matches: []classify.Match{{Field: "qfi", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}}, "matches[0].prefix"},
-		{"IPv4 written as IPv6", classify.Rule{ID: 2, Action: drop,
-			Matches: []classify.Match{{Field: "innerDst", Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104")}}}, "matches[0].prefix"},
-		{"ranges that split too far", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{
+		{"prefix on a number", Rule{ID: 2, Action: drop,
+			Matches: []Match{{Field: "qfi", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}}, "matches[0].prefix"},
+		{"IPv4 written as IPv6", Rule{ID: 2, Action: drop,
+			Matches: []Match{{Field: "innerDst", Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104")}}}, "matches[0].prefix"},
+		{"ranges that split too far", Rule{ID: 2, Action: drop, Matches: []Match{
 			{Field: "srcPort", Ranged: true, Lo: 1, Hi: 65534}, {Field: "dstPort", Ranged: true, Lo: 1, Hi: 65534}}}, "matches[1].range"},
-		{"a third mask", classify.Rule{ID: 2, Action: drop, Matches: []classify.Match{{Field: "dstPort", Ranged: true, Lo: 1, Hi: 3}}},
+		{"a third mask", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 1, Hi: 3}}},
 			"matches"}, // 1 under one mask, 2 and 3 under another
 	} {
 		err := table.Add(c.rule)
-		var re *classify.RuleError
+		var re *RuleError
 		if !errors.As(err, &re) || re.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}
@@ -190,7 +187,7 @@ func TestBadRulesAreRefused(t *testing.T) {
 			t.Errorf("%s: the table has %d rules and %d masks after the refusal", c.name, table.Len(), table.Masks())
 		}
 	}
-	var k classify.Key
+	var k Key
 	k.SetNumber(field(t, "layerId"), 1)
 	if r, ok := table.Lookup(&k); !ok || r.ID != 1 {
 		t.Errorf("the good rule no longer matches: %+v %t", r, ok)

@@ -1,0 +1,145 @@
+package classify
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+// randomFrame is a nested packet of one of the paper's traffic types or
+// GRE, over small domains of addresses, ports, tunnel ids and video
+// layers, so that rules over the same domains match it often.
+func randomFrame(random *rand.Rand) []byte {
+	pick := func(n int) int { return random.IntN(n) }
+	srcs, dsts := []string{"10.45.0.2", "10.45.1.2", "10.46.0.2"}, []string{"10.100.6.2", "10.100.6.3", "10.100.7.2"}
+	inner := []gopacket.SerializableLayer{ipv4(srcs[pick(3)], dsts[pick(3)], layers.IPProtocolUDP),
+		udp(40000, []layers.UDPPort{5004, 5005, 80, 5001}[pick(4)])}
+	if pick(3) > 0 {
+		inner = append(inner, rtpH265(0xcafe, 1, byte(pick(2)), 1))
+	}
+	vxlanOuter := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP),
+		udp(50000, 4789), &layers.VXLAN{ValidIDFlag: true, VNI: []uint32{100, 200}[pick(2)]}, eth(layers.EthernetTypeIPv4)}
+	gtp := []gopacket.SerializableLayer{ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152),
+		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: []uint32{0x100, 0x101}[pick(2)]}}
+	var ls []gopacket.SerializableLayer
+	switch pick(4) {
+	case 0: // IP flow
+		ls = slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, inner)
+	case 1: // multi-tenant flow
+		ls = slices.Concat(vxlanOuter, inner)
+	case 2: // 5G multi-tenant flow
+		ls = slices.Concat(vxlanOuter, gtp, inner)
+	default:
+		ls = slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolGRE),
+			&layers.GRE{KeyPresent: true, Key: uint32(pick(2)), Protocol: layers.EthernetTypeIPv4}}, inner)
+	}
+	return demo.Serialize(false, ls...)
+}
+
+// randomRule is a rule of one of a few shapes over the domains of
+// randomFrame: the distinct masks stay within what the data path takes.
+func randomRule(random *rand.Rand, id uint32) Rule {
+	pick := func(n int) int { return random.IntN(n) }
+	prefix := func(s string) Match {
+		return Match{Field: []string{"innerSrc", "innerDst"}[pick(2)], Prefix: netip.MustParsePrefix(s)}
+	}
+	exact := func(field string, values ...uint64) Match {
+		f, _ := FieldByName(field)
+		return Match{Field: field, Value: values[pick(len(values))], Mask: f.max()}
+	}
+	ranges := [][2]uint64{{5000, 5007}, {5004, 5005}, {0, 1023}}
+	shapes := [][]Match{
+		{prefix([]string{"10.100.6.0/24", "10.45.0.0/16"}[pick(2)]), exact("dstPort", 5004, 5005, 80)},
+		{prefix([]string{"10.100.6.2/32", "10.46.0.2/32"}[pick(2)]), {Field: "layerId", Value: uint64(pick(2)), Mask: 0x3f}},
+		{exact("tunnels", 0, 1, 2), exact("tunnel1Id", 100, 200, 0, 1)},
+		{exact("tunnel2Id", 0x100, 0x101), exact("layerId", 0, 1)},
+		{exact("tunnel1", uint64(TunnelVXLAN), uint64(TunnelGRE)), exact("rtp", 0, 1)},
+		{func() Match { r := ranges[pick(3)]; return Match{Field: "dstPort", Ranged: true, Lo: r[0], Hi: r[1]} }()},
+		{exact("h265", 1), exact("dscp", 46, 0)},
+	}
+	return Rule{ID: id, Priority: uint32(pick(5)), Matches: shapes[pick(len(shapes))],
+		Action: []ActionKind{ActionDrop, ActionPass, ActionCount}[pick(3)]}
+}
+
+// The data path's verdicts, against the linear reference over the keys the
+// data path parsed: random rules, random nested packets, each packet twice
+// (the second from the flow cache), then again after half the rules went
+// (the flow cache must not answer for the old rules).
+func TestDatapathAgreesWithReference(t *testing.T) {
+	p := newParser(t)
+	p.grace = 0 // nothing runs the program between the test's runs
+	random := rand.New(rand.NewPCG(17, 19))
+	var rules []Rule
+	for id := range uint32(200) {
+		r := randomRule(random, id+1)
+		if err := p.Add(r); err != nil {
+			t.Fatalf("rule %+v: %v", r, err)
+		}
+		rules = append(rules, r)
+	}
+	frames := make([][]byte, 2000)
+	for i := range frames {
+		frames[i] = randomFrame(random)
+	}
+	ruleOf := func() map[uint32]uint32 {
+		m := map[uint32]uint32{}
+		for id, slot := range p.slots {
+			m[slot] = id
+		}
+		return m
+	}
+	matched := map[uint32]uint64{} // runs each rule won
+	compare := func(what string) {
+		t.Helper()
+		bySlot := ruleOf()
+		winners := map[uint32]bool{}
+		for i, frame := range frames {
+			for pass := range 2 {
+				action, st := p.run(t, frame)
+				key := Key(bytesOf(st.Key))
+				want, ok := referenceLookup(rules, &key)
+				got, gotOK := bySlot[st.Rule]
+				if ok != gotOK || got != want.ID {
+					t.Fatalf("%s: frame %d, run %d: the data path found rule %d (%t), the reference %d (%t); key % x",
+						what, i, pass, got, gotOK, want.ID, ok, key[:])
+				}
+				if wantAction := uint32(xdpPass); ok && want.Action == ActionDrop && action != xdpDrop || (!ok || want.Action != ActionDrop) && action != wantAction {
+					t.Fatalf("%s: frame %d: action %d for rule %+v", what, i, action, want)
+				}
+				if gotOK {
+					winners[got] = true
+					matched[got]++
+				}
+			}
+		}
+		t.Logf("%s: %d rules, %d masks, %d rules won", what, p.Len(), p.table.Masks(), len(winners))
+		if len(winners) < 10 {
+			t.Errorf("%s: only %d rules won: the test shows little", what, len(winners))
+		}
+	}
+	compare("added")
+	for i := len(rules) - 1; i >= 0; i -= 2 {
+		if err := p.Delete(rules[i].ID); err != nil {
+			t.Fatal(err)
+		}
+		rules = slices.Delete(rules, i, i+1)
+	}
+	compare("half deleted")
+
+	// Every run counted against the rule it matched, and only there.
+	for _, r := range rules {
+		n, _, err := p.Counters(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != matched[r.ID] {
+			t.Errorf("rule %d counted %d packets, matched %d", r.ID, n, matched[r.ID])
+		}
+	}
+}
