@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gopacket/gopacket"
@@ -141,5 +142,109 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 		if n != matched[r.ID] {
 			t.Errorf("rule %d counted %d packets, matched %d", r.ID, n, matched[r.ID])
 		}
+	}
+}
+
+// Rules change while packets are classified on another CPU: every verdict
+// is that of a whole rule set, the one before a change or the one after,
+// never of a half-written one.
+func TestRuleChangesAreHitless(t *testing.T) {
+	p := newParser(t)
+	random := rand.New(rand.NewPCG(23, 29))
+	frames := make([][]byte, 50)
+	for i := range frames {
+		frames[i] = randomFrame(random)
+	}
+	// A version is the rule set after a change, and which rule each
+	// counter slot held then.
+	type version struct {
+		rules  []Rule
+		bySlot map[uint32]uint32
+	}
+	snapshot := func(rules []Rule) version {
+		v := version{rules: slices.Clone(rules), bySlot: map[uint32]uint32{}}
+		for id, slot := range p.slots {
+			v.bySlot[slot] = id
+		}
+		return v
+	}
+	var rules []Rule
+	for id := range uint32(60) {
+		r := randomRule(random, id+1)
+		if err := p.Add(r); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	versions := []version{snapshot(rules)}
+	var done atomic.Bool
+	var current atomic.Int64 // index of the last version wholly in place
+	type observation struct {
+		frame         int
+		slot          uint32
+		before, after int64
+	}
+	seen := make(chan []observation)
+	failed := make(chan error, 1)
+	go func() {
+		var obs []observation
+		for i := 0; !done.Load(); i++ {
+			before := current.Load()
+			_, st, err := p.try(frames[i%len(frames)])
+			if err != nil {
+				failed <- err
+				break
+			}
+			obs = append(obs, observation{i % len(frames), st.Rule, before, current.Load()})
+		}
+		seen <- obs
+	}()
+	next := uint32(1000)
+	for range 150 {
+		if random.IntN(2) == 0 && len(rules) > 1 {
+			i := random.IntN(len(rules))
+			if err := p.Delete(rules[i].ID); err != nil {
+				t.Fatal(err)
+			}
+			rules = slices.Delete(rules, i, i+1)
+		} else {
+			r := randomRule(random, next)
+			next++
+			if err := p.Add(r); err != nil {
+				t.Fatal(err)
+			}
+			rules = append(rules, r)
+		}
+		versions = append(versions, snapshot(rules))
+		current.Store(int64(len(versions) - 1))
+	}
+	done.Store(true)
+	obs := <-seen
+	select {
+	case err := <-failed:
+		t.Fatal(err)
+	default:
+	}
+	keys := make([]Key, len(frames)) // a key does not depend on the rules
+	for i, f := range frames {
+		_, st := p.run(t, f)
+		keys[i] = Key(bytesOf(st.Key))
+	}
+	for _, o := range obs {
+		key := keys[o.frame]
+		ok := false
+		// The change after o.after may have been switched to already.
+		for v := o.before; v <= min(o.after+1, int64(len(versions)-1)) && !ok; v++ {
+			want, found := referenceLookup(versions[v].rules, &key)
+			got, gotFound := versions[v].bySlot[o.slot]
+			ok = found == gotFound && got == want.ID
+		}
+		if !ok {
+			t.Fatalf("frame %d between versions %d and %d got rule slot %d: no whole rule set gives that", o.frame, o.before, o.after, o.slot)
+		}
+	}
+	t.Logf("%d packets classified during %d changes", len(obs), len(versions)-1)
+	if len(obs) < 1000 {
+		t.Errorf("only %d packets classified during the changes", len(obs))
 	}
 }

@@ -75,26 +75,34 @@ const (
 // the state of the walk it left there.
 func (p *parser) run(t *testing.T, frame []byte) (uint32, classifyClassifyState) {
 	t.Helper()
+	ret, st, err := p.try(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ret, st
+}
+
+func (p *parser) try(frame []byte) (uint32, classifyClassifyState, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var before, one unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &before); err != nil {
-		t.Fatal(err)
+		return 0, classifyClassifyState{}, err
 	}
 	one.Set(p.cpu)
 	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		t.Fatal(err)
+		return 0, classifyClassifyState{}, err
 	}
 	defer unix.SchedSetaffinity(0, &before)
 	ret, err := p.objs.XdpClassify.Run(&ebpf.RunOptions{Data: frame})
 	if err != nil {
-		t.Fatal(err)
+		return 0, classifyClassifyState{}, err
 	}
 	var states []classifyClassifyState
 	if err := p.objs.ClassifyWalk.Lookup(uint32(0), &states); err != nil {
-		t.Fatal(err)
+		return 0, classifyClassifyState{}, err
 	}
-	return ret, states[p.cpu]
+	return ret, states[p.cpu], nil
 }
 
 // bytesOf is a key as it lies in the data path's memory.
