@@ -18,19 +18,28 @@ const DefaultGrace = time.Millisecond
 
 // Datapath is the classifier in XDP: its program, its maps and the rules
 // written into them. The maps hold the Table twice; packets use the half
-// the epoch names. A change is written to the other half, the epoch moves
-// on (from then on packets see the change, whole), and once the packets
-// that used the old half are through, the change is written there too. A
-// Datapath is not safe for concurrent use.
+// the epoch names. A change is written to the other half and the epoch
+// moves on: from then on packets see the change, whole. The half left
+// behind catches up at the next change, once the packets that used it are
+// through. A Datapath is not safe for concurrent use.
 type Datapath struct {
 	objs      classifyObjects
 	table     *Table
 	grace     time.Duration
 	epoch     uint32
+	switched  time.Time         // when the epoch last moved
+	lagging   []placement       // what the half packets do not use lacks
 	slots     map[uint32]uint32 // rule ID to its counter slot
 	freeSlots []uint32
+	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
 	masks     map[Key]uint16 // mask to its slot in the halves
+}
+
+// placement is a ternary where the halves hold it: its mask's slot.
+type placement struct {
+	ternary
+	slot uint16
 }
 
 // OpenDatapath loads the classifier with a table of at most maxMasks masks
@@ -56,45 +65,74 @@ func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
 // Len is the number of rules.
 func (d *Datapath) Len() int { return d.table.Len() }
 
-// Add installs a rule: once Add returns, every packet is classified with
-// it. A refused rule (a *RuleError) changes nothing.
-func (d *Datapath) Add(r Rule) error {
-	switch r.Action {
-	case ActionMirror, ActionRedirect, ActionSteer:
-		return invalid("action", "the data path does not carry out action %d yet", r.Action)
+// Add installs rules, all or none: once Add returns, every packet is
+// classified with them. A refused rule (a *RuleError, with its place in
+// the list) changes nothing.
+func (d *Datapath) Add(rules ...Rule) error {
+	if d.table.Len()+len(rules) > MaxRules {
+		return invalid("rules", "the data path holds %d rules at most", MaxRules)
 	}
-	if d.table.Len() >= MaxRules {
-		return invalid("id", "the data path holds %d rules already", MaxRules)
+	var changed []ternary
+	undo := func(added []Rule) {
+		for _, r := range added {
+			_ = d.table.Delete(r.ID)
+			d.giveSlot(r.ID)
+		}
 	}
-	if err := d.table.Add(r); err != nil {
-		return err
-	}
-	e := d.table.rules[r.ID]
-	slot, err := d.takeSlot()
-	if err == nil {
+	for i, r := range rules {
+		err := d.check(r)
+		if err == nil {
+			err = d.table.Add(r)
+		}
+		var slot uint32
+		if err == nil {
+			slot, err = d.takeSlot()
+			if err != nil {
+				_ = d.table.Delete(r.ID)
+			}
+		}
+		if err != nil {
+			undo(rules[:i])
+			var re *RuleError
+			if len(rules) > 1 && errors.As(err, &re) {
+				re.Field = fmt.Sprintf("rules[%d].%s", i, re.Field)
+			}
+			return err
+		}
 		d.slots[r.ID] = slot
-		err = d.commit(e.ternaries)
+		changed = append(changed, d.table.rules[r.ID].ternaries...)
 	}
-	if err != nil {
-		_ = d.table.Delete(r.ID)
-		d.giveSlot(r.ID)
-		return errors.Join(err, d.commit(e.ternaries))
+	if err := d.commit(changed); err != nil {
+		undo(rules)
+		return errors.Join(err, d.commit(changed))
 	}
 	return nil
 }
 
-// Delete removes a rule.
-func (d *Datapath) Delete(id uint32) error {
-	e, ok := d.table.rules[id]
-	if !ok {
-		return fmt.Errorf("no rule %d", id)
+// check refuses the actions the data path does not carry out yet.
+func (d *Datapath) check(r Rule) error {
+	switch r.Action {
+	case ActionMirror, ActionRedirect, ActionSteer:
+		return invalid("action", "the data path does not carry out action %d yet", r.Action)
 	}
-	if err := d.table.Delete(id); err != nil {
-		return err
+	return nil
+}
+
+// Delete removes rules, all or none.
+func (d *Datapath) Delete(ids ...uint32) error {
+	var changed []ternary
+	for _, id := range ids {
+		e, ok := d.table.rules[id]
+		if !ok {
+			return fmt.Errorf("no rule %d", id)
+		}
+		changed = append(changed, e.ternaries...)
 	}
-	err := d.commit(e.ternaries)
-	d.giveSlot(id)
-	return err
+	for _, id := range ids {
+		_ = d.table.Delete(id) // all there, as checked
+		d.giveSlot(id)
+	}
+	return d.commit(changed)
 }
 
 // Counters are the packets and bytes a rule matched.
@@ -134,33 +172,49 @@ func (d *Datapath) takeSlot() (uint32, error) {
 func (d *Datapath) giveSlot(id uint32) {
 	if slot, ok := d.slots[id]; ok {
 		delete(d.slots, id)
-		d.freeSlots = append(d.freeSlots, slot)
+		d.cooling = append(d.cooling, slot)
 	}
 }
 
 // commit publishes the table as it now is for the ternaries a change
-// touched: into the half packets do not use, then, after the switch and a
-// grace period, into the other.
+// touched, into the half packets do not use (brought up to date first with
+// the previous change, once its grace period is over), and switches
+// packets to it.
 func (d *Datapath) commit(changed []ternary) error {
 	gone := d.placeMasks()
+	placed := make([]placement, len(changed))
+	for i, t := range changed {
+		slot, ok := d.masks[t.mask]
+		if !ok {
+			slot = gone[t.mask]
+		}
+		placed[i] = placement{t, slot}
+	}
 	next := d.epoch + 1
-	if err := d.write(next&1, changed, gone); err != nil {
+	time.Sleep(time.Until(d.switched.Add(d.grace)))
+	d.freeSlots, d.cooling = append(d.freeSlots, d.cooling...), nil
+	if err := d.write(next&1, d.lagging); err != nil {
+		return err
+	}
+	if err := d.write(next&1, placed); err != nil {
 		return err
 	}
 	if err := d.objs.ClassifyEpoch.Put(uint32(0), next); err != nil {
 		return err
 	}
-	d.epoch = next
-	time.Sleep(d.grace)
-	return d.write(^next&1, changed, gone)
+	d.epoch, d.switched, d.lagging = next, time.Now(), placed
+	return nil
 }
 
 // placeMasks gives every mask of the table a slot, and returns the masks
-// gone from the table with the slots they had, which no new mask takes in
-// the same change: their entries go first.
+// gone from the table with the slots they had. No new mask takes those, nor
+// the slots the lagging half may still hold entries under.
 func (d *Datapath) placeMasks() (gone map[Key]uint16) {
 	gone = map[Key]uint16{}
 	used := map[uint16]bool{}
+	for _, p := range d.lagging {
+		used[p.slot] = true
+	}
 	for mask, slot := range d.masks {
 		used[slot] = true
 		if d.table.group(mask) == nil {
@@ -182,16 +236,16 @@ func (d *Datapath) placeMasks() (gone map[Key]uint16) {
 	return gone
 }
 
-// write brings one half up to the table for the changed ternaries: the
-// entries first, then the masks that lead to them.
-func (d *Datapath) write(half uint32, changed []ternary, gone map[Key]uint16) error {
-	for _, t := range changed {
-		slot, ok := d.masks[t.mask]
-		if !ok {
-			slot = gone[t.mask]
+// write brings one half up to the table for the placed ternaries: the
+// entries first, then the masks that lead to them. An entry whose mask is
+// gone, or has another slot now, goes.
+func (d *Datapath) write(half uint32, placed []placement) error {
+	for _, p := range placed {
+		key := classifyClassifyEntryKey{Half: uint16(half), Mask: p.slot, Value: *rawKey(&p.value)}
+		var e *entry
+		if slot, ok := d.masks[p.mask]; ok && slot == p.slot {
+			e = d.table.best(p.mask, p.value)
 		}
-		key := classifyClassifyEntryKey{Half: uint16(half), Mask: slot, Value: *rawKey(&t.value)}
-		e := d.table.best(t.mask, t.value)
 		if e == nil {
 			if err := d.objs.ClassifyEntries.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return err

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -246,5 +247,45 @@ func TestRuleChangesAreHitless(t *testing.T) {
 	t.Logf("%d packets classified during %d changes", len(obs), len(versions)-1)
 	if len(obs) < 1000 {
 		t.Errorf("only %d packets classified during the changes", len(obs))
+	}
+}
+
+// A batch of rules goes in whole or not at all; a refusal names the rule.
+func TestBatchesAreAllOrNothing(t *testing.T) {
+	p := newParser(t)
+	frame := randomFrame(rand.New(rand.NewPCG(1, 1)))
+	catchAll := func(id uint32, a ActionKind) Rule {
+		return Rule{ID: id, Priority: id, Action: a, Matches: []Match{{Field: "tunnels", Mask: 0}}}
+	}
+	for _, c := range []struct {
+		name  string
+		batch []Rule
+		field string
+	}{
+		{"an action not carried out", []Rule{catchAll(1, ActionDrop), catchAll(2, ActionMirror)}, "rules[1].action"},
+		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
+	} {
+		var re *RuleError
+		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
+		}
+		if action, st := p.run(t, frame); p.Len() != 0 || action != xdpPass || st.Rule != 0 {
+			t.Errorf("%s: %d rules, action %d, rule slot %d after the refusal", c.name, p.Len(), action, st.Rule)
+		}
+	}
+	if err := p.Add(catchAll(1, ActionCount), catchAll(2, ActionDrop)); err != nil {
+		t.Fatal(err)
+	}
+	if action, _ := p.run(t, frame); action != xdpDrop {
+		t.Errorf("action %d with the batch in place, want XDP_DROP", action)
+	}
+	if err := p.Delete(2, 7); err == nil || p.Len() != 2 {
+		t.Errorf("deleting a rule that is not there: %v, %d rules left", err, p.Len())
+	}
+	if err := p.Delete(1, 2); err != nil || p.Len() != 0 {
+		t.Fatalf("%v, %d rules left", err, p.Len())
+	}
+	if action, st := p.run(t, frame); action != xdpPass || st.Rule != 0 {
+		t.Errorf("action %d, rule slot %d with no rules", action, st.Rule)
 	}
 }
