@@ -29,6 +29,9 @@ type config struct {
 	packets  uint64
 	paced    time.Duration // of the testbed rate, or with pfcp of the PFCP requests
 
+	classify      bool // measure the classifier instead
+	classifyRules []int
+
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
 	pfcpRounds   int
@@ -52,6 +55,8 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
 	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
+	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
+	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
 		quickArgs = append(quickArgs, "-"+name+" "+quickValues[name])
@@ -71,12 +76,11 @@ func parseFlags(args []string) (cfg config, err error) {
 			}
 		}
 	}
-	for _, s := range strings.Split(*sessions, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("-sessions: %q is not a positive count", s)
-		}
-		cfg.sessions = append(cfg.sessions, n)
+	if cfg.sessions, err = counts("sessions", *sessions, 1); err != nil {
+		return cfg, err
+	}
+	if cfg.classifyRules, err = counts("classify-rules", *classifyRules, 0); err != nil {
+		return cfg, err
 	}
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
 		return cfg, errors.New("-runs, -flows and -packets must be positive")
@@ -89,6 +93,19 @@ func parseFlags(args []string) (cfg config, err error) {
 		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d needs -pfcp-sessions %.0f at least", cfg.paced, cfg.rate, requests/3)
 	}
 	return cfg, nil
+}
+
+// counts reads a flag's comma-separated counts of least each.
+func counts(flag, list string, least int) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("-%s: %q is not a count of %d or more", flag, s, least)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // Run measures and writes the report to w, progress to stderr. It builds
@@ -117,6 +134,15 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 	defer func() { err = errors.Join(err, b.Close()) }()
 
 	res := results{frameLens: [2]int{len(uplinkFrame(tb, teid(0), 0)), len(downlinkFrame(tb, 0))}}
+	if cfg.classify {
+		c, err := measureClassify(ctx, b, cfg)
+		if err != nil {
+			return err
+		}
+		c.took = time.Since(start)
+		reportClassify(w, args, cfg, c)
+		return nil
+	}
 	if cfg.pfcp {
 		if res.pfcp, err = measurePFCP(ctx, tb, b, cfg); err != nil {
 			return err

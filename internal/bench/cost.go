@@ -133,9 +133,11 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 // the one the kernel measured around that single run. A round runs every
 // subject runsPerRound times, in an order that rotates from round to round;
 // the round's figure for a subject is the mean of its runs without
-// outliers (interrupts). A warm-up round goes first.
+// outliers (interrupts). A warm-up round goes first. A subject's frames
+// are taken in turn across rounds.
 func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, error) {
 	figures := make([]rounds, len(subjects))
+	next := make([]int, len(subjects)) // each subject's next frame
 	runs := make([]float64, runsPerRound)
 	for r := -1; r < n; r++ {
 		if err := ctx.Err(); err != nil {
@@ -145,7 +147,8 @@ func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, erro
 			i := (k + max(r, 0)) % len(subjects)
 			s := subjects[i]
 			for j := range runs {
-				verdict, d, err := s.prog.Benchmark(s.frames[j%len(s.frames)], 1, nil)
+				verdict, d, err := s.prog.Benchmark(s.frames[next[i]], 1, nil)
+				next[i] = (next[i] + 1) % len(s.frames)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", s.name, err)
 				}
