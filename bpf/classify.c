@@ -61,6 +61,18 @@ struct {
 	__type(value, struct classify_cached);
 } classify_cache SEC(".maps");
 
+/* The verdicts of first fragments, for the fragments that follow. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct classify_frag_id);
+	__type(value, struct classify_verdict);
+} classify_frags SEC(".maps");
+
+/* The action for a fragment whose first fragment was not seen: set before
+ * the program loads. */
+volatile const __u8 orphan_fragment_action = CLASSIFY_PASS;
+
 /* Packets and bytes per rule slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -246,6 +258,12 @@ INLINE __u8 parse_l4(struct cursor *c, struct classify_key *k, __u8 proto)
 	return CLASSIFY_NEXT_DONE;
 }
 
+/* Whether an outer header was fragmented already. */
+INLINE int fragmented(const struct classify_state *st)
+{
+	return st->first || st->frag;
+}
+
 /* An IPv4 or IPv6 header, then what it carries. */
 INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 {
@@ -266,8 +284,16 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 		set_addr4(k->inner_dst, ip->daddr);
 		k->dscp = ip->tos >> 2;
 		proto = ip->protocol;
-		if (ip->frag_off & bpf_htons(IP_OFFSET))
-			st->frag = 1;
+		if (ipv4_is_fragment(ip) && !fragmented(st)) {
+			set_addr4(st->frag_id.src, ip->saddr);
+			set_addr4(st->frag_id.dst, ip->daddr);
+			st->frag_id.id = (__be32)ip->id;
+			st->frag_id.proto = proto;
+			st->frag = !!(ip->frag_off & bpf_htons(IP_OFFSET));
+			st->first = !st->frag;
+		} else if (ip->frag_off & bpf_htons(IP_OFFSET)) {
+			st->frag = 1; /* an inner one, inside the first fragment of an outer one */
+		}
 	} else {
 		struct ipv6hdr *ip6 = parse_ipv6(c);
 		if (!ip6)
@@ -280,9 +306,15 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 		__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
 		k->dscp = ((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4)) >> 2;
 		proto = ip6->nexthdr;
-		__u8 *pos = c->pos;
-		if (ipv6_skip_ext(&pos, &proto, c->end))
-			st->frag = 1;
+		__u8 *pos = c->pos, *fh;
+		int later = ipv6_skip_ext(&pos, &proto, c->end, &fh);
+		if (fh && !fragmented(st)) {
+			__builtin_memcpy(st->frag_id.src, &ip6->saddr, 16);
+			__builtin_memcpy(st->frag_id.dst, &ip6->daddr, 16);
+			__builtin_memcpy(&st->frag_id.id, fh + 4, 4);
+			st->first = !later;
+		}
+		st->frag |= later;
 		c->pos = pos;
 	}
 	st->ips++;
@@ -393,9 +425,21 @@ SEC("xdp")
 int xdp_classify(struct xdp_md *ctx)
 {
 	struct classify_state *st = classify_parse(ctx);
-	struct classify_verdict v;
-	if (!st || classify_verdict(&st->key, &v))
+	struct classify_verdict v = {};
+	if (!st)
 		return XDP_ABORTED;
+	if (st->frag && !st->first) { /* what follows a first fragment */
+		struct classify_verdict *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
+		if (first)
+			v = *first;
+		else
+			v.action = orphan_fragment_action;
+	} else {
+		if (classify_verdict(&st->key, &v))
+			return XDP_ABORTED;
+		if (st->first)
+			bpf_map_update_elem(&classify_frags, &st->frag_id, &v, BPF_ANY);
+	}
 	st->rule = v.rule;
 	if (v.rule) {
 		struct counter *c = bpf_map_lookup_elem(&classify_counters, &v.rule);

@@ -17,14 +17,18 @@ INLINE __u64 ipv6_prefix64(const struct in6_addr *a)
  * is left unparsed. */
 #define IPV6_MAX_EXT 4
 #define IPV6_FRAG_OFFSET 0xfff8 /* of the Fragment header's octets 2-3 */
+#define IPV6_FRAG_MORE 0x0001   /* M: more fragments follow */
 
 /* Skips the extension headers that precede the upper-layer header (RFC
  * 8200 4.1; AH and ESP are upper layers to an SDF filter), leaving *pos at
  * that header and *proto its number. Returns 1 for a fragment other than
- * the first, whose upper-layer header is in another packet. A chain cut
+ * the first, whose upper-layer header is in another packet; *frag, when
+ * frag is not NULL, is the Fragment header met, else NULL. A chain cut
  * short or too long leaves *proto at an extension header. */
-INLINE int ipv6_skip_ext(__u8 **pos, __u8 *proto, void *end)
+INLINE int ipv6_skip_ext(__u8 **pos, __u8 *proto, void *end, __u8 **frag)
 {
+	if (frag)
+		*frag = NULL;
 	for (int i = 0; i < IPV6_MAX_EXT; i++) {
 		__u8 *h = *pos;
 		__u8 type = *proto;
@@ -35,6 +39,8 @@ INLINE int ipv6_skip_ext(__u8 **pos, __u8 *proto, void *end)
 			return 0;
 		*proto = h[0];
 		if (type == IPPROTO_FRAGMENT) {
+			if (frag)
+				*frag = h;
 			if ((h[2] << 8 | h[3]) & IPV6_FRAG_OFFSET)
 				return 1;
 			*pos = h + 8;

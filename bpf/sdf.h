@@ -45,7 +45,7 @@ INLINE void parse_flow(struct flow *fl, struct cursor *c)
 		fl->other_family = SDF_IPV4;
 		l4 = c->pos;
 		ip_end = l4 + bpf_ntohs(ip6->payload_len);
-		later_fragment = ipv6_skip_ext(&l4, &fl->proto, c->end);
+		later_fragment = ipv6_skip_ext(&l4, &fl->proto, c->end, NULL);
 	}
 	if (later_fragment ||
 	    (fl->proto != IPPROTO_TCP && fl->proto != IPPROTO_UDP && fl->proto != IPPROTO_SCTP))

@@ -335,14 +335,23 @@ enum classify_next {
 	CLASSIFY_NEXT_DONE,
 };
 
+/* A fragmented IP packet: all its fragments get the verdict of the first. */
+struct classify_frag_id {
+	__u8 src[16], dst[16]; /* IPv4 as ::ffff:a.b.c.d */
+	__be32 id;             /* the IPv4 Identification, or the IPv6 Fragment header's */
+	__u8 proto;            /* IPv4's protocol; 0 for IPv6 */
+	__u8 pad[3];
+};
+
 struct classify_state {
 	struct classify_key key;
 	__u32 off;  /* of the next header */
 	__u8 next;  /* enum classify_next */
 	__u8 ips;   /* IP headers seen */
 	__u8 frag;  /* 1: a fragment other than the first ended the walk */
-	__u8 pad;
+	__u8 first; /* 1: the packet is the first fragment of a fragmented one */
 	__u32 rule; /* the slot of the rule that matched; 0: none */
+	struct classify_frag_id frag_id; /* of the outermost fragmented header */
 };
 
 /* The rules, as a tuple space: per distinct mask, an exact-match table of

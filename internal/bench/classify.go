@@ -128,7 +128,7 @@ func measureClassify(ctx context.Context, b *baselines, cfg config) (res classif
 }
 
 func measureRules(ctx context.Context, b *baselines, runs, n int, steadyFrames, freshFrames [][][]byte) (row classifyRow, err error) {
-	d, err := classify.OpenDatapath(benchMasks)
+	d, err := classify.OpenDatapath(classify.Config{MaxMasks: benchMasks})
 	if err != nil {
 		return row, err
 	}
@@ -161,7 +161,7 @@ func measureRules(ctx context.Context, b *baselines, runs, n int, steadyFrames, 
 // measureInsertion adds rules one call at a time, and times single adds
 // made apart from each other: the time until packets see the rule.
 func measureInsertion() (singles time.Duration, enforce []time.Duration, err error) {
-	d, err := classify.OpenDatapath(benchMasks)
+	d, err := classify.OpenDatapath(classify.Config{MaxMasks: benchMasks})
 	if err != nil {
 		return 0, nil, err
 	}

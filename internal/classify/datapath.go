@@ -42,15 +42,42 @@ type placement struct {
 	slot uint16
 }
 
-// OpenDatapath loads the classifier with a table of at most maxMasks masks
-// (DefaultMaxMasks for 0, CLASSIFY_MAX_MASKS at most).
-func OpenDatapath(maxMasks int) (*Datapath, error) {
-	if maxMasks > len(classifyClassifyHalf{}.Masks) {
-		return nil, fmt.Errorf("%d masks: the data path takes %d at most", maxMasks, len(classifyClassifyHalf{}.Masks))
+// Config sets up a Datapath.
+type Config struct {
+	// MaxMasks bounds the distinct masks of the rules: DefaultMaxMasks for
+	// 0, MaxMasks at most.
+	MaxMasks int
+	// OrphanFragments is what becomes of a fragment whose first fragment
+	// was not seen (so its verdict is unknown): ActionPass, the default,
+	// or ActionDrop.
+	OrphanFragments ActionKind
+}
+
+// MaxMasks is the most distinct masks the data path takes.
+const MaxMasks = len(classifyClassifyHalf{}.Masks)
+
+// OpenDatapath loads the classifier.
+func OpenDatapath(cfg Config) (*Datapath, error) {
+	if cfg.MaxMasks > MaxMasks {
+		return nil, fmt.Errorf("%d masks: the data path takes %d at most", cfg.MaxMasks, MaxMasks)
 	}
-	d := &Datapath{table: NewTable(maxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
+	switch cfg.OrphanFragments {
+	case 0:
+		cfg.OrphanFragments = ActionPass
+	case ActionPass, ActionDrop:
+	default:
+		return nil, fmt.Errorf("orphan fragments can be passed or dropped, not given action %d", cfg.OrphanFragments)
+	}
+	spec, err := loadClassify()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["orphan_fragment_action"].Set(uint8(cfg.OrphanFragments)); err != nil {
+		return nil, err
+	}
+	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
 		masks: map[Key]uint16{}}
-	if err := loadClassifyObjects(&d.objs, nil); err != nil {
+	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
 	return d, nil

@@ -3,6 +3,7 @@ package classify
 import (
 	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -287,5 +288,74 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 	}
 	if action, st := p.run(t, frame); action != xdpPass || st.Rule != 0 {
 		t.Errorf("action %d, rule slot %d with no rules", action, st.Rule)
+	}
+}
+
+// Fragments take the verdict of their packet's first fragment, at
+// whichever level the packet was fragmented; one whose first fragment was
+// not seen gets the configured action.
+func TestFragmentsFollowTheFirst(t *testing.T) {
+	fragment := func(src, dst string, id uint16, offset uint16, more bool, rest ...gopacket.SerializableLayer) []gopacket.SerializableLayer {
+		ip := ipv4(src, dst, layers.IPProtocolUDP)
+		ip.Id, ip.FragOffset = id, offset
+		if more {
+			ip.Flags = layers.IPv4MoreFragments
+		}
+		return append([]gopacket.SerializableLayer{ip}, rest...)
+	}
+	frame := func(ls ...[]gopacket.SerializableLayer) []byte { return demo.Serialize(false, slices.Concat(ls...)...) }
+	l2 := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}
+	junk := gopacket.Payload(make([]byte, 24))
+	first := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 0, true, udp(40000, 5004), junk))
+	later := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 4, false, junk))
+	orphan := frame(l2, fragment("10.45.0.2", "10.100.6.2", 8, 4, false, junk))
+	// A VXLAN packet fragmented outside, the rule's flow inside.
+	outerFirst := frame(l2, fragment("192.0.2.1", "192.0.2.2", 9, 0, true, udp(50000, 4789),
+		&layers.VXLAN{ValidIDFlag: true, VNI: 1}, eth(layers.EthernetTypeIPv4)), []gopacket.SerializableLayer{
+		ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(40000, 5004), junk})
+	outerLater := frame(l2, fragment("192.0.2.1", "192.0.2.2", 9, 10, false, junk))
+	// The same over IPv6, with a Fragment header.
+	ip6 := func(next layers.IPProtocol) *layers.IPv6 {
+		return &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: next, SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+	}
+	v6First := demo.Serialize(false, eth(layers.EthernetTypeIPv6), ip6(layers.IPProtocolIPv6Fragment),
+		&layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 0x1234, MoreFragments: true}, udp(40000, 5004), junk)
+	v6Later := demo.Serialize(false, eth(layers.EthernetTypeIPv6), ip6(layers.IPProtocolIPv6Fragment),
+		&layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 0x1234, FragmentOffset: 20}, junk)
+
+	p := newParser(t)
+	drop := func(id uint32, dst string) Rule {
+		return Rule{ID: id, Action: ActionDrop, Matches: []Match{{Field: "innerDst", Prefix: netip.MustParsePrefix(dst)},
+			{Field: "dstPort", Value: 5004, Mask: 0xffff}}}
+	}
+	if err := p.Add(drop(1, "10.100.6.2/32"), drop(2, "2001:db8::2/128")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		frame  []byte
+		action uint32
+		rule   uint32
+	}{
+		{"first fragment", first, xdpDrop, 1},
+		{"a later one", later, xdpDrop, 1},
+		{"an orphan", orphan, xdpPass, 0},
+		{"outer first fragment", outerFirst, xdpDrop, 1},
+		{"outer later fragment", outerLater, xdpDrop, 1},
+		{"IPv6 first fragment", v6First, xdpDrop, 2},
+		{"IPv6 later fragment", v6Later, xdpDrop, 2},
+	} {
+		action, st := p.run(t, c.frame)
+		if action != c.action || st.Rule != p.slots[c.rule] {
+			t.Errorf("%s: action %d, rule slot %d; want %d, rule %d (slot %d)", c.name, action, st.Rule, c.action, c.rule, p.slots[c.rule])
+		}
+	}
+	if n, _, _ := p.Counters(1); n != 4 {
+		t.Errorf("rule 1 counted %d packets, want its 4 fragments", n)
+	}
+
+	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
+	if action, _ := strict.run(t, orphan); action != xdpDrop {
+		t.Errorf("an orphan with orphans dropped: action %d", action)
 	}
 }

@@ -28,12 +28,14 @@ type parser struct {
 	cpu int
 }
 
-func newParser(t *testing.T) *parser {
+func newParser(t *testing.T) *parser { return newParserWith(t, Config{MaxMasks: MaxMasks}) }
+
+func newParserWith(t *testing.T, cfg Config) *parser {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: BPF")
 	}
-	d, err := OpenDatapath(len(classifyClassifyHalf{}.Masks))
+	d, err := OpenDatapath(cfg)
 	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
