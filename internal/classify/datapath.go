@@ -282,7 +282,7 @@ func (d *Datapath) write(half uint32, placed []placement) error {
 		v := classifyClassifyVerdict{Rule: d.slots[e.rule.ID], Priority: e.rule.Priority, Order: uint32(e.order),
 			Action: uint8(e.rule.Action)}
 		if err := d.objs.ClassifyEntries.Put(&key, &v); err != nil {
-			return fmt.Errorf("writing a rule's entry (the data path holds %d, the ranges of its rules split into more): %w",
+			return fmt.Errorf("writing a rule's entry: the data path holds %d entries (masked values) per half: %w",
 				d.objs.ClassifyEntries.MaxEntries()/2, err)
 		}
 	}
