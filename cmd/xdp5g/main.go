@@ -48,6 +48,12 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
   associations release NODE
                         ask the SMF with that Node ID to release its
                         association (it moves or deletes its sessions first)
+  rules list            print the classification rules with their counters
+  rules get ID          print a rule with its counters
+  rules add FILE        install the rule of a JSON document (- for stdin)
+  rules delete ID       remove a rule
+  rules clear           remove every rule
+  rules count           print the number of rules
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -88,7 +94,7 @@ func run(ctx context.Context, args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
 		return daemon.Run(ctx, cfg, log)
-	case "sessions", "stats", "associations":
+	case "sessions", "stats", "associations", "rules":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
@@ -116,9 +122,9 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 // [--api URL] NODE.
 func client(ctx context.Context, cmd string, args []string) error {
 	switch {
-	case cmd == "sessions" && len(args) == 0:
+	case (cmd == "sessions" || cmd == "rules") && len(args) == 0:
 		return errUsage
-	case cmd == "sessions", cmd == "associations" && len(args) > 0 && args[0] == "release":
+	case cmd == "sessions", cmd == "rules", cmd == "associations" && len(args) > 0 && args[0] == "release":
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -131,6 +137,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 	arg := flags.Arg(0)
 	// The number of arguments of each command.
 	wantArgs := map[string]int{"stats": 0, "associations": 0, "associations release": 1,
+		"rules list": 0, "rules get": 1, "rules add": 1, "rules delete": 1, "rules clear": 0, "rules count": 0,
 		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
 	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
@@ -150,6 +157,27 @@ func client(ctx context.Context, cmd string, args []string) error {
 		return a.WriteTable(os.Stdout)
 	case "associations release":
 		return c.Release(ctx, arg)
+	case "rules list":
+		return printJSON(c.Rules(ctx))
+	case "rules count":
+		return printJSON(c.RuleCount(ctx))
+	case "rules clear":
+		return c.ClearRules(ctx)
+	case "rules get", "rules delete":
+		id, err := strconv.ParseUint(arg, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a rule ID", arg)
+		}
+		if cmd == "rules get" {
+			return printJSON(c.Rule(ctx, uint32(id)))
+		}
+		return c.DeleteRule(ctx, uint32(id))
+	case "rules add":
+		doc, err := readDocument(arg)
+		if err != nil {
+			return err
+		}
+		return printJSON(c.AddRule(ctx, doc))
 	case "sessions list":
 		return printJSON(c.Sessions(ctx))
 	case "sessions get":

@@ -22,6 +22,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
+	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/nexthop"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -77,6 +78,7 @@ type env struct {
 	upf, peer *testbed.Netns
 	dp        *datapath.Datapath
 	store     *session.Store
+	rules     *classify.Datapath // nil: no classification
 	url       string
 }
 
@@ -129,10 +131,10 @@ func newEnv(t *testing.T) *env {
 }
 
 // serve serves the API on a test server from now on, with a PFCP interface
-// or none.
+// or none, and the env's classifier, if it has one.
 func (e *env) serve(t *testing.T, n4Interface *PFCP) {
 	t.Helper()
-	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, e.rules, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 }

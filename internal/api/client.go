@@ -93,6 +93,39 @@ func (c *Client) Release(ctx context.Context, nodeID string) error {
 	return err
 }
 
+// AddRule installs the classification rule of a JSON document (Rule) and
+// returns it as installed.
+func (c *Client) AddRule(ctx context.Context, doc []byte) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodPost, "/api/v1/rules", doc)
+}
+
+// Rules lists the classification rules with their counters.
+func (c *Client) Rules(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/rules", nil)
+}
+
+// Rule returns a classification rule with its counters.
+func (c *Client) Rule(ctx context.Context, id uint32) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/rules/%d", id), nil)
+}
+
+// DeleteRule removes a classification rule.
+func (c *Client) DeleteRule(ctx context.Context, id uint32) error {
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/rules/%d", id), nil)
+	return err
+}
+
+// ClearRules removes every classification rule.
+func (c *Client) ClearRules(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodDelete, "/api/v1/rules", nil)
+	return err
+}
+
+// RuleCount is the number of classification rules.
+func (c *Client) RuleCount(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/rules/count", nil)
+}
+
 // do sends a request and returns the response body, or an *Error for a
 // failed request.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {

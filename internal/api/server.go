@@ -11,12 +11,19 @@
 //	POST   /api/v1/pfcp/associations/{nodeId}/release
 //	                                 202 once the SMF agreed to release it
 //	GET    /api/v1/pfcp/stats        PFCPStats
+//	POST   /api/v1/rules             Rule → 201 Rule with its id and counters
+//	GET    /api/v1/rules             Rules, with live counters
+//	GET    /api/v1/rules/count       RuleCount
+//	GET    /api/v1/rules/{id}        Rule with live counters
+//	DELETE /api/v1/rules/{id}        204
+//	DELETE /api/v1/rules             204: every rule
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
 // Sessions that SMFs created over PFCP are listed with the others, but PUT
 // and DELETE refuse them (409): only their SMF changes them. Without PFCP
-// the /api/v1/pfcp resources answer 404.
+// the /api/v1/pfcp resources answer 404, and without classification the
+// /api/v1/rules ones.
 package api
 
 import (
@@ -30,6 +37,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -115,15 +123,16 @@ type PFCP struct {
 type server struct {
 	store *session.Store
 	dp    *datapath.Datapath
-	pfcp  *PFCP // nil without N4
+	pfcp  *PFCP              // nil without N4
+	rules *classify.Datapath // nil without classification
 	log   *slog.Logger
 }
 
-// NewHandler serves the REST API for a store, the data path it fills and
-// the PFCP interface that shares the store, if the daemon serves one (nil
-// if not).
-func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, log *slog.Logger) http.Handler {
-	s := &server{store: store, dp: dp, pfcp: n4Interface, log: log}
+// NewHandler serves the REST API for a store, the data path it fills, the
+// PFCP interface that shares the store, if the daemon serves one, and the
+// classifier's rules, if it runs one (nil if not).
+func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, rules *classify.Datapath, log *slog.Logger) http.Handler {
+	s := &server{store: store, dp: dp, pfcp: n4Interface, rules: rules, log: log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
 	mux.Handle("POST /api/v1/sessions", s.handle(s.create))
@@ -134,6 +143,12 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
 	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
 	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", s.handle(s.release))
+	mux.Handle("POST /api/v1/rules", s.handle(s.addRule))
+	mux.Handle("GET /api/v1/rules", s.handle(s.listRules))
+	mux.Handle("DELETE /api/v1/rules", s.handle(s.clearRules))
+	mux.Handle("GET /api/v1/rules/count", s.handle(s.countRules))
+	mux.Handle("GET /api/v1/rules/{id}", s.handle(s.getRule))
+	mux.Handle("DELETE /api/v1/rules/{id}", s.handle(s.deleteRule))
 	return mux
 }
 
@@ -357,14 +372,23 @@ func pathSEID(r *http.Request) (uint64, error) {
 
 // readSession decodes the request's document; nothing that fails here
 // reaches the store.
-func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
+// readBody reads a request's document, maxBody bytes at most.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return session.Session{}, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the document is larger than %d bytes", maxBody)}
+		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the document is larger than %d bytes", maxBody)}
 	}
 	if err != nil {
-		return session.Session{}, badRequest("", "reading the body: %v", err)
+		return nil, badRequest("", "reading the body: %v", err)
+	}
+	return body, nil
+}
+
+func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return session.Session{}, err
 	}
 	var d document
 	if err := decodeStrict(body, &d); err != nil {

@@ -44,7 +44,12 @@ func decodeStrict(data []byte, v any) error {
 
 func assign(path string, src any, dst reflect.Value) error {
 	if u, ok := dst.Addr().Interface().(jsonValue); ok {
-		if err := u.fromJSON(src); err != nil {
+		err := u.fromJSON(src)
+		var inner *Error // about a part of the value
+		if errors.As(err, &inner) {
+			return badRequest(join(path, inner.Field), "%s", inner.Msg)
+		}
+		if err != nil {
 			return badRequest(path, "%v", err)
 		}
 		return nil

@@ -1,8 +1,11 @@
 package classify
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -11,6 +14,9 @@ import (
 
 // MaxRules is the number of rules the data path holds.
 const MaxRules = 65536
+
+// ErrNoRule is returned for a rule ID the data path does not have.
+var ErrNoRule = errors.New("no rule")
 
 // DefaultGrace is how long a half of the rules stays untouched after
 // packets stop being sent to it: far longer than an XDP program runs.
@@ -21,9 +27,11 @@ const DefaultGrace = time.Millisecond
 // the epoch names. A change is written to the other half and the epoch
 // moves on: from then on packets see the change, whole. The half left
 // behind catches up at the next change, once the packets that used it are
-// through. A Datapath is not safe for concurrent use.
+// through. A Datapath is safe for concurrent use.
 type Datapath struct {
-	objs      classifyObjects
+	objs classifyObjects
+
+	mu        sync.Mutex // over the rest
 	table     *Table
 	grace     time.Duration
 	epoch     uint32
@@ -90,12 +98,41 @@ func (d *Datapath) Close() error { return d.objs.Close() }
 func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
 
 // Len is the number of rules.
-func (d *Datapath) Len() int { return d.table.Len() }
+func (d *Datapath) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.table.Len()
+}
+
+// Rules are the rules, by ID.
+func (d *Datapath) Rules() []Rule {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Rule, 0, len(d.table.rules))
+	for _, e := range d.table.rules {
+		out = append(out, e.rule)
+	}
+	slices.SortFunc(out, func(a, b Rule) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Rule is the rule with an ID.
+func (d *Datapath) Rule(id uint32) (Rule, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.table.rules[id]
+	if !ok {
+		return Rule{}, false
+	}
+	return e.rule, true
+}
 
 // Add installs rules, all or none: once Add returns, every packet is
 // classified with them. A refused rule (a *RuleError, with its place in
 // the list) changes nothing.
 func (d *Datapath) Add(rules ...Rule) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.table.Len()+len(rules) > MaxRules {
 		return invalid("rules", "the data path holds %d rules at most", MaxRules)
 	}
@@ -147,11 +184,13 @@ func (d *Datapath) check(r Rule) error {
 
 // Delete removes rules, all or none.
 func (d *Datapath) Delete(ids ...uint32) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var changed []ternary
 	for _, id := range ids {
 		e, ok := d.table.rules[id]
 		if !ok {
-			return fmt.Errorf("no rule %d", id)
+			return fmt.Errorf("%w %d", ErrNoRule, id)
 		}
 		changed = append(changed, e.ternaries...)
 	}
@@ -162,11 +201,26 @@ func (d *Datapath) Delete(ids ...uint32) error {
 	return d.commit(changed)
 }
 
+// Clear removes every rule.
+func (d *Datapath) Clear() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var changed []ternary
+	for id, e := range d.table.rules {
+		changed = append(changed, e.ternaries...)
+		_ = d.table.Delete(id)
+		d.giveSlot(id)
+	}
+	return d.commit(changed)
+}
+
 // Counters are the packets and bytes a rule matched.
 func (d *Datapath) Counters(id uint32) (packets, bytes uint64, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	slot, ok := d.slots[id]
 	if !ok {
-		return 0, 0, fmt.Errorf("no rule %d", id)
+		return 0, 0, fmt.Errorf("%w %d", ErrNoRule, id)
 	}
 	var perCPU []classifyCounter
 	if err := d.objs.ClassifyCounters.Lookup(slot, &perCPU); err != nil {

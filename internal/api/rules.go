@@ -1,0 +1,332 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
+)
+
+// Rule is a classification rule as the REST API shows it:
+//
+//	{"id": 7, "priority": 100, "action": "drop",
+//	 "match": {"innerDst": "10.0.0.0/8", "dstPort": {"range": [5000, 5100]},
+//	           "layerId": {"value": 1, "mask": 63}, "tunnel1": "vxlan", "tunnel1Id": 100}}
+//
+// An address field takes a prefix (or an address); a number field a
+// number, a value under a mask, or a range; tunnelN fields also take the
+// tunnel's name. A rule without an id gets the lowest one free.
+type Rule struct {
+	ID       *uint32    `json:"id,omitempty"`
+	Priority uint32     `json:"priority"`
+	Action   ruleAction `json:"action" required:"true"`
+	Match    ruleMatch  `json:"match"`
+	Counters *Counter   `json:"counters,omitempty"`
+}
+
+// Rules is the body of GET /api/v1/rules.
+type Rules struct {
+	Rules []Rule `json:"rules"`
+}
+
+// RuleCount is the body of GET /api/v1/rules/count.
+type RuleCount struct {
+	Rules int `json:"rules"`
+}
+
+var ruleActions = enum{uint8(classify.ActionDrop): "drop", uint8(classify.ActionPass): "pass",
+	uint8(classify.ActionMirror): "mirror", uint8(classify.ActionRedirect): "redirect", uint8(classify.ActionSteer): "steer",
+	uint8(classify.ActionCount): "count"}
+
+type ruleAction classify.ActionKind
+
+func (a *ruleAction) fromJSON(v any) error {
+	n, err := ruleActions.parse(v)
+	*a = ruleAction(n)
+	return err
+}
+
+func (a ruleAction) MarshalJSON() ([]byte, error) { return json.Marshal(ruleActions[uint8(a)]) }
+
+var tunnelNames = map[string]uint64{"vxlan": uint64(classify.TunnelVXLAN), "geneve": uint64(classify.TunnelGENEVE),
+	"gre": uint64(classify.TunnelGRE), "gtpu": uint64(classify.TunnelGTPU)}
+
+// isTunnelType says whether a field is a level's tunnel type (tunnel1 to
+// tunnel4), which documents may name.
+func isTunnelType(field string) bool { return len(field) == len("tunnel1") && strings.HasPrefix(field, "tunnel") }
+
+func tunnelName(v uint64) string {
+	for name, n := range tunnelNames {
+		if n == v {
+			return name
+		}
+	}
+	return ""
+}
+
+// ruleMatch is a rule's matches, by field name.
+type ruleMatch []classify.Match
+
+func (m *ruleMatch) fromJSON(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("must be an object of fields")
+	}
+	*m = nil
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		match, err := parseMatch(name, obj[name])
+		if err != nil {
+			return badRequest(name, "%v", err)
+		}
+		*m = append(*m, match)
+	}
+	return nil
+}
+
+func parseMatch(name string, v any) (classify.Match, error) {
+	m := classify.Match{Field: name}
+	f, ok := classify.FieldByName(name)
+	switch {
+	case !ok:
+		return m, fmt.Errorf("no field %q", name)
+	case f.Size == 16:
+		s, ok := v.(string)
+		if !ok {
+			return m, errors.New("must be an address or a prefix")
+		}
+		var err error
+		if m.Prefix, err = netip.ParsePrefix(s); err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return m, fmt.Errorf("%q is neither an address nor a prefix", s)
+			}
+			m.Prefix = netip.PrefixFrom(a, a.BitLen())
+		}
+		return m, nil
+	}
+	all := uint64(1)<<(8*f.Size) - 1
+	number := func(v any) (uint64, error) {
+		if s, ok := v.(string); ok && tunnelNames[s] != 0 && isTunnelType(name) {
+			return tunnelNames[s], nil
+		}
+		n, ok := v.(json.Number)
+		u, err := strconv.ParseUint(string(n), 10, 64)
+		if !ok || err != nil || u > all {
+			return 0, fmt.Errorf("must be a number from 0 to %d", all)
+		}
+		return u, nil
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		n, err := number(v)
+		m.Value, m.Mask = n, all
+		return m, err
+	}
+	if r, ok := obj["range"]; ok {
+		bounds, ok := r.([]any)
+		if len(obj) != 1 || !ok || len(bounds) != 2 {
+			return m, errors.New(`a range is {"range": [low, high]}`)
+		}
+		var err error
+		m.Ranged = true
+		if m.Lo, err = number(bounds[0]); err == nil {
+			m.Hi, err = number(bounds[1])
+		}
+		return m, err
+	}
+	value, hasValue := obj["value"]
+	mask, hasMask := obj["mask"]
+	if len(obj) != 2 || !hasValue || !hasMask {
+		return m, errors.New(`a masked value is {"value": v, "mask": m}`)
+	}
+	var err error
+	if m.Value, err = number(value); err == nil {
+		m.Mask, err = number(mask)
+	}
+	return m, err
+}
+
+func (m ruleMatch) MarshalJSON() ([]byte, error) {
+	out := map[string]any{}
+	for _, match := range m {
+		f, _ := classify.FieldByName(match.Field)
+		all := uint64(1)<<(8*f.Size) - 1
+		switch {
+		case match.Prefix.IsValid():
+			out[match.Field] = match.Prefix.String()
+		case match.Ranged:
+			out[match.Field] = map[string]any{"range": []uint64{match.Lo, match.Hi}}
+		case match.Mask == all && isTunnelType(match.Field) && tunnelName(match.Value) != "":
+			out[match.Field] = tunnelName(match.Value)
+		case match.Mask == all:
+			out[match.Field] = match.Value
+		default:
+			out[match.Field] = map[string]any{"value": match.Value, "mask": match.Mask}
+		}
+	}
+	return json.Marshal(out)
+}
+
+var errNoClassifier = &Error{Status: http.StatusNotFound, Msg: "classification is not configured"}
+
+func ruleNotFound(id uint32) *Error {
+	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("rule %d not found", id)}
+}
+
+func pathRuleID(r *http.Request) (uint32, error) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
+	if err != nil {
+		return 0, &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf("%q is not a rule ID", r.PathValue("id"))}
+	}
+	return uint32(id), nil
+}
+
+// ruleDoc is the document of a rule with its counters.
+func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
+	packets, bytes, err := s.rules.Counters(r.ID)
+	if err != nil {
+		return Rule{}, err
+	}
+	id := r.ID
+	return Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches,
+		Counters: &Counter{Packets: packets, Bytes: bytes}}, nil
+}
+
+func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	var doc Rule
+	if err := decodeStrict(body, &doc); err != nil {
+		return 0, nil, err
+	}
+	if doc.Counters != nil {
+		return 0, nil, badRequest("counters", "counters are the data path's to say")
+	}
+	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
+	if doc.ID != nil {
+		rule.ID = *doc.ID
+	} else {
+		rule.ID = s.freeRuleID()
+	}
+	if err := s.rules.Add(rule); err != nil {
+		var re *classify.RuleError
+		if errors.As(err, &re) {
+			return 0, nil, badRequest(documentField(rule, re.Field), "%s", re.Msg)
+		}
+		return 0, nil, err
+	}
+	got, err := s.ruleDoc(rule)
+	return http.StatusCreated, got, err
+}
+
+// documentField names a field of a rule's document for the field of a
+// rule error: matches[i] is match.<the i-th match's field>.
+func documentField(r classify.Rule, field string) string {
+	var i int
+	var rest string
+	if n, _ := fmt.Sscanf(field, "matches[%d]%s", &i, &rest); n >= 1 && i < len(r.Matches) {
+		if rest == ".field" {
+			rest = ""
+		}
+		return "match." + r.Matches[i].Field + rest
+	}
+	if field == "matches" {
+		return "match"
+	}
+	return field
+}
+
+// freeRuleID is the lowest rule ID not in use. A concurrent add may take
+// it first: that one's add is then refused, naming the id.
+func (s *server) freeRuleID() uint32 {
+	id := uint32(1)
+	for _, r := range s.rules.Rules() {
+		if r.ID != id {
+			break
+		}
+		id++
+	}
+	return id
+}
+
+func (s *server) listRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	out := Rules{Rules: []Rule{}}
+	for _, rule := range s.rules.Rules() {
+		doc, err := s.ruleDoc(rule)
+		if errors.Is(err, classify.ErrNoRule) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		out.Rules = append(out.Rules, doc)
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *server) getRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	id, err := pathRuleID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	rule, ok := s.rules.Rule(id)
+	if !ok {
+		return 0, nil, ruleNotFound(id)
+	}
+	doc, err := s.ruleDoc(rule)
+	if errors.Is(err, classify.ErrNoRule) {
+		return 0, nil, ruleNotFound(id)
+	}
+	return http.StatusOK, doc, err
+}
+
+func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	id, err := pathRuleID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.rules.Delete(id); errors.Is(err, classify.ErrNoRule) {
+		return 0, nil, ruleNotFound(id)
+	} else if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	if err := s.rules.Clear(); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *server) countRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	if s.rules == nil {
+		return 0, nil, errNoClassifier
+	}
+	return http.StatusOK, RuleCount{Rules: s.rules.Len()}, nil
+}
