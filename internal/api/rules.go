@@ -60,7 +60,9 @@ var tunnelNames = map[string]uint64{"vxlan": uint64(classify.TunnelVXLAN), "gene
 
 // isTunnelType says whether a field is a level's tunnel type (tunnel1 to
 // tunnel4), which documents may name.
-func isTunnelType(field string) bool { return len(field) == len("tunnel1") && strings.HasPrefix(field, "tunnel") }
+func isTunnelType(field string) bool {
+	return len(field) == len("tunnel1") && strings.HasPrefix(field, "tunnel")
+}
 
 func tunnelName(v uint64) string {
 	for name, n := range tunnelNames {
