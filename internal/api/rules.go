@@ -178,6 +178,17 @@ func (m ruleMatch) MarshalJSON() ([]byte, error) {
 
 var errNoClassifier = &Error{Status: http.StatusNotFound, Msg: "classification is not configured"}
 
+// classifying answers 404 for the rules' resources while the daemon runs
+// no classifier.
+func (s *server) classifying(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		if s.rules == nil {
+			return 0, nil, errNoClassifier
+		}
+		return h(w, r)
+	}
+}
+
 func ruleNotFound(id uint32) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("rule %d not found", id)}
 }
@@ -202,9 +213,6 @@ func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	body, err := readBody(w, r)
 	if err != nil {
 		return 0, nil, err
@@ -264,9 +272,6 @@ func (s *server) freeRuleID() uint32 {
 }
 
 func (s *server) listRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	out := Rules{Rules: []Rule{}}
 	for _, rule := range s.rules.Rules() {
 		doc, err := s.ruleDoc(rule)
@@ -282,9 +287,6 @@ func (s *server) listRules(w http.ResponseWriter, r *http.Request) (int, any, er
 }
 
 func (s *server) getRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	id, err := pathRuleID(r)
 	if err != nil {
 		return 0, nil, err
@@ -301,9 +303,6 @@ func (s *server) getRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 }
 
 func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	id, err := pathRuleID(r)
 	if err != nil {
 		return 0, nil, err
@@ -317,9 +316,6 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 }
 
 func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	if err := s.rules.Clear(); err != nil {
 		return 0, nil, err
 	}
@@ -327,8 +323,5 @@ func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, e
 }
 
 func (s *server) countRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.rules == nil {
-		return 0, nil, errNoClassifier
-	}
 	return http.StatusOK, RuleCount{Rules: s.rules.Len()}, nil
 }

@@ -143,12 +143,12 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
 	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
 	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", s.handle(s.release))
-	mux.Handle("POST /api/v1/rules", s.handle(s.addRule))
-	mux.Handle("GET /api/v1/rules", s.handle(s.listRules))
-	mux.Handle("DELETE /api/v1/rules", s.handle(s.clearRules))
-	mux.Handle("GET /api/v1/rules/count", s.handle(s.countRules))
-	mux.Handle("GET /api/v1/rules/{id}", s.handle(s.getRule))
-	mux.Handle("DELETE /api/v1/rules/{id}", s.handle(s.deleteRule))
+	mux.Handle("POST /api/v1/rules", s.handle(s.classifying(s.addRule)))
+	mux.Handle("GET /api/v1/rules", s.handle(s.classifying(s.listRules)))
+	mux.Handle("DELETE /api/v1/rules", s.handle(s.classifying(s.clearRules)))
+	mux.Handle("GET /api/v1/rules/count", s.handle(s.classifying(s.countRules)))
+	mux.Handle("GET /api/v1/rules/{id}", s.handle(s.classifying(s.getRule)))
+	mux.Handle("DELETE /api/v1/rules/{id}", s.handle(s.classifying(s.deleteRule)))
 	return mux
 }
 
