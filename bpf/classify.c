@@ -428,6 +428,8 @@ int xdp_classify(struct xdp_md *ctx)
 	struct classify_verdict v = {};
 	if (!st)
 		return XDP_ABORTED;
+	if (!st->ips) /* rules are about IP traffic: ARP and the like go on */
+		return XDP_PASS;
 	if (st->frag && !st->first) { /* what follows a first fragment */
 		struct classify_verdict *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
 		if (first)

@@ -280,6 +280,13 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 	if action, _ := p.run(t, frame); action != xdpDrop {
 		t.Errorf("action %d with the batch in place, want XDP_DROP", action)
 	}
+	// Rules are about IP: an ARP frame goes on whatever they say.
+	arp := demo.Serialize(false, eth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+		HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: macA, SourceProtAddress: []byte{10, 0, 0, 1},
+		DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2}})
+	if action, st := p.run(t, arp); action != xdpPass || st.Rule != 0 {
+		t.Errorf("an ARP frame under a catch-all drop: action %d, rule slot %d", action, st.Rule)
+	}
 	if err := p.Delete(2, 7); err == nil || p.Len() != 2 {
 		t.Errorf("deleting a rule that is not there: %v, %d rules left", err, p.Len())
 	}
