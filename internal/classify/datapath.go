@@ -235,6 +235,9 @@ func (d *Datapath) Counters(id uint32) (packets, bytes uint64, err error) {
 
 // takeSlot hands out a counter slot with its counters at zero.
 func (d *Datapath) takeSlot() (uint32, error) {
+	if len(d.freeSlots) == 0 && d.nextSlot > MaxRules {
+		d.cool() // every slot used: those of rules gone must do
+	}
 	var slot uint32
 	if n := len(d.freeSlots); n > 0 {
 		slot, d.freeSlots = d.freeSlots[n-1], d.freeSlots[:n-1]
@@ -272,8 +275,7 @@ func (d *Datapath) commit(changed []ternary) error {
 		placed[i] = placement{t, slot}
 	}
 	next := d.epoch + 1
-	time.Sleep(time.Until(d.switched.Add(d.grace)))
-	d.freeSlots, d.cooling = append(d.freeSlots, d.cooling...), nil
+	d.cool()
 	if err := d.write(next&1, d.lagging); err != nil {
 		return err
 	}
@@ -285,6 +287,14 @@ func (d *Datapath) commit(changed []ternary) error {
 	}
 	d.epoch, d.switched, d.lagging = next, time.Now(), placed
 	return nil
+}
+
+// cool waits until the packets that used the half left behind at the last
+// switch are through: its entries may change, and the counter slots of
+// rules gone be given again.
+func (d *Datapath) cool() {
+	time.Sleep(time.Until(d.switched.Add(d.grace)))
+	d.freeSlots, d.cooling = append(d.freeSlots, d.cooling...), nil
 }
 
 // placeMasks gives every mask of the table a slot, and returns the masks

@@ -366,3 +366,32 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 		t.Errorf("an orphan with orphans dropped: action %d", action)
 	}
 }
+
+// A full table cleared and filled again at once: the slots of the rules
+// gone are given again once they have cooled.
+func TestFullTableRefilled(t *testing.T) {
+	p := newParser(t)
+	full := func(first uint32) []Rule {
+		rules := make([]Rule, MaxRules)
+		for i := range rules {
+			dst := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+			rules[i] = Rule{ID: first + uint32(i), Action: ActionCount, Matches: []Match{{Field: "innerDst", Prefix: netip.PrefixFrom(dst, 32)}}}
+		}
+		return rules
+	}
+	if err := p.Add(full(1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(Rule{ID: 1 << 20, Action: ActionDrop}); err == nil {
+		t.Error("a rule over the limit was taken")
+	}
+	if err := p.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(full(1 << 20)...); err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != MaxRules {
+		t.Errorf("%d rules after the refill", p.Len())
+	}
+}
