@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -186,32 +187,36 @@ func (d *Datapath) check(r Rule) error {
 func (d *Datapath) Delete(ids ...uint32) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var changed []ternary
 	for _, id := range ids {
-		e, ok := d.table.rules[id]
-		if !ok {
+		if _, ok := d.table.rules[id]; !ok {
 			return fmt.Errorf("%w %d", ErrNoRule, id)
 		}
-		changed = append(changed, e.ternaries...)
 	}
-	for _, id := range ids {
-		_ = d.table.Delete(id) // all there, as checked
-		d.giveSlot(id)
-	}
-	return d.commit(changed)
+	return d.remove(ids)
 }
 
 // Clear removes every rule.
 func (d *Datapath) Clear() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.remove(slices.Collect(maps.Keys(d.table.rules)))
+}
+
+// remove takes rules the table has out of it and the data path; their
+// counter slots cool from the switch on.
+func (d *Datapath) remove(ids []uint32) error {
 	var changed []ternary
-	for id, e := range d.table.rules {
-		changed = append(changed, e.ternaries...)
-		_ = d.table.Delete(id)
+	for _, id := range ids {
+		if e, ok := d.table.rules[id]; ok { // an ID given twice is there once
+			changed = append(changed, e.ternaries...)
+			_ = d.table.Delete(id)
+		}
+	}
+	err := d.commit(changed)
+	for _, id := range ids {
 		d.giveSlot(id)
 	}
-	return d.commit(changed)
+	return err
 }
 
 // Counters are the packets and bytes a rule matched.
