@@ -1,0 +1,190 @@
+package classify
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+// videoNet is the paper's edge-to-core segment in namespaces: a sender
+// whose frames the generator forges, a router whose ingress runs the
+// classifier and whose kernel forwards what passes, and a sink that counts
+// what arrives.
+type videoNet struct {
+	sender, router, sink *testbed.Netns
+	senderIndex          int
+	routerMAC            net.HardwareAddr
+	counter              *trafficgen.Sink
+	gen                  *trafficgen.Generator
+}
+
+// The outer addresses: the sender's side, and the sink.
+const (
+	videoSrc = "198.51.100.2"
+	videoDst = "203.0.113.2"
+)
+
+func newVideoNet(t *testing.T, p *parser) *videoNet {
+	t.Helper()
+	n := &videoNet{}
+	for _, ns := range []**testbed.Netns{&n.sender, &n.router, &n.sink} {
+		var err error
+		*ns, err = testbed.New("xdp5g-video-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*ns).Delete() })
+	}
+	fatal := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fatal(testbed.Veth(n.sender, "out", n.router, "edge"))
+	fatal(testbed.Veth(n.router, "core", n.sink, "in"))
+	fatal(n.router.AddAddr("edge", "198.51.100.1/24"))
+	fatal(n.router.AddAddr("core", "203.0.113.1/24"))
+	fatal(n.sink.AddAddr("in", videoDst+"/24"))
+	fatal(n.router.Sysctl("net.ipv4.ip_forward", "1"))
+	_, sinkMAC, err := n.sink.Link("in")
+	fatal(err)
+	fatal(n.router.SetNeigh("core", videoDst, sinkMAC))
+	_, n.routerMAC, err = n.router.Link("edge")
+	fatal(err)
+	n.senderIndex, _, err = n.sender.Link("out")
+	fatal(err)
+	classifier, err := n.router.AttachXDP("edge", p.Program(), false)
+	fatal(err)
+	t.Cleanup(func() { classifier.Close() })
+	n.counter, err = trafficgen.NewSink(n.sink, "in", trafficgen.Filter{EtherType: 0x0800, IPProto: 17}, false)
+	fatal(err)
+	t.Cleanup(func() { n.counter.Close() })
+	n.gen, err = trafficgen.NewGenerator()
+	fatal(err)
+	t.Cleanup(func() { n.gen.Close() })
+	return n
+}
+
+// videoFrame is an RTP packet of H.265 layer layerID from the UE's port
+// 20000 (the flows count up from it) in one of the paper's traffic types,
+// and the offset of that port in the frame.
+func (n *videoNet) videoFrame(t *testing.T, kind int, layerID byte) ([]byte, int) {
+	t.Helper()
+	outer := func(dstPort layers.UDPPort) []gopacket.SerializableLayer {
+		return []gopacket.SerializableLayer{&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 9}, DstMAC: n.routerMAC,
+			EthernetType: layers.EthernetTypeIPv4}, ipv4(videoSrc, videoDst, layers.IPProtocolUDP), udp(50000, dstPort)}
+	}
+	inner := []gopacket.SerializableLayer{ipv4("10.45.0.2", "10.200.0.2", layers.IPProtocolUDP), udp(20000, 5004)}
+	video := rtpH265(7, 1, layerID, 1, make([]byte, 64)...) // the generator sends up to 256 octets
+	var ls []gopacket.SerializableLayer
+	switch kind {
+	case 0: // IP flow: the UE's packet is the outer one
+		ls = append(outer(5004)[:2], udp(20000, 5004), video)
+	case 1:
+		ls = append(append(outer(4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100}, eth(layers.EthernetTypeIPv4)), append(inner, video)...)
+	default:
+		gtp := []gopacket.SerializableLayer{ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152),
+			&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 0x100}}
+		ls = append(append(append(outer(4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100}, eth(layers.EthernetTypeIPv4)), gtp...), append(inner, video)...)
+	}
+	frame := demo.Serialize(false, ls...)
+	// The router checks the outer IPv4 header's checksum, nothing inside.
+	binary.BigEndian.PutUint16(frame[24:], gopacket.FoldChecksum(gopacket.ComputeChecksum(frame[14:34], 0)))
+	// The innermost UDP header, as an independent decoder finds it.
+	var port int
+	for _, l := range gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default).Layers() {
+		if u, ok := l.(*layers.UDP); ok {
+			port = len(frame) - len(u.Contents) - len(u.Payload)
+		}
+	}
+	return frame, port
+}
+
+// The paper's use case: scalable H.265 video, one rule per flow dropping
+// its enhancement layer, for 1 and 512 flows of each traffic type, through
+// namespaces: every base-layer packet arrives, no enhancement-layer
+// packet does, and each rule counts its flow's enhancement layer.
+func TestEnhancementLayerIsDropped(t *testing.T) {
+	p := newParser(t)
+	n := newVideoNet(t, p)
+	const packets = 20000
+	for kind, name := range []string{"IP", "VXLAN", "GTP-U in VXLAN"} {
+		for _, flows := range []int{1, 512} {
+			t.Run(fmt.Sprintf("%s, %d flows", name, flows), func(t *testing.T) {
+				var rules []Rule
+				for i := range flows {
+					rules = append(rules, Rule{ID: uint32(i + 1), Action: ActionDrop, Matches: []Match{
+						{Field: "srcPort", Value: uint64(20000 + i), Mask: 0xffff},
+						{Field: "innerSrc", Prefix: netip.MustParsePrefix(map[bool]string{true: videoSrc + "/32", false: "10.45.0.2/32"}[kind == 0])},
+						{Field: "layerId", Value: 1, Mask: 0x3f}}})
+				}
+				if err := p.Add(rules...); err != nil {
+					t.Fatal(err)
+				}
+				defer p.Clear()
+				// send sends packets of a layer over the flows and returns
+				// how many arrived, how many went and their octets.
+				send := func(layerID byte) (arrived, sent, octets uint64) {
+					frame, port := n.videoFrame(t, kind, layerID)
+					before := settled(t, n.counter)
+					sent, _, err := n.gen.Send(n.sender, n.senderIndex, frame, packets,
+						trafficgen.Options{FlowOffset: port, Flows: flows, Rate: 500_000})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return settled(t, n.counter).MatchPackets - before.MatchPackets, sent, sent * uint64(len(frame))
+				}
+				base, baseSent, baseOctets := send(0)
+				enhancement, enhancementSent, enhancementOctets := send(1)
+				if base != baseSent {
+					t.Errorf("%d of %d base-layer packets arrived", base, baseSent)
+				}
+				if enhancement != 0 {
+					t.Errorf("%d of %d enhancement-layer packets arrived", enhancement, enhancementSent)
+				}
+				var counted uint64
+				for _, r := range rules {
+					c, _, err := p.Counters(r.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					counted += c
+				}
+				if counted != enhancementSent {
+					t.Errorf("the rules counted %d enhancement-layer packets of %d", counted, enhancementSent)
+				}
+				t.Logf("bandwidth saved: %.1f%% (%d of %d octets)", 100*float64(enhancementOctets)/float64(baseOctets+enhancementOctets),
+					enhancementOctets, baseOctets+enhancementOctets)
+			})
+		}
+	}
+}
+
+// settled reads a sink's counts once they have stopped changing.
+func settled(t *testing.T, s *trafficgen.Sink) trafficgen.Counts {
+	t.Helper()
+	var last trafficgen.Counts
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		c, err := s.Counts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c == last {
+			return c
+		}
+		last = c
+	}
+	t.Fatal("the sink's counts keep changing")
+	return last
+}
