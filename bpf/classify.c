@@ -73,6 +73,14 @@ struct {
  * the program loads. */
 volatile const __u8 orphan_fragment_action = CLASSIFY_PASS;
 
+/* Where the rules that redirect send packets, per rule slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
+	__type(key, __u32);
+	__type(value, struct classify_egress);
+} classify_redirects SEC(".maps");
+
 /* Packets and bytes per rule slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -450,7 +458,20 @@ int xdp_classify(struct xdp_md *ctx)
 			c->bytes += ctx->data_end - ctx->data;
 		}
 	}
-	/* Mirror, redirect and steer are not enforced yet: the control plane
-	 * refuses them. */
-	return v.action == CLASSIFY_DROP ? XDP_DROP : XDP_PASS;
+	switch (v.action) {
+	case CLASSIFY_DROP:
+		return XDP_DROP;
+	case CLASSIFY_REDIRECT: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &v.rule);
+		struct ethhdr *eth = (void *)(long)ctx->data;
+		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
+			return XDP_ABORTED;
+		__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
+		return bpf_redirect(out->ifindex, 0);
+	}
+	}
+	/* Mirror and steer are not carried out yet: the control plane refuses
+	 * them. */
+	return XDP_PASS;
 }

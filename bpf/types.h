@@ -370,6 +370,14 @@ enum classify_action {
 	CLASSIFY_COUNT,
 };
 
+/* Where a rule that redirects sends packets: out of an interface, with
+ * the outermost Ethernet header's addresses rewritten. */
+struct classify_egress {
+	__u32 ifindex;
+	__u8 dst[6];
+	__u8 src[6];
+};
+
 /* Where a masked key leads: the best rule with that mask and value. */
 struct classify_verdict {
 	__u32 rule;     /* slot, 1 to CLASSIFY_MAX_RULES: its counters */

@@ -77,6 +77,7 @@ func TestRules(t *testing.T) {
 		{"no action", `{"match": {}}`, "action"},
 		{"unknown action", `{"action": "shape"}`, "action"},
 		{"an action not carried out yet", `{"action": "mirror"}`, "action"},
+		{"a redirect without its egress", `{"action": "redirect"}`, "action"},
 		{"an ID in use", `{"id": 7, "action": "drop"}`, "id"},
 		{"unknown field", `{"action": "drop", "match": {"vlan": 3}}`, "match.vlan"},
 		{"a number beyond its field", `{"action": "drop", "match": {"qfi": 300}}`, "match.qfi"},

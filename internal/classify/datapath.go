@@ -149,11 +149,14 @@ func (d *Datapath) Add(rules ...Rule) error {
 		if err == nil {
 			err = d.table.Add(r)
 		}
-		var slot uint32
 		if err == nil {
-			slot, err = d.takeSlot()
+			var slot uint32
+			if slot, err = d.takeSlot(); err == nil {
+				d.slots[r.ID] = slot
+				err = d.setEgress(slot, r.Out)
+			}
 			if err != nil {
-				_ = d.table.Delete(r.ID)
+				undo(rules[i : i+1])
 			}
 		}
 		if err != nil {
@@ -164,7 +167,6 @@ func (d *Datapath) Add(rules ...Rule) error {
 			}
 			return err
 		}
-		d.slots[r.ID] = slot
 		changed = append(changed, d.table.rules[r.ID].ternaries...)
 	}
 	if err := d.commit(changed); err != nil {
@@ -174,10 +176,20 @@ func (d *Datapath) Add(rules ...Rule) error {
 	return nil
 }
 
+// setEgress writes where a redirecting rule's slot sends packets; nothing
+// for the other rules.
+func (d *Datapath) setEgress(slot uint32, out *Egress) error {
+	if out == nil {
+		return nil
+	}
+	return d.objs.ClassifyRedirects.Put(slot, classifyClassifyEgress{Ifindex: uint32(out.Ifindex),
+		Dst: [6]byte(out.DstMAC), Src: [6]byte(out.SrcMAC)})
+}
+
 // check refuses the actions the data path does not carry out yet.
 func (d *Datapath) check(r Rule) error {
 	switch r.Action {
-	case ActionMirror, ActionRedirect, ActionSteer:
+	case ActionMirror, ActionSteer:
 		return invalid("action", "the data path does not carry out action %d yet", r.Action)
 	}
 	return nil

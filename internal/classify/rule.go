@@ -3,6 +3,7 @@ package classify
 import (
 	"fmt"
 	"math/bits"
+	"net"
 	"net/netip"
 )
 
@@ -37,6 +38,15 @@ type Rule struct {
 	Priority uint32
 	Matches  []Match
 	Action   ActionKind
+	Out      *Egress // where ActionRedirect sends packets; nil for the other actions
+}
+
+// Egress is where a redirecting rule sends packets: out of an interface
+// (its index, in the namespace the classifier runs in), with the outermost
+// Ethernet header's addresses rewritten.
+type Egress struct {
+	Ifindex        int
+	DstMAC, SrcMAC net.HardwareAddr
 }
 
 // RuleError is a rule refused: Field names what is wrong with it, as
@@ -60,8 +70,15 @@ type ternary struct {
 // ternaries checks a rule and turns it into the ternaries it matches: the
 // product of its ranges' prefix splits.
 func (r *Rule) ternaries() ([]ternary, error) {
-	if r.Action < ActionDrop || r.Action > ActionCount {
+	switch {
+	case r.Action < ActionDrop || r.Action > ActionCount:
 		return nil, invalid("action", "unknown action %d", r.Action)
+	case r.Action != ActionRedirect && r.Out != nil:
+		return nil, invalid("out", "only a rule that redirects has an egress")
+	case r.Action == ActionRedirect && (r.Out == nil || r.Out.Ifindex <= 0):
+		return nil, invalid("out", "a rule that redirects needs the interface to send out of")
+	case r.Action == ActionRedirect && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):
+		return nil, invalid("out", "a rule that redirects needs the Ethernet addresses to write")
 	}
 	out := []ternary{{}}
 	seen := map[string]bool{}

@@ -2,6 +2,7 @@ package classify
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -18,14 +19,15 @@ import (
 
 // videoNet is the paper's edge-to-core segment in namespaces: a sender
 // whose frames the generator forges, a router whose ingress runs the
-// classifier and whose kernel forwards what passes, and a sink that counts
-// what arrives.
+// classifier and whose kernel forwards what passes, a sink that counts
+// what arrives, and a monitor behind the router's tap interface that
+// counts what rules redirect there.
 type videoNet struct {
-	sender, router, sink *testbed.Netns
-	senderIndex          int
-	routerMAC            net.HardwareAddr
-	counter              *trafficgen.Sink
-	gen                  *trafficgen.Generator
+	sender, router, sink, monitor *testbed.Netns
+	senderIndex                   int
+	routerMAC                     net.HardwareAddr
+	counter, tapped               *trafficgen.Sink
+	gen                           *trafficgen.Generator
 }
 
 // The outer addresses: the sender's side, and the sink.
@@ -37,7 +39,7 @@ const (
 func newVideoNet(t *testing.T, p *parser) *videoNet {
 	t.Helper()
 	n := &videoNet{}
-	for _, ns := range []**testbed.Netns{&n.sender, &n.router, &n.sink} {
+	for _, ns := range []**testbed.Netns{&n.sender, &n.router, &n.sink, &n.monitor} {
 		var err error
 		*ns, err = testbed.New("xdp5g-video-")
 		if err != nil {
@@ -53,6 +55,7 @@ func newVideoNet(t *testing.T, p *parser) *videoNet {
 	}
 	fatal(testbed.Veth(n.sender, "out", n.router, "edge"))
 	fatal(testbed.Veth(n.router, "core", n.sink, "in"))
+	fatal(testbed.Veth(n.router, "tap", n.monitor, "in"))
 	fatal(n.router.AddAddr("edge", "198.51.100.1/24"))
 	fatal(n.router.AddAddr("core", "203.0.113.1/24"))
 	fatal(n.sink.AddAddr("in", videoDst+"/24"))
@@ -67,9 +70,13 @@ func newVideoNet(t *testing.T, p *parser) *videoNet {
 	classifier, err := n.router.AttachXDP("edge", p.Program(), false)
 	fatal(err)
 	t.Cleanup(func() { classifier.Close() })
-	n.counter, err = trafficgen.NewSink(n.sink, "in", trafficgen.Filter{EtherType: 0x0800, IPProto: 17}, false)
+	udpOnly := trafficgen.Filter{EtherType: 0x0800, IPProto: 17}
+	n.counter, err = trafficgen.NewSink(n.sink, "in", udpOnly, false)
 	fatal(err)
 	t.Cleanup(func() { n.counter.Close() })
+	n.tapped, err = trafficgen.NewSink(n.monitor, "in", udpOnly, false)
+	fatal(err)
+	t.Cleanup(func() { n.tapped.Close() })
 	n.gen, err = trafficgen.NewGenerator()
 	fatal(err)
 	t.Cleanup(func() { n.gen.Close() })
@@ -187,4 +194,54 @@ func settled(t *testing.T, s *trafficgen.Sink) trafficgen.Counts {
 	}
 	t.Fatal("the sink's counts keep changing")
 	return last
+}
+
+// A rule redirects the enhancement layer of GTP-U-in-VXLAN video out of
+// the router's tap interface, its Ethernet addresses rewritten for the
+// monitor behind it; the base layer goes on to the sink.
+func TestRedirectToMonitor(t *testing.T) {
+	p := newParser(t)
+	n := newVideoNet(t, p)
+	tapIndex, tapMAC, err := n.router.Link("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, monitorMAC, err := n.monitor.Link("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC}
+	if err := p.Add(Rule{ID: 1, Action: ActionRedirect, Out: out, Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f},
+		{Field: "tunnel2", Value: uint64(TunnelGTPU), Mask: 0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+	const packets = 10000
+	send := func(layerID byte) {
+		frame, _ := n.videoFrame(t, 2, layerID)
+		if _, _, err := n.gen.Send(n.sender, n.senderIndex, frame, packets, trafficgen.Options{Rate: 500_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(0)
+	send(1)
+	sunk, tapped := settled(t, n.counter), settled(t, n.tapped)
+	if sunk.MatchPackets != packets || tapped.MatchPackets != packets {
+		t.Errorf("the sink got %d packets and the monitor %d; want %d each", sunk.MatchPackets, tapped.MatchPackets, packets)
+	}
+	sample, err := n.tapped.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != monitorMAC.String() || src.String() != tapMAC.String() {
+		t.Errorf("the monitor got a frame from %v to %v; want from %v to %v", src, dst, tapMAC, monitorMAC)
+	}
+
+	// An egress is a redirecting rule's only, and one needs it.
+	for _, bad := range []Rule{{ID: 2, Action: ActionDrop, Out: out}, {ID: 2, Action: ActionRedirect},
+		{ID: 2, Action: ActionRedirect, Out: &Egress{Ifindex: tapIndex, DstMAC: monitorMAC}}} {
+		var re *RuleError
+		if err := p.Add(bad); !errors.As(err, &re) || re.Field != "out" {
+			t.Errorf("rule %+v: %v, want an error naming out", bad, err)
+		}
+	}
 }
