@@ -4,6 +4,7 @@
  * CLASSIFY_MAX_TUNNELS levels of VXLAN, GENEVE, GRE and GTP-U in any order,
  * then the innermost UDP, TCP, SCTP or ICMP header, RTP and the H.265 NAL
  * unit header inside, and fills one struct classify_key. */
+#include <linux/pkt_cls.h>
 #include "common.h"
 #include "parser.h"
 #include "vxlan.h"
@@ -73,7 +74,8 @@ struct {
  * the program loads. */
 volatile const __u8 orphan_fragment_action = CLASSIFY_PASS;
 
-/* Where the rules that redirect send packets, per rule slot. */
+/* Where the rules that redirect send packets, or those that mirror the
+ * copies, per rule slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
@@ -470,8 +472,40 @@ int xdp_classify(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
 		return bpf_redirect(out->ifindex, 0);
 	}
+	case CLASSIFY_MIRROR:
+		/* XDP cannot copy a packet: the metadata asks the TC program of
+		 * the same interface to. */
+		if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct classify_mirror_meta))) {
+			struct classify_mirror_meta *m = (void *)(long)ctx->data_meta;
+			if ((void *)(m + 1) <= (void *)(long)ctx->data) {
+				m->magic = CLASSIFY_MIRROR_MAGIC;
+				m->rule = v.rule;
+			}
+		}
+		return XDP_PASS;
 	}
-	/* Mirror and steer are not carried out yet: the control plane refuses
-	 * them. */
+	/* Steer is not carried out yet: the control plane refuses it. */
 	return XDP_PASS;
+}
+
+/* The copies of mirrored packets, at TC ingress behind xdp_classify: one
+ * out of the rule's interface with its Ethernet addresses, the packet
+ * itself on as usual. */
+SEC("tc")
+int tc_classify_mirror(struct __sk_buff *skb)
+{
+	struct classify_mirror_meta *m = (void *)(long)skb->data_meta;
+	if ((void *)(m + 1) > (void *)(long)skb->data || m->magic != CLASSIFY_MIRROR_MAGIC)
+		return TC_ACT_OK;
+	__u32 rule = m->rule;
+	struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &rule);
+	struct ethhdr eth;
+	if (!out || !out->ifindex || bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+		return TC_ACT_OK;
+	/* The copy takes the egress's addresses, the packet gets its own back. */
+	bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
+	bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+	bpf_clone_redirect(skb, out->ifindex, 0);
+	bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+	return TC_ACT_OK;
 }

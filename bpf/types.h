@@ -370,12 +370,21 @@ enum classify_action {
 	CLASSIFY_COUNT,
 };
 
-/* Where a rule that redirects sends packets: out of an interface, with
- * the outermost Ethernet header's addresses rewritten. */
+/* Where a rule that redirects sends packets, or one that mirrors their
+ * copies: out of an interface, with the outermost Ethernet header's
+ * addresses rewritten. */
 struct classify_egress {
 	__u32 ifindex;
 	__u8 dst[6];
 	__u8 src[6];
+};
+
+/* What xdp_classify leaves in a packet's metadata for tc_classify_mirror:
+ * the slot of the rule that mirrors it. */
+#define CLASSIFY_MIRROR_MAGIC 0x6d697272 /* "mirr" */
+struct classify_mirror_meta {
+	__u32 magic;
+	__u32 rule;
 };
 
 /* Where a masked key leads: the best rule with that mask and value. */

@@ -224,9 +224,9 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if doc.Counters != nil {
 		return 0, nil, badRequest("counters", "counters are the data path's to say")
 	}
-	if classify.ActionKind(doc.Action) == classify.ActionRedirect {
+	if a := classify.ActionKind(doc.Action); a == classify.ActionRedirect || a == classify.ActionMirror {
 		// An egress names an interface of the classifier's namespace.
-		return 0, nil, badRequest("action", "redirect rules come with the daemon running the classifier")
+		return 0, nil, badRequest("action", "redirect and mirror rules come with the daemon running the classifier")
 	}
 	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
 	if doc.ID != nil {

@@ -76,7 +76,8 @@ func TestRules(t *testing.T) {
 	for _, c := range []struct{ name, body, field string }{
 		{"no action", `{"match": {}}`, "action"},
 		{"unknown action", `{"action": "shape"}`, "action"},
-		{"an action not carried out yet", `{"action": "mirror"}`, "action"},
+		{"an action not carried out yet", `{"action": "steer"}`, "action"},
+		{"a mirror without its egress", `{"action": "mirror"}`, "action"},
 		{"a redirect without its egress", `{"action": "redirect"}`, "action"},
 		{"an ID in use", `{"id": 7, "action": "drop"}`, "id"},
 		{"unknown field", `{"action": "drop", "match": {"vlan": 3}}`, "match.vlan"},

@@ -98,6 +98,11 @@ func (d *Datapath) Close() error { return d.objs.Close() }
 // Program is the XDP program.
 func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
 
+// MirrorProgram is the TC ingress program that sends the copies of the
+// packets that mirroring rules match: it goes on every interface that runs
+// Program.
+func (d *Datapath) MirrorProgram() *ebpf.Program { return d.objs.TcClassifyMirror }
+
 // Len is the number of rules.
 func (d *Datapath) Len() int {
 	d.mu.Lock()
@@ -188,8 +193,7 @@ func (d *Datapath) setEgress(slot uint32, out *Egress) error {
 
 // check refuses the actions the data path does not carry out yet.
 func (d *Datapath) check(r Rule) error {
-	switch r.Action {
-	case ActionMirror, ActionSteer:
+	if r.Action == ActionSteer {
 		return invalid("action", "the data path does not carry out action %d yet", r.Action)
 	}
 	return nil

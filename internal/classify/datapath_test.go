@@ -263,7 +263,7 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 		batch []Rule
 		field string
 	}{
-		{"an action not carried out", []Rule{catchAll(1, ActionDrop), catchAll(2, ActionMirror)}, "rules[1].action"},
+		{"an action not carried out", []Rule{catchAll(1, ActionDrop), catchAll(2, ActionSteer)}, "rules[1].action"},
 		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
 	} {
 		var re *RuleError

@@ -38,12 +38,13 @@ type Rule struct {
 	Priority uint32
 	Matches  []Match
 	Action   ActionKind
-	Out      *Egress // where ActionRedirect sends packets; nil for the other actions
+	Out      *Egress // where ActionRedirect sends packets, ActionMirror copies; nil for the other actions
 }
 
-// Egress is where a redirecting rule sends packets: out of an interface
-// (its index, in the namespace the classifier runs in), with the outermost
-// Ethernet header's addresses rewritten.
+// Egress is where a redirecting rule sends packets, or a mirroring one
+// their copies: out of an interface (its index, in the namespace the
+// classifier runs in), with the outermost Ethernet header's addresses
+// rewritten.
 type Egress struct {
 	Ifindex        int
 	DstMAC, SrcMAC net.HardwareAddr
@@ -73,12 +74,12 @@ func (r *Rule) ternaries() ([]ternary, error) {
 	switch {
 	case r.Action < ActionDrop || r.Action > ActionCount:
 		return nil, invalid("action", "unknown action %d", r.Action)
-	case r.Action != ActionRedirect && r.Out != nil:
-		return nil, invalid("out", "only a rule that redirects has an egress")
-	case r.Action == ActionRedirect && (r.Out == nil || r.Out.Ifindex <= 0):
-		return nil, invalid("out", "a rule that redirects needs the interface to send out of")
-	case r.Action == ActionRedirect && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):
-		return nil, invalid("out", "a rule that redirects needs the Ethernet addresses to write")
+	case (r.Action != ActionRedirect && r.Action != ActionMirror) && r.Out != nil:
+		return nil, invalid("out", "only a rule that redirects or mirrors has an egress")
+	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (r.Out == nil || r.Out.Ifindex <= 0):
+		return nil, invalid("out", "a rule that redirects or mirrors needs the interface to send out of")
+	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):
+		return nil, invalid("out", "a rule that redirects or mirrors needs the Ethernet addresses to write")
 	}
 	out := []ternary{{}}
 	seen := map[string]bool{}

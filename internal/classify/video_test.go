@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
@@ -243,5 +245,56 @@ func TestRedirectToMonitor(t *testing.T) {
 		if err := p.Add(bad); !errors.As(err, &re) || re.Field != "out" {
 			t.Errorf("rule %+v: %v, want an error naming out", bad, err)
 		}
+	}
+}
+
+// A rule mirrors the enhancement layer: the router forwards every packet
+// to the sink as usual, and the TC program behind the classifier sends a
+// copy of each enhancement-layer packet to the monitor, with its Ethernet
+// addresses.
+func TestMirrorToMonitor(t *testing.T) {
+	p := newParser(t)
+	n := newVideoNet(t, p)
+	edge, _, err := n.router.Link("edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tc link.Link
+	if err := n.router.Do(func() (err error) {
+		tc, err = link.AttachTCX(link.TCXOptions{Interface: edge, Program: p.MirrorProgram(), Attach: ebpf.AttachTCXIngress})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tapIndex, tapMAC, err := n.router.Link("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, monitorMAC, err := n.monitor.Link("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(Rule{ID: 1, Action: ActionMirror, Out: &Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC},
+		Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
+		t.Fatal(err)
+	}
+	const packets = 10000
+	for _, layer := range []byte{0, 1} {
+		frame, _ := n.videoFrame(t, 1, layer)
+		if _, _, err := n.gen.Send(n.sender, n.senderIndex, frame, packets, trafficgen.Options{Rate: 500_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sunk, tapped := settled(t, n.counter), settled(t, n.tapped)
+	if sunk.MatchPackets != 2*packets || tapped.MatchPackets != packets {
+		t.Errorf("the sink got %d packets and the monitor %d copies; want %d and %d", sunk.MatchPackets, tapped.MatchPackets, 2*packets, packets)
+	}
+	sample, err := n.tapped.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != monitorMAC.String() || src.String() != tapMAC.String() {
+		t.Errorf("the monitor got a copy from %v to %v; want from %v to %v", src, dst, tapMAC, monitorMAC)
 	}
 }
