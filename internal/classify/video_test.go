@@ -204,15 +204,7 @@ func settled(t *testing.T, s *trafficgen.Sink) trafficgen.Counts {
 func TestRedirectToMonitor(t *testing.T) {
 	p := newParser(t)
 	n := newVideoNet(t, p)
-	tapIndex, tapMAC, err := n.router.Link("tap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, monitorMAC, err := n.monitor.Link("in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC}
+	out := n.toMonitor(t)
 	if err := p.Add(Rule{ID: 1, Action: ActionRedirect, Out: out, Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f},
 		{Field: "tunnel2", Value: uint64(TunnelGTPU), Mask: 0xff}}}); err != nil {
 		t.Fatal(err)
@@ -230,17 +222,11 @@ func TestRedirectToMonitor(t *testing.T) {
 	if sunk.MatchPackets != packets || tapped.MatchPackets != packets {
 		t.Errorf("the sink got %d packets and the monitor %d; want %d each", sunk.MatchPackets, tapped.MatchPackets, packets)
 	}
-	sample, err := n.tapped.Sample()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != monitorMAC.String() || src.String() != tapMAC.String() {
-		t.Errorf("the monitor got a frame from %v to %v; want from %v to %v", src, dst, tapMAC, monitorMAC)
-	}
+	n.checkMonitorSample(t, out)
 
 	// An egress is a redirecting rule's only, and one needs it.
 	for _, bad := range []Rule{{ID: 2, Action: ActionDrop, Out: out}, {ID: 2, Action: ActionRedirect},
-		{ID: 2, Action: ActionRedirect, Out: &Egress{Ifindex: tapIndex, DstMAC: monitorMAC}}} {
+		{ID: 2, Action: ActionRedirect, Out: &Egress{Ifindex: out.Ifindex, DstMAC: out.DstMAC}}} {
 		var re *RuleError
 		if err := p.Add(bad); !errors.As(err, &re) || re.Field != "out" {
 			t.Errorf("rule %+v: %v, want an error naming out", bad, err)
@@ -267,15 +253,8 @@ func TestMirrorToMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	tapIndex, tapMAC, err := n.router.Link("tap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, monitorMAC, err := n.monitor.Link("in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Add(Rule{ID: 1, Action: ActionMirror, Out: &Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC},
+	out := n.toMonitor(t)
+	if err := p.Add(Rule{ID: 1, Action: ActionMirror, Out: out,
 		Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -290,11 +269,32 @@ func TestMirrorToMonitor(t *testing.T) {
 	if sunk.MatchPackets != 2*packets || tapped.MatchPackets != packets {
 		t.Errorf("the sink got %d packets and the monitor %d copies; want %d and %d", sunk.MatchPackets, tapped.MatchPackets, 2*packets, packets)
 	}
+	n.checkMonitorSample(t, out)
+}
+
+// toMonitor is the egress out of the router's tap to the monitor.
+func (n *videoNet) toMonitor(t *testing.T) *Egress {
+	t.Helper()
+	tapIndex, tapMAC, err := n.router.Link("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, monitorMAC, err := n.monitor.Link("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC}
+}
+
+// checkMonitorSample checks the Ethernet addresses of a frame the monitor
+// got: those of the egress.
+func (n *videoNet) checkMonitorSample(t *testing.T, out *Egress) {
+	t.Helper()
 	sample, err := n.tapped.Sample()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != monitorMAC.String() || src.String() != tapMAC.String() {
-		t.Errorf("the monitor got a copy from %v to %v; want from %v to %v", src, dst, tapMAC, monitorMAC)
+	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != out.DstMAC.String() || src.String() != out.SrcMAC.String() {
+		t.Errorf("the monitor got a frame from %v to %v; want from %v to %v", src, dst, out.SrcMAC, out.DstMAC)
 	}
 }
