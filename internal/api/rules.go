@@ -194,11 +194,8 @@ func ruleNotFound(id uint32) *Error {
 }
 
 func pathRuleID(r *http.Request) (uint32, error) {
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 32)
-	if err != nil {
-		return 0, &Error{Status: http.StatusBadRequest, Msg: fmt.Sprintf("%q is not a rule ID", r.PathValue("id"))}
-	}
-	return uint32(id), nil
+	id, err := pathNumber(r, "id", 32, "a rule ID")
+	return uint32(id), err
 }
 
 // ruleDoc is the document of a rule with its counters.

@@ -362,16 +362,18 @@ func (s *server) live(sess session.Session) (*document, error) {
 	return documentOf(sess, counters, usage, s.store.BufferStats(sess.SEID)), nil
 }
 
-func pathSEID(r *http.Request) (uint64, error) {
-	seid, err := strconv.ParseUint(r.PathValue("seid"), 10, 64)
+func pathSEID(r *http.Request) (uint64, error) { return pathNumber(r, "seid", 64, "a SEID") }
+
+// pathNumber reads the number of bits a URL's wildcard name holds; what
+// names it in the error.
+func pathNumber(r *http.Request, name string, bits int, what string) (uint64, error) {
+	n, err := strconv.ParseUint(r.PathValue(name), 10, bits)
 	if err != nil {
-		return 0, badRequest("", "%q in the URL is not a SEID", r.PathValue("seid"))
+		return 0, badRequest("", "%q in the URL is not %s", r.PathValue(name), what)
 	}
-	return seid, nil
+	return n, nil
 }
 
-// readSession decodes the request's document; nothing that fails here
-// reaches the store.
 // readBody reads a request's document, maxBody bytes at most.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -385,6 +387,8 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// readSession decodes the request's document; nothing that fails here
+// reaches the store.
 func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
 	body, err := readBody(w, r)
 	if err != nil {

@@ -12,7 +12,6 @@ package classify
 
 import (
 	"encoding/binary"
-	"net/netip"
 	"unsafe"
 )
 
@@ -101,17 +100,4 @@ func (k *Key) SetNumber(f Field, v uint64) {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
 	copy(k[f.Offset:f.Offset+f.Size], b[8-f.Size:])
-}
-
-// Number reads a number field.
-func (k *Key) Number(f Field) uint64 {
-	var b [8]byte
-	copy(b[8-f.Size:], k[f.Offset:f.Offset+f.Size])
-	return binary.BigEndian.Uint64(b[:])
-}
-
-// SetAddr writes an address field.
-func (k *Key) SetAddr(f Field, a netip.Addr) {
-	b := a.As16()
-	copy(k[f.Offset:f.Offset+f.Size], b[:])
 }

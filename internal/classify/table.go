@@ -136,25 +136,3 @@ func (t *Table) best(mask, value Key) *entry {
 	}
 	return nil
 }
-
-// Masks is the number of distinct masks: the probes of a lookup.
-func (t *Table) Masks() int { return len(t.groups) }
-
-// Lookup returns the rule a key matches, as the data path finds it: one
-// probe per mask.
-func (t *Table) Lookup(k *Key) (Rule, bool) {
-	var best *entry
-	for _, g := range t.groups {
-		var masked Key
-		for i := range k {
-			masked[i] = k[i] & g.mask[i]
-		}
-		if list := g.values[masked]; len(list) > 0 && (best == nil || list[0].beats(best)) {
-			best = list[0]
-		}
-	}
-	if best == nil {
-		return Rule{}, false
-	}
-	return best.rule, true
-}
