@@ -22,6 +22,10 @@ struct gen_config {
 	 * consecutive values from its template value; flows <= 1: fixed. */
 	__u32 flow_offset;
 	__u32 flows;
+	/* Frames still to send. The caller's library runs a test run the
+	 * kernel interrupts (Go preempts threads with signals) again whole, so
+	 * the program, not the repeat count, keeps the total exact. */
+	__s64 budget;
 };
 
 struct {
@@ -40,9 +44,7 @@ struct {
 	__type(value, __u32);
 } flow_seq SEC(".maps");
 
-/* Frames transmitted, per CPU: a test run the kernel interrupts is started
- * again from the beginning by the caller's library, so the repeat counts
- * asked for do not say how many went out. */
+/* Frames transmitted, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -59,6 +61,8 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	__u64 *transmitted = bpf_map_lookup_elem(&tx_frames, &zero);
 	if (!cfg || !seq || !transmitted)
 		return XDP_ABORTED;
+	if (__sync_fetch_and_add(&cfg->budget, -1) <= 0)
+		return XDP_DROP;
 
 	/* Live-frame pages are recycled with whatever the receiver left in
 	 * them: write the whole frame every time. */

@@ -84,10 +84,9 @@ type Options struct {
 }
 
 // Send transmits count copies of frame out of the interface ifindex in ns
-// and returns how many it sent and how long that took. It may send a few
-// more than count: a run the kernel interrupts is run again whole.
+// and returns how many it sent and how long that took.
 func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
-	if err := g.configure(frame, opts); err != nil {
+	if err := g.configure(frame, count, opts); err != nil {
 		return 0, 0, err
 	}
 	chunk := uint64(math.MaxUint32)
@@ -147,8 +146,9 @@ func (g *Generator) transmitted() (uint64, error) {
 	return n, nil
 }
 
-// configure stores the template and restarts the flow cycle on every CPU.
-func (g *Generator) configure(frame []byte, opts Options) error {
+// configure stores the template and the number of frames to send, and
+// restarts the flow cycle on every CPU.
+func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 	if len(frame) < minFrame || len(frame) > MaxFrame {
 		return fmt.Errorf("frame of %d bytes, want %d to %d", len(frame), minFrame, MaxFrame)
 	}
@@ -162,6 +162,7 @@ func (g *Generator) configure(frame []byte, opts Options) error {
 		Tmpl:       trafficgenFrame{Len: uint32(len(frame))},
 		FlowOffset: uint32(opts.FlowOffset),
 		Flows:      uint32(opts.Flows),
+		Budget:     int64(min(count, math.MaxInt64)),
 	}
 	copy(cfg.Tmpl.Data[:], frame)
 	if err := g.objs.Config.Put(uint32(0), &cfg); err != nil {

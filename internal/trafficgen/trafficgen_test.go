@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -157,6 +158,48 @@ func TestSendArrivesIntact(t *testing.T) {
 	}
 	if !bytes.Equal(sample, b.udpTemplate) {
 		t.Errorf("sample\n%x\nwant\n%x", sample, b.udpTemplate)
+	}
+}
+
+// A signal interrupts a test run, and the library runs it again whole; the
+// count must stay exact all the same.
+func TestSendExactWhenInterrupted(t *testing.T) {
+	const (
+		count      = 1_000_000 // a few hundred milliseconds
+		interrupts = 20
+	)
+	b := newBed(t)
+	sink := b.newSink(t, udpFilter, false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range interrupts {
+			time.Sleep(2 * time.Millisecond)
+			interruptEveryThread(t)
+		}
+	}()
+	sent, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, count, Options{})
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := settle(t, sink, count); sent != count || c.MatchPackets != count {
+		t.Errorf("sent %d, sink matched %d; want %d both", sent, c.MatchPackets, count)
+	}
+}
+
+// interruptEveryThread sends SIGURG, which the Go runtime takes for a
+// preemption request and otherwise ignores, to each thread of the process.
+func interruptEveryThread(t *testing.T) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, task := range tasks {
+		if tid, err := strconv.Atoi(task.Name()); err == nil {
+			unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+		}
 	}
 }
 
