@@ -22,11 +22,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/nexthop"
 	"github.com/xdp5g/xdp5g/internal/session"
 	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // fig10 is the session document of Fig. 10 of the paper, verbatim.
@@ -75,11 +75,11 @@ var (
 // env is a UPF namespace wired to a peer namespace, a data path attached
 // to the UPF's interface, a store over it and the API on a test server.
 type env struct {
-	upf, peer *testbed.Netns
-	dp        *datapath.Datapath
-	store     *session.Store
-	rules     *classify.Datapath // nil: no classification
-	url       string
+	upf, peer  *testbed.Netns
+	dp         *datapath.Datapath
+	store      *session.Store
+	classifier *Classifier // nil: no classification
+	url        string
 }
 
 func must(t *testing.T, err error) {
@@ -114,7 +114,7 @@ func newEnv(t *testing.T) *env {
 		dp.Close()
 		os.RemoveAll(pin)
 	})
-	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, datapath.RoleAccess|datapath.RoleCore, datapath.ModeNative) }))
+	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, datapath.RoleAccess|datapath.RoleCore, xdplink.ModeNative) }))
 	t.Cleanup(func() { must(t, dp.Detach(upfIface)) })
 
 	ns, err := netns.GetFromName(e.upf.Name)
@@ -134,7 +134,7 @@ func newEnv(t *testing.T) *env {
 // or none, and the env's classifier, if it has one.
 func (e *env) serve(t *testing.T, n4Interface *PFCP) {
 	t.Helper()
-	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, e.rules, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, e.classifier, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -24,11 +25,29 @@ import (
 // number, a value under a mask, or a range; tunnelN fields also take the
 // tunnel's name. A rule without an id gets the lowest one free.
 type Rule struct {
-	ID       *uint32    `json:"id,omitempty"`
-	Priority uint32     `json:"priority"`
-	Action   ruleAction `json:"action" required:"true"`
-	Match    ruleMatch  `json:"match"`
-	Counters *Counter   `json:"counters,omitempty"`
+	ID       *uint32     `json:"id,omitempty"`
+	Priority uint32      `json:"priority"`
+	Action   ruleAction  `json:"action" required:"true"`
+	Match    ruleMatch   `json:"match"`
+	Out      *RuleEgress `json:"out,omitempty"`
+	Counters *Counter    `json:"counters,omitempty"`
+}
+
+// RuleEgress is where a redirect rule sends packets, or a mirror rule
+// their copies: out of an interface of the classifier's namespace, with
+// the outermost Ethernet addresses rewritten, the source by default to the
+// interface's own.
+type RuleEgress struct {
+	Interface string `json:"interface" required:"true"`
+	DstMAC    string `json:"dstMac" required:"true"`
+	SrcMAC    string `json:"srcMac,omitempty"`
+}
+
+// Classifier is the daemon's classifier as the REST API serves it.
+type Classifier struct {
+	Rules *classify.Datapath
+	// Interface finds an interface of the classifier's namespace by name.
+	Interface func(name string) (*net.Interface, error)
 }
 
 // Rules is the body of GET /api/v1/rules.
@@ -182,7 +201,7 @@ var errNoClassifier = &Error{Status: http.StatusNotFound, Msg: "classification i
 // no classifier.
 func (s *server) classifying(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		if s.rules == nil {
+		if s.classifier == nil {
 			return 0, nil, errNoClassifier
 		}
 		return h(w, r)
@@ -200,13 +219,93 @@ func pathRuleID(r *http.Request) (uint32, error) {
 
 // ruleDoc is the document of a rule with its counters.
 func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
-	packets, bytes, err := s.rules.Counters(r.ID)
+	packets, bytes, err := s.classifier.Rules.Counters(r.ID)
 	if err != nil {
 		return Rule{}, err
 	}
+	doc := ruleDocument(r)
+	doc.Counters = &Counter{Packets: packets, Bytes: bytes}
+	return doc, nil
+}
+
+// ruleDocument is the document of a rule, without counters.
+func ruleDocument(r classify.Rule) Rule {
 	id := r.ID
-	return Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches,
-		Counters: &Counter{Packets: packets, Bytes: bytes}}, nil
+	doc := Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches}
+	if r.Out != nil {
+		doc.Out = &RuleEgress{Interface: r.Out.Interface, DstMAC: r.Out.DstMAC.String(), SrcMAC: r.Out.SrcMAC.String()}
+	}
+	return doc
+}
+
+// rule is the rule a document describes, its egress found.
+func (c *Classifier) rule(doc Rule) (classify.Rule, error) {
+	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
+	if doc.ID != nil {
+		rule.ID = *doc.ID
+	}
+	if doc.Out == nil {
+		return rule, nil
+	}
+	iface, err := c.Interface(doc.Out.Interface)
+	if err != nil {
+		return rule, badRequest("out.interface", "no interface %q where the classifier runs", doc.Out.Interface)
+	}
+	rule.Out = &classify.Egress{Interface: iface.Name, Ifindex: iface.Index, SrcMAC: iface.HardwareAddr}
+	if rule.Out.DstMAC, err = parseMAC(doc.Out.DstMAC); err != nil {
+		return rule, badRequest("out.dstMac", "%v", err)
+	}
+	if doc.Out.SrcMAC != "" {
+		if rule.Out.SrcMAC, err = parseMAC(doc.Out.SrcMAC); err != nil {
+			return rule, badRequest("out.srcMac", "%v", err)
+		}
+	} else if len(rule.Out.SrcMAC) != 6 {
+		return rule, badRequest("out.srcMac", "%s has no Ethernet address of its own: give one", iface.Name)
+	}
+	return rule, nil
+}
+
+func parseMAC(s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 {
+		return nil, fmt.Errorf("%q is not an Ethernet address", s)
+	}
+	return mac, nil
+}
+
+// MarshalRules is the rules file: the rules as GET /api/v1/rules shows
+// them, without counters.
+func (c *Classifier) MarshalRules() ([]byte, error) {
+	out := Rules{Rules: []Rule{}}
+	for _, r := range c.Rules.Rules() {
+		out.Rules = append(out.Rules, ruleDocument(r))
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// RestoreRules adds the rules of a rules file, all or none. An error names
+// the rule by its place in the file.
+func (c *Classifier) RestoreRules(data []byte) error {
+	var doc Rules
+	if err := decodeStrict(data, &doc); err != nil {
+		return err
+	}
+	rules := make([]classify.Rule, len(doc.Rules))
+	for i, d := range doc.Rules {
+		field := fmt.Sprintf("rules[%d]", i)
+		if d.ID == nil {
+			return badRequest(field+".id", "a saved rule has its ID")
+		}
+		var err error
+		if rules[i], err = c.rule(d); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return badRequest(join(field, e.Field), "%s", e.Msg)
+			}
+			return err
+		}
+	}
+	return c.Rules.Add(rules...)
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
@@ -221,17 +320,14 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if doc.Counters != nil {
 		return 0, nil, badRequest("counters", "counters are the data path's to say")
 	}
-	if a := classify.ActionKind(doc.Action); a == classify.ActionRedirect || a == classify.ActionMirror {
-		// An egress names an interface of the classifier's namespace.
-		return 0, nil, badRequest("action", "redirect and mirror rules come with the daemon running the classifier")
+	rule, err := s.classifier.rule(doc)
+	if err != nil {
+		return 0, nil, err
 	}
-	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
-	if doc.ID != nil {
-		rule.ID = *doc.ID
-	} else {
+	if doc.ID == nil {
 		rule.ID = s.freeRuleID()
 	}
-	if err := s.rules.Add(rule); err != nil {
+	if err := s.classifier.Rules.Add(rule); err != nil {
 		var re *classify.RuleError
 		if errors.As(err, &re) {
 			return 0, nil, badRequest(documentField(rule, re.Field), "%s", re.Msg)
@@ -263,7 +359,7 @@ func documentField(r classify.Rule, field string) string {
 // it first: that one's add is then refused, naming the id.
 func (s *server) freeRuleID() uint32 {
 	id := uint32(1)
-	for _, r := range s.rules.Rules() {
+	for _, r := range s.classifier.Rules.Rules() {
 		if r.ID != id {
 			break
 		}
@@ -274,7 +370,7 @@ func (s *server) freeRuleID() uint32 {
 
 func (s *server) listRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	out := Rules{Rules: []Rule{}}
-	for _, rule := range s.rules.Rules() {
+	for _, rule := range s.classifier.Rules.Rules() {
 		doc, err := s.ruleDoc(rule)
 		if errors.Is(err, classify.ErrNoRule) {
 			continue // deleted meanwhile
@@ -292,7 +388,7 @@ func (s *server) getRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	rule, ok := s.rules.Rule(id)
+	rule, ok := s.classifier.Rules.Rule(id)
 	if !ok {
 		return 0, nil, ruleNotFound(id)
 	}
@@ -308,7 +404,7 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.rules.Delete(id); errors.Is(err, classify.ErrNoRule) {
+	if err := s.classifier.Rules.Delete(id); errors.Is(err, classify.ErrNoRule) {
 		return 0, nil, ruleNotFound(id)
 	} else if err != nil {
 		return 0, nil, err
@@ -317,12 +413,12 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 }
 
 func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if err := s.rules.Clear(); err != nil {
+	if err := s.classifier.Rules.Clear(); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
 }
 
 func (s *server) countRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	return http.StatusOK, RuleCount{Rules: s.rules.Len()}, nil
+	return http.StatusOK, RuleCount{Rules: s.classifier.Rules.Len()}, nil
 }

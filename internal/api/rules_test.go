@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,14 +18,26 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 )
 
-// withRules gives the env a classifier and serves the API with it.
+// withRules gives the env a classifier in the UPF's namespace and serves
+// the API with it.
 func (e *env) withRules(t *testing.T) {
+	t.Helper()
+	e.classifier = e.newClassifier(t)
+	e.serve(t, nil)
+}
+
+func (e *env) newClassifier(t *testing.T) *Classifier {
 	t.Helper()
 	d, err := classify.OpenDatapath(classify.Config{})
 	must(t, err)
 	t.Cleanup(func() { d.Close() })
-	e.rules = d
-	e.serve(t, nil)
+	return &Classifier{Rules: d, Interface: func(name string) (iface *net.Interface, err error) {
+		err = e.upf.Do(func() (err error) {
+			iface, err = net.InterfaceByName(name)
+			return err
+		})
+		return iface, err
+	}}
 }
 
 func TestRulesWithoutClassification(t *testing.T) {
@@ -61,7 +75,7 @@ func TestRules(t *testing.T) {
 		EthernetType: layers.EthernetTypeIPv4}, &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP,
 		SrcIP: net.IPv4(10, 45, 0, 2), DstIP: net.IPv4(10, 100, 6, 2)}, &layers.UDP{SrcPort: 40000, DstPort: 5004},
 		gopacket.Payload("video"))
-	if verdict, err := e.rules.Program().Run(&ebpf.RunOptions{Data: frame}); err != nil || verdict != 2 {
+	if verdict, err := e.classifier.Rules.Program().Run(&ebpf.RunOptions{Data: frame}); err != nil || verdict != 2 {
 		t.Fatalf("verdict %d (%v), want XDP_PASS", verdict, err)
 	}
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/7", ""), `{"id": 7, "priority": 5, "action": "count",
@@ -77,8 +91,13 @@ func TestRules(t *testing.T) {
 		{"no action", `{"match": {}}`, "action"},
 		{"unknown action", `{"action": "shape"}`, "action"},
 		{"an action not carried out yet", `{"action": "steer"}`, "action"},
-		{"a mirror without its egress", `{"action": "mirror"}`, "action"},
-		{"a redirect without its egress", `{"action": "redirect"}`, "action"},
+		{"a mirror without its egress", `{"action": "mirror"}`, "out"},
+		{"a redirect without its egress", `{"action": "redirect"}`, "out"},
+		{"an egress for a drop", `{"action": "drop", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`, "out"},
+		{"an egress out of no interface", `{"action": "redirect", "out": {"interface": "eth9", "dstMac": "02:00:00:00:00:09"}}`, "out.interface"},
+		{"an egress without its interface", `{"action": "redirect", "out": {"dstMac": "02:00:00:00:00:09"}}`, "out.interface"},
+		{"an egress to no MAC", `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:09"}}`, "out.dstMac"},
+		{"an egress from no MAC", `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09", "srcMac": "x"}}`, "out.srcMac"},
 		{"an ID in use", `{"id": 7, "action": "drop"}`, "id"},
 		{"unknown field", `{"action": "drop", "match": {"vlan": 3}}`, "match.vlan"},
 		{"a number beyond its field", `{"action": "drop", "match": {"qfi": 300}}`, "match.qfi"},
@@ -116,3 +135,61 @@ func TestRules(t *testing.T) {
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// A redirect or mirror rule names its interface; the API finds it where
+// the classifier runs and shows the egress with the interface's own MAC as
+// the source when none is given.
+func TestRuleEgress(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	_, mac, err := e.upf.Link(upfIface)
+	must(t, err)
+	created := e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 3, "action": "redirect",
+		"match": {"tunnel1Id": 100}, "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`)
+	sameJSON(t, created, `{"id": 3, "priority": 0, "action": "redirect", "match": {"tunnel1Id": 100},
+		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09", "srcMac": "`+mac.String()+`"},
+		"counters": {"packets": 0, "bytes": 0}}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 4, "action": "mirror", "match": {"qfi": 9},
+		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a", "srcMac": "02:00:00:00:00:0b"}}`)
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/4", ""), `{"id": 4, "priority": 0, "action": "mirror",
+		"match": {"qfi": 9}, "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a", "srcMac": "02:00:00:00:00:0b"},
+		"counters": {"packets": 0, "bytes": 0}}`)
+}
+
+// The rules file holds what the API shows, less the counters; restored
+// into a fresh classifier it gives the same rules, and a bad file is
+// refused whole, naming the rule.
+func TestRulesFileRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 2, "priority": 7, "action": "drop",
+		"match": {"innerDst": "10.100.6.0/24", "dstPort": {"range": [5000, 5007]}, "tunnel1": "vxlan"}}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "mirror", "match": {"layerId": 1},
+		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a"}}`)
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	if strings.Contains(string(saved), "counters") {
+		t.Errorf("the rules file holds counters:\n%s", saved)
+	}
+	restored := e.newClassifier(t)
+	must(t, restored.RestoreRules(saved))
+	if got, want := restored.Rules.Rules(), e.classifier.Rules.Rules(); !reflect.DeepEqual(got, want) {
+		t.Errorf("restored %+v\nwant %+v", got, want)
+	}
+
+	for _, c := range []struct{ name, file, field string }{
+		{"an egress gone", `{"rules": [{"id": 1, "action": "drop"},
+			{"id": 2, "action": "redirect", "out": {"interface": "gone0", "dstMac": "02:00:00:00:00:0a"}}]}`, "rules[1].out.interface"},
+		{"a rule without its ID", `{"rules": [{"action": "drop"}]}`, "rules[0].id"},
+		{"an unknown field", `{"rules": [{"id": 1, "action": "drop", "match": {"colour": 1}}]}`, "rules[0].match.colour"},
+	} {
+		fresh := e.newClassifier(t)
+		var got *Error
+		if err := fresh.RestoreRules([]byte(c.file)); !errors.As(err, &got) || got.Field != c.field {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
+		}
+		if n := fresh.Rules.Len(); n != 0 {
+			t.Errorf("%s: %d rules restored, want none", c.name, n)
+		}
+	}
+}

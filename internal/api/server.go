@@ -37,7 +37,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -121,18 +120,18 @@ type PFCP struct {
 }
 
 type server struct {
-	store *session.Store
-	dp    *datapath.Datapath
-	pfcp  *PFCP              // nil without N4
-	rules *classify.Datapath // nil without classification
-	log   *slog.Logger
+	store      *session.Store
+	dp         *datapath.Datapath
+	pfcp       *PFCP       // nil without N4
+	classifier *Classifier // nil without classification
+	log        *slog.Logger
 }
 
 // NewHandler serves the REST API for a store, the data path it fills, the
 // PFCP interface that shares the store, if the daemon serves one, and the
-// classifier's rules, if it runs one (nil if not).
-func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, rules *classify.Datapath, log *slog.Logger) http.Handler {
-	s := &server{store: store, dp: dp, pfcp: n4Interface, rules: rules, log: log}
+// classifier, if it runs one (nil if not).
+func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, classifier *Classifier, log *slog.Logger) http.Handler {
+	s := &server{store: store, dp: dp, pfcp: n4Interface, classifier: classifier, log: log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
 	mux.Handle("POST /api/v1/sessions", s.handle(s.create))

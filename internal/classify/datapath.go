@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // MaxRules is the number of rules the data path holds.
@@ -43,6 +47,7 @@ type Datapath struct {
 	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
 	masks     map[Key]uint16 // mask to its slot in the halves
+	changed   func()         // Config.Changed
 }
 
 // placement is a ternary where the halves hold it: its mask's slot.
@@ -60,6 +65,9 @@ type Config struct {
 	// was not seen (so its verdict is unknown): ActionPass, the default,
 	// or ActionDrop.
 	OrphanFragments ActionKind
+	// Changed, if set, is called after every change of the rules, with
+	// the Datapath's lock held: it must not call the Datapath.
+	Changed func()
 }
 
 // MaxMasks is the most distinct masks the data path takes.
@@ -85,11 +93,52 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 		return nil, err
 	}
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
-		masks: map[Key]uint16{}}
+		masks: map[Key]uint16{}, changed: cfg.Changed}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
 	return d, nil
+}
+
+// Attach runs the classifier on an interface of the calling thread's
+// namespace: the XDP program, and the mirror program at TC ingress, first,
+// so that it is there for the first packet XDP marks. The links are pinned
+// in dir; links a previous run pinned there get this Datapath's programs
+// atomically, so a restart leaves no packet unclassified.
+func (d *Datapath) Attach(dir, ifname string, mode xdplink.Mode) error {
+	for _, sub := range []string{mirrorLinks, xdpLinks} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := xdplink.TCIngress(filepath.Join(dir, mirrorLinks, ifname), d.MirrorProgram(), ifname); err != nil {
+		return err
+	}
+	return xdplink.XDP(filepath.Join(dir, xdpLinks, ifname), d.Program(), ifname, mode)
+}
+
+// Subdirectories of an Attach directory.
+const (
+	xdpLinks    = "xdp"
+	mirrorLinks = "tc-mirror"
+)
+
+// Detach removes the classifier from an interface it was attached to with
+// links pinned in dir.
+func Detach(dir, ifname string) error {
+	return errors.Join(xdplink.Detach(filepath.Join(dir, xdpLinks, ifname)),
+		xdplink.Detach(filepath.Join(dir, mirrorLinks, ifname)))
+}
+
+// DetachAll removes every attachment pinned in dir.
+func DetachAll(dir string) error {
+	return errors.Join(xdplink.DetachAll(filepath.Join(dir, xdpLinks)), xdplink.DetachAll(filepath.Join(dir, mirrorLinks)))
+}
+
+// Attached names the interfaces with the classifier's XDP link pinned in
+// dir.
+func Attached(dir string) ([]string, error) {
+	return xdplink.Pinned(filepath.Join(dir, xdpLinks))
 }
 
 // Close unloads the classifier.
@@ -307,6 +356,9 @@ func (d *Datapath) commit(changed []ternary) error {
 		return err
 	}
 	d.epoch, d.switched, d.lagging = next, time.Now(), placed
+	if d.changed != nil {
+		d.changed()
+	}
 	return nil
 }
 

@@ -46,6 +46,7 @@ type Rule struct {
 // classifier runs in), with the outermost Ethernet header's addresses
 // rewritten.
 type Egress struct {
+	Interface      string // the interface's name, as the rule gave it
 	Ifindex        int
 	DstMAC, SrcMAC net.HardwareAddr
 }

@@ -18,10 +18,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdp5g/xdp5g/internal/buffer"
+	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // Defaults of the settings a file may leave out.
@@ -45,7 +47,7 @@ type Config struct {
 	// N3Addresses are the UPF's GTP-U addresses; the first is the source
 	// of downlink tunnels.
 	N3Addresses []netip.Addr
-	XDPMode     datapath.Mode
+	XDPMode     xdplink.Mode
 	// Netns names a namespace under /run/netns that holds the interfaces;
 	// empty for the daemon's own.
 	Netns     string
@@ -56,6 +58,22 @@ type Config struct {
 	// PFCP is nil when the file has no pfcp section: the daemon then
 	// serves no N4 interface.
 	PFCP *PFCP
+	// Classify is nil when the file has no classify section: the daemon
+	// then runs no classifier.
+	Classify *Classify
+}
+
+// Classify runs the classifier on interfaces of its own (an interface
+// runs one XDP program: the UPF's or the classifier's).
+type Classify struct {
+	Interfaces []string
+	MaxMasks   int
+	// OrphanFragments is what becomes of a fragment whose first fragment
+	// was not seen: classify.ActionPass or classify.ActionDrop.
+	OrphanFragments classify.ActionKind
+	// RulesFile keeps the rules across restarts; by default rules.json
+	// next to the state file.
+	RulesFile string
 }
 
 // Interface is a network interface the data path attaches to.
@@ -137,6 +155,14 @@ type file struct {
 	Buffering   bufferingSettings `yaml:"buffering"`
 	StateFile   string            `yaml:"state_file"`
 	PFCP        *pfcpSettings     `yaml:"pfcp"`
+	Classify    *classifySettings `yaml:"classify"`
+}
+
+type classifySettings struct {
+	Interfaces      []string `yaml:"interfaces"`
+	MaxMasks        *int     `yaml:"max_masks"`
+	OrphanFragments string   `yaml:"orphan_fragments"`
+	RulesFile       string   `yaml:"rules_file"`
 }
 
 type ifaceSettings struct {
@@ -193,13 +219,13 @@ func parse(data []byte) (*Config, error) {
 		return nil, errors.New("a configuration is one YAML document")
 	}
 	cfg := &Config{
-		XDPMode:   datapath.ModeNative,
+		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: DefaultListen},
 		Datapath:  Datapath{PinPath: datapath.DefaultPinPath, MaxSessions: DefaultMaxSessions},
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -286,9 +312,9 @@ func parseN3Addresses(f *file, cfg *Config) error {
 }
 
 func parseXDPMode(f *file, cfg *Config) error {
-	switch m := datapath.Mode(f.XDPMode); m {
+	switch m := xdplink.Mode(f.XDPMode); m {
 	case "":
-	case datapath.ModeNative, datapath.ModeGeneric, datapath.ModeOffload:
+	case xdplink.ModeNative, xdplink.ModeGeneric, xdplink.ModeOffload:
 		cfg.XDPMode = m
 	default:
 		return invalid("xdp_mode", "unknown mode %q (native, generic or offload)", f.XDPMode)
@@ -374,6 +400,57 @@ func parseStateFile(f *file, cfg *Config) error {
 		}
 		cfg.StateFile = filepath.Clean(p)
 	}
+	return nil
+}
+
+var orphanFragmentActions = map[string]classify.ActionKind{"pass": classify.ActionPass, "drop": classify.ActionDrop}
+
+func parseClassify(f *file, cfg *Config) error {
+	c := f.Classify
+	if c == nil {
+		return nil
+	}
+	out := &Classify{MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
+		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json")}
+	if len(c.Interfaces) == 0 {
+		return invalid("classify.interfaces", "at least one interface is needed")
+	}
+	for i, name := range c.Interfaces {
+		field := fmt.Sprintf("classify.interfaces[%d]", i)
+		if err := checkIfName(name); err != nil {
+			return invalid(field, "%v", err)
+		}
+		if slices.Contains(out.Interfaces, name) {
+			return invalid(field, "%s is listed twice", name)
+		}
+		if slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return i.Name == name }) {
+			return invalid(field, "%s runs the UPF, and an interface runs one XDP program", name)
+		}
+		out.Interfaces = append(out.Interfaces, name)
+	}
+	if n := c.MaxMasks; n != nil {
+		if *n < 1 || *n > classify.MaxMasks {
+			return invalid("classify.max_masks", "must be from 1 to %d", classify.MaxMasks)
+		}
+		out.MaxMasks = *n
+	}
+	if c.OrphanFragments != "" {
+		a, ok := orphanFragmentActions[c.OrphanFragments]
+		if !ok {
+			return invalid("classify.orphan_fragments", "unknown action %q (pass or drop)", c.OrphanFragments)
+		}
+		out.OrphanFragments = a
+	}
+	if p := c.RulesFile; p != "" {
+		if !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
+			return invalid("classify.rules_file", "%q must be an absolute file path", p)
+		}
+		out.RulesFile = filepath.Clean(p)
+	}
+	if out.RulesFile == cfg.StateFile {
+		return invalid("classify.rules_file", "%s is the state file", out.RulesFile)
+	}
+	cfg.Classify = out
 	return nil
 }
 

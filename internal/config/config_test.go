@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 const minimal = `
@@ -28,7 +31,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		Interfaces:  []Interface{{Name: "eth0", Roles: datapath.RoleAccess | datapath.RoleCore}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
-		XDPMode:     datapath.ModeNative,
+		XDPMode:     xdplink.ModeNative,
 		API:         API{Listen: "127.0.0.1:9880"},
 		Datapath:    Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
 		Buffering:   Buffering{SessionPackets: 256, TotalPackets: 32768},
@@ -68,6 +71,11 @@ pfcp:
   n1: 5
   traffic_stop_after: 30s
   ue_pool: 10.45.0.0/16
+classify:
+  interfaces: [edge0, edge1]
+  max_masks: 24
+  orphan_fragments: drop
+  rules_file: /tmp/upf2/rules.json
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +87,7 @@ pfcp:
 	want := &Config{
 		Interfaces:  []Interface{{Name: "n3", Roles: datapath.RoleAccess}, {Name: "n6", Roles: datapath.RoleCore}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1")},
-		XDPMode:     datapath.ModeGeneric,
+		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
 		API:         API{Listen: "[::1]:8080"},
 		Datapath:    Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024},
@@ -95,6 +103,8 @@ pfcp:
 			TrafficStopAfter:  30 * time.Second,
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 		},
+		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classify.ActionDrop,
+			RulesFile: "/tmp/upf2/rules.json"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
@@ -124,6 +134,18 @@ func TestPFCPDefaults(t *testing.T) {
 		if !reflect.DeepEqual(cfg.PFCP, want) {
 			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
 		}
+	}
+}
+
+func TestClassifyDefaults(t *testing.T) {
+	cfg, err := parse([]byte(minimal + "state_file: /srv/upf/state.json\nclassify: {interfaces: [edge0]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Classify{Interfaces: []string{"edge0"}, MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
+		RulesFile: "/srv/upf/rules.json"}
+	if !reflect.DeepEqual(cfg.Classify, want) {
+		t.Errorf("got %+v\nwant %+v", cfg.Classify, want)
 	}
 }
 
@@ -188,12 +210,21 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"UE pool with host bits", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.1/16}", "pfcp.ue_pool"},
 		{"UE pool over 2^24", "pfcp: {node_id: upf.example, ue_pool: 10.0.0.0/7}", "pfcp.ue_pool"},
 		{"UE pool holding N3", "pfcp: {node_id: upf.example, ue_pool: 192.0.2.0/24}", "pfcp.ue_pool"},
+		{"classify without interfaces", "classify: {max_masks: 4}", "classify.interfaces"},
+		{"classify interface name", "classify: {interfaces: [edge0, 'a/b']}", "classify.interfaces[1]"},
+		{"classify interface twice", "classify: {interfaces: [edge0, edge0]}", "classify.interfaces[1]"},
+		{"classify on the UPF's interface", "classify: {interfaces: [eth0]}", "classify.interfaces[0]"},
+		{"classify zero masks", "classify: {interfaces: [edge0], max_masks: 0}", "classify.max_masks"},
+		{"classify too many masks", "classify: {interfaces: [edge0], max_masks: 33}", "classify.max_masks"},
+		{"classify orphan fragments", "classify: {interfaces: [edge0], orphan_fragments: mirror}", "classify.orphan_fragments"},
+		{"classify relative rules file", "classify: {interfaces: [edge0], rules_file: rules.json}", "classify.rules_file"},
+		{"classify rules in the state file", "state_file: /srv/s.json\nclassify: {interfaces: [edge0], rules_file: /srv/s.json}", "classify.rules_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Later keys override minimal's, so each case breaks one thing.
 			doc := tt.yaml
-			if !strings.Contains(doc, "interfaces:") {
+			if !regexp.MustCompile(`(?m)^interfaces:`).MatchString(doc) {
 				doc += "\ninterfaces: [{name: eth0, roles: [access, core]}]"
 			}
 			if !strings.Contains(doc, "n3_addresses:") {

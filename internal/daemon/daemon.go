@@ -23,6 +23,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/buffer"
+	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/nexthop"
@@ -35,7 +36,8 @@ const shutdownTimeout = 5 * time.Second
 // Run attaches the data path to the configured interfaces, takes over the
 // sessions of the state file (dropping the SMFs', see session.Restore) and
 // serves the REST API, and PFCP if cfg has a pfcp section, until ctx is
-// done.
+// done. With a classify section it runs the classifier too, with the rules
+// of its rules file.
 // On return the XDP programs stay attached and the maps pinned, so traffic
 // keeps flowing until the next run takes over; Detach removes them. cfg is
 // valid, as config.Load returns it.
@@ -57,6 +59,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	saved, err := readState(cfg.StateFile)
 	if err != nil {
 		return err
+	}
+	var savedRules []byte
+	if cfg.Classify != nil {
+		if savedRules, err = readState(cfg.Classify.RulesFile); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755); err != nil {
 		return fmt.Errorf("state_file: %w", err)
@@ -118,7 +126,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	defer func() { err = errors.Join(err, state.stop()) }()
 
+	var classifier *api.Classifier
+	if cfg.Classify != nil {
+		var stopClassifier func() error
+		if classifier, stopClassifier, err = openClassifier(cfg, savedRules, ns, log); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopClassifier()) }()
+	}
 	if err := attach(dp, ns, cfg, log); err != nil {
+		return err
+	}
+	if err := attachClassifier(classifier, ns, cfg, log); err != nil {
 		return err
 	}
 
@@ -133,7 +152,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
 
-	srv := &http.Server{Handler: api.NewHandler(store, dp, n4Interface, nil, log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api.NewHandler(store, dp, n4Interface, classifier, log), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving the REST API", "listen", ln.Addr().String())
@@ -238,7 +257,7 @@ func Detach(cfg *config.Config) error {
 	if st.Type != unix.BPF_FS_MAGIC {
 		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
 	}
-	if err := datapath.DetachAll(pin); err != nil {
+	if err := errors.Join(datapath.DetachAll(pin), classify.DetachAll(classifyLinks(cfg))); err != nil {
 		return err
 	}
 	return os.RemoveAll(pin)

@@ -50,9 +50,9 @@ type env struct {
 	upf, peer *testbed.Netns
 	dir, pin  string
 	listen    string
-	// pfcp is the pfcp section config writes, as a YAML flow mapping;
-	// none when empty.
-	pfcp string
+	// pfcp and classify are the sections config writes, as YAML flow
+	// mappings; none when empty.
+	pfcp, classify string
 }
 
 func newEnv(t *testing.T) *env {
@@ -93,6 +93,9 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	fmt.Fprintf(&yaml, "datapath: {pin_path: %s, max_sessions: 1024}\nstate_file: %s\n", e.pin, filepath.Join(e.dir, "state", "sessions.json"))
 	if e.pfcp != "" {
 		fmt.Fprintf(&yaml, "pfcp: %s\n", e.pfcp)
+	}
+	if e.classify != "" {
+		fmt.Fprintf(&yaml, "classify: %s\n", e.classify)
 	}
 	path := filepath.Join(e.dir, "xdp5g.yaml")
 	must(t, os.WriteFile(path, []byte(yaml.String()), 0o600))

@@ -13,11 +13,11 @@ import (
 // changes costs one write.
 const saveDelay = 200 * time.Millisecond
 
-// stateFile keeps the state file in step with the store between start and
-// stop.
+// stateFile keeps a state file (the sessions', the rules') in step with
+// what it saves between start and stop.
 type stateFile struct {
 	path    string
-	marshal func() ([]byte, error) // Store.MarshalState
+	marshal func() ([]byte, error) // Store.MarshalState, Classifier.MarshalRules
 	log     *slog.Logger
 
 	saving sync.Mutex // held while saving; taken before mu
@@ -28,7 +28,8 @@ type stateFile struct {
 	live  bool
 }
 
-// changed schedules a save; the store calls it after every change.
+// changed schedules a save; the store and the classifier call it after
+// every change.
 func (f *stateFile) changed() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -48,7 +49,7 @@ func (f *stateFile) scheduledSave() {
 		return // stop saved
 	}
 	if err := f.save(); err != nil {
-		f.log.Error("saving the sessions", "err", err)
+		f.log.Error("saving the state", "err", err)
 	}
 }
 
@@ -94,7 +95,7 @@ func (f *stateFile) save() error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("saving the sessions to %s: %w", f.path, err)
+		return fmt.Errorf("saving %s: %w", f.path, err)
 	}
 	return nil
 }

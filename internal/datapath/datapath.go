@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -14,8 +13,9 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // DefaultPinPath is where the maps and XDP links live between daemon runs.
@@ -79,15 +79,6 @@ type Role uint32
 const (
 	RoleAccess Role = 1 // N3: GTP-U from gNBs
 	RoleCore   Role = 2 // N6: plain IP from the data network
-)
-
-// Mode is the XDP attach mode.
-type Mode string
-
-const (
-	ModeNative  Mode = "native"
-	ModeGeneric Mode = "generic"
-	ModeOffload Mode = "offload"
 )
 
 // Options size and place the data path.
@@ -215,12 +206,8 @@ func (d *Datapath) Capacity() (pdrs, fars uint32) {
 // Attach loads the program for one interface of the calling thread's network
 // namespace and attaches it, or atomically replaces the program of an
 // attachment a previous run left pinned (so a restart drops nothing).
-func (d *Datapath) Attach(ifname string, roles Role, mode Mode) error {
+func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	iface, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return err
-	}
-	flags, err := mode.flags()
 	if err != nil {
 		return err
 	}
@@ -233,39 +220,7 @@ func (d *Datapath) Attach(ifname string, roles Role, mode Mode) error {
 		return err
 	}
 	defer prog.Close()
-
-	pin := d.linkPin(ifname)
-	if old, err := link.LoadPinnedLink(pin, nil); err == nil {
-		defer old.Close()
-		if info, err := old.Info(); err == nil && info.XDP() != nil && int(info.XDP().Ifindex) == iface.Index {
-			return old.Update(prog)
-		}
-		// The interface was re-created: the old link is defunct.
-		if err := old.Unpin(); err != nil {
-			return err
-		}
-	}
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index, Flags: flags})
-	if err != nil {
-		if mode == ModeOffload {
-			return fmt.Errorf("hardware offload is not available on %s (its driver cannot run XDP programs on the NIC); use native or generic mode: %w", ifname, err)
-		}
-		return fmt.Errorf("attaching XDP (%s) to %s: %w", mode, ifname, err)
-	}
-	defer l.Close()
-	return l.Pin(pin)
-}
-
-func (m Mode) flags() (link.XDPAttachFlags, error) {
-	switch m {
-	case ModeNative, "":
-		return link.XDPDriverMode, nil
-	case ModeGeneric:
-		return link.XDPGenericMode, nil
-	case ModeOffload:
-		return link.XDPOffloadMode, nil
-	}
-	return 0, fmt.Errorf("unknown XDP mode %q (native, generic or offload)", m)
+	return xdplink.XDP(d.linkPin(ifname), prog, ifname, mode)
 }
 
 func (d *Datapath) linkPin(ifname string) string {
@@ -302,57 +257,21 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 // Detach removes the program from an interface of the calling thread's
 // namespace and frees its counter slot.
 func (d *Datapath) Detach(ifname string) error {
-	if err := detachPinned(d.linkPin(ifname)); err != nil {
+	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	return d.releaseSlot(ifname)
 }
 
-// detachPinned removes an XDP attachment by its pin. Closing the last file
-// descriptor detaches at once; removing the pin alone would leave the
-// detach to a kernel work queue, a moment later.
-func detachPinned(path string) error {
-	l, err := link.LoadPinnedLink(path, nil)
-	if err != nil {
-		return fmt.Errorf("no xdp5g attachment: %w", err)
-	}
-	defer l.Close()
-	if err := l.Unpin(); err != nil {
-		return err
-	}
-	return l.Close()
-}
-
 // DetachAll removes every attachment pinned under pinPath without opening
 // the maps, so it works for maps of another size or version too.
 func DetachAll(pinPath string) error {
-	pins, err := os.ReadDir(filepath.Join(pinPath, linksDirName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, p := range pins {
-		if err := detachPinned(filepath.Join(pinPath, linksDirName, p.Name())); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return xdplink.DetachAll(filepath.Join(pinPath, linksDirName))
 }
 
 // Attached lists the interfaces with a pinned attachment.
 func (d *Datapath) Attached() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(d.opts.PinPath, linksDirName))
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names, nil
+	return xdplink.Pinned(filepath.Join(d.opts.PinPath, linksDirName))
 }
 
 // networkOrder returns the uint32 whose in-memory bytes are b, the way the

@@ -13,6 +13,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/nexthop"
 	"github.com/xdp5g/xdp5g/internal/session"
 	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // The demo's PDU session.
@@ -108,7 +109,7 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 // Attach puts xdp_upf on N3 (access) and N6 (core) in native mode.
 func (u *UPF) Attach() error {
 	for _, iface := range Interfaces {
-		if err := u.ns.Do(func() error { return u.Datapath.Attach(iface.Name, iface.Role, datapath.ModeNative) }); err != nil {
+		if err := u.ns.Do(func() error { return u.Datapath.Attach(iface.Name, iface.Role, xdplink.ModeNative) }); err != nil {
 			return err
 		}
 		u.attached = append(u.attached, iface.Name)

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/config"
+)
+
+// classifyLinks is where, under the pin path, the classifier's links live.
+func classifyLinks(cfg *config.Config) string {
+	return filepath.Join(cfg.Datapath.PinPath, "classify")
+}
+
+// openClassifier loads the classifier with the rules of the rules file
+// (saved, nil for none) and keeps that file in step with the rules from
+// then on, until stop.
+func openClassifier(cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
+	state := &stateFile{path: cfg.Classify.RulesFile, log: log}
+	rules, err := classify.OpenDatapath(classify.Config{MaxMasks: cfg.Classify.MaxMasks,
+		OrphanFragments: cfg.Classify.OrphanFragments, Changed: state.changed})
+	if err != nil {
+		return nil, nil, err
+	}
+	c = &api.Classifier{Rules: rules, Interface: func(name string) (iface *net.Interface, err error) {
+		err = inNetns(ns, func() (err error) {
+			iface, err = net.InterfaceByName(name)
+			return err
+		})
+		return iface, err
+	}}
+	state.marshal = c.MarshalRules
+	if saved != nil {
+		if err := c.RestoreRules(saved); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("%s: %w", cfg.Classify.RulesFile, err), rules.Close())
+		}
+	}
+	log.Info("rules restored", "rules", rules.Len(), "rules_file", cfg.Classify.RulesFile)
+	if err := state.start(); err != nil {
+		return nil, nil, errors.Join(err, rules.Close())
+	}
+	return c, func() error { return errors.Join(state.stop(), rules.Close()) }, nil
+}
+
+// attachClassifier runs the classifier, if there is one, on its
+// interfaces (taking over a previous run's attachments without a gap) and
+// removes it from those a previous run attached that the configuration no
+// longer lists.
+func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
+	dir := classifyLinks(cfg)
+	var names []string
+	if c != nil {
+		names = cfg.Classify.Interfaces
+	}
+	return inNetns(ns, func() error {
+		for _, name := range names {
+			if err := c.Rules.Attach(dir, name, cfg.XDPMode); err != nil {
+				return fmt.Errorf("classify interface %s: %w", name, err)
+			}
+			log.Info("classifier attached", "interface", name, "mode", cfg.XDPMode)
+		}
+		attached, err := classify.Attached(dir)
+		if err != nil {
+			return err
+		}
+		for _, name := range attached {
+			if !slices.Contains(names, name) {
+				if err := classify.Detach(dir, name); err != nil {
+					return fmt.Errorf("classify interface %s: %w", name, err)
+				}
+				log.Info("classifier detached from an interface no longer configured", "interface", name)
+			}
+		}
+		return nil
+	})
+}

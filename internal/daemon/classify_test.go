@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+)
+
+// Addresses of the spare link, where the classifier runs.
+const (
+	classifiedAddr = "10.9.0.1"
+	peerAddr       = "10.9.0.2"
+	droppedPort    = 9999
+	passedPort     = 9998
+)
+
+// classified sends a datagram from the peer to the dropped port, then one
+// to the passed port, and expects the second only: the veth keeps their
+// order, so the first would have arrived before it.
+func (e *env) classified(t *testing.T, dropped, passed net.PacketConn) {
+	t.Helper()
+	var conn net.PacketConn
+	must(t, e.peer.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", peerAddr+":0")
+		return err
+	}))
+	defer conn.Close()
+	for _, port := range []int{droppedPort, passedPort} {
+		_, err := conn.WriteTo([]byte("classify me"), &net.UDPAddr{IP: net.ParseIP(classifiedAddr), Port: port})
+		must(t, err)
+	}
+	buf := make([]byte, 64)
+	must(t, passed.SetReadDeadline(time.Now().Add(5*time.Second)))
+	if _, _, err := passed.ReadFrom(buf); err != nil {
+		t.Fatalf("the passed datagram did not arrive: %v", err)
+	}
+	must(t, dropped.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	if _, _, err := dropped.ReadFrom(buf); err == nil {
+		t.Fatal("the dropped datagram arrived")
+	}
+}
+
+func ruleCounter(t *testing.T, client *api.Client, id uint32) uint64 {
+	t.Helper()
+	doc, err := client.Rule(context.Background(), id)
+	must(t, err)
+	var r struct{ Counters struct{ Packets uint64 } }
+	must(t, json.Unmarshal(doc, &r))
+	return r.Counters.Packets
+}
+
+// The daemon runs the classifier on its own interface: rules come over
+// REST, are saved, and go on being enforced while the daemon is down and
+// after it restarts; without the classify section the next run removes it.
+func TestClassifierRulesSurviveRestarts(t *testing.T) {
+	e := newEnv(t)
+	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
+	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
+	var dropped, passed net.PacketConn
+	must(t, e.upf.Do(func() (err error) {
+		if dropped, err = net.ListenPacket("udp4", classifiedAddr+":9999"); err == nil {
+			passed, err = net.ListenPacket("udp4", classifiedAddr+":9998")
+		}
+		return err
+	}))
+	defer dropped.Close()
+	defer passed.Close()
+
+	e.classify = "{interfaces: [spare], max_masks: 8}"
+	cfg := e.config(t)
+	client, stop := e.run(t, cfg)
+	ctx := context.Background()
+	for _, rule := range []string{
+		`{"id": 1, "priority": 10, "action": "drop", "match": {"proto": 17, "dstPort": 9999}}`,
+		`{"id": 2, "action": "count", "match": {"innerDst": "10.9.0.1"}}`,
+		`{"id": 3, "action": "redirect", "match": {"dstPort": 7}, "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:07"}}`,
+	} {
+		_, err := client.AddRule(ctx, []byte(rule))
+		must(t, err)
+	}
+	if _, err := client.AddRule(ctx, []byte(`{"action": "mirror", "out": {"interface": "eth7", "dstMac": "02:00:00:00:00:07"}}`)); err == nil {
+		t.Error("a mirror out of no interface was accepted")
+	}
+	e.classified(t, dropped, passed)
+	if n := ruleCounter(t, client, 1); n != 1 {
+		t.Errorf("the drop rule counted %d packets, want 1", n)
+	}
+	before, err := client.Rules(ctx)
+	must(t, err)
+	must(t, stop())
+
+	if !e.xdpAttached(t, "spare") {
+		t.Fatal("spare lost the classifier when the daemon stopped")
+	}
+	e.classified(t, dropped, passed)
+	data, err := os.ReadFile(cfg.Classify.RulesFile)
+	must(t, err)
+	var saved struct{ Rules []struct{ ID uint32 } }
+	if err := json.Unmarshal(data, &saved); err != nil || len(saved.Rules) != 3 {
+		t.Fatalf("rules file: %s (%v)", data, err)
+	}
+
+	client, stop = e.run(t, cfg)
+	after, err := client.Rules(ctx)
+	must(t, err)
+	// Counters start again at zero; the first run's packets were counted
+	// by its own maps.
+	var want, got any
+	must(t, json.Unmarshal([]byte(zeroCounters(t, before)), &want))
+	must(t, json.Unmarshal(after, &got))
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("rules after the restart:\n%s\nwant\n%s", after, before)
+	}
+	e.classified(t, dropped, passed)
+	if n := ruleCounter(t, client, 1); n != 1 {
+		t.Errorf("the drop rule counted %d packets after the restart, want 1", n)
+	}
+	must(t, stop())
+
+	e.classify = ""
+	_, stop = e.run(t, e.config(t))
+	must(t, stop())
+	if e.xdpAttached(t, "spare") {
+		t.Error("spare keeps the classifier with no classify section")
+	}
+}
+
+// zeroCounters is a rules document with every counter at zero.
+func zeroCounters(t *testing.T, doc json.RawMessage) string {
+	t.Helper()
+	var d struct{ Rules []map[string]any }
+	must(t, json.Unmarshal(doc, &d))
+	for _, r := range d.Rules {
+		r["counters"] = map[string]any{"packets": 0, "bytes": 0}
+	}
+	out, err := json.Marshal(map[string]any{"rules": d.Rules})
+	must(t, err)
+	return string(out)
+}

@@ -1,0 +1,149 @@
+// Package xdplink attaches programs to interfaces with pinned links, so an
+// attachment outlives the daemon and the next run replaces its program
+// atomically: a restart drops nothing.
+package xdplink
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// Mode is the XDP attach mode.
+type Mode string
+
+const (
+	ModeNative  Mode = "native"
+	ModeGeneric Mode = "generic"
+	ModeOffload Mode = "offload"
+)
+
+func (m Mode) flags() (link.XDPAttachFlags, error) {
+	switch m {
+	case ModeNative, "":
+		return link.XDPDriverMode, nil
+	case ModeGeneric:
+		return link.XDPGenericMode, nil
+	case ModeOffload:
+		return link.XDPOffloadMode, nil
+	}
+	return 0, fmt.Errorf("unknown XDP mode %q (native, generic or offload)", m)
+}
+
+// XDP attaches prog to ifname, an interface of the calling thread's
+// namespace, and pins the link at pin; or, if pin holds a link to the same
+// interface, replaces that link's program atomically.
+func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
+	flags, err := mode.flags()
+	if err != nil {
+		return err
+	}
+	return attach(pin, ifname, prog, func(info *link.Info) uint32 {
+		if xdp := info.XDP(); xdp != nil {
+			return xdp.Ifindex
+		}
+		return 0
+	}, func(ifindex int) (link.Link, error) {
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: flags})
+		switch {
+		case err != nil && mode == ModeOffload:
+			return nil, fmt.Errorf("hardware offload is not available on %s (its driver cannot run XDP programs on the NIC); use native or generic mode: %w", ifname, err)
+		case err != nil:
+			return nil, fmt.Errorf("attaching XDP (%s) to %s: %w", mode, ifname, err)
+		}
+		return l, nil
+	})
+}
+
+// TCIngress is XDP for a program at the TC ingress hook (tcx) of ifname.
+func TCIngress(pin string, prog *ebpf.Program, ifname string) error {
+	return attach(pin, ifname, prog, func(info *link.Info) uint32 {
+		if tcx := info.TCX(); tcx != nil {
+			return tcx.Ifindex
+		}
+		return 0
+	}, func(ifindex int) (link.Link, error) {
+		l, err := link.AttachTCX(link.TCXOptions{Program: prog, Attach: ebpf.AttachTCXIngress, Interface: ifindex})
+		if err != nil {
+			return nil, fmt.Errorf("attaching to TC ingress of %s: %w", ifname, err)
+		}
+		return l, nil
+	})
+}
+
+// attach gives the link pinned at pin prog if that link is of the wanted
+// kind on ifname (linkIfindex says where it is, 0 for another kind), and
+// otherwise makes a new link with newLink and pins it. A pinned link to an
+// interface since re-created is defunct: its pin goes.
+func attach(pin, ifname string, prog *ebpf.Program, linkIfindex func(*link.Info) uint32,
+	newLink func(ifindex int) (link.Link, error)) error {
+	iface, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return err
+	}
+	if old, err := link.LoadPinnedLink(pin, nil); err == nil {
+		defer old.Close()
+		if info, err := old.Info(); err == nil && int(linkIfindex(info)) == iface.Index {
+			return old.Update(prog)
+		}
+		if err := old.Unpin(); err != nil {
+			return err
+		}
+	}
+	l, err := newLink(iface.Index)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return l.Pin(pin)
+}
+
+// Detach removes the attachment pinned at pin. Closing the last file
+// descriptor detaches at once; removing the pin alone would leave the
+// detach to a kernel work queue, a moment later.
+func Detach(pin string) error {
+	l, err := link.LoadPinnedLink(pin, nil)
+	if err != nil {
+		return fmt.Errorf("no xdp5g attachment: %w", err)
+	}
+	defer l.Close()
+	if err := l.Unpin(); err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// DetachAll removes every attachment pinned in dir; none if dir does not
+// exist.
+func DetachAll(dir string) error {
+	pins, err := Pinned(dir)
+	var errs []error
+	for _, p := range pins {
+		if err := Detach(filepath.Join(dir, p)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return errors.Join(append(errs, err)...)
+}
+
+// Pinned lists the names pinned in dir; none if dir does not exist.
+func Pinned(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
