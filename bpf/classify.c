@@ -383,8 +383,9 @@ INLINE int beats(const struct classify_verdict *a, const struct classify_verdict
 	return !b->rule || a->priority > b->priority || (a->priority == b->priority && a->order < b->order);
 }
 
-/* The best rule for a key in the half the epoch names: one probe per mask.
- * A function of its own so that the verifier checks it once. */
+/* The best rule for a key in the half the epoch names: one probe per mask,
+ * in the order of their best priority, until no mask left can win. A
+ * function of its own so that the verifier checks it once. */
 __noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_verdict *best)
 {
 	if (!key || !best)
@@ -396,14 +397,16 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, stru
 	struct classify_entry_key ek = {.half = h};
 	const __u64 *k = (const __u64 *)key;
 	__u64 *v = (__u64 *)&ek.value;
-	for (int i = 0; i < CLASSIFY_MAX_MASKS; i++) {
-		struct classify_mask *m = &half->masks[i];
-		if (!m->used)
-			continue;
+	__u32 n = half->n;
+	for (int i = 0; i < CLASSIFY_MAX_MASKS && i < n; i++) {
+		__u32 slot = half->order[i] & (CLASSIFY_MAX_MASKS - 1);
+		struct classify_mask *m = &half->masks[slot];
+		if (best->rule && best->priority > m->max_priority)
+			break;
 		const __u64 *mk = (const __u64 *)&m->mask;
 		for (int w = 0; w < sizeof(*key) / 8; w++)
 			v[w] = k[w] & mk[w];
-		ek.mask = i;
+		ek.mask = slot;
 		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
 		if (found && beats(found, best))
 			*best = *found;

@@ -398,11 +398,15 @@ struct classify_verdict {
 
 struct classify_mask {
 	struct classify_key mask;
-	__u32 used;
+	__u32 max_priority; /* of the rules under the mask */
 };
 
 struct classify_half {
 	struct classify_mask masks[CLASSIFY_MAX_MASKS];
+	/* The n slots in use, highest max_priority first: a search ends at
+	 * the first mask whose rules cannot beat the verdict it holds. */
+	__u8 order[CLASSIFY_MAX_MASKS];
+	__u32 n;
 };
 
 struct classify_entry_key {

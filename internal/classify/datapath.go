@@ -425,8 +425,13 @@ func (d *Datapath) write(half uint32, placed []placement) error {
 	}
 	var h classifyClassifyHalf
 	for mask, slot := range d.masks {
-		h.Masks[slot] = classifyClassifyMask{Mask: *rawKey(&mask), Used: 1}
+		h.Masks[slot] = classifyClassifyMask{Mask: *rawKey(&mask), MaxPriority: d.table.group(mask).maxPriority()}
+		h.Order[h.N] = uint8(slot)
+		h.N++
 	}
+	slices.SortFunc(h.Order[:h.N], func(a, b uint8) int {
+		return cmp.Or(cmp.Compare(h.Masks[b].MaxPriority, h.Masks[a].MaxPriority), cmp.Compare(a, b))
+	})
 	return d.objs.ClassifyMasks.Put(half, &h)
 }
 

@@ -38,9 +38,20 @@ func (e *entry) beats(o *entry) bool {
 // group holds the ternaries of one mask: by masked value, the entries
 // that have it, best first.
 type group struct {
-	mask   Key
-	values map[Key][]*entry
-	n      int // ternaries in the group
+	mask       Key
+	values     map[Key][]*entry
+	n          int            // ternaries in the group
+	priorities map[uint32]int // ternaries by their rule's priority
+}
+
+// maxPriority is the highest priority of the group's rules: a lookup that
+// has found a better one need not probe the group.
+func (g *group) maxPriority() uint32 {
+	var top uint32
+	for p := range g.priorities {
+		top = max(top, p)
+	}
+	return top
 }
 
 // NewTable returns an empty table that takes at most maxMasks distinct
@@ -80,7 +91,7 @@ func (t *Table) Add(r Rule) error {
 	for _, tr := range ternaries {
 		g := t.group(tr.mask)
 		if g == nil {
-			g = &group{mask: tr.mask, values: map[Key][]*entry{}}
+			g = &group{mask: tr.mask, values: map[Key][]*entry{}, priorities: map[uint32]int{}}
 			t.groups = append(t.groups, g)
 		}
 		list := g.values[tr.value]
@@ -92,6 +103,7 @@ func (t *Table) Add(r Rule) error {
 		})
 		g.values[tr.value] = slices.Insert(list, at, e)
 		g.n++
+		g.priorities[r.Priority]++
 	}
 	return nil
 }
@@ -110,6 +122,9 @@ func (t *Table) Delete(id uint32) error {
 			delete(g.values, tr.value)
 		} else {
 			g.values[tr.value] = list
+		}
+		if g.priorities[e.rule.Priority]--; g.priorities[e.rule.Priority] == 0 {
+			delete(g.priorities, e.rule.Priority)
 		}
 		if g.n--; g.n == 0 {
 			t.groups = slices.DeleteFunc(t.groups, func(o *group) bool { return o == g })
