@@ -74,14 +74,23 @@ struct {
  * the program loads. */
 volatile const __u8 orphan_fragment_action = CLASSIFY_PASS;
 
-/* Where the rules that redirect send packets, or those that mirror the
- * copies, per rule slot. */
+/* Where the rules that redirect send packets, those that mirror the
+ * copies, and those that steer the CPU, per rule slot. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
 	__type(key, __u32);
 	__type(value, struct classify_egress);
 } classify_redirects SEC(".maps");
+
+/* The CPUs rules steer to, by number: the queue of each, filled as rules
+ * need them. Sized to the possible CPUs at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} classify_cpus SEC(".maps");
 
 /* Packets and bytes per rule slot. */
 struct {
@@ -486,8 +495,14 @@ int xdp_classify(struct xdp_md *ctx)
 			}
 		}
 		return XDP_PASS;
+	case CLASSIFY_STEER: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &v.rule);
+		if (!out)
+			return XDP_ABORTED;
+		/* On to the kernel on that CPU; here if it has no queue. */
+		return bpf_redirect_map(&classify_cpus, out->cpu, XDP_PASS);
 	}
-	/* Steer is not carried out yet: the control plane refuses it. */
+	}
 	return XDP_PASS;
 }
 

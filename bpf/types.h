@@ -372,11 +372,12 @@ enum classify_action {
 
 /* Where a rule that redirects sends packets, or one that mirrors their
  * copies: out of an interface, with the outermost Ethernet header's
- * addresses rewritten. */
+ * addresses rewritten; or the CPU a rule that steers sends them to. */
 struct classify_egress {
 	__u32 ifindex;
 	__u8 dst[6];
 	__u8 src[6];
+	__u32 cpu;
 };
 
 /* What xdp_classify leaves in a packet's metadata for tc_classify_mirror:

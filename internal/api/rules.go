@@ -30,6 +30,7 @@ type Rule struct {
 	Action   ruleAction  `json:"action" required:"true"`
 	Match    ruleMatch   `json:"match"`
 	Out      *RuleEgress `json:"out,omitempty"`
+	CPU      *uint32     `json:"cpu,omitempty"` // where a steer rule sends packets
 	Counters *Counter    `json:"counters,omitempty"`
 }
 
@@ -232,6 +233,9 @@ func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
 func ruleDocument(r classify.Rule) Rule {
 	id := r.ID
 	doc := Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches}
+	if r.Action == classify.ActionSteer {
+		doc.CPU = &r.CPU
+	}
 	if r.Out != nil {
 		doc.Out = &RuleEgress{Interface: r.Out.Interface, DstMAC: r.Out.DstMAC.String(), SrcMAC: r.Out.SrcMAC.String()}
 	}
@@ -243,6 +247,14 @@ func (c *Classifier) rule(doc Rule) (classify.Rule, error) {
 	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
 	if doc.ID != nil {
 		rule.ID = *doc.ID
+	}
+	switch steer := rule.Action == classify.ActionSteer; {
+	case steer && doc.CPU == nil:
+		return rule, badRequest("cpu", "a rule that steers names its CPU")
+	case !steer && doc.CPU != nil:
+		return rule, badRequest("cpu", "only a rule that steers has a CPU")
+	case steer:
+		rule.CPU = *doc.CPU
 	}
 	if doc.Out == nil {
 		return rule, nil

@@ -90,7 +90,9 @@ func TestRules(t *testing.T) {
 	for _, c := range []struct{ name, body, field string }{
 		{"no action", `{"match": {}}`, "action"},
 		{"unknown action", `{"action": "shape"}`, "action"},
-		{"an action not carried out yet", `{"action": "steer"}`, "action"},
+		{"a steer without its CPU", `{"action": "steer"}`, "cpu"},
+		{"a steer to no CPU", `{"action": "steer", "cpu": 4096}`, "cpu"},
+		{"a CPU for a drop", `{"action": "drop", "cpu": 0}`, "cpu"},
 		{"a mirror without its egress", `{"action": "mirror"}`, "out"},
 		{"a redirect without its egress", `{"action": "redirect"}`, "out"},
 		{"an egress for a drop", `{"action": "drop", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`, "out"},
@@ -154,6 +156,9 @@ func TestRuleEgress(t *testing.T) {
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/4", ""), `{"id": 4, "priority": 0, "action": "mirror",
 		"match": {"qfi": 9}, "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a", "srcMac": "02:00:00:00:00:0b"},
 		"counters": {"packets": 0, "bytes": 0}}`)
+	// A steer rule names its CPU, and CPU 0 is one.
+	sameJSON(t, e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "steer", "cpu": 0, "match": {"qfi": 5}}`),
+		`{"id": 5, "priority": 0, "action": "steer", "cpu": 0, "match": {"qfi": 5}, "counters": {"packets": 0, "bytes": 0}}`)
 }
 
 // The rules file holds what the API shows, less the counters; restored
@@ -166,6 +171,7 @@ func TestRulesFileRoundTrip(t *testing.T) {
 		"match": {"innerDst": "10.100.6.0/24", "dstPort": {"range": [5000, 5007]}, "tunnel1": "vxlan"}}`)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "mirror", "match": {"layerId": 1},
 		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a"}}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 6, "action": "steer", "cpu": 0, "match": {"qfi": 5}}`)
 	saved, err := e.classifier.MarshalRules()
 	must(t, err)
 	if strings.Contains(string(saved), "counters") {

@@ -92,6 +92,11 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 	if err := spec.Variables["orphan_fragment_action"].Set(uint8(cfg.OrphanFragments)); err != nil {
 		return nil, err
 	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps["classify_cpus"].MaxEntries = uint32(cpus)
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
 		masks: map[Key]uint16{}, changed: cfg.Changed}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
@@ -207,7 +212,7 @@ func (d *Datapath) Add(rules ...Rule) error {
 			var slot uint32
 			if slot, err = d.takeSlot(); err == nil {
 				d.slots[r.ID] = slot
-				err = d.setEgress(slot, r.Out)
+				err = d.setEgress(slot, r)
 			}
 			if err != nil {
 				undo(rules[i : i+1])
@@ -230,20 +235,39 @@ func (d *Datapath) Add(rules ...Rule) error {
 	return nil
 }
 
-// setEgress writes where a redirecting rule's slot sends packets; nothing
-// for the other rules.
-func (d *Datapath) setEgress(slot uint32, out *Egress) error {
-	if out == nil {
+// steerQueue is the length of a CPU's queue of steered packets.
+const steerQueue = 2048
+
+// setEgress writes where a redirecting, mirroring or steering rule's slot
+// sends packets, giving a CPU its queue the first time a rule steers to
+// it; nothing for the other rules.
+func (d *Datapath) setEgress(slot uint32, r Rule) error {
+	var out classifyClassifyEgress
+	switch {
+	case r.Out != nil:
+		out = classifyClassifyEgress{Ifindex: uint32(r.Out.Ifindex), Dst: [6]byte(r.Out.DstMAC), Src: [6]byte(r.Out.SrcMAC)}
+	case r.Action == ActionSteer:
+		// A CPU map takes no BPF_NOEXIST: every key "exists".
+		var queue uint32
+		if err := d.objs.ClassifyCpus.Lookup(r.CPU, &queue); errors.Is(err, ebpf.ErrKeyNotExist) {
+			err = d.objs.ClassifyCpus.Put(r.CPU, uint32(steerQueue))
+			if err != nil {
+				return fmt.Errorf("giving CPU %d a queue: %w", r.CPU, err)
+			}
+		} else if err != nil {
+			return err
+		}
+		out.Cpu = r.CPU
+	default:
 		return nil
 	}
-	return d.objs.ClassifyRedirects.Put(slot, classifyClassifyEgress{Ifindex: uint32(out.Ifindex),
-		Dst: [6]byte(out.DstMAC), Src: [6]byte(out.SrcMAC)})
+	return d.objs.ClassifyRedirects.Put(slot, out)
 }
 
-// check refuses the actions the data path does not carry out yet.
+// check refuses a rule the data path cannot carry out here.
 func (d *Datapath) check(r Rule) error {
-	if r.Action == ActionSteer {
-		return invalid("action", "the data path does not carry out action %d yet", r.Action)
+	if r.Action == ActionSteer && r.CPU >= d.objs.ClassifyCpus.MaxEntries() {
+		return invalid("cpu", "there is no CPU %d: this machine has %d", r.CPU, d.objs.ClassifyCpus.MaxEntries())
 	}
 	return nil
 }

@@ -39,6 +39,7 @@ type Rule struct {
 	Matches  []Match
 	Action   ActionKind
 	Out      *Egress // where ActionRedirect sends packets, ActionMirror copies; nil for the other actions
+	CPU      uint32  // where ActionSteer sends packets, on to the kernel; 0 for the other actions
 }
 
 // Egress is where a redirecting rule sends packets, or a mirroring one
@@ -77,6 +78,8 @@ func (r *Rule) ternaries() ([]ternary, error) {
 		return nil, invalid("action", "unknown action %d", r.Action)
 	case (r.Action != ActionRedirect && r.Action != ActionMirror) && r.Out != nil:
 		return nil, invalid("out", "only a rule that redirects or mirrors has an egress")
+	case r.Action != ActionSteer && r.CPU != 0:
+		return nil, invalid("cpu", "only a rule that steers has a CPU")
 	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (r.Out == nil || r.Out.Ifindex <= 0):
 		return nil, invalid("out", "a rule that redirects or mirrors needs the interface to send out of")
 	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):

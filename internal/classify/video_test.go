@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/testbed"
@@ -296,5 +298,62 @@ func (n *videoNet) checkMonitorSample(t *testing.T, out *Egress) {
 	}
 	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != out.DstMAC.String() || src.String() != out.SrcMAC.String() {
 		t.Errorf("the monitor got a frame from %v to %v; want from %v to %v", src, dst, out.SrcMAC, out.DstMAC)
+	}
+}
+
+// A rule steers the enhancement layer to another CPU than the one the
+// packets arrive on: the router's kernel forwards them there, and so the
+// sink, which counts per CPU, sees them there; the base layer stays.
+func TestSteerToCPU(t *testing.T) {
+	var online unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || online.Count() < 2 || !online.IsSet(0) || !online.IsSet(1) {
+		t.Skip("needs CPUs 0 and 1")
+	}
+	p := newParser(t)
+	n := newVideoNet(t, p)
+	if err := p.Add(Rule{ID: 1, Action: ActionSteer, CPU: 1, Matches: []Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The generator, and with it the classifier, runs on this thread's CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu0 unix.CPUSet
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &online)
+
+	// Bursts shorter than a CPU's queue, so that a busy CPU 1 drops none.
+	const packets, rate = 2000, 10_000
+	for _, c := range []struct {
+		layerID byte
+		cpu     int
+	}{{1, 1}, {0, 0}} {
+		before, err := n.counter.CountsByCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame, _ := n.videoFrame(t, 2, c.layerID)
+		if _, _, err := n.gen.Send(n.sender, n.senderIndex, frame, packets, trafficgen.Options{Rate: rate}); err != nil {
+			t.Fatal(err)
+		}
+		settled(t, n.counter)
+		after, err := n.counter.CountsByCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cpu := range after {
+			want := uint64(0)
+			if cpu == c.cpu {
+				want = packets
+			}
+			if got := after[cpu].MatchPackets - before[cpu].MatchPackets; got != want {
+				t.Errorf("layer %d: CPU %d forwarded %d packets, want %d", c.layerID, cpu, got, want)
+			}
+		}
+	}
+	if got, _, err := p.Counters(1); err != nil || got != packets {
+		t.Errorf("the steering rule counted %d packets (%v), want %d", got, err, packets)
 	}
 }

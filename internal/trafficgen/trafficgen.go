@@ -223,11 +223,20 @@ func NewSink(ns *testbed.Netns, ifname string, filter Filter, pass bool) (*Sink,
 	return s, nil
 }
 
-// Counts sums the counters of all CPUs.
-func (s *Sink) Counts() (Counts, error) {
+// CountsByCPU are the counters of each CPU: what arrived there.
+func (s *Sink) CountsByCPU() ([]Counts, error) {
 	var perCPU []Counts
 	if err := s.objs.Counts.Lookup(uint32(0), &perCPU); err != nil {
-		return Counts{}, fmt.Errorf("read sink counters: %w", err)
+		return nil, fmt.Errorf("read sink counters: %w", err)
+	}
+	return perCPU, nil
+}
+
+// Counts sums the counters of all CPUs.
+func (s *Sink) Counts() (Counts, error) {
+	perCPU, err := s.CountsByCPU()
+	if err != nil {
+		return Counts{}, err
 	}
 	var total Counts
 	for _, c := range perCPU {
