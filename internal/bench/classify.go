@@ -53,6 +53,7 @@ type classifyResult struct {
 	frameLens []int
 	singles   time.Duration // adding singleRules rules one call each
 	enforce   []time.Duration
+	video     []videoRow
 	took      time.Duration
 }
 
@@ -135,7 +136,10 @@ func measureClassify(ctx context.Context, b *baselines, cfg config) (res classif
 		res.rows = append(res.rows, row)
 	}
 	progress("classification: rule insertion and enforcement")
-	res.singles, res.enforce, err = measureInsertion()
+	if res.singles, res.enforce, err = measureInsertion(); err != nil {
+		return res, err
+	}
+	res.video, err = measureVideo()
 	return res, err
 }
 
@@ -270,6 +274,7 @@ func reportClassify(w io.Writer, args []string, cfg config, res classifyResult) 
 	}
 	p99 := res.enforce[len(res.enforce)*99/100]
 	p("- call to enforcement p99: %s (target < %s): %s", p99, targetEnforce, verdict[p99 < targetEnforce])
+	reportVideo(w, res.video)
 }
 
 func rowWith(rows []classifyRow, rules int) *classifyRow {

@@ -24,7 +24,7 @@ func randomFrame(random *rand.Rand) []byte {
 	inner := []gopacket.SerializableLayer{ipv4(srcs[pick(3)], dsts[pick(3)], layers.IPProtocolUDP),
 		udp(40000, []layers.UDPPort{5004, 5005, 80, 5001}[pick(4)])}
 	if pick(3) > 0 {
-		inner = append(inner, rtpH265(0xcafe, 1, byte(pick(2)), 1))
+		inner = append(inner, demo.RTPH265(0xcafe, 1, byte(pick(2)), 1))
 	}
 	vxlanOuter := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP),
 		udp(50000, 4789), &layers.VXLAN{ValidIDFlag: true, VNI: []uint32{100, 200}[pick(2)]}, eth(layers.EthernetTypeIPv4)}

@@ -172,16 +172,6 @@ func ipv4(src, dst string, proto layers.IPProtocol) *layers.IPv4 {
 
 func udp(src, dst layers.UDPPort) *layers.UDP { return &layers.UDP{SrcPort: src, DstPort: dst} }
 
-// rtpH265 is an RTP packet (RFC 3550: V=2, PT 96, sequence, timestamp,
-// SSRC) carrying an H.265 NAL unit whose payload header (RFC 7798) has
-// type nalType, layer id and TID (temporal id + 1), then what follows.
-func rtpH265(ssrc uint32, nalType, layerID, tid byte, more ...byte) gopacket.Payload {
-	b := []byte{0x80, 96, 0x12, 0x34, 0, 0, 0x10, 0}
-	b = binary.BigEndian.AppendUint32(b, ssrc)
-	b = append(b, nalType<<1|layerID>>5, layerID<<3|tid)
-	return append(b, more...)
-}
-
 var rtpKey = want{"rtp": 1, "rtpSsrc": 0xcafe, "rtpPayloadType": 96, "h265": 1}
 
 func with(base want, more want) want {
@@ -231,16 +221,16 @@ func TestParserFillsTheKey(t *testing.T) {
 		frag   bool
 	}{
 		{"IP flow with H.265 base layer", slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, innerUDP(),
-			[]gopacket.SerializableLayer{rtpH265(0xcafe, 1, 0, 1)}),
+			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 1, 0, 1)}),
 			with(with(ipFlow, rtpKey), want{"nalType": 1}), false},
 		{"VXLAN flow with an enhancement layer", slices.Concat(vxlanOuter, innerUDP(),
-			[]gopacket.SerializableLayer{rtpH265(0xcafe, 19, 1, 3)}),
+			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 19, 1, 3)}),
 			inVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 19, "layerId": 1, "temporalId": 2})), false},
 		{"GTP-U in VXLAN, a fragmentation unit", slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
-			[]gopacket.SerializableLayer{rtpH265(0xcafe, 49, 33, 1, 0x80|21)}),
+			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 49, 33, 1, 0x80|21)}),
 			gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 21, "layerId": 33})), false},
 		{"GTP-U in VXLAN, an aggregation packet", slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
-			[]gopacket.SerializableLayer{rtpH265(0xcafe, 48, 0, 1, 0, 4, 32<<1, 1, 0, 0)}),
+			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 48, 0, 1, 0, 4, 32<<1, 1, 0, 0)}),
 			gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 32})), false},
 		{"GRE with key, checksum and sequence, IPv6 and TCP inside", []gopacket.SerializableLayer{
 			eth(layers.EthernetTypeIPv4), ipv4(vtepA, vtepB, layers.IPProtocolGRE),
@@ -304,7 +294,7 @@ func TestParserTakesDamage(t *testing.T) {
 		ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152),
 		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 1,
 			GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 9}}}},
-		ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(40000, 5004), rtpH265(1, 49, 1, 1, 0x81))
+		ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(40000, 5004), demo.RTPH265(1, 49, 1, 1, 0x81))
 	whole := p.parse(t, frame).Key.Tunnels
 	if whole != 2 {
 		t.Fatalf("the whole frame shows %d levels", whole)

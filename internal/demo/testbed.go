@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -153,6 +154,16 @@ func UEPacket(ue, dn netip.Addr, uplink bool, ttl uint8) []byte {
 	udp := &layers.UDP{SrcPort: sport, DstPort: dport}
 	udp.SetNetworkLayerForChecksum(ip)
 	return Serialize(true, ip.(gopacket.SerializableLayer), udp, gopacket.Payload("xdp5g demo: UE <-> data network"))
+}
+
+// RTPH265 is an RTP packet (RFC 3550: V=2, PT 96, sequence, timestamp,
+// SSRC) carrying an H.265 NAL unit whose payload header (RFC 7798) has
+// type nalType, layer id and TID (temporal id + 1), then what follows.
+func RTPH265(ssrc uint32, nalType, layerID, tid byte, more ...byte) gopacket.Payload {
+	b := []byte{0x80, 96, 0x12, 0x34, 0, 0, 0x10, 0}
+	b = binary.BigEndian.AppendUint32(b, ssrc)
+	b = append(b, nalType<<1|layerID>>5, layerID<<3|tid)
+	return append(b, more...)
 }
 
 // Serialize builds a packet from layers, fixing lengths and, when asked,

@@ -1,0 +1,230 @@
+// Package videonet is the edge-to-core segment of the classification
+// paper (003_…) in network namespaces, with its traffic: scalable H.265
+// video as RTP, in the paper's three traffic types, from a generator that
+// forges the frames. Tests and benchmarks of the classifier run it.
+package videonet
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+// Kind is one of the paper's traffic types.
+type Kind int
+
+const (
+	IP          Kind = iota // the UE's packet as it is
+	VXLAN                   // in VXLAN (VNI 100): a multi-tenant flow
+	GTPUInVXLAN             // in GTP-U (TEID 0x100) in VXLAN: a 5G multi-tenant flow
+)
+
+// Kinds are the traffic types, in order.
+var Kinds = []Kind{IP, VXLAN, GTPUInVXLAN}
+
+func (k Kind) String() string { return [...]string{"IP", "VXLAN", "GTP-U in VXLAN"}[k] }
+
+// The addresses of the segment: the sender's side of the router, the
+// sink, and the UE's flows inside the tunnels.
+const (
+	SenderAddr = "198.51.100.2"
+	SinkAddr   = "203.0.113.2"
+	UEAddr     = "10.45.0.2"
+	ServerAddr = "10.200.0.2"
+	// FirstPort is the UE's source port of the first flow; flows count
+	// up from it.
+	FirstPort = 20000
+)
+
+// Net is a sender whose frames the generator forges, a router whose edge
+// ingress runs a classifier and whose kernel forwards what passes, a sink
+// that counts what arrives, and a monitor behind the router's tap
+// interface that counts what rules send there.
+type Net struct {
+	Sender, Router, Sink, Monitor *testbed.Netns
+	SenderIndex                   int
+	RouterMAC                     net.HardwareAddr // of edge
+	// Counter counts UDP at the sink, Tapped at the monitor.
+	Counter, Tapped *trafficgen.Sink
+	Gen             *trafficgen.Generator
+	closers         []func() error
+}
+
+// New builds the segment with classifier at the router's edge.
+func New(classifier *ebpf.Program) (n *Net, err error) {
+	n = &Net{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Close())
+		}
+	}()
+	for _, ns := range []**testbed.Netns{&n.Sender, &n.Router, &n.Sink, &n.Monitor} {
+		if *ns, err = testbed.New("xdp5g-video-"); err != nil {
+			return n, err
+		}
+		n.closers = append(n.closers, (*ns).Delete)
+	}
+	steps := []func() error{
+		func() error { return testbed.Veth(n.Sender, "out", n.Router, "edge") },
+		func() error { return testbed.Veth(n.Router, "core", n.Sink, "in") },
+		func() error { return testbed.Veth(n.Router, "tap", n.Monitor, "in") },
+		func() error { return n.Router.AddAddr("edge", "198.51.100.1/24") },
+		func() error { return n.Router.AddAddr("core", "203.0.113.1/24") },
+		func() error { return n.Sink.AddAddr("in", SinkAddr+"/24") },
+		func() error { return n.Router.Sysctl("net.ipv4.ip_forward", "1") },
+		func() error {
+			_, sinkMAC, err := n.Sink.Link("in")
+			if err == nil {
+				err = n.Router.SetNeigh("core", SinkAddr, sinkMAC)
+			}
+			return err
+		},
+		func() (err error) { _, n.RouterMAC, err = n.Router.Link("edge"); return err },
+		func() (err error) { n.SenderIndex, _, err = n.Sender.Link("out"); return err },
+		func() error { return n.attach(n.Router.AttachXDP("edge", classifier, false)) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return n, err
+		}
+	}
+	udpOnly := trafficgen.Filter{EtherType: 0x0800, IPProto: 17}
+	if n.Counter, err = trafficgen.NewSink(n.Sink, "in", udpOnly, false); err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, n.Counter.Close)
+	if n.Tapped, err = trafficgen.NewSink(n.Monitor, "in", udpOnly, false); err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, n.Tapped.Close)
+	if n.Gen, err = trafficgen.NewGenerator(); err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, n.Gen.Close)
+	return n, nil
+}
+
+func (n *Net) attach(c io.Closer, err error) error {
+	if err == nil {
+		n.closers = append(n.closers, c.Close)
+	}
+	return err
+}
+
+// Close removes the segment: the programs it attached, then the
+// namespaces.
+func (n *Net) Close() error {
+	var errs []error
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		errs = append(errs, n.closers[i]())
+	}
+	n.closers = nil
+	return errors.Join(errs...)
+}
+
+// Frame is an RTP packet of H.265 layer layerID (0 base, above
+// enhancement) from the UE's port FirstPort in a traffic type, addressed
+// to the router, and the offset of that port in the frame: the field
+// trafficgen.Options.FlowOffset counts flows in.
+func (n *Net) Frame(kind Kind, layerID byte) ([]byte, int) {
+	ipv4 := func(src, dst string) *layers.IPv4 {
+		return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	}
+	udp := func(src, dst layers.UDPPort) *layers.UDP { return &layers.UDP{SrcPort: src, DstPort: dst} }
+	innerEth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		EthernetType: layers.EthernetTypeIPv4}
+	outer := func(dstPort layers.UDPPort) []gopacket.SerializableLayer {
+		return []gopacket.SerializableLayer{&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 9}, DstMAC: n.RouterMAC,
+			EthernetType: layers.EthernetTypeIPv4}, ipv4(SenderAddr, SinkAddr), udp(50000, dstPort)}
+	}
+	inner := []gopacket.SerializableLayer{ipv4(UEAddr, ServerAddr), udp(FirstPort, 5004)}
+	video := demo.RTPH265(7, 1, layerID, 1, make([]byte, 64)...) // the generator sends up to 256 octets
+	var ls []gopacket.SerializableLayer
+	switch kind {
+	case IP: // the UE's packet is the outer one
+		ls = append(outer(5004)[:2], udp(FirstPort, 5004), video)
+	case VXLAN:
+		ls = append(append(outer(4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100}, innerEth), append(inner, video)...)
+	default:
+		gtp := []gopacket.SerializableLayer{ipv4("10.100.3.1", "10.100.3.2"), udp(2152, 2152),
+			&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 0x100}}
+		ls = append(append(append(outer(4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100}, innerEth), gtp...), append(inner, video)...)
+	}
+	frame := demo.Serialize(false, ls...)
+	// The router checks the outer IPv4 header's checksum, nothing inside.
+	binary.BigEndian.PutUint16(frame[24:], gopacket.FoldChecksum(gopacket.ComputeChecksum(frame[14:34], 0)))
+	// The innermost UDP header, as an independent decoder finds it.
+	var port int
+	for _, l := range gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default).Layers() {
+		if u, ok := l.(*layers.UDP); ok {
+			port = len(frame) - len(u.Contents) - len(u.Payload)
+		}
+	}
+	return frame, port
+}
+
+// Settled reads a sink's counts once they have stopped changing.
+func Settled(s *trafficgen.Sink) (trafficgen.Counts, error) {
+	var last trafficgen.Counts
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		c, err := s.Counts()
+		if err != nil || c == last {
+			return c, err
+		}
+		last = c
+	}
+	return last, errors.New("the sink's counts keep changing")
+}
+
+// EnhancementLayerDrops is the paper's rule set for flows flows of a
+// traffic type: one rule per flow that drops its enhancement layer. The
+// flow's innermost source (the outer one for IP flows) and port name it.
+func EnhancementLayerDrops(kind Kind, flows int) []classify.Rule {
+	src := netip.MustParseAddr(UEAddr)
+	if kind == IP {
+		src = netip.MustParseAddr(SenderAddr)
+	}
+	rules := make([]classify.Rule, flows)
+	for i := range rules {
+		rules[i] = classify.Rule{ID: uint32(i + 1), Action: classify.ActionDrop, Matches: []classify.Match{
+			{Field: "srcPort", Value: uint64(FirstPort + i), Mask: 0xffff},
+			{Field: "innerSrc", Prefix: netip.PrefixFrom(src, 32)},
+			{Field: "layerId", Value: 1, Mask: 0x3f}}}
+	}
+	return rules
+}
+
+// Layer is what became of one layer's packets sent over the flows.
+type Layer struct {
+	Sent, Arrived, FrameLen uint64
+}
+
+// SendLayer sends packets of one layer of a traffic type over flows flows
+// at rate packets per second and counts what arrived at the sink.
+func (n *Net) SendLayer(kind Kind, layerID byte, flows int, packets, rate uint64) (Layer, error) {
+	frame, port := n.Frame(kind, layerID)
+	before, err := Settled(n.Counter)
+	if err != nil {
+		return Layer{}, err
+	}
+	sent, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets,
+		trafficgen.Options{FlowOffset: port, Flows: flows, Rate: rate})
+	if err != nil {
+		return Layer{}, fmt.Errorf("sending %s layer %d: %w", kind, layerID, err)
+	}
+	after, err := Settled(n.Counter)
+	return Layer{Sent: sent, Arrived: after.MatchPackets - before.MatchPackets, FrameLen: uint64(len(frame))}, err
+}

@@ -1,0 +1,259 @@
+package videonet
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+)
+
+func newClassifier(t *testing.T) *classify.Datapath {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF and namespaces")
+	}
+	d, err := classify.OpenDatapath(classify.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// newVideoNet is the segment with the classifier at the router's edge.
+func newVideoNet(t *testing.T, p *classify.Datapath) *Net {
+	t.Helper()
+	n, err := New(p.Program())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
+// settled reads a sink's counts once they have stopped changing.
+func settled(t *testing.T, s *trafficgen.Sink) trafficgen.Counts {
+	t.Helper()
+	c, err := Settled(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The paper's use case: scalable H.265 video, one rule per flow dropping
+// its enhancement layer, for 1 and 512 flows of each traffic type, through
+// namespaces: every base-layer packet arrives, no enhancement-layer
+// packet does, and each rule counts its flow's enhancement layer.
+func TestEnhancementLayerIsDropped(t *testing.T) {
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	const packets, rate = 20000, 500_000
+	for _, kind := range Kinds {
+		for _, flows := range []int{1, 512} {
+			t.Run(fmt.Sprintf("%s, %d flows", kind, flows), func(t *testing.T) {
+				rules := EnhancementLayerDrops(kind, flows)
+				if err := p.Add(rules...); err != nil {
+					t.Fatal(err)
+				}
+				defer p.Clear()
+				base, err := n.SendLayer(kind, 0, flows, packets, rate)
+				if err != nil {
+					t.Fatal(err)
+				}
+				enhancement, err := n.SendLayer(kind, 1, flows, packets, rate)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if base.Arrived != base.Sent {
+					t.Errorf("%d of %d base-layer packets arrived", base.Arrived, base.Sent)
+				}
+				if enhancement.Arrived != 0 {
+					t.Errorf("%d of %d enhancement-layer packets arrived", enhancement.Arrived, enhancement.Sent)
+				}
+				var counted uint64
+				for _, r := range rules {
+					c, _, err := p.Counters(r.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					counted += c
+				}
+				if counted != enhancement.Sent {
+					t.Errorf("the rules counted %d enhancement-layer packets of %d", counted, enhancement.Sent)
+				}
+			})
+		}
+	}
+}
+
+// A rule redirects the enhancement layer of GTP-U-in-VXLAN video out of
+// the router's tap interface, its Ethernet addresses rewritten for the
+// monitor behind it; the base layer goes on to the sink.
+func TestRedirectToMonitor(t *testing.T) {
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	out := toMonitor(t, n)
+	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionRedirect, Out: out, Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f},
+		{Field: "tunnel2", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+	const packets = 10000
+	send := func(layerID byte) {
+		frame, _ := n.Frame(GTPUInVXLAN, layerID)
+		if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets, trafficgen.Options{Rate: 500_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(0)
+	send(1)
+	sunk, tapped := settled(t, n.Counter), settled(t, n.Tapped)
+	if sunk.MatchPackets != packets || tapped.MatchPackets != packets {
+		t.Errorf("the sink got %d packets and the monitor %d; want %d each", sunk.MatchPackets, tapped.MatchPackets, packets)
+	}
+	checkMonitorSample(t, n, out)
+
+	// An egress is a redirecting rule's only, and one needs it.
+	for _, bad := range []classify.Rule{{ID: 2, Action: classify.ActionDrop, Out: out}, {ID: 2, Action: classify.ActionRedirect},
+		{ID: 2, Action: classify.ActionRedirect, Out: &classify.Egress{Ifindex: out.Ifindex, DstMAC: out.DstMAC}}} {
+		var re *classify.RuleError
+		if err := p.Add(bad); !errors.As(err, &re) || re.Field != "out" {
+			t.Errorf("rule %+v: %v, want an error naming out", bad, err)
+		}
+	}
+}
+
+// A rule mirrors the enhancement layer: the router forwards every packet
+// to the sink as usual, and the TC program behind the classifier sends a
+// copy of each enhancement-layer packet to the monitor, with its Ethernet
+// addresses.
+func TestMirrorToMonitor(t *testing.T) {
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	edge, _, err := n.Router.Link("edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tc link.Link
+	if err := n.Router.Do(func() (err error) {
+		tc, err = link.AttachTCX(link.TCXOptions{Interface: edge, Program: p.MirrorProgram(), Attach: ebpf.AttachTCXIngress})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	out := toMonitor(t, n)
+	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionMirror, Out: out,
+		Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
+		t.Fatal(err)
+	}
+	const packets = 10000
+	for _, layer := range []byte{0, 1} {
+		frame, _ := n.Frame(VXLAN, layer)
+		if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets, trafficgen.Options{Rate: 500_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sunk, tapped := settled(t, n.Counter), settled(t, n.Tapped)
+	if sunk.MatchPackets != 2*packets || tapped.MatchPackets != packets {
+		t.Errorf("the sink got %d packets and the monitor %d copies; want %d and %d", sunk.MatchPackets, tapped.MatchPackets, 2*packets, packets)
+	}
+	checkMonitorSample(t, n, out)
+}
+
+// toMonitor is the egress out of the router's tap to the monitor.
+func toMonitor(t *testing.T, n *Net) *classify.Egress {
+	t.Helper()
+	tapIndex, tapMAC, err := n.Router.Link("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, monitorMAC, err := n.Monitor.Link("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &classify.Egress{Ifindex: tapIndex, DstMAC: monitorMAC, SrcMAC: tapMAC}
+}
+
+// checkMonitorSample checks the Ethernet addresses of a frame the monitor
+// got: those of the egress.
+func checkMonitorSample(t *testing.T, n *Net, out *classify.Egress) {
+	t.Helper()
+	sample, err := n.Tapped.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst, src := net.HardwareAddr(sample[0:6]), net.HardwareAddr(sample[6:12]); dst.String() != out.DstMAC.String() || src.String() != out.SrcMAC.String() {
+		t.Errorf("the monitor got a frame from %v to %v; want from %v to %v", src, dst, out.SrcMAC, out.DstMAC)
+	}
+}
+
+// A rule steers the enhancement layer to another CPU than the one the
+// packets arrive on: the router's kernel forwards them there, and so the
+// sink, which counts per CPU, sees them there; the base layer stays.
+func TestSteerToCPU(t *testing.T) {
+	var online unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || online.Count() < 2 || !online.IsSet(0) || !online.IsSet(1) {
+		t.Skip("needs CPUs 0 and 1")
+	}
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, CPU: 1, Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The generator, and with it the classifier, runs on this thread's CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu0 unix.CPUSet
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &online)
+
+	// Bursts shorter than a CPU's queue, so that a busy CPU 1 drops none.
+	const packets, rate = 2000, 10_000
+	for _, c := range []struct {
+		layerID byte
+		cpu     int
+	}{{1, 1}, {0, 0}} {
+		before, err := n.Counter.CountsByCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame, _ := n.Frame(GTPUInVXLAN, c.layerID)
+		if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets, trafficgen.Options{Rate: rate}); err != nil {
+			t.Fatal(err)
+		}
+		settled(t, n.Counter)
+		after, err := n.Counter.CountsByCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for cpu := range after {
+			want := uint64(0)
+			if cpu == c.cpu {
+				want = packets
+			}
+			if got := after[cpu].MatchPackets - before[cpu].MatchPackets; got != want {
+				t.Errorf("layer %d: CPU %d forwarded %d packets, want %d", c.layerID, cpu, got, want)
+			}
+		}
+	}
+	if got, _, err := p.Counters(1); err != nil || got != packets {
+		t.Errorf("the steering rule counted %d packets (%v), want %d", got, err, packets)
+	}
+}
