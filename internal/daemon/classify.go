@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -24,6 +25,9 @@ func classifyLinks(cfg *config.Config) string {
 // (saved, nil for none) and keeps that file in step with the rules from
 // then on, until stop.
 func openClassifier(cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
+	}
 	state := &stateFile{path: cfg.Classify.RulesFile, log: log}
 	rules, err := classify.OpenDatapath(classify.Config{MaxMasks: cfg.Classify.MaxMasks,
 		OrphanFragments: cfg.Classify.OrphanFragments, Changed: state.changed})

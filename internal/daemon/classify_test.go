@@ -3,8 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -72,7 +74,8 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	defer dropped.Close()
 	defer passed.Close()
 
-	e.classify = "{interfaces: [spare], max_masks: 8}"
+	// The rules file in a directory of its own, which the daemon makes.
+	e.classify = fmt.Sprintf("{interfaces: [spare], max_masks: 8, rules_file: %s}", filepath.Join(e.dir, "rules", "rules.json"))
 	cfg := e.config(t)
 	client, stop := e.run(t, cfg)
 	ctx := context.Background()
