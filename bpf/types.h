@@ -372,13 +372,32 @@ enum classify_action {
 
 /* Where a rule that redirects sends packets, or one that mirrors their
  * copies: out of an interface, with the outermost Ethernet header's
- * addresses rewritten; or the CPU a rule that steers sends them to. */
+ * addresses rewritten; or the slice whose CPUs a rule that steers sends
+ * them to. */
 struct classify_egress {
 	__u32 ifindex;
 	__u8 dst[6];
 	__u8 src[6];
-	__u32 cpu;
+	__u32 slice;
 };
+
+#define CLASSIFY_MAX_SLICES 256
+/* A slice's flows spread over its CPUs by the hash of the innermost flow
+ * and the tunnel ids: bucket (hash % SLICE_BUCKETS) to CPU. */
+#define SLICE_BUCKETS 64
+struct slice {
+	__u32 cpus[SLICE_BUCKETS];
+};
+
+/* What xdp_classify leaves in the metadata of a packet it steers, for
+ * xdp_slice_cpu on the CPU it goes to. */
+#define SLICE_META_MAGIC 0x736c6963 /* "slic" */
+struct slice_meta {
+	__u32 magic;
+	__u32 slice;
+	__u32 hash;
+};
+
 
 /* What xdp_classify leaves in a packet's metadata for tc_classify_mirror:
  * the slot of the rule that mirrors it. */

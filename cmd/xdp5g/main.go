@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,6 +55,10 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
   rules delete ID       remove a rule
   rules clear           remove every rule
   rules count           print the number of rules
+  slices list           print the slices steer rules spread flows over, with
+                        what each CPU took
+  slices set ID CPU,... create a slice or change its CPUs
+  slices delete ID      remove a slice no rule steers to
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -94,7 +99,7 @@ func run(ctx context.Context, args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
 		return daemon.Run(ctx, cfg, log)
-	case "sessions", "stats", "associations", "rules":
+	case "sessions", "stats", "associations", "rules", "slices":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
@@ -122,9 +127,9 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 // [--api URL] NODE.
 func client(ctx context.Context, cmd string, args []string) error {
 	switch {
-	case (cmd == "sessions" || cmd == "rules") && len(args) == 0:
+	case (cmd == "sessions" || cmd == "rules" || cmd == "slices") && len(args) == 0:
 		return errUsage
-	case cmd == "sessions", cmd == "rules", cmd == "associations" && len(args) > 0 && args[0] == "release":
+	case cmd == "sessions", cmd == "rules", cmd == "slices", cmd == "associations" && len(args) > 0 && args[0] == "release":
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -138,6 +143,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 	// The number of arguments of each command.
 	wantArgs := map[string]int{"stats": 0, "associations": 0, "associations release": 1,
 		"rules list": 0, "rules get": 1, "rules add": 1, "rules delete": 1, "rules clear": 0, "rules count": 0,
+		"slices list": 0, "slices set": 2, "slices delete": 1,
 		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
 	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
@@ -178,6 +184,25 @@ func client(ctx context.Context, cmd string, args []string) error {
 			return err
 		}
 		return printJSON(c.AddRule(ctx, doc))
+	case "slices list":
+		return printJSON(c.Slices(ctx))
+	case "slices set", "slices delete":
+		id, err := strconv.ParseUint(arg, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a slice ID", arg)
+		}
+		if cmd == "slices delete" {
+			return c.DeleteSlice(ctx, uint32(id))
+		}
+		var cpus []uint32
+		for _, f := range strings.Split(flags.Arg(1), ",") {
+			cpu, err := strconv.ParseUint(f, 10, 32)
+			if err != nil {
+				return fmt.Errorf("%q is not a CPU number", f)
+			}
+			cpus = append(cpus, uint32(cpu))
+		}
+		return printJSON(c.SetSlice(ctx, uint32(id), cpus))
 	case "sessions list":
 		return printJSON(c.Sessions(ctx))
 	case "sessions get":

@@ -126,6 +126,26 @@ func (c *Client) RuleCount(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/rules/count", nil)
 }
 
+// Slices lists the slices with what each CPU took of them.
+func (c *Client) Slices(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/slices", nil)
+}
+
+// SetSlice creates a slice or changes its CPUs.
+func (c *Client) SetSlice(ctx context.Context, id uint32, cpus []uint32) (json.RawMessage, error) {
+	doc, err := json.Marshal(Slice{CPUs: cpus})
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPut, fmt.Sprintf("/api/v1/slices/%d", id), doc)
+}
+
+// DeleteSlice removes a slice no rule steers to.
+func (c *Client) DeleteSlice(ctx context.Context, id uint32) error {
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/slices/%d", id), nil)
+	return err
+}
+
 // do sends a request and returns the response body, or an *Error for a
 // failed request.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {

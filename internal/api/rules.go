@@ -30,7 +30,7 @@ type Rule struct {
 	Action   ruleAction  `json:"action" required:"true"`
 	Match    ruleMatch   `json:"match"`
 	Out      *RuleEgress `json:"out,omitempty"`
-	CPU      *uint32     `json:"cpu,omitempty"` // where a steer rule sends packets
+	Slice    *uint32     `json:"slice,omitempty"` // whose CPUs a steer rule sends packets to
 	Counters *Counter    `json:"counters,omitempty"`
 }
 
@@ -234,7 +234,7 @@ func ruleDocument(r classify.Rule) Rule {
 	id := r.ID
 	doc := Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches}
 	if r.Action == classify.ActionSteer {
-		doc.CPU = &r.CPU
+		doc.Slice = &r.Slice
 	}
 	if r.Out != nil {
 		doc.Out = &RuleEgress{Interface: r.Out.Interface, DstMAC: r.Out.DstMAC.String(), SrcMAC: r.Out.SrcMAC.String()}
@@ -249,12 +249,12 @@ func (c *Classifier) rule(doc Rule) (classify.Rule, error) {
 		rule.ID = *doc.ID
 	}
 	switch steer := rule.Action == classify.ActionSteer; {
-	case steer && doc.CPU == nil:
-		return rule, badRequest("cpu", "a rule that steers names its CPU")
-	case !steer && doc.CPU != nil:
-		return rule, badRequest("cpu", "only a rule that steers has a CPU")
+	case steer && doc.Slice == nil:
+		return rule, badRequest("slice", "a rule that steers names its slice")
+	case !steer && doc.Slice != nil:
+		return rule, badRequest("slice", "only a rule that steers has a slice")
 	case steer:
-		rule.CPU = *doc.CPU
+		rule.Slice = *doc.Slice
 	}
 	if doc.Out == nil {
 		return rule, nil
@@ -285,22 +285,38 @@ func parseMAC(s string) (net.HardwareAddr, error) {
 	return mac, nil
 }
 
-// MarshalRules is the rules file: the rules as GET /api/v1/rules shows
-// them, without counters.
+// rulesFile is what the classifier keeps across restarts: its slices and
+// rules as GET /api/v1/slices and /api/v1/rules show them, without
+// counters.
+type rulesFile struct {
+	Slices []Slice `json:"slices"`
+	Rules  []Rule  `json:"rules"`
+}
+
+// MarshalRules is the rules file.
 func (c *Classifier) MarshalRules() ([]byte, error) {
-	out := Rules{Rules: []Rule{}}
+	out := rulesFile{Slices: []Slice{}, Rules: []Rule{}}
+	for _, s := range c.Rules.Slices() {
+		out.Slices = append(out.Slices, sliceDocument(s))
+	}
 	for _, r := range c.Rules.Rules() {
 		out.Rules = append(out.Rules, ruleDocument(r))
 	}
 	return json.MarshalIndent(out, "", "  ")
 }
 
-// RestoreRules adds the rules of a rules file, all or none. An error names
-// the rule by its place in the file.
+// RestoreRules sets up the slices and adds the rules of a rules file. An
+// error names the slice or rule by its place in the file; the rules go in
+// all or none.
 func (c *Classifier) RestoreRules(data []byte) error {
-	var doc Rules
+	var doc rulesFile
 	if err := decodeStrict(data, &doc); err != nil {
 		return err
+	}
+	for i, s := range doc.Slices {
+		if _, err := c.setSlice(s); err != nil {
+			return prefixed(fmt.Sprintf("slices[%d]", i), err)
+		}
 	}
 	rules := make([]classify.Rule, len(doc.Rules))
 	for i, d := range doc.Rules {
@@ -310,14 +326,30 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		}
 		var err error
 		if rules[i], err = c.rule(d); err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return badRequest(join(field, e.Field), "%s", e.Msg)
-			}
-			return err
+			return prefixed(field, err)
 		}
 	}
-	return c.Rules.Add(rules...)
+	err := c.Rules.Add(rules...)
+	var re *classify.RuleError
+	if errors.As(err, &re) && len(rules) > 0 {
+		// Add names a rule of several by its place, the only one not.
+		i, field := 0, re.Field
+		if n, _ := fmt.Sscanf(field, "rules[%d].", &i); n == 1 && i < len(rules) {
+			field = field[strings.Index(field, ".")+1:]
+		}
+		return badRequest(fmt.Sprintf("rules[%d].%s", i, documentField(rules[i], field)), "%s", re.Msg)
+	}
+	return err
+}
+
+// prefixed is an API error about a part of a document, named from the
+// document's root.
+func prefixed(field string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return badRequest(join(field, e.Field), "%s", e.Msg)
+	}
+	return err
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {

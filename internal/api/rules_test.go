@@ -90,9 +90,9 @@ func TestRules(t *testing.T) {
 	for _, c := range []struct{ name, body, field string }{
 		{"no action", `{"match": {}}`, "action"},
 		{"unknown action", `{"action": "shape"}`, "action"},
-		{"a steer without its CPU", `{"action": "steer"}`, "cpu"},
-		{"a steer to no CPU", `{"action": "steer", "cpu": 4096}`, "cpu"},
-		{"a CPU for a drop", `{"action": "drop", "cpu": 0}`, "cpu"},
+		{"a steer without its slice", `{"action": "steer"}`, "slice"},
+		{"a steer to no slice", `{"action": "steer", "slice": 9}`, "slice"},
+		{"a slice for a drop", `{"action": "drop", "slice": 0}`, "slice"},
 		{"a mirror without its egress", `{"action": "mirror"}`, "out"},
 		{"a redirect without its egress", `{"action": "redirect"}`, "out"},
 		{"an egress for a drop", `{"action": "drop", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`, "out"},
@@ -156,9 +156,10 @@ func TestRuleEgress(t *testing.T) {
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/4", ""), `{"id": 4, "priority": 0, "action": "mirror",
 		"match": {"qfi": 9}, "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a", "srcMac": "02:00:00:00:00:0b"},
 		"counters": {"packets": 0, "bytes": 0}}`)
-	// A steer rule names its CPU, and CPU 0 is one.
-	sameJSON(t, e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "steer", "cpu": 0, "match": {"qfi": 5}}`),
-		`{"id": 5, "priority": 0, "action": "steer", "cpu": 0, "match": {"qfi": 5}, "counters": {"packets": 0, "bytes": 0}}`)
+	// A steer rule names its slice, and slice 0 is one.
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/0", `{"cpus": [0]}`)
+	sameJSON(t, e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "steer", "slice": 0, "match": {"qfi": 5}}`),
+		`{"id": 5, "priority": 0, "action": "steer", "slice": 0, "match": {"qfi": 5}, "counters": {"packets": 0, "bytes": 0}}`)
 }
 
 // The rules file holds what the API shows, less the counters; restored
@@ -171,7 +172,8 @@ func TestRulesFileRoundTrip(t *testing.T) {
 		"match": {"innerDst": "10.100.6.0/24", "dstPort": {"range": [5000, 5007]}, "tunnel1": "vxlan"}}`)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "mirror", "match": {"layerId": 1},
 		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a"}}`)
-	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 6, "action": "steer", "cpu": 0, "match": {"qfi": 5}}`)
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/4", `{"cpus": [1, 0]}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 6, "action": "steer", "slice": 4, "match": {"qfi": 5}}`)
 	saved, err := e.classifier.MarshalRules()
 	must(t, err)
 	if strings.Contains(string(saved), "counters") {
@@ -182,11 +184,16 @@ func TestRulesFileRoundTrip(t *testing.T) {
 	if got, want := restored.Rules.Rules(), e.classifier.Rules.Rules(); !reflect.DeepEqual(got, want) {
 		t.Errorf("restored %+v\nwant %+v", got, want)
 	}
+	if got, want := restored.Rules.Slices(), e.classifier.Rules.Slices(); !reflect.DeepEqual(got, want) {
+		t.Errorf("restored slices %+v\nwant %+v", got, want)
+	}
 
 	for _, c := range []struct{ name, file, field string }{
 		{"an egress gone", `{"rules": [{"id": 1, "action": "drop"},
 			{"id": 2, "action": "redirect", "out": {"interface": "gone0", "dstMac": "02:00:00:00:00:0a"}}]}`, "rules[1].out.interface"},
 		{"a rule without its ID", `{"rules": [{"action": "drop"}]}`, "rules[0].id"},
+		{"a slice without CPUs", `{"slices": [{"id": 1, "cpus": []}], "rules": []}`, "slices[0].cpus"},
+		{"a steer to a slice not saved", `{"rules": [{"id": 1, "action": "steer", "slice": 2}]}`, "rules[0].slice"},
 		{"an unknown field", `{"rules": [{"id": 1, "action": "drop", "match": {"colour": 1}}]}`, "rules[0].match.colour"},
 	} {
 		fresh := e.newClassifier(t)
@@ -198,4 +205,49 @@ func TestRulesFileRoundTrip(t *testing.T) {
 			t.Errorf("%s: %d rules restored, want none", c.name, n)
 		}
 	}
+}
+
+// Slices over REST: set, shown with what each CPU took, refused when bad,
+// kept while a rule steers to them.
+func TestSlices(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	sameJSON(t, e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/2", `{"cpus": [0]}`), `{"id": 2, "cpus": [0]}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 1, "action": "steer", "slice": 2, "match": {}}`)
+	frame := demo.Serialize(false, &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		EthernetType: layers.EthernetTypeIPv4}, &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.IPv4(10, 45, 0, 2), DstIP: net.IPv4(10, 100, 6, 2)}, &layers.UDP{SrcPort: 40000, DstPort: 5004})
+	if verdict, err := e.classifier.Rules.Program().Run(&ebpf.RunOptions{Data: frame}); err != nil || verdict != 4 {
+		t.Fatalf("verdict %d (%v), want XDP_REDIRECT to the slice's CPU", verdict, err)
+	}
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/slices", ""), `{"slices": [{"id": 2, "cpus": [0]}]}`)
+	for _, c := range []struct{ name, path, body, field string }{
+		{"no CPUs", "/api/v1/slices/3", `{"cpus": []}`, "cpus"},
+		{"a CPU not there", "/api/v1/slices/3", `{"cpus": [0, 4096]}`, "cpus[1]"},
+		{"a CPU twice", "/api/v1/slices/3", `{"cpus": [0, 0]}`, "cpus[1]"},
+		{"another ID in the body", "/api/v1/slices/3", `{"id": 4, "cpus": [0]}`, "id"},
+		{"an ID out of range", "/api/v1/slices/100000", `{"cpus": [0]}`, "id"},
+		{"counters given", "/api/v1/slices/3", `{"cpus": [0], "counters": []}`, "counters"},
+		{"counters given in full", "/api/v1/slices/3", `{"cpus": [0], "counters": [{"cpu": 0, "packets": 1, "bytes": 1}]}`, "counters"},
+	} {
+		status, body := e.request(t, "PUT", c.path, c.body)
+		var got Error
+		if err := json.Unmarshal(body, &got); err != nil || status != http.StatusBadRequest || got.Field != c.field {
+			t.Errorf("%s: status %d, body %s; want 400 naming %s", c.name, status, body, c.field)
+		}
+	}
+	e.expect(t, http.StatusConflict, "DELETE", "/api/v1/slices/2", "")
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/rules/1", "")
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/slices/2", "")
+	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/slices/2", "")
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/slices", ""), `{"slices": []}`)
+
+	// What xdp5g slices does comes through the client.
+	c, ctx := &Client{URL: e.url}, context.Background()
+	_, err := c.SetSlice(ctx, 5, []uint32{0})
+	must(t, err)
+	list, err := c.Slices(ctx)
+	must(t, err)
+	sameJSON(t, list, `{"slices": [{"id": 5, "cpus": [0]}]}`)
+	must(t, c.DeleteSlice(ctx, 5))
 }

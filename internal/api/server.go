@@ -17,6 +17,9 @@
 //	GET    /api/v1/rules/{id}        Rule with live counters
 //	DELETE /api/v1/rules/{id}        204
 //	DELETE /api/v1/rules             204: every rule
+//	GET    /api/v1/slices            Slices, with what each CPU took
+//	PUT    /api/v1/slices/{id}       Slice (its cpus) → 200 Slice
+//	DELETE /api/v1/slices/{id}       204; 409 while a rule steers to it
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
@@ -148,6 +151,9 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/rules/count", s.handle(s.classifying(s.countRules)))
 	mux.Handle("GET /api/v1/rules/{id}", s.handle(s.classifying(s.getRule)))
 	mux.Handle("DELETE /api/v1/rules/{id}", s.handle(s.classifying(s.deleteRule)))
+	mux.Handle("GET /api/v1/slices", s.handle(s.classifying(s.listSlices)))
+	mux.Handle("PUT /api/v1/slices/{id}", s.handle(s.classifying(s.putSlice)))
+	mux.Handle("DELETE /api/v1/slices/{id}", s.handle(s.classifying(s.deleteSlice)))
 	return mux
 }
 

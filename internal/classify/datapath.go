@@ -46,8 +46,9 @@ type Datapath struct {
 	freeSlots []uint32
 	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
-	masks     map[Key]uint16 // mask to its slot in the halves
-	changed   func()         // Config.Changed
+	masks     map[Key]uint16   // mask to its slot in the halves
+	changed   func()           // Config.Changed
+	slices    map[uint32][]int // slice ID to its CPUs
 }
 
 // placement is a ternary where the halves hold it: its mask's slot.
@@ -96,9 +97,9 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps["classify_cpus"].MaxEntries = uint32(cpus)
+	spec.Maps["slice_cpus"].MaxEntries = uint32(cpus)
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
-		masks: map[Key]uint16{}, changed: cfg.Changed}
+		masks: map[Key]uint16{}, slices: map[uint32][]int{}, changed: cfg.Changed}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
@@ -204,7 +205,7 @@ func (d *Datapath) Add(rules ...Rule) error {
 		}
 	}
 	for i, r := range rules {
-		err := d.check(r)
+		err := d.checkSteer(r)
 		if err == nil {
 			err = d.table.Add(r)
 		}
@@ -235,41 +236,19 @@ func (d *Datapath) Add(rules ...Rule) error {
 	return nil
 }
 
-// steerQueue is the length of a CPU's queue of steered packets.
-const steerQueue = 2048
-
 // setEgress writes where a redirecting, mirroring or steering rule's slot
-// sends packets, giving a CPU its queue the first time a rule steers to
-// it; nothing for the other rules.
+// sends packets; nothing for the other rules.
 func (d *Datapath) setEgress(slot uint32, r Rule) error {
 	var out classifyClassifyEgress
 	switch {
 	case r.Out != nil:
 		out = classifyClassifyEgress{Ifindex: uint32(r.Out.Ifindex), Dst: [6]byte(r.Out.DstMAC), Src: [6]byte(r.Out.SrcMAC)}
 	case r.Action == ActionSteer:
-		// A CPU map takes no BPF_NOEXIST: every key "exists".
-		var queue uint32
-		if err := d.objs.ClassifyCpus.Lookup(r.CPU, &queue); errors.Is(err, ebpf.ErrKeyNotExist) {
-			err = d.objs.ClassifyCpus.Put(r.CPU, uint32(steerQueue))
-			if err != nil {
-				return fmt.Errorf("giving CPU %d a queue: %w", r.CPU, err)
-			}
-		} else if err != nil {
-			return err
-		}
-		out.Cpu = r.CPU
+		out.Slice = r.Slice
 	default:
 		return nil
 	}
 	return d.objs.ClassifyRedirects.Put(slot, out)
-}
-
-// check refuses a rule the data path cannot carry out here.
-func (d *Datapath) check(r Rule) error {
-	if r.Action == ActionSteer && r.CPU >= d.objs.ClassifyCpus.MaxEntries() {
-		return invalid("cpu", "there is no CPU %d: this machine has %d", r.CPU, d.objs.ClassifyCpus.MaxEntries())
-	}
-	return nil
 }
 
 // Delete removes rules, all or none.

@@ -258,14 +258,14 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 	catchAll := func(id uint32, a ActionKind) Rule {
 		return Rule{ID: id, Priority: id, Action: a, Matches: []Match{{Field: "tunnels", Mask: 0}}}
 	}
-	toNoCPU := catchAll(2, ActionSteer)
-	toNoCPU.CPU = 1 << 20
+	toNoSlice := catchAll(2, ActionSteer)
+	toNoSlice.Slice = 7
 	for _, c := range []struct {
 		name  string
 		batch []Rule
 		field string
 	}{
-		{"a CPU that is not there", []Rule{catchAll(1, ActionDrop), toNoCPU}, "rules[1].cpu"},
+		{"a slice that is not there", []Rule{catchAll(1, ActionDrop), toNoSlice}, "rules[1].slice"},
 		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
 	} {
 		var re *RuleError

@@ -27,7 +27,7 @@ const (
 	ActionPass     = ActionKind(classifyClassifyActionCLASSIFY_PASS)     // to the kernel
 	ActionMirror   = ActionKind(classifyClassifyActionCLASSIFY_MIRROR)   // forwarded as usual, a copy out of a mirror interface
 	ActionRedirect = ActionKind(classifyClassifyActionCLASSIFY_REDIRECT) // out of an interface
-	ActionSteer    = ActionKind(classifyClassifyActionCLASSIFY_STEER)    // to a CPU
+	ActionSteer    = ActionKind(classifyClassifyActionCLASSIFY_STEER)    // to a CPU of a slice
 	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on as if no rule matched
 )
 
@@ -39,7 +39,7 @@ type Rule struct {
 	Matches  []Match
 	Action   ActionKind
 	Out      *Egress // where ActionRedirect sends packets, ActionMirror copies; nil for the other actions
-	CPU      uint32  // where ActionSteer sends packets, on to the kernel; 0 for the other actions
+	Slice    uint32  // whose CPUs ActionSteer sends packets to, on to the kernel; 0 for the other actions
 }
 
 // Egress is where a redirecting rule sends packets, or a mirroring one
@@ -78,8 +78,8 @@ func (r *Rule) ternaries() ([]ternary, error) {
 		return nil, invalid("action", "unknown action %d", r.Action)
 	case (r.Action != ActionRedirect && r.Action != ActionMirror) && r.Out != nil:
 		return nil, invalid("out", "only a rule that redirects or mirrors has an egress")
-	case r.Action != ActionSteer && r.CPU != 0:
-		return nil, invalid("cpu", "only a rule that steers has a CPU")
+	case r.Action != ActionSteer && r.Slice != 0:
+		return nil, invalid("slice", "only a rule that steers has a slice")
 	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (r.Out == nil || r.Out.Ifindex <= 0):
 		return nil, invalid("out", "a rule that redirects or mirrors needs the interface to send out of")
 	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):

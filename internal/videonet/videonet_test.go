@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -205,13 +206,13 @@ func checkMonitorSample(t *testing.T, n *Net, out *classify.Egress) {
 // packets arrive on: the router's kernel forwards them there, and so the
 // sink, which counts per CPU, sees them there; the base layer stays.
 func TestSteerToCPU(t *testing.T) {
-	var online unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &online); err != nil || online.Count() < 2 || !online.IsSet(0) || !online.IsSet(1) {
-		t.Skip("needs CPUs 0 and 1")
-	}
+	online := needTwoCPUs(t)
 	p := newClassifier(t)
 	n := newVideoNet(t, p)
-	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, CPU: 1, Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
+	if err := p.SetSlice(classify.Slice{ID: 3, CPUs: []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, Slice: 3, Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
 		t.Fatal(err)
 	}
 	// The generator, and with it the classifier, runs on this thread's CPU.
@@ -255,5 +256,144 @@ func TestSteerToCPU(t *testing.T) {
 	}
 	if got, _, err := p.Counters(1); err != nil || got != packets {
 		t.Errorf("the steering rule counted %d packets (%v), want %d", got, err, packets)
+	}
+}
+
+// needTwoCPUs skips a test without CPUs 0 and 1 to run on, and returns the
+// CPUs it may run on.
+func needTwoCPUs(t *testing.T) unix.CPUSet {
+	t.Helper()
+	var online unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
+		t.Skip("needs CPUs 0 and 1")
+	}
+	return online
+}
+
+// steerVideo spreads GTP-U-in-VXLAN traffic over a slice of CPUs 0 and 1.
+func steerVideo(t *testing.T, p *classify.Datapath) {
+	t.Helper()
+	if err := p.SetSlice(classify.Slice{ID: 1, CPUs: []int{0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, Slice: 1,
+		Matches: []classify.Match{{Field: "tunnel2", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flowsOnCPUs checks that every flow steered was taken by one CPU only,
+// that the flows add up to sent packets, and returns how many flows each
+// CPU took.
+func flowsOnCPUs(t *testing.T, p *classify.Datapath, flows int, sent uint64) []int {
+	t.Helper()
+	byFlow, err := p.FlowCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byFlow) != flows {
+		t.Errorf("%d flows steered, want %d", len(byFlow), flows)
+	}
+	var perCPU []int
+	var total uint64
+	for hash, cpus := range byFlow {
+		if perCPU == nil {
+			perCPU = make([]int, len(cpus))
+		}
+		on := -1
+		for cpu, c := range cpus {
+			total += c.Packets
+			if c.Packets == 0 {
+				continue
+			}
+			if on >= 0 {
+				t.Errorf("flow %#x on CPUs %d and %d", hash, on, cpu)
+			}
+			on = cpu
+		}
+		if on >= 0 {
+			perCPU[on]++
+		}
+	}
+	if total != sent {
+		t.Errorf("the CPUs took %d packets, want %d", total, sent)
+	}
+	return perCPU
+}
+
+// Every packet of a flow goes to one CPU, and the flows spread over the
+// slice's CPUs: 64 flows inside one GTP-U tunnel in one VXLAN tunnel, which
+// receive-side scaling would see as one.
+func TestSteeringKeepsFlowAffinity(t *testing.T) {
+	needTwoCPUs(t)
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	steerVideo(t, p)
+	const flows, packets = 64, 6400
+	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 20_000) // bursts shorter than a queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	if layer.Arrived != packets {
+		t.Errorf("%d of %d packets arrived", layer.Arrived, packets)
+	}
+	perCPU := flowsOnCPUs(t, p, flows, packets)
+	if perCPU[0] == 0 || perCPU[1] == 0 {
+		t.Errorf("flows per CPU %v: want both CPUs used", perCPU)
+	}
+	byCPU, err := p.SliceCPUs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byCPU[0].Packets+byCPU[1].Packets != packets {
+		t.Errorf("the slice's CPUs took %+v, want %d packets in all", byCPU, packets)
+	}
+}
+
+// Changing a slice's CPUs while its traffic flows moves flows and loses
+// no packet.
+func TestRebalancingLosesNothing(t *testing.T) {
+	needTwoCPUs(t)
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	steerVideo(t, p)
+	done := make(chan struct{})
+	changes := make(chan int)
+	go func() {
+		sets := [][]int{{1}, {0}, {1, 0}, {0, 1}}
+		changed := 0
+		defer func() { changes <- changed }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if err := p.SetSlice(classify.Slice{ID: 1, CPUs: sets[changed%len(sets)]}); err != nil {
+					t.Error(err)
+					return
+				}
+				changed++
+			}
+		}
+	}()
+	const flows, packets = 64, 20_000
+	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 20_000) // a second, bursts shorter than a queue
+	close(done)
+	changed := <-changes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed < 10 {
+		t.Errorf("the slice changed %d times during the traffic", changed)
+	}
+	if layer.Arrived != packets {
+		t.Errorf("%d of %d packets arrived", layer.Arrived, packets)
+	}
+	byCPU, err := p.SliceCPUs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byCPU[0].Packets+byCPU[1].Packets != packets || byCPU[0].Packets == 0 || byCPU[1].Packets == 0 {
+		t.Errorf("the slice's CPUs took %+v: want %d packets in all, on both", byCPU, packets)
 	}
 }
