@@ -13,6 +13,7 @@
 #include "rtp.h"
 #include "sctp.h"
 #include "types.h"
+#include "steer.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -82,40 +83,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct classify_egress);
 } classify_redirects SEC(".maps");
-
-/* The slices: each one's CPU per hash bucket. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct slice);
-} slices SEC(".maps");
-
-/* The CPUs of the slices, by number: each one's queue and xdp_slice_cpu,
- * filled as slices need them. Sized to the possible CPUs at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bpf_cpumap_val);
-} slice_cpus SEC(".maps");
-
-/* Per slice, what each CPU took of it (per-CPU values: the CPU's own). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct counter);
-} slice_cpu_counters SEC(".maps");
-
-/* Per flow hash, what each CPU took of the flow, for the flows seen
- * lately. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct counter);
-} flow_cpu_counters SEC(".maps");
 
 /* Packets and bytes per rule slot. */
 struct {
@@ -412,63 +379,6 @@ INLINE struct classify_state *classify_parse(struct xdp_md *ctx)
 	return st;
 }
 
-INLINE __u32 rotl32(__u32 x, int r) { return (x << r) | (x >> (32 - r)); }
-
-/* One word into a MurmurHash3 state. */
-INLINE __u32 hash_word(__u32 h, __u32 w)
-{
-	w *= 0xcc9e2d51;
-	w = rotl32(w, 15);
-	w *= 0x1b873593;
-	h ^= w;
-	return rotl32(h, 13) * 5 + 0xe6546b64;
-}
-
-/* The flow of a packet for steering: the innermost addresses, protocol
- * and ports, and the tunnel ids, so that flows inside one tunnel spread
- * and one flow never does. */
-INLINE __u32 flow_hash(const struct classify_key *k)
-{
-	const __u32 *src = (const __u32 *)k->inner_src, *dst = (const __u32 *)k->inner_dst;
-	__u32 h = 0;
-	for (int i = 0; i < 4; i++) {
-		h = hash_word(h, src[i]);
-		h = hash_word(h, dst[i]);
-		h = hash_word(h, k->tunnel_id[i]);
-	}
-	h = hash_word(h, ((__u32)k->src_port << 16) | k->dst_port);
-	h = hash_word(h, k->proto);
-	h ^= h >> 16; /* the finaliser: every input bit reaches every bucket bit */
-	h *= 0x85ebca6b;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35;
-	return h ^ (h >> 16);
-}
-
-/* Sends a packet to the CPU of its flow's bucket in a slice, with the
- * slice and the hash in its metadata for xdp_slice_cpu there. */
-INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 rule)
-{
-	struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &rule);
-	if (!out)
-		return XDP_ABORTED;
-	__u32 id = out->slice;
-	struct slice *sl = bpf_map_lookup_elem(&slices, &id);
-	if (!sl)
-		return XDP_ABORTED;
-	__u32 hash = flow_hash(k);
-	if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct slice_meta))) {
-		struct slice_meta *m = (void *)(long)ctx->data_meta;
-		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
-			m->magic = SLICE_META_MAGIC;
-			m->slice = id;
-			m->hash = hash;
-		}
-	}
-	/* On to the kernel on that CPU; here if it has no queue. */
-	return bpf_redirect_map(&slice_cpus, sl->cpus[hash % SLICE_BUCKETS], XDP_PASS);
-}
-
 INLINE int beats(const struct classify_verdict *a, const struct classify_verdict *b)
 {
 	return !b->rule || a->priority > b->priority || (a->priority == b->priority && a->order < b->order);
@@ -577,22 +487,28 @@ int xdp_classify(struct xdp_md *ctx)
 			}
 		}
 		return XDP_PASS;
-	case CLASSIFY_STEER:
-		return steer(ctx, &st->key, v.rule);
+	case CLASSIFY_STEER: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &v.rule);
+		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
+	}
 	}
 	return XDP_PASS;
 }
 
-/* On the CPU a packet was steered to, before the kernel takes it: counts
- * it for its slice and its flow there. */
+/* On the CPU a packet was steered to, before the kernel takes it: takes it
+ * off the CPU's queue count and counts it for its slice and its flow
+ * there. */
 SEC("xdp/cpumap")
 int xdp_slice_cpu(struct xdp_md *ctx)
 {
 	struct slice_meta *m = (void *)(long)ctx->data_meta;
 	if ((void *)(m + 1) > (void *)(long)ctx->data || m->magic != SLICE_META_MAGIC)
 		return XDP_PASS;
-	__u32 id = m->slice, hash = m->hash;
+	__u32 id = m->slice, hash = m->hash, cpu = bpf_get_smp_processor_id();
 	__u64 len = ctx->data_end - ctx->data;
+	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
+	if (load)
+		load->dequeued++; /* only this CPU writes it */
 	struct counter *s = bpf_map_lookup_elem(&slice_cpu_counters, &id);
 	if (s) {
 		s->packets++;
@@ -629,4 +545,19 @@ int tc_classify_mirror(struct __sk_buff *skb)
 	bpf_clone_redirect(skb, out->ifindex, 0);
 	bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
 	return TC_ACT_OK;
+}
+
+/* The CPU map's enqueue tracepoint: the packets that found a CPU's queue
+ * full, which xdp_slice_cpu never sees. */
+SEC("tracepoint/xdp/xdp_cpumap_enqueue")
+int slice_queue_drops(struct cpumap_enqueue_args *a)
+{
+	__u32 zero = 0, cpu = a->to_cpu;
+	__u32 *ours = bpf_map_lookup_elem(&slice_cpus_id, &zero);
+	if (!a->drops || !ours || a->map_id != *ours)
+		return 0;
+	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
+	if (load)
+		__sync_fetch_and_add(&load->dropped, a->drops);
+	return 0;
 }

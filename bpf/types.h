@@ -387,6 +387,59 @@ struct classify_egress {
 #define SLICE_BUCKETS 64
 struct slice {
 	__u32 cpus[SLICE_BUCKETS];
+	__u32 prioritised; /* 1: its flows leave the host only when even they cannot be served */
+};
+
+/* A CPU's queue of steered packets: sent to it, taken off it by
+ * xdp_slice_cpu, and dropped because it was full (from the CPU map's
+ * tracepoint). What is in it is the difference. */
+struct cpu_load {
+	__u64 enqueued;
+	__u64 dequeued;
+	__u64 dropped;
+};
+
+/* A prioritised flow (the paper's prio-map): the CPU it stays on and what
+ * it sent. */
+struct prio_flow {
+	__u32 active;
+	__u32 cpu;
+	struct counter stats;
+};
+
+/* Where a flow's packets go: to an alternative node or not, since when. */
+struct flow_route {
+	__u64 since; /* bpf_ktime_get_coarse_ns() */
+	__u32 offloaded;
+	__u32 pad;
+};
+
+/* An alternative node for the flows the host cannot take: its MAC and
+ * IPv4 address, out of the port packets came in on (ifindex 0) or out of
+ * another. */
+struct alt_node {
+	__u8 mac[6];
+	__u8 pad[2];
+	__be32 addr;
+	__u32 ifindex;
+};
+
+#define ALT_MAX 16
+struct alt_nodes {
+	__u32 n;
+	__u32 pad;
+	struct alt_node node[ALT_MAX];
+};
+
+/* The fields of the xdp:xdp_cpumap_enqueue tracepoint. */
+struct cpumap_enqueue_args {
+	__u64 common;
+	int map_id;
+	__u32 act;
+	int cpu;
+	__u32 drops;
+	__u32 processed;
+	int to_cpu;
 };
 
 /* What xdp_classify leaves in the metadata of a packet it steers, for

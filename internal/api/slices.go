@@ -11,8 +11,11 @@ import (
 // Slice is a set of CPUs that steer rules spread flows over, as the REST
 // API shows it: {"id": 1, "cpus": [2, 3], "counters": [{"cpu": 2, ...}]}.
 type Slice struct {
-	ID   *uint32 `json:"id,omitempty"`
+	ID   *uint32  `json:"id,omitempty"`
 	CPUs []uint32 `json:"cpus" required:"true"`
+	// Its flows leave the host for an alternative node only when even
+	// they cannot be served.
+	Prioritised bool `json:"prioritised,omitempty"`
 	// What each CPU of the machine took of the slice, those that took
 	// some.
 	Counters []CPUCounter `json:"counters,omitempty"`
@@ -32,7 +35,7 @@ type Slices struct {
 
 func sliceDocument(s classify.Slice) Slice {
 	id := s.ID
-	doc := Slice{ID: &id, CPUs: []uint32{}}
+	doc := Slice{ID: &id, CPUs: []uint32{}, Prioritised: s.Prioritised}
 	for _, cpu := range s.CPUs {
 		doc.CPUs = append(doc.CPUs, uint32(cpu))
 	}
@@ -59,7 +62,7 @@ func (c *Classifier) setSlice(doc Slice) (classify.Slice, error) {
 	if doc.Counters != nil {
 		return classify.Slice{}, badRequest("counters", "counters are the data path's to say")
 	}
-	s := classify.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs))}
+	s := classify.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised}
 	for i, cpu := range doc.CPUs {
 		s.CPUs[i] = int(cpu)
 	}

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
@@ -46,9 +47,11 @@ type Datapath struct {
 	freeSlots []uint32
 	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
-	masks     map[Key]uint16   // mask to its slot in the halves
-	changed   func()           // Config.Changed
-	slices    map[uint32][]int // slice ID to its CPUs
+	masks     map[Key]uint16 // mask to its slot in the halves
+	changed   func()         // Config.Changed
+	slices    map[uint32]Slice
+	// queueDrops attaches slice_queue_drops to the CPU map's tracepoint.
+	queueDrops link.Link
 }
 
 // placement is a ternary where the halves hold it: its mask's slot.
@@ -69,6 +72,9 @@ type Config struct {
 	// Changed, if set, is called after every change of the rules, with
 	// the Datapath's lock held: it must not call the Datapath.
 	Changed func()
+	// OffloadHold is how long a flow sent to an alternative node stays
+	// away at least: DefaultOffloadHold for 0.
+	OffloadHold time.Duration
 }
 
 // MaxMasks is the most distinct masks the data path takes.
@@ -98,10 +104,17 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 		return nil, err
 	}
 	spec.Maps["slice_cpus"].MaxEntries = uint32(cpus)
+	spec.Maps["cpu_loads"].MaxEntries = uint32(cpus)
+	if err := setBacklogs(spec, cfg.OffloadHold); err != nil {
+		return nil, err
+	}
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
-		masks: map[Key]uint16{}, slices: map[uint32][]int{}, changed: cfg.Changed}
+		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
+	}
+	if err := d.watchQueueDrops(); err != nil {
+		return nil, errors.Join(err, d.objs.Close())
 	}
 	return d, nil
 }
@@ -148,7 +161,7 @@ func Attached(dir string) ([]string, error) {
 }
 
 // Close unloads the classifier.
-func (d *Datapath) Close() error { return d.objs.Close() }
+func (d *Datapath) Close() error { return errors.Join(d.queueDrops.Close(), d.objs.Close()) }
 
 // Program is the XDP program.
 func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }

@@ -1,12 +1,17 @@
 package classify
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 )
 
 // SliceBuckets is the number of hash buckets a slice spreads its flows
@@ -18,10 +23,110 @@ const steerQueue = 2048
 
 // Slice is a set of CPUs that rules steer packets to: the innermost flow
 // and the tunnel ids of a packet pick one of them, the same for every
-// packet of a flow while the set stays.
+// packet of a flow while the set stays. When a CPU's queue fills, flows
+// go to an alternative node (SetAlternatives): a prioritised slice's only
+// when even they cannot be served.
 type Slice struct {
-	ID   uint32
-	CPUs []int
+	ID          uint32
+	CPUs        []int
+	Prioritised bool
+}
+
+// DefaultOffloadHold is how long a flow sent to an alternative node stays
+// away at least, so that flows do not flap between nodes.
+const DefaultOffloadHold = 100 * time.Millisecond
+
+// setBacklogs sets the queue fills at which flows leave for an
+// alternative node and come back: non-prioritised ones leave at three
+// quarters of a queue, prioritised ones a NAPI batch short of full, and
+// both come back at a quarter, after the hold.
+func setBacklogs(spec *ebpf.CollectionSpec, hold time.Duration) error {
+	if hold == 0 {
+		hold = DefaultOffloadHold
+	}
+	for name, v := range map[string]uint64{"backlog_high": steerQueue * 3 / 4, "backlog_full": steerQueue - 64,
+		"backlog_low": steerQueue / 4, "offload_hold_ns": uint64(hold.Nanoseconds())} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// watchQueueDrops tells slice_queue_drops the CPU map's ID and attaches it
+// to the CPU map's enqueue tracepoint.
+func (d *Datapath) watchQueueDrops() error {
+	info, err := d.objs.SliceCpus.Info()
+	if err != nil {
+		return err
+	}
+	id, _ := info.ID()
+	if err := d.objs.SliceCpusId.Put(uint32(0), uint32(id)); err != nil {
+		return err
+	}
+	d.queueDrops, err = link.Tracepoint("xdp", "xdp_cpumap_enqueue", d.objs.SliceQueueDrops, nil)
+	return err
+}
+
+// Alternative is a node that takes the flows the host cannot: packets go
+// to it with their outer destination MAC and IPv4 address rewritten, out
+// of the port they came in on (Ifindex 0) or out of another.
+type Alternative struct {
+	MAC     net.HardwareAddr
+	Addr    netip.Addr
+	Ifindex int
+}
+
+// SetAlternatives replaces the alternative nodes; a flow's hash picks one.
+// None: flows stay on the host whatever its load.
+func (d *Datapath) SetAlternatives(alts []Alternative) error {
+	var table classifyAltNodes
+	if len(alts) > len(table.Node) {
+		return invalid("alternatives", "%d alternatives, the data path takes %d", len(alts), len(table.Node))
+	}
+	for i, a := range alts {
+		field := fmt.Sprintf("alternatives[%d]", i)
+		if len(a.MAC) != 6 {
+			return invalid(field+".mac", "%v is not an Ethernet address", a.MAC)
+		}
+		if !a.Addr.Is4() {
+			return invalid(field+".addr", "%v is not an IPv4 address", a.Addr)
+		}
+		if a.Ifindex < 0 {
+			return invalid(field+".ifindex", "%d is not an interface index", a.Ifindex)
+		}
+		table.Node[i] = classifyAltNode{Mac: [6]byte(a.MAC), Addr: binary.NativeEndian.Uint32(a.Addr.AsSlice()),
+			Ifindex: uint32(a.Ifindex)}
+	}
+	table.N = uint32(len(alts))
+	return d.objs.Alternatives.Put(uint32(0), &table)
+}
+
+// CPULoad is a CPU's queue of steered packets: packets sent to it, taken
+// off it, and dropped because it was full.
+type CPULoad = classifyCpuLoad
+
+// CPULoads are the queues of the CPUs, by CPU number.
+func (d *Datapath) CPULoads() ([]CPULoad, error) {
+	out := make([]CPULoad, d.objs.CpuLoads.MaxEntries())
+	for cpu := range out {
+		if err := d.objs.CpuLoads.Lookup(uint32(cpu), &out[cpu]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SliceOffloaded is what went from a slice to alternative nodes.
+func (d *Datapath) SliceOffloaded(id uint32) (Counter, error) {
+	var perCPU []Counter
+	var total Counter
+	err := d.objs.SliceOffloaded.Lookup(id, &perCPU)
+	for _, c := range perCPU {
+		total.Packets += c.Packets
+		total.Bytes += c.Bytes
+	}
+	return total, err
 }
 
 // Counter is packets and octets.
@@ -55,10 +160,14 @@ func (d *Datapath) SetSlice(s Slice) error {
 	for b := range table.Cpus {
 		table.Cpus[b] = uint32(s.CPUs[b%len(s.CPUs)])
 	}
+	if s.Prioritised {
+		table.Prioritised = 1
+	}
 	if err := d.objs.Slices.Put(s.ID, &table); err != nil {
 		return err
 	}
-	d.slices[s.ID] = slices.Clone(s.CPUs)
+	s.CPUs = slices.Clone(s.CPUs)
+	d.slices[s.ID] = s
 	return nil
 }
 
@@ -108,7 +217,9 @@ func (d *Datapath) Slices() []Slice {
 	defer d.mu.Unlock()
 	out := make([]Slice, 0, len(d.slices))
 	for _, id := range slices.Sorted(maps.Keys(d.slices)) {
-		out = append(out, Slice{ID: id, CPUs: slices.Clone(d.slices[id])})
+		s := d.slices[id]
+		s.CPUs = slices.Clone(s.CPUs)
+		out = append(out, s)
 	}
 	return out
 }

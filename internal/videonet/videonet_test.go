@@ -330,7 +330,7 @@ func TestSteeringKeepsFlowAffinity(t *testing.T) {
 	n := newVideoNet(t, p)
 	steerVideo(t, p)
 	const flows, packets = 64, 6400
-	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 20_000) // bursts shorter than a queue
+	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 10_000) // bursts of half a queue
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,8 +376,8 @@ func TestRebalancingLosesNothing(t *testing.T) {
 			}
 		}
 	}()
-	const flows, packets = 64, 20_000
-	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 20_000) // a second, bursts shorter than a queue
+	const flows, packets = 64, 10_000
+	layer, err := n.SendLayer(GTPUInVXLAN, 0, flows, packets, 10_000) // a second, bursts of half a queue
 	close(done)
 	changed := <-changes
 	if err != nil {

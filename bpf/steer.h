@@ -1,0 +1,256 @@
+/* Steering to the CPUs of slices (issue 5): a hash of the innermost flow
+ * picks a CPU of the packet's slice, or of its prioritised flow, and the
+ * packet goes there through a CPU map. When that CPU's queue fills, the
+ * flows that may leave (non-prioritised first, prioritised only when even
+ * they cannot be served) go to an alternative node instead: their outer
+ * destination rewritten, out of the port they came in on (XDP_TX) or
+ * another. A flow's choice holds until the queue has drained and a hold
+ * time has passed, so flows do not flap between nodes. */
+#ifndef XDP5G_STEER_H
+#define XDP5G_STEER_H
+
+#include "common.h"
+#include "parser.h"
+#include "types.h"
+
+/* The slices: each one's CPU per hash bucket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_SLICES);
+	__type(key, __u32);
+	__type(value, struct slice);
+} slices SEC(".maps");
+
+/* The CPUs of the slices, by number: each one's queue and xdp_slice_cpu,
+ * filled as slices need them. Sized to the possible CPUs at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CPUMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bpf_cpumap_val);
+} slice_cpus SEC(".maps");
+
+/* slice_cpus's map ID, for the tracepoint to know its own map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} slice_cpus_id SEC(".maps");
+
+/* Each CPU's queue: what went in, came out, was dropped. Sized to the
+ * possible CPUs at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_load);
+} cpu_loads SEC(".maps");
+
+/* Per slice, what each CPU took of it (per-CPU values: the CPU's own). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_SLICES);
+	__type(key, __u32);
+	__type(value, struct counter);
+} slice_cpu_counters SEC(".maps");
+
+/* Per slice, what went to alternative nodes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_SLICES);
+	__type(key, __u32);
+	__type(value, struct counter);
+} slice_offloaded SEC(".maps");
+
+/* Per flow hash, what each CPU took of the flow, for the flows seen
+ * lately. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct counter);
+} flow_cpu_counters SEC(".maps");
+
+/* The prioritised flows (the paper's prio-map), by flow hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct prio_flow);
+} prio_flows SEC(".maps");
+
+/* Where each flow seen lately goes: local or offloaded, and since when. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct flow_route);
+} flow_routes SEC(".maps");
+
+/* The alternative nodes (the paper's alt-map). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct alt_nodes);
+} alternatives SEC(".maps");
+
+/* Packets in a CPU's queue from which flows leave for an alternative:
+ * non-prioritised ones from backlog_high, prioritised ones from
+ * backlog_full; back once it is at backlog_low and they have been away
+ * offload_hold_ns. Set before the program loads. */
+volatile const __u64 backlog_high = 1536, backlog_full = 2000, backlog_low = 512;
+volatile const __u64 offload_hold_ns = 100000000;
+
+INLINE __u32 rotl32(__u32 x, int r) { return (x << r) | (x >> (32 - r)); }
+
+/* One word into a MurmurHash3 state. */
+INLINE __u32 hash_word(__u32 h, __u32 w)
+{
+	w *= 0xcc9e2d51;
+	w = rotl32(w, 15);
+	w *= 0x1b873593;
+	h ^= w;
+	return rotl32(h, 13) * 5 + 0xe6546b64;
+}
+
+/* The flow of a packet for steering: the innermost addresses, protocol
+ * and ports, and the tunnel ids, so that flows inside one tunnel spread
+ * and one flow never does. */
+INLINE __u32 flow_hash(const struct classify_key *k)
+{
+	const __u32 *src = (const __u32 *)k->inner_src, *dst = (const __u32 *)k->inner_dst;
+	__u32 h = 0;
+	for (int i = 0; i < 4; i++) {
+		h = hash_word(h, src[i]);
+		h = hash_word(h, dst[i]);
+		h = hash_word(h, k->tunnel_id[i]);
+	}
+	h = hash_word(h, ((__u32)k->src_port << 16) | k->dst_port);
+	h = hash_word(h, k->proto);
+	h ^= h >> 16; /* the finaliser: every input bit reaches every bucket bit */
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	return h ^ (h >> 16);
+}
+
+/* The packets in a CPU's queue. */
+INLINE __u64 backlog(const struct cpu_load *l)
+{
+	__u64 out = l->dequeued + l->dropped;
+	return l->enqueued > out ? l->enqueued - out : 0;
+}
+
+/* Whether a flow goes to an alternative node: its choice, kept until the
+ * queue it left has drained and the hold time has passed. */
+INLINE int offloads(__u32 hash, __u64 queued, int prioritised)
+{
+	__u64 now = bpf_ktime_get_coarse_ns();
+	struct flow_route *r = bpf_map_lookup_elem(&flow_routes, &hash);
+	if (r && r->offloaded) {
+		if (queued > backlog_low || now - r->since < offload_hold_ns)
+			return 1;
+		r->offloaded = 0;
+		r->since = now;
+		return 0;
+	}
+	if (queued < (prioritised ? backlog_full : backlog_high))
+		return 0;
+	struct flow_route away = {.since = now, .offloaded = 1};
+	bpf_map_update_elem(&flow_routes, &hash, &away, BPF_ANY);
+	return 1;
+}
+
+/* RFC 1624's incremental update of a checksum for a 32-bit field. */
+INLINE __u16 csum_replace4(__u16 check, __be32 from, __be32 to)
+{
+	__u32 sum = (__u16)~check + (__u16)~(from & 0xffff) + (__u16)~(from >> 16) + (to & 0xffff) + (to >> 16);
+	return csum_fold(sum);
+}
+
+/* Sends a packet to an alternative node: outer destination MAC and IPv4
+ * address rewritten, the IPv4 and (when used) UDP checksums fixed, the
+ * source MAC the port's own (the packet's destination MAC). Returns -1
+ * when it cannot: no alternative, or an outer header other than IPv4. */
+INLINE int offload(struct xdp_md *ctx, __u32 hash)
+{
+	__u32 zero = 0;
+	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
+	if (!alts || !alts->n)
+		return -1;
+	struct alt_node *alt = &alts->node[(hash % alts->n) & (ALT_MAX - 1)];
+	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
+	struct ethhdr *eth;
+	__be16 proto;
+	if (parse_eth(&c, &eth, &proto) || proto != bpf_htons(ETH_P_IP))
+		return -1;
+	struct iphdr *ip = parse_ipv4(&c);
+	if (!ip)
+		return -1;
+	__be32 old = ip->daddr;
+	ip->daddr = alt->addr;
+	ip->check = csum_replace4(ip->check, old, alt->addr);
+	if (ip->protocol == IPPROTO_UDP && !ipv4_is_fragment(ip)) {
+		struct udphdr *udp = cursor_take(&c, struct udphdr);
+		if (udp && udp->check) { /* the pseudo-header holds the address */
+			__u16 check = csum_replace4(udp->check, old, alt->addr);
+			udp->check = check ? check : 0xffff;
+		}
+	}
+	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, alt->mac, ETH_ALEN);
+	return alt->ifindex ? bpf_redirect(alt->ifindex, 0) : XDP_TX;
+}
+
+/* Sends a packet of a slice to the CPU of its flow (a prioritised flow's
+ * own, else its bucket's), with the slice and the hash in its metadata for
+ * xdp_slice_cpu there; or to an alternative node when that CPU's queue is
+ * too full for it. */
+INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
+{
+	struct slice *sl = bpf_map_lookup_elem(&slices, &id);
+	if (!sl)
+		return XDP_ABORTED;
+	__u32 hash = flow_hash(k);
+	__u64 len = ctx->data_end - ctx->data;
+	struct prio_flow *prio = bpf_map_lookup_elem(&prio_flows, &hash);
+	int prioritised = sl->prioritised;
+	__u32 cpu = sl->cpus[hash % SLICE_BUCKETS];
+	if (prio && prio->active) {
+		prioritised = 1;
+		cpu = prio->cpu;
+		__sync_fetch_and_add(&prio->stats.packets, 1);
+		__sync_fetch_and_add(&prio->stats.bytes, len);
+	}
+	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
+	if (!load)
+		return XDP_ABORTED;
+	if (offloads(hash, backlog(load), prioritised)) {
+		int act = offload(ctx, hash);
+		if (act >= 0) {
+			struct counter *c = bpf_map_lookup_elem(&slice_offloaded, &id);
+			if (c) {
+				c->packets++;
+				c->bytes += len;
+			}
+			return act;
+		}
+	}
+	if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct slice_meta))) {
+		struct slice_meta *m = (void *)(long)ctx->data_meta;
+		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
+			m->magic = SLICE_META_MAGIC;
+			m->slice = id;
+			m->hash = hash;
+		}
+	}
+	/* On to the kernel on that CPU; here if it has no queue. */
+	int act = bpf_redirect_map(&slice_cpus, cpu, XDP_PASS);
+	if (act == XDP_REDIRECT)
+		__sync_fetch_and_add(&load->enqueued, 1);
+	return act;
+}
+
+#endif

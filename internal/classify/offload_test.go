@@ -1,0 +1,165 @@
+package classify
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+const (
+	xdpTX       = 3
+	xdpRedirect = 4
+)
+
+// loadCPU makes a CPU's queue hold packets, as if it had been sent them.
+func (p *parser) loadCPU(t *testing.T, cpu int, packets uint64) {
+	t.Helper()
+	var l CPULoad
+	if err := p.objs.CpuLoads.Lookup(uint32(cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Enqueued = l.Dequeued + l.Dropped + packets
+	if err := p.objs.CpuLoads.Put(uint32(cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runOut runs the classifier on a frame and returns its action and the
+// frame as it left.
+func (p *parser) runOut(t *testing.T, frame []byte) (uint32, []byte) {
+	t.Helper()
+	out := make([]byte, len(frame)+256)
+	opts := ebpf.RunOptions{Data: frame, DataOut: out}
+	ret, err := p.objs.XdpClassify.Run(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ret, opts.DataOut
+}
+
+// A GTP-U-in-VXLAN frame with every checksum right, the outer UDP one
+// included, from the UE's port.
+func offloadFrame(port layers.UDPPort) []byte {
+	outerIP := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("192.0.2.1").To4(), DstIP: net.ParseIP("192.0.2.2").To4()}
+	outerUDP := &layers.UDP{SrcPort: 50000, DstPort: 4789}
+	gtpIP, gtpUDP := ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152)
+	ueIP, ueUDP := ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(port, 5004)
+	for _, l := range []struct {
+		u  *layers.UDP
+		ip *layers.IPv4
+	}{{outerUDP, outerIP}, {gtpUDP, gtpIP}, {ueUDP, ueIP}} {
+		l.u.SetNetworkLayerForChecksum(l.ip)
+	}
+	return demo.Serialize(true, eth(layers.EthernetTypeIPv4), outerIP, outerUDP, &layers.VXLAN{ValidIDFlag: true, VNI: 7},
+		eth(layers.EthernetTypeIPv4), gtpIP, gtpUDP, &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 0x100},
+		ueIP, ueUDP, gopacket.Payload("payload"))
+}
+
+// checkOffloaded checks that a frame left for the alternative: its outer
+// destination MAC and address are the alternative's, its source MAC the
+// one it was sent to, and its IPv4 and UDP checksums right, by gopacket.
+func checkOffloaded(t *testing.T, sent, out []byte, alt Alternative) {
+	t.Helper()
+	pkt := gopacket.NewPacket(out, layers.LayerTypeEthernet, gopacket.Default)
+	e, _ := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	ip, _ := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	u, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	if e == nil || ip == nil || u == nil {
+		t.Fatalf("the frame that left does not decode: %v", pkt)
+	}
+	if e.DstMAC.String() != alt.MAC.String() || e.SrcMAC.String() != net.HardwareAddr(sent[0:6]).String() ||
+		!ip.DstIP.Equal(alt.Addr.AsSlice()) {
+		t.Errorf("left from %v to %v, %v; want from %v to %v, %v", e.SrcMAC, e.DstMAC, ip.DstIP,
+			net.HardwareAddr(sent[0:6]), alt.MAC, alt.Addr)
+	}
+	if want := ip.Checksum; recomputeIPv4(t, ip) != want {
+		t.Errorf("IPv4 checksum %#04x is wrong", want)
+	}
+	if want := u.Checksum; recomputeUDP(t, ip, u) != want || want == 0 {
+		t.Errorf("UDP checksum %#04x is wrong", want)
+	}
+}
+
+func recomputeIPv4(t *testing.T, ip *layers.IPv4) uint16 {
+	t.Helper()
+	b := gopacket.NewSerializeBuffer()
+	c := *ip
+	if err := c.SerializeTo(b, gopacket.SerializeOptions{ComputeChecksums: true}); err != nil {
+		t.Fatal(err)
+	}
+	return c.Checksum
+}
+
+func recomputeUDP(t *testing.T, ip *layers.IPv4, u *layers.UDP) uint16 {
+	t.Helper()
+	c := *u
+	c.SetNetworkLayerForChecksum(ip)
+	b := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(b, gopacket.SerializeOptions{ComputeChecksums: true}, &c, gopacket.Payload(u.Payload)); err != nil {
+		t.Fatal(err)
+	}
+	return c.Checksum
+}
+
+// Algorithm 1 of 000_…, under BPF_PROG_TEST_RUN with the queue fills set
+// by hand: a flow leaves for the alternative when its CPU's queue passes
+// three quarters (a prioritised one only when nearly full), rewritten with
+// right checksums; it stays away while the queue has not drained or the
+// hold has not passed, and comes back after.
+func TestOffloadFollowsTheQueue(t *testing.T) {
+	p := newParserWith(t, Config{MaxMasks: MaxMasks, OffloadHold: 50 * time.Millisecond})
+	cpu := p.cpu
+	for _, s := range []Slice{{ID: 1, CPUs: []int{cpu}}, {ID: 2, CPUs: []int{cpu}, Prioritised: true}} {
+		if err := p.SetSlice(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Add(Rule{ID: 1, Priority: 1, Action: ActionSteer, Slice: 1, Matches: []Match{{Field: "tunnel2", Value: uint64(TunnelGTPU), Mask: 0xff}}},
+		Rule{ID: 2, Priority: 2, Action: ActionSteer, Slice: 2, Matches: []Match{{Field: "srcPort", Value: 1000, Mask: 0xffff}}}); err != nil {
+		t.Fatal(err)
+	}
+	alt := Alternative{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xaa}, Addr: netip.MustParseAddr("198.51.100.99")}
+	if err := p.SetAlternatives([]Alternative{alt}); err != nil {
+		t.Fatal(err)
+	}
+	plain, prio := offloadFrame(2000), offloadFrame(1000)
+	expect := func(what string, frame []byte, queued uint64, want uint32) {
+		t.Helper()
+		p.loadCPU(t, cpu, queued)
+		action, out := p.runOut(t, frame)
+		if action != want {
+			t.Fatalf("%s with %d queued: action %d, want %d", what, queued, action, want)
+		}
+		if action == xdpTX {
+			checkOffloaded(t, frame, out, alt)
+		}
+	}
+	expect("a flow", plain, steerQueue*3/4-1, xdpRedirect)
+	expect("a flow", plain, steerQueue*3/4, xdpTX)
+	expect("a prioritised flow", prio, steerQueue*3/4, xdpRedirect)
+	expect("a prioritised flow", prio, steerQueue-64, xdpTX)
+	// Away until the queue has drained and the hold has passed.
+	expect("an offloaded flow", plain, steerQueue/4+1, xdpTX)
+	expect("an offloaded flow", plain, 0, xdpTX)
+	time.Sleep(60 * time.Millisecond)
+	expect("an offloaded flow", plain, steerQueue/4+1, xdpTX)
+	expect("an offloaded flow", plain, steerQueue/4, xdpRedirect)
+	expect("a flow back", plain, steerQueue/4+1, xdpRedirect)
+
+	if c, err := p.SliceOffloaded(1); err != nil || c.Packets != 4 {
+		t.Errorf("slice 1 offloaded %+v (%v), want 4 packets", c, err)
+	}
+	// Without an alternative, a flow stays whatever the queue.
+	if err := p.SetAlternatives(nil); err != nil {
+		t.Fatal(err)
+	}
+	expect("a flow with nowhere to go", offloadFrame(3000), steerQueue, xdpRedirect)
+}
