@@ -51,16 +51,20 @@ const (
 
 // Net is a sender whose frames the generator forges, a router whose edge
 // ingress runs a classifier and whose kernel forwards what passes, a sink
-// that counts what arrives, and a monitor behind the router's tap
-// interface that counts what rules send there.
+// that counts what arrives, a monitor behind the router's tap interface
+// that counts what rules send there, and an alternative node behind the
+// router's alt interface that counts what the router offloads to it.
 type Net struct {
-	Sender, Router, Sink, Monitor *testbed.Netns
-	SenderIndex                   int
-	RouterMAC                     net.HardwareAddr // of edge
-	// Counter counts UDP at the sink, Tapped at the monitor.
-	Counter, Tapped *trafficgen.Sink
-	Gen             *trafficgen.Generator
-	closers         []func() error
+	Sender, Router, Sink, Monitor, Alt *testbed.Netns
+	SenderIndex                        int
+	RouterMAC                          net.HardwareAddr // of edge
+	AltIndex                           int              // the router's alt
+	AltMAC                             net.HardwareAddr // the alternative node's
+	// Counter counts UDP at the sink, Tapped at the monitor, Offloaded at
+	// the alternative node.
+	Counter, Tapped, Offloaded *trafficgen.Sink
+	Gen                        *trafficgen.Generator
+	closers                    []func() error
 }
 
 // New builds the segment with classifier at the router's edge.
@@ -71,7 +75,7 @@ func New(classifier *ebpf.Program) (n *Net, err error) {
 			err = errors.Join(err, n.Close())
 		}
 	}()
-	for _, ns := range []**testbed.Netns{&n.Sender, &n.Router, &n.Sink, &n.Monitor} {
+	for _, ns := range []**testbed.Netns{&n.Sender, &n.Router, &n.Sink, &n.Monitor, &n.Alt} {
 		if *ns, err = testbed.New("xdp5g-video-"); err != nil {
 			return n, err
 		}
@@ -81,6 +85,9 @@ func New(classifier *ebpf.Program) (n *Net, err error) {
 		func() error { return testbed.Veth(n.Sender, "out", n.Router, "edge") },
 		func() error { return testbed.Veth(n.Router, "core", n.Sink, "in") },
 		func() error { return testbed.Veth(n.Router, "tap", n.Monitor, "in") },
+		func() error { return testbed.Veth(n.Router, "alt", n.Alt, "in") },
+		func() (err error) { n.AltIndex, _, err = n.Router.Link("alt"); return err },
+		func() (err error) { _, n.AltMAC, err = n.Alt.Link("in"); return err },
 		func() error { return n.Router.AddAddr("edge", "198.51.100.1/24") },
 		func() error { return n.Router.AddAddr("core", "203.0.113.1/24") },
 		func() error { return n.Sink.AddAddr("in", SinkAddr+"/24") },
@@ -110,6 +117,10 @@ func New(classifier *ebpf.Program) (n *Net, err error) {
 		return n, err
 	}
 	n.closers = append(n.closers, n.Tapped.Close)
+	if n.Offloaded, err = trafficgen.NewSink(n.Alt, "in", udpOnly, false); err != nil {
+		return n, err
+	}
+	n.closers = append(n.closers, n.Offloaded.Close)
 	if n.Gen, err = trafficgen.NewGenerator(); err != nil {
 		return n, err
 	}

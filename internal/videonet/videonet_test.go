@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -395,5 +397,127 @@ func TestRebalancingLosesNothing(t *testing.T) {
 	}
 	if byCPU[0].Packets+byCPU[1].Packets != packets || byCPU[0].Packets == 0 || byCPU[1].Packets == 0 {
 		t.Errorf("the slice's CPUs took %+v: want %d packets in all, on both", byCPU, packets)
+	}
+}
+
+// hogCPU keeps a CPU busy with a real-time thread until the returned
+// function is called: the kernel's threads there, the CPU map's among
+// them, get only what real-time throttling leaves them.
+func hogCPU(t *testing.T, cpu int) (stop func()) {
+	t.Helper()
+	var stopping atomic.Bool
+	started, done := make(chan error), make(chan struct{})
+	go func() {
+		defer close(done)
+		// Never unlocked: the thread, its scheduling changed, ends with
+		// the goroutine.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		err := unix.SchedSetaffinity(0, &set)
+		if err == nil {
+			err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		}
+		started <- err
+		for err == nil && !stopping.Load() {
+		}
+	}()
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		stopping.Store(true)
+		<-done
+	}
+}
+
+// The paper's overload (000_…, Algorithm 1), live: the CPU of the
+// non-prioritised slice is taken by another task, its queue fills, and its
+// flows leave for the alternative node, rewritten; the prioritised flow
+// stays on its CPU, and not a packet is lost.
+func TestOverloadOffloadsNonPrioritised(t *testing.T) {
+	online := needTwoCPUs(t)
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	for _, s := range []classify.Slice{{ID: 1, CPUs: []int{1}}, {ID: 2, CPUs: []int{0}, Prioritised: true}} {
+		if err := p.SetSlice(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Add(
+		classify.Rule{ID: 1, Priority: 1, Action: classify.ActionSteer, Slice: 1,
+			Matches: []classify.Match{{Field: "tunnel2", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}},
+		classify.Rule{ID: 2, Priority: 2, Action: classify.ActionSteer, Slice: 2,
+			Matches: []classify.Match{{Field: "srcPort", Value: FirstPort, Mask: 0xffff}}}); err != nil {
+		t.Fatal(err)
+	}
+	alt := classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}
+	if err := p.SetAlternatives([]classify.Alternative{alt}); err != nil {
+		t.Fatal(err)
+	}
+	// The generator, and with it the classifier, runs on CPU 0.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu0 unix.CPUSet
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &online)
+
+	const flows, packets, prioPackets = 16, 32_000, 32_000 / 16
+	frame, port := n.Frame(GTPUInVXLAN, 0)
+	stop := hogCPU(t, 1)
+	_, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets,
+		trafficgen.Options{FlowOffset: port, Flows: flows, Rate: 100_000})
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sunk, offloaded := settled(t, n.Counter), settled(t, n.Offloaded)
+
+	sum := func(perCPU []classify.Counter, err error) uint64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range perCPU {
+			n += c.Packets
+		}
+		return n
+	}
+	prioLocal, local := sum(p.SliceCPUs(2)), sum(p.SliceCPUs(1))
+	prioAway, err := p.SliceOffloaded(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away, err := p.SliceOffloaded(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("non-prioritised: %d local, %d offloaded; prioritised: %d local", local, away.Packets, prioLocal)
+	if prioLocal != prioPackets || prioAway.Packets != 0 {
+		t.Errorf("the prioritised flow: %d local, %d offloaded; want %d local", prioLocal, prioAway.Packets, prioPackets)
+	}
+	if away.Packets == 0 || local+away.Packets != packets-prioPackets {
+		t.Errorf("the other flows: %d local, %d offloaded; want some offloaded, %d in all", local, away.Packets, packets-prioPackets)
+	}
+	if sunk.MatchPackets != prioLocal+local || offloaded.MatchPackets != away.Packets {
+		t.Errorf("the sink got %d, the alternative %d; want %d and %d", sunk.MatchPackets, offloaded.MatchPackets, prioLocal+local, away.Packets)
+	}
+	loads, err := p.CPULoads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loads[1].Dropped != 0 {
+		t.Errorf("CPU 1 dropped %d packets from a full queue", loads[1].Dropped)
+	}
+	sample, err := n.Offloaded.Sample()
+	if err != nil || len(sample) < 34 {
+		t.Fatalf("the alternative's sample: %x, %v", sample, err)
+	}
+	if dst, ip := net.HardwareAddr(sample[0:6]), netip.AddrFrom4([4]byte(sample[30:34])); dst.String() != alt.MAC.String() || ip != alt.Addr {
+		t.Errorf("the alternative got a frame to %v, %v; want %v, %v", dst, ip, alt.MAC, alt.Addr)
 	}
 }
