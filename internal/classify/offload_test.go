@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -162,4 +163,52 @@ func TestOffloadFollowsTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("a flow with nowhere to go", offloadFrame(3000), steerQueue, xdpRedirect)
+}
+
+// A flow prioritised by its hash (the paper's prio-map) stays on its own
+// CPU when its slice's flows leave, and counts what it sent; FlowHash
+// gives the hash the data path computes.
+func TestPrioritisedFlow(t *testing.T) {
+	p := newParser(t)
+	if err := p.SetSlice(Slice{ID: 1, CPUs: []int{p.cpu}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(Rule{ID: 1, Action: ActionSteer, Slice: 1, Matches: []Match{{Field: "tunnel2", Value: uint64(TunnelGTPU), Mask: 0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetAlternatives([]Alternative{{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xaa}, Addr: netip.MustParseAddr("198.51.100.99")}}); err != nil {
+		t.Fatal(err)
+	}
+	prio, other := offloadFrame(1000), offloadFrame(2000)
+	_, st := p.run(t, prio)
+	key := Key(bytesOf(st.Key))
+	if err := p.SetPrioFlow(PrioFlow{Hash: FlowHash(&key), CPU: p.cpu}); err != nil {
+		t.Fatal(err)
+	}
+	p.loadCPU(t, p.cpu, steerQueue*3/4)
+	if action, _ := p.runOut(t, prio); action != xdpRedirect {
+		t.Errorf("the prioritised flow: action %d, want XDP_REDIRECT to its CPU", action)
+	}
+	if action, _ := p.runOut(t, other); action != xdpTX {
+		t.Errorf("another flow of the slice: action %d, want XDP_TX to the alternative", action)
+	}
+	flows, err := p.PrioFlows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != 1 || flows[0].Hash != FlowHash(&key) || flows[0].Packets != 1 || flows[0].Bytes != uint64(len(prio)) {
+		t.Errorf("prioritised flows %+v, want the one with 1 packet of %d octets", flows, len(prio))
+	}
+	if err := p.SetPrioFlow(PrioFlow{Hash: 1, CPU: 1 << 20}); err == nil {
+		t.Error("a flow prioritised on a CPU that is not there")
+	}
+	if err := p.DeletePrioFlow(FlowHash(&key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeletePrioFlow(FlowHash(&key)); !errors.Is(err, ErrNoPrioFlow) {
+		t.Errorf("deleting it again: %v", err)
+	}
+	if action, _ := p.runOut(t, prio); action != xdpTX {
+		t.Errorf("the flow no longer prioritised: action %d, want XDP_TX", action)
+	}
 }

@@ -1,10 +1,12 @@
 package classify
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"math/bits"
 	"net"
 	"net/netip"
 	"slices"
@@ -252,4 +254,92 @@ func (d *Datapath) checkSteer(r Rule) error {
 		return invalid("slice", "there is no slice %d", r.Slice)
 	}
 	return nil
+}
+
+// FlowHash is the hash steering gives a packet with this key (bpf/steer.h
+// flow_hash): over the innermost addresses, protocol and ports and the
+// tunnel ids. The prioritised flows are known by it.
+func FlowHash(k *Key) uint32 {
+	word := func(off int) uint32 { return binary.NativeEndian.Uint32(k[off:]) }
+	half := func(off int) uint32 { return uint32(binary.NativeEndian.Uint16(k[off:])) }
+	src, dst, tunnelIDs := fieldOffset("innerSrc"), fieldOffset("innerDst"), fieldOffset("tunnel1Id")
+	var h uint32
+	for i := range 4 {
+		h = hashWord(h, word(src+4*i))
+		h = hashWord(h, word(dst+4*i))
+		h = hashWord(h, word(tunnelIDs+4*i))
+	}
+	h = hashWord(h, half(fieldOffset("srcPort"))<<16|half(fieldOffset("dstPort")))
+	h = hashWord(h, uint32(k[fieldOffset("proto")]))
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	return h ^ h>>16
+}
+
+// hashWord takes one word into a MurmurHash3 state.
+func hashWord(h, w uint32) uint32 {
+	w *= 0xcc9e2d51
+	w = bits.RotateLeft32(w, 15)
+	w *= 0x1b873593
+	h ^= w
+	return bits.RotateLeft32(h, 13)*5 + 0xe6546b64
+}
+
+func fieldOffset(name string) int {
+	f, _ := FieldByName(name)
+	return f.Offset
+}
+
+// PrioFlow is a prioritised flow (the paper's prio-map): it stays on its
+// CPU whatever its slice, and leaves for an alternative node only when even
+// it cannot be served there.
+type PrioFlow struct {
+	Hash    uint32 // FlowHash of its packets
+	CPU     int
+	Counter // what it sent
+}
+
+// SetPrioFlow prioritises a flow, or moves it to another CPU.
+func (d *Datapath) SetPrioFlow(f PrioFlow) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f.CPU < 0 || f.CPU >= int(d.objs.SliceCpus.MaxEntries()) {
+		return invalid("cpu", "there is no CPU %d: this machine has %d", f.CPU, d.objs.SliceCpus.MaxEntries())
+	}
+	if err := d.giveQueue(f.CPU); err != nil {
+		return err
+	}
+	var entry classifyPrioFlow
+	if err := d.objs.PrioFlows.Lookup(f.Hash, &entry); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	entry.Active, entry.Cpu = 1, uint32(f.CPU) // keeps what it sent so far
+	return d.objs.PrioFlows.Put(f.Hash, &entry)
+}
+
+// DeletePrioFlow returns a flow to its slice's CPUs.
+func (d *Datapath) DeletePrioFlow(hash uint32) error {
+	err := d.objs.PrioFlows.Delete(hash)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("%w %#08x", ErrNoPrioFlow, hash)
+	}
+	return err
+}
+
+// ErrNoPrioFlow is returned for a flow that is not prioritised.
+var ErrNoPrioFlow = errors.New("no prioritised flow")
+
+// PrioFlows are the prioritised flows with what they sent, by hash.
+func (d *Datapath) PrioFlows() ([]PrioFlow, error) {
+	var out []PrioFlow
+	var hash uint32
+	var entry classifyPrioFlow
+	it := d.objs.PrioFlows.Iterate()
+	for it.Next(&hash, &entry) {
+		out = append(out, PrioFlow{Hash: hash, CPU: int(entry.Cpu), Counter: entry.Stats})
+	}
+	slices.SortFunc(out, func(a, b PrioFlow) int { return cmp.Compare(a.Hash, b.Hash) })
+	return out, it.Err()
 }
