@@ -104,6 +104,22 @@ func (d *Datapath) SetAlternatives(alts []Alternative) error {
 	return d.objs.Alternatives.Put(uint32(0), &table)
 }
 
+// Alternatives are the alternative nodes, in order.
+func (d *Datapath) Alternatives() ([]Alternative, error) {
+	var table classifyAltNodes
+	if err := d.objs.Alternatives.Lookup(uint32(0), &table); err != nil {
+		return nil, err
+	}
+	out := make([]Alternative, table.N)
+	for i := range out {
+		n := table.Node[i]
+		var addr [4]byte
+		binary.NativeEndian.PutUint32(addr[:], n.Addr)
+		out[i] = Alternative{MAC: net.HardwareAddr(n.Mac[:]), Addr: netip.AddrFrom4(addr), Ifindex: int(n.Ifindex)}
+	}
+	return out, nil
+}
+
 // CPULoad is a CPU's queue of steered packets: packets sent to it, taken
 // off it, and dropped because it was full.
 type CPULoad = classifyCpuLoad
@@ -165,6 +181,14 @@ func (d *Datapath) SetSlice(s Slice) error {
 	if s.Prioritised {
 		table.Prioritised = 1
 	}
+	if _, exists := d.slices[s.ID]; !exists { // a new slice counts from zero
+		zero := make([]Counter, ebpf.MustPossibleCPU())
+		for _, m := range []*ebpf.Map{d.objs.SliceCpuCounters, d.objs.SliceOffloaded} {
+			if err := m.Put(s.ID, zero); err != nil {
+				return err
+			}
+		}
+	}
 	if err := d.objs.Slices.Put(s.ID, &table); err != nil {
 		return err
 	}
@@ -205,6 +229,9 @@ func (d *Datapath) DeleteSlice(id uint32) error {
 	delete(d.slices, id)
 	return d.objs.Slices.Put(id, &classifySlice{})
 }
+
+// SliceCapacity is the number of slices the data path holds, IDs 0 on.
+func (d *Datapath) SliceCapacity() uint32 { return d.objs.Slices.MaxEntries() }
 
 var (
 	// ErrNoSlice is returned for a slice the data path does not have.
