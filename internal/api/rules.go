@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/intent"
 )
 
 // Rule is a classification rule as the REST API shows it:
@@ -49,6 +50,9 @@ type Classifier struct {
 	Rules *classify.Datapath
 	// Interface finds an interface of the classifier's namespace by name.
 	Interface func(name string) (*net.Interface, error)
+	// Intents install rules and slices of their own, which the rules and
+	// slices resources show but leave to them.
+	Intents *intent.Store
 }
 
 // Rules is the body of GET /api/v1/rules.
@@ -289,18 +293,42 @@ func parseMAC(s string) (net.HardwareAddr, error) {
 // rules as GET /api/v1/slices and /api/v1/rules show them, without
 // counters.
 type rulesFile struct {
-	Slices []Slice `json:"slices"`
-	Rules  []Rule  `json:"rules"`
+	Slices  []Slice         `json:"slices"`
+	Rules   []Rule          `json:"rules"`
+	Intents intentDocuments `json:"intents,omitempty"`
+}
+
+// intentDocuments are intent documents, kept as they are: the intents
+// check them.
+type intentDocuments []json.RawMessage
+
+func (d *intentDocuments) fromJSON(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return errors.New("must be a list of intent documents")
+	}
+	for _, doc := range list {
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		*d = append(*d, raw)
+	}
+	return nil
 }
 
 // MarshalRules is the rules file.
 func (c *Classifier) MarshalRules() ([]byte, error) {
-	out := rulesFile{Slices: []Slice{}, Rules: []Rule{}}
+	out := rulesFile{Slices: []Slice{}, Rules: []Rule{}, Intents: c.Intents.Marshal()}
 	for _, s := range c.Rules.Slices() {
-		out.Slices = append(out.Slices, sliceDocument(s))
+		if !c.Intents.OwnsSlice(s.ID) {
+			out.Slices = append(out.Slices, sliceDocument(s))
+		}
 	}
 	for _, r := range c.Rules.Rules() {
-		out.Rules = append(out.Rules, ruleDocument(r))
+		if !intent.OwnsRule(r.ID) {
+			out.Rules = append(out.Rules, ruleDocument(r))
+		}
 	}
 	return json.MarshalIndent(out, "", "  ")
 }
@@ -339,7 +367,10 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		}
 		return badRequest(fmt.Sprintf("rules[%d].%s", i, documentField(rules[i], field)), "%s", re.Msg)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return asIntentError(c.Intents.Restore(doc.Intents))
 }
 
 // prefixed is an API error about a part of a document, named from the
@@ -368,8 +399,11 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	if doc.ID == nil {
+	switch {
+	case doc.ID == nil:
 		rule.ID = s.freeRuleID()
+	case intent.OwnsRule(*doc.ID):
+		return 0, nil, badRequest("id", "IDs from %d on are the intents' rules'", uint32(1)<<31)
 	}
 	if err := s.classifier.Rules.Add(rule); err != nil {
 		var re *classify.RuleError
@@ -448,6 +482,9 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	if intent.OwnsRule(id) {
+		return 0, nil, &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("rule %d is an intent's: delete the intent", id)}
+	}
 	if err := s.classifier.Rules.Delete(id); errors.Is(err, classify.ErrNoRule) {
 		return 0, nil, ruleNotFound(id)
 	} else if err != nil {
@@ -456,8 +493,15 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 	return http.StatusNoContent, nil, nil
 }
 
+// clearRules removes every rule but the intents'.
 func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if err := s.classifier.Rules.Clear(); err != nil {
+	var ids []uint32
+	for _, rule := range s.classifier.Rules.Rules() {
+		if !intent.OwnsRule(rule.ID) {
+			ids = append(ids, rule.ID)
+		}
+	}
+	if err := s.classifier.Rules.Delete(ids...); err != nil && !errors.Is(err, classify.ErrNoRule) {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil

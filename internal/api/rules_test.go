@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/intent"
 )
 
 // withRules gives the env a classifier in the UPF's namespace and serves
@@ -31,13 +32,14 @@ func (e *env) newClassifier(t *testing.T) *Classifier {
 	d, err := classify.OpenDatapath(classify.Config{})
 	must(t, err)
 	t.Cleanup(func() { d.Close() })
-	return &Classifier{Rules: d, Interface: func(name string) (iface *net.Interface, err error) {
+	resolve := func(name string) (iface *net.Interface, err error) {
 		err = e.upf.Do(func() (err error) {
 			iface, err = net.InterfaceByName(name)
 			return err
 		})
 		return iface, err
-	}}
+	}
+	return &Classifier{Rules: d, Interface: resolve, Intents: intent.NewStore(d, resolve, nil)}
 }
 
 func TestRulesWithoutClassification(t *testing.T) {

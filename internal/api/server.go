@@ -20,6 +20,11 @@
 //	GET    /api/v1/slices            Slices, with what each CPU took
 //	PUT    /api/v1/slices/{id}       Slice (its cpus) → 200 Slice
 //	DELETE /api/v1/slices/{id}       204; 409 while a rule steers to it
+//	POST   /api/v1/intents           intent document (Listing 1 of 000_) →
+//	                                 201 intent.Status (INSERT), 200 (DELETE)
+//	GET    /api/v1/intents           Intents, with live statistics
+//	GET    /api/v1/intents/{id}      intent.Status
+//	DELETE /api/v1/intents/{id}      204
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
@@ -154,6 +159,10 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/slices", s.handle(s.classifying(s.listSlices)))
 	mux.Handle("PUT /api/v1/slices/{id}", s.handle(s.classifying(s.putSlice)))
 	mux.Handle("DELETE /api/v1/slices/{id}", s.handle(s.classifying(s.deleteSlice)))
+	mux.Handle("POST /api/v1/intents", s.handle(s.classifying(s.postIntent)))
+	mux.Handle("GET /api/v1/intents", s.handle(s.classifying(s.listIntents)))
+	mux.Handle("GET /api/v1/intents/{id}", s.handle(s.classifying(s.getIntent)))
+	mux.Handle("DELETE /api/v1/intents/{id}", s.handle(s.classifying(s.deleteIntent)))
 	return mux
 }
 

@@ -99,6 +99,9 @@ func (s *server) putSlice(w http.ResponseWriter, r *http.Request) (int, any, err
 	if doc.ID != nil && *doc.ID != id {
 		return 0, nil, badRequest("id", "the body names slice %d, the path %d", *doc.ID, id)
 	}
+	if s.classifier.Intents.OwnsSlice(id) {
+		return 0, nil, &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("slice %d is an intent's", id)}
+	}
 	doc.ID = &id
 	set, err := s.classifier.setSlice(doc)
 	if err != nil {

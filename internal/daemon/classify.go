@@ -14,6 +14,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/intent"
 )
 
 // classifyLinks is where, under the pin path, the classifier's links live.
@@ -34,13 +35,14 @@ func openClassifier(cfg *config.Config, saved []byte, ns netns.NsHandle, log *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	c = &api.Classifier{Rules: rules, Interface: func(name string) (iface *net.Interface, err error) {
+	resolve := func(name string) (iface *net.Interface, err error) {
 		err = inNetns(ns, func() (err error) {
 			iface, err = net.InterfaceByName(name)
 			return err
 		})
 		return iface, err
-	}}
+	}
+	c = &api.Classifier{Rules: rules, Interface: resolve, Intents: intent.NewStore(rules, resolve, state.changed)}
 	state.marshal = c.MarshalRules
 	if saved != nil {
 		if err := c.RestoreRules(saved); err != nil {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,9 +200,9 @@ func (s *Store) notify() {
 	}
 }
 
-// Owns says whether a rule or a slice is an intent's: they are saved and
-// shown with the intent, not on their own.
-func (s *Store) Owns(rule uint32) bool { return rule >= ruleIDBase }
+// OwnsRule says whether a rule ID is an intent's: such rules are made,
+// saved and removed with their intent, not on their own.
+func OwnsRule(id uint32) bool { return id >= ruleIDBase }
 
 // OwnsSlice says whether a slice is an intent's.
 func (s *Store) OwnsSlice(id uint32) bool {
@@ -230,7 +231,12 @@ func (s *Store) Marshal() []json.RawMessage {
 func (s *Store) Restore(docs []json.RawMessage) error {
 	for i, doc := range docs {
 		if _, _, err := s.Apply(doc); err != nil {
-			return fmt.Errorf("intents[%d]: %w", i, err)
+			field := fmt.Sprintf("intents[%d]", i)
+			var e *Error
+			if errors.As(err, &e) {
+				return invalid(strings.TrimSuffix(field+"."+e.Field, "."), "%s", e.Msg)
+			}
+			return fmt.Errorf("%s: %w", field, err)
 		}
 	}
 	return nil

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// listing1 is the intent of Listing 1 of 000_…, its interface one of the
+// env's.
+const listing1 = `{
+ "Resources": [{"resourceId": "F8A4C949", "encapsulationID1": "00000445", "encapsulationType1": "vxlan"},
+               {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
+               {"resourceId": "5A07C580", "srcIP": "192.188.0.140", "dstPort": "5004"}],
+ "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "0"},
+ "Params": [{"paramName": "interfaceName", "paramValue": "n3n6"}]}`
+
+// Intents over REST: installed, shown with their statistics and what they
+// installed, which the rules and slices resources leave to them; refused
+// naming the field; removed.
+func TestIntents(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	var st struct {
+		ID     uint32
+		Action string
+		Rule   uint32
+		Slice  *uint32
+		Stats  struct{ Packets uint64 }
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusCreated, "POST", "/api/v1/intents", listing1), &st))
+	if st.ID != 1 || st.Action != "PRIO-QUEUE" || st.Rule != 1<<31+1 || st.Slice == nil {
+		t.Fatalf("installed %+v", st)
+	}
+	var list Intents
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/intents", ""), &list))
+	if len(list.Intents) != 1 || list.Intents[0].FlowHash != "E918D704" {
+		t.Errorf("listed %+v", list)
+	}
+	e.expect(t, http.StatusOK, "GET", "/api/v1/intents/1", "")
+	// Its rule and slice are shown, but are the intent's to change.
+	if rules := string(e.expect(t, http.StatusOK, "GET", "/api/v1/rules", "")); !strings.Contains(rules, `"id":2147483649`) {
+		t.Errorf("the intent's rule is not listed: %s", rules)
+	}
+	e.expect(t, http.StatusConflict, "DELETE", "/api/v1/rules/2147483649", "")
+	e.expect(t, http.StatusConflict, "PUT", "/api/v1/slices/"+jsonInt(int(*st.Slice)), `{"cpus": [0]}`)
+	e.expect(t, http.StatusBadRequest, "POST", "/api/v1/rules", `{"id": 2147483650, "action": "drop"}`)
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/rules", "")
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/count", ""), `{"rules": 1}`)
+
+	status, body := e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"rx_queue": "0"`, `"rx_queue": "zero"`, 1))
+	var bad Error
+	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "Action.rx_queue" {
+		t.Errorf("a bad intent: %d %s", status, body)
+	}
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	restored := e.newClassifier(t)
+	must(t, restored.RestoreRules(saved))
+	if was, now := e.classifier.Rules.Rules(), restored.Rules.Rules(); len(now) != 1 || now[0].ID != was[0].ID {
+		t.Errorf("restored rules %+v, want %+v", now, was)
+	}
+	e.expect(t, http.StatusOK, "POST", "/api/v1/intents", strings.Replace(listing1, `"INSERT"`, `"DELETE"`, 1))
+	e.expect(t, http.StatusNotFound, "GET", "/api/v1/intents/1", "")
+	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/intents/1", "")
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/count", ""), `{"rules": 0}`)
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/slices", ""), `{"slices": []}`)
+}
