@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,6 +60,11 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
                         what each CPU took
   slices set ID CPU,... create a slice or change its CPUs
   slices delete ID      remove a slice no rule steers to
+  intents list          print the installed intents with their statistics
+  intents get ID        print an intent with its statistics
+  intents add FILE      carry out an intent document (- for stdin): INSERT
+                        or DELETE, as its Action says
+  intents delete ID     remove an intent and what it installed
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -99,7 +105,7 @@ func run(ctx context.Context, args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
 		return daemon.Run(ctx, cfg, log)
-	case "sessions", "stats", "associations", "rules", "slices":
+	case "sessions", "stats", "associations", "rules", "slices", "intents":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
@@ -127,9 +133,9 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 // [--api URL] NODE.
 func client(ctx context.Context, cmd string, args []string) error {
 	switch {
-	case (cmd == "sessions" || cmd == "rules" || cmd == "slices") && len(args) == 0:
+	case slices.Contains([]string{"sessions", "rules", "slices", "intents"}, cmd) && len(args) == 0:
 		return errUsage
-	case cmd == "sessions", cmd == "rules", cmd == "slices", cmd == "associations" && len(args) > 0 && args[0] == "release":
+	case cmd == "sessions", cmd == "rules", cmd == "slices", cmd == "intents", cmd == "associations" && len(args) > 0 && args[0] == "release":
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -144,6 +150,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 	wantArgs := map[string]int{"stats": 0, "associations": 0, "associations release": 1,
 		"rules list": 0, "rules get": 1, "rules add": 1, "rules delete": 1, "rules clear": 0, "rules count": 0,
 		"slices list": 0, "slices set": 2, "slices delete": 1,
+		"intents list": 0, "intents get": 1, "intents add": 1, "intents delete": 1,
 		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
 	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
@@ -184,6 +191,23 @@ func client(ctx context.Context, cmd string, args []string) error {
 			return err
 		}
 		return printJSON(c.AddRule(ctx, doc))
+	case "intents list":
+		return printJSON(c.Intents(ctx))
+	case "intents get", "intents delete":
+		id, err := strconv.ParseUint(arg, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not an intent ID", arg)
+		}
+		if cmd == "intents delete" {
+			return c.DeleteIntent(ctx, uint32(id))
+		}
+		return printJSON(c.Intent(ctx, uint32(id)))
+	case "intents add":
+		doc, err := readDocument(arg)
+		if err != nil {
+			return err
+		}
+		return printJSON(c.PostIntent(ctx, doc))
 	case "slices list":
 		return printJSON(c.Slices(ctx))
 	case "slices set", "slices delete":

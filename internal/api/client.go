@@ -146,6 +146,27 @@ func (c *Client) DeleteSlice(ctx context.Context, id uint32) error {
 	return err
 }
 
+// PostIntent carries out an intent document (Listing 1 of 000_…).
+func (c *Client) PostIntent(ctx context.Context, doc []byte) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodPost, "/api/v1/intents", doc)
+}
+
+// Intents lists the installed intents with their statistics.
+func (c *Client) Intents(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/intents", nil)
+}
+
+// Intent returns an installed intent with its statistics.
+func (c *Client) Intent(ctx context.Context, id uint32) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/intents/%d", id), nil)
+}
+
+// DeleteIntent removes an installed intent.
+func (c *Client) DeleteIntent(ctx context.Context, id uint32) error {
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/intents/%d", id), nil)
+	return err
+}
+
 // do sends a request and returns the response body, or an *Error for a
 // failed request.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {

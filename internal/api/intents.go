@@ -71,3 +71,15 @@ func (s *server) deleteIntent(w http.ResponseWriter, r *http.Request) (int, any,
 	}
 	return http.StatusNoContent, nil, nil
 }
+
+// metrics writes the last report's figures for Prometheus.
+func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
+	if s.classifier == nil || s.classifier.Reports == nil {
+		http.Error(w, "classification is not configured", http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if err := s.classifier.Reports.WriteMetrics(w); err != nil {
+		s.log.Error("writing metrics", "err", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/intent"
+	"github.com/xdp5g/xdp5g/internal/report"
 )
 
 // Rule is a classification rule as the REST API shows it:
@@ -53,6 +54,8 @@ type Classifier struct {
 	// Intents install rules and slices of their own, which the rules and
 	// slices resources show but leave to them.
 	Intents *intent.Store
+	// Reports gives /metrics its figures; nil: none.
+	Reports *report.Reporter
 }
 
 // Rules is the body of GET /api/v1/rules.

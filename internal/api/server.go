@@ -25,6 +25,8 @@
 //	GET    /api/v1/intents           Intents, with live statistics
 //	GET    /api/v1/intents/{id}      intent.Status
 //	DELETE /api/v1/intents/{id}      204
+//	GET    /metrics                  the classifier's last report, for
+//	                                 Prometheus (text format)
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
@@ -163,6 +165,7 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/intents", s.handle(s.classifying(s.listIntents)))
 	mux.Handle("GET /api/v1/intents/{id}", s.handle(s.classifying(s.getIntent)))
 	mux.Handle("DELETE /api/v1/intents/{id}", s.handle(s.classifying(s.deleteIntent)))
+	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,8 @@ const (
 	DefaultListen      = "127.0.0.1:9880"
 	DefaultMaxSessions = datapath.DefaultMaxSessions
 	DefaultStateFile   = "/var/lib/xdp5g/sessions.json"
+	// DefaultReportInterval is how often the classifier reports.
+	DefaultReportInterval = 10 * time.Second
 )
 
 const (
@@ -74,6 +77,10 @@ type Classify struct {
 	// RulesFile keeps the rules across restarts; by default rules.json
 	// next to the state file.
 	RulesFile string
+	// ReportInterval is how often the figures of intents, slices and CPUs
+	// go to the Webhooks (URLs, JSON POST) and refresh /metrics.
+	ReportInterval time.Duration
+	Webhooks       []string
 }
 
 // Interface is a network interface the data path attaches to.
@@ -163,6 +170,10 @@ type classifySettings struct {
 	MaxMasks        *int     `yaml:"max_masks"`
 	OrphanFragments string   `yaml:"orphan_fragments"`
 	RulesFile       string   `yaml:"rules_file"`
+	Reports         struct {
+		Interval *time.Duration `yaml:"interval"`
+		Webhooks []string       `yaml:"webhooks"`
+	} `yaml:"reports"`
 }
 
 type ifaceSettings struct {
@@ -411,7 +422,7 @@ func parseClassify(f *file, cfg *Config) error {
 		return nil
 	}
 	out := &Classify{MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
-		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json")}
+		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json"), ReportInterval: DefaultReportInterval}
 	if len(c.Interfaces) == 0 {
 		return invalid("classify.interfaces", "at least one interface is needed")
 	}
@@ -449,6 +460,19 @@ func parseClassify(f *file, cfg *Config) error {
 	}
 	if out.RulesFile == cfg.StateFile {
 		return invalid("classify.rules_file", "%s is the state file", out.RulesFile)
+	}
+	if d := c.Reports.Interval; d != nil {
+		if *d < 10*time.Millisecond {
+			return invalid("classify.reports.interval", "must be 10ms or more")
+		}
+		out.ReportInterval = *d
+	}
+	for i, hook := range c.Reports.Webhooks {
+		u, err := url.Parse(hook)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return invalid(fmt.Sprintf("classify.reports.webhooks[%d]", i), "%q is not an http or https URL", hook)
+		}
+		out.Webhooks = append(out.Webhooks, hook)
 	}
 	cfg.Classify = out
 	return nil

@@ -76,6 +76,7 @@ classify:
   max_masks: 24
   orphan_fragments: drop
   rules_file: /tmp/upf2/rules.json
+  reports: {interval: 2s, webhooks: ["http://collector.example:8080/xdp5g"]}
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ classify:
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 		},
 		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classify.ActionDrop,
-			RulesFile: "/tmp/upf2/rules.json"},
+			RulesFile: "/tmp/upf2/rules.json", ReportInterval: 2 * time.Second, Webhooks: []string{"http://collector.example:8080/xdp5g"}},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
@@ -143,7 +144,7 @@ func TestClassifyDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Classify{Interfaces: []string{"edge0"}, MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
-		RulesFile: "/srv/upf/rules.json"}
+		RulesFile: "/srv/upf/rules.json", ReportInterval: 10 * time.Second}
 	if !reflect.DeepEqual(cfg.Classify, want) {
 		t.Errorf("got %+v\nwant %+v", cfg.Classify, want)
 	}
@@ -218,6 +219,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"classify too many masks", "classify: {interfaces: [edge0], max_masks: 33}", "classify.max_masks"},
 		{"classify orphan fragments", "classify: {interfaces: [edge0], orphan_fragments: mirror}", "classify.orphan_fragments"},
 		{"classify relative rules file", "classify: {interfaces: [edge0], rules_file: rules.json}", "classify.rules_file"},
+		{"classify reports too often", "classify: {interfaces: [edge0], reports: {interval: 1ms}}", "classify.reports.interval"},
+		{"classify webhook not a URL", "classify: {interfaces: [edge0], reports: {webhooks: ['http://a/', 'collector:80']}}", "classify.reports.webhooks[1]"},
 		{"classify rules in the state file", "state_file: /srv/s.json\nclassify: {interfaces: [edge0], rules_file: /srv/s.json}", "classify.rules_file"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/intent"
+	"github.com/xdp5g/xdp5g/internal/report"
 )
 
 // classifyLinks is where, under the pin path, the classifier's links live.
@@ -23,9 +25,9 @@ func classifyLinks(cfg *config.Config) string {
 }
 
 // openClassifier loads the classifier with the rules of the rules file
-// (saved, nil for none) and keeps that file in step with the rules from
-// then on, until stop.
-func openClassifier(cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
+// (saved, nil for none), keeps that file in step with the rules and
+// reports its figures from then on, until stop.
+func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
 	}
@@ -53,7 +55,18 @@ func openClassifier(cfg *config.Config, saved []byte, ns netns.NsHandle, log *sl
 	if err := state.start(); err != nil {
 		return nil, nil, errors.Join(err, rules.Close())
 	}
-	return c, func() error { return errors.Join(state.stop(), rules.Close()) }, nil
+	c.Reports = report.New(rules, c.Intents, cfg.Classify.Webhooks, log)
+	reporting, stopReports := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		c.Reports.Run(reporting, cfg.Classify.ReportInterval)
+	}()
+	return c, func() error {
+		stopReports()
+		<-reported
+		return errors.Join(state.stop(), rules.Close())
+	}, nil
 }
 
 // attachClassifier runs the classifier, if there is one, on its

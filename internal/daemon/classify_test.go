@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/report"
 )
 
 // Addresses of the spare link, where the classifier runs.
@@ -145,4 +150,57 @@ func zeroCounters(t *testing.T, doc json.RawMessage) string {
 	out, err := json.Marshal(map[string]any{"rules": d.Rules})
 	must(t, err)
 	return string(out)
+}
+
+// The daemon carries out intents and reports on them: a report with the
+// intent reaches the configured webhook, /metrics shows it, and the
+// intent survives a restart.
+func TestIntentsAreReported(t *testing.T) {
+	e := newEnv(t)
+	reports := make(chan report.Report, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep report.Report
+		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+			t.Errorf("a report: %v", err)
+		}
+		select {
+		case reports <- rep:
+		default:
+		}
+	}))
+	defer hook.Close()
+	e.classify = fmt.Sprintf("{interfaces: [spare], reports: {interval: 50ms, webhooks: [%q]}}", hook.URL)
+	cfg := e.config(t)
+	client, stop := e.run(t, cfg)
+	ctx := context.Background()
+	_, err := client.PostIntent(ctx, []byte(`{"Resources": [{"encapsulationType1": "vxlan", "encapsulationID1": "64"}],
+		"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"},
+		"Params": [{"paramName": "interfaceName", "paramValue": "spare"}]}`))
+	must(t, err)
+	deadline := time.After(5 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case rep := <-reports:
+			seen = len(rep.Intents) == 1 && rep.Intents[0].Action == "SLICE" && len(rep.Slices) == 1
+		case <-deadline:
+			t.Fatal("no report with the intent reached the webhook")
+		}
+	}
+	resp, err := http.Get("http://" + e.listen + "/metrics")
+	must(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `xdp5g_intent_packets_total{intent="1",action="SLICE"} 0`) {
+		t.Errorf("/metrics:\n%s", metrics)
+	}
+	must(t, stop())
+
+	client, stop = e.run(t, cfg)
+	got, err := client.Intent(ctx, 1)
+	must(t, err)
+	if !strings.Contains(string(got), `"action":"SLICE"`) {
+		t.Errorf("after the restart: %s", got)
+	}
+	must(t, client.DeleteIntent(ctx, 1))
+	must(t, stop())
 }

@@ -129,7 +129,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	var classifier *api.Classifier
 	if cfg.Classify != nil {
 		var stopClassifier func() error
-		if classifier, stopClassifier, err = openClassifier(cfg, savedRules, ns, log); err != nil {
+		if classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, ns, log); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
