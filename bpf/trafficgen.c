@@ -9,7 +9,10 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define FRAME_MAX 256
+/* A full-size Ethernet frame, VLAN-tagged. */
+#define FRAME_MAX 1518
+/* Slices a stamped stream is divided into. */
+#define STAMP_SLICES 64
 
 struct frame {
 	__u32 len;
@@ -26,6 +29,20 @@ struct gen_config {
 	 * kernel interrupts (Go preempts threads with signals) again whole, so
 	 * the program, not the repeat count, keeps the total exact. */
 	__s64 budget;
+	/* Where each frame gets its struct stamp; 0: nowhere. Flow i of the
+	 * cycle belongs to slice i / flows_per_slice. */
+	__u32 stamp_offset;
+	__u32 flows_per_slice;
+};
+
+/* What a stamped frame carries for the sink: its slice, its place in the
+ * slice's sequence, and when it was sent (bpf_ktime_get_ns). */
+#define STAMP_MAGIC 0x78357374 /* "x5st" */
+struct stamp {
+	__u32 magic;
+	__u32 slice;
+	__u64 seq;
+	__u64 sent_ns;
 };
 
 struct {
@@ -43,6 +60,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } flow_seq SEC(".maps");
+
+/* Frames stamped per slice, per CPU: each slice's sequence. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAMP_SLICES);
+	__type(key, __u32);
+	__type(value, __u64);
+} slice_seq SEC(".maps");
 
 /* Frames transmitted, per CPU. */
 struct {
@@ -72,15 +97,26 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	if (bpf_xdp_store_bytes(ctx, 0, cfg->tmpl.data, len))
 		return XDP_ABORTED;
 
+	__u32 flow = *seq;
 	if (cfg->flows > 1) {
 		__u32 off = cfg->flow_offset;
 		if (off > FRAME_MAX - 2)
 			return XDP_ABORTED;
 		__u16 first = (cfg->tmpl.data[off] << 8) | cfg->tmpl.data[off + 1];
-		__be16 value = bpf_htons(first + *seq);
+		__be16 value = bpf_htons(first + flow);
 		if (bpf_xdp_store_bytes(ctx, off, &value, sizeof(value)))
 			return XDP_ABORTED;
-		*seq = *seq + 1 < cfg->flows ? *seq + 1 : 0;
+		*seq = flow + 1 < cfg->flows ? flow + 1 : 0;
+	}
+	if (cfg->stamp_offset) {
+		struct stamp st = {.magic = STAMP_MAGIC, .slice = flow / (cfg->flows_per_slice ?: 1)};
+		__u64 *next = bpf_map_lookup_elem(&slice_seq, &st.slice);
+		if (!next)
+			return XDP_ABORTED;
+		st.seq = (*next)++;
+		st.sent_ns = bpf_ktime_get_ns();
+		if (bpf_xdp_store_bytes(ctx, cfg->stamp_offset, &st, sizeof(st)))
+			return XDP_ABORTED;
 	}
 	*transmitted += 1;
 	return XDP_TX;
@@ -109,6 +145,51 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sink_stats);
 } sink_counts SEC(".maps");
+
+/* Where the sink finds a frame's struct stamp; 0: it does not look. */
+volatile const __u32 sink_stamp_offset = 0;
+
+/* What the sink saw of each slice's stamped frames, per CPU: the frames
+ * of one slice arrive in order on each CPU, so each keeps its own jitter
+ * (RFC 3550, section 6.4.1, in ns and times 16). */
+struct slice_delay {
+	__u64 received;
+	__u64 delay_sum, delay_min, delay_max; /* ns */
+	__u64 jitter16;
+	__u64 last_transit;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STAMP_SLICES);
+	__type(key, __u32);
+	__type(value, struct slice_delay);
+} sink_delays SEC(".maps");
+
+INLINE void sink_stamp(struct xdp_md *ctx)
+{
+	struct stamp st;
+	if (bpf_xdp_load_bytes(ctx, sink_stamp_offset, &st, sizeof(st)) || st.magic != STAMP_MAGIC)
+		return;
+	__u32 slice = st.slice;
+	struct slice_delay *d = bpf_map_lookup_elem(&sink_delays, &slice);
+	if (!d)
+		return;
+	__u64 transit = bpf_ktime_get_ns() - st.sent_ns;
+	if (d->received) {
+		__s64 diff = (__s64)(transit - d->last_transit);
+		d->jitter16 += (diff < 0 ? -diff : diff) - ((d->jitter16 + 8) >> 4);
+		if (transit < d->delay_min)
+			d->delay_min = transit;
+		if (transit > d->delay_max)
+			d->delay_max = transit;
+	} else {
+		d->delay_min = d->delay_max = transit;
+	}
+	d->last_transit = transit;
+	d->delay_sum += transit;
+	d->received++;
+}
 
 /* The first matching frame, cut to FRAME_MAX; per CPU so two CPUs never
  * write one copy. */
@@ -174,6 +255,8 @@ int xdp_sink(struct xdp_md *ctx)
 	if (sink_matches(&c)) {
 		counts->match_packets++;
 		counts->match_bytes += len;
+		if (sink_stamp_offset)
+			sink_stamp(ctx);
 		__u64 copy = len < FRAME_MAX ? len : FRAME_MAX;
 		if (!sample->len && copy >= ETH_HLEN && !bpf_xdp_load_bytes(ctx, 0, sample->data, copy))
 			sample->len = copy;

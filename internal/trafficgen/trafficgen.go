@@ -23,6 +23,13 @@ import (
 // MaxFrame is the longest frame the Generator sends and the Sink samples.
 const MaxFrame = len(trafficgenFrame{}.Data)
 
+// StampSize is the size of the stamp a Generator writes into each frame
+// when asked (struct stamp): magic, slice, sequence, send time.
+const StampSize = 24
+
+// MaxSlices is the number of slices a stamped stream may have.
+const MaxSlices = 64
+
 const (
 	minFrame = 14 // an Ethernet header
 	maxFlows = 1 << 16
@@ -44,6 +51,7 @@ type Generator struct {
 		Prog     *ebpf.Program `ebpf:"xdp_trafficgen"`
 		Config   *ebpf.Map     `ebpf:"generator"`
 		FlowSeq  *ebpf.Map     `ebpf:"flow_seq"`
+		SliceSeq *ebpf.Map     `ebpf:"slice_seq"`
 		TxFrames *ebpf.Map     `ebpf:"tx_frames"`
 	}
 }
@@ -63,7 +71,7 @@ func NewGenerator() (*Generator, error) {
 
 // Close unloads the generator.
 func (g *Generator) Close() error {
-	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close(), g.objs.TxFrames.Close())
+	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close(), g.objs.SliceSeq.Close(), g.objs.TxFrames.Close())
 }
 
 // Options shape what Send transmits and how fast.
@@ -79,6 +87,13 @@ type Options struct {
 	// Rate is in packets per second, sent in bursts ten times a second; 0
 	// sends as fast as one CPU can.
 	Rate uint64
+	// StampOffset, if not 0, is where each frame gets a stamp of
+	// StampSize octets: its slice (flow / FlowsPerSlice, 0 to MaxSlices-1),
+	// its sequence number in the slice and its send time, which a Sink
+	// with the same Filter.StampOffset turns into delay and jitter. No
+	// checksum may cover it.
+	StampOffset   int
+	FlowsPerSlice int
 	// Progress, if set, is called with the running total between bursts.
 	Progress func(sent uint64)
 }
@@ -158,11 +173,21 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 	if opts.Flows > 1 && (opts.FlowOffset < 0 || opts.FlowOffset+2 > len(frame)) {
 		return fmt.Errorf("flow field at offset %d is outside the %d-byte frame", opts.FlowOffset, len(frame))
 	}
+	if opts.StampOffset != 0 {
+		if opts.StampOffset < minFrame || opts.StampOffset+StampSize > len(frame) {
+			return fmt.Errorf("stamp at offset %d is outside the %d-byte frame's payload", opts.StampOffset, len(frame))
+		}
+		if slices := (max(opts.Flows, 1) + max(opts.FlowsPerSlice, 1) - 1) / max(opts.FlowsPerSlice, 1); slices > MaxSlices {
+			return fmt.Errorf("%d slices, want %d at most", slices, MaxSlices)
+		}
+	}
 	cfg := trafficgenGenConfig{
-		Tmpl:       trafficgenFrame{Len: uint32(len(frame))},
-		FlowOffset: uint32(opts.FlowOffset),
-		Flows:      uint32(opts.Flows),
-		Budget:     int64(min(count, math.MaxInt64)),
+		Tmpl:          trafficgenFrame{Len: uint32(len(frame))},
+		FlowOffset:    uint32(opts.FlowOffset),
+		Flows:         uint32(opts.Flows),
+		Budget:        int64(min(count, math.MaxInt64)),
+		StampOffset:   uint32(opts.StampOffset),
+		FlowsPerSlice: uint32(opts.FlowsPerSlice),
 	}
 	copy(cfg.Tmpl.Data[:], frame)
 	if err := g.objs.Config.Put(uint32(0), &cfg); err != nil {
@@ -171,7 +196,27 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 	if err := g.objs.FlowSeq.Put(uint32(0), make([]uint32, ebpf.MustPossibleCPU())); err != nil {
 		return fmt.Errorf("reset flow sequence: %w", err)
 	}
+	for slice := range uint32(MaxSlices) {
+		if err := g.objs.SliceSeq.Put(slice, make([]uint64, ebpf.MustPossibleCPU())); err != nil {
+			return fmt.Errorf("reset slice sequence: %w", err)
+		}
+	}
 	return nil
+}
+
+// SentBySlice is how many stamped frames the last Send sent of each slice.
+func (g *Generator) SentBySlice() ([]uint64, error) {
+	out := make([]uint64, MaxSlices)
+	for slice := range out {
+		var perCPU []uint64
+		if err := g.objs.SliceSeq.Lookup(uint32(slice), &perCPU); err != nil {
+			return nil, err
+		}
+		for _, n := range perCPU {
+			out[slice] += n
+		}
+	}
+	return out, nil
 }
 
 // Filter selects the packets a Sink counts as matching; zero fields match
@@ -181,6 +226,10 @@ type Filter struct {
 	EtherType uint16 // e.g. 0x0800 for IPv4
 	IPProto   uint8  // e.g. 17 for UDP
 	DstPort   uint16
+	// StampOffset, if not 0, is where matching frames carry a Generator's
+	// stamp (Options.StampOffset): the Sink keeps each slice's delay and
+	// jitter.
+	StampOffset int
 }
 
 // Counts are a Sink's totals: all packets, and those matching its Filter.
@@ -192,6 +241,7 @@ type Sink struct {
 		Prog   *ebpf.Program `ebpf:"xdp_sink"`
 		Counts *ebpf.Map     `ebpf:"sink_counts"`
 		Sample *ebpf.Map     `ebpf:"sink_sample"`
+		Delays *ebpf.Map     `ebpf:"sink_delays"`
 	}
 	attachment io.Closer
 }
@@ -204,10 +254,11 @@ func NewSink(ns *testbed.Netns, ifname string, filter Filter, pass bool) (*Sink,
 		return nil, err
 	}
 	for name, value := range map[string]any{
-		"filter_ethertype": filter.EtherType,
-		"filter_ip_proto":  filter.IPProto,
-		"filter_dst_port":  filter.DstPort,
-		"sink_pass":        pass,
+		"filter_ethertype":  filter.EtherType,
+		"filter_ip_proto":   filter.IPProto,
+		"filter_dst_port":   filter.DstPort,
+		"sink_pass":         pass,
+		"sink_stamp_offset": uint32(filter.StampOffset),
 	} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
@@ -270,5 +321,43 @@ func (s *Sink) Close() error {
 }
 
 func (s *Sink) closeObjects() error {
-	return errors.Join(s.objs.Prog.Close(), s.objs.Counts.Close(), s.objs.Sample.Close())
+	return errors.Join(s.objs.Prog.Close(), s.objs.Counts.Close(), s.objs.Sample.Close(), s.objs.Delays.Close())
+}
+
+// SliceDelay is what a Sink saw of a slice's stamped frames: how many, and
+// their delay from the Generator's send time; Jitter is the mean over the
+// receiving CPUs, weighted by frames, of RFC 3550's interarrival jitter.
+type SliceDelay struct {
+	Received               uint64
+	Mean, Min, Max, Jitter time.Duration
+}
+
+// Delays are the slices' delays, by slice.
+func (s *Sink) Delays() ([]SliceDelay, error) {
+	out := make([]SliceDelay, MaxSlices)
+	for slice := range out {
+		var perCPU []trafficgenSliceDelay
+		if err := s.objs.Delays.Lookup(uint32(slice), &perCPU); err != nil {
+			return nil, err
+		}
+		d := &out[slice]
+		var sum, jitter float64
+		for _, c := range perCPU {
+			if c.Received == 0 {
+				continue
+			}
+			if d.Received == 0 || time.Duration(c.DelayMin) < d.Min {
+				d.Min = time.Duration(c.DelayMin)
+			}
+			d.Max = max(d.Max, time.Duration(c.DelayMax))
+			d.Received += c.Received
+			sum += float64(c.DelaySum)
+			jitter += float64(c.Jitter16) / 16 * float64(c.Received)
+		}
+		if d.Received > 0 {
+			d.Mean = time.Duration(sum / float64(d.Received))
+			d.Jitter = time.Duration(jitter / float64(d.Received))
+		}
+	}
+	return out, nil
 }

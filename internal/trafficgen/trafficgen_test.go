@@ -351,3 +351,54 @@ func TestSendRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A full-size frame goes out and arrives whole, stamped: the sink counts
+// each slice's frames and their delay and jitter, the generator what it
+// sent of each slice.
+func TestStampedSlices(t *testing.T) {
+	b := newBed(t)
+	buf := gopacket.NewSerializeBuffer()
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP("10.0.0.1"), DstIP: net.ParseIP(sinkAddr)}
+	udp := &layers.UDP{SrcPort: 40000, DstPort: dstPort}
+	udp.SetNetworkLayerForChecksum(ip)
+	err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		&layers.Ethernet{SrcMAC: b.genMAC, DstMAC: b.sinkMAC, EthernetType: layers.EthernetTypeIPv4}, ip, udp,
+		gopacket.Payload(make([]byte, MaxFrame-42)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	binary.BigEndian.PutUint16(frame[portAt+4:], 0) // no UDP checksum: the generator rewrites the payload
+	const stampAt, srcPortAt = 14 + 20 + 8, 14 + 20
+	filter := udpFilter
+	filter.StampOffset = stampAt
+	sink := b.newSink(t, filter, false)
+	const count = 8000
+	if _, _, err := b.generator.Send(b.gen, b.genIndex, frame, count,
+		Options{FlowOffset: srcPortAt, Flows: 8, FlowsPerSlice: 4, StampOffset: stampAt, Rate: 100_000}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, sink, count)
+	sent, err := b.generator.SentBySlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	delays, err := sink.Delays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for slice, want := range []uint64{count / 2, count / 2, 0} {
+		d := delays[slice]
+		if sent[slice] != want || d.Received != want {
+			t.Errorf("slice %d: sent %d, received %d; want %d", slice, sent[slice], d.Received, want)
+		}
+		if want > 0 && (d.Min <= 0 || d.Min > d.Mean || d.Mean > d.Max || d.Max > time.Second || d.Jitter > d.Max) {
+			t.Errorf("slice %d: delays %+v", slice, d)
+		}
+		t.Logf("slice %d: %+v", slice, d)
+	}
+	sample, err := sink.Sample()
+	if err != nil || len(sample) != len(frame) || !bytes.Equal(sample[:stampAt], frame[:stampAt]) {
+		t.Errorf("sample of %d octets (%v), want the %d-octet frame", len(sample), err, len(frame))
+	}
+}
