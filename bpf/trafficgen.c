@@ -29,6 +29,12 @@ struct gen_config {
 	 * kernel interrupts (Go preempts threads with signals) again whole, so
 	 * the program, not the repeat count, keeps the total exact. */
 	__s64 budget;
+	/* Frames per second from start_ns (bpf_ktime_get_ns), count in all; a
+	 * run ahead of that schedule drops instead of sending, so frames leave
+	 * evenly spaced rather than in bursts. 0: as fast as it goes. */
+	__u64 rate;
+	__u64 start_ns;
+	__s64 count;
 	/* Where each frame gets its struct stamp; 0: nowhere. Flow i of the
 	 * cycle belongs to slice i / flows_per_slice. */
 	__u32 stamp_offset;
@@ -52,23 +58,6 @@ struct {
 	__type(value, struct gen_config);
 } generator SEC(".maps");
 
-/* Position in the flow cycle; per CPU so generators on different CPUs do not
- * contend for it. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} flow_seq SEC(".maps");
-
-/* Frames stamped per slice, per CPU: each slice's sequence. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, STAMP_SLICES);
-	__type(key, __u32);
-	__type(value, __u64);
-} slice_seq SEC(".maps");
-
 /* Frames transmitted, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,12 +71,22 @@ int xdp_trafficgen(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct gen_config *cfg = bpf_map_lookup_elem(&generator, &zero);
-	__u32 *seq = bpf_map_lookup_elem(&flow_seq, &zero);
 	__u64 *transmitted = bpf_map_lookup_elem(&tx_frames, &zero);
-	if (!cfg || !seq || !transmitted)
+	if (!cfg || !transmitted)
 		return XDP_ABORTED;
-	if (__sync_fetch_and_add(&cfg->budget, -1) <= 0)
+	if (cfg->rate) {
+		__u64 due = (bpf_ktime_get_ns() - cfg->start_ns) * cfg->rate / 1000000000;
+		if (cfg->count - cfg->budget >= (__s64)due)
+			return XDP_DROP;
+	}
+	__s64 left = __sync_fetch_and_add(&cfg->budget, -1);
+	if (left <= 0)
 		return XDP_DROP;
+	/* The frame's number in the send, 0 on: its flow and its place in its
+	 * slice follow from it, whichever CPU sends it. */
+	__u64 frame = cfg->count - left;
+	__u32 flows = cfg->flows ?: 1, per_slice = cfg->flows_per_slice ?: 1;
+	__u32 flow = frame % flows;
 
 	/* Live-frame pages are recycled with whatever the receiver left in
 	 * them: write the whole frame every time. */
@@ -97,8 +96,7 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	if (bpf_xdp_store_bytes(ctx, 0, cfg->tmpl.data, len))
 		return XDP_ABORTED;
 
-	__u32 flow = *seq;
-	if (cfg->flows > 1) {
+	if (flows > 1) {
 		__u32 off = cfg->flow_offset;
 		if (off > FRAME_MAX - 2)
 			return XDP_ABORTED;
@@ -106,15 +104,14 @@ int xdp_trafficgen(struct xdp_md *ctx)
 		__be16 value = bpf_htons(first + flow);
 		if (bpf_xdp_store_bytes(ctx, off, &value, sizeof(value)))
 			return XDP_ABORTED;
-		*seq = flow + 1 < cfg->flows ? flow + 1 : 0;
 	}
 	if (cfg->stamp_offset) {
-		struct stamp st = {.magic = STAMP_MAGIC, .slice = flow / (cfg->flows_per_slice ?: 1)};
-		__u64 *next = bpf_map_lookup_elem(&slice_seq, &st.slice);
-		if (!next)
-			return XDP_ABORTED;
-		st.seq = (*next)++;
-		st.sent_ns = bpf_ktime_get_ns();
+		struct stamp st = {
+			.magic = STAMP_MAGIC,
+			.slice = flow / per_slice,
+			.seq = frame / flows * per_slice + flow % per_slice,
+			.sent_ns = bpf_ktime_get_ns(),
+		};
 		if (bpf_xdp_store_bytes(ctx, cfg->stamp_offset, &st, sizeof(st)))
 			return XDP_ABORTED;
 	}

@@ -32,6 +32,8 @@ type config struct {
 	classify      bool // measure the classifier instead
 	classifyRules []int
 
+	slicing bool // measure slicing, steering and offload instead
+
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
 	pfcpRounds   int
@@ -56,6 +58,7 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
+	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_)")
 	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
@@ -134,6 +137,15 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 	defer func() { err = errors.Join(err, b.Close()) }()
 
 	res := results{frameLens: [2]int{len(uplinkFrame(tb, teid(0), 0)), len(downlinkFrame(tb, 0))}}
+	if cfg.slicing {
+		points, err := measurePrio()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "`xdp5g bench %s` on %s; took %s.\n", strings.Join(args, " "), machine(), time.Since(start).Round(time.Second))
+		reportPrio(w, points)
+		return nil
+	}
 	if cfg.classify {
 		c, err := measureClassify(ctx, b, cfg)
 		if err != nil {

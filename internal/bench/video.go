@@ -33,7 +33,7 @@ func measureVideo() (rows []videoRow, err error) {
 		return nil, err
 	}
 	defer d.Close()
-	n, err := videonet.New(d.Program())
+	n, err := videonet.New(d.Program(), 0)
 	if err != nil {
 		return nil, err
 	}

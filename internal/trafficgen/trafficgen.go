@@ -35,9 +35,8 @@ const (
 	maxFlows = 1 << 16
 	// Every test run costs about 25 ms on top of its packets (the kernel
 	// swaps the XDP dispatcher in and out), so runs are long: a few hundred
-	// milliseconds between progress reports, ten bursts a second when paced.
-	progressChunk      = 1 << 20
-	pacedRunsPerSecond = 10
+	// milliseconds between progress reports and checks of a paced send.
+	progressChunk = 1 << 20
 )
 
 // xdpMD is struct xdp_md, the context a test run of an XDP program takes.
@@ -50,8 +49,6 @@ type Generator struct {
 	objs struct {
 		Prog     *ebpf.Program `ebpf:"xdp_trafficgen"`
 		Config   *ebpf.Map     `ebpf:"generator"`
-		FlowSeq  *ebpf.Map     `ebpf:"flow_seq"`
-		SliceSeq *ebpf.Map     `ebpf:"slice_seq"`
 		TxFrames *ebpf.Map     `ebpf:"tx_frames"`
 	}
 }
@@ -71,7 +68,7 @@ func NewGenerator() (*Generator, error) {
 
 // Close unloads the generator.
 func (g *Generator) Close() error {
-	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.FlowSeq.Close(), g.objs.SliceSeq.Close(), g.objs.TxFrames.Close())
+	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.TxFrames.Close())
 }
 
 // Options shape what Send transmits and how fast.
@@ -80,12 +77,11 @@ type Options struct {
 	// port, that cycles through Flows consecutive values starting from its
 	// value in the frame, one packet after another. Nothing else is
 	// rewritten, so no checksum may cover the field (UDP over IPv4 can send
-	// checksum 0). Each CPU the sender runs on keeps its own place in the
-	// cycle, so the values are evenly spread only while it stays on one.
+	// checksum 0). Frame n of a send has flow n % Flows.
 	FlowOffset int
 	Flows      int // 0 or 1: every packet is the frame as given
-	// Rate is in packets per second, sent in bursts ten times a second; 0
-	// sends as fast as one CPU can.
+	// Rate is in packets per second, evenly spaced: the program drops
+	// what would be ahead of the schedule. 0 sends as fast as one CPU can.
 	Rate uint64
 	// StampOffset, if not 0, is where each frame gets a stamp of
 	// StampSize octets: its slice (flow / FlowsPerSlice, 0 to MaxSlices-1),
@@ -94,21 +90,18 @@ type Options struct {
 	// checksum may cover it.
 	StampOffset   int
 	FlowsPerSlice int
-	// Progress, if set, is called with the running total between bursts.
+	// Progress, if set, is called with the running total now and then.
 	Progress func(sent uint64)
 }
 
 // Send transmits count copies of frame out of the interface ifindex in ns
 // and returns how many it sent and how long that took.
 func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
-	if err := g.configure(frame, count, opts); err != nil {
+	if err := g.check(frame, opts); err != nil {
 		return 0, 0, err
 	}
 	chunk := uint64(math.MaxUint32)
-	switch {
-	case opts.Rate > 0:
-		chunk = max(opts.Rate/pacedRunsPerSecond, 1)
-	case opts.Progress != nil:
+	if opts.Rate > 0 || opts.Progress != nil {
 		chunk = progressChunk
 	}
 	run := ebpf.RunOptions{
@@ -122,13 +115,20 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 	}
 	// The kernel resolves the ifindex in the namespace of the calling thread.
 	err = ns.Do(func() error {
+		// The schedule of a paced send starts now.
+		if err := g.configure(frame, count, opts); err != nil {
+			return err
+		}
 		start := time.Now()
-		for asked := uint64(0); asked < count; {
-			run.Repeat = uint32(min(chunk, count-asked))
+		for sent < count {
+			// Unpaced, every run sends; paced, most drop.
+			run.Repeat = uint32(chunk)
+			if opts.Rate == 0 {
+				run.Repeat = uint32(min(chunk, count-sent))
+			}
 			if _, err := g.objs.Prog.Run(&run); err != nil {
 				return fmt.Errorf("generate on ifindex %d in %s: %w", ifindex, ns.Name, err)
 			}
-			asked += uint64(run.Repeat)
 			total, err := g.transmitted()
 			if err != nil {
 				return err
@@ -136,10 +136,6 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 			sent = total - before
 			if opts.Progress != nil {
 				opts.Progress(sent)
-			}
-			if opts.Rate > 0 {
-				due := time.Duration(float64(sent) / float64(opts.Rate) * float64(time.Second))
-				time.Sleep(time.Until(start.Add(due)))
 			}
 		}
 		elapsed = time.Since(start)
@@ -161,9 +157,8 @@ func (g *Generator) transmitted() (uint64, error) {
 	return n, nil
 }
 
-// configure stores the template and the number of frames to send, and
-// restarts the flow cycle on every CPU.
-func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
+// check refuses a frame and options the generator cannot send.
+func (g *Generator) check(frame []byte, opts Options) error {
 	if len(frame) < minFrame || len(frame) > MaxFrame {
 		return fmt.Errorf("frame of %d bytes, want %d to %d", len(frame), minFrame, MaxFrame)
 	}
@@ -181,11 +176,24 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 			return fmt.Errorf("%d slices, want %d at most", slices, MaxSlices)
 		}
 	}
+	return nil
+}
+
+// configure stores the template, the number of frames to send and the
+// schedule from now.
+func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil { // bpf_ktime_get_ns's clock
+		return err
+	}
 	cfg := trafficgenGenConfig{
 		Tmpl:          trafficgenFrame{Len: uint32(len(frame))},
 		FlowOffset:    uint32(opts.FlowOffset),
 		Flows:         uint32(opts.Flows),
 		Budget:        int64(min(count, math.MaxInt64)),
+		Count:         int64(min(count, math.MaxInt64)),
+		Rate:          opts.Rate,
+		StartNs:       uint64(now.Nano()),
 		StampOffset:   uint32(opts.StampOffset),
 		FlowsPerSlice: uint32(opts.FlowsPerSlice),
 	}
@@ -193,30 +201,22 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 	if err := g.objs.Config.Put(uint32(0), &cfg); err != nil {
 		return fmt.Errorf("store frame template: %w", err)
 	}
-	if err := g.objs.FlowSeq.Put(uint32(0), make([]uint32, ebpf.MustPossibleCPU())); err != nil {
-		return fmt.Errorf("reset flow sequence: %w", err)
-	}
-	for slice := range uint32(MaxSlices) {
-		if err := g.objs.SliceSeq.Put(slice, make([]uint64, ebpf.MustPossibleCPU())); err != nil {
-			return fmt.Errorf("reset slice sequence: %w", err)
-		}
-	}
 	return nil
 }
 
-// SentBySlice is how many stamped frames the last Send sent of each slice.
-func (g *Generator) SentBySlice() ([]uint64, error) {
-	out := make([]uint64, MaxSlices)
-	for slice := range out {
-		var perCPU []uint64
-		if err := g.objs.SliceSeq.Lookup(uint32(slice), &perCPU); err != nil {
-			return nil, err
+// SliceCounts is how many of sent frames each slice has, by slice: frame n
+// of a send is of flow n % Flows, whichever CPU sends it.
+func (o Options) SliceCounts(sent uint64) []uint64 {
+	flows, perSlice := uint64(max(o.Flows, 1)), uint64(max(o.FlowsPerSlice, 1))
+	out := make([]uint64, (flows+perSlice-1)/perSlice)
+	for flow := range flows {
+		n := sent / flows
+		if flow < sent%flows {
+			n++
 		}
-		for _, n := range perCPU {
-			out[slice] += n
-		}
+		out[flow/perSlice] += n
 	}
-	return out, nil
+	return out
 }
 
 // Filter selects the packets a Sink counts as matching; zero fields match

@@ -67,8 +67,9 @@ type Net struct {
 	closers                    []func() error
 }
 
-// New builds the segment with classifier at the router's edge.
-func New(classifier *ebpf.Program) (n *Net, err error) {
+// New builds the segment with classifier at the router's edge. The sinks
+// read the stamps of frames at stampOffset (trafficgen.Filter), if not 0.
+func New(classifier *ebpf.Program, stampOffset int) (n *Net, err error) {
 	n = &Net{}
 	defer func() {
 		if err != nil {
@@ -108,7 +109,7 @@ func New(classifier *ebpf.Program) (n *Net, err error) {
 			return n, err
 		}
 	}
-	udpOnly := trafficgen.Filter{EtherType: 0x0800, IPProto: 17}
+	udpOnly := trafficgen.Filter{EtherType: 0x0800, IPProto: 17, StampOffset: stampOffset}
 	if n.Counter, err = trafficgen.NewSink(n.Sink, "in", udpOnly, false); err != nil {
 		return n, err
 	}

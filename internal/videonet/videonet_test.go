@@ -35,7 +35,7 @@ func newClassifier(t *testing.T) *classify.Datapath {
 // newVideoNet is the segment with the classifier at the router's edge.
 func newVideoNet(t *testing.T, p *classify.Datapath) *Net {
 	t.Helper()
-	n, err := New(p.Program())
+	n, err := New(p.Program(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,11 +497,23 @@ func TestOverloadOffloadsNonPrioritised(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("non-prioritised: %d local, %d offloaded; prioritised: %d local", local, away.Packets, prioLocal)
-	if prioLocal != prioPackets || prioAway.Packets != 0 {
-		t.Errorf("the prioritised flow: %d local, %d offloaded; want %d local", prioLocal, prioAway.Packets, prioPackets)
+	// What the router received of each, by the rules' counters: on a
+	// busy machine the veth into the router may drop some first.
+	var got [2]uint64
+	for i := range got {
+		if got[i], _, err = p.Counters(uint32(i + 1)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if away.Packets == 0 || local+away.Packets != packets-prioPackets {
-		t.Errorf("the other flows: %d local, %d offloaded; want some offloaded, %d in all", local, away.Packets, packets-prioPackets)
+	if got[0] < (packets-prioPackets)*95/100 || got[1] < prioPackets*95/100 {
+		t.Errorf("the router received %d of the other flows' %d packets and %d of the prioritised flow's %d",
+			got[0], packets-prioPackets, got[1], prioPackets)
+	}
+	if prioLocal != got[1] || prioAway.Packets != 0 {
+		t.Errorf("the prioritised flow: %d local, %d offloaded; want all %d local", prioLocal, prioAway.Packets, got[1])
+	}
+	if away.Packets == 0 || local+away.Packets != got[0] {
+		t.Errorf("the other flows: %d local, %d offloaded; want some offloaded, %d in all", local, away.Packets, got[0])
 	}
 	if sunk.MatchPackets != prioLocal+local || offloaded.MatchPackets != away.Packets {
 		t.Errorf("the sink got %d, the alternative %d; want %d and %d", sunk.MatchPackets, offloaded.MatchPackets, prioLocal+local, away.Packets)

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/videonet"
+)
+
+// Table 1 of 000_…: 16 services told apart by their GTP-U TEID, 8 of them
+// prioritised, at every frame size, from below to above what the host can
+// forward.
+var (
+	prioFrameSizes = []int{132, 256, 512, 1024, 1280, 1500}
+	prioRates      = []uint64{50_000, 100_000, 200_000, 400_000, 800_000, 0} // packets/s; 0: as fast as the generator goes
+)
+
+const (
+	prioServices = 16
+	prioFirst    = 8           // services 0 to 7 (TEIDs prioTEID to prioTEID+7) are prioritised
+	prioTEID     = 0x100       // the first service's
+	prioSpan     = time.Second // of each measurement
+	// Where the frames of gtpFrame keep the TEID's low half, which the
+	// generator counts services in, and the stamp.
+	gtpTEIDLowAt = 14 + 20 + 8 + 6
+	gtpStampAt   = 14 + 20 + 8 + 8 + 20 + 8
+)
+
+// prioSetups are what the measurements compare: no steering (the
+// classifier passes every packet to the kernel of the CPU it arrived on,
+// the generator's), and xdp5g steering the services to one CPU or two,
+// the prioritised ones in a prioritised slice, the alternative node taking
+// what the host cannot.
+var prioSetups = []struct {
+	name string
+	cpus []int // none: no steering
+}{{"baseline", nil}, {"xdp5g, 1 CPU", []int{1}}, {"xdp5g, 2 CPUs", []int{0, 1}}}
+
+// prioPoint is one measurement: what became of the prioritised services'
+// packets and of the others'.
+type prioPoint struct {
+	setup       string
+	size        int
+	rate        uint64 // asked; 0: flat out
+	sent        float64
+	prio, other layerFate
+}
+
+// layerFate is what became of packets: sent, forwarded by the host, sent
+// to the alternative node.
+type layerFate struct {
+	sent, local, offloaded uint64
+}
+
+func (f layerFate) lost() uint64 { return f.sent - min(f.sent, f.local+f.offloaded) }
+
+// gtpFrame is a G-PDU of a service to the sink, size octets in all, the
+// stamp inside the user's UDP payload.
+func gtpFrame(routerMAC net.HardwareAddr, size int) []byte {
+	ip := func(src, dst string) *layers.IPv4 {
+		return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	}
+	frame := demo.Serialize(false, &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 9}, DstMAC: routerMAC, EthernetType: layers.EthernetTypeIPv4},
+		ip(videonet.SenderAddr, videonet.SinkAddr), &layers.UDP{SrcPort: 2152, DstPort: 2152},
+		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: prioTEID},
+		ip(videonet.UEAddr, videonet.ServerAddr), &layers.UDP{SrcPort: videonet.FirstPort, DstPort: 5004},
+		gopacket.Payload(make([]byte, size-gtpStampAt)))
+	// The router checks the outer IPv4 header's checksum, nothing inside.
+	binary.BigEndian.PutUint16(frame[24:], gopacket.FoldChecksum(gopacket.ComputeChecksum(frame[14:34], 0)))
+	return frame
+}
+
+// measurePrio runs Table 1 through videonet's segment, the generator on
+// CPU 0.
+func measurePrio() (points []prioPoint, err error) {
+	var online, cpu0 unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
+		return nil, errors.New("the slicing benchmark needs CPUs 0 and 1")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		return nil, err
+	}
+	defer unix.SchedSetaffinity(0, &online)
+	for _, setup := range prioSetups {
+		for _, size := range prioFrameSizes {
+			for _, rate := range prioRates {
+				progress("priority and offload: %s, %d-octet frames, %s", setup.name, size, rateName(rate))
+				p, err := measurePrioPoint(setup.cpus, size, rate)
+				if err != nil {
+					return nil, err
+				}
+				p.setup = setup.name
+				points = append(points, p)
+			}
+		}
+	}
+	return points, nil
+}
+
+// measurePrioPoint measures one setup, size and rate on a fresh segment.
+func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error) {
+	p.size, p.rate = size, rate
+	d, err := classify.OpenDatapath(classify.Config{})
+	if err != nil {
+		return p, err
+	}
+	defer d.Close()
+	n, err := videonet.New(d.Program(), gtpStampAt)
+	if err != nil {
+		return p, err
+	}
+	defer func() { err = errors.Join(err, n.Close()) }()
+	if cpus != nil {
+		if err := steerServices(d, cpus, classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
+			return p, err
+		}
+	}
+	count := uint64(float64(rate) * prioSpan.Seconds())
+	if rate == 0 {
+		count = uint64(4e6 * prioSpan.Seconds()) // more than the generator sends in the span
+	}
+	opts := trafficgen.Options{FlowOffset: gtpTEIDLowAt, Flows: prioServices, FlowsPerSlice: prioFirst, StampOffset: gtpStampAt, Rate: rate}
+	_, elapsed, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, size), count, opts)
+	if err != nil {
+		return p, err
+	}
+	p.sent = float64(count) / elapsed.Seconds()
+	if _, err := videonet.Settled(n.Counter); err != nil {
+		return p, err
+	}
+	if _, err := videonet.Settled(n.Offloaded); err != nil {
+		return p, err
+	}
+	sent := opts.SliceCounts(count)
+	local, err := n.Counter.Delays()
+	if err != nil {
+		return p, err
+	}
+	away, err := n.Offloaded.Delays()
+	if err != nil {
+		return p, err
+	}
+	p.prio = layerFate{sent: sent[0], local: local[0].Received, offloaded: away[0].Received}
+	p.other = layerFate{sent: sent[1], local: local[1].Received, offloaded: away[1].Received}
+	return p, nil
+}
+
+// steerServices puts the prioritised services in a prioritised slice and
+// the others in another, both over cpus, with an alternative node.
+func steerServices(d *classify.Datapath, cpus []int, alt classify.Alternative) error {
+	for _, s := range []classify.Slice{{ID: 1, CPUs: cpus, Prioritised: true}, {ID: 2, CPUs: cpus}} {
+		if err := d.SetSlice(s); err != nil {
+			return err
+		}
+	}
+	if err := d.Add(
+		classify.Rule{ID: 1, Priority: 2, Action: classify.ActionSteer, Slice: 1,
+			Matches: []classify.Match{{Field: "tunnel1Id", Value: prioTEID, Mask: ^uint64(prioFirst-1) & 0xffffffff}}},
+		classify.Rule{ID: 2, Priority: 1, Action: classify.ActionSteer, Slice: 2,
+			Matches: []classify.Match{{Field: "tunnel1", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}); err != nil {
+		return err
+	}
+	return d.SetAlternatives([]classify.Alternative{alt})
+}
+
+func rateName(rate uint64) string {
+	if rate == 0 {
+		return "flat out"
+	}
+	return fmt.Sprintf("%d packets/s", rate)
+}
+
+func percent(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
+}
+
+func reportPrio(w io.Writer, points []prioPoint) {
+	p := linesTo(w)
+	p("\n### Priority and offload (Table 1 of 000_…)\n")
+	p("Through videonet's segment (sender → router → sink, the alternative node behind the router's alt port): %d services", prioServices)
+	p("told apart by their GTP-U TEID, %d of them prioritised, each sending the same share; every frame stamped with its", prioFirst)
+	p("group (prioritised or not), counted where it arrives. %s per point, the generator on CPU 0. Baseline: no steering,", prioSpan)
+	p("every packet on the generator's CPU. xdp5g: the prioritised services in a prioritised slice, the others in another,")
+	p("over the CPUs named; a flow leaves for the alternative node when its CPU's queue is three quarters full (prioritised:")
+	p("a batch short of full). Offered: packets/s the generator managed; local: forwarded by the host to the sink;")
+	p("offloaded: arrived at the alternative node; lost: neither.\n")
+	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Total lost |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, pt := range points {
+		total := pt.prio.sent + pt.other.sent
+		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.2f%% | %.1f%% | %.1f%% | %.2f%% | %.2f%% |", pt.setup, pt.size, pt.sent,
+			percent(pt.prio.local, pt.prio.sent), percent(pt.prio.offloaded, pt.prio.sent), percent(pt.prio.lost(), pt.prio.sent),
+			percent(pt.other.local, pt.other.sent), percent(pt.other.offloaded, pt.other.sent), percent(pt.other.lost(), pt.other.sent),
+			percent(pt.prio.lost()+pt.other.lost(), total))
+	}
+	lossless := 0
+	var xdp5g int
+	for _, pt := range points {
+		if pt.setup != "baseline" {
+			xdp5g++
+			if pt.prio.lost() == 0 {
+				lossless++
+			}
+		}
+	}
+	p("\n- 0%% prioritised loss with xdp5g: %s (%d of %d points)", verdict[lossless == xdp5g], lossless, xdp5g)
+}
