@@ -32,7 +32,8 @@ type config struct {
 	classify      bool // measure the classifier instead
 	classifyRules []int
 
-	slicing bool // measure slicing, steering and offload instead
+	slicing bool   // measure slicing, steering and offload instead
+	charts  string // directory for the charts of -slicing; none if empty
 
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
@@ -58,7 +59,8 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
-	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_)")
+	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_), delay and jitter per slice (Table I of 001_)")
+	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of -slicing to, as SVG")
 	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
@@ -142,8 +144,20 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		if err != nil {
 			return err
 		}
+		delays, err := measureDelays()
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(w, "`xdp5g bench %s` on %s; took %s.\n", strings.Join(args, " "), machine(), time.Since(start).Round(time.Second))
 		reportPrio(w, points)
+		reportDelays(w, delays)
+		if cfg.charts != "" {
+			names, err := writeSlicingCharts(cfg.charts, points, delays)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "\nCharts: %s in %s.\n", strings.Join(names, ", "), cfg.charts)
+		}
 		return nil
 	}
 	if cfg.classify {

@@ -59,13 +59,20 @@ type prioPoint struct {
 	prio, other layerFate
 }
 
-// layerFate is what became of packets: sent, forwarded by the host, sent
-// to the alternative node.
+// layerFate is what became of packets: sent, received by the router
+// (its classifier's rule counted them), forwarded by the host, sent to the
+// alternative node.
 type layerFate struct {
-	sent, local, offloaded uint64
+	sent, received, local, offloaded uint64
 }
 
-func (f layerFate) lost() uint64 { return f.sent - min(f.sent, f.local+f.offloaded) }
+// lostOnTheWay are the packets the generator's link into the router lost:
+// the test bed's loss, not the host's.
+func (f layerFate) lostOnTheWay() uint64 { return f.sent - min(f.sent, f.received) }
+
+// lost are the packets the router received and neither forwarded nor
+// offloaded.
+func (f layerFate) lost() uint64 { return f.received - min(f.received, f.local+f.offloaded) }
 
 // gtpFrame is a G-PDU of a service to the sink, size octets in all, the
 // stamp inside the user's UDP payload.
@@ -86,17 +93,11 @@ func gtpFrame(routerMAC net.HardwareAddr, size int) []byte {
 // measurePrio runs Table 1 through videonet's segment, the generator on
 // CPU 0.
 func measurePrio() (points []prioPoint, err error) {
-	var online, cpu0 unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
-		return nil, errors.New("the slicing benchmark needs CPUs 0 and 1")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cpu0.Set(0)
-	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+	restore, err := onCPU0()
+	if err != nil {
 		return nil, err
 	}
-	defer unix.SchedSetaffinity(0, &online)
+	defer restore()
 	for _, setup := range prioSetups {
 		for _, size := range prioFrameSizes {
 			for _, rate := range prioRates {
@@ -113,6 +114,25 @@ func measurePrio() (points []prioPoint, err error) {
 	return points, nil
 }
 
+// onCPU0 moves the calling goroutine's thread to CPU 0, where the
+// generator runs, and returns how to undo it; it needs CPUs 0 and 1.
+func onCPU0() (restore func(), err error) {
+	var online, cpu0 unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
+		return nil, errors.New("the slicing benchmark needs CPUs 0 and 1")
+	}
+	runtime.LockOSThread()
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &online)
+		runtime.UnlockOSThread()
+	}, nil
+}
+
 // measurePrioPoint measures one setup, size and rate on a fresh segment.
 func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error) {
 	p.size, p.rate = size, rate
@@ -126,10 +146,8 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 		return p, err
 	}
 	defer func() { err = errors.Join(err, n.Close()) }()
-	if cpus != nil {
-		if err := steerServices(d, cpus, classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
-			return p, err
-		}
+	if err := steerServices(d, cpus, classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
+		return p, err
 	}
 	count := uint64(float64(rate) * prioSpan.Seconds())
 	if rate == 0 {
@@ -156,24 +174,36 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 	if err != nil {
 		return p, err
 	}
-	p.prio = layerFate{sent: sent[0], local: local[0].Received, offloaded: away[0].Received}
-	p.other = layerFate{sent: sent[1], local: local[1].Received, offloaded: away[1].Received}
+	var received [2]uint64
+	for i := range received {
+		if received[i], _, err = d.Counters(uint32(i + 1)); err != nil {
+			return p, err
+		}
+	}
+	p.prio = layerFate{sent: sent[0], received: received[0], local: local[0].Received, offloaded: away[0].Received}
+	p.other = layerFate{sent: sent[1], received: received[1], local: local[1].Received, offloaded: away[1].Received}
 	return p, nil
 }
 
-// steerServices puts the prioritised services in a prioritised slice and
-// the others in another, both over cpus, with an alternative node.
+// steerServices has rule 1 take the prioritised services and rule 2 the
+// others. Over cpus, they steer them to a prioritised slice and another,
+// with an alternative node; without, they only count them.
 func steerServices(d *classify.Datapath, cpus []int, alt classify.Alternative) error {
-	for _, s := range []classify.Slice{{ID: 1, CPUs: cpus, Prioritised: true}, {ID: 2, CPUs: cpus}} {
+	rules := []classify.Rule{
+		{ID: 1, Priority: 2, Action: classify.ActionCount,
+			Matches: []classify.Match{{Field: "tunnel1Id", Value: prioTEID, Mask: ^uint64(prioFirst-1) & 0xffffffff}}},
+		{ID: 2, Priority: 1, Action: classify.ActionCount,
+			Matches: []classify.Match{{Field: "tunnel1", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}}
+	if cpus == nil {
+		return d.Add(rules...)
+	}
+	for i, s := range []classify.Slice{{ID: 1, CPUs: cpus, Prioritised: true}, {ID: 2, CPUs: cpus}} {
 		if err := d.SetSlice(s); err != nil {
 			return err
 		}
+		rules[i].Action, rules[i].Slice = classify.ActionSteer, s.ID
 	}
-	if err := d.Add(
-		classify.Rule{ID: 1, Priority: 2, Action: classify.ActionSteer, Slice: 1,
-			Matches: []classify.Match{{Field: "tunnel1Id", Value: prioTEID, Mask: ^uint64(prioFirst-1) & 0xffffffff}}},
-		classify.Rule{ID: 2, Priority: 1, Action: classify.ActionSteer, Slice: 2,
-			Matches: []classify.Match{{Field: "tunnel1", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}); err != nil {
+	if err := d.Add(rules...); err != nil {
 		return err
 	}
 	return d.SetAlternatives([]classify.Alternative{alt})
@@ -201,16 +231,16 @@ func reportPrio(w io.Writer, points []prioPoint) {
 	p("group (prioritised or not), counted where it arrives. %s per point, the generator on CPU 0. Baseline: no steering,", prioSpan)
 	p("every packet on the generator's CPU. xdp5g: the prioritised services in a prioritised slice, the others in another,")
 	p("over the CPUs named; a flow leaves for the alternative node when its CPU's queue is three quarters full (prioritised:")
-	p("a batch short of full). Offered: packets/s the generator managed; local: forwarded by the host to the sink;")
-	p("offloaded: arrived at the alternative node; lost: neither.\n")
-	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Total lost |")
+	p("a batch short of full). Offered: packets/s the generator managed. Of what the router received: local, forwarded")
+	p("by the host to the sink; offloaded, arrived at the alternative node; lost, neither. On the way: what the veth from")
+	p("the generator into the router dropped before the router saw it (the test bed's loss, not the host's).\n")
+	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Lost on the way |")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, pt := range points {
-		total := pt.prio.sent + pt.other.sent
 		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.2f%% | %.1f%% | %.1f%% | %.2f%% | %.2f%% |", pt.setup, pt.size, pt.sent,
-			percent(pt.prio.local, pt.prio.sent), percent(pt.prio.offloaded, pt.prio.sent), percent(pt.prio.lost(), pt.prio.sent),
-			percent(pt.other.local, pt.other.sent), percent(pt.other.offloaded, pt.other.sent), percent(pt.other.lost(), pt.other.sent),
-			percent(pt.prio.lost()+pt.other.lost(), total))
+			percent(pt.prio.local, pt.prio.received), percent(pt.prio.offloaded, pt.prio.received), percent(pt.prio.lost(), pt.prio.received),
+			percent(pt.other.local, pt.other.received), percent(pt.other.offloaded, pt.other.received), percent(pt.other.lost(), pt.other.received),
+			percent(pt.prio.lostOnTheWay()+pt.other.lostOnTheWay(), pt.prio.sent+pt.other.sent))
 	}
 	lossless := 0
 	var xdp5g int
