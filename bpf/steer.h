@@ -12,6 +12,7 @@
 #include "common.h"
 #include "parser.h"
 #include "types.h"
+#include "bucket.h"
 
 /* The slices: each one's CPU per hash bucket. */
 struct {
@@ -54,6 +55,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct counter);
 } slice_cpu_counters SEC(".maps");
+
+/* Per slice, each CPU's token bucket for the slice's rate: per CPU, so no
+ * lock; each receiving CPU lets the rate through. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_SLICES);
+	__type(key, __u32);
+	__type(value, struct token_bucket);
+} slice_buckets SEC(".maps");
+
+/* Per slice, what its rate dropped. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CLASSIFY_MAX_SLICES);
+	__type(key, __u32);
+	__type(value, struct counter);
+} slice_policed SEC(".maps");
 
 /* Per slice, what went to alternative nodes. */
 struct {
@@ -204,6 +222,25 @@ INLINE int offload(struct xdp_md *ctx, __u32 hash)
 	return alt->ifindex ? bpf_redirect(alt->ifindex, 0) : XDP_TX;
 }
 
+/* Whether a packet of len bytes is within its slice's rate on this CPU;
+ * one that is not is counted. */
+INLINE int within_rate(const struct slice *sl, __u32 id, __u64 len)
+{
+	struct token_bucket *b = bpf_map_lookup_elem(&slice_buckets, &id);
+	if (!b)
+		return 1;
+	b->rate = sl->rate;
+	b->burst = sl->burst;
+	if (bucket_take(b, bpf_ktime_get_coarse_ns(), len))
+		return 1;
+	struct counter *c = bpf_map_lookup_elem(&slice_policed, &id);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+	return 0;
+}
+
 /* Sends a packet of a slice to the CPU of its flow (a prioritised flow's
  * own, else its bucket's), with the slice and the hash in its metadata for
  * xdp_slice_cpu there; or to an alternative node when that CPU's queue is
@@ -213,8 +250,10 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
 	struct slice *sl = bpf_map_lookup_elem(&slices, &id);
 	if (!sl)
 		return XDP_ABORTED;
-	__u32 hash = flow_hash(k);
 	__u64 len = ctx->data_end - ctx->data;
+	if (sl->rate && !within_rate(sl, id, len))
+		return XDP_DROP;
+	__u32 hash = flow_hash(k);
 	struct prio_flow *prio = bpf_map_lookup_elem(&prio_flows, &hash);
 	int prioritised = sl->prioritised;
 	__u32 cpu = sl->cpus[hash % SLICE_BUCKETS];

@@ -103,9 +103,10 @@ enum qer_dir {
 	QER_DL = 1,
 };
 
-/* One direction's token bucket. Tokens are in nanobytes (bytes × 10^9), so
- * that a refill is elapsed ns × bytes/s, without a division. */
-struct qer_bucket {
+/* A token bucket: a QER's in one direction, a slice's on one CPU. Tokens
+ * are in nanobytes (bytes × 10^9), so that a refill is elapsed ns ×
+ * bytes/s, without a division. */
+struct token_bucket {
 	__u64 rate;   /* bytes per second; 0: no maximum bit rate */
 	__u64 burst;  /* bucket size, nanobytes */
 	__u64 tokens; /* nanobytes */
@@ -117,7 +118,7 @@ struct qer_bucket {
 struct qer {
 	struct bpf_spin_lock lock;
 	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
-	struct qer_bucket bucket[2];
+	struct token_bucket bucket[2];
 };
 
 /* Indexes of a URR's counters and limits. */
@@ -388,6 +389,10 @@ struct classify_egress {
 struct slice {
 	__u32 cpus[SLICE_BUCKETS];
 	__u32 prioritised; /* 1: its flows leave the host only when even they cannot be served */
+	__u32 pad;
+	/* Bytes per second each receiving CPU lets through, 0: no limit, and
+	 * the bucket size in nanobytes (struct token_bucket). */
+	__u64 rate, burst;
 };
 
 /* A CPU's queue of steered packets: sent to it, taken off it by

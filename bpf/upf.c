@@ -6,6 +6,7 @@
 #include "parser.h"
 #include "maps.h"
 #include "sdf.h"
+#include "bucket.h"
 
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0;
@@ -128,26 +129,15 @@ INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 			return REASON_DROP_INTERNAL;
 		if (q->gate_closed & (1 << dir))
 			return REASON_DROP_QER_GATE;
-		struct qer_bucket *b = &q->bucket[dir & 1];
+		struct token_bucket *b = &q->bucket[dir & 1];
 		if (!b->rate)
 			continue;
 		/* The tick-resolution clock costs a few ns where the precise one
 		 * costs tens here; the bucket holds many ticks' worth. */
 		if (!now)
 			now = bpf_ktime_get_coarse_ns();
-		int pass;
 		bpf_spin_lock(&q->lock);
-		__u64 elapsed = now - b->last;
-		if (elapsed > NSEC_PER_SEC) /* keeps elapsed × rate in 64 bits */
-			elapsed = NSEC_PER_SEC;
-		if (now > b->last)
-			b->last = now;
-		__u64 tokens = b->tokens + elapsed * b->rate;
-		if (tokens > b->burst)
-			tokens = b->burst;
-		__u64 need = (__u64)len * NSEC_PER_SEC;
-		pass = tokens >= need;
-		b->tokens = pass ? tokens - need : tokens;
+		int pass = bucket_take(b, now, len);
 		bpf_spin_unlock(&q->lock);
 		if (!pass)
 			return REASON_DROP_QER_MBR;

@@ -174,7 +174,7 @@ func TestRulesFileRoundTrip(t *testing.T) {
 		"match": {"innerDst": "10.100.6.0/24", "dstPort": {"range": [5000, 5007]}, "tunnel1": "vxlan"}}`)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 5, "action": "mirror", "match": {"layerId": 1},
 		"out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:0a"}}`)
-	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/4", `{"cpus": [1, 0], "prioritised": true}`)
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/4", `{"cpus": [1, 0], "prioritised": true, "rate": 100000000}`)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 6, "action": "steer", "slice": 4, "match": {"qfi": 5}}`)
 	saved, err := e.classifier.MarshalRules()
 	must(t, err)

@@ -16,6 +16,10 @@ type Slice struct {
 	// Its flows leave the host for an alternative node only when even
 	// they cannot be served.
 	Prioritised bool `json:"prioritised,omitempty"`
+	// Bits per second each receiving CPU lets through, and the bucket in
+	// bytes (classify.Slice); 0: no limit.
+	Rate  uint64 `json:"rate,omitempty"`
+	Burst uint64 `json:"burst,omitempty"`
 	// What each CPU of the machine took of the slice, those that took
 	// some.
 	Counters []CPUCounter `json:"counters,omitempty"`
@@ -35,7 +39,7 @@ type Slices struct {
 
 func sliceDocument(s classify.Slice) Slice {
 	id := s.ID
-	doc := Slice{ID: &id, CPUs: []uint32{}, Prioritised: s.Prioritised}
+	doc := Slice{ID: &id, CPUs: []uint32{}, Prioritised: s.Prioritised, Rate: s.Rate, Burst: s.Burst}
 	for _, cpu := range s.CPUs {
 		doc.CPUs = append(doc.CPUs, uint32(cpu))
 	}
@@ -62,7 +66,7 @@ func (c *Classifier) setSlice(doc Slice) (classify.Slice, error) {
 	if doc.Counters != nil {
 		return classify.Slice{}, badRequest("counters", "counters are the data path's to say")
 	}
-	s := classify.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised}
+	s := classify.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised, Rate: doc.Rate, Burst: doc.Burst}
 	for i, cpu := range doc.CPUs {
 		s.CPUs[i] = int(cpu)
 	}

@@ -308,15 +308,8 @@ func (d *Datapath) Counters(id uint32) (packets, bytes uint64, err error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("%w %d", ErrNoRule, id)
 	}
-	var perCPU []classifyCounter
-	if err := d.objs.ClassifyCounters.Lookup(slot, &perCPU); err != nil {
-		return 0, 0, err
-	}
-	for _, c := range perCPU {
-		packets += c.Packets
-		bytes += c.Bytes
-	}
-	return packets, bytes, nil
+	c, err := sumPerCPU(d.objs.ClassifyCounters, slot)
+	return c.Packets, c.Bytes, err
 }
 
 // takeSlot hands out a counter slot with its counters at zero.

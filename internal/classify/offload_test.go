@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -210,5 +211,49 @@ func TestPrioritisedFlow(t *testing.T) {
 	}
 	if action, _ := p.runOut(t, prio); action != xdpTX {
 		t.Errorf("the flow no longer prioritised: action %d, want XDP_TX", action)
+	}
+}
+
+// A slice's rate lets a burst through, then drops and counts what exceeds
+// it; a slice without a rate drops nothing.
+func TestSliceRate(t *testing.T) {
+	p := newParser(t)
+	frame := offloadFrame(1000)
+	const burstFrames = 5
+	for _, s := range []Slice{{ID: 1, CPUs: []int{p.cpu}, Rate: 8, Burst: burstFrames * uint64(len(frame))}, {ID: 2, CPUs: []int{p.cpu}}} {
+		if err := p.SetSlice(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steerTo := func(slice uint32) {
+		t.Helper()
+		if err := p.Clear(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Add(Rule{ID: slice, Action: ActionSteer, Slice: slice}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steerTo(1)
+	var actions []uint32
+	for range burstFrames + 3 {
+		action, _ := p.runOut(t, frame)
+		actions = append(actions, action)
+	}
+	want := []uint32{xdpRedirect, xdpRedirect, xdpRedirect, xdpRedirect, xdpRedirect, xdpDrop, xdpDrop, xdpDrop}
+	if !slices.Equal(actions, want) {
+		t.Errorf("actions %v, want %v: the burst, then drops at 1 byte/s", actions, want)
+	}
+	if c, err := p.SlicePoliced(1); err != nil || c.Packets != 3 || c.Bytes != 3*uint64(len(frame)) {
+		t.Errorf("slice 1 policed %+v (%v), want 3 packets", c, err)
+	}
+	steerTo(2)
+	for range 20 {
+		if action, _ := p.runOut(t, frame); action != xdpRedirect {
+			t.Fatalf("a slice without a rate: action %d", action)
+		}
+	}
+	if err := p.SetSlice(Slice{ID: 3, CPUs: []int{p.cpu}, Rate: 1, Burst: 1 << 62}); err == nil {
+		t.Error("a burst no bucket holds was accepted")
 	}
 }

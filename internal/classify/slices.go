@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/bits"
 	"net"
 	"net/netip"
@@ -32,7 +33,17 @@ type Slice struct {
 	ID          uint32
 	CPUs        []int
 	Prioritised bool
+	// Rate, if not 0, is the bits per second of the slice each CPU that
+	// receives it lets through (a token bucket per CPU, no lock: traffic
+	// arriving on n CPUs may reach n × Rate); the rest is dropped and
+	// counted (SlicePoliced). Burst is the bucket's size in bytes:
+	// DefaultBurst for 0.
+	Rate, Burst uint64
 }
+
+// DefaultBurst is a rate-limited slice's bucket size when none is given:
+// 10 ms of its rate, and a full-size frame at least.
+func DefaultBurst(rate uint64) uint64 { return max(rate/8/100, 1518) }
 
 // DefaultOffloadHold is how long a flow sent to an alternative node stays
 // away at least, so that flows do not flap between nodes.
@@ -137,9 +148,18 @@ func (d *Datapath) CPULoads() ([]CPULoad, error) {
 
 // SliceOffloaded is what went from a slice to alternative nodes.
 func (d *Datapath) SliceOffloaded(id uint32) (Counter, error) {
+	return sumPerCPU(d.objs.SliceOffloaded, id)
+}
+
+// SlicePoliced is what a slice's rate dropped.
+func (d *Datapath) SlicePoliced(id uint32) (Counter, error) {
+	return sumPerCPU(d.objs.SlicePoliced, id)
+}
+
+func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {
 	var perCPU []Counter
 	var total Counter
-	err := d.objs.SliceOffloaded.Lookup(id, &perCPU)
+	err := m.Lookup(key, &perCPU)
 	for _, c := range perCPU {
 		total.Packets += c.Packets
 		total.Bytes += c.Bytes
@@ -181,9 +201,26 @@ func (d *Datapath) SetSlice(s Slice) error {
 	if s.Prioritised {
 		table.Prioritised = 1
 	}
+	if s.Rate > 0 {
+		if s.Burst == 0 {
+			s.Burst = DefaultBurst(s.Rate)
+		}
+		if s.Burst > math.MaxUint64/uint64(time.Second) {
+			return invalid("burst", "%d bytes is more than a bucket holds", s.Burst)
+		}
+		table.Rate, table.Burst = s.Rate/8, s.Burst*uint64(time.Second)
+		// Every CPU's bucket starts full.
+		full := make([]classifyTokenBucket, ebpf.MustPossibleCPU())
+		for i := range full {
+			full[i] = classifyTokenBucket{Rate: table.Rate, Burst: table.Burst, Tokens: table.Burst}
+		}
+		if err := d.objs.SliceBuckets.Put(s.ID, full); err != nil {
+			return err
+		}
+	}
 	if _, exists := d.slices[s.ID]; !exists { // a new slice counts from zero
 		zero := make([]Counter, ebpf.MustPossibleCPU())
-		for _, m := range []*ebpf.Map{d.objs.SliceCpuCounters, d.objs.SliceOffloaded} {
+		for _, m := range []*ebpf.Map{d.objs.SliceCpuCounters, d.objs.SliceOffloaded, d.objs.SlicePoliced} {
 			if err := m.Put(s.ID, zero); err != nil {
 				return err
 			}

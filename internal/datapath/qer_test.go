@@ -51,7 +51,7 @@ func TestQERMaximumBitRate(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	inner := uint64(len(up.bytes(t)))
-	limited := QER{Bucket: [2]upfQerBucket{QERBucket(100, 10*inner)}}
+	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(100, 10*inner)}}
 	check(t, u.d.PutQER(1, limited))
 	qerPDRs(t, u.d, 1)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))

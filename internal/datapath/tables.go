@@ -28,8 +28,8 @@ func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
 
 // QERBucket is one direction of a QER: its rate in bytes per second, its
 // size in bytes (the data path counts nanobytes, bpf/types.h).
-func QERBucket(rate, burst uint64) upfQerBucket {
-	return upfQerBucket{Rate: rate, Burst: burst * uint64(time.Second)}
+func QERBucket(rate, burst uint64) upfTokenBucket {
+	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }
 
 // PutQER writes a QER slot; its token buckets start full.

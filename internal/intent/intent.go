@@ -10,7 +10,8 @@
 //     there, and leave for an alternative node only when even they cannot
 //     be served; a flow_hash prioritises that one flow (FlowHash) too.
 //   - SLICE: the flows spread over the CPUs of "cpus", prioritised when
-//     "priority" is "high".
+//     "priority" is "high", limited to "rate" bits per second on each
+//     receiving CPU when given.
 //   - OFFLOAD: an alternative node (dstMac, dstIP) that takes the flows
 //     the host cannot, out of the port they came in on or out of the
 //     interface of the interfaceName parameter.
@@ -86,9 +87,10 @@ type Intent struct {
 	Document json.RawMessage // as it was given, with its ID
 	Matches  []classify.Match
 	// CPUs are those of a PRIO-QUEUE or SLICE intent, Prioritised whether
-	// its flows are.
+	// its flows are, Rate a SLICE's limit (classify.Slice).
 	CPUs        []int
 	Prioritised bool
+	Rate        uint64
 	// What it installed.
 	Rule        uint32          // 0: none
 	Slice       *classify.Slice // with Rule
@@ -130,7 +132,7 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 		return doc, in, invalid("Action.actionType", "%q is neither INSERT nor DELETE", typ)
 	}
 	in.Kind, _ = action("actionName")
-	known := map[string][]string{PrioQueue: {"rx_queue", "flow_hash"}, Slice: {"cpus", "priority"}, Offload: {"dstMac", "dstIP"}}
+	known := map[string][]string{PrioQueue: {"rx_queue", "flow_hash"}, Slice: {"cpus", "priority", "rate"}, Offload: {"dstMac", "dstIP"}}
 	fields, ok := known[in.Kind]
 	if !ok {
 		return doc, in, invalid("Action.actionName", "unknown action %q (%s, %s or %s)", in.Kind, PrioQueue, Slice, Offload)
@@ -181,6 +183,11 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 		case "", "normal":
 		default:
 			return doc, in, invalid("Action.priority", "%q is neither high nor normal", p)
+		}
+		if r, ok := action("rate"); ok {
+			if in.Rate, err = strconv.ParseUint(r, 10, 64); err != nil || in.Rate == 0 {
+				return doc, in, invalid("Action.rate", "%q is not a rate in bits per second", r)
+			}
 		}
 		if len(in.Matches) == 0 {
 			return doc, in, invalid("Resources", "name the flows of the slice")

@@ -131,6 +131,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{"a CPU not there", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,4096"}}`, "Action"},
 		{"a CPU twice", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,0"}}`, "Action"},
 		{"a bad priority", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "urgent"}}`, "Action.priority"},
+		{"a bad rate", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "fast"}}`, "Action.rate"},
 		{"a slice naming nothing", `{"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources"},
 		{"an unknown resource field", `{"Resources": [{"vlan": "3"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].vlan"},
 		{"a fifth tunnel level", `{"Resources": [{"encapsulationType5": "gre"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].encapsulationType5"},
@@ -166,7 +167,7 @@ func TestOffloadIntentsAndRestore(t *testing.T) {
 		`{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.1"}}`,
 		`{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:02", "dstIP": "192.0.2.2"},
 		  "Params": [{"paramName": "interfaceName", "paramValue": "alt0"}]}`,
-		`{"Resources": [{"encapsulationType1": "vxlan", "encapsulationID1": "64"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"}}`,
+		`{"Resources": [{"encapsulationType1": "vxlan", "encapsulationID1": "64"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high", "rate": "100000000"}}`,
 	} {
 		if _, _, err := s.Apply([]byte(doc)); err != nil {
 			t.Fatal(err)
@@ -180,6 +181,9 @@ func TestOffloadIntentsAndRestore(t *testing.T) {
 	other, otherDP := newStore(t)
 	if err := other.Restore(saved); err != nil {
 		t.Fatal(err)
+	}
+	if sl := otherDP.Slices(); len(sl) != 1 || sl[0].Rate != 100_000_000 || !sl[0].Prioritised {
+		t.Errorf("restored slices %+v, want the prioritised one at 100 Mbit/s", sl)
 	}
 	was, _ := s.List()
 	now, _ := other.List()

@@ -19,8 +19,9 @@ type Stats struct {
 	Offloaded      uint64  `json:"offloaded"`
 	OffloadedShare float64 `json:"offloadedShare"`
 	// QueueDrops are the packets the queues of its CPUs dropped, whoever
-	// sent them.
+	// sent them; Policed those of its flows its rate dropped.
 	QueueDrops uint64 `json:"queueDrops"`
+	Policed    uint64 `json:"policed"`
 }
 
 // Status is an installed intent as the REST API shows it.
@@ -108,7 +109,11 @@ func (s *Store) stats(in *Intent) (st Stats, err error) {
 		if err != nil {
 			return st, err
 		}
-		st.Offloaded = off.Packets
+		policed, err := s.dp.SlicePoliced(in.Slice.ID)
+		if err != nil {
+			return st, err
+		}
+		st.Offloaded, st.Policed = off.Packets, policed.Packets
 	case in.FlowHash != nil:
 		flows, err := s.dp.PrioFlows()
 		if err != nil {

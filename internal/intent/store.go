@@ -95,7 +95,7 @@ func (s *Store) install(in *Intent) (err error) {
 		if err != nil {
 			return err
 		}
-		slice := classify.Slice{ID: id, CPUs: in.CPUs, Prioritised: in.Prioritised}
+		slice := classify.Slice{ID: id, CPUs: in.CPUs, Prioritised: in.Prioritised, Rate: in.Rate}
 		if err := s.dp.SetSlice(slice); err != nil {
 			return asError("Action", err)
 		}

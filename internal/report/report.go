@@ -40,8 +40,9 @@ type Slice struct {
 	OffloadedShare float64 `json:"offloadedShare"`
 	BitRate        float64 `json:"bitRate"` // local and offloaded
 	// QueueDrops are the packets the queues of its CPUs dropped, whoever
-	// sent them: the loss of steering.
+	// sent them: the loss of steering. Policed are those its rate dropped.
 	QueueDrops uint64 `json:"queueDrops"`
+	Policed    uint64 `json:"policedPackets"`
 }
 
 // CPU is a CPU's queue of steered packets.
@@ -147,6 +148,11 @@ func (r *Reporter) slice(s classify.Slice, cpus []CPU, dt float64) (Slice, error
 		return out, err
 	}
 	out.Offloaded, out.OffloadedBytes = off.Packets, off.Bytes
+	policed, err := r.dp.SlicePoliced(s.ID)
+	if err != nil {
+		return out, err
+	}
+	out.Policed = policed.Packets
 	if total := out.LocalPackets + out.Offloaded; total > 0 {
 		out.OffloadedShare = float64(out.Offloaded) / float64(total)
 	}
@@ -237,6 +243,7 @@ func (r *Reporter) WriteMetrics(w io.Writer) error {
 	metric("slice_local_packets_total", "Packets of a slice its CPUs took.", "counter", slices(func(s Slice) float64 { return float64(s.LocalPackets) }))
 	metric("slice_offloaded_packets_total", "Packets of a slice sent to alternative nodes.", "counter",
 		slices(func(s Slice) float64 { return float64(s.Offloaded) }))
+	metric("slice_policed_packets_total", "Packets of a slice its rate dropped.", "counter", slices(func(s Slice) float64 { return float64(s.Policed) }))
 	metric("slice_bit_rate", "Bits per second of a slice over the last interval.", "gauge", slices(func(s Slice) float64 { return s.BitRate }))
 	metric("cpu_queue_dropped_packets_total", "Packets a CPU's queue dropped, full.", "counter", cpus(func(c CPU) float64 { return float64(c.Dropped) }))
 	metric("cpu_queue_backlog_packets", "Packets in a CPU's queue.", "gauge", cpus(func(c CPU) float64 { return float64(c.Backlog) }))

@@ -1,0 +1,27 @@
+/* Token buckets (struct token_bucket). */
+#ifndef XDP5G_BUCKET_H
+#define XDP5G_BUCKET_H
+
+#include "common.h"
+#include "types.h"
+
+/* Refills a bucket for the time since its last refill, then takes len
+ * bytes from it if it holds them; returns whether it did. The caller keeps
+ * other CPUs out of the bucket (a lock, or a bucket per CPU). */
+INLINE int bucket_take(struct token_bucket *b, __u64 now, __u32 len)
+{
+	__u64 elapsed = now - b->last;
+	if (elapsed > NSEC_PER_SEC) /* keeps elapsed × rate in 64 bits */
+		elapsed = NSEC_PER_SEC;
+	if (now > b->last)
+		b->last = now;
+	__u64 tokens = b->tokens + elapsed * b->rate;
+	if (tokens > b->burst)
+		tokens = b->burst;
+	__u64 need = (__u64)len * NSEC_PER_SEC;
+	int pass = tokens >= need;
+	b->tokens = pass ? tokens - need : tokens;
+	return pass;
+}
+
+#endif
