@@ -151,6 +151,7 @@ volatile const __u32 sink_stamp_offset = 0;
  * (RFC 3550, section 6.4.1, in ns and times 16). */
 struct slice_delay {
 	__u64 received;
+	__u64 first_sent_ns; /* the earliest send time among them */
 	__u64 delay_sum, delay_min, delay_max; /* ns */
 	__u64 jitter16;
 	__u64 last_transit;
@@ -180,8 +181,11 @@ INLINE void sink_stamp(struct xdp_md *ctx)
 			d->delay_min = transit;
 		if (transit > d->delay_max)
 			d->delay_max = transit;
+		if (st.sent_ns < d->first_sent_ns)
+			d->first_sent_ns = st.sent_ns;
 	} else {
 		d->delay_min = d->delay_max = transit;
+		d->first_sent_ns = st.sent_ns;
 	}
 	d->last_transit = transit;
 	d->delay_sum += transit;

@@ -148,9 +148,14 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		if err != nil {
 			return err
 		}
+		reactions, err := measureReactions()
+		if err != nil {
+			return err
+		}
 		fmt.Fprintf(w, "`xdp5g bench %s` on %s; took %s.\n", strings.Join(args, " "), machine(), time.Since(start).Round(time.Second))
 		reportPrio(w, points)
 		reportDelays(w, delays)
+		reportReactions(w, reactions)
 		if cfg.charts != "" {
 			names, err := writeSlicingCharts(cfg.charts, points, delays)
 			if err != nil {

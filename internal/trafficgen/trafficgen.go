@@ -327,9 +327,11 @@ func (s *Sink) closeObjects() error {
 // SliceDelay is what a Sink saw of a slice's stamped frames: how many, and
 // their delay from the Generator's send time; Jitter is the mean over the
 // receiving CPUs, weighted by frames, of RFC 3550's interarrival jitter.
+// FirstSent is the earliest send time among them, on CLOCK_MONOTONIC.
 type SliceDelay struct {
 	Received               uint64
 	Mean, Min, Max, Jitter time.Duration
+	FirstSent              time.Duration
 }
 
 // Delays are the slices' delays, by slice.
@@ -348,6 +350,9 @@ func (s *Sink) Delays() ([]SliceDelay, error) {
 			}
 			if d.Received == 0 || time.Duration(c.DelayMin) < d.Min {
 				d.Min = time.Duration(c.DelayMin)
+			}
+			if d.Received == 0 || time.Duration(c.FirstSentNs) < d.FirstSent {
+				d.FirstSent = time.Duration(c.FirstSentNs)
 			}
 			d.Max = max(d.Max, time.Duration(c.DelayMax))
 			d.Received += c.Received

@@ -375,6 +375,11 @@ func TestStampedSlices(t *testing.T) {
 	sink := b.newSink(t, filter, false)
 	const count = 8000
 	opts := Options{FlowOffset: srcPortAt, Flows: 8, FlowsPerSlice: 4, StampOffset: stampAt, Rate: 100_000}
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Duration(now.Nano())
 	if _, _, err := b.generator.Send(b.gen, b.genIndex, frame, count, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -389,8 +394,9 @@ func TestStampedSlices(t *testing.T) {
 		if sent[slice] != want || d.Received != want {
 			t.Errorf("slice %d: sent %d, received %d; want %d", slice, sent[slice], d.Received, want)
 		}
-		if want > 0 && (d.Min <= 0 || d.Min > d.Mean || d.Mean > d.Max || d.Max > time.Second || d.Jitter > d.Max) {
-			t.Errorf("slice %d: delays %+v", slice, d)
+		if want > 0 && (d.Min <= 0 || d.Min > d.Mean || d.Mean > d.Max || d.Max > time.Second || d.Jitter > d.Max ||
+			d.FirstSent < began || d.FirstSent > began+time.Second) {
+			t.Errorf("slice %d: delays %+v (the send began at %v)", slice, d, began)
 		}
 		t.Logf("slice %d: %+v", slice, d)
 	}

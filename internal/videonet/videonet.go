@@ -11,11 +11,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/demo"
@@ -239,4 +242,34 @@ func (n *Net) SendLayer(kind Kind, layerID byte, flows int, packets, rate uint64
 	}
 	after, err := Settled(n.Counter)
 	return Layer{Sent: sent, Arrived: after.MatchPackets - before.MatchPackets, FrameLen: uint64(len(frame))}, err
+}
+
+// HogCPU keeps a CPU busy with a real-time thread until the returned
+// function is called: the kernel's threads there, the CPU map's among
+// them, get only what real-time throttling leaves them.
+func HogCPU(cpu int) (stop func(), err error) {
+	var stopping atomic.Bool
+	started, done := make(chan error), make(chan struct{})
+	go func() {
+		defer close(done)
+		// Never unlocked: the thread, its scheduling changed, ends with
+		// the goroutine.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(cpu)
+		err := unix.SchedSetaffinity(0, &set)
+		if err == nil {
+			err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
+		}
+		started <- err
+		for err == nil && !stopping.Load() {
+		}
+	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("taking CPU %d: %w", cpu, err)
+	}
+	return func() {
+		stopping.Store(true)
+		<-done
+	}, nil
 }

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -400,37 +399,6 @@ func TestRebalancingLosesNothing(t *testing.T) {
 	}
 }
 
-// hogCPU keeps a CPU busy with a real-time thread until the returned
-// function is called: the kernel's threads there, the CPU map's among
-// them, get only what real-time throttling leaves them.
-func hogCPU(t *testing.T, cpu int) (stop func()) {
-	t.Helper()
-	var stopping atomic.Bool
-	started, done := make(chan error), make(chan struct{})
-	go func() {
-		defer close(done)
-		// Never unlocked: the thread, its scheduling changed, ends with
-		// the goroutine.
-		runtime.LockOSThread()
-		var set unix.CPUSet
-		set.Set(cpu)
-		err := unix.SchedSetaffinity(0, &set)
-		if err == nil {
-			err = unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}, 0)
-		}
-		started <- err
-		for err == nil && !stopping.Load() {
-		}
-	}()
-	if err := <-started; err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		stopping.Store(true)
-		<-done
-	}
-}
-
 // The paper's overload (000_…, Algorithm 1), live: the CPU of the
 // non-prioritised slice is taken by another task, its queue fills, and its
 // flows leave for the alternative node, rewritten; the prioritised flow
@@ -467,8 +435,11 @@ func TestOverloadOffloadsNonPrioritised(t *testing.T) {
 
 	const flows, packets, prioPackets = 16, 32_000, 32_000 / 16
 	frame, port := n.Frame(GTPUInVXLAN, 0)
-	stop := hogCPU(t, 1)
-	_, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets,
+	stop, err := HogCPU(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = n.Gen.Send(n.Sender, n.SenderIndex, frame, packets,
 		trafficgen.Options{FlowOffset: port, Flows: flows, Rate: 100_000})
 	stop()
 	if err != nil {

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"errors"
+	"io"
+	"net/netip"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/videonet"
+)
+
+// The loads at which the reaction to an overload is measured: from
+// 400,000 packets/s this VM's CPU stalls alone fill queues, and flows
+// leave before the overload.
+var reactionRates = []uint64{50_000, 100_000, 200_000}
+
+// reactionTries are the measurements at each load.
+const reactionTries = 3
+
+const (
+	reactionSpan  = time.Second            // of traffic
+	reactionAfter = 300 * time.Millisecond // into it, CPU 1 is taken
+	// steerQueueFill is the queue fill at which a flow leaves (three
+	// quarters of classify's 2,048-packet queues).
+	steerQueueFill = 1536
+)
+
+// reaction is how long after CPU 1 was taken the first packet went to the
+// alternative node, at a load, in each try.
+type reaction struct {
+	rate  uint64
+	after []time.Duration
+}
+
+// measureReactions steers every service to CPU 1 with an alternative node,
+// takes CPU 1 with a real-time task partway through the traffic, and reads
+// the send time of the first packet that reached the alternative node.
+func measureReactions() (out []reaction, err error) {
+	restore, err := onCPU0()
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
+	for _, rate := range reactionRates {
+		progress("reaction to an overload at %d packets/s", rate)
+		r := reaction{rate: rate}
+		for range reactionTries {
+			after, err := measureReaction(rate)
+			if err != nil {
+				return nil, err
+			}
+			r.after = append(r.after, after)
+		}
+		slices.Sort(r.after)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func measureReaction(rate uint64) (after time.Duration, err error) {
+	d, err := classify.OpenDatapath(classify.Config{})
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	n, err := videonet.New(d.Program(), gtpStampAt)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, n.Close()) }()
+	if err := d.SetSlice(classify.Slice{ID: 1, CPUs: []int{1}}); err != nil {
+		return 0, err
+	}
+	if err := d.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, Slice: 1,
+		Matches: []classify.Match{{Field: "tunnel1", Value: uint64(classify.TunnelGTPU), Mask: 0xff}}}); err != nil {
+		return 0, err
+	}
+	if err := d.SetAlternatives([]classify.Alternative{{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}}); err != nil {
+		return 0, err
+	}
+	taken := make(chan time.Duration, 1)
+	done := make(chan struct{})
+	hogged := make(chan error, 1)
+	go func() {
+		time.Sleep(reactionAfter)
+		var now unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+			hogged <- err
+			return
+		}
+		taken <- time.Duration(now.Nano())
+		stop, err := videonet.HogCPU(1)
+		if err == nil {
+			<-done
+			stop()
+		}
+		hogged <- err
+	}()
+	_, _, err = n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, 256), uint64(float64(rate)*reactionSpan.Seconds()),
+		trafficgen.Options{FlowOffset: gtpTEIDLowAt, Flows: prioServices, FlowsPerSlice: prioServices, StampOffset: gtpStampAt, Rate: rate})
+	close(done)
+	if err := errors.Join(err, <-hogged); err != nil {
+		return 0, err
+	}
+	if _, err := videonet.Settled(n.Offloaded); err != nil {
+		return 0, err
+	}
+	away, err := n.Offloaded.Delays()
+	if err != nil {
+		return 0, err
+	}
+	if away[0].Received == 0 {
+		return 0, errors.New("nothing was offloaded")
+	}
+	return away[0].FirstSent - <-taken, nil
+}
+
+func reportReactions(w io.Writer, rs []reaction) {
+	p := linesTo(w)
+	p("\n### Reaction to an overload\n")
+	p("Every service steered to CPU 1 with an alternative node; %s into %s of traffic, a real-time task takes CPU 1.", reactionAfter, reactionSpan)
+	p("Reaction: from then to the send time of the first packet that reached the alternative node. A flow leaves when")
+	p("its CPU's queue holds %d packets, checked at every packet, so the reaction is the time that many packets take", steerQueueFill)
+	p("to arrive at the load, less what the queue already held. %d tries per load.\n", reactionTries)
+	p("| Load (packets/s) | Reaction, median | Fastest | Slowest | %d packets at the load |", steerQueueFill)
+	p("|---:|---:|---:|---:|---:|")
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, r := range rs {
+		p("| %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms |", r.rate, ms(r.after[len(r.after)/2]), ms(r.after[0]), ms(r.after[len(r.after)-1]),
+			1000*float64(steerQueueFill)/float64(r.rate))
+	}
+}
