@@ -5,16 +5,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/intent"
 )
 
-// listing1 is the intent of Listing 1 of 000_…, its interface one of the
-// env's.
-const listing1 = `{
- "Resources": [{"resourceId": "F8A4C949", "encapsulationID1": "00000445", "encapsulationType1": "vxlan"},
-               {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
-               {"resourceId": "5A07C580", "srcIP": "192.188.0.140", "dstPort": "5004"}],
- "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "0"},
- "Params": [{"paramName": "interfaceName", "paramValue": "n3n6"}]}`
+// listing1 is the intent of Listing 1 of 000_…, on CPU 0 and an interface
+// of the env's.
+var listing1 = strings.NewReplacer(`"rx_queue": "1"`, `"rx_queue": "0"`, `"eth0"`, `"n3n6"`).Replace(intent.Listing1)
 
 // Intents over REST: installed, shown with their statistics and what they
 // installed, which the rules and slices resources leave to them; refused

@@ -37,7 +37,7 @@ type delayRow struct {
 // slices (the first half; the one slice when there is one) on CPU 1 and
 // the others on CPU 0.
 func measureDelays() (rows []delayRow, err error) {
-	restore, err := onCPU0()
+	restore, err := videonet.OnCPU0()
 	if err != nil {
 		return nil, err
 	}
@@ -60,16 +60,11 @@ func measureDelays() (rows []delayRow, err error) {
 }
 
 func measureDelayPoint(slices int, steer bool) (rows []delayRow, err error) {
-	d, err := classify.OpenDatapath(classify.Config{})
+	d, n, closeAll, err := newSegment()
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
-	n, err := videonet.New(d.Program(), gtpStampAt)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, n.Close()) }()
+	defer func() { err = errors.Join(err, closeAll()) }()
 	prioritised := func(s int) bool { return s < max(slices/2, 1) }
 	if steer {
 		for s := range slices {

@@ -41,7 +41,7 @@ type reaction struct {
 // takes CPU 1 with a real-time task partway through the traffic, and reads
 // the send time of the first packet that reached the alternative node.
 func measureReactions() (out []reaction, err error) {
-	restore, err := onCPU0()
+	restore, err := videonet.OnCPU0()
 	if err != nil {
 		return nil, err
 	}
@@ -63,16 +63,11 @@ func measureReactions() (out []reaction, err error) {
 }
 
 func measureReaction(rate uint64) (after time.Duration, err error) {
-	d, err := classify.OpenDatapath(classify.Config{})
+	d, n, closeAll, err := newSegment()
 	if err != nil {
 		return 0, err
 	}
-	defer d.Close()
-	n, err := videonet.New(d.Program(), gtpStampAt)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { err = errors.Join(err, n.Close()) }()
+	defer func() { err = errors.Join(err, closeAll()) }()
 	if err := d.SetSlice(classify.Slice{ID: 1, CPUs: []int{1}}); err != nil {
 		return 0, err
 	}

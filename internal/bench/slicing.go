@@ -7,12 +7,10 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"runtime"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/classify"
 	"github.com/xdp5g/xdp5g/internal/demo"
@@ -93,7 +91,7 @@ func gtpFrame(routerMAC net.HardwareAddr, size int) []byte {
 // measurePrio runs Table 1 through videonet's segment, the generator on
 // CPU 0.
 func measurePrio() (points []prioPoint, err error) {
-	restore, err := onCPU0()
+	restore, err := videonet.OnCPU0()
 	if err != nil {
 		return nil, err
 	}
@@ -114,38 +112,26 @@ func measurePrio() (points []prioPoint, err error) {
 	return points, nil
 }
 
-// onCPU0 moves the calling goroutine's thread to CPU 0, where the
-// generator runs, and returns how to undo it; it needs CPUs 0 and 1.
-func onCPU0() (restore func(), err error) {
-	var online, cpu0 unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
-		return nil, errors.New("the slicing benchmark needs CPUs 0 and 1")
+// newSegment is a classifier at the edge of videonet's segment, whose
+// sinks read the stamps of gtpFrame; closeAll removes both.
+func newSegment() (d *classify.Datapath, n *videonet.Net, closeAll func() error, err error) {
+	if d, err = classify.OpenDatapath(classify.Config{}); err != nil {
+		return nil, nil, nil, err
 	}
-	runtime.LockOSThread()
-	cpu0.Set(0)
-	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
+	if n, err = videonet.New(d.Program(), gtpStampAt); err != nil {
+		return nil, nil, nil, errors.Join(err, d.Close())
 	}
-	return func() {
-		unix.SchedSetaffinity(0, &online)
-		runtime.UnlockOSThread()
-	}, nil
+	return d, n, func() error { return errors.Join(n.Close(), d.Close()) }, nil
 }
 
 // measurePrioPoint measures one setup, size and rate on a fresh segment.
 func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error) {
 	p.size, p.rate = size, rate
-	d, err := classify.OpenDatapath(classify.Config{})
+	d, n, closeAll, err := newSegment()
 	if err != nil {
 		return p, err
 	}
-	defer d.Close()
-	n, err := videonet.New(d.Program(), gtpStampAt)
-	if err != nil {
-		return p, err
-	}
-	defer func() { err = errors.Join(err, n.Close()) }()
+	defer func() { err = errors.Join(err, closeAll()) }()
 	if err := steerServices(d, cpus, classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
 		return p, err
 	}

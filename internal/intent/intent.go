@@ -35,6 +35,16 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify"
 )
 
+// Listing1 is the intent of Listing 1 of 000_…, as the paper writes it:
+// the flow from 192.188.0.140 to port 5004 in GTP-U tunnel 0x8894D0D4 in
+// VXLAN 0x445, prioritised on CPU 1.
+const Listing1 = `{
+ "Resources": [{"resourceId": "F8A4C949", "encapsulationID1": "00000445", "encapsulationType1": "vxlan"},
+               {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
+               {"resourceId": "5A07C580", "srcIP": "192.188.0.140", "dstPort": "5004"}],
+ "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "1"},
+ "Params": [{"paramName": "interfaceName", "paramValue": "eth0"}]}`
+
 // Kinds of intents: their action names.
 const (
 	PrioQueue = "PRIO-QUEUE"

@@ -18,14 +18,6 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 )
 
-// listing1 is the intent of Listing 1 of 000_…, as the paper writes it.
-const listing1 = `{
- "Resources": [{"resourceId": "F8A4C949", "encapsulationID1": "00000445", "encapsulationType1": "vxlan"},
-               {"resourceId": "B6E6B2B3", "encapsulationID2": "8894D0D4", "encapsulationType2": "gtp"},
-               {"resourceId": "5A07C580", "srcIP": "192.188.0.140", "dstPort": "5004"}],
- "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "1"},
- "Params": [{"paramName": "interfaceName", "paramValue": "eth0"}]}`
-
 // interfaces stands for the classifier's namespace: eth0 and alt0.
 func interfaces(name string) (*net.Interface, error) {
 	index := map[string]int{"eth0": 2, "alt0": 3}[name]
@@ -66,7 +58,7 @@ func listing1Frame() []byte {
 // steered and counted.
 func TestListing1(t *testing.T) {
 	s, dp := newStore(t)
-	in, deleted, err := s.Apply([]byte(listing1))
+	in, deleted, err := s.Apply([]byte(Listing1))
 	if err != nil || deleted {
 		t.Fatalf("%v, deleted %v", err, deleted)
 	}
@@ -99,7 +91,7 @@ func TestListing1(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 	// DELETE with the same action and resources removes it, and all it installed.
-	del := strings.Replace(listing1, `"INSERT"`, `"DELETE"`, 1)
+	del := strings.Replace(Listing1, `"INSERT"`, `"DELETE"`, 1)
 	if gone, deleted, err := s.Apply([]byte(del)); err != nil || !deleted || gone.ID != in.ID {
 		t.Fatalf("delete: %+v, %v, %v", gone, deleted, err)
 	}

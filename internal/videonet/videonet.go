@@ -273,3 +273,24 @@ func HogCPU(cpu int) (stop func(), err error) {
 		<-done
 	}, nil
 }
+
+// OnCPU0 moves the calling goroutine's thread to CPU 0, so that a
+// Generator it runs sends from there, and returns how to undo it. It needs
+// CPUs 0 and 1: the other is for what the generator's packets are steered
+// to.
+func OnCPU0() (restore func(), err error) {
+	var online, cpu0 unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
+		return nil, errors.New("needs CPUs 0 and 1")
+	}
+	runtime.LockOSThread()
+	cpu0.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &online)
+		runtime.UnlockOSThread()
+	}, nil
+}

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
@@ -207,7 +206,7 @@ func checkMonitorSample(t *testing.T, n *Net, out *classify.Egress) {
 // packets arrive on: the router's kernel forwards them there, and so the
 // sink, which counts per CPU, sees them there; the base layer stays.
 func TestSteerToCPU(t *testing.T) {
-	online := needTwoCPUs(t)
+	needTwoCPUs(t)
 	p := newClassifier(t)
 	n := newVideoNet(t, p)
 	if err := p.SetSlice(classify.Slice{ID: 3, CPUs: []int{1}}); err != nil {
@@ -216,15 +215,12 @@ func TestSteerToCPU(t *testing.T) {
 	if err := p.Add(classify.Rule{ID: 1, Action: classify.ActionSteer, Slice: 3, Matches: []classify.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
 		t.Fatal(err)
 	}
-	// The generator, and with it the classifier, runs on this thread's CPU.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpu0 unix.CPUSet
-	cpu0.Set(0)
-	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+	// The generator, and with it the classifier, runs on CPU 0.
+	restore, err := OnCPU0()
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.SchedSetaffinity(0, &online)
+	defer restore()
 
 	// Bursts shorter than a CPU's queue, so that a busy CPU 1 drops none.
 	const packets, rate = 2000, 10_000
@@ -260,15 +256,13 @@ func TestSteerToCPU(t *testing.T) {
 	}
 }
 
-// needTwoCPUs skips a test without CPUs 0 and 1 to run on, and returns the
-// CPUs it may run on.
-func needTwoCPUs(t *testing.T) unix.CPUSet {
+// needTwoCPUs skips a test without CPUs 0 and 1 to run on.
+func needTwoCPUs(t *testing.T) {
 	t.Helper()
 	var online unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &online); err != nil || !online.IsSet(0) || !online.IsSet(1) {
 		t.Skip("needs CPUs 0 and 1")
 	}
-	return online
 }
 
 // steerVideo spreads GTP-U-in-VXLAN traffic over a slice of CPUs 0 and 1.
@@ -404,7 +398,7 @@ func TestRebalancingLosesNothing(t *testing.T) {
 // flows leave for the alternative node, rewritten; the prioritised flow
 // stays on its CPU, and not a packet is lost.
 func TestOverloadOffloadsNonPrioritised(t *testing.T) {
-	online := needTwoCPUs(t)
+	needTwoCPUs(t)
 	p := newClassifier(t)
 	n := newVideoNet(t, p)
 	for _, s := range []classify.Slice{{ID: 1, CPUs: []int{1}}, {ID: 2, CPUs: []int{0}, Prioritised: true}} {
@@ -424,14 +418,11 @@ func TestOverloadOffloadsNonPrioritised(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The generator, and with it the classifier, runs on CPU 0.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpu0 unix.CPUSet
-	cpu0.Set(0)
-	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
+	restore, err := OnCPU0()
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.SchedSetaffinity(0, &online)
+	defer restore()
 
 	const flows, packets, prioPackets = 16, 32_000, 32_000 / 16
 	frame, port := n.Frame(GTPUInVXLAN, 0)
