@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -136,11 +137,35 @@ func (d *Datapath) Attach(dir, ifname string, mode xdplink.Mode) error {
 	return xdplink.XDP(filepath.Join(dir, xdpLinks, ifname), d.Program(), ifname, mode)
 }
 
-// Subdirectories of an Attach directory.
+// Subdirectories of an Attach directory, and the pin of the queue-drop
+// link (KeepCountingDrops).
 const (
 	xdpLinks    = "xdp"
 	mirrorLinks = "tc-mirror"
+	dropsLink   = "queue-drops"
 )
+
+// KeepCountingDrops pins the link that counts what the CPU queues drop in
+// dir, in place of a previous run's: the programs a daemon leaves attached
+// then keep their queues' fill exact while it is down.
+func (d *Datapath) KeepCountingDrops(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := StopCountingDrops(dir); err != nil {
+		return err
+	}
+	return d.queueDrops.Pin(filepath.Join(dir, dropsLink))
+}
+
+// StopCountingDrops removes the queue-drop link pinned in dir, if any.
+func StopCountingDrops(dir string) error {
+	pin := filepath.Join(dir, dropsLink)
+	if _, err := os.Stat(pin); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return xdplink.Detach(pin)
+}
 
 // Detach removes the classifier from an interface it was attached to with
 // links pinned in dir.
@@ -151,7 +176,8 @@ func Detach(dir, ifname string) error {
 
 // DetachAll removes every attachment pinned in dir.
 func DetachAll(dir string) error {
-	return errors.Join(xdplink.DetachAll(filepath.Join(dir, xdpLinks)), xdplink.DetachAll(filepath.Join(dir, mirrorLinks)))
+	return errors.Join(xdplink.DetachAll(filepath.Join(dir, xdpLinks)), xdplink.DetachAll(filepath.Join(dir, mirrorLinks)),
+		StopCountingDrops(dir))
 }
 
 // Attached names the interfaces with the classifier's XDP link pinned in

@@ -78,6 +78,11 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 	var names []string
 	if c != nil {
 		names = cfg.Classify.Interfaces
+		if err := c.Rules.KeepCountingDrops(dir); err != nil {
+			return err
+		}
+	} else if err := classify.StopCountingDrops(dir); err != nil {
+		return err
 	}
 	return inNetns(ns, func() error {
 		for _, name := range names {

@@ -106,6 +106,10 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	if !e.xdpAttached(t, "spare") {
 		t.Fatal("spare lost the classifier when the daemon stopped")
 	}
+	drops := filepath.Join(e.pin, "classify", "queue-drops")
+	if _, err := os.Stat(drops); err != nil {
+		t.Errorf("the queue-drop link is not pinned while the daemon is down: %v", err)
+	}
 	e.classified(t, dropped, passed)
 	data, err := os.ReadFile(cfg.Classify.RulesFile)
 	must(t, err)
@@ -136,6 +140,9 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	must(t, stop())
 	if e.xdpAttached(t, "spare") {
 		t.Error("spare keeps the classifier with no classify section")
+	}
+	if _, err := os.Stat(drops); !os.IsNotExist(err) {
+		t.Errorf("the queue-drop link outlives the classify section: %v", err)
 	}
 }
 
