@@ -188,10 +188,24 @@ INLINE __u16 csum_replace4(__u16 check, __be32 from, __be32 to)
 	return csum_fold(sum);
 }
 
-/* Sends a packet to an alternative node: outer destination MAC and IPv4
- * address rewritten, the IPv4 and (when used) UDP checksums fixed, the
- * source MAC the port's own (the packet's destination MAC). Returns -1
- * when it cannot: no alternative, or an outer header other than IPv4. */
+/* A UDP checksum updated for an address of its pseudo-header changed; a
+ * checksum of 0 (none, over IPv4) stays. */
+INLINE void udp_readdress(struct udphdr *udp, const void *from, const void *to, __u32 size)
+{
+	if (!udp->check)
+		return;
+	__s64 sum = bpf_csum_diff((__be32 *)from, size, (__be32 *)to, size, (__u16)~udp->check);
+	if (sum < 0)
+		return;
+	__u16 check = csum_fold(sum);
+	udp->check = check ? check : 0xffff;
+}
+
+/* Sends a packet to an alternative node: outer destination MAC and
+ * address rewritten, the IPv4 and (when there is one) UDP checksums fixed,
+ * the source MAC the port's own (the packet's destination MAC). Returns -1
+ * when it cannot: no alternative, or an outer header of another family
+ * than the alternative's (or neither IPv4 nor IPv6). */
 INLINE int offload(struct xdp_md *ctx, __u32 hash)
 {
 	__u32 zero = 0;
@@ -202,20 +216,38 @@ INLINE int offload(struct xdp_md *ctx, __u32 hash)
 	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
 	struct ethhdr *eth;
 	__be16 proto;
-	if (parse_eth(&c, &eth, &proto) || proto != bpf_htons(ETH_P_IP))
+	if (parse_eth(&c, &eth, &proto))
 		return -1;
-	struct iphdr *ip = parse_ipv4(&c);
-	if (!ip)
-		return -1;
-	__be32 old = ip->daddr;
-	ip->daddr = alt->addr;
-	ip->check = csum_replace4(ip->check, old, alt->addr);
-	if (ip->protocol == IPPROTO_UDP && !ipv4_is_fragment(ip)) {
-		struct udphdr *udp = cursor_take(&c, struct udphdr);
-		if (udp && udp->check) { /* the pseudo-header holds the address */
-			__u16 check = csum_replace4(udp->check, old, alt->addr);
-			udp->check = check ? check : 0xffff;
+	if (proto == bpf_htons(ETH_P_IP) && !alt->ipv6) {
+		struct iphdr *ip = parse_ipv4(&c);
+		if (!ip)
+			return -1;
+		__be32 old = ip->daddr, to;
+		__builtin_memcpy(&to, alt->addr, sizeof(to));
+		ip->daddr = to;
+		ip->check = csum_replace4(ip->check, old, to);
+		struct udphdr *udp = ip->protocol == IPPROTO_UDP && !ipv4_is_fragment(ip) ? cursor_take(&c, struct udphdr) : NULL;
+		if (udp)
+			udp_readdress(udp, &old, &to, sizeof(to));
+	} else if (proto == bpf_htons(ETH_P_IPV6) && alt->ipv6) {
+		struct ipv6hdr *ip6 = parse_ipv6(&c);
+		if (!ip6)
+			return -1;
+		/* Behind extension headers a UDP checksum is out of reach. */
+		switch (ip6->nexthdr) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_FRAGMENT:
+		case IPPROTO_DSTOPTS:
+		case IPPROTO_AH:
+			return -1;
 		}
+		struct udphdr *udp = ip6->nexthdr == IPPROTO_UDP ? cursor_take(&c, struct udphdr) : NULL;
+		if (udp)
+			udp_readdress(udp, &ip6->daddr, alt->addr, sizeof(ip6->daddr));
+		__builtin_memcpy(&ip6->daddr, alt->addr, sizeof(ip6->daddr));
+	} else {
+		return -1;
 	}
 	__builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, alt->mac, ETH_ALEN);

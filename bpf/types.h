@@ -420,13 +420,15 @@ struct flow_route {
 };
 
 /* An alternative node for the flows the host cannot take: its MAC and
- * IPv4 address, out of the port packets came in on (ifindex 0) or out of
- * another. */
+ * address, out of the port packets came in on (ifindex 0) or out of
+ * another. It takes packets whose outer header is of its address's
+ * family. */
 struct alt_node {
 	__u8 mac[6];
-	__u8 pad[2];
-	__be32 addr;
+	__u8 ipv6;     /* 1: addr is IPv6; 0: IPv4, in its first four octets */
+	__u8 pad;
 	__u32 ifindex;
+	__u8 addr[16];
 };
 
 #define ALT_MAX 16

@@ -47,20 +47,28 @@ func (p *parser) runOut(t *testing.T, frame []byte) (uint32, []byte) {
 }
 
 // A GTP-U-in-VXLAN frame with every checksum right, the outer UDP one
-// included, from the UE's port.
+// included, from the UE's port, over IPv4.
 func offloadFrame(port layers.UDPPort) []byte {
-	outerIP := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP,
-		SrcIP: net.ParseIP("192.0.2.1").To4(), DstIP: net.ParseIP("192.0.2.2").To4()}
+	return offloadFrameOver(&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("192.0.2.1").To4(), DstIP: net.ParseIP("192.0.2.2").To4()}, port)
+}
+
+// offloadFrameOver is offloadFrame over an outer IPv4 or IPv6 header.
+func offloadFrameOver(outerIP gopacket.NetworkLayer, port layers.UDPPort) []byte {
 	outerUDP := &layers.UDP{SrcPort: 50000, DstPort: 4789}
+	etherType := layers.EthernetTypeIPv4
+	if _, v6 := outerIP.(*layers.IPv6); v6 {
+		etherType = layers.EthernetTypeIPv6
+	}
 	gtpIP, gtpUDP := ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152)
 	ueIP, ueUDP := ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(port, 5004)
 	for _, l := range []struct {
 		u  *layers.UDP
-		ip *layers.IPv4
+		ip gopacket.NetworkLayer
 	}{{outerUDP, outerIP}, {gtpUDP, gtpIP}, {ueUDP, ueIP}} {
 		l.u.SetNetworkLayerForChecksum(l.ip)
 	}
-	return demo.Serialize(true, eth(layers.EthernetTypeIPv4), outerIP, outerUDP, &layers.VXLAN{ValidIDFlag: true, VNI: 7},
+	return demo.Serialize(true, eth(etherType), outerIP.(gopacket.SerializableLayer), outerUDP, &layers.VXLAN{ValidIDFlag: true, VNI: 7},
 		eth(layers.EthernetTypeIPv4), gtpIP, gtpUDP, &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 0x100},
 		ueIP, ueUDP, gopacket.Payload("payload"))
 }
@@ -72,20 +80,27 @@ func checkOffloaded(t *testing.T, sent, out []byte, alt Alternative) {
 	t.Helper()
 	pkt := gopacket.NewPacket(out, layers.LayerTypeEthernet, gopacket.Default)
 	e, _ := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	ip, _ := pkt.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 	u, _ := pkt.Layer(layers.LayerTypeUDP).(*layers.UDP)
-	if e == nil || ip == nil || u == nil {
+	var dst net.IP
+	network := pkt.NetworkLayer() // the outermost
+	switch ip := network.(type) {
+	case *layers.IPv4:
+		dst = ip.DstIP
+		if want := ip.Checksum; recomputeIPv4(t, ip) != want {
+			t.Errorf("IPv4 checksum %#04x is wrong", want)
+		}
+	case *layers.IPv6:
+		dst = ip.DstIP
+	}
+	if e == nil || network == nil || u == nil {
 		t.Fatalf("the frame that left does not decode: %v", pkt)
 	}
 	if e.DstMAC.String() != alt.MAC.String() || e.SrcMAC.String() != net.HardwareAddr(sent[0:6]).String() ||
-		!ip.DstIP.Equal(alt.Addr.AsSlice()) {
-		t.Errorf("left from %v to %v, %v; want from %v to %v, %v", e.SrcMAC, e.DstMAC, ip.DstIP,
+		!dst.Equal(alt.Addr.AsSlice()) {
+		t.Errorf("left from %v to %v, %v; want from %v to %v, %v", e.SrcMAC, e.DstMAC, dst,
 			net.HardwareAddr(sent[0:6]), alt.MAC, alt.Addr)
 	}
-	if want := ip.Checksum; recomputeIPv4(t, ip) != want {
-		t.Errorf("IPv4 checksum %#04x is wrong", want)
-	}
-	if want := u.Checksum; recomputeUDP(t, ip, u) != want || want == 0 {
+	if want := u.Checksum; recomputeUDP(t, network, u) != want || want == 0 {
 		t.Errorf("UDP checksum %#04x is wrong", want)
 	}
 }
@@ -100,7 +115,7 @@ func recomputeIPv4(t *testing.T, ip *layers.IPv4) uint16 {
 	return c.Checksum
 }
 
-func recomputeUDP(t *testing.T, ip *layers.IPv4, u *layers.UDP) uint16 {
+func recomputeUDP(t *testing.T, ip gopacket.NetworkLayer, u *layers.UDP) uint16 {
 	t.Helper()
 	c := *u
 	c.SetNetworkLayerForChecksum(ip)
@@ -255,5 +270,36 @@ func TestSliceRate(t *testing.T) {
 	}
 	if err := p.SetSlice(Slice{ID: 3, CPUs: []int{p.cpu}, Rate: 1, Burst: 1 << 62}); err == nil {
 		t.Error("a burst no bucket holds was accepted")
+	}
+}
+
+// Over IPv6 the alternative's IPv6 address replaces the outer destination
+// and the mandatory UDP checksum follows; a packet of the other family than
+// the alternative's stays on its CPU.
+func TestOffloadOverIPv6(t *testing.T) {
+	p := newParser(t)
+	if err := p.SetSlice(Slice{ID: 1, CPUs: []int{p.cpu}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(Rule{ID: 1, Action: ActionSteer, Slice: 1}); err != nil {
+		t.Fatal(err)
+	}
+	alt := Alternative{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xbb}, Addr: netip.MustParseAddr("2001:db8::99")}
+	if err := p.SetAlternatives([]Alternative{alt}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Alternatives(); err != nil || len(got) != 1 || got[0].Addr != alt.Addr {
+		t.Fatalf("alternatives %+v (%v)", got, err)
+	}
+	p.loadCPU(t, p.cpu, steerQueue)
+	v6 := offloadFrameOver(&layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}, 1000)
+	action, out := p.runOut(t, v6)
+	if action != xdpTX {
+		t.Fatalf("an IPv6 frame: action %d, want XDP_TX", action)
+	}
+	checkOffloaded(t, v6, out, alt)
+	if action, _ := p.runOut(t, offloadFrame(2000)); action != xdpRedirect {
+		t.Errorf("an IPv4 frame with an IPv6 alternative: action %d, want XDP_REDIRECT to its CPU", action)
 	}
 }

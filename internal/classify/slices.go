@@ -82,8 +82,9 @@ func (d *Datapath) watchQueueDrops() error {
 }
 
 // Alternative is a node that takes the flows the host cannot: packets go
-// to it with their outer destination MAC and IPv4 address rewritten, out
-// of the port they came in on (Ifindex 0) or out of another.
+// to it with their outer destination MAC and address rewritten, out of the
+// port they came in on (Ifindex 0) or out of another. It takes the packets
+// whose outer header is of its address's family; the others stay.
 type Alternative struct {
 	MAC     net.HardwareAddr
 	Addr    netip.Addr
@@ -102,14 +103,18 @@ func (d *Datapath) SetAlternatives(alts []Alternative) error {
 		if len(a.MAC) != 6 {
 			return invalid(field+".mac", "%v is not an Ethernet address", a.MAC)
 		}
-		if !a.Addr.Is4() {
-			return invalid(field+".addr", "%v is not an IPv4 address", a.Addr)
+		if !a.Addr.IsValid() || a.Addr.Zone() != "" || a.Addr.Is4In6() {
+			return invalid(field+".addr", "%v is not an IPv4 or IPv6 address", a.Addr)
 		}
 		if a.Ifindex < 0 {
 			return invalid(field+".ifindex", "%d is not an interface index", a.Ifindex)
 		}
-		table.Node[i] = classifyAltNode{Mac: [6]byte(a.MAC), Addr: binary.NativeEndian.Uint32(a.Addr.AsSlice()),
-			Ifindex: uint32(a.Ifindex)}
+		node := classifyAltNode{Mac: [6]byte(a.MAC), Ifindex: uint32(a.Ifindex)}
+		copy(node.Addr[:], a.Addr.AsSlice())
+		if a.Addr.Is6() {
+			node.Ipv6 = 1
+		}
+		table.Node[i] = node
 	}
 	table.N = uint32(len(alts))
 	return d.objs.Alternatives.Put(uint32(0), &table)
@@ -124,9 +129,11 @@ func (d *Datapath) Alternatives() ([]Alternative, error) {
 	out := make([]Alternative, table.N)
 	for i := range out {
 		n := table.Node[i]
-		var addr [4]byte
-		binary.NativeEndian.PutUint32(addr[:], n.Addr)
-		out[i] = Alternative{MAC: net.HardwareAddr(n.Mac[:]), Addr: netip.AddrFrom4(addr), Ifindex: int(n.Ifindex)}
+		addr := netip.AddrFrom16(n.Addr)
+		if n.Ipv6 == 0 {
+			addr = netip.AddrFrom4([4]byte(n.Addr[:4]))
+		}
+		out[i] = Alternative{MAC: net.HardwareAddr(n.Mac[:]), Addr: addr, Ifindex: int(n.Ifindex)}
 	}
 	return out, nil
 }

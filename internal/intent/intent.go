@@ -12,7 +12,8 @@
 //   - SLICE: the flows spread over the CPUs of "cpus", prioritised when
 //     "priority" is "high", limited to "rate" bits per second on each
 //     receiving CPU when given.
-//   - OFFLOAD: an alternative node (dstMac, dstIP) that takes the flows
+//   - OFFLOAD: an alternative node (dstMac, dstIP, IPv4 or IPv6: it takes
+//     the packets whose outer header is of that family) that takes the flows
 //     the host cannot, out of the port they came in on or out of the
 //     interface of the interfaceName parameter.
 //
@@ -212,8 +213,8 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 		if alt.MAC, err = net.ParseMAC(mac); err != nil || len(alt.MAC) != 6 {
 			return doc, in, invalid("Action.dstMac", "%q is not an Ethernet address", mac)
 		}
-		if alt.Addr, err = netip.ParseAddr(addr); err != nil || !alt.Addr.Is4() {
-			return doc, in, invalid("Action.dstIP", "%q is not an IPv4 address", addr)
+		if alt.Addr, err = netip.ParseAddr(addr); err != nil || alt.Addr.Zone() != "" {
+			return doc, in, invalid("Action.dstIP", "%q is not an IP address", addr)
 		}
 		if name, ok := params["interfaceName"]; ok {
 			i, err := iface(fmt.Sprint(name))

@@ -133,7 +133,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{"a bad port", `{"Resources": [{"dstPort": "70000"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].dstPort"},
 		{"an offload naming flows", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"}}`, "Resources"},
 		{"an offload to no MAC", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00", "dstIP": "192.0.2.9"}}`, "Action.dstMac"},
-		{"an offload to IPv6", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "2001:db8::9"}}`, "Action.dstIP"},
+		{"an offload to no address", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "fe80::1%eth0"}}`, "Action.dstIP"},
 		{"an offload out of no interface", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
 			"Params": [{"paramName": "interfaceName", "paramValue": "eth9"}]}`, "Params.interfaceName"},
 		{"an unknown parameter", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
