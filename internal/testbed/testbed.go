@@ -147,6 +147,19 @@ func (n *Netns) Link(name string) (index int, mac net.HardwareAddr, err error) {
 	return l.Attrs().Index, l.Attrs().HardwareAddr, nil
 }
 
+// TxDropped is how many packets a link of the namespace dropped on
+// transmission: a veth does when its peer's XDP ring is full.
+func (n *Netns) TxDropped(name string) (uint64, error) {
+	l, err := n.link(name)
+	if err != nil {
+		return 0, err
+	}
+	if st := l.Attrs().Statistics; st != nil {
+		return st.TxDropped, nil
+	}
+	return 0, fmt.Errorf("%s in %s has no statistics", name, n.Name)
+}
+
 // AddAddr assigns an address in CIDR notation, e.g. "10.0.0.1/24", to an
 // interface.
 func (n *Netns) AddAddr(ifname, cidr string) error {

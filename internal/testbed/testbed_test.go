@@ -210,3 +210,49 @@ func xdpOf(t *testing.T, n *Netns, ifname string) *netlink.LinkXdp {
 	}
 	return l.Attrs().Xdp
 }
+
+// A veth drops what it transmits while its peer is down, and says so.
+func TestTxDropped(t *testing.T) {
+	a, b := newNetns(t, "tb-a-"), newNetns(t, "tb-b-")
+	if err := Veth(a, "va", b, "vb"); err != nil {
+		t.Fatal(err)
+	}
+	_, peerMAC, err := b.Link("vb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{a.AddAddr("va", "10.9.9.1/24"), a.SetNeigh("va", "10.9.9.2", peerMAC)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	vb, err := b.link("vb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.nl.LinkSetDown(vb); err != nil {
+		t.Fatal(err)
+	}
+	const datagrams = 3
+	if err := a.Do(func() error {
+		conn, err := net.Dial("udp4", "10.9.9.2:9")
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for range datagrams {
+			if _, err := conn.Write([]byte("dropped")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.TxDropped("va"); err != nil || got != datagrams {
+		t.Errorf("TxDropped = %d, %v; want %d", got, err, datagrams)
+	}
+	if _, err := a.TxDropped("nope"); err == nil {
+		t.Error("TxDropped of no link gave no error")
+	}
+}

@@ -222,6 +222,21 @@ func EnhancementLayerDrops(kind Kind, flows int) []classify.Rule {
 	return rules
 }
 
+// OutDropped is how many packets the router's links to the sink and to
+// the alternative node dropped, their receivers' rings full: the test
+// bed's loss after the router.
+func (n *Net) OutDropped() (uint64, error) {
+	var total uint64
+	for _, name := range []string{"core", "alt"} {
+		d, err := n.Router.TxDropped(name)
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
 // Layer is what became of one layer's packets sent over the flows.
 type Layer struct {
 	Sent, Arrived, FrameLen uint64
