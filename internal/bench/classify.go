@@ -53,6 +53,7 @@ type classifyResult struct {
 	frameLens []int
 	singles   time.Duration // adding singleRules rules one call each
 	enforce   []time.Duration
+	steering  steerCosts
 	video     []videoRow
 	took      time.Duration
 }
@@ -134,6 +135,10 @@ func measureClassify(ctx context.Context, b *baselines, cfg config) (res classif
 			return res, fmt.Errorf("%d rules: %w", n, err)
 		}
 		res.rows = append(res.rows, row)
+	}
+	progress("classification: steering")
+	if res.steering, err = measureSteerCost(ctx, b, cfg.runs, steadyFrames[len(trafficTypes)-1][0]); err != nil {
+		return res, err
 	}
 	progress("classification: rule insertion and enforcement")
 	if res.singles, res.enforce, err = measureInsertion(); err != nil {
@@ -245,6 +250,7 @@ func reportClassify(w io.Writer, args []string, cfg config, res classifyResult) 
 		}
 		p("%s", line)
 	}
+	reportSteerCost(w, res.steering)
 	p("\n### Rule insertion\n")
 	p("%d rules added one call each: %.0f rules/s (a change waits for the grace period of the one before, %s). Batches:", singleRules,
 		singleRules/res.singles.Seconds(), classify.DefaultGrace)
