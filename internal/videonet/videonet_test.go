@@ -224,10 +224,14 @@ func TestSteerToCPU(t *testing.T) {
 
 	// Bursts shorter than a CPU's queue, so that a busy CPU 1 drops none.
 	const packets, rate = 2000, 10_000
+	// The steered layer lands on CPU 1, every packet; the other stays with
+	// the kernel's receive path on CPU 0, but for the odd packet the sink's
+	// NAPI, still running on CPU 1, may take over.
 	for _, c := range []struct {
 		layerID byte
 		cpu     int
-	}{{1, 1}, {0, 0}} {
+		least   uint64
+	}{{1, 1, packets}, {0, 0, packets * 99 / 100}} {
 		before, err := n.Counter.CountsByCPU()
 		if err != nil {
 			t.Fatal(err)
@@ -241,14 +245,12 @@ func TestSteerToCPU(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var total uint64
 		for cpu := range after {
-			want := uint64(0)
-			if cpu == c.cpu {
-				want = packets
-			}
-			if got := after[cpu].MatchPackets - before[cpu].MatchPackets; got != want {
-				t.Errorf("layer %d: CPU %d forwarded %d packets, want %d", c.layerID, cpu, got, want)
-			}
+			total += after[cpu].MatchPackets - before[cpu].MatchPackets
+		}
+		if on := after[c.cpu].MatchPackets - before[c.cpu].MatchPackets; total != packets || on < c.least {
+			t.Errorf("layer %d: %d packets forwarded, %d of them on CPU %d; want %d, %d at least", c.layerID, total, on, c.cpu, packets, c.least)
 		}
 	}
 	if got, _, err := p.Counters(1); err != nil || got != packets {
