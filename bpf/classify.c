@@ -82,7 +82,7 @@ struct {
 	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
 	__type(key, __u32);
 	__type(value, struct classify_egress);
-} classify_redirects SEC(".maps");
+} classify_targets SEC(".maps");
 
 /* Packets and bytes per rule slot. */
 struct {
@@ -457,18 +457,13 @@ int xdp_classify(struct xdp_md *ctx)
 			bpf_map_update_elem(&classify_frags, &st->frag_id, &v, BPF_ANY);
 	}
 	st->rule = v.rule;
-	if (v.rule) {
-		struct counter *c = bpf_map_lookup_elem(&classify_counters, &v.rule);
-		if (c) {
-			c->packets++;
-			c->bytes += ctx->data_end - ctx->data;
-		}
-	}
+	if (v.rule)
+		count_packet(&classify_counters, &v.rule, ctx->data_end - ctx->data);
 	switch (v.action) {
 	case CLASSIFY_DROP:
 		return XDP_DROP;
 	case CLASSIFY_REDIRECT: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
 		struct ethhdr *eth = (void *)(long)ctx->data;
 		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
 			return XDP_ABORTED;
@@ -488,7 +483,7 @@ int xdp_classify(struct xdp_md *ctx)
 		}
 		return XDP_PASS;
 	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
 		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
 	}
 	}
@@ -509,11 +504,7 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (load)
 		load->dequeued++; /* only this CPU writes it */
-	struct counter *s = bpf_map_lookup_elem(&slice_cpu_counters, &id);
-	if (s) {
-		s->packets++;
-		s->bytes += len;
-	}
+	count_packet(&slice_cpu_counters, &id, len);
 	struct counter *f = bpf_map_lookup_elem(&flow_cpu_counters, &hash);
 	if (f) {
 		f->packets++;
@@ -535,7 +526,7 @@ int tc_classify_mirror(struct __sk_buff *skb)
 	if ((void *)(m + 1) > (void *)(long)skb->data || m->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
 	__u32 rule = m->rule;
-	struct classify_egress *out = bpf_map_lookup_elem(&classify_redirects, &rule);
+	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
 	struct ethhdr eth;
 	if (!out || !out->ifindex || bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		return TC_ACT_OK;

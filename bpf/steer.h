@@ -265,11 +265,7 @@ INLINE int within_rate(const struct slice *sl, __u32 id, __u64 len)
 	b->burst = sl->burst;
 	if (bucket_take(b, bpf_ktime_get_coarse_ns(), len))
 		return 1;
-	struct counter *c = bpf_map_lookup_elem(&slice_policed, &id);
-	if (c) {
-		c->packets++;
-		c->bytes += len;
-	}
+	count_packet(&slice_policed, &id, len);
 	return 0;
 }
 
@@ -301,11 +297,7 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
 	if (offloads(hash, backlog(load), prioritised)) {
 		int act = offload(ctx, hash);
 		if (act >= 0) {
-			struct counter *c = bpf_map_lookup_elem(&slice_offloaded, &id);
-			if (c) {
-				c->packets++;
-				c->bytes += len;
-			}
+			count_packet(&slice_offloaded, &id, len);
 			return act;
 		}
 	}

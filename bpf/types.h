@@ -44,6 +44,17 @@ struct counter {
 	__u64 bytes;
 };
 
+/* Counts a packet of len bytes at key of a map of struct counter, per
+ * CPU or only ever written by one. */
+INLINE void count_packet(void *map, const void *key, __u64 len)
+{
+	struct counter *c = bpf_map_lookup_elem(map, key);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+}
+
 enum iface_role {
 	ROLE_ACCESS = 1, /* N3: GTP-U in, uplink */
 	ROLE_CORE = 2,   /* N6: plain IP in, downlink */

@@ -32,21 +32,13 @@ const struct release_meta release_meta_btf_anchor __attribute__((unused)) = {};
 INLINE int finish(__u32 len, enum reason r, int action)
 {
 	__u32 key = iface_slot * REASON_COUNT + r;
-	struct counter *cnt = bpf_map_lookup_elem(&iface_counters, &key);
-	if (cnt) {
-		cnt->packets++;
-		cnt->bytes += len;
-	}
+	count_packet(&iface_counters, &key, len);
 	return action;
 }
 
 INLINE void count_pdr(__u32 slot, __u32 len)
 {
-	struct counter *cnt = bpf_map_lookup_elem(&pdr_counters, &slot);
-	if (cnt) {
-		cnt->packets++;
-		cnt->bytes += len;
-	}
+	count_packet(&pdr_counters, &slot, len);
 }
 
 INLINE int is_n3_addr(__be32 addr)

@@ -287,7 +287,7 @@ func (d *Datapath) setEgress(slot uint32, r Rule) error {
 	default:
 		return nil
 	}
-	return d.objs.ClassifyRedirects.Put(slot, out)
+	return d.objs.ClassifyTargets.Put(slot, out)
 }
 
 // Delete removes rules, all or none.
