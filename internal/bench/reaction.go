@@ -25,9 +25,6 @@ const reactionTries = 3
 const (
 	reactionSpan  = time.Second            // of traffic
 	reactionAfter = 300 * time.Millisecond // into it, CPU 1 is taken
-	// steerQueueFill is the queue fill at which a flow leaves (three
-	// quarters of classify's 2,048-packet queues).
-	steerQueueFill = 1536
 )
 
 // reaction is how long after CPU 1 was taken the first packet went to the
@@ -120,13 +117,13 @@ func reportReactions(w io.Writer, rs []reaction) {
 	p("\n### Reaction to an overload\n")
 	p("Every service steered to CPU 1 with an alternative node; %s into %s of traffic, a real-time task takes CPU 1.", reactionAfter, reactionSpan)
 	p("Reaction: from then to the send time of the first packet that reached the alternative node. A flow leaves when")
-	p("its CPU's queue holds %d packets, checked at every packet, so the reaction is the time that many packets take", steerQueueFill)
+	p("its CPU's queue holds %d packets, checked at every packet, so the reaction is the time that many packets take", classify.OffloadBacklog)
 	p("to arrive at the load, less what the queue already held. %d tries per load.\n", reactionTries)
-	p("| Load (packets/s) | Reaction, median | Fastest | Slowest | %d packets at the load |", steerQueueFill)
+	p("| Load (packets/s) | Reaction, median | Fastest | Slowest | %d packets at the load |", classify.OffloadBacklog)
 	p("|---:|---:|---:|---:|---:|")
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, r := range rs {
 		p("| %d | %.2f ms | %.2f ms | %.2f ms | %.2f ms |", r.rate, ms(r.after[len(r.after)/2]), ms(r.after[0]), ms(r.after[len(r.after)-1]),
-			1000*float64(steerQueueFill)/float64(r.rate))
+			1000*float64(classify.OffloadBacklog)/float64(r.rate))
 	}
 }

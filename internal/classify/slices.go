@@ -17,12 +17,12 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// SliceBuckets is the number of hash buckets a slice spreads its flows
-// over: a flow goes to the CPU of its bucket.
-const SliceBuckets = len(classifySlice{}.Cpus)
-
 // steerQueue is the length of a CPU's queue of steered packets.
 const steerQueue = 2048
+
+// OffloadBacklog is the fill of a CPU's queue at which non-prioritised
+// flows leave for an alternative node.
+const OffloadBacklog = steerQueue * 3 / 4
 
 // Slice is a set of CPUs that rules steer packets to: the innermost flow
 // and the tunnel ids of a packet pick one of them, the same for every
@@ -57,7 +57,7 @@ func setBacklogs(spec *ebpf.CollectionSpec, hold time.Duration) error {
 	if hold == 0 {
 		hold = DefaultOffloadHold
 	}
-	for name, v := range map[string]uint64{"backlog_high": steerQueue * 3 / 4, "backlog_full": steerQueue - 64,
+	for name, v := range map[string]uint64{"backlog_high": OffloadBacklog, "backlog_full": steerQueue - 64,
 		"backlog_low": steerQueue / 4, "offload_hold_ns": uint64(hold.Nanoseconds())} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return fmt.Errorf("setting %s: %w", name, err)
@@ -190,8 +190,8 @@ func (d *Datapath) SetSlice(s Slice) error {
 	}
 	var table classifySlice
 	for i, cpu := range s.CPUs {
-		if cpu < 0 || cpu >= int(d.objs.SliceCpus.MaxEntries()) {
-			return invalid(fmt.Sprintf("cpus[%d]", i), "there is no CPU %d: this machine has %d", cpu, d.objs.SliceCpus.MaxEntries())
+		if err := d.checkCPU(fmt.Sprintf("cpus[%d]", i), cpu); err != nil {
+			return err
 		}
 		if slices.Contains(s.CPUs[:i], cpu) {
 			return invalid(fmt.Sprintf("cpus[%d]", i), "CPU %d is listed twice", cpu)
@@ -238,6 +238,14 @@ func (d *Datapath) SetSlice(s Slice) error {
 	}
 	s.CPUs = slices.Clone(s.CPUs)
 	d.slices[s.ID] = s
+	return nil
+}
+
+// checkCPU refuses a CPU the machine does not have.
+func (d *Datapath) checkCPU(field string, cpu int) error {
+	if n := int(d.objs.SliceCpus.MaxEntries()); cpu < 0 || cpu >= n {
+		return invalid(field, "there is no CPU %d: this machine has %d", cpu, n)
+	}
 	return nil
 }
 
@@ -376,8 +384,8 @@ type PrioFlow struct {
 func (d *Datapath) SetPrioFlow(f PrioFlow) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if f.CPU < 0 || f.CPU >= int(d.objs.SliceCpus.MaxEntries()) {
-		return invalid("cpu", "there is no CPU %d: this machine has %d", f.CPU, d.objs.SliceCpus.MaxEntries())
+	if err := d.checkCPU("cpu", f.CPU); err != nil {
+		return err
 	}
 	if err := d.giveQueue(f.CPU); err != nil {
 		return err
