@@ -171,8 +171,8 @@ func TestOffloadFollowsTheQueue(t *testing.T) {
 	expect("an offloaded flow", plain, steerQueue/4, xdpRedirect)
 	expect("a flow back", plain, steerQueue/4+1, xdpRedirect)
 
-	if c, err := p.SliceOffloaded(1); err != nil || c.Packets != 4 {
-		t.Errorf("slice 1 offloaded %+v (%v), want 4 packets", c, err)
+	if st, err := p.SliceStats(Slice{ID: 1}); err != nil || st.Offloaded.Packets != 4 {
+		t.Errorf("slice 1 offloaded %+v (%v), want 4 packets", st.Offloaded, err)
 	}
 	// Without an alternative, a flow stays whatever the queue.
 	if err := p.SetAlternatives(nil); err != nil {
@@ -259,8 +259,8 @@ func TestSliceRate(t *testing.T) {
 	if !slices.Equal(actions, want) {
 		t.Errorf("actions %v, want %v: the burst, then drops at 1 byte/s", actions, want)
 	}
-	if c, err := p.SlicePoliced(1); err != nil || c.Packets != 3 || c.Bytes != 3*uint64(len(frame)) {
-		t.Errorf("slice 1 policed %+v (%v), want 3 packets", c, err)
+	if st, err := p.SliceStats(Slice{ID: 1}); err != nil || st.Policed.Packets != 3 || st.Policed.Bytes != 3*uint64(len(frame)) {
+		t.Errorf("slice 1 policed %+v (%v), want 3 packets", st.Policed, err)
 	}
 	steerTo(2)
 	for range 20 {

@@ -36,7 +36,7 @@ type Slice struct {
 	// Rate, if not 0, is the bits per second of the slice each CPU that
 	// receives it lets through (a token bucket per CPU, no lock: traffic
 	// arriving on n CPUs may reach n × Rate); the rest is dropped and
-	// counted (SlicePoliced). Burst is the bucket's size in bytes:
+	// counted (SliceStats). Burst is the bucket's size in bytes:
 	// DefaultBurst for 0.
 	Rate, Burst uint64
 }
@@ -142,6 +142,12 @@ func (d *Datapath) Alternatives() ([]Alternative, error) {
 // off it, and dropped because it was full.
 type CPULoad = classifyCpuLoad
 
+// Backlog is the packets in the queue.
+func (l CPULoad) Backlog() uint64 {
+	out := l.Dequeued + l.Dropped
+	return l.Enqueued - min(l.Enqueued, out)
+}
+
 // CPULoads are the queues of the CPUs, by CPU number.
 func (d *Datapath) CPULoads() ([]CPULoad, error) {
 	out := make([]CPULoad, d.objs.CpuLoads.MaxEntries())
@@ -153,14 +159,39 @@ func (d *Datapath) CPULoads() ([]CPULoad, error) {
 	return out, nil
 }
 
-// SliceOffloaded is what went from a slice to alternative nodes.
-func (d *Datapath) SliceOffloaded(id uint32) (Counter, error) {
-	return sumPerCPU(d.objs.SliceOffloaded, id)
+// SliceStats are what became of a slice's packets.
+type SliceStats struct {
+	Local     Counter // taken by its CPUs
+	Offloaded Counter // sent to alternative nodes
+	Policed   Counter // dropped by its rate
+	// QueueDrops are the packets the queues of its CPUs dropped, full,
+	// whatever their slice.
+	QueueDrops uint64
 }
 
-// SlicePoliced is what a slice's rate dropped.
-func (d *Datapath) SlicePoliced(id uint32) (Counter, error) {
-	return sumPerCPU(d.objs.SlicePoliced, id)
+// SliceStats reads a slice's figures.
+func (d *Datapath) SliceStats(s Slice) (st SliceStats, err error) {
+	perCPU, err := d.SliceCPUs(s.ID)
+	if err != nil {
+		return st, err
+	}
+	for _, c := range perCPU {
+		st.Local.Packets += c.Packets
+		st.Local.Bytes += c.Bytes
+	}
+	if st.Offloaded, err = sumPerCPU(d.objs.SliceOffloaded, s.ID); err != nil {
+		return st, err
+	}
+	if st.Policed, err = sumPerCPU(d.objs.SlicePoliced, s.ID); err != nil {
+		return st, err
+	}
+	loads, err := d.CPULoads()
+	for _, cpu := range s.CPUs {
+		if cpu < len(loads) {
+			st.QueueDrops += loads[cpu].Dropped
+		}
+	}
+	return st, err
 }
 
 func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {

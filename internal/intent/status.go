@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/classify"
 )
 
 // Stats are an intent's live figures.
@@ -105,15 +107,11 @@ func (s *Store) stats(in *Intent) (st Stats, err error) {
 		if st.Packets, st.Bytes, err = s.dp.Counters(in.Rule); err != nil {
 			return st, err
 		}
-		off, err := s.dp.SliceOffloaded(in.Slice.ID)
+		sl, err := s.dp.SliceStats(*in.Slice)
 		if err != nil {
 			return st, err
 		}
-		policed, err := s.dp.SlicePoliced(in.Slice.ID)
-		if err != nil {
-			return st, err
-		}
-		st.Offloaded, st.Policed = off.Packets, policed.Packets
+		st.Offloaded, st.Policed, st.QueueDrops = sl.Offloaded.Packets, sl.Policed.Packets, sl.QueueDrops
 	case in.FlowHash != nil:
 		flows, err := s.dp.PrioFlows()
 		if err != nil {
@@ -124,18 +122,15 @@ func (s *Store) stats(in *Intent) (st Stats, err error) {
 				st.Packets, st.Bytes = f.Packets, f.Bytes
 			}
 		}
+		// Its CPU's queue: a slice of one CPU as far as drops go.
+		sl, err := s.dp.SliceStats(classify.Slice{CPUs: in.CPUs})
+		if err != nil {
+			return st, err
+		}
+		st.QueueDrops = sl.QueueDrops
 	}
 	if st.Packets > 0 {
 		st.OffloadedShare = float64(st.Offloaded) / float64(st.Packets)
-	}
-	loads, err := s.dp.CPULoads()
-	if err != nil {
-		return st, err
-	}
-	for _, cpu := range in.CPUs {
-		if cpu < len(loads) {
-			st.QueueDrops += loads[cpu].Dropped
-		}
 	}
 	return st, nil
 }

@@ -113,17 +113,14 @@ func (r *Reporter) Take(now time.Time) (*Report, error) {
 		dt = now.Sub(r.last.Time).Seconds()
 	}
 	for cpu, l := range loads {
-		c := CPU{CPU: cpu, Enqueued: l.Enqueued, Dequeued: l.Dequeued, Dropped: l.Dropped}
-		if out := l.Dequeued + l.Dropped; l.Enqueued > out {
-			c.Backlog = l.Enqueued - out
-		}
+		c := CPU{CPU: cpu, Enqueued: l.Enqueued, Dequeued: l.Dequeued, Dropped: l.Dropped, Backlog: l.Backlog()}
 		if dt > 0 && cpu < len(r.last.CPUs) {
 			c.PacketRate = float64(l.Dequeued-r.last.CPUs[cpu].Dequeued) / dt
 		}
 		rep.CPUs = append(rep.CPUs, c)
 	}
 	for _, s := range r.dp.Slices() {
-		sl, err := r.slice(s, rep.CPUs, dt)
+		sl, err := r.slice(s, dt)
 		if err != nil {
 			return nil, err
 		}
@@ -133,33 +130,15 @@ func (r *Reporter) Take(now time.Time) (*Report, error) {
 	return rep, nil
 }
 
-func (r *Reporter) slice(s classify.Slice, cpus []CPU, dt float64) (Slice, error) {
-	out := Slice{ID: s.ID, CPUs: s.CPUs, Prioritised: s.Prioritised}
-	perCPU, err := r.dp.SliceCPUs(s.ID)
+func (r *Reporter) slice(s classify.Slice, dt float64) (Slice, error) {
+	st, err := r.dp.SliceStats(s)
+	out := Slice{ID: s.ID, CPUs: s.CPUs, Prioritised: s.Prioritised, LocalPackets: st.Local.Packets, LocalBytes: st.Local.Bytes,
+		Offloaded: st.Offloaded.Packets, OffloadedBytes: st.Offloaded.Bytes, Policed: st.Policed.Packets, QueueDrops: st.QueueDrops}
 	if err != nil {
 		return out, err
 	}
-	for _, c := range perCPU {
-		out.LocalPackets += c.Packets
-		out.LocalBytes += c.Bytes
-	}
-	off, err := r.dp.SliceOffloaded(s.ID)
-	if err != nil {
-		return out, err
-	}
-	out.Offloaded, out.OffloadedBytes = off.Packets, off.Bytes
-	policed, err := r.dp.SlicePoliced(s.ID)
-	if err != nil {
-		return out, err
-	}
-	out.Policed = policed.Packets
 	if total := out.LocalPackets + out.Offloaded; total > 0 {
 		out.OffloadedShare = float64(out.Offloaded) / float64(total)
-	}
-	for _, cpu := range s.CPUs {
-		if cpu < len(cpus) {
-			out.QueueDrops += cpus[cpu].Dropped
-		}
 	}
 	if dt > 0 {
 		for _, prev := range r.last.Slices {

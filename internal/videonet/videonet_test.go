@@ -440,26 +440,15 @@ func TestOverloadOffloadsNonPrioritised(t *testing.T) {
 	}
 	sunk, offloaded := settled(t, n.Counter), settled(t, n.Offloaded)
 
-	sum := func(perCPU []classify.Counter, err error) uint64 {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n uint64
-		for _, c := range perCPU {
-			n += c.Packets
-		}
-		return n
-	}
-	prioLocal, local := sum(p.SliceCPUs(2)), sum(p.SliceCPUs(1))
-	prioAway, err := p.SliceOffloaded(2)
+	prioStats, err := p.SliceStats(classify.Slice{ID: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	away, err := p.SliceOffloaded(1)
+	stats, err := p.SliceStats(classify.Slice{ID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prioLocal, local, prioAway, away := prioStats.Local.Packets, stats.Local.Packets, prioStats.Offloaded, stats.Offloaded
 	t.Logf("non-prioritised: %d local, %d offloaded; prioritised: %d local", local, away.Packets, prioLocal)
 	// What the router received of each, by the rules' counters: on a
 	// busy machine the veth into the router may drop some first.
