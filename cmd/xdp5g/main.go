@@ -177,14 +177,14 @@ func client(ctx context.Context, cmd string, args []string) error {
 	case "rules clear":
 		return c.ClearRules(ctx)
 	case "rules get", "rules delete":
-		id, err := strconv.ParseUint(arg, 10, 32)
+		id, err := parseID(arg, "a rule")
 		if err != nil {
-			return fmt.Errorf("%q is not a rule ID", arg)
+			return err
 		}
 		if cmd == "rules get" {
-			return printJSON(c.Rule(ctx, uint32(id)))
+			return printJSON(c.Rule(ctx, id))
 		}
-		return c.DeleteRule(ctx, uint32(id))
+		return c.DeleteRule(ctx, id)
 	case "rules add":
 		doc, err := readDocument(arg)
 		if err != nil {
@@ -194,14 +194,14 @@ func client(ctx context.Context, cmd string, args []string) error {
 	case "intents list":
 		return printJSON(c.Intents(ctx))
 	case "intents get", "intents delete":
-		id, err := strconv.ParseUint(arg, 10, 32)
+		id, err := parseID(arg, "an intent")
 		if err != nil {
-			return fmt.Errorf("%q is not an intent ID", arg)
+			return err
 		}
 		if cmd == "intents delete" {
-			return c.DeleteIntent(ctx, uint32(id))
+			return c.DeleteIntent(ctx, id)
 		}
-		return printJSON(c.Intent(ctx, uint32(id)))
+		return printJSON(c.Intent(ctx, id))
 	case "intents add":
 		doc, err := readDocument(arg)
 		if err != nil {
@@ -211,12 +211,12 @@ func client(ctx context.Context, cmd string, args []string) error {
 	case "slices list":
 		return printJSON(c.Slices(ctx))
 	case "slices set", "slices delete":
-		id, err := strconv.ParseUint(arg, 10, 32)
+		id, err := parseID(arg, "a slice")
 		if err != nil {
-			return fmt.Errorf("%q is not a slice ID", arg)
+			return err
 		}
 		if cmd == "slices delete" {
-			return c.DeleteSlice(ctx, uint32(id))
+			return c.DeleteSlice(ctx, id)
 		}
 		var cpus []uint32
 		for _, f := range strings.Split(flags.Arg(1), ",") {
@@ -226,7 +226,7 @@ func client(ctx context.Context, cmd string, args []string) error {
 			}
 			cpus = append(cpus, uint32(cpu))
 		}
-		return printJSON(c.SetSlice(ctx, uint32(id), cpus))
+		return printJSON(c.SetSlice(ctx, id, cpus))
 	case "sessions list":
 		return printJSON(c.Sessions(ctx))
 	case "sessions get":
@@ -258,6 +258,15 @@ func parseSEID(s string) (uint64, error) {
 		return 0, fmt.Errorf("%q is not a SEID", s)
 	}
 	return seid, nil
+}
+
+// parseID reads the ID of what a command names.
+func parseID(arg, what string) (uint32, error) {
+	id, err := strconv.ParseUint(arg, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not %s ID", arg, what)
+	}
+	return uint32(id), nil
 }
 
 func readDocument(path string) ([]byte, error) {
