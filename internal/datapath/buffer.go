@@ -120,6 +120,23 @@ type releasers struct {
 	progs map[uint32]*ebpf.Program
 }
 
+// set makes prog the releaser of a slot, nil none, closing the one before.
+func (r *releasers) set(slot uint32, prog *ebpf.Program) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.progs[slot]; old != nil {
+		old.Close()
+	}
+	if prog == nil {
+		delete(r.progs, slot)
+		return
+	}
+	if r.progs == nil {
+		r.progs = map[uint32]*ebpf.Program{}
+	}
+	r.progs[slot] = prog
+}
+
 func (r *releasers) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -160,20 +177,20 @@ func (d *Datapath) Release(iface uint32, frame []byte) (out []byte, ifindex uint
 	return buf[ctxOut.Data:ctxOut.DataEnd], binary.NativeEndian.Uint32(buf[4:]), nil
 }
 
+// releaser is the program of the slot's interface, or one loaded for a
+// slot with no attachment of this process.
 func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	d.release.mu.Lock()
-	defer d.release.mu.Unlock()
-	if p := d.release.progs[iface]; p != nil {
+	p := d.release.progs[iface]
+	d.release.mu.Unlock()
+	if p != nil {
 		return p, nil
 	}
 	p, err := d.loadProgram(iface, RoleCore)
 	if err != nil {
 		return nil, err
 	}
-	if d.release.progs == nil {
-		d.release.progs = map[uint32]*ebpf.Program{}
-	}
-	d.release.progs[iface] = p
+	d.release.set(iface, p)
 	return p, nil
 }
 

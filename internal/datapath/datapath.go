@@ -219,8 +219,14 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	if err != nil {
 		return err
 	}
-	defer prog.Close()
-	return xdplink.XDP(d.linkPin(ifname), prog, ifname, mode)
+	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
+		prog.Close()
+		return err
+	}
+	// Kept to release the interface's buffered frames: loading a program
+	// when paging ends would hold the first release for a verifier run.
+	d.release.set(slot, prog)
+	return nil
 }
 
 func (d *Datapath) linkPin(ifname string) string {

@@ -46,6 +46,7 @@ func (d *Datapath) releaseSlot(name string) error {
 			return err
 		}
 		if info.Ifindex != 0 && ifaceName(info) == name {
+			d.release.set(slot, nil)
 			return d.maps.Ifaces.Put(slot, upfIface{})
 		}
 	}
