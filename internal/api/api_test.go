@@ -134,7 +134,8 @@ func newEnv(t *testing.T) *env {
 // or none, and the env's classifier, if it has one.
 func (e *env) serve(t *testing.T, n4Interface *PFCP) {
 	t.Helper()
-	srv := httptest.NewServer(NewHandler(e.store, e.dp, n4Interface, e.classifier, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(NewHandler(Services{Store: e.store, Datapath: e.dp, PFCP: n4Interface, Classifier: e.classifier,
+		Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 }

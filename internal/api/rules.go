@@ -387,12 +387,8 @@ func prefixed(field string, err error) error {
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	body, err := readBody(w, r)
-	if err != nil {
-		return 0, nil, err
-	}
 	var doc Rule
-	if err := decodeStrict(body, &doc); err != nil {
+	if err := decodeBody(w, r, &doc); err != nil {
 		return 0, nil, err
 	}
 	if doc.Counters != nil {

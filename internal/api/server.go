@@ -25,6 +25,18 @@
 //	GET    /api/v1/intents           Intents, with live statistics
 //	GET    /api/v1/intents/{id}      intent.Status
 //	DELETE /api/v1/intents/{id}      204
+//	GET    /api/v1/cuup/bearer-contexts
+//	                                 BearerContexts
+//	POST   /api/v1/cuup/bearer-contexts
+//	                                 e1.BearerContextSetupRequest →
+//	                                 201 e1.BearerContextSetupResponse
+//	GET    /api/v1/cuup/bearer-contexts/{id}
+//	                                 cuup.Context
+//	PATCH  /api/v1/cuup/bearer-contexts/{id}
+//	                                 e1.BearerContextModificationRequest →
+//	                                 200 e1.BearerContextModificationResponse
+//	DELETE /api/v1/cuup/bearer-contexts/{id}
+//	                                 204: released
 //	GET    /metrics                  the classifier's last report, for
 //	                                 Prometheus (text format)
 //
@@ -47,7 +59,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/cuup"
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/e1"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -129,19 +143,29 @@ type PFCP struct {
 	Sessions *n4.Handler
 }
 
+// Services are what the daemon runs, for the API to serve.
+type Services struct {
+	Store    *session.Store
+	Datapath *datapath.Datapath // the store fills it
+	PFCP     *PFCP              // nil without N4
+	// Classifier is nil without classification.
+	Classifier *Classifier
+	CUUP       *cuup.CUUP // nil without a CU-UP
+	Log        *slog.Logger
+}
+
 type server struct {
 	store      *session.Store
 	dp         *datapath.Datapath
-	pfcp       *PFCP       // nil without N4
-	classifier *Classifier // nil without classification
+	pfcp       *PFCP
+	classifier *Classifier
+	cuup       *cuup.CUUP
 	log        *slog.Logger
 }
 
-// NewHandler serves the REST API for a store, the data path it fills, the
-// PFCP interface that shares the store, if the daemon serves one, and the
-// classifier, if it runs one (nil if not).
-func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, classifier *Classifier, log *slog.Logger) http.Handler {
-	s := &server{store: store, dp: dp, pfcp: n4Interface, classifier: classifier, log: log}
+// NewHandler serves the REST API of the services.
+func NewHandler(sv Services) http.Handler {
+	s := &server{store: sv.Store, dp: sv.Datapath, pfcp: sv.PFCP, classifier: sv.Classifier, cuup: sv.CUUP, log: sv.Log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
 	mux.Handle("POST /api/v1/sessions", s.handle(s.create))
@@ -165,6 +189,11 @@ func NewHandler(store *session.Store, dp *datapath.Datapath, n4Interface *PFCP, 
 	mux.Handle("GET /api/v1/intents", s.handle(s.classifying(s.listIntents)))
 	mux.Handle("GET /api/v1/intents/{id}", s.handle(s.classifying(s.getIntent)))
 	mux.Handle("DELETE /api/v1/intents/{id}", s.handle(s.classifying(s.deleteIntent)))
+	mux.Handle("GET /api/v1/cuup/bearer-contexts", s.handle(s.cuUP(s.listBearerContexts)))
+	mux.Handle("POST /api/v1/cuup/bearer-contexts", s.handle(s.cuUP(s.setupBearerContext)))
+	mux.Handle("GET /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.getBearerContext)))
+	mux.Handle("PATCH /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.modifyBearerContext)))
+	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.releaseBearerContext)))
 	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
@@ -192,9 +221,12 @@ func (s *server) handle(h handlerFunc) http.Handler {
 
 func (s *server) asError(r *http.Request, err error) *Error {
 	var (
-		e        *Error
-		invalid  *session.ValidationError
-		conflict *session.ConflictError
+		e         *Error
+		invalid   *session.ValidationError
+		conflict  *session.ConflictError
+		e1Invalid *e1.FieldError
+		noContext *cuup.NotFoundError
+		cuupFull  *cuup.ConflictError
 	)
 	switch {
 	case errors.As(err, &e):
@@ -203,6 +235,12 @@ func (s *server) asError(r *http.Request, err error) *Error {
 		return badRequest(invalid.Field, "%s", invalid.Msg)
 	case errors.As(err, &conflict):
 		return &Error{Status: http.StatusConflict, Msg: conflict.Msg}
+	case errors.As(err, &e1Invalid):
+		return badRequest(e1Invalid.Field, "%s", e1Invalid.Msg)
+	case errors.As(err, &noContext):
+		return &Error{Status: http.StatusNotFound, Msg: noContext.Error()}
+	case errors.As(err, &cuupFull):
+		return &Error{Status: http.StatusConflict, Msg: cuupFull.Msg}
 	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return &Error{Status: http.StatusInternalServerError, Msg: err.Error()}
@@ -404,15 +442,20 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// decodeBody reads a request's document into v with decodeStrict.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
 // readSession decodes the request's document; nothing that fails here
 // reaches the store.
 func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
-	body, err := readBody(w, r)
-	if err != nil {
-		return session.Session{}, err
-	}
 	var d document
-	if err := decodeStrict(body, &d); err != nil {
+	if err := decodeBody(w, r, &d); err != nil {
 		return session.Session{}, err
 	}
 	return d.session()

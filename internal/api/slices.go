@@ -92,12 +92,8 @@ func (s *server) putSlice(w http.ResponseWriter, r *http.Request) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	body, err := readBody(w, r)
-	if err != nil {
-		return 0, nil, err
-	}
 	var doc Slice
-	if err := decodeStrict(body, &doc); err != nil {
+	if err := decodeBody(w, r, &doc); err != nil {
 		return 0, nil, err
 	}
 	if doc.ID != nil && *doc.ID != id {

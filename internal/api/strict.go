@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,16 @@ func assign(path string, src any, dst reflect.Value) error {
 			return badRequest(join(path, inner.Field), "%s", inner.Msg)
 		}
 		if err != nil {
+			return badRequest(path, "%v", err)
+		}
+		return nil
+	}
+	if u, ok := dst.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		text, isString := src.(string)
+		if !isString {
+			return badRequest(path, "must be a string")
+		}
+		if err := u.UnmarshalText([]byte(text)); err != nil {
 			return badRequest(path, "%v", err)
 		}
 		return nil

@@ -152,7 +152,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
 
-	srv := &http.Server{Handler: api.NewHandler(store, dp, n4Interface, classifier, log), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api.NewHandler(api.Services{Store: store, Datapath: dp, PFCP: n4Interface, Classifier: classifier, Log: log}), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving the REST API", "listen", ln.Addr().String())

@@ -1,0 +1,134 @@
+package e1
+
+import (
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// request is a valid setup: one session of two DRBs, integrity required.
+func request() BearerContextSetupRequest {
+	nia2 := Integrity(2)
+	return BearerContextSetupRequest{
+		CUCPUEID: 7,
+		Security: SecurityInformation{
+			Algorithm: SecurityAlgorithm{Ciphering: 2, Integrity: &nia2},
+			Key:       UPSecurityKey{Encryption: make(Key, 16), Integrity: ptr(make(Key, 32))},
+		},
+		PDUSessions: []PDUSessionToSetup{{
+			ID: 1, Type: IPv4, SNSSAI: SNSSAI{SST: 1},
+			SecurityIndication: SecurityIndication{Integrity: Required, Confidentiality: Preferred},
+			ULTunnel:           UPTunnel{Address: netip.MustParseAddr("10.0.0.1"), TEID: 0x100},
+			DRBs: []DRBToSetup{
+				{ID: 1, SDAP: SDAPConfiguration{DefaultDRB: true, HeaderUL: true, HeaderDL: true},
+					PDCP:     PDCPConfiguration{SNSizeUL: 18, SNSizeDL: 18, RLCMode: RLCAM, TReordering: ptr[uint16](100)},
+					QoSFlows: []QoSFlow{{QFI: 9, FiveQI: 9}, {QFI: 5, FiveQI: 5}}},
+				{ID: 2, PDCP: PDCPConfiguration{SNSizeUL: 12, SNSizeDL: 12, RLCMode: RLCUMBidirection, DiscardTimer: ptr[uint16](50)},
+					QoSFlows: []QoSFlow{{QFI: 1, FiveQI: 1}}},
+			},
+		}},
+	}
+}
+
+func TestValidRequest(t *testing.T) {
+	r := request()
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each bad request is refused naming the field at fault.
+func TestBadRequests(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		spoil func(r *BearerContextSetupRequest)
+	}{
+		{"securityInformation", func(r *BearerContextSetupRequest) { r.Security.Key.Integrity = nil }},
+		{"pduSessionResourceToSetupList", func(r *BearerContextSetupRequest) { r.PDUSessions = nil }},
+		{"pduSessionResourceToSetupList[1].pduSessionId", func(r *BearerContextSetupRequest) {
+			r.PDUSessions = append(r.PDUSessions, r.PDUSessions[0])
+		}},
+		{"pduSessionResourceToSetupList[0].pduSessionId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].ID = 0 }},
+		{"pduSessionResourceToSetupList[0].pduSessionType", func(r *BearerContextSetupRequest) { r.PDUSessions[0].Type = "ip" }},
+		{"pduSessionResourceToSetupList[0].snssai.sd", func(r *BearerContextSetupRequest) { r.PDUSessions[0].SNSSAI.SD = ptr[uint32](1 << 24) }},
+		{"pduSessionResourceToSetupList[0].securityIndication.integrityProtectionIndication", func(r *BearerContextSetupRequest) {
+			r.Security.Algorithm.Integrity, r.Security.Key.Integrity = nil, nil
+		}},
+		{"pduSessionResourceToSetupList[0].securityIndication.confidentialityProtectionIndication", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].SecurityIndication.Confidentiality = "maybe"
+		}},
+		{"pduSessionResourceToSetupList[0].ngUlUpTnlInformation", func(r *BearerContextSetupRequest) { r.PDUSessions[0].ULTunnel.TEID = 0 }},
+		{"pduSessionResourceToSetupList[0].ngUlUpTnlInformation", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].ULTunnel.Address = netip.Addr{}
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs = nil }},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 1 }},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 33 }},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].sdapConfiguration.defaultDrb", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[1].SDAP.DefaultDRB = true
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.pdcpSnSizeDl", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[0].PDCP.SNSizeDL = 7
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.rlcMode", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[0].PDCP.RLCMode = RLCTM
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.tReorderingTimerMs", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[0].PDCP.TReordering = ptr[uint16](3)
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].pdcpConfiguration.discardTimerMs", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[1].PDCP.DiscardTimer = ptr[uint16](0)
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[1].QoSFlows = nil
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[0].SDAP.HeaderUL = false
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[1].QoSFlows[0].QFI = 9
+		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[1].QoSFlows[0].QFI = 64
+		}},
+	} {
+		r := request()
+		c.spoil(&r)
+		var fe *FieldError
+		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("refused for %v, want for %s", err, c.field)
+		}
+	}
+}
+
+// Algorithms and keys read and write as TS 33.501 names them, in hex.
+func TestJSON(t *testing.T) {
+	var a SecurityInformation
+	in := `{"securityAlgorithm":{"cipheringAlgorithm":"NEA3","integrityProtectionAlgorithm":"NIA1"},` +
+		`"upSecurityKey":{"encryptionKey":"000102030405060708090a0b0c0d0e0f","integrityProtectionKey":"` + strings.Repeat("ab", 32) + `"}}`
+	if err := json.Unmarshal([]byte(in), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Algorithm.Ciphering != 3 || *a.Algorithm.Integrity != 1 || len(a.Key.Integrity.Algorithm128()) != 16 {
+		t.Errorf("decoded %+v", a)
+	}
+	out, err := json.Marshal(a)
+	if err != nil || string(out) != in {
+		t.Errorf("encoded %s, %v; want %s", out, err, in)
+	}
+	for _, bad := range []string{`{"cipheringAlgorithm":"NEA4"}`, `{"cipheringAlgorithm":"nea1"}`, `{"cipheringAlgorithm":"NIA1"}`} {
+		if err := json.Unmarshal([]byte(bad), &a.Algorithm); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	var k Key
+	for _, bad := range []string{"00", strings.Repeat("0", 48), strings.Repeat("g", 32)} {
+		if err := k.UnmarshalText([]byte(bad)); err == nil {
+			t.Errorf("key %s accepted", bad)
+		}
+	}
+}
