@@ -57,39 +57,12 @@ type message struct {
 // mandatory IEs. Octets after the length the header states are ignored, as
 // the data path does.
 func decode(b []byte) (message, error) {
-	if len(b) < headerLen {
-		return message{}, errors.New("shorter than a GTP-U header")
+	h, err := ParseHeader(b)
+	m := message{Type: h.Type, TEID: h.TEID, Seq: h.Seq, HasSeq: h.HasSeq}
+	if err != nil {
+		return m, err
 	}
-	if b[0]&0xf0 != versionPT {
-		return message{}, errors.New("not GTPv1-U")
-	}
-	m := message{Type: b[1], TEID: binary.BigEndian.Uint32(b[4:8])}
-	end := headerLen + int(binary.BigEndian.Uint16(b[2:4]))
-	if end > len(b) {
-		return m, errors.New("length beyond the datagram")
-	}
-	flags, body := b[0], b[headerLen:end]
-	if flags&(flagE|flagS|flagPN) != 0 {
-		// Any of the flags brings all the optional fields.
-		if len(body) < optionalLen {
-			return m, errors.New("optional fields truncated")
-		}
-		m.Seq, m.HasSeq = binary.BigEndian.Uint16(body), flags&flagS != 0
-		next := body[3]
-		if flags&flagE == 0 {
-			next = 0 // present but not to be interpreted
-		}
-		body = body[optionalLen:]
-		// Each extension header: its length in 4-octet units (counting
-		// the length and next type octets), content, the next type.
-		for next != 0 {
-			if len(body) == 0 || body[0] == 0 || 4*int(body[0]) > len(body) {
-				return m, errors.New("bad extension header length")
-			}
-			n := 4 * int(body[0])
-			next, body = body[n-1], body[n:]
-		}
-	}
+	body := b[h.Len:h.End]
 	if m.Type == MsgGPDU {
 		return m, nil // the rest is a T-PDU, not IEs
 	}
