@@ -13,4 +13,6 @@ require (
 
 require github.com/wmnsk/go-pfcp v0.0.24
 
+require github.com/emmansun/gmsm v0.34.0
+
 tool github.com/cilium/ebpf/cmd/bpf2go
