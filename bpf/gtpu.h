@@ -17,6 +17,7 @@
 #define GTPU_ECHO_RESPONSE 2
 #define GTPU_G_PDU 255
 
+#define GTPU_EXT_NR_RAN_CONTAINER 0x84 /* TS 38.425 NR-U frames, on F1-U */
 #define GTPU_EXT_PDU_SESSION_CONTAINER 0x85
 #define GTPU_IE_RECOVERY 14
 
@@ -36,6 +37,15 @@ struct gtpu_opt {
 	__u8 npdu;
 	__u8 next_ext;
 };
+
+/* PDU Session Container content (TS 38.415 5.5.2): the PDU type in the high
+ * nibble of its first octet; in a downlink one, PPP, RQI and the QFI in the
+ * second. */
+#define GTPU_PSC_DL 0
+#define GTPU_PSC_UL 1
+#define GTPU_PSC_PPP 0x80
+#define GTPU_PSC_RQI 0x40
+#define GTPU_PSC_QFI 0x3f
 
 /* Downlink PDU Session Container: one 4-byte extension header. */
 struct gtpu_pdu_session_dl {

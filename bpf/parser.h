@@ -41,7 +41,11 @@ struct gtpu_info {
 	struct gtpu_hdr *hdr;
 	__be16 seq;     /* 0 when the S flag is clear */
 	__u8 qfi;       /* from the PDU Session Container */
-	__u8 has_qfi;
+	__u8 has_qfi;   /* 1: the chain holds a PDU Session Container */
+	__u8 psc_type;  /* its PDU type (GTPU_PSC_DL, GTPU_PSC_UL) */
+	__u8 psc_flags; /* its PPP and RQI bits */
+	__u16 ran_off;  /* NR RAN Container content, from the GTP-U header; 0: none */
+	__u16 ran_len;
 	__u32 hdr_len;     /* header, optional fields and extension chain */
 	__u32 payload_len; /* bytes after hdr_len */
 };
@@ -57,6 +61,8 @@ INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
 	g->hdr = h;
 	g->seq = 0;
 	g->has_qfi = 0;
+	g->ran_off = 0;
+	g->ran_len = 0;
 	__u32 len = bpf_ntohs(h->length);
 	if ((void *)(h + 1) + len > c->end)
 		return -1;
@@ -83,8 +89,14 @@ INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
 		if ((void *)(last + 1) > c->end)
 			return -1;
 		if (next == GTPU_EXT_PDU_SESSION_CONTAINER && (void *)(ext + 3) <= c->end) {
-			g->qfi = ext[2] & 0x3f;
+			g->qfi = ext[2] & GTPU_PSC_QFI;
+			g->psc_type = ext[1] >> 4;
+			g->psc_flags = ext[2] & (GTPU_PSC_PPP | GTPU_PSC_RQI);
 			g->has_qfi = 1;
+		} else if (next == GTPU_EXT_NR_RAN_CONTAINER) {
+			/* The content lies between the length and next-type octets. */
+			g->ran_off = sizeof(*h) + used + 1;
+			g->ran_len = ext_len - 2;
 		}
 		next = *last;
 		c->pos = last + 1;
