@@ -12,20 +12,24 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/e1"
+	"github.com/xdp5g/xdp5g/internal/sdap"
 )
 
 // maxBearers keeps a bearer's index in the 24 bits below a TEID's
 // generation.
 const maxBearers = 1 << 24
 
-// Role is the interface a tunnel's packets come in on.
-type Role uint8
+// Role is the interface a tunnel's packets come in on: N3 from the UPF
+// (downlink, a tunnel per PDU session), F1-U from the DU (uplink, a tunnel
+// per DRB).
+type Role = cuupxdp.Role
 
 // The CU-UP's interfaces.
 const (
-	N3  Role = 1 // from the UPF: downlink, one tunnel per PDU session
-	F1U Role = 2 // from the DU: uplink, one tunnel per DRB
+	N3  = cuupxdp.N3
+	F1U = cuupxdp.F1U
 )
 
 // Tunnels is where the CU-UP's own tunnel endpoints are programmed: the
@@ -52,9 +56,12 @@ type CUUP struct {
 	nextUEID uint32
 	// bearers is indexed by what the classifier hands user space with
 	// each packet: a PDU session's for N3, a DRB's for F1-U.
-	bearers    []bearer
-	free       []uint32 // unused indexes of bearers
-	generation uint8
+	bearers     []bearer
+	free        []uint32 // unused indexes of bearers
+	generation  uint8
+	workers     []*Worker
+	timers      timerSet // has a lock of its own: workers schedule
+	socketStats SocketStats
 }
 
 // bearer is a PDU session's (downlink, N3) or DRB's (uplink, F1-U) entry of
@@ -67,6 +74,7 @@ type bearer struct {
 type bearerContext struct {
 	cucpID, cuupID uint32
 	security       e1.SecurityInformation
+	keys           keys
 	sessions       map[uint8]*pduSession
 }
 
@@ -77,6 +85,10 @@ type pduSession struct {
 	index                uint32      // in bearers
 	integrity, ciphering bool
 	drbs                 map[uint8]*drb
+	// byID and sdap are the data path's view of drbs, rebuilt when they
+	// change.
+	byID [sdap.MaxDRB + 1]*drb
+	sdap *sdap.Session
 }
 
 type drb struct {
@@ -85,6 +97,7 @@ type drb struct {
 	ulTEID   uint32       // the CU-UP's, on F1-U
 	dlTunnel *e1.UPTunnel // the DU's; nil until a modification gives it
 	index    uint32
+	state    *drbState
 }
 
 // New returns a CU-UP with no bearer contexts.
@@ -119,7 +132,11 @@ func (c *CUUP) Setup(req e1.BearerContextSetupRequest) (e1.BearerContextSetupRes
 	for c.contexts[id] != nil || id == 0 {
 		id++
 	}
-	bc := &bearerContext{cucpID: req.CUCPUEID, cuupID: id, security: req.Security, sessions: map[uint8]*pduSession{}}
+	k, err := newKeys(req.Security)
+	if err != nil {
+		return e1.BearerContextSetupResponse{}, err
+	}
+	bc := &bearerContext{cucpID: req.CUCPUEID, cuupID: id, security: req.Security, keys: k, sessions: map[uint8]*pduSession{}}
 	var added []*pduSession
 	for _, s := range req.PDUSessions {
 		ps, err := c.addSession(bc, s)
@@ -170,14 +187,28 @@ func (c *CUUP) Modify(id uint32, req e1.BearerContextModificationRequest) (e1.Be
 		added = append(added, ps)
 	}
 	var modified []*pduSession
+	type view struct {
+		byID [sdap.MaxDRB + 1]*drb
+		sdap *sdap.Session
+	}
+	views := map[uint8]view{}
 	for _, m := range req.Modify {
 		ps := bc.sessions[m.ID]
-		drbs, err := c.addDRBs(ps, m.SetupDRBs)
+		drbs, err := c.addDRBs(bc, ps, m.SetupDRBs)
+		if err == nil {
+			addedDRBs = append(addedDRBs, drbs...)
+			after := maps.Clone(ps.drbs)
+			for _, d := range m.RemoveDRBs {
+				delete(after, d)
+			}
+			var v view
+			v.byID, v.sdap, err = mapDRBs(after)
+			views[m.ID] = v
+		}
 		if err != nil {
 			undo()
 			return e1.BearerContextModificationResponse{}, err
 		}
-		addedDRBs = append(addedDRBs, drbs...)
 		modified = append(modified, ps)
 	}
 	// Nothing fails below.
@@ -194,6 +225,7 @@ func (c *CUUP) Modify(id uint32, req e1.BearerContextModificationRequest) (e1.Be
 		for _, d := range m.RemoveDRBs {
 			c.dropDRB(ps, ps.drbs[d])
 		}
+		ps.byID, ps.sdap = views[m.ID].byID, views[m.ID].sdap
 	}
 	for _, s := range req.Remove {
 		c.dropSession(bc, bc.sessions[s])
@@ -259,6 +291,16 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 				return &e1.FieldError{Field: fmt.Sprintf("%s.drbToRemoveList[%d]", p, j), Msg: fmt.Sprintf("PDU session %d has no DRB %d", m.ID, d)}
 			}
 		}
+		after := maps.Clone(ps.drbs)
+		for _, d := range m.RemoveDRBs {
+			delete(after, d)
+		}
+		for _, d := range m.SetupDRBs {
+			after[d.ID] = &drb{cfg: d}
+		}
+		if _, err := newSDAP(after); err != nil {
+			return &e1.FieldError{Field: p + ".drbToSetupList", Msg: err.Error()}
+		}
 		if len(m.RemoveDRBs) == len(ps.drbs) && len(m.SetupDRBs) == 0 {
 			return &e1.FieldError{Field: p + ".drbToRemoveList", Msg: "a PDU session keeps one DRB at least; remove the session instead"}
 		}
@@ -295,21 +337,28 @@ func (c *CUUP) addSession(bc *bearerContext, s e1.PDUSessionToSetup) (*pduSessio
 	if ps.index, ps.dlTEID, err = c.addBearer(N3, bearer{session: ps}); err != nil {
 		return nil, err
 	}
-	if _, err := c.addDRBs(ps, s.DRBs); err != nil {
+	if _, err := c.addDRBs(bc, ps, s.DRBs); err != nil {
 		c.dropBearer(N3, ps.index, ps.dlTEID)
 		return nil, err
+	}
+	if ps.byID, ps.sdap, err = mapDRBs(ps.drbs); err != nil {
+		c.dropSession(bc, ps)
+		return nil, &e1.FieldError{Field: "pduSessionResourceToSetupList", Msg: err.Error()}
 	}
 	bc.sessions[s.ID] = ps
 	return ps, nil
 }
 
 // addDRBs adds DRBs to a session, all or none.
-func (c *CUUP) addDRBs(ps *pduSession, drbs []e1.DRBToSetup) ([]*drb, error) {
+func (c *CUUP) addDRBs(bc *bearerContext, ps *pduSession, drbs []e1.DRBToSetup) ([]*drb, error) {
 	var added []*drb
 	for _, cfg := range drbs {
 		d := &drb{cfg: cfg, session: ps}
-		var err error
-		if d.index, d.ulTEID, err = c.addBearer(F1U, bearer{session: ps, drb: d}); err != nil {
+		err := d.start(ps, bc.keys)
+		if err == nil {
+			d.index, d.ulTEID, err = c.addBearer(F1U, bearer{session: ps, drb: d})
+		}
+		if err != nil {
 			for _, a := range added {
 				c.dropDRB(ps, a)
 			}
@@ -370,6 +419,15 @@ func (c *CUUP) dropSession(bc *bearerContext, ps *pduSession) {
 	}
 	c.dropBearer(N3, ps.index, ps.dlTEID)
 	delete(bc.sessions, ps.cfg.ID)
+}
+
+// mapDRBs builds the data path's view of a session's DRBs.
+func mapDRBs(drbs map[uint8]*drb) (byID [sdap.MaxDRB + 1]*drb, s *sdap.Session, err error) {
+	for id, d := range drbs {
+		byID[id] = d
+	}
+	s, err = newSDAP(drbs)
+	return byID, s, err
 }
 
 func (d *drb) flows() []uint8 {

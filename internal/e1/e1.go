@@ -108,9 +108,10 @@ type PDCPConfiguration struct {
 type QoSFlow struct {
 	QFI    uint8 `json:"qosFlowIdentifier"`
 	FiveQI uint8 `json:"fiveQi"`
-	// Reflective is Reflective QoS Attribute: downlink packets of the flow
-	// carry RQI in their SDAP header.
-	Reflective bool `json:"reflectiveQosAttribute"`
+	// ReflectiveMapping has the UE map the flow to its DRB reflectively:
+	// the flow's downlink SDAP headers carry RDI (TS 37.324 5.3.2). The
+	// DRB needs an SDAP DL header.
+	ReflectiveMapping bool `json:"reflectiveMapping"`
 	// GBR, when present, makes the flow a GBR flow (bit/s).
 	GBR *GBRFlowInformation `json:"gbrQosFlowInformation,omitempty"`
 }

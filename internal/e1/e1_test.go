@@ -71,6 +71,10 @@ func TestBadRequests(t *testing.T) {
 		{"pduSessionResourceToSetupList[0].drbToSetupList[1].sdapConfiguration.defaultDrb", func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].SDAP.DefaultDRB = true
 		}},
+		{"pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", func(r *BearerContextSetupRequest) {
+			r.PDUSessions[0].DRBs[0].QoSFlows = r.PDUSessions[0].DRBs[0].QoSFlows[:1]
+			r.PDUSessions[0].DRBs[0].SDAP.HeaderUL = false
+		}},
 		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.pdcpSnSizeDl", func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].PDCP.SNSizeDL = 7
 		}},

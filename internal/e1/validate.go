@@ -117,6 +117,9 @@ func ValidateDRBs(path string, add []DRBToSetup, ueDRBs, flows []uint8) ([]uint8
 			if defaults++; defaults > 1 {
 				return nil, fieldError(p+".sdapConfiguration.defaultDrb", "a PDU session has one default DRB")
 			}
+			if !d.SDAP.HeaderUL {
+				return nil, fieldError(p+".sdapConfiguration.sdapHeaderUl", "must be true for the default DRB (TS 38.331 SDAP-Config)")
+			}
 		}
 		if err := d.PDCP.validate(p + ".pdcpConfiguration"); err != nil {
 			return nil, err
@@ -132,6 +135,10 @@ func ValidateDRBs(path string, add []DRBToSetup, ueDRBs, flows []uint8) ([]uint8
 			fp := fmt.Sprintf("%s.qosFlowInformationToBeSetup[%d].qosFlowIdentifier", p, j)
 			if f.QFI > 63 {
 				return nil, fieldError(fp, "%d is not a QFI (0 to 63)", f.QFI)
+			}
+			if f.ReflectiveMapping && !d.SDAP.HeaderDL {
+				return nil, fieldError(fmt.Sprintf("%s.qosFlowInformationToBeSetup[%d].reflectiveMapping", p, j),
+					"needs sdapHeaderDl: RDI travels in the downlink SDAP header")
 			}
 			if slices.Contains(flows, f.QFI) {
 				return nil, fieldError(fp, "QoS flow %d is mapped to another DRB of the session", f.QFI)

@@ -366,7 +366,7 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 	case MsgEchoRequest:
 		// The data path answers these; one that got here still deserves
 		// an answer, to its source port (TS 29.281 4.4.2.2).
-		if _, err := conn.WriteToUDPAddrPort(echoResponse(m.Seq), from); err != nil {
+		if _, err := conn.WriteToUDPAddrPort(EchoResponse(m.Seq), from); err != nil {
 			e.log.Debug("GTP-U Echo Response not sent", "to", from, "err", err)
 			return
 		}

@@ -148,9 +148,10 @@ func encode(msgType uint8, teid uint32, withSeq bool, seq uint16, body []byte) [
 // Echo messages have TEID 0 and a sequence number (TS 29.281 5.1, 7.2).
 func echoRequest(seq uint16) []byte { return encode(MsgEchoRequest, 0, true, seq, nil) }
 
-// echoResponse carries the mandatory Recovery IE, whose restart counter a
-// GTP-U sender sets to 0 (TS 29.281 8.2).
-func echoResponse(seq uint16) []byte {
+// EchoResponse answers an Echo Request of sequence number seq; it carries
+// the mandatory Recovery IE, whose restart counter a GTP-U sender sets to 0
+// (TS 29.281 8.2).
+func EchoResponse(seq uint16) []byte {
 	return encode(MsgEchoResponse, 0, true, seq, []byte{ieRecovery, 0})
 }
 

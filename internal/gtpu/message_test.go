@@ -131,7 +131,7 @@ func TestEncode(t *testing.T) {
 		ies  []byte
 	}{
 		{"Echo Request", echoRequest(0xabcd), layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0xabcd, MessageLength: 4}, nil},
-		{"Echo Response", echoResponse(7), layers.GTPv1U{MessageType: MsgEchoResponse, SequenceNumberFlag: true, SequenceNumber: 7, MessageLength: 6}, recovery},
+		{"Echo Response", EchoResponse(7), layers.GTPv1U{MessageType: MsgEchoResponse, SequenceNumberFlag: true, SequenceNumber: 7, MessageLength: 6}, recovery},
 		{"End Marker", endMarker(0x01020304), layers.GTPv1U{MessageType: MsgEndMarker, TEID: 0x01020304}, nil},
 	} {
 		var g layers.GTPv1U
@@ -160,7 +160,7 @@ func FuzzDecode(f *testing.F) {
 		errorIndication(f, 1, netip.MustParseAddr("2001:db8::7"), nil),
 		echoResponseFromPeer(f, 1),
 		echoRequest(2),
-		echoResponse(3),
+		EchoResponse(3),
 		endMarker(4),
 	} {
 		f.Add(b)

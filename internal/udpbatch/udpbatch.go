@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,11 +33,21 @@ type mmsghdr struct {
 // Conn is a UDP socket bound to one address, read and written in batches
 // through Go's poller: Close ends a blocked ReadBatch.
 type Conn struct {
-	udp   *net.UDPConn
-	raw   syscall.RawConn
+	udp syscall.RawConn
+	// One goroutine may read while another writes: each has its headers.
+	read, write batch
+	conn        *net.UDPConn
+}
+
+// batch is the headers of a recvmmsg or sendmmsg call.
+type batch struct {
 	hdrs  []mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrAny
+}
+
+func newBatch(n int) batch {
+	return batch{hdrs: make([]mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrAny, n)}
 }
 
 // Listen opens a socket bound to addr for batches of up to batch messages.
@@ -50,24 +61,27 @@ func Listen(addr netip.AddrPort, batch int) (*Conn, error) {
 		udp.Close()
 		return nil, err
 	}
-	return &Conn{udp: udp, raw: raw, hdrs: make([]mmsghdr, batch), iovs: make([]unix.Iovec, batch),
-		names: make([]unix.RawSockaddrAny, batch)}, nil
+	return &Conn{conn: udp, udp: raw, read: newBatch(batch), write: newBatch(batch)}, nil
 }
 
 // LocalAddr is the address the socket is bound to.
-func (c *Conn) LocalAddr() netip.AddrPort { return c.udp.LocalAddr().(*net.UDPAddr).AddrPort() }
+func (c *Conn) LocalAddr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// SetReadDeadline has ReadBatch give up at t with os.ErrDeadlineExceeded.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
 
 // Close closes the socket.
-func (c *Conn) Close() error { return c.udp.Close() }
+func (c *Conn) Close() error { return c.conn.Close() }
 
 // ReadBatch waits for datagrams and reads as many as are there, up to
 // len(msgs) and the batch size, each into its Buf; it returns how many.
 func (c *Conn) ReadBatch(msgs []Message) (int, error) {
-	n := c.prepare(msgs, false)
+	b := &c.read
+	n := b.prepare(msgs, false)
 	var got int
 	var opErr error
-	err := c.raw.Read(func(fd uintptr) bool {
-		got, opErr = mmsg(unix.SYS_RECVMMSG, fd, c.hdrs[:n])
+	err := c.udp.Read(func(fd uintptr) bool {
+		got, opErr = mmsg(unix.SYS_RECVMMSG, fd, b.hdrs[:n])
 		return !errors.Is(opErr, unix.EAGAIN)
 	})
 	if err == nil {
@@ -77,8 +91,8 @@ func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 		return 0, fmt.Errorf("recvmmsg: %w", err)
 	}
 	for i := range got {
-		msgs[i].N = int(c.hdrs[i].len)
-		msgs[i].Addr = addrPort(&c.names[i])
+		msgs[i].N = int(b.hdrs[i].len)
+		msgs[i].Addr = addrPort(&b.names[i])
 	}
 	return got, nil
 }
@@ -86,13 +100,14 @@ func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 // WriteBatch sends msgs[i].Buf[:N] to msgs[i].Addr, waiting while the
 // socket's buffer is full; it returns how many were sent.
 func (c *Conn) WriteBatch(msgs []Message) (int, error) {
+	b := &c.write
 	sent := 0
 	for sent < len(msgs) {
-		n := c.prepare(msgs[sent:], true)
+		n := b.prepare(msgs[sent:], true)
 		var got int
 		var opErr error
-		err := c.raw.Write(func(fd uintptr) bool {
-			got, opErr = mmsg(unix.SYS_SENDMMSG, fd, c.hdrs[:n])
+		err := c.udp.Write(func(fd uintptr) bool {
+			got, opErr = mmsg(unix.SYS_SENDMMSG, fd, b.hdrs[:n])
 			return !errors.Is(opErr, unix.EAGAIN)
 		})
 		if err == nil {
@@ -108,7 +123,7 @@ func (c *Conn) WriteBatch(msgs []Message) (int, error) {
 
 // prepare fills the headers for msgs, as many as a batch holds, with
 // their buffers (and addresses, to send).
-func (c *Conn) prepare(msgs []Message, send bool) int {
+func (c *batch) prepare(msgs []Message, send bool) int {
 	n := min(len(msgs), len(c.hdrs))
 	for i := range n {
 		buf := msgs[i].Buf
