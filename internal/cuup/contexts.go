@@ -62,6 +62,7 @@ type CUUP struct {
 	workers     []*Worker
 	timers      timerSet // has a lock of its own: workers schedule
 	socketStats SocketStats
+	xdpStats    XDPStats
 }
 
 // bearer is a PDU session's (downlink, N3) or DRB's (uplink, F1-U) entry of

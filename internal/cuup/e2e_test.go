@@ -17,8 +17,10 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/e1"
 	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
 
 // The cell site of the end-to-end tests: a UPF, the CU-UP and a DU, each in
@@ -259,7 +261,7 @@ func protect(count uint32, sdu []byte) []byte {
 // sequence, ciphered and integrity protected as an independent NEA2 and
 // NIA2 check; the uplink reaches the UPF in COUNT order with its QoS flow;
 // the DU's flow control holds the downlink and lets it go.
-func testEndToEnd(t *testing.T, s *cellSite) {
+func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 	session, _ := s.setup(t)
 	n3TEID := session.DLTunnel.TEID
 	const n = 20
@@ -350,19 +352,68 @@ func testEndToEnd(t *testing.T, s *cellSite) {
 	}
 
 	// A tunnel of no bearer is counted and goes no further.
-	before := s.c.Stats().UnknownTunnel
+	before := unknownTunnels()
 	s.downlink(t, n3TEID^0x800000, 9, userPacket(t, 1, 10))
 	deadline := time.Now().Add(waitFor)
-	for s.c.Stats().UnknownTunnel == before && time.Now().Before(deadline) {
+	for unknownTunnels() == before && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if s.c.Stats().UnknownTunnel != before+1 {
-		t.Errorf("unknown tunnel counted %d times", s.c.Stats().UnknownTunnel-before)
+	if n := unknownTunnels() - before; n != 1 {
+		t.Errorf("unknown tunnel counted %d times", n)
 	}
 }
 
 func TestEndToEndSockets(t *testing.T) {
 	s := newCellSite(t, nil)
 	s.serveSockets(t)
-	testEndToEnd(t, s)
+	testEndToEnd(t, s, func() uint64 { return s.c.Stats().UnknownTunnel })
+}
+
+// serveXDP runs the AF_XDP path in the CU-UP's namespace, and the socket
+// path for what the classifier leaves to the kernel (echoes).
+func (s *cellSite) serveXDP(t *testing.T, dp *cuupxdp.Datapath, mode xdplink.Mode) {
+	t.Helper()
+	var x *XDP
+	check(t, s.cu.Do(func() (err error) {
+		x, err = s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode})
+		return err
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- x.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		check(t, x.Close())
+	})
+}
+
+func TestEndToEndXDP(t *testing.T) {
+	for _, mode := range []xdplink.Mode{xdplink.ModeNative, xdplink.ModeGeneric} {
+		t.Run(string(mode), func(t *testing.T) {
+			dp, err := cuupxdp.Open(cuupxdp.Config{})
+			check(t, err)
+			t.Cleanup(func() { dp.Close() })
+			s := newCellSite(t, dp)
+			s.serveXDP(t, dp, mode)
+			// The classifier leaves a tunnel that is no bearer's to the kernel.
+			testEndToEnd(t, s, func() uint64 {
+				st, err := dp.Stats(N3)
+				check(t, err)
+				return st.Total[cuupxdp.PassUnknownTEID].Packets
+			})
+			if st := s.c.Stats(); st.Downlink == 0 || st.Uplink == 0 {
+				t.Errorf("the AF_XDP workers carried nothing: %+v", st)
+			}
+			// Once the DU's MAC address is known, the socket sends.
+			viaKernel := s.c.xdpStats.ThroughKernel.Load()
+			s.downlink(t, s.c.List()[0].PDUSessions[0].DLTunnel.TEID, 5, userPacket(t, 1, 10))
+			readF1U(t, received(t, s.duConn))
+			if n := s.c.xdpStats.ThroughKernel.Load() - viaKernel; n != 0 {
+				t.Errorf("%d packets to a known DU went through the kernel", n)
+			}
+		})
+	}
 }
