@@ -75,7 +75,16 @@ type DRBStats struct {
 	DiscardQueue  pdcp.QueueStats `json:"discardQueue"`
 }
 
-// startDRB builds a DRB's PDCP entities under the session's security.
+// read is a DRB's figures, its PDCP entities' among them.
+func (st *drbState) read() DRBStats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.stats
+	s.PDCPTx, s.PDCPRx, s.DiscardQueue = st.tx.Stats(), st.rx.Stats(), st.queue.Stats()
+	return s
+}
+
+// start builds a DRB's PDCP entities under the session's security.
 func (d *drb) start(ps *pduSession, k keys) error {
 	cfg := d.cfg
 	var cipher pdcp.Cipher

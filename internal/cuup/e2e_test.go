@@ -351,6 +351,13 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 		t.Errorf("under flow control COUNTs %v, want %v", counts, want)
 	}
 
+	ctx, err := s.c.Get(s.c.List()[0].CUUPUEID)
+	check(t, err)
+	if st := ctx.PDUSessions[0].DRBs[0].Stats; st.StatusReports != 2 || st.DesiredBuffer != 10000 || st.Queued != 2 ||
+		st.UplinkSDUs != 3 || st.PDCPRx.Delivered != 3 || st.PDCPTx.PDUs != 14 || st.DownlinkSDUs != 14 {
+		t.Errorf("DRB 1 counted %+v", st)
+	}
+
 	// A tunnel of no bearer is counted and goes no further.
 	before := unknownTunnels()
 	s.downlink(t, n3TEID^0x800000, 9, userPacket(t, 1, 10))

@@ -32,6 +32,7 @@ type DRB struct {
 	SDAP     e1.SDAPConfiguration `json:"sdapConfiguration"`
 	PDCP     e1.PDCPConfiguration `json:"pdcpConfiguration"`
 	Flows    []uint8              `json:"qosFlows"`
+	Stats    DRBStats             `json:"stats"`
 }
 
 // List shows every bearer context, by CU-UP ID.
@@ -64,7 +65,7 @@ func (c *CUUP) view(bc *bearerContext) Context {
 		s.PDUSessionSetup.DRBs = nil
 		for _, d := range ps.drbs {
 			s.DRBs = append(s.DRBs, DRB{ID: d.cfg.ID, ULTunnel: e1.UPTunnel{Address: c.cfg.F1U, TEID: d.ulTEID},
-				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows()})
+				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows(), Stats: d.state.read()})
 		}
 		slices.SortFunc(s.DRBs, func(a, b DRB) int { return cmp.Compare(a.ID, b.ID) })
 		v.PDUSessions = append(v.PDUSessions, s)
