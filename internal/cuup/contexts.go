@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/e1"
@@ -45,6 +46,12 @@ type Config struct {
 	// endpoints of the tunnels it hands out.
 	N3, F1U netip.Addr
 	Tunnels Tunnels // nil: none to program
+	// CryptoWorkers are the goroutines of the crypto pool that DRBs
+	// placed on it use; none by default, and then every DRB is inline.
+	CryptoWorkers int
+	// Placement is where a new DRB's crypto runs (SetPlacement changes a
+	// DRB's).
+	Placement Placement
 }
 
 // CUUP holds the bearer contexts and the bearers the data path looks up.
@@ -60,7 +67,8 @@ type CUUP struct {
 	free        []uint32 // unused indexes of bearers
 	generation  uint8
 	workers     []*Worker
-	timers      timerSet // has a lock of its own: workers schedule
+	timers      timerSet    // has a lock of its own: workers schedule
+	pool        *cryptoPool // nil without CryptoWorkers
 	socketStats SocketStats
 	xdpStats    XDPStats
 }
@@ -99,6 +107,8 @@ type drb struct {
 	dlTunnel *e1.UPTunnel // the DU's; nil until a modification gives it
 	index    uint32
 	state    *drbState
+	// placement is a Placement, read by workers as they number PDUs.
+	placement atomic.Uint32
 }
 
 // New returns a CU-UP with no bearer contexts.
@@ -106,7 +116,37 @@ func New(cfg Config) (*CUUP, error) {
 	if !cfg.N3.IsValid() || !cfg.F1U.IsValid() {
 		return nil, errors.New("cuup: the N3 and F1-U addresses are required")
 	}
-	return &CUUP{cfg: cfg, contexts: map[uint32]*bearerContext{}, nextUEID: 1}, nil
+	if cfg.CryptoWorkers < 0 || cfg.Placement == Pool && cfg.CryptoWorkers == 0 {
+		return nil, fmt.Errorf("cuup: %d crypto workers, %v placement by default: the pool needs workers", cfg.CryptoWorkers, cfg.Placement)
+	}
+	c := &CUUP{cfg: cfg, contexts: map[uint32]*bearerContext{}, nextUEID: 1}
+	if cfg.CryptoWorkers > 0 {
+		c.pool = newCryptoPool(cfg.CryptoWorkers)
+	}
+	return c, nil
+}
+
+// Close stops the crypto pool; call it once no worker runs.
+func (c *CUUP) Close() { c.pool.close() }
+
+// SetPlacement moves where a DRB's downlink crypto runs.
+func (c *CUUP) SetPlacement(id uint32, drbID uint8, p Placement) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	bc := c.contexts[id]
+	if bc == nil {
+		return &NotFoundError{id}
+	}
+	for _, ps := range bc.sessions {
+		if d := ps.drbs[drbID]; d != nil {
+			if p == Pool && c.pool == nil {
+				return &ConflictError{"the CU-UP has no crypto pool"}
+			}
+			d.placement.Store(uint32(p))
+			return nil
+		}
+	}
+	return &ConflictError{fmt.Sprintf("bearer context %d has no DRB %d", id, drbID)}
 }
 
 // ConflictError is a request about a bearer context that does not exist,
@@ -355,6 +395,7 @@ func (c *CUUP) addDRBs(bc *bearerContext, ps *pduSession, drbs []e1.DRBToSetup) 
 	var added []*drb
 	for _, cfg := range drbs {
 		d := &drb{cfg: cfg, session: ps}
+		d.placement.Store(uint32(c.cfg.Placement))
 		err := d.start(ps, bc.keys)
 		if err == nil {
 			d.index, d.ulTEID, err = c.addBearer(F1U, bearer{session: ps, drb: d})

@@ -235,3 +235,37 @@ func TestRefusedChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// A DRB's crypto moves to the pool only when there is one.
+func TestSetPlacement(t *testing.T) {
+	if _, err := New(Config{N3: n3Addr, F1U: f1uAddr, Placement: Pool}); err == nil {
+		t.Error("pool placement without a pool accepted")
+	}
+	for _, workers := range []int{0, 2} {
+		c, err := New(Config{N3: n3Addr, F1U: f1uAddr, CryptoWorkers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		resp, err := c.Setup(setupRequest(sessionSetup(1, drbSetup(3, 9))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nf *NotFoundError
+		var conflict *ConflictError
+		if err := c.SetPlacement(resp.CUUPUEID+1, 3, Pool); !errors.As(err, &nf) {
+			t.Errorf("placing in no context: %v", err)
+		}
+		if err := c.SetPlacement(resp.CUUPUEID, 4, Inline); !errors.As(err, &conflict) {
+			t.Errorf("placing a DRB the context lacks: %v", err)
+		}
+		err = c.SetPlacement(resp.CUUPUEID, 3, Pool)
+		d := c.context(resp.CUUPUEID).sessions[1].drbs[3]
+		if workers == 0 && (!errors.As(err, &conflict) || d.placement.Load() != uint32(Inline)) {
+			t.Errorf("placing on no pool: %v, placement %d", err, d.placement.Load())
+		}
+		if workers > 0 && (err != nil || d.placement.Load() != uint32(Pool)) {
+			t.Errorf("placing on the pool: %v, placement %d", err, d.placement.Load())
+		}
+	}
+}

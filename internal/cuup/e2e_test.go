@@ -43,7 +43,9 @@ type cellSite struct {
 	duConn      *net.UDPConn // the DU's
 }
 
-func newCellSite(t *testing.T, tunnels Tunnels) *cellSite {
+// newCellSite builds the cell site around a CU-UP of cfg, to which it
+// gives the addresses.
+func newCellSite(t *testing.T, cfg Config) *cellSite {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces")
@@ -64,8 +66,10 @@ func newCellSite(t *testing.T, tunnels Tunnels) *cellSite {
 	check(t, s.cu.AddAddr("f1u", cuF1U.String()+"/24"))
 	check(t, s.du.AddAddr("f1u", duF1U.String()+"/24"))
 	var err error
-	s.c, err = New(Config{N3: cuN3, F1U: cuF1U, Tunnels: tunnels})
+	cfg.N3, cfg.F1U = cuN3, cuF1U
+	s.c, err = New(cfg)
 	check(t, err)
+	t.Cleanup(s.c.Close)
 	s.upfConn = listenIn(t, s.upf, upfN3)
 	s.duConn = listenIn(t, s.du, duF1U)
 	return s
@@ -371,7 +375,14 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 }
 
 func TestEndToEndSockets(t *testing.T) {
-	s := newCellSite(t, nil)
+	s := newCellSite(t, Config{})
+	s.serveSockets(t)
+	testEndToEnd(t, s, func() uint64 { return s.c.Stats().UnknownTunnel })
+}
+
+// DRBs whose crypto runs on the pool carry the same PDUs, in order.
+func TestEndToEndCryptoPool(t *testing.T) {
+	s := newCellSite(t, Config{CryptoWorkers: 2, Placement: Pool})
 	s.serveSockets(t)
 	testEndToEnd(t, s, func() uint64 { return s.c.Stats().UnknownTunnel })
 }
@@ -403,7 +414,7 @@ func TestEndToEndXDP(t *testing.T) {
 			dp, err := cuupxdp.Open(cuupxdp.Config{})
 			check(t, err)
 			t.Cleanup(func() { dp.Close() })
-			s := newCellSite(t, dp)
+			s := newCellSite(t, Config{Tunnels: dp})
 			s.serveXDP(t, dp, mode)
 			// The classifier leaves a tunnel that is no bearer's to the kernel.
 			testEndToEnd(t, s, func() uint64 {

@@ -53,8 +53,9 @@ type Worker struct {
 	c       *CUUP
 	io      IO
 	now     time.Time
-	scratch [64]byte // an NR-U frame
-	pulled  [][]byte // SDUs leaving a DRB's queue
+	scratch [64]byte  // an NR-U frame
+	pulled  [][]byte  // SDUs leaving a DRB's queue
+	jobs    []sealJob // the batch's downlink PDUs
 	stats   WorkerStats
 }
 
@@ -128,6 +129,7 @@ func (w *Worker) Process(pkts []Packet, now time.Time) {
 			w.uplink(&pkts[i])
 		}
 	}
+	w.sendBatch()
 }
 
 // bearer is the table's entry for a packet's tunnel, nil fields if the
@@ -196,29 +198,71 @@ func (w *Worker) hold(d *drb, sdu []byte) {
 // an NR RAN Container, and the PDCP header.
 const downlinkHeader = 32
 
-// sendDownlink makes the SDU buf[start:end] a PDCP PDU in an NR-U DL USER
-// DATA frame and sends it to the DU.
+// sealJob is a downlink PDU between numbering and sending: its security
+// runs on the worker or on the crypto pool, and the batch's PDUs are sent
+// in the order they were numbered.
+type sealJob struct {
+	d        *drb
+	buf      []byte // buf[:off] headers, buf[off:] the SDU; then with the MAC-I
+	pdu, off int
+	count    uint32
+	nruSN    uint32
+	handle   uint64
+	pooled   bool
+	done     *sync.WaitGroup
+}
+
+func (j *sealJob) seal() { j.buf = j.d.state.tx.Seal(j.buf, j.off, j.count) }
+
+// sendDownlink numbers the SDU buf[start:end] of a DRB (whose lock the
+// caller holds) as the next PDCP PDU and NR-U frame; the batch's end seals
+// and sends it.
 func (w *Worker) sendDownlink(d *drb, buf []byte, start, end int, handle uint64) {
 	st := d.state
-	out, pdu, _, err := st.tx.Protect(buf[:end], start)
-	if err != nil {
-		add(&w.stats.NoRoom) // the checks of Protect are of room, or COUNT exhausted
-		w.io.Free(handle)
-		return
-	}
-	frame := nru.DLUserData{SN: st.nruSN}
-	n, err := frame.Put(w.scratch[:])
-	hdr := gtpu.GPDUHeaderLen(n)
-	if err != nil || pdu-hdr < w.io.Headroom() {
+	room := start - st.tx.Headroom() - gtpu.GPDUHeaderLen((&nru.DLUserData{}).Len())
+	if room < w.io.Headroom() {
 		add(&w.stats.NoRoom)
 		w.io.Free(handle)
 		return
 	}
+	pdu, count, err := st.tx.Number(buf[:end], start)
+	if err != nil {
+		add(&w.stats.NoRoom) // the checks of Number are of room, or COUNT exhausted
+		w.io.Free(handle)
+		return
+	}
+	w.jobs = append(w.jobs, sealJob{d: d, buf: buf[:end], pdu: pdu, off: start, count: count, nruSN: st.nruSN,
+		handle: handle, pooled: d.placement.Load() == uint32(Pool) && w.c.pool != nil})
 	st.nruSN = (st.nruSN + 1) & nru.MaxSN
-	gtpu.PutGPDUHeader(out[pdu-hdr:], d.dlTunnel.TEID, len(out)-pdu, nru.ExtensionType, w.scratch[:n])
 	st.credit -= int64(end - start)
-	w.io.Send(F1U, d.dlTunnel.Address, out, pdu-hdr, len(out), handle)
-	add(&w.stats.DownlinkSent)
+}
+
+// sendBatch seals the PDUs the batch numbered, those of pooled DRBs on the
+// pool with this worker's help, the others here, then sends them all in
+// order: header of the NR-U frame, GTP-U to the DU.
+func (w *Worker) sendBatch() {
+	var pooled sync.WaitGroup
+	for i := range w.jobs {
+		if j := &w.jobs[i]; j.pooled {
+			pooled.Add(1)
+			j.done = &pooled
+			w.c.pool.jobs <- j
+		} else {
+			j.seal()
+		}
+	}
+	w.c.pool.help(&pooled)
+	for i := range w.jobs {
+		j := &w.jobs[i]
+		frame := nru.DLUserData{SN: j.nruSN}
+		n, _ := frame.Put(w.scratch[:]) // fits: its length is fixed
+		start := j.pdu - gtpu.GPDUHeaderLen(n)
+		gtpu.PutGPDUHeader(j.buf[start:], j.d.dlTunnel.TEID, len(j.buf)-j.pdu, nru.ExtensionType, w.scratch[:n])
+		w.io.Send(F1U, j.d.dlTunnel.Address, j.buf, start, len(j.buf), j.handle)
+		add(&w.stats.DownlinkSent)
+	}
+	clear(w.jobs)
+	w.jobs = w.jobs[:0]
 }
 
 func (w *Worker) uplink(p *Packet) {

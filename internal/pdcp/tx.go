@@ -50,31 +50,48 @@ func (t *Transmitter) Stats() TxStats { return t.stats }
 var ErrCountExhausted = errors.New("COUNT exhausted")
 
 // Protect turns the SDU in buf[off:] into a PDCP Data PDU in place (38.323
-// 5.2.1): it writes the header in the Headroom octets before off, appends
-// the MAC-I of header and SDU within cap(buf) when integrity protection is
-// on, then ciphers SDU (past its SDAP header) and MAC-I. It returns buf extended by the MAC-I,
-// where the PDU starts in it, and the PDU's COUNT.
+// 5.2.1): Number, then Seal.
 func (t *Transmitter) Protect(buf []byte, off int) (out []byte, start int, count uint32, err error) {
+	if start, count, err = t.Number(buf, off); err != nil {
+		return buf, off, 0, err
+	}
+	return t.Seal(buf, off, count), start, count, nil
+}
+
+// Number gives the SDU in buf[off:] the next COUNT and writes the PDU
+// header in the Headroom octets before off; it returns where the PDU
+// starts and its COUNT. Seal completes the PDU, on this goroutine or
+// another: only Number changes the entity.
+func (t *Transmitter) Number(buf []byte, off int) (start int, count uint32, err error) {
 	switch {
 	case off < t.hdr || off > len(buf):
-		return buf, off, 0, fmt.Errorf("SDU at offset %d of a %d-octet buffer leaves no room for the %d-octet header", off, len(buf), t.hdr)
+		return off, 0, fmt.Errorf("SDU at offset %d of a %d-octet buffer leaves no room for the %d-octet header", off, len(buf), t.hdr)
 	case len(buf)-off > MaxSDUSize:
-		return buf, off, 0, fmt.Errorf("SDU of %d octets over the %d maximum", len(buf)-off, MaxSDUSize)
+		return off, 0, fmt.Errorf("SDU of %d octets over the %d maximum", len(buf)-off, MaxSDUSize)
 	case cap(buf)-len(buf) < t.cfg.macLen():
-		return buf, off, 0, errors.New("no room for the MAC-I after the SDU")
+		return off, 0, errors.New("no room for the MAC-I after the SDU")
 	case t.txNext > maxCount:
-		return buf, off, 0, ErrCountExhausted
+		return off, 0, ErrCountExhausted
 	}
 	count = uint32(t.txNext)
 	start = off - t.hdr
 	t.cfg.putHeader(buf[start:off], count&(1<<t.cfg.SNSize-1))
+	t.txNext++
+	t.stats.PDUs++
+	t.stats.Bytes += uint64(len(buf) - start + t.cfg.macLen())
+	return start, count, nil
+}
+
+// Seal protects a PDU that Number numbered count, SDU at buf[off:]: it
+// appends the MAC-I of header and SDU within cap(buf) when integrity
+// protection is on, then ciphers the SDU (past its SDAP header) and the
+// MAC-I. It returns buf extended by the MAC-I. Seals of different PDUs
+// may run at once.
+func (t *Transmitter) Seal(buf []byte, off int, count uint32) []byte {
 	if t.cfg.Integrity != nil {
-		mac := t.cfg.Integrity.MAC(count, t.cfg.bearer(), uint8(t.cfg.Direction), buf[start:])
+		mac := t.cfg.Integrity.MAC(count, t.cfg.bearer(), uint8(t.cfg.Direction), buf[off-t.hdr:])
 		buf = append(buf, mac[:]...)
 	}
 	t.cfg.cipher(count, buf[off:])
-	t.txNext++
-	t.stats.PDUs++
-	t.stats.Bytes += uint64(len(buf) - start)
-	return buf, start, count, nil
+	return buf
 }

@@ -1,0 +1,92 @@
+package cuup
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Placement is where a DRB's downlink PDCP security (ciphering and
+// integrity protection) runs: on the worker that carries its packets, or
+// spread over the crypto pool's goroutines, and so over other cores, with
+// the worker sending the PDUs in their order once they are sealed (the
+// offloading of the paper's §VI, on host cores).
+type Placement uint32
+
+// The placements.
+const (
+	Inline Placement = iota
+	Pool
+)
+
+func (p Placement) String() string {
+	if p == Pool {
+		return "pool"
+	}
+	return "inline"
+}
+
+// MarshalText writes the placement's name.
+func (p Placement) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText takes inline or pool.
+func (p *Placement) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "inline":
+		*p = Inline
+	case "pool":
+		*p = Pool
+	default:
+		return fmt.Errorf("%q is not a crypto placement: inline or pool", b)
+	}
+	return nil
+}
+
+// cryptoPool seals PDUs on goroutines of their own.
+type cryptoPool struct {
+	jobs chan *sealJob
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newCryptoPool(workers int) *cryptoPool {
+	p := &cryptoPool{jobs: make(chan *sealJob, 1024), stop: make(chan struct{})}
+	for range workers {
+		p.wg.Go(func() {
+			for {
+				select {
+				case j := <-p.jobs:
+					j.seal()
+					j.done.Done()
+				case <-p.stop:
+					return
+				}
+			}
+		})
+	}
+	return p
+}
+
+// help seals jobs of the pool, anyone's, until none is waiting, then waits
+// for those of done: a worker is a pool goroutine while its batch is out.
+func (p *cryptoPool) help(done *sync.WaitGroup) {
+	if p == nil {
+		return
+	}
+	for {
+		select {
+		case j := <-p.jobs:
+			j.seal()
+			j.done.Done()
+		default:
+			done.Wait()
+			return
+		}
+	}
+}
+
+func (p *cryptoPool) close() {
+	if p != nil {
+		close(p.stop)
+		p.wg.Wait()
+	}
+}
