@@ -93,24 +93,35 @@ func listenIn(t *testing.T, ns *testbed.Netns, addr netip.Addr) *net.UDPConn {
 	return conn
 }
 
-// serveSockets runs the socket path in the CU-UP's namespace.
-func (s *cellSite) serveSockets(t *testing.T) {
+// path is a CU-UP path, opened.
+type path interface {
+	Serve(ctx context.Context) error
+	Close() error
+}
+
+// serve opens a path in the CU-UP's namespace and serves it until the
+// test ends.
+func (s *cellSite) serve(t *testing.T, open func() (path, error)) {
 	t.Helper()
-	var sockets *Sockets
+	var p path
 	check(t, s.cu.Do(func() (err error) {
-		sockets, err = s.c.OpenSockets()
+		p, err = open()
 		return err
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- sockets.Serve(ctx) }()
+	go func() { done <- p.Serve(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-		sockets.Close()
+		check(t, p.Close())
 	})
+}
+
+func (s *cellSite) serveSockets(t *testing.T) {
+	s.serve(t, func() (path, error) { return s.c.OpenSockets() })
 }
 
 // setup sets up a UE: one PDU session, DRB 1 (QFI 9; SDAP headers both
@@ -387,27 +398,6 @@ func TestEndToEndCryptoPool(t *testing.T) {
 	testEndToEnd(t, s, func() uint64 { return s.c.Stats().UnknownTunnel })
 }
 
-// serveXDP runs the AF_XDP path in the CU-UP's namespace, and the socket
-// path for what the classifier leaves to the kernel (echoes).
-func (s *cellSite) serveXDP(t *testing.T, dp *cuupxdp.Datapath, mode xdplink.Mode) {
-	t.Helper()
-	var x *XDP
-	check(t, s.cu.Do(func() (err error) {
-		x, err = s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode})
-		return err
-	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- x.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		check(t, x.Close())
-	})
-}
-
 func TestEndToEndXDP(t *testing.T) {
 	for _, mode := range []xdplink.Mode{xdplink.ModeNative, xdplink.ModeGeneric} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -415,7 +405,9 @@ func TestEndToEndXDP(t *testing.T) {
 			check(t, err)
 			t.Cleanup(func() { dp.Close() })
 			s := newCellSite(t, Config{Tunnels: dp})
-			s.serveXDP(t, dp, mode)
+			s.serve(t, func() (path, error) {
+				return s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode})
+			})
 			// The classifier leaves a tunnel that is no bearer's to the kernel.
 			testEndToEnd(t, s, func() uint64 {
 				st, err := dp.Stats(N3)
