@@ -315,14 +315,20 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 		}
 	}
 
-	// Uplink on DRB 1, COUNT 1 before COUNT 0: delivered in order.
+	// Uplink on DRB 1: COUNT 1 before COUNT 0, delivered in order; COUNT 4
+	// with 3 missing, delivered when t-Reordering (50 ms) expires; 3 then
+	// comes too late and is discarded.
 	ulTEID := session.DRBs[0].ULTunnel.TEID
-	for _, count := range []uint32{1, 0, 2} {
+	sendUplink := func(count uint32) {
 		sdu := append([]byte{0x80 | 9}, userPacket(t, 100+int(count), 80)...) // UL SDAP data header, QFI 9
 		_, err := s.duConn.WriteToUDPAddrPort(gpdu(t, ulTEID, 0, nil, protect(count, sdu)), netip.AddrPortFrom(cuF1U, 2152))
 		check(t, err)
 	}
-	for count := range 3 {
+	for _, count := range []uint32{1, 0, 2, 4} {
+		sendUplink(count)
+	}
+	sent := time.Now()
+	for _, count := range []int{0, 1, 2, 4} {
 		var g layers.GTPv1U
 		check(t, g.DecodeFromBytes(received(t, s.upfConn), gopacket.NilDecodeFeedback))
 		if g.TEID != 0x5501 || len(g.GTPExtensionHeaders) != 1 || g.GTPExtensionHeaders[0].Type != 0x85 {
@@ -335,6 +341,10 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 			t.Errorf("uplink %d: % x, want % x", count, g.Payload, want)
 		}
 	}
+	if waited := time.Since(sent); waited < 50*time.Millisecond {
+		t.Errorf("COUNT 4 delivered after %v, before t-Reordering expired", waited)
+	}
+	sendUplink(3)
 
 	// The DU wants 300 octets on DRB 1: a DL DATA DELIVERY STATUS with
 	// only the desired buffer size (TS 38.425 5.5.2.2).
@@ -369,7 +379,8 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 	ctx, err := s.c.Get(s.c.List()[0].CUUPUEID)
 	check(t, err)
 	if st := ctx.PDUSessions[0].DRBs[0].Stats; st.StatusReports != 2 || st.DesiredBuffer != 10000 || st.Queued != 2 ||
-		st.UplinkSDUs != 3 || st.PDCPRx.Delivered != 3 || st.PDCPTx.PDUs != 14 || st.DownlinkSDUs != 14 {
+		st.UplinkSDUs != 4 || st.PDCPRx.Delivered != 4 || st.PDCPRx.ReorderingTimeouts != 1 || st.PDCPRx.OutOfWindow != 1 ||
+		st.PDCPTx.PDUs != 14 || st.DownlinkSDUs != 14 {
 		t.Errorf("DRB 1 counted %+v", st)
 	}
 
