@@ -31,8 +31,9 @@ const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
 
 Daemon:
   run --config FILE     attach the data path, take over the saved sessions and
-                        serve the REST API (and PFCP, with a pfcp section)
-                        until SIGINT or SIGTERM; the XDP programs stay
+                        serve the REST API (and PFCP, with a pfcp section; a
+                        CU-UP, with a cuup section) until SIGINT or SIGTERM;
+                        the XDP programs of the UPF and the classifier stay
                         attached after it stops
   detach --config FILE  detach the XDP programs from all interfaces and remove
                         the pinned maps (stop the daemon first)
@@ -65,6 +66,21 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
   intents add FILE      carry out an intent document (- for stdin): INSERT
                         or DELETE, as its Action says
   intents delete ID     remove an intent and what it installed
+  bearer-contexts list  print the CU-UP's bearer contexts with their DRBs'
+                        statistics
+  bearer-contexts get ID
+                        print a bearer context (its gNB-CU-UP UE E1AP ID)
+  bearer-contexts setup FILE
+                        set up the bearer context of a JSON Bearer Context
+                        Setup Request (- for stdin); prints the response
+  bearer-contexts modify ID FILE
+                        modify a bearer context as a JSON Bearer Context
+                        Modification Request says (- for stdin)
+  bearer-contexts release ID
+                        release a bearer context
+  cuup-stats            print the CU-UP's counters: each worker's and, on the
+                        AF_XDP path, those of its XDP classifier that are not
+                        zero, per CPU
 
 Tools:
   demo                  run the end-to-end demonstration
@@ -105,7 +121,7 @@ func run(ctx context.Context, args []string) error {
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
 		return daemon.Run(ctx, cfg, log)
-	case "sessions", "stats", "associations", "rules", "slices", "intents":
+	case "sessions", "stats", "associations", "rules", "slices", "intents", "bearer-contexts", "cuup-stats":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
@@ -128,14 +144,14 @@ func loadConfig(cmd string, args []string) (*config.Config, error) {
 	return config.Load(*path)
 }
 
-// client runs a client command: sessions SUBCOMMAND [--api URL] [ARG],
-// stats [--api URL], associations [--api URL] or associations release
-// [--api URL] NODE.
+// client runs a client command: COMMAND [SUBCOMMAND] [--api URL] [ARGS],
+// as the usage lists them.
 func client(ctx context.Context, cmd string, args []string) error {
+	withSubcommand := []string{"sessions", "rules", "slices", "intents", "bearer-contexts"}
 	switch {
-	case slices.Contains([]string{"sessions", "rules", "slices", "intents"}, cmd) && len(args) == 0:
+	case slices.Contains(withSubcommand, cmd) && len(args) == 0:
 		return errUsage
-	case cmd == "sessions", cmd == "rules", cmd == "slices", cmd == "intents", cmd == "associations" && len(args) > 0 && args[0] == "release":
+	case slices.Contains(withSubcommand, cmd), cmd == "associations" && len(args) > 0 && args[0] == "release":
 		cmd, args = cmd+" "+args[0], args[1:]
 	}
 	flags := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -151,7 +167,9 @@ func client(ctx context.Context, cmd string, args []string) error {
 		"rules list": 0, "rules get": 1, "rules add": 1, "rules delete": 1, "rules clear": 0, "rules count": 0,
 		"slices list": 0, "slices set": 2, "slices delete": 1,
 		"intents list": 0, "intents get": 1, "intents add": 1, "intents delete": 1,
-		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1}
+		"sessions list": 0, "sessions get": 1, "sessions add": 1, "sessions replace": 1, "sessions delete": 1,
+		"bearer-contexts list": 0, "bearer-contexts get": 1, "bearer-contexts setup": 1, "bearer-contexts modify": 2,
+		"bearer-contexts release": 1, "cuup-stats": 0}
 	if n, ok := wantArgs[cmd]; !ok || flags.NArg() != n {
 		return errUsage
 	}
@@ -227,6 +245,36 @@ func client(ctx context.Context, cmd string, args []string) error {
 			cpus = append(cpus, uint32(cpu))
 		}
 		return printJSON(c.SetSlice(ctx, id, cpus))
+	case "cuup-stats":
+		st, err := c.CUUPStats(ctx)
+		if err != nil {
+			return err
+		}
+		return st.WriteTable(os.Stdout)
+	case "bearer-contexts list":
+		return printJSON(c.BearerContexts(ctx))
+	case "bearer-contexts setup":
+		doc, err := readDocument(arg)
+		if err != nil {
+			return err
+		}
+		return printJSON(c.SetupBearerContext(ctx, doc))
+	case "bearer-contexts get", "bearer-contexts modify", "bearer-contexts release":
+		id, err := parseID(arg, "a bearer context")
+		if err != nil {
+			return err
+		}
+		switch cmd {
+		case "bearer-contexts get":
+			return printJSON(c.BearerContext(ctx, id))
+		case "bearer-contexts release":
+			return c.ReleaseBearerContext(ctx, id)
+		}
+		doc, err := readDocument(flags.Arg(1))
+		if err != nil {
+			return err
+		}
+		return printJSON(c.ModifyBearerContext(ctx, id, doc))
 	case "sessions list":
 		return printJSON(c.Sessions(ctx))
 	case "sessions get":

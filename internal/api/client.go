@@ -167,6 +167,51 @@ func (c *Client) DeleteIntent(ctx context.Context, id uint32) error {
 	return err
 }
 
+// BearerContexts lists the CU-UP's bearer contexts with their DRBs'
+// statistics.
+func (c *Client) BearerContexts(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/cuup/bearer-contexts", nil)
+}
+
+// BearerContext returns a bearer context, by its gNB-CU-UP UE E1AP ID, with
+// its DRBs' statistics.
+func (c *Client) BearerContext(ctx context.Context, id uint32) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, fmt.Sprintf("/api/v1/cuup/bearer-contexts/%d", id), nil)
+}
+
+// SetupBearerContext sets up the bearer context of a Bearer Context Setup
+// Request document (e1.BearerContextSetupRequest) and returns the
+// response.
+func (c *Client) SetupBearerContext(ctx context.Context, doc []byte) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodPost, "/api/v1/cuup/bearer-contexts", doc)
+}
+
+// ModifyBearerContext changes a bearer context as a Bearer Context
+// Modification Request document (e1.BearerContextModificationRequest)
+// says and returns the response.
+func (c *Client) ModifyBearerContext(ctx context.Context, id uint32, doc []byte) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodPatch, fmt.Sprintf("/api/v1/cuup/bearer-contexts/%d", id), doc)
+}
+
+// ReleaseBearerContext releases a bearer context.
+func (c *Client) ReleaseBearerContext(ctx context.Context, id uint32) error {
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/api/v1/cuup/bearer-contexts/%d", id), nil)
+	return err
+}
+
+// CUUPStats returns the CU-UP's counters.
+func (c *Client) CUUPStats(ctx context.Context) (*CUUPStats, error) {
+	body, err := c.do(ctx, http.MethodGet, "/api/v1/cuup/stats", nil)
+	if err != nil {
+		return nil, err
+	}
+	var st CUUPStats
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("reading the CU-UP's statistics: %w", err)
+	}
+	return &st, nil
+}
+
 // do sends a request and returns the response body, or an *Error for a
 // failed request.
 func (c *Client) do(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {

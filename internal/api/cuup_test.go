@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/cuup"
+	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/e1"
 )
 
@@ -101,5 +104,88 @@ func TestBearerContexts(t *testing.T) {
 func TestNoCUUP(t *testing.T) {
 	srv := httptest.NewServer(NewHandler(Services{Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
-	(&env{url: srv.URL}).expect(t, http.StatusNotFound, "GET", "/api/v1/cuup/bearer-contexts", "")
+	e := &env{url: srv.URL}
+	for _, path := range []string{"/api/v1/cuup/bearer-contexts", "/api/v1/cuup/stats"} {
+		var got Error
+		if err := json.Unmarshal(e.expect(t, http.StatusNotFound, "GET", path, ""), &got); err != nil || !strings.Contains(got.Msg, "CU-UP") {
+			t.Errorf("GET %s: %+v (%v), want an error about the CU-UP", path, got, err)
+		}
+	}
+	e.expect(t, http.StatusNotFound, "GET", "/metrics", "")
+}
+
+// A CU-UP alone has no UPF resources, and its statistics without an XDP
+// classifier (the socket path) are the workers' alone.
+func TestCUUPWithoutUPF(t *testing.T) {
+	e := cuupEnv(t)
+	for _, req := range []struct{ method, path string }{
+		{"GET", "/api/v1/sessions"}, {"POST", "/api/v1/sessions"}, {"GET", "/api/v1/sessions/1"},
+		{"PUT", "/api/v1/sessions/1"}, {"DELETE", "/api/v1/sessions/1"}, {"GET", "/api/v1/stats"},
+	} {
+		var got Error
+		if err := json.Unmarshal(e.expect(t, http.StatusNotFound, req.method, req.path, "{}"), &got); err != nil || !strings.Contains(got.Msg, "UPF") {
+			t.Errorf("%s %s: %+v (%v), want an error about the UPF", req.method, req.path, got, err)
+		}
+	}
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/cuup/stats", ""), `{"user": {"downlink": 0, "uplink": 0,
+		"downlinkSent": 0, "uplinkSent": 0, "unknownTunnel": 0, "noDrb": 0, "refused": 0, "noRoom": 0, "held": 0, "workers": []}}`)
+	if m := e.expect(t, http.StatusOK, "GET", "/metrics", ""); !strings.Contains(string(m), "# TYPE xdp5g_cuup_worker_packets_total counter") {
+		t.Errorf("/metrics of a CU-UP:\n%s", m)
+	}
+}
+
+// testStats are a CU-UP's counters with two workers and two CPUs.
+var testStats = CUUPStats{
+	User: cuup.Stats{WorkerStats: cuup.WorkerStats{Downlink: 3, DownlinkSent: 2, NoDRB: 1},
+		Workers: []cuup.WorkerStats{{Downlink: 1, DownlinkSent: 1}, {Downlink: 2, DownlinkSent: 1, NoDRB: 1}}},
+	Kernel: map[string]CUUPClassifierStats{
+		"n3": {Total: map[string]Counter{"redirect": {3, 300}, "pass_not_gtpu": {0, 0}},
+			PerCPU: []map[string]Counter{{"redirect": {1, 100}}, {"redirect": {2, 200}}}},
+		"f1u": {Total: map[string]Counter{"drop_bad_ethernet": {1, 10}}, PerCPU: []map[string]Counter{{"drop_bad_ethernet": {1, 10}}, {}}},
+	},
+}
+
+func TestCUUPMetrics(t *testing.T) {
+	var out strings.Builder
+	must(t, testStats.WriteMetrics(&out))
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range []string{
+		`xdp5g_cuup_worker_packets_total{worker="1",counter="downlink"} 2`,
+		`xdp5g_cuup_worker_packets_total{worker="1",counter="noDrb"} 1`,
+		`xdp5g_cuup_worker_packets_total{worker="0",counter="held"} 0`,
+		`xdp5g_cuup_classifier_packets_total{role="n3",cpu="1",reason="redirect"} 2`,
+		`xdp5g_cuup_classifier_bytes_total{role="n3",cpu="1",reason="redirect"} 200`,
+		`xdp5g_cuup_classifier_packets_total{role="f1u",cpu="1",reason="drop_bad_ethernet"} 0`,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("no line %s in\n%s", want, out.String())
+		}
+	}
+	// A series per worker and counter, and per role, CPU and reason.
+	if n, want := strings.Count(out.String(), "xdp5g_cuup_worker_packets_total{"), 2*reflect.TypeFor[cuup.WorkerStats]().NumField(); n != want {
+		t.Errorf("%d worker series, want %d", n, want)
+	}
+	if n := strings.Count(out.String(), "xdp5g_cuup_classifier_packets_total{"); n != 2*2*cuupxdp.NumReasons {
+		t.Errorf("%d classifier series, want %d", n, 2*2*cuupxdp.NumReasons)
+	}
+}
+
+func TestCUUPStatsTable(t *testing.T) {
+	var out strings.Builder
+	must(t, testStats.WriteTable(&out))
+	want := `WORKER  DOWNLINK  DL SENT  UPLINK  UL SENT  UNKNOWN TUNNEL  NO DRB  REFUSED  NO ROOM  HELD
+all     3         2        0       0        0               1       0        0        0
+0       1         1        0       0        0               0       0        0        0
+1       2         1        0       0        0               1       0        0        0
+
+ROLE  CPU  REASON             PACKETS  BYTES
+n3    all  redirect           3        300
+n3    0    redirect           1        100
+n3    1    redirect           2        200
+f1u   all  drop_bad_ethernet  1        10
+f1u   0    drop_bad_ethernet  1        10
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
+	}
 }

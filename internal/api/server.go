@@ -37,15 +37,20 @@
 //	                                 200 e1.BearerContextModificationResponse
 //	DELETE /api/v1/cuup/bearer-contexts/{id}
 //	                                 204: released
-//	GET    /metrics                  the classifier's last report, for
-//	                                 Prometheus (text format)
+//	GET    /api/v1/cuup/stats        CUUPStats: the workers' counters and,
+//	                                 on the AF_XDP path, the classifier's
+//	                                 per CPU
+//	GET    /metrics                  the classifier's last report and the
+//	                                 CU-UP's counters, for Prometheus (text
+//	                                 format)
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing.
 // Sessions that SMFs created over PFCP are listed with the others, but PUT
-// and DELETE refuse them (409): only their SMF changes them. Without PFCP
-// the /api/v1/pfcp resources answer 404, and without classification the
-// /api/v1/rules ones.
+// and DELETE refuse them (409): only their SMF changes them. Without a UPF
+// (a CU-UP alone) the /api/v1/sessions and /api/v1/stats resources answer
+// 404, without PFCP the /api/v1/pfcp ones, without classification the
+// /api/v1/rules ones, and without a CU-UP the /api/v1/cuup ones.
 package api
 
 import (
@@ -145,34 +150,40 @@ type PFCP struct {
 
 // Services are what the daemon runs, for the API to serve.
 type Services struct {
+	// Store and Datapath are the UPF's, nil without a UPF.
 	Store    *session.Store
 	Datapath *datapath.Datapath // the store fills it
 	PFCP     *PFCP              // nil without N4
 	// Classifier is nil without classification.
 	Classifier *Classifier
 	CUUP       *cuup.CUUP // nil without a CU-UP
-	Log        *slog.Logger
+	// CUUPClassifier is the CU-UP's XDP classifier; nil without one (on
+	// the socket path).
+	CUUPClassifier CUUPClassifier
+	Log            *slog.Logger
 }
 
 type server struct {
-	store      *session.Store
-	dp         *datapath.Datapath
-	pfcp       *PFCP
-	classifier *Classifier
-	cuup       *cuup.CUUP
-	log        *slog.Logger
+	store          *session.Store
+	dp             *datapath.Datapath
+	pfcp           *PFCP
+	classifier     *Classifier
+	cuup           *cuup.CUUP
+	cuupClassifier CUUPClassifier
+	log            *slog.Logger
 }
 
 // NewHandler serves the REST API of the services.
 func NewHandler(sv Services) http.Handler {
-	s := &server{store: sv.Store, dp: sv.Datapath, pfcp: sv.PFCP, classifier: sv.Classifier, cuup: sv.CUUP, log: sv.Log}
+	s := &server{store: sv.Store, dp: sv.Datapath, pfcp: sv.PFCP, classifier: sv.Classifier, cuup: sv.CUUP,
+		cuupClassifier: sv.CUUPClassifier, log: sv.Log}
 	mux := http.NewServeMux()
-	mux.Handle("GET /api/v1/sessions", s.handle(s.list))
-	mux.Handle("POST /api/v1/sessions", s.handle(s.create))
-	mux.Handle("GET /api/v1/sessions/{seid}", s.handle(s.get))
-	mux.Handle("PUT /api/v1/sessions/{seid}", s.handle(s.replace))
-	mux.Handle("DELETE /api/v1/sessions/{seid}", s.handle(s.delete))
-	mux.Handle("GET /api/v1/stats", s.handle(s.stats))
+	mux.Handle("GET /api/v1/sessions", s.handle(s.upf(s.list)))
+	mux.Handle("POST /api/v1/sessions", s.handle(s.upf(s.create)))
+	mux.Handle("GET /api/v1/sessions/{seid}", s.handle(s.upf(s.get)))
+	mux.Handle("PUT /api/v1/sessions/{seid}", s.handle(s.upf(s.replace)))
+	mux.Handle("DELETE /api/v1/sessions/{seid}", s.handle(s.upf(s.delete)))
+	mux.Handle("GET /api/v1/stats", s.handle(s.upf(s.stats)))
 	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
 	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
 	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", s.handle(s.release))
@@ -194,6 +205,7 @@ func NewHandler(sv Services) http.Handler {
 	mux.Handle("GET /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.getBearerContext)))
 	mux.Handle("PATCH /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.modifyBearerContext)))
 	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.releaseBearerContext)))
+	mux.Handle("GET /api/v1/cuup/stats", s.handle(s.cuUP(s.cuupStats)))
 	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
@@ -257,6 +269,19 @@ func (s *server) checkNotPFCP(seid uint64) error {
 		return &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("session %d was created over PFCP: only its SMF may change or delete it", seid)}
 	}
 	return nil
+}
+
+var errNoUPF = &Error{Status: http.StatusNotFound, Msg: "the UPF is not configured: the daemon's configuration has no interfaces"}
+
+// upf answers 404 for the UPF's resources while the daemon runs none (a
+// CU-UP alone).
+func (s *server) upf(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		if s.store == nil {
+			return 0, nil, errNoUPF
+		}
+		return h(w, r)
+	}
 }
 
 var errNoPFCP = &Error{Status: http.StatusNotFound, Msg: "PFCP is not served: the daemon's configuration has no pfcp section"}

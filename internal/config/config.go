@@ -20,6 +20,8 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/cuup"
+	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
@@ -46,25 +48,78 @@ const (
 
 // Config is a validated configuration.
 type Config struct {
+	// Interfaces are the UPF's; empty when the daemon runs no UPF (a file
+	// with a cuup section may leave out interfaces and n3_addresses to run
+	// a CU-UP alone). See UPF.
 	Interfaces []Interface
 	// N3Addresses are the UPF's GTP-U addresses; the first is the source
-	// of downlink tunnels.
+	// of downlink tunnels. Empty without a UPF.
 	N3Addresses []netip.Addr
-	XDPMode     xdplink.Mode
-	// Netns names a namespace under /run/netns that holds the interfaces;
-	// empty for the daemon's own.
-	Netns     string
-	API       API
-	Datapath  Datapath
+	// XDPMode is the mode of every XDP program the daemon attaches: the
+	// UPF's, the classifier's and the CU-UP's.
+	XDPMode xdplink.Mode
+	// Netns names a namespace under /run/netns that holds the interfaces
+	// (the UPF's, the classifier's and the CU-UP's); empty for the
+	// daemon's own.
+	Netns string
+	API   API
+	// Datapath places the pinned maps and links (the UPF's and the
+	// classifier's) and sizes the UPF's.
+	Datapath Datapath
+	// Buffering and StateFile are the UPF's; StateFile also places the
+	// classifier's default rules file.
 	Buffering Buffering
 	StateFile string
 	// PFCP is nil when the file has no pfcp section: the daemon then
-	// serves no N4 interface.
+	// serves no N4 interface. It needs the UPF.
 	PFCP *PFCP
 	// Classify is nil when the file has no classify section: the daemon
 	// then runs no classifier.
 	Classify *Classify
+	// CUUP is nil when the file has no cuup section: the daemon then runs
+	// no CU-UP.
+	CUUP *CUUP
 }
+
+// UPF tells whether the daemon runs the UPF.
+func (c *Config) UPF() bool { return len(c.Interfaces) > 0 }
+
+// CUUP runs a CU-UP's user plane (package cuup) between the UPF (N3) and
+// the DUs (F1-U). With IO CUUPAFXDP an XDP program runs on each of its
+// interfaces, which are then neither the UPF's nor the classifier's (an
+// interface runs one XDP program) nor each other's (one per role).
+type CUUP struct {
+	N3, F1U CUUPInterface
+	IO      CUUPIO
+	// Queues are the receive queues the AF_XDP path serves, a socket and
+	// a worker each; Frames are the UMEM frames of each queue; BusyPoll
+	// spins on the rings instead of sleeping in poll(2). AF_XDP only.
+	Queues   []int
+	Frames   int
+	BusyPoll bool
+}
+
+// CUUPInterface is where the CU-UP meets its peers (the UPF on N3, the
+// DUs on F1-U): an interface, and the CU-UP's address on it, the endpoint
+// of the tunnels it hands out.
+type CUUPInterface struct {
+	Interface string
+	Address   netip.Addr
+}
+
+// CUUPIO is how the CU-UP moves its packets.
+type CUUPIO string
+
+// The CU-UP's I/O paths.
+const (
+	// CUUPAFXDP: an XDP classifier sends the CU-UP's G-PDUs to AF_XDP
+	// sockets; the socket path carries what it leaves to the kernel
+	// (GTP-U echoes, G-PDUs of queues without a socket).
+	CUUPAFXDP CUUPIO = "afxdp"
+	// CUUPSockets: a UDP socket per address, read and written in batches
+	// (recvmmsg, sendmmsg).
+	CUUPSockets CUUPIO = "sockets"
+)
 
 // Classify runs the classifier on interfaces of its own (an interface
 // runs one XDP program: the UPF's or the classifier's).
@@ -163,6 +218,27 @@ type file struct {
 	StateFile   string            `yaml:"state_file"`
 	PFCP        *pfcpSettings     `yaml:"pfcp"`
 	Classify    *classifySettings `yaml:"classify"`
+	CUUP        *cuupSettings     `yaml:"cuup"`
+}
+
+// upf tells whether the file asks for the UPF: it does unless it has a
+// cuup section and gives neither interfaces nor N3 addresses.
+func (f *file) upf() bool {
+	return f.CUUP == nil || len(f.Interfaces) > 0 || len(f.N3Addresses) > 0
+}
+
+type cuupSettings struct {
+	N3       cuupInterfaceSettings `yaml:"n3"`
+	F1U      cuupInterfaceSettings `yaml:"f1u"`
+	IO       string                `yaml:"io"`
+	Queues   []int                 `yaml:"queues"`
+	Frames   *int                  `yaml:"frames"`
+	BusyPoll *bool                 `yaml:"busy_poll"`
+}
+
+type cuupInterfaceSettings struct {
+	Interface string `yaml:"interface"`
+	Address   string `yaml:"address"`
 }
 
 type classifySettings struct {
@@ -236,7 +312,7 @@ func parse(data []byte) (*Config, error) {
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify, parseCUUP}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -248,6 +324,9 @@ func parse(data []byte) (*Config, error) {
 var roleNames = map[string]datapath.Role{"access": datapath.RoleAccess, "core": datapath.RoleCore}
 
 func parseInterfaces(f *file, cfg *Config) error {
+	if !f.upf() {
+		return nil
+	}
 	if len(f.Interfaces) == 0 {
 		return invalid("interfaces", "at least one interface is needed")
 	}
@@ -300,6 +379,9 @@ func checkIfName(name string) error {
 }
 
 func parseN3Addresses(f *file, cfg *Config) error {
+	if !f.upf() {
+		return nil
+	}
 	switch n := len(f.N3Addresses); {
 	case n == 0:
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
@@ -483,6 +565,9 @@ func parsePFCP(f *file, cfg *Config) error {
 	if p == nil {
 		return nil
 	}
+	if !cfg.UPF() {
+		return invalid("pfcp", "serves the UPF's sessions: give the UPF's interfaces and n3_addresses too")
+	}
 	if p.NodeID == "" {
 		return invalid("pfcp.node_id", "the UPF's Node ID (an IP address or an FQDN) is required")
 	}
@@ -593,4 +678,120 @@ func peerAddress(s string) (string, error) {
 		return "", fmt.Errorf("%q is not HOST[:PORT]: %v", s, err)
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// Limits of the UMEM frames of an AF_XDP queue.
+const (
+	// minCUUPFrames leaves frames for the fill rings of both interfaces
+	// while the worker holds a batch and the TX rings hold others.
+	minCUUPFrames = 1024
+	maxCUUPFrames = 1 << 20 // afxdp's limit: 4 GiB of UMEM per queue
+)
+
+func parseCUUP(f *file, cfg *Config) error {
+	c := f.CUUP
+	if c == nil {
+		return nil
+	}
+	out := &CUUP{IO: CUUPAFXDP}
+	switch io := CUUPIO(c.IO); io {
+	case "":
+	case CUUPAFXDP, CUUPSockets:
+		out.IO = io
+	default:
+		return invalid("cuup.io", "unknown I/O %q (afxdp or sockets)", c.IO)
+	}
+	for _, side := range []struct {
+		key string
+		in  cuupInterfaceSettings
+		out *CUUPInterface
+	}{{"cuup.n3", c.N3, &out.N3}, {"cuup.f1u", c.F1U, &out.F1U}} {
+		if err := checkIfName(side.in.Interface); err != nil {
+			return invalid(side.key+".interface", "%v", err)
+		}
+		a, err := netip.ParseAddr(side.in.Address)
+		if err != nil || !a.IsGlobalUnicast() || a.Is4In6() || a.Zone() != "" {
+			return invalid(side.key+".address", "%q is not a unicast IPv4 or IPv6 address that peers reach (not loopback nor link-local)", side.in.Address)
+		}
+		if slices.Contains(cfg.N3Addresses, a) {
+			return invalid(side.key+".address", "%v is one of n3_addresses, the UPF's", a)
+		}
+		*side.out = CUUPInterface{Interface: side.in.Interface, Address: a}
+	}
+	// Each role has a GTP-U socket of its own on its address.
+	if out.F1U.Address == out.N3.Address {
+		return invalid("cuup.f1u.address", "%v is cuup.n3.address too; N3 and F1-U need an address each", out.F1U.Address)
+	}
+	if out.IO == CUUPSockets {
+		for _, given := range []struct {
+			key string
+			set bool
+		}{{"cuup.queues", c.Queues != nil}, {"cuup.frames", c.Frames != nil}, {"cuup.busy_poll", c.BusyPoll != nil}} {
+			if given.set {
+				return invalid(given.key, "applies to io: afxdp only")
+			}
+		}
+		cfg.CUUP = out
+		return nil
+	}
+	if err := checkCUUPInterfaces(out, cfg); err != nil {
+		return err
+	}
+	if err := parseCUUPQueues(c, out); err != nil {
+		return err
+	}
+	if c.BusyPoll != nil {
+		out.BusyPoll = *c.BusyPoll
+	}
+	cfg.CUUP = out
+	return nil
+}
+
+// checkCUUPInterfaces checks that the AF_XDP path's XDP programs, one per
+// role, have their interfaces to themselves, and can run in the mode.
+func checkCUUPInterfaces(out *CUUP, cfg *Config) error {
+	if out.F1U.Interface == out.N3.Interface {
+		return invalid("cuup.f1u.interface", "%s is cuup.n3.interface too; with io afxdp each role's XDP program runs on an interface of its own",
+			out.F1U.Interface)
+	}
+	for _, side := range []struct{ key, name string }{{"cuup.n3.interface", out.N3.Interface}, {"cuup.f1u.interface", out.F1U.Interface}} {
+		if slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return i.Name == side.name }) {
+			return invalid(side.key, "%s runs the UPF, and an interface runs one XDP program", side.name)
+		}
+		if cfg.Classify != nil && slices.Contains(cfg.Classify.Interfaces, side.name) {
+			return invalid(side.key, "%s runs the classifier, and an interface runs one XDP program", side.name)
+		}
+	}
+	if cfg.XDPMode == xdplink.ModeOffload {
+		return invalid("xdp_mode", "the CU-UP's AF_XDP path (cuup.io afxdp) runs in native or generic mode, not %s", cfg.XDPMode)
+	}
+	return nil
+}
+
+func parseCUUPQueues(c *cuupSettings, out *CUUP) error {
+	out.Queues = []int{0}
+	if c.Queues != nil {
+		if len(c.Queues) == 0 {
+			return invalid("cuup.queues", "at least one receive queue is needed")
+		}
+		out.Queues = nil
+		for i, q := range c.Queues {
+			field := fmt.Sprintf("cuup.queues[%d]", i)
+			if q < 0 || q >= cuupxdp.DefaultQueues {
+				return invalid(field, "%d is not a receive queue from 0 to %d", q, cuupxdp.DefaultQueues-1)
+			}
+			if slices.Contains(out.Queues, q) {
+				return invalid(field, "%d is listed twice", q)
+			}
+			out.Queues = append(out.Queues, q)
+		}
+	}
+	out.Frames = cuup.DefaultFrames
+	if n := c.Frames; n != nil {
+		if *n < minCUUPFrames || *n > maxCUUPFrames {
+			return invalid("cuup.frames", "must be from %d to %d", minCUUPFrames, maxCUUPFrames)
+		}
+		out.Frames = *n
+	}
+	return nil
 }

@@ -77,6 +77,13 @@ classify:
   orphan_fragments: drop
   rules_file: /tmp/upf2/rules.json
   reports: {interval: 2s, webhooks: ["http://collector.example:8080/xdp5g"]}
+cuup:
+  n3: {interface: cu-n3, address: 10.61.0.2}
+  f1u: {interface: cu-f1u, address: "2001:db8:62::2"}
+  io: afxdp
+  queues: [1, 0]
+  frames: 4096
+  busy_poll: true
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +113,9 @@ classify:
 		},
 		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classify.ActionDrop,
 			RulesFile: "/tmp/upf2/rules.json", ReportInterval: 2 * time.Second, Webhooks: []string{"http://collector.example:8080/xdp5g"}},
+		CUUP: &CUUP{N3: CUUPInterface{Interface: "cu-n3", Address: netip.MustParseAddr("10.61.0.2")},
+			F1U: CUUPInterface{Interface: "cu-f1u", Address: netip.MustParseAddr("2001:db8:62::2")},
+			IO:  CUUPAFXDP, Queues: []int{1, 0}, Frames: 4096, BusyPoll: true},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
@@ -115,6 +125,112 @@ classify:
 	}
 	if got := cfg.CoreInterfaces(); !reflect.DeepEqual(got, []string{"n6"}) {
 		t.Errorf("CoreInterfaces() = %v", got)
+	}
+	if !cfg.UPF() {
+		t.Error("UPF() = false with the UPF's interfaces")
+	}
+}
+
+// cuupOnly is a configuration of a CU-UP alone.
+const cuupOnly = `
+cuup:
+  n3: {interface: n3, address: 10.61.0.2}
+  f1u: {interface: f1u, address: 10.62.0.2}
+`
+
+// A daemon may run a CU-UP without a UPF; the AF_XDP path is the default.
+func TestCUUPAlone(t *testing.T) {
+	cfg, err := parse([]byte(cuupOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		XDPMode:   xdplink.ModeNative,
+		API:       API{Listen: "127.0.0.1:9880"},
+		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
+		StateFile: "/var/lib/xdp5g/sessions.json",
+		CUUP: &CUUP{N3: CUUPInterface{Interface: "n3", Address: netip.MustParseAddr("10.61.0.2")},
+			F1U: CUUPInterface{Interface: "f1u", Address: netip.MustParseAddr("10.62.0.2")},
+			IO:  CUUPAFXDP, Queues: []int{0}, Frames: 8192},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+	if cfg.UPF() {
+		t.Error("UPF() = true without the UPF's interfaces")
+	}
+}
+
+// The socket path has no AF_XDP settings, and its interfaces may be
+// shared: it attaches no XDP program.
+func TestCUUPSockets(t *testing.T) {
+	cfg, err := parse([]byte(minimal + "classify: {interfaces: [edge0]}\n" +
+		"cuup: {n3: {interface: eth0, address: 10.61.0.2}, f1u: {interface: edge0, address: 10.62.0.2}, io: sockets}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &CUUP{N3: CUUPInterface{Interface: "eth0", Address: netip.MustParseAddr("10.61.0.2")},
+		F1U: CUUPInterface{Interface: "edge0", Address: netip.MustParseAddr("10.62.0.2")}, IO: CUUPSockets}
+	if !reflect.DeepEqual(cfg.CUUP, want) {
+		t.Errorf("got %+v\nwant %+v", cfg.CUUP, want)
+	}
+	if !cfg.UPF() {
+		t.Error("UPF() = false with the UPF's interfaces")
+	}
+}
+
+func TestInvalidCUUPSettingsNameTheField(t *testing.T) {
+	const (
+		n3  = "n3: {interface: n3, address: 10.61.0.2}"
+		f1u = "f1u: {interface: f1u, address: 10.62.0.2}"
+	)
+	section := func(settings ...string) string { return "cuup: {" + strings.Join(settings, ", ") + "}\n" }
+	tests := []struct {
+		name, yaml, field string
+	}{
+		{"no N3 interface", section("n3: {address: 10.61.0.2}", f1u), "cuup.n3.interface"},
+		{"no N3 section", section(f1u), "cuup.n3.interface"},
+		{"long F1-U interface", section(n3, "f1u: {interface: abcdefghijklmnop, address: 10.62.0.2}"), "cuup.f1u.interface"},
+		{"no F1-U address", section(n3, "f1u: {interface: f1u}"), "cuup.f1u.address"},
+		{"garbage N3 address", section("n3: {interface: n3, address: 10.61.0}", f1u), "cuup.n3.address"},
+		{"unspecified N3 address", section("n3: {interface: n3, address: 0.0.0.0}", f1u), "cuup.n3.address"},
+		{"loopback N3 address", section("n3: {interface: n3, address: 127.0.0.1}", f1u), "cuup.n3.address"},
+		{"multicast F1-U address", section(n3, "f1u: {interface: f1u, address: 224.0.0.5}"), "cuup.f1u.address"},
+		{"broadcast F1-U address", section(n3, "f1u: {interface: f1u, address: 255.255.255.255}"), "cuup.f1u.address"},
+		{"link-local F1-U address", section(n3, "f1u: {interface: f1u, address: 'fe80::1%f1u'}"), "cuup.f1u.address"},
+		{"mapped F1-U address", section(n3, "f1u: {interface: f1u, address: '::ffff:10.62.0.2'}"), "cuup.f1u.address"},
+		{"one address for both", section(n3, "f1u: {interface: f1u, address: 10.61.0.2}"), "cuup.f1u.address"},
+		{"the UPF's N3 address", minimal + section("n3: {interface: n3, address: 192.0.2.1}", f1u), "cuup.n3.address"},
+		{"unknown I/O", section(n3, f1u, "io: dpdk"), "cuup.io"},
+		{"one interface for both", section(n3, "f1u: {interface: n3, address: 10.62.0.2}"), "cuup.f1u.interface"},
+		{"on the UPF's interface", minimal + section("n3: {interface: eth0, address: 10.61.0.2}", f1u), "cuup.n3.interface"},
+		{"on the classifier's interface", minimal + "classify: {interfaces: [f1u]}\n" + section(n3, f1u), "cuup.f1u.interface"},
+		{"in offload mode", "xdp_mode: offload\n" + section(n3, f1u), "xdp_mode"},
+		{"no queues", section(n3, f1u, "queues: []"), "cuup.queues"},
+		{"negative queue", section(n3, f1u, "queues: [-1]"), "cuup.queues[0]"},
+		{"queue 64", section(n3, f1u, "queues: [0, 64]"), "cuup.queues[1]"},
+		{"queue twice", section(n3, f1u, "queues: [1, 1]"), "cuup.queues[1]"},
+		{"few frames", section(n3, f1u, "frames: 64"), "cuup.frames"},
+		{"huge frames", section(n3, f1u, "frames: 2000000"), "cuup.frames"},
+		{"sockets with queues", section(n3, f1u, "io: sockets", "queues: [0]"), "cuup.queues"},
+		{"sockets with frames", section(n3, f1u, "io: sockets", "frames: 8192"), "cuup.frames"},
+		{"sockets with busy polling", section(n3, f1u, "io: sockets", "busy_poll: false"), "cuup.busy_poll"},
+		// Without the UPF there are no sessions for SMFs.
+		{"PFCP without the UPF", "pfcp: {node_id: upf.example}\n" + section(n3, f1u), "pfcp"},
+		// The UPF's settings are checked whenever one of them is given.
+		{"UPF interfaces without N3 addresses", "interfaces: [{name: eth0, roles: [access, core]}]\n" + section(n3, f1u), "n3_addresses"},
+		{"N3 addresses without UPF interfaces", "n3_addresses: [192.0.2.1]\n" + section(n3, f1u), "interfaces"},
+		{"neither UPF nor CU-UP", "api: {listen: '127.0.0.1:1'}", "interfaces"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parse([]byte(tt.yaml))
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("error %v, want one naming %s", err, tt.field)
+			}
+		})
 	}
 }
 
@@ -250,6 +366,7 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"negative":       {minimal + "datapath: {max_sessions: -1}\n", "-1"},
 		"two documents":  {minimal + "---\n" + minimal, "one YAML document"},
 		"unknown PFCP":   {minimal + "pfcp: {node_id: upf.example, port: 1}\n", "port"},
+		"unknown CU-UP":  {cuupOnly + "  mode: native\n", "mode"},
 		"T1 in numbers":  {minimal + "pfcp: {node_id: upf.example, t1: 3}\n", "line 6"},
 		"syntax":         {"interfaces: [\n", "line"},
 		// yaml.v3 places type errors by line.

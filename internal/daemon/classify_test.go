@@ -82,7 +82,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	// The rules file in a directory of its own, which the daemon makes.
 	e.classify = fmt.Sprintf("{interfaces: [spare], max_masks: 8, rules_file: %s}", filepath.Join(e.dir, "rules", "rules.json"))
 	cfg := e.config(t)
-	client, stop := e.run(t, cfg)
+	client, stop := runDaemon(t, cfg)
 	ctx := context.Background()
 	for _, rule := range []string{
 		`{"id": 1, "priority": 10, "action": "drop", "match": {"proto": 17, "dstPort": 9999}}`,
@@ -103,7 +103,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	must(t, err)
 	must(t, stop())
 
-	if !e.xdpAttached(t, "spare") {
+	if !xdpAttached(t, e.upf, "spare") {
 		t.Fatal("spare lost the classifier when the daemon stopped")
 	}
 	drops := filepath.Join(e.pin, "classify", "queue-drops")
@@ -118,7 +118,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 		t.Fatalf("rules file: %s (%v)", data, err)
 	}
 
-	client, stop = e.run(t, cfg)
+	client, stop = runDaemon(t, cfg)
 	after, err := client.Rules(ctx)
 	must(t, err)
 	// Counters start again at zero; the first run's packets were counted
@@ -136,9 +136,9 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	must(t, stop())
 
 	e.classify = ""
-	_, stop = e.run(t, e.config(t))
+	_, stop = runDaemon(t, e.config(t))
 	must(t, stop())
-	if e.xdpAttached(t, "spare") {
+	if xdpAttached(t, e.upf, "spare") {
 		t.Error("spare keeps the classifier with no classify section")
 	}
 	if _, err := os.Stat(drops); !os.IsNotExist(err) {
@@ -178,7 +178,7 @@ func TestIntentsAreReported(t *testing.T) {
 	defer hook.Close()
 	e.classify = fmt.Sprintf("{interfaces: [spare], reports: {interval: 50ms, webhooks: [%q]}}", hook.URL)
 	cfg := e.config(t)
-	client, stop := e.run(t, cfg)
+	client, stop := runDaemon(t, cfg)
 	ctx := context.Background()
 	_, err := client.PostIntent(ctx, []byte(`{"Resources": [{"encapsulationType1": "vxlan", "encapsulationID1": "64"}],
 		"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"},
@@ -202,7 +202,7 @@ func TestIntentsAreReported(t *testing.T) {
 	}
 	must(t, stop())
 
-	client, stop = e.run(t, cfg)
+	client, stop = runDaemon(t, cfg)
 	got, err := client.Intent(ctx, 1)
 	must(t, err)
 	if !strings.Contains(string(got), `"action":"SLICE"`) {

@@ -1,6 +1,6 @@
 // Package daemon runs the UPF: it attaches the data path, keeps the
 // sessions across restarts and serves the REST API and, when configured,
-// PFCP (N4).
+// PFCP (N4), the classifier and a CU-UP (which may also run alone).
 package daemon
 
 import (
@@ -37,9 +37,11 @@ const shutdownTimeout = 5 * time.Second
 // sessions of the state file (dropping the SMFs', see session.Restore) and
 // serves the REST API, and PFCP if cfg has a pfcp section, until ctx is
 // done. With a classify section it runs the classifier too, with the rules
-// of its rules file.
-// On return the XDP programs stay attached and the maps pinned, so traffic
-// keeps flowing until the next run takes over; Detach removes them. cfg is
+// of its rules file, and with a cuup section a CU-UP (see startCUUP),
+// without the UPF when cfg has none (config.Config.UPF).
+// On return the XDP programs of the UPF and the classifier stay attached
+// and the maps pinned, so traffic keeps flowing until the next run takes
+// over; Detach removes them. The CU-UP's programs leave with it. cfg is
 // valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	started := time.Now()
@@ -56,18 +58,16 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	// Read before touching the data path, so a bad file stops the start
 	// with the running data path untouched.
-	saved, err := readState(cfg.StateFile)
-	if err != nil {
-		return err
+	var saved, savedRules []byte
+	if cfg.UPF() {
+		if saved, err = readState(cfg.StateFile); err != nil {
+			return err
+		}
 	}
-	var savedRules []byte
 	if cfg.Classify != nil {
 		if savedRules, err = readState(cfg.Classify.RulesFile); err != nil {
 			return err
 		}
-	}
-	if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755); err != nil {
-		return fmt.Errorf("state_file: %w", err)
 	}
 	ns, err := openNetns(cfg.Netns)
 	if err != nil {
@@ -75,76 +75,47 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	defer ns.Close()
 
-	dp, err := datapath.Open(datapath.Options{
-		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
-	})
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
-	nh, err := nexthop.New(dp, ns, cfg.CoreInterfaces())
-	if err != nil {
-		return fmt.Errorf("starting the next-hop resolver: %w", err)
-	}
-	defer nh.Close()
-
-	state := &stateFile{path: cfg.StateFile, log: log}
-	store := session.NewStore(dp, nh, cfg.N3Addresses[0], state.changed)
-	// In the interfaces' namespace: its raw socket sends released packets.
-	var buffers *buffer.Manager
-	err = inNetns(ns, func() (err error) {
-		buffers, err = buffer.New(dp, buffer.Config{
-			SessionPackets: cfg.Buffering.SessionPackets, TotalPackets: cfg.Buffering.TotalPackets, Log: log})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	buffering := make(chan struct{})
-	go func() {
-		defer close(buffering)
-		buffers.Run(ctx)
-	}()
-	defer func() {
-		err = errors.Join(err, buffers.Close())
-		<-buffering
-	}()
-	store.SetBuffers(buffers)
-	state.marshal = store.MarshalState
-	var dropped int
-	if saved != nil {
-		if dropped, err = store.Restore(saved); err != nil {
-			return fmt.Errorf("%s: %w", cfg.StateFile, err)
+	services := api.Services{Log: log}
+	// The CU-UP first: it shares nothing with the UPF, and a CU-UP that
+	// cannot start leaves the UPF's running data path untouched.
+	var cuupFailed <-chan struct{}
+	if cfg.CUUP != nil {
+		var cu *cuupRun
+		if cu, err = startCUUP(cfg, ns, log); err != nil {
+			return err
 		}
+		defer func() { err = errors.Join(err, cu.stop()) }()
+		cu.services(&services)
+		cuupFailed = cu.failed
 	}
-	// The SMFs set their sessions up again once they see the new Recovery
-	// Time Stamp.
-	log.Info("sessions restored", "sessions", store.Len(), "pfcp_sessions_dropped", dropped, "state_file", cfg.StateFile)
-	// Saved at once: the restored sessions live in new map slots.
-	if err := state.start(); err != nil {
-		return err
+	var u *upf
+	if cfg.UPF() {
+		if u, err = openUPF(ctx, cfg, ns, saved, log); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, u.close()) }()
+		services.Store, services.Datapath = u.store, u.dp
 	}
-	defer func() { err = errors.Join(err, state.stop()) }()
 
-	var classifier *api.Classifier
 	if cfg.Classify != nil {
 		var stopClassifier func() error
-		if classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, ns, log); err != nil {
+		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, ns, log); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
 	}
-	if err := attach(dp, ns, cfg, log); err != nil {
-		return err
+	if u != nil {
+		if err := attach(u.dp, ns, cfg, log); err != nil {
+			return err
+		}
 	}
-	if err := attachClassifier(classifier, ns, cfg, log); err != nil {
+	if err := attachClassifier(services.Classifier, ns, cfg, log); err != nil {
 		return err
 	}
 
-	var n4Interface *api.PFCP
-	if cfg.PFCP != nil {
+	if cfg.PFCP != nil { // with the UPF, as config checks
 		var stopPFCP func() error
-		if n4Interface, stopPFCP, err = servePFCP(cfg, store, dp, buffers, ns, started, log); err != nil {
+		if services.PFCP, stopPFCP, err = servePFCP(cfg, u.store, u.dp, u.buffers, ns, started, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the
@@ -152,19 +123,113 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
 
-	srv := &http.Server{Handler: api.NewHandler(api.Services{Store: store, Datapath: dp, PFCP: n4Interface, Classifier: classifier, Log: log}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api.NewHandler(services), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("serving the REST API", "listen", ln.Addr().String())
 	select {
 	case <-ctx.Done():
 	case err = <-served:
+	case <-cuupFailed:
+		err = errors.New("the CU-UP stopped serving")
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	err = errors.Join(err, srv.Shutdown(stopCtx))
-	log.Info("stopped; the XDP programs stay attached")
+	if cfg.UPF() || cfg.Classify != nil {
+		log.Info("stopped; the XDP programs of the UPF and the classifier stay attached")
+	} else {
+		log.Info("stopped")
+	}
 	return err
+}
+
+// upf is the UPF's data path and sessions.
+type upf struct {
+	dp        *datapath.Datapath
+	nh        *nexthop.Resolver
+	store     *session.Store
+	buffers   *buffer.Manager
+	buffering chan struct{} // closed when the buffers stop running
+	state     *stateFile    // saving from start on
+}
+
+// openUPF opens the UPF's data path (its maps and programs, not yet
+// attached), the store with the sessions of the state file (saved, nil for
+// none) and its downlink buffers, and keeps the state file in step with
+// the store until close.
+func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved []byte, log *slog.Logger) (_ *upf, err error) {
+	if err := os.MkdirAll(filepath.Dir(cfg.StateFile), 0o755); err != nil {
+		return nil, fmt.Errorf("state_file: %w", err)
+	}
+	u := &upf{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, u.close())
+		}
+	}()
+	u.dp, err = datapath.Open(datapath.Options{
+		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if u.nh, err = nexthop.New(u.dp, ns, cfg.CoreInterfaces()); err != nil {
+		return nil, fmt.Errorf("starting the next-hop resolver: %w", err)
+	}
+
+	state := &stateFile{path: cfg.StateFile, log: log}
+	u.store = session.NewStore(u.dp, u.nh, cfg.N3Addresses[0], state.changed)
+	// In the interfaces' namespace: its raw socket sends released packets.
+	err = inNetns(ns, func() (err error) {
+		u.buffers, err = buffer.New(u.dp, buffer.Config{
+			SessionPackets: cfg.Buffering.SessionPackets, TotalPackets: cfg.Buffering.TotalPackets, Log: log})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	u.buffering = make(chan struct{})
+	go func() {
+		defer close(u.buffering)
+		u.buffers.Run(ctx)
+	}()
+	u.store.SetBuffers(u.buffers)
+	state.marshal = u.store.MarshalState
+	var dropped int
+	if saved != nil {
+		if dropped, err = u.store.Restore(saved); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.StateFile, err)
+		}
+	}
+	// The SMFs set their sessions up again once they see the new Recovery
+	// Time Stamp.
+	log.Info("sessions restored", "sessions", u.store.Len(), "pfcp_sessions_dropped", dropped, "state_file", cfg.StateFile)
+	// Saved at once: the restored sessions live in new map slots.
+	if err := state.start(); err != nil {
+		return nil, err
+	}
+	u.state = state
+	return u, nil
+}
+
+// close saves the state for the last time and closes what is open.
+func (u *upf) close() error {
+	var errs []error
+	if u.state != nil {
+		errs = append(errs, u.state.stop())
+	}
+	if u.buffers != nil {
+		errs = append(errs, u.buffers.Close())
+		<-u.buffering
+	}
+	if u.nh != nil {
+		u.nh.Close()
+	}
+	if u.dp != nil {
+		u.dp.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // openNetns opens the namespace the interfaces live in: a named one, or

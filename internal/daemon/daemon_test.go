@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -73,12 +74,18 @@ func newEnv(t *testing.T) *env {
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	e.listen = l.Addr().String()
-	l.Close()
+	e.listen = freeTCPAddr(t)
 	t.Cleanup(func() { os.RemoveAll(e.pin) })
 	return e
+}
+
+// freeTCPAddr is a loopback address that nothing listens on.
+func freeTCPAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // config writes and loads a configuration attaching to the interfaces.
@@ -104,16 +111,18 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	return cfg
 }
 
-// run starts the daemon and waits for its API; the returned function
-// stops it and returns what Run returned.
-func (e *env) run(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
+// runDaemon starts the daemon and waits for its API at cfg.API.Listen;
+// the returned function stops it and returns what Run returned.
+func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
-	client = &api.Client{URL: "http://" + e.listen}
+	client = &api.Client{URL: "http://" + cfg.API.Listen}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := client.Stats(ctx); err == nil {
+		// Any answer of the API's, a 404 of a daemon without a UPF too.
+		var answered *api.Error
+		if _, err := client.Stats(ctx); err == nil || errors.As(err, &answered) {
 			break
 		}
 		select {
@@ -133,11 +142,11 @@ func (e *env) run(t *testing.T, cfg *config.Config) (client *api.Client, stop fu
 	}
 }
 
-// xdpAttached says whether an interface of the UPF namespace has an XDP
+// xdpAttached says whether an interface of a namespace has an XDP
 // program.
-func (e *env) xdpAttached(t *testing.T, ifname string) bool {
+func xdpAttached(t *testing.T, in *testbed.Netns, ifname string) bool {
 	t.Helper()
-	ns, err := netns.GetFromName(e.upf.Name)
+	ns, err := netns.GetFromName(in.Name)
 	must(t, err)
 	defer ns.Close()
 	h, err := netlink.NewHandleAt(ns)
@@ -198,7 +207,7 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	first := e.config(t, "spare")
-	client, stop := e.run(t, first)
+	client, stop := runDaemon(t, first)
 	created, err := client.Create(ctx, []byte(doc))
 	must(t, err)
 	// A second handle on the pinned maps, to look at them between runs.
@@ -219,7 +228,7 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 		t.Fatalf("state file: %s (%v)", data, err)
 	}
 	for _, name := range []string{"n3n6", "spare"} {
-		if !e.xdpAttached(t, name) {
+		if !xdpAttached(t, e.upf, name) {
 			t.Errorf("%s lost its XDP program when the daemon stopped", name)
 		}
 	}
@@ -227,20 +236,20 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 
 	// The second run takes over the session and drops spare.
 	second := e.config(t)
-	client, stop = e.run(t, second)
+	client, stop = runDaemon(t, second)
 	got, err := client.Session(ctx, 7)
 	must(t, err)
 	if !reflect.DeepEqual(withoutCounters(t, got), withoutCounters(t, created)) {
 		t.Errorf("restored session:\n%s\nwant\n%s", got, created)
 	}
-	if !e.xdpAttached(t, "n3n6") || e.xdpAttached(t, "spare") {
-		t.Errorf("XDP attached after the restart: n3n6 %v, spare %v; want only n3n6", e.xdpAttached(t, "n3n6"), e.xdpAttached(t, "spare"))
+	if !xdpAttached(t, e.upf, "n3n6") || xdpAttached(t, e.upf, "spare") {
+		t.Errorf("XDP attached after the restart: n3n6 %v, spare %v; want only n3n6", xdpAttached(t, e.upf, "n3n6"), xdpAttached(t, e.upf, "spare"))
 	}
 	e.sendDownlink(t, dp)
 	must(t, stop())
 
 	must(t, Detach(second))
-	if e.xdpAttached(t, "n3n6") {
+	if xdpAttached(t, e.upf, "n3n6") {
 		t.Error("n3n6 keeps its XDP program after Detach")
 	}
 	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
@@ -273,7 +282,7 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 			listen := freeUDPPort(t)
 			// No heartbeats during the test: they would go to port 8805.
 			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h%s}", listen, c.pool)
-			client, stop := e.run(t, e.config(t))
+			client, stop := runDaemon(t, e.config(t))
 			defer func() { must(t, stop()) }()
 			smf, err := pfcptest.NewSMF("smf.xdp5g.test", netip.MustParseAddrPort(listen))
 			must(t, err)
