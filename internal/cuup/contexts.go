@@ -472,8 +472,8 @@ func mapDRBs(drbs map[uint8]*drb) (byID [sdap.MaxDRB + 1]*drb, s *sdap.Session, 
 	return byID, s, err
 }
 
-func (d *drb) flows() []uint8 {
-	var qfis []uint8
+func (d *drb) flows() e1.IDs {
+	var qfis e1.IDs
 	for _, f := range d.cfg.QoSFlows {
 		qfis = append(qfis, f.QFI)
 	}

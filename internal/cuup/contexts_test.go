@@ -106,7 +106,7 @@ func TestSetupHandsOutTunnels(t *testing.T) {
 	if len(teids) != 5 || len(tunnels.entries) != 5 {
 		t.Errorf("%d distinct TEIDs and %d map entries, want 5 of each", len(teids), len(tunnels.entries))
 	}
-	if got := resp.PDUSessions[0].DRBs[1].Flows; !reflect.DeepEqual(got, []uint8{1, 5}) {
+	if got := resp.PDUSessions[0].DRBs[1].Flows; !reflect.DeepEqual(got, e1.IDs{1, 5}) {
 		t.Errorf("DRB 2 flows %v", got)
 	}
 

@@ -18,8 +18,11 @@ type Context struct {
 
 // Session is a PDU session of a Context.
 type Session struct {
-	e1.PDUSessionSetup
-	// ULTunnel is the UPF's endpoint, where the uplink goes.
+	ID             uint8             `json:"pduSessionId"`
+	SecurityResult e1.SecurityResult `json:"securityResult"`
+	// DLTunnel is the CU-UP's endpoint, where the UPF sends the downlink;
+	// ULTunnel the UPF's, where the uplink goes.
+	DLTunnel e1.UPTunnel `json:"ngDlUpTnlInformation"`
 	ULTunnel e1.UPTunnel `json:"ngUlUpTnlInformation"`
 	DRBs     []DRB       `json:"drbs"`
 }
@@ -31,7 +34,7 @@ type DRB struct {
 	DLTunnel *e1.UPTunnel         `json:"dlUpParameters,omitempty"` // the DU's; absent until given
 	SDAP     e1.SDAPConfiguration `json:"sdapConfiguration"`
 	PDCP     e1.PDCPConfiguration `json:"pdcpConfiguration"`
-	Flows    []uint8              `json:"qosFlows"`
+	Flows    e1.IDs               `json:"qosFlows"`
 	Stats    DRBStats             `json:"stats"`
 }
 
@@ -61,8 +64,8 @@ func (c *CUUP) Get(id uint32) (Context, error) {
 func (c *CUUP) view(bc *bearerContext) Context {
 	v := Context{CUCPUEID: bc.cucpID, CUUPUEID: bc.cuupID, Algorithm: bc.security.Algorithm}
 	for _, ps := range bc.sessions {
-		s := Session{PDUSessionSetup: c.setupList([]*pduSession{ps})[0], ULTunnel: ps.ulTunnel}
-		s.PDUSessionSetup.DRBs = nil
+		setup := c.setupList([]*pduSession{ps})[0]
+		s := Session{ID: setup.ID, SecurityResult: setup.SecurityResult, DLTunnel: setup.DLTunnel, ULTunnel: ps.ulTunnel}
 		for _, d := range ps.drbs {
 			s.DRBs = append(s.DRBs, DRB{ID: d.cfg.ID, ULTunnel: e1.UPTunnel{Address: c.cfg.F1U, TEID: d.ulTEID},
 				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows(), Stats: d.state.read()})

@@ -52,14 +52,14 @@ type XDP struct {
 // OpenXDP attaches the classifier dp (the CU-UP's Tunnels) to the
 // interfaces and opens the sockets, in the calling thread's network
 // namespace, the one of the interfaces.
-func (c *CUUP) OpenXDP(dp *cuupxdp.Datapath, cfg XDPConfig) (x *XDP, err error) {
+func (c *CUUP) OpenXDP(dp *cuupxdp.Datapath, cfg XDPConfig) (_ *XDP, err error) {
 	if cfg.Frames == 0 {
 		cfg.Frames = DefaultFrames
 	}
 	if len(cfg.Queues) == 0 {
 		cfg.Queues = []int{0}
 	}
-	x = &XDP{c: c, dp: dp}
+	x := &XDP{c: c, dp: dp}
 	defer func() {
 		if err != nil {
 			x.Close()

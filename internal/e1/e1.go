@@ -10,6 +10,7 @@ package e1
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -153,7 +154,7 @@ type DRBSetup struct {
 	// ULTunnel is UL UP Transport Parameters: where the DU sends the
 	// DRB's uplink.
 	ULTunnel UPTunnel `json:"ulUpTransportParameters"`
-	Flows    []uint8  `json:"flowSetupList"`
+	Flows    IDs      `json:"flowSetupList"`
 }
 
 // BearerContextModificationRequest is §9.2.2.4.
@@ -161,7 +162,7 @@ type BearerContextModificationRequest struct {
 	Security *SecurityInformation `json:"securityInformation,omitempty"`
 	Setup    []PDUSessionToSetup  `json:"pduSessionResourceToSetupList,omitempty"`
 	Modify   []PDUSessionToModify `json:"pduSessionResourceToModifyList,omitempty"`
-	Remove   []uint8              `json:"pduSessionResourceToRemoveList,omitempty"`
+	Remove   IDs                  `json:"pduSessionResourceToRemoveList,omitempty"`
 }
 
 // PDUSessionToModify is an item of PDU Session Resource To Modify List.
@@ -172,7 +173,7 @@ type PDUSessionToModify struct {
 	ULTunnel   *UPTunnel     `json:"ngUlUpTnlInformation,omitempty"`
 	SetupDRBs  []DRBToSetup  `json:"drbToSetupList,omitempty"`
 	ModifyDRBs []DRBToModify `json:"drbToModifyList,omitempty"`
-	RemoveDRBs []uint8       `json:"drbToRemoveList,omitempty"`
+	RemoveDRBs IDs           `json:"drbToRemoveList,omitempty"`
 }
 
 // DRBToModify is an item of DRB To Modify List.
@@ -188,6 +189,35 @@ type BearerContextModificationResponse struct {
 	CUUPUEID uint32            `json:"gnbCuUpUeE1apId"`
 	Setup    []PDUSessionSetup `json:"pduSessionResourceSetupList,omitempty"`
 	Modified []PDUSessionSetup `json:"pduSessionResourceModifiedList,omitempty"`
+}
+
+// IDs are a list of PDU session, DRB or QoS flow identifiers: a list of
+// numbers in JSON, where []uint8 would be base64.
+type IDs []uint8
+
+// MarshalJSON writes the numbers.
+func (ids IDs) MarshalJSON() ([]byte, error) {
+	n := make([]uint16, len(ids))
+	for i, id := range ids {
+		n[i] = uint16(id)
+	}
+	return json.Marshal(n)
+}
+
+// UnmarshalJSON reads a list of numbers from 0 to 255.
+func (ids *IDs) UnmarshalJSON(b []byte) error {
+	var n []uint16
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*ids = make(IDs, len(n))
+	for i, v := range n {
+		if v > 255 {
+			return fmt.Errorf("identifier %d is over 255", v)
+		}
+		(*ids)[i] = uint8(v)
+	}
+	return nil
 }
 
 // Ciphering is Ciphering Algorithm (§9.3.1.32): NEA0 to NEA3.

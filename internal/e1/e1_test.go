@@ -136,3 +136,18 @@ func TestJSON(t *testing.T) {
 		}
 	}
 }
+
+// Identifier lists are lists of numbers in JSON.
+func TestIDs(t *testing.T) {
+	out, err := json.Marshal(DRBSetup{ID: 1, Flows: IDs{9, 5}})
+	if err != nil || !strings.Contains(string(out), `"flowSetupList":[9,5]`) {
+		t.Errorf("encoded %s, %v", out, err)
+	}
+	var back DRBSetup
+	if err := json.Unmarshal(out, &back); err != nil || len(back.Flows) != 2 || back.Flows[1] != 5 {
+		t.Errorf("decoded %+v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"flowSetupList":[256]}`), &back); err == nil {
+		t.Error("256 accepted as an identifier")
+	}
+}
