@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// bindRetry is how long a bind waits for a queue to be let go of.
+const bindRetry = time.Second
 
 // Ring sizes of Options.
 const (
@@ -191,7 +195,14 @@ func (s *Socket) setUp(opts Options, first bool) error {
 		sa.Flags = unix.XDP_SHARED_UMEM
 		sa.SharedUmemFD = uint32(u.regFD)
 	}
-	if err := unix.Bind(s.fd, sa); err != nil {
+	// A queue's previous socket lets go of it only once the kernel has
+	// run its deferred release, some time after its close.
+	for deadline := time.Now().Add(bindRetry); ; time.Sleep(bindRetry / 100) {
+		if err = unix.Bind(s.fd, sa); !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("afxdp: binding to interface %d queue %d (%v mode): %w", s.ifindex, s.queue, u.opts.Mode, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -416,6 +417,15 @@ func TestEndToEndXDP(t *testing.T) {
 			check(t, err)
 			t.Cleanup(func() { dp.Close() })
 			s := newCellSite(t, Config{Tunnels: dp})
+			// A queue the veth lacks fails the whole path and leaves
+			// nothing behind: the path opens afterwards.
+			check(t, s.cu.Do(func() error {
+				if x, err := s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode, Queues: []int{0, 5}}); err == nil {
+					x.Close()
+					return errors.New("a queue the interface lacks was opened")
+				}
+				return nil
+			}))
 			s.serve(t, func() (path, error) {
 				return s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode})
 			})
