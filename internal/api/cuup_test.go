@@ -128,7 +128,9 @@ func TestCUUPWithoutUPF(t *testing.T) {
 		}
 	}
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/cuup/stats", ""), `{"user": {"downlink": 0, "uplink": 0,
-		"downlinkSent": 0, "uplinkSent": 0, "unknownTunnel": 0, "noDrb": 0, "refused": 0, "noRoom": 0, "held": 0, "workers": []}}`)
+		"downlinkSent": 0, "uplinkSent": 0, "unknownTunnel": 0, "noDrb": 0, "refused": 0, "noRoom": 0, "held": 0, "workers": [],
+		"sockets": {"echoes": 0, "notGpdu": 0, "malformed": 0, "sendErrors": 0},
+		"xdp": {"throughKernel": 0, "sendErrors": 0, "txFull": 0, "badMeta": 0}}}`)
 	if m := e.expect(t, http.StatusOK, "GET", "/metrics", ""); !strings.Contains(string(m), "# TYPE xdp5g_cuup_worker_packets_total counter") {
 		t.Errorf("/metrics of a CU-UP:\n%s", m)
 	}

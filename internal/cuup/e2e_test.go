@@ -439,10 +439,10 @@ func TestEndToEndXDP(t *testing.T) {
 				t.Errorf("the AF_XDP workers carried nothing: %+v", st)
 			}
 			// Once the DU's MAC address is known, the socket sends.
-			viaKernel := s.c.xdpStats.ThroughKernel.Load()
+			viaKernel := s.c.Stats().XDP.ThroughKernel
 			s.downlink(t, s.c.List()[0].PDUSessions[0].DLTunnel.TEID, 5, userPacket(t, 1, 10))
 			readF1U(t, received(t, s.duConn))
-			if n := s.c.xdpStats.ThroughKernel.Load() - viaKernel; n != 0 {
+			if n := s.c.Stats().XDP.ThroughKernel - viaKernel; n != 0 {
 				t.Errorf("%d packets to a known DU went through the kernel", n)
 			}
 		})

@@ -86,11 +86,14 @@ func (s *WorkerStats) add(o *WorkerStats) {
 	}
 }
 
-// Stats are the CU-UP's user-layer figures: its workers' summed, and each
-// worker's (one per queue and, on the socket path, per interface).
+// Stats are the CU-UP's user-layer figures: its workers' summed, each
+// worker's (one per queue and, on the socket path, per interface), and
+// those of the paths.
 type Stats struct {
 	WorkerStats
 	Workers []WorkerStats `json:"workers"`
+	Sockets SocketStats   `json:"sockets"`
+	XDP     XDPStats      `json:"xdp"`
 }
 
 // Stats reads the workers' counters.
@@ -104,6 +107,10 @@ func (c *CUUP) Stats() Stats {
 		s.WorkerStats.add(&one)
 		s.Workers = append(s.Workers, one)
 	}
+	s.Sockets = SocketStats{Echoes: atomic.LoadUint64(&c.socketStats.Echoes), NotGPDU: atomic.LoadUint64(&c.socketStats.NotGPDU),
+		Malformed: atomic.LoadUint64(&c.socketStats.Malformed), SendErrors: atomic.LoadUint64(&c.socketStats.SendErrors)}
+	s.XDP = XDPStats{ThroughKernel: atomic.LoadUint64(&c.xdpStats.ThroughKernel), SendErrors: atomic.LoadUint64(&c.xdpStats.SendErrors),
+		TxFull: atomic.LoadUint64(&c.xdpStats.TxFull), BadMeta: atomic.LoadUint64(&c.xdpStats.BadMeta)}
 	return s
 }
 

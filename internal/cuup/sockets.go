@@ -96,9 +96,12 @@ type socketIO struct {
 	stats     *SocketStats
 }
 
-// SocketStats count the datagrams a socket path could not carry.
+// SocketStats count what the socket path did besides carrying G-PDUs.
 type SocketStats struct {
-	NotGPDU, Malformed, Echoes, SendErrors atomic.Uint64
+	Echoes     uint64 `json:"echoes"`     // Echo Requests answered
+	NotGPDU    uint64 `json:"notGpdu"`    // other GTP-U messages, dropped
+	Malformed  uint64 `json:"malformed"`  // not GTP-U, or not a G-PDU of its interface
+	SendErrors uint64 `json:"sendErrors"` // datagrams the kernel refused
 }
 
 func (s *socketIO) run(ctx context.Context) error {
@@ -145,19 +148,19 @@ func (s *socketIO) receive(m udpbatch.Message, handle uint64) {
 	h, err := gtpu.ParseHeader(msg)
 	switch {
 	case err != nil:
-		s.stats.Malformed.Add(1)
+		add(&s.stats.Malformed)
 	case h.Type == gtpu.MsgEchoRequest && h.HasSeq:
-		s.stats.Echoes.Add(1)
+		add(&s.stats.Echoes)
 		resp := gtpu.EchoResponse(h.Seq)
 		n := copy(p.Buf[socketHeadroom:], resp)
 		s.out[s.role] = append(s.out[s.role], udpbatch.Message{Buf: p.Buf[socketHeadroom : socketHeadroom+n], N: n, Addr: m.Addr})
 		s.sent = append(s.sent, handle)
 		return
 	case h.Type != gtpu.MsgGPDU:
-		s.stats.NotGPDU.Add(1)
+		add(&s.stats.NotGPDU)
 	default:
 		if err := tunnelPacket(&p, h); err != nil {
-			s.stats.Malformed.Add(1)
+			add(&s.stats.Malformed)
 			break
 		}
 		p.Off += socketHeadroom
@@ -208,7 +211,7 @@ func (s *socketIO) flush() {
 			continue
 		}
 		if n, err := s.conns[Role(role)].WriteBatch(msgs); err != nil {
-			s.stats.SendErrors.Add(uint64(len(msgs) - n))
+			atomic.AddUint64(&s.stats.SendErrors, uint64(len(msgs)-n))
 		}
 		clear(msgs)
 		s.out[role] = msgs[:0]

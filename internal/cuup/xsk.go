@@ -177,11 +177,14 @@ type xskQueue struct {
 	stats    *XDPStats
 }
 
-// XDPStats count what the AF_XDP path could not send itself.
+// XDPStats count what the AF_XDP path could not carry itself.
 type XDPStats struct {
 	// ThroughKernel went through the kernel's socket while the peer's
 	// MAC address was not known.
-	ThroughKernel, SendErrors, TxFull, BadMeta atomic.Uint64
+	ThroughKernel uint64 `json:"throughKernel"`
+	SendErrors    uint64 `json:"sendErrors"` // of those, refused by the kernel
+	TxFull        uint64 `json:"txFull"`     // dropped with the TX ring full
+	BadMeta       uint64 `json:"badMeta"`    // received without the classifier's metadata
 }
 
 func (q *xskQueue) run(ctx context.Context) error {
@@ -220,7 +223,7 @@ func (q *xskQueue) run(ctx context.Context) error {
 func (q *xskQueue) receive(role Role, d afxdp.Desc) {
 	m, err := cuupxdp.ReadMeta(q.umem, d)
 	if err != nil || Role(m.Role) != role {
-		q.stats.BadMeta.Add(1)
+		add(&q.stats.BadMeta)
 		q.umem.Free(d)
 		return
 	}
@@ -257,9 +260,9 @@ func (q *xskQueue) Send(role Role, peer netip.Addr, buf []byte, start, end int, 
 	mac, ok := q.nbrs.lookup(peer)
 	if !ok {
 		// The kernel resolves the neighbour and keeps the packet meanwhile.
-		q.stats.ThroughKernel.Add(1)
+		add(&q.stats.ThroughKernel)
 		if _, err := q.kernel[role].WriteToUDPAddrPort(buf[start:end], netip.AddrPortFrom(peer, gtpu.Port)); err != nil {
-			q.stats.SendErrors.Add(1)
+			add(&q.stats.SendErrors)
 		}
 		q.Free(handle)
 		return
@@ -299,7 +302,7 @@ func (q *xskQueue) flush() {
 		}
 		n, _ := q.socks[role].Transmit(ds)
 		if n < len(ds) {
-			q.stats.TxFull.Add(uint64(len(ds) - n))
+			atomic.AddUint64(&q.stats.TxFull, uint64(len(ds)-n))
 			q.umem.Free(ds[n:]...)
 		}
 		q.tx[role] = ds[:0]

@@ -253,6 +253,9 @@ func TestCUUPAlone(t *testing.T) {
 			if perWorker != 1 {
 				t.Errorf("the workers' own counters add up to %d downlink G-PDUs, want 1", perWorker)
 			}
+			if st.User.Sockets.Echoes != 1 {
+				t.Errorf("the socket path answered %d echoes, want 1", st.User.Sockets.Echoes)
+			}
 			if io == config.CUUPSockets {
 				if st.Kernel != nil {
 					t.Errorf("kernel counters on the socket path: %+v", st.Kernel)
