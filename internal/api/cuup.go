@@ -230,3 +230,25 @@ func writeReasons(w io.Writer, role, cpu string, counters map[string]Counter) {
 		}
 	}
 }
+
+// Placement is the body of PUT
+// /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement.
+type Placement struct {
+	Placement cuup.Placement `json:"placement" required:"true"`
+}
+
+func (s *server) placeDRB(w http.ResponseWriter, r *http.Request) (int, any, error) {
+	id, err := pathBearerContextID(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	drb, err := pathNumber(r, "drb", 8, "a DRB ID")
+	if err != nil {
+		return 0, nil, err
+	}
+	var p Placement
+	if err := decodeBody(w, r, &p); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, p, s.cuup.SetPlacement(id, uint8(drb), p.Placement)
+}

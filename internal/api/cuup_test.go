@@ -94,6 +94,14 @@ func TestBearerContexts(t *testing.T) {
 		t.Errorf("bad requests changed %s into %s", list, after)
 	}
 
+	// Where DRB 1's crypto runs: inline, as this CU-UP has no pool.
+	e.expect(t, http.StatusOK, "PUT", path+"/drbs/1/placement", `{"placement": "inline"}`)
+	e.expect(t, http.StatusConflict, "PUT", path+"/drbs/1/placement", `{"placement": "pool"}`)
+	e.expect(t, http.StatusConflict, "PUT", path+"/drbs/2/placement", `{"placement": "inline"}`)
+	if _, body := e.request(t, "PUT", path+"/drbs/1/placement", `{"placement": "gpu"}`); !strings.Contains(string(body), `"field":"placement"`) {
+		t.Errorf("a bad placement answered %s", body)
+	}
+
 	e.expect(t, http.StatusNoContent, "DELETE", path, "")
 	e.expect(t, http.StatusNotFound, "DELETE", path, "")
 	e.expect(t, http.StatusNotFound, "GET", path, "")

@@ -37,6 +37,9 @@
 //	                                 200 e1.BearerContextModificationResponse
 //	DELETE /api/v1/cuup/bearer-contexts/{id}
 //	                                 204: released
+//	PUT    /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement
+//	                                 Placement (where the DRB's downlink
+//	                                 crypto runs) → 200 Placement
 //	GET    /api/v1/cuup/stats        CUUPStats: the workers' counters and,
 //	                                 on the AF_XDP path, the classifier's
 //	                                 per CPU
@@ -205,6 +208,7 @@ func NewHandler(sv Services) http.Handler {
 	mux.Handle("GET /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.getBearerContext)))
 	mux.Handle("PATCH /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.modifyBearerContext)))
 	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.releaseBearerContext)))
+	mux.Handle("PUT /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement", s.handle(s.cuUP(s.placeDRB)))
 	mux.Handle("GET /api/v1/cuup/stats", s.handle(s.cuUP(s.cuupStats)))
 	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux

@@ -97,6 +97,11 @@ type CUUP struct {
 	Queues   []int
 	Frames   int
 	BusyPoll bool
+	// CryptoWorkers are the goroutines of the crypto pool (none: every
+	// DRB's PDCP security runs on the worker that carries it), and
+	// CryptoPlacement where a new DRB's runs; the REST API moves one.
+	CryptoWorkers   int
+	CryptoPlacement cuup.Placement
 }
 
 // CUUPInterface is where the CU-UP meets its peers (the UPF on N3, the
@@ -234,6 +239,10 @@ type cuupSettings struct {
 	Queues   []int                 `yaml:"queues"`
 	Frames   *int                  `yaml:"frames"`
 	BusyPoll *bool                 `yaml:"busy_poll"`
+	Crypto   struct {
+		Workers   int    `yaml:"workers"`
+		Placement string `yaml:"placement"`
+	} `yaml:"crypto"`
 }
 
 type cuupInterfaceSettings struct {
@@ -718,6 +727,9 @@ func parseCUUP(f *file, cfg *Config) error {
 		}
 		*side.out = CUUPInterface{Interface: side.in.Interface, Address: a}
 	}
+	if err := parseCUUPCrypto(c, out); err != nil {
+		return err
+	}
 	// Each role has a GTP-U socket of its own on its address.
 	if out.F1U.Address == out.N3.Address {
 		return invalid("cuup.f1u.address", "%v is cuup.n3.address too; N3 and F1-U need an address each", out.F1U.Address)
@@ -744,6 +756,26 @@ func parseCUUP(f *file, cfg *Config) error {
 		out.BusyPoll = *c.BusyPoll
 	}
 	cfg.CUUP = out
+	return nil
+}
+
+// maxCryptoWorkers bounds the crypto pool: goroutines beyond the CPUs only
+// queue.
+const maxCryptoWorkers = 1024
+
+func parseCUUPCrypto(c *cuupSettings, out *CUUP) error {
+	if c.Crypto.Workers < 0 || c.Crypto.Workers > maxCryptoWorkers {
+		return invalid("cuup.crypto.workers", "%d is not 0 to %d", c.Crypto.Workers, maxCryptoWorkers)
+	}
+	out.CryptoWorkers = c.Crypto.Workers
+	if c.Crypto.Placement != "" {
+		if err := out.CryptoPlacement.UnmarshalText([]byte(c.Crypto.Placement)); err != nil {
+			return invalid("cuup.crypto.placement", "%v", err)
+		}
+	}
+	if out.CryptoPlacement == cuup.Pool && out.CryptoWorkers == 0 {
+		return invalid("cuup.crypto.placement", "pool needs cuup.crypto.workers")
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/cuup"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/xdplink"
 )
@@ -166,12 +167,14 @@ func TestCUUPAlone(t *testing.T) {
 // shared: it attaches no XDP program.
 func TestCUUPSockets(t *testing.T) {
 	cfg, err := parse([]byte(minimal + "classify: {interfaces: [edge0]}\n" +
-		"cuup: {n3: {interface: eth0, address: 10.61.0.2}, f1u: {interface: edge0, address: 10.62.0.2}, io: sockets}\n"))
+		"cuup: {n3: {interface: eth0, address: 10.61.0.2}, f1u: {interface: edge0, address: 10.62.0.2}, io: sockets,\n" +
+		"  crypto: {workers: 2, placement: pool}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &CUUP{N3: CUUPInterface{Interface: "eth0", Address: netip.MustParseAddr("10.61.0.2")},
-		F1U: CUUPInterface{Interface: "edge0", Address: netip.MustParseAddr("10.62.0.2")}, IO: CUUPSockets}
+		F1U: CUUPInterface{Interface: "edge0", Address: netip.MustParseAddr("10.62.0.2")}, IO: CUUPSockets,
+		CryptoWorkers: 2, CryptoPlacement: cuup.Pool}
 	if !reflect.DeepEqual(cfg.CUUP, want) {
 		t.Errorf("got %+v\nwant %+v", cfg.CUUP, want)
 	}
@@ -212,6 +215,9 @@ func TestInvalidCUUPSettingsNameTheField(t *testing.T) {
 		{"queue 64", section(n3, f1u, "queues: [0, 64]"), "cuup.queues[1]"},
 		{"queue twice", section(n3, f1u, "queues: [1, 1]"), "cuup.queues[1]"},
 		{"few frames", section(n3, f1u, "frames: 64"), "cuup.frames"},
+		{"negative crypto workers", section(n3, f1u, "crypto: {workers: -1}"), "cuup.crypto.workers"},
+		{"unknown placement", section(n3, f1u, "crypto: {workers: 2, placement: fpga}"), "cuup.crypto.placement"},
+		{"pool without workers", section(n3, f1u, "crypto: {placement: pool}"), "cuup.crypto.placement"},
 		{"huge frames", section(n3, f1u, "frames: 2000000"), "cuup.frames"},
 		{"sockets with queues", section(n3, f1u, "io: sockets", "queues: [0]"), "cuup.queues"},
 		{"sockets with frames", section(n3, f1u, "io: sockets", "frames: 8192"), "cuup.frames"},

@@ -63,7 +63,8 @@ func startCUUP(cfg *config.Config, ns netns.NsHandle, log *slog.Logger) (_ *cuup
 		}
 		tunnels = r.classifier
 	}
-	if r.c, err = cuup.New(cuup.Config{N3: cc.N3.Address, F1U: cc.F1U.Address, Tunnels: tunnels}); err != nil {
+	if r.c, err = cuup.New(cuup.Config{N3: cc.N3.Address, F1U: cc.F1U.Address, Tunnels: tunnels,
+		CryptoWorkers: cc.CryptoWorkers, Placement: cc.CryptoPlacement}); err != nil {
 		return nil, err
 	}
 	err = inNetns(ns, func() (err error) {
@@ -161,6 +162,9 @@ func (r *cuupRun) close() error {
 	}
 	if r.classifier != nil {
 		errs = append(errs, r.classifier.Close())
+	}
+	if r.c != nil {
+		r.c.Close() // its crypto pool, once no worker runs
 	}
 	return errors.Join(errs...)
 }
