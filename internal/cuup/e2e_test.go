@@ -27,10 +27,10 @@ import (
 // The cell site of the end-to-end tests: a UPF, the CU-UP and a DU, each in
 // a namespace, N3 and F1-U on veth pairs.
 var (
-	upfN3  = netip.MustParseAddr("10.61.0.1")
-	cuN3   = netip.MustParseAddr("10.61.0.2")
-	cuF1U  = netip.MustParseAddr("10.62.0.2")
-	duF1U  = netip.MustParseAddr("10.62.0.1")
+	upfN3  = testbed.CellUPF
+	cuN3   = testbed.CellCUN3
+	cuF1U  = testbed.CellCUF1U
+	duF1U  = testbed.CellDU
 	encKey = bytes.Repeat([]byte{0x2b}, 16)
 	intKey = bytes.Repeat([]byte{0x7e}, 16)
 )
@@ -38,10 +38,10 @@ var (
 const waitFor = 5 * time.Second // for what must arrive, on a loaded machine
 
 type cellSite struct {
-	upf, cu, du *testbed.Netns
-	c           *CUUP
-	upfConn     *net.UDPConn // the UPF's GTP-U socket
-	duConn      *net.UDPConn // the DU's
+	*testbed.CellSite
+	c       *CUUP
+	upfConn *net.UDPConn // the UPF's GTP-U socket
+	duConn  *net.UDPConn // the DU's
 }
 
 // newCellSite builds the cell site around a CU-UP of cfg, to which it
@@ -51,28 +51,16 @@ func newCellSite(t *testing.T, cfg Config) *cellSite {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces")
 	}
-	s := &cellSite{}
-	for _, ns := range []**testbed.Netns{&s.upf, &s.cu, &s.du} {
-		n, err := testbed.New("cuup")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Delete() })
-		*ns = n
-	}
-	check(t, testbed.Veth(s.upf, "n3", s.cu, "n3"))
-	check(t, testbed.Veth(s.cu, "f1u", s.du, "f1u"))
-	check(t, s.upf.AddAddr("n3", upfN3.String()+"/24"))
-	check(t, s.cu.AddAddr("n3", cuN3.String()+"/24"))
-	check(t, s.cu.AddAddr("f1u", cuF1U.String()+"/24"))
-	check(t, s.du.AddAddr("f1u", duF1U.String()+"/24"))
-	var err error
+	site, err := testbed.NewCellSite("cuup")
+	check(t, err)
+	t.Cleanup(func() { site.Close() })
+	s := &cellSite{CellSite: site}
 	cfg.N3, cfg.F1U = cuN3, cuF1U
 	s.c, err = New(cfg)
 	check(t, err)
 	t.Cleanup(s.c.Close)
-	s.upfConn = listenIn(t, s.upf, upfN3)
-	s.duConn = listenIn(t, s.du, duF1U)
+	s.upfConn = listenIn(t, s.UPF, upfN3)
+	s.duConn = listenIn(t, s.DU, duF1U)
 	return s
 }
 
@@ -85,11 +73,8 @@ func check(t *testing.T, err error) {
 
 func listenIn(t *testing.T, ns *testbed.Netns, addr netip.Addr) *net.UDPConn {
 	t.Helper()
-	var conn *net.UDPConn
-	check(t, ns.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 2152)))
-		return err
-	}))
+	conn, err := testbed.ListenGTPU(ns, addr)
+	check(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -105,7 +90,7 @@ type path interface {
 func (s *cellSite) serve(t *testing.T, open func() (path, error)) {
 	t.Helper()
 	var p path
-	check(t, s.cu.Do(func() (err error) {
+	check(t, s.CU.Do(func() (err error) {
 		p, err = open()
 		return err
 	}))
@@ -419,7 +404,7 @@ func TestEndToEndXDP(t *testing.T) {
 			s := newCellSite(t, Config{Tunnels: dp})
 			// A queue the veth lacks fails the whole path and leaves
 			// nothing behind: the path opens afterwards.
-			check(t, s.cu.Do(func() error {
+			check(t, s.CU.Do(func() error {
 				if x, err := s.c.OpenXDP(dp, XDPConfig{N3: "n3", F1U: "f1u", Mode: mode, Queues: []int{0, 5}}); err == nil {
 					x.Close()
 					return errors.New("a queue the interface lacks was opened")

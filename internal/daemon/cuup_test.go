@@ -33,10 +33,10 @@ import (
 // CU-UP's interfaces, n3 towards a UPF stand-in and f1u towards a DU
 // stand-in, each in a namespace of its own.
 var (
-	upfN3 = netip.MustParseAddr("10.61.0.1")
-	cuN3  = netip.MustParseAddr("10.61.0.2")
-	cuF1U = netip.MustParseAddr("10.62.0.2")
-	duF1U = netip.MustParseAddr("10.62.0.1")
+	upfN3 = testbed.CellUPF
+	cuN3  = testbed.CellCUN3
+	cuF1U = testbed.CellCUF1U
+	duF1U = testbed.CellDU
 )
 
 const (
@@ -73,9 +73,9 @@ var duTunnel = fmt.Sprintf(`{"pduSessionResourceToModifyList": [{"pduSessionId":
   "drbToModifyList": [{"drbId": 1, "dlUpParameters": {"transportLayerAddress": "%s", "gtpTeid": %d}}]}]}`, duF1U, duTEID)
 
 type cellSite struct {
-	cu, upf, du *testbed.Netns
-	dir, pin    string
-	listen      string
+	*testbed.CellSite
+	dir, pin string
+	listen   string
 }
 
 func newCellSite(t *testing.T) *cellSite {
@@ -83,19 +83,10 @@ func newCellSite(t *testing.T) *cellSite {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	s := &cellSite{dir: t.TempDir(), pin: "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
-	for _, n := range []**testbed.Netns{&s.cu, &s.upf, &s.du} {
-		ns, err := testbed.New("dmncu-")
-		must(t, err)
-		t.Cleanup(func() { must(t, ns.Delete()) })
-		*n = ns
-	}
-	must(t, testbed.Veth(s.upf, "n3", s.cu, "n3"))
-	must(t, testbed.Veth(s.cu, "f1u", s.du, "f1u"))
-	must(t, s.upf.AddAddr("n3", upfN3.String()+"/24"))
-	must(t, s.cu.AddAddr("n3", cuN3.String()+"/24"))
-	must(t, s.cu.AddAddr("f1u", cuF1U.String()+"/24"))
-	must(t, s.du.AddAddr("f1u", duF1U.String()+"/24"))
+	site, err := testbed.NewCellSite("dmncu-")
+	must(t, err)
+	t.Cleanup(func() { must(t, site.Close()) })
+	s := &cellSite{CellSite: site, dir: t.TempDir(), pin: "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
 	t.Cleanup(func() { os.RemoveAll(s.pin) })
 	return s
 }
@@ -105,7 +96,7 @@ func newCellSite(t *testing.T) *cellSite {
 func (s *cellSite) config(t *testing.T, cuupSection string) *config.Config {
 	t.Helper()
 	yaml := fmt.Sprintf("xdp_mode: native\nnetns: %s\napi: {listen: %q}\ndatapath: {pin_path: %s}\nstate_file: %s\ncuup: %s\n",
-		s.cu.Name, s.listen, s.pin, filepath.Join(s.dir, "state", "sessions.json"), cuupSection)
+		s.CU.Name, s.listen, s.pin, filepath.Join(s.dir, "state", "sessions.json"), cuupSection)
 	path := filepath.Join(s.dir, "xdp5g.yaml")
 	must(t, os.WriteFile(path, []byte(yaml), 0o600))
 	cfg, err := config.Load(path)
@@ -116,11 +107,8 @@ func (s *cellSite) config(t *testing.T, cuupSection string) *config.Config {
 // listen opens a GTP-U socket in a namespace.
 func listen(t *testing.T, ns *testbed.Netns, addr netip.Addr) *net.UDPConn {
 	t.Helper()
-	var conn *net.UDPConn
-	must(t, ns.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, gtpu.Port)))
-		return err
-	}))
+	conn, err := testbed.ListenGTPU(ns, addr)
+	must(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
@@ -195,12 +183,12 @@ func TestCUUPAlone(t *testing.T) {
 	for _, io := range []config.CUUPIO{config.CUUPSockets, config.CUUPAFXDP} {
 		t.Run(string(io), func(t *testing.T) {
 			s := newCellSite(t)
-			upfConn, duConn := listen(t, s.upf, upfN3), listen(t, s.du, duF1U)
+			upfConn, duConn := listen(t, s.UPF, upfN3), listen(t, s.DU, duF1U)
 			cfg := s.config(t, fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: %s}, io: %s}", cuN3, cuF1U, io))
 			client, stop := runDaemon(t, cfg)
 			ctx := context.Background()
 			for _, name := range []string{"n3", "f1u"} {
-				if got := xdpAttached(t, s.cu, name); got != (io == config.CUUPAFXDP) {
+				if got := xdpAttached(t, s.CU, name); got != (io == config.CUUPAFXDP) {
 					t.Errorf("%s: XDP program attached %v with io %s", name, got, io)
 				}
 			}
@@ -296,7 +284,7 @@ func TestCUUPAlone(t *testing.T) {
 			}
 			must(t, stop())
 			for _, name := range []string{"n3", "f1u"} {
-				if xdpAttached(t, s.cu, name) {
+				if xdpAttached(t, s.CU, name) {
 					t.Errorf("%s keeps an XDP program after the daemon stopped", name)
 				}
 			}
@@ -325,14 +313,14 @@ func TestCUUPStartFailure(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := newCellSite(t)
 			if c.busy {
-				listen(t, s.cu, cuN3)
+				listen(t, s.CU, cuN3)
 			}
 			err := Run(context.Background(), s.config(t, c.section), slog.New(slog.DiscardHandler))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Run = %v, want an error with %q", err, c.want)
 			}
 			for _, name := range []string{"n3", "f1u"} {
-				if xdpAttached(t, s.cu, name) {
+				if xdpAttached(t, s.CU, name) {
 					t.Errorf("%s keeps an XDP program after the failed start", name)
 				}
 			}
