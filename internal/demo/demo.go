@@ -1,7 +1,8 @@
 // Package demo is `xdp5g demo`: a gNB, the UPF and a data network in
 // throw-away network namespaces, real GTP-U traffic through xdp_upf in both
-// directions, and a report of what arrived. Its testbed serves the
-// end-to-end tests too.
+// directions, and a report of what arrived; then a UPF, the CU-UP and a DU,
+// a UE's traffic through the CU-UP's AF_XDP path with 3GPP security both
+// ways. Its UPF testbed serves the end-to-end tests too.
 package demo
 
 import (
@@ -98,7 +99,7 @@ func Run(ctx context.Context, w io.Writer) (err error) {
 			return fmt.Errorf("no %s packet arrived", r.dir.Name)
 		}
 	}
-	return nil
+	return runCUUP(ctx, w)
 }
 
 type result struct {
