@@ -141,8 +141,9 @@ func (s *server) readCUUPStats() (CUUPStats, error) {
 }
 
 // WriteMetrics writes the counters in the Prometheus text format: each
-// worker's by counter (the fields of cuup.WorkerStats, by their JSON
-// names), and the classifier's by role, CPU and reason.
+// worker's (by its name, else its place) by counter (the fields of
+// cuup.WorkerStats, by their JSON names), and the classifier's by role, CPU
+// and reason.
 func (st *CUUPStats) WriteMetrics(w io.Writer) error {
 	var b bytes.Buffer
 	header := func(name, help string) {
@@ -150,13 +151,17 @@ func (st *CUUPStats) WriteMetrics(w io.Writer) error {
 	}
 	header("cuup_worker_packets_total", "Packets a CU-UP worker counted, by counter.")
 	for i, ws := range st.User.Workers {
+		worker := ws.Worker
+		if worker == "" {
+			worker = strconv.Itoa(i)
+		}
 		v := reflect.ValueOf(ws)
 		for f := range v.NumField() {
 			if v.Field(f).Kind() != reflect.Uint64 {
 				continue
 			}
 			counter, _, _ := strings.Cut(v.Type().Field(f).Tag.Get("json"), ",")
-			fmt.Fprintf(&b, "xdp5g_cuup_worker_packets_total{worker=\"%d\",counter=%q} %d\n", i, counter, v.Field(f).Uint())
+			fmt.Fprintf(&b, "xdp5g_cuup_worker_packets_total{worker=%q,counter=%q} %d\n", worker, counter, v.Field(f).Uint())
 		}
 	}
 	if st.Kernel != nil {

@@ -51,6 +51,7 @@ type IO interface {
 // one goroutine; several Workers share the CU-UP.
 type Worker struct {
 	c       *CUUP
+	name    string
 	io      IO
 	now     time.Time
 	scratch [64]byte  // an NR-U frame
@@ -62,6 +63,8 @@ type Worker struct {
 // WorkerStats are what a Worker did; each field counts packets. The
 // worker adds with atomic operations, so they can be read at any time.
 type WorkerStats struct {
+	// Worker names the worker: its queue, or the socket it reads.
+	Worker        string `json:"worker,omitempty"`
 	Downlink      uint64 `json:"downlink"`     // G-PDUs received on N3
 	Uplink        uint64 `json:"uplink"`       // on F1-U
 	DownlinkSent  uint64 `json:"downlinkSent"` // G-PDUs sent on F1-U
@@ -102,7 +105,7 @@ func (c *CUUP) Stats() Stats {
 	defer c.mu.RUnlock()
 	var s Stats
 	for _, w := range c.workers {
-		var one WorkerStats
+		one := WorkerStats{Worker: w.name}
 		one.add(&w.stats)
 		s.WorkerStats.add(&one)
 		s.Workers = append(s.Workers, one)

@@ -69,6 +69,7 @@ func (s *Sockets) Serve(ctx context.Context) error {
 	for role := range s.conns {
 		io := &socketIO{conns: s.conns, role: role, stats: &s.c.socketStats}
 		io.worker = s.c.NewWorker(io)
+		io.worker.name = fmt.Sprintf("%v socket", role)
 		wg.Go(func() {
 			if err := io.run(ctx); err != nil {
 				mu.Lock()

@@ -116,6 +116,7 @@ func (x *XDP) openQueue(ifaces map[Role]*net.Interface, queue int, cfg XDPConfig
 		}
 	}
 	q.worker = x.c.NewWorker(q)
+	q.worker.name = fmt.Sprintf("queue %d", queue)
 	return q, nil
 }
 

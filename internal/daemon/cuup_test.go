@@ -260,9 +260,9 @@ func TestCUUPAlone(t *testing.T) {
 				if n3.Total["pass_signalling"].Packets != 1 {
 					t.Errorf("the N3 classifier passed %d signalling messages to the kernel, want the echo", n3.Total["pass_signalling"].Packets)
 				}
-				// The worker of queue 0 started first.
+				// The worker of queue 0 carried it.
 				metrics := getMetrics(t, cfg)
-				for _, want := range []string{`xdp5g_cuup_worker_packets_total\{worker="0",counter="downlinkSent"\} 1`,
+				for _, want := range []string{`xdp5g_cuup_worker_packets_total\{worker="queue 0",counter="downlinkSent"\} 1`,
 					`xdp5g_cuup_classifier_packets_total\{role="n3",cpu="\d+",reason="redirect"\} 1`} {
 					if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(metrics) {
 						t.Errorf("no line %s in /metrics:\n%s", want, metrics)
