@@ -151,10 +151,7 @@ func (st *CUUPStats) WriteMetrics(w io.Writer) error {
 	}
 	header("cuup_worker_packets_total", "Packets a CU-UP worker counted, by counter.")
 	for i, ws := range st.User.Workers {
-		worker := ws.Worker
-		if worker == "" {
-			worker = strconv.Itoa(i)
-		}
+		worker := workerLabel(i, ws)
 		v := reflect.ValueOf(ws)
 		for f := range v.NumField() {
 			if v.Field(f).Kind() != reflect.Uint64 {
@@ -210,7 +207,7 @@ func (st *CUUPStats) WriteTable(w io.Writer) error {
 	}
 	row("all", st.User.WorkerStats)
 	for i, s := range st.User.Workers {
-		row(strconv.Itoa(i), s)
+		row(workerLabel(i, s), s)
 	}
 	if st.Kernel != nil {
 		fmt.Fprintln(tw, "\nROLE\tCPU\tREASON\tPACKETS\tBYTES")
@@ -223,6 +220,14 @@ func (st *CUUPStats) WriteTable(w io.Writer) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// workerLabel names the i-th worker: by its name, else its place.
+func workerLabel(i int, s cuup.WorkerStats) string {
+	if s.Worker != "" {
+		return s.Worker
+	}
+	return strconv.Itoa(i)
 }
 
 // writeReasons writes the counters that are not zero in the classifier's

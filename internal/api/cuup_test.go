@@ -183,10 +183,10 @@ func TestCUUPMetrics(t *testing.T) {
 func TestCUUPStatsTable(t *testing.T) {
 	var out strings.Builder
 	must(t, testStats.WriteTable(&out))
-	want := `WORKER  DOWNLINK  DL SENT  UPLINK  UL SENT  UNKNOWN TUNNEL  NO DRB  REFUSED  NO ROOM  HELD
-all     3         2        0       0        0               1       0        0        0
-0       1         1        0       0        0               0       0        0        0
-1       2         1        0       0        0               1       0        0        0
+	want := `WORKER   DOWNLINK  DL SENT  UPLINK  UL SENT  UNKNOWN TUNNEL  NO DRB  REFUSED  NO ROOM  HELD
+all      3         2        0       0        0               1       0        0        0
+0        1         1        0       0        0               0       0        0        0
+queue 1  2         1        0       0        0               1       0        0        0
 
 ROLE  CPU  REASON             PACKETS  BYTES
 n3    all  redirect           3        300
