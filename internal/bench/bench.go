@@ -35,6 +35,12 @@ type config struct {
 	slicing bool   // measure slicing, steering and offload instead
 	charts  string // directory for the charts of -slicing; none if empty
 
+	cuup        bool // measure the CU-UP instead
+	cuupFlows   []int
+	cuupPackets uint64
+	cuupRounds  int
+	cuupSize    int
+
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
 	pfcpRounds   int
@@ -44,7 +50,7 @@ type config struct {
 
 // quickValues replace the defaults of the flags not given with -quick.
 var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s",
-	"pfcp-sessions": "100000"}
+	"pfcp-sessions": "100000", "cuup-packets": "2000000", "cuup-rounds": "2"}
 
 func parseFlags(args []string) (cfg config, err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -61,6 +67,11 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_), delay and jitter per slice (Table I of 001_)")
 	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of -slicing to, as SVG")
+	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2 (issue 6)")
+	cuupFlows := fs.String("cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
+	fs.Uint64Var(&cfg.cuupPackets, "cuup-packets", 6_000_000, "packets per measurement of -cuup through a path; an eighth of it through the stack alone")
+	fs.IntVar(&cfg.cuupRounds, "cuup-rounds", 5, "interleaved rounds of -cuup; the median is reported")
+	fs.IntVar(&cfg.cuupSize, "cuup-size", 1400, "octets of the user packets of -cuup, IP header included")
 	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
@@ -86,6 +97,18 @@ func parseFlags(args []string) (cfg config, err error) {
 	}
 	if cfg.classifyRules, err = counts("classify-rules", *classifyRules, 0); err != nil {
 		return cfg, err
+	}
+	if cfg.cuupFlows, err = counts("cuup-flows", *cuupFlows, 1); err != nil {
+		return cfg, err
+	}
+	if slices.Max(cfg.cuupFlows) > maxCUUPFlows {
+		return cfg, fmt.Errorf("-cuup-flows: %d flows at most", maxCUUPFlows)
+	}
+	if cfg.cuupSize < 28 || cfg.cuupSize > maxCUUPSize {
+		return cfg, fmt.Errorf("-cuup-size: %d octets, want 28 (IPv4 and UDP headers) to %d (F1-U's G-PDU within the MTU)", cfg.cuupSize, maxCUUPSize)
+	}
+	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
+		return cfg, errors.New("-cuup-packets and -cuup-rounds must be positive")
 	}
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
 		return cfg, errors.New("-runs, -flows and -packets must be positive")
@@ -125,6 +148,9 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("the benchmarks need root: they create network namespaces and load XDP programs")
+	}
+	if cfg.cuup {
+		return runCUUP(ctx, w, args, cfg)
 	}
 	start := time.Now()
 	tb, err := demo.NewTestbed()

@@ -126,6 +126,14 @@ func (c *CUUP) NewWorker(io IO) *Worker {
 	return w
 }
 
+// Close takes the worker out of the CU-UP's stats: its queue or socket is
+// closed.
+func (w *Worker) Close() {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.workers = slices.DeleteFunc(w.c.workers, func(o *Worker) bool { return o == w })
+}
+
 // Process handles a batch of received packets at now; each packet's buffer
 // is sent or freed through the IO.
 func (w *Worker) Process(pkts []Packet, now time.Time) {

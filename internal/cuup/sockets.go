@@ -70,6 +70,7 @@ func (s *Sockets) Serve(ctx context.Context) error {
 		io := &socketIO{conns: s.conns, role: role, stats: &s.c.socketStats}
 		io.worker = s.c.NewWorker(io)
 		io.worker.name = fmt.Sprintf("%v socket", role)
+		defer io.worker.Close()
 		wg.Go(func() {
 			if err := io.run(ctx); err != nil {
 				mu.Lock()

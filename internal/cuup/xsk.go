@@ -151,6 +151,9 @@ func (x *XDP) Close() error {
 }
 
 func (q *xskQueue) close() error {
+	if q.worker != nil {
+		q.worker.Close()
+	}
 	errs := []error{q.umem.Close()}
 	for _, k := range q.kernel {
 		if k != nil {
