@@ -129,7 +129,7 @@ func New(cfg Config) (*CUUP, error) {
 // Close stops the crypto pool; call it once no worker runs.
 func (c *CUUP) Close() { c.pool.close() }
 
-// SetPlacement moves where a DRB's downlink crypto runs.
+// SetPlacement moves where a DRB's PDCP security runs.
 func (c *CUUP) SetPlacement(id uint32, drbID uint8, p Placement) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

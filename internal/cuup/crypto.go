@@ -5,11 +5,13 @@ import (
 	"sync"
 )
 
-// Placement is where a DRB's downlink PDCP security (ciphering and
-// integrity protection) runs: on the worker that carries its packets, or
+// Placement is where a DRB's PDCP security (ciphering and integrity
+// protection, both ways) runs: on the worker that carries its packets, or
 // spread over the crypto pool's goroutines, and so over other cores, with
-// the worker sending the PDUs in their order once they are sealed (the
-// offloading of the paper's §VI, on host cores).
+// the worker sending the downlink PDUs in their order once they are
+// sealed and having the uplink receiver take its PDUs in the order they
+// came once they are opened (the offloading of the paper's §VI, on host
+// cores).
 type Placement uint32
 
 // The placements.
@@ -41,22 +43,28 @@ func (p *Placement) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// cryptoPool seals PDUs on goroutines of their own.
+// cryptoJob is a PDU's security, sealing or opening it, handed to the pool.
+type cryptoJob interface {
+	crypto()
+	finish() // tells the batch it is done
+}
+
+// cryptoPool seals and opens PDUs on goroutines of their own.
 type cryptoPool struct {
-	jobs chan *sealJob
+	jobs chan cryptoJob
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
 func newCryptoPool(workers int) *cryptoPool {
-	p := &cryptoPool{jobs: make(chan *sealJob, 1024), stop: make(chan struct{})}
+	p := &cryptoPool{jobs: make(chan cryptoJob, 1024), stop: make(chan struct{})}
 	for range workers {
 		p.wg.Go(func() {
 			for {
 				select {
 				case j := <-p.jobs:
-					j.seal()
-					j.done.Done()
+					j.crypto()
+					j.finish()
 				case <-p.stop:
 					return
 				}
@@ -66,7 +74,7 @@ func newCryptoPool(workers int) *cryptoPool {
 	return p
 }
 
-// help seals jobs of the pool, anyone's, until none is waiting, then waits
+// help runs jobs of the pool, anyone's, until none is waiting, then waits
 // for those of done: a worker is a pool goroutine while its batch is out.
 func (p *cryptoPool) help(done *sync.WaitGroup) {
 	if p == nil {
@@ -75,8 +83,8 @@ func (p *cryptoPool) help(done *sync.WaitGroup) {
 	for {
 		select {
 		case j := <-p.jobs:
-			j.seal()
-			j.done.Done()
+			j.crypto()
+			j.finish()
 		default:
 			done.Wait()
 			return

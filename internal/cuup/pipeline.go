@@ -57,6 +57,7 @@ type Worker struct {
 	scratch [64]byte  // an NR-U frame
 	pulled  [][]byte  // SDUs leaving a DRB's queue
 	jobs    []sealJob // the batch's downlink PDUs
+	opens   []openJob // its uplink PDUs of pooled DRBs
 	stats   WorkerStats
 }
 
@@ -230,7 +231,23 @@ type sealJob struct {
 	done     *sync.WaitGroup
 }
 
-func (j *sealJob) seal() { j.buf = j.d.state.tx.Seal(j.buf, j.off, j.count) }
+func (j *sealJob) crypto() { j.buf = j.d.state.tx.Seal(j.buf, j.off, j.count) }
+func (j *sealJob) finish() { j.done.Done() }
+
+// openJob is an uplink PDU of a pooled DRB between its Check, in order,
+// and its Accept, in order: its Open runs on the pool.
+type openJob struct {
+	d      *drb
+	pdu    []byte
+	count  uint64
+	handle uint64
+	sdu    []byte
+	intact bool
+	done   *sync.WaitGroup
+}
+
+func (j *openJob) crypto() { j.sdu, j.intact = j.d.state.rx.Open(j.pdu, j.count) }
+func (j *openJob) finish() { j.done.Done() }
 
 // sendDownlink numbers the SDU buf[start:end] of a DRB (whose lock the
 // caller holds) as the next PDCP PDU and NR-U frame; the batch's end seals
@@ -255,9 +272,11 @@ func (w *Worker) sendDownlink(d *drb, buf []byte, start, end int, handle uint64)
 	st.credit -= int64(end - start)
 }
 
-// sendBatch seals the PDUs the batch numbered, those of pooled DRBs on the
-// pool with this worker's help, the others here, then sends them all in
-// order: header of the NR-U frame, GTP-U to the DU.
+// sendBatch seals the PDUs the batch numbered and opens the uplink PDUs of
+// pooled DRBs it checked, those of pooled DRBs on the pool with this
+// worker's help, the others here; then it sends the downlink in order
+// (header of the NR-U frame, GTP-U to the DU) and has the uplink receivers
+// accept theirs in order.
 func (w *Worker) sendBatch() {
 	var pooled sync.WaitGroup
 	for i := range w.jobs {
@@ -266,8 +285,14 @@ func (w *Worker) sendBatch() {
 			j.done = &pooled
 			w.c.pool.jobs <- j
 		} else {
-			j.seal()
+			j.crypto()
 		}
+	}
+	for i := range w.opens {
+		j := &w.opens[i]
+		pooled.Add(1)
+		j.done = &pooled
+		w.c.pool.jobs <- j
 	}
 	w.c.pool.help(&pooled)
 	for i := range w.jobs {
@@ -281,6 +306,21 @@ func (w *Worker) sendBatch() {
 	}
 	clear(w.jobs)
 	w.jobs = w.jobs[:0]
+	for i := range w.opens {
+		j := &w.opens[i]
+		st := j.d.state
+		st.mu.Lock()
+		st.worker = w
+		if err := st.rx.Accept(j.count, j.sdu, j.intact, w.now); err != nil {
+			add(&w.stats.Refused)
+		}
+		st.worker = nil
+		w.c.timers.schedule(j.d)
+		st.mu.Unlock()
+		w.io.Free(j.handle)
+	}
+	clear(w.opens)
+	w.opens = w.opens[:0]
 }
 
 func (w *Worker) uplink(p *Packet) {
@@ -297,9 +337,22 @@ func (w *Worker) uplink(p *Packet) {
 	if p.NRRAN != nil {
 		w.deliveryStatus(d, p.NRRAN)
 	}
-	if p.Len > 0 {
+	pdu := p.Buf[p.Off : p.Off+p.Len]
+	switch {
+	case p.Len == 0:
+	case d.placement.Load() == uint32(Pool) && w.c.pool != nil:
+		count, data, err := st.rx.Check(pdu)
+		if err != nil {
+			add(&w.stats.Refused)
+		}
+		if data {
+			// The frame is freed once the batch's end accepted it.
+			w.opens = append(w.opens, openJob{d: d, pdu: pdu, count: count, handle: p.Handle})
+			return
+		}
+	default:
 		st.worker = w
-		if err := st.rx.Receive(p.Buf[p.Off:p.Off+p.Len], w.now); err != nil {
+		if err := st.rx.Receive(pdu, w.now); err != nil {
 			add(&w.stats.Refused)
 		}
 		st.worker = nil

@@ -104,48 +104,84 @@ func (r *Receiver) Stats() RxStats { return r.stats }
 // held before it; a PDU discarded is counted and reported by one of the
 // package's errors (ErrMalformed wrapped with the reason).
 //
-// The discards that COUNT alone decides (too old, duplicate) come before
-// deciphering and integrity verification rather than after as in 5.2.2.1:
-// replays then cost no cryptography, and the PDU is discarded all the same.
+// Receive is Check, Open and Accept, which a caller may run apart to have
+// the cryptography of many PDUs done at once, elsewhere. The discards that
+// COUNT alone decides (too old, duplicate) come before deciphering and
+// integrity verification rather than after as in 5.2.2.1: replays then
+// cost no cryptography, and the PDU is discarded all the same.
 func (r *Receiver) Receive(pdu []byte, now time.Time) error {
+	count, data, err := r.Check(pdu)
+	if err != nil || !data {
+		return err
+	}
+	sdu, ok := r.Open(pdu, count)
+	return r.Accept(count, sdu, ok, now)
+}
+
+// Check counts a PDU and reads its COUNT, or says why it is discarded; data
+// is false for a control PDU, which it hands to RxConfig.Control.
+func (r *Receiver) Check(pdu []byte) (count uint64, data bool, err error) {
 	if len(pdu) == 0 {
 		r.stats.Malformed++
-		return fmt.Errorf("%w: empty", ErrMalformed)
+		return 0, false, fmt.Errorf("%w: empty", ErrMalformed)
 	}
 	if pdu[0]&dataBit == 0 {
 		r.stats.Control++
 		if r.cfg.Control != nil {
 			r.cfg.Control(pdu)
 		}
-		return nil
+		return 0, false, nil
 	}
 	if len(pdu) < r.hdr+r.mac {
 		r.stats.Malformed++
-		return fmt.Errorf("%w: %d octets, shorter than its header and MAC-I (%d)", ErrMalformed, len(pdu), r.hdr+r.mac)
+		return 0, false, fmt.Errorf("%w: %d octets, shorter than its header and MAC-I (%d)", ErrMalformed, len(pdu), r.hdr+r.mac)
 	}
 	r.stats.PDUs++
 	r.stats.Bytes += uint64(len(pdu))
 	count, ok := r.rcvdCount(r.cfg.headerSN(pdu))
 	if !ok {
 		r.stats.OutOfWindow++
-		return ErrOutOfWindow
+		return 0, false, ErrOutOfWindow
 	}
-	if count < r.st.Next && r.buf.holds(count) {
+	if r.duplicate(count) {
+		r.stats.Duplicates++
+		return 0, false, ErrDuplicate
+	}
+	return count, true, nil
+}
+
+func (r *Receiver) duplicate(count uint64) bool { return count < r.st.Next && r.buf.holds(count) }
+
+// Open deciphers a data PDU of COUNT count in place and verifies its MAC-I,
+// and returns its SDU and whether it is intact. It changes nothing in the
+// entity: Opens of different PDUs may run at once, on any goroutine.
+func (r *Receiver) Open(pdu []byte, count uint64) (sdu []byte, ok bool) {
+	body := pdu[r.hdr:]
+	r.cfg.cipher(uint32(count), body)
+	if r.mac == 0 {
+		return body, true
+	}
+	end := len(pdu) - MACLen
+	xmac := r.cfg.Integrity.MAC(uint32(count), r.cfg.bearer(), uint8(r.cfg.Direction), pdu[:end])
+	return pdu[r.hdr:end], subtle.ConstantTimeCompare(xmac[:], pdu[end:]) == 1
+}
+
+// Accept takes the SDU of COUNT count that Open returned, intact or not,
+// at now: it is stored or delivered unless COUNT is now too old or a
+// duplicate, the state having moved since Check.
+func (r *Receiver) Accept(count uint64, sdu []byte, intact bool, now time.Time) error {
+	switch {
+	case !intact:
+		r.stats.IntegrityFailures++
+		return ErrIntegrity
+	case count < r.st.Deliv:
+		r.stats.OutOfWindow++
+		return ErrOutOfWindow
+	case r.duplicate(count):
 		r.stats.Duplicates++
 		return ErrDuplicate
 	}
-	body := pdu[r.hdr:]
-	r.cfg.cipher(uint32(count), body)
-	if r.mac != 0 {
-		end := len(pdu) - MACLen
-		xmac := r.cfg.Integrity.MAC(uint32(count), r.cfg.bearer(), uint8(r.cfg.Direction), pdu[:end])
-		if subtle.ConstantTimeCompare(xmac[:], pdu[end:]) != 1 {
-			r.stats.IntegrityFailures++
-			return ErrIntegrity
-		}
-		body = pdu[r.hdr:end]
-	}
-	return r.accept(count, body, now)
+	return r.accept(count, sdu, now)
 }
 
 // rcvdCount is RCVD_COUNT (38.323 5.2.2.1): the HFN of RX_DELIV, one more
