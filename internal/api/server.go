@@ -38,8 +38,8 @@
 //	DELETE /api/v1/cuup/bearer-contexts/{id}
 //	                                 204: released
 //	PUT    /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement
-//	                                 Placement (where the DRB's downlink
-//	                                 crypto runs) → 200 Placement
+//	                                 Placement (where the DRB's PDCP
+//	                                 security runs) → 200 Placement
 //	GET    /api/v1/cuup/stats        CUUPStats: the workers' counters and,
 //	                                 on the AF_XDP path, the classifier's
 //	                                 per CPU
