@@ -340,7 +340,14 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 		check(t, err)
 	}
 	status(300)
-	time.Sleep(50 * time.Millisecond) // the status is handled before the packets
+	// The status is handled before the packets come.
+	for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		ctx, err := s.c.Get(s.c.List()[0].CUUPUEID)
+		check(t, err)
+		if ctx.PDUSessions[0].DRBs[0].Stats.StatusReports == 1 {
+			break
+		}
+	}
 	for i := range 4 {
 		s.downlink(t, n3TEID, 9, userPacket(t, 200+i, 100)) // 128 octets each with IP and UDP
 	}
