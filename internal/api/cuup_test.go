@@ -96,6 +96,9 @@ func TestBearerContexts(t *testing.T) {
 
 	// Where DRB 1's crypto runs: inline, as this CU-UP has no pool.
 	e.expect(t, http.StatusOK, "PUT", path+"/drbs/1/placement", `{"placement": "inline"}`)
+	if got := e.expect(t, http.StatusOK, "GET", path, ""); !strings.Contains(string(got), `"placement":"inline"`) {
+		t.Errorf("the context shows no placement: %s", got)
+	}
 	e.expect(t, http.StatusConflict, "PUT", path+"/drbs/1/placement", `{"placement": "pool"}`)
 	e.expect(t, http.StatusConflict, "PUT", path+"/drbs/2/placement", `{"placement": "inline"}`)
 	if _, body := e.request(t, "PUT", path+"/drbs/1/placement", `{"placement": "gpu"}`); !strings.Contains(string(body), `"field":"placement"`) {

@@ -267,6 +267,9 @@ func TestSetPlacement(t *testing.T) {
 		if workers > 0 && (err != nil || d.placement.Load() != uint32(Pool)) {
 			t.Errorf("placing on the pool: %v, placement %d", err, d.placement.Load())
 		}
+		if v, _ := c.Get(resp.CUUPUEID); v.PDUSessions[0].DRBs[0].Placement != Placement(d.placement.Load()) {
+			t.Errorf("the view shows placement %v", v.PDUSessions[0].DRBs[0].Placement)
+		}
 	}
 }
 

@@ -35,7 +35,9 @@ type DRB struct {
 	SDAP     e1.SDAPConfiguration `json:"sdapConfiguration"`
 	PDCP     e1.PDCPConfiguration `json:"pdcpConfiguration"`
 	Flows    e1.IDs               `json:"qosFlows"`
-	Stats    DRBStats             `json:"stats"`
+	// Placement is where its PDCP security runs.
+	Placement Placement `json:"placement"`
+	Stats     DRBStats  `json:"stats"`
 }
 
 // List shows every bearer context, by CU-UP ID.
@@ -68,7 +70,8 @@ func (c *CUUP) view(bc *bearerContext) Context {
 		s := Session{ID: setup.ID, SecurityResult: setup.SecurityResult, DLTunnel: setup.DLTunnel, ULTunnel: ps.ulTunnel}
 		for _, d := range ps.drbs {
 			s.DRBs = append(s.DRBs, DRB{ID: d.cfg.ID, ULTunnel: e1.UPTunnel{Address: c.cfg.F1U, TEID: d.ulTEID},
-				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows(), Stats: d.state.read()})
+				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows(),
+				Placement: Placement(d.placement.Load()), Stats: d.state.read()})
 		}
 		slices.SortFunc(s.DRBs, func(a, b DRB) int { return cmp.Compare(a.ID, b.ID) })
 		v.PDUSessions = append(v.PDUSessions, s)
