@@ -3,7 +3,6 @@ package classify
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/testbed"
 )
 
 // parser runs the data path's classifier on frames (BPF_PROG_TEST_RUN)
@@ -36,13 +36,7 @@ func newParserWith(t *testing.T, cfg Config) *parser {
 		t.Skip("needs root: BPF")
 	}
 	d, err := OpenDatapath(cfg)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			t.Fatalf("%+v", ve)
-		}
-		t.Fatal(err)
-	}
+	testbed.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })
 	p := &parser{Datapath: d}
 	var allowed unix.CPUSet

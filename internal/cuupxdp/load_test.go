@@ -1,11 +1,10 @@
 package cuupxdp
 
 import (
-	"errors"
 	"os"
 	"testing"
 
-	"github.com/cilium/ebpf"
+	"github.com/xdp5g/xdp5g/internal/testbed"
 )
 
 func openTest(t *testing.T, cfg Config) *Datapath {
@@ -14,13 +13,7 @@ func openTest(t *testing.T, cfg Config) *Datapath {
 		t.Skip("needs root: BPF")
 	}
 	d, err := Open(cfg)
-	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			t.Fatalf("%+v", ve)
-		}
-		t.Fatal(err)
-	}
+	testbed.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
 }

@@ -1,13 +1,12 @@
 package datapath
 
 import (
-	"errors"
-
 	"fmt"
-	"github.com/cilium/ebpf"
 	"net/netip"
 	"os"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/testbed"
 )
 
 // openTest opens a data path pinned in a directory of its own, removed with
@@ -35,14 +34,10 @@ func openTest(t *testing.T, opts Options) *Datapath {
 func TestProgramPassesVerifier(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 1024})
 	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
-		prog, err := d.loadProgram(0, roles)
-		if err != nil {
-			var ve *ebpf.VerifierError
-			if errors.As(err, &ve) {
-				t.Fatalf("roles %d: %+v", roles, ve)
-			}
-			t.Fatalf("roles %d: %v", roles, err)
-		}
-		prog.Close()
+		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
+			prog, err := d.loadProgram(0, roles)
+			testbed.CheckLoad(t, err)
+			prog.Close()
+		})
 	}
 }

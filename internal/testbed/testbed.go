@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -260,4 +261,17 @@ func (n *Netns) AttachXDP(ifname string, prog *ebpf.Program, generic bool) (io.C
 		return nil, fmt.Errorf("attach XDP to %s in %s: %w", ifname, n.Name, err)
 	}
 	return l, nil
+}
+
+// CheckLoad fails a test that could not load BPF programs, with the
+// verifier's whole log when the verifier refused one.
+func CheckLoad(t testing.TB, err error) {
+	t.Helper()
+	var ve *ebpf.VerifierError
+	switch {
+	case errors.As(err, &ve):
+		t.Fatalf("%+v", ve)
+	case err != nil:
+		t.Fatal(err)
+	}
 }
