@@ -52,6 +52,9 @@ type drbState struct {
 	credit  int64
 	limited bool
 	status  nru.DeliveryStatus // the last, decoded in place
+	// scheduled is the deadline the timer set holds for the DRB; zero
+	// when none.
+	scheduled time.Time
 	// worker is the one whose packet the receiver is handling: where it
 	// delivers.
 	worker *Worker

@@ -3,6 +3,7 @@ package cuup
 import (
 	"bytes"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -81,12 +82,14 @@ type WorkerStats struct {
 
 func add(counter *uint64) { atomic.AddUint64(counter, 1) }
 
-// add adds the counters of o, read atomically.
-func (s *WorkerStats) add(o *WorkerStats) {
-	for _, f := range []struct{ to, from *uint64 }{{&s.Downlink, &o.Downlink}, {&s.Uplink, &o.Uplink},
-		{&s.DownlinkSent, &o.DownlinkSent}, {&s.UplinkSent, &o.UplinkSent}, {&s.UnknownTunnel, &o.UnknownTunnel},
-		{&s.NoDRB, &o.NoDRB}, {&s.Refused, &o.Refused}, {&s.NoRoom, &o.NoRoom}, {&s.Held, &o.Held}} {
-		*f.to += atomic.LoadUint64(f.from)
+// addCounters adds every counter (uint64 field) of from, read atomically
+// as its writers add with atomic operations, to to's.
+func addCounters[T any](to, from *T) {
+	t, f := reflect.ValueOf(to).Elem(), reflect.ValueOf(from).Elem()
+	for i := range t.NumField() {
+		if t.Field(i).Kind() == reflect.Uint64 {
+			t.Field(i).SetUint(t.Field(i).Uint() + atomic.LoadUint64(f.Field(i).Addr().Interface().(*uint64)))
+		}
 	}
 }
 
@@ -107,14 +110,12 @@ func (c *CUUP) Stats() Stats {
 	var s Stats
 	for _, w := range c.workers {
 		one := WorkerStats{Worker: w.name}
-		one.add(&w.stats)
-		s.WorkerStats.add(&one)
+		addCounters(&one, &w.stats)
+		addCounters(&s.WorkerStats, &one)
 		s.Workers = append(s.Workers, one)
 	}
-	s.Sockets = SocketStats{Echoes: atomic.LoadUint64(&c.socketStats.Echoes), NotGPDU: atomic.LoadUint64(&c.socketStats.NotGPDU),
-		Malformed: atomic.LoadUint64(&c.socketStats.Malformed), SendErrors: atomic.LoadUint64(&c.socketStats.SendErrors)}
-	s.XDP = XDPStats{ThroughKernel: atomic.LoadUint64(&c.xdpStats.ThroughKernel), SendErrors: atomic.LoadUint64(&c.xdpStats.SendErrors),
-		TxFull: atomic.LoadUint64(&c.xdpStats.TxFull), BadMeta: atomic.LoadUint64(&c.xdpStats.BadMeta)}
+	addCounters(&s.Sockets, &c.socketStats)
+	addCounters(&s.XDP, &c.xdpStats)
 	return s
 }
 
@@ -213,9 +214,9 @@ func (w *Worker) hold(d *drb, sdu []byte) {
 	w.c.timers.schedule(d)
 }
 
-// downlinkHeader is the most the downlink puts before an SDU: GTP-U with
-// an NR RAN Container, and the PDCP header.
-const downlinkHeader = 32
+// f1uHeaderLen is the GTP-U header of a downlink F1-U G-PDU: its NR RAN
+// Container carries a DL USER DATA frame of fixed length.
+var f1uHeaderLen = gtpu.GPDUHeaderLen((&nru.DLUserData{}).Len())
 
 // sealJob is a downlink PDU between numbering and sending: its security
 // runs on the worker or on the crypto pool, and the batch's PDUs are sent
@@ -254,8 +255,7 @@ func (j *openJob) finish() { j.done.Done() }
 // and sends it.
 func (w *Worker) sendDownlink(d *drb, buf []byte, start, end int, handle uint64) {
 	st := d.state
-	room := start - st.tx.Headroom() - gtpu.GPDUHeaderLen((&nru.DLUserData{}).Len())
-	if room < w.io.Headroom() {
+	if start-st.tx.Headroom()-f1uHeaderLen < w.io.Headroom() {
 		add(&w.stats.NoRoom)
 		w.io.Free(handle)
 		return
@@ -299,7 +299,7 @@ func (w *Worker) sendBatch() {
 		j := &w.jobs[i]
 		frame := nru.DLUserData{SN: j.nruSN}
 		n, _ := frame.Put(w.scratch[:]) // fits: its length is fixed
-		start := j.pdu - gtpu.GPDUHeaderLen(n)
+		start := j.pdu - f1uHeaderLen
 		gtpu.PutGPDUHeader(j.buf[start:], j.d.dlTunnel.TEID, len(j.buf)-j.pdu, nru.ExtensionType, w.scratch[:n])
 		w.io.Send(F1U, j.d.dlTunnel.Address, j.buf, start, len(j.buf), j.handle)
 		add(&w.stats.DownlinkSent)
@@ -379,8 +379,7 @@ func (d *drb) deliver(_ uint32, sdu []byte) {
 	st.stats.UplinkSDUs++
 	st.stats.UplinkBytes += uint64(len(ul.SDU))
 	buf, handle, ok := w.io.Buffer()
-	const ulPDUSessionInformation = 1 << 4
-	container := []byte{ulPDUSessionInformation, ul.QFI}
+	container := gtpu.PDUSessionContent(gtpu.PDUSessionUL, ul.QFI)
 	start := w.io.Headroom()
 	hdr := gtpu.GPDUHeaderLen(len(container))
 	if !ok || start+hdr+len(ul.SDU) > len(buf) {
@@ -391,7 +390,7 @@ func (d *drb) deliver(_ uint32, sdu []byte) {
 		return
 	}
 	n := copy(buf[start+hdr:], ul.SDU)
-	gtpu.PutGPDUHeader(buf[start:], ps.ulTunnel.TEID, n, gtpu.ExtPDUSessionContainer, container)
+	gtpu.PutGPDUHeader(buf[start:], ps.ulTunnel.TEID, n, gtpu.ExtPDUSessionContainer, container[:])
 	w.io.Send(N3, ps.ulTunnel.Address, buf, start, start+hdr+n, handle)
 	add(&w.stats.UplinkSent)
 }
@@ -424,8 +423,8 @@ func (w *Worker) sendHeld(d *drb) {
 		}
 		for _, sdu := range w.pulled {
 			buf, handle, ok := w.io.Buffer()
-			start := w.io.Headroom() + downlinkHeader
-			if !ok || start+len(sdu)+4 > cap(buf) {
+			start := w.io.Headroom() + f1uHeaderLen + st.tx.Headroom()
+			if !ok || start+len(sdu)+st.tx.Tailroom() > cap(buf) {
 				if ok {
 					w.io.Free(handle)
 				}
@@ -446,11 +445,12 @@ func (w *Worker) Tick(now time.Time) {
 	w.c.mu.RLock()
 	defer w.c.mu.RUnlock()
 	for _, d := range w.c.timers.due(now) {
-		if d.state == nil || w.c.bearers[d.index].drb != d {
+		if w.c.bearers[d.index].drb != d {
 			continue // removed since
 		}
 		st := d.state
 		st.mu.Lock()
+		st.scheduled = time.Time{} // due took it off the set
 		st.worker = w
 		st.rx.Expire(now)
 		st.worker = nil
@@ -467,13 +467,21 @@ type timerSet struct {
 }
 
 // schedule notes when a DRB's next timer expires, or forgets it if none
-// runs; the caller holds the DRB's lock.
+// runs; the caller holds the DRB's lock. The set, shared by the workers,
+// is only locked when the DRB's deadline changed: not for every packet.
 func (t *timerSet) schedule(d *drb) {
 	st := d.state
 	next, ok := st.rx.NextDeadline()
 	if q, qok := st.queue.NextDeadline(); qok && (!ok || q.Before(next)) {
 		next, ok = q, true
 	}
+	if !ok {
+		next = time.Time{}
+	}
+	if next.Equal(st.scheduled) {
+		return
+	}
+	st.scheduled = next
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !ok {

@@ -180,11 +180,11 @@ func tunnelPacket(p *Packet, h gtpu.Header) error {
 	p.Off, p.Len = h.Len, h.End-h.Len
 	switch p.Role {
 	case N3:
-		const dlPDUSessionInformation = 0
-		if len(h.PDUSession) < 2 || h.PDUSession[0]>>4 != dlPDUSessionInformation {
+		pduType, qfi, rqi, ok := gtpu.PDUSession(h.PDUSession)
+		if !ok || pduType != gtpu.PDUSessionDL {
 			return errors.New("an N3 G-PDU without a DL PDU Session Container")
 		}
-		p.QFI, p.RQI = h.PDUSession[1]&0x3f, h.PDUSession[1]&0x40 != 0
+		p.QFI, p.RQI = qfi, rqi
 		if p.Len == 0 {
 			return errors.New("an empty N3 G-PDU")
 		}

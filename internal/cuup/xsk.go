@@ -232,14 +232,9 @@ func (q *xskQueue) receive(role Role, d afxdp.Desc) {
 		return
 	}
 	base := d.Addr &^ (afxdp.FrameSize - 1)
-	at := int(d.Addr - base)
-	p := Packet{Role: role, Bearer: m.Bearer, TEID: m.Teid, QFI: m.Qfi, RQI: m.Flags&cuupxdp.MetaRQI != 0,
-		Buf: q.umem.Frame(afxdp.Desc{Addr: base, Len: afxdp.FrameSize}), Off: at + int(m.TpduOff), Len: int(m.TpduLen),
-		Handle: base}
-	if m.Flags&cuupxdp.MetaNRRAN != 0 {
-		p.NRRAN = p.Buf[at+int(m.RanOff) : at+int(m.RanOff)+int(m.RanLen)]
-	}
-	q.pkts = append(q.pkts, p)
+	q.pkts = append(q.pkts, Packet{Role: role, Bearer: m.Bearer, TEID: m.Teid, QFI: m.Qfi, RQI: m.Flags&cuupxdp.MetaRQI != 0,
+		NRRAN: m.RANContainer(q.umem.Frame(d)), Buf: q.umem.Frame(afxdp.Desc{Addr: base, Len: afxdp.FrameSize}),
+		Off: int(d.Addr-base) + int(m.TpduOff), Len: int(m.TpduLen), Handle: base})
 }
 
 // Headroom is the Ethernet, IP and UDP headers Send writes.

@@ -155,9 +155,9 @@ type downlinkResult struct {
 // the DU check each PDU: NR-U SN and COUNT in sequence, MAC-I, payload.
 func cuupDownlinkRun(upf, du *net.UDPConn, sec pdcpSecurity, teid uint32, inner []byte) (downlinkResult, error) {
 	var r downlinkResult
-	container := []byte{0x00, cuupQFI} // DL PDU SESSION INFORMATION
+	container := gtpu.PDUSessionContent(gtpu.PDUSessionDL, cuupQFI)
 	msg := make([]byte, gtpu.GPDUHeaderLen(len(container))+len(inner))
-	n := gtpu.PutGPDUHeader(msg, teid, len(inner), gtpu.ExtPDUSessionContainer, container)
+	n := gtpu.PutGPDUHeader(msg, teid, len(inner), gtpu.ExtPDUSessionContainer, container[:])
 	copy(msg[n:], inner)
 	to := netip.AddrPortFrom(testbed.CellCUN3, gtpu.Port)
 	buf := make([]byte, 4096)
@@ -224,8 +224,9 @@ func cuupUplinkRun(upf, du *net.UDPConn, sec pdcpSecurity, teid uint32, inner []
 			break
 		}
 		h, err := gtpu.ParseHeader(buf[:n])
-		if err == nil && h.TEID == cuupUPFTEID && len(h.PDUSession) >= 2 && h.PDUSession[0]>>4 == 1 &&
-			h.PDUSession[1]&0x3f == cuupQFI && string(buf[h.Len:h.End]) == string(inner) {
+		pduType, qfi, _, ok := gtpu.PDUSession(h.PDUSession)
+		if err == nil && h.TEID == cuupUPFTEID && ok && pduType == gtpu.PDUSessionUL && qfi == cuupQFI &&
+			string(buf[h.Len:h.End]) == string(inner) {
 			received++
 		}
 	}

@@ -106,3 +106,23 @@ func PutGPDUHeader(b []byte, teid uint32, payload int, ext uint8, content []byte
 	// The next type, 0 (no more), is the last octet: cleared above.
 	return n
 }
+
+// PDU types of the PDU Session Container (TS 38.415 5.5.3.1), the high
+// nibble of its first octet; its second holds PPP, RQI and the QFI.
+const (
+	PDUSessionDL = 0 // DL PDU SESSION INFORMATION
+	PDUSessionUL = 1 // UL PDU SESSION INFORMATION
+)
+
+// PDUSession reads a PDU Session Container's content: its PDU type, QFI
+// and RQI; false when it is too short to hold them.
+func PDUSession(content []byte) (pduType, qfi uint8, rqi, ok bool) {
+	if len(content) < 2 {
+		return 0, 0, false, false
+	}
+	return content[0] >> 4, content[1] & 0x3f, content[1]&0x40 != 0, true
+}
+
+// PDUSessionContent is the content of a PDU Session Container of a PDU
+// type for a QoS flow, with no optional field.
+func PDUSessionContent(pduType, qfi uint8) [2]byte { return [2]byte{pduType << 4, qfi & 0x3f} }

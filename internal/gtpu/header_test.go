@@ -55,3 +55,17 @@ func TestPutGPDUHeader(t *testing.T) {
 		}
 	}
 }
+
+// A PDU Session Container's content reads and writes as TS 38.415 lays
+// it out.
+func TestPDUSession(t *testing.T) {
+	if typ, qfi, rqi, ok := PDUSession([]byte{0x00, 0x49, 0xff}); typ != PDUSessionDL || qfi != 9 || !rqi || !ok {
+		t.Errorf("DL content read as type %d, QFI %d, RQI %v, %v", typ, qfi, rqi, ok)
+	}
+	if _, _, _, ok := PDUSession([]byte{0x10}); ok {
+		t.Error("a one-octet content read")
+	}
+	if got := PDUSessionContent(PDUSessionUL, 0x49); got != [2]byte{0x10, 0x09} {
+		t.Errorf("UL content for QFI 9: % x", got)
+	}
+}
