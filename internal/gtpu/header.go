@@ -89,7 +89,8 @@ func extLen(content int) int { return (content + 2 + 3) &^ 3 }
 // PutGPDUHeader writes, at the start of b, the header of a G-PDU to teid
 // carrying payload octets, with one extension header of type ext and its
 // content (padded with zeros), or none if content is empty. b must hold
-// GPDUHeaderLen(len(content)) octets; it returns that length.
+// GPDUHeaderLen(len(content)) octets and content at most 1018, what an
+// extension header's length octet counts; it returns that length.
 func PutGPDUHeader(b []byte, teid uint32, payload int, ext uint8, content []byte) int {
 	n := GPDUHeaderLen(len(content))
 	b[0], b[1] = versionPT, MsgGPDU

@@ -4,13 +4,12 @@
 // the DU; ASSISTANCE INFORMATION (PDU Type 2) is only recognised.
 //
 // A frame travels as the content of a GTP-U NR RAN Container extension
-// header (TS 29.281 5.2.2): a length octet counting 4-octet units, the
-// frame, and the type of the next extension header. The frame methods
-// (Len, Put, Decode) deal with the frame alone, padded so that the whole
-// extension header is a multiple of 4 octets; PutExtension writes the whole
-// extension header and SplitExtension takes one apart. Nothing allocates
-// per frame: Put writes into the caller's buffer, and Decode reuses the
-// slices of the value it fills.
+// header (TS 29.281 5.2.2), which package gtpu writes and reads: a length
+// octet counting 4-octet units, the frame, and the type of the next
+// extension header. Len, Put and Decode deal with the frame alone, padded
+// so that the whole extension header is a multiple of 4 octets. Nothing
+// allocates per frame: Put writes into the caller's buffer, and Decode
+// reuses the slices of the value it fills.
 package nru
 
 import (
@@ -60,39 +59,21 @@ const MaxSN = 1<<24 - 1
 // it fills whole 4-octet units (38.425 5.5.2).
 func padded(n int) int { return n + (4-(n+2)%4)%4 }
 
-// maxFrame is the largest frame an extension header can carry: its length
-// octet counts up to 255 units of 4 octets.
+// maxFrame is the largest frame an NR RAN Container carries: its length
+// octet counts up to 255 units of 4 octets, its own and the next type's
+// among them.
 const maxFrame = 255*4 - 2
 
-// putExtension writes into b a GTP-U extension header whose content put
-// writes, frameLen octets, and returns its length.
-func putExtension(b []byte, frameLen int, next uint8, put func([]byte) (int, error)) (int, error) {
-	if frameLen > maxFrame {
-		return 0, fmt.Errorf("NR-U frame of %d octets over the %d an extension header carries", frameLen, maxFrame)
+// checkRoom refuses to write a frame of n octets of type typ into a buffer
+// of size octets, or one no NR RAN Container can carry.
+func checkRoom(typ PDUType, n, size int) error {
+	switch {
+	case n > maxFrame:
+		return fmt.Errorf("%v frame of %d octets over the %d an NR RAN Container carries", typ, n, maxFrame)
+	case size < n:
+		return fmt.Errorf("%d octets for a %d-octet %v frame", size, n, typ)
 	}
-	n := frameLen + 2
-	if len(b) < n {
-		return 0, fmt.Errorf("%d octets for a %d-octet extension header", len(b), n)
-	}
-	if _, err := put(b[1 : n-1]); err != nil {
-		return 0, err
-	}
-	b[0], b[n-1] = byte(n/4), next
-	return n, nil
-}
-
-// SplitExtension takes apart the GTP-U extension header at the start of b:
-// it returns its content (the NR-U frame, for an NR RAN Container), the
-// type of the next extension header, and what follows the header.
-func SplitExtension(b []byte) (content []byte, next uint8, rest []byte, err error) {
-	if len(b) == 0 {
-		return nil, 0, nil, errors.New("no extension header")
-	}
-	n := 4 * int(b[0])
-	if n == 0 || n > len(b) {
-		return nil, 0, nil, fmt.Errorf("extension header of %d octets in %d", n, len(b))
-	}
-	return b[1 : n-1], b[n-1], b[n:], nil
+	return nil
 }
 
 // SNRange is a range of sequence numbers, both ends included.

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/gtpu"
 )
 
 // The frames below are written octet by octet from 38.425 figures
@@ -223,10 +225,7 @@ func TestPutErrors(t *testing.T) {
 		{"status SN over 24 bits", (&DeliveryStatus{HasHighestTransmitted: true, HighestTransmittedSN: 1 << 24}).Put, 64, "3 octets"},
 		{"range end over 24 bits", (&DeliveryStatus{LostRanges: []SNRange{{1, 1 << 24}}}).Put, 64, "3 octets"},
 		{"256 ranges", (&DeliveryStatus{LostRanges: many}).Put, 2048, "over 255"},
-		{"extension over 255 units", func(b []byte) (int, error) {
-			return (&DeliveryStatus{LostRanges: many[:170]}).PutExtension(b, 0)
-		}, 2048, "over the 1018"},
-		{"short extension buffer", func(b []byte) (int, error) { return (&DLUserData{}).PutExtension(b, 0) }, 7, "8-octet extension header"},
+		{"frame over 255 units of an extension header", (&DeliveryStatus{LostRanges: many[:170]}).Put, 2048, "over the 1018"},
 	} {
 		b := make([]byte, tc.buf)
 		if _, err := tc.put(b); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -238,35 +237,28 @@ func TestPutErrors(t *testing.T) {
 	}
 }
 
+// A frame travels in a G-PDU's NR RAN Container as gtpu writes and reads
+// it: length in units of 4 octets, the frame, no next extension header.
 func TestExtension(t *testing.T) {
-	d := userDataFrames[0].d
 	pdcp := []byte{0x80, 0x01, 0x45}
-	b := make([]byte, 8, 8+len(pdcp))
-	n, err := d.PutExtension(b, 0)
-	if err != nil || n != 8 {
-		t.Fatalf("PutExtension: %d, %v", n, err)
-	}
-	// Length 2 (units of 4 octets), the frame, no next extension header.
-	want := []byte{0x02, 0x01, 0x00, 0x12, 0x34, 0x56, 0x00, 0x00}
-	if !bytes.Equal(b, want) {
-		t.Errorf("extension header %x, want %x", b, want)
-	}
-	content, next, rest, err := SplitExtension(append(b, pdcp...))
-	if err != nil || !bytes.Equal(content, userDataFrames[0].frame) || next != 0 || !bytes.Equal(rest, pdcp) {
-		t.Errorf("SplitExtension: %x %d %x %v", content, next, rest, err)
-	}
-
-	s := statusFrames[2].s
-	b = make([]byte, 64)
-	n, err = s.PutExtension(b, 0x85)
-	if err != nil || n != 48 || b[0] != 12 || b[47] != 0x85 || !bytes.Equal(b[1:47], statusFrames[2].frame) {
-		t.Errorf("status extension header %x, %v", b[:n], err)
-	}
-
-	for _, bad := range [][]byte{nil, {0}, {2, 0, 0, 0, 0, 0, 0}} {
-		if _, _, _, err := SplitExtension(bad); err == nil {
-			t.Errorf("SplitExtension(%x) accepted", bad)
+	for _, tc := range []struct {
+		frame []byte
+		units byte
+	}{{userDataFrames[0].frame, 2}, {statusFrames[2].frame, 12}} {
+		b := make([]byte, gtpu.GPDUHeaderLen(len(tc.frame))+len(pdcp))
+		n := gtpu.PutGPDUHeader(b, 1, len(pdcp), ExtensionType, tc.frame)
+		copy(b[n:], pdcp)
+		want := append(append([]byte{ExtensionType, tc.units}, tc.frame...), 0)
+		if !bytes.Equal(b[11:n], want) {
+			t.Errorf("extension header % x, want % x", b[11:n], want)
 		}
+		h, err := gtpu.ParseHeader(b)
+		if err != nil || !bytes.Equal(h.NRRAN, tc.frame) || !bytes.Equal(b[h.Len:h.End], pdcp) {
+			t.Errorf("read back %+v, %v", h, err)
+		}
+	}
+	if want := []byte{0x01, 0x00, 0x12, 0x34, 0x56, 0x00}; !bytes.Equal(userDataFrames[0].frame, want) {
+		t.Errorf("DL USER DATA of NR-U SN 0x123456 % x, want % x", userDataFrames[0].frame, want)
 	}
 }
 
@@ -303,18 +295,17 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		_, _ = TypeOf(frame)
-		_, _, _, _ = SplitExtension(frame)
 	})
 }
 
-func BenchmarkPutExtension(b *testing.B) {
+func BenchmarkPut(b *testing.B) {
 	d := DLUserData{SN: 1, ReportPolling: true}
 	buf := make([]byte, 64)
 	b.ReportAllocs()
 	for b.Loop() {
 		d.SN++
 		d.SN &= MaxSN
-		if _, err := d.PutExtension(buf, 0); err != nil {
+		if _, err := d.Put(buf); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -83,12 +83,12 @@ func (s *DeliveryStatus) Len() int {
 
 // Put writes the frame into b and returns its length, Len.
 func (s *DeliveryStatus) Put(b []byte) (int, error) {
-	n := s.Len()
-	if len(b) < n {
-		return 0, fmt.Errorf("%d octets for a %d-octet %v frame", len(b), n, TypeDLDataDeliveryStatus)
-	}
 	if len(s.LostRanges) > 255 || len(s.DeliveredRanges) > 255 {
 		return 0, fmt.Errorf("%v: %d lost and %d delivered ranges, over 255", TypeDLDataDeliveryStatus, len(s.LostRanges), len(s.DeliveredRanges))
+	}
+	n := s.Len()
+	if err := checkRoom(TypeDLDataDeliveryStatus, n, len(b)); err != nil {
+		return 0, err
 	}
 	if err := checkSNs(TypeDLDataDeliveryStatus, s.HighestDeliveredSN, s.HighestTransmittedSN,
 		s.HighestDeliveredRetransmittedSN, s.HighestRetransmittedSN); err != nil {
@@ -130,13 +130,6 @@ func (s *DeliveryStatus) Put(b []byte) (int, error) {
 	}
 	w.ranges(s.DeliveredRanges)
 	return w.pad(n), nil
-}
-
-// PutExtension writes the frame as a GTP-U NR RAN Container extension
-// header into b, next being the type of the extension header after it (0:
-// none), and returns its length, Len+2.
-func (s *DeliveryStatus) PutExtension(b []byte, next uint8) (int, error) {
-	return putExtension(b, s.Len(), next, s.Put)
 }
 
 // Decode reads a DL DATA DELIVERY STATUS frame into s, every field its

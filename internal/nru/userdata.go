@@ -54,12 +54,12 @@ func (d *DLUserData) Len() int {
 
 // Put writes the frame into b and returns its length, Len.
 func (d *DLUserData) Put(b []byte) (int, error) {
-	n := d.Len()
-	if len(b) < n {
-		return 0, fmt.Errorf("%d octets for a %d-octet %v frame", len(b), n, TypeDLUserData)
-	}
 	if len(d.DiscardBlocks) > 255 {
 		return 0, fmt.Errorf("%v: %d discard blocks, over 255", TypeDLUserData, len(d.DiscardBlocks))
+	}
+	n := d.Len()
+	if err := checkRoom(TypeDLUserData, n, len(b)); err != nil {
+		return 0, err
 	}
 	if err := checkSNs(TypeDLUserData, d.SN, d.DiscardSN, d.ReportSN); err != nil {
 		return 0, err
@@ -90,13 +90,6 @@ func (d *DLUserData) Put(b []byte) (int, error) {
 		w.u24(d.ReportSN)
 	}
 	return w.pad(n), nil
-}
-
-// PutExtension writes the frame as a GTP-U NR RAN Container extension
-// header into b, next being the type of the extension header after it (0:
-// none), and returns its length, Len+2.
-func (d *DLUserData) PutExtension(b []byte, next uint8) (int, error) {
-	return putExtension(b, d.Len(), next, d.Put)
 }
 
 // Decode reads a DL USER DATA frame into d, reusing the array of
