@@ -48,6 +48,10 @@ func TestBadRequests(t *testing.T) {
 		spoil func(r *BearerContextSetupRequest)
 	}{
 		{"securityInformation", func(r *BearerContextSetupRequest) { r.Security.Key.Integrity = nil }},
+		{"securityInformation.upSecurityKey.encryptionKey", func(r *BearerContextSetupRequest) { r.Security.Key.Encryption = make(Key, 8) }},
+		{"securityInformation.upSecurityKey.integrityProtectionKey", func(r *BearerContextSetupRequest) {
+			r.Security.Key.Integrity = ptr(make(Key, 0))
+		}},
 		{"pduSessionResourceToSetupList", func(r *BearerContextSetupRequest) { r.PDUSessions = nil }},
 		{"pduSessionResourceToSetupList[1].pduSessionId", func(r *BearerContextSetupRequest) {
 			r.PDUSessions = append(r.PDUSessions, r.PDUSessions[0])

@@ -40,6 +40,20 @@ func (s SecurityInformation) validate(path string) error {
 	if (s.Algorithm.Integrity == nil) != (s.Key.Integrity == nil) {
 		return fieldError(path, "an integrity protection algorithm and an integrity protection key come together")
 	}
+	if err := checkKey(path+".upSecurityKey.encryptionKey", s.Key.Encryption); err != nil {
+		return err
+	}
+	if s.Key.Integrity != nil {
+		return checkKey(path+".upSecurityKey.integrityProtectionKey", *s.Key.Integrity)
+	}
+	return nil
+}
+
+// checkKey refuses a key the algorithms cannot take (Key.Algorithm128).
+func checkKey(path string, k Key) error {
+	if len(k) != 16 && len(k) != 32 {
+		return fieldError(path, "a key is 128 or 256 bits, not %d octets", len(k))
+	}
 	return nil
 }
 
