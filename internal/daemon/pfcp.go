@@ -55,8 +55,9 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		}
 		features = append(features, pfcp.FeatureUEIP)
 	}
-	// URRs count packets; BARs may delay Downlink Data Reports.
-	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureDDND)
+	// URRs count packets and report a quota's validity time; BARs may delay
+	// Downlink Data Reports.
+	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureVTIME, pfcp.FeatureDDND)
 	// The N3 endpoint comes first (the handler uses it) and may hear from
 	// a gNB before the handler and the server exist: until then there is
 	// no session to report on.

@@ -537,7 +537,7 @@ func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
 	}
 	if create {
 		t.s.meters[id] = newMeter(datapath.URRUsage{}, t.now) // a new URR's counters start at 0
-	} else if g.volume || g.time {
+	} else if g.volume || g.time || g.validity {
 		usage, err := t.h.cfg.Store.URRUsage(t.s.seid, id)
 		if err != nil {
 			return &refusal{cause: ie.CauseSystemFailure, msg: err.Error()}
@@ -549,6 +549,8 @@ func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
 		if g.time {
 			m.timeQuotaStart, m.blocked = t.now, 0
 		}
+		// A quota granted anew is valid for the validity time from now.
+		m.quotaGiven, m.expired = t.now, false
 		t.s.meters[id] = &m
 	}
 	t.s.urrs[id] = u

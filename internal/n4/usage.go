@@ -11,8 +11,8 @@ import (
 
 // Reporting Triggers (§8.2.19) and Usage Report Trigger (§8.2.41) flags,
 // octet 5 in bits 0-7, octet 6 in bits 8-15, octet 7 in bits 16-23. The
-// triggers implemented here sit at the same place in both IEs, so a URR's
-// triggers mask what fired into what is reported.
+// triggers implemented here but QUVTI sit at the same place in both IEs, so
+// a URR's triggers mask what fired into what is reported.
 const (
 	trigPERIO = 1 << 0
 	trigVOLTH = 1 << 1
@@ -21,13 +21,24 @@ const (
 	trigSTOPT = 1 << 5
 	trigVOLQU = 1 << 8
 	trigTIMQU = 1 << 9
+	trigQUVTI = 1 << 15 // Reporting Triggers only: see usageReportTrigger
 
-	implementedTriggers = trigPERIO | trigVOLTH | trigTIMTH | trigSTART | trigSTOPT | trigVOLQU | trigTIMQU
+	implementedTriggers = trigPERIO | trigVOLTH | trigTIMTH | trigSTART | trigSTOPT | trigVOLQU | trigTIMQU | trigQUVTI
 
 	// Usage Report Trigger only.
 	reportIMMER = 1 << 7
 	reportTERMR = 1 << 11
+	reportQUVTI = 1 << 19
 )
+
+// usageReportTrigger turns fired triggers into the Usage Report Trigger's
+// flags: QUVTI is the one implemented trigger at another place there.
+func usageReportTrigger(fired uint32) uint32 {
+	if fired&trigQUVTI != 0 {
+		fired = fired&^trigQUVTI | reportQUVTI
+	}
+	return fired
+}
 
 // Measurement Information flags (§8.2.68) the UPF honours.
 const (
@@ -51,12 +62,13 @@ type urr struct {
 	volQuota         [3]uint64
 	timeThreshold    time.Duration
 	timeQuota        time.Duration
-	immediateStart   bool // ISTM
-	countPackets     bool // MNOP
+	quotaValidity    time.Duration // QUVTI: how long a granted quota is valid
+	immediateStart   bool          // ISTM
+	countPackets     bool          // MNOP
 }
 
 // timed says whether the URR has triggers the clock fires.
-func (u urr) timed() bool { return u.triggers&(trigPERIO|trigTIMTH|trigSTOPT|trigTIMQU) != 0 }
+func (u urr) timed() bool { return u.triggers&(trigPERIO|trigTIMTH|trigSTOPT|trigTIMQU|trigQUVTI) != 0 }
 
 // meter is what the UPF keeps of a URR between reports. A request works on
 // copies, so a refused one leaves the meters as they were.
@@ -77,11 +89,15 @@ type meter struct {
 	// out, the counters' total: the URR then lets nothing more through.
 	timeQuotaStart time.Time
 	blocked        uint64
+	// quotaGiven is when the SMF last granted a quota or a validity time;
+	// expired, that the validity time since then was reported.
+	quotaGiven time.Time
+	expired    bool
 }
 
 // newMeter starts measuring a URR whose data-path counters read usage.
 func newMeter(usage datapath.URRUsage, now time.Time) *meter {
-	return &meter{start: now, base: usage, periodStart: now, quotaBase: usage.Bytes, timeQuotaStart: now}
+	return &meter{start: now, base: usage, periodStart: now, quotaBase: usage.Bytes, timeQuotaStart: now, quotaGiven: now}
 }
 
 // limits are the absolute counter values the data path watches for a URR:
@@ -139,6 +155,11 @@ func (u *urr) due(m *meter, usage datapath.URRUsage, now time.Time, stopAfter ti
 	if u.timeQuota != 0 && m.blocked == 0 && u.activeSince(m.timeQuotaStart, usage, now) >= u.timeQuota {
 		fired |= trigTIMQU
 	}
+	// An expired quota is reported once and stays in force until the SMF
+	// grants anew, as a Gy client asks again when a Validity-Time ends.
+	if u.triggers&trigQUVTI != 0 && !m.expired && now.Sub(m.quotaGiven) >= u.quotaValidity {
+		fired |= trigQUVTI
+	}
 	return fired
 }
 
@@ -178,6 +199,9 @@ func (u *urr) note(m *meter, fired uint32, usage datapath.URRUsage, now time.Tim
 	if fired&trigTIMQU != 0 {
 		m.blocked = max(usage.Bytes[datapath.URRTotal], 1) // 0 would mean no quota
 	}
+	if fired&trigQUVTI != 0 {
+		m.expired = true
+	}
 }
 
 // report makes a Usage Report of type typ (the IE type differs by message)
@@ -185,8 +209,9 @@ func (u *urr) note(m *meter, fired uint32, usage datapath.URRUsage, now time.Tim
 // measurement. fired are the Usage Report Trigger flags; extra are further
 // IEs of the report.
 func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32, now time.Time, extra ...*ie.IE) *ie.IE {
+	urt := usageReportTrigger(fired)
 	children := []*ie.IE{ie.NewURRID(u.id), ie.NewURSEQN(m.seqn),
-		ie.NewUsageReportTrigger(uint8(fired), uint8(fired>>8), uint8(fired>>16)),
+		ie.NewUsageReportTrigger(uint8(urt), uint8(urt>>8), uint8(urt>>16)),
 		ie.NewStartTime(m.start), ie.NewEndTime(now)}
 	if u.volume {
 		flags, d := uint8(vmVolumes), usage.Bytes
@@ -213,8 +238,9 @@ func (u *urr) report(typ uint16, m *meter, usage datapath.URRUsage, fired uint32
 	return ie.NewUsageReport(typ, append(children, extra...)...)
 }
 
-// grant says which quotas a Create or Update URR gave.
-type grant struct{ volume, time bool }
+// grant says which quotas, or a validity time for them, a Create or Update
+// URR gave.
+type grant struct{ volume, time, validity bool }
 
 // parseURR reads a Create URR (into a zero urr) or an Update URR (into the
 // current one).
@@ -228,7 +254,7 @@ func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
 		}
 	}
 	if bad := unsupported(group.ChildIEs, ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod,
-		ie.VolumeThreshold, ie.VolumeQuota, ie.TimeThreshold, ie.TimeQuota, ie.MeasurementInformation); bad != nil {
+		ie.VolumeThreshold, ie.VolumeQuota, ie.TimeThreshold, ie.TimeQuota, ie.QuotaValidityTime, ie.MeasurementInformation); bad != nil {
 		return g, fail("URR %d: IE type %d is not supported", u.id, bad.Type)
 	}
 	for _, c := range group.ChildIEs {
@@ -267,6 +293,9 @@ func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
 		case ie.TimeQuota:
 			u.timeQuota, err = c.TimeQuota()
 			g.time = true
+		case ie.QuotaValidityTime:
+			u.quotaValidity, err = c.QuotaValidityTime()
+			g.validity = true
 		case ie.MeasurementInformation:
 			var mi uint8
 			if mi, err = c.MeasurementInformation(); err == nil && mi&^(miISTM|miMNOP) != 0 {
@@ -292,6 +321,8 @@ func (u *urr) check(fail func(string, ...any) *refusal) *refusal {
 		return fail("URR %d: volume threshold trigger without a volume threshold", u.id)
 	case u.triggers&trigTIMTH != 0 && u.timeThreshold <= 0:
 		return fail("URR %d: time threshold trigger without a time threshold", u.id)
+	case u.triggers&trigQUVTI != 0 && u.quotaValidity <= 0:
+		return fail("URR %d: quota validity time trigger without a quota validity time", u.id)
 	case (u.volQuota != [3]uint64{} || u.triggers&trigVOLTH != 0) && !u.volume:
 		return fail("URR %d: volume limits without volume measurement", u.id)
 	}

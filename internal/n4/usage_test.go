@@ -124,6 +124,46 @@ func TestUnsentReportsGoInTheDeletionResponse(t *testing.T) {
 	}
 }
 
+// A quota's validity time (VTIME): its end is reported once with QUVTI,
+// and a quota granted anew is valid for the validity time from then.
+func TestQuotaValidityTime(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	seid := e.establish("smf1", nodeIDv4("127.0.0.4"), cpFSEID(0x55, "127.0.0.4"),
+		tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(1)), coreFAR(),
+		createURR(1, mmVOLUM, rtgVOLQU|rtgQUVTI, volumeQuota(1e6), quotaValidityTime(30))).upSEID(t)
+	const quvti = 1 << 19 // Usage Report Trigger, octet 7 bit 4 (§8.2.41)
+	reports := func(at time.Duration) (triggers []uint32) {
+		e.h.tick(start.Add(at))
+		for _, rep := range e.h.out.drain() {
+			b, err := rep.req.Marshal()
+			fatalIf(t, err)
+			_, _, ies := decodeMsg(t, b)
+			for _, v := range all(ies, tUsageReportReport) {
+				triggers = append(triggers, decodeUsage(t, v).trigger)
+			}
+		}
+		return triggers
+	}
+	if got := reports(29 * time.Second); len(got) != 0 {
+		t.Fatalf("reports before the validity time ended: %#x", got)
+	}
+	if got := reports(31 * time.Second); len(got) != 1 || got[0] != quvti {
+		t.Fatalf("at the end of the validity time reported %#x, want one QUVTI (%#x)", got, quvti)
+	}
+	if got := reports(2 * time.Minute); len(got) != 0 {
+		t.Fatalf("an expired quota reported again: %#x", got)
+	}
+	e.modify("smf1", seid, tlv(tUpdateURR, urrID(1), volumeQuota(2e6))).expect(t, 1, nil, nil)
+	granted := time.Since(start)
+	if got := reports(granted + 29*time.Second); len(got) != 0 {
+		t.Fatalf("a new quota expired early: %#x", got)
+	}
+	if got := reports(granted + 31*time.Second); len(got) != 1 || got[0] != quvti {
+		t.Fatalf("the new quota's end reported %#x", got)
+	}
+}
+
 func TestURRRefusals(t *testing.T) {
 	e := newEnv(t)
 	base := func(extra ...[]byte) [][]byte {
@@ -133,6 +173,7 @@ func TestURRRefusals(t *testing.T) {
 		{"dropped traffic threshold trigger", base(createURR(4, mmVOLUM, 0x40)), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"event measurement", base(createURR(4, 0x04, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"volume threshold trigger without threshold", base(createURR(4, mmVOLUM, rtgVOLTH)), 73, []byte{3, 0, 0, 0, 4}, nil},
+		{"quota validity trigger without a validity time", base(createURR(4, mmVOLUM, rtgVOLQU|rtgQUVTI, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"volume quota measuring duration only", base(createURR(4, mmDURAT, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
 		{"no measurement method", base(tlv(tCreateURR, urrID(4), tlv(tReportingTriggers, []byte{1, 0}))), 66, nil, []byte{0, tMeasurementMethod}},
 		{"PDR naming no URR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),

@@ -51,6 +51,7 @@ const (
 	tDurationMeasurement    = 67
 	tVolumeThreshold        = 31
 	tVolumeQuota            = 73
+	tQuotaValidityTime      = 181
 	tQueryURR               = 77
 	tUsageReportModResp     = 78
 	tUsageReportDelResp     = 79
@@ -252,12 +253,16 @@ const (
 	rtgTIMTH = 0x0004
 	rtgSTART = 0x0010
 	rtgVOLQU = 0x0100
+	rtgQUVTI = 0x8000 // octet 6 bit 8
 )
 
 // volumeThreshold §8.2.13 and volumeQuota §8.2.50: flags TOVOL (bit 1),
 // then the total volume, 8 octets.
 func volumeThreshold(total uint64) []byte { return tlv(tVolumeThreshold, []byte{0x01}, be64(total)) }
 func volumeQuota(total uint64) []byte     { return tlv(tVolumeQuota, []byte{0x01}, be64(total)) }
+
+// quotaValidityTime §8.2.142: seconds, 4 octets.
+func quotaValidityTime(s uint32) []byte { return tlv(tQuotaValidityTime, be32(s)) }
 
 // measurementPeriod §8.2.14: seconds, 4 octets.
 func measurementPeriod(s uint32) []byte { return tlv(tMeasurementPeriod, be32(s)) }
