@@ -539,16 +539,18 @@ int tc_classify_mirror(struct __sk_buff *skb)
 }
 
 /* The CPU map's enqueue tracepoint: the packets that found a CPU's queue
- * full, which xdp_slice_cpu never sees. */
-SEC("tracepoint/xdp/xdp_cpumap_enqueue")
-int slice_queue_drops(struct cpumap_enqueue_args *a)
+ * full, which xdp_slice_cpu never sees. Raw, so that attaching it needs no
+ * tracefs; its arguments are those of trace_xdp_cpumap_enqueue: map_id,
+ * processed, drops, to_cpu. */
+SEC("raw_tracepoint/xdp_cpumap_enqueue")
+int slice_queue_drops(struct bpf_raw_tracepoint_args *a)
 {
-	__u32 zero = 0, cpu = a->to_cpu;
+	__u32 zero = 0, cpu = a->args[3], drops = a->args[2];
 	__u32 *ours = bpf_map_lookup_elem(&slice_cpus_id, &zero);
-	if (!a->drops || !ours || a->map_id != *ours)
+	if (!drops || !ours || (__u32)a->args[0] != *ours)
 		return 0;
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (load)
-		__sync_fetch_and_add(&load->dropped, a->drops);
+		__sync_fetch_and_add(&load->dropped, drops);
 	return 0;
 }

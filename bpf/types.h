@@ -449,17 +449,6 @@ struct alt_nodes {
 	struct alt_node node[ALT_MAX];
 };
 
-/* The fields of the xdp:xdp_cpumap_enqueue tracepoint. */
-struct cpumap_enqueue_args {
-	__u64 common;
-	int map_id;
-	__u32 act;
-	int cpu;
-	__u32 drops;
-	__u32 processed;
-	int to_cpu;
-};
-
 /* What xdp_classify leaves in the metadata of a packet it steers, for
  * xdp_slice_cpu on the CPU it goes to. */
 #define SLICE_META_MAGIC 0x736c6963 /* "slic" */

@@ -77,7 +77,7 @@ func (d *Datapath) watchQueueDrops() error {
 	if err := d.objs.SliceCpusId.Put(uint32(0), uint32(id)); err != nil {
 		return err
 	}
-	d.queueDrops, err = link.Tracepoint("xdp", "xdp_cpumap_enqueue", d.objs.SliceQueueDrops, nil)
+	d.queueDrops, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "xdp_cpumap_enqueue", Program: d.objs.SliceQueueDrops})
 	return err
 }
 

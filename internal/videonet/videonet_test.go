@@ -486,3 +486,112 @@ func TestOverloadOffloadsNonPrioritised(t *testing.T) {
 		t.Errorf("the alternative got a frame to %v, %v; want %v, %v", dst, ip, alt.MAC, alt.Addr)
 	}
 }
+
+// With nowhere to offload, an overloaded CPU's queue overflows: the CPU
+// map's tracepoint counts what it drops, so that sent, taken and dropped
+// add up and the queue's fill stays exact.
+func TestFullQueueDropsAreCounted(t *testing.T) {
+	needTwoCPUs(t)
+	p := newClassifier(t)
+	n := newVideoNet(t, p)
+	steerVideo(t, p)
+	if err := p.SetSlice(classify.Slice{ID: 1, CPUs: []int{1}}); err != nil {
+		t.Fatal(err)
+	}
+	restore, err := OnCPU0()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	stop, err := HogCPU(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const packets = 8_000 // four queues' worth
+	_, err = n.SendLayer(GTPUInVXLAN, 0, 16, packets, 100_000)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled(t, n.Counter)
+	loads, err := p.CPULoads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := loads[1]
+	if l.Dropped == 0 || l.Enqueued != l.Dequeued+l.Dropped {
+		t.Errorf("CPU 1's queue: %d sent, %d taken, %d dropped; want drops, and the three to add up", l.Enqueued, l.Dequeued, l.Dropped)
+	}
+}
+
+// With ReceiveOn, the router receives in a thread on CPU 1 while the
+// generator sends on CPU 0: the sink, which counts per CPU, gets what the
+// router forwarded there. The thread ends with the segment.
+func TestReceiveOn(t *testing.T) {
+	needTwoCPUs(t)
+	p := newClassifier(t)
+	n, err := New(p.Program(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			n.Close()
+		}
+	}()
+	before, err := napiThreads("edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ReceiveOn(1); err != nil {
+		t.Fatal(err)
+	}
+	after, err := napiThreads("edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var thread int
+	for pid := range after {
+		if !before[pid] {
+			thread = pid
+		}
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(thread, &set); err != nil || set.Count() != 1 || !set.IsSet(1) {
+		t.Fatalf("the router's NAPI thread %d may run on %d CPUs, CPU 1 among them: %v (%v)", thread, set.Count(), set.IsSet(1), err)
+	}
+
+	restore, err := OnCPU0()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const packets, rate = 2000, 10_000
+	frame, _ := n.Frame(GTPUInVXLAN, 0)
+	_, _, err = n.Gen.Send(n.Sender, n.SenderIndex, frame, packets, trafficgen.Options{Rate: rate})
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled(t, n.Counter)
+	byCPU, err := n.Counter.CountsByCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byCPU[1].MatchPackets != packets || byCPU[0].MatchPackets != 0 {
+		t.Errorf("the sink got %d packets on CPU 0 and %d on CPU 1; want 0, %d", byCPU[0].MatchPackets, byCPU[1].MatchPackets, packets)
+	}
+
+	closed = true
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if threads, err := napiThreads("edge"); err != nil || !threads[thread] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the router's NAPI thread %d outlived the segment", thread)
+		}
+	}
+}
