@@ -227,6 +227,19 @@ func TestFig10RoundTrip(t *testing.T) {
 		t.Errorf("PUT of the GET document changed the session:\n%+v\n%+v", before, after)
 	}
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/sessions", ""), `{"sessions": [`+fig10Installed+`]}`)
+
+	// A steering next hop goes in and comes back.
+	steered := variant(t, second, map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "10.1.3.9"}})
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", steered)
+	var doc struct {
+		FARs []struct {
+			ForwardingParameters struct{ NextHop string } `json:"forwardingParameters"`
+		} `json:"fars"`
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &doc))
+	if len(doc.FARs) != 2 || doc.FARs[0].ForwardingParameters.NextHop != "10.1.3.9" {
+		t.Errorf("the steered session's FARs: %+v", doc.FARs)
+	}
 }
 
 // A packet to the UE arriving on the core side is counted by the
@@ -347,6 +360,9 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{"contradicting destinations", map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, "fars[1].forwardingParameters.destinationInterface"},
 		{"GTP-U towards the core", map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, ohcField},
 		{"DSCP beyond 63", map[string]any{"fars.1.forwardingParameters.dscp": 64}, "fars[1].forwardingParameters.dscp"},
+		{"next hop not an address", map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "gw"}}, "fars[0].forwardingParameters.nextHop"},
+		{"multicast next hop", map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "224.0.0.1"}}, "fars[0].forwardingParameters.nextHop"},
+		{"next hop towards access", map[string]any{"fars.1.forwardingParameters.nextHop": "10.0.0.9"}, "fars[1].forwardingParameters.nextHop"},
 		{"unknown header creation", map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, ohcField + ".outerHeaderCreationDescription"},
 		{"IPv6 tunnel peer", map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, ohcField + ".ipv4Address"},
 		{"no TEID to default to", map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, ohcField + ".teid"},

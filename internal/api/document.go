@@ -77,6 +77,9 @@ type forwardingParameters struct {
 	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
 	// DSCP of the tunnel's outer header (Transport Level Marking).
 	DSCP uint8 `json:"dscp,omitempty"`
+	// NextHop is the neighbour packets to the core go to instead of the
+	// routes' (traffic steering; a PFCP Forwarding Policy).
+	NextHop string `json:"nextHop,omitempty"`
 }
 
 type outerHeaderCreation struct {
@@ -393,6 +396,13 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	} else if far.Action == session.ActionForward {
 		return far, badRequest(field+".destinationInterface", "is required to forward")
 	}
+	if fp != nil && fp.NextHop != "" {
+		a, err := netip.ParseAddr(fp.NextHop)
+		if err != nil {
+			return far, badRequest(field+".forwardingParameters.nextHop", "%q is not an IP address", fp.NextHop)
+		}
+		far.NextHop = a
+	}
 	if fp == nil || fp.OuterHeaderCreation == nil {
 		return far, nil
 	}
@@ -476,6 +486,9 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 			fd.ForwardingParameters = &forwardingParameters{OuterHeaderCreation: &outerHeaderCreation{
 				Description: createGTPU, IPv4Address: &peer, TEID: &teid,
 			}, DSCP: f.DSCP}
+		}
+		if f.NextHop.IsValid() {
+			fd.ForwardingParameters = &forwardingParameters{NextHop: f.NextHop.String()}
 		}
 		d.FARs = append(d.FARs, fd)
 	}

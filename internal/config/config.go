@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -174,6 +175,9 @@ type PFCP struct {
 	// SMF leaves the choice to it (CHV4); not valid when unset, and such
 	// requests are then refused.
 	UEPool netip.Prefix
+	// ForwardingPolicies are the next hops of traffic steering (TRST), by
+	// the Forwarding Policy identifiers SMFs name in FARs.
+	ForwardingPolicies map[string]netip.Addr
 }
 
 // Buffering limits the downlink packets buffering FARs hold: per session
@@ -271,14 +275,15 @@ type apiSettings struct {
 }
 
 type pfcpSettings struct {
-	Listen            string         `yaml:"listen"`
-	NodeID            string         `yaml:"node_id"`
-	Peers             []string       `yaml:"peers"`
-	HeartbeatInterval *time.Duration `yaml:"heartbeat_interval"`
-	T1                *time.Duration `yaml:"t1"`
-	N1                *int           `yaml:"n1"`
-	TrafficStopAfter  *time.Duration `yaml:"traffic_stop_after"`
-	UEPool            string         `yaml:"ue_pool"`
+	Listen             string            `yaml:"listen"`
+	NodeID             string            `yaml:"node_id"`
+	Peers              []string          `yaml:"peers"`
+	HeartbeatInterval  *time.Duration    `yaml:"heartbeat_interval"`
+	T1                 *time.Duration    `yaml:"t1"`
+	N1                 *int              `yaml:"n1"`
+	TrafficStopAfter   *time.Duration    `yaml:"traffic_stop_after"`
+	UEPool             string            `yaml:"ue_pool"`
+	ForwardingPolicies map[string]string `yaml:"forwarding_policies"`
 }
 
 type bufferingSettings struct {
@@ -621,7 +626,30 @@ func parsePFCP(f *file, cfg *Config) error {
 		}
 		out.UEPool = pool
 	}
+	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
+		return err
+	}
 	cfg.PFCP = out
+	return nil
+}
+
+// parseForwardingPolicies reads the next hop of each Forwarding Policy
+// identifier (TS 29.244 §8.2.23: 1 to 255 octets).
+func parseForwardingPolicies(in map[string]string, out *PFCP) error {
+	for _, id := range slices.Sorted(maps.Keys(in)) {
+		field := fmt.Sprintf("pfcp.forwarding_policies[%q]", id)
+		if len(id) == 0 || len(id) > 255 {
+			return invalid(field, "an identifier has 1 to 255 octets")
+		}
+		hop, err := netip.ParseAddr(in[id])
+		if err != nil || hop.IsUnspecified() || hop.IsMulticast() || hop.Zone() != "" {
+			return invalid(field, "%q is not a unicast IP address", in[id])
+		}
+		if out.ForwardingPolicies == nil {
+			out.ForwardingPolicies = map[string]netip.Addr{}
+		}
+		out.ForwardingPolicies[id] = hop
+	}
 	return nil
 }
 

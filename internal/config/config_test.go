@@ -72,6 +72,7 @@ pfcp:
   n1: 5
   traffic_stop_after: 30s
   ue_pool: 10.45.0.0/16
+  forwarding_policies: {to-firewall: 198.51.100.9, "video optimiser": "2001:db8:6::9"}
 classify:
   interfaces: [edge0, edge1]
   max_masks: 24
@@ -111,6 +112,8 @@ cuup:
 			N1:                5,
 			TrafficStopAfter:  30 * time.Second,
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
+			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
+				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
 		},
 		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classify.ActionDrop,
 			RulesFile: "/tmp/upf2/rules.json", ReportInterval: 2 * time.Second, Webhooks: []string{"http://collector.example:8080/xdp5g"}},
@@ -333,6 +336,9 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"UE pool with host bits", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.1/16}", "pfcp.ue_pool"},
 		{"UE pool over 2^24", "pfcp: {node_id: upf.example, ue_pool: 10.0.0.0/7}", "pfcp.ue_pool"},
 		{"UE pool holding N3", "pfcp: {node_id: upf.example, ue_pool: 192.0.2.0/24}", "pfcp.ue_pool"},
+		{"forwarding policy to a name", "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", `pfcp.forwarding_policies["fw"]`},
+		{"forwarding policy to multicast", "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", `pfcp.forwarding_policies["fw"]`},
+		{"empty forwarding policy identifier", `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, `pfcp.forwarding_policies[""]`},
 		{"classify without interfaces", "classify: {max_masks: 4}", "classify.interfaces"},
 		{"classify interface name", "classify: {interfaces: [edge0, 'a/b']}", "classify.interfaces[1]"},
 		{"classify interface twice", "classify: {interfaces: [edge0, edge0]}", "classify.interfaces[1]"},

@@ -58,6 +58,9 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	// URRs count packets and report a quota's validity time; BARs may delay
 	// Downlink Data Reports.
 	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureVTIME, pfcp.FeatureDDND)
+	if len(p.ForwardingPolicies) > 0 { // FARs may steer to their next hops
+		features = append(features, pfcp.FeatureTRST)
+	}
 	// The N3 endpoint comes first (the handler uses it) and may hear from
 	// a gNB before the handler and the server exist: until then there is
 	// no session to report on.
@@ -78,7 +81,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 			}
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Buffers: buffers, Log: log,
-		TrafficStopAfter: p.TrafficStopAfter,
+		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		}}

@@ -49,7 +49,10 @@ type Config struct {
 	// TrafficStopAfter is the silence after which a URR's traffic has
 	// stopped (STOPT); 0: DefaultTrafficStopAfter.
 	TrafficStopAfter time.Duration
-	Log              *slog.Logger
+	// ForwardingPolicies are the next hops that a FAR's Forwarding Policy
+	// (traffic steering, TRST) names by identifier.
+	ForwardingPolicies map[string]netip.Addr
+	Log                *slog.Logger
 }
 
 // DefaultTrafficStopAfter is the Config's TrafficStopAfter when unset.

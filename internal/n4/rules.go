@@ -415,7 +415,7 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 	}
 	if c := first(group.ChildIEs, params); c != nil {
 		old := f.OuterHeaderCreation
-		if r := forwarding(&f, c.ChildIEs, create); r != nil {
+		if r := forwarding(&f, c.ChildIEs, create, t.h.cfg.ForwardingPolicies); r != nil {
 			return r
 		}
 		// SNDEM: the gNB moved; the old one learns that nothing more comes
@@ -433,13 +433,13 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 }
 
 // forwarding applies (Update) Forwarding Parameters to f.
-func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
+func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[string]netip.Addr) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
 	}
 	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags,
-		ie.TransportLevelMarking); bad != nil {
+		ie.TransportLevelMarking, ie.ForwardingPolicy); bad != nil {
 		return fail("FAR %d: forwarding parameter IE type %d is not supported", f.ID, bad.Type)
 	}
 	for _, c := range params {
@@ -467,6 +467,16 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool) *refusal {
 				return fail("FAR %d: transport level marking: %v", f.ID, err)
 			}
 			f.DSCP = uint8(v>>8) & uint8(v) >> 2
+		case ie.ForwardingPolicy:
+			id, err := c.ForwardingPolicyIdentifier()
+			if err != nil {
+				return fail("FAR %d: forwarding policy: %v", f.ID, err)
+			}
+			hop, ok := policies[id]
+			if !ok {
+				return fail("FAR %d: no forwarding policy %q is configured", f.ID, id)
+			}
+			f.NextHop = hop
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"net"
@@ -55,6 +56,7 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 	}))
 	upf.Store.SetBuffers(e.buffers)
 	e.h = New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
+		ForwardingPolicies: map[string]netip.Addr{"to-firewall": firewall},
 		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			b, err := req.Marshal()
 			fatalIf(t, err)
@@ -74,6 +76,47 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 	go func() { e.buffers.Run(ctx); stopped <- struct{}{} }()
 	t.Cleanup(func() { cancel(); e.buffers.Close(); <-stopped; <-stopped })
 	return e
+}
+
+// firewall is the next hop of the forwarding policy "to-firewall": an
+// address on N6 that is not the route's.
+var firewall = netip.MustParseAddr("10.100.6.9")
+
+// A FAR's Forwarding Policy (traffic steering, TRST) sends the uplink to
+// the policy's next hop instead of the route's, and a FAR naming a policy
+// that is not configured is refused with its ID, changing nothing.
+func TestForwardingPolicySteersTheUplink(t *testing.T) {
+	e := newTrafficEnv(t)
+	firewallMAC := net.HardwareAddr{2, 0, 0, 0, 6, 9}
+	fatalIf(t, e.tb.UPF.SetNeigh(demo.N6, firewall.String(), firewallMAC))
+	establish := func(policy string) reply {
+		req := sessionMsg(mSessionEstablishmentRequest, 0, 1, nodeIDv4("127.0.0.4"), cpFSEID(0x78, "127.0.0.4"),
+			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
+				ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(0), farID(1)),
+			createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore), forwardingPolicy(policy))))
+		return decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
+			mSessionEstablishmentRequest+1)
+	}
+	establish("to-nowhere").expect(t, 73, []byte{1, 0, 0, 0, 1}, nil)
+	if n := e.upf.Store.Len(); n != 0 {
+		t.Fatalf("a refused establishment left %d sessions", n)
+	}
+	establish("to-firewall").expect(t, 1, nil, nil)
+
+	gen, err := trafficgen.NewGenerator()
+	fatalIf(t, err)
+	t.Cleanup(func() { gen.Close() })
+	const packets = 2000
+	frame := e.tb.UplinkFrame(demo.UplinkTEID, demo.QFI, demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL))
+	sent, _, err := e.tb.Uplink().Send(gen, frame, packets, trafficgen.Options{Rate: 50_000})
+	fatalIf(t, err)
+	delivered, err := e.tb.Uplink().Delivered(sent)
+	fatalIf(t, err)
+	sample, err := e.tb.DNSink.Sample()
+	fatalIf(t, err)
+	if delivered != packets || len(sample) < 6 || !bytes.Equal(sample[:6], firewallMAC) {
+		t.Errorf("%d of %d packets arrived, the last one to %x; want all, to the policy's next hop %s", delivered, packets, sample[:min(6, len(sample))], firewallMAC)
+	}
 }
 
 func TestQoSAndUsageUnderTraffic(t *testing.T) {

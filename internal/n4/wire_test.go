@@ -52,6 +52,7 @@ const (
 	tVolumeThreshold        = 31
 	tVolumeQuota            = 73
 	tQuotaValidityTime      = 181
+	tForwardingPolicy       = 41
 	tQueryURR               = 77
 	tUsageReportModResp     = 78
 	tUsageReportDelResp     = 79
@@ -260,6 +261,11 @@ const (
 // then the total volume, 8 octets.
 func volumeThreshold(total uint64) []byte { return tlv(tVolumeThreshold, []byte{0x01}, be64(total)) }
 func volumeQuota(total uint64) []byte     { return tlv(tVolumeQuota, []byte{0x01}, be64(total)) }
+
+// forwardingPolicy §8.2.23: the identifier's length, then the identifier.
+func forwardingPolicy(id string) []byte {
+	return tlv(tForwardingPolicy, []byte{byte(len(id))}, []byte(id))
+}
 
 // quotaValidityTime §8.2.142: seconds, 4 octets.
 func quotaValidityTime(s uint32) []byte { return tlv(tQuotaValidityTime, be32(s)) }

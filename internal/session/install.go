@@ -245,17 +245,19 @@ func (t *txn) writeRules() error {
 		if buf != 0 {
 			dp.Action, dp.Buffer = datapath.FARBuffer, buf
 		}
-		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
-			nh, err := s.nh.Acquire(o.Peer)
+		if dst := f.nexthop(); dst.IsValid() {
+			nh, err := s.nh.Acquire(dst)
 			if err != nil {
-				return fmt.Errorf("next hop for %s: %w", o.Peer, err)
+				return fmt.Errorf("next hop for %s: %w", dst, err)
 			}
-			t.nexthops = append(t.nexthops, o.Peer)
+			t.nexthops = append(t.nexthops, dst)
+			dp.Nexthop = nh
+		}
+		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
 			dp.Flags = datapath.FARGTPUv4
 			dp.Teid = datapath.NetworkOrder32(o.TEID)
 			dp.Peer = datapath.AddrKey(o.Peer)
 			dp.Local = datapath.AddrKey(s.n3)
-			dp.Nexthop = nh
 			dp.Tos = f.DSCP << 2
 		}
 		if err := s.dp.PutFAR(slot, dp); err != nil {
@@ -451,8 +453,8 @@ func (s *Store) forget(in, next *installed) {
 		}
 	}
 	for i := range in.FARs {
-		if o := in.FARs[i].OuterHeaderCreation; o != nil && in.FARs[i].Action == ActionForward {
-			s.nh.Release(o.Peer)
+		if dst := in.FARs[i].nexthop(); dst.IsValid() {
+			s.nh.Release(dst)
 		}
 	}
 	for _, n := range in.Neighbours {

@@ -100,6 +100,23 @@ type FAR struct {
 	OuterHeaderCreation *OuterHeaderCreation
 	// DSCP marks the tunnel's outer IPv4 header (Transport Level Marking).
 	DSCP uint8 `json:",omitempty"`
+	// NextHop steers packets to the core through this neighbour instead
+	// of the routes (a PFCP Forwarding Policy, traffic steering); invalid
+	// when the routes decide.
+	NextHop netip.Addr `json:",omitzero"`
+}
+
+// nexthop is the address a forwarding FAR sends through a next-hop slot
+// of its own: its tunnel's peer or its steering next hop; invalid when
+// the routes decide or the FAR does not forward.
+func (f *FAR) nexthop() netip.Addr {
+	switch {
+	case f.Action != ActionForward:
+		return netip.Addr{}
+	case f.OuterHeaderCreation != nil:
+		return f.OuterHeaderCreation.Peer
+	}
+	return f.NextHop
 }
 
 // OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds.

@@ -115,6 +115,13 @@ func validateFAR(field string, f *FAR) error {
 	if f.DSCP > 63 {
 		return invalid(field+".forwardingParameters.dscp", "DSCP %d is not in 0..63", f.DSCP)
 	}
+	switch nh := f.NextHop; {
+	case !nh.IsValid():
+	case nh.IsUnspecified() || nh.IsMulticast():
+		return invalid(field+".forwardingParameters.nextHop", "%v is not a unicast address", nh)
+	case f.DestinationInterface == InterfaceAccess:
+		return invalid(field+".forwardingParameters.nextHop", "steers traffic towards the core; access is reached through the tunnel's peer")
+	}
 	switch f.DestinationInterface {
 	case InterfaceAccess:
 		o := f.OuterHeaderCreation
