@@ -36,6 +36,7 @@ enum reason {
 	REASON_PASS_FRAGMENT,
 	REASON_PASS_NO_ROUTE,
 	REASON_PASS_TTL,
+	REASON_RELAY_FORWARD, /* GTP-U to GTP-U, between the gNB and the CP function */
 	REASON_COUNT,
 };
 
@@ -66,6 +67,7 @@ enum pdr_flags {
 	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
+	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
 };
 
 /* One PDR as the packet sees it; the precedence is the order in pdr_set. */

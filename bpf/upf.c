@@ -217,17 +217,17 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 
 /* Applies a matched PDR (in slot) with its FAR to a packet of len inner
  * bytes going in direction dir (QER_UL or QER_DL): its QERs, its FAR, which
- * must forward with the flags the direction needs (a buffering FAR that
- * let the packet pass forwards downlink), and its URRs, which count only
- * what the FAR forwards. Returns 0 to forward, else the reason to drop. The
- * PDR counts what its QERs and URRs let through. */
+ * must forward with the flags far_flags the path needs (a buffering FAR
+ * forwards what its buffer let pass: buffer_passed), and its URRs, which
+ * count only what the FAR forwards. Returns 0 to forward, else the reason
+ * to drop. The PDR counts what its QERs and URRs let through. */
 INLINE int apply_pdr(const struct pdr *pdr, const struct far *far, __u32 slot, int dir, __u32 len,
-		     __u8 far_flags)
+		     __u8 far_flags, int buffer_passed)
 {
 	int reason = enforce_qers(pdr, dir, len);
 	if (reason)
 		return reason;
-	if (!far || !(far->action == FAR_FORWARD || (dir == QER_DL && far->action == FAR_BUFFER)) ||
+	if (!far || !(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
 	    (far->flags & far_flags) != far_flags) {
 		count_pdr(slot, len);
 		return REASON_DROP_FAR;
@@ -344,6 +344,61 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 	return 0;
 }
 
+/* Puts the packet of inner_len bytes at inner_off into the FAR's
+ * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container when the PDR carries
+ * a QFI) and sends it to the next hop nh: the downlink, and packets relayed
+ * between the gNB and the CP function (N4-u). */
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, const struct far *far, const struct nexthop *nh,
+		  __u32 inner_off, __u32 inner_len, __u32 pkt_len, enum reason counted)
+{
+	int with_qfi = pdr->flags & PDR_MARK_QFI;
+	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
+	/* Read once: the control plane may rewrite the slot meanwhile. */
+	__be16 tci = nh->vlan_tci;
+	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	__u32 encap = with_qfi ? GTPU_DL_ENCAP_QFI_LEN : GTPU_DL_ENCAP_LEN;
+	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
+	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(ETH_P_IP)))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + new_l2;
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	struct gtpu_opt *o = (void *)(h + 1);
+	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
+	if ((void *)(psc + 1) > end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
+	ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT;
+	h->type = GTPU_G_PDU;
+	h->length = bpf_htons(gtp_payload);
+	h->teid = far->teid;
+	if (with_qfi) {
+		h->flags |= GTPU_E;
+		o->seq = 0;
+		o->npdu = 0;
+		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
+		psc->length = 1;
+		psc->pdu_type = 0;
+		psc->qfi = qfi;
+		psc->next_ext = 0;
+	}
+	if (far->action == FAR_BUFFER) {
+		struct release_meta *m = release_meta(ctx);
+		if (m)
+			m->ifindex = nh->ifindex;
+	}
+	finish(pkt_len, counted, 0);
+	return bpf_redirect(nh->ifindex, 0);
+}
+
 /* Uplink: the G-PDU's inner packet leaves through the core next hop. */
 INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, void *inner,
 		  __u32 inner_off, __u32 pkt_len)
@@ -387,9 +442,20 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
-	int dropped = apply_pdr(pdr, far, slot, QER_UL, inner_len, 0);
+	/* From the CP function, the packet is on its way to the UE: it goes
+	 * into a tunnel to the gNB, or nowhere while the FAR buffers. */
+	int from_cp = pdr->flags & PDR_FROM_CP;
+	int dropped = apply_pdr(pdr, far, slot, from_cp ? QER_DL : QER_UL, inner_len, from_cp ? FAR_GTPU_IPV4 : 0, 0);
 	if (dropped || !far)
 		return finish(pkt_len, dropped, XDP_DROP);
+	if (far->flags & FAR_GTPU_IPV4) {
+		/* A relay between the gNB and the CP function: the packet is
+		 * theirs, hop limit included (neighbour discovery needs 255). */
+		struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
+		if (!nh || !nh->valid)
+			return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
+		return tunnel(ctx, pdr, far, nh, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
+	}
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -507,7 +573,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	int dropped;
 	if (far && far->action == FAR_BUFFER && (dropped = hold(ctx, far, pdr, pkt_len)))
 		return finish(pkt_len, dropped, XDP_DROP);
-	dropped = apply_pdr(pdr, far, slot, QER_DL, inner_len, FAR_GTPU_IPV4);
+	dropped = apply_pdr(pdr, far, slot, QER_DL, inner_len, FAR_GTPU_IPV4, 1);
 	if (dropped || !far)
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
@@ -519,53 +585,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-
-	int with_qfi = pdr->flags & PDR_MARK_QFI;
-	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
-	/* Read once: the control plane may rewrite the slot meanwhile. */
-	__be16 tci = nh->vlan_tci;
-	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
-	__u32 encap = with_qfi ? GTPU_DL_ENCAP_QFI_LEN : GTPU_DL_ENCAP_LEN;
-	if (trim_to(ctx, pkt_len, l2_len + inner_len) ||
-	    put_eth(ctx, l2_len, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(ETH_P_IP)))
-		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct iphdr *ip = data + new_l2;
-	struct udphdr *udp = (void *)(ip + 1);
-	struct gtpu_hdr *h = (void *)(udp + 1);
-	struct gtpu_opt *o = (void *)(h + 1);
-	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
-	if ((void *)(psc + 1) > end)
-		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
-	ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(gtp_payload);
-	h->teid = far->teid;
-	if (with_qfi) {
-		h->flags |= GTPU_E;
-		o->seq = 0;
-		o->npdu = 0;
-		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
-		psc->length = 1;
-		psc->pdu_type = 0;
-		psc->qfi = qfi;
-		psc->next_ext = 0;
-	}
-	if (far->action == FAR_BUFFER) {
-		struct release_meta *m = release_meta(ctx);
-		if (m)
-			m->ifindex = nh->ifindex;
-	}
-	finish(pkt_len, REASON_DOWNLINK_FORWARD, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	return tunnel(ctx, pdr, far, nh, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
 }
 
 SEC("xdp")

@@ -201,12 +201,13 @@ type removal uint8
 
 var removalNames = enum{
 	session.RemoveGTPUUDPIPv4: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+	session.RemoveGTPUUDPIPv6: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6", // shown for SMFs' sessions only
 	session.RemoveUDPIPv4:     "OUTER_HEADER_REMOVAL_UDP_IPV4",
 	session.RemoveGTPUUDPIP:   "OUTER_HEADER_REMOVAL_GTPU_UDP_IP",
 }
 
 func (r *removal) fromJSON(v any) error {
-	if v == "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6" || v == json.Number("1") {
+	if v == removalNames[session.RemoveGTPUUDPIPv6] || v == json.Number("1") {
 		return errors.New("GTP-U/UDP/IPv6 is not supported: N3 is IPv4")
 	}
 	n, err := removalNames.parse(v)

@@ -268,16 +268,16 @@ func freeUDPPort(t *testing.T) string {
 }
 
 // The daemon answers PFCP on its configured address and advertises exactly
-// the UP features it has: FTUP, MNOP, VTIME and DDND always, UEIP with a UE
-// pool, TRST with forwarding policies.
+// the UP features it has: FTUP, MNOP, VTIME, DDND and BUCP always, UEIP with
+// a UE pool, TRST with forwarding policies.
 func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 	for _, c := range []struct {
 		name, pool string
 		features   []byte // UP Function Features, octets 5 on
 	}{
-		{"without a UE pool", "", []byte{0x12, 0, 0x10, 0x04}},                                             // DDND, FTUP, MNOP, VTIME
-		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x12, 0, 0x14, 0x04}},                         // DDND, FTUP, UEIP and MNOP, VTIME
-		{"with forwarding policies", ", forwarding_policies: {fw: 10.1.2.9}", []byte{0x1a, 0, 0x10, 0x04}}, // DDND, TRST, FTUP, MNOP, VTIME
+		{"without a UE pool", "", []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
+		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
+		{"with forwarding policies", ", forwarding_policies: {fw: 10.1.2.9}", []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)

@@ -56,8 +56,9 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 		features = append(features, pfcp.FeatureUEIP)
 	}
 	// URRs count packets and report a quota's validity time; BARs may delay
-	// Downlink Data Reports.
-	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureVTIME, pfcp.FeatureDDND)
+	// Downlink Data Reports; FARs may send the downlink to the CP function
+	// for it to buffer (N4-u).
+	features = append(features, pfcp.FeatureMNOP, pfcp.FeatureVTIME, pfcp.FeatureDDND, pfcp.FeatureBUCP)
 	if len(p.ForwardingPolicies) > 0 { // FARs may steer to their next hops
 		features = append(features, pfcp.FeatureTRST)
 	}

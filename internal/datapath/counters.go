@@ -11,6 +11,7 @@ var ReasonNames = [reasonCount]string{
 	"drop_malformed", "drop_unknown_teid", "drop_no_pdr", "drop_far", "drop_no_nexthop",
 	"drop_ttl", "drop_internal", "drop_qer_gate", "drop_qer_mbr", "drop_urr_quota", "buffered", "drop_buffer_full",
 	"pass_not_ip", "pass_not_ours", "pass_gtp_signalling", "pass_fragment", "pass_no_route", "pass_ttl",
+	"relay_forward",
 }
 
 // IfaceCounters are one interface's outcome counters, by reason name.

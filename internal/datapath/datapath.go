@@ -63,6 +63,7 @@ const (
 	MatchQFI      = 4
 	MarkQFI       = 8
 	MarkRQI       = 16
+	FromCP        = 32
 	FARForward    = 1
 	FARGTPUv4     = 1
 	NexthopRoute  = 0xffffffff

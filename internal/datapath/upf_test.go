@@ -611,3 +611,51 @@ func TestTTLDecrementChecksum(t *testing.T) {
 		})
 	}
 }
+
+// GTP-U relayed between the gNB and the CP function (N4-u): the inner
+// packet is untouched (neighbour discovery needs hop limit 255) and goes
+// into the FAR's tunnel; a PDR from the CP function marks its QFI, and its
+// QERs see downlink traffic.
+func TestRelay(t *testing.T) {
+	u := newUPF(t, RoleAccess)
+	smf := mustAddr("192.0.2.50")
+	const teidFromCP, teidToCP, smfTEID = 0x700, 0x800, 0x5f000001
+	for slot, r := range map[uint32]struct {
+		pdr PDR
+		far FAR
+	}{
+		12: {PDR{Flags: FromCP | MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB)},
+		13: {PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
+		14: {PDR{Flags: FromCP}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		15: {PDR{Flags: FromCP, Qer: [QERsPerPDR]uint32{1}}, encap(dlTEID, n3Addr, gnb, nhGNB)},
+		16: {PDR{Flags: FromCP}, FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
+	} {
+		r.pdr.Far, r.pdr.Id = slot, uint16(slot+1)
+		check(t, u.d.PutFAR(slot, r.far))
+		check(t, u.d.PutPDR(slot, r.pdr))
+	}
+	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed
+	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
+	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(12), teidToCP: pdrSet(13), teidNoNexthop: pdrSet(14),
+		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16)} {
+		check(t, u.d.PutUplink(teid, set))
+	}
+	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
+	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}
+	u.runCases(t, []pktCase{
+		{"from the CP function to the gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), xdpRedirect, "relay_forward",
+			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
+		{"from the gNB to the CP function", gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), xdpRedirect, "relay_forward",
+			encapFrame(t, nhL2(nhCoreVLAN), n3Addr, smf, smfTEID, -1, rs.bytes(t))},
+		{"padding trimmed", pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), xdpRedirect, "relay_forward",
+			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
+		{"no next hop", gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), xdpDrop, "drop_no_nexthop", nil},
+		{"downlink gate closed", gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), xdpDrop, "drop_qer_gate", nil},
+		// The UE is idle: not routed to the core as an uplink packet would be.
+		{"FAR buffering", gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), xdpDrop, "drop_far", nil},
+	})
+	// The relayed packet from the CP function went the downlink way.
+	if c, err := u.d.PDRCounter(12); err != nil || c.Packets != 2 {
+		t.Errorf("PDR 12 counted %+v, %v", c, err)
+	}
+}

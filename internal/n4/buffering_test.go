@@ -154,8 +154,13 @@ func (e *trafficEnv) establishBuffering(t *testing.T, limit byte, bar ...[]byte)
 // request.
 func (e *trafficEnv) forward(t *testing.T, seid uint64, more ...[]byte) {
 	t.Helper()
-	ies := append([][]byte{updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
-		ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))}, more...)
+	e.modify(t, seid, append([][]byte{updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
+		ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))}, more...)...)
+}
+
+// modify has the SMF's Session Modification Request with ies accepted.
+func (e *trafficEnv) modify(t *testing.T, seid uint64, ies ...[]byte) {
+	t.Helper()
 	m := decodeReply(t, e.h.Modify(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionModificationRequest](t,
 		sessionMsg(mSessionModificationRequest, seid, 2, ies...))), mSessionModificationRequest+1)
 	m.expect(t, 1, nil, nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
+	"github.com/xdp5g/xdp5g/internal/sdf"
 	"github.com/xdp5g/xdp5g/internal/session"
 	"github.com/xdp5g/xdp5g/internal/testbed"
 )
@@ -223,9 +224,26 @@ func downlinkPDR(ue func(sd bool) []byte, far uint32) []byte {
 		pdi(sourceInterface(ifCore), networkInstance("internet"), ue(true)), farID(far))
 }
 
+// cpPDR and up2cpPDR with up2cpFAR are what Open5GS adds to every
+// session for the packets between the SMF and the UE (IPv6 router
+// solicitations and advertisements): from the CP function to the UE through
+// the downlink FAR, and router solicitations from the UE to the SMF's
+// GTP-U endpoint.
 func cpPDR(fteid []byte) []byte {
-	return createPDR(pdrID(3), precedence(1000), pdi(sourceInterface(ifCPFunction), fteid), outerHeaderRemoval(0), farID(1))
+	return createPDR(pdrID(3), precedence(1000), pdi(sourceInterface(ifCPFunction), fteid), outerHeaderRemoval(0), farID(2))
 }
+
+func up2cpPDR() []byte {
+	return createPDR(pdrID(10), precedence(254), pdi(sourceInterface(ifAccess), fteidChoose(5),
+		sdfFilterFD("permit out 58 from ff02::2/128 to assigned")), outerHeaderRemoval(0), farID(10))
+}
+
+func up2cpFAR() []byte {
+	return createFAR(farID(10), applyAction(aaFORW), fwdParams(destinationInterface(ifCPFunction), ohcGTPU(0x5f01, smfGTPU)))
+}
+
+// smfGTPU is the SMF's GTP-U address.
+const smfGTPU = "127.0.0.4"
 
 func coreFAR() []byte {
 	return createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore), networkInstance("internet")))
@@ -237,7 +255,7 @@ func accessFAR(teid uint32, addr string) []byte {
 
 func open5gs(cpSEID uint64, ue func(sd bool) []byte, gnbTEID uint32) [][]byte {
 	return [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
-		uplinkPDR(ue), downlinkPDR(ue, 2), cpPDR(fteidChoose(5)), coreFAR(), accessFAR(gnbTEID, gnb)}
+		uplinkPDR(ue), downlinkPDR(ue, 2), cpPDR(fteidChooseAny()), coreFAR(), accessFAR(gnbTEID, gnb), up2cpPDR(), up2cpFAR()}
 }
 
 func fixedUE(addr string) func(bool) []byte {
@@ -293,12 +311,14 @@ func (e *env) gone(teid uint32, ue netip.Addr) {
 	}
 }
 
-// installed checks that a TEID and a UE address lead to one PDR each.
+// installed checks that the uplink TEID of an Open5GS-shaped session
+// leads to its two PDRs (the uplink's, and the router solicitations' to the
+// SMF), and its UE address to one.
 func (e *env) installed(teid uint32, ue netip.Addr) {
 	e.t.Helper()
 	ul, err := e.dp.Uplink(teid)
-	if err != nil || ul.Count != 1 {
-		e.t.Errorf("TEID %#x: %+v, %v; want one PDR", teid, ul, err)
+	if err != nil || ul.Count != 2 {
+		e.t.Errorf("TEID %#x: %+v, %v; want two PDRs", teid, ul, err)
 	}
 	dl, err := e.dp.Downlink(ue)
 	if err != nil || dl.Count != 1 {
@@ -310,15 +330,17 @@ func ptr[T any](v T) *T { return &v }
 
 func TestEstablishOpen5GSSession(t *testing.T) {
 	e := newEnv(t)
+	rsFilter, err := sdf.Parse("permit out 58 from ff02::2/128 to assigned")
+	fatalIf(t, err)
 	r := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
 	seid := r.upSEID(t)
 	created := r.created(t)
-	if len(created) != 2 || created[1] == nil || created[3] == nil {
-		t.Fatalf("Created PDRs for %v, want 1 and 3", slices.Sorted(maps.Keys(created)))
+	if len(created) != 3 || created[1] == nil || created[3] == nil || created[10] == nil {
+		t.Fatalf("Created PDRs for %v, want 1, 3 and 10", slices.Sorted(maps.Keys(created)))
 	}
-	teid := chosenTEID(t, created[1])
-	if other := chosenTEID(t, created[3]); other != teid {
-		t.Errorf("PDRs of one CHOOSE ID got TEIDs %#x and %#x", teid, other)
+	teid, cpTEID := chosenTEID(t, created[1]), chosenTEID(t, created[3])
+	if other := chosenTEID(t, created[10]); other != teid || cpTEID == teid {
+		t.Errorf("PDRs of one CHOOSE ID got TEIDs %#x and %#x, the CP function's %#x", teid, other, cpTEID)
 	}
 	if ue := one(t, created[1], tUEIPAddress); ue != nil {
 		t.Errorf("a UE address the SMF chose is reported: % x", ue)
@@ -330,19 +352,27 @@ func TestEstablishOpen5GSSession(t *testing.T) {
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
 				SourceInterface: session.InterfaceAccess, TEID: teid, UEAddress: netip.PrefixFrom(ue, 32), QFI: 9}},
 			{ID: 2, Precedence: 255, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: netip.PrefixFrom(ue, 32)}},
-			{ID: 3, Precedence: 1000, FARID: 1, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
-				SourceInterface: session.InterfaceCPFunction, TEID: teid}},
+			{ID: 3, Precedence: 1000, FARID: 2, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
+				SourceInterface: session.InterfaceCPFunction, TEID: cpTEID}},
+			{ID: 10, Precedence: 254, FARID: 10, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
+				SourceInterface: session.InterfaceAccess, TEID: teid,
+				SDFFilters: []session.SDFFilter{{Filter: rsFilter}}}},
 		},
 		FARs: []session.FAR{
 			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
 			{ID: 2, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
 				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x0a0b0c0d, Peer: netip.MustParseAddr(gnb)}},
+			{ID: 10, Action: session.ActionForward, DestinationInterface: session.InterfaceCPFunction,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x5f01, Peer: netip.MustParseAddr(smfGTPU)}},
 		}}
 	if got, ok := e.store.Get(seid); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("stored session\n%+v\nwant\n%+v", got, want)
 	}
 	e.installed(teid, ue)
-	if got := e.nh.refs; !reflect.DeepEqual(got, map[netip.Addr]int{netip.MustParseAddr(gnb): 1}) {
+	if cp, err := e.dp.Uplink(cpTEID); err != nil || cp.Count != 1 {
+		t.Errorf("the CP function's TEID %#x: %+v, %v; want one PDR", cpTEID, cp, err)
+	}
+	if got := e.nh.refs; !reflect.DeepEqual(got, map[netip.Addr]int{netip.MustParseAddr(gnb): 1, netip.MustParseAddr(smfGTPU): 1}) {
 		t.Errorf("next-hop references %v", got)
 	}
 }
@@ -354,8 +384,8 @@ func TestChosenUEAddress(t *testing.T) {
 	r := e.establish("smf1", open5gs(0x1001, ueChooseV4, 0x0a0b0c0d)...)
 	seid := r.upSEID(t)
 	created := r.created(t)
-	if len(created) != 3 {
-		t.Fatalf("Created PDRs for %v, want 1, 2 and 3", slices.Sorted(maps.Keys(created)))
+	if len(created) != 4 {
+		t.Fatalf("Created PDRs for %v, want 1, 2, 3 and 10", slices.Sorted(maps.Keys(created)))
 	}
 	teid := chosenTEID(t, created[1])
 	// §8.2.62: V4 and the address; S/D set for the downlink PDR.
@@ -393,7 +423,7 @@ func TestRemovingEveryPDRIsRejected(t *testing.T) {
 	e := newEnv(t)
 	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
 	before := e.state()
-	e.modify("smf1", seid, removePDR(1), removePDR(2), removePDR(3)).expect(t, 64, nil, nil)
+	e.modify("smf1", seid, removePDR(1), removePDR(2), removePDR(3), removePDR(10)).expect(t, 64, nil, nil)
 	e.unchanged(before)
 }
 
@@ -402,7 +432,8 @@ func TestModify(t *testing.T) {
 	const cpSEID = 0x1001
 	r := e.establish("smf1", open5gs(cpSEID, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
 	seid := r.upSEID(t)
-	teid := chosenTEID(t, r.created(t)[1])
+	created := r.created(t)
+	teid := chosenTEID(t, created[1])
 	ue := netip.MustParseAddr("10.60.0.1")
 
 	// Handover: the gNB's tunnel end moves.
@@ -415,7 +446,7 @@ func TestModify(t *testing.T) {
 	if o := got.FARs[1].OuterHeaderCreation; o == nil || *o != (session.OuterHeaderCreation{TEID: 0x2222, Peer: netip.MustParseAddr("192.0.2.51")}) {
 		t.Errorf("FAR 2 after the handover: %+v", got.FARs[1])
 	}
-	if !reflect.DeepEqual(e.nh.refs, map[netip.Addr]int{netip.MustParseAddr("192.0.2.51"): 1}) {
+	if !reflect.DeepEqual(e.nh.refs, map[netip.Addr]int{netip.MustParseAddr("192.0.2.51"): 1, netip.MustParseAddr(smfGTPU): 1}) {
 		t.Errorf("next-hop references %v", e.nh.refs)
 	}
 	e.installed(teid, ue)
@@ -435,8 +466,8 @@ func TestModify(t *testing.T) {
 	if _, err := e.dp.Uplink(teid4); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("TEID of the removed PDR 4: %v", err)
 	}
-	if !reflect.DeepEqual(e.h.chosen, map[uint32]bool{teid: true}) {
-		t.Errorf("chosen TEIDs %v, want only %#x", e.h.chosen, teid)
+	if cpTEID := chosenTEID(t, created[3]); !reflect.DeepEqual(e.h.chosen, map[uint32]bool{teid: true, cpTEID: true}) {
+		t.Errorf("chosen TEIDs %v, want only %#x and %#x", e.h.chosen, teid, cpTEID)
 	}
 
 	before := e.state()
@@ -526,7 +557,8 @@ func TestEstablishmentRefusals(t *testing.T) {
 	r := e.establish("smf1", open5gs(0x1001, ueChooseV4, 0x0a0b0c0e)...)
 	r.upSEID(t)
 	after := e.state()
-	if len(after.Sessions) != 2 || len(after.Uplink) != 2 || len(after.Downlink) != 2 || len(after.Chosen) != 2 || after.Pool != 1 {
+	// Each has its uplink TEID and its CP function's.
+	if len(after.Sessions) != 2 || len(after.Uplink) != 4 || len(after.Downlink) != 2 || len(after.Chosen) != 4 || after.Pool != 1 {
 		t.Errorf("after one more session: %+v", after)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/gtpu"
@@ -40,7 +41,8 @@ func TestTunnels(t *testing.T) {
 	tunnels := &fakeTunnels{}
 	e.h.cfg.Tunnels = tunnels
 	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
-	if got := tunnels.take(); !reflect.DeepEqual(got, []string{"watch 192.0.2.10>192.0.2.50"}) {
+	// The paths to the gNB and to the SMF's GTP-U endpoint (smfGTPU, N4-u).
+	if got := tunnels.take(); !reflect.DeepEqual(slices.Sorted(slices.Values(got)), []string{"watch 192.0.2.10>127.0.0.4", "watch 192.0.2.10>192.0.2.50"}) {
 		t.Errorf("after the establishment: %q", got)
 	}
 
@@ -74,7 +76,7 @@ func TestTunnels(t *testing.T) {
 	}
 
 	e.delete("smf1", seid).expect(t, 1, nil, nil)
-	if got := tunnels.take(); !reflect.DeepEqual(got, []string{"unwatch 192.0.2.10>192.0.2.51"}) {
+	if got := tunnels.take(); !reflect.DeepEqual(slices.Sorted(slices.Values(got)), []string{"unwatch 192.0.2.10>127.0.0.4", "unwatch 192.0.2.10>192.0.2.51"}) {
 		t.Errorf("after the deletion: %q", got)
 	}
 }
@@ -88,7 +90,7 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 	gnbA, gnbB := netip.MustParseAddr(gnb), netip.MustParseAddr("192.0.2.51")
 	seidA := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), teid)...).upSEID(t)
 	atB := open5gs(0x1002, fixedUE("10.60.0.2"), teid)
-	atB[len(atB)-1] = accessFAR(teid, gnbB.String())
+	atB[6] = accessFAR(teid, gnbB.String())
 	seidB := e.establish("smf1", atB...).upSEID(t)
 	// reported are the CP SEIDs of the reports on an Error Indication.
 	reported := func(teid uint32, from netip.Addr) []uint64 {

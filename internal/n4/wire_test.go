@@ -163,6 +163,9 @@ func fteid(teid uint32, addr string) []byte { return tlv(tFTEID, []byte{0x01}, b
 // address, then the CHOOSE ID.
 func fteidChoose(chooseID byte) []byte { return tlv(tFTEID, []byte{0x01 | 0x04 | 0x08, chooseID}) }
 
+// fteidChooseAny is CH without a CHOOSE ID: a TEID of its own.
+func fteidChooseAny() []byte { return tlv(tFTEID, []byte{0x01 | 0x04}) }
+
 // networkInstance §8.2.4: the DNN encoding (length-prefixed labels).
 func networkInstance(name string) []byte {
 	var v []byte

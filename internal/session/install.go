@@ -325,6 +325,9 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 		dp.Urr[i] = in.URRSlots[id]
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
+		if p.PDI.SourceInterface == InterfaceCPFunction {
+			dp.Flags |= datapath.FromCP
+		}
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
 			if !slices.Contains(p.QERIDs, q.ID) {
 				continue

@@ -23,6 +23,9 @@ const (
 // OuterHeaderRemoval values (TS 29.244 8.2.64) the data path implements.
 const (
 	RemoveGTPUUDPIPv4 uint8 = 0
+	// RemoveGTPUUDPIPv6 is accepted as 6: Open5GS asks for it by the PDU
+	// session's type, whatever carries the tunnel (IPv4 on this N3).
+	RemoveGTPUUDPIPv6 uint8 = 1
 	RemoveUDPIPv4     uint8 = 2
 	RemoveGTPUUDPIP   uint8 = 6
 )

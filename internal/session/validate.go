@@ -123,10 +123,10 @@ func validateFAR(field string, f *FAR) error {
 		return invalid(field+".forwardingParameters.nextHop", "steers traffic towards the core; access is reached through the tunnel's peer")
 	}
 	switch f.DestinationInterface {
-	case InterfaceAccess:
+	case InterfaceAccess, InterfaceCPFunction:
 		o := f.OuterHeaderCreation
 		if o == nil {
-			return invalid(field+".forwardingParameters.outerHeaderCreation", "forwarding to access needs GTP-U/UDP/IPv4 outer header creation")
+			return invalid(field+".forwardingParameters.outerHeaderCreation", "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
 		}
 		if !o.Peer.Is4() {
 			return invalid(field+".forwardingParameters.outerHeaderCreation.ipv4Address", "must be an IPv4 address")
@@ -158,19 +158,27 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
 		return invalid(field+".pdi.ueIPAddress", "must be an IPv4 address or an IPv6 prefix of /64 or longer")
 	}
+	forward := far.Action == ActionForward
 	switch p.PDI.SourceInterface {
-	case InterfaceAccess:
+	case InterfaceAccess, InterfaceCPFunction:
+		// Both arrive as G-PDUs on N3: from the gNB, or from the CP
+		// function on its way to the UE (N4-u).
 		if p.PDI.TEID == 0 {
-			return invalid(field+".pdi.teid", "an access PDR needs the local TEID")
+			return invalid(field+".pdi.teid", "a PDR of GTP-U from access or the CP function needs the local TEID")
 		}
-		if p.OuterHeaderRemoval == nil || (*p.OuterHeaderRemoval != RemoveGTPUUDPIPv4 && *p.OuterHeaderRemoval != RemoveGTPUUDPIP) {
-			return invalid(field+".outerHeaderRemoval", "an access PDR must remove GTP-U/UDP/IP (0 or 6)")
+		if r := p.OuterHeaderRemoval; r == nil || (*r != RemoveGTPUUDPIPv4 && *r != RemoveGTPUUDPIPv6 && *r != RemoveGTPUUDPIP) {
+			return invalid(field+".outerHeaderRemoval", "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
 		}
-		if far.Action == ActionForward && far.DestinationInterface == InterfaceAccess {
+		// The CP function's packets share the downlink FAR (Open5GS), and
+		// are dropped while it buffers.
+		if far.Action == ActionBuffer && p.PDI.SourceInterface == InterfaceAccess {
+			return invalid(field+".farId", "uplink FAR %d buffers: only packets to the UE are buffered", far.ID)
+		}
+		if p.PDI.SourceInterface == InterfaceAccess && forward && far.DestinationInterface == InterfaceAccess {
 			return invalid(field+".farId", "uplink FAR %d forwards back to access", far.ID)
 		}
-		if far.Action == ActionBuffer {
-			return invalid(field+".farId", "uplink FAR %d buffers: only downlink packets are buffered", far.ID)
+		if p.PDI.SourceInterface == InterfaceCPFunction && forward && far.DestinationInterface != InterfaceAccess {
+			return invalid(field+".farId", "FAR %d of packets from the CP function must forward to access", far.ID)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
 		if !ue.IsValid() {
@@ -179,12 +187,9 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 {
 			return invalid(field+".outerHeaderRemoval", "a core PDR receives plain IP; nothing to remove")
 		}
-		if far.Action == ActionForward && far.DestinationInterface != InterfaceAccess {
-			return invalid(field+".farId", "downlink FAR %d must forward to access", far.ID)
+		if forward && far.DestinationInterface != InterfaceAccess && far.DestinationInterface != InterfaceCPFunction {
+			return invalid(field+".farId", "downlink FAR %d must forward to access or to the CP function", far.ID)
 		}
-	case InterfaceCPFunction:
-		// Accepted (SMFs always send one) and kept, but the data path
-		// does not see CP-function traffic yet.
 	default:
 		return invalid(field+".pdi.sourceInterface", "unsupported source interface %d", p.PDI.SourceInterface)
 	}
@@ -214,11 +219,12 @@ func validateSDFFilters(field string, filters []SDFFilter) error {
 	return nil
 }
 
-// key is the data-path key a PDR is found by: a TEID for access PDRs, the
-// UE address (IPv6: its /64) for core PDRs.
+// key is the data-path key a PDR is found by: a TEID for PDRs of GTP-U
+// (from access or the CP function), the UE address (IPv6: its /64) for
+// core PDRs.
 func (p *PDR) key() (any, bool) {
 	switch p.PDI.SourceInterface {
-	case InterfaceAccess:
+	case InterfaceAccess, InterfaceCPFunction:
 		return p.PDI.TEID, true
 	case InterfaceCore, InterfaceSGiLAN:
 		return ueKey(p.PDI.UEAddress), true
