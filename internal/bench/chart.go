@@ -106,20 +106,20 @@ func writeSlicingCharts(dir string, points []prioPoint, delays []delayRow) ([]st
 	size := prioFrameSizes[len(prioFrameSizes)-1]
 	for i, setup := range prioSetups {
 		c := chart{title: fmt.Sprintf("%s, %d-octet frames", setup.name, size), xLabel: "offered packets/s",
-			yLabel: "% of the class received", logX: true, yMax: 100}
+			yLabel: "% of the class sent", logX: true, yMax: 100}
 		for _, s := range []struct {
 			name string
 			pick func(p prioPoint) (part, whole uint64)
 		}{
-			{"prioritised, local", func(p prioPoint) (uint64, uint64) { return p.prio.local, p.prio.received }},
-			{"prioritised, offloaded", func(p prioPoint) (uint64, uint64) { return p.prio.offloaded, p.prio.received }},
-			{"other, local", func(p prioPoint) (uint64, uint64) { return p.other.local, p.other.received }},
-			{"other, offloaded", func(p prioPoint) (uint64, uint64) { return p.other.offloaded, p.other.received }},
+			{"prioritised, local", func(p prioPoint) (uint64, uint64) { return p.prio.local, p.prio.sent }},
+			{"prioritised, offloaded", func(p prioPoint) (uint64, uint64) { return p.prio.offloaded, p.prio.sent }},
+			{"other, local", func(p prioPoint) (uint64, uint64) { return p.other.local, p.other.sent }},
+			{"other, offloaded", func(p prioPoint) (uint64, uint64) { return p.other.offloaded, p.other.sent }},
 		} {
 			line := series{name: s.name}
 			for _, p := range points {
 				if p.setup == setup.name && p.size == size {
-					line.points = append(line.points, [2]float64{p.sent, percent(s.pick(p))})
+					line.points = append(line.points, [2]float64{p.offered, percent(s.pick(p))})
 				}
 			}
 			c.series = append(c.series, line)

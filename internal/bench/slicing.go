@@ -37,23 +37,37 @@ const (
 	gtpStampAt   = 14 + 20 + 8 + 8 + 20 + 8
 )
 
+// The router receives on prioReceiveCPU (videonet's ReceiveOn), as from a
+// NIC's one receive queue, and so the baseline does all its work there.
+// The generator, on prioOthersCPU (videonet.OnCPU0), only fills the
+// router's receive ring; the sink and the alternative node, the other
+// machines, receive on prioOthersCPU too.
+const (
+	prioReceiveCPU = 1
+	prioOthersCPU  = 0
+	// Deleting a segment leaves the kernel work for a while, on either CPU
+	// (its namespaces' cleanup, the freeing of its BPF maps): without a
+	// pause, that would take turns with the next measurement's receiving.
+	prioSettle = time.Second
+)
+
 // prioSetups are what the measurements compare: no steering (the
 // classifier passes every packet to the kernel of the CPU it arrived on,
-// the generator's), and xdp5g steering the services to one CPU or two,
-// the prioritised ones in a prioritised slice, the alternative node taking
-// what the host cannot.
+// prioReceiveCPU), and xdp5g steering the services to the receiving CPU
+// or to both, the prioritised ones in a prioritised slice, the alternative
+// node taking what the host cannot.
 var prioSetups = []struct {
 	name string
 	cpus []int // none: no steering
-}{{"baseline", nil}, {"xdp5g, 1 CPU", []int{1}}, {"xdp5g, 2 CPUs", []int{0, 1}}}
+}{{"baseline", nil}, {"xdp5g, 1 CPU", []int{prioReceiveCPU}}, {"xdp5g, 2 CPUs", []int{0, 1}}}
 
 // prioPoint is one measurement: what became of the prioritised services'
 // packets and of the others'.
 type prioPoint struct {
 	setup       string
 	size        int
-	rate        uint64 // asked; 0: flat out
-	sent        float64
+	rate        uint64  // asked; 0: flat out
+	offered     float64 // packets/s sent
 	prio, other layerFate
 	// outDropped are the packets the router's links to the sink and the
 	// alternative dropped, of either class: the test bed's loss after the
@@ -68,13 +82,13 @@ type layerFate struct {
 	sent, received, local, offloaded uint64
 }
 
-// lostOnTheWay are the packets the generator's link into the router lost:
-// the test bed's loss, not the host's.
-func (f layerFate) lostOnTheWay() uint64 { return f.sent - min(f.sent, f.received) }
+// lostInRing are the packets the router's receive ring dropped, its
+// receiving CPU behind, before its classifier saw them.
+func (f layerFate) lostInRing() uint64 { return f.sent - min(f.sent, f.received) }
 
-// lost are the packets the router received and neither forwarded nor
-// offloaded.
-func (f layerFate) lost() uint64 { return f.received - min(f.received, f.local+f.offloaded) }
+// lostAfterRing are the packets the router's classifier saw and that were
+// neither forwarded nor offloaded.
+func (f layerFate) lostAfterRing() uint64 { return f.received - min(f.received, f.local+f.offloaded) }
 
 // gtpFrame is a G-PDU of a service to the sink, size octets in all, the
 // stamp inside the user's UDP payload.
@@ -136,26 +150,32 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 		return p, err
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
+	if err := n.ReceiveOn(prioReceiveCPU, prioOthersCPU); err != nil {
+		return p, err
+	}
 	if err := steerServices(d, cpus, classify.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
 		return p, err
 	}
 	count := uint64(float64(rate) * prioSpan.Seconds())
 	if rate == 0 {
-		count = uint64(4e6 * prioSpan.Seconds()) // more than the generator sends in the span
+		count = uint64(4e6 * prioSpan.Seconds()) // the span lasts as long as these take
 	}
 	opts := trafficgen.Options{FlowOffset: gtpTEIDLowAt, Flows: prioServices, FlowsPerSlice: prioFirst, StampOffset: gtpStampAt, Rate: rate}
-	_, elapsed, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, size), count, opts)
+	// The segment before this one goes on being torn down in the kernel's
+	// workers, on any CPU, after it is deleted.
+	time.Sleep(prioSettle)
+	frames, elapsed, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, size), count, opts)
 	if err != nil {
 		return p, err
 	}
-	p.sent = float64(count) / elapsed.Seconds()
+	p.offered = float64(frames) / elapsed.Seconds()
 	if _, err := videonet.Settled(n.Counter); err != nil {
 		return p, err
 	}
 	if _, err := videonet.Settled(n.Offloaded); err != nil {
 		return p, err
 	}
-	sent := opts.SliceCounts(count)
+	sent := opts.SliceCounts(frames)
 	local, err := n.Counter.Delays()
 	if err != nil {
 		return p, err
@@ -221,35 +241,64 @@ func reportPrio(w io.Writer, points []prioPoint) {
 	p("\n### Priority and offload (Table 1 of 000_…)\n")
 	p("Through videonet's segment (sender → router → sink, the alternative node behind the router's alt port): %d services", prioServices)
 	p("told apart by their GTP-U TEID, %d of them prioritised, each sending the same share; every frame stamped with its", prioFirst)
-	p("group (prioritised or not), counted where it arrives. %s per point, the generator on CPU 0. Baseline: no steering,", prioSpan)
-	p("every packet on the generator's CPU. xdp5g: the prioritised services in a prioritised slice, the others in another,")
-	p("over the CPUs named; a flow leaves for the alternative node when its CPU's queue is three quarters full (prioritised:")
-	p("a batch short of full). Offered: packets/s the generator managed. Of what the router received: local, forwarded")
-	p("by the host to the sink; offloaded, arrived at the alternative node; lost, neither. On the way in: what the veth")
-	p("from the generator into the router dropped before the router saw it; out: packets (of either class) the router's")
-	p("veths to the sink and the alternative dropped, their receivers' rings full. Both are the test bed's loss.\n")
-	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost | Other local | Other offloaded | Other lost | Lost on the way in | Dropped on the way out |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("group (prioritised or not), counted where it arrives. %s per point, on a fresh segment, %s after the last one was", prioSpan, prioSettle)
+	p("deleted. The router receives on CPU %d in a thread of real-time priority, as from a NIC's one receive queue (RSS", prioReceiveCPU)
+	p("sees one flow in GTP-U): its classifier, and what the kernel does with what it passes, run there. The generator, on")
+	p("CPU %d, only fills the router's 256-frame receive ring; the sink and the alternative node receive on CPU %d too.", prioOthersCPU, prioOthersCPU)
+	p("Baseline: no steering, all of the router's work on CPU %d. xdp5g, 1 CPU: the prioritised services in a prioritised", prioReceiveCPU)
+	p("slice, the others in another, both on CPU %d, the baseline's one CPU. xdp5g, 2 CPUs: both slices over CPUs 0 and 1,", prioReceiveCPU)
+	p("CPU 0 shared with the generator and the sinks. A flow leaves for the alternative node when its CPU's queue is three")
+	p("quarters full (prioritised: a batch short of full). Offered: packets/s the generator managed, the frames sent over")
+	p("the time from its start to the last frame; paced, it catches up at most 64 frames at once after falling behind")
+	p("(between its test runs, or while CPU %d served other work), so it may offer less than asked. Local, forwarded by the", prioOthersCPU)
+	p("host to the sink; offloaded, arrived at the alternative node; lost in the ring, dropped by the router's receive")
+	p("ring, its CPU behind, before its classifier saw them; lost after it, seen by the classifier and neither forwarded")
+	p("nor offloaded: each %% of the class's packets sent. Out: packets (of either class) the router's veths to the sink")
+	p("and the alternative dropped, their receivers' rings full: the test bed's loss.\n")
+	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost in the ring | Prio lost after it | Other local | Other offloaded | Other lost in the ring | Other lost after it | Dropped on the way out |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, pt := range points {
-		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.3f%% | %.1f%% | %.1f%% | %.3f%% | %.2f%% | %d |", pt.setup, pt.size, pt.sent,
-			percent(pt.prio.local, pt.prio.received), percent(pt.prio.offloaded, pt.prio.received), percent(pt.prio.lost(), pt.prio.received),
-			percent(pt.other.local, pt.other.received), percent(pt.other.offloaded, pt.other.received), percent(pt.other.lost(), pt.other.received),
-			percent(pt.prio.lostOnTheWay()+pt.other.lostOnTheWay(), pt.prio.sent+pt.other.sent), pt.outDropped)
+		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.3f%% | %.3f%% | %.1f%% | %.1f%% | %.3f%% | %.3f%% | %d |", pt.setup, pt.size, pt.offered,
+			percent(pt.prio.local, pt.prio.sent), percent(pt.prio.offloaded, pt.prio.sent),
+			percent(pt.prio.lostInRing(), pt.prio.sent), percent(pt.prio.lostAfterRing(), pt.prio.sent),
+			percent(pt.other.local, pt.other.sent), percent(pt.other.offloaded, pt.other.sent),
+			percent(pt.other.lostInRing(), pt.other.sent), percent(pt.other.lostAfterRing(), pt.other.sent), pt.outDropped)
 	}
-	lossless, byLinks := 0, 0
-	var xdp5g int
+	// worst is the largest share of prioritised packets a setup lost in
+	// the ring, and at how many of its points it lost some there.
+	type ringLoss struct {
+		points, lossy int
+		worst         float64
+	}
+	inRing := map[string]*ringLoss{}
+	var xdp5g, lossless, byLinks int
 	for _, pt := range points {
-		if pt.setup != "baseline" {
-			xdp5g++
-			switch {
-			case pt.prio.lost() == 0:
-				lossless++
-			case pt.prio.lost()+pt.other.lost() <= pt.outDropped:
-				byLinks++
-			}
+		r := inRing[pt.setup]
+		if r == nil {
+			r = &ringLoss{}
+			inRing[pt.setup] = r
+		}
+		r.points++
+		if pt.prio.lostInRing() > 0 {
+			r.lossy++
+			r.worst = max(r.worst, percent(pt.prio.lostInRing(), pt.prio.sent))
+		}
+		if pt.setup == prioSetups[0].name {
+			continue
+		}
+		xdp5g++
+		switch {
+		case pt.prio.lostAfterRing() == 0:
+			lossless++
+		case pt.prio.lostAfterRing()+pt.other.lostAfterRing() <= pt.outDropped:
+			byLinks++
 		}
 	}
-	p("\n- 0%% prioritised loss with xdp5g: %s (%d of %d points without any; at %d more the links out of the router",
+	p("\n- 0%% prioritised loss by xdp5g's data path (after the receive ring): %s (%d of %d points without any; at %d more",
 		verdict[lossless+byLinks == xdp5g], lossless, xdp5g, byLinks)
-	p("  dropped at least as many packets as went missing)")
+	p("  the links out of the router dropped at least as many packets as went missing)")
+	for _, setup := range prioSetups {
+		r := inRing[setup.name]
+		p("- prioritised packets lost in the receive ring, %s: at %d of %d points, up to %.3f%%", setup.name, r.lossy, r.points, r.worst)
+	}
 }

@@ -81,7 +81,11 @@ type Options struct {
 	FlowOffset int
 	Flows      int // 0 or 1: every packet is the frame as given
 	// Rate is in packets per second, evenly spaced: the program drops
-	// what would be ahead of the schedule. 0 sends as fast as one CPU can.
+	// what would be ahead of the schedule, and when it has fallen behind,
+	// between test runs or while its CPU was busy, it catches up with a
+	// burst of at most 64 frames and gives up the rest of the lag, so a
+	// send takes longer than count/Rate by the time lost. 0 sends as fast
+	// as one CPU can.
 	Rate uint64
 	// StampOffset, if not 0, is where each frame gets a stamp of
 	// StampSize octets: its slice (flow / FlowsPerSlice, 0 to MaxSlices-1),
@@ -95,11 +99,26 @@ type Options struct {
 }
 
 // Send transmits count copies of frame out of the interface ifindex in ns
-// and returns how many it sent and how long that took.
+// and returns how many it sent and how long that took: from the start to
+// when the last frame left.
 func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
 	if err := g.check(frame, opts); err != nil {
 		return 0, 0, err
 	}
+	now, err := monotonicNow()
+	if err != nil {
+		return 0, 0, err
+	}
+	// The schedule of a paced send starts now.
+	if err := g.configure(frame, count, opts, now); err != nil {
+		return 0, 0, err
+	}
+	return g.run(ns, ifindex, frame, count, opts)
+}
+
+// run sends as configured: the test runs go on until count frames have
+// left.
+func (g *Generator) run(ns *testbed.Netns, ifindex int, frame []byte, count uint64, opts Options) (sent uint64, elapsed time.Duration, err error) {
 	chunk := uint64(math.MaxUint32)
 	if opts.Rate > 0 || opts.Progress != nil {
 		chunk = progressChunk
@@ -113,22 +132,29 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 	if err != nil {
 		return 0, 0, err
 	}
+	// How many times a run of a paced send calls the program per second,
+	// as the last one went.
+	var iterationsPerSecond float64
 	// The kernel resolves the ifindex in the namespace of the calling thread.
 	err = ns.Do(func() error {
-		// The schedule of a paced send starts now.
-		if err := g.configure(frame, count, opts); err != nil {
-			return err
-		}
-		start := time.Now()
 		for sent < count {
-			// Unpaced, every run sends; paced, most drop.
+			// Unpaced, every run sends; paced, most drop. Nothing is sent
+			// in a run's fixed cost, so a paced send without progress
+			// reports makes its runs last about as long as what is left
+			// of it: its schedule loses a few of those, not one a chunk.
 			run.Repeat = uint32(chunk)
-			if opts.Rate == 0 {
+			switch {
+			case opts.Rate == 0:
 				run.Repeat = uint32(min(chunk, count-sent))
+			case opts.Progress == nil && iterationsPerSecond > 0:
+				left := float64(count-sent) / float64(opts.Rate) * iterationsPerSecond
+				run.Repeat = uint32(min(max(left, progressChunk), math.MaxUint32))
 			}
+			began := time.Now()
 			if _, err := g.objs.Prog.Run(&run); err != nil {
 				return fmt.Errorf("generate on ifindex %d in %s: %w", ifindex, ns.Name, err)
 			}
+			iterationsPerSecond = float64(run.Repeat) / time.Since(began).Seconds()
 			total, err := g.transmitted()
 			if err != nil {
 				return err
@@ -138,10 +164,18 @@ func (g *Generator) Send(ns *testbed.Netns, ifindex int, frame []byte, count uin
 				opts.Progress(sent)
 			}
 		}
-		elapsed = time.Since(start)
 		return nil
 	})
-	return sent, elapsed, err
+	if err != nil || count == 0 {
+		return sent, 0, err
+	}
+	// Not when the last run ended: a paced one goes on dropping after the
+	// last frame.
+	var cfg trafficgenGenConfig
+	if err := g.objs.Config.Lookup(uint32(0), &cfg); err != nil {
+		return sent, 0, fmt.Errorf("read the generator's schedule: %w", err)
+	}
+	return sent, time.Duration(cfg.LastNs - cfg.StartNs), nil
 }
 
 // transmitted is how many frames the generator has sent, on every CPU.
@@ -179,13 +213,16 @@ func (g *Generator) check(frame []byte, opts Options) error {
 	return nil
 }
 
-// configure stores the template, the number of frames to send and the
-// schedule from now.
-func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
+// monotonicNow reads bpf_ktime_get_ns's clock.
+func monotonicNow() (time.Duration, error) {
 	var now unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil { // bpf_ktime_get_ns's clock
-		return err
-	}
+	err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	return time.Duration(now.Nano()), err
+}
+
+// configure stores the template, the number of frames to send and the
+// schedule from start (monotonicNow).
+func (g *Generator) configure(frame []byte, count uint64, opts Options, start time.Duration) error {
 	cfg := trafficgenGenConfig{
 		Tmpl:          trafficgenFrame{Len: uint32(len(frame))},
 		FlowOffset:    uint32(opts.FlowOffset),
@@ -193,7 +230,7 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options) error {
 		Budget:        int64(min(count, math.MaxInt64)),
 		Count:         int64(min(count, math.MaxInt64)),
 		Rate:          opts.Rate,
-		StartNs:       uint64(now.Nano()),
+		StartNs:       uint64(start),
 		StampOffset:   uint32(opts.StampOffset),
 		FlowsPerSlice: uint32(opts.FlowsPerSlice),
 	}

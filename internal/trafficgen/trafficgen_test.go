@@ -336,6 +336,42 @@ func TestSendPacedThroughPassingSink(t *testing.T) {
 	}
 }
 
+// A paced send far behind its schedule, as after a stall, catches up with
+// a burst of at most catchUpMax frames, not with everything it owes, and
+// still sends exactly its count.
+func TestSendPacedCatchesUpInSmallBursts(t *testing.T) {
+	const (
+		count, rate = 500, 1000
+		catchUpMax  = 64 // CATCH_UP_MAX
+		behind      = 10 * time.Second
+	)
+	b := newBed(t)
+	sink := b.newSink(t, udpFilter, false)
+	now, err := monotonicNow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Rate: rate}
+	if err := b.generator.configure(b.udpTemplate, count, opts, now-behind); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	sent, elapsed, err := b.generator.run(b.gen, b.genIndex, b.udpTemplate, count, opts)
+	took := time.Since(began)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Owing rate*behind frames, far more than count, a send that caught
+	// up in full would be done at once; one that caught up catchUpMax
+	// sends the rest at the rate.
+	if atRate := time.Duration(count-catchUpMax-1) * time.Second / rate; took < atRate || elapsed < behind+atRate {
+		t.Errorf("took %v, %v from the schedule's start; want at least %v, %v", took, elapsed, atRate, behind+atRate)
+	}
+	if c := settle(t, sink, count); sent != count || c.MatchPackets != count {
+		t.Errorf("sent %d, sink matched %d; want %d both", sent, c.MatchPackets, count)
+	}
+}
+
 func TestSendRejectsBadInput(t *testing.T) {
 	b := newBed(t)
 	for name, tc := range map[string]struct {

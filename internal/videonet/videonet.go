@@ -11,7 +11,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -257,6 +261,121 @@ func (n *Net) SendLayer(kind Kind, layerID byte, flows int, packets, rate uint64
 	}
 	after, err := Settled(n.Counter)
 	return Layer{Sent: sent, Arrived: after.MatchPackets - before.MatchPackets, FrameLen: uint64(len(frame))}, err
+}
+
+// receivePriority is the SCHED_FIFO priority of ReceiveOn's threads: that
+// of the kernel's threaded interrupt handlers.
+const receivePriority = 50
+
+// ReceiveOn has the router receive on its edge port in a kernel thread of
+// its own bound to CPU router, like a NIC's receive queue whose interrupts
+// go to that CPU: the port's XDP program, and what the kernel does with
+// what it passes, run there. Otherwise they run in the softirq of the CPU
+// that sends, the generator's, which an overloaded router then slows down
+// instead of losing packets in its 256-frame receive ring. The sink, the
+// monitor and the alternative node receive in threads of their own on CPU
+// others, so that their work is not the router's. The threads run at
+// real-time priority, ahead of the CPU's other threads as a NIC's receive
+// softirq is, and end with their ports' XDP programs, at Close.
+func (n *Net) ReceiveOn(router, others int) error {
+	if err := receiveOn(n.Router, "edge", router); err != nil {
+		return err
+	}
+	for _, ns := range []*testbed.Netns{n.Sink, n.Monitor, n.Alt} {
+		if err := receiveOn(ns, "in", others); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receiveOn has port of ns receive in a NAPI thread of its own, bound to
+// cpu at real-time priority.
+func receiveOn(ns *testbed.Netns, port string, cpu int) error {
+	before, err := napiThreads(port)
+	if err != nil {
+		return err
+	}
+	if err := writeSysfs(ns, "class/net/"+port+"/threaded", "1"); err != nil {
+		return fmt.Errorf("threaded NAPI on %s in %s: %w", port, ns.Name, err)
+	}
+	after, err := napiThreads(port)
+	if err != nil {
+		return err
+	}
+	// Other namespaces have ports of the same name: the new thread is ours.
+	var ours []int
+	for pid := range after {
+		if !before[pid] {
+			ours = append(ours, pid)
+		}
+	}
+	if len(ours) != 1 {
+		return fmt.Errorf("%s in %s got %d NAPI threads, want 1", port, ns.Name, len(ours))
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(ours[0], &set); err != nil {
+		return fmt.Errorf("binding the NAPI thread %d of %s in %s to CPU %d: %w", ours[0], port, ns.Name, cpu, err)
+	}
+	// Not a fair share with the CPU's other threads, the CPU map's among
+	// them: a slice of theirs of a few milliseconds would overflow the ring.
+	realTime := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: receivePriority}
+	if err := unix.SchedSetAttr(ours[0], &realTime, 0); err != nil {
+		return fmt.Errorf("real-time priority for the NAPI thread %d of %s in %s: %w", ours[0], port, ns.Name, err)
+	}
+	return nil
+}
+
+// napiThreads are the kernel threads that run the NAPI of ports named
+// port, in any namespace, by pid.
+func napiThreads(port string) (map[int]bool, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	threads := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// Gone meanwhile if unreadable. The name is napi/<port>-<NAPI id>.
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err == nil && strings.HasPrefix(string(comm), "napi/"+port+"-") {
+			threads[pid] = true
+		}
+	}
+	return threads, nil
+}
+
+// writeSysfs writes value to a file of the /sys of ns: sysfs shows the
+// ports of the network namespace it was mounted from. The thread that
+// mounts it does so in a mount namespace of its own, which ends with the
+// thread.
+func writeSysfs(ns *testbed.Netns, file, value string) error {
+	done := make(chan error)
+	go func() {
+		// Never unlocked: Go ends the thread, in its own mount namespace,
+		// with the goroutine.
+		runtime.LockOSThread()
+		done <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				return fmt.Errorf("new mount namespace: %w", err)
+			}
+			// So that the mount stays out of the host's namespace.
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return fmt.Errorf("make mounts private: %w", err)
+			}
+			return ns.Do(func() error {
+				if err := unix.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
+					return fmt.Errorf("mount the sysfs of %s: %w", ns.Name, err)
+				}
+				return os.WriteFile(filepath.Join("/sys", file), []byte(value), 0)
+			})
+		}()
+	}()
+	return <-done
 }
 
 // HogCPU keeps a CPU busy with a real-time thread until the returned

@@ -525,8 +525,9 @@ func TestFullQueueDropsAreCounted(t *testing.T) {
 }
 
 // With ReceiveOn, the router receives in a thread on CPU 1 while the
-// generator sends on CPU 0: the sink, which counts per CPU, gets what the
-// router forwarded there. The thread ends with the segment.
+// generator sends on CPU 0, and the sink, the monitor and the alternative
+// node receive in threads on CPU 0: the router's does the router's work,
+// the sink's the sink's. The threads end with the segment.
 func TestReceiveOn(t *testing.T) {
 	needTwoCPUs(t)
 	p := newClassifier(t)
@@ -540,27 +541,42 @@ func TestReceiveOn(t *testing.T) {
 			n.Close()
 		}
 	}()
-	before, err := napiThreads("edge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.ReceiveOn(1); err != nil {
-		t.Fatal(err)
-	}
-	after, err := napiThreads("edge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var thread int
-	for pid := range after {
-		if !before[pid] {
-			thread = pid
+	ports := map[string]struct{ cpu, threads int }{"edge": {1, 1}, "in": {0, 3}}
+	before := map[string]map[int]bool{}
+	for port := range ports {
+		if before[port], err = napiThreads(port); err != nil {
+			t.Fatal(err)
 		}
 	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(thread, &set); err != nil || set.Count() != 1 || !set.IsSet(1) {
-		t.Fatalf("the router's NAPI thread %d may run on %d CPUs, CPU 1 among them: %v (%v)", thread, set.Count(), set.IsSet(1), err)
+	if err := n.ReceiveOn(1, 0); err != nil {
+		t.Fatal(err)
 	}
+	threads := map[string][]int{}
+	for port, want := range ports {
+		after, err := napiThreads(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pid := range after {
+			if !before[port][pid] {
+				threads[port] = append(threads[port], pid)
+			}
+		}
+		if len(threads[port]) != want.threads {
+			t.Fatalf("%d new NAPI threads of ports %s, want %d", len(threads[port]), port, want.threads)
+		}
+		for _, pid := range threads[port] {
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(pid, &set); err != nil || set.Count() != 1 || !set.IsSet(want.cpu) {
+				t.Errorf("the NAPI thread %d of %s may run on %d CPUs, CPU %d among them: %v (%v)", pid, port, set.Count(), want.cpu, set.IsSet(want.cpu), err)
+			}
+			if attr, err := unix.SchedGetAttr(pid, 0); err != nil || attr.Policy != unix.SCHED_FIFO || attr.Priority != receivePriority {
+				t.Errorf("the NAPI thread %d of %s is scheduled %+v (%v), want SCHED_FIFO %d", pid, port, attr, err, receivePriority)
+			}
+		}
+	}
+	routerThread := threads["edge"][0]
+	ranBefore := runTime(t, routerThread)
 
 	restore, err := OnCPU0()
 	if err != nil {
@@ -574,24 +590,45 @@ func TestReceiveOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	settled(t, n.Counter)
+	if ran := runTime(t, routerThread) - ranBefore; ran <= 0 {
+		t.Errorf("the router's NAPI thread ran %v while %d packets went through", ran, packets)
+	}
 	byCPU, err := n.Counter.CountsByCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if byCPU[1].MatchPackets != packets || byCPU[0].MatchPackets != 0 {
-		t.Errorf("the sink got %d packets on CPU 0 and %d on CPU 1; want 0, %d", byCPU[0].MatchPackets, byCPU[1].MatchPackets, packets)
+	if byCPU[0].MatchPackets != packets || byCPU[1].MatchPackets != 0 {
+		t.Errorf("the sink got %d packets on CPU 0 and %d on CPU 1; want %d, 0", byCPU[0].MatchPackets, byCPU[1].MatchPackets, packets)
 	}
 
 	closed = true
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if threads, err := napiThreads("edge"); err != nil || !threads[thread] {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the router's NAPI thread %d outlived the segment", thread)
+	for port, pids := range threads {
+		for _, pid := range pids {
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if alive, err := napiThreads(port); err != nil || !alive[pid] {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the NAPI thread %d of %s outlived the segment", pid, port)
+				}
+			}
 		}
 	}
+}
+
+// runTime is how long a thread has run on a CPU.
+func runTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ns int64
+	if _, err := fmt.Sscan(string(stat), &ns); err != nil {
+		t.Fatalf("schedstat %q: %v", stat, err)
+	}
+	return time.Duration(ns)
 }
