@@ -68,6 +68,8 @@ enum pdr_flags {
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
 	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
+	PDR_SDF_V4 = 64,     /* uplink: every SDF filter is of IPv4 addresses */
+	PDR_SDF_V6 = 128,    /* uplink: every SDF filter is of IPv6 addresses */
 };
 
 /* One PDR as the packet sees it; the precedence is the order in pdr_set. */

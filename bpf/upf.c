@@ -71,11 +71,16 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;
 }
 
-/* The QFI and UE address an uplink PDR may ask of its packets. */
+/* The QFI and UE address an uplink PDR may ask of its packets, and the IP
+ * family its SDF filters are all of: a packet of the other skips them
+ * unparsed (Open5GS puts an IPv6 router solicitations' PDR before every
+ * session's uplink PDR). */
 INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, const struct iphdr *ip4,
 			      const struct ipv6hdr *ip6)
 {
 	if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
+		return 0;
+	if (((p->flags & PDR_SDF_V4) && !ip4) || ((p->flags & PDR_SDF_V6) && !ip6))
 		return 0;
 	if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
 		return 0;

@@ -19,6 +19,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
 	"github.com/xdp5g/xdp5g/internal/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/session"
 )
 
 const (
@@ -59,18 +60,29 @@ func (e *env) startPFCP(t *testing.T, cfg pfcp.Config) (*pfcp.Server, *pfcptest.
 }
 
 // installed is the document GET returns for the session the SMF
-// established.
-func installed(s pfcptest.Session) string {
+// established, with its CP function's PDR on cpTEID.
+func installed(s pfcptest.Session, cpTEID uint32) string {
 	return fmt.Sprintf(`{"seid": %d,
- "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+ "pdrs": [{"pdrId": 1, "farId": 1, "precedence": 65535, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
            "pdi": {"teid": %d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": %q, "qfi": %d},
            "counters": {"packets": 0, "bytes": 0}},
-          {"pdrId": 2, "farId": 2, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": %[3]q, "qfi": %[4]d},
+          {"pdrId": 2, "farId": 2, "precedence": 65535, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": %[3]q, "qfi": %[4]d},
+           "counters": {"packets": 0, "bytes": 0}},
+          {"pdrId": 5, "farId": 2, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": %[7]d, "sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, "counters": {"packets": 0, "bytes": 0}},
+          {"pdrId": 6, "farId": 3, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": %[2]d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "sdfFilters": ["permit out 58 from ff02::2 to assigned"]},
            "counters": {"packets": 0, "bytes": 0}}],
  "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE"},
-          {"farId": 2, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": %q, "teid": %d}},
-           "destinationInterface": "INTERFACE_VALUE_ACCESS"}]}`, s.SEID, s.TEID, s.UE, qfi, gnb, gnbTEID)
+          {"farId": 2, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": %[5]q, "teid": %[6]d}},
+           "destinationInterface": "INTERFACE_VALUE_ACCESS"},
+          {"farId": 3, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "127.0.0.1", "teid": %[8]d}},
+           "destinationInterface": "INTERFACE_VALUE_CP_FUNCTION"}]}`, s.SEID, s.TEID, s.UE, qfi, gnb, gnbTEID, cpTEID, smfCPSEID&0xffffffff)
 }
+
+// smfCPSEID is the CP SEID of the SMF's session; its low half is the TEID
+// of the SMF's own tunnel end.
+const smfCPSEID = 0x5eed
 
 // Sessions an SMF created over PFCP are listed with the REST API's, which
 // cannot change or delete them; the REST API's own stay its to change.
@@ -78,14 +90,19 @@ func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
 	e := newEnv(t)
 	srv, smf := e.servePFCP(t)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10)
-	sess, err := smf.EstablishPDUSession(0x5eed, gnb, gnbTEID, qfi)
+	sess, err := smf.EstablishPDUSession(smfCPSEID, gnb, gnbTEID, qfi)
 	must(t, err)
+	stored, _ := e.store.Get(sess.SEID)
+	cp := slices.IndexFunc(stored.PDRs, func(p session.PDR) bool { return p.PDI.SourceInterface == session.InterfaceCPFunction })
+	if cp < 0 {
+		t.Fatalf("no PDR of the CP function in %+v", stored.PDRs)
+	}
 	if sess.N3 != n3 || !netip.MustParsePrefix("10.60.0.0/24").Contains(sess.UE) {
 		t.Errorf("the UPF chose F-TEID %d at %v and UE %v; want its N3 address and one of the pool", sess.TEID, sess.N3, sess.UE)
 	}
 	path := fmt.Sprintf("/api/v1/sessions/%d", sess.SEID)
 	doc := e.expect(t, http.StatusOK, "GET", path, "")
-	sameJSON(t, doc, installed(sess))
+	sameJSON(t, doc, installed(sess, stored.PDRs[cp].PDI.TEID))
 
 	// What xdp5g sessions list prints.
 	list, err := (&Client{URL: e.url}).Sessions(context.Background())
@@ -111,7 +128,7 @@ func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
 	if after, _ := e.store.Get(sess.SEID); !reflect.DeepEqual(before, after) {
 		t.Errorf("the refused requests changed the session:\n%+v\n%+v", before, after)
 	}
-	if set, err := e.dp.Uplink(sess.TEID); err != nil || set.Count != 1 {
+	if set, err := e.dp.Uplink(sess.TEID); err != nil || set.Count != 2 { // the uplink's PDR, and router solicitations'
 		t.Errorf("TEID %d after the refused requests: %+v, %v", sess.TEID, set, err)
 	}
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")

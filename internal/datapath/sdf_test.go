@@ -220,3 +220,26 @@ func TestSDFDownlink(t *testing.T) {
 		dl("IPv6 later TCP fragment: next PDR", with(v6, func(p *flowPacket) { p.proto, p.fragment, p.fragOffset = tcp, true, 185 }), 26),
 	})
 }
+
+// An uplink PDR whose SDF filters are all of one IP family says so in its
+// flags, and packets of the other family pass it by without the filters
+// being looked at: here the filter would match them, the flag wins.
+func TestSDFFamilyFlag(t *testing.T) {
+	u := newUPF(t, RoleAccess)
+	const teidFamily = 0x7100
+	for slot, pdr := range map[uint32]PDR{27: {Flags: SDFOnlyV6, Sdf: 27}, 28: {}} {
+		pdr.Far, pdr.Id = slot, uint16(slot)
+		check(t, u.d.PutFAR(slot, forward(map[uint32]uint32{27: nhCore, 28: nhCoreVLAN}[slot])))
+		check(t, u.d.PutPDR(slot, pdr))
+	}
+	check(t, u.d.PutSDFSet(27, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
+	check(t, u.d.PutUplink(teidFamily, pdrSet(27, 28)))
+	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
+	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
+	u.runCases(t, []pktCase{
+		{"IPv4 passes the IPv6 PDR by", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), xdpRedirect, "uplink_forward",
+			nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
+		{"IPv6 takes it", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), xdpRedirect, "uplink_forward",
+			nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
+	})
+}

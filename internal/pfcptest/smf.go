@@ -22,9 +22,11 @@ const timeout = 3 * time.Second
 
 // Values of the IEs the requests carry.
 const (
-	ohcGTPUv4 = 0x0100 // Outer Header Creation: GTP-U/UDP/IPv4
-	forward   = 0x02   // Apply Action: FORW
-	dnn       = "internet"
+	// uplinkChooseID is the CHOOSE ID of the uplink F-TEID.
+	uplinkChooseID = 1
+	ohcGTPUv4      = 0x0100 // Outer Header Creation: GTP-U/UDP/IPv4
+	forward        = 0x02   // Apply Action: FORW
+	dnn            = "internet"
 )
 
 // SMF is a PFCP peer of a UPF.
@@ -193,11 +195,22 @@ func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Ses
 // shaped as Open5GS's SMF sends it, with the F-TEID left to the UPF, and
 // the UE address too unless ue is valid: uplink PDR 1 to FAR 1 forwarding
 // to the core and downlink PDR 2 to FAR 2 forwarding to the access side in
-// a tunnel to gnb with gnbTEID, as PDRPair makes them.
+// a tunnel to gnb with gnbTEID, as PDRPair makes them, and the PDRs of the
+// SMF's own traffic with the UE (N4-u): PDR 5 from the CP function on its
+// own F-TEID to FAR 2, and PDR 6, router solicitations on the uplink
+// F-TEID, to FAR 3, a tunnel to the SMF's address with the low half of
+// cpSEID as TEID.
 func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
+	const (
+		ohrGTPUv4      = 0
+		fteidV4CH      = 0x01 | 0x04
+		chid           = 0x08
+		cpPrecedence   = 255   // OGS_PFCP_UP2CP_PDR_PRECEDENCE, OGS_PFCP_CP2UP_PDR_PRECEDENCE
+		userPrecedence = 65535 // OGS_PFCP_DEFAULT_PDR_PRECEDENCE
+	)
 	self := s.conn.LocalAddr().(*net.UDPAddr).IP
 	ies := []*ie.IE{s.nodeIDIE(), ie.NewFSEID(cpSEID, self.To4(), nil), ie.NewPDNType(ie.PDNTypeIPv4)}
-	ies = append(ies, PDRPair(1, 2, 255, ue, qfi)...)
+	ies = append(ies, PDRPair(1, 2, userPrecedence, ue, qfi)...)
 	ies = append(ies,
 		ie.NewCreateFAR(
 			ie.NewFARID(1),
@@ -217,6 +230,34 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 			),
 		),
 	)
+	ies = append(ies,
+		ie.NewCreatePDR(
+			ie.NewPDRID(5),
+			ie.NewPrecedence(cpPrecedence),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(fteidV4CH, 0, nil, nil, 0)),
+			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
+			ie.NewFARID(2),
+		),
+		ie.NewCreatePDR(
+			ie.NewPDRID(6),
+			ie.NewPrecedence(cpPrecedence),
+			ie.NewPDI(
+				ie.NewSourceInterface(ie.SrcInterfaceAccess),
+				ie.NewFTEID(fteidV4CH|chid, 0, nil, nil, uplinkChooseID),
+				ie.NewSDFFilter("permit out 58 from ff02::2/128 to assigned", "", "", "", 0),
+			),
+			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
+			ie.NewFARID(3),
+		),
+		ie.NewCreateFAR(
+			ie.NewFARID(3),
+			ie.NewApplyAction(forward),
+			ie.NewForwardingParameters(
+				ie.NewDestinationInterface(ie.DstInterfaceCPFunction),
+				ie.NewOuterHeaderCreation(ohcGTPUv4, uint32(cpSEID), self.String(), "", 0, 0, 0),
+			),
+		),
+	)
 	return message.NewSessionEstablishmentRequest(0, 0, 0, 0, 0, ies...)
 }
 
@@ -229,7 +270,6 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 // is the one it chooses for CHOOSE ID 1.
 func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi uint8, pdi ...*ie.IE) []*ie.IE {
 	const (
-		chooseID               = 1
 		ohrGTPUv4              = 0
 		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
 		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
@@ -248,7 +288,7 @@ func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi 
 			ie.NewPrecedence(precedence),
 			ie.NewPDI(append([]*ie.IE{
 				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, chooseID),
+				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, uplinkChooseID),
 				ie.NewNetworkInstance(dnn),
 				ueIE(0),
 				ie.NewQFI(qfi),

@@ -66,23 +66,24 @@ func walkIEs(b []byte, at int, f func(typ uint16, at, n int)) bool {
 // ParseEstablished checks an encoded response to the establishment of a
 // session with cpSEID, by a request of PDUSessionRequest with the UE
 // address given, as EstablishPDUSession checks its own, and reads the UP
-// SEID and the uplink F-TEID from the one Created PDR, PDR 1's.
+// SEID and the uplink F-TEID from PDR 1's Created PDR.
 func ParseEstablished(cpSEID uint64, b []byte) (Session, error) {
 	var sess Session
 	if len(b) < sessionHeaderLen || b[0]&0x01 == 0 || b[1] != message.MsgTypeSessionEstablishmentResponse {
 		return sess, errors.New("not a session establishment response")
 	}
-	var cause, fseid, pdrID, fteid []byte
-	var created int
+	// Each Created PDR holds its PDR ID, then its F-TEID.
+	var cause, fseid, fteid []byte
+	var pdrID uint16
 	ok := walkIEs(b, sessionHeaderLen, func(typ uint16, at, n int) {
-		switch typ {
-		case ie.Cause:
+		switch {
+		case typ == ie.Cause:
 			cause = b[at : at+n]
-		case ie.FSEID:
+		case typ == ie.FSEID:
 			fseid = b[at : at+n]
-		case ie.PDRID:
-			pdrID, created = b[at:at+n], created+1
-		case ie.FTEID:
+		case typ == ie.PDRID && n == 2:
+			pdrID = binary.BigEndian.Uint16(b[at:])
+		case typ == ie.FTEID && pdrID == 1:
 			fteid = b[at : at+n]
 		}
 	})
@@ -102,8 +103,8 @@ func ParseEstablished(cpSEID uint64, b []byte) (Session, error) {
 	if len(fseid) < 9 {
 		return sess, errors.New("no UP F-SEID")
 	}
-	if created != 1 || len(pdrID) != 2 || binary.BigEndian.Uint16(pdrID) != 1 || len(fteid) < 9 || fteid[0]&0x01 == 0 {
-		return sess, errors.New("want one Created PDR, for PDR 1, with an IPv4 F-TEID")
+	if len(fteid) < 9 || fteid[0]&0x01 == 0 {
+		return sess, errors.New("want a Created PDR for PDR 1 with an IPv4 F-TEID")
 	}
 	sess.SEID = binary.BigEndian.Uint64(fseid[1:])
 	sess.TEID = binary.BigEndian.Uint32(fteid[1:])

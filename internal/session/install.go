@@ -274,7 +274,8 @@ func (t *txn) writeRules() error {
 			return err
 		}
 		t.in.PDRSlots[p.ID] = slot
-		if set, ok := dataPathSDF(p); ok {
+		set, filtered := dataPathSDF(p)
+		if filtered {
 			sdfSlot, err := s.sdfSlots.alloc()
 			if err != nil {
 				return err
@@ -284,7 +285,11 @@ func (t *txn) writeRules() error {
 				return err
 			}
 		}
-		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in)); err != nil {
+		dp := dataPathPDR(p, t.in)
+		if filtered && p.PDI.SourceInterface == InterfaceAccess {
+			dp.Flags |= oneFamily(set)
+		}
+		if err := s.dp.PutPDR(slot, dp); err != nil {
 			return err
 		}
 	}
@@ -370,6 +375,22 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 // matched against) holds the packet to the UE already. false when the
 // filters let every packet through, as Open5GS's "permit out ip from any
 // to assigned" does: the PDR is then better off without.
+// oneFamily is the PDR flag saying that every filter of set is of one IP
+// family's addresses, so that the packets of the other skip them.
+func oneFamily(set datapath.SDFSet) uint8 {
+	all := uint8(datapath.SDFIPv4 | datapath.SDFIPv6)
+	for _, f := range set.Filter[:set.Count] {
+		all &= f.Flags
+	}
+	switch all {
+	case datapath.SDFIPv4:
+		return datapath.SDFOnlyV4
+	case datapath.SDFIPv6:
+		return datapath.SDFOnlyV6
+	}
+	return 0
+}
+
 func dataPathSDF(p *PDR) (datapath.SDFSet, bool) {
 	var set datapath.SDFSet
 	for _, f := range p.PDI.SDFFilters {

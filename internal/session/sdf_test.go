@@ -198,3 +198,31 @@ func TestStoreSDFFilters(t *testing.T) {
 		t.Errorf("a filter matching everything took slot %d", p.Sdf)
 	}
 }
+
+// An uplink PDR's filters that are all of one family's addresses flag it
+// for the data path; "assigned" or "any" on both sides, or a mix, do not.
+func TestOneFamily(t *testing.T) {
+	for desc, want := range map[string]uint8{
+		"permit out 58 from ff02::2/128 to assigned":     datapath.SDFOnlyV6,
+		"permit out 17 from 198.51.100.0/24 to assigned": datapath.SDFOnlyV4,
+		"permit out 17 from any to assigned 53":          0,
+	} {
+		f, err := sdf.Parse(desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := PDR{PDI: PDI{SourceInterface: InterfaceAccess, SDFFilters: []SDFFilter{{f}}}}
+		set, ok := dataPathSDF(&p)
+		if !ok || oneFamily(set) != want {
+			t.Errorf("%q: flag %#x (%v), want %#x", desc, oneFamily(set), ok, want)
+		}
+	}
+	mixed := PDR{PDI: PDI{SourceInterface: InterfaceAccess}}
+	for _, desc := range []string{"permit out 58 from ff02::2/128 to assigned", "permit out 17 from 198.51.100.0/24 to assigned"} {
+		f, _ := sdf.Parse(desc)
+		mixed.PDI.SDFFilters = append(mixed.PDI.SDFFilters, SDFFilter{f})
+	}
+	if set, _ := dataPathSDF(&mixed); oneFamily(set) != 0 {
+		t.Errorf("IPv4 and IPv6 filters flagged %#x", oneFamily(set))
+	}
+}
