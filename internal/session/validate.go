@@ -119,8 +119,8 @@ func validateFAR(field string, f *FAR) error {
 	case !nh.IsValid():
 	case nh.IsUnspecified() || nh.IsMulticast():
 		return invalid(field+".forwardingParameters.nextHop", "%v is not a unicast address", nh)
-	case f.DestinationInterface == InterfaceAccess:
-		return invalid(field+".forwardingParameters.nextHop", "steers traffic towards the core; access is reached through the tunnel's peer")
+	case f.DestinationInterface != InterfaceCore && f.DestinationInterface != InterfaceSGiLAN:
+		return invalid(field+".forwardingParameters.nextHop", "steers traffic towards the core; a tunnel's peer is its next hop")
 	}
 	switch f.DestinationInterface {
 	case InterfaceAccess, InterfaceCPFunction:

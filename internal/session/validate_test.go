@@ -61,6 +61,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"fars[0].forwardingParameters.outerHeaderCreation.portNumber", func(s *Session) { s.FARs[0].OuterHeaderCreation.Port = 1234 }},
 		{"fars[1].forwardingParameters.outerHeaderCreation", func(s *Session) { s.FARs[1].DestinationInterface = InterfaceCPFunction }},
 		{"fars[1].destinationInterface", func(s *Session) { s.FARs[1].DestinationInterface = 9 }},
+		{"fars[0].forwardingParameters.nextHop", func(s *Session) { s.FARs[0].NextHop = netip.MustParseAddr("10.1.3.9") }}, // a tunnel's
+		{"fars[1].forwardingParameters.nextHop", func(s *Session) { s.FARs[1].NextHop = netip.MustParseAddr("ff02::1") }},
 		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction }}, // to the core
 		{"pdrs[1].pdi.teid", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction; s.PDRs[1].PDI.TEID = 0 }},
 		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].FARID = 200 }},
