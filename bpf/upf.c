@@ -351,11 +351,14 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 
 /* Puts the packet of inner_len bytes at inner_off into the FAR's
  * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container when the PDR carries
- * a QFI) and sends it to the next hop nh: the downlink, and packets relayed
- * between the gNB and the CP function (N4-u). */
-INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, const struct far *far, const struct nexthop *nh,
-		  __u32 inner_off, __u32 inner_len, __u32 pkt_len, enum reason counted)
+ * a QFI) and sends it to the FAR's next hop: the downlink, and packets
+ * relayed between the gNB and the CP function (N4-u). */
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, const struct far *far, __u32 inner_off,
+		  __u32 inner_len, __u32 pkt_len, enum reason counted)
 {
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
+	if (!nh || !nh->valid)
+		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
 	/* Read once: the control plane may rewrite the slot meanwhile. */
@@ -453,14 +456,10 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	int dropped = apply_pdr(pdr, far, slot, from_cp ? QER_DL : QER_UL, inner_len, from_cp ? FAR_GTPU_IPV4 : 0, 0);
 	if (dropped || !far)
 		return finish(pkt_len, dropped, XDP_DROP);
-	if (far->flags & FAR_GTPU_IPV4) {
-		/* A relay between the gNB and the CP function: the packet is
-		 * theirs, hop limit included (neighbour discovery needs 255). */
-		struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
-		if (!nh || !nh->valid)
-			return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
-		return tunnel(ctx, pdr, far, nh, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
-	}
+	/* A relay between the gNB and the CP function: the packet is theirs,
+	 * hop limit included (neighbour discovery needs 255). */
+	if (far->flags & FAR_GTPU_IPV4)
+		return tunnel(ctx, pdr, far, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -583,14 +582,11 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
-	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
-	if (!nh || !nh->valid)
-		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
 	if (v4)
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, far, nh, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
+	return tunnel(ctx, pdr, far, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
 }
 
 SEC("xdp")

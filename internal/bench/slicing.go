@@ -264,8 +264,8 @@ func reportPrio(w io.Writer, points []prioPoint) {
 			percent(pt.other.local, pt.other.sent), percent(pt.other.offloaded, pt.other.sent),
 			percent(pt.other.lostInRing(), pt.other.sent), percent(pt.other.lostAfterRing(), pt.other.sent), pt.outDropped)
 	}
-	// worst is the largest share of prioritised packets a setup lost in
-	// the ring, and at how many of its points it lost some there.
+	// ringLoss is what a setup lost of the prioritised packets in the ring:
+	// at how many of its points, and at worst what share.
 	type ringLoss struct {
 		points, lossy int
 		worst         float64

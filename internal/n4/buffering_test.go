@@ -228,17 +228,25 @@ func sendDownlink(t *testing.T, tb *demo.Testbed, first, n uint16) {
 	}))
 }
 
+// freshGNBSink replaces the testbed's gNB sink with one that has seen
+// nothing yet (its sample is the first frame it matches); pass lets the
+// frames on to the gNB's stack.
+func freshGNBSink(t *testing.T, tb *demo.Testbed, pass bool) {
+	t.Helper()
+	fatalIf(t, tb.GNBSink.Close())
+	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
+	var err error
+	tb.GNBSink, err = trafficgen.NewSink(tb.GNB, demo.N3, gtpu, pass)
+	fatalIf(t, err)
+}
+
 // captureAtGNB lets the gNB's GTP-U through to its stack and reads it from
 // a packet socket: captured(n) waits until n packets have come (or a few
 // seconds) and returns the inner IP IDs of all so far, in order of
 // arrival, those that came while a FAR buffered among them.
 func captureAtGNB(t *testing.T, tb *demo.Testbed) func(n int) []uint16 {
 	t.Helper()
-	fatalIf(t, tb.GNBSink.Close())
-	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
-	var err error
-	tb.GNBSink, err = trafficgen.NewSink(tb.GNB, demo.N3, gtpu, true)
-	fatalIf(t, err)
+	freshGNBSink(t, tb, true)
 	var fd int
 	fatalIf(t, tb.GNB.Do(func() error {
 		ifi, err := net.InterfaceByName(demo.N3)

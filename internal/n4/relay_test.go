@@ -50,10 +50,7 @@ func TestCPFunctionUserPlane(t *testing.T) {
 	// destination, TEID and payload.
 	tunnelled := func(from demo.Direction, frame []byte) (netip.Addr, uint32, []byte) {
 		t.Helper()
-		fatalIf(t, tb.GNBSink.Close())
-		gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
-		tb.GNBSink, err = trafficgen.NewSink(tb.GNB, demo.N3, gtpu, false)
-		fatalIf(t, err)
+		freshGNBSink(t, tb, false)
 		from.Sink = tb.GNBSink
 		_, _, err := from.Send(gen, frame, 1, trafficgen.Options{})
 		fatalIf(t, err)

@@ -285,11 +285,7 @@ func (t *txn) writeRules() error {
 				return err
 			}
 		}
-		dp := dataPathPDR(p, t.in)
-		if filtered && p.PDI.SourceInterface == InterfaceAccess {
-			dp.Flags |= oneFamily(set)
-		}
-		if err := s.dp.PutPDR(slot, dp); err != nil {
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in, set)); err != nil {
 			return err
 		}
 	}
@@ -321,7 +317,7 @@ func dataPathQER(q QER) datapath.QER {
 	return dq
 }
 
-func dataPathPDR(p *PDR, in *installed) datapath.PDR {
+func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
 	dp := datapath.PDR{Far: in.FARSlots[p.FARID], Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots[p.ID]}
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots[id]
@@ -351,6 +347,7 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 		}
 		return dp
 	}
+	dp.Flags |= oneFamily(sdf)
 	if p.PDI.QFI != 0 {
 		dp.Flags |= datapath.MatchQFI
 	}
@@ -375,8 +372,9 @@ func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 // matched against) holds the packet to the UE already. false when the
 // filters let every packet through, as Open5GS's "permit out ip from any
 // to assigned" does: the PDR is then better off without.
-// oneFamily is the PDR flag saying that every filter of set is of one IP
-// family's addresses, so that the packets of the other skip them.
+// oneFamily is the uplink PDR flag saying that every filter of set is of
+// one IP family's addresses, so that the packets of the other skip them;
+// 0 for none.
 func oneFamily(set datapath.SDFSet) uint8 {
 	all := uint8(datapath.SDFIPv4 | datapath.SDFIPv6)
 	for _, f := range set.Filter[:set.Count] {
