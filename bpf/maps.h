@@ -41,6 +41,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct pdr);
 	__uint(max_entries, 1);
@@ -102,6 +103,7 @@ struct {
 /* The SDF filters of the PDRs that have any (pdr.sdf). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct sdf_set);
 	__uint(max_entries, 1);
@@ -119,6 +121,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct far);
 	__uint(max_entries, 1);

@@ -33,7 +33,7 @@ func (d *Datapath) buffer(slot uint32) (*upfBuffer, error) {
 	if slot == 0 || slot >= d.BufferCapacity() {
 		return nil, fmt.Errorf("buffer slot %d is not in 1..%d", slot, d.BufferCapacity()-1)
 	}
-	return (*upfBuffer)(unsafe.Pointer(&d.buffers[uintptr(slot)*unsafe.Sizeof(upfBuffer{})])), nil
+	return d.buffers.at(slot), nil
 }
 
 // ResetBuffer readies a slot no FAR uses for a FAR to buffer into.

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -94,13 +96,22 @@ type Options struct {
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
-	opts    Options
-	maps    upfMaps
-	routes  routeTables
-	sets    pdrSets
-	urrs    []byte // urrs, mmapped
-	buffers []byte // buffers, mmapped
+	opts   Options
+	maps   upfMaps
+	routes routeTables
+	sets   pdrSets
+	// The arrays written through mmap: the rules of a session are
+	// installed without a system call per rule.
+	pdrs    mapped[PDR]
+	fars    mapped[FAR]
+	sdfSets mapped[SDFSet]
+	urrs    mapped[upfUrr]
+	buffers mapped[upfBuffer]
 	release releasers
+	// created: Open created the maps, none was pinned by a previous run;
+	// pdrWritten: a PDR has been written since.
+	created    bool
+	pdrWritten atomic.Bool
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -126,7 +137,8 @@ func Open(opts Options) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Datapath{opts: opts}
+	_, err = os.Stat(filepath.Join(opts.PinPath, "pdr_counters"))
+	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
@@ -140,10 +152,19 @@ func Open(opts Options) (*Datapath, error) {
 	if err := d.sets.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if d.urrs, err = mmap(d.maps.Urrs); err != nil {
+	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if d.buffers, err = mmap(d.maps.Buffers); err != nil {
+	if d.fars, err = mapArray[FAR](d.maps.Fars); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.urrs, err = mapArray[upfUrr](d.maps.Urrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.buffers, err = mapArray[upfBuffer](d.maps.Buffers); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
@@ -185,17 +206,17 @@ func ensureBPFFS(pinPath string) error {
 	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
 }
 
+// Unused says no PDR has been written into the maps: Open created them,
+// rather than finding them pinned by a previous run, and no PDR was put
+// since. Every counter in them is zero.
+func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
+
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
-	var errs []error
-	for _, b := range [][]byte{d.urrs, d.buffers} {
-		if b != nil {
-			errs = append(errs, unix.Munmap(b))
-		}
-	}
-	return errors.Join(d.routes.close(), d.sets.close(), errors.Join(errs...), d.maps.Close())
+	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.fars.close(), d.sdfSets.close(),
+		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.

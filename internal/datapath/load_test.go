@@ -41,3 +41,29 @@ func TestProgramPassesVerifier(t *testing.T) {
 		})
 	}
 }
+
+// The maps are unused until the first PDR, and only when Open created them:
+// a restarted daemon finds what the previous run counted.
+func TestUnused(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64})
+	if !d.Unused() {
+		t.Fatal("new maps are not unused")
+	}
+	if err := d.PutPDR(3, PDR{Id: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Unused() {
+		t.Fatal("unused after a PDR")
+	}
+	again, err := Open(d.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.Unused() {
+		t.Fatal("pinned maps opened again are unused")
+	}
+	if p, err := again.PDR(3); err != nil || p.Id != 7 {
+		t.Fatalf("PDR slot 3 read back as %+v, %v; want ID 7", p, err)
+	}
+}

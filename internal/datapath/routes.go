@@ -70,14 +70,6 @@ func (r *routeTables) open(m *upfMaps) (err error) {
 	return it.Err()
 }
 
-func mmap(m *ebpf.Map) ([]byte, error) {
-	b, err := unix.Mmap(m.FD(), 0, int(m.MaxEntries()*m.ValueSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("mapping %s: %w", m, err)
-	}
-	return b, nil
-}
-
 func (r *routeTables) close() error {
 	var errs []error
 	for _, b := range [][]byte{r.by24, r.by8} {

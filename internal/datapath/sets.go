@@ -46,7 +46,7 @@ type place struct {
 // the old slot freed, so a packet reads either the old set or the new one.
 type pdrSets struct {
 	mu       sync.Mutex
-	sets     []byte // pdr_sets
+	sets     mapped[PDRSet]
 	index    []byte // set_index: setWays native-endian u32 slots per bucket
 	bits     uint
 	overflow *ebpf.Map
@@ -59,7 +59,7 @@ type pdrSets struct {
 func indexBits(sets uint32) uint { return uint(bits.Len32(sets - 1)) }
 
 func (p *pdrSets) open(m *upfMaps) (err error) {
-	if p.sets, err = mmap(m.PdrSets); err != nil {
+	if p.sets, err = mapArray[PDRSet](m.PdrSets); err != nil {
 		return err
 	}
 	if p.index, err = mmap(m.SetIndex); err != nil {
@@ -126,13 +126,11 @@ func (p *pdrSets) owner(slot uint32, used []bool) (setKey, bool) {
 }
 
 func (p *pdrSets) close() error {
-	var errs []error
-	for _, b := range [][]byte{p.sets, p.index} {
-		if b != nil {
-			errs = append(errs, unix.Munmap(b))
-		}
+	err := p.sets.close()
+	if p.index != nil {
+		err = errors.Join(err, unix.Munmap(p.index))
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // bucket is a key's bucket in set_index, computed as find_set does.
@@ -158,9 +156,7 @@ func (p *pdrSets) placeFor(k setKey, own int) int {
 	return noPlace
 }
 
-func (p *pdrSets) set(slot uint32) *PDRSet {
-	return (*PDRSet)(unsafe.Pointer(&p.sets[uintptr(slot)*unsafe.Sizeof(PDRSet{})]))
-}
+func (p *pdrSets) set(slot uint32) *PDRSet { return p.sets.at(slot) }
 
 func (p *pdrSets) loadIndex(pos int) uint32 {
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])))

@@ -10,12 +10,19 @@ import (
 
 // The session layer writes rules through these. Array slots are written
 // before the keys that reference them and keys are removed before their
-// slots are reused, so a packet never sees a half-written rule.
+// slots are reused, so a packet never sees a half-written rule. PDRs, FARs
+// and SDF sets are written through mmap; a QER, whose buckets the data path
+// locks, cannot be mmapped.
 
 // PutPDR writes a PDR slot. Its counters are left as they are: a slot
 // taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
 // packet can count in it for the old one.
-func (d *Datapath) PutPDR(slot uint32, p PDR) error { return d.maps.Pdrs.Put(slot, &p) }
+func (d *Datapath) PutPDR(slot uint32, p PDR) error {
+	if !d.pdrWritten.Load() {
+		d.pdrWritten.Store(true)
+	}
+	return d.pdrs.put(slot, &p)
+}
 
 // ZeroPDRCounters zeroes the counters of PDR slots, in one system call.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
@@ -41,7 +48,7 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 }
 
 // PutSDFSet writes a slot of SDF filters.
-func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.maps.SdfSets.Put(slot, &s) }
+func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.sdfSets.put(slot, &s) }
 
 // SDFSetCapacity is the number of SDF filter slots.
 func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
@@ -67,7 +74,7 @@ func (d *Datapath) QER(slot uint32) (QER, error) {
 func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
 
 // PutFAR writes a FAR slot.
-func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.maps.Fars.Put(slot, &f) }
+func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.fars.put(slot, &f) }
 
 // PutUplink points a TEID at its PDRs.
 func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -49,7 +48,7 @@ func (d *Datapath) urr(slot uint32) (*upfUrr, error) {
 	if slot == 0 || slot >= d.URRCapacity() {
 		return nil, fmt.Errorf("URR slot %d is not in 1..%d", slot, d.URRCapacity()-1)
 	}
-	return (*upfUrr)(unsafe.Pointer(&d.urrs[uintptr(slot)*unsafe.Sizeof(upfUrr{})])), nil
+	return d.urrs.at(slot), nil
 }
 
 // ResetURR zeroes a URR's counters and times and sets its limits.

@@ -146,7 +146,7 @@ func (h *Handler) Buffered(o buffer.Owner, pdrID uint16, qfi uint8) {
 // reportDownlinkData queues a Downlink Data Report (§7.5.8.2) for a FAR
 // that still buffers.
 func (h *Handler) reportDownlinkData(s *pfcpSession, far uint32, pdrID uint16, qfi uint8) {
-	if s.fars[far].Action != session.ActionBuffer {
+	if f, _ := farRules.get(s.fars, far); f.Action != session.ActionBuffer {
 		return
 	}
 	dldr := []*ie.IE{ie.NewPDRID(pdrID)}

@@ -76,8 +76,8 @@ type Handler struct {
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
 	// byTunnel are the sessions with a FAR into each gNB tunnel, for the
-	// gNBs' Error Indications.
-	byTunnel map[gnbTunnel]map[uint64]bool
+	// gNBs' Error Indications: mostly one, so a slice rather than a set.
+	byTunnel map[gnbTunnel][]uint64
 	out      outbox
 }
 
@@ -85,9 +85,9 @@ type Handler struct {
 type pfcpSession struct {
 	seid, cpSEID uint64
 	smf          pfcp.Peer
-	pdrs         map[uint16]*pdr
-	fars         map[uint32]session.FAR
-	qers         map[uint32]session.QER
+	pdrs         []session.PDR // sorted by ID, as the store keeps them: see rulelist.go
+	fars         []session.FAR
+	qers         []session.QER
 	urrs         map[uint32]urr
 	meters       map[uint32]*meter // copied before a change: see meter
 	chosenTEIDs  map[uint32]bool
@@ -104,15 +104,17 @@ type gnbTunnel struct {
 	gnb  netip.Addr
 }
 
-type pdr struct {
-	session.PDR
-	chosenTEID bool
-	chosenUE   bool
+// chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
+// address.
+func (s *pfcpSession) chosenTEID(p *session.PDR) bool { return s.chosenTEIDs[p.PDI.TEID] }
+
+func (s *pfcpSession) chosenUE(p *session.PDR) bool {
+	return s.ue4.IsValid() && p.PDI.UEAddress == netip.PrefixFrom(s.ue4, 32)
 }
 
 func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
-	c.pdrs, c.fars, c.qers = maps.Clone(s.pdrs), maps.Clone(s.fars), maps.Clone(s.qers)
+	c.pdrs, c.fars, c.qers = slices.Clone(s.pdrs), slices.Clone(s.fars), slices.Clone(s.qers)
 	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
 	c.chosenTEIDs, c.notify = maps.Clone(s.chosenTEIDs), maps.Clone(s.notify)
 	return &c
@@ -127,7 +129,7 @@ func New(cfg Config) *Handler {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
 	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		byTunnel: map[gnbTunnel]map[uint64]bool{}, out: outbox{wake: make(chan struct{}, 1)}}
+		byTunnel: map[gnbTunnel][]uint64{}, out: outbox{wake: make(chan struct{}, 1)}}
 }
 
 // txn is one request being applied to a copy of a session; what it
@@ -215,16 +217,7 @@ func (t *txn) install() *refusal {
 
 // rules is the session in the store's terms, each kind of rule by ID.
 func (s *pfcpSession) rules() session.Session {
-	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP}
-	for _, id := range slices.Sorted(maps.Keys(s.pdrs)) {
-		sess.PDRs = append(sess.PDRs, s.pdrs[id].PDR)
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.fars)) {
-		sess.FARs = append(sess.FARs, s.fars[id])
-	}
-	for _, id := range slices.Sorted(maps.Keys(s.qers)) {
-		sess.QERs = append(sess.QERs, s.qers[id])
-	}
+	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP, PDRs: s.pdrs, FARs: s.fars, QERs: s.qers}
 	for _, id := range slices.Sorted(maps.Keys(s.urrs)) {
 		u := s.urrs[id]
 		sess.URRs = append(sess.URRs, session.URR{ID: id, Limits: u.limits(s.meters[id])})
@@ -299,8 +292,7 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f, _ := req.CPFSEID.FSEID() // checked by the server
-	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, pdrs: map[uint16]*pdr{},
-		fars: map[uint32]session.FAR{}, qers: map[uint32]session.QER{}, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
+	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
 		chosenTEIDs: map[uint32]bool{}, notify: map[uint32]bool{}}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
 	r := cmp.Or(notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
@@ -557,15 +549,14 @@ func (s *pfcpSession) tunnels() map[gnbTunnel]bool {
 // before.
 func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
 	for t := range before {
-		if delete(h.byTunnel[t], seid); len(h.byTunnel[t]) == 0 {
+		if seids := slices.DeleteFunc(h.byTunnel[t], func(s uint64) bool { return s == seid }); len(seids) > 0 {
+			h.byTunnel[t] = seids
+		} else {
 			delete(h.byTunnel, t)
 		}
 	}
 	for t := range now {
-		if h.byTunnel[t] == nil {
-			h.byTunnel[t] = map[uint64]bool{}
-		}
-		h.byTunnel[t][seid] = true
+		h.byTunnel[t] = append(h.byTunnel[t], seid)
 	}
 }
 
@@ -578,7 +569,7 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for seid := range h.byTunnel[gnbTunnel{ei.TEID, peer}] {
+	for _, seid := range h.byTunnel[gnbTunnel{ei.TEID, peer}] {
 		s := h.sessions[seid]
 		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
 			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}
@@ -618,16 +609,17 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		p := s.pdrs[id]
-		if p == nil || !p.chosenTEID && !p.chosenUE {
+		p, ok := pdrRules.get(s.pdrs, uint32(id))
+		chosenTEID, chosenUE := ok && s.chosenTEID(&p), ok && s.chosenUE(&p)
+		if !chosenTEID && !chosenUE {
 			continue
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
-		if p.chosenTEID {
+		if chosenTEID {
 			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, h.n3IP(), nil, 0))
 		}
-		if p.chosenUE {
-			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
+		if chosenUE {
+			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
 		}
 		out = append(out, ie.NewCreatedPDR(children...))
 	}
@@ -635,7 +627,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 }
 
 // sdFlag is the S/D bit of the UE IP Address IE of a PDR (§8.2.62).
-func sdFlag(p *pdr) uint8 {
+func sdFlag(p *session.PDR) uint8 {
 	if p.PDI.SourceInterface == session.InterfaceAccess {
 		return 0
 	}

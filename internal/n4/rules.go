@@ -118,14 +118,13 @@ func unsupported(ies []*ie.IE, implemented ...uint16) *ie.IE {
 
 // ruleID reads the mandatory ID of a grouped rule IE.
 func ruleID[T uint8 | uint16 | uint32](group *ie.IE, idType uint16, read func(*ie.IE) (T, error)) (T, *refusal) {
-	where := fmt.Sprintf("IE type %d", group.Type)
 	id := first(group.ChildIEs, idType)
 	if id == nil {
-		return 0, missing(idType, where)
+		return 0, missing(idType, fmt.Sprintf("IE type %d", group.Type))
 	}
 	v, err := read(id)
 	if err != nil {
-		return 0, incorrect(idType, where, err)
+		return 0, incorrect(idType, fmt.Sprintf("IE type %d", group.Type), err)
 	}
 	return v, nil
 }
@@ -137,8 +136,8 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 		return r
 	}
 	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(id), format, args...) }
-	p, exists := t.s.pdrs[id]
-	if r := presence(create, exists, fail, fmt.Sprintf("PDR %d", id)); r != nil {
+	p, exists := pdrRules.get(t.s.pdrs, uint32(id))
+	if r := presence(create, exists, fail, "PDR", uint32(id)); r != nil {
 		return r
 	}
 	if create {
@@ -147,10 +146,7 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 				return missing(m, fmt.Sprintf("Create PDR %d", id))
 			}
 		}
-		p = &pdr{PDR: session.PDR{ID: id}}
-	} else {
-		clone := *p
-		p = &clone
+		p = session.PDR{ID: id}
 	}
 	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.URRID); bad != nil {
 		return fail("PDR %d: IE type %d is not supported", id, bad.Type)
@@ -182,7 +178,7 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 			desc, err = c.OuterHeaderRemovalDescription()
 			p.OuterHeaderRemoval = &desc
 		case ie.PDI:
-			if r := t.applyPDI(p, c); r != nil {
+			if r := t.applyPDI(&p, c); r != nil {
 				return r
 			}
 		}
@@ -193,23 +189,23 @@ func (t *txn) applyPDR(group *ie.IE, create bool) *refusal {
 	if create && first(group.ChildIEs, ie.FARID) == nil {
 		return fail("PDR %d has no FAR", id)
 	}
-	t.s.pdrs[id] = p
+	t.s.pdrs = pdrRules.put(t.s.pdrs, p)
 	return nil
 }
 
 // presence checks that a rule to create is new and one to update exists.
-func presence(create, exists bool, fail func(string, ...any) *refusal, rule string) *refusal {
+func presence(create, exists bool, fail func(string, ...any) *refusal, kind string, id uint32) *refusal {
 	switch {
 	case create && exists:
-		return fail("%s exists", rule)
+		return fail("%s %d exists", kind, id)
 	case !create && !exists:
-		return fail("no %s to update", rule)
+		return fail("no %s %d to update", kind, id)
 	}
 	return nil
 }
 
 // applyPDI replaces p's PDI, choosing an F-TEID or UE address where asked.
-func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
+func (t *txn) applyPDI(p *session.PDR, group *ie.IE) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(p.ID), format, args...) }
 	pdi := group.ChildIEs
 	if first(pdi, ie.SourceInterface) == nil {
@@ -218,7 +214,7 @@ func (t *txn) applyPDI(p *pdr, group *ie.IE) *refusal {
 	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI, ie.SDFFilter); bad != nil {
 		return fail("PDR %d: PDI IE type %d is not supported", p.ID, bad.Type)
 	}
-	p.PDI, p.chosenTEID, p.chosenUE = session.PDI{}, false, false
+	p.PDI = session.PDI{}
 	for _, c := range pdi {
 		switch c.Type {
 		case ie.SourceInterface:
@@ -280,7 +276,7 @@ func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
 // localFTEID sets the TEID the UPF receives on: the SMF's, or one the UPF
 // chooses (CH), shared by the PDRs of the same request with the same CHOOSE
 // ID (§5.2.1: the ID is only meaningful within one message).
-func (t *txn) localFTEID(p *pdr, c *ie.IE) *refusal {
+func (t *txn) localFTEID(p *session.PDR, c *ie.IE) *refusal {
 	f, err := c.FTEID()
 	if err != nil {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
@@ -298,7 +294,6 @@ func (t *txn) localFTEID(p *pdr, c *ie.IE) *refusal {
 	if !f.HasIPv4() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
 	}
-	p.chosenTEID = true
 	if f.HasChID() {
 		if teid, ok := t.choose[f.ChooseID]; ok {
 			p.PDI.TEID = teid
@@ -320,7 +315,7 @@ func (t *txn) localFTEID(p *pdr, c *ie.IE) *refusal {
 
 // ueAddress sets the PDR's UE address: the SMF's, or for CHV4 the
 // session's address from the pool, allocated once per session.
-func (t *txn) ueAddress(p *pdr, c *ie.IE) *refusal {
+func (t *txn) ueAddress(p *session.PDR, c *ie.IE) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(p.ID), format, args...) }
 	f, err := c.UEIPAddress()
 	if err != nil {
@@ -349,7 +344,6 @@ func (t *txn) ueAddress(p *pdr, c *ie.IE) *refusal {
 			t.s.ue4 = a
 		}
 		p.PDI.UEAddress = netip.PrefixFrom(t.s.ue4, 32)
-		p.chosenUE = true
 	case f.IPv4Address != nil:
 		p.PDI.UEAddress = netip.PrefixFrom(addr4(f.IPv4Address), 32)
 	case f.IPv6Address != nil:
@@ -372,8 +366,8 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 		return r
 	}
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, id, format, args...) }
-	f, exists := t.s.fars[id]
-	if r := presence(create, exists, fail, fmt.Sprintf("FAR %d", id)); r != nil {
+	f, exists := farRules.get(t.s.fars, id)
+	if r := presence(create, exists, fail, "FAR", id); r != nil {
 		return r
 	}
 	if create {
@@ -428,7 +422,7 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
 		return fail("FAR %d forwards without forwarding parameters", id)
 	}
-	t.s.fars[id] = f
+	t.s.fars = farRules.put(t.s.fars, f)
 	return nil
 }
 
@@ -491,14 +485,14 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 		if r != nil {
 			return r
 		}
-		return remove(t.s.pdrs, id, rulePDR, "PDR")
+		return removeRule(pdrRules, &t.s.pdrs, uint32(id), rulePDR, "PDR")
 	case ie.RemoveFAR:
 		id, r := ruleID(group, ie.FARID, (*ie.IE).FARID)
 		if r != nil {
 			return r
 		}
 		delete(t.s.notify, id)
-		return remove(t.s.fars, id, ruleFAR, "FAR")
+		return removeRule(farRules, &t.s.fars, id, ruleFAR, "FAR")
 	case ie.RemoveBAR:
 		return t.removeBAR(group)
 	case ie.RemoveQER:
@@ -506,7 +500,7 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 		if r != nil {
 			return r
 		}
-		return remove(t.s.qers, id, ruleQER, "QER")
+		return removeRule(qerRules, &t.s.qers, id, ruleQER, "QER")
 	default:
 		id, r := ruleID(group, ie.URRID, (*ie.IE).URRID)
 		if r != nil {
@@ -521,7 +515,8 @@ func (t *txn) applyRemoval(group *ie.IE) *refusal {
 		}
 		t.reports = append(t.reports, reports...)
 		delete(t.s.meters, id)
-		return remove(t.s.urrs, id, ruleURR, "URR")
+		delete(t.s.urrs, id)
+		return nil
 	}
 }
 
@@ -535,7 +530,7 @@ func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
 	u, exists := t.s.urrs[id]
 	if r := presence(create, exists, func(format string, args ...any) *refusal {
 		return ruleFailure(ruleURR, id, format, args...)
-	}, fmt.Sprintf("URR %d", id)); r != nil {
+	}, "URR", id); r != nil {
 		return r
 	}
 	if create {
@@ -587,11 +582,11 @@ func (s *pfcpSession) queried(req *message.SessionModificationRequest) ([]uint32
 	return ids, nil
 }
 
-func remove[K uint16 | uint32, V any](rules map[K]V, id K, typ uint8, name string) *refusal {
-	if _, ok := rules[id]; !ok {
-		return ruleFailure(typ, uint32(id), "no %s %d to remove", name, id)
+func removeRule[T any](kind ruleKind[T], rules *[]T, id uint32, typ uint8, name string) *refusal {
+	var removed bool
+	if *rules, removed = kind.remove(*rules, id); !removed {
+		return ruleFailure(typ, id, "no %s %d to remove", name, id)
 	}
-	delete(rules, id)
 	return nil
 }
 
@@ -602,8 +597,8 @@ func (t *txn) applyQER(group *ie.IE, create bool) *refusal {
 		return r
 	}
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleQER, id, format, args...) }
-	q, exists := t.s.qers[id]
-	if r := presence(create, exists, fail, fmt.Sprintf("QER %d", id)); r != nil {
+	q, exists := qerRules.get(t.s.qers, id)
+	if r := presence(create, exists, fail, "QER", id); r != nil {
 		return r
 	}
 	if create {
@@ -640,7 +635,7 @@ func (t *txn) applyQER(group *ie.IE, create bool) *refusal {
 			return fail("QER %d: IE type %d: %v", id, c.Type, err)
 		}
 	}
-	t.s.qers[id] = q
+	t.s.qers = qerRules.put(t.s.qers, q)
 	return nil
 }
 

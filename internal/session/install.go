@@ -26,16 +26,16 @@ func (t *txn) undo() {
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
 	releaseAll(t.s.farSlots, t.in.FARSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
-	for id, slot := range t.in.URRSlots {
-		if _, _, kept := t.keptURR(id); !kept {
-			t.s.urrSlots.releaseNow(slot)
+	for _, e := range t.in.URRSlots {
+		if _, _, kept := t.keptURR(e.id); !kept {
+			t.s.urrSlots.releaseNow(e.slot)
 		}
 	}
 	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
-	for id, slot := range t.in.BufferSlots {
-		if t.keep == nil || t.keep.BufferSlots[id] != slot { // armed by this install
-			t.s.buffers.Discard(slot)
-			t.s.bufSlots.releaseNow(slot)
+	for _, e := range t.in.BufferSlots {
+		if t.keep == nil || t.keep.BufferSlots.of(e.id) != e.slot { // armed by this install
+			t.s.buffers.Discard(e.slot)
+			t.s.bufSlots.releaseNow(e.slot)
 		}
 	}
 	for _, dst := range t.nexthops {
@@ -66,15 +66,14 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	keys := keysOf(&sess)
 	for _, k := range keys {
 		if owner, ok := s.owner(k); ok && owner != sess.SEID {
-			return &ConflictError{fmt.Sprintf("%s is used by session %d", describeKey(k), owner)}
+			return &ConflictError{fmt.Sprintf("%s is used by session %d", k, owner)}
 		}
 	}
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: map[uint16]uint32{}, FARSlots: map[uint32]uint32{},
-		QERSlots: map[uint32]uint32{}, URRSlots: map[uint32]uint32{}, SDFSlots: map[uint16]uint32{},
-		BufferSlots: map[uint32]uint32{}}}
+	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs)),
+		FARSlots: make(ruleSlots, 0, len(sess.FARs))}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -84,7 +83,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		if err := s.putKey(k, sets[k]); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
-			return fmt.Errorf("installing %s: %w", describeKey(k), err)
+			return fmt.Errorf("installing %s: %w", k, err)
 		}
 	}
 	if old != nil {
@@ -109,8 +108,8 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 			_ = s.dp.SetURRLimits(slot, u.Limits) // cannot fail: the slot is in use
 		}
 	}
-	for id, slot := range t.in.URRSlots {
-		s.urrs[slot] = urrRef{sess.SEID, id}
+	for _, e := range t.in.URRSlots {
+		s.urrs[e.slot] = urrRef{sess.SEID, e.id}
 	}
 	for _, k := range keys {
 		s.setOwner(k, sess.SEID)
@@ -121,7 +120,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		s.dropHeld(t.in)
 	}
 	for _, f := range sess.FARs {
-		if slot, ok := t.in.BufferSlots[f.ID]; ok {
+		if slot, ok := t.in.BufferSlots.lookup(f.ID); ok {
 			if f.Action == ActionForward {
 				s.buffers.Release(slot)
 			} else {
@@ -159,7 +158,7 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits datapath.URRLimits, ok boo
 			limits = u.Limits
 		}
 	}
-	slot, ok = t.keep.URRSlots[id]
+	slot, ok = t.keep.URRSlots.lookup(id)
 	return slot, limits, ok
 }
 
@@ -169,7 +168,7 @@ func (t *txn) keptBuffer(id uint32) (uint32, bool) {
 	if t.keep == nil || t.s.buffers == nil {
 		return 0, false
 	}
-	slot, ok := t.keep.BufferSlots[id]
+	slot, ok := t.keep.BufferSlots.lookup(id)
 	return slot, ok && t.s.buffers.Pending(slot)
 }
 
@@ -182,7 +181,7 @@ func (t *txn) buffer(f *FAR) (uint32, error) {
 		return 0, nil
 	}
 	if slot, ok := t.keptBuffer(f.ID); ok {
-		t.in.BufferSlots[f.ID] = slot
+		t.in.BufferSlots.set(f.ID, slot)
 		return slot, nil
 	}
 	if f.Action != ActionBuffer {
@@ -192,7 +191,7 @@ func (t *txn) buffer(f *FAR) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	t.in.BufferSlots[f.ID] = slot
+	t.in.BufferSlots.set(f.ID, slot)
 	return slot, s.buffers.Arm(slot, buffer.Owner{SEID: t.in.SEID, FAR: f.ID})
 }
 
@@ -208,21 +207,21 @@ func (t *txn) writeRules() error {
 		if err != nil {
 			return err
 		}
-		t.in.QERSlots[q.ID] = slot
+		t.in.QERSlots.set(q.ID, slot)
 		if err := s.dp.PutQER(slot, dataPathQER(q)); err != nil {
 			return err
 		}
 	}
 	for _, u := range sess.URRs {
 		if slot, _, kept := t.keptURR(u.ID); kept {
-			t.in.URRSlots[u.ID] = slot
+			t.in.URRSlots.set(u.ID, slot)
 			continue
 		}
 		slot, err := s.urrSlots.alloc()
 		if err != nil {
 			return err
 		}
-		t.in.URRSlots[u.ID] = slot
+		t.in.URRSlots.set(u.ID, slot)
 		if err := s.dp.ResetURR(slot, u.Limits); err != nil {
 			return err
 		}
@@ -233,7 +232,7 @@ func (t *txn) writeRules() error {
 		if err != nil {
 			return err
 		}
-		t.in.FARSlots[f.ID] = slot
+		t.in.FARSlots.set(f.ID, slot)
 		dp := datapath.FAR{Nexthop: datapath.NexthopRoute}
 		if f.Action == ActionForward {
 			dp.Action = datapath.FARForward
@@ -273,14 +272,14 @@ func (t *txn) writeRules() error {
 		if err != nil {
 			return err
 		}
-		t.in.PDRSlots[p.ID] = slot
+		t.in.PDRSlots.set(uint32(p.ID), slot)
 		set, filtered := dataPathSDF(p)
 		if filtered {
 			sdfSlot, err := s.sdfSlots.alloc()
 			if err != nil {
 				return err
 			}
-			t.in.SDFSlots[p.ID] = sdfSlot
+			t.in.SDFSlots.set(uint32(p.ID), sdfSlot)
 			if err := s.dp.PutSDFSet(sdfSlot, set); err != nil {
 				return err
 			}
@@ -318,12 +317,12 @@ func dataPathQER(q QER) datapath.QER {
 }
 
 func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
-	dp := datapath.PDR{Far: in.FARSlots[p.FARID], Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots[p.ID]}
+	dp := datapath.PDR{Far: in.FARSlots.of(p.FARID), Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
-		dp.Qer[i] = in.QERSlots[id]
+		dp.Qer[i] = in.QERSlots.of(id)
 	}
 	for i, id := range p.URRIDs {
-		dp.Urr[i] = in.URRSlots[id]
+		dp.Urr[i] = in.URRSlots.of(id)
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
 		if p.PDI.SourceInterface == InterfaceCPFunction {
@@ -447,7 +446,7 @@ func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
 		byPrecedence(in.PDRs, idx)
 		var set datapath.PDRSet
 		for _, i := range idx {
-			set.Pdr[set.Count] = in.PDRSlots[in.PDRs[i].ID]
+			set.Pdr[set.Count] = in.PDRSlots.of(uint32(in.PDRs[i].ID))
 			set.Count++
 		}
 		sets[k] = set
@@ -461,17 +460,17 @@ func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
 	releaseAll(s.farSlots, in.FARSlots, false)
 	releaseAll(s.qerSlots, in.QERSlots, false)
-	for id, slot := range in.URRSlots {
-		if next == nil || next.URRSlots[id] != slot {
-			s.urrSlots.release(slot)
-			delete(s.urrs, slot)
+	for _, e := range in.URRSlots {
+		if next == nil || next.URRSlots.of(e.id) != e.slot {
+			s.urrSlots.release(e.slot)
+			delete(s.urrs, e.slot)
 		}
 	}
 	releaseAll(s.sdfSlots, in.SDFSlots, false)
-	for id, slot := range in.BufferSlots {
-		if next == nil || next.BufferSlots[id] != slot {
-			s.buffers.Discard(slot)
-			s.bufSlots.release(slot)
+	for _, e := range in.BufferSlots {
+		if next == nil || next.BufferSlots.of(e.id) != e.slot {
+			s.buffers.Discard(e.slot)
+			s.bufSlots.release(e.slot)
 		}
 	}
 	for i := range in.FARs {
@@ -546,11 +545,4 @@ func (s *Store) unrefStatic(ip netip.Addr) {
 			s.nh.ClearStatic(ip)
 		}
 	}
-}
-
-func describeKey(k dpKey) string {
-	if teid, ok := k.(uint32); ok {
-		return fmt.Sprintf("TEID %d", teid)
-	}
-	return fmt.Sprintf("UE address %s", k)
 }

@@ -1,7 +1,10 @@
 package session
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -23,10 +26,13 @@ type cooling struct {
 // again: after the reuse delay, when no packet can count in it any more,
 // and in batches.
 type slotPool struct {
-	name    string
-	size    uint32
-	first   uint32
-	next    uint32   // slots from next on were never handed out by this pool
+	name  string
+	size  uint32
+	first uint32
+	next  uint32 // slots from next on were never handed out by this pool
+	// zeroed: the slots from next on hold zeros, as in a new map; else a
+	// previous run may have used them.
+	zeroed  bool
 	free    []uint32 // reset, ready to hand out
 	dirty   []uint32 // out of use, not reset yet
 	cooling []cooling
@@ -56,7 +62,7 @@ func (p *slotPool) alloc() (uint32, error) {
 }
 
 // refill resets a batch of the dirty slots, or else of those never handed
-// out (which a previous run may have used), and frees them.
+// out unless they are zeroed, and frees them.
 func (p *slotPool) refill() error {
 	var batch []uint32
 	switch {
@@ -69,7 +75,7 @@ func (p *slotPool) refill() error {
 	default:
 		return fmt.Errorf("the %s table is full (%d entries)", p.name, p.size)
 	}
-	if p.reset != nil {
+	if p.reset != nil && (len(p.dirty) > 0 || !p.zeroed) {
 		if err := p.reset(batch); err != nil {
 			return fmt.Errorf("resetting %s slots: %w", p.name, err)
 		}
@@ -94,18 +100,6 @@ func (p *slotPool) releaseNow(slot uint32) {
 	p.dirty = append(p.dirty, slot)
 }
 
-// releaseAll releases the slots of a session's rules, now or after the
-// reuse delay.
-func releaseAll[K comparable](p *slotPool, slots map[K]uint32, now bool) {
-	for _, slot := range slots {
-		if now {
-			p.releaseNow(slot)
-		} else {
-			p.release(slot)
-		}
-	}
-}
-
 // adopt marks slots a previous run left in use; call before any alloc.
 func (p *slotPool) adopt(used map[uint32]bool) {
 	for s := range used {
@@ -116,6 +110,64 @@ func (p *slotPool) adopt(used map[uint32]bool) {
 	for s := p.first; s < p.next; s++ {
 		if !used[s] {
 			p.dirty = append(p.dirty, s)
+		}
+	}
+}
+
+// ruleSlots are the data-path slots of a session's rules of one kind, by
+// rule ID: a session's few rules take less memory than in a map. JSON
+// has them as an object by ID, as it had the maps they replace.
+type ruleSlots []ruleSlot
+
+type ruleSlot struct{ id, slot uint32 }
+
+// lookup is the slot of rule id.
+func (r ruleSlots) lookup(id uint32) (uint32, bool) {
+	for _, e := range r {
+		if e.id == id {
+			return e.slot, true
+		}
+	}
+	return 0, false
+}
+
+// of is the slot of rule id, 0 when it has none.
+func (r ruleSlots) of(id uint32) uint32 {
+	slot, _ := r.lookup(id)
+	return slot
+}
+
+// set gives rule id, which has no slot yet, its slot.
+func (r *ruleSlots) set(id, slot uint32) { *r = append(*r, ruleSlot{id, slot}) }
+
+func (r ruleSlots) MarshalJSON() ([]byte, error) {
+	byID := make(map[uint32]uint32, len(r))
+	for _, e := range r {
+		byID[e.id] = e.slot
+	}
+	return json.Marshal(byID)
+}
+
+func (r *ruleSlots) UnmarshalJSON(b []byte) error {
+	var byID map[uint32]uint32
+	if err := json.Unmarshal(b, &byID); err != nil {
+		return err
+	}
+	*r = nil
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		r.set(id, byID[id])
+	}
+	return nil
+}
+
+// releaseAll releases the slots of a session's rules, now or after the
+// reuse delay.
+func releaseAll(p *slotPool, slots ruleSlots, now bool) {
+	for _, e := range slots {
+		if now {
+			p.releaseNow(e.slot)
+		} else {
+			p.release(e.slot)
 		}
 	}
 }

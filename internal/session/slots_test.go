@@ -1,7 +1,9 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -52,5 +54,43 @@ func TestSlotPoolResets(t *testing.T) {
 	}
 	if s, err := p.alloc(); err == nil {
 		t.Fatalf("a full pool gave slot %d", s)
+	}
+}
+
+// Over new maps, slots never handed out hold zeros already: they go out
+// without a reset, and slots given back are reset all the same.
+func TestSlotPoolOfZeroedSlots(t *testing.T) {
+	now := time.Unix(0, 0)
+	var resets [][]uint32
+	p := newSlotPool("test", 1, 3, func(slots []uint32) error {
+		resets = append(resets, slices.Clone(slots))
+		return nil
+	})
+	p.now, p.zeroed = func() time.Time { return now }, true
+	for want := uint32(1); want <= 2; want++ {
+		if s, err := p.alloc(); err != nil || s != want {
+			t.Fatalf("slot %d, %v; want %d", s, err, want)
+		}
+	}
+	p.release(1)
+	now = now.Add(slotReuseDelay)
+	if s, err := p.alloc(); err != nil || s != 1 || !reflect.DeepEqual(resets, [][]uint32{{1}}) {
+		t.Fatalf("slot %d, %v after resets %v; want slot 1 after its reset alone", s, err, resets)
+	}
+}
+
+// Rule slots are written to JSON as the maps by rule ID they replace, so
+// that a state saved before reads back.
+func TestRuleSlotsJSON(t *testing.T) {
+	const saved = `{"1":5,"7":9}`
+	var r ruleSlots
+	if err := json.Unmarshal([]byte(saved), &r); err != nil || r.of(1) != 5 || r.of(7) != 9 || len(r) != 2 {
+		t.Fatalf("%s read as %v, %v", saved, r, err)
+	}
+	if _, ok := r.lookup(2); ok {
+		t.Fatal("rule 2 has a slot")
+	}
+	if b, err := json.Marshal(r); err != nil || string(b) != saved {
+		t.Fatalf("written as %s, %v; want %s", b, err, saved)
 	}
 }

@@ -120,23 +120,23 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 	return len(gone), nil
 }
 
-func markUsed[K comparable](used map[uint32]bool, slots map[K]uint32) {
-	for _, slot := range slots {
-		used[slot] = true
+func markUsed(used map[uint32]bool, slots ruleSlots) {
+	for _, e := range slots {
+		used[e.slot] = true
 	}
 }
 
 // removeStrayKeys deletes the map keys that are not owned.
 func (s *Store) removeStrayKeys(owned map[dpKey]bool) error {
 	for _, teid := range s.dp.UplinkTEIDs() {
-		if !owned[teid] {
+		if !owned[teidKey(teid)] {
 			if err := s.dp.DeleteUplink(teid); err != nil {
 				return err
 			}
 		}
 	}
 	for _, ue := range s.dp.DownlinkUEs() {
-		if !owned[ue] {
+		if !owned[dpKey{ue: ue}] {
 			if err := s.dp.DeleteDownlink(ue); err != nil {
 				return err
 			}

@@ -78,14 +78,14 @@ type urrRef struct {
 // installed is a session with the data-path resources it owns.
 type installed struct {
 	Session
-	PDRSlots map[uint16]uint32 `json:"pdrSlots"`
-	FARSlots map[uint32]uint32 `json:"farSlots"`
-	QERSlots map[uint32]uint32 `json:"qerSlots,omitempty"`
-	URRSlots map[uint32]uint32 `json:"urrSlots,omitempty"`
-	SDFSlots map[uint16]uint32 `json:"sdfSlots,omitempty"` // by PDR ID
+	PDRSlots ruleSlots `json:"pdrSlots"`
+	FARSlots ruleSlots `json:"farSlots"`
+	QERSlots ruleSlots `json:"qerSlots,omitempty"`
+	URRSlots ruleSlots `json:"urrSlots,omitempty"`
+	SDFSlots ruleSlots `json:"sdfSlots,omitempty"` // by PDR ID
 	// BufferSlots are the buffers of FARs that buffer, or forward once
 	// what they held is out, by FAR ID.
-	BufferSlots map[uint32]uint32 `json:"bufferSlots,omitempty"`
+	BufferSlots ruleSlots `json:"bufferSlots,omitempty"`
 }
 
 // NewStore returns an empty store over a data path; n3 is the source
@@ -96,19 +96,22 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Store{
+	s := &Store{
 		dp: dp, nh: nh, n3: n3, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
 		statics: map[netip.Addr]*static{},
 		urrs:    map[uint32]urrRef{},
 		// A PDR slot's counters start at zero: zeroed once the slot is out
-		// of use, before it is handed out again.
+		// of use, before it is handed out again, and before its first use
+		// unless the maps are new.
 		pdrSlots: newSlotPool("PDR", 0, pdrs, dp.ZeroPDRCounters), farSlots: newSlotPool("FAR", 0, fars, nil),
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity(), nil), // slot 0 stands for no QER
 		urrSlots: newSlotPool("URR", 1, dp.URRCapacity(), nil), // and no URR
 		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity(), nil),
 		bufSlots: newSlotPool("buffer", 1, dp.BufferCapacity(), nil),
 	}
+	s.pdrSlots.zeroed = dp.Unused()
+	return s
 }
 
 // SetBuffers lets FARs buffer; call before any session is installed.
@@ -127,9 +130,9 @@ func (s *Store) BufferStats(seid uint64) map[uint32]buffer.Stats {
 		return nil
 	}
 	stats := map[uint32]buffer.Stats{}
-	for id, slot := range in.BufferSlots {
-		if st, ok := s.buffers.Stats(slot); ok {
-			stats[id] = st
+	for _, e := range in.BufferSlots {
+		if st, ok := s.buffers.Stats(e.slot); ok {
+			stats[e.id] = st
 		}
 	}
 	return stats
@@ -143,7 +146,7 @@ func (s *Store) BufferSlot(seid uint64, farID uint32) (uint32, bool) {
 	if in == nil {
 		return 0, false
 	}
-	slot, ok := in.BufferSlots[farID]
+	slot, ok := in.BufferSlots.lookup(farID)
 	return slot, ok
 }
 
@@ -161,13 +164,14 @@ func (s *Store) DropBuffered(seid uint64) int {
 
 func (s *Store) dropHeld(in *installed) int {
 	n := 0
-	for _, slot := range in.BufferSlots {
-		n += s.buffers.Drop(slot)
+	for _, e := range in.BufferSlots {
+		n += s.buffers.Drop(e.slot)
 	}
 	return n
 }
 
-// Create installs a new session.
+// Create installs a new session. The store keeps its rule slices: the
+// caller must not write into them any more.
 func (s *Store) Create(sess Session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -179,7 +183,7 @@ func (s *Store) Create(sess Session) error {
 
 // Replace swaps a session's rules for new ones without a gap: packets see
 // either the old rules or the new ones. A URR the old session had keeps
-// its counts.
+// its counts. The store keeps the rule slices, as Create does.
 func (s *Store) Replace(sess Session) error { return s.replace(sess, false) }
 
 // ReplaceDropBuffered is Replace that also drops what the session's
@@ -218,7 +222,8 @@ func (s *Store) Delete(seid uint64) error {
 	return nil
 }
 
-// Get returns a session.
+// Get returns a session. Its rule slices are the store's, and those the
+// store was given: nobody writes into them.
 func (s *Store) Get(seid uint64) (Session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -257,12 +262,12 @@ func (s *Store) PDRCounters(seid uint64) (map[uint16]datapath.Counter, error) {
 		return nil, ErrNotFound
 	}
 	out := map[uint16]datapath.Counter{}
-	for id, slot := range in.PDRSlots {
-		c, err := s.dp.PDRCounter(slot)
+	for _, e := range in.PDRSlots {
+		c, err := s.dp.PDRCounter(e.slot)
 		if err != nil {
 			return nil, err
 		}
-		out[id] = c
+		out[uint16(e.id)] = c
 	}
 	return out, nil
 }
@@ -305,7 +310,7 @@ func (s *Store) urrSlot(seid uint64, urrID uint32) (*installed, uint32, error) {
 	if !ok {
 		return nil, 0, ErrNotFound
 	}
-	slot, ok := in.URRSlots[urrID]
+	slot, ok := in.URRSlots.lookup(urrID)
 	if !ok {
 		return nil, 0, fmt.Errorf("URR %d of session %d: %w", urrID, seid, ErrNotFound)
 	}
@@ -320,8 +325,20 @@ func (s *Store) URRBySlot(slot uint32) (seid uint64, urrID uint32, ok bool) {
 	return r.seid, r.id, ok
 }
 
-// dpKey is a data-path key: a TEID or a UE address.
-type dpKey = any
+// dpKey is a data-path key: a TEID, or a UE address when ue is valid.
+type dpKey struct {
+	teid uint32
+	ue   netip.Addr
+}
+
+func teidKey(teid uint32) dpKey { return dpKey{teid: teid} }
+
+func (k dpKey) String() string {
+	if k.ue.IsValid() {
+		return fmt.Sprintf("UE address %s", k.ue)
+	}
+	return fmt.Sprintf("TEID %d", k.teid)
+}
 
 func keysOf(sess *Session) []dpKey {
 	var keys []dpKey
@@ -336,17 +353,17 @@ func keysOf(sess *Session) []dpKey {
 }
 
 func (s *Store) deleteKey(k dpKey) error {
-	if teid, ok := k.(uint32); ok {
-		return s.dp.DeleteUplink(teid)
+	if k.ue.IsValid() {
+		return s.dp.DeleteDownlink(k.ue)
 	}
-	return s.dp.DeleteDownlink(k.(netip.Addr))
+	return s.dp.DeleteUplink(k.teid)
 }
 
 func (s *Store) putKey(k dpKey, set datapath.PDRSet) error {
-	if teid, ok := k.(uint32); ok {
-		return s.dp.PutUplink(teid, set)
+	if k.ue.IsValid() {
+		return s.dp.PutDownlink(k.ue, set)
 	}
-	return s.dp.PutDownlink(k.(netip.Addr), set)
+	return s.dp.PutUplink(k.teid, set)
 }
 
 // KeyOwner returns the session that owns the data-path key of p (its TEID,
@@ -362,27 +379,27 @@ func (s *Store) KeyOwner(p PDR) (uint64, bool) {
 }
 
 // owner returns the session that owns a key, if any.
-func (s *Store) owner(k dpKey) (uint64, bool) {
-	if teid, ok := k.(uint32); ok {
-		seid, found := s.teids[teid]
-		return seid, found
+func (s *Store) owner(k dpKey) (seid uint64, found bool) {
+	if k.ue.IsValid() {
+		seid, found = s.ues[k.ue]
+	} else {
+		seid, found = s.teids[k.teid]
 	}
-	seid, found := s.ues[k.(netip.Addr)]
 	return seid, found
 }
 
 func (s *Store) setOwner(k dpKey, seid uint64) {
-	if teid, ok := k.(uint32); ok {
-		s.teids[teid] = seid
+	if k.ue.IsValid() {
+		s.ues[k.ue] = seid
 	} else {
-		s.ues[k.(netip.Addr)] = seid
+		s.teids[k.teid] = seid
 	}
 }
 
 func (s *Store) dropOwner(k dpKey) {
-	if teid, ok := k.(uint32); ok {
-		delete(s.teids, teid)
+	if k.ue.IsValid() {
+		delete(s.ues, k.ue)
 	} else {
-		delete(s.ues, k.(netip.Addr))
+		delete(s.teids, k.teid)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -434,14 +433,14 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	e.store.pdrSlots.now = func() time.Time { return now }
 	check(t, e.store.Create(figure10()))
 	old := e.store.sessions[1].PDRSlots
-	e.pdrCounters(t, datapath.Counter{Packets: 3, Bytes: 300}, slices.Collect(maps.Values(old))...)
+	e.pdrCounters(t, datapath.Counter{Packets: 3, Bytes: 300}, old.sorted()...)
 	if counters, err := e.store.PDRCounters(1); err != nil || counters[10].Packets != 3 || counters[20].Packets != 3 {
 		t.Fatalf("PDR counters %+v, %v", counters, err)
 	}
 	check(t, e.store.Delete(1))
 	now = now.Add(slotReuseDelay)
 	check(t, e.store.Create(figure10()))
-	if reused := e.store.sessions[1].PDRSlots; !reflect.DeepEqual(slices.Sorted(maps.Values(reused)), slices.Sorted(maps.Values(old))) {
+	if reused := e.store.sessions[1].PDRSlots; !reflect.DeepEqual(reused.sorted(), old.sorted()) {
 		t.Fatalf("the new session has PDR slots %v, not the deleted one's %v", reused, old)
 	}
 	e.zeroCounters(t, e.store, 1)
@@ -453,8 +452,18 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	check(t, err)
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
 	restoreAll(t, restored, saved)
-	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(slices.Sorted(maps.Values(moved)), []uint32{2, 3}) {
+	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(moved.sorted(), []uint32{2, 3}) {
 		t.Fatalf("the restored session has PDR slots %v, want 2 and 3", moved)
 	}
 	e.zeroCounters(t, restored, 1)
+}
+
+// sorted are the slots, lowest first.
+func (r ruleSlots) sorted() []uint32 {
+	var slots []uint32
+	for _, e := range r {
+		slots = append(slots, e.slot)
+	}
+	slices.Sort(slots)
+	return slots
 }

@@ -22,6 +22,16 @@ func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// element is element i of one of a session's lists, named in full only for
+// an error: a session that is valid costs no names.
+type element struct {
+	list string
+	i    int
+}
+
+// field names a field of the element, "" for the element itself.
+func (e element) field(name string) string { return fmt.Sprintf("%s[%d]%s", e.list, e.i, name) }
+
 // Validate checks a session on its own; conflicts with other sessions are
 // the store's business.
 func Validate(s *Session) error {
@@ -34,129 +44,129 @@ func Validate(s *Session) error {
 	fars := map[uint32]*FAR{}
 	for i := range s.FARs {
 		f := &s.FARs[i]
-		field := fmt.Sprintf("fars[%d]", i)
+		at := element{"fars", i}
 		if _, dup := fars[f.ID]; dup {
-			return invalid(field+".farId", "FAR %d is defined twice", f.ID)
+			return invalid(at.field(".farId"), "FAR %d is defined twice", f.ID)
 		}
 		fars[f.ID] = f
-		if err := validateFAR(field, f); err != nil {
+		if err := validateFAR(at, f); err != nil {
 			return err
 		}
 	}
 	qers := map[uint32]bool{}
 	for i, q := range s.QERs {
 		if qers[q.ID] {
-			return invalid(fmt.Sprintf("qers[%d].qerId", i), "QER %d is defined twice", q.ID)
+			return invalid(element{"qers", i}.field(".qerId"), "QER %d is defined twice", q.ID)
 		}
 		qers[q.ID] = true
 		if q.QFI > 63 {
-			return invalid(fmt.Sprintf("qers[%d].qfi", i), "must be 0..63")
+			return invalid(element{"qers", i}.field(".qfi"), "must be 0..63")
 		}
 	}
 	urrs := map[uint32]bool{}
 	for i, u := range s.URRs {
 		if urrs[u.ID] {
-			return invalid(fmt.Sprintf("urrs[%d].urrId", i), "URR %d is defined twice", u.ID)
+			return invalid(element{"urrs", i}.field(".urrId"), "URR %d is defined twice", u.ID)
 		}
 		urrs[u.ID] = true
 	}
 	pdrIDs := map[uint16]bool{}
-	perKey := map[any]int{}
+	perKey := map[dpKey]int{}
 	for i := range s.PDRs {
 		p := &s.PDRs[i]
-		field := fmt.Sprintf("pdrs[%d]", i)
+		at := element{"pdrs", i}
 		if pdrIDs[p.ID] {
-			return invalid(field+".pdrId", "PDR %d is defined twice", p.ID)
+			return invalid(at.field(".pdrId"), "PDR %d is defined twice", p.ID)
 		}
 		pdrIDs[p.ID] = true
 		far, ok := fars[p.FARID]
 		if !ok {
-			return invalid(field+".farId", "FAR %d is not in the session", p.FARID)
+			return invalid(at.field(".farId"), "FAR %d is not in the session", p.FARID)
 		}
 		if len(p.QERIDs) > datapath.QERsPerPDR {
-			return invalid(field+".qerIds", "at most %d QERs per PDR", datapath.QERsPerPDR)
+			return invalid(at.field(".qerIds"), "at most %d QERs per PDR", datapath.QERsPerPDR)
 		}
 		for _, id := range p.QERIDs {
 			if !qers[id] {
-				return invalid(field+".qerIds", "QER %d is not in the session", id)
+				return invalid(at.field(".qerIds"), "QER %d is not in the session", id)
 			}
 		}
 		if len(p.URRIDs) > datapath.URRsPerPDR {
-			return invalid(field+".urrIds", "at most %d URRs per PDR", datapath.URRsPerPDR)
+			return invalid(at.field(".urrIds"), "at most %d URRs per PDR", datapath.URRsPerPDR)
 		}
 		for j, id := range p.URRIDs {
 			if !urrs[id] {
-				return invalid(field+".urrIds", "URR %d is not in the session", id)
+				return invalid(at.field(".urrIds"), "URR %d is not in the session", id)
 			}
 			if slices.Contains(p.URRIDs[:j], id) { // would count each packet twice
-				return invalid(field+".urrIds", "URR %d is named twice", id)
+				return invalid(at.field(".urrIds"), "URR %d is named twice", id)
 			}
 		}
-		if err := validatePDR(field, p, far); err != nil {
+		if err := validatePDR(at, p, far); err != nil {
 			return err
 		}
 		if key, ok := p.key(); ok {
 			if perKey[key]++; perKey[key] > datapath.PDRsPerKey {
-				return invalid(field, "more than %d PDRs share the key %v", datapath.PDRsPerKey, key)
+				return invalid(at.field(""), "more than %d PDRs share the key %v", datapath.PDRsPerKey, key)
 			}
 		}
 	}
 	return nil
 }
 
-func validateFAR(field string, f *FAR) error {
+func validateFAR(at element, f *FAR) error {
 	switch f.Action {
 	case ActionDrop, ActionBuffer: // the forwarding parameters wait for the FAR to forward
 		return nil
 	case ActionForward:
 	default:
-		return invalid(field+".applyAction", "unsupported action %d", f.Action)
+		return invalid(at.field(".applyAction"), "unsupported action %d", f.Action)
 	}
 	if f.DSCP > 63 {
-		return invalid(field+".forwardingParameters.dscp", "DSCP %d is not in 0..63", f.DSCP)
+		return invalid(at.field(".forwardingParameters.dscp"), "DSCP %d is not in 0..63", f.DSCP)
 	}
 	switch nh := f.NextHop; {
 	case !nh.IsValid():
 	case nh.IsUnspecified() || nh.IsMulticast():
-		return invalid(field+".forwardingParameters.nextHop", "%v is not a unicast address", nh)
+		return invalid(at.field(".forwardingParameters.nextHop"), "%v is not a unicast address", nh)
 	case f.DestinationInterface != InterfaceCore && f.DestinationInterface != InterfaceSGiLAN:
-		return invalid(field+".forwardingParameters.nextHop", "steers traffic towards the core; a tunnel's peer is its next hop")
+		return invalid(at.field(".forwardingParameters.nextHop"), "steers traffic towards the core; a tunnel's peer is its next hop")
 	}
 	switch f.DestinationInterface {
 	case InterfaceAccess, InterfaceCPFunction:
 		o := f.OuterHeaderCreation
 		if o == nil {
-			return invalid(field+".forwardingParameters.outerHeaderCreation", "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
 		}
 		if !o.Peer.Is4() {
-			return invalid(field+".forwardingParameters.outerHeaderCreation.ipv4Address", "must be an IPv4 address")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
 		}
 		if o.TEID == 0 {
-			return invalid(field+".forwardingParameters.outerHeaderCreation.teid", "must not be 0")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
 		}
 		if o.Port != 0 && o.Port != 2152 {
-			return invalid(field+".forwardingParameters.outerHeaderCreation.portNumber", "GTP-U is sent to port 2152, not %d", o.Port)
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
 		if f.OuterHeaderCreation != nil {
-			return invalid(field+".forwardingParameters.outerHeaderCreation", "tunnels towards the core (N9) are not supported")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "tunnels towards the core (N9) are not supported")
 		}
 	default:
-		return invalid(field+".destinationInterface", "forwarding to interface %d is not supported", f.DestinationInterface)
+		return invalid(at.field(".destinationInterface"), "forwarding to interface %d is not supported", f.DestinationInterface)
 	}
 	return nil
 }
 
-func validatePDR(field string, p *PDR, far *FAR) error {
+func validatePDR(at element, p *PDR, far *FAR) error {
 	if p.PDI.QFI > 63 {
-		return invalid(field+".pdi.qfi", "must be 0..63")
+		return invalid(at.field(".pdi.qfi"), "must be 0..63")
 	}
-	if err := validateSDFFilters(field+".pdi.sdfFilters", p.PDI.SDFFilters); err != nil {
+	if err := validateSDFFilters(at, p.PDI.SDFFilters); err != nil {
 		return err
 	}
 	ue := p.PDI.UEAddress
 	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
-		return invalid(field+".pdi.ueIPAddress", "must be an IPv4 address or an IPv6 prefix of /64 or longer")
+		return invalid(at.field(".pdi.ueIPAddress"), "must be an IPv4 address or an IPv6 prefix of /64 or longer")
 	}
 	forward := far.Action == ActionForward
 	switch p.PDI.SourceInterface {
@@ -164,34 +174,34 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 		// Both arrive as G-PDUs on N3: from the gNB, or from the CP
 		// function on its way to the UE (N4-u).
 		if p.PDI.TEID == 0 {
-			return invalid(field+".pdi.teid", "a PDR of GTP-U from access or the CP function needs the local TEID")
+			return invalid(at.field(".pdi.teid"), "a PDR of GTP-U from access or the CP function needs the local TEID")
 		}
 		if r := p.OuterHeaderRemoval; r == nil || (*r != RemoveGTPUUDPIPv4 && *r != RemoveGTPUUDPIPv6 && *r != RemoveGTPUUDPIP) {
-			return invalid(field+".outerHeaderRemoval", "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
+			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
 		}
 		// The CP function's packets share the downlink FAR (Open5GS), and
 		// are dropped while it buffers.
 		if far.Action == ActionBuffer && p.PDI.SourceInterface == InterfaceAccess {
-			return invalid(field+".farId", "uplink FAR %d buffers: only packets to the UE are buffered", far.ID)
+			return invalid(at.field(".farId"), "uplink FAR %d buffers: only packets to the UE are buffered", far.ID)
 		}
 		if p.PDI.SourceInterface == InterfaceAccess && forward && far.DestinationInterface == InterfaceAccess {
-			return invalid(field+".farId", "uplink FAR %d forwards back to access", far.ID)
+			return invalid(at.field(".farId"), "uplink FAR %d forwards back to access", far.ID)
 		}
 		if p.PDI.SourceInterface == InterfaceCPFunction && forward && far.DestinationInterface != InterfaceAccess {
-			return invalid(field+".farId", "FAR %d of packets from the CP function must forward to access", far.ID)
+			return invalid(at.field(".farId"), "FAR %d of packets from the CP function must forward to access", far.ID)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
 		if !ue.IsValid() {
-			return invalid(field+".pdi.ueIPAddress", "a core PDR needs the UE address")
+			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address")
 		}
 		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 {
-			return invalid(field+".outerHeaderRemoval", "a core PDR receives plain IP; nothing to remove")
+			return invalid(at.field(".outerHeaderRemoval"), "a core PDR receives plain IP; nothing to remove")
 		}
 		if forward && far.DestinationInterface != InterfaceAccess && far.DestinationInterface != InterfaceCPFunction {
-			return invalid(field+".farId", "downlink FAR %d must forward to access or to the CP function", far.ID)
+			return invalid(at.field(".farId"), "downlink FAR %d must forward to access or to the CP function", far.ID)
 		}
 	default:
-		return invalid(field+".pdi.sourceInterface", "unsupported source interface %d", p.PDI.SourceInterface)
+		return invalid(at.field(".pdi.sourceInterface"), "unsupported source interface %d", p.PDI.SourceInterface)
 	}
 	return nil
 }
@@ -200,20 +210,19 @@ func validatePDR(field string, p *PDR, far *FAR) error {
 // says, as Parse makes them, and that the data path holds them all: it
 // takes each pair of a filter's source and destination port ranges as a
 // filter of its own.
-func validateSDFFilters(field string, filters []SDFFilter) error {
+func validateSDFFilters(pdr element, filters []SDFFilter) error {
 	places := 0
 	for i, f := range filters {
-		field := fmt.Sprintf("%s[%d]", field, i)
 		if f.TOS != (sdf.TOS{}) || f.SPI != 0 || f.HasFlowLabel || f.Bidirectional {
-			return invalid(field, "only the flow description is supported, not ToS, SPI, flow label or filter ID")
+			return invalid(pdr.field(fmt.Sprintf(".pdi.sdfFilters[%d]", i)), "only the flow description is supported, not ToS, SPI, flow label or filter ID")
 		}
 		if _, err := sdf.Parse(f.String()); err != nil {
-			return invalid(field, "%v", err)
+			return invalid(pdr.field(fmt.Sprintf(".pdi.sdfFilters[%d]", i)), "%v", err)
 		}
 		places += max(len(f.Src.Ports), 1) * max(len(f.Dst.Ports), 1)
 	}
 	if places > datapath.SDFPerPDR {
-		return invalid(field, "a PDR holds %d SDF filters, counting one per pair of source and destination port ranges; these are %d",
+		return invalid(pdr.field(".pdi.sdfFilters"), "a PDR holds %d SDF filters, counting one per pair of source and destination port ranges; these are %d",
 			datapath.SDFPerPDR, places)
 	}
 	return nil
@@ -222,14 +231,14 @@ func validateSDFFilters(field string, filters []SDFFilter) error {
 // key is the data-path key a PDR is found by: a TEID for PDRs of GTP-U
 // (from access or the CP function), the UE address (IPv6: its /64) for
 // core PDRs.
-func (p *PDR) key() (any, bool) {
+func (p *PDR) key() (dpKey, bool) {
 	switch p.PDI.SourceInterface {
 	case InterfaceAccess, InterfaceCPFunction:
-		return p.PDI.TEID, true
+		return teidKey(p.PDI.TEID), true
 	case InterfaceCore, InterfaceSGiLAN:
-		return ueKey(p.PDI.UEAddress), true
+		return dpKey{ue: ueKey(p.PDI.UEAddress)}, true
 	}
-	return nil, false
+	return dpKey{}, false
 }
 
 // ueKey is the address the downlink maps are keyed by.

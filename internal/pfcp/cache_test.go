@@ -1,0 +1,41 @@
+package pfcp
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// A response is resent for retransmissions until it expires; then the
+// request is fresh again, and each request drops the responses expired
+// before it, but not one stored again for a request served anew.
+func TestResponseCacheExpires(t *testing.T) {
+	const ttl = time.Second
+	c := newResponseCache(ttl)
+	peer := netip.MustParseAddrPort("192.0.2.1:8805")
+	key := func(seq uint32) cacheKey { return cacheKey{from: peer, seq: seq, msgType: 50} }
+	start := time.Unix(0, 0)
+	for seq := range uint32(3) {
+		if _, fresh := c.begin(key(seq), start); !fresh {
+			t.Fatalf("request %d is not fresh", seq)
+		}
+		c.finish(key(seq), []byte{byte(seq)}, start)
+	}
+	if b, fresh := c.begin(key(1), start.Add(ttl)); fresh || len(b) != 1 || b[0] != 1 {
+		t.Fatalf("retransmission of request 1 at the TTL: %v, fresh %v; want the response", b, fresh)
+	}
+	// Request 2 is forgotten and served again later: its new response
+	// outlives the first one's expiry.
+	c.forget(key(2))
+	c.begin(key(2), start.Add(ttl/2))
+	c.finish(key(2), []byte{22}, start.Add(ttl/2))
+	if _, fresh := c.begin(key(9), start.Add(ttl+time.Nanosecond)); !fresh {
+		t.Fatal("request 9 is not fresh")
+	}
+	if _, kept := c.entries[key(0)]; kept {
+		t.Error("response 0 is kept after it expired")
+	}
+	if b, fresh := c.begin(key(2), start.Add(ttl+time.Nanosecond)); fresh || len(b) != 1 || b[0] != 22 {
+		t.Fatalf("retransmission of request 2 served anew: %v, fresh %v; want its second response", b, fresh)
+	}
+}
