@@ -116,9 +116,9 @@ func parseFlags(args []string) (cfg config, err error) {
 	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.window < 1 || cfg.rate < 1 {
 		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-window and -pfcp-rate must be positive")
 	}
-	// The paced PFCP run modifies and deletes sessions established before.
-	if requests := cfg.paced.Seconds() * float64(cfg.rate); cfg.pfcp && requests > 3*float64(cfg.pfcpSessions) {
-		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d needs -pfcp-sessions %.0f at least", cfg.paced, cfg.rate, requests/3)
+	// The paced PFCP runs modify and delete sessions established before.
+	if sessions := len(pacedRuns) * pacedRequests(cfg) / len(pacedKinds); cfg.pfcp && sessions > cfg.pfcpSessions {
+		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d needs -pfcp-sessions %d at least", cfg.paced, cfg.rate, sessions)
 	}
 	return cfg, nil
 }

@@ -18,8 +18,8 @@ func TestPFCPBench(t *testing.T) {
 		t.Skip("needs root: network namespaces and XDP")
 	}
 	const sessions = 100
-	// 300 paced requests: 100 of each kind.
-	args := []string{"-pfcp", "-pfcp-sessions", "100", "-pfcp-rounds", "2", "-paced", "300ms", "-runs", "1", "-flows", "16"}
+	// Two runs of 150 paced requests: 50 of each kind.
+	args := []string{"-pfcp", "-pfcp-sessions", "100", "-pfcp-rounds", "2", "-paced", "150ms", "-runs", "1", "-flows", "16"}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)
@@ -57,15 +57,20 @@ func TestPFCPBench(t *testing.T) {
 	if len(r.cost.uplink) != 1 || r.cost.uplink[0] <= 0 || r.cost.downlink[0] <= 0 {
 		t.Errorf("per-packet cost uplink %v, downlink %v: want one positive round each", r.cost.uplink, r.cost.downlink)
 	}
-	for _, kind := range pacedKinds {
-		if rts := r.paced[kind]; len(rts) != 100 || rts[0] <= 0 {
-			t.Errorf("%d paced %ss answered; want 100, each in more than 0", len(rts), kind)
+	for i, run := range r.paced {
+		for _, kind := range pacedKinds {
+			if rts := run.rts[kind]; len(rts) != 50 || rts[0] <= 0 {
+				t.Errorf("%s: %d paced %ss answered; want 50, each in more than 0", pacedRuns[i].name, len(rts), kind)
+			}
 		}
+	}
+	if r.paced[1].collections == 0 {
+		t.Errorf("no garbage collection finished during the run that starts one")
 	}
 
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| all | 300 |", "- establishment rate over PFCP, 100 sessions, median of 2 rounds: "} {
+	for _, want := range []string{"| 2 | ", "| all | 150 |", "- establishment rate over PFCP, 100 sessions, median of 2 rounds: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}

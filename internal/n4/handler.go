@@ -112,6 +112,15 @@ func (s *pfcpSession) chosenUE(p *session.PDR) bool {
 	return s.ue4.IsValid() && p.PDI.UEAddress == netip.PrefixFrom(s.ue4, 32)
 }
 
+// setIn sets m[k], making the map first: a session's maps stay nil, and
+// take no memory, until it has something to keep in them.
+func setIn[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+}
+
 func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
 	c.pdrs, c.fars, c.qers = slices.Clone(s.pdrs), slices.Clone(s.fars), slices.Clone(s.qers)
@@ -292,8 +301,9 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f, _ := req.CPFSEID.FSEID() // checked by the server
-	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, urrs: map[uint32]urr{}, meters: map[uint32]*meter{},
-		chosenTEIDs: map[uint32]bool{}, notify: map[uint32]bool{}}
+	// Room for the rules created, which come in any order.
+	s := &pfcpSession{seid: h.allocateSEID(), cpSEID: f.SEID, smf: peer, pdrs: slices.Grow([]session.PDR(nil), len(req.CreatePDR)),
+		fars: slices.Grow([]session.FAR(nil), len(req.CreateFAR)), qers: slices.Grow([]session.QER(nil), len(req.CreateQER))}
 	t := &txn{h: h, s: s, choose: map[uint8]uint32{}, now: time.Now()}
 	r := cmp.Or(notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
 		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation))),

@@ -305,7 +305,7 @@ func (t *txn) localFTEID(p *session.PDR, c *ie.IE) *refusal {
 		return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
 	}
 	t.teids = append(t.teids, teid)
-	t.s.chosenTEIDs[teid] = true
+	setIn(&t.s.chosenTEIDs, teid, true)
 	if f.HasChID() {
 		t.choose[f.ChooseID] = teid
 	}
@@ -402,7 +402,7 @@ func (t *txn) applyFAR(group *ie.IE, create bool) *refusal {
 		}
 		// NOCP: the SMF wants to hear of the first packet buffered.
 		if buff && c.HasNOCP() {
-			t.s.notify[id] = true
+			setIn(&t.s.notify, id, true)
 		} else {
 			delete(t.s.notify, id)
 		}
@@ -541,7 +541,7 @@ func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
 		return r
 	}
 	if create {
-		t.s.meters[id] = newMeter(datapath.URRUsage{}, t.now) // a new URR's counters start at 0
+		setIn(&t.s.meters, id, newMeter(datapath.URRUsage{}, t.now)) // a new URR's counters start at 0
 	} else if g.volume || g.time || g.validity {
 		usage, err := t.h.cfg.Store.URRUsage(t.s.seid, id)
 		if err != nil {
@@ -556,9 +556,9 @@ func (t *txn) applyURR(group *ie.IE, create bool) *refusal {
 		}
 		// A quota granted anew is valid for the validity time from now.
 		m.quotaGiven, m.expired = t.now, false
-		t.s.meters[id] = &m
+		setIn(&t.s.meters, id, &m)
 	}
-	t.s.urrs[id] = u
+	setIn(&t.s.urrs, id, u)
 	return nil
 }
 

@@ -25,11 +25,16 @@ type responseCache struct {
 	ttl     time.Duration
 	entries map[cacheKey]cachedResponse
 	// expiring are the responses in the order they expire (the order they
-	// were stored), so that each request drops the few that did: a sweep
-	// of the whole cache held every request for the 100 ms it took at
-	// 20,000 requests a second.
+	// were stored), so that each request drops a few of those that did: a
+	// sweep of the whole cache held every request for the 100 ms it took
+	// at 20,000 requests a second, and so would the first request after a
+	// burst that long ago.
 	expiring []expiry
 }
+
+// expiredPerRequest bounds the expired responses a request drops: more
+// than one, so that the cache shrinks after a burst.
+const expiredPerRequest = 8
 
 type expiry struct {
 	key cacheKey
@@ -45,7 +50,7 @@ func newResponseCache(ttl time.Duration) *responseCache {
 func (c *responseCache) begin(k cacheKey, now time.Time) (encoded []byte, fresh bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.expiring) > 0 && now.After(c.expiring[0].at) {
+	for n := 0; n < expiredPerRequest && len(c.expiring) > 0 && now.After(c.expiring[0].at); n++ {
 		// The entry may be another one by now: a request forgotten and
 		// then served again.
 		if e, ok := c.entries[c.expiring[0].key]; ok && e.encoded != nil && now.After(e.expires) {

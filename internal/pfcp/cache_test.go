@@ -39,3 +39,29 @@ func TestResponseCacheExpires(t *testing.T) {
 		t.Fatalf("retransmission of request 2 served anew: %v, fresh %v; want its second response", b, fresh)
 	}
 }
+
+// The first request after a burst long ago drops a few of its responses,
+// not all of them at once: the requests after it drop the rest.
+func TestResponseCacheDropsABurstGradually(t *testing.T) {
+	const ttl, burst = time.Second, 5 * expiredPerRequest
+	c := newResponseCache(ttl)
+	start := time.Unix(0, 0)
+	for seq := range uint32(burst) {
+		k := cacheKey{seq: seq}
+		c.begin(k, start)
+		c.finish(k, []byte{1}, start)
+	}
+	later := start.Add(time.Hour)
+	c.begin(cacheKey{seq: burst}, later)
+	if n := len(c.entries); n != burst+1-expiredPerRequest {
+		t.Fatalf("%d responses kept after the first request, want %d", n, burst+1-expiredPerRequest)
+	}
+	for seq := uint32(burst + 1); seq <= burst+burst/expiredPerRequest-1; seq++ {
+		c.begin(cacheKey{seq: seq}, later)
+	}
+	for seq := range uint32(burst) {
+		if _, kept := c.entries[cacheKey{seq: seq}]; kept {
+			t.Fatalf("response %d of the burst kept after %d requests", seq, burst/expiredPerRequest)
+		}
+	}
+}

@@ -78,9 +78,9 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		t.undo()
 		return err
 	}
-	sets := pdrSets(t.in)
 	for i, k := range keys {
-		if err := s.putKey(k, sets[k]); err != nil {
+		set, _ := pdrSet(t.in, k)
+		if err := s.putKey(k, set); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
 			return fmt.Errorf("installing %s: %w", k, err)
@@ -135,12 +135,8 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 
 // restoreKeys puts keys back the way they were before a failed install.
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
-	var oldSets map[dpKey]datapath.PDRSet
-	if old != nil {
-		oldSets = pdrSets(old)
-	}
 	for _, k := range keys {
-		if set, ok := oldSets[k]; ok {
+		if set, ok := pdrSet(old, k); ok {
 			s.putKey(k, set)
 		} else {
 			s.deleteKey(k)
@@ -432,26 +428,25 @@ func address(e sdf.Endpoint) netip.Prefix {
 	return e.Prefix
 }
 
-// pdrSets groups an installed session's PDR slots by key, highest
-// precedence first.
-func pdrSets(in *installed) map[dpKey]datapath.PDRSet {
-	byKey := map[dpKey][]int{}
+// pdrSet is the set of the PDR slots of an installed session (nil: none)
+// found by key k, highest precedence first; false when no PDR is.
+func pdrSet(in *installed, k dpKey) (datapath.PDRSet, bool) {
+	var set datapath.PDRSet
+	if in == nil {
+		return set, false
+	}
+	idx := make([]int, 0, datapath.PDRsPerKey)
 	for i := range in.PDRs {
-		if k, ok := in.PDRs[i].key(); ok {
-			byKey[k] = append(byKey[k], i)
+		if key, ok := in.PDRs[i].key(); ok && key == k {
+			idx = append(idx, i)
 		}
 	}
-	sets := map[dpKey]datapath.PDRSet{}
-	for k, idx := range byKey {
-		byPrecedence(in.PDRs, idx)
-		var set datapath.PDRSet
-		for _, i := range idx {
-			set.Pdr[set.Count] = in.PDRSlots.of(uint32(in.PDRs[i].ID))
-			set.Count++
-		}
-		sets[k] = set
+	byPrecedence(in.PDRs, idx)
+	for _, i := range idx {
+		set.Pdr[set.Count] = in.PDRSlots.of(uint32(in.PDRs[i].ID))
+		set.Count++
 	}
-	return sets
+	return set, len(idx) > 0
 }
 
 // forget gives back what an installed session owned, once no key points at

@@ -1,10 +1,10 @@
 package session
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
-	"sort"
 
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/sdf"
@@ -252,11 +252,8 @@ func ueKey(p netip.Prefix) netip.Addr {
 // byPrecedence orders PDR indexes highest precedence (lowest value) first,
 // ties by PDR ID so the order is stable.
 func byPrecedence(pdrs []PDR, idx []int) {
-	sort.Slice(idx, func(a, b int) bool {
-		pa, pb := &pdrs[idx[a]], &pdrs[idx[b]]
-		if pa.Precedence != pb.Precedence {
-			return pa.Precedence < pb.Precedence
-		}
-		return pa.ID < pb.ID
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, pb := &pdrs[a], &pdrs[b]
+		return cmp.Or(cmp.Compare(pa.Precedence, pb.Precedence), cmp.Compare(pa.ID, pb.ID))
 	})
 }
