@@ -142,6 +142,11 @@ type PFCPStats struct {
 	UnmatchedResponses uint64 `json:"unmatchedResponses"`
 	Overload           uint64 `json:"overload"`
 	Panics             uint64 `json:"panics"`
+	// Handling counts the requests answered by the time from reading the
+	// request to sending the response: element i those within 2^((i+1)/4)
+	// µs and over the element before's bound (pfcp.HandlingBound); the
+	// last also longer ones.
+	Handling [pfcp.HandlingBuckets]uint64 `json:"handling"`
 }
 
 // PFCP is the daemon's N4 interface.

@@ -49,10 +49,12 @@ var pacedRuns = [...]struct {
 }{{"as it comes", false}, {"collection forced", true}}
 
 // pacedRun is what a paced run measured: response times by kind, sorted;
-// the time from the first request to the last response; the collections
-// the Go runtime finished meanwhile.
+// the UPF's handling times, from reading a request to sending its
+// response; the time from the first request to the last response; the
+// collections the Go runtime finished meanwhile.
 type pacedRun struct {
 	rts         map[string][]time.Duration
+	handling    [pfcp.HandlingBuckets]uint64
 	took        time.Duration
 	collections uint64
 }
@@ -108,7 +110,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 		return err
 	}
 	defer func() { err = errors.Join(err, u.Close()) }()
-	smf, stop, err := servePFCP(u.Store)
+	smf, srv, stop, err := servePFCP(u.Store)
 	if err != nil {
 		return err
 	}
@@ -155,7 +157,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 		progress("PFCP: requests at %d/s for %s, %s", cfg.rate, cfg.paced, run.name)
 		// Each run its own sessions: the first third of a run's requests.
 		from := i * pacedRequests(cfg) / len(pacedKinds)
-		if res.paced[i], err = paced(ctx, smf, cfg, ups[from:], len(ups)+from, establishment, run.collect); err != nil {
+		if res.paced[i], err = paced(ctx, smf, srv, cfg, ups[from:], len(ups)+from, establishment, run.collect); err != nil {
 			return fmt.Errorf("paced requests %s: %w", run.name, err)
 		}
 	}
@@ -169,7 +171,7 @@ func pacedRequests(cfg config) int { return int(cfg.paced.Seconds() * float64(cf
 // established before, request j establishes session next+m, moves the
 // downlink tunnel of ups[m], or deletes ups[m], m = j/3, in turn: the count
 // of sessions stays put.
-func paced(ctx context.Context, smf *pfcptest.SMF, cfg config, ups []pfcptest.Session, next int,
+func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config, ups []pfcptest.Session, next int,
 	establishment func(i int, b []byte) ([]byte, error), collect bool) (pacedRun, error) {
 	run := pacedRun{rts: map[string][]time.Duration{}}
 	collections := func() uint64 {
@@ -177,7 +179,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, cfg config, ups []pfcptest.Se
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	before := collections()
+	before, handledBefore := collections(), srv.Stats().Handling
 	start := time.Now()
 	if collect {
 		go runtime.GC()
@@ -205,6 +207,9 @@ func paced(ctx context.Context, smf *pfcptest.SMF, cfg config, ups []pfcptest.Se
 		})
 	run.took = time.Since(start)
 	run.collections = collections() - before
+	for i, n := range srv.Stats().Handling {
+		run.handling[i] = n - handledBefore[i]
+	}
 	for _, d := range run.rts {
 		slices.Sort(d)
 	}
@@ -214,24 +219,24 @@ func paced(ctx context.Context, smf *pfcptest.SMF, cfg config, ups []pfcptest.Se
 // servePFCP serves N4 on a loopback port over store, as the daemon does
 // (without a UE pool: the SMF gives the addresses), and returns an SMF
 // associated with it.
-func servePFCP(store *session.Store) (_ *pfcptest.SMF, stop func() error, err error) {
+func servePFCP(store *session.Store) (_ *pfcptest.SMF, _ *pfcp.Server, stop func() error, err error) {
 	handler := n4.New(n4.Config{Store: store, N3: []netip.Addr{demo.N3Addr}})
 	// No heartbeats: they would go to port 8805 of the SMF's host, where
 	// the bench does not listen.
 	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.bench", Features: []pfcp.UPFeature{pfcp.FeatureFTUP},
 		HeartbeatInterval: time.Hour, Handler: handler})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	smf, err := pfcptest.NewSMF("smf.xdp5g.bench", srv.Addr())
 	if err != nil {
-		return nil, nil, errors.Join(err, srv.Close())
+		return nil, nil, nil, errors.Join(err, srv.Close())
 	}
 	stop = func() error { return errors.Join(smf.Close(), srv.Close()) }
 	if _, err := smf.Associate(); err != nil {
-		return nil, nil, errors.Join(err, stop())
+		return nil, nil, nil, errors.Join(err, stop())
 	}
-	return smf, stop, nil
+	return smf, srv, stop, nil
 }
 
 // cpSEID is the SMF's SEID of session i.

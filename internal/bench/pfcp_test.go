@@ -64,6 +64,17 @@ func TestPFCPBench(t *testing.T) {
 			}
 		}
 	}
+	for i, run := range r.paced {
+		// The last responses may reach the SMF before their handling is
+		// counted.
+		var handled uint64
+		for _, n := range run.handling {
+			handled += n
+		}
+		if handled < 140 || handled > 150 {
+			t.Errorf("%s: %d requests in the UPF's handling times, want the 150 of the run", pacedRuns[i].name, handled)
+		}
+	}
 	if r.paced[1].collections == 0 {
 		t.Errorf("no garbage collection finished during the run that starts one")
 	}

@@ -183,11 +183,12 @@ func (s *Server) readLoop() {
 		}
 		s.stats.received.Add(1)
 		// Decoded messages alias the bytes and outlive the buffer.
-		s.receive(slices.Clone(buf[:n]), netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+		s.receive(slices.Clone(buf[:n]), netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), time.Now())
 	}
 }
 
-func (s *Server) receive(datagram []byte, from netip.AddrPort) {
+// receive serves a datagram read at time read.
+func (s *Server) receive(datagram []byte, from netip.AddrPort, read time.Time) {
 	defer s.recoverPanic()
 	for rest := datagram; ; {
 		msg, next, err := nextMessage(rest)
@@ -201,7 +202,7 @@ func (s *Server) receive(datagram []byte, from netip.AddrPort) {
 			s.log.Debug("PFCP datagram dropped", "from", from, "err", err)
 			return
 		}
-		s.receiveMessage(msg, from)
+		s.receiveMessage(msg, from, read)
 		if len(next) == 0 {
 			return
 		}
@@ -220,7 +221,7 @@ func (s *Server) countDropped(err error) {
 	}
 }
 
-func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
+func (s *Server) receiveMessage(b []byte, from netip.AddrPort, read time.Time) {
 	k := kindOf(b[1])
 	switch {
 	case k == unserved:
@@ -243,7 +244,7 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
 		return
 	}
 	key := cacheKey{from: from, seq: msg.Sequence(), msgType: msg.MessageType()}
-	if cached, fresh := s.cache.begin(key, time.Now()); !fresh {
+	if cached, fresh := s.cache.begin(key, read); !fresh {
 		s.stats.retransmissions.Add(1)
 		if cached != nil {
 			s.send(cached, from)
@@ -252,7 +253,7 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
 	}
 	body := b[headerLen(b):]
 	select {
-	case s.jobs <- func() { s.serve(msg, body, from, key) }:
+	case s.jobs <- func() { s.serve(msg, body, from, key, read) }:
 	default: // the peer retransmits
 		s.cache.forget(key)
 		s.stats.overload.Add(1)
@@ -261,7 +262,7 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort) {
 
 // serve answers a request, on the worker, and leaves the response to the
 // sender.
-func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey) {
+func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey, read time.Time) {
 	answered := false
 	defer func() {
 		if !answered {
@@ -274,14 +275,15 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	}
 	resp.SetSequenceNumber(req.Sequence())
 	select {
-	case s.sends <- func() { s.sendResponse(resp, key) }:
+	case s.sends <- func() { s.sendResponse(resp, key, read) }:
 		answered = true
 	case <-s.ctx.Done():
 	}
 }
 
-// sendResponse encodes, caches and sends a response, on the sender.
-func (s *Server) sendResponse(resp message.Message, key cacheKey) {
+// sendResponse encodes, caches and sends the response to a request read at
+// time read, on the sender.
+func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time) {
 	cached := false
 	defer func() {
 		if !cached {
@@ -296,6 +298,7 @@ func (s *Server) sendResponse(resp message.Message, key cacheKey) {
 	s.cache.finish(key, b, time.Now())
 	cached = true
 	s.send(b, key.from)
+	s.stats.handled(time.Since(read))
 }
 
 // runJobs runs the jobs of a queue one at a time until the server closes.

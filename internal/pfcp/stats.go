@@ -1,6 +1,11 @@
 package pfcp
 
-import "sync/atomic"
+import (
+	"math"
+	"slices"
+	"sync/atomic"
+	"time"
+)
 
 // Stats counts the datagrams the server received and what it could not or
 // would not serve, by reason.
@@ -21,14 +26,64 @@ type Stats struct {
 	Overload           uint64 // requests dropped because the queue was full
 
 	Panics uint64 // recovered while serving a datagram or request
+
+	// Handling counts the requests answered by the time from reading the
+	// request to sending its response: element i those that took at most
+	// HandlingBound(i), and more than the bound before; the last also any
+	// longer ones. Retransmissions answered from the cache do not count.
+	Handling [HandlingBuckets]uint64
+}
+
+// HandlingBuckets is the length of Stats.Handling.
+const HandlingBuckets = 64
+
+// HandlingBound is the upper bound of element i of Stats.Handling: 2^((i+1)/4)
+// µs, each a quarter of an octave (19%) above the one before; the last is
+// 65.5 ms.
+func HandlingBound(i int) time.Duration { return handlingBounds[i] }
+
+var handlingBounds = func() (b [HandlingBuckets]time.Duration) {
+	for i := range b {
+		b[i] = time.Duration(math.Round(float64(time.Microsecond) * math.Exp2(float64(i+1)/4)))
+	}
+	return b
+}()
+
+// HandlingPercentile is the bound of the element of a Handling histogram
+// that holds its p-th percentile request (nearest rank): at most a fifth
+// over the time itself. 0 for an empty histogram.
+func HandlingPercentile(h [HandlingBuckets]uint64, p float64) time.Duration {
+	var total uint64
+	for _, n := range h {
+		total += n
+	}
+	rank := uint64(math.Ceil(p / 100 * float64(total)))
+	var seen uint64
+	for i, n := range h {
+		if seen += n; n > 0 && seen >= rank {
+			return HandlingBound(i)
+		}
+	}
+	return 0
 }
 
 type counters struct {
 	received, truncated, badLength, badVersion, badHeader, unknownType, undecodable,
 	retransmissions, unmatchedResponses, overload, panics atomic.Uint64
+	handling [HandlingBuckets]atomic.Uint64
+}
+
+// handled counts a request answered d after it was read.
+func (c *counters) handled(d time.Duration) {
+	i, _ := slices.BinarySearch(handlingBounds[:], d)
+	c.handling[min(i, HandlingBuckets-1)].Add(1)
 }
 
 func (c *counters) snapshot() Stats {
+	var handling [HandlingBuckets]uint64
+	for i := range handling {
+		handling[i] = c.handling[i].Load()
+	}
 	return Stats{
 		Received:           c.received.Load(),
 		Truncated:          c.truncated.Load(),
@@ -41,5 +96,6 @@ func (c *counters) snapshot() Stats {
 		UnmatchedResponses: c.unmatchedResponses.Load(),
 		Overload:           c.overload.Load(),
 		Panics:             c.panics.Load(),
+		Handling:           handling,
 	}
 }

