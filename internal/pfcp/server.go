@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -80,8 +81,10 @@ type Server struct {
 	// handler, so it sees one call at a time, in order.
 	jobs chan func()
 	// sends run on the sender goroutine: the worker leaves the encoding,
-	// caching and sending of a response to it and serves the next request.
+	// caching and sending of a response to it and serves the next request,
+	// when one is waiting.
 	sends  chan func()
+	unsent atomic.Int32 // responses given to the sender and not sent yet
 	cache  *responseCache
 	tx     *transactions
 	assocs associations
@@ -274,15 +277,25 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 		return
 	}
 	resp.SetSequenceNumber(req.Sequence())
+	// With no request waiting and no response before it still to send,
+	// the worker sends the response itself: the hand-over to the sender
+	// would only delay it.
+	if len(s.jobs) == 0 && s.unsent.Load() == 0 {
+		answered = true
+		s.sendResponse(resp, key, read)
+		return
+	}
+	s.unsent.Add(1)
 	select {
-	case s.sends <- func() { s.sendResponse(resp, key, read) }:
+	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read) }:
 		answered = true
 	case <-s.ctx.Done():
+		s.unsent.Add(-1)
 	}
 }
 
 // sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender.
+// time read, on the sender (or the worker: see serve).
 func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time) {
 	cached := false
 	defer func() {
