@@ -38,12 +38,7 @@ func mapArray[T any](m *ebpf.Map) (mapped[T], error) {
 	return mapped[T]{mem: mem, stride: uintptr(stride(m)), name: m.String()}, err
 }
 
-func (a mapped[T]) len() uint32 {
-	if a.stride == 0 {
-		return 0
-	}
-	return uint32(uintptr(len(a.mem)) / a.stride)
-}
+func (a mapped[T]) len() uint32 { return uint32(uintptr(len(a.mem)) / a.stride) }
 
 // at is the value in slot, which must be in range.
 func (a mapped[T]) at(slot uint32) *T { return (*T)(unsafe.Pointer(&a.mem[uintptr(slot)*a.stride])) }
