@@ -83,9 +83,9 @@ func (res pfcpResult) medianRate() float64 {
 func measurePFCP(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config) (res pfcpResult, err error) {
 	res.window, res.rate, res.cost.sessions = cfg.window, cfg.rate, cfg.pfcpSessions
 	// The store keeps the rule slots a request frees out of use for a
-	// second; a paced request takes two PDR and two FAR slots at most (a
-	// modification rewrites the session), a session's share of the tables
-	// is four of each.
+	// second. Paced establishments and modifications (which rewrite the
+	// session) take a session's share of the tables each, two requests in
+	// three: the freed shares cooling at any time are at most that many.
 	res.maxSessions = cfg.pfcpSessions + cfg.rate
 	for r := range cfg.pfcpRounds {
 		// Every round fills a heap the previous one gave back, as a daemon
@@ -155,8 +155,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	}
 	for i, run := range pacedRuns {
 		progress("PFCP: requests at %d/s for %s, %s", cfg.rate, cfg.paced, run.name)
-		// Each run its own sessions: the first third of a run's requests.
-		from := i * pacedRequests(cfg) / len(pacedKinds)
+		from := i * pacedSessions(cfg) // each run its own sessions
 		if res.paced[i], err = paced(ctx, smf, srv, cfg, ups[from:], len(ups)+from, establishment, run.collect); err != nil {
 			return fmt.Errorf("paced requests %s: %w", run.name, err)
 		}
@@ -165,6 +164,13 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 }
 
 func pacedRequests(cfg config) int { return int(cfg.paced.Seconds() * float64(cfg.rate)) }
+
+// pacedSessions is how many sessions a paced run establishes, and how many
+// of those established before it moves or deletes at most: a request of
+// each kind in turn, from an establishment.
+func pacedSessions(cfg config) int {
+	return (pacedRequests(cfg) + len(pacedKinds) - 1) / len(pacedKinds)
+}
 
 // paced sends cfg.rate requests a second for cfg.paced, forcing a
 // garbage collection as they start if collect. With ups sessions

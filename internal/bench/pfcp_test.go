@@ -87,3 +87,17 @@ func TestPFCPBench(t *testing.T) {
 		}
 	}
 }
+
+// A paced run of 1,000 requests starts and ends with an establishment: 334
+// sessions, so the two runs need 668 established before, each run its own.
+func TestPacedSessions(t *testing.T) {
+	for sessions, ok := range map[string]bool{"667": false, "668": true} {
+		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s"})
+		if (err == nil) != ok {
+			t.Errorf("-pfcp-sessions %s with -paced 1s: %v, want accepted %v", sessions, err, ok)
+		}
+		if err == nil && pacedSessions(cfg) != 334 {
+			t.Errorf("a run of 1,000 requests establishes %d sessions, want 334", pacedSessions(cfg))
+		}
+	}
+}
