@@ -143,9 +143,9 @@ type PFCPStats struct {
 	Overload           uint64 `json:"overload"`
 	Panics             uint64 `json:"panics"`
 	// Handling counts the requests answered by the time from reading the
-	// request to sending the response: element i those within 2^((i+1)/4)
-	// µs and over the element before's bound (pfcp.HandlingBound); the
-	// last also longer ones.
+	// request to sending the response: element i those within
+	// 10^((i+1)/20) µs and over the element before's bound
+	// (pfcp.HandlingBound); the last also longer ones.
 	Handling [pfcp.HandlingBuckets]uint64 `json:"handling"`
 }
 

@@ -117,7 +117,7 @@ func parseFlags(args []string) (cfg config, err error) {
 		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-window and -pfcp-rate must be positive")
 	}
 	// The paced PFCP runs modify and delete sessions established before.
-	if sessions := len(pacedRuns) * pacedSessions(cfg); cfg.pfcp && sessions > cfg.pfcpSessions {
+	if sessions := pacedSessions(cfg); cfg.pfcp && sessions > cfg.pfcpSessions {
 		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d needs -pfcp-sessions %d at least", cfg.paced, cfg.rate, sessions)
 	}
 	return cfg, nil

@@ -21,8 +21,9 @@ import (
 	"github.com/xdp5g/xdp5g/internal/session"
 )
 
-// The kinds of requests of the paced run, in the order they take turns.
-var pacedKinds = []string{"establishment", "modification", "deletion"}
+// The kinds of requests of a paced run over sessions, in the order they
+// take turns.
+var sessionKinds = []string{"establishment", "modification", "deletion"}
 
 // pfcpResult is what `xdp5g bench -pfcp` measured: rounds of
 // establishing cost.sessions sessions over PFCP, each over a fresh data
@@ -37,16 +38,46 @@ type pfcpResult struct {
 	paced       [len(pacedRuns)]pacedRun
 }
 
-// The paced runs: one as the process comes (at a thousand requests a
-// second the heap grows too slowly to need a garbage collection for
-// minutes: it has none, unless the establishments left one due), and one
-// that forces a collection as its requests start. A collection marks every
-// session the process holds; a forced one starts without the headroom
-// the runtime leaves its own, so the requests meanwhile assist it more.
-var pacedRuns = [...]struct {
+// The paced runs. The first sends Heartbeat Requests alone, the least a
+// request can ask through the UPF's socket, reader, worker and encoder:
+// its times are the floor that the host and the process set under every
+// request's. Then two over sessions: one as the process comes (at a
+// thousand requests a second the heap grows too slowly to need a garbage
+// collection for minutes: it has none, unless the establishments left one
+// due), and one that forces a collection as its requests start. A
+// collection marks every session the process holds; a forced one starts
+// without the headroom the runtime leaves its own, so the requests
+// meanwhile assist it more.
+var pacedRuns = [...]pacedRunSpec{
+	{"heartbeats", []string{"heartbeat"}, false},
+	{"as it comes", sessionKinds, false},
+	{"collection forced", sessionKinds, true},
+}
+
+type pacedRunSpec struct {
 	name    string
-	collect bool
-}{{"as it comes", false}, {"collection forced", true}}
+	kinds   []string // of the requests, taking turns
+	collect bool     // force a garbage collection as the requests start
+}
+
+// sessions is how many sessions a paced run establishes, and how many of
+// those established before it moves or deletes at most: a request of each
+// kind in turn, from an establishment.
+func (r pacedRunSpec) sessions(cfg config) int {
+	if !slices.Contains(r.kinds, "establishment") {
+		return 0
+	}
+	return (pacedRequests(cfg) + len(r.kinds) - 1) / len(r.kinds)
+}
+
+// pacedSessions is how many sessions the paced runs establish, and how
+// many of those established before they move or delete at most.
+func pacedSessions(cfg config) (n int) {
+	for _, r := range pacedRuns {
+		n += r.sessions(cfg)
+	}
+	return n
+}
 
 // pacedRun is what a paced run measured: response times by kind, sorted;
 // the UPF's handling times, from reading a request to sending its
@@ -153,32 +184,26 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs); err != nil {
 		return err
 	}
+	from := 0 // each run its own sessions
 	for i, run := range pacedRuns {
 		progress("PFCP: requests at %d/s for %s, %s", cfg.rate, cfg.paced, run.name)
-		from := i * pacedSessions(cfg) // each run its own sessions
-		if res.paced[i], err = paced(ctx, smf, srv, cfg, ups[from:], len(ups)+from, establishment, run.collect); err != nil {
+		if res.paced[i], err = paced(ctx, smf, srv, cfg, run, ups[from:], len(ups)+from, establishment); err != nil {
 			return fmt.Errorf("paced requests %s: %w", run.name, err)
 		}
+		from += run.sessions(cfg)
 	}
 	return nil
 }
 
 func pacedRequests(cfg config) int { return int(cfg.paced.Seconds() * float64(cfg.rate)) }
 
-// pacedSessions is how many sessions a paced run establishes, and how many
-// of those established before it moves or deletes at most: a request of
-// each kind in turn, from an establishment.
-func pacedSessions(cfg config) int {
-	return (pacedRequests(cfg) + len(pacedKinds) - 1) / len(pacedKinds)
-}
-
-// paced sends cfg.rate requests a second for cfg.paced, forcing a
-// garbage collection as they start if collect. With ups sessions
-// established before, request j establishes session next+m, moves the
-// downlink tunnel of ups[m], or deletes ups[m], m = j/3, in turn: the count
-// of sessions stays put.
-func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config, ups []pfcptest.Session, next int,
-	establishment func(i int, b []byte) ([]byte, error), collect bool) (pacedRun, error) {
+// paced sends cfg.rate requests a second for cfg.paced, of the run's kinds
+// in turn, forcing a garbage collection as they start if the run says so.
+// With ups sessions established before, request j establishes session
+// next+m, moves the downlink tunnel of ups[m], or deletes ups[m], m = j
+// divided by the number of kinds: the count of sessions stays put.
+func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config, spec pacedRunSpec, ups []pfcptest.Session,
+	next int, establishment func(i int, b []byte) ([]byte, error)) (pacedRun, error) {
 	run := pacedRun{rts: map[string][]time.Duration{}}
 	collections := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
@@ -187,13 +212,15 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 	}
 	before, handledBefore := collections(), srv.Stats().Handling
 	start := time.Now()
-	if collect {
+	if spec.collect {
 		go runtime.GC()
 	}
 	err := smf.Pipeline(ctx, pacedRequests(cfg), cfg.window, time.Second/time.Duration(cfg.rate),
 		func(j int, b []byte) ([]byte, error) {
-			m := j / len(pacedKinds)
-			switch pacedKinds[j%len(pacedKinds)] {
+			m := j / len(spec.kinds)
+			switch spec.kinds[j%len(spec.kinds)] {
+			case "heartbeat":
+				return pfcptest.AppendMessage(b, smf.HeartbeatRequest())
 			case "establishment":
 				return establishment(next+m, b)
 			case "modification": // to another TEID of the same gNB
@@ -203,10 +230,10 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 			}
 		},
 		func(j int, resp []byte, rt time.Duration) error {
-			kind := pacedKinds[j%len(pacedKinds)]
+			kind := spec.kinds[j%len(spec.kinds)]
 			run.rts[kind] = append(run.rts[kind], rt)
 			if kind == "establishment" {
-				_, err := pfcptest.ParseEstablished(cpSEID(next+j/len(pacedKinds)), resp)
+				_, err := pfcptest.ParseEstablished(cpSEID(next+j/len(spec.kinds)), resp)
 				return err
 			}
 			return accepted(resp)
@@ -248,13 +275,16 @@ func servePFCP(store *session.Store) (_ *pfcptest.SMF, _ *pfcp.Server, stop func
 // cpSEID is the SMF's SEID of session i.
 func cpSEID(i int) uint64 { return uint64(i) + 1 }
 
-// accepted fails unless resp accepts a modification or a deletion.
+// accepted fails unless resp answers a heartbeat, or accepts a
+// modification or a deletion.
 func accepted(b []byte) error {
 	resp, err := message.Parse(b)
 	if err != nil {
 		return err
 	}
 	switch r := resp.(type) {
+	case *message.HeartbeatResponse:
+		return nil
 	case *message.SessionModificationResponse:
 		return pfcptest.Accepted("session modification", r.Cause)
 	case *message.SessionDeletionResponse:

@@ -18,7 +18,8 @@ func TestPFCPBench(t *testing.T) {
 		t.Skip("needs root: network namespaces and XDP")
 	}
 	const sessions = 100
-	// Two runs of 150 paced requests: 50 of each kind.
+	// Runs of 150 paced requests: 150 heartbeats, then 50 of each kind
+	// over sessions.
 	args := []string{"-pfcp", "-pfcp-sessions", "100", "-pfcp-rounds", "2", "-paced", "150ms", "-runs", "1", "-flows", "16"}
 	cfg, err := parseFlags(args)
 	if err != nil {
@@ -58,9 +59,10 @@ func TestPFCPBench(t *testing.T) {
 		t.Errorf("per-packet cost uplink %v, downlink %v: want one positive round each", r.cost.uplink, r.cost.downlink)
 	}
 	for i, run := range r.paced {
-		for _, kind := range pacedKinds {
-			if rts := run.rts[kind]; len(rts) != 50 || rts[0] <= 0 {
-				t.Errorf("%s: %d paced %ss answered; want 50, each in more than 0", pacedRuns[i].name, len(rts), kind)
+		for _, kind := range pacedRuns[i].kinds {
+			want := 150 / len(pacedRuns[i].kinds)
+			if rts := run.rts[kind]; len(rts) != want || rts[0] <= 0 {
+				t.Errorf("%s: %d paced %ss answered; want %d, each in more than 0", pacedRuns[i].name, len(rts), kind, want)
 			}
 		}
 	}
@@ -75,29 +77,32 @@ func TestPFCPBench(t *testing.T) {
 			t.Errorf("%s: %d requests in the UPF's handling times, want the 150 of the run", pacedRuns[i].name, handled)
 		}
 	}
-	if r.paced[1].collections == 0 {
+	if r.paced[2].collections == 0 {
 		t.Errorf("no garbage collection finished during the run that starts one")
 	}
 
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| all | 150 |", "- establishment rate over PFCP, 100 sessions, median of 2 rounds: "} {
+	for _, want := range []string{"| 2 | ", "| heartbeat | 150 |", "| all | 150 |",
+		"- establishment rate over PFCP, 100 sessions, median of 2 rounds: ", "- p99 of the UPF's handling of heartbeats alone"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
 	}
 }
 
-// A paced run of 1,000 requests starts and ends with an establishment: 334
-// sessions, so the two runs need 668 established before, each run its own.
+// A paced run of 1,000 requests over sessions starts and ends with an
+// establishment: 334 sessions, so the two such runs need 668 established
+// before, each run its own; the heartbeats need none.
 func TestPacedSessions(t *testing.T) {
 	for sessions, ok := range map[string]bool{"667": false, "668": true} {
 		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s"})
 		if (err == nil) != ok {
 			t.Errorf("-pfcp-sessions %s with -paced 1s: %v, want accepted %v", sessions, err, ok)
 		}
-		if err == nil && pacedSessions(cfg) != 334 {
-			t.Errorf("a run of 1,000 requests establishes %d sessions, want 334", pacedSessions(cfg))
+		if err == nil && (pacedRuns[1].sessions(cfg) != 334 || pacedRuns[0].sessions(cfg) != 0) {
+			t.Errorf("runs of 1,000 requests establish %d and %d sessions, want 0 and 334",
+				pacedRuns[0].sessions(cfg), pacedRuns[1].sessions(cfg))
 		}
 	}
 }

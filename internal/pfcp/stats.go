@@ -35,23 +35,23 @@ type Stats struct {
 }
 
 // HandlingBuckets is the length of Stats.Handling.
-const HandlingBuckets = 64
+const HandlingBuckets = 100
 
-// HandlingBound is the upper bound of element i of Stats.Handling: 2^((i+1)/4)
-// µs, each a quarter of an octave (19%) above the one before; the last is
-// 65.5 ms.
+// HandlingBound is the upper bound of element i of Stats.Handling:
+// 10^((i+1)/20) µs, twenty to a decade (each 12% above the one before), so
+// that 10 µs, 100 µs, 1 ms and 10 ms are bounds; the last is 100 ms.
 func HandlingBound(i int) time.Duration { return handlingBounds[i] }
 
 var handlingBounds = func() (b [HandlingBuckets]time.Duration) {
 	for i := range b {
-		b[i] = time.Duration(math.Round(float64(time.Microsecond) * math.Exp2(float64(i+1)/4)))
+		b[i] = time.Duration(math.Round(float64(time.Microsecond) * math.Pow(10, float64(i+1)/20)))
 	}
 	return b
 }()
 
 // HandlingPercentile is the bound of the element of a Handling histogram
-// that holds its p-th percentile request (nearest rank): at most a fifth
-// over the time itself. 0 for an empty histogram.
+// that holds its p-th percentile request (nearest rank): at most 12% over
+// the time itself. 0 for an empty histogram.
 func HandlingPercentile(h [HandlingBuckets]uint64, p float64) time.Duration {
 	var total uint64
 	for _, n := range h {

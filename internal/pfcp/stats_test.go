@@ -42,8 +42,10 @@ func TestHandlingBuckets(t *testing.T) {
 	if h[0] != 1 || h[9] != 1 || h[10] != 1 || h[HandlingBuckets-1] != 1 {
 		t.Fatalf("histogram %v: want one in buckets 0, 9, 10 and the last", h)
 	}
-	if b := HandlingBound(3); b != 2*time.Microsecond {
-		t.Errorf("bound of bucket 3 %v, want 2µs", b)
+	for i, want := range map[int]time.Duration{19: 10 * time.Microsecond, 59: time.Millisecond, 99: 100 * time.Millisecond} {
+		if b := HandlingBound(i); b != want {
+			t.Errorf("bound of bucket %d %v, want %v", i, b, want)
+		}
 	}
 	if p := HandlingPercentile(h, 50); p != HandlingBound(9) {
 		t.Errorf("median %v, want %v", p, HandlingBound(9))

@@ -108,7 +108,12 @@ func request[R message.Message](s *SMF, req message.Message) (R, error) {
 
 // Heartbeat sends a Heartbeat Request.
 func (s *SMF) Heartbeat() (*message.HeartbeatResponse, error) {
-	return request[*message.HeartbeatResponse](s, message.NewHeartbeatRequest(0, ie.NewRecoveryTimeStamp(s.start), nil))
+	return request[*message.HeartbeatResponse](s, s.HeartbeatRequest())
+}
+
+// HeartbeatRequest is a Heartbeat Request of the SMF.
+func (s *SMF) HeartbeatRequest() *message.HeartbeatRequest {
+	return message.NewHeartbeatRequest(0, ie.NewRecoveryTimeStamp(s.start), nil)
 }
 
 // Associate sets up an association, and fails unless the UPF accepts it.
