@@ -45,14 +45,6 @@ struct counter {
 	__u64 bytes;
 };
 
-/* What a PDR matched on one CPU, for the PDR of its slot's generation. */
-struct pdr_counter {
-	__u64 packets;
-	__u64 bytes;
-	__u32 generation;
-	__u32 pad;
-};
-
 /* Counts a packet of len bytes at key of a map of struct counter, per
  * CPU or only ever written by one. */
 INLINE void count_packet(void *map, const void *key, __u64 len)
@@ -90,9 +82,6 @@ struct pdr {
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
-	/* Counts the writes of the slot: its pdr_counters count for the
-	 * generation they carry, so a slot taken again needs no zeroing. */
-	__u32 generation;
 };
 
 enum sdf_flags {

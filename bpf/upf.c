@@ -36,20 +36,9 @@ INLINE int finish(__u32 len, enum reason r, int action)
 	return action;
 }
 
-/* Counts a packet of len bytes for pdr, in its slot: the first packet of
- * a newer generation of the slot starts the counters afresh. */
-INLINE void count_pdr(const struct pdr *pdr, __u32 slot, __u32 len)
+INLINE void count_pdr(__u32 slot, __u32 len)
 {
-	struct pdr_counter *c = bpf_map_lookup_elem(&pdr_counters, &slot);
-	if (!c)
-		return;
-	if (c->generation != pdr->generation) {
-		c->generation = pdr->generation;
-		c->packets = 0;
-		c->bytes = 0;
-	}
-	c->packets++;
-	c->bytes += len;
+	count_packet(&pdr_counters, &slot, len);
 }
 
 INLINE int is_n3_addr(__be32 addr)
@@ -245,13 +234,13 @@ INLINE int apply_pdr(const struct pdr *pdr, const struct far *far, __u32 slot, i
 		return reason;
 	if (!far || !(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
 	    (far->flags & far_flags) != far_flags) {
-		count_pdr(pdr, slot, len);
+		count_pdr(slot, len);
 		return REASON_DROP_FAR;
 	}
 	/* A PDR without URRs pays one test. */
 	if (pdr->urr[0] && (reason = count_urrs(pdr, dir == QER_UL ? URR_UL : URR_DL, len)))
 		return reason;
-	count_pdr(pdr, slot, len);
+	count_pdr(slot, len);
 	return 0;
 }
 

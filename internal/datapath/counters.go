@@ -45,23 +45,9 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 	return out, nil
 }
 
-// PDRCounter returns the packets and user-plane bytes that the PDR written
-// last into a slot matched: a CPU's counters of an earlier generation of
-// the slot are the earlier PDR's.
+// PDRCounter returns the packets and user-plane bytes a PDR slot matched.
 func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
-	var perCPU []upfPdrCounter
-	if err := d.maps.PdrCounters.Lookup(slot, &perCPU); err != nil {
-		return Counter{}, err
-	}
-	generation := d.pdrs.at(slot).Generation // pdrs is as long as pdr_counters
-	var sum Counter
-	for _, c := range perCPU {
-		if c.Generation == generation {
-			sum.Packets += c.Packets
-			sum.Bytes += c.Bytes
-		}
-	}
-	return sum, nil
+	return sumPerCPU(d.maps.PdrCounters, slot)
 }
 
 func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -106,6 +108,10 @@ type Datapath struct {
 	urrs    mapped[upfUrr]
 	buffers mapped[upfBuffer]
 	release releasers
+	// created: Open created the maps, none was pinned by a previous run;
+	// pdrWritten: a PDR has been written since.
+	created    bool
+	pdrWritten atomic.Bool
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -131,7 +137,8 @@ func Open(opts Options) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Datapath{opts: opts}
+	_, err = os.Stat(filepath.Join(opts.PinPath, "pdr_counters"))
+	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
@@ -198,6 +205,11 @@ func ensureBPFFS(pinPath string) error {
 	}
 	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
 }
+
+// Unused says no PDR has been written into the maps: Open created them,
+// rather than finding them pinned by a previous run, and no PDR was put
+// since. Every counter in them is zero.
+func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.

@@ -43,18 +43,10 @@ func (a mapped[T]) len() uint32 { return uint32(uintptr(len(a.mem)) / a.stride) 
 // at is the value in slot, which must be in range.
 func (a mapped[T]) at(slot uint32) *T { return (*T)(unsafe.Pointer(&a.mem[uintptr(slot)*a.stride])) }
 
-// check says whether slot is in range.
-func (a mapped[T]) check(slot uint32) error {
-	if slot >= a.len() {
-		return fmt.Errorf("%s: slot %d is not in 0..%d", a.name, slot, int64(a.len())-1)
-	}
-	return nil
-}
-
 // put writes a value into slot.
 func (a mapped[T]) put(slot uint32, v *T) error {
-	if err := a.check(slot); err != nil {
-		return err
+	if slot >= a.len() {
+		return fmt.Errorf("%s: slot %d is not in 0..%d", a.name, slot, int64(a.len())-1)
 	}
 	*a.at(slot) = *v
 	return nil

@@ -5,11 +5,12 @@ import (
 )
 
 // qerPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
-// test rules at the given QER slots, their counters starting afresh.
+// test rules at the given QER slots, their counters zeroed.
 func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 	t.Helper()
 	var q [QERsPerPDR]uint32
 	copy(q[:], qers)
+	check(t, d.ZeroPDRCounters([]uint32{5, 7}))
 	for _, p := range []PDR{{Far: 5, Id: 6, Qer: q}, {Far: 7, Id: 8, Qer: q}} {
 		if err := d.PutPDR(p.Far, p); err != nil {
 			t.Fatal(err)

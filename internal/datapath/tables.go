@@ -14,15 +14,23 @@ import (
 // and SDF sets are written through mmap; a QER, whose buckets the data path
 // locks, cannot be mmapped.
 
-// PutPDR writes a PDR slot as a new generation of it: what packets counted
-// in the slot for an earlier one is not the new PDR's (PDRCounter), so a
-// slot taken again needs no zeroing.
+// PutPDR writes a PDR slot. Its counters are left as they are: a slot
+// taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
+// packet can count in it for the old one.
 func (d *Datapath) PutPDR(slot uint32, p PDR) error {
-	if err := d.pdrs.check(slot); err != nil {
-		return err
+	if !d.pdrWritten.Load() {
+		d.pdrWritten.Store(true)
 	}
-	p.Generation = d.pdrs.at(slot).Generation + 1
 	return d.pdrs.put(slot, &p)
+}
+
+// ZeroPDRCounters zeroes the counters of PDR slots, in one system call.
+func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
+	if len(slots) == 0 {
+		return nil
+	}
+	_, err := d.maps.PdrCounters.BatchUpdate(slots, make([]Counter, len(slots)*ebpf.MustPossibleCPU()), nil)
+	return err
 }
 
 // QERBucket is one direction of a QER: its rate in bytes per second, its

@@ -99,14 +99,18 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 	s := &Store{
 		dp: dp, nh: nh, n3: n3, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
-		statics:  map[netip.Addr]*static{},
-		urrs:     map[uint32]urrRef{},
-		pdrSlots: newSlotPool("PDR", 0, pdrs), farSlots: newSlotPool("FAR", 0, fars),
-		qerSlots: newSlotPool("QER", 1, dp.QERCapacity()), // slot 0 stands for no QER
-		urrSlots: newSlotPool("URR", 1, dp.URRCapacity()), // and no URR
-		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity()),
-		bufSlots: newSlotPool("buffer", 1, dp.BufferCapacity()),
+		statics: map[netip.Addr]*static{},
+		urrs:    map[uint32]urrRef{},
+		// A PDR slot's counters start at zero: zeroed once the slot is out
+		// of use, before it is handed out again, and before its first use
+		// unless the maps are new.
+		pdrSlots: newSlotPool("PDR", 0, pdrs, dp.ZeroPDRCounters), farSlots: newSlotPool("FAR", 0, fars, nil),
+		qerSlots: newSlotPool("QER", 1, dp.QERCapacity(), nil), // slot 0 stands for no QER
+		urrSlots: newSlotPool("URR", 1, dp.URRCapacity(), nil), // and no URR
+		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity(), nil),
+		bufSlots: newSlotPool("buffer", 1, dp.BufferCapacity(), nil),
 	}
+	s.pdrSlots.zeroed = dp.Unused()
 	return s
 }
 

@@ -266,7 +266,7 @@ func (e *storeEnv) pdrOf(t *testing.T, uplink bool) datapath.PDR {
 }
 
 // inUse is the number of slots a pool has handed out and not taken back.
-func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.cooling) }
+func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.dirty) - len(p.cooling) }
 
 // withURRs is figure10 with URRs, the uplink PDR naming the given ones and
 // the downlink PDR the first.
@@ -397,21 +397,15 @@ func (e *storeEnv) firstPDR(t *testing.T) func(datapath.PDRSet, error) datapath.
 }
 
 // pdrCounters writes what the data path counted in PDR slots, on the first
-// CPU, as if packets had matched the PDRs written there last.
+// CPU, as if packets had matched them.
 func (e *storeEnv) pdrCounters(t *testing.T, c datapath.Counter, slots ...uint32) {
 	t.Helper()
 	m, err := ebpf.LoadPinnedMap(filepath.Join(e.dp.PinPath(), "pdr_counters"), nil)
 	check(t, err)
 	defer m.Close()
-	type pdrCounter struct { // struct pdr_counter of bpf/types.h
-		Packets, Bytes  uint64
-		Generation, Pad uint32
-	}
-	perCPU := make([]pdrCounter, ebpf.MustPossibleCPU())
+	perCPU := make([]datapath.Counter, ebpf.MustPossibleCPU())
+	perCPU[0] = c
 	for _, slot := range slots {
-		p, err := e.dp.PDR(slot)
-		check(t, err)
-		perCPU[0] = pdrCounter{Packets: c.Packets, Bytes: c.Bytes, Generation: p.Generation}
 		check(t, m.Put(slot, perCPU))
 	}
 }
@@ -428,14 +422,14 @@ func (e *storeEnv) zeroCounters(t *testing.T, store *Store, seid uint64) {
 	}
 }
 
-// A new session's PDR counters start at zero, with no system call to zero
-// them: in the slots of a deleted session, once the reuse delay has
-// passed, and in slots that a previous run counted in before a restart.
+// A new session's PDR counters start at zero: in the slots of a deleted
+// session, once the reuse delay has passed, and in slots that a previous
+// run counted in before a restart.
 func TestStorePDRCountersStartAtZero(t *testing.T) {
 	e := newStoreEnv(t)
 	now := time.Now()
 	// Two PDR slots, figure10's two PDRs: the next session reuses them.
-	e.store.pdrSlots = newSlotPool("PDR", 0, 2)
+	e.store.pdrSlots = newSlotPool("PDR", 0, 2, e.dp.ZeroPDRCounters)
 	e.store.pdrSlots.now = func() time.Time { return now }
 	check(t, e.store.Create(figure10()))
 	old := e.store.sessions[1].PDRSlots

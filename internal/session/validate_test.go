@@ -97,7 +97,7 @@ func TestValidateLimitsPDRsPerKey(t *testing.T) {
 
 func TestSlotPoolDelaysReuse(t *testing.T) {
 	now := time.Unix(0, 0)
-	p := newSlotPool("test", 0, 2)
+	p := newSlotPool("test", 0, 2, nil)
 	p.now = func() time.Time { return now }
 	a, _ := p.alloc()
 	b, _ := p.alloc()
