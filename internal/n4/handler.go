@@ -90,7 +90,7 @@ type pfcpSession struct {
 	qers         []session.QER
 	urrs         map[uint32]urr
 	meters       map[uint32]*meter // copied before a change: see meter
-	chosenTEIDs  map[uint32]bool
+	chosenTEIDs  []uint32 // mostly one: a slice takes less memory than a set
 	ue4          netip.Addr // allocated by the UPF (CHV4)
 	bar          *bar
 	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
@@ -106,7 +106,7 @@ type gnbTunnel struct {
 
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
 // address.
-func (s *pfcpSession) chosenTEID(p *session.PDR) bool { return s.chosenTEIDs[p.PDI.TEID] }
+func (s *pfcpSession) chosenTEID(p *session.PDR) bool { return slices.Contains(s.chosenTEIDs, p.PDI.TEID) }
 
 func (s *pfcpSession) chosenUE(p *session.PDR) bool {
 	return s.ue4.IsValid() && p.PDI.UEAddress == netip.PrefixFrom(s.ue4, 32)
@@ -125,7 +125,7 @@ func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
 	c.pdrs, c.fars, c.qers = slices.Clone(s.pdrs), slices.Clone(s.fars), slices.Clone(s.qers)
 	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
-	c.chosenTEIDs, c.notify = maps.Clone(s.chosenTEIDs), maps.Clone(s.notify)
+	c.chosenTEIDs, c.notify = slices.Clone(s.chosenTEIDs), maps.Clone(s.notify)
 	return &c
 }
 
@@ -253,18 +253,16 @@ func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationErro
 	return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
 }
 
-// unusedChosen are the TEIDs s chose that none of its PDRs uses any more.
-func (s *pfcpSession) unusedChosen() []uint32 {
-	used := map[uint32]bool{}
-	for _, p := range s.pdrs {
-		used[p.PDI.TEID] = true
-	}
-	var unused []uint32
-	for teid := range s.chosenTEIDs {
-		if !used[teid] {
+// dropUnusedChosen forgets the TEIDs s chose that none of its PDRs uses
+// any more, and returns them.
+func (s *pfcpSession) dropUnusedChosen() (unused []uint32) {
+	s.chosenTEIDs = slices.DeleteFunc(s.chosenTEIDs, func(teid uint32) bool {
+		used := slices.ContainsFunc(s.pdrs, func(p session.PDR) bool { return p.PDI.TEID == teid })
+		if !used {
 			unused = append(unused, teid)
 		}
-	}
+		return !used
+	})
 	return unused
 }
 
@@ -380,8 +378,7 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
 	}
-	for _, teid := range t.s.unusedChosen() {
-		delete(t.s.chosenTEIDs, teid)
+	for _, teid := range t.s.dropUnusedChosen() {
 		delete(h.chosen, teid)
 	}
 	h.commit(old, t.s)
@@ -593,7 +590,7 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	if err := h.cfg.Store.Delete(s.seid); err != nil && !errors.Is(err, session.ErrNotFound) {
 		return nil, err
 	}
-	for teid := range s.chosenTEIDs {
+	for _, teid := range s.chosenTEIDs {
 		delete(h.chosen, teid)
 	}
 	if s.ue4.IsValid() {

@@ -305,7 +305,7 @@ func (t *txn) localFTEID(p *session.PDR, c *ie.IE) *refusal {
 		return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
 	}
 	t.teids = append(t.teids, teid)
-	setIn(&t.s.chosenTEIDs, teid, true)
+	t.s.chosenTEIDs = append(t.s.chosenTEIDs, teid)
 	if f.HasChID() {
 		t.choose[f.ChooseID] = teid
 	}
