@@ -13,9 +13,11 @@ import (
 const slotReuseDelay = time.Second
 
 // resetBatch is how many slots a pool resets at once, in one system call.
-// Zeroing a PDR's counters costs about 0.7 µs a slot whatever the batch:
-// a larger one saves little and holds the request that pays for it longer
-// (256 slots: 0.16 ms, every hundred PFCP requests).
+// Zeroing a PDR's counters costs about 0.7 µs a slot over new maps and
+// 2.4 µs at a million sessions, whatever the batch: a larger one saves
+// little and holds the request that pays for it longer (at a million
+// sessions, 52 µs a call, one request in twelve of those paced at
+// 1,000/s).
 const resetBatch = 32
 
 type cooling struct {
