@@ -24,8 +24,7 @@ type cachedResponse struct {
 // whole: a response stays from one to two TTLs. Deleting responses one by
 // one instead left the map that a burst had made large full of
 // tombstones, which the lookup of every new request then probed through
-// (about 8 µs a request at 1,000 requests/s after a million
-// establishments).
+// (8 µs a request, paced after 300,000 establishments).
 type responseCache struct {
 	mu                sync.Mutex
 	ttl               time.Duration
