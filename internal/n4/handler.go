@@ -90,8 +90,8 @@ type pfcpSession struct {
 	qers         []session.QER
 	urrs         map[uint32]urr
 	meters       map[uint32]*meter // copied before a change: see meter
-	chosenTEIDs  []uint32 // mostly one: a slice takes less memory than a set
-	ue4          netip.Addr // allocated by the UPF (CHV4)
+	chosenTEIDs  []uint32          // mostly one: a slice takes less memory than a set
+	ue4          netip.Addr        // allocated by the UPF (CHV4)
 	bar          *bar
 	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
 	csids        csidSets        // its connection sets, for Session Set Deletion
@@ -106,7 +106,9 @@ type gnbTunnel struct {
 
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
 // address.
-func (s *pfcpSession) chosenTEID(p *session.PDR) bool { return slices.Contains(s.chosenTEIDs, p.PDI.TEID) }
+func (s *pfcpSession) chosenTEID(p *session.PDR) bool {
+	return slices.Contains(s.chosenTEIDs, p.PDI.TEID)
+}
 
 func (s *pfcpSession) chosenUE(p *session.PDR) bool {
 	return s.ue4.IsValid() && p.PDI.UEAddress == netip.PrefixFrom(s.ue4, 32)
