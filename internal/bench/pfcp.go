@@ -60,11 +60,15 @@ type pacedRunSpec struct {
 	collect bool     // force a garbage collection as the requests start
 }
 
+// overSessions says the run's requests establish, move and delete
+// sessions; else it is the heartbeats' floor.
+func (r pacedRunSpec) overSessions() bool { return slices.Contains(r.kinds, "establishment") }
+
 // sessions is how many sessions a paced run establishes, and how many of
 // those established before it moves or deletes at most: a request of each
 // kind in turn, from an establishment.
 func (r pacedRunSpec) sessions(cfg config) int {
-	if !slices.Contains(r.kinds, "establishment") {
+	if !r.overSessions() {
 		return 0
 	}
 	return (pacedRequests(cfg) + len(r.kinds) - 1) / len(r.kinds)
