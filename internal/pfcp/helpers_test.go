@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,13 @@ type recorder struct {
 	// unencodableModify answers modifications with a response whose
 	// encoding panics: a Created PDR with a nil child.
 	unencodableModify bool
+	// modifyTakes is how long a modification takes; modified are the
+	// sequence numbers of the modifications, in the order served;
+	// overlapped says two modifications ran at once.
+	modifyTakes time.Duration
+	modified    []uint32
+	modifying   atomic.Bool
+	overlapped  atomic.Bool
 }
 
 func (r *recorder) record(call string) {
@@ -64,8 +72,16 @@ func (r *recorder) Establish(p Peer, _ *message.SessionEstablishmentRequest) *me
 		ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(0x0102030405060708, net.ParseIP(upfNodeID), nil))
 }
 
-func (r *recorder) Modify(p Peer, _ *message.SessionModificationRequest) *message.SessionModificationResponse {
+func (r *recorder) Modify(p Peer, req *message.SessionModificationRequest) *message.SessionModificationResponse {
+	if r.modifying.Swap(true) {
+		r.overlapped.Store(true)
+	}
+	defer r.modifying.Store(false)
+	time.Sleep(r.modifyTakes)
 	r.record("modify " + p.NodeID)
+	r.mu.Lock()
+	r.modified = append(r.modified, req.Sequence())
+	r.mu.Unlock()
 	if r.panicModify {
 		panic("handler bug")
 	}

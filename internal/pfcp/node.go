@@ -20,8 +20,8 @@ var mandatoryIEs = map[uint8][]uint16{
 	message.MsgTypeSessionEstablishmentRequest: {ie.NodeID, ie.FSEID, ie.CreatePDR, ie.CreateFAR},
 }
 
-// answer serves a request on the worker and returns its response, without
-// a sequence number yet.
+// answer serves a request, as a job (see Server.jobs), and returns its
+// response, without a sequence number yet.
 func (s *Server) answer(req message.Message, body []byte, from netip.AddrPort) message.Message {
 	if t, missing := missingTopLevel(body, mandatoryIEs[req.MessageType()]); missing {
 		return s.reject(req, ie.CauseMandatoryIEMissing, t)
@@ -48,7 +48,7 @@ func (s *Server) heartbeatRequest(req *message.HeartbeatRequest, from netip.Addr
 	return message.NewHeartbeatResponse(0, s.recovery)
 }
 
-// heard takes note of a heartbeat from or to a's peer, on the worker.
+// heard takes note of a heartbeat from or to a's peer, as a job.
 func (s *Server) heard(a *association, recovery *ie.IE) {
 	wasLost, restarted := s.assocs.heard(a, recovery, time.Now())
 	switch {
@@ -85,7 +85,7 @@ func (s *Server) associationSetup(req *message.AssociationSetupRequest, from net
 	return message.NewAssociationSetupResponse(0, s.ownIEs(ie.NewCause(ie.CauseRequestAccepted), s.recovery)...)
 }
 
-// establish records an association, on the worker. An association the
+// establish records an association, as a job. An association the
 // peer already had is replaced and its sessions dropped, whatever the
 // Recovery Time Stamp (TS 29.244 §6.2.6.2.2, TS 23.007 §19A); when the
 // stamp changed, and the caller wants it compared, the peer restarted.

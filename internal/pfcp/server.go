@@ -20,6 +20,7 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of the Config settings left zero.
@@ -77,10 +78,15 @@ type Server struct {
 
 	nodeID, recovery, features *ie.IE // the UPF's own IEs; features nil for none
 
-	// jobs run on the worker goroutine: everything that calls the
-	// handler, so it sees one call at a time, in order.
-	jobs chan func()
-	// sends run on the sender goroutine: the worker leaves the encoding,
+	// jobs are everything that calls the handler, so that it sees one
+	// call at a time, in order: they run on the worker goroutine, or on
+	// the reader when nothing else is queued or running (see
+	// receiveMessage). running is held by the job that runs; pending
+	// counts those queued or running.
+	jobs    chan func()
+	running sync.Mutex
+	pending atomic.Int32
+	// sends run on the sender goroutine: a job leaves the encoding,
 	// caching and sending of a response to it and serves the next request,
 	// when one is waiting.
 	sends  chan func()
@@ -145,8 +151,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(s.readLoop)
-	s.wg.Go(func() { s.runJobs(s.jobs) })
-	s.wg.Go(func() { s.runJobs(s.sends) })
+	s.wg.Go(func() { s.drain(s.jobs, s.runJob) })
+	s.wg.Go(func() { s.drain(s.sends, s.run) })
 	for _, peer := range cfg.Peers {
 		s.wg.Go(func() { s.keepAssociated(peer) })
 	}
@@ -255,15 +261,38 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort, read time.Time) {
 		return
 	}
 	body := b[headerLen(b):]
+	job := func() { s.serve(msg, body, from, key, read) }
+	// With nothing queued or running, and no request behind this one,
+	// the reader serves it itself: waking the worker would only delay it.
+	// With requests behind it, the worker serves it while the reader
+	// parses the next.
+	if s.pending.Add(1) == 1 && s.nothingToRead() {
+		s.runJob(job)
+		return
+	}
 	select {
-	case s.jobs <- func() { s.serve(msg, body, from, key, read) }:
+	case s.jobs <- job:
 	default: // the peer retransmits
+		s.pending.Add(-1)
 		s.cache.forget(key)
 		s.stats.overload.Add(1)
 	}
 }
 
-// serve answers a request, on the worker, and leaves the response to the
+// nothingToRead says no datagram waits on the socket.
+func (s *Server) nothingToRead() bool {
+	rc, err := s.conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	waiting := 1
+	if rc.Control(func(fd uintptr) { waiting, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }) != nil || err != nil {
+		return false
+	}
+	return waiting == 0
+}
+
+// serve answers a request, as a job, and leaves the response to the
 // sender.
 func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey, read time.Time) {
 	answered := false
@@ -278,7 +307,7 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	}
 	resp.SetSequenceNumber(req.Sequence())
 	// With no request waiting and no response before it still to send,
-	// the worker sends the response itself: the hand-over to the sender
+	// the job sends the response itself: the hand-over to the sender
 	// would only delay it.
 	if len(s.jobs) == 0 && s.unsent.Load() == 0 {
 		answered = true
@@ -295,7 +324,7 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 }
 
 // sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender (or the worker: see serve).
+// time read, on the sender (or by the job: see serve).
 func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time) {
 	cached := false
 	defer func() {
@@ -314,16 +343,25 @@ func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time
 	s.stats.handled(time.Since(read))
 }
 
-// runJobs runs the jobs of a queue one at a time until the server closes.
-func (s *Server) runJobs(queue chan func()) {
+// drain runs the functions of a queue with do, one at a time, until the
+// server closes.
+func (s *Server) drain(queue chan func(), do func(func())) {
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case job := <-queue:
-			s.run(job)
+		case f := <-queue:
+			do(f)
 		}
 	}
+}
+
+// runJob runs a job counted in pending, alone.
+func (s *Server) runJob(job func()) {
+	s.running.Lock()
+	defer s.pending.Add(-1)
+	defer s.running.Unlock()
+	s.run(job)
 }
 
 func (s *Server) run(job func()) {
@@ -341,9 +379,11 @@ func (s *Server) onWorker(f func()) bool {
 		f()
 		completed = true
 	}
+	s.pending.Add(1)
 	select {
 	case s.jobs <- job:
 	case <-s.ctx.Done():
+		s.pending.Add(-1)
 		return false
 	}
 	select {

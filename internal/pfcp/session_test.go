@@ -80,6 +80,33 @@ func TestSessionRequestsReachTheHandler(t *testing.T) {
 	}
 }
 
+// A burst of requests is served one at a time, in order, whether by the
+// reader (the first, found alone) or by the worker (those queued behind).
+func TestBurstIsServedAloneInOrder(t *testing.T) {
+	s, rec := startServer(t, func(c *Config) { c.Handler.(*recorder).modifyTakes = 200 * time.Microsecond })
+	m := newSMF(t, s.Addr())
+	m.associate()
+
+	const burst = 100
+	for seq := range byte(burst) {
+		m.send(sessionRequest(message.MsgTypeSessionModificationRequest, seq))
+	}
+	for seq := range uint32(burst) { // responses keep the order too
+		parseWire(t, m.recv()).check(t, message.MsgTypeSessionModificationResponse, seq,
+			map[uint16][]byte{ie.Cause: {ie.CauseRequestAccepted}})
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for i, seq := range rec.modified {
+		if seq != uint32(i) {
+			t.Fatalf("modifications served in the order %v", rec.modified)
+		}
+	}
+	if len(rec.modified) != burst || rec.overlapped.Load() {
+		t.Errorf("%d modifications served, overlapping: %t", len(rec.modified), rec.overlapped.Load())
+	}
+}
+
 func TestMissingMandatorySessionIE(t *testing.T) {
 	s, rec := startServer(t, nil)
 	m := newSMF(t, s.Addr())
