@@ -86,21 +86,25 @@ func pacedSessions(cfg config) (n int) {
 // pacedRun is what a paced run measured: response times by kind, sorted;
 // the UPF's handling times, from reading a request to sending its
 // response; the time from the first request to the last response; the
-// collections the Go runtime finished meanwhile.
+// collections the Go runtime finished meanwhile; the CPU time the host
+// took from the machine meanwhile.
 type pacedRun struct {
 	rts         map[string][]time.Duration
 	handling    [pfcp.HandlingBuckets]uint64
 	took        time.Duration
 	collections uint64
+	stolen      time.Duration
 }
 
 // establishRound is one round of establishments: how long they took, the
 // rates of each tenth of them in the order they were answered (per
-// second), and their response times, sorted.
+// second), their response times, sorted, and the CPU time the host took
+// from the machine meanwhile.
 type establishRound struct {
 	took   time.Duration
 	tenths []float64
 	rts    []time.Duration
+	stolen time.Duration
 }
 
 func (r establishRound) rate() float64 { return float64(len(r.rts)) / r.took.Seconds() }
@@ -161,7 +165,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	ups := make([]pfcptest.Session, n) // what the UPF chose for each
 	round := establishRound{rts: make([]time.Duration, 0, n)}
 	answeredAt := make([]time.Duration, 0, n)
-	start := time.Now()
+	start, stolenBefore := time.Now(), stolen()
 	err = smf.Pipeline(ctx, n, cfg.window, 0, establishment, func(i int, resp []byte, rt time.Duration) (err error) {
 		answeredAt = append(answeredAt, time.Since(start))
 		round.rts = append(round.rts, rt)
@@ -171,7 +175,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	if err != nil {
 		return fmt.Errorf("establishing sessions: %w", err)
 	}
-	round.took = time.Since(start)
+	round.took, round.stolen = time.Since(start), stolen()-stolenBefore
 	round.tenths = tenthRates(answeredAt)
 	slices.Sort(round.rts)
 	res.rounds = append(res.rounds, round)
@@ -214,7 +218,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	before, handledBefore := collections(), srv.Stats().Handling
+	before, handledBefore, stolenBefore := collections(), srv.Stats().Handling, stolen()
 	start := time.Now()
 	if spec.collect {
 		go runtime.GC()
@@ -242,7 +246,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 			}
 			return accepted(resp)
 		})
-	run.took = time.Since(start)
+	run.took, run.stolen = time.Since(start), stolen()-stolenBefore
 	run.collections = collections() - before
 	for i, n := range srv.Stats().Handling {
 		run.handling[i] = n - handledBefore[i]

@@ -83,7 +83,7 @@ func TestPFCPBench(t *testing.T) {
 
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| heartbeat | 150 |", "| all | 150 |",
+	for _, want := range []string{"| 2 | ", "| heartbeat | 150 |", "| all | 150 |", "| Round | Time | Stolen |",
 		"- establishment rate over PFCP, 100 sessions, median of 2 rounds: ", "- p99 of the UPF's handling of heartbeats alone"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())

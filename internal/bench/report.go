@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,11 +101,11 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("%d unanswered at most; each", r.window)
 	p("round over a fresh data path and server. The tenths' rates follow the order of the responses; a response time runs from")
 	p("sending the request to reading its response, the wait behind the window's other requests included. The Go collector")
-	p("runs as in the daemon: %s.\n", collectorSettings())
-	p("| Round | Time | Sessions/s | Slowest tenth | Median tenth | Fastest tenth | Response p50 | p99 | Max |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("runs as in the daemon: %s. Stolen: %s.\n", collectorSettings(), stolenMeaning)
+	p("| Round | Time | Stolen | Sessions/s | Slowest tenth | Median tenth | Fastest tenth | Response p50 | p99 | Max |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, e := range r.rounds {
-		p("| %d | %.2f s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |", i+1, e.took.Seconds(), e.rate(),
+		p("| %d | %.2f s | %.2f s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |", i+1, e.took.Seconds(), e.stolen.Seconds(), e.rate(),
 			slices.Min(e.tenths), median(e.tenths), slices.Max(e.tenths), ms(percentile(e.rts, 50)), ms(percentile(e.rts, 99)),
 			ms(percentile(e.rts, 100)))
 	}
@@ -119,18 +120,19 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("established above to another TEID (Update FAR with new Outer Header Creation), deleting that session. The requests go")
 	p("out %s apart whatever the responses (%d unanswered at most); response times as above. Three runs: first Heartbeat",
 		time.Second/time.Duration(r.rate), r.window)
-	p("Requests alone, the least a request can ask through the same socket, reader, worker and encoder: the floor that the")
+	p("Requests alone, the least a request can ask through the same socket, parser, server and encoder: the floor that the")
 	p("host and the process set under every request. Then two, each on sessions of its own: one as the process comes (at")
 	p("this rate the heap needs a garbage collection every few minutes), one forcing a collection as its requests start,")
 	p("which marks every session the process holds. A forced collection starts without the headroom the Go runtime gives")
-	p("its own, so the requests meanwhile assist it more than they would.\n")
-	p("| Run | Took | Collections finished | Request | Count | p50 | p99 | Max |")
-	p("|---|---:|---:|---|---:|---:|---:|---:|")
+	p("its own, so the requests meanwhile assist it more than they would. Stolen: as above.\n")
+	p("| Run | Took | Stolen | Collections finished | Request | Count | p50 | p99 | Max |")
+	p("|---|---:|---:|---:|---|---:|---:|---:|---:|")
 	var p99s, handlingP99s [len(pacedRuns)]time.Duration
 	for i, run := range r.paced {
 		var all []time.Duration
 		row := func(kind string, rts []time.Duration) {
-			p("| %s | %.2f s | %d | %s | %d | %s | %s | %s |", pacedRuns[i].name, run.took.Seconds(), run.collections, kind, len(rts),
+			p("| %s | %.2f s | %.2f s | %d | %s | %d | %s | %s | %s |", pacedRuns[i].name, run.took.Seconds(), run.stolen.Seconds(),
+				run.collections, kind, len(rts),
 				ms(percentile(rts, 50)), ms(percentile(rts, 99)), ms(percentile(rts, 100)))
 		}
 		for _, kind := range pacedRuns[i].kinds {
@@ -144,9 +146,9 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 		p99s[i] = percentile(all, 99)
 	}
 	p("\nThe UPF's own handling of the same requests, from reading a request off its socket to sending the response (parsing,")
-	p("the wait for the worker, the handling, the encoding; pfcp.Stats.Handling, whose buckets are 12%% wide: each figure is")
-	p("its bucket's upper bound). The response times above add the SMF's side: the loopback and its own goroutines, which")
-	p("share the process, its collections and the two CPUs with the UPF.\n")
+	p("the wait for the worker if requests were queued, the handling, the encoding; pfcp.Stats.Handling, whose buckets are")
+	p("12%% wide: each figure is its bucket's upper bound). The response times above add the SMF's side: the loopback and")
+	p("its own goroutines, which share the process, its collections and the two CPUs with the UPF.\n")
 	p("| Run | p50 | p99 | Max |")
 	p("|---|---:|---:|---:|")
 	for i, run := range r.paced {
@@ -188,6 +190,28 @@ func collectorSettings() string {
 		limit = fmt.Sprintf("a soft memory limit of %.1f GiB", float64(l)/(1<<30))
 	}
 	return fmt.Sprintf("GOGC %d, %s", s[0].Value.Uint64(), limit)
+}
+
+// stolenMeaning says what the Stolen columns are.
+const stolenMeaning = "the CPU time the hypervisor took from this machine's CPUs meanwhile, all together, in 10 ms ticks " +
+	"(steal in /proc/stat; 0 where the hypervisor does not say)"
+
+// stolen is the CPU time the hypervisor has taken from the machine's CPUs
+// since it started, all together (0 where it does not say).
+func stolen() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	// cpu user nice system idle iowait irq softirq steal ..., in USER_HZ
+	// ticks, 100 a second.
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	ticks, _ := strconv.ParseUint(fields[8], 10, 64)
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // ms formats a duration in milliseconds.
