@@ -181,7 +181,7 @@ func meanWithoutOutliers(xs []float64) float64 {
 	return sum / float64(n)
 }
 
-func median(xs []float64) float64 {
+func median[T float64 | time.Duration](xs []T) T {
 	s := slices.Sorted(slices.Values(xs))
 	if len(s)%2 == 1 {
 		return s[len(s)/2]

@@ -28,14 +28,15 @@ var sessionKinds = []string{"establishment", "modification", "deletion"}
 // pfcpResult is what `xdp5g bench -pfcp` measured: rounds of
 // establishing cost.sessions sessions over PFCP, each over a fresh data
 // path, then with those of the last round the per-packet cost and the
-// response times of paced requests by kind, in the runs of pacedRuns.
+// response times of paced requests by kind, in rounds of the runs of
+// pacedRuns: paced[i][round].
 type pfcpResult struct {
 	maxSessions int // the data path's size
 	window      int
 	rounds      []establishRound
 	cost        costRow // install is the time the last round took
 	rate        int
-	paced       [len(pacedRuns)]pacedRun
+	paced       [len(pacedRuns)][]pacedRun
 }
 
 // The paced runs. The first sends Heartbeat Requests alone, the least a
@@ -64,9 +65,9 @@ type pacedRunSpec struct {
 // sessions; else it is the heartbeats' floor.
 func (r pacedRunSpec) overSessions() bool { return slices.Contains(r.kinds, "establishment") }
 
-// sessions is how many sessions a paced run establishes, and how many of
-// those established before it moves or deletes at most: a request of each
-// kind in turn, from an establishment.
+// sessions is how many sessions a round of a paced run establishes, and
+// how many of those established before it moves or deletes at most: a
+// request of each kind in turn, from an establishment.
 func (r pacedRunSpec) sessions(cfg config) int {
 	if !r.overSessions() {
 		return 0
@@ -80,7 +81,7 @@ func pacedSessions(cfg config) (n int) {
 	for _, r := range pacedRuns {
 		n += r.sessions(cfg)
 	}
-	return n
+	return n * cfg.pacedRounds
 }
 
 // pacedRun is what a paced run measured: response times by kind, sorted;
@@ -94,6 +95,48 @@ type pacedRun struct {
 	took        time.Duration
 	collections uint64
 	stolen      time.Duration
+}
+
+// all is the response times of all kinds, sorted.
+func (r pacedRun) all() []time.Duration {
+	var all []time.Duration
+	for _, rts := range r.rts {
+		all = append(all, rts...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// pool is the rounds of a paced run as one: their requests together, their
+// times, collections and stolen times added up.
+func pool(rounds []pacedRun) pacedRun {
+	sum := pacedRun{rts: map[string][]time.Duration{}}
+	for _, r := range rounds {
+		for kind, rts := range r.rts {
+			sum.rts[kind] = append(sum.rts[kind], rts...)
+		}
+		for i, n := range r.handling {
+			sum.handling[i] += n
+		}
+		sum.took += r.took
+		sum.collections += r.collections
+		sum.stolen += r.stolen
+	}
+	for _, rts := range sum.rts {
+		slices.Sort(rts)
+	}
+	return sum
+}
+
+// medianP99s are the medians over rounds of the UPF's p99 handling time
+// and of the p99 response time of all kinds.
+func medianP99s(rounds []pacedRun) (handling, response time.Duration) {
+	var hs, rs []time.Duration
+	for _, r := range rounds {
+		hs = append(hs, pfcp.HandlingPercentile(r.handling, 99))
+		rs = append(rs, percentile(r.all(), 99))
+	}
+	return median(hs), median(rs)
 }
 
 // establishRound is one round of establishments: how long they took, the
@@ -193,12 +236,16 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 		return err
 	}
 	from := 0 // each run its own sessions
-	for i, run := range pacedRuns {
-		progress("PFCP: requests at %d/s for %s, %s", cfg.rate, cfg.paced, run.name)
-		if res.paced[i], err = paced(ctx, smf, srv, cfg, run, ups[from:], len(ups)+from, establishment); err != nil {
-			return fmt.Errorf("paced requests %s: %w", run.name, err)
+	for round := range cfg.pacedRounds {
+		for i, run := range pacedRuns {
+			progress("PFCP: requests at %d/s for %s, %s, round %d of %d", cfg.rate, cfg.paced, run.name, round+1, cfg.pacedRounds)
+			r, err := paced(ctx, smf, srv, cfg, run, ups[from:], len(ups)+from, establishment)
+			if err != nil {
+				return fmt.Errorf("paced requests %s: %w", run.name, err)
+			}
+			res.paced[i] = append(res.paced[i], r)
+			from += run.sessions(cfg)
 		}
-		from += run.sessions(cfg)
 	}
 	return nil
 }

@@ -17,10 +17,11 @@ func TestPFCPBench(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and XDP")
 	}
-	const sessions = 100
-	// Runs of 150 paced requests: 150 heartbeats, then 50 of each kind
-	// over sessions.
-	args := []string{"-pfcp", "-pfcp-sessions", "100", "-pfcp-rounds", "2", "-paced", "150ms", "-runs", "1", "-flows", "16"}
+	const sessions = 200
+	// Two rounds of runs of 150 paced requests: 150 heartbeats, then 50
+	// of each kind over sessions, twice.
+	args := []string{"-pfcp", "-pfcp-sessions", "200", "-pfcp-rounds", "2", "-pfcp-paced-rounds", "2", "-paced", "150ms",
+		"-runs", "1", "-flows", "16"}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)
@@ -58,33 +59,40 @@ func TestPFCPBench(t *testing.T) {
 	if len(r.cost.uplink) != 1 || r.cost.uplink[0] <= 0 || r.cost.downlink[0] <= 0 {
 		t.Errorf("per-packet cost uplink %v, downlink %v: want one positive round each", r.cost.uplink, r.cost.downlink)
 	}
-	for i, run := range r.paced {
-		for _, kind := range pacedRuns[i].kinds {
-			want := 150 / len(pacedRuns[i].kinds)
-			if rts := run.rts[kind]; len(rts) != want || rts[0] <= 0 {
-				t.Errorf("%s: %d paced %ss answered; want %d, each in more than 0", pacedRuns[i].name, len(rts), kind, want)
+	for i, rounds := range r.paced {
+		if len(rounds) != 2 {
+			t.Fatalf("%s: %d rounds, want 2", pacedRuns[i].name, len(rounds))
+		}
+		for _, run := range rounds {
+			for _, kind := range pacedRuns[i].kinds {
+				want := 150 / len(pacedRuns[i].kinds)
+				if rts := run.rts[kind]; len(rts) != want || rts[0] <= 0 {
+					t.Errorf("%s: %d paced %ss answered; want %d, each in more than 0", pacedRuns[i].name, len(rts), kind, want)
+				}
+			}
+			// The last responses may reach the SMF before their handling
+			// is counted.
+			var handled uint64
+			for _, n := range run.handling {
+				handled += n
+			}
+			if handled < 140 || handled > 150 {
+				t.Errorf("%s: %d requests in the UPF's handling times, want the 150 of the run", pacedRuns[i].name, handled)
 			}
 		}
 	}
-	for i, run := range r.paced {
-		// The last responses may reach the SMF before their handling is
-		// counted.
-		var handled uint64
-		for _, n := range run.handling {
-			handled += n
+	for _, run := range r.paced[2] {
+		if run.collections == 0 {
+			t.Errorf("no garbage collection finished during a run that starts one")
 		}
-		if handled < 140 || handled > 150 {
-			t.Errorf("%s: %d requests in the UPF's handling times, want the 150 of the run", pacedRuns[i].name, handled)
-		}
-	}
-	if r.paced[2].collections == 0 {
-		t.Errorf("no garbage collection finished during the run that starts one")
 	}
 
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| heartbeat | 150 |", "| all | 150 |", "| Round | Time | Stolen |",
-		"- establishment rate over PFCP, 100 sessions, median of 2 rounds: ", "- p99 of the UPF's handling of heartbeats alone"} {
+	for _, want := range []string{"| 2 | ", "| heartbeat | 300 |", "| all | 300 |", "| Round | Time | Stolen |",
+		"- establishment rate over PFCP, 200 sessions, median of 2 rounds: ",
+		"- p99 of the UPF's handling of heartbeats alone at 1000 requests/s, median of 2 rounds",
+		"- p99 of the UPF's handling at 1000 requests/s, as it comes, median of 2 rounds: "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
@@ -93,12 +101,13 @@ func TestPFCPBench(t *testing.T) {
 
 // A paced run of 1,000 requests over sessions starts and ends with an
 // establishment: 334 sessions, so the two such runs need 668 established
-// before, each run its own; the heartbeats need none.
+// before, each run its own, and three rounds of them 2,004; the heartbeats
+// need none.
 func TestPacedSessions(t *testing.T) {
-	for sessions, ok := range map[string]bool{"667": false, "668": true} {
-		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s"})
+	for sessions, ok := range map[string]bool{"2003": false, "2004": true} {
+		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s", "-pfcp-paced-rounds", "3"})
 		if (err == nil) != ok {
-			t.Errorf("-pfcp-sessions %s with -paced 1s: %v, want accepted %v", sessions, err, ok)
+			t.Errorf("-pfcp-sessions %s with -paced 1s in 3 rounds: %v, want accepted %v", sessions, err, ok)
 		}
 		if err == nil && (pacedRuns[1].sessions(cfg) != 334 || pacedRuns[0].sessions(cfg) != 0) {
 			t.Errorf("runs of 1,000 requests establish %d and %d sessions, want 0 and 334",
