@@ -128,8 +128,10 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("the rounds' requests together (times, collections and Stolen, as above, added up).\n")
 	p("| Run | Took | Stolen | Collections finished | Request | Count | p50 | p99 | Max |")
 	p("|---|---:|---:|---:|---|---:|---:|---:|---:|")
+	var pooled [len(pacedRuns)]pacedRun
 	for i, rounds := range r.paced {
-		run := pool(rounds)
+		pooled[i] = pool(rounds)
+		run := pooled[i]
 		row := func(kind string, rts []time.Duration) {
 			p("| %s | %.2f s | %.2f s | %d | %s | %d | %s | %s | %s |", pacedRuns[i].name, run.took.Seconds(), run.stolen.Seconds(),
 				run.collections, kind, len(rts),
@@ -152,7 +154,7 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("|---|---:|---:|---|---:|")
 	var handlingP99s, p99s [len(pacedRuns)]time.Duration
 	for i, rounds := range r.paced {
-		run := pool(rounds)
+		run := pooled[i]
 		handlingP99s[i], p99s[i] = medianP99s(rounds)
 		var each []string
 		for _, round := range rounds {

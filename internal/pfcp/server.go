@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -75,6 +76,7 @@ type Server struct {
 	handler SessionHandler
 	log     *slog.Logger
 	conn    *net.UDPConn
+	rawConn syscall.RawConn // conn's, for the ioctl of nothingToRead
 
 	nodeID, recovery, features *ie.IE // the UPF's own IEs; features nil for none
 
@@ -133,11 +135,17 @@ func New(cfg Config) (*Server, error) {
 	if err := conn.SetReadBuffer(receiveBuffer); err != nil {
 		cfg.Log.Warn("PFCP receive buffer not enlarged", "err", err)
 	}
+	rawConn, err := conn.SyscallConn()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("pfcp: %w", err)
+	}
 	s := &Server{
 		cfg:      cfg,
 		handler:  cfg.Handler,
 		log:      cfg.Log,
 		conn:     conn,
+		rawConn:  rawConn,
 		nodeID:   nodeIDIE(cfg.NodeID),
 		recovery: ie.NewRecoveryTimeStamp(time.Now()),
 		features: upFeaturesIE(cfg.Features),
@@ -281,15 +289,10 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort, read time.Time) {
 
 // nothingToRead says no datagram waits on the socket.
 func (s *Server) nothingToRead() bool {
-	rc, err := s.conn.SyscallConn()
-	if err != nil {
-		return false
-	}
-	waiting := 1
-	if rc.Control(func(fd uintptr) { waiting, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ) }) != nil || err != nil {
-		return false
-	}
-	return waiting == 0
+	var waiting int
+	var err error
+	ctlErr := s.rawConn.Control(func(fd uintptr) { waiting, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return ctlErr == nil && err == nil && waiting == 0
 }
 
 // serve answers a request, as a job, and leaves the response to the

@@ -107,6 +107,30 @@ func TestBurstIsServedAloneInOrder(t *testing.T) {
 	}
 }
 
+// nothingToRead, which lets the reader serve a request itself, sees a
+// datagram waiting on the socket.
+func TestNothingToRead(t *testing.T) {
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rawConn, err := conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{rawConn: rawConn}
+	if !s.nothingToRead() {
+		t.Fatal("a datagram waits on a fresh socket")
+	}
+	if _, err := conn.WriteToUDP([]byte{1}, conn.LocalAddr().(*net.UDPAddr)); err != nil {
+		t.Fatal(err)
+	}
+	if s.nothingToRead() {
+		t.Error("the datagram sent over loopback does not wait on the socket")
+	}
+}
+
 func TestMissingMandatorySessionIE(t *testing.T) {
 	s, rec := startServer(t, nil)
 	m := newSMF(t, s.Addr())
