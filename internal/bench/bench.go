@@ -155,7 +155,7 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 	if cfg.cuup {
 		return runCUUP(ctx, w, args, cfg)
 	}
-	start := time.Now()
+	since := clock()
 	tb, err := demo.NewTestbed()
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "`xdp5g bench %s` on %s; took %s.\n", strings.Join(args, " "), machine(), time.Since(start).Round(time.Second))
+		fmt.Fprintln(w, headline(args, since()))
 		reportPrio(w, points)
 		reportDelays(w, delays)
 		reportReactions(w, reactions)
@@ -199,7 +199,7 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		c.took = time.Since(start)
+		c.elapsed = since()
 		reportClassify(w, args, cfg, c)
 		return nil
 	}
@@ -207,7 +207,7 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		if res.pfcp, err = measurePFCP(ctx, tb, b, cfg); err != nil {
 			return err
 		}
-		res.took = time.Since(start)
+		res.elapsed = since()
 		reportPFCP(w, args, cfg, res)
 		return nil
 	}
@@ -222,7 +222,7 @@ func Run(ctx context.Context, w io.Writer, args []string) (err error) {
 		}
 		res.costs = append(res.costs, row)
 	}
-	res.took = time.Since(start)
+	res.elapsed = since()
 	report(w, args, cfg, res)
 	return nil
 }

@@ -55,7 +55,7 @@ type classifyResult struct {
 	enforce   []time.Duration
 	steering  steerCosts
 	video     []videoRow
-	took      time.Duration
+	elapsed   elapsed
 }
 
 const (
@@ -225,7 +225,7 @@ func measureInsertion() (singles time.Duration, enforce []time.Duration, err err
 
 func reportClassify(w io.Writer, args []string, cfg config, res classifyResult) {
 	p := linesTo(w)
-	p("`xdp5g bench %s` on %s; took %s.", strings.Join(args, " "), machine(), res.took.Round(time.Second))
+	p("%s", headline(args, res.elapsed))
 	p("\n### Classification: per-packet cost by BPF_PROG_TEST_RUN (ns/packet)\n")
 	p("xdp_classify on frames of each traffic type (%s octets: %v), every frame matching one rule of each", strings.Join(trafficTypes, ", "), res.frameLens)
 	p("of the %d masks when rules are installed (action count, so that the verdict is XDP_PASS). One flow: the same frame", benchMasks)

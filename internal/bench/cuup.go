@@ -171,17 +171,17 @@ type cuupResults struct {
 	// remeasured counts the measurements taken again since other tenants
 	// took CPU 1 (foreignLimit).
 	remeasured int
-	took       time.Duration
+	elapsed    elapsed
 }
 
 // runCUUP is `xdp5g bench -cuup`.
 func runCUUP(ctx context.Context, w io.Writer, args []string, cfg config) error {
-	start := time.Now()
+	since := clock()
 	res, err := measureCUUP(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	res.took = time.Since(start)
+	res.elapsed = since()
 	reportCUUP(w, args, cfg, res)
 	return nil
 }
@@ -861,7 +861,7 @@ func flowCount(n int) string {
 
 func reportCUUP(w io.Writer, args []string, cfg config, r cuupResults) {
 	p := linesTo(w)
-	p("`xdp5g bench %s` on %s; took %s.", strings.Join(args, " "), machine(), r.took.Round(time.Second))
+	p("%s", headline(args, r.elapsed))
 	p("\n### CU-UP downlink (issue 6)\n")
 	p("A UPF, the CU-UP and a DU in namespaces, N3 and F1-U on veth pairs. The generator (BPF_PROG_TEST_RUN, live frames), on")
 	p("a thread bound to CPU 0, sends the UPF's G-PDUs (%d-octet frames: a DL PDU Session Container of QFI %d around a", r.frame, cuupQFI)

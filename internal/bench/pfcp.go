@@ -86,15 +86,14 @@ func pacedSessions(cfg config) (n int) {
 
 // pacedRun is what a paced run measured: response times by kind, sorted;
 // the UPF's handling times, from reading a request to sending its
-// response; the time from the first request to the last response; the
-// collections the Go runtime finished meanwhile; the CPU time the host
-// took from the machine meanwhile.
+// response; the time from the first request to the last response, and the
+// CPU time stolen meanwhile; the collections the Go runtime finished
+// meanwhile.
 type pacedRun struct {
-	rts         map[string][]time.Duration
-	handling    [pfcp.HandlingBuckets]uint64
-	took        time.Duration
+	rts      map[string][]time.Duration
+	handling [pfcp.HandlingBuckets]uint64
+	elapsed
 	collections uint64
-	stolen      time.Duration
 }
 
 // all is the response times of all kinds, sorted.
@@ -139,15 +138,13 @@ func medianP99s(rounds []pacedRun) (handling, response time.Duration) {
 	return median(hs), median(rs)
 }
 
-// establishRound is one round of establishments: how long they took, the
-// rates of each tenth of them in the order they were answered (per
-// second), their response times, sorted, and the CPU time the host took
-// from the machine meanwhile.
+// establishRound is one round of establishments: how long they took and
+// the CPU time stolen meanwhile, the rates of each tenth of them in the
+// order they were answered (per second), and their response times, sorted.
 type establishRound struct {
-	took   time.Duration
+	elapsed
 	tenths []float64
 	rts    []time.Duration
-	stolen time.Duration
 }
 
 func (r establishRound) rate() float64 { return float64(len(r.rts)) / r.took.Seconds() }
@@ -208,7 +205,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	ups := make([]pfcptest.Session, n) // what the UPF chose for each
 	round := establishRound{rts: make([]time.Duration, 0, n)}
 	answeredAt := make([]time.Duration, 0, n)
-	start, stolenBefore := time.Now(), stolen()
+	since, start := clock(), time.Now()
 	err = smf.Pipeline(ctx, n, cfg.window, 0, establishment, func(i int, resp []byte, rt time.Duration) (err error) {
 		answeredAt = append(answeredAt, time.Since(start))
 		round.rts = append(round.rts, rt)
@@ -218,7 +215,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	if err != nil {
 		return fmt.Errorf("establishing sessions: %w", err)
 	}
-	round.took, round.stolen = time.Since(start), stolen()-stolenBefore
+	round.elapsed = since()
 	round.tenths = tenthRates(answeredAt)
 	slices.Sort(round.rts)
 	res.rounds = append(res.rounds, round)
@@ -265,8 +262,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	before, handledBefore, stolenBefore := collections(), srv.Stats().Handling, stolen()
-	start := time.Now()
+	before, handledBefore, since := collections(), srv.Stats().Handling, clock()
 	if spec.collect {
 		go runtime.GC()
 	}
@@ -293,7 +289,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 			}
 			return accepted(resp)
 		})
-	run.took, run.stolen = time.Since(start), stolen()-stolenBefore
+	run.elapsed = since()
 	run.collections = collections() - before
 	for i, n := range srv.Stats().Handling {
 		run.handling[i] = n - handledBefore[i]

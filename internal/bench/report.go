@@ -37,7 +37,7 @@ type results struct {
 	live      []liveRow
 	frameLens [2]int // uplink, downlink, as the UPF receives them
 	pfcp      pfcpResult
-	took      time.Duration
+	elapsed   elapsed
 }
 
 // printer writes a line of the report.
@@ -200,6 +200,24 @@ func collectorSettings() string {
 	return fmt.Sprintf("GOGC %d, %s", s[0].Value.Uint64(), limit)
 }
 
+// elapsed is how long a benchmark took, and the CPU time the hypervisor
+// took from the machine's CPUs meanwhile, all together.
+type elapsed struct{ took, stolen time.Duration }
+
+// clock starts timing a benchmark: what it returns says what has elapsed
+// since.
+func clock() func() elapsed {
+	start, stolenBefore := time.Now(), stolen()
+	return func() elapsed { return elapsed{time.Since(start), stolen() - stolenBefore} }
+}
+
+// headline is a report's first line: the command, the machine, and what
+// the run took.
+func headline(args []string, e elapsed) string {
+	return fmt.Sprintf("`xdp5g bench %s` on %s; took %s, %.2f s of CPU time stolen by the hypervisor meanwhile.",
+		strings.Join(args, " "), machine(), e.took.Round(time.Second), e.stolen.Seconds())
+}
+
 // stolenMeaning says what the Stolen columns are.
 const stolenMeaning = "the CPU time the hypervisor took from this machine's CPUs meanwhile, all together, in 10 ms ticks " +
 	"(steal in /proc/stat; 0 where the hypervisor does not say)"
@@ -228,7 +246,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3)
 // header is the report's first lines: the command, the machine and the
 // frames.
 func header(p printer, args []string, res results) {
-	p("`xdp5g bench %s` on %s; took %s.", strings.Join(args, " "), machine(), res.took.Round(time.Second))
+	p("%s", headline(args, res.elapsed))
 	p("\nUplink frames are G-PDUs with an UL PDU Session Container around a UDP/IPv4 packet (%d bytes), downlink frames", res.frameLens[0])
 	p("that UDP/IPv4 packet (%d bytes); every session has one uplink PDR (TEID, UE address, QFI) and one downlink PDR", res.frameLens[1])
 	p("(UE address, marks the QFI), uplink forwarded by the route to the DN, downlink tunnelled to the gNB.")
