@@ -94,6 +94,10 @@ Tools:
 var errUsage = errors.New("usage")
 
 func main() {
+	// A reader of the output that goes away (`xdp5g bench | head`) must
+	// not kill the process before it removes its namespaces and pins:
+	// with SIGPIPE ignored, the writes fail instead.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
