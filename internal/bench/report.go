@@ -123,9 +123,9 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("Requests alone, the least a request can ask through the same socket, parser, server and encoder: the floor that the")
 	p("host and the process set under every request. Then two, each on sessions of its own: one as the process comes (at")
 	p("this rate the heap needs a garbage collection every few minutes), one forcing a collection as its requests start,")
-	p("which marks every session the process holds. A forced collection starts without the headroom the Go runtime gives")
-	p("its own, so the requests meanwhile assist it more than they would. The three take turns for %d rounds; the table has", cfg.pacedRounds)
-	p("the rounds' requests together (times, collections and Stolen, as above, added up).\n")
+	p("which marks every session the process holds, for seconds at a million sessions, on the CPUs the requests need too.")
+	p("The three take turns for %d rounds; the table has the rounds' requests together (times, collections and Stolen, as", cfg.pacedRounds)
+	p("above, added up).\n")
 	p("| Run | Took | Stolen | Collections finished | Request | Count | p50 | p99 | Max |")
 	p("|---|---:|---:|---:|---|---:|---:|---:|---:|")
 	var pooled [len(pacedRuns)]pacedRun
