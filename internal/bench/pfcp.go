@@ -40,7 +40,7 @@ type pfcpResult struct {
 }
 
 // The paced runs. The first sends Heartbeat Requests alone, the least a
-// request can ask through the UPF's socket, reader, worker and encoder:
+// request can ask through the UPF's socket, parser, server and encoder:
 // its times are the floor that the host and the process set under every
 // request's. Then two over sessions: one as the process comes (at a
 // thousand requests a second the heap grows too slowly to need a garbage
