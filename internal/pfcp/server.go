@@ -309,10 +309,10 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 		return
 	}
 	resp.SetSequenceNumber(req.Sequence())
-	// With no request waiting and no response before it still to send,
+	// With no other job waiting and no response before it still to send,
 	// the job sends the response itself: the hand-over to the sender
 	// would only delay it.
-	if len(s.jobs) == 0 && s.unsent.Load() == 0 {
+	if s.pending.Load() == 1 && s.unsent.Load() == 0 {
 		answered = true
 		s.sendResponse(resp, key, read)
 		return
