@@ -28,6 +28,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/gcpace"
 )
 
 const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
@@ -111,22 +112,18 @@ func main() {
 	}
 }
 
-// gcPercent is the daemon's GOGC. Its heap is mostly sessions, which live
-// long, and every garbage collection marks all of them (1 M sessions:
-// about 3 GB); Go's default, 100, collects whenever the heap has grown by
-// what the last collection found live. Twice that halves the collections,
-// and the time PFCP requests wait behind them, for a heap of up to three
-// times the live one; a soft limit of half the machine's memory makes the
-// collector run sooner should that not fit. GOGC and GOMEMLIMIT win.
-const gcPercent = 200
-
+// tuneGC sets the collector of the daemon, whose heap is mostly sessions
+// that live long (gcpace): GOGC 200 without the collections time forces,
+// under a soft limit of half the machine's memory. GOGC and GOMEMLIMIT win.
 func tuneGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
-	}
+	ceiling := debug.SetMemoryLimit(-1)
 	var mem unix.Sysinfo_t
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && unix.Sysinfo(&mem) == nil {
-		debug.SetMemoryLimit(int64(mem.Totalram) * int64(mem.Unit) / 2)
+		ceiling = int64(mem.Totalram) * int64(mem.Unit) / 2
+		debug.SetMemoryLimit(ceiling)
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		gcpace.Start(uint64(ceiling)) // for the process's life
 	}
 }
 

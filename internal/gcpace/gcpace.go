@@ -1,0 +1,81 @@
+// Package gcpace paces Go's garbage collector for a heap of long-lived
+// sessions. Every collection marks every session: at a million, seconds of
+// marking on the CPUs that PFCP requests need. Go collects whenever the heap
+// has grown by GOGC percent, and at least every two minutes even when it has
+// not; the collections that time forces are most of a daemon's at a steady
+// request rate. With GOGC off the runtime forces none, and collects only when
+// its soft memory limit says so: Start moves that limit after every
+// collection to the heap GOGC would allow.
+package gcpace
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+const (
+	// Percent is the heap growth allowed between collections, as GOGC:
+	// the heap may reach three times the live one.
+	Percent = 200
+	// floor keeps a small heap from collecting all the time.
+	floor = 64 << 20
+	// poll is how soon the limit follows a collection.
+	poll = 100 * time.Millisecond
+)
+
+// Limit is the soft memory limit for a live heap: what GOGC=Percent lets the
+// heap reach, plus the runtime's own memory (stacks, metadata), which the
+// limit counts too; at least floor and at most ceiling.
+func Limit(live, runtimeOwn, ceiling uint64) int64 {
+	return int64(min(max(live+live*Percent/100+runtimeOwn, floor), ceiling))
+}
+
+// read returns the count of finished collections, the heap they last
+// found live, and the memory the runtime holds besides the heap's pages.
+func read() (cycles, live, runtimeOwn uint64) {
+	samples := []metrics.Sample{
+		{Name: "/gc/cycles/total:gc-cycles"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(samples)
+	v := func(i int) uint64 { return samples[i].Value.Uint64() }
+	heap := v(3) + v(4) + v(5) + v(6)
+	return v(0), v(1), v(2) - heap
+}
+
+// Start turns GOGC off and keeps the soft memory limit at Limit of each
+// collection's live heap, until stop, which restores both.
+func Start(ceiling uint64) (stop func()) {
+	cycles, live, own := read()
+	oldLimit := debug.SetMemoryLimit(Limit(live, own, ceiling))
+	oldPercent := debug.SetGCPercent(-1)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			if c, l, o := read(); c != cycles {
+				cycles = c
+				debug.SetMemoryLimit(Limit(l, o, ceiling))
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}
+}

@@ -1,0 +1,85 @@
+package gcpace
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestLimit(t *testing.T) {
+	for _, c := range []struct {
+		live, own, ceiling uint64
+		want               int64
+	}{
+		{live: 1 << 30, own: 10 << 20, ceiling: 8 << 30, want: 3<<30 + 10<<20},
+		{live: 1 << 20, own: 1 << 20, ceiling: 8 << 30, want: floor},
+		{live: 4 << 30, own: 0, ceiling: 8 << 30, want: 8 << 30},
+	} {
+		if got := Limit(c.live, c.own, c.ceiling); got != c.want {
+			t.Errorf("Limit(%d, %d, %d) = %d, want %d", c.live, c.own, c.ceiling, got, c.want)
+		}
+	}
+}
+
+func gauge(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// waitFor polls cond for up to ten of Start's polls.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * poll); !cond(); time.Sleep(poll / 10) {
+		if time.Now().After(deadline) {
+			t.Fatal(what)
+		}
+	}
+}
+
+var kept [][]byte // the test's live heap
+
+// Start turns GOGC off, moves the limit to three times the live heap after
+// a collection, still collects when garbage reaches the limit, and gives
+// back the settings it found.
+func TestPace(t *testing.T) {
+	oldPercent := debug.SetGCPercent(150)
+	oldLimit := debug.SetMemoryLimit(1 << 40)
+	defer func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) }()
+
+	stop := Start(16 << 30)
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Errorf("GOGC under Start: %d, want off", p)
+	}
+
+	for range 256 {
+		kept = append(kept, make([]byte, 1<<20))
+	}
+	runtime.GC()
+	live := gauge("/gc/heap/live:bytes")
+	waitFor(t, "the limit did not follow the collection", func() bool {
+		l := debug.SetMemoryLimit(-1)
+		return l >= int64(3*live) && l < int64(3*live)+64<<20
+	})
+
+	before := gauge("/gc/cycles/automatic:gc-cycles")
+	for range 3 * len(kept) {
+		sink = make([]byte, 1<<20)
+	}
+	if gauge("/gc/cycles/automatic:gc-cycles") == before {
+		t.Error("no collection while twice the live heap was allocated past the limit")
+	}
+	kept = nil
+
+	stop()
+	if p := debug.SetGCPercent(150); p != 150 {
+		t.Errorf("GOGC after stop: %d, want 150", p)
+	}
+	if l := debug.SetMemoryLimit(-1); l != 1<<40 {
+		t.Errorf("memory limit after stop: %d, want %d", l, int64(1<<40))
+	}
+}
+
+var sink []byte
