@@ -43,11 +43,12 @@ type pfcpResult struct {
 // request can ask through the UPF's socket, parser, server and encoder:
 // its times are the floor that the host and the process set under every
 // request's. Then two over sessions: one as the process comes (at a
-// thousand requests a second the heap grows too slowly to need a garbage
-// collection for minutes: it has none, unless the establishments left one
-// due), and one that forces a collection as its requests start. A
-// collection marks every session the process holds, for seconds at a
-// million sessions, on the CPUs the requests need too.
+// thousand requests a second a million sessions' heap needs a garbage
+// collection about every ten minutes, gcpace forcing none: it has none,
+// unless the establishments left one due), and one that forces a
+// collection as its requests start. A collection marks every session the
+// process holds, for seconds at a million sessions, on the CPUs the
+// requests need too.
 var pacedRuns = [...]pacedRunSpec{
 	{"heartbeats", []string{"heartbeat"}, false},
 	{"as it comes", sessionKinds, false},
