@@ -18,42 +18,46 @@ const (
 	// Percent is the heap growth allowed between collections, as GOGC:
 	// the heap may reach three times the live one.
 	Percent = 200
+	// headroom is the share of the limit the runtime keeps free of heap
+	// (memoryLimitHeapGoalHeadroomPercent in runtime/mgcpacer.go).
+	headroom = 3
 	// floor keeps a small heap from collecting all the time.
 	floor = 64 << 20
 	// poll is how soon the limit follows a collection.
 	poll = 100 * time.Millisecond
 )
 
-// Limit is the soft memory limit for a live heap: what GOGC=Percent lets the
-// heap reach, plus the runtime's own memory (stacks, metadata), which the
-// limit counts too; at least floor and at most ceiling.
-func Limit(live, runtimeOwn, ceiling uint64) int64 {
-	return int64(min(max(live+live*Percent/100+runtimeOwn, floor), ceiling))
+// Limit is the soft memory limit under which the runtime lets the heap
+// reach what GOGC=Percent would: that heap, grown by the runtime's headroom,
+// plus the memory the runtime counts against the limit besides heap objects
+// and free pages (overhead: stacks, metadata, free slots of used spans); at
+// least floor and at most ceiling.
+func Limit(live, overhead, ceiling uint64) int64 {
+	heap := live + live*Percent/100
+	return int64(min(max(heap*100/(100-headroom)+overhead, floor), ceiling))
 }
 
 // read returns the count of finished collections, the heap they last
-// found live, and the memory the runtime holds besides the heap's pages.
-func read() (cycles, live, runtimeOwn uint64) {
+// found live, and the runtime's overhead as Limit takes it.
+func read() (cycles, live, overhead uint64) {
 	samples := []metrics.Sample{
 		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
 	}
 	metrics.Read(samples)
 	v := func(i int) uint64 { return samples[i].Value.Uint64() }
-	heap := v(3) + v(4) + v(5) + v(6)
-	return v(0), v(1), v(2) - heap
+	return v(0), v(1), v(2) - v(3) - v(4) - v(5)
 }
 
 // Start turns GOGC off and keeps the soft memory limit at Limit of each
 // collection's live heap, until stop, which restores both.
 func Start(ceiling uint64) (stop func()) {
-	cycles, live, own := read()
-	oldLimit := debug.SetMemoryLimit(Limit(live, own, ceiling))
+	cycles, live, overhead := read()
+	oldLimit := debug.SetMemoryLimit(Limit(live, overhead, ceiling))
 	oldPercent := debug.SetGCPercent(-1)
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
