@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/gcpace"
 )
 
 // TestPFCPBench runs `xdp5g bench -pfcp` at a tiny size: every session is
@@ -87,6 +88,15 @@ func TestPFCPBench(t *testing.T) {
 		}
 	}
 
+	// Without gcpace the window with a collection forced is judged too.
+	var unpaced bytes.Buffer
+	reportPFCP(&unpaced, args, cfg, res)
+	if want := "collection forced, median of 2 rounds: ≤ "; !strings.Contains(unpaced.String(), want) ||
+		strings.Contains(unpaced.String(), "no target, as its requests") {
+		t.Errorf("without gcpace, the report lacks a verdict on the window with a collection forced:\n%s", unpaced.String())
+	}
+	stop := gcpace.Start(1 << 40) // as the bench runs
+	defer stop()
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
 	for _, want := range []string{"| 2 | ", "| heartbeat | 300 |", "| all | 300 |", "| Round | Time | Stolen |",

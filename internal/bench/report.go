@@ -102,7 +102,8 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("%d unanswered at most; each", r.window)
 	p("round over a fresh data path and server. The tenths' rates follow the order of the responses; a response time runs from")
 	p("sending the request to reading its response, the wait behind the window's other requests included. The Go collector")
-	p("runs as in the daemon: %s. Stolen: %s.\n", collectorSettings(), stolenMeaning)
+	settings, _ := collector()
+	p("runs as in the daemon: %s. Stolen: %s.\n", settings, stolenMeaning)
 	p("| Round | Time | Stolen | Sessions/s | Slowest tenth | Median tenth | Fastest tenth | Response p50 | p99 | Max |")
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for i, e := range r.rounds {
@@ -175,15 +176,14 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 				"below: ≤ %s; at the SMF %s", r.rate, len(r.paced[i]), ms(handlingP99s[i]), ms(p99s[i]))
 		}
 	}
+	_, paced := collector()
 	for i, run := range pacedRuns {
 		if !run.overSessions() {
 			continue
 		}
 		line := fmt.Sprintf("- p99 of the UPF's handling at %d requests/s, %s, median of %d rounds: ≤ %s", r.rate, run.name,
 			len(r.paced[i]), ms(handlingP99s[i]))
-		if run.collect {
-			// A collection now comes every ten minutes or so at this rate
-			// (gcpace) and marks for seconds: under 1% of the requests.
+		if run.collect && paced {
 			p("%s, the window a collection marks in; no target, as its requests are under 1%% of those over the minutes "+
 				"between collections; at the SMF %s", line, ms(p99s[i]))
 			continue
@@ -193,19 +193,23 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	}
 }
 
-// collectorSettings are the garbage collector's GOGC and memory limit.
-func collectorSettings() string {
+// collector describes the garbage collector's settings, and says whether
+// gcpace paces it: then a collection comes about every ten minutes at a
+// thousand requests a second, and the window a forced one marks in holds
+// under 1% of the requests.
+func collector() (settings string, paced bool) {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(s)
-	gogc, limit := s[0].Value.Uint64(), float64(s[1].Value.Uint64())/(1<<30)
+	gogc, limit := s[0].Value.Uint64(), s[1].Value.Uint64()
+	gib := float64(limit) / (1 << 30)
 	switch {
 	case gogc == math.MaxUint64: // off
 		return fmt.Sprintf("GOGC off, and a soft memory limit that gcpace sets after each collection to what GOGC %d "+
-			"would let the heap reach (now %.1f GiB)", gcpace.Percent, limit)
-	case s[1].Value.Uint64() == math.MaxInt64:
-		return fmt.Sprintf("GOGC %d, no memory limit", gogc)
+			"would let the heap reach (now %.1f GiB)", gcpace.Percent, gib), true
+	case limit == math.MaxInt64:
+		return fmt.Sprintf("GOGC %d, no memory limit", gogc), false
 	}
-	return fmt.Sprintf("GOGC %d, a soft memory limit of %.1f GiB", gogc, limit)
+	return fmt.Sprintf("GOGC %d, a soft memory limit of %.1f GiB", gogc, gib), false
 }
 
 // elapsed is how long a benchmark took, and the CPU time the hypervisor
