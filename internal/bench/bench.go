@@ -44,14 +44,15 @@ type config struct {
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
 	pfcpRounds   int
-	pacedRounds  int // of the paced PFCP runs
+	pacedRounds  int           // of the paced PFCP runs
+	steady       time.Duration // of each round of the paced PFCP run as the requests come
 	window       int
 	rate         int
 }
 
 // quickValues replace the defaults of the flags not given with -quick.
 var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s",
-	"pfcp-sessions": "100000", "pfcp-paced-rounds": "1", "cuup-packets": "2000000", "cuup-rounds": "2"}
+	"pfcp-sessions": "100000", "pfcp-paced-rounds": "1", "pfcp-steady": "5s", "cuup-packets": "2000000", "cuup-rounds": "2"}
 
 func parseFlags(args []string) (cfg config, err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -65,7 +66,8 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
 	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
-	fs.IntVar(&cfg.pacedRounds, "pfcp-paced-rounds", 3, "interleaved rounds of the paced PFCP runs, each -paced long; the median p99 is reported")
+	fs.IntVar(&cfg.pacedRounds, "pfcp-paced-rounds", 3, "interleaved rounds of the paced PFCP runs; the p99 of their requests together is reported")
+	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last -paced")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_), delay and jitter per slice (Table I of 001_)")
 	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of -slicing to, as SVG")
@@ -115,13 +117,13 @@ func parseFlags(args []string) (cfg config, err error) {
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
 		return cfg, errors.New("-runs, -flows and -packets must be positive")
 	}
-	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 {
-		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-paced-rounds, -pfcp-window and -pfcp-rate must be positive")
+	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 || cfg.steady <= 0 {
+		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-paced-rounds, -pfcp-window, -pfcp-rate and -pfcp-steady must be positive")
 	}
 	// The paced PFCP runs modify and delete sessions established before.
 	if sessions := pacedSessions(cfg); cfg.pfcp && sessions > cfg.pfcpSessions {
-		return cfg, fmt.Errorf("-paced %s at -pfcp-rate %d in %d rounds needs -pfcp-sessions %d at least", cfg.paced, cfg.rate,
-			cfg.pacedRounds, sessions)
+		return cfg, fmt.Errorf("-paced %s and -pfcp-steady %s at -pfcp-rate %d in %d rounds need -pfcp-sessions %d at least",
+			cfg.paced, cfg.steady, cfg.rate, cfg.pacedRounds, sessions)
 	}
 	return cfg, nil
 }

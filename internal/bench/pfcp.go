@@ -42,23 +42,36 @@ type pfcpResult struct {
 // The paced runs. The first sends Heartbeat Requests alone, the least a
 // request can ask through the UPF's socket, parser, server and encoder:
 // its times are the floor that the host and the process set under every
-// request's. Then two over sessions: one as the process comes (at a
-// thousand requests a second a million sessions' heap needs a garbage
-// collection about every ten minutes, gcpace forcing none: it has none,
-// unless the establishments left one due), and one that forces a
-// collection as its requests start. A collection marks every session the
-// process holds, for seconds at a million sessions, on the CPUs the
-// requests need too.
+// request's. Then two over sessions: one as the process comes, for
+// minutes, which the latency target judges (at a thousand requests a
+// second a million sessions' heap needs a garbage collection about every
+// ten minutes, gcpace forcing none), and one that forces a collection as
+// its requests start. A collection marks every session the process holds,
+// for seconds at a million sessions, on the CPUs the requests need too.
 var pacedRuns = [...]pacedRunSpec{
-	{"heartbeats", []string{"heartbeat"}, false},
-	{"as it comes", sessionKinds, false},
-	{"collection forced", sessionKinds, true},
+	{"heartbeats", []string{"heartbeat"}, false, false},
+	{"as it comes", sessionKinds, false, true},
+	{"collection forced", sessionKinds, true, false},
 }
 
 type pacedRunSpec struct {
 	name    string
 	kinds   []string // of the requests, taking turns
 	collect bool     // force a garbage collection as the requests start
+	steady  bool     // lasts -pfcp-steady, else -paced
+}
+
+// length is how long a round of the run sends requests.
+func (r pacedRunSpec) length(cfg config) time.Duration {
+	if r.steady {
+		return cfg.steady
+	}
+	return cfg.paced
+}
+
+// requests is how many requests a round of the run sends.
+func (r pacedRunSpec) requests(cfg config) int {
+	return int(r.length(cfg).Seconds() * float64(cfg.rate))
 }
 
 // overSessions says the run's requests establish, move and delete
@@ -72,7 +85,7 @@ func (r pacedRunSpec) sessions(cfg config) int {
 	if !r.overSessions() {
 		return 0
 	}
-	return (pacedRequests(cfg) + len(r.kinds) - 1) / len(r.kinds)
+	return (r.requests(cfg) + len(r.kinds) - 1) / len(r.kinds)
 }
 
 // pacedSessions is how many sessions the paced runs establish, and how
@@ -125,17 +138,6 @@ func pool(rounds []pacedRun) pacedRun {
 		slices.Sort(rts)
 	}
 	return sum
-}
-
-// medianP99s are the medians over rounds of the UPF's p99 handling time
-// and of the p99 response time of all kinds.
-func medianP99s(rounds []pacedRun) (handling, response time.Duration) {
-	var hs, rs []time.Duration
-	for _, r := range rounds {
-		hs = append(hs, pfcp.HandlingPercentile(r.handling, 99))
-		rs = append(rs, percentile(r.all(), 99))
-	}
-	return median(hs), median(rs)
 }
 
 // establishRound is one round of establishments: how long they took and
@@ -235,7 +237,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	from := 0 // each run its own sessions
 	for round := range cfg.pacedRounds {
 		for i, run := range pacedRuns {
-			progress("PFCP: requests at %d/s for %s, %s, round %d of %d", cfg.rate, cfg.paced, run.name, round+1, cfg.pacedRounds)
+			progress("PFCP: requests at %d/s for %s, %s, round %d of %d", cfg.rate, run.length(cfg), run.name, round+1, cfg.pacedRounds)
 			r, err := paced(ctx, smf, srv, cfg, run, ups[from:], len(ups)+from, establishment)
 			if err != nil {
 				return fmt.Errorf("paced requests %s: %w", run.name, err)
@@ -247,9 +249,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	return nil
 }
 
-func pacedRequests(cfg config) int { return int(cfg.paced.Seconds() * float64(cfg.rate)) }
-
-// paced sends cfg.rate requests a second for cfg.paced, of the run's kinds
+// paced sends cfg.rate requests a second for the run's length, of its kinds
 // in turn, forcing a garbage collection as they start if the run says so.
 // With ups sessions established before, request j establishes session
 // next+m, moves the downlink tunnel of ups[m], or deletes ups[m], m = j
@@ -266,7 +266,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 	if spec.collect {
 		go runtime.GC()
 	}
-	err := smf.Pipeline(ctx, pacedRequests(cfg), cfg.window, time.Second/time.Duration(cfg.rate),
+	err := smf.Pipeline(ctx, spec.requests(cfg), cfg.window, time.Second/time.Duration(cfg.rate),
 		func(j int, b []byte) ([]byte, error) {
 			m := j / len(spec.kinds)
 			switch spec.kinds[j%len(spec.kinds)] {

@@ -18,11 +18,11 @@ func TestPFCPBench(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and XDP")
 	}
-	const sessions = 200
-	// Two rounds of runs of 150 paced requests: 150 heartbeats, then 50
-	// of each kind over sessions, twice.
-	args := []string{"-pfcp", "-pfcp-sessions", "200", "-pfcp-rounds", "2", "-pfcp-paced-rounds", "2", "-paced", "150ms",
-		"-runs", "1", "-flows", "16"}
+	const sessions = 300
+	// Two rounds of paced runs: 150 heartbeats, 100 requests of each kind
+	// over sessions as they come, 50 of each with a collection forced.
+	args := []string{"-pfcp", "-pfcp-sessions", "300", "-pfcp-rounds", "2", "-pfcp-paced-rounds", "2", "-paced", "150ms",
+		"-pfcp-steady", "300ms", "-runs", "1", "-flows", "16"}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)
@@ -64,9 +64,10 @@ func TestPFCPBench(t *testing.T) {
 		if len(rounds) != 2 {
 			t.Fatalf("%s: %d rounds, want 2", pacedRuns[i].name, len(rounds))
 		}
+		requests := pacedRuns[i].requests(cfg)
 		for _, run := range rounds {
 			for _, kind := range pacedRuns[i].kinds {
-				want := 150 / len(pacedRuns[i].kinds)
+				want := requests / len(pacedRuns[i].kinds)
 				if rts := run.rts[kind]; len(rts) != want || rts[0] <= 0 {
 					t.Errorf("%s: %d paced %ss answered; want %d, each in more than 0", pacedRuns[i].name, len(rts), kind, want)
 				}
@@ -77,8 +78,8 @@ func TestPFCPBench(t *testing.T) {
 			for _, n := range run.handling {
 				handled += n
 			}
-			if handled < 140 || handled > 150 {
-				t.Errorf("%s: %d requests in the UPF's handling times, want the 150 of the run", pacedRuns[i].name, handled)
+			if handled < uint64(requests)-10 || handled > uint64(requests) {
+				t.Errorf("%s: %d requests in the UPF's handling times, want the %d of the run", pacedRuns[i].name, handled, requests)
 			}
 		}
 	}
@@ -91,7 +92,7 @@ func TestPFCPBench(t *testing.T) {
 	// Without gcpace the window with a collection forced is judged too.
 	var unpaced bytes.Buffer
 	reportPFCP(&unpaced, args, cfg, res)
-	if want := "collection forced, median of 2 rounds: ≤ "; !strings.Contains(unpaced.String(), want) ||
+	if want := "collection forced, 2 rounds of 150ms together (300 requests): ≤ "; !strings.Contains(unpaced.String(), want) ||
 		strings.Contains(unpaced.String(), "no target, as its requests") {
 		t.Errorf("without gcpace, the report lacks a verdict on the window with a collection forced:\n%s", unpaced.String())
 	}
@@ -99,12 +100,12 @@ func TestPFCPBench(t *testing.T) {
 	defer stop()
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| heartbeat | 300 |", "| all | 300 |", "| Round | Time | Stolen |",
-		"- establishment rate over PFCP, 200 sessions, median of 2 rounds: ",
-		"- p99 of the UPF's handling of heartbeats alone at 1000 requests/s, median of 2 rounds",
-		"- p99 of the UPF's handling at 1000 requests/s, as it comes, median of 2 rounds: ",
+	for _, want := range []string{"| 2 | ", "| heartbeat | 300 |", "| all | 300 |", "| all | 600 |", "| Round | Time | Stolen |",
+		"- establishment rate over PFCP, 300 sessions, median of 2 rounds: ",
+		"- p99 of the UPF's handling of heartbeats alone at 1000 requests/s, 2 rounds of 150ms together (300 requests)",
+		"- p99 of the UPF's handling at 1000 requests/s, as it comes, 2 rounds of 300ms together (600 requests): ",
 		"(target < 1.000 ms at 1000/s)",
-		"- p99 of the UPF's handling at 1000 requests/s, collection forced, median of 2 rounds: ",
+		"- p99 of the UPF's handling at 1000 requests/s, collection forced, 2 rounds of 150ms together (300 requests): ",
 		"the window a collection marks in; no target"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
@@ -112,19 +113,20 @@ func TestPFCPBench(t *testing.T) {
 	}
 }
 
-// A paced run of 1,000 requests over sessions starts and ends with an
-// establishment: 334 sessions, so the two such runs need 668 established
-// before, each run its own, and three rounds of them 2,004; the heartbeats
-// need none.
+// A paced run over sessions starts and ends with an establishment: of
+// 2,000 requests (as they come, -pfcp-steady 2s) 667 sessions, of 1,000
+// (collection forced, -paced 1s) 334, so the two runs need 1,001
+// established before, each run its own, and three rounds of them 3,003;
+// the heartbeats need none.
 func TestPacedSessions(t *testing.T) {
-	for sessions, ok := range map[string]bool{"2003": false, "2004": true} {
-		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s", "-pfcp-paced-rounds", "3"})
+	for sessions, ok := range map[string]bool{"3002": false, "3003": true} {
+		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s", "-pfcp-steady", "2s", "-pfcp-paced-rounds", "3"})
 		if (err == nil) != ok {
-			t.Errorf("-pfcp-sessions %s with -paced 1s in 3 rounds: %v, want accepted %v", sessions, err, ok)
+			t.Errorf("-pfcp-sessions %s with -paced 1s, -pfcp-steady 2s in 3 rounds: %v, want accepted %v", sessions, err, ok)
 		}
-		if err == nil && (pacedRuns[1].sessions(cfg) != 334 || pacedRuns[0].sessions(cfg) != 0) {
-			t.Errorf("runs of 1,000 requests establish %d and %d sessions, want 0 and 334",
-				pacedRuns[0].sessions(cfg), pacedRuns[1].sessions(cfg))
+		if err == nil && (pacedRuns[0].sessions(cfg) != 0 || pacedRuns[1].sessions(cfg) != 667 || pacedRuns[2].sessions(cfg) != 334) {
+			t.Errorf("the paced runs establish %d, %d and %d sessions, want 0, 667 and 334",
+				pacedRuns[0].sessions(cfg), pacedRuns[1].sessions(cfg), pacedRuns[2].sessions(cfg))
 		}
 	}
 }

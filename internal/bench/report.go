@@ -118,16 +118,17 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("\nThe sessions are those the last round established over PFCP (Install: its time), with the TEIDs the UPF chose.")
 
 	p("\n### PFCP requests paced at %d/s\n", r.rate)
-	p("For %s, over the sessions above, requests take turns: establishing a new session, moving the downlink tunnel of one", cfg.paced)
+	p("Over the sessions above, requests take turns: establishing a new session, moving the downlink tunnel of one")
 	p("established above to another TEID (Update FAR with new Outer Header Creation), deleting that session. The requests go")
 	p("out %s apart whatever the responses (%d unanswered at most); response times as above. Three runs: first Heartbeat",
 		time.Second/time.Duration(r.rate), r.window)
-	p("Requests alone, the least a request can ask through the same socket, parser, server and encoder: the floor that the")
-	p("host and the process set under every request. Then two, each on sessions of its own: one as the process comes (at")
-	p("this rate a million sessions' heap needs a collection about every ten minutes), one forcing a collection as its")
-	p("requests start, which marks every session the process holds, for seconds at a million sessions, on the CPUs the")
-	p("requests need too. The three take turns for %d rounds; the table has the rounds' requests together (times,", cfg.pacedRounds)
-	p("collections and Stolen, as above, added up).\n")
+	p("Requests alone for %s a round, the least a request can ask through the same socket, parser, server and encoder: the", cfg.paced)
+	p("floor that the host and the process set under every request. Then two, each on sessions of its own: one as the")
+	p("process comes for %s a round, which the latency target judges (at this rate a million sessions' heap needs a", cfg.steady)
+	p("collection about every ten minutes), and one for %s a round forcing a collection as its requests start, which marks", cfg.paced)
+	p("every session the process holds, for seconds at a million sessions, on the CPUs the requests need too. The three")
+	p("take turns for %d rounds; the table has the rounds' requests together (times, collections and Stolen, as above,", cfg.pacedRounds)
+	p("added up).\n")
 	p("| Run | Took | Stolen | Collections finished | Request | Count | p50 | p99 | Max |")
 	p("|---|---:|---:|---:|---|---:|---:|---:|---:|")
 	var pooled [len(pacedRuns)]pacedRun
@@ -150,14 +151,15 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p("the wait for the worker if requests were queued, the handling, the encoding; pfcp.Stats.Handling, whose buckets are")
 	p("12%% wide: each figure is its bucket's upper bound). The response times above add the SMF's side: the loopback and")
 	p("its own goroutines, which share the process, its collections and the two CPUs with the UPF. A host that stalls the")
-	p("machine for tens of milliseconds now and then puts the p99 of the round it falls in far off the others': the targets")
-	p("take the median of the rounds' p99s, as the per-packet cost takes the median of its rounds.\n")
-	p("| Run | p50 | p99, median of the rounds | p99 of each round | Max |")
+	p("machine for tens of milliseconds now and then puts the p99 of a round of seconds far off the others'. The targets")
+	p("take the p99 of the rounds' requests together, minutes of them as the process comes, in which such a stall delays")
+	p("a few dozen of a hundred thousand and more.\n")
+	p("| Run | p50 | p99 | p99 of each round | Max |")
 	p("|---|---:|---:|---|---:|")
 	var handlingP99s, p99s [len(pacedRuns)]time.Duration
 	for i, rounds := range r.paced {
 		run := pooled[i]
-		handlingP99s[i], p99s[i] = medianP99s(rounds)
+		handlingP99s[i], p99s[i] = pfcp.HandlingPercentile(run.handling, 99), percentile(run.all(), 99)
 		var each []string
 		for _, round := range rounds {
 			each = append(each, "≤ "+ms(pfcp.HandlingPercentile(round.handling, 99)))
@@ -172,8 +174,8 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	costTargets(p, []costRow{r.cost})
 	for i, run := range pacedRuns {
 		if !run.overSessions() {
-			p("- p99 of the UPF's handling of heartbeats alone at %d requests/s, median of %d rounds, the floor under the targets "+
-				"below: ≤ %s; at the SMF %s", r.rate, len(r.paced[i]), ms(handlingP99s[i]), ms(p99s[i]))
+			p("- p99 of the UPF's handling of heartbeats alone at %d requests/s, %s, the floor under the targets below: ≤ %s; "+
+				"at the SMF %s", r.rate, together(cfg, run, len(r.paced[i])), ms(handlingP99s[i]), ms(p99s[i]))
 		}
 	}
 	_, paced := collector()
@@ -181,8 +183,8 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 		if !run.overSessions() {
 			continue
 		}
-		line := fmt.Sprintf("- p99 of the UPF's handling at %d requests/s, %s, median of %d rounds: ≤ %s", r.rate, run.name,
-			len(r.paced[i]), ms(handlingP99s[i]))
+		line := fmt.Sprintf("- p99 of the UPF's handling at %d requests/s, %s, %s: ≤ %s", r.rate, run.name,
+			together(cfg, run, len(r.paced[i])), ms(handlingP99s[i]))
 		if run.collect && paced {
 			p("%s, the window a collection marks in; no target, as its requests are under 1%% of those over the minutes "+
 				"between collections; at the SMF %s", line, ms(p99s[i]))
@@ -191,6 +193,11 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 		p("%s (target < %s at %d/s): %s; at the SMF %s (the bench's own, in the same process, no target)", line,
 			ms(targetPacedP99), targetPacedRate, verdict[handlingP99s[i] < targetPacedP99 && r.rate >= targetPacedRate], ms(p99s[i]))
 	}
+}
+
+// together names the requests of a paced run's rounds taken together.
+func together(cfg config, run pacedRunSpec, rounds int) string {
+	return fmt.Sprintf("%d rounds of %s together (%d requests)", rounds, run.length(cfg), rounds*run.requests(cfg))
 }
 
 // collector describes the garbage collector's settings, and says whether
