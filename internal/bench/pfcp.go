@@ -101,12 +101,13 @@ func pacedSessions(cfg config) (n int) {
 // the UPF's handling times, from reading a request to sending its
 // response; the time from the first request to the last response, and the
 // CPU time stolen meanwhile; the collections the Go runtime finished
-// meanwhile.
+// meanwhile; what a starvation probe saw meanwhile.
 type pacedRun struct {
 	rts      map[string][]time.Duration
 	handling [pfcp.HandlingBuckets]uint64
 	elapsed
 	collections uint64
+	slowed
 }
 
 // all is the response times of all kinds, sorted.
@@ -133,6 +134,7 @@ func pool(rounds []pacedRun) pacedRun {
 		sum.took += r.took
 		sum.collections += r.collections
 		sum.stolen += r.stolen
+		sum.slowed = sum.plus(r.slowed)
 	}
 	for _, rts := range sum.rts {
 		slices.Sort(rts)
@@ -262,7 +264,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
-	before, handledBefore, since := collections(), srv.Stats().Handling, clock()
+	before, handledBefore, since, probe := collections(), srv.Stats().Handling, clock(), probeStarvation()
 	if spec.collect {
 		go runtime.GC()
 	}
@@ -289,7 +291,7 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 			}
 			return accepted(resp)
 		})
-	run.elapsed = since()
+	run.elapsed, run.slowed = since(), probe.end()
 	run.collections = collections() - before
 	for i, n := range srv.Stats().Handling {
 		run.handling[i] = n - handledBefore[i]

@@ -83,6 +83,14 @@ func TestPFCPBench(t *testing.T) {
 			}
 		}
 	}
+	for i, rounds := range r.paced {
+		for _, run := range rounds {
+			// At least half the ticks of the shortest run, 150 ms.
+			if run.loops < int(pacedRuns[i].length(cfg)/probeEvery/2) || run.slow > run.loops {
+				t.Errorf("%s: the starvation probe ran %d loops, %d slow", pacedRuns[i].name, run.loops, run.slow)
+			}
+		}
+	}
 	for _, run := range r.paced[2] {
 		if run.collections == 0 {
 			t.Errorf("no garbage collection finished during a run that starts one")
@@ -100,7 +108,7 @@ func TestPFCPBench(t *testing.T) {
 	defer stop()
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| heartbeat | 300 |", "| all | 300 |", "| all | 600 |", "| Round | Time | Stolen |",
+	for _, want := range []string{"| 2 | ", "| Slowed |", "| heartbeat | 300 |", "| all | 300 |", "| all | 600 |", "| Round | Time | Stolen |",
 		"- establishment rate over PFCP, 300 sessions, median of 2 rounds: ",
 		"- p99 of the UPF's handling of heartbeats alone at 1000 requests/s, 2 rounds of 150ms together (300 requests)",
 		"- p99 of the UPF's handling at 1000 requests/s, as it comes, 2 rounds of 300ms together (600 requests): ",
