@@ -632,3 +632,42 @@ int xdp_upf(struct xdp_md *ctx)
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
 }
+
+/* Zeroing the counters of PDR slots before they are handed out again. A
+ * batch update of the per-CPU map copies every CPU's value of every slot
+ * in from user space, 50-80 µs a batch of 32 at a million sessions; this
+ * program, run once a batch (BPF_PROG_TEST_RUN), writes them in place. */
+#define ZERO_BATCH 32
+
+struct zero_request {
+	__u32 cpus; /* possible CPUs */
+	__u32 count; /* of slots, at most ZERO_BATCH */
+	__u32 slots[ZERO_BATCH];
+};
+
+static long zero_on_cpu(__u64 cpu, void *slot)
+{
+	struct counter *c = bpf_map_lookup_percpu_elem(&pdr_counters, slot, cpu);
+	if (!c)
+		return 1;
+	c->packets = 0;
+	c->bytes = 0;
+	return 0;
+}
+
+static long zero_slot(__u64 i, void *ctx)
+{
+	struct zero_request *r = ctx;
+	if (i >= ZERO_BATCH)
+		return 1;
+	__u32 slot = r->slots[i];
+	bpf_loop(r->cpus, zero_on_cpu, &slot, 0);
+	return 0;
+}
+
+SEC("syscall")
+int zero_pdr_counters(struct zero_request *ctx)
+{
+	struct zero_request r = *ctx;
+	return bpf_loop(r.count, zero_slot, &r, 0);
+}

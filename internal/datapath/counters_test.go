@@ -1,6 +1,10 @@
 package datapath
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
 
 // ZeroPDRCounters zeroes what packets counted in the slots it names, and
 // in no other slot.
@@ -21,5 +25,37 @@ func TestZeroPDRCounters(t *testing.T) {
 	}
 	if c, err := u.d.PDRCounter(7); err != nil || c.Packets != 1 {
 		t.Errorf("PDR slot 7, not zeroed: %+v, %v", c, err)
+	}
+}
+
+// ZeroPDRCounters zeroes every CPU's counters of any number of slots, a
+// batch of the zeroing program's at a time, and leaves the slots around
+// them as they were.
+func TestZeroPDRCountersOnEveryCPU(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64})
+	batch := len(upfZeroRequest{}.Slots)
+	last := uint32(2*batch + 5) // the slots from 1 to last-1: three batches, the last short
+	cpus := ebpf.MustPossibleCPU()
+	for slot := uint32(0); slot <= last; slot++ {
+		perCPU := make([]Counter, cpus)
+		for cpu := range perCPU {
+			perCPU[cpu] = Counter{Packets: uint64(cpu) + 1, Bytes: 100 * (uint64(cpu) + 1)}
+		}
+		check(t, d.maps.PdrCounters.Put(slot, perCPU))
+	}
+	var slots []uint32
+	for slot := uint32(1); slot < last; slot++ {
+		slots = append(slots, slot)
+	}
+	check(t, d.ZeroPDRCounters(slots))
+	for slot := uint32(0); slot <= last; slot++ {
+		var perCPU []Counter
+		check(t, d.maps.PdrCounters.Lookup(slot, &perCPU))
+		for cpu, c := range perCPU {
+			kept := slot == 0 || slot == last
+			if want := (Counter{Packets: uint64(cpu) + 1, Bytes: 100 * (uint64(cpu) + 1)}); kept && c != want || !kept && c != (Counter{}) {
+				t.Errorf("slot %d on CPU %d: %+v (kept: %v)", slot, cpu, c, kept)
+			}
+		}
 	}
 }

@@ -112,6 +112,8 @@ type Datapath struct {
 	// pdrWritten: a PDR has been written since.
 	created    bool
 	pdrWritten atomic.Bool
+	// zeroPDRCounters runs ZeroPDRCounters.
+	zeroPDRCounters *ebpf.Program
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -146,6 +148,13 @@ func Open(opts Options) (*Datapath, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading maps: %w", err)
 	}
+	var progs struct {
+		ZeroCounters *ebpf.Program `ebpf:"zero_pdr_counters"`
+	}
+	if err := spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}}); err != nil {
+		return nil, errors.Join(fmt.Errorf("loading the program that zeroes PDR counters: %w", err), d.Close())
+	}
+	d.zeroPDRCounters = progs.ZeroCounters
 	if err := d.routes.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -215,6 +224,9 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
+	if d.zeroPDRCounters != nil {
+		d.zeroPDRCounters.Close()
+	}
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.fars.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -24,13 +25,23 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 	return d.pdrs.put(slot, &p)
 }
 
-// ZeroPDRCounters zeroes the counters of PDR slots, in one system call.
+// ZeroPDRCounters zeroes the counters of PDR slots on every CPU, in one
+// system call a batch of 32.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
-	if len(slots) == 0 {
-		return nil
+	for len(slots) > 0 {
+		req := upfZeroRequest{Cpus: uint32(ebpf.MustPossibleCPU())}
+		n := copy(req.Slots[:], slots)
+		req.Count = uint32(n)
+		zeroed, err := d.zeroPDRCounters.Run(&ebpf.RunOptions{Context: req})
+		if err == nil && zeroed != req.Count {
+			err = fmt.Errorf("%d of %d slots done", zeroed, n)
+		}
+		if err != nil {
+			return fmt.Errorf("zeroing PDR counters: %w", err)
+		}
+		slots = slots[n:]
 	}
-	_, err := d.maps.PdrCounters.BatchUpdate(slots, make([]Counter, len(slots)*ebpf.MustPossibleCPU()), nil)
-	return err
+	return nil
 }
 
 // QERBucket is one direction of a QER: its rate in bytes per second, its

@@ -12,12 +12,9 @@ import (
 // that read the old key to be done with it.
 const slotReuseDelay = time.Second
 
-// resetBatch is how many slots a pool resets at once, in one system call.
-// Zeroing a PDR's counters costs about 0.7 µs a slot over new maps and
-// 2.4 µs at a million sessions, whatever the batch: a larger one saves
-// little and holds the request that pays for it longer (at a million
-// sessions, 52 µs a call, one request in twelve of those paced at
-// 1,000/s).
+// resetBatch is how many slots a pool resets at once, in one system call:
+// the data path's program zeroes 32 PDRs' counters in about 6 µs at a
+// million sessions (a batch update of the map took 35-46 µs).
 const resetBatch = 32
 
 type cooling struct {
