@@ -47,6 +47,12 @@ func TestZeroPDRCountersOnEveryCPU(t *testing.T) {
 	for slot := uint32(1); slot < last; slot++ {
 		slots = append(slots, slot)
 	}
+	if err := d.ZeroPDRCounters([]uint32{1, d.maps.PdrCounters.MaxEntries()}); err == nil {
+		t.Error("zeroed a slot past the map's end")
+	}
+	if c, err := d.PDRCounter(1); err != nil || c.Packets == 0 {
+		t.Errorf("slot 1 after a refused zeroing: %+v, %v; want it untouched", c, err)
+	}
 	check(t, d.ZeroPDRCounters(slots))
 	for slot := uint32(0); slot <= last; slot++ {
 		var perCPU []Counter

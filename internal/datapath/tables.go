@@ -28,6 +28,11 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 // ZeroPDRCounters zeroes the counters of PDR slots on every CPU, in one
 // system call a batch of 32.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
+	for _, slot := range slots {
+		if n := d.maps.PdrCounters.MaxEntries(); slot >= n {
+			return fmt.Errorf("zeroing PDR counters: slot %d of %d", slot, n)
+		}
+	}
 	for len(slots) > 0 {
 		req := upfZeroRequest{Cpus: uint32(ebpf.MustPossibleCPU())}
 		n := copy(req.Slots[:], slots)
