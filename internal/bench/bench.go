@@ -27,7 +27,7 @@ type config struct {
 	runs     int
 	flows    int
 	packets  uint64
-	paced    time.Duration // of the testbed rate, or with pfcp of the PFCP requests
+	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
 	classify      bool // measure the classifier instead
 	classifyRules []int
@@ -60,7 +60,7 @@ func parseFlags(args []string) (cfg config, err error) {
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
 	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
-	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with -pfcp of requests)")
+	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with -pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
 	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with -pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
