@@ -635,7 +635,7 @@ int xdp_upf(struct xdp_md *ctx)
 
 /* Zeroing the counters of PDR slots before they are handed out again. A
  * batch update of the per-CPU map copies every CPU's value of every slot
- * in from user space, 50-80 µs a batch of 32 at a million sessions; this
+ * in from user space, 35-80 µs a batch of 32 at a million sessions; this
  * program, run once a batch (BPF_PROG_TEST_RUN), writes them in place. */
 #define ZERO_BATCH 32
 
@@ -669,5 +669,6 @@ SEC("syscall")
 int zero_pdr_counters(struct zero_request *ctx)
 {
 	struct zero_request r = *ctx;
-	return bpf_loop(r.count, zero_slot, &r, 0);
+	bpf_loop(r.count, zero_slot, &r, 0);
+	return 0;
 }

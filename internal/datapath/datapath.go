@@ -224,10 +224,11 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
+	var progErr error
 	if d.zeroPDRCounters != nil {
-		d.zeroPDRCounters.Close()
+		progErr = d.zeroPDRCounters.Close()
 	}
-	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.fars.close(), d.sdfSets.close(),
+	return errors.Join(progErr, d.routes.close(), d.sets.close(), d.pdrs.close(), d.fars.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -28,20 +29,15 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 // ZeroPDRCounters zeroes the counters of PDR slots on every CPU, in one
 // system call a batch of 32.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
-	for _, slot := range slots {
-		if n := d.maps.PdrCounters.MaxEntries(); slot >= n {
-			return fmt.Errorf("zeroing PDR counters: slot %d of %d", slot, n)
-		}
+	size := d.maps.PdrCounters.MaxEntries()
+	if i := slices.IndexFunc(slots, func(slot uint32) bool { return slot >= size }); i >= 0 {
+		return fmt.Errorf("zeroing PDR counters: slot %d of %d", slots[i], size)
 	}
 	for len(slots) > 0 {
 		req := upfZeroRequest{Cpus: uint32(ebpf.MustPossibleCPU())}
 		n := copy(req.Slots[:], slots)
 		req.Count = uint32(n)
-		zeroed, err := d.zeroPDRCounters.Run(&ebpf.RunOptions{Context: req})
-		if err == nil && zeroed != req.Count {
-			err = fmt.Errorf("%d of %d slots done", zeroed, n)
-		}
-		if err != nil {
+		if _, err := d.zeroPDRCounters.Run(&ebpf.RunOptions{Context: req}); err != nil {
 			return fmt.Errorf("zeroing PDR counters: %w", err)
 		}
 		slots = slots[n:]
