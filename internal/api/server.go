@@ -144,7 +144,7 @@ type PFCPStats struct {
 	Panics             uint64 `json:"panics"`
 	// Handling counts the requests answered by the time from reading the
 	// request to sending the response: element i those within
-	// 10^((i+1)/20) µs and over the element before's bound
+	// 10^((i+1)/40) µs and over the element before's bound
 	// (pfcp.HandlingBound); the last also longer ones.
 	Handling [pfcp.HandlingBuckets]uint64 `json:"handling"`
 }

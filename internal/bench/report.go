@@ -150,7 +150,7 @@ func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	}
 	p("\nThe UPF's own handling of the same requests, from reading a request off its socket to sending the response (parsing,")
 	p("the wait for the worker if requests were queued, the handling, the encoding; pfcp.Stats.Handling, whose buckets are")
-	p("12%% wide: each figure is its bucket's upper bound). The response times above add the SMF's side: the loopback and")
+	p("5.9%% wide: each figure is its bucket's upper bound). The response times above add the SMF's side: the loopback and")
 	p("its own goroutines, which share the process, its collections and the two CPUs with the UPF. A host that stalls the")
 	p("machine for tens of milliseconds now and then puts the p99 of a round of seconds far off the others'. The targets")
 	p("take the p99 of the rounds' requests together, minutes of them as the process comes, in which such a stall delays")

@@ -34,23 +34,27 @@ type Stats struct {
 	Handling [HandlingBuckets]uint64
 }
 
-// HandlingBuckets is the length of Stats.Handling.
-const HandlingBuckets = 100
+// HandlingBuckets is the length of Stats.Handling: five decades.
+const HandlingBuckets = 5 * handlingPerDecade
+
+// handlingPerDecade is fine enough for a percentile to tell 0.95 ms from
+// 1 ms, a target's bound.
+const handlingPerDecade = 40
 
 // HandlingBound is the upper bound of element i of Stats.Handling:
-// 10^((i+1)/20) µs, twenty to a decade (each 12% above the one before), so
+// 10^((i+1)/40) µs, forty to a decade (each 5.9% above the one before), so
 // that 10 µs, 100 µs, 1 ms and 10 ms are bounds; the last is 100 ms.
 func HandlingBound(i int) time.Duration { return handlingBounds[i] }
 
 var handlingBounds = func() (b [HandlingBuckets]time.Duration) {
 	for i := range b {
-		b[i] = time.Duration(math.Round(float64(time.Microsecond) * math.Pow(10, float64(i+1)/20)))
+		b[i] = time.Duration(math.Round(float64(time.Microsecond) * math.Pow(10, float64(i+1)/handlingPerDecade)))
 	}
 	return b
 }()
 
 // HandlingPercentile is the bound of the element of a Handling histogram
-// that holds its p-th percentile request (nearest rank): at most 12% over
+// that holds its p-th percentile request (nearest rank): at most 5.9% over
 // the time itself. 0 for an empty histogram.
 func HandlingPercentile(h [HandlingBuckets]uint64, p float64) time.Duration {
 	var total uint64

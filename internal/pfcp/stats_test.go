@@ -42,7 +42,7 @@ func TestHandlingBuckets(t *testing.T) {
 	if h[0] != 1 || h[9] != 1 || h[10] != 1 || h[HandlingBuckets-1] != 1 {
 		t.Fatalf("histogram %v: want one in buckets 0, 9, 10 and the last", h)
 	}
-	for i, want := range map[int]time.Duration{19: 10 * time.Microsecond, 59: time.Millisecond, 99: 100 * time.Millisecond} {
+	for i, want := range map[int]time.Duration{39: 10 * time.Microsecond, 119: time.Millisecond, 199: 100 * time.Millisecond} {
 		if b := HandlingBound(i); b != want {
 			t.Errorf("bound of bucket %d %v, want %v", i, b, want)
 		}
