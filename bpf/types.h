@@ -68,8 +68,6 @@ enum pdr_flags {
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
 	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
-	PDR_SDF_V4 = 64,     /* uplink: every SDF filter is of IPv4 addresses */
-	PDR_SDF_V6 = 128,    /* uplink: every SDF filter is of IPv6 addresses */
 };
 
 /* One PDR as the packet sees it; the precedence is the order in pdr_set. */
@@ -184,11 +182,16 @@ enum set_kind {
 
 /* The PDRs sharing a key (TEID or UE address), highest precedence first.
  * The key is kept with them: set_index holds slots only, and a packet takes
- * a set as its own by comparing kind and key. */
+ * a set as its own by comparing kind and key. Bit i of only_v4 (only_v6)
+ * says every SDF filter of uplink PDR i is of IPv4 (IPv6) addresses: the
+ * packets of the other family skip it without reading it (Open5GS puts an
+ * IPv6 router solicitations' PDR before every session's uplink PDR). */
 struct pdr_set {
 	__u64 key;
 	__u32 kind; /* enum set_kind */
-	__u32 count;
+	__u16 count;
+	__u8 only_v4;
+	__u8 only_v6;
 	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
 };
 

@@ -71,16 +71,11 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;
 }
 
-/* The QFI and UE address an uplink PDR may ask of its packets, and the IP
- * family its SDF filters are all of: a packet of the other skips them
- * unparsed (Open5GS puts an IPv6 router solicitations' PDR before every
- * session's uplink PDR). */
+/* The QFI and UE address an uplink PDR may ask of its packets. */
 INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, const struct iphdr *ip4,
 			      const struct ipv6hdr *ip6)
 {
 	if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
-		return 0;
-	if (((p->flags & PDR_SDF_V4) && !ip4) || ((p->flags & PDR_SDF_V6) && !ip6))
 		return 0;
 	if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
 		return 0;
@@ -94,9 +89,13 @@ INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, co
 INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g,
 			     struct iphdr *ip4, struct ipv6hdr *ip6, __u32 ip_off, __u32 *slot)
 {
+	/* Uplink PDRs whose filters are all of a family the packet is not. */
+	__u8 skip = !g ? 0 : (ip4 ? 0 : set->only_v4) | (ip6 ? 0 : set->only_v6);
 	for (int i = 0; i < PDRS_PER_KEY; i++) {
 		if (i >= set->count)
 			break;
+		if (skip & (1 << i))
+			continue;
 		*slot = set->pdr[i];
 		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
 		if (!p)

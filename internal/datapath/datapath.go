@@ -66,8 +66,6 @@ const (
 	MarkQFI       = 8
 	MarkRQI       = 16
 	FromCP        = 32
-	SDFOnlyV4     = 64
-	SDFOnlyV6     = 128
 	FARForward    = 1
 	FARGTPUv4     = 1
 	NexthopRoute  = 0xffffffff

@@ -221,19 +221,21 @@ func TestSDFDownlink(t *testing.T) {
 	})
 }
 
-// An uplink PDR whose SDF filters are all of one IP family says so in its
-// flags, and packets of the other family pass it by without the filters
-// being looked at: here the filter would match them, the flag wins.
-func TestSDFFamilyFlag(t *testing.T) {
+// A PDR set says which of its uplink PDRs have SDF filters of one IP family
+// only, and packets of the other family pass them by without the PDR or its
+// filters being looked at: here the filter would match them, the set wins.
+func TestSDFFamilyInTheSet(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	const teidFamily = 0x7100
-	for slot, pdr := range map[uint32]PDR{27: {Flags: SDFOnlyV6, Sdf: 27}, 28: {}} {
+	for slot, pdr := range map[uint32]PDR{27: {Sdf: 27}, 28: {}} {
 		pdr.Far, pdr.Id = slot, uint16(slot)
 		check(t, u.d.PutFAR(slot, forward(map[uint32]uint32{27: nhCore, 28: nhCoreVLAN}[slot])))
 		check(t, u.d.PutPDR(slot, pdr))
 	}
 	check(t, u.d.PutSDFSet(27, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
-	check(t, u.d.PutUplink(teidFamily, pdrSet(27, 28)))
+	set := pdrSet(27, 28)
+	set.OnlyV6 = 1 << 0
+	check(t, u.d.PutUplink(teidFamily, set))
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{

@@ -83,7 +83,7 @@ const (
 )
 
 func pdrSet(slots ...uint32) PDRSet {
-	s := PDRSet{Count: uint32(len(slots))}
+	s := PDRSet{Count: uint16(len(slots))}
 	copy(s.Pdr[:], slots)
 	return s
 }

@@ -280,7 +280,7 @@ func (t *txn) writeRules() error {
 				return err
 			}
 		}
-		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in, set)); err != nil {
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in)); err != nil {
 			return err
 		}
 	}
@@ -312,7 +312,7 @@ func dataPathQER(q QER) datapath.QER {
 	return dq
 }
 
-func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
+func dataPathPDR(p *PDR, in *installed) datapath.PDR {
 	dp := datapath.PDR{Far: in.FARSlots.of(p.FARID), Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots.of(id)
@@ -342,7 +342,6 @@ func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
 		}
 		return dp
 	}
-	dp.Flags |= oneFamily(sdf)
 	if p.PDI.QFI != 0 {
 		dp.Flags |= datapath.MatchQFI
 	}
@@ -360,6 +359,24 @@ func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
 	return dp
 }
 
+// uplinkFamily is the IP family, datapath.SDFIPv4 or SDFIPv6, that every
+// SDF filter of an uplink PDR is of, so that the packets of the other pass
+// the PDR by; 0 for none, and for a PDR of another direction.
+func uplinkFamily(p *PDR) uint8 {
+	if p.PDI.SourceInterface != InterfaceAccess || len(p.PDI.SDFFilters) == 0 {
+		return 0
+	}
+	set, _ := dataPathSDF(p)
+	all := uint8(datapath.SDFIPv4 | datapath.SDFIPv6)
+	for _, f := range set.Filter[:set.Count] {
+		all &= f.Flags
+	}
+	if all == datapath.SDFIPv4 || all == datapath.SDFIPv6 {
+		return all
+	}
+	return 0
+}
+
 // dataPathSDF is a PDR's SDF filters as its packets see them: turned
 // around for an uplink PDR (TS 29.244 5.2.1A.2A), one data-path filter per
 // pair of source and destination port ranges. "assigned" matches any
@@ -367,23 +384,6 @@ func dataPathPDR(p *PDR, in *installed, sdf datapath.SDFSet) datapath.PDR {
 // matched against) holds the packet to the UE already. false when the
 // filters let every packet through, as Open5GS's "permit out ip from any
 // to assigned" does: the PDR is then better off without.
-// oneFamily is the uplink PDR flag saying that every filter of set is of
-// one IP family's addresses, so that the packets of the other skip them;
-// 0 for none.
-func oneFamily(set datapath.SDFSet) uint8 {
-	all := uint8(datapath.SDFIPv4 | datapath.SDFIPv6)
-	for _, f := range set.Filter[:set.Count] {
-		all &= f.Flags
-	}
-	switch all {
-	case datapath.SDFIPv4:
-		return datapath.SDFOnlyV4
-	case datapath.SDFIPv6:
-		return datapath.SDFOnlyV6
-	}
-	return 0
-}
-
 func dataPathSDF(p *PDR) (datapath.SDFSet, bool) {
 	var set datapath.SDFSet
 	for _, f := range p.PDI.SDFFilters {
@@ -443,7 +443,14 @@ func pdrSet(in *installed, k dpKey) (datapath.PDRSet, bool) {
 	}
 	byPrecedence(in.PDRs, idx)
 	for _, i := range idx {
-		set.Pdr[set.Count] = in.PDRSlots.of(uint32(in.PDRs[i].ID))
+		p := &in.PDRs[i]
+		switch uplinkFamily(p) {
+		case datapath.SDFIPv4:
+			set.OnlyV4 |= 1 << set.Count
+		case datapath.SDFIPv6:
+			set.OnlyV6 |= 1 << set.Count
+		}
+		set.Pdr[set.Count] = in.PDRSlots.of(uint32(p.ID))
 		set.Count++
 	}
 	return set, len(idx) > 0

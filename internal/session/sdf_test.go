@@ -199,30 +199,45 @@ func TestStoreSDFFilters(t *testing.T) {
 	}
 }
 
-// An uplink PDR's filters that are all of one family's addresses flag it
-// for the data path; "assigned" or "any" on both sides, or a mix, do not.
-func TestOneFamily(t *testing.T) {
+// The PDR set of a key says which of its uplink PDRs have filters all of
+// one family's addresses, by their place in the set; "assigned" or "any" on
+// both sides, a mix, a downlink PDR or none do not count.
+func TestSetFamilies(t *testing.T) {
 	for desc, want := range map[string]uint8{
-		"permit out 58 from ff02::2/128 to assigned":     datapath.SDFOnlyV6,
-		"permit out 17 from 198.51.100.0/24 to assigned": datapath.SDFOnlyV4,
+		"permit out 58 from ff02::2/128 to assigned":     datapath.SDFIPv6,
+		"permit out 17 from 198.51.100.0/24 to assigned": datapath.SDFIPv4,
 		"permit out 17 from any to assigned 53":          0,
 	} {
-		f, err := sdf.Parse(desc)
-		if err != nil {
-			t.Fatal(err)
+		p := PDR{PDI: PDI{SourceInterface: InterfaceAccess, SDFFilters: filters(t, desc)}}
+		if got := uplinkFamily(&p); got != want {
+			t.Errorf("%q: family %d, want %d", desc, got, want)
 		}
-		p := PDR{PDI: PDI{SourceInterface: InterfaceAccess, SDFFilters: []SDFFilter{{f}}}}
-		set, ok := dataPathSDF(&p)
-		if !ok || oneFamily(set) != want {
-			t.Errorf("%q: flag %#x (%v), want %#x", desc, oneFamily(set), ok, want)
+		p.PDI.SourceInterface = InterfaceCore
+		if got := uplinkFamily(&p); got != 0 {
+			t.Errorf("%q downlink: family %d, want none", desc, got)
 		}
 	}
-	mixed := PDR{PDI: PDI{SourceInterface: InterfaceAccess}}
-	for _, desc := range []string{"permit out 58 from ff02::2/128 to assigned", "permit out 17 from 198.51.100.0/24 to assigned"} {
-		f, _ := sdf.Parse(desc)
-		mixed.PDI.SDFFilters = append(mixed.PDI.SDFFilters, SDFFilter{f})
+	mixed := PDR{PDI: PDI{SourceInterface: InterfaceAccess, SDFFilters: filters(t,
+		"permit out 58 from ff02::2/128 to assigned", "permit out 17 from 198.51.100.0/24 to assigned")}}
+	if got := uplinkFamily(&mixed); got != 0 {
+		t.Errorf("IPv4 and IPv6 filters: family %d, want none", got)
 	}
-	if set, _ := dataPathSDF(&mixed); oneFamily(set) != 0 {
-		t.Errorf("IPv4 and IPv6 filters flagged %#x", oneFamily(set))
+
+	// Open5GS's router solicitations' PDR (precedence 255) before the
+	// uplink PDR (precedence 65535), and one of IPv4 filters last.
+	e := newStoreEnv(t)
+	s := figure10()
+	rs, v4 := s.PDRs[1], s.PDRs[1]
+	rs.ID, rs.Precedence, rs.PDI.UEAddress = 11, 255, netip.Prefix{}
+	rs.PDI.SDFFilters = filters(t, "permit out 58 from ff02::2/128 to assigned")
+	s.PDRs[1].Precedence = 65535
+	v4.ID, v4.Precedence = 12, 65536
+	v4.PDI.SDFFilters = filters(t, "permit out 17 from 198.51.100.0/24 to assigned")
+	s.PDRs = append(s.PDRs, rs, v4)
+	check(t, e.store.Create(s))
+	set, err := e.dp.Uplink(100)
+	check(t, err)
+	if set.Count != 3 || set.OnlyV6 != 1<<0 || set.OnlyV4 != 1<<2 {
+		t.Fatalf("uplink set %+v: want 3 PDRs, the first IPv6 only, the last IPv4 only", set)
 	}
 }
