@@ -29,10 +29,10 @@ func gauge(name string) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// waitFor polls cond for up to ten of Start's polls.
+// waitFor polls cond for up to a second.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * poll); !cond(); time.Sleep(poll / 10) {
+	for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal(what)
 		}
