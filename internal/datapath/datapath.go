@@ -32,6 +32,14 @@ const (
 // Slots per session that the PDR and FAR tables reserve.
 const rulesPerSession = 4
 
+// replacementSpare is how many sessions' worth of rule slots the tables
+// hold beyond maxSessions. A modification writes a session's new rules
+// before it frees the old ones, and a freed slot waits a second before it
+// is used again (no packet may still hold it), so a full data path could
+// otherwise change no session at all. An eighth, at least 1024, lets that
+// many sessions change every second.
+func replacementSpare(maxSessions uint32) uint32 { return max(maxSessions/8, 1024) }
+
 // Slots per session that sdf_sets reserves: only PDRs with filters take one,
 // and filters that match every packet ("permit out ip from any to
 // assigned", which SMFs give default PDRs) are left out.
@@ -182,13 +190,14 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules := maxSessions * rulesPerSession
+	ruled := maxSessions + replacementSpare(maxSessions) // sessions' worth of rule slots
+	rules := ruled * rulesPerSession
 	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
 		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules, "urrs": rules,
-		"sdf_sets": maxSessions*sdfSetsPerSession + 1, // slot 0 stands for none
-		"buffers":  maxSessions + 1,                   // one buffering FAR per session, and none
+		"sdf_sets": ruled*sdfSetsPerSession + 1, // slot 0 stands for none
+		"buffers":  ruled + 1,                   // one buffering FAR per session, and none
 	} {
 		spec.Maps[name].MaxEntries = size
 	}

@@ -3,6 +3,7 @@ package n4
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"net/netip"
@@ -44,7 +45,7 @@ func (f *fakeNexthops) ClearStatic(netip.Addr)                 {}
 
 // env is a handler over a store over real data-path maps.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	dp      *datapath.Datapath
 	store   *session.Store
 	nh      *fakeNexthops
@@ -54,13 +55,16 @@ type env struct {
 	seq     uint32
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
+
+// newSizedEnv is newEnv with a data path for maxSessions.
+func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
 	pin := "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-n4-")
-	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 64})
+	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: maxSessions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // parse turns hand-encoded bytes into go-pfcp's typed request.
-func parse[M message.Message](t *testing.T, b []byte) M {
+func parse[M message.Message](t testing.TB, b []byte) M {
 	t.Helper()
 	m, err := message.Parse(b)
 	if err != nil {
@@ -104,7 +108,7 @@ type reply struct {
 	ies  []wireIE
 }
 
-func decodeReply(t *testing.T, m interface{ Marshal() ([]byte, error) }, wantType uint8) reply {
+func decodeReply(t testing.TB, m interface{ Marshal() ([]byte, error) }, wantType uint8) reply {
 	t.Helper()
 	b, err := m.Marshal()
 	if err != nil {
@@ -148,7 +152,7 @@ func (e *env) setDelete(peer string, fqCSIDs ...[]byte) reply {
 
 // expect checks a response's Cause value (§8.2.1) and the values of its
 // Failed Rule ID (§8.2.80) and Offending IE (§8.2.22); nil expects none.
-func (r reply) expect(t *testing.T, cause byte, failedRule, offending []byte) {
+func (r reply) expect(t testing.TB, cause byte, failedRule, offending []byte) {
 	t.Helper()
 	if got := one(t, r.ies, tCause); !bytes.Equal(got, []byte{cause}) {
 		t.Errorf("cause % x, want %d", got, cause)
@@ -162,7 +166,7 @@ func (r reply) expect(t *testing.T, cause byte, failedRule, offending []byte) {
 }
 
 // upSEID is the SEID of an accepted establishment's UP F-SEID (§8.2.37).
-func (r reply) upSEID(t *testing.T) uint64 {
+func (r reply) upSEID(t testing.TB) uint64 {
 	t.Helper()
 	r.expect(t, 1, nil, nil)
 	f := one(t, r.ies, tFSEID)
@@ -738,4 +742,24 @@ func TestSessionSetDeletionByFQCSID(t *testing.T) {
 	exist(map[uint64]bool{c: true, d: true})
 	e.setDelete("smf1").expect(t, 1, nil, nil) // no FQ-CSID: all of them
 	exist(map[uint64]bool{c: false, d: true})
+}
+
+// A data path full of Open5GS sessions still modifies them, and takes new
+// ones as fast as old ones go: new rules are written before the old ones
+// are freed, and a freed slot waits a second before it is used again.
+func TestFullDataPathStillChanges(t *testing.T) {
+	const sessions = 64 // what newEnv's data path holds
+	e := newEnv(t)
+	ue := func(i int) func(bool) []byte { return fixedUE(fmt.Sprintf("10.60.1.%d", i)) }
+	seids := make([]uint64, sessions)
+	for i := range seids {
+		seids[i] = e.establish("smf1", open5gs(uint64(i+1), ue(i), uint32(i+1))...).upSEID(t)
+	}
+	for i, seid := range seids {
+		e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(i)|1<<31, gnb)))).expect(t, 1, nil, nil)
+	}
+	for i, seid := range seids {
+		e.delete("smf1", seid).expect(t, 1, nil, nil)
+		e.establish("smf1", open5gs(uint64(sessions+i+1), ue(i), uint32(i+1))...).upSEID(t)
+	}
 }

@@ -332,7 +332,7 @@ type wireIE struct {
 }
 
 // decodeIEs splits a sequence of IEs (§8.1.1).
-func decodeIEs(t *testing.T, b []byte) []wireIE {
+func decodeIEs(t testing.TB, b []byte) []wireIE {
 	t.Helper()
 	var out []wireIE
 	for len(b) > 0 {
@@ -348,7 +348,7 @@ func decodeIEs(t *testing.T, b []byte) []wireIE {
 
 // decodeMsg checks a message header (§7.2.2) and returns its SEID (when
 // S=1) and its IEs.
-func decodeMsg(t *testing.T, b []byte) (msgType uint8, seid uint64, ies []wireIE) {
+func decodeMsg(t testing.TB, b []byte) (msgType uint8, seid uint64, ies []wireIE) {
 	t.Helper()
 	if len(b) < 8 || b[0]>>5 != 1 || int(binary.BigEndian.Uint16(b[2:]))+4 != len(b) {
 		t.Fatalf("bad PFCP header: % x", b)
@@ -372,7 +372,7 @@ func all(ies []wireIE, typ uint16) [][]byte {
 }
 
 // one returns the value of the only IE of a type, nil when there is none.
-func one(t *testing.T, ies []wireIE, typ uint16) []byte {
+func one(t testing.TB, ies []wireIE, typ uint16) []byte {
 	t.Helper()
 	v := all(ies, typ)
 	switch len(v) {
