@@ -23,8 +23,7 @@ func BenchmarkSessionRequests(b *testing.B) {
 	establish := func() uint64 {
 		established++
 		ies := open5gs(uint64(established), ue(established%65536), uint32(established))
-		// As Open5GS, a tunnel to the SMF of the session's own: the
-		// handler indexes sessions by tunnel.
+		// As Open5GS, a tunnel to the SMF with a TEID of the session's own.
 		ies[len(ies)-1] = createFAR(farID(10), applyAction(aaFORW),
 			fwdParams(destinationInterface(ifCPFunction), ohcGTPU(uint32(established), smfGTPU)))
 		return e.establish("smf1", ies...).upSEID(b)

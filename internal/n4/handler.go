@@ -75,9 +75,7 @@ type Handler struct {
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
-	// byTunnel are the sessions with a FAR into each gNB tunnel, for the
-	// gNBs' Error Indications: mostly one, so a slice rather than a set.
-	byTunnel map[gnbTunnel][]uint64
+	byTunnel tunnelIndex             // the sessions of each gNB tunnel
 	out      outbox
 }
 
@@ -140,7 +138,7 @@ func New(cfg Config) *Handler {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
 	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		byTunnel: map[gnbTunnel][]uint64{}, out: outbox{wake: make(chan struct{}, 1)}}
+		byTunnel: newTunnelIndex(), out: outbox{wake: make(chan struct{}, 1)}}
 }
 
 // txn is one request being applied to a copy of a session; what it
@@ -558,14 +556,10 @@ func (s *pfcpSession) tunnels() map[gnbTunnel]bool {
 // before.
 func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
 	for t := range before {
-		if seids := slices.DeleteFunc(h.byTunnel[t], func(s uint64) bool { return s == seid }); len(seids) > 0 {
-			h.byTunnel[t] = seids
-		} else {
-			delete(h.byTunnel, t)
-		}
+		h.byTunnel.remove(t, seid)
 	}
 	for t := range now {
-		h.byTunnel[t] = append(h.byTunnel[t], seid)
+		h.byTunnel.add(t, seid)
 	}
 }
 
@@ -578,7 +572,7 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, seid := range h.byTunnel[gnbTunnel{ei.TEID, peer}] {
+	for _, seid := range h.byTunnel.sessions(gnbTunnel{ei.TEID, peer}) {
 		s := h.sessions[seid]
 		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
 			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}

@@ -126,7 +126,40 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 		}
 	}
 	e.delete("smf1", seidB).expect(t, 1, nil, nil)
-	if len(e.h.byTunnel) != 0 {
+	if len(e.h.byTunnel.first) != 0 || len(e.h.byTunnel.more) != 0 {
+		t.Errorf("tunnels indexed after every session went: %v", e.h.byTunnel)
+	}
+}
+
+// Sessions sharing a tunnel (here every session's to the SMF, as open5gs()
+// gives them one TEID) are all reported on its Error Indication, whichever
+// of them goes first.
+func TestErrorIndicationOfASharedTunnel(t *testing.T) {
+	e := newEnv(t)
+	smf := netip.MustParseAddr(smfGTPU)
+	var seids []uint64
+	for i := range 3 {
+		seids = append(seids, e.establish("smf1", open5gs(uint64(0x1001+i), fixedUE(fmt.Sprintf("10.60.0.%d", i+1)), 0x0a0b0c0d)...).upSEID(t))
+	}
+	reported := func() []uint64 {
+		t.Helper()
+		e.h.ErrorIndication(gtpu.ErrorIndication{From: smf, TEID: 0x5f01, PeerAddr: smf})
+		var cpSEIDs []uint64
+		for _, r := range e.h.out.drain() {
+			cpSEIDs = append(cpSEIDs, r.req.SEID())
+		}
+		slices.Sort(cpSEIDs)
+		return cpSEIDs
+	}
+	for i, want := range [][]uint64{{0x1001, 0x1002, 0x1003}, {0x1002, 0x1003}, {0x1003}, nil} {
+		if got := reported(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("with %d sessions deleted: reports to %#x, want %#x", i, got, want)
+		}
+		if i < len(seids) {
+			e.delete("smf1", seids[i]).expect(t, 1, nil, nil)
+		}
+	}
+	if len(e.h.byTunnel.first) != 0 || len(e.h.byTunnel.more) != 0 {
 		t.Errorf("tunnels indexed after every session went: %v", e.h.byTunnel)
 	}
 }
