@@ -278,7 +278,9 @@ func costTables(p printer, cfg config, costs []costRow) {
 	p("\n### Per-packet cost by BPF_PROG_TEST_RUN (ns/packet)\n")
 	p("Each run is a test run of its own on a fresh frame, timed by the kernel; the mean of %d runs without outliers per round,", runsPerRound)
 	p("the median of %d rounds with the programs interleaved, ratios the median of the rounds' ratios. The UPF's frames are", cfg.runs)
-	p("those of the last session installed; the empty program (XDP_PASS) shows what the test run itself costs, in every figure.\n")
+	p("those of the last session installed; the empty program (XDP_PASS) shows what the test run itself costs, in every figure.")
+	p("The rounds start after a forced garbage collection, so that the bench's collector does not mark the installed sessions")
+	p("on the other CPU meanwhile.\n")
 	p("| Sessions | Install | Sessions/s | Empty | XDP_TX | Redirect | Uplink | ×TX | ×Redirect | Downlink | ×TX | ×Redirect |")
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range costs {
