@@ -165,11 +165,10 @@ func (res pfcpResult) medianRate() float64 {
 // measurePFCP runs cfg.pfcpRounds rounds of pfcpRound.
 func measurePFCP(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config) (res pfcpResult, err error) {
 	res.window, res.rate, res.cost.sessions = cfg.window, cfg.rate, cfg.pfcpSessions
-	// The store keeps the rule slots a request frees out of use for a
-	// second. Paced establishments and modifications (which rewrite the
-	// session) take a session's share of the tables each, two requests in
-	// three: the freed shares cooling at any time are at most that many.
-	res.maxSessions = cfg.pfcpSessions + cfg.rate
+	// The paced runs establish a session before they delete another, a
+	// window of requests at most ahead. The data path keeps spare rule
+	// slots for those that requests free and the store rests for a second.
+	res.maxSessions = cfg.pfcpSessions + cfg.window
 	for r := range cfg.pfcpRounds {
 		// Every round fills a heap the previous one gave back, as a daemon
 		// that starts does: a reused heap saves the page faults.
