@@ -9,9 +9,9 @@
 package gcpace
 
 import (
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"time"
 )
 
 const (
@@ -23,6 +23,8 @@ const (
 	headroom = 3
 	// floor keeps a small heap from collecting all the time.
 	floor = 64 << 20
+	// poll is how soon the limit follows a collection.
+	poll = 100 * time.Millisecond
 )
 
 // Limit is the soft memory limit under which the runtime lets the heap
@@ -57,15 +59,16 @@ func Start(ceiling uint64) (stop func()) {
 	cycles, live, overhead := read()
 	oldLimit := debug.SetMemoryLimit(Limit(live, overhead, ceiling))
 	oldPercent := debug.SetGCPercent(-1)
-	collected, quit, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	notifyCollections(collected, quit)
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		tick := time.NewTicker(poll)
+		defer tick.Stop()
 		for {
 			select {
 			case <-quit:
 				return
-			case <-collected:
+			case <-tick.C:
 			}
 			if c, l, o := read(); c != cycles {
 				cycles = c
@@ -79,21 +82,4 @@ func Start(ceiling uint64) (stop func()) {
 		debug.SetGCPercent(oldPercent)
 		debug.SetMemoryLimit(oldLimit)
 	}
-}
-
-// notifyCollections tells collected, without waiting, of every garbage
-// collection until quit closes, so that an idle process does not wake: a
-// cleanup runs once a collection has found its object garbage, and makes
-// the garbage the next collection will find.
-func notifyCollections(collected chan<- struct{}, quit <-chan struct{}) {
-	garbage := new(*byte) // holds a pointer: not batched with others by the tiny allocator
-	runtime.AddCleanup(garbage, func(struct{}) {
-		select {
-		case <-quit:
-			return
-		case collected <- struct{}{}:
-		default:
-		}
-		notifyCollections(collected, quit)
-	}, struct{}{})
 }

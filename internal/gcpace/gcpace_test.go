@@ -29,10 +29,10 @@ func gauge(name string) uint64 {
 	return s[0].Value.Uint64()
 }
 
-// waitFor polls cond for up to a second.
+// waitFor polls cond for up to ten of Start's polls.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * poll); !cond(); time.Sleep(poll / 10) {
 		if time.Now().After(deadline) {
 			t.Fatal(what)
 		}
