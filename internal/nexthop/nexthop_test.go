@@ -395,10 +395,18 @@ func TestMirrorsRoutes(t *testing.T) {
 	must(t, e.a.AddRoute("203.0.113.0/24", "10.99.0.2", "vc"))
 	eventually(t, "route through a non-core interface", e.routeIs(t, "203.0.113.0/24", toKernel))
 
-	// The neighbour's host route goes with the neighbour.
+	// The neighbour's host route goes with the neighbour. It goes for
+	// good: released first (the resolver resolves again a neighbour it
+	// holds when the kernel deletes it), and without its address (its own
+	// probes would teach the kernel the neighbour again).
+	e.r.Release(ip("fd77::2"))
+	e.r.Release(ip("fd77::2"))
+	vb, err := e.hb.LinkByIndex(e.vbIndex)
+	must(t, err)
+	addr, err := netlink.ParseAddr("fd77::2/64")
+	must(t, err)
+	must(t, e.hb.AddrDel(vb, addr))
 	must(t, e.ha.NeighDel(&netlink.Neigh{LinkIndex: e.va, IP: net.ParseIP("fd77::2")}))
-	e.r.Release(ip("fd77::2"))
-	e.r.Release(ip("fd77::2"))
 	eventually(t, "host route of a deleted neighbour", func() string {
 		if s, ok := e.routes(t)[netip.MustParsePrefix("fd77::2/128")]; ok {
 			return fmt.Sprintf("still routed to slot %d", s)
