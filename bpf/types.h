@@ -70,9 +70,38 @@ enum pdr_flags {
 	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
 };
 
-/* One PDR as the packet sees it; the precedence is the order in pdr_set. */
+enum far_action {
+	FAR_DROP = 0, /* an unused slot drops */
+	FAR_FORWARD = 1,
+	/* Downlink packets go to the control plane's buffer (far.buffer)
+	 * until it releases the buffer; then the FAR forwards. */
+	FAR_BUFFER = 2,
+};
+
+enum far_flags {
+	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
+};
+
+#define NEXTHOP_ROUTE 0xffffffff /* look the inner destination up in the routes */
+#define KERNEL_SLOT 0 /* next-hop slot never valid: the kernel forwards */
+
+struct far {
+	__u8 action; /* enum far_action */
+	__u8 flags;  /* enum far_flags */
+	__u8 tos;    /* outer IPv4 ToS: DSCP << 2 (Transport Level Marking) */
+	__u8 pad;
+	__be32 teid;  /* outer TEID */
+	__be32 peer;  /* outer destination */
+	__be32 local; /* outer source: our N3 address */
+	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
+	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
+};
+
+/* One PDR as the packet sees it, with a copy of its FAR so that a packet
+ * reads one line for both: 64 bytes, and the mmapped array starts on a
+ * page. The precedence is the order in pdr_set. */
 struct pdr {
-	__u32 far;   /* slot in fars */
+	struct far far;
 	__u16 id;    /* PDR ID, for reports */
 	__u8 flags;  /* enum pdr_flags */
 	__u8 qfi;
@@ -81,6 +110,7 @@ struct pdr {
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
 };
+_Static_assert(sizeof(struct pdr) == 64, "a PDR fills one cache line");
 
 enum sdf_flags {
 	SDF_IPV4 = 1,  /* the prefixes are IPv4: IPv6 packets never match */
@@ -214,33 +244,6 @@ struct set_key {
  * value would waste half. */
 struct set_bucket {
 	__u32 slot[SET_WAYS]; /* slots in pdr_sets, 0 for none */
-};
-
-enum far_action {
-	FAR_DROP = 0, /* an unused slot drops */
-	FAR_FORWARD = 1,
-	/* Downlink packets go to the control plane's buffer (far.buffer)
-	 * until it releases the buffer; then the FAR forwards. */
-	FAR_BUFFER = 2,
-};
-
-enum far_flags {
-	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
-};
-
-#define NEXTHOP_ROUTE 0xffffffff /* look the inner destination up in the routes */
-#define KERNEL_SLOT 0 /* next-hop slot never valid: the kernel forwards */
-
-struct far {
-	__u8 action; /* enum far_action */
-	__u8 flags;  /* enum far_flags */
-	__u8 tos;    /* outer IPv4 ToS: DSCP << 2 (Transport Level Marking) */
-	__u8 pad;
-	__be32 teid;  /* outer TEID */
-	__be32 peer;  /* outer destination */
-	__be32 local; /* outer source: our N3 address */
-	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
-	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
 };
 
 /* A buffer's state, written by the control plane through mmap. Each packet
@@ -464,7 +467,6 @@ struct slice_meta {
 	__u32 slice;
 	__u32 hash;
 };
-
 
 /* What xdp_classify leaves in a packet's metadata for tc_classify_mirror:
  * the slot of the rule that mirrors it. */

@@ -219,19 +219,20 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 	return 0;
 }
 
-/* Applies a matched PDR (in slot) with its FAR to a packet of len inner
- * bytes going in direction dir (QER_UL or QER_DL): its QERs, its FAR, which
+/* Applies a matched PDR (in slot) to a packet of len inner bytes going in
+ * direction dir (QER_UL or QER_DL): its QERs, its FAR, which
  * must forward with the flags far_flags the path needs (a buffering FAR
  * forwards what its buffer let pass: buffer_passed), and its URRs, which
  * count only what the FAR forwards. Returns 0 to forward, else the reason
  * to drop. The PDR counts what its QERs and URRs let through. */
-INLINE int apply_pdr(const struct pdr *pdr, const struct far *far, __u32 slot, int dir, __u32 len,
-		     __u8 far_flags, int buffer_passed)
+INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
+		     int buffer_passed)
 {
 	int reason = enforce_qers(pdr, dir, len);
 	if (reason)
 		return reason;
-	if (!far || !(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
+	const struct far *far = &pdr->far;
+	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
 	    (far->flags & far_flags) != far_flags) {
 		count_pdr(slot, len);
 		return REASON_DROP_FAR;
@@ -256,11 +257,11 @@ INLINE struct release_meta *release_meta(struct xdp_md *ctx)
 /* Hands a downlink frame of pkt_len bytes to the buffer of its buffering
  * FAR: returns the reason to count it by, or 0 to forward it when the
  * buffer is released or the frame is being released from it. */
-INLINE int hold(struct xdp_md *ctx, const struct far *far, const struct pdr *pdr, __u32 pkt_len)
+INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
 {
 	if (release_meta(ctx))
 		return 0;
-	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &pdr->far.buffer);
 	if (!b)
 		return REASON_DROP_INTERNAL;
 	if (b->state & BUFFER_RELEASED)
@@ -279,7 +280,7 @@ INLINE int hold(struct xdp_md *ctx, const struct far *far, const struct pdr *pdr
 		bpf_ringbuf_discard(p, 0);
 		return REASON_DROP_INTERNAL;
 	}
-	p->buffer = far->buffer;
+	p->buffer = pdr->far.buffer;
 	p->iface = iface_slot;
 	p->len = len;
 	p->pdr = pdr->id;
@@ -352,9 +353,10 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
  * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container when the PDR carries
  * a QFI) and sends it to the FAR's next hop: the downlink, and packets
  * relayed between the gNB and the CP function (N4-u). */
-INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, const struct far *far, __u32 inner_off,
-		  __u32 inner_len, __u32 pkt_len, enum reason counted)
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __u32 inner_len,
+		  __u32 pkt_len, enum reason counted)
 {
+	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
 	if (!nh || !nh->valid)
 		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
@@ -448,17 +450,17 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	struct pdr *pdr = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
-	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
+	const struct far *far = &pdr->far;
 	/* From the CP function, the packet is on its way to the UE: it goes
 	 * into a tunnel to the gNB, or nowhere while the FAR buffers. */
 	int from_cp = pdr->flags & PDR_FROM_CP;
-	int dropped = apply_pdr(pdr, far, slot, from_cp ? QER_DL : QER_UL, inner_len, from_cp ? FAR_GTPU_IPV4 : 0, 0);
-	if (dropped || !far)
+	int dropped = apply_pdr(pdr, slot, from_cp ? QER_DL : QER_UL, inner_len, from_cp ? FAR_GTPU_IPV4 : 0, 0);
+	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
 	/* A relay between the gNB and the CP function: the packet is theirs,
 	 * hop limit included (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU_IPV4)
-		return tunnel(ctx, pdr, far, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
+		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -572,12 +574,11 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
-	struct far *far = bpf_map_lookup_elem(&fars, &pdr->far);
 	int dropped;
-	if (far && far->action == FAR_BUFFER && (dropped = hold(ctx, far, pdr, pkt_len)))
+	if (pdr->far.action == FAR_BUFFER && (dropped = hold(ctx, pdr, pkt_len)))
 		return finish(pkt_len, dropped, XDP_DROP);
-	dropped = apply_pdr(pdr, far, slot, QER_DL, inner_len, FAR_GTPU_IPV4, 1);
-	if (dropped || !far)
+	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU_IPV4, 1);
+	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 		return finish(pkt_len, REASON_PASS_TTL, XDP_PASS);
@@ -585,7 +586,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, far, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
+	return tunnel(ctx, pdr, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
 }
 
 SEC("xdp")

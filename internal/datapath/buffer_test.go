@@ -24,7 +24,7 @@ func newBufferTest(t *testing.T) *bufferTest {
 	far := encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)
 	far.Action, far.Buffer = FARBuffer, 1
 	check(t, u.d.ResetBuffer(1))
-	check(t, u.d.PutFAR(7, far))
+	changePDR(t, u.d, 7, func(p *PDR) { p.Far = far })
 	return &bufferTest{upf: u, ring: ring, far: far}
 }
 
@@ -105,7 +105,7 @@ func TestBufferDropsAreCounted(t *testing.T) {
 	if n := len(b.held(t)); n != 0 {
 		t.Errorf("%d packets held, want none", n)
 	}
-	check(t, b.d.PutFAR(5, FAR{Action: FARBuffer, Buffer: 1, Nexthop: NexthopRoute}))
+	changePDR(t, b.d, 5, func(p *PDR) { p.Far = FAR{Action: FARBuffer, Buffer: 1, Nexthop: NexthopRoute} })
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
 	b.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up), xdpDrop, "drop_far")
 	if _, _, err := b.d.Release(0, []byte{1, 2, 3}); err == nil {

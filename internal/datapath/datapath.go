@@ -29,7 +29,7 @@ const (
 	MaxN3Addresses     = 4 // the addresses xdp_upf compares a destination with (bpf/types.h)
 )
 
-// Slots per session that the PDR and FAR tables reserve.
+// Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
 const rulesPerSession = 4
 
 // replacementSpare is how many sessions' worth of rule slots the tables
@@ -109,7 +109,6 @@ type Datapath struct {
 	// The arrays written through mmap: the rules of a session are
 	// installed without a system call per rule.
 	pdrs    mapped[PDR]
-	fars    mapped[FAR]
 	sdfSets mapped[SDFSet]
 	urrs    mapped[upfUrr]
 	buffers mapped[upfBuffer]
@@ -170,9 +169,6 @@ func Open(opts Options) (*Datapath, error) {
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if d.fars, err = mapArray[FAR](d.maps.Fars); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
 	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -195,7 +191,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
-		"pdrs": rules, "pdr_counters": rules, "fars": rules, "qers": rules, "urrs": rules,
+		"pdrs": rules, "pdr_counters": rules, "qers": rules, "urrs": rules,
 		"sdf_sets": ruled*sdfSetsPerSession + 1, // slot 0 stands for none
 		"buffers":  ruled + 1,                   // one buffering FAR per session, and none
 	} {
@@ -235,17 +231,15 @@ func (d *Datapath) Close() error {
 	if d.zeroPDRCounters != nil {
 		progErr = d.zeroPDRCounters.Close()
 	}
-	return errors.Join(progErr, d.routes.close(), d.sets.close(), d.pdrs.close(), d.fars.close(), d.sdfSets.close(),
+	return errors.Join(progErr, d.routes.close(), d.sets.close(), d.pdrs.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
 
 // PinPath is the bpffs directory of this data path.
 func (d *Datapath) PinPath() string { return d.opts.PinPath }
 
-// Capacity returns the number of PDR and FAR slots.
-func (d *Datapath) Capacity() (pdrs, fars uint32) {
-	return d.maps.Pdrs.MaxEntries(), d.maps.Fars.MaxEntries()
-}
+// PDRCapacity is the number of PDR slots.
+func (d *Datapath) PDRCapacity() uint32 { return d.maps.Pdrs.MaxEntries() }
 
 // Attach loads the program for one interface of the calling thread's network
 // namespace and attaches it, or atomically replaces the program of an

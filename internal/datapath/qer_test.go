@@ -11,10 +11,8 @@ func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 	var q [QERsPerPDR]uint32
 	copy(q[:], qers)
 	check(t, d.ZeroPDRCounters([]uint32{5, 7}))
-	for _, p := range []PDR{{Far: 5, Id: 6, Qer: q}, {Far: 7, Id: 8, Qer: q}} {
-		if err := d.PutPDR(p.Far, p); err != nil {
-			t.Fatal(err)
-		}
+	for _, slot := range []uint32{5, 7} {
+		changePDR(t, d, slot, func(p *PDR) { p.Qer = q })
 	}
 }
 

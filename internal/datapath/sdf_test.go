@@ -101,8 +101,8 @@ var (
 	other6 = mustAddr("2001:db8:ee::9")
 )
 
-// installSDFRules adds PDRs with SDF filters to the test rules; a PDR, its
-// FAR and its SDF set share a slot number.
+// installSDFRules adds PDRs with SDF filters to the test rules; a PDR and
+// its SDF set share a slot number.
 func installSDFRules(t *testing.T, d *Datapath) {
 	t.Helper()
 	for slot, r := range map[uint32]struct {
@@ -126,9 +126,8 @@ func installSDFRules(t *testing.T, d *Datapath) {
 			sdfFilter(17, "2001:db8:ff::/48", "", 0, 0xffff, 5000, 5001))},
 		26: {PDR{}, encap(dlTEID6, n3Addr, gnb, nhGNB), sdfSet(sdfFilter(6, "2001:db8:ff::/48", ""))},
 	} {
-		r.pdr.Far, r.pdr.Id, r.pdr.Sdf = slot, uint16(slot), slot
+		r.pdr.Far, r.pdr.Id, r.pdr.Sdf = r.far, uint16(slot), slot
 		check(t, d.PutSDFSet(slot, r.sdf))
-		check(t, d.PutFAR(slot, r.far))
 		check(t, d.PutPDR(slot, r.pdr))
 	}
 	check(t, d.PutUplink(teidSDF, pdrSet(20, 21)))
@@ -228,8 +227,7 @@ func TestSDFFamilyInTheSet(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	const teidFamily = 0x7100
 	for slot, pdr := range map[uint32]PDR{27: {Sdf: 27}, 28: {}} {
-		pdr.Far, pdr.Id = slot, uint16(slot)
-		check(t, u.d.PutFAR(slot, forward(map[uint32]uint32{27: nhCore, 28: nhCoreVLAN}[slot])))
+		pdr.Far, pdr.Id = forward(map[uint32]uint32{27: nhCore, 28: nhCoreVLAN}[slot]), uint16(slot)
 		check(t, u.d.PutPDR(slot, pdr))
 	}
 	check(t, u.d.PutSDFSet(27, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))

@@ -33,7 +33,7 @@ func setsUPF(t *testing.T, maxSessions uint32) *upf {
 		}
 	}
 	for slot := range uint32(3) {
-		if err := errors.Join(d.PutFAR(slot, forward(slot+1)), d.PutPDR(slot, PDR{Far: slot})); err != nil {
+		if err := d.PutPDR(slot, PDR{Far: forward(slot + 1)}); err != nil {
 			t.Fatal(err)
 		}
 	}

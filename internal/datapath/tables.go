@@ -12,9 +12,9 @@ import (
 
 // The session layer writes rules through these. Array slots are written
 // before the keys that reference them and keys are removed before their
-// slots are reused, so a packet never sees a half-written rule. PDRs, FARs
-// and SDF sets are written through mmap; a QER, whose buckets the data path
-// locks, cannot be mmapped.
+// slots are reused, so a packet never sees a half-written rule. PDRs (each
+// with its FAR) and SDF sets are written through mmap; a QER, whose
+// buckets the data path locks, cannot be mmapped.
 
 // PutPDR writes a PDR slot. Its counters are left as they are: a slot
 // taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
@@ -84,9 +84,6 @@ func (d *Datapath) QER(slot uint32) (QER, error) {
 
 // QERCapacity is the number of QER slots.
 func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
-
-// PutFAR writes a FAR slot.
-func (d *Datapath) PutFAR(slot uint32, f FAR) error { return d.fars.put(slot, &f) }
 
 // PutUplink points a TEID at its PDRs.
 func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }

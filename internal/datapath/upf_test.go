@@ -88,6 +88,15 @@ func pdrSet(slots ...uint32) PDRSet {
 	return s
 }
 
+// changePDR changes the PDR in slot, its FAR included.
+func changePDR(t *testing.T, d *Datapath, slot uint32, change func(*PDR)) {
+	t.Helper()
+	p, err := d.PDR(slot)
+	check(t, err)
+	change(&p)
+	check(t, d.PutPDR(slot, p))
+}
+
 func forward(nh uint32) FAR { return FAR{Action: FARForward, Nexthop: nh} }
 
 func encap(teid uint32, local, peer netip.Addr, nh uint32) FAR {
@@ -123,7 +132,6 @@ func installRules(t *testing.T, d *Datapath) {
 		check(d.PutNexthop(slot, Nexthop{Ifindex: 10 + slot, VlanTci: be16(nh.l2.tci),
 			Dmac: [6]uint8(nh.l2.dst), Smac: [6]uint8(nh.l2.src), Valid: v}))
 	}
-	// PDR and FAR share a slot.
 	for slot, r := range []struct {
 		pdr PDR
 		far FAR
@@ -141,8 +149,7 @@ func installRules(t *testing.T, d *Datapath) {
 		10: {PDR{}, forward(nhGNB)},
 		11: {PDR{}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
 	} {
-		r.pdr.Far, r.pdr.Id = uint32(slot), uint16(slot+1)
-		check(d.PutFAR(uint32(slot), r.far))
+		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(d.PutPDR(uint32(slot), r.pdr))
 	}
 	for teid, set := range map[uint32]PDRSet{
@@ -330,7 +337,7 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	far := encap(dlTEID, n3Addr, gnb, nhGNB)
 	far.Tos = 46 << 2 // EF
-	check(t, u.d.PutFAR(6, far))
+	changePDR(t, u.d, 6, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
 	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
 	equalFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
@@ -630,8 +637,7 @@ func TestRelay(t *testing.T) {
 		15: {PDR{Flags: FromCP, Qer: [QERsPerPDR]uint32{1}}, encap(dlTEID, n3Addr, gnb, nhGNB)},
 		16: {PDR{Flags: FromCP}, FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
 	} {
-		r.pdr.Far, r.pdr.Id = slot, uint16(slot+1)
-		check(t, u.d.PutFAR(slot, r.far))
+		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
 	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed

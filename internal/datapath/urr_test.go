@@ -14,8 +14,8 @@ func urrPDRs(t *testing.T, d *Datapath, urrs ...uint32) {
 	t.Helper()
 	var u [URRsPerPDR]uint32
 	copy(u[:], urrs)
-	for _, p := range []PDR{{Far: 5, Id: 6, Urr: u}, {Far: 7, Id: 8, Urr: u}} {
-		check(t, d.PutPDR(p.Far, p))
+	for _, slot := range []uint32{5, 7} {
+		changePDR(t, d, slot, func(p *PDR) { p.Urr = u })
 	}
 }
 
@@ -231,8 +231,9 @@ func TestURRNotifyStartAndReset(t *testing.T) {
 // What a FAR drops is no usage, whatever the URR's limits.
 func TestURRFARDrop(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true, Quota: [3]uint64{1, 1, 1}, Threshold: [3]uint64{1, 1, 1}})
-	check(t, u.d.PutPDR(3, PDR{Far: 3, Id: 4, Urr: [URRsPerPDR]uint32{1}}))
-	check(t, u.d.PutPDR(9, PDR{Far: 9, Id: 10, Urr: [URRsPerPDR]uint32{1}}))
+	for _, slot := range []uint32{3, 9} {
+		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{1} })
+	}
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdpDrop, "drop_far")
 	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far")

@@ -24,7 +24,6 @@ type txn struct {
 
 func (t *txn) undo() {
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
-	releaseAll(t.s.farSlots, t.in.FARSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, e := range t.in.URRSlots {
 		if _, _, kept := t.keptURR(e.id); !kept {
@@ -72,8 +71,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs)),
-		FARSlots: make(ruleSlots, 0, len(sess.FARs))}}
+	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -191,7 +189,8 @@ func (t *txn) buffer(f *FAR) (uint32, error) {
 	return slot, s.buffers.Arm(slot, buffer.Owner{SEID: t.in.SEID, FAR: f.ID})
 }
 
-// writeRules allocates and writes the QER, URR, FAR and PDR slots of t.in.
+// writeRules allocates and writes the QER, URR and PDR slots of t.in; a
+// PDR's slot carries a copy of its FAR.
 func (t *txn) writeRules() error {
 	s, sess := t.s, &t.in.Session
 	for _, n := range sess.Neighbours {
@@ -222,14 +221,10 @@ func (t *txn) writeRules() error {
 			return err
 		}
 	}
+	fars := make([]datapath.FAR, len(sess.FARs))
 	for i := range sess.FARs {
-		f := &sess.FARs[i]
-		slot, err := s.farSlots.alloc()
-		if err != nil {
-			return err
-		}
-		t.in.FARSlots.set(f.ID, slot)
-		dp := datapath.FAR{Nexthop: datapath.NexthopRoute}
+		f, dp := &sess.FARs[i], &fars[i]
+		dp.Nexthop = datapath.NexthopRoute
 		if f.Action == ActionForward {
 			dp.Action = datapath.FARForward
 		}
@@ -255,9 +250,6 @@ func (t *txn) writeRules() error {
 			dp.Local = datapath.AddrKey(s.n3)
 			dp.Tos = f.DSCP << 2
 		}
-		if err := s.dp.PutFAR(slot, dp); err != nil {
-			return err
-		}
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
@@ -280,7 +272,8 @@ func (t *txn) writeRules() error {
 				return err
 			}
 		}
-		if err := s.dp.PutPDR(slot, dataPathPDR(p, t.in)); err != nil {
+		far := fars[slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID })] // validated
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, far, t.in)); err != nil {
 			return err
 		}
 	}
@@ -312,8 +305,8 @@ func dataPathQER(q QER) datapath.QER {
 	return dq
 }
 
-func dataPathPDR(p *PDR, in *installed) datapath.PDR {
-	dp := datapath.PDR{Far: in.FARSlots.of(p.FARID), Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
+func dataPathPDR(p *PDR, far datapath.FAR, in *installed) datapath.PDR {
+	dp := datapath.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots.of(id)
 	}
@@ -460,7 +453,6 @@ func pdrSet(in *installed, k dpKey) (datapath.PDRSet, bool) {
 // it any more, but for the URR slots that next, replacing it, keeps.
 func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
-	releaseAll(s.farSlots, in.FARSlots, false)
 	releaseAll(s.qerSlots, in.QERSlots, false)
 	for _, e := range in.URRSlots {
 		if next == nil || next.URRSlots.of(e.id) != e.slot {

@@ -76,14 +76,13 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 	}
 	owned := map[dpKey]bool{}
 	// Buffers are not kept: the packets they held went with the process.
-	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.farSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
+	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
 	urrs := map[uint32]bool{}
 	var kept, gone []*installed
 	for _, in := range st.Sessions {
 		// A dropped session's slots too are freed only after the reuse
 		// delay: packets may still be reading them.
 		markUsed(used[s.pdrSlots], in.PDRSlots)
-		markUsed(used[s.farSlots], in.FARSlots)
 		markUsed(used[s.qerSlots], in.QERSlots)
 		markUsed(urrs, in.URRSlots)
 		markUsed(used[s.sdfSlots], in.SDFSlots)

@@ -41,7 +41,6 @@ type Store struct {
 	ues      map[netip.Addr]uint64
 	statics  map[netip.Addr]*static
 	pdrSlots *slotPool
-	farSlots *slotPool
 	qerSlots *slotPool
 	urrSlots *slotPool
 	urrs     map[uint32]urrRef // by slot
@@ -78,8 +77,7 @@ type urrRef struct {
 // installed is a session with the data-path resources it owns.
 type installed struct {
 	Session
-	PDRSlots ruleSlots `json:"pdrSlots"`
-	FARSlots ruleSlots `json:"farSlots"`
+	PDRSlots ruleSlots `json:"pdrSlots"` // each PDR's slot holds its FAR too
 	QERSlots ruleSlots `json:"qerSlots,omitempty"`
 	URRSlots ruleSlots `json:"urrSlots,omitempty"`
 	SDFSlots ruleSlots `json:"sdfSlots,omitempty"` // by PDR ID
@@ -92,7 +90,6 @@ type installed struct {
 // address of the tunnels it creates. changed, if not nil, is called after
 // every successful change (persistence).
 func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *Store {
-	pdrs, fars := dp.Capacity()
 	if changed == nil {
 		changed = func() {}
 	}
@@ -104,7 +101,7 @@ func NewStore(dp *datapath.Datapath, nh Nexthops, n3 netip.Addr, changed func())
 		// A PDR slot's counters start at zero: zeroed once the slot is out
 		// of use, before it is handed out again, and before its first use
 		// unless the maps are new.
-		pdrSlots: newSlotPool("PDR", 0, pdrs, dp.ZeroPDRCounters), farSlots: newSlotPool("FAR", 0, fars, nil),
+		pdrSlots: newSlotPool("PDR", 0, dp.PDRCapacity(), dp.ZeroPDRCounters),
 		qerSlots: newSlotPool("QER", 1, dp.QERCapacity(), nil), // slot 0 stands for no QER
 		urrSlots: newSlotPool("URR", 1, dp.URRCapacity(), nil), // and no URR
 		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity(), nil),
