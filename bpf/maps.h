@@ -110,9 +110,11 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sdf_sets SEC(".maps");
 
-/* Packets and bytes each PDR matched. */
+/* Packets and bytes each PDR matched: a row of pdr_slots counters per CPU,
+ * written only by that CPU (upf.c, count_pdr). */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct counter);
 	__uint(max_entries, 1);

@@ -1,6 +1,9 @@
 package datapath
 
 import (
+	"fmt"
+	"sync/atomic"
+
 	"github.com/cilium/ebpf"
 )
 
@@ -47,7 +50,24 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 
 // PDRCounter returns the packets and user-plane bytes a PDR slot matched.
 func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
-	return sumPerCPU(d.maps.PdrCounters, slot)
+	if slot >= d.pdrs.len() {
+		return Counter{}, fmt.Errorf("PDR counter: slot %d of %d", slot, d.pdrs.len())
+	}
+	var sum Counter
+	for cpu := range d.counterRows() {
+		c := d.pdrCounter(cpu, slot)
+		sum.Packets += atomic.LoadUint64(&c.Packets)
+		sum.Bytes += atomic.LoadUint64(&c.Bytes)
+	}
+	return sum, nil
+}
+
+// counterRows is the number of rows of PDR counters: possible CPUs.
+func (d *Datapath) counterRows() uint32 { return d.pdrCounters.len() / d.pdrs.len() }
+
+// pdrCounter is where CPU cpu counts what PDR slot matched.
+func (d *Datapath) pdrCounter(cpu, slot uint32) *Counter {
+	return d.pdrCounters.at(cpu*d.pdrs.len() + slot)
 }
 
 func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {

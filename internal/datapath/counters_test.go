@@ -1,6 +1,8 @@
 package datapath
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -28,40 +30,74 @@ func TestZeroPDRCounters(t *testing.T) {
 	}
 }
 
-// ZeroPDRCounters zeroes every CPU's counters of any number of slots, a
-// batch of the zeroing program's at a time, and leaves the slots around
-// them as they were.
-func TestZeroPDRCountersOnEveryCPU(t *testing.T) {
+// The PDR counters are a row of slots per possible CPU: PDRCounter sums a
+// slot over the rows, ZeroPDRCounters zeroes it in every row and leaves the
+// slots around it as they were.
+func TestPDRCountersOnEveryCPU(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 64})
-	batch := len(upfZeroRequest{}.Slots)
-	last := uint32(2*batch + 5) // the slots from 1 to last-1: three batches, the last short
-	cpus := ebpf.MustPossibleCPU()
-	for slot := uint32(0); slot <= last; slot++ {
-		perCPU := make([]Counter, cpus)
-		for cpu := range perCPU {
-			perCPU[cpu] = Counter{Packets: uint64(cpu) + 1, Bytes: 100 * (uint64(cpu) + 1)}
+	slots, cpus := d.maps.Pdrs.MaxEntries(), uint32(ebpf.MustPossibleCPU())
+	if n := d.maps.PdrCounters.MaxEntries(); n != slots*cpus {
+		t.Fatalf("%d PDR counters, want %d slots × %d CPUs", n, slots, cpus)
+	}
+	counted := func(cpu, slot uint32) Counter {
+		return Counter{Packets: uint64(cpu) + 1, Bytes: 100*(uint64(cpu)+1) + uint64(slot)}
+	}
+	const last = 9
+	for cpu := range cpus {
+		for slot := uint32(0); slot <= last; slot++ {
+			check(t, d.maps.PdrCounters.Put(cpu*slots+slot, counted(cpu, slot)))
 		}
-		check(t, d.maps.PdrCounters.Put(slot, perCPU))
 	}
-	var slots []uint32
-	for slot := uint32(1); slot < last; slot++ {
-		slots = append(slots, slot)
+	for slot := uint32(0); slot <= last; slot++ {
+		var want Counter
+		for cpu := range cpus {
+			want.Packets += counted(cpu, slot).Packets
+			want.Bytes += counted(cpu, slot).Bytes
+		}
+		if c, err := d.PDRCounter(slot); err != nil || c != want {
+			t.Errorf("PDR slot %d: %+v, %v; want %+v", slot, c, err, want)
+		}
 	}
-	if err := d.ZeroPDRCounters([]uint32{1, d.maps.PdrCounters.MaxEntries()}); err == nil {
-		t.Error("zeroed a slot past the map's end")
+	if _, err := d.PDRCounter(slots); err == nil {
+		t.Error("read a slot past the table's end")
+	}
+	if err := d.ZeroPDRCounters([]uint32{1, slots}); err == nil {
+		t.Error("zeroed a slot past the table's end")
 	}
 	if c, err := d.PDRCounter(1); err != nil || c.Packets == 0 {
 		t.Errorf("slot 1 after a refused zeroing: %+v, %v; want it untouched", c, err)
 	}
-	check(t, d.ZeroPDRCounters(slots))
-	for slot := uint32(0); slot <= last; slot++ {
-		var perCPU []Counter
-		check(t, d.maps.PdrCounters.Lookup(slot, &perCPU))
-		for cpu, c := range perCPU {
+	var middle []uint32
+	for slot := uint32(1); slot < last; slot++ {
+		middle = append(middle, slot)
+	}
+	check(t, d.ZeroPDRCounters(middle))
+	for cpu := range cpus {
+		for slot := uint32(0); slot <= last; slot++ {
+			var c Counter
+			check(t, d.maps.PdrCounters.Lookup(cpu*slots+slot, &c))
 			kept := slot == 0 || slot == last
-			if want := (Counter{Packets: uint64(cpu) + 1, Bytes: 100 * (uint64(cpu) + 1)}); kept && c != want || !kept && c != (Counter{}) {
+			if kept && c != counted(cpu, slot) || !kept && c != (Counter{}) {
 				t.Errorf("slot %d on CPU %d: %+v (kept: %v)", slot, cpu, c, kept)
 			}
 		}
+	}
+}
+
+// A data path whose PDR counters would not fit a map is refused, with the
+// reason.
+func TestTooManyCountersRefused(t *testing.T) {
+	cpus := uint64(ebpf.MustPossibleCPU())
+	if cpus == 1 {
+		t.Skip("one CPU: the PDR table overflows before its counters do")
+	}
+	// Rule slots that fit a map alone (3/4 of its most, with the spare),
+	// but not once per CPU; half of them do.
+	sessions := uint32(math.MaxUint32 / (3 * cpus))
+	if _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
+		t.Fatalf("%d sessions on %d CPUs: %v", sessions, cpus, err)
+	}
+	if _, err := sizedSpec(sessions / 2); err != nil {
+		t.Fatalf("%d sessions on %d CPUs: %v", sessions/2, cpus, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -108,17 +109,17 @@ type Datapath struct {
 	sets   pdrSets
 	// The arrays written through mmap: the rules of a session are
 	// installed without a system call per rule.
-	pdrs    mapped[PDR]
-	sdfSets mapped[SDFSet]
-	urrs    mapped[upfUrr]
-	buffers mapped[upfBuffer]
-	release releasers
+	pdrs mapped[PDR]
+	// pdrCounters is a row of pdrs.len() counters per possible CPU.
+	pdrCounters mapped[Counter]
+	sdfSets     mapped[SDFSet]
+	urrs        mapped[upfUrr]
+	buffers     mapped[upfBuffer]
+	release     releasers
 	// created: Open created the maps, none was pinned by a previous run;
 	// pdrWritten: a PDR has been written since.
 	created    bool
 	pdrWritten atomic.Bool
-	// zeroPDRCounters runs ZeroPDRCounters.
-	zeroPDRCounters *ebpf.Program
 }
 
 // Open creates the maps, or reuses the ones a previous run pinned.
@@ -153,13 +154,6 @@ func Open(opts Options) (*Datapath, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading maps: %w", err)
 	}
-	var progs struct {
-		ZeroCounters *ebpf.Program `ebpf:"zero_pdr_counters"`
-	}
-	if err := spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}}); err != nil {
-		return nil, errors.Join(fmt.Errorf("loading the program that zeroes PDR counters: %w", err), d.Close())
-	}
-	d.zeroPDRCounters = progs.ZeroCounters
 	if err := d.routes.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -167,6 +161,9 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.pdrCounters, err = mapArray[Counter](d.maps.PdrCounters); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
@@ -188,10 +185,18 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
 	}
 	ruled := maxSessions + replacementSpare(maxSessions) // sessions' worth of rule slots
 	rules := ruled * rulesPerSession
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	if counters := uint64(rules) * uint64(cpus); counters > math.MaxUint32 {
+		return nil, fmt.Errorf("%d sessions need %d PDR counters (%d slots on each of %d possible CPUs), more than a map holds; "+
+			"configure fewer sessions", maxSessions, counters, rules, cpus)
+	}
 	sets := maxSessions*setsPerSession + 1 + spareSets
 	for name, size := range map[string]uint32{
 		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
-		"pdrs": rules, "pdr_counters": rules, "qers": rules, "urrs": rules,
+		"pdrs": rules, "pdr_counters": rules * uint32(cpus), "qers": rules, "urrs": rules,
 		"sdf_sets": ruled*sdfSetsPerSession + 1, // slot 0 stands for none
 		"buffers":  ruled + 1,                   // one buffering FAR per session, and none
 	} {
@@ -227,11 +232,7 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
-	var progErr error
-	if d.zeroPDRCounters != nil {
-		progErr = d.zeroPDRCounters.Close()
-	}
-	return errors.Join(progErr, d.routes.close(), d.sets.close(), d.pdrs.close(), d.sdfSets.close(),
+	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
 
@@ -283,7 +284,7 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 		addrs[i] = networkOrder(a.As4())
 	}
 	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs,
-		"index_bits": uint32(d.sets.bits),
+		"index_bits": uint32(d.sets.bits), "pdr_slots": d.pdrs.len(),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)

@@ -26,21 +26,15 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 	return d.pdrs.put(slot, &p)
 }
 
-// ZeroPDRCounters zeroes the counters of PDR slots on every CPU, in one
-// system call a batch of 32.
+// ZeroPDRCounters zeroes the counters of PDR slots on every CPU.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
-	size := d.maps.PdrCounters.MaxEntries()
-	if i := slices.IndexFunc(slots, func(slot uint32) bool { return slot >= size }); i >= 0 {
-		return fmt.Errorf("zeroing PDR counters: slot %d of %d", slots[i], size)
+	if i := slices.IndexFunc(slots, func(slot uint32) bool { return slot >= d.pdrs.len() }); i >= 0 {
+		return fmt.Errorf("zeroing PDR counters: slot %d of %d", slots[i], d.pdrs.len())
 	}
-	for len(slots) > 0 {
-		req := upfZeroRequest{Cpus: uint32(ebpf.MustPossibleCPU())}
-		n := copy(req.Slots[:], slots)
-		req.Count = uint32(n)
-		if _, err := d.zeroPDRCounters.Run(&ebpf.RunOptions{Context: req}); err != nil {
-			return fmt.Errorf("zeroing PDR counters: %w", err)
+	for cpu := range d.counterRows() {
+		for _, slot := range slots {
+			*d.pdrCounter(cpu, slot) = Counter{}
 		}
-		slots = slots[n:]
 	}
 	return nil
 }
