@@ -12,6 +12,7 @@ volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0;
 volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
+volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (types.h) */
 volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */
 
 char LICENSE[] SEC("license") = "GPL";
@@ -62,13 +63,17 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	__u64 h = (key + ((__u64)kind << 56)) * SET_HASH;
 	h = (h ^ h >> 32) * SET_HASH;
 	__u32 bucket = h >> (64 - index_bits);
+	__u32 below = h << index_bits >> 32; /* the tag's bits */
 	struct set_bucket *b = bpf_map_lookup_elem(&set_index, &bucket);
 	if (!b)
 		return NULL;
 #pragma unroll
 	for (int way = 0; way < SET_WAYS; way++) {
-		__u32 slot = b->slot[way];
-		struct pdr_set *set = slot ? bpf_map_lookup_elem(&pdr_sets, &slot) : NULL;
+		__u32 place = b->slot[way];
+		if (!place || (__u64)(place ^ below) >> set_slot_bits)
+			continue;
+		__u32 slot = place & (((__u64)1 << set_slot_bits) - 1);
+		struct pdr_set *set = bpf_map_lookup_elem(&pdr_sets, &slot);
 		if (set && set->key == key && set->kind == kind)
 			return set;
 	}

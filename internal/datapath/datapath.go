@@ -284,7 +284,7 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 		addrs[i] = networkOrder(a.As4())
 	}
 	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs,
-		"index_bits": uint32(d.sets.bits), "pdr_slots": d.pdrs.len(),
+		"index_bits": uint32(d.sets.bits), "set_slot_bits": uint32(d.sets.slotBits), "pdr_slots": d.pdrs.len(),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("setting %s: %w", name, err)

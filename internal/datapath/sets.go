@@ -47,8 +47,9 @@ type place struct {
 type pdrSets struct {
 	mu       sync.Mutex
 	sets     mapped[PDRSet]
-	index    []byte // set_index: setWays native-endian u32 slots per bucket
-	bits     uint
+	index    []byte // set_index: setWays native-endian u32 places per bucket
+	bits     uint   // of a bucket number
+	slotBits uint   // of a place, the slot's; the key's tag is above them
 	overflow *ebpf.Map
 	where    map[setKey]place
 	free     []uint32 // free slots, least recently freed first
@@ -66,6 +67,7 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 		return err
 	}
 	p.bits = uint(bits.Len32(m.SetIndex.MaxEntries() - 1))
+	p.slotBits = uint(bits.Len32(m.PdrSets.MaxEntries() - 1))
 	p.overflow = m.SetOverflow
 	p.maxKeys = int(m.PdrSets.MaxEntries()) - 1 - spareSets
 	p.where = map[setKey]place{}
@@ -74,13 +76,15 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 	used := make([]bool, m.PdrSets.MaxEntries())
 	used[0] = true
 	for pos := range p.places() {
-		slot := p.loadIndex(pos)
-		if slot == 0 {
+		placed := p.loadIndex(pos)
+		if placed == 0 {
 			continue
 		}
+		slot := placed & (1<<p.slotBits - 1)
 		if k, ok := p.owner(slot, used); ok && p.isPlaceOf(k, pos) {
 			used[slot] = true
 			p.where[k] = place{pos, slot}
+			p.storeIndex(pos, p.placed(k, slot)) // tagged as this build tags
 		} else {
 			p.storeIndex(pos, 0) // not written by us: unpublish
 		}
@@ -133,11 +137,20 @@ func (p *pdrSets) close() error {
 	return err
 }
 
-// bucket is a key's bucket in set_index, computed as find_set does.
-func (p *pdrSets) bucket(k setKey) int {
+// hash is k's hash, computed as find_set does.
+func hash(k setKey) uint64 {
 	h := (k.key + uint64(k.kind)<<56) * setHash
-	h = (h ^ h>>32) * setHash
-	return int(h >> (64 - p.bits))
+	return (h ^ h>>32) * setHash
+}
+
+// bucket is a key's bucket in set_index.
+func (p *pdrSets) bucket(k setKey) int { return int(hash(k) >> (64 - p.bits)) }
+
+// placed is what a place holds for k's set in slot: k's tag, the top bits
+// of the 32 bits of its hash below the bucket's, over the slot.
+func (p *pdrSets) placed(k setKey, slot uint32) uint32 {
+	below := uint32(hash(k) << p.bits >> 32)
+	return below>>p.slotBits<<p.slotBits | slot
 }
 
 // places is the number of places in set_index.
@@ -162,10 +175,10 @@ func (p *pdrSets) loadIndex(pos int) uint32 {
 	return atomic.LoadUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])))
 }
 
-// storeIndex publishes or withdraws a set in one aligned store, ordered
-// after the writes of the set it publishes.
-func (p *pdrSets) storeIndex(pos int, slot uint32) {
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])), slot)
+// storeIndex publishes (placed) or withdraws (0) a set in one aligned
+// store, ordered after the writes of the set it publishes.
+func (p *pdrSets) storeIndex(pos int, placed uint32) {
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])), placed)
 }
 
 // put publishes set under k, replacing what k had.
@@ -193,7 +206,7 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 			return fmt.Errorf("PDR set overflow: %w", err)
 		}
 	} else {
-		p.storeIndex(pos, slot)
+		p.storeIndex(pos, p.placed(k, slot))
 	}
 	p.free = p.free[1:]
 	p.where[k] = place{pos, slot}

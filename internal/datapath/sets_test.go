@@ -62,6 +62,28 @@ func (u *upf) placeOf(t *testing.T, teid uint32) place {
 	return at
 }
 
+// A packet reads only the set of a place whose tag is its key's: a place
+// that holds the key's own set under another tag is passed by.
+func TestSetTag(t *testing.T) {
+	u := setsUPF(t, 16)
+	const teid = 0x2000
+	check(t, u.d.PutUplink(teid, pdrSet(1)))
+	u.expectUplink(t, teid, 2)
+	at := u.placeOf(t, teid)
+	placed := u.d.sets.loadIndex(at.index)
+	if placed == at.slot {
+		t.Fatalf("place %d holds slot %d without a tag", at.index, at.slot)
+	}
+	u.d.sets.storeIndex(at.index, placed^1<<31) // the same slot, another tag
+	u.expectUplink(t, teid, 0)
+	// Opening the maps again, as a restarted daemon does, tags the sets
+	// it finds in their buckets as this build tags them.
+	again, err := Open(u.d.opts)
+	check(t, err)
+	defer again.Close()
+	u.expectUplink(t, teid, 2)
+}
+
 // A full bucket sends the next key to set_overflow; the packet finds keys
 // in both, and a key replaced after its bucket freed up moves into it.
 func TestSetOverflow(t *testing.T) {
@@ -182,7 +204,7 @@ func TestSetsReopen(t *testing.T) {
 	for d.sets.loadIndex(strayPos) != 0 || d.sets.isPlaceOf(stray, strayPos) {
 		strayPos++ // a free place of another bucket
 	}
-	d.sets.storeIndex(strayPos, d.sets.where[stray].slot)
+	d.sets.storeIndex(strayPos, d.sets.placed(stray, d.sets.where[stray].slot))
 	// And an overflow entry pointing at another key's set.
 	bogus := teidKey(0xdead)
 	if err := d.maps.SetOverflow.Put(upfSetKey{Key: bogus.key, Kind: uint32(bogus.kind)}, d.sets.where[teidKey(teids[1])].slot); err != nil {
