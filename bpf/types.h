@@ -236,10 +236,11 @@ struct set_key {
  * where h = (key + kind << 56) * SET_HASH folded (h ^ h >> 32): one
  * multiplication alone piles byte-swapped sequential TEIDs and addresses
  * into few buckets. Its set is in one of the bucket's places or in
- * set_overflow. A place holds the set's slot in its low set_slot_bits bits
- * and, above them, the key's tag: the top bits of the 32 bits of h below
- * the bucket's, so that a packet reads only the set of a place whose tag
- * is its key's. */
+ * set_overflow, which holds keys of full buckets only: when a place frees
+ * up, a key of its bucket in set_overflow moves into it. A place holds
+ * the set's slot in its low set_slot_bits bits and, above them, the key's
+ * tag: the top bits of the 32 bits of h below the bucket's, so that a
+ * packet reads only the set of a place whose tag is its key's. */
 #define SET_HASH 0x9e3779b97f4a7c15ULL
 #define SET_WAYS 2
 

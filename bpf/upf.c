@@ -67,9 +67,12 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	struct set_bucket *b = bpf_map_lookup_elem(&set_index, &bucket);
 	if (!b)
 		return NULL;
+	int room = 0;
 #pragma unroll
 	for (int way = 0; way < SET_WAYS; way++) {
 		__u32 place = b->slot[way];
+		if (!place)
+			room = 1;
 		if (!place || (__u64)(place ^ below) >> set_slot_bits)
 			continue;
 		__u32 slot = place & (((__u64)1 << set_slot_bits) - 1);
@@ -77,6 +80,10 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 		if (set && set->key == key && set->kind == kind)
 			return set;
 	}
+	/* Only a full bucket has keys in set_overflow (sets.go): a key not
+	 * installed ends here without the hash lookup. */
+	if (room)
+		return NULL;
 	struct set_key k = { .key = key, .kind = kind };
 	__u32 *slot = bpf_map_lookup_elem(&set_overflow, &k);
 	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;

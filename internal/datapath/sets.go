@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -41,9 +42,12 @@ type place struct {
 
 // pdrSets keeps the sets the packet finds its PDRs by (bpf/maps.h):
 // pdr_sets and set_index are mmapped and written directly, set_overflow
-// holds the keys whose bucket was full. A set is never
-// rewritten while published: a new slot is written, then published, then
-// the old slot freed, so a packet reads either the old set or the new one.
+// holds keys of full buckets only (a key whose bucket is full goes there,
+// and moves into the first place its bucket frees), so that the packet of
+// a key not installed looks into it only when its bucket is full. A set is
+// never rewritten while published: a new slot is written, then published,
+// then the old slot freed, so a packet reads either the old set or the new
+// one.
 type pdrSets struct {
 	mu       sync.Mutex
 	sets     mapped[PDRSet]
@@ -51,9 +55,11 @@ type pdrSets struct {
 	bits     uint   // of a bucket number
 	slotBits uint   // of a place, the slot's; the key's tag is above them
 	overflow *ebpf.Map
-	where    map[setKey]place
-	free     []uint32 // free slots, least recently freed first
-	maxKeys  int
+	// overflowed are the keys in set_overflow by bucket.
+	overflowed map[int][]setKey
+	where      map[setKey]place
+	free       []uint32 // free slots, least recently freed first
+	maxKeys    int
 }
 
 // indexBits sizes set_index to a bucket per set: places for twice the sets.
@@ -71,6 +77,7 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 	p.overflow = m.SetOverflow
 	p.maxKeys = int(m.PdrSets.MaxEntries()) - 1 - spareSets
 	p.where = map[setKey]place{}
+	p.overflowed = map[int][]setKey{}
 	// A restarted daemon finds the sets published: take them from the
 	// index and the overflow, and free every slot nothing publishes.
 	used := make([]bool, m.PdrSets.MaxEntries())
@@ -97,6 +104,7 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 		if owner, ok := p.owner(slot, used); ok && owner == (setKey{upfSetKind(k.Kind), k.Key}) {
 			used[slot] = true
 			p.where[owner] = place{noPlace, slot}
+			p.overflowed[p.bucket(owner)] = append(p.overflowed[p.bucket(owner)], owner)
 		} else {
 			stray = append(stray, k)
 		}
@@ -107,6 +115,17 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 	for _, k := range stray {
 		if err := ignoreMissing(m.SetOverflow.Delete(k)); err != nil {
 			return err
+		}
+	}
+	// A previous run may have left keys in set_overflow whose buckets
+	// have room since: move them in.
+	for bucket := range p.overflowed {
+		for way := range setWays {
+			if pos := bucket*setWays + way; p.loadIndex(pos) == 0 {
+				if err := p.unpublish(setKey{}, place{pos, 0}); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	for slot, u := range used {
@@ -205,6 +224,10 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 		if err := p.overflow.Put(k.overflowKey(), slot); err != nil {
 			return fmt.Errorf("PDR set overflow: %w", err)
 		}
+		if !had {
+			b := p.bucket(k)
+			p.overflowed[b] = append(p.overflowed[b], k)
+		}
 	} else {
 		p.storeIndex(pos, p.placed(k, slot))
 	}
@@ -223,13 +246,28 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 	return nil
 }
 
-// unpublish takes k's set at its place out of the index or the overflow.
+// unpublish takes k's set at its place out of the overflow, or out of the
+// index, where a key of the bucket in the overflow, if any, takes the place.
 func (p *pdrSets) unpublish(k setKey, at place) error {
 	if at.index == noPlace {
+		b := p.bucket(k)
+		p.overflowed[b] = slices.DeleteFunc(p.overflowed[b], func(o setKey) bool { return o == k })
+		if len(p.overflowed[b]) == 0 {
+			delete(p.overflowed, b)
+		}
 		return ignoreMissing(p.overflow.Delete(k.overflowKey()))
 	}
-	p.storeIndex(at.index, 0)
-	return nil
+	waiting := p.overflowed[at.index/setWays]
+	if len(waiting) == 0 {
+		p.storeIndex(at.index, 0)
+		return nil
+	}
+	// Found in the index before it leaves the overflow.
+	moved := waiting[len(waiting)-1]
+	slot := p.where[moved].slot
+	p.storeIndex(at.index, p.placed(moved, slot))
+	p.where[moved] = place{at.index, slot}
+	return p.unpublish(moved, place{noPlace, slot})
 }
 
 // delete unpublishes k; a missing key is not an error.

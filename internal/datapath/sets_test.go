@@ -84,6 +84,35 @@ func TestSetTag(t *testing.T) {
 	u.expectUplink(t, teid, 2)
 }
 
+// Only a full bucket's keys are looked for in set_overflow: a key there
+// whose bucket has room is not found, until the maps are opened again,
+// which moves it in.
+func TestOverflowOnlyForFullBuckets(t *testing.T) {
+	u := setsUPF(t, 16)
+	teids := sameBucket(u.d, 2, 0x3000)
+	for i, teid := range teids {
+		check(t, u.d.PutUplink(teid, pdrSet(uint32(i))))
+	}
+	// The second key's set, moved by hand from its place to set_overflow.
+	moved := u.placeOf(t, teids[1])
+	check(t, u.d.maps.SetOverflow.Put(teidKey(teids[1]).overflowKey(), moved.slot))
+	u.d.sets.storeIndex(moved.index, 0)
+	u.expectUplink(t, teids[0], 1)
+	u.expectUplink(t, teids[1], 0)
+	again, err := Open(u.d.opts)
+	check(t, err)
+	defer again.Close()
+	if at := again.sets.where[teidKey(teids[1])]; at.index != moved.index {
+		t.Fatalf("reopened, the key is at %+v, want place %d", at, moved.index)
+	}
+	u.expectUplink(t, teids[1], 2)
+	var k upfSetKey
+	var slot uint32
+	if it := u.d.maps.SetOverflow.Iterate(); it.Next(&k, &slot) {
+		t.Fatalf("set_overflow still holds %+v", k)
+	}
+}
+
 // A full bucket sends the next key to set_overflow; the packet finds keys
 // in both, and a key replaced after its bucket freed up moves into it.
 func TestSetOverflow(t *testing.T) {
@@ -110,6 +139,9 @@ func TestSetOverflow(t *testing.T) {
 	}
 	u.expectUplink(t, teids[0], 0)
 	u.expectUplink(t, teids[2], 3)
+	if at := u.placeOf(t, teids[2]); at.index == noPlace || len(u.d.sets.overflowed) != 0 {
+		t.Fatalf("the bucket's overflowed key stayed in set_overflow (%+v, %v) when a place freed", at, u.d.sets.overflowed)
+	}
 	if err := u.d.PutUplink(teids[2], pdrSet(0)); err != nil {
 		t.Fatal(err)
 	}
