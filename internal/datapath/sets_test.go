@@ -22,7 +22,7 @@ func sameBucket(d *Datapath, n int, first uint32) []uint32 {
 	return teids
 }
 
-// setsUPF is a data path with PDR/FAR slot i forwarding to next hop i+1
+// setsUPF is a data path with PDR slot i forwarding to next hop i+1
 // (testNexthops), for telling by the frame which set a packet found.
 func setsUPF(t *testing.T, maxSessions uint32) *upf {
 	t.Helper()
