@@ -51,14 +51,16 @@ INLINE int ipv4_is_fragment(const struct iphdr *ip)
 	return ip->frag_off & bpf_htons(IP_MF | IP_OFFSET);
 }
 
-/* TTL decrement with the incremental checksum update of RFC 1624, eqn. 3:
- * HC' = ~(~HC + ~m + m') over the 16-bit word holding TTL and protocol. */
+/* TTL decrement with the checksum adjusted as the kernel's ip_decrease_ttl
+ * does (RFC 1624): the TTL is the high byte of its 16-bit word, so the
+ * checksum rises by 0x0100 in network order. Computed from the checksum
+ * alone: reading back the word the TTL store just changed waits for that
+ * store. */
 INLINE void ipv4_decrement_ttl(struct iphdr *ip)
 {
-	__u16 *word = (__u16 *)&ip->ttl;
-	__u16 old = *word;
+	__u32 check = ip->check + (__u32)bpf_htons(0x0100);
+	ip->check = check + (check >= 0xffff);
 	ip->ttl--;
-	ip->check = csum_fold((__u32)(__u16)~ip->check + (__u16)~old + *word);
 }
 
 #endif

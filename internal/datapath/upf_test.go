@@ -229,6 +229,24 @@ func TestUplinkForward(t *testing.T) {
 	u.runCases(t, cases)
 }
 
+// The TTL decrement adjusts the header checksum incrementally: every value
+// of the identification gives every value of the checksum word, carries
+// and the one's-complement wrap included, and each must come out as an
+// independent encoder computes it from scratch.
+func TestTTLChecksumEveryValue(t *testing.T) {
+	u := newUPF(t, RoleAccess)
+	for id := range 1 << 16 {
+		p := ipPacket{src: ue4, dst: dn4, ttl: 64, id: uint16(id)}
+		act, out := u.run(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)))
+		want := p.hop().frame(t, nhL2(nhCore))
+		if act != xdpRedirect || !bytes.Equal(out, want) {
+			t.Logf("ID %#04x: %v", id, act)
+			equalFrames(t, out, want)
+			t.FailNow()
+		}
+	}
+}
+
 // A PDR's QFI and UE conditions, and the order of the set: PDR 0 (QFI 9,
 // any source) comes before PDR 1 (source ue4, any QFI).
 func TestUplinkPrecedence(t *testing.T) {
