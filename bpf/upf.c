@@ -463,12 +463,6 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 
 	if (inner_len > g->payload_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
-	/* An IPv4 route is read before the PDR, although only a FAR without a
-	 * next hop needs it: its two reads then overlap the PDR's chain of
-	 * dependent reads instead of following it. An IPv6 route is a trie
-	 * walk, too dear to read in vain. */
-	__u32 route = v4 ? route4(ip4->daddr) : KERNEL_SLOT;
-	struct nexthop *route_nh = bpf_map_lookup_elem(&nexthops, &route);
 
 	__u32 slot;
 	struct pdr *pdr = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
@@ -487,12 +481,9 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
 
 	__u32 nh_slot = far->nexthop;
-	struct nexthop *nh = route_nh;
-	if (nh_slot != NEXTHOP_ROUTE || !v4) {
-		if (nh_slot == NEXTHOP_ROUTE)
-			nh_slot = route6(&ip6->daddr);
-		nh = bpf_map_lookup_elem(&nexthops, &nh_slot);
-	}
+	if (nh_slot == NEXTHOP_ROUTE)
+		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nh_slot);
 	int routed = nh && nh->valid;
 	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
 	if (routed) {
