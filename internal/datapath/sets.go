@@ -122,7 +122,7 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 	for bucket := range p.overflowed {
 		for way := range setWays {
 			if pos := bucket*setWays + way; p.loadIndex(pos) == 0 {
-				if err := p.unpublish(setKey{}, place{pos, 0}); err != nil {
+				if err := p.fill(pos); err != nil {
 					return err
 				}
 			}
@@ -247,7 +247,7 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 }
 
 // unpublish takes k's set at its place out of the overflow, or out of the
-// index, where a key of the bucket in the overflow, if any, takes the place.
+// index (fill).
 func (p *pdrSets) unpublish(k setKey, at place) error {
 	if at.index == noPlace {
 		b := p.bucket(k)
@@ -257,16 +257,22 @@ func (p *pdrSets) unpublish(k setKey, at place) error {
 		}
 		return ignoreMissing(p.overflow.Delete(k.overflowKey()))
 	}
-	waiting := p.overflowed[at.index/setWays]
+	return p.fill(at.index)
+}
+
+// fill gives the place at pos, which its key leaves or has left, to a key
+// of its bucket waiting in the overflow, or empties it when none waits.
+func (p *pdrSets) fill(pos int) error {
+	waiting := p.overflowed[pos/setWays]
 	if len(waiting) == 0 {
-		p.storeIndex(at.index, 0)
+		p.storeIndex(pos, 0)
 		return nil
 	}
 	// Found in the index before it leaves the overflow.
 	moved := waiting[len(waiting)-1]
 	slot := p.where[moved].slot
-	p.storeIndex(at.index, p.placed(moved, slot))
-	p.where[moved] = place{at.index, slot}
+	p.storeIndex(pos, p.placed(moved, slot))
+	p.where[moved] = place{pos, slot}
 	return p.unpublish(moved, place{noPlace, slot})
 }
 

@@ -12,7 +12,8 @@ import (
 // that read the old key to be done with it.
 const slotReuseDelay = time.Second
 
-// resetBatch is how many slots a pool resets at once.
+// resetBatch is how many slots a pool resets at once: it bounds the work
+// one allocation does for the others.
 const resetBatch = 32
 
 type cooling struct {
