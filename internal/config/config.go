@@ -24,6 +24,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/cuup"
 	"github.com/xdp5g/xdp5g/internal/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/gtpu"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -171,10 +172,20 @@ type PFCP struct {
 	// TrafficStopAfter is the silence after which a URR's traffic has
 	// stopped (the Stop of Traffic trigger).
 	TrafficStopAfter time.Duration
+	// GTPUEchoInterval is the time between GTP-U Echo Requests towards each
+	// gNB a session tunnels to, and how long each has to be answered; after
+	// GTPUEchoRetries unanswered in a row the path has failed and the SMFs
+	// get a User Plane Path Failure Report.
+	GTPUEchoInterval time.Duration
+	GTPUEchoRetries  int
 	// UEPool is the IPv4 prefix the UPF takes UE addresses from when an
 	// SMF leaves the choice to it (CHV4); not valid when unset, and such
 	// requests are then refused.
 	UEPool netip.Prefix
+	// UEPools are the UE address pools of network instances (DNNs) that
+	// have their own, by the name SMFs give in a PDI's Network Instance;
+	// UEPool serves the others. No two pools overlap.
+	UEPools map[string]netip.Prefix
 	// ForwardingPolicies are the next hops of traffic steering (TRST), by
 	// the Forwarding Policy identifiers SMFs name in FARs.
 	ForwardingPolicies map[string]netip.Addr
@@ -282,7 +293,10 @@ type pfcpSettings struct {
 	T1                 *time.Duration    `yaml:"t1"`
 	N1                 *int              `yaml:"n1"`
 	TrafficStopAfter   *time.Duration    `yaml:"traffic_stop_after"`
+	GTPUEchoInterval   *time.Duration    `yaml:"gtpu_echo_interval"`
+	GTPUEchoRetries    *int              `yaml:"gtpu_echo_retries"`
 	UEPool             string            `yaml:"ue_pool"`
+	UEPools            map[string]string `yaml:"ue_pools"`
 	ForwardingPolicies map[string]string `yaml:"forwarding_policies"`
 }
 
@@ -595,6 +609,8 @@ func parsePFCP(f *file, cfg *Config) error {
 		T1:                pfcp.DefaultT1,
 		N1:                pfcp.DefaultN1,
 		TrafficStopAfter:  n4.DefaultTrafficStopAfter,
+		GTPUEchoInterval:  gtpu.DefaultEchoInterval,
+		GTPUEchoRetries:   gtpu.DefaultEchoRetries,
 	}
 	if ip, err := netip.ParseAddr(p.NodeID); err == nil {
 		out.Listen = netip.AddrPortFrom(ip, pfcp.DefaultPort).String()
@@ -619,12 +635,8 @@ func parsePFCP(f *file, cfg *Config) error {
 	if err := parsePFCPTimers(p, out); err != nil {
 		return err
 	}
-	if p.UEPool != "" {
-		pool, err := uePool(p.UEPool, cfg.N3Addresses)
-		if err != nil {
-			return invalid("pfcp.ue_pool", "%v", err)
-		}
-		out.UEPool = pool
+	if err := parseUEPools(p, cfg.N3Addresses, out); err != nil {
+		return err
 	}
 	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
 		return err
@@ -662,6 +674,7 @@ func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
 		{"pfcp.heartbeat_interval", p.HeartbeatInterval, &out.HeartbeatInterval},
 		{"pfcp.t1", p.T1, &out.T1},
 		{"pfcp.traffic_stop_after", p.TrafficStopAfter, &out.TrafficStopAfter},
+		{"pfcp.gtpu_echo_interval", p.GTPUEchoInterval, &out.GTPUEchoInterval},
 	} {
 		if d.set == nil {
 			continue
@@ -677,8 +690,60 @@ func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
 		}
 		out.N1 = *n
 	}
+	if n := p.GTPUEchoRetries; n != nil {
+		if *n < 1 {
+			return invalid("pfcp.gtpu_echo_retries", "must be 1 or more")
+		}
+		out.GTPUEchoRetries = *n
+	}
 	return nil
 }
+
+// parseUEPools reads the default UE pool and those of network instances,
+// which must not overlap: an address is given back to the pool holding it.
+func parseUEPools(p *pfcpSettings, n3 []netip.Addr, out *PFCP) error {
+	var fields []string
+	var pools []netip.Prefix
+	add := func(field, s string) (netip.Prefix, error) {
+		pool, err := uePool(s, n3)
+		if err != nil {
+			return pool, invalid(field, "%v", err)
+		}
+		for i, other := range pools {
+			if other.Overlaps(pool) {
+				return pool, invalid(field, "%v overlaps %s (%v)", pool, fields[i], other)
+			}
+		}
+		fields, pools = append(fields, field), append(pools, pool)
+		return pool, nil
+	}
+	if p.UEPool != "" {
+		pool, err := add("pfcp.ue_pool", p.UEPool)
+		if err != nil {
+			return err
+		}
+		out.UEPool = pool
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.UEPools)) {
+		field := fmt.Sprintf("pfcp.ue_pools[%q]", name)
+		if len(name) == 0 || len(name) > maxNetworkInstance {
+			return invalid(field, "a network instance has 1 to %d octets", maxNetworkInstance)
+		}
+		pool, err := add(field, p.UEPools[name])
+		if err != nil {
+			return err
+		}
+		if out.UEPools == nil {
+			out.UEPools = map[string]netip.Prefix{}
+		}
+		out.UEPools[name] = pool
+	}
+	return nil
+}
+
+// maxNetworkInstance bounds a network instance's name, a DNN or APN: at
+// most 100 octets (TS 23.003 §9.1).
+const maxNetworkInstance = 100
 
 // uePool checks the prefix of a UE address pool.
 func uePool(s string, n3 []netip.Addr) (netip.Prefix, error) {

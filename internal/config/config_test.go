@@ -71,7 +71,10 @@ pfcp:
   t1: 1500ms
   n1: 5
   traffic_stop_after: 30s
+  gtpu_echo_interval: 20s
+  gtpu_echo_retries: 5
   ue_pool: 10.45.0.0/16
+  ue_pools: {ims: 10.46.0.0/16, internet.mnc001: 10.47.0.0/24}
   forwarding_policies: {to-firewall: 198.51.100.9, "video optimiser": "2001:db8:6::9"}
 classify:
   interfaces: [edge0, edge1]
@@ -111,7 +114,11 @@ cuup:
 			T1:                1500 * time.Millisecond,
 			N1:                5,
 			TrafficStopAfter:  30 * time.Second,
+			GTPUEchoInterval:  20 * time.Second,
+			GTPUEchoRetries:   5,
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
+			UEPools: map[string]netip.Prefix{"ims": netip.MustParsePrefix("10.46.0.0/16"),
+				"internet.mnc001": netip.MustParsePrefix("10.47.0.0/24")},
 			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
 				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
 		},
@@ -256,7 +263,7 @@ func TestPFCPDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := &PFCP{Listen: listen, NodeID: nodeID, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3,
-			TrafficStopAfter: 10 * time.Second}
+			TrafficStopAfter: 10 * time.Second, GTPUEchoInterval: time.Minute, GTPUEchoRetries: 3}
 		if !reflect.DeepEqual(cfg.PFCP, want) {
 			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
 		}
@@ -328,6 +335,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"PFCP peer twice", "pfcp: {node_id: upf.example, peers: [192.0.2.2, '192.0.2.2:8805']}", "pfcp.peers[1]"},
 		{"PFCP zero heartbeat", "pfcp: {node_id: upf.example, heartbeat_interval: 0s}", "pfcp.heartbeat_interval"},
 		{"PFCP negative stop of traffic", "pfcp: {node_id: upf.example, traffic_stop_after: -1s}", "pfcp.traffic_stop_after"},
+		{"PFCP zero GTP-U echo interval", "pfcp: {node_id: upf.example, gtpu_echo_interval: 0s}", "pfcp.gtpu_echo_interval"},
+		{"PFCP no GTP-U echo retries", "pfcp: {node_id: upf.example, gtpu_echo_retries: 0}", "pfcp.gtpu_echo_retries"},
 		{"PFCP negative T1", "pfcp: {node_id: upf.example, t1: -1s}", "pfcp.t1"},
 		{"PFCP N1 0", "pfcp: {node_id: upf.example, n1: 0}", "pfcp.n1"},
 		{"PFCP N1 11", "pfcp: {node_id: upf.example, n1: 11}", "pfcp.n1"},
@@ -336,6 +345,10 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"UE pool with host bits", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.1/16}", "pfcp.ue_pool"},
 		{"UE pool over 2^24", "pfcp: {node_id: upf.example, ue_pool: 10.0.0.0/7}", "pfcp.ue_pool"},
 		{"UE pool holding N3", "pfcp: {node_id: upf.example, ue_pool: 192.0.2.0/24}", "pfcp.ue_pool"},
+		{"instance's UE pool with host bits", "pfcp: {node_id: upf.example, ue_pools: {ims: 10.46.0.1/16}}", `pfcp.ue_pools["ims"]`},
+		{"instance's UE pool in the default", "pfcp: {node_id: upf.example, ue_pool: 10.45.0.0/16, ue_pools: {ims: 10.45.128.0/17}}", `pfcp.ue_pools["ims"]`},
+		{"instances' UE pools overlapping", "pfcp: {node_id: upf.example, ue_pools: {a: 10.46.0.0/16, b: 10.46.9.0/24}}", `pfcp.ue_pools["b"]`},
+		{"UE pool of no instance", `pfcp: {node_id: upf.example, ue_pools: {"": 10.46.0.0/16}}`, `pfcp.ue_pools[""]`},
 		{"forwarding policy to a name", "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", `pfcp.forwarding_policies["fw"]`},
 		{"forwarding policy to multicast", "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", `pfcp.forwarding_policies["fw"]`},
 		{"empty forwarding policy identifier", `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, `pfcp.forwarding_policies[""]`},

@@ -277,6 +277,7 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 	}{
 		{"without a UE pool", "", []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
 		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
+		{"with an instance's UE pool", ", ue_pools: {ims: 10.61.0.0/16}", []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
 		{"with forwarding policies", ", forwarding_policies: {fw: 10.1.2.9}", []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -47,12 +47,11 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
 	features := []pfcp.UPFeature{pfcp.FeatureFTUP}
-	var pool *ippool.Pool
-	if p.UEPool.IsValid() {
-		var err error
-		if pool, err = ippool.New(p.UEPool); err != nil {
-			return nil, nil, fmt.Errorf("pfcp.ue_pool: %w", err)
-		}
+	pool, pools, err := uePools(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pool != nil || len(pools) > 0 {
 		features = append(features, pfcp.FeatureUEIP)
 	}
 	// URRs count packets and report a quota's validity time; BARs may delay
@@ -81,7 +80,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 				}
 			}
 		})
-	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, Buffers: buffers, Log: log,
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
@@ -143,8 +142,31 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, 
 	if pool != nil {
 		attrs = append(attrs, "ue_pool", p.UEPool)
 	}
+	if len(pools) > 0 {
+		attrs = append(attrs, "ue_pools", p.UEPools)
+	}
 	log.Info("serving PFCP", attrs...)
 	return &api.PFCP{Server: server, Sessions: h}, stop, nil
+}
+
+// uePools makes the UE address pools: the default one (nil if unset) and
+// those of network instances.
+func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
+	var pool *ippool.Pool
+	if p.UEPool.IsValid() {
+		var err error
+		if pool, err = ippool.New(p.UEPool); err != nil {
+			return nil, nil, fmt.Errorf("pfcp.ue_pool: %w", err)
+		}
+	}
+	pools := map[string]*ippool.Pool{}
+	for name, prefix := range p.UEPools {
+		var err error
+		if pools[name], err = ippool.New(prefix); err != nil {
+			return nil, nil, fmt.Errorf("pfcp.ue_pools[%q]: %w", name, err)
+		}
+	}
+	return pool, pools, nil
 }
 
 // openTunnels opens the N3 signalling endpoint in the interfaces'
@@ -156,6 +178,7 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, errorI
 	var e *gtpu.Endpoint
 	err := inNetns(ns, func() (err error) {
 		e, err = gtpu.Open(gtpu.Config{Local: cfg.N3Addresses, Log: log, OnErrorIndication: errorIndication,
+			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
 			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})
 		return err

@@ -87,6 +87,9 @@ func (p *Pool) UnitBits() int {
 	return 64
 }
 
+// Prefix returns the prefix the pool hands out units of.
+func (p *Pool) Prefix() netip.Prefix { return p.prefix }
+
 // Size returns how many units the pool holds, excluded ones left out.
 func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }
 

@@ -36,6 +36,10 @@ type Config struct {
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
+	// UEPools are the pools of network instances that have their own, by
+	// name: a CHV4 PDR whose PDI names one of them takes its address there,
+	// any other from UEPool. No two pools may overlap.
+	UEPools map[string]*ippool.Pool
 	// Tunnels is the N3 signalling endpoint (a gtpu.Endpoint): the paths to
 	// the gNBs that sessions tunnel to are supervised, and End Markers
 	// sent; nil does neither.
@@ -102,6 +106,26 @@ type gnbTunnel struct {
 	gnb  netip.Addr
 }
 
+// uePool is the pool of a network instance ("" for none): its own, or
+// the default one; nil when neither is configured.
+func (h *Handler) uePool(instance string) *ippool.Pool {
+	if p, ok := h.cfg.UEPools[instance]; ok {
+		return p
+	}
+	return h.cfg.UEPool
+}
+
+// releaseUE gives a UE address back to the pool holding it.
+func (h *Handler) releaseUE(a netip.Addr) {
+	for _, p := range h.cfg.UEPools {
+		if p.Prefix().Contains(a) {
+			_ = p.Release(a)
+			return
+		}
+	}
+	_ = h.cfg.UEPool.Release(a)
+}
+
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
 // address.
 func (s *pfcpSession) chosenTEID(p *session.PDR) bool {
@@ -163,7 +187,7 @@ func (t *txn) undo() {
 		delete(t.h.chosen, teid)
 	}
 	for _, a := range t.ues {
-		_ = t.h.cfg.UEPool.Release(a)
+		t.h.releaseUE(a)
 	}
 }
 
@@ -590,7 +614,7 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 		delete(h.chosen, teid)
 	}
 	if s.ue4.IsValid() {
-		_ = h.cfg.UEPool.Release(s.ue4)
+		h.releaseUE(s.ue4)
 	}
 	delete(h.sessions, s.seid)
 	if h.cfg.Buffers != nil {

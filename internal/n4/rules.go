@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
@@ -243,11 +244,32 @@ func (t *txn) applyPDI(p *session.PDR, group *ie.IE) *refusal {
 		}
 	}
 	if c := first(pdi, ie.UEIPAddress); c != nil {
-		if r := t.ueAddress(p, c); r != nil {
+		instance := ""
+		if n := first(pdi, ie.NetworkInstance); n != nil {
+			instance = instanceName(n)
+		}
+		if r := t.ueAddress(p, c, instance); r != nil {
 			return r
 		}
 	}
 	return nil
+}
+
+// instanceName reads a Network Instance IE's name. SMFs write it as a
+// plain string or encoded as an APN (§8.2.4: length-prefixed labels, as
+// Open5GS does): the labels are joined with dots, so that both match
+// the name in the configuration.
+func instanceName(c *ie.IE) string {
+	b := c.Payload
+	var labels []string
+	for len(b) > 0 {
+		n := int(b[0])
+		if n == 0 || n >= len(b) {
+			return string(c.Payload)
+		}
+		labels, b = append(labels, string(b[1:1+n])), b[1+n:]
+	}
+	return strings.Join(labels, ".")
 }
 
 // sdfFilter reads an SDF Filter IE of PDR id: its flow description, as
@@ -314,8 +336,9 @@ func (t *txn) localFTEID(p *session.PDR, c *ie.IE) *refusal {
 }
 
 // ueAddress sets the PDR's UE address: the SMF's, or for CHV4 the
-// session's address from the pool, allocated once per session.
-func (t *txn) ueAddress(p *session.PDR, c *ie.IE) *refusal {
+// session's address from the pool of the PDI's network instance,
+// allocated once per session.
+func (t *txn) ueAddress(p *session.PDR, c *ie.IE, instance string) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(p.ID), format, args...) }
 	f, err := c.UEIPAddress()
 	if err != nil {
@@ -332,16 +355,20 @@ func (t *txn) ueAddress(p *session.PDR, c *ie.IE) *refusal {
 	case c.HasCHV6():
 		return fail("PDR %d: IPv6 UE prefixes are not allocated by this UPF", p.ID)
 	case c.HasCHV4():
-		if t.h.cfg.UEPool == nil {
-			return fail("PDR %d: no UE address pool is configured (CHV4)", p.ID)
-		}
-		if !t.s.ue4.IsValid() {
-			a, err := t.h.cfg.UEPool.Allocate()
+		pool := t.h.uePool(instance)
+		switch {
+		case pool == nil:
+			return fail("PDR %d: no UE address pool is configured for network instance %q (CHV4)", p.ID, instance)
+		case !t.s.ue4.IsValid():
+			a, err := pool.Allocate()
 			if err != nil {
 				return &refusal{cause: ie.CauseNoResourcesAvailable, msg: err.Error()}
 			}
 			t.ues = append(t.ues, a)
 			t.s.ue4 = a
+		case !pool.Prefix().Contains(t.s.ue4):
+			return fail("PDR %d: the session's UE address %v is not of network instance %q's pool %v (CHV4)",
+				p.ID, t.s.ue4, instance, pool.Prefix())
 		}
 		p.PDI.UEAddress = netip.PrefixFrom(t.s.ue4, 32)
 	case f.IPv4Address != nil:
