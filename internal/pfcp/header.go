@@ -82,6 +82,7 @@ func kindOf(msgType uint8) kind {
 		message.MsgTypeAssociationUpdateRequest,
 		message.MsgTypeAssociationReleaseRequest,
 		message.MsgTypeSessionSetDeletionRequest,
+		message.MsgTypePFDManagementRequest,
 		message.MsgTypeSessionEstablishmentRequest,
 		message.MsgTypeSessionModificationRequest,
 		message.MsgTypeSessionDeletionRequest:

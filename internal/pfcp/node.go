@@ -35,6 +35,10 @@ func (s *Server) answer(req message.Message, body []byte, from netip.AddrPort) m
 		return s.associationUpdate(m, from)
 	case *message.AssociationReleaseRequest:
 		return s.associationRelease(m, from)
+	case *message.PFDManagementRequest:
+		// Without PFDM advertised an SMF has no reason to send PFDs; one
+		// that does learns why nothing applies them rather than retrying.
+		return message.NewPFDManagementResponse(0, ie.NewCause(ie.CauseServiceNotSupported), nil)
 	default:
 		return s.answerSession(req, from)
 	}

@@ -150,6 +150,28 @@ func TestMissingMandatoryNodeIE(t *testing.T) {
 	}
 }
 
+// PFD Management is not advertised (PFDM): a request for it is refused
+// with a cause, whoever sends it, and reaches no handler.
+func TestPFDManagementIsNotSupported(t *testing.T) {
+	s, rec := startServer(t, nil)
+	req := []byte{
+		0x20,       // version 1
+		0x03,       // message type 3: PFD Management Request
+		0x00, 0x10, // length 16: 4 (sequence number, spare) + 12 (Application ID's PFDs)
+		0x00, 0x00, 0x32, // sequence number 50
+		0x00,       // spare
+		0x00, 0x3a, // type 58: Application ID's PFDs
+		0x00, 0x08, // length 8
+		0x00, 0x18, 0x00, 0x04, 'a', 'p', 'p', '1', // type 24: Application ID "app1"
+	}
+	newSMF(t, s.Addr()).exchange(req).check(t, message.MsgTypePFDManagementResponse, 0x32, map[uint16][]byte{
+		ie.Cause: {ie.CauseServiceNotSupported},
+	})
+	if rec.String() != "[]" {
+		t.Errorf("handler called: %v", rec)
+	}
+}
+
 func TestMalformedNodeID(t *testing.T) {
 	s, _ := startServer(t, nil)
 	req := cat([]byte{
