@@ -132,10 +132,43 @@ func TestDroppingBufferedPackets(t *testing.T) {
 	}
 }
 
+// A buffering FAR tells the SMF of the first packet it holds only when it
+// has NOCP (§8.2.26): without, the packets are held and no Downlink Data
+// Report goes.
+func TestDownlinkDataReportOnlyWithNOCP(t *testing.T) {
+	e := newTrafficEnv(t)
+	for _, c := range []struct {
+		name   string
+		action byte
+	}{{"BUFF", aaBUFF}, {"BUFF|NOCP", aaBUFF | aaNOCP}} {
+		seid := e.establishBufferingAction(t, c.action, 10)
+		slot, ok := e.upf.Store.BufferSlot(seid, 2)
+		if !ok {
+			t.Fatalf("%s: FAR 2 has no buffer", c.name)
+		}
+		sendDownlink(t, e.tb, 0, 3)
+		waitStats(t, e.buffers, slot, func(s buffer.Stats) bool { return s.Held == 3 })
+		if c.action&aaNOCP == 0 {
+			e.noReport(t, 300*time.Millisecond, "for a FAR without NOCP")
+		} else if rt := one(t, waitReport(t, e.sent), tReportType); rt[0] != reportTypeDLDR {
+			t.Errorf("%s: report type %#x, want DLDR", c.name, rt[0])
+		}
+		decodeReply(t, e.h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
+			sessionMsg(mSessionDeletionRequest, seid, 3))), mSessionDeletionRequest+1).expect(t, 1, nil, nil)
+	}
+}
+
 // establishBuffering sets up a session whose downlink FAR 2 buffers and
 // notifies (NOCP) under BAR 5 with a count of limit and the IEs of bar;
 // it returns its SEID.
 func (e *trafficEnv) establishBuffering(t *testing.T, limit byte, bar ...[]byte) uint64 {
+	t.Helper()
+	return e.establishBufferingAction(t, aaBUFF|aaNOCP, limit, bar...)
+}
+
+// establishBufferingAction is establishBuffering with FAR 2's Apply Action
+// flags.
+func (e *trafficEnv) establishBufferingAction(t *testing.T, action byte, limit byte, bar ...[]byte) uint64 {
 	t.Helper()
 	ue := demo.UEAddr.String()
 	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, sessionMsg(mSessionEstablishmentRequest, 0, 1,
@@ -144,7 +177,7 @@ func (e *trafficEnv) establishBuffering(t *testing.T, limit byte, bar ...[]byte)
 			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1)),
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1)),
 		createQER(1, qfi(demo.QFI)),
-		coreFAR(), createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5)),
+		coreFAR(), createFAR(farID(2), applyAction(action), barID(5)),
 		createBAR(5, limit, bar...)))), mSessionEstablishmentRequest+1)
 	r.expect(t, 1, nil, nil)
 	return r.upSEID(t)

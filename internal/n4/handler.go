@@ -250,12 +250,35 @@ func (t *txn) install() *refusal {
 
 // rules is the session in the store's terms, each kind of rule by ID.
 func (s *pfcpSession) rules() session.Session {
-	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP, PDRs: s.pdrs, FARs: s.fars, QERs: s.qers}
+	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP, PDRs: s.pdrs, FARs: enforced(s.fars), QERs: s.qers}
 	for _, id := range slices.Sorted(maps.Keys(s.urrs)) {
 		u := s.urrs[id]
 		sess.URRs = append(sess.URRs, session.URR{ID: id, Limits: u.limits(s.meters[id])})
 	}
 	return sess
+}
+
+// awaitsTunnel says a FAR forwards to access or the CP function before
+// the SMF gave it a tunnel: free5GC creates its downlink FAR so, and adds
+// the gNB's tunnel once the N2 PDU Session Resource Setup Response came.
+func awaitsTunnel(f session.FAR) bool {
+	return f.Action == session.ActionForward && f.OuterHeaderCreation == nil &&
+		(f.DestinationInterface == session.InterfaceAccess || f.DestinationInterface == session.InterfaceCPFunction)
+}
+
+// enforced are the FARs as the store is to apply them: one that awaits its
+// tunnel has nowhere to send, and drops.
+func enforced(fars []session.FAR) []session.FAR {
+	if !slices.ContainsFunc(fars, awaitsTunnel) {
+		return fars
+	}
+	fars = slices.Clone(fars)
+	for i := range fars {
+		if awaitsTunnel(fars[i]) {
+			fars[i].Action = session.ActionDrop
+		}
+	}
+	return fars
 }
 
 // failedRule names the rule of a store validation error: its field starts

@@ -251,3 +251,174 @@ func sendSmoothly(t *testing.T, tb *demo.Testbed, frame []byte, rate int) (sent 
 	}))
 	return sent, elapsed
 }
+
+// establishUplink has the SMF set up a session (CP SEID 0x77) whose one
+// PDR takes the UE's uplink on demo.UplinkTEID, removes the outer header
+// as ohr says and forwards to the DN; with urr (a Create URR), the PDR
+// counts into it as URR 1. It returns the UP SEID.
+func (e *trafficEnv) establishUplink(t *testing.T, ohr byte, urr ...[]byte) uint64 {
+	t.Helper()
+	pdr := [][]byte{pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
+		ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(ohr), farID(1)}
+	if len(urr) > 0 {
+		pdr = append(pdr, urrID(1))
+	}
+	req := sessionMsg(mSessionEstablishmentRequest, 0, 1, append([][]byte{nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
+		createPDR(pdr...), coreFAR()}, urr...)...)
+	return decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
+		mSessionEstablishmentRequest+1).upSEID(t)
+}
+
+// uplinkPacket is the UE's packet establishUplink's session carries.
+var uplinkPacket = demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
+
+// sendUplink sends n uplink packets from the gNB and returns how many the
+// DN has received in all.
+func (e *trafficEnv) sendUplink(t *testing.T, n uint64) uint64 {
+	t.Helper()
+	before, err := e.tb.DNSink.Counts()
+	fatalIf(t, err)
+	gen, err := trafficgen.NewGenerator()
+	fatalIf(t, err)
+	defer gen.Close()
+	sent, _, err := e.tb.Uplink().Send(gen, e.tb.UplinkFrame(demo.UplinkTEID, demo.QFI, uplinkPacket), n, trafficgen.Options{Rate: 50_000})
+	fatalIf(t, err)
+	if sent != n {
+		t.Fatalf("sent %d of %d packets", sent, n)
+	}
+	delivered, err := e.tb.Uplink().Delivered(before.MatchPackets + n)
+	fatalIf(t, err)
+	return delivered
+}
+
+// usageReport waits for the next Session Report Request and returns its
+// one Usage Report.
+func (e *trafficEnv) usageReport(t *testing.T) usage {
+	t.Helper()
+	ies := waitReport(t, e.sent)
+	if rt := one(t, ies, tReportType); len(rt) != 1 || rt[0] != 0x02 { // USAR
+		t.Errorf("report type % x, want USAR", rt)
+	}
+	u := one(t, ies, tUsageReportReport)
+	if u == nil {
+		t.Fatal("no Usage Report")
+	}
+	return decodeUsage(t, u)
+}
+
+// noReport checks that no Session Report Request comes for a while.
+func (e *trafficEnv) noReport(t *testing.T, wait time.Duration, when string) {
+	t.Helper()
+	select {
+	case b := <-e.sent:
+		t.Errorf("a Session Report Request %s: % x", when, b)
+	case <-time.After(wait):
+	}
+}
+
+// checkUplinkVolume checks a usage report of URR 1 counting (with packet
+// counts, MNOP) n of the uplink packets.
+func checkUplinkVolume(t *testing.T, u usage, n uint64) {
+	t.Helper()
+	size := uint64(len(uplinkPacket))
+	if u.urr != 1 || !u.hasVolume || u.tvol != n*size || u.uvol != n*size || u.dvol != 0 ||
+		!u.hasPackets || u.tpkt != n || u.upkt != n || u.dpkt != 0 {
+		t.Errorf("usage report %+v, want URR 1 with %d uplink packets of %d bytes", u, n, size)
+	}
+}
+
+// A volume quota lets through the packets that use it up and drops the
+// rest; the packet reaching it has the SMF sent a Usage Report with VOLQU
+// (§8.2.41 octet 6 bit 1), once, of exactly what went through.
+func TestVolumeQuotaReport(t *testing.T) {
+	e := newTrafficEnv(t)
+	const quota = 5
+	e.establishUplink(t, 0, createURR(1, mmVOLUM, rtgVOLQU, volumeQuota(quota*uint64(len(uplinkPacket))), measurementInformation(0x10)))
+	if got := e.sendUplink(t, 8); got != quota {
+		t.Errorf("the DN received %d packets, want the quota's %d", got, quota)
+	}
+	u := e.usageReport(t)
+	if u.trigger != rtgVOLQU {
+		t.Errorf("usage report trigger %#x, want VOLQU", u.trigger)
+	}
+	checkUplinkVolume(t, u, quota)
+	if u.hasDuration {
+		t.Error("a URR measuring volume only reported a duration")
+	}
+	e.noReport(t, 300*time.Millisecond, "after the quota's")
+}
+
+// A time threshold counts from the first packet: a second later the SMF
+// gets a Usage Report with TIMTH (§8.2.41 octet 5 bit 3) of the traffic and
+// of its duration (§8.2.45), the whole seconds from the first packet to the
+// report's end.
+func TestTimeThresholdReport(t *testing.T) {
+	e := newTrafficEnv(t)
+	e.establishUplink(t, 0, createURR(1, mmVOLUM|mmDURAT, rtgTIMTH, timeThreshold(1), measurementInformation(0x10)))
+	e.noReport(t, 1500*time.Millisecond, "before any traffic") // time counts from the first packet
+	start := time.Now()
+	const n = 10
+	if got := e.sendUplink(t, n); got != n {
+		t.Fatalf("the DN received %d of %d packets", got, n)
+	}
+	u := e.usageReport(t)
+	elapsed := time.Since(start)
+	if u.trigger != rtgTIMTH {
+		t.Errorf("usage report trigger %#x, want TIMTH", u.trigger)
+	}
+	checkUplinkVolume(t, u, n)
+	checkDuration(t, u, 1, elapsed)
+}
+
+// checkDuration checks a report's Duration Measurement: at least least
+// seconds, at most what elapsed, and the whole seconds between its Time of
+// First Packet and its End Time (both truncated to the second, so one less
+// at worst).
+func checkDuration(t *testing.T, u usage, least uint32, elapsed time.Duration) {
+	t.Helper()
+	between := u.end - u.firstPacket
+	if !u.hasDuration || u.duration < least || time.Duration(u.duration)*time.Second > elapsed ||
+		u.firstPacket == 0 || u.duration > between || u.duration+1 < between {
+		t.Errorf("duration %d s (present: %v), first packet at %d, end at %d; want %d s or more, within %v",
+			u.duration, u.hasDuration, u.firstPacket, u.end, least, elapsed)
+	}
+}
+
+// A time quota used up has the SMF sent a Usage Report with TIMQU
+// (§8.2.41 octet 6 bit 2), and the URR lets nothing more through.
+func TestTimeQuotaReport(t *testing.T) {
+	e := newTrafficEnv(t)
+	e.establishUplink(t, 0, createURR(1, mmVOLUM|mmDURAT, rtgTIMQU, timeQuota(1), measurementInformation(0x10)))
+	start := time.Now()
+	const n = 10
+	if got := e.sendUplink(t, n); got != n {
+		t.Fatalf("the DN received %d of %d packets", got, n)
+	}
+	u := e.usageReport(t)
+	elapsed := time.Since(start)
+	if u.trigger != rtgTIMQU {
+		t.Errorf("usage report trigger %#x, want TIMQU", u.trigger)
+	}
+	checkUplinkVolume(t, u, n)
+	checkDuration(t, u, 1, elapsed)
+	if got := e.sendUplink(t, n); got != n {
+		t.Errorf("after the time quota the DN received %d more packets, want none", got-n)
+	}
+}
+
+// Outer Header Removal 6 (GTP-U/UDP/IP, §8.2.64) leaves the tunnel's IP
+// version open: on this IPv4 N3 it decapsulates as 0 does.
+func TestOuterHeaderRemovalGTPUUDPIP(t *testing.T) {
+	e := newTrafficEnv(t)
+	e.establishUplink(t, 6)
+	const n = 20
+	if got := e.sendUplink(t, n); got != n {
+		t.Errorf("the DN received %d of %d packets", got, n)
+	}
+	// The DN's sink matches UDP to the application's port: inner packets.
+	sample, err := e.tb.DNSink.Sample()
+	fatalIf(t, err)
+	if len(sample) != 14+len(uplinkPacket) {
+		t.Errorf("the DN received a %d-byte frame, want Ethernet and the %d-byte inner packet", len(sample), len(uplinkPacket))
+	}
+}

@@ -47,6 +47,11 @@ func TestUsageReports(t *testing.T) {
 	if len(got) != 1 || got[0].urr != 1 || got[0].trigger != rtgPERIO || got[0].seqn != 0 || !got[0].hasVolume || got[0].tvol != 0 {
 		t.Fatalf("periodic reports %+v", got)
 	}
+	// URR 1 measures duration from its creation on (ISTM), a little after
+	// start, in whole seconds.
+	if !got[0].hasDuration || got[0].duration != 10 {
+		t.Errorf("periodic report's duration %d s (present: %v), want 10", got[0].duration, got[0].hasDuration)
+	}
 	e.h.tick(start.Add(15 * time.Second)) // the next period counts from the report
 	if got := sessionReports(); len(got) != 0 {
 		t.Fatalf("reports within the second period: %+v", got)
@@ -57,9 +62,13 @@ func TestUsageReports(t *testing.T) {
 	ref := tlv(tQueryURRReference, be32(0xfeed))
 	r = e.modify("smf1", seid, queryURR(2), ref)
 	r.expect(t, 1, nil, nil)
-	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 || // IMMER
+	q := all(r.ies, tUsageReportModResp)
+	if len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 || // IMMER
 		!bytes.Contains(q[0], ref) {
 		t.Fatalf("query response %+v", r.ies)
+	}
+	if decodeUsage(t, q[0]).hasDuration {
+		t.Error("URR 2 measures volume only, yet its report has a Duration Measurement")
 	}
 
 	// Refused: an unknown URR, and a URR still named by a PDR; nothing changes.

@@ -49,6 +49,10 @@ const (
 	tMeasurementPeriod      = 64
 	tVolumeMeasurement      = 66
 	tDurationMeasurement    = 67
+	tTimeOfFirstPacket      = 69
+	tEndTime                = 76
+	tTimeThreshold          = 32
+	tTimeQuota              = 74
 	tVolumeThreshold        = 31
 	tVolumeQuota            = 73
 	tQuotaValidityTime      = 181
@@ -257,6 +261,7 @@ const (
 	rtgTIMTH = 0x0004
 	rtgSTART = 0x0010
 	rtgVOLQU = 0x0100
+	rtgTIMQU = 0x0200
 	rtgQUVTI = 0x8000 // octet 6 bit 8
 )
 
@@ -264,6 +269,10 @@ const (
 // then the total volume, 8 octets.
 func volumeThreshold(total uint64) []byte { return tlv(tVolumeThreshold, []byte{0x01}, be64(total)) }
 func volumeQuota(total uint64) []byte     { return tlv(tVolumeQuota, []byte{0x01}, be64(total)) }
+
+// timeThreshold §8.2.14 and timeQuota §8.2.51: seconds, 4 octets.
+func timeThreshold(s uint32) []byte { return tlv(tTimeThreshold, be32(s)) }
+func timeQuota(s uint32) []byte     { return tlv(tTimeQuota, be32(s)) }
 
 // forwardingPolicy §8.2.23: the identifier's length, then the identifier.
 func forwardingPolicy(id string) []byte {
@@ -273,7 +282,7 @@ func forwardingPolicy(id string) []byte {
 // quotaValidityTime §8.2.142: seconds, 4 octets.
 func quotaValidityTime(s uint32) []byte { return tlv(tQuotaValidityTime, be32(s)) }
 
-// measurementPeriod §8.2.14: seconds, 4 octets.
+// measurementPeriod §8.2.42: seconds, 4 octets.
 func measurementPeriod(s uint32) []byte { return tlv(tMeasurementPeriod, be32(s)) }
 
 // measurementInformation §8.2.68: MNOP is bit 5.
@@ -282,6 +291,22 @@ func measurementInformation(flags byte) []byte { return tlv(tMeasurementInformat
 func queryURR(id uint32) []byte  { return tlv(tQueryURR, urrID(id)) }  // §7.5.4.10
 func removeURR(id uint32) []byte { return tlv(tRemoveURR, urrID(id)) } // §7.5.4.7
 
+// recoveryTimeStamp §8.2.65: seconds since 1900, 4 octets.
+func recoveryTimeStamp(s uint32) []byte { return tlv(96, be32(s)) }
+
+// applyAction1 §8.2.26 as Release 15 SMFs (free5GC) send it: octet 5 only.
+func applyAction1(flags byte) []byte { return tlv(tApplyAction, []byte{flags}) }
+
+// volumeThresholdULDL §8.2.13: flags ULVOL and DLVOL (bits 2, 3), then the
+// uplink and downlink volumes.
+func volumeThresholdULDL(ul, dl uint64) []byte {
+	return tlv(tVolumeThreshold, []byte{0x06}, be64(ul), be64(dl))
+}
+
+// withPriority §7.2.2.1: sets MP (octet 1 bit 2) and the message priority
+// (octet 16 bits 8-5) of a message with a SEID.
+func withPriority(msg []byte, prio byte) []byte { msg[0], msg[15] = msg[0]|0x02, prio<<4; return msg }
+
 // usage is a decoded Usage Report (§7.5.5.2, §7.5.7.2, §7.5.8.3).
 type usage struct {
 	urr, seqn             uint32
@@ -289,6 +314,9 @@ type usage struct {
 	tvol, uvol, dvol      uint64 // Volume Measurement (§8.2.44)
 	tpkt, upkt, dpkt      uint64
 	hasVolume, hasPackets bool
+	duration              uint32 // Duration Measurement (§8.2.45), seconds
+	hasDuration           bool
+	firstPacket, end      uint32 // Time of First Packet (§8.2.46), End Time (§8.2.53): NTP seconds
 }
 
 func decodeUsage(t *testing.T, v []byte) usage {
@@ -300,6 +328,12 @@ func decodeUsage(t *testing.T, v []byte) usage {
 			u.urr = binary.BigEndian.Uint32(c.val)
 		case tURSEQN:
 			u.seqn = binary.BigEndian.Uint32(c.val)
+		case tDurationMeasurement:
+			u.duration, u.hasDuration = binary.BigEndian.Uint32(c.val), true
+		case tTimeOfFirstPacket:
+			u.firstPacket = binary.BigEndian.Uint32(c.val)
+		case tEndTime:
+			u.end = binary.BigEndian.Uint32(c.val)
 		case tUsageReportTrigger:
 			for i, b := range c.val {
 				u.trigger |= uint32(b) << (8 * i)
