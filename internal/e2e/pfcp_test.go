@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/api"
@@ -79,22 +80,34 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 }
 
 // pfcpConfig is daemonConfig with PFCP served on a free loopback port and
-// UE addresses from pool.
-func pfcpConfig(t *testing.T, tb *demo.Testbed, pool netip.Prefix) *config.Config {
+// UE addresses from pool, and more pfcp settings, "key: value" each.
+func pfcpConfig(t *testing.T, tb *demo.Testbed, pool netip.Prefix, settings ...string) *config.Config {
 	t.Helper()
 	// No heartbeats during the test: they would go to port 8805.
-	return daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, heartbeat_interval: 1h, ue_pool: %s}",
-		freeLoopbackUDP(t), pool))
+	return daemonConfig(t, tb, pfcpSection(freeLoopbackUDP(t), append([]string{"heartbeat_interval: 1h", "ue_pool: " + pool.String()}, settings...)...))
+}
+
+// pfcpSection is the pfcp section of a daemon serving PFCP on listen, with
+// settings, "key: value" each.
+func pfcpSection(listen string, settings ...string) string {
+	return fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, %s}", listen, strings.Join(settings, ", "))
+}
+
+// newSMF is an SMF of the daemon running cfg, not associated yet.
+func newSMF(t *testing.T, cfg *config.Config) *pfcptest.SMF {
+	t.Helper()
+	smf, err := pfcptest.NewSMF(smfNodeID, netip.MustParseAddrPort(cfg.PFCP.Listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smf.Close() })
+	return smf
 }
 
 // associatedSMF is an SMF associated with the daemon running cfg.
 func associatedSMF(t *testing.T, cfg *config.Config) *pfcptest.SMF {
 	t.Helper()
-	smf, err := pfcptest.NewSMF("smf.e2e.test", netip.MustParseAddrPort(cfg.PFCP.Listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { smf.Close() })
+	smf := newSMF(t, cfg)
 	if _, err := smf.Associate(); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/pfcptest"
 )
@@ -42,27 +41,7 @@ const (
 // direction, and to nothing of the other flow.
 func TestPFCPUsageReports(t *testing.T) {
 	tb := newTestbed(t)
-	listen := freeLoopbackUDP(t)
-	smf, err := pfcptest.NewSMF(smfNodeID, netip.MustParseAddrPort(listen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer smf.Close()
-	// Configured as the UPF's peer, the SMF hears the UPF's requests on a
-	// port of its own, not on 8805 where another one may listen.
-	smfAddr, err := smf.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := daemonConfig(t, tb, fmt.Sprintf("{listen: %q, node_id: upf.e2e.test, peers: [%q], heartbeat_interval: 200ms, ue_pool: %s, traffic_stop_after: %s}",
-		listen, smfAddr, uePool, trafficStopAfter))
-	t.Cleanup(func() {
-		if err := daemon.Detach(cfg); err != nil {
-			t.Error(err)
-		}
-	})
-	client, stop := startDaemon(t, cfg)
-	association(t, client) // set up by the UPF
+	smf, client, stop := reportingSMF(t, tb, "heartbeat_interval: 200ms", fmt.Sprintf("traffic_stop_after: %s", trafficStopAfter))
 
 	const cpSEID = 0x5eed
 	req := smf.PDUSessionRequest(cpSEID, netip.Addr{}, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
@@ -236,6 +215,28 @@ func (r *usageReports) count(trigger uint32) int {
 		}
 	}
 	return n
+}
+
+// reportingSMF is an SMF associated with a daemon it starts over tb with
+// UE addresses from uePool and more pfcp settings, "key: value" each. The
+// daemon has the SMF as its peer: the SMF hears the UPF's requests, such as
+// reports, on a port of its own, not on 8805 where another one may listen.
+func reportingSMF(t *testing.T, tb *demo.Testbed, settings ...string) (*pfcptest.SMF, *api.Client, func() error) {
+	t.Helper()
+	listen := freeLoopbackUDP(t)
+	smf, err := pfcptest.NewSMF(smfNodeID, netip.MustParseAddrPort(listen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smf.Close() })
+	smfAddr, err := smf.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings = append([]string{fmt.Sprintf("peers: [%q]", smfAddr), "ue_pool: " + uePool.String()}, settings...)
+	client, stop := startDaemon(t, daemonConfig(t, tb, pfcpSection(listen, settings...)))
+	association(t, client) // set up by the UPF
+	return smf, client, stop
 }
 
 // association waits for the daemon's association with the SMF.

@@ -142,7 +142,7 @@ func (s *Server) RequestRelease(ctx context.Context, nodeID string) error {
 // Node Report Type flags (§8.2.69).
 const (
 	nodeReportUPFR = 0x01 // User Plane Path Failure Report
-	nodeReportUPRR = 0x08 // User Plane Path Recovery Report
+	nodeReportUPRR = 0x02 // User Plane Path Recovery Report
 )
 
 // ReportPath tells every associated peer that the GTP-U path to peer

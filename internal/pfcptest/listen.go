@@ -15,7 +15,8 @@ import (
 // SMF its Session Report Requests: the SMF accepts the association,
 // answers heartbeats, and accepts the reports on the sessions it
 // established, which Reports then hands on; others it answers with
-// "Session context not found". A retransmitted request gets the same
+// "Session context not found". It accepts Node Report Requests too, which
+// NodeReports hands on. A retransmitted request gets the same
 // response again and is handed on only once.
 func (s *SMF) Listen(addr netip.AddrPort) (netip.AddrPort, error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
@@ -30,6 +31,10 @@ func (s *SMF) Listen(addr netip.AddrPort) (netip.AddrPort, error) {
 // Reports hands on the Session Report Requests the SMF accepted, in the
 // order they arrived.
 func (s *SMF) Reports() <-chan *message.SessionReportRequest { return s.reports }
+
+// NodeReports hands on the Node Report Requests the SMF accepted, in the
+// order they arrived.
+func (s *SMF) NodeReports() <-chan *message.NodeReportRequest { return s.nodeReports }
 
 // serve answers the UPF's requests until the socket closes.
 func (s *SMF) serve(conn *net.UDPConn) {
@@ -48,7 +53,7 @@ func (s *SMF) serve(conn *net.UDPConn) {
 			conn.WriteToUDPAddrPort(resp, from)
 			continue
 		}
-		m, report := s.answer(req)
+		m, accepted := s.answer(req)
 		if m == nil {
 			continue // a request the SMF does not serve: the UPF gives up on it
 		}
@@ -59,19 +64,36 @@ func (s *SMF) serve(conn *net.UDPConn) {
 		}
 		answered[req.Sequence()] = resp
 		conn.WriteToUDPAddrPort(resp, from)
-		if report != nil {
-			select {
-			case s.reports <- report:
-			case <-s.closing:
-				return
-			}
+		if !s.handOn(accepted) {
+			return
 		}
 	}
 }
 
+// handOn hands an accepted report on to Reports or NodeReports; false if
+// the SMF closed first.
+func (s *SMF) handOn(report message.Message) bool {
+	switch r := report.(type) {
+	case *message.SessionReportRequest:
+		return put(s.closing, s.reports, r)
+	case *message.NodeReportRequest:
+		return put(s.closing, s.nodeReports, r)
+	}
+	return true
+}
+
+func put[R any](closing <-chan struct{}, ch chan<- R, r R) bool {
+	select {
+	case ch <- r:
+		return true
+	case <-closing:
+		return false
+	}
+}
+
 // answer returns the response to a request of the UPF, nil for one the SMF
-// does not serve, and the report it accepted, if any.
-func (s *SMF) answer(req message.Message) (message.Message, *message.SessionReportRequest) {
+// does not serve, and the report it accepted, if any, to hand on.
+func (s *SMF) answer(req message.Message) (resp, accepted message.Message) {
 	switch m := req.(type) {
 	case *message.AssociationSetupRequest:
 		return message.NewAssociationSetupResponse(0, s.nodeIDIE(), ie.NewCause(ie.CauseRequestAccepted),
@@ -91,6 +113,8 @@ func (s *SMF) answer(req message.Message) (message.Message, *message.SessionRepo
 			return message.NewSessionReportResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound)), nil
 		}
 		return message.NewSessionReportResponse(0, 0, upSEID, 0, 0, ie.NewCause(ie.CauseRequestAccepted)), m
+	case *message.NodeReportRequest:
+		return message.NewNodeReportResponse(0, s.nodeIDIE(), ie.NewCause(ie.CauseRequestAccepted), nil), m
 	}
 	return nil, nil
 }

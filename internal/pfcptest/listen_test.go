@@ -10,9 +10,9 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// The SMF accepts an association and the reports on its sessions, hands
-// each report on once however often the UPF retransmits it, and refuses
-// reports on sessions it does not know.
+// The SMF accepts an association, node reports and the reports on its
+// sessions, hands each report on once however often the UPF retransmits
+// it, and refuses reports on sessions it does not know.
 func TestListenAnswersTheUPF(t *testing.T) {
 	upf, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
 	if err != nil {
@@ -86,6 +86,15 @@ func TestListenAnswersTheUPF(t *testing.T) {
 	}
 	if len(smf.Reports()) != 0 {
 		t.Errorf("%d more reports handed on", len(smf.Reports()))
+	}
+
+	node := message.NewNodeReportRequest(0, ie.NewNodeID("", "", "upf.xdp5g.test"), ie.NewNodeReportType(0x01),
+		ie.NewUserPlanePathFailureReport(ie.NewRemoteGTPUPeer(0x02, "192.0.2.9", "", 0, "")))
+	if err := Accepted("node report", exchange(node, 4).(*message.NodeReportResponse).Cause); err != nil {
+		t.Error(err)
+	}
+	if got := <-smf.NodeReports(); got.Sequence() != 4 || !got.NodeReportType.HasUPFR() {
+		t.Errorf("handed on the node report of sequence number %d, type %v", got.Sequence(), got.NodeReportType)
 	}
 }
 

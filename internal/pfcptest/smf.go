@@ -41,6 +41,8 @@ type SMF struct {
 
 	listener *net.UDPConn // where the UPF's requests arrive, once Listen opened it
 	reports  chan *message.SessionReportRequest
+	// nodeReports are the Node Report Requests accepted.
+	nodeReports chan *message.NodeReportRequest
 	// releaseAsked is set by an Association Update Request with SARR.
 	releaseAsked atomic.Bool
 	closing      chan struct{}
@@ -54,7 +56,8 @@ func NewSMF(nodeID string, upf netip.AddrPort) (*SMF, error) {
 		return nil, err
 	}
 	return &SMF{nodeID: nodeID, conn: conn, start: time.Now(), upSEIDs: map[uint64]uint64{},
-		reports: make(chan *message.SessionReportRequest, 64), closing: make(chan struct{})}, nil
+		reports: make(chan *message.SessionReportRequest, 64), nodeReports: make(chan *message.NodeReportRequest, 64),
+		closing: make(chan struct{})}, nil
 }
 
 // Close closes the sockets.
