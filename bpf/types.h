@@ -68,7 +68,11 @@ enum pdr_flags {
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
 	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
+	/* << n: urr[n] measures before QoS enforcement (MBQE): it counts what
+	 * the QERs and the FAR then drop too. */
+	PDR_URR_BEFORE_QOS = 64,
 };
+_Static_assert(URRS_PER_PDR <= 2, "a PDR flag for each URR measuring before QoS enforcement");
 
 enum far_action {
 	FAR_DROP = 0, /* an unused slot drops */

@@ -183,19 +183,29 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
 }
 
 /* Counts a packet of len inner bytes going in direction dir (URR_UL or
- * URR_DL) into every URR of a PDR: 0 to go on, else the reason to drop it.
+ * URR_DL) into the URRs of the PDR in pdr_slot that before_qos says (those
+ * with their PDR_URR_BEFORE_QOS bit, or the others when 0): 0 to go on,
+ * else the reason to drop it. A global function, so that the verifier
+ * checks it once: its branches, on every path through both calls and the
+ * QERs between them, exceed what the verifier explores.
  * All quotas are checked before anything is counted, so that a dropped
  * packet counts nowhere. Without a lock, the check and the add are apart:
  * CPUs counting at once may each overshoot a quota by one packet. The add
  * returns the count it added to, so exactly one packet crosses a limit. */
-INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
+__attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int before_qos)
 {
+	const struct pdr *pdr = bpf_map_lookup_elem(&pdrs, &pdr_slot);
+	if (!pdr)
+		return REASON_DROP_INTERNAL;
+	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
 	struct urr *found[URRS_PER_PDR] = {};
 #pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
 		__u32 slot = pdr->urr[n];
 		if (!slot)
 			break;
+		if (!(pdr->flags & (PDR_URR_BEFORE_QOS << n)) != !before_qos)
+			continue;
 		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
 		if (!u)
 			return REASON_DROP_INTERNAL;
@@ -214,7 +224,7 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
 	for (int n = 0; n < URRS_PER_PDR; n++) {
 		struct urr *u = found[n];
 		if (!u)
-			break;
+			continue;
 		__u32 slot = pdr->urr[n];
 		for (int j = 0; j < 2; j++) {
 			int i = j ? dir : URR_TOTAL;
@@ -241,12 +251,18 @@ INLINE int count_urrs(const struct pdr *pdr, int dir, __u32 len)
  * direction dir (QER_UL or QER_DL): its QERs, its FAR, which
  * must forward with the flags far_flags the path needs (a buffering FAR
  * forwards what its buffer let pass: buffer_passed), and its URRs, which
- * count only what the FAR forwards. Returns 0 to forward, else the reason
+ * count only what the FAR forwards, unless they measure before QoS
+ * enforcement: those count first. Returns 0 to forward, else the reason
  * to drop. The PDR counts what its QERs and URRs let through. */
 INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
 {
-	int reason = enforce_qers(pdr, dir, len);
+	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
+	__u8 before_qos = pdr->flags & (PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1));
+	int reason;
+	if (before_qos && (reason = count_urrs(slot, urr_dir, len, 1)))
+		return reason;
+	reason = enforce_qers(pdr, dir, len);
 	if (reason)
 		return reason;
 	const struct far *far = &pdr->far;
@@ -256,7 +272,7 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 		return REASON_DROP_FAR;
 	}
 	/* A PDR without URRs pays one test. */
-	if (pdr->urr[0] && (reason = count_urrs(pdr, dir == QER_UL ? URR_UL : URR_DL, len)))
+	if (pdr->urr[0] && (reason = count_urrs(slot, urr_dir, len, 0)))
 		return reason;
 	count_pdr(slot, len);
 	return 0;

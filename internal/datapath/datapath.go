@@ -75,6 +75,7 @@ const (
 	MarkQFI       = 8
 	MarkRQI       = 16
 	FromCP        = 32
+	URRBeforeQoS  = 64 // << n: the PDR's URR n measures before QoS enforcement
 	FARForward    = 1
 	FARGTPUv4     = 1
 	NexthopRoute  = 0xffffffff

@@ -248,6 +248,38 @@ func TestURRFARDrop(t *testing.T) {
 	}
 }
 
+// A URR measuring before QoS enforcement (URRBeforeQoS) counts what the
+// PDR's QERs and FAR then drop; the PDR's other URR counts only what it
+// forwards. Its quota drops before the QERs take any tokens.
+func TestURRBeforeQoS(t *testing.T) {
+	u := newURRTest(t, URRLimits{})
+	check(t, u.d.ResetURR(2, URRLimits{}))
+	urrPDRs(t, u.d, 2, 1)
+	changePDR(t, u.d, 5, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: URR 2 (index 0) before QoS
+	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 0}))
+	qerPDRs(t, u.d, 1)
+	one := func(dir int) URRUsage {
+		var c URRUsage
+		for _, i := range []int{URRTotal, dir} {
+			c.Bytes[i], c.Packets[i] = u.inner, 1
+		}
+		return c
+	}
+
+	u.expect(t, u.up, xdpDrop, "drop_qer_gate")
+	equalCounts(t, u.usage(t, 2), one(URRUplink))
+	equalCounts(t, u.usage(t, 1), URRUsage{})
+	// Downlink PDR 7 has no URR before QoS: both count after its QERs.
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	equalCounts(t, u.usage(t, 1), one(URRDownlink))
+
+	check(t, u.d.ResetURR(2, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
+	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
+	empty.Bucket[0] = QERBucket(1, 0)
+	check(t, u.d.PutQER(1, empty))
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+}
+
 // Events the ring has no room for are counted, never silently lost.
 func TestURREventsLost(t *testing.T) {
 	u := newURRTest(t, URRLimits{})

@@ -151,9 +151,11 @@ func (c *chain) endMarker(t *testing.T) uint32 {
 // pfcp/message builders): the SMF gives the uplink F-TEID; the PDIs name
 // the Network Instance and the UE address, no QFI; the downlink FAR is
 // created forwarding to access with no tunnel, which comes with the N2
-// PDU Session Resource Setup Response; both PDRs share the URR, the flow's
-// QER 2 and the session AMBR's QER 1, which carries QFI 0 (free5GC writes
-// a QFI into every QER); Apply Action has one octet; PDN Type comes last.
+// PDU Session Resource Setup Response; both PDRs share two URRs (with
+// urrPeriod and urrThreshold configured; the second measures before QoS
+// enforcement), the flow's QER 2 and the session AMBR's QER 1, which
+// carries QFI 0 (free5GC writes a QFI into every QER); Apply Action has
+// one octet; PDN Type comes last.
 const (
 	free5gcTEID   = 0x5a01
 	free5gcUE     = "10.60.0.7"
@@ -162,7 +164,7 @@ const (
 
 func free5gcDownlinkPDR() [][]byte {
 	return [][]byte{pdrID(2), precedence(255), pdi(sourceInterface(ifCore), networkInstance("internet"), ueIPv4(free5gcUE, true)),
-		farID(2), urrID(1), qerID(2), qerID(1)}
+		farID(2), urrID(1), urrID(2), qerID(2), qerID(1)}
 }
 
 // free5gcURR measures volume with free5GC's default triggers (urrPeriod,
@@ -172,17 +174,17 @@ func free5gcURR(id uint32, measurement byte) []byte {
 		measurementInformation(measurement))
 }
 
-func free5gcEstablishment(more ...[]byte) [][]byte {
-	return append([][]byte{nodeIDv4(smfNode), cpFSEID(free5gcCPSEID, smfNode),
+func free5gcEstablishment() [][]byte {
+	return [][]byte{nodeIDv4(smfNode), cpFSEID(free5gcCPSEID, smfNode),
 		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(free5gcTEID, n3.String()),
-			networkInstance("internet"), ueIPv4(free5gcUE, false)), outerHeaderRemoval(0), farID(1), urrID(1), qerID(2), qerID(1)),
+			networkInstance("internet"), ueIPv4(free5gcUE, false)), outerHeaderRemoval(0), farID(1), urrID(1), urrID(2), qerID(2), qerID(1)),
 		createPDR(free5gcDownlinkPDR()...),
 		createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(ifCore), networkInstance("internet"))),
 		createFAR(farID(2), applyAction1(aaFORW), fwdParams(destinationInterface(ifAccess))),
-		free5gcURR(1, measureMNOP),
+		free5gcURR(1, measureMNOP), free5gcURR(2, measureMBQE|measureMNOP),
 		createQER(1, bitRate(tMBR, 200_000, 100_000), qfi(0)),
 		createQER(2, bitRate(tMBR, 20_000, 10_000), bitRate(tGBR, 2_000, 1_000), qfi(9)),
-		tlv(tPDNType, []byte{1})}, more...)
+		tlv(tPDNType, []byte{1})}
 }
 
 // free5gcModification is free5GC's Session Modification Request: message
@@ -284,12 +286,14 @@ func TestChainSessions(t *testing.T) {
 	r = c.session(t, mSessionDeletionRequest, seid)
 	r.expect(t, 1, nil, nil)
 	reports := all(r.ies, tUsageReportDelResp)
-	if r.seid != free5gcCPSEID || len(reports) != 1 {
-		t.Fatalf("deletion response: header SEID %#x, %d usage reports; want the CP SEID, 1", r.seid, len(reports))
+	if r.seid != free5gcCPSEID || len(reports) != 2 {
+		t.Fatalf("deletion response: header SEID %#x, %d usage reports; want the CP SEID, 2", r.seid, len(reports))
 	}
-	// No traffic: the final report (TERMR) counts nothing, packets included (MNOP).
-	if u := decodeUsage(t, reports[0]); u.urr != 1 || u.trigger != 1<<11 || !u.hasVolume || u.tvol != 0 || !u.hasPackets || u.tpkt != 0 {
-		t.Errorf("usage report %+v", u)
+	// No traffic: the final reports (TERMR) count nothing, packets included (MNOP).
+	for i, report := range reports {
+		if u := decodeUsage(t, report); u.urr != uint32(i+1) || u.trigger != 1<<11 || !u.hasVolume || u.tvol != 0 || !u.hasPackets || u.tpkt != 0 {
+			t.Errorf("usage report %+v", u)
+		}
 	}
 	c.gone(free5gcTEID, ue)
 }
@@ -323,10 +327,6 @@ func TestChainCauses(t *testing.T) {
 		{"modification of no session", c.smf, mSessionModificationRequest, seid + 1, [][]byte{removePDR(3)}, 65, nil, nil, 0},
 		{"deletion of no session", c.smf, mSessionDeletionRequest, seid + 1, nil, 65, nil, nil, 0},
 		{"PDR naming no FAR", c.smf, mSessionEstablishmentRequest, 0, toNoFAR, 73, []byte{0, 0, 2}, nil, 0x1002},
-		// free5GC's second URR (with urrPeriod and urrThreshold set): the
-		// data path counts after the QERs, so MBQE is refused.
-		{"free5GC URR measuring before QoS enforcement", c.smf, mSessionEstablishmentRequest, 0,
-			free5gcEstablishment(free5gcURR(2, measureMBQE|measureMNOP)), 73, []byte{3, 0, 0, 0, 2}, nil, free5gcCPSEID},
 		{"removing every PDR", c.smf, mSessionModificationRequest, seid, [][]byte{removePDR(1), removePDR(2), removePDR(3), removePDR(10)},
 			64, nil, nil, 0x1001},
 		{"establishment by an unassociated node", c.stranger, mSessionEstablishmentRequest, 0, stranger, 72, nil, nil, 0x5001},

@@ -253,7 +253,7 @@ func (s *pfcpSession) rules() session.Session {
 	sess := session.Session{SEID: s.seid, Origin: session.OriginPFCP, PDRs: s.pdrs, FARs: enforced(s.fars), QERs: s.qers}
 	for _, id := range slices.Sorted(maps.Keys(s.urrs)) {
 		u := s.urrs[id]
-		sess.URRs = append(sess.URRs, session.URR{ID: id, Limits: u.limits(s.meters[id])})
+		sess.URRs = append(sess.URRs, session.URR{ID: id, Limits: u.limits(s.meters[id]), BeforeQoS: u.beforeQoS})
 	}
 	return sess
 }

@@ -42,6 +42,7 @@ func usageReportTrigger(fired uint32) uint32 {
 
 // Measurement Information flags (§8.2.68) the UPF honours.
 const (
+	miMBQE = 0x01 // measure before QoS enforcement
 	miISTM = 0x08 // time metering starts now, not at the first packet
 	miMNOP = 0x10 // report packet counts too
 )
@@ -63,6 +64,7 @@ type urr struct {
 	timeThreshold    time.Duration
 	timeQuota        time.Duration
 	quotaValidity    time.Duration // QUVTI: how long a granted quota is valid
+	beforeQoS        bool          // MBQE
 	immediateStart   bool          // ISTM
 	countPackets     bool          // MNOP
 }
@@ -298,10 +300,10 @@ func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
 			g.validity = true
 		case ie.MeasurementInformation:
 			var mi uint8
-			if mi, err = c.MeasurementInformation(); err == nil && mi&^(miISTM|miMNOP) != 0 {
-				err = fmt.Errorf("measurement information %#02x is not supported", mi&^(miISTM|miMNOP))
+			if mi, err = c.MeasurementInformation(); err == nil && mi&^(miMBQE|miISTM|miMNOP) != 0 {
+				err = fmt.Errorf("measurement information %#02x is not supported", mi&^(miMBQE|miISTM|miMNOP))
 			}
-			u.immediateStart, u.countPackets = mi&miISTM != 0, mi&miMNOP != 0
+			u.beforeQoS, u.immediateStart, u.countPackets = mi&miMBQE != 0, mi&miISTM != 0, mi&miMNOP != 0
 		}
 		if err != nil {
 			return g, fail("URR %d: IE type %d: %v", u.id, c.Type, err)

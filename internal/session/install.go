@@ -312,6 +312,9 @@ func dataPathPDR(p *PDR, far datapath.FAR, in *installed) datapath.PDR {
 	}
 	for i, id := range p.URRIDs {
 		dp.Urr[i] = in.URRSlots.of(id)
+		if slices.ContainsFunc(in.URRs, func(u URR) bool { return u.ID == id && u.BeforeQoS }) {
+			dp.Flags |= datapath.URRBeforeQoS << i
+		}
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
 		if p.PDI.SourceInterface == InterfaceCPFunction {

@@ -148,6 +148,9 @@ type QER struct {
 type URR struct {
 	ID     uint32
 	Limits datapath.URRLimits
+	// BeforeQoS: the URR measures before QoS enforcement (MBQE), so it
+	// counts what its PDRs' QERs and FARs then drop too.
+	BeforeQoS bool `json:",omitempty"`
 }
 
 // Neighbour is a static next-hop MAC address.

@@ -304,12 +304,16 @@ func TestStoreURRs(t *testing.T) {
 	counted.Bytes, counted.Packets = [3]uint64{12345, 12345}, [3]uint64{10, 10}
 	check(t, e.urrMap(t).Put(kept, counted))
 
-	next := withURRs([]URR{{ID: 1, Limits: quota(2000)}, {ID: 3, Limits: datapath.URRLimits{NotifyStart: true}}}, 1, 3)
+	next := withURRs([]URR{{ID: 1, Limits: quota(2000)}, {ID: 3, Limits: datapath.URRLimits{NotifyStart: true}, BeforeQoS: true}}, 1, 3)
 	check(t, e.store.Replace(next))
 	ul = e.pdrOf(t, true)
 	fresh := ul.Urr[1]
 	if ul.Urr[0] != kept || fresh == 0 || fresh == dropped {
 		t.Fatalf("after Replace the uplink PDR has URRs %v; URR 1 was in %d, URR 2 in %d", ul.Urr, kept, dropped)
+	}
+	// URR 3, the PDR's second, measures before QoS enforcement; URR 1 not.
+	if before := ul.Flags & (datapath.URRBeforeQoS | datapath.URRBeforeQoS<<1); before != datapath.URRBeforeQoS<<1 {
+		t.Fatalf("uplink PDR flags %#x: URR 3 alone measures before QoS enforcement", ul.Flags)
 	}
 	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Packets != counted.Packets || u.Quota[0] != 2000 {
 		t.Fatalf("kept URR after Replace: %+v", u)
