@@ -22,6 +22,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
+	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/datapath"
 	"github.com/xdp5g/xdp5g/internal/nexthop"
 	"github.com/xdp5g/xdp5g/internal/session"
@@ -373,6 +374,7 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{"unknown gate status", map[string]any{"qers": []any{map[string]any{"qerId": 1, "gateStatus": map[string]any{"ul": "AJAR", "dl": "OPEN"}}}}, "qers[0].gateStatus.ul"},
 		{"RQI as a number", map[string]any{"qers": []any{map[string]any{"qerId": 1, "rqi": 1}}}, "qers[0].rqi"},
 		{"QER ID twice", map[string]any{"qers": []any{map[string]any{"qerId": 1}, map[string]any{"qerId": 1}}}, "qers[1].qerId"},
+		{"URR quota, which only an SMF sets", map[string]any{"pdrs.1.urrIds": []any{7}, "urrs": []any{map[string]any{"urrId": 7, "volumeQuota": map[string]any{"total": 1000}}}}, "urrs[0]"},
 	}
 	type badCase struct {
 		name, method, path, body, field string
@@ -497,24 +499,78 @@ func TestQoSAndUsageDocuments(t *testing.T) {
 			map[string]any{"qerId": 1, "mbr": map[string]any{"ul": 20_000_000, "dl": 100_000_000}},
 			map[string]any{"qerId": 2, "gateStatus": map[string]any{"ul": "OPEN", "dl": "CLOSED"}, "gbr": map[string]any{"ul": 1000, "dl": 2000}, "qfi": 5, "rqi": true},
 		},
-		"urrs": []any{map[string]any{"urrId": 7}},
+		"urrs": []any{map[string]any{"urrId": 7, "measureBeforeQoS": true}},
 	})
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", doc)
 	got, _ := e.store.Get(2)
 	want := []session.QER{{ID: 1, MBRUL: 20_000_000, MBRDL: 100_000_000}, {ID: 2, GateDLClosed: true, GBRUL: 1000, GBRDL: 2000, QFI: 5, RQI: true}}
-	if !reflect.DeepEqual(got.QERs, want) || len(got.URRs) != 1 || !reflect.DeepEqual(got.PDRs[0].QERIDs, []uint32{1, 2}) {
+	if !reflect.DeepEqual(got.QERs, want) || !reflect.DeepEqual(got.URRs, []session.URR{{ID: 7, BeforeQoS: true}}) ||
+		!reflect.DeepEqual(got.PDRs[0].QERIDs, []uint32{1, 2}) {
 		t.Fatalf("stored %+v", got)
 	}
 	var body struct {
 		QERs []map[string]any `json:"qers"`
 		URRs []struct {
-			ID    uint32 `json:"urrId"`
-			Usage *Usage `json:"usage"`
+			ID               uint32 `json:"urrId"`
+			MeasureBeforeQoS bool   `json:"measureBeforeQoS"`
+			Usage            *Usage `json:"usage"`
 		} `json:"urrs"`
 	}
 	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &body))
 	if len(body.QERs) != 2 || body.QERs[1]["gateStatus"].(map[string]any)["dl"] != "CLOSED" ||
-		len(body.URRs) != 1 || body.URRs[0].Usage == nil || body.URRs[0].Usage.Uplink.Bytes != 0 {
+		len(body.URRs) != 1 || !body.URRs[0].MeasureBeforeQoS || body.URRs[0].Usage == nil || body.URRs[0].Usage.Uplink.Bytes != 0 {
 		t.Fatalf("GET %+v", body)
+	}
+}
+
+// A buffering FAR shows what its buffer holds and what it dropped for want
+// of room.
+func TestBufferingFARShowsItsBuffer(t *testing.T) {
+	e := newEnv(t)
+	var buffers *buffer.Manager
+	// Its packet socket lives in the UPF's namespace; one packet fits.
+	must(t, e.upf.Do(func() (err error) {
+		buffers, err = buffer.New(e.dp, buffer.Config{SessionPackets: 1})
+		return err
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- buffers.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		must(t, <-done)
+		must(t, buffers.Close())
+	})
+	e.store.SetBuffers(buffers)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", variant(t, second, map[string]any{"fars.1.applyAction": "BUFF"}))
+
+	const sent = 3
+	frame := downlinkFrame(udpPacket(netip.MustParseAddr("192.0.2.9"), secondUE, 20))
+	prog := e.attachedProgram(t)
+	for range sent {
+		run(t, prog, frame)
+	}
+	want := buffer.Stats{Held: 1, Dropped: sent - 1}
+	var doc struct {
+		FARs []struct {
+			ID     uint32        `json:"farId"`
+			Buffer *buffer.Stats `json:"buffer"`
+		} `json:"fars"`
+	}
+	// The manager takes the packets from the data path's ring on its own
+	// time.
+	var body []byte
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		body, doc.FARs = e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), nil
+		must(t, json.Unmarshal(body, &doc))
+		if len(doc.FARs) != 2 {
+			t.Fatalf("FARs %+v", doc.FARs)
+		}
+		if b := doc.FARs[1].Buffer; b != nil && *b == want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if doc.FARs[0].Buffer != nil || doc.FARs[1].Buffer == nil || *doc.FARs[1].Buffer != want {
+		t.Errorf("GET %s\nwant FAR 2's buffer %+v and none for FAR 1", body, want)
 	}
 }

@@ -128,10 +128,36 @@ func (g *gate) fromJSON(v any) error {
 func (g gate) MarshalJSON() ([]byte, error) { return json.Marshal(gateNames[uint8(g)]) }
 
 // urrDoc is a Usage Reporting Rule: the REST API measures usage and shows
-// it; reporting triggers are an SMF's business.
+// it; reporting is an SMF's business, so only an SMF (PFCP) sets the
+// limits, which are shown for its sessions.
 type urrDoc struct {
-	ID    uint32 `json:"urrId" required:"true"`
-	Usage *Usage `json:"usage,omitempty"` // live in responses, ignored in requests
+	ID uint32 `json:"urrId" required:"true"`
+	// VolumeThreshold and VolumeQuota are where the data path reports to
+	// the SMF and where it stops forwarding: inner octets counted as usage
+	// counts them, so the SMF's values plus the usage when it set them.
+	VolumeThreshold *volumes `json:"volumeThreshold,omitempty"`
+	VolumeQuota     *volumes `json:"volumeQuota,omitempty"`
+	NotifyStart     bool     `json:"notifyStart,omitempty"` // the next packet is reported as the start of traffic
+	// MeasureBeforeQoS: the URR counts packets before its PDRs' QERs and
+	// FARs, what they drop included (MBQE).
+	MeasureBeforeQoS bool   `json:"measureBeforeQoS,omitempty"`
+	Usage            *Usage `json:"usage,omitempty"` // live in responses, ignored in requests
+}
+
+// volumes are octet counts by direction; 0 is none.
+type volumes struct {
+	Total    uint64 `json:"total,omitempty"`
+	Uplink   uint64 `json:"uplink,omitempty"`
+	Downlink uint64 `json:"downlink,omitempty"`
+}
+
+// volumesOf reads limits indexed as datapath.URRTotal, URRUplink and
+// URRDownlink; nil when there are none.
+func volumesOf(v [3]uint64) *volumes {
+	if v == [3]uint64{} {
+		return nil
+	}
+	return &volumes{Total: v[datapath.URRTotal], Uplink: v[datapath.URRUplink], Downlink: v[datapath.URRDownlink]}
 }
 
 // Usage is what a URR measured: inner packet octets and packets.
@@ -297,8 +323,11 @@ func (d *document) session() (session.Session, error) {
 		}
 		s.QERs = append(s.QERs, sq)
 	}
-	for _, u := range d.URRs {
-		s.URRs = append(s.URRs, session.URR{ID: u.ID})
+	for i, u := range d.URRs {
+		if u.VolumeThreshold != nil || u.VolumeQuota != nil || u.NotifyStart {
+			return s, badRequest(fmt.Sprintf("urrs[%d]", i), "thresholds and quotas are set by an SMF over PFCP, which gets the reports")
+		}
+		s.URRs = append(s.URRs, session.URR{ID: u.ID, BeforeQoS: u.MeasureBeforeQoS})
 	}
 	seen := map[netip.Addr]bool{}
 	for i, e := range d.ARPTable {
@@ -501,7 +530,8 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 		d.QERs = append(d.QERs, qd)
 	}
 	for _, u := range s.URRs {
-		ud := urrDoc{ID: u.ID}
+		ud := urrDoc{ID: u.ID, VolumeThreshold: volumesOf(u.Limits.Threshold), VolumeQuota: volumesOf(u.Limits.Quota),
+			NotifyStart: u.Limits.NotifyStart, MeasureBeforeQoS: u.BeforeQoS}
 		if m, ok := usage[u.ID]; ok {
 			ud.Usage = &Usage{Uplink: Counter{Packets: m.Packets[datapath.URRUplink], Bytes: m.Bytes[datapath.URRUplink]},
 				Downlink: Counter{Packets: m.Packets[datapath.URRDownlink], Bytes: m.Bytes[datapath.URRDownlink]}}

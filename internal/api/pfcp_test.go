@@ -9,12 +9,20 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/ippool"
 	"github.com/xdp5g/xdp5g/internal/n4"
 	"github.com/xdp5g/xdp5g/internal/pfcp"
@@ -146,6 +154,168 @@ func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
 	must(t, smf.Delete(sess.SEID))
 	e.expect(t, http.StatusNotFound, "GET", path, "")
 	e.expect(t, http.StatusNotFound, "DELETE", path, "")
+}
+
+// attachedProgram is the XDP program attached to the UPF's interface, to
+// run frames through with BPF_PROG_TEST_RUN: what they do to the maps is
+// what the same frames from the wire would do.
+func (e *env) attachedProgram(t *testing.T) *ebpf.Program {
+	t.Helper()
+	// Attach pins the link in the data path's links directory.
+	l, err := link.LoadPinnedLink(filepath.Join(e.dp.PinPath(), "links", upfIface), nil)
+	must(t, err)
+	defer l.Close()
+	info, err := l.Info()
+	must(t, err)
+	prog, err := ebpf.NewProgramFromID(info.Program)
+	must(t, err)
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// udpPacket is an IPv4/UDP packet with payload octets of payload.
+func udpPacket(src, dst netip.Addr, payload int) []byte {
+	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+	udp := &layers.UDP{SrcPort: 40000, DstPort: 9}
+	_ = udp.SetNetworkLayerForChecksum(ip) // fails only for a layer that is not IP
+	return demo.Serialize(true, ip, udp, gopacket.Payload(make([]byte, payload)))
+}
+
+var (
+	gnbMAC = net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	upfMAC = net.HardwareAddr{2, 0, 0, 0, 0, 1}
+)
+
+// uplinkFrame is inner as the gNB sends it: in a G-PDU to the UPF's N3
+// address on teid, with an UL PDU Session Container carrying qfi.
+func uplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
+	const ulPDUSessionInformation = 0x10
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
+		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{ulPDUSessionInformation, qfi}}}}
+	// The outer UDP checksum is 0: GTP-U over IPv4 need not carry one.
+	ip := demo.Serialize(true, &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: gnb.AsSlice(), DstIP: n3.AsSlice()},
+		gopacket.Payload(demo.Serialize(false, &layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
+	return demo.Ethernet(upfMAC, gnbMAC, ip)
+}
+
+// downlinkFrame is inner as it comes from the data network (the same peer
+// namespace here).
+func downlinkFrame(inner []byte) []byte { return demo.Ethernet(upfMAC, gnbMAC, inner) }
+
+// run runs frames through prog.
+func run(t *testing.T, prog *ebpf.Program, frames ...[]byte) {
+	t.Helper()
+	for _, f := range frames {
+		_, err := prog.Run(&ebpf.RunOptions{Data: f, DataOut: make([]byte, len(f)+256)})
+		must(t, err)
+	}
+}
+
+// An SMF's session shows, in the management view, its QER and its URR as
+// the SMF set them and live counters that are the packets it carried: the
+// uplink through the open gate counted to the octet, the downlink stopped
+// by the closed one counted nowhere.
+func TestPFCPSessionShowsRulesAndUsage(t *testing.T) {
+	e := newEnv(t)
+	_, smf := e.servePFCP(t)
+	req := smf.PDUSessionRequest(smfCPSEID, netip.Addr{}, gnb, gnbTEID, qfi)
+	const (
+		ulKbps, dlKbps = 20_000, 100_000
+		volumesFlags   = 0x07 // TOVOL, ULVOL, DLVOL
+		volum          = 1    // Measurement Method: volume
+	)
+	req.CreateQER = append(req.CreateQER, ie.NewCreateQER(ie.NewQERID(1),
+		ie.NewGateStatus(ie.GateStatusOpen, ie.GateStatusClosed), ie.NewMBR(ulKbps, dlKbps)))
+	for i, p := range req.CreatePDR {
+		if id, _ := p.PDRID(); id == 1 || id == 2 {
+			req.CreatePDR[i] = ie.NewCreatePDR(append(slices.Clip(p.ChildIEs), ie.NewQERID(1))...)
+		}
+	}
+	// Limits beyond the traffic: no report or quota gets in the way.
+	must(t, pfcptest.AddURR(req, ie.NewCreateURR(ie.NewURRID(3), ie.NewMeasurementMethod(0, volum, 0),
+		ie.NewReportingTriggers(pfcptest.TriggerVOLTH, 0, 0),
+		ie.NewVolumeThreshold(volumesFlags, 100_000, 60_000, 40_000),
+		ie.NewVolumeQuota(volumesFlags, 0, 0, 5_000_000)), 1, 2))
+	sess, err := smf.Establish(req)
+	must(t, err)
+
+	ue := sess.UE
+	dn := netip.MustParseAddr("192.0.2.9")
+	var up, down [][]byte
+	var upBytes uint64
+	for _, payload := range []int{10, 100, 1000} {
+		inner := udpPacket(ue, dn, payload)
+		up = append(up, uplinkFrame(sess.TEID, qfi, inner))
+		upBytes += uint64(len(inner))
+	}
+	var downFrames, downBytes uint64
+	for _, payload := range []int{50, 500} {
+		f := downlinkFrame(udpPacket(dn, ue, payload))
+		down = append(down, f)
+		downFrames, downBytes = downFrames+1, downBytes+uint64(len(f))
+	}
+	prog := e.attachedProgram(t)
+	run(t, prog, append(up, down...)...)
+
+	// The session as GET /api/v1/sessions lists it.
+	var list struct{ Sessions []json.RawMessage }
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions", ""), &list))
+	if len(list.Sessions) != 1 {
+		t.Fatalf("%d sessions listed, want the SMF's", len(list.Sessions))
+	}
+	var doc struct {
+		SEID uint64 `json:"seid"`
+		PDRs []struct {
+			ID       uint16   `json:"pdrId"`
+			QERIDs   []uint32 `json:"qerIds"`
+			URRIDs   []uint32 `json:"urrIds"`
+			Counters Counter  `json:"counters"`
+		} `json:"pdrs"`
+		QERs json.RawMessage  `json:"qers"`
+		URRs []map[string]any `json:"urrs"`
+	}
+	must(t, json.Unmarshal(list.Sessions[0], &doc))
+	if doc.SEID != sess.SEID {
+		t.Fatalf("listed SEID %d, want %d", doc.SEID, sess.SEID)
+	}
+	sameJSON(t, doc.QERs, fmt.Sprintf(`[{"qerId": 1, "gateStatus": {"ul": "OPEN", "dl": "CLOSED"}, "mbr": {"ul": %d, "dl": %d}}]`,
+		ulKbps*1000, dlKbps*1000))
+	for _, p := range doc.PDRs {
+		want := Counter{}
+		if p.ID == 1 {
+			want = Counter{Packets: uint64(len(up)), Bytes: upBytes}
+		}
+		if p.Counters != want {
+			t.Errorf("PDR %d counted %+v, want %+v", p.ID, p.Counters, want)
+		}
+		ruled := p.ID == 1 || p.ID == 2
+		if got := len(p.QERIDs) == 1 && p.QERIDs[0] == 1 && len(p.URRIDs) == 1 && p.URRIDs[0] == 3; got != ruled {
+			t.Errorf("PDR %d names QERs %v and URRs %v", p.ID, p.QERIDs, p.URRIDs)
+		}
+	}
+	if len(doc.URRs) != 1 {
+		t.Fatalf("URRs %v, want URR 3", doc.URRs)
+	}
+	// The packet times are the data path's clock: present, not compared.
+	usage := doc.URRs[0]["usage"].(map[string]any)
+	for _, at := range []string{"firstPacket", "lastPacket"} {
+		if _, ok := usage[at].(string); !ok {
+			t.Errorf("usage without its %s: %v", at, usage)
+		}
+		delete(usage, at)
+	}
+	urr, err := json.Marshal(doc.URRs[0])
+	must(t, err)
+	sameJSON(t, urr, fmt.Sprintf(`{"urrId": 3,
+		"volumeThreshold": {"total": 100000, "uplink": 60000, "downlink": 40000}, "volumeQuota": {"downlink": 5000000},
+		"usage": {"uplink": {"packets": %d, "bytes": %d}, "downlink": {"packets": 0, "bytes": 0}}}`, len(up), upBytes))
+
+	// The downlink frames reached the gate and stopped there.
+	var st Stats
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/stats", ""), &st))
+	if got := st.Interfaces[0].Reasons["drop_qer_gate"]; got != (Counter{Packets: downFrames, Bytes: downBytes}) {
+		t.Errorf("the closed gate dropped %+v, want the %d downlink frames of %d octets", got, downFrames, downBytes)
+	}
 }
 
 func TestAssociations(t *testing.T) {
