@@ -356,32 +356,7 @@ func TestTimeThresholdReport(t *testing.T) {
 	e := newTrafficEnv(t)
 	e.establishUplink(t, 0, createURR(1, mmVOLUM|mmDURAT, rtgTIMTH, timeThreshold(1), measurementInformation(0x10)))
 	e.noReport(t, 1500*time.Millisecond, "before any traffic") // time counts from the first packet
-	start := time.Now()
-	const n = 10
-	if got := e.sendUplink(t, n); got != n {
-		t.Fatalf("the DN received %d of %d packets", got, n)
-	}
-	u := e.usageReport(t)
-	elapsed := time.Since(start)
-	if u.trigger != rtgTIMTH {
-		t.Errorf("usage report trigger %#x, want TIMTH", u.trigger)
-	}
-	checkUplinkVolume(t, u, n)
-	checkDuration(t, u, 1, elapsed)
-}
-
-// checkDuration checks a report's Duration Measurement: at least least
-// seconds, at most what elapsed, and the whole seconds between its Time of
-// First Packet and its End Time (both truncated to the second, so one less
-// at worst).
-func checkDuration(t *testing.T, u usage, least uint32, elapsed time.Duration) {
-	t.Helper()
-	between := u.end - u.firstPacket
-	if !u.hasDuration || u.duration < least || time.Duration(u.duration)*time.Second > elapsed ||
-		u.firstPacket == 0 || u.duration > between || u.duration+1 < between {
-		t.Errorf("duration %d s (present: %v), first packet at %d, end at %d; want %d s or more, within %v",
-			u.duration, u.hasDuration, u.firstPacket, u.end, least, elapsed)
-	}
+	e.timedReport(t, rtgTIMTH, 10)
 }
 
 // A time quota used up has the SMF sent a Usage Report with TIMQU
@@ -389,20 +364,35 @@ func checkDuration(t *testing.T, u usage, least uint32, elapsed time.Duration) {
 func TestTimeQuotaReport(t *testing.T) {
 	e := newTrafficEnv(t)
 	e.establishUplink(t, 0, createURR(1, mmVOLUM|mmDURAT, rtgTIMQU, timeQuota(1), measurementInformation(0x10)))
-	start := time.Now()
 	const n = 10
+	e.timedReport(t, rtgTIMQU, n)
+	if got := e.sendUplink(t, n); got != n {
+		t.Errorf("after the time quota the DN received %d more packets, want none", got-n)
+	}
+}
+
+// timedReport sends n uplink packets to a URR whose time limit is a second
+// and checks the Usage Report it then sends: its trigger, the packets'
+// volume, and a Duration Measurement of at least the second, at most what
+// elapsed, and the whole seconds between its Time of First Packet and its
+// End Time (both truncated to the second, so one less at worst).
+func (e *trafficEnv) timedReport(t *testing.T, trigger uint32, n uint64) {
+	t.Helper()
+	start := time.Now()
 	if got := e.sendUplink(t, n); got != n {
 		t.Fatalf("the DN received %d of %d packets", got, n)
 	}
 	u := e.usageReport(t)
 	elapsed := time.Since(start)
-	if u.trigger != rtgTIMQU {
-		t.Errorf("usage report trigger %#x, want TIMQU", u.trigger)
+	if u.trigger != trigger {
+		t.Errorf("usage report trigger %#x, want %#x", u.trigger, trigger)
 	}
 	checkUplinkVolume(t, u, n)
-	checkDuration(t, u, 1, elapsed)
-	if got := e.sendUplink(t, n); got != n {
-		t.Errorf("after the time quota the DN received %d more packets, want none", got-n)
+	between := u.end - u.firstPacket
+	if !u.hasDuration || u.duration < 1 || time.Duration(u.duration)*time.Second > elapsed ||
+		u.firstPacket == 0 || u.duration > between || u.duration+1 < between {
+		t.Errorf("duration %d s (present: %v), first packet at %d, end at %d; want 1 s or more, within %v",
+			u.duration, u.hasDuration, u.firstPacket, u.end, elapsed)
 	}
 }
 
