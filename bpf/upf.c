@@ -271,7 +271,7 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 		count_pdr(slot, len);
 		return REASON_DROP_FAR;
 	}
-	/* A PDR without URRs pays one test. */
+	/* A PDR without URRs pays this test and the flags' above. */
 	if (pdr->urr[0] && (reason = count_urrs(slot, urr_dir, len, 0)))
 		return reason;
 	count_pdr(slot, len);
