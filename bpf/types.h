@@ -67,7 +67,9 @@ enum pdr_flags {
 	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
-	PDR_FROM_CP = 32,    /* found by TEID, yet downlink: from the CP function (N4-u) */
+	/* found by TEID, yet going to the UE: from the CP function (N4-u), or
+	 * from the source gNB to the target one (indirect data forwarding) */
+	PDR_TO_UE = 32,
 	/* << n: urr[n] measures before QoS enforcement (MBQE): it counts what
 	 * the QERs and the FAR then drop too. */
 	PDR_URR_BEFORE_QOS = 64,

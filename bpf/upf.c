@@ -485,14 +485,16 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	const struct far *far = &pdr->far;
-	/* From the CP function, the packet is on its way to the UE: it goes
-	 * into a tunnel to the gNB, or nowhere while the FAR buffers. */
-	int from_cp = pdr->flags & PDR_FROM_CP;
-	int dropped = apply_pdr(pdr, slot, from_cp ? QER_DL : QER_UL, inner_len, from_cp ? FAR_GTPU_IPV4 : 0, 0);
+	/* From the CP function or the source gNB, the packet is on its way to
+	 * the UE: it goes into a tunnel to the gNB, or nowhere while the FAR
+	 * buffers. */
+	int to_ue = pdr->flags & PDR_TO_UE;
+	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU_IPV4 : 0, 0);
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
-	/* A relay between the gNB and the CP function: the packet is theirs,
-	 * hop limit included (neighbour discovery needs 255). */
+	/* A relay between the gNB and the CP function, or between two gNBs:
+	 * the packet is theirs, hop limit included (neighbour discovery needs
+	 * 255). */
 	if (far->flags & FAR_GTPU_IPV4)
 		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
 

@@ -74,7 +74,7 @@ const (
 	MatchQFI      = 4
 	MarkQFI       = 8
 	MarkRQI       = 16
-	FromCP        = 32
+	ToUE          = 32
 	URRBeforeQoS  = 64 // << n: the PDR's URR n measures before QoS enforcement
 	FARForward    = 1
 	FARGTPUv4     = 1

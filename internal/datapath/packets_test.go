@@ -149,6 +149,12 @@ func ulPSC(qfi uint8) layers.GTPExtensionHeader {
 	return layers.GTPExtensionHeader{Type: extPSC, Content: []byte{0x10, qfi}}
 }
 
+// dlPSC is a DL PDU SESSION INFORMATION container with qfi, as a source
+// gNB forwards downlink data in.
+func dlPSC(qfi uint8) layers.GTPExtensionHeader {
+	return layers.GTPExtensionHeader{Type: extPSC, Content: []byte{0x00, qfi}}
+}
+
 // ext is an extension header of words*4 bytes.
 func ext(typ uint8, words int) layers.GTPExtensionHeader {
 	c := make([]byte, 4*words-2)
@@ -185,7 +191,7 @@ func markedEncapFrame(t testing.TB, tos uint8, l l2, local, peer netip.Addr, tei
 	t.Helper()
 	g := gpdu(teid)
 	if qfi >= 0 {
-		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{{Type: extPSC, Content: []byte{0x00, byte(qfi)}}}
+		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{dlPSC(uint8(qfi))}
 	}
 	gtp := serialize(t, false, g, gopacket.Payload(inner))
 	outer := ip4(local, peer, 64, 0)

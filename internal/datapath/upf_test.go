@@ -637,23 +637,25 @@ func TestTTLDecrementChecksum(t *testing.T) {
 	}
 }
 
-// GTP-U relayed between the gNB and the CP function (N4-u): the inner
+// GTP-U relayed between the gNB and the CP function (N4-u), and from the
+// source gNB to the target one (indirect data forwarding): the inner
 // packet is untouched (neighbour discovery needs hop limit 255) and goes
-// into the FAR's tunnel; a PDR from the CP function marks its QFI, and its
+// into the FAR's tunnel; a PDR of packets to the UE marks its QFI, and its
 // QERs see downlink traffic.
 func TestRelay(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	smf := mustAddr("192.0.2.50")
-	const teidFromCP, teidToCP, smfTEID = 0x700, 0x800, 0x5f000001
+	const teidFromCP, teidToCP, smfTEID, teidForwarded, fwdTEID = 0x700, 0x800, 0x5f000001, 0xc00, 0x4f01
 	for slot, r := range map[uint32]struct {
 		pdr PDR
 		far FAR
 	}{
-		12: {PDR{Flags: FromCP | MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB)},
+		12: {PDR{Flags: ToUE | MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB)},
 		13: {PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
-		14: {PDR{Flags: FromCP}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
-		15: {PDR{Flags: FromCP, Qer: [QERsPerPDR]uint32{1}}, encap(dlTEID, n3Addr, gnb, nhGNB)},
-		16: {PDR{Flags: FromCP}, FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
+		14: {PDR{Flags: ToUE}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		15: {PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{1}}, encap(dlTEID, n3Addr, gnb, nhGNB)},
+		16: {PDR{Flags: ToUE}, FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
+		17: {PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, encap(fwdTEID, n3Addr, gnb, nhGNB)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
@@ -661,7 +663,7 @@ func TestRelay(t *testing.T) {
 	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed
 	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(12), teidToCP: pdrSet(13), teidNoNexthop: pdrSet(14),
-		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16)} {
+		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16), teidForwarded: pdrSet(17)} {
 		check(t, u.d.PutUplink(teid, set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
@@ -675,6 +677,11 @@ func TestRelay(t *testing.T) {
 			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
 		{"no next hop", gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), xdpDrop, "drop_no_nexthop", nil},
 		{"downlink gate closed", gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), xdpDrop, "drop_qer_gate", nil},
+		// The source gNB's downlink container (QFI 1) comes off; the target
+		// gNB gets the PDR's.
+		{"from the source gNB to the target gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(1)), ra.bytes(t)),
+			xdpRedirect, "relay_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
+		{"forwarded, another QFI", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), xdpDrop, "drop_no_pdr", nil},
 		// The UE is idle: not routed to the core as an uplink packet would be.
 		{"FAR buffering", gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), xdpDrop, "drop_far", nil},
 	})

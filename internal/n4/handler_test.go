@@ -421,16 +421,6 @@ func TestChosenUEAddress(t *testing.T) {
 	e.gone(teid, ue)
 }
 
-// A modification that would leave the session no PDR is no rule's fault:
-// Request rejected, and nothing changes.
-func TestRemovingEveryPDRIsRejected(t *testing.T) {
-	e := newEnv(t)
-	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
-	before := e.state()
-	e.modify("smf1", seid, removePDR(1), removePDR(2), removePDR(3), removePDR(10)).expect(t, 64, nil, nil)
-	e.unchanged(before)
-}
-
 func TestModify(t *testing.T) {
 	e := newEnv(t)
 	const cpSEID = 0x1001

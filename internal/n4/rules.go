@@ -212,7 +212,10 @@ func (t *txn) applyPDI(p *session.PDR, group *ie.IE) *refusal {
 	if first(pdi, ie.SourceInterface) == nil {
 		return missing(ie.SourceInterface, fmt.Sprintf("PDI of PDR %d", p.ID))
 	}
-	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI, ie.SDFFilter); bad != nil {
+	// The 3GPP Interface Type (§8.2.118) only names the interface the
+	// packets come from (Open5GS sends it since 2.7.3): nothing to enforce.
+	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI, ie.SDFFilter,
+		ie.TGPPInterfaceType); bad != nil {
 		return fail("PDR %d: PDI IE type %d is not supported", p.ID, bad.Type)
 	}
 	p.PDI = session.PDI{}
@@ -459,8 +462,9 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
 	}
+	// The 3GPP Interface Type only names the destination's interface.
 	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags,
-		ie.TransportLevelMarking, ie.ForwardingPolicy); bad != nil {
+		ie.TransportLevelMarking, ie.ForwardingPolicy, ie.TGPPInterfaceType); bad != nil {
 		return fail("FAR %d: forwarding parameter IE type %d is not supported", f.ID, bad.Type)
 	}
 	for _, c := range params {

@@ -289,7 +289,7 @@ func measurementPeriod(s uint32) []byte { return tlv(tMeasurementPeriod, be32(s)
 func measurementInformation(flags byte) []byte { return tlv(tMeasurementInformation, []byte{flags}) }
 
 func queryURR(id uint32) []byte  { return tlv(tQueryURR, urrID(id)) }  // §7.5.4.10
-func removeURR(id uint32) []byte { return tlv(tRemoveURR, urrID(id)) } // §7.5.4.7
+func removeURR(id uint32) []byte { return tlv(tRemoveURR, urrID(id)) } // §7.5.4.8
 
 // recoveryTimeStamp §8.2.65: seconds since 1900, 4 octets.
 func recoveryTimeStamp(s uint32) []byte { return tlv(96, be32(s)) }
@@ -306,6 +306,15 @@ func volumeThresholdULDL(ul, dl uint64) []byte {
 // withPriority §7.2.2.1: sets MP (octet 1 bit 2) and the message priority
 // (octet 16 bits 8-5) of a message with a SEID.
 func withPriority(msg []byte, prio byte) []byte { msg[0], msg[15] = msg[0]|0x02, prio<<4; return msg }
+
+func removeFAR(id uint32) []byte       { return tlv(16, farID(id)) }                            // §7.5.4.7
+func createBARID(id byte) []byte       { return tlv(tCreateBAR, barID(id)) }                    // §7.5.2.6, the BAR ID alone
+func interfaceType(v byte) []byte      { return tlv(160, []byte{v & 0x3f}) }                    // 3GPP Interface Type §8.2.118
+func causeIE(v byte) []byte            { return tlv(tCause, []byte{v}) }                        // §8.2.1
+func fteidChooseV4V6(id byte) []byte   { return tlv(tFTEID, []byte{0x0f, id}) }                 // §8.2.3: V4, V6, CH, CHID
+func fteidChooseAnyV4V6() []byte       { return tlv(tFTEID, []byte{0x07}) }                     // §8.2.3: V4, V6, CH
+func userIDIMSI(tbcd ...byte) []byte   { return tlv(141, []byte{0x01, byte(len(tbcd))}, tbcd) } // §8.2.101: IMSIF
+func cpFunctionFeatures(f byte) []byte { return tlv(89, []byte{f}) }                            // §8.2.58
 
 // usage is a decoded Usage Report (§7.5.5.2, §7.5.7.2, §7.5.8.3).
 type usage struct {

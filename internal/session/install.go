@@ -272,8 +272,8 @@ func (t *txn) writeRules() error {
 				return err
 			}
 		}
-		far := fars[slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID })] // validated
-		if err := s.dp.PutPDR(slot, dataPathPDR(p, far, t.in)); err != nil {
+		far := slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID }) // validated
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, fars[far], sess.FARs[far].DestinationInterface, t.in)); err != nil {
 			return err
 		}
 	}
@@ -305,7 +305,7 @@ func dataPathQER(q QER) datapath.QER {
 	return dq
 }
 
-func dataPathPDR(p *PDR, far datapath.FAR, in *installed) datapath.PDR {
+func dataPathPDR(p *PDR, far datapath.FAR, to Interface, in *installed) datapath.PDR {
 	dp := datapath.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
 		dp.Qer[i] = in.QERSlots.of(id)
@@ -318,7 +318,7 @@ func dataPathPDR(p *PDR, far datapath.FAR, in *installed) datapath.PDR {
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
 		if p.PDI.SourceInterface == InterfaceCPFunction {
-			dp.Flags |= datapath.FromCP
+			dp.Flags |= datapath.ToUE
 		}
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
 			if !slices.Contains(p.QERIDs, q.ID) {
@@ -340,6 +340,14 @@ func dataPathPDR(p *PDR, far datapath.FAR, in *installed) datapath.PDR {
 	}
 	if p.PDI.QFI != 0 {
 		dp.Flags |= datapath.MatchQFI
+	}
+	// Indirect data forwarding, from the source gNB to the target one,
+	// which maps the packets to its radio bearers by their QFI.
+	if to == InterfaceAccess {
+		dp.Flags |= datapath.ToUE
+		if dp.Qfi != 0 {
+			dp.Flags |= datapath.MarkQFI
+		}
 	}
 	if ue := p.PDI.UEAddress; ue.IsValid() {
 		b := ue.Addr().As16()

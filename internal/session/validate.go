@@ -33,13 +33,12 @@ type element struct {
 func (e element) field(name string) string { return fmt.Sprintf("%s[%d]%s", e.list, e.i, name) }
 
 // Validate checks a session on its own; conflicts with other sessions are
-// the store's business.
+// the store's business. A session may have no PDRs: TS 29.244 asks for one
+// only in the establishment (which the PFCP server checks), and OAI's SMF
+// removes every PDR and FAR of a session whose UE goes idle.
 func Validate(s *Session) error {
 	if s.SEID == 0 {
 		return invalid("seid", "must not be 0")
-	}
-	if len(s.PDRs) == 0 {
-		return invalid("pdrs", "a session needs at least one PDR")
 	}
 	fars := map[uint32]*FAR{}
 	for i := range s.FARs {
@@ -184,9 +183,8 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		if far.Action == ActionBuffer && p.PDI.SourceInterface == InterfaceAccess {
 			return invalid(at.field(".farId"), "uplink FAR %d buffers: only packets to the UE are buffered", far.ID)
 		}
-		if p.PDI.SourceInterface == InterfaceAccess && forward && far.DestinationInterface == InterfaceAccess {
-			return invalid(at.field(".farId"), "uplink FAR %d forwards back to access", far.ID)
-		}
+		// From access to access is indirect data forwarding (TS 29.244
+		// §8.2.24 NOTE 3): the data path re-tunnels it like a relay.
 		if p.PDI.SourceInterface == InterfaceCPFunction && forward && far.DestinationInterface != InterfaceAccess {
 			return invalid(at.field(".farId"), "FAR %d of packets from the CP function must forward to access", far.ID)
 		}

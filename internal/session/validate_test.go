@@ -33,6 +33,11 @@ func TestValidateAcceptsFigure10(t *testing.T) {
 	if err := Validate(&s); err != nil {
 		t.Fatal(err)
 	}
+	// From access back to access: indirect data forwarding.
+	s.PDRs[1].FARID = 200
+	if err := Validate(&s); err != nil {
+		t.Errorf("indirect forwarding: %v", err)
+	}
 }
 
 func TestValidateNamesTheField(t *testing.T) {
@@ -41,7 +46,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		mutate func(*Session)
 	}{
 		{"seid", func(s *Session) { s.SEID = 0 }},
-		{"pdrs", func(s *Session) { s.PDRs = nil }},
 		{"pdrs[1].pdrId", func(s *Session) { s.PDRs[1].ID = 20 }},
 		{"fars[1].farId", func(s *Session) { s.FARs[1].ID = 200 }},
 		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 7 }},
@@ -65,7 +69,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"fars[1].forwardingParameters.nextHop", func(s *Session) { s.FARs[1].NextHop = netip.MustParseAddr("ff02::1") }},
 		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction }}, // to the core
 		{"pdrs[1].pdi.teid", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction; s.PDRs[1].PDI.TEID = 0 }},
-		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].FARID = 200 }},
 		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 100 }},
 		{"urrs[1].urrId", func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 1}} }},
 		{"pdrs[0].urrIds", func(s *Session) { s.PDRs[0].URRIDs = []uint32{9} }},
