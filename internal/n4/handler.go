@@ -364,6 +364,11 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
+	// A TEID chosen for a PDI that a later one replaced (a PDR given two
+	// PDIs) is no PDR's.
+	for _, teid := range s.dropUnusedChosen() {
+		delete(h.chosen, teid)
+	}
 	h.commit(nil, s)
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(s.seid, h.n3IP(), nil)}
 	ies = append(ies, h.createdPDRs(s, req.CreatePDR)...)
@@ -377,6 +382,17 @@ func (h *Handler) Owns(seid uint64) bool {
 	defer h.mu.Unlock()
 	_, ok := h.sessions[seid]
 	return ok
+}
+
+// SessionPeer returns the Node ID of the SMF of session seid.
+func (h *Handler) SessionPeer(seid uint64) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sessions[seid]
+	if !ok {
+		return "", false
+	}
+	return s.smf.NodeID, true
 }
 
 // sessionOf is the session a peer's request names by its UP SEID; nil for

@@ -111,17 +111,55 @@ func (t *associations) named(nodeID string, source netip.Addr) *association {
 	return a
 }
 
-// from returns the association whose peer uses address ip.
+// from returns an association whose peer uses address ip.
 func (t *associations) from(ip netip.Addr) *association {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, a := range t.byNode {
-		if a.addr.Addr() == ip || a.sources[ip] {
+		if a.uses(ip) {
 			return a
 		}
 	}
 	return nil
 }
+
+// heartbeatFrom returns the association a heartbeat from ip is of. The
+// request names no node: when several peers send from ip, the one whose
+// Recovery Time Stamp it carries; none when none does, since which of them
+// restarted cannot be told (a restarted peer sets up its association again).
+func (t *associations) heartbeatFrom(ip netip.Addr, recovery *ie.IE) *association {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ts, err := recoveryStamp(recovery)
+	var at []*association
+	for _, a := range t.byNode {
+		if !a.uses(ip) {
+			continue
+		}
+		if err == nil && a.recovery == ts {
+			return a
+		}
+		at = append(at, a)
+	}
+	if len(at) == 1 {
+		return at[0]
+	}
+	return nil
+}
+
+// fromPeer returns the association with nodeID if its peer uses address
+// ip.
+func (t *associations) fromPeer(nodeID string, ip netip.Addr) *association {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a := t.byNode[nodeID]; a != nil && a.uses(ip) {
+		return a
+	}
+	return nil
+}
+
+// uses says a's peer sends from ip; under associations.mu.
+func (a *association) uses(ip netip.Addr) bool { return a.addr.Addr() == ip || a.sources[ip] }
 
 // heard records a heartbeat exchange with a's peer and reports whether the
 // peer was lost until now, and whether its Recovery Time Stamp shows that

@@ -106,6 +106,8 @@ func (r *recorder) SetDelete(p Peer, _ *message.SessionSetDeletionRequest) *mess
 
 func (r *recorder) DropPeer(nodeID string) { r.record("drop " + nodeID) }
 
+func (r *recorder) SessionPeer(uint64) (string, bool) { return "", false }
+
 // startServer starts a server on a loopback port, closed when the test
 // ends; adjust may change its configuration.
 func startServer(t *testing.T, adjust func(*Config)) (*Server, *recorder) {

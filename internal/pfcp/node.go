@@ -46,7 +46,7 @@ func (s *Server) answer(req message.Message, body []byte, from netip.AddrPort) m
 
 // A Heartbeat Request gets an answer whoever sends it (§6.2.2.2).
 func (s *Server) heartbeatRequest(req *message.HeartbeatRequest, from netip.AddrPort) message.Message {
-	if a := s.assocs.from(from.Addr()); a != nil {
+	if a := s.assocs.heartbeatFrom(from.Addr(), req.RecoveryTimeStamp); a != nil {
 		s.heard(a, req.RecoveryTimeStamp)
 	}
 	return message.NewHeartbeatResponse(0, s.recovery)

@@ -1,6 +1,7 @@
 package pfcp
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +135,35 @@ func TestHeartbeatShowsRestart(t *testing.T) {
 		check(t, message.MsgTypeHeartbeatResponse, 3, nil)
 	if rec.count("restarted "+smfName) != 1 || rec.count("drop "+smfName) != 1 || len(s.Associations()) != 0 {
 		t.Fatalf("calls %v, associations %+v", rec, s.Associations())
+	}
+}
+
+// Two SMFs behind one address, under two Node IDs: a heartbeat names no
+// node, so its Recovery Time Stamp tells whose it is, and one SMF's never
+// reads as the other's restart.
+func TestHeartbeatsFromASharedAddress(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate() // smf.example, smfRecovery
+	m.exchange(cat([]byte{
+		0x20,       // version 1
+		0x05,       // message type 5: Association Setup Request
+		0x00, 0x15, // length 21: 4 (sequence number, spare) + 9 (Node ID) + 8 (Recovery Time Stamp)
+		0x00, 0x00, 0x02, // sequence number 2
+		0x00,       // spare
+		0x00, 0x3c, // type 60: Node ID
+		0x00, 0x05, // length 5
+		0x00, 192, 0, 2, 7, // type 0: IPv4 192.0.2.7
+	}, smfRecoveryAfterRestart)).check(t, message.MsgTypeAssociationSetupResponse, 2, map[uint16][]byte{ie.Cause: {ie.CauseRequestAccepted}})
+	for seq := byte(3); seq < 23; seq++ {
+		recovery := smfRecovery
+		if seq%2 == 0 {
+			recovery = smfRecoveryAfterRestart
+		}
+		m.exchange(heartbeatRequest(seq, recovery)).check(t, message.MsgTypeHeartbeatResponse, uint32(seq), nil)
+	}
+	if strings.Contains(rec.String(), "restarted") || len(s.Associations()) != 2 {
+		t.Errorf("calls %v, associations %+v", rec, s.Associations())
 	}
 }
 

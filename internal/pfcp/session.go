@@ -28,6 +28,9 @@ type SessionHandler interface {
 	// DropPeer deletes every session of a peer whose association was
 	// released or replaced, or which restarted (TS 23.007 §19A).
 	DropPeer(nodeID string)
+	// SessionPeer returns the Node ID of the peer whose session seid (a
+	// UP SEID) is; false for no session.
+	SessionPeer(seid uint64) (nodeID string, ok bool)
 }
 
 // MissingIE returns the first of the mandatory IE types that ies lacks: the
@@ -102,10 +105,18 @@ func (s *Server) establishSession(req *message.SessionEstablishmentRequest, from
 }
 
 // sessionPeer finds the association of a session request: the one its Node
-// ID IE names if it has one, else the one of the address it came from.
+// ID IE names if it has one, else the one of the session it names if it
+// came from that association's peer, else one of the address it came from.
 func (s *Server) sessionPeer(req message.Message, nodeIE *ie.IE, from netip.AddrPort) (*association, message.Message) {
 	if nodeIE != nil {
 		return s.associated(req, nodeIE, from)
+	}
+	// Several associations may share an address (a peer that set up
+	// another under a new Node ID): any of them would not do.
+	if nodeID, ok := s.handler.SessionPeer(req.SEID()); ok {
+		if a := s.assocs.fromPeer(nodeID, from.Addr()); a != nil {
+			return a, nil
+		}
 	}
 	if a := s.assocs.from(from.Addr()); a != nil {
 		return a, nil
