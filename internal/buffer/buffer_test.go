@@ -33,12 +33,8 @@ func newBufferEnv(t *testing.T, cfg buffer.Config) *bufferEnv {
 	fatalIf(t, err)
 	t.Cleanup(func() { fatalIf(t, upf.Close()) })
 	e := &bufferEnv{tb: tb, upf: upf}
-	// The raw socket for released frames is the UPF namespace's.
-	fatalIf(t, tb.UPF.Do(func() (err error) {
-		e.buffers, err = buffer.New(upf.Datapath, cfg)
-		return err
-	}))
-	upf.Store.SetBuffers(e.buffers)
+	e.buffers, err = upf.Buffers(cfg)
+	fatalIf(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { e.buffers.Run(ctx); close(stopped) }()

@@ -50,11 +50,8 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 	fatalIf(t, err)
 	t.Cleanup(func() { fatalIf(t, upf.Close()) })
 	e := &trafficEnv{tb: tb, upf: upf, sent: make(chan []byte, 256)}
-	fatalIf(t, tb.UPF.Do(func() (err error) {
-		e.buffers, err = buffer.New(upf.Datapath, buffer.Config{})
-		return err
-	}))
-	upf.Store.SetBuffers(e.buffers)
+	e.buffers, err = upf.Buffers(buffer.Config{})
+	fatalIf(t, err)
 	e.h = New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
 		ForwardingPolicies: map[string]netip.Addr{"to-firewall": firewall},
 		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
