@@ -364,11 +364,6 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", f.SEID, "reason", r.msg)
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
-	// A TEID chosen for a PDI that a later one replaced (a PDR given two
-	// PDIs) is no PDR's.
-	for _, teid := range s.dropUnusedChosen() {
-		delete(h.chosen, teid)
-	}
 	h.commit(nil, s)
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(s.seid, h.n3IP(), nil)}
 	ies = append(ies, h.createdPDRs(s, req.CreatePDR)...)
@@ -440,9 +435,6 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		t.undo()
 		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
-	}
-	for _, teid := range t.s.dropUnusedChosen() {
-		delete(h.chosen, teid)
 	}
 	h.commit(old, t.s)
 	for _, o := range t.endMarkers {
@@ -535,6 +527,11 @@ func (h *Handler) dropPeer(nodeID string, sets csidSets) error {
 // commit makes a session, installed in the store, the one its SMF sees,
 // in place of old (nil for a new one).
 func (h *Handler) commit(old, s *pfcpSession) {
+	// A TEID chosen for a PDR that the request removed or moved, or for a
+	// PDI that a later one replaced (a PDR given two PDIs), is no PDR's.
+	for _, teid := range s.dropUnusedChosen() {
+		delete(h.chosen, teid)
+	}
 	h.sessions[s.seid] = s
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
