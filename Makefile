@@ -23,7 +23,7 @@ $(GENERATED): $(BPF_SOURCES) $(shell find internal -name gen.go)
 generate: setup $(GENERATED)
 
 build: generate
-	$(GO) build -o bin/xdp5g ./cmd/xdp5g
+	$(GO) build -o bin/ ./cmd/xdp5g ./cmd/xdp5g-lab
 
 lint: generate
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
@@ -39,7 +39,7 @@ demo: build
 	./bin/xdp5g demo
 
 bench: build
-	./bin/xdp5g bench
+	./bin/xdp5g-lab bench
 
 clean:
 	rm -rf bin $(GENERATED)

@@ -14,21 +14,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/bench"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/gcpace"
+	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 )
 
 const usage = `usage: xdp5g COMMAND [FLAGS] [ARGS]
@@ -86,16 +82,15 @@ after its command words, e.g. xdp5g sessions get --api http://upf:9880 1:
                         AF_XDP path, those of its XDP classifier that are not
                         zero, per CPU
 
-Tools:
+Demonstration:
   demo                  run the end-to-end demonstration
-  bench                 run the benchmarks
 `
 
 // errUsage asks main to print the usage.
 var errUsage = errors.New("usage")
 
 func main() {
-	// A reader of the output that goes away (`xdp5g bench | head`) must
+	// A reader of the output that goes away (`xdp5g demo | head`) must
 	// not kill the process before it removes its namespaces and pins:
 	// with SIGPIPE ignored, the writes fail instead.
 	signal.Ignore(syscall.SIGPIPE)
@@ -109,21 +104,6 @@ func main() {
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "xdp5g:", err)
 		os.Exit(1)
-	}
-}
-
-// tuneGC sets the collector of the daemon, whose heap is mostly sessions
-// that live long (gcpace): GOGC 200 without the collections time forces,
-// under a soft limit of half the machine's memory. GOGC and GOMEMLIMIT win.
-func tuneGC() {
-	ceiling := debug.SetMemoryLimit(-1)
-	var mem unix.Sysinfo_t
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && unix.Sysinfo(&mem) == nil {
-		ceiling = int64(mem.Totalram) * int64(mem.Unit) / 2
-		debug.SetMemoryLimit(ceiling)
-	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		gcpace.Start(uint64(ceiling)) // for the process's life
 	}
 }
 
@@ -143,15 +123,12 @@ func run(ctx context.Context, args []string) error {
 		}
 		log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 		slog.SetDefault(log)
-		tuneGC()
+		gcpace.Tune()
 		return daemon.Run(ctx, cfg, log)
 	case "sessions", "stats", "associations", "rules", "slices", "intents", "bearer-contexts", "cuup-stats":
 		return client(ctx, cmd, args)
 	case "demo":
 		return demo.Run(ctx, os.Stdout)
-	case "bench": // measures the daemon's code, so with its collector
-		tuneGC()
-		return bench.Run(ctx, os.Stdout, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil

@@ -22,12 +22,12 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
-	"github.com/xdp5g/xdp5g/internal/buffer"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/nexthop"
-	"github.com/xdp5g/xdp5g/internal/session"
-	"github.com/xdp5g/xdp5g/internal/testbed"
-	"github.com/xdp5g/xdp5g/internal/xdplink"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // fig10 is the session document of Fig. 10 of the paper, verbatim.
@@ -76,8 +76,8 @@ var (
 // env is a UPF namespace wired to a peer namespace, a data path attached
 // to the UPF's interface, a store over it and the API on a test server.
 type env struct {
-	upf, peer  *testbed.Netns
-	dp         *datapath.Datapath
+	upf, peer  *namespace.Netns
+	dp         *upfxdp.Datapath
 	store      *session.Store
 	classifier *Classifier // nil: no classification
 	url        string
@@ -90,9 +90,9 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func newNetns(t *testing.T, prefix string) *testbed.Netns {
+func newNetns(t *testing.T, prefix string) *namespace.Netns {
 	t.Helper()
-	n, err := testbed.New(prefix)
+	n, err := namespace.New(prefix)
 	must(t, err)
 	t.Cleanup(func() { must(t, n.Delete()) })
 	return n
@@ -104,18 +104,18 @@ func newEnv(t *testing.T) *env {
 		t.Skip("needs root")
 	}
 	e := &env{upf: newNetns(t, "api-upf-"), peer: newNetns(t, "api-peer-")}
-	must(t, testbed.Veth(e.upf, upfIface, e.peer, "gnb"))
+	must(t, namespace.Veth(e.upf, upfIface, e.peer, "gnb"))
 	must(t, e.upf.AddAddr(upfIface, "10.1.3.1/24"))
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 
-	pin := "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-api-")
-	dp, err := datapath.Open(datapath.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
+	pin := "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-api-")
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
 	must(t, err)
 	t.Cleanup(func() {
 		dp.Close()
 		os.RemoveAll(pin)
 	})
-	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, datapath.RoleAccess|datapath.RoleCore, xdplink.ModeNative) }))
+	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, upfxdp.RoleAccess|upfxdp.RoleCore, xdplink.ModeNative) }))
 	t.Cleanup(func() { must(t, dp.Detach(upfIface)) })
 
 	ns, err := netns.GetFromName(e.upf.Name)
@@ -184,11 +184,11 @@ type snapshot struct {
 func (e *env) snapshot(t *testing.T) snapshot {
 	t.Helper()
 	s := snapshot{sessions: e.store.List(), keys: map[string]string{}}
-	lookups := map[string]func() (datapath.PDRSet, error){
-		"uplink 100": func() (datapath.PDRSet, error) { return e.dp.Uplink(100) },
-		"uplink 200": func() (datapath.PDRSet, error) { return e.dp.Uplink(200) },
-		"downlink 1": func() (datapath.PDRSet, error) { return e.dp.Downlink(fig10UE) },
-		"downlink 2": func() (datapath.PDRSet, error) { return e.dp.Downlink(secondUE) },
+	lookups := map[string]func() (upfxdp.PDRSet, error){
+		"uplink 100": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
+		"uplink 200": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(200) },
+		"downlink 1": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
+		"downlink 2": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(secondUE) },
 	}
 	for name, lookup := range lookups {
 		set, err := lookup()
@@ -211,9 +211,9 @@ func TestFig10RoundTrip(t *testing.T) {
 	}
 	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
 	sameJSON(t, got, fig10Installed)
-	for name, lookup := range map[string]func() (datapath.PDRSet, error){
-		"TEID 100":     func() (datapath.PDRSet, error) { return e.dp.Uplink(100) },
-		"UE 10.1.3.27": func() (datapath.PDRSet, error) { return e.dp.Downlink(fig10UE) },
+	for name, lookup := range map[string]func() (upfxdp.PDRSet, error){
+		"TEID 100":     func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
+		"UE 10.1.3.27": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
 	} {
 		if set, err := lookup(); err != nil || set.Count != 1 {
 			t.Errorf("%s: %+v, %v; want one PDR", name, set, err)
@@ -464,7 +464,7 @@ func TestClient(t *testing.T) {
 
 	st, err := c.Stats(ctx)
 	must(t, err)
-	if st.Sessions != 1 || len(st.Interfaces) != 1 || st.Interfaces[0].Name != upfIface || len(st.Interfaces[0].Reasons) != len(datapath.ReasonNames) {
+	if st.Sessions != 1 || len(st.Interfaces) != 1 || st.Interfaces[0].Name != upfIface || len(st.Interfaces[0].Reasons) != len(upfxdp.ReasonNames) {
 		t.Errorf("stats: %+v", st)
 	}
 	// The table, of counts that do not depend on stray kernel traffic.

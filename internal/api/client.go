@@ -16,7 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/datapath"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // DefaultURL is where a daemon with the default configuration listens.
@@ -274,10 +274,10 @@ func (s *Stats) WriteTable(w io.Writer) error {
 // first), any it does not know last.
 func reasonsInOrder(reasons map[string]Counter) []string {
 	rank := func(name string) int {
-		if i := slices.Index(datapath.ReasonNames[:], name); i >= 0 {
+		if i := slices.Index(upfxdp.ReasonNames[:], name); i >= 0 {
 			return i
 		}
-		return len(datapath.ReasonNames)
+		return len(upfxdp.ReasonNames)
 	}
 	names := slices.Collect(maps.Keys(reasons))
 	slices.SortFunc(names, func(a, b string) int {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/cuupxdp"
-	"github.com/xdp5g/xdp5g/internal/e1"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
 // BearerContexts is the body of GET /api/v1/cuup/bearer-contexts.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/cuupxdp"
-	"github.com/xdp5g/xdp5g/internal/e1"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
 const bearerContextSetup = `{

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/buffer"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/sdf"
-	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // defaultPrecedence is the precedence of a PDR whose document gives none:
@@ -151,13 +151,13 @@ type volumes struct {
 	Downlink uint64 `json:"downlink,omitempty"`
 }
 
-// volumesOf reads limits indexed as datapath.URRTotal, URRUplink and
+// volumesOf reads limits indexed as upfxdp.URRTotal, URRUplink and
 // URRDownlink; nil when there are none.
 func volumesOf(v [3]uint64) *volumes {
 	if v == [3]uint64{} {
 		return nil
 	}
-	return &volumes{Total: v[datapath.URRTotal], Uplink: v[datapath.URRUplink], Downlink: v[datapath.URRDownlink]}
+	return &volumes{Total: v[upfxdp.URRTotal], Uplink: v[upfxdp.URRUplink], Downlink: v[upfxdp.URRDownlink]}
 }
 
 // Usage is what a URR measured: inner packet octets and packets.
@@ -472,7 +472,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 
 // documentOf is the document of an installed session with its PDRs' live
 // counters.
-func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage map[uint32]datapath.URRUsage,
+func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map[uint32]upfxdp.URRUsage,
 	buffers map[uint32]buffer.Stats) *document {
 	d := &document{SEID: s.SEID, PDRs: []pdrDoc{}, FARs: []farDoc{}}
 	for _, p := range s.PDRs {
@@ -533,8 +533,8 @@ func documentOf(s session.Session, counters map[uint16]datapath.Counter, usage m
 		ud := urrDoc{ID: u.ID, VolumeThreshold: volumesOf(u.Limits.Threshold), VolumeQuota: volumesOf(u.Limits.Quota),
 			NotifyStart: u.Limits.NotifyStart, MeasureBeforeQoS: u.BeforeQoS}
 		if m, ok := usage[u.ID]; ok {
-			ud.Usage = &Usage{Uplink: Counter{Packets: m.Packets[datapath.URRUplink], Bytes: m.Bytes[datapath.URRUplink]},
-				Downlink: Counter{Packets: m.Packets[datapath.URRDownlink], Bytes: m.Bytes[datapath.URRDownlink]}}
+			ud.Usage = &Usage{Uplink: Counter{Packets: m.Packets[upfxdp.URRUplink], Bytes: m.Bytes[upfxdp.URRUplink]},
+				Downlink: Counter{Packets: m.Packets[upfxdp.URRDownlink], Bytes: m.Bytes[upfxdp.URRDownlink]}}
 			if !m.FirstPacket.IsZero() {
 				ud.Usage.FirstPacket, ud.Usage.LastPacket = &m.FirstPacket, &m.LastPacket
 			}

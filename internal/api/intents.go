@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/xdp5g/xdp5g/internal/intent"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
 )
 
 // Intents is the body of GET /api/v1/intents.

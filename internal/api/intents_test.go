@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdp5g/xdp5g/internal/intent"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
 )
 
 // listing1 is the intent of Listing 1 of 000_…, on CPU 0 and an interface

@@ -23,11 +23,11 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/ippool"
-	"github.com/xdp5g/xdp5g/internal/n4"
-	"github.com/xdp5g/xdp5g/internal/pfcp"
-	"github.com/xdp5g/xdp5g/internal/pfcptest"
-	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/n4"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
 
 const (

@@ -12,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
-	"github.com/xdp5g/xdp5g/internal/intent"
-	"github.com/xdp5g/xdp5g/internal/report"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
+	"github.com/xdp5g/xdp5g/internal/classify/report"
 )
 
 // Rule is a classification rule as the REST API shows it:
@@ -48,7 +48,7 @@ type RuleEgress struct {
 
 // Classifier is the daemon's classifier as the REST API serves it.
 type Classifier struct {
-	Rules *classify.Datapath
+	Rules *classifyxdp.Datapath
 	// Interface finds an interface of the classifier's namespace by name.
 	Interface func(name string) (*net.Interface, error)
 	// Intents install rules and slices of their own, which the rules and
@@ -68,11 +68,11 @@ type RuleCount struct {
 	Rules int `json:"rules"`
 }
 
-var ruleActions = enum{uint8(classify.ActionDrop): "drop", uint8(classify.ActionPass): "pass",
-	uint8(classify.ActionMirror): "mirror", uint8(classify.ActionRedirect): "redirect", uint8(classify.ActionSteer): "steer",
-	uint8(classify.ActionCount): "count"}
+var ruleActions = enum{uint8(classifyxdp.ActionDrop): "drop", uint8(classifyxdp.ActionPass): "pass",
+	uint8(classifyxdp.ActionMirror): "mirror", uint8(classifyxdp.ActionRedirect): "redirect", uint8(classifyxdp.ActionSteer): "steer",
+	uint8(classifyxdp.ActionCount): "count"}
 
-type ruleAction classify.ActionKind
+type ruleAction classifyxdp.ActionKind
 
 func (a *ruleAction) fromJSON(v any) error {
 	n, err := ruleActions.parse(v)
@@ -82,8 +82,8 @@ func (a *ruleAction) fromJSON(v any) error {
 
 func (a ruleAction) MarshalJSON() ([]byte, error) { return json.Marshal(ruleActions[uint8(a)]) }
 
-var tunnelNames = map[string]uint64{"vxlan": uint64(classify.TunnelVXLAN), "geneve": uint64(classify.TunnelGENEVE),
-	"gre": uint64(classify.TunnelGRE), "gtpu": uint64(classify.TunnelGTPU)}
+var tunnelNames = map[string]uint64{"vxlan": uint64(classifyxdp.TunnelVXLAN), "geneve": uint64(classifyxdp.TunnelGENEVE),
+	"gre": uint64(classifyxdp.TunnelGRE), "gtpu": uint64(classifyxdp.TunnelGTPU)}
 
 // isTunnelType says whether a field is a level's tunnel type (tunnel1 to
 // tunnel4), which documents may name.
@@ -101,7 +101,7 @@ func tunnelName(v uint64) string {
 }
 
 // ruleMatch is a rule's matches, by field name.
-type ruleMatch []classify.Match
+type ruleMatch []classifyxdp.Match
 
 func (m *ruleMatch) fromJSON(v any) error {
 	obj, ok := v.(map[string]any)
@@ -119,9 +119,9 @@ func (m *ruleMatch) fromJSON(v any) error {
 	return nil
 }
 
-func parseMatch(name string, v any) (classify.Match, error) {
-	m := classify.Match{Field: name}
-	f, ok := classify.FieldByName(name)
+func parseMatch(name string, v any) (classifyxdp.Match, error) {
+	m := classifyxdp.Match{Field: name}
+	f, ok := classifyxdp.FieldByName(name)
 	switch {
 	case !ok:
 		return m, fmt.Errorf("no field %q", name)
@@ -185,7 +185,7 @@ func parseMatch(name string, v any) (classify.Match, error) {
 func (m ruleMatch) MarshalJSON() ([]byte, error) {
 	out := map[string]any{}
 	for _, match := range m {
-		f, _ := classify.FieldByName(match.Field)
+		f, _ := classifyxdp.FieldByName(match.Field)
 		all := uint64(1)<<(8*f.Size) - 1
 		switch {
 		case match.Prefix.IsValid():
@@ -226,7 +226,7 @@ func pathRuleID(r *http.Request) (uint32, error) {
 }
 
 // ruleDoc is the document of a rule with its counters.
-func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
+func (s *server) ruleDoc(r classifyxdp.Rule) (Rule, error) {
 	packets, bytes, err := s.classifier.Rules.Counters(r.ID)
 	if err != nil {
 		return Rule{}, err
@@ -237,10 +237,10 @@ func (s *server) ruleDoc(r classify.Rule) (Rule, error) {
 }
 
 // ruleDocument is the document of a rule, without counters.
-func ruleDocument(r classify.Rule) Rule {
+func ruleDocument(r classifyxdp.Rule) Rule {
 	id := r.ID
 	doc := Rule{ID: &id, Priority: r.Priority, Action: ruleAction(r.Action), Match: r.Matches}
-	if r.Action == classify.ActionSteer {
+	if r.Action == classifyxdp.ActionSteer {
 		doc.Slice = &r.Slice
 	}
 	if r.Out != nil {
@@ -250,12 +250,12 @@ func ruleDocument(r classify.Rule) Rule {
 }
 
 // rule is the rule a document describes, its egress found.
-func (c *Classifier) rule(doc Rule) (classify.Rule, error) {
-	rule := classify.Rule{Priority: doc.Priority, Action: classify.ActionKind(doc.Action), Matches: doc.Match}
+func (c *Classifier) rule(doc Rule) (classifyxdp.Rule, error) {
+	rule := classifyxdp.Rule{Priority: doc.Priority, Action: classifyxdp.ActionKind(doc.Action), Matches: doc.Match}
 	if doc.ID != nil {
 		rule.ID = *doc.ID
 	}
-	switch steer := rule.Action == classify.ActionSteer; {
+	switch steer := rule.Action == classifyxdp.ActionSteer; {
 	case steer && doc.Slice == nil:
 		return rule, badRequest("slice", "a rule that steers names its slice")
 	case !steer && doc.Slice != nil:
@@ -270,7 +270,7 @@ func (c *Classifier) rule(doc Rule) (classify.Rule, error) {
 	if err != nil {
 		return rule, badRequest("out.interface", "no interface %q where the classifier runs", doc.Out.Interface)
 	}
-	rule.Out = &classify.Egress{Interface: iface.Name, Ifindex: iface.Index, SrcMAC: iface.HardwareAddr}
+	rule.Out = &classifyxdp.Egress{Interface: iface.Name, Ifindex: iface.Index, SrcMAC: iface.HardwareAddr}
 	if rule.Out.DstMAC, err = parseMAC(doc.Out.DstMAC); err != nil {
 		return rule, badRequest("out.dstMac", "%v", err)
 	}
@@ -349,7 +349,7 @@ func (c *Classifier) RestoreRules(data []byte) error {
 			return prefixed(fmt.Sprintf("slices[%d]", i), err)
 		}
 	}
-	rules := make([]classify.Rule, len(doc.Rules))
+	rules := make([]classifyxdp.Rule, len(doc.Rules))
 	for i, d := range doc.Rules {
 		field := fmt.Sprintf("rules[%d]", i)
 		if d.ID == nil {
@@ -361,7 +361,7 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		}
 	}
 	err := c.Rules.Add(rules...)
-	var re *classify.RuleError
+	var re *classifyxdp.RuleError
 	if errors.As(err, &re) && len(rules) > 0 {
 		// Add names a rule of several by its place, the only one not.
 		i, field := 0, re.Field
@@ -405,7 +405,7 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, badRequest("id", "IDs from %d on are the intents' rules'", uint32(1)<<31)
 	}
 	if err := s.classifier.Rules.Add(rule); err != nil {
-		var re *classify.RuleError
+		var re *classifyxdp.RuleError
 		if errors.As(err, &re) {
 			return 0, nil, badRequest(documentField(rule, re.Field), "%s", re.Msg)
 		}
@@ -417,7 +417,7 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 
 // documentField names a field of a rule's document for the field of a
 // rule error: matches[i] is match.<the i-th match's field>.
-func documentField(r classify.Rule, field string) string {
+func documentField(r classifyxdp.Rule, field string) string {
 	var i int
 	var rest string
 	if n, _ := fmt.Sscanf(field, "matches[%d]%s", &i, &rest); n >= 1 && i < len(r.Matches) {
@@ -449,7 +449,7 @@ func (s *server) listRules(w http.ResponseWriter, r *http.Request) (int, any, er
 	out := Rules{Rules: []Rule{}}
 	for _, rule := range s.classifier.Rules.Rules() {
 		doc, err := s.ruleDoc(rule)
-		if errors.Is(err, classify.ErrNoRule) {
+		if errors.Is(err, classifyxdp.ErrNoRule) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
@@ -470,7 +470,7 @@ func (s *server) getRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, ruleNotFound(id)
 	}
 	doc, err := s.ruleDoc(rule)
-	if errors.Is(err, classify.ErrNoRule) {
+	if errors.Is(err, classifyxdp.ErrNoRule) {
 		return 0, nil, ruleNotFound(id)
 	}
 	return http.StatusOK, doc, err
@@ -484,7 +484,7 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 	if intent.OwnsRule(id) {
 		return 0, nil, &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("rule %d is an intent's: delete the intent", id)}
 	}
-	if err := s.classifier.Rules.Delete(id); errors.Is(err, classify.ErrNoRule) {
+	if err := s.classifier.Rules.Delete(id); errors.Is(err, classifyxdp.ErrNoRule) {
 		return 0, nil, ruleNotFound(id)
 	} else if err != nil {
 		return 0, nil, err
@@ -500,7 +500,7 @@ func (s *server) clearRules(w http.ResponseWriter, r *http.Request) (int, any, e
 			ids = append(ids, rule.ID)
 		}
 	}
-	if err := s.classifier.Rules.Delete(ids...); err != nil && !errors.Is(err, classify.ErrNoRule) {
+	if err := s.classifier.Rules.Delete(ids...); err != nil && !errors.Is(err, classifyxdp.ErrNoRule) {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil

@@ -14,9 +14,9 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/intent"
 )
 
 // withRules gives the env a classifier in the UPF's namespace and serves
@@ -29,7 +29,7 @@ func (e *env) withRules(t *testing.T) {
 
 func (e *env) newClassifier(t *testing.T) *Classifier {
 	t.Helper()
-	d, err := classify.OpenDatapath(classify.Config{})
+	d, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
 	must(t, err)
 	t.Cleanup(func() { d.Close() })
 	resolve := func(name string) (iface *net.Interface, err error) {

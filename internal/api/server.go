@@ -67,12 +67,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/e1"
-	"github.com/xdp5g/xdp5g/internal/n4"
-	"github.com/xdp5g/xdp5g/internal/pfcp"
-	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/upf/n4"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // maxBody bounds a session document.
@@ -104,7 +104,7 @@ type Stats struct {
 }
 
 // InterfaceStats counts where the packets an interface received ended, by
-// reason (datapath.ReasonNames).
+// reason (upfxdp.ReasonNames).
 type InterfaceStats struct {
 	Name    string             `json:"name"`
 	Ifindex uint32             `json:"ifindex"`
@@ -160,8 +160,8 @@ type PFCP struct {
 type Services struct {
 	// Store and Datapath are the UPF's, nil without a UPF.
 	Store    *session.Store
-	Datapath *datapath.Datapath // the store fills it
-	PFCP     *PFCP              // nil without N4
+	Datapath *upfxdp.Datapath // the store fills it
+	PFCP     *PFCP            // nil without N4
 	// Classifier is nil without classification.
 	Classifier *Classifier
 	CUUP       *cuup.CUUP // nil without a CU-UP
@@ -173,7 +173,7 @@ type Services struct {
 
 type server struct {
 	store          *session.Store
-	dp             *datapath.Datapath
+	dp             *upfxdp.Datapath
 	pfcp           *PFCP
 	classifier     *Classifier
 	cuup           *cuup.CUUP
@@ -437,7 +437,7 @@ func (s *server) live(sess session.Session) (*document, error) {
 	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		return nil, err
 	}
-	usage := map[uint32]datapath.URRUsage{}
+	usage := map[uint32]upfxdp.URRUsage{}
 	for _, u := range sess.URRs {
 		m, err := s.store.URRUsage(sess.SEID, u.ID)
 		if errors.Is(err, session.ErrNotFound) {

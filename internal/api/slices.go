@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 )
 
 // Slice is a set of CPUs that steer rules spread flows over, as the REST
@@ -17,7 +17,7 @@ type Slice struct {
 	// they cannot be served.
 	Prioritised bool `json:"prioritised,omitempty"`
 	// Bits per second each receiving CPU lets through, and the bucket in
-	// bytes (classify.Slice); 0: no limit.
+	// bytes (classifyxdp.Slice); 0: no limit.
 	Rate  uint64 `json:"rate,omitempty"`
 	Burst uint64 `json:"burst,omitempty"`
 	// What each CPU of the machine took of the slice, those that took
@@ -37,7 +37,7 @@ type Slices struct {
 	Slices []Slice `json:"slices"`
 }
 
-func sliceDocument(s classify.Slice) Slice {
+func sliceDocument(s classifyxdp.Slice) Slice {
 	id := s.ID
 	doc := Slice{ID: &id, CPUs: []uint32{}, Prioritised: s.Prioritised, Rate: s.Rate, Burst: s.Burst}
 	for _, cpu := range s.CPUs {
@@ -46,7 +46,7 @@ func sliceDocument(s classify.Slice) Slice {
 	return doc
 }
 
-func (s *server) sliceDoc(sl classify.Slice) (Slice, error) {
+func (s *server) sliceDoc(sl classifyxdp.Slice) (Slice, error) {
 	doc := sliceDocument(sl)
 	perCPU, err := s.classifier.Rules.SliceCPUs(sl.ID)
 	for cpu, c := range perCPU {
@@ -59,19 +59,19 @@ func (s *server) sliceDoc(sl classify.Slice) (Slice, error) {
 
 // setSlice sets up the slice a document describes; an error names the
 // field.
-func (c *Classifier) setSlice(doc Slice) (classify.Slice, error) {
+func (c *Classifier) setSlice(doc Slice) (classifyxdp.Slice, error) {
 	if doc.ID == nil {
-		return classify.Slice{}, badRequest("id", "a slice has its ID")
+		return classifyxdp.Slice{}, badRequest("id", "a slice has its ID")
 	}
 	if doc.Counters != nil {
-		return classify.Slice{}, badRequest("counters", "counters are the data path's to say")
+		return classifyxdp.Slice{}, badRequest("counters", "counters are the data path's to say")
 	}
-	s := classify.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised, Rate: doc.Rate, Burst: doc.Burst}
+	s := classifyxdp.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised, Rate: doc.Rate, Burst: doc.Burst}
 	for i, cpu := range doc.CPUs {
 		s.CPUs[i] = int(cpu)
 	}
 	err := c.Rules.SetSlice(s)
-	var re *classify.RuleError
+	var re *classifyxdp.RuleError
 	if errors.As(err, &re) {
 		return s, badRequest(re.Field, "%s", re.Msg)
 	}
@@ -129,9 +129,9 @@ func (s *server) deleteSlice(w http.ResponseWriter, r *http.Request) (int, any, 
 		return 0, nil, err
 	}
 	switch err := s.classifier.Rules.DeleteSlice(id); {
-	case errors.Is(err, classify.ErrNoSlice):
+	case errors.Is(err, classifyxdp.ErrNoSlice):
 		return 0, nil, sliceNotFound(id)
-	case errors.Is(err, classify.ErrSliceInUse):
+	case errors.Is(err, classifyxdp.ErrSliceInUse):
 		return 0, nil, &Error{Status: http.StatusConflict, Msg: err.Error()}
 	case err != nil:
 		return 0, nil, err

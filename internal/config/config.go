@@ -19,22 +19,22 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/xdp5g/xdp5g/internal/buffer"
-	"github.com/xdp5g/xdp5g/internal/classify"
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/cuupxdp"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/gtpu"
-	"github.com/xdp5g/xdp5g/internal/ippool"
-	"github.com/xdp5g/xdp5g/internal/n4"
-	"github.com/xdp5g/xdp5g/internal/pfcp"
-	"github.com/xdp5g/xdp5g/internal/xdplink"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/n4"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // Defaults of the settings a file may leave out.
 const (
 	DefaultListen      = "127.0.0.1:9880"
-	DefaultMaxSessions = datapath.DefaultMaxSessions
+	DefaultMaxSessions = upfxdp.DefaultMaxSessions
 	DefaultStateFile   = "/var/lib/xdp5g/sessions.json"
 	// DefaultReportInterval is how often the classifier reports.
 	DefaultReportInterval = 10 * time.Second
@@ -134,8 +134,8 @@ type Classify struct {
 	Interfaces []string
 	MaxMasks   int
 	// OrphanFragments is what becomes of a fragment whose first fragment
-	// was not seen: classify.ActionPass or classify.ActionDrop.
-	OrphanFragments classify.ActionKind
+	// was not seen: classifyxdp.ActionPass or classifyxdp.ActionDrop.
+	OrphanFragments classifyxdp.ActionKind
 	// RulesFile keeps the rules across restarts; by default rules.json
 	// next to the state file.
 	RulesFile string
@@ -148,7 +148,7 @@ type Classify struct {
 // Interface is a network interface the data path attaches to.
 type Interface struct {
 	Name  string
-	Roles datapath.Role
+	Roles upfxdp.Role
 }
 
 // API is where the REST API listens.
@@ -207,7 +207,7 @@ type Datapath struct {
 func (c *Config) CoreInterfaces() []string {
 	var names []string
 	for _, i := range c.Interfaces {
-		if i.Roles&datapath.RoleCore != 0 {
+		if i.Roles&upfxdp.RoleCore != 0 {
 			names = append(names, i.Name)
 		}
 	}
@@ -336,7 +336,7 @@ func parse(data []byte) (*Config, error) {
 	cfg := &Config{
 		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: DefaultListen},
-		Datapath:  Datapath{PinPath: datapath.DefaultPinPath, MaxSessions: DefaultMaxSessions},
+		Datapath:  Datapath{PinPath: upfxdp.DefaultPinPath, MaxSessions: DefaultMaxSessions},
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
@@ -349,7 +349,7 @@ func parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-var roleNames = map[string]datapath.Role{"access": datapath.RoleAccess, "core": datapath.RoleCore}
+var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore}
 
 func parseInterfaces(f *file, cfg *Config) error {
 	if !f.upf() {
@@ -359,7 +359,7 @@ func parseInterfaces(f *file, cfg *Config) error {
 		return invalid("interfaces", "at least one interface is needed")
 	}
 	seen := map[string]bool{}
-	var all datapath.Role
+	var all upfxdp.Role
 	for i, in := range f.Interfaces {
 		field := fmt.Sprintf("interfaces[%d]", i)
 		if err := checkIfName(in.Name); err != nil {
@@ -372,7 +372,7 @@ func parseInterfaces(f *file, cfg *Config) error {
 		if len(in.Roles) == 0 {
 			return invalid(field+".roles", "give access, core or both")
 		}
-		var roles datapath.Role
+		var roles upfxdp.Role
 		for j, name := range in.Roles {
 			role, ok := roleNames[name]
 			if !ok {
@@ -386,7 +386,7 @@ func parseInterfaces(f *file, cfg *Config) error {
 		all |= roles
 		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles})
 	}
-	if all != datapath.RoleAccess|datapath.RoleCore {
+	if all != upfxdp.RoleAccess|upfxdp.RoleCore {
 		return invalid("interfaces", "a UPF needs an access (N3) and a core (N6) interface; one interface may have both roles")
 	}
 	return nil
@@ -413,8 +413,8 @@ func parseN3Addresses(f *file, cfg *Config) error {
 	switch n := len(f.N3Addresses); {
 	case n == 0:
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
-	case n > datapath.MaxN3Addresses:
-		return invalid("n3_addresses", "at most %d addresses, got %d", datapath.MaxN3Addresses, n)
+	case n > upfxdp.MaxN3Addresses:
+		return invalid("n3_addresses", "at most %d addresses, got %d", upfxdp.MaxN3Addresses, n)
 	}
 	for i, s := range f.N3Addresses {
 		field := fmt.Sprintf("n3_addresses[%d]", i)
@@ -477,13 +477,13 @@ func parseDatapath(f *file, cfg *Config) error {
 	if p := f.Datapath.PinPath; p != "" {
 		// Detach removes this directory: never a mount point itself.
 		if !filepath.IsAbs(p) || filepath.Dir(filepath.Clean(p)) == "/" || filepath.Clean(p) == "/sys/fs/bpf" {
-			return invalid("datapath.pin_path", "%q must be a directory of its own below a bpffs mount, such as %s", p, datapath.DefaultPinPath)
+			return invalid("upfxdp.pin_path", "%q must be a directory of its own below a bpffs mount, such as %s", p, upfxdp.DefaultPinPath)
 		}
 		cfg.Datapath.PinPath = filepath.Clean(p)
 	}
 	if n := f.Datapath.MaxSessions; n != nil {
 		if *n == 0 || *n > maxSessionsLimit {
-			return invalid("datapath.max_sessions", "must be from 1 to %d", maxSessionsLimit)
+			return invalid("upfxdp.max_sessions", "must be from 1 to %d", maxSessionsLimit)
 		}
 		cfg.Datapath.MaxSessions = *n
 	}
@@ -524,20 +524,20 @@ func parseStateFile(f *file, cfg *Config) error {
 	return nil
 }
 
-var orphanFragmentActions = map[string]classify.ActionKind{"pass": classify.ActionPass, "drop": classify.ActionDrop}
+var orphanFragmentActions = map[string]classifyxdp.ActionKind{"pass": classifyxdp.ActionPass, "drop": classifyxdp.ActionDrop}
 
 func parseClassify(f *file, cfg *Config) error {
 	c := f.Classify
 	if c == nil {
 		return nil
 	}
-	out := &Classify{MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
+	out := &Classify{MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
 		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json"), ReportInterval: DefaultReportInterval}
 	if len(c.Interfaces) == 0 {
-		return invalid("classify.interfaces", "at least one interface is needed")
+		return invalid("classifyxdp.interfaces", "at least one interface is needed")
 	}
 	for i, name := range c.Interfaces {
-		field := fmt.Sprintf("classify.interfaces[%d]", i)
+		field := fmt.Sprintf("classifyxdp.interfaces[%d]", i)
 		if err := checkIfName(name); err != nil {
 			return invalid(field, "%v", err)
 		}
@@ -550,37 +550,37 @@ func parseClassify(f *file, cfg *Config) error {
 		out.Interfaces = append(out.Interfaces, name)
 	}
 	if n := c.MaxMasks; n != nil {
-		if *n < 1 || *n > classify.MaxMasks {
-			return invalid("classify.max_masks", "must be from 1 to %d", classify.MaxMasks)
+		if *n < 1 || *n > classifyxdp.MaxMasks {
+			return invalid("classifyxdp.max_masks", "must be from 1 to %d", classifyxdp.MaxMasks)
 		}
 		out.MaxMasks = *n
 	}
 	if c.OrphanFragments != "" {
 		a, ok := orphanFragmentActions[c.OrphanFragments]
 		if !ok {
-			return invalid("classify.orphan_fragments", "unknown action %q (pass or drop)", c.OrphanFragments)
+			return invalid("classifyxdp.orphan_fragments", "unknown action %q (pass or drop)", c.OrphanFragments)
 		}
 		out.OrphanFragments = a
 	}
 	if p := c.RulesFile; p != "" {
 		if !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
-			return invalid("classify.rules_file", "%q must be an absolute file path", p)
+			return invalid("classifyxdp.rules_file", "%q must be an absolute file path", p)
 		}
 		out.RulesFile = filepath.Clean(p)
 	}
 	if out.RulesFile == cfg.StateFile {
-		return invalid("classify.rules_file", "%s is the state file", out.RulesFile)
+		return invalid("classifyxdp.rules_file", "%s is the state file", out.RulesFile)
 	}
 	if d := c.Reports.Interval; d != nil {
 		if *d < 10*time.Millisecond {
-			return invalid("classify.reports.interval", "must be 10ms or more")
+			return invalid("classifyxdp.reports.interval", "must be 10ms or more")
 		}
 		out.ReportInterval = *d
 	}
 	for i, hook := range c.Reports.Webhooks {
 		u, err := url.Parse(hook)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return invalid(fmt.Sprintf("classify.reports.webhooks[%d]", i), "%q is not an http or https URL", hook)
+			return invalid(fmt.Sprintf("classifyxdp.reports.webhooks[%d]", i), "%q is not an http or https URL", hook)
 		}
 		out.Webhooks = append(out.Webhooks, hook)
 	}

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/classify"
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/xdplink"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 const minimal = `
@@ -30,7 +30,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		Interfaces:  []Interface{{Name: "eth0", Roles: datapath.RoleAccess | datapath.RoleCore}},
+		Interfaces:  []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
 		XDPMode:     xdplink.ModeNative,
 		API:         API{Listen: "127.0.0.1:9880"},
@@ -98,7 +98,7 @@ cuup:
 		t.Fatal(err)
 	}
 	want := &Config{
-		Interfaces:  []Interface{{Name: "n3", Roles: datapath.RoleAccess}, {Name: "n6", Roles: datapath.RoleCore}},
+		Interfaces:  []Interface{{Name: "n3", Roles: upfxdp.RoleAccess}, {Name: "n6", Roles: upfxdp.RoleCore}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1")},
 		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
@@ -122,7 +122,7 @@ cuup:
 			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
 				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
 		},
-		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classify.ActionDrop,
+		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classifyxdp.ActionDrop,
 			RulesFile: "/tmp/upf2/rules.json", ReportInterval: 2 * time.Second, Webhooks: []string{"http://collector.example:8080/xdp5g"}},
 		CUUP: &CUUP{N3: CUUPInterface{Interface: "cu-n3", Address: netip.MustParseAddr("10.61.0.2")},
 			F1U: CUUPInterface{Interface: "cu-f1u", Address: netip.MustParseAddr("2001:db8:62::2")},
@@ -275,7 +275,7 @@ func TestClassifyDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Classify{Interfaces: []string{"edge0"}, MaxMasks: classify.DefaultMaxMasks, OrphanFragments: classify.ActionPass,
+	want := &Classify{Interfaces: []string{"edge0"}, MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
 		RulesFile: "/srv/upf/rules.json", ReportInterval: 10 * time.Second}
 	if !reflect.DeepEqual(cfg.Classify, want) {
 		t.Errorf("got %+v\nwant %+v", cfg.Classify, want)
@@ -318,11 +318,11 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"netns path", "netns: /run/netns/upf", "netns"},
 		{"listen without port", "api: {listen: 127.0.0.1}", "api.listen"},
 		{"listen named port", "api: {listen: 'localhost:http'}", "api.listen"},
-		{"relative pin path", "datapath: {pin_path: xdp5g}", "datapath.pin_path"},
-		{"root pin path", "datapath: {pin_path: /}", "datapath.pin_path"},
-		{"bpffs root as pin path", "datapath: {pin_path: /sys/fs/bpf}", "datapath.pin_path"},
-		{"zero sessions", "datapath: {max_sessions: 0}", "datapath.max_sessions"},
-		{"huge sessions", "datapath: {max_sessions: 4000000000}", "datapath.max_sessions"},
+		{"relative pin path", "datapath: {pin_path: xdp5g}", "upfxdp.pin_path"},
+		{"root pin path", "datapath: {pin_path: /}", "upfxdp.pin_path"},
+		{"bpffs root as pin path", "datapath: {pin_path: /sys/fs/bpf}", "upfxdp.pin_path"},
+		{"zero sessions", "datapath: {max_sessions: 0}", "upfxdp.max_sessions"},
+		{"huge sessions", "datapath: {max_sessions: 4000000000}", "upfxdp.max_sessions"},
 		{"no buffering", "buffering: {session_packets: 0}", "buffering.session_packets"},
 		{"huge buffers", "buffering: {total_packets: 2000000}", "buffering.total_packets"},
 		{"relative state file", "state_file: sessions.json", "state_file"},
@@ -352,17 +352,17 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{"forwarding policy to a name", "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", `pfcp.forwarding_policies["fw"]`},
 		{"forwarding policy to multicast", "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", `pfcp.forwarding_policies["fw"]`},
 		{"empty forwarding policy identifier", `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, `pfcp.forwarding_policies[""]`},
-		{"classify without interfaces", "classify: {max_masks: 4}", "classify.interfaces"},
-		{"classify interface name", "classify: {interfaces: [edge0, 'a/b']}", "classify.interfaces[1]"},
-		{"classify interface twice", "classify: {interfaces: [edge0, edge0]}", "classify.interfaces[1]"},
-		{"classify on the UPF's interface", "classify: {interfaces: [eth0]}", "classify.interfaces[0]"},
-		{"classify zero masks", "classify: {interfaces: [edge0], max_masks: 0}", "classify.max_masks"},
-		{"classify too many masks", "classify: {interfaces: [edge0], max_masks: 33}", "classify.max_masks"},
-		{"classify orphan fragments", "classify: {interfaces: [edge0], orphan_fragments: mirror}", "classify.orphan_fragments"},
-		{"classify relative rules file", "classify: {interfaces: [edge0], rules_file: rules.json}", "classify.rules_file"},
-		{"classify reports too often", "classify: {interfaces: [edge0], reports: {interval: 1ms}}", "classify.reports.interval"},
-		{"classify webhook not a URL", "classify: {interfaces: [edge0], reports: {webhooks: ['http://a/', 'collector:80']}}", "classify.reports.webhooks[1]"},
-		{"classify rules in the state file", "state_file: /srv/s.json\nclassify: {interfaces: [edge0], rules_file: /srv/s.json}", "classify.rules_file"},
+		{"classify without interfaces", "classify: {max_masks: 4}", "classifyxdp.interfaces"},
+		{"classify interface name", "classify: {interfaces: [edge0, 'a/b']}", "classifyxdp.interfaces[1]"},
+		{"classify interface twice", "classify: {interfaces: [edge0, edge0]}", "classifyxdp.interfaces[1]"},
+		{"classify on the UPF's interface", "classify: {interfaces: [eth0]}", "classifyxdp.interfaces[0]"},
+		{"classify zero masks", "classify: {interfaces: [edge0], max_masks: 0}", "classifyxdp.max_masks"},
+		{"classify too many masks", "classify: {interfaces: [edge0], max_masks: 33}", "classifyxdp.max_masks"},
+		{"classify orphan fragments", "classify: {interfaces: [edge0], orphan_fragments: mirror}", "classifyxdp.orphan_fragments"},
+		{"classify relative rules file", "classify: {interfaces: [edge0], rules_file: rules.json}", "classifyxdp.rules_file"},
+		{"classify reports too often", "classify: {interfaces: [edge0], reports: {interval: 1ms}}", "classifyxdp.reports.interval"},
+		{"classify webhook not a URL", "classify: {interfaces: [edge0], reports: {webhooks: ['http://a/', 'collector:80']}}", "classifyxdp.reports.webhooks[1]"},
+		{"classify rules in the state file", "state_file: /srv/s.json\nclassify: {interfaces: [edge0], rules_file: /srv/s.json}", "classifyxdp.rules_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
+	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/intent"
-	"github.com/xdp5g/xdp5g/internal/report"
 )
 
 // classifyLinks is where, under the pin path, the classifier's links live.
@@ -29,10 +29,10 @@ func classifyLinks(cfg *config.Config) string {
 // reports its figures from then on, until stop.
 func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
-		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
+		return nil, nil, fmt.Errorf("classifyxdp.rules_file: %w", err)
 	}
 	state := &stateFile{path: cfg.Classify.RulesFile, log: log}
-	rules, err := classify.OpenDatapath(classify.Config{MaxMasks: cfg.Classify.MaxMasks,
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{MaxMasks: cfg.Classify.MaxMasks,
 		OrphanFragments: cfg.Classify.OrphanFragments, Changed: state.changed})
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +81,7 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 		if err := c.Rules.KeepCountingDrops(dir); err != nil {
 			return err
 		}
-	} else if err := classify.StopCountingDrops(dir); err != nil {
+	} else if err := classifyxdp.StopCountingDrops(dir); err != nil {
 		return err
 	}
 	return inNetns(ns, func() error {
@@ -91,13 +91,13 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 			}
 			log.Info("classifier attached", "interface", name, "mode", cfg.XDPMode)
 		}
-		attached, err := classify.Attached(dir)
+		attached, err := classifyxdp.Attached(dir)
 		if err != nil {
 			return err
 		}
 		for _, name := range attached {
 			if !slices.Contains(names, name) {
-				if err := classify.Detach(dir, name); err != nil {
+				if err := classifyxdp.Detach(dir, name); err != nil {
 					return fmt.Errorf("classify interface %s: %w", name, err)
 				}
 				log.Info("classifier detached from an interface no longer configured", "interface", name)

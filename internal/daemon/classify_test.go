@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/report"
+	"github.com/xdp5g/xdp5g/internal/classify/report"
 )
 
 // Addresses of the spare link, where the classifier runs.

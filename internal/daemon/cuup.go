@@ -13,8 +13,8 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/cuupxdp"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
 )
 
 // cuupRun is the CU-UP the daemon serves.

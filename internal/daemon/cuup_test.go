@@ -23,20 +23,21 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/e1"
-	"github.com/xdp5g/xdp5g/internal/gtpu"
-	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 )
 
 // The cell site of the CU-UP tests: the daemon's namespace holds the
 // CU-UP's interfaces, n3 towards a UPF stand-in and f1u towards a DU
 // stand-in, each in a namespace of its own.
 var (
-	upfN3 = testbed.CellUPF
-	cuN3  = testbed.CellCUN3
-	cuF1U = testbed.CellCUF1U
-	duF1U = testbed.CellDU
+	upfN3 = cellsite.UPFAddr
+	cuN3  = cellsite.CUN3Addr
+	cuF1U = cellsite.CUF1UAddr
+	duF1U = cellsite.DUAddr
 )
 
 const (
@@ -73,7 +74,7 @@ var duTunnel = fmt.Sprintf(`{"pduSessionResourceToModifyList": [{"pduSessionId":
   "drbToModifyList": [{"drbId": 1, "dlUpParameters": {"transportLayerAddress": "%s", "gtpTeid": %d}}]}]}`, duF1U, duTEID)
 
 type cellSite struct {
-	*testbed.CellSite
+	*cellsite.Site
 	dir, pin string
 	listen   string
 }
@@ -83,10 +84,10 @@ func newCellSite(t *testing.T) *cellSite {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	site, err := testbed.NewCellSite("dmncu-")
+	site, err := cellsite.New("dmncu-")
 	must(t, err)
 	t.Cleanup(func() { must(t, site.Close()) })
-	s := &cellSite{CellSite: site, dir: t.TempDir(), pin: "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
+	s := &cellSite{Site: site, dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
 	t.Cleanup(func() { os.RemoveAll(s.pin) })
 	return s
 }
@@ -105,9 +106,9 @@ func (s *cellSite) config(t *testing.T, cuupSection string) *config.Config {
 }
 
 // listen opens a GTP-U socket in a namespace.
-func listen(t *testing.T, ns *testbed.Netns, addr netip.Addr) *net.UDPConn {
+func listen(t *testing.T, ns *namespace.Netns, addr netip.Addr) *net.UDPConn {
 	t.Helper()
-	conn, err := testbed.ListenGTPU(ns, addr)
+	conn, err := cellsite.ListenGTPU(ns, addr)
 	must(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return conn

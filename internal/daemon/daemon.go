@@ -22,12 +22,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/buffer"
-	"github.com/xdp5g/xdp5g/internal/classify"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/nexthop"
-	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // shutdownTimeout bounds how long requests in flight may take at shutdown.
@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 
 // upf is the UPF's data path and sessions.
 type upf struct {
-	dp        *datapath.Datapath
+	dp        *upfxdp.Datapath
 	nh        *nexthop.Resolver
 	store     *session.Store
 	buffers   *buffer.Manager
@@ -168,7 +168,7 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 			err = errors.Join(err, u.close())
 		}
 	}()
-	u.dp, err = datapath.Open(datapath.Options{
+	u.dp, err = upfxdp.Open(upfxdp.Options{
 		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
 	})
 	if err != nil {
@@ -263,7 +263,7 @@ func readState(path string) ([]byte, error) {
 // attach attaches every configured interface (replacing a previous run's
 // program without a gap) and detaches the ones a previous run attached that
 // the configuration no longer lists.
-func attach(dp *datapath.Datapath, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
+func attach(dp *upfxdp.Datapath, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
 	return inNetns(ns, func() error {
 		var names []string
 		for _, i := range cfg.Interfaces {
@@ -316,13 +316,13 @@ func Detach(cfg *config.Config) error {
 	if err := unix.Statfs(pin, &st); errors.Is(err, unix.ENOENT) {
 		return nil // nothing attached
 	} else if err != nil {
-		return fmt.Errorf("datapath.pin_path %s: %w", pin, err)
+		return fmt.Errorf("upfxdp.pin_path %s: %w", pin, err)
 	}
 	// The directory is removed recursively: make sure it is ours.
 	if st.Type != unix.BPF_FS_MAGIC {
-		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
+		return fmt.Errorf("upfxdp.pin_path %s is not on a bpf filesystem; not removing it", pin)
 	}
-	if err := errors.Join(datapath.DetachAll(pin), classify.DetachAll(classifyLinks(cfg))); err != nil {
+	if err := errors.Join(upfxdp.DetachAll(pin), classifyxdp.DetachAll(classifyLinks(cfg))); err != nil {
 		return err
 	}
 	return os.RemoveAll(pin)

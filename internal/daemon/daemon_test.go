@@ -21,9 +21,9 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/pfcptest"
-	"github.com/xdp5g/xdp5g/internal/testbed"
+	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // doc is a session whose gNB is the peer namespace's end of the veth,
@@ -48,7 +48,7 @@ func must(t *testing.T, err error) {
 // peer namespace (the gNB and the data network), and the files of a
 // configuration.
 type env struct {
-	upf, peer *testbed.Netns
+	upf, peer *namespace.Netns
 	dir, pin  string
 	listen    string
 	// pfcp and classify are the sections config writes, as YAML flow
@@ -61,15 +61,15 @@ func newEnv(t *testing.T) *env {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	e := &env{dir: t.TempDir(), pin: "/sys/fs/bpf/" + testbed.UniqueName("xdp5g-dmn-")}
-	for _, n := range []**testbed.Netns{&e.upf, &e.peer} {
-		ns, err := testbed.New("dmn-")
+	e := &env{dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-dmn-")}
+	for _, n := range []**namespace.Netns{&e.upf, &e.peer} {
+		ns, err := namespace.New("dmn-")
 		must(t, err)
 		t.Cleanup(func() { must(t, ns.Delete()) })
 		*n = ns
 	}
-	must(t, testbed.Veth(e.upf, "n3n6", e.peer, "gnb"))
-	must(t, testbed.Veth(e.upf, "spare", e.peer, "spare"))
+	must(t, namespace.Veth(e.upf, "n3n6", e.peer, "gnb"))
+	must(t, namespace.Veth(e.upf, "spare", e.peer, "spare"))
 	must(t, e.upf.AddAddr("n3n6", "10.1.3.1/24"))
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
@@ -144,7 +144,7 @@ func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func(
 
 // xdpAttached says whether an interface of a namespace has an XDP
 // program.
-func xdpAttached(t *testing.T, in *testbed.Netns, ifname string) bool {
+func xdpAttached(t *testing.T, in *namespace.Netns, ifname string) bool {
 	t.Helper()
 	ns, err := netns.GetFromName(in.Name)
 	must(t, err)
@@ -159,7 +159,7 @@ func xdpAttached(t *testing.T, in *testbed.Netns, ifname string) bool {
 
 // sendDownlink sends packets to the UE from the data network until the data
 // path has forwarded one more, and fails the test if it does not.
-func (e *env) sendDownlink(t *testing.T, dp *datapath.Datapath) {
+func (e *env) sendDownlink(t *testing.T, dp *upfxdp.Datapath) {
 	t.Helper()
 	var conn net.PacketConn
 	must(t, e.peer.Do(func() (err error) {
@@ -179,7 +179,7 @@ func (e *env) sendDownlink(t *testing.T, dp *datapath.Datapath) {
 	t.Fatal("no downlink packet was forwarded")
 }
 
-func forwarded(t *testing.T, dp *datapath.Datapath) uint64 {
+func forwarded(t *testing.T, dp *upfxdp.Datapath) uint64 {
 	t.Helper()
 	ifaces, err := dp.Counters()
 	must(t, err)
@@ -211,7 +211,7 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	created, err := client.Create(ctx, []byte(doc))
 	must(t, err)
 	// A second handle on the pinned maps, to look at them between runs.
-	dp, err := datapath.Open(datapath.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: first.N3Addresses})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: first.N3Addresses})
 	must(t, err)
 	defer dp.Close()
 	if set, err := dp.Uplink(700); err != nil || set.Count != 1 {

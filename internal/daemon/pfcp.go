@@ -12,14 +12,14 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/api"
-	"github.com/xdp5g/xdp5g/internal/buffer"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/gtpu"
-	"github.com/xdp5g/xdp5g/internal/ippool"
-	"github.com/xdp5g/xdp5g/internal/n4"
-	"github.com/xdp5g/xdp5g/internal/pfcp"
-	"github.com/xdp5g/xdp5g/internal/session"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/n4"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // checkPFCPListen fails when the PFCP address cannot be bound. The server
@@ -41,7 +41,7 @@ func checkPFCPListen(listen string) error {
 // it beside those of the REST API, and their usage is reported from the
 // data path's counters. started is when the run started. Call stop before
 // closing the store.
-func servePFCP(cfg *config.Config, store *session.Store, dp *datapath.Datapath, buffers *buffer.Manager, ns netns.NsHandle,
+func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, buffers *buffer.Manager, ns netns.NsHandle,
 	started time.Time, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE

@@ -9,14 +9,14 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/cuup"
-	"github.com/xdp5g/xdp5g/internal/cuupxdp"
-	"github.com/xdp5g/xdp5g/internal/e1"
-	"github.com/xdp5g/xdp5g/internal/gtpu"
-	"github.com/xdp5g/xdp5g/internal/nrsec"
-	"github.com/xdp5g/xdp5g/internal/nru"
-	"github.com/xdp5g/xdp5g/internal/testbed"
-	"github.com/xdp5g/xdp5g/internal/xdplink"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
+	"github.com/xdp5g/xdp5g/internal/ran/cuup"
+	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/ran/nrsec"
+	"github.com/xdp5g/xdp5g/internal/ran/nru"
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 )
 
 // The CU-UP demo's traffic: downlink packets from the UPF, uplink PDUs
@@ -38,7 +38,7 @@ var (
 // NIA2, between a UPF and a DU that check what they receive with their own
 // PDCP security.
 func runCUUP(ctx context.Context, w io.Writer) (err error) {
-	site, err := testbed.NewCellSite("demo-cu")
+	site, err := cellsite.New("demo-cu")
 	if err != nil {
 		return err
 	}
@@ -48,14 +48,14 @@ func runCUUP(ctx context.Context, w io.Writer) (err error) {
 		return err
 	}
 	defer dp.Close()
-	c, err := cuup.New(cuup.Config{N3: testbed.CellCUN3, F1U: testbed.CellCUF1U, Tunnels: dp})
+	c, err := cuup.New(cuup.Config{N3: cellsite.CUN3Addr, F1U: cellsite.CUF1UAddr, Tunnels: dp})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	var x *cuup.XDP
 	if err := site.CU.Do(func() (err error) {
-		x, err = c.OpenXDP(dp, cuup.XDPConfig{N3: testbed.CellN3, F1U: testbed.CellF1U, Mode: xdplink.ModeNative})
+		x, err = c.OpenXDP(dp, cuup.XDPConfig{N3: cellsite.N3, F1U: cellsite.F1U, Mode: xdplink.ModeNative})
 		return err
 	}); err != nil {
 		return err
@@ -69,10 +69,10 @@ func runCUUP(ctx context.Context, w io.Writer) (err error) {
 	}()
 
 	fmt.Fprintln(w, "\nxdp5g demo: UPF ──N3── CU-UP ──F1-U── DU, each in a network namespace of its own")
-	fmt.Fprintf(w, "  UPF    %-16s %s %s\n", site.UPF.Name, testbed.CellN3, testbed.CellUPF)
+	fmt.Fprintf(w, "  UPF    %-16s %s %s\n", site.UPF.Name, cellsite.N3, cellsite.UPFAddr)
 	fmt.Fprintf(w, "  CU-UP  %-16s %s %s, %s %s: xdp_cuup in native mode, an AF_XDP socket on each\n", site.CU.Name,
-		testbed.CellN3, testbed.CellCUN3, testbed.CellF1U, testbed.CellCUF1U)
-	fmt.Fprintf(w, "  DU     %-16s %s %s\n", site.DU.Name, testbed.CellF1U, testbed.CellDU)
+		cellsite.N3, cellsite.CUN3Addr, cellsite.F1U, cellsite.CUF1UAddr)
+	fmt.Fprintf(w, "  DU     %-16s %s %s\n", site.DU.Name, cellsite.F1U, cellsite.DUAddr)
 	n3TEID, f1uTEID, err := cuupBearer(c)
 	if err != nil {
 		return err
@@ -80,12 +80,12 @@ func runCUUP(ctx context.Context, w io.Writer) (err error) {
 	fmt.Fprintf(w, "  bearer context: NEA2 and NIA2; PDU session 1 on N3 TEID %#x, DRB 1 (QFI %d, 18-bit SNs) on F1-U TEID %#x, to the DU's %#x\n\n",
 		n3TEID, cuupQFI, f1uTEID, cuupDUTEID)
 
-	upf, err := testbed.ListenGTPU(site.UPF, testbed.CellUPF)
+	upf, err := cellsite.ListenGTPU(site.UPF, cellsite.UPFAddr)
 	if err != nil {
 		return err
 	}
 	defer upf.Close()
-	du, err := testbed.ListenGTPU(site.DU, testbed.CellDU)
+	du, err := cellsite.ListenGTPU(site.DU, cellsite.DUAddr)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func cuupBearer(c *cuup.CUUP) (n3, f1u uint32, err error) {
 			Key: e1.UPSecurityKey{Encryption: cuupEncKey, Integrity: (*e1.Key)(&cuupIntKey)}},
 		PDUSessions: []e1.PDUSessionToSetup{{ID: 1, Type: e1.IPv4, SNSSAI: e1.SNSSAI{SST: 1},
 			SecurityIndication: e1.SecurityIndication{Integrity: e1.Required, Confidentiality: e1.Required},
-			ULTunnel:           e1.UPTunnel{Address: testbed.CellUPF, TEID: cuupUPFTEID},
+			ULTunnel:           e1.UPTunnel{Address: cellsite.UPFAddr, TEID: cuupUPFTEID},
 			DRBs: []e1.DRBToSetup{{ID: 1, SDAP: e1.SDAPConfiguration{DefaultDRB: true, HeaderUL: true, HeaderDL: true},
 				PDCP:     e1.PDCPConfiguration{SNSizeUL: 18, SNSizeDL: 18, RLCMode: e1.RLCAM},
 				QoSFlows: []e1.QoSFlow{{QFI: cuupQFI, FiveQI: 9}}}}}}})
@@ -127,7 +127,7 @@ func cuupBearer(c *cuup.CUUP) (n3, f1u uint32, err error) {
 		return 0, 0, err
 	}
 	_, err = c.Modify(resp.CUUPUEID, e1.BearerContextModificationRequest{Modify: []e1.PDUSessionToModify{{ID: 1,
-		ModifyDRBs: []e1.DRBToModify{{ID: 1, DLTunnel: &e1.UPTunnel{Address: testbed.CellDU, TEID: cuupDUTEID}}}}}})
+		ModifyDRBs: []e1.DRBToModify{{ID: 1, DLTunnel: &e1.UPTunnel{Address: cellsite.DUAddr, TEID: cuupDUTEID}}}}}})
 	s := resp.PDUSessions[0]
 	return s.DLTunnel.TEID, s.DRBs[0].ULTunnel.TEID, err
 }
@@ -159,7 +159,7 @@ func cuupDownlinkRun(upf, du *net.UDPConn, sec pdcpSecurity, teid uint32, inner 
 	msg := make([]byte, gtpu.GPDUHeaderLen(len(container))+len(inner))
 	n := gtpu.PutGPDUHeader(msg, teid, len(inner), gtpu.ExtPDUSessionContainer, container[:])
 	copy(msg[n:], inner)
-	to := netip.AddrPortFrom(testbed.CellCUN3, gtpu.Port)
+	to := netip.AddrPortFrom(cellsite.CUN3Addr, gtpu.Port)
 	buf := make([]byte, 4096)
 	for i := range cuupDownlink {
 		if _, err := upf.WriteToUDPAddrPort(msg, to); err != nil {
@@ -204,7 +204,7 @@ func (s pdcpSecurity) downlinkPDU(msg []byte, sn uint32, inner []byte) bool {
 // cuupUplinkRun has the DU send the UE's packet cuupUplink times in PDCP
 // PDUs it protects, and counts what reaches the UPF intact.
 func cuupUplinkRun(upf, du *net.UDPConn, sec pdcpSecurity, teid uint32, inner []byte) (int, error) {
-	to := netip.AddrPortFrom(testbed.CellCUF1U, gtpu.Port)
+	to := netip.AddrPortFrom(cellsite.CUF1UAddr, gtpu.Port)
 	buf := make([]byte, 4096)
 	received := 0
 	for count := range uint32(cuupUplink) {

@@ -17,8 +17,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 const (
@@ -180,14 +180,14 @@ func summary(l gopacket.Layer) string {
 
 // printCounters prints the data path's non-zero outcome counters per
 // interface.
-func printCounters(w io.Writer, dp *datapath.Datapath) error {
+func printCounters(w io.Writer, dp *upfxdp.Datapath) error {
 	ifaces, err := dp.Counters()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nUPF counters:")
 	for _, c := range ifaces {
-		for _, reason := range datapath.ReasonNames {
+		for _, reason := range upfxdp.ReasonNames {
 			if n := c.Reasons[reason]; n.Packets > 0 {
 				fmt.Fprintf(w, "  %-4s %-20s %11s packets %13s bytes\n", c.Name, reason, grouped(n.Packets), grouped(n.Bytes))
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp5g/xdp5g/internal/testbed"
-	"github.com/xdp5g/xdp5g/internal/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 )
 
 // The demo network: gNB ──N3── UPF ──N6── DN, one namespace each. Interface
@@ -48,7 +48,7 @@ const (
 // Testbed is the demo network with a traffic sink at each far end: veth
 // delivers what the UPF redirects only to an end with an XDP program.
 type Testbed struct {
-	GNB, UPF, DN *testbed.Netns
+	GNB, UPF, DN *namespace.Netns
 	// MACs of the veth ends: the gNB's and the UPF's N3, the UPF's and the
 	// DN's N6.
 	GNBMAC, N3MAC, N6MAC, DNMAC net.HardwareAddr
@@ -68,10 +68,10 @@ func NewTestbed() (_ *Testbed, err error) {
 		}
 	}()
 	for _, n := range []struct {
-		ns     **testbed.Netns
+		ns     **namespace.Netns
 		prefix string
 	}{{&tb.GNB, "xdp5g-gnb"}, {&tb.UPF, "xdp5g-upf"}, {&tb.DN, "xdp5g-dn"}} {
-		if *n.ns, err = testbed.New(n.prefix); err != nil {
+		if *n.ns, err = namespace.New(n.prefix); err != nil {
 			return nil, err
 		}
 		// Without IPv6 on the links the stacks stay silent and only the
@@ -82,7 +82,7 @@ func NewTestbed() (_ *Testbed, err error) {
 			return nil, err
 		}
 	}
-	if err := errors.Join(testbed.Veth(tb.GNB, N3, tb.UPF, N3), testbed.Veth(tb.UPF, N6, tb.DN, N6)); err != nil {
+	if err := errors.Join(namespace.Veth(tb.GNB, N3, tb.UPF, N3), namespace.Veth(tb.UPF, N6, tb.DN, N6)); err != nil {
 		return nil, err
 	}
 	if tb.gnbIndex, tb.GNBMAC, err = tb.GNB.Link(N3); err != nil {
@@ -130,7 +130,7 @@ func (tb *Testbed) Close() error {
 			errs = append(errs, s.Close())
 		}
 	}
-	for _, ns := range []*testbed.Netns{tb.GNB, tb.UPF, tb.DN} {
+	for _, ns := range []*namespace.Netns{tb.GNB, tb.UPF, tb.DN} {
 		if ns != nil {
 			errs = append(errs, ns.Delete())
 		}
@@ -209,7 +209,7 @@ func (tb *Testbed) DownlinkFrame(inner []byte) []byte {
 // sink they must reach.
 type Direction struct {
 	Name, To string
-	from     *testbed.Netns
+	from     *namespace.Netns
 	ifindex  int
 	Sink     *trafficgen.Sink
 }

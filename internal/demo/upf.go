@@ -9,12 +9,12 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/xdp5g/xdp5g/internal/buffer"
-	"github.com/xdp5g/xdp5g/internal/datapath"
-	"github.com/xdp5g/xdp5g/internal/nexthop"
-	"github.com/xdp5g/xdp5g/internal/session"
-	"github.com/xdp5g/xdp5g/internal/testbed"
-	"github.com/xdp5g/xdp5g/internal/xdplink"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // The demo's PDU session.
@@ -56,10 +56,10 @@ func Session() session.Session {
 // (access) and N6 (core), the next-hop resolver and a session store, over
 // maps pinned in a directory of its own.
 type UPF struct {
-	Datapath *datapath.Datapath
+	Datapath *upfxdp.Datapath
 	Resolver *nexthop.Resolver
 	Store    *session.Store
-	ns       *testbed.Netns
+	ns       *namespace.Netns
 	pinPath  string
 	attached []string
 }
@@ -67,8 +67,8 @@ type UPF struct {
 // Interfaces are the UPF's interfaces and what each carries.
 var Interfaces = []struct {
 	Name string
-	Role datapath.Role
-}{{N3, datapath.RoleAccess}, {N6, datapath.RoleCore}}
+	Role upfxdp.Role
+}{{N3, upfxdp.RoleAccess}, {N6, upfxdp.RoleCore}}
 
 // StartUPF opens a UPF sized for the demo and attaches it.
 func (tb *Testbed) StartUPF() (*UPF, error) {
@@ -85,13 +85,13 @@ func (tb *Testbed) StartUPF() (*UPF, error) {
 // OpenUPF opens maps sized for maxSessions and starts resolving next hops;
 // Attach puts xdp_upf on the interfaces; Close undoes it all.
 func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
-	u := &UPF{ns: tb.UPF, pinPath: filepath.Join("/sys/fs/bpf", testbed.UniqueName("xdp5g-demo-"))}
+	u := &UPF{ns: tb.UPF, pinPath: filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-demo-"))}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, u.Close())
 		}
 	}()
-	u.Datapath, err = datapath.Open(datapath.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: []netip.Addr{N3Addr}})
+	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: []netip.Addr{N3Addr}})
 	if err != nil {
 		return nil, err
 	}

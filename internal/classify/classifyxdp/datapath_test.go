@@ -1,0 +1,399 @@
+package classifyxdp
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+// randomFrame is a nested packet of one of the paper's traffic types or
+// GRE, over small domains of addresses, ports, tunnel ids and video
+// layers, so that rules over the same domains match it often.
+func randomFrame(random *rand.Rand) []byte {
+	pick := func(n int) int { return random.IntN(n) }
+	srcs, dsts := []string{"10.45.0.2", "10.45.1.2", "10.46.0.2"}, []string{"10.100.6.2", "10.100.6.3", "10.100.7.2"}
+	inner := []gopacket.SerializableLayer{ipv4(srcs[pick(3)], dsts[pick(3)], layers.IPProtocolUDP),
+		udp(40000, []layers.UDPPort{5004, 5005, 80, 5001}[pick(4)])}
+	if pick(3) > 0 {
+		inner = append(inner, demo.RTPH265(0xcafe, 1, byte(pick(2)), 1))
+	}
+	vxlanOuter := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP),
+		udp(50000, 4789), &layers.VXLAN{ValidIDFlag: true, VNI: []uint32{100, 200}[pick(2)]}, eth(layers.EthernetTypeIPv4)}
+	gtp := []gopacket.SerializableLayer{ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152),
+		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: []uint32{0x100, 0x101}[pick(2)]}}
+	var ls []gopacket.SerializableLayer
+	switch pick(4) {
+	case 0: // IP flow
+		ls = slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, inner)
+	case 1: // multi-tenant flow
+		ls = slices.Concat(vxlanOuter, inner)
+	case 2: // 5G multi-tenant flow
+		ls = slices.Concat(vxlanOuter, gtp, inner)
+	default:
+		ls = slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolGRE),
+			&layers.GRE{KeyPresent: true, Key: uint32(pick(2)), Protocol: layers.EthernetTypeIPv4}}, inner)
+	}
+	return demo.Serialize(false, ls...)
+}
+
+// randomRule is a rule of one of a few shapes over the domains of
+// randomFrame: the distinct masks stay within what the data path takes.
+func randomRule(random *rand.Rand, id uint32) Rule {
+	pick := func(n int) int { return random.IntN(n) }
+	prefix := func(s string) Match {
+		return Match{Field: []string{"innerSrc", "innerDst"}[pick(2)], Prefix: netip.MustParsePrefix(s)}
+	}
+	exact := func(field string, values ...uint64) Match {
+		f, _ := FieldByName(field)
+		return Match{Field: field, Value: values[pick(len(values))], Mask: f.max()}
+	}
+	ranges := [][2]uint64{{5000, 5007}, {5004, 5005}, {0, 1023}}
+	shapes := [][]Match{
+		{prefix([]string{"10.100.6.0/24", "10.45.0.0/16"}[pick(2)]), exact("dstPort", 5004, 5005, 80)},
+		{prefix([]string{"10.100.6.2/32", "10.46.0.2/32"}[pick(2)]), {Field: "layerId", Value: uint64(pick(2)), Mask: 0x3f}},
+		{exact("tunnels", 0, 1, 2), exact("tunnel1Id", 100, 200, 0, 1)},
+		{exact("tunnel2Id", 0x100, 0x101), exact("layerId", 0, 1)},
+		{exact("tunnel1", uint64(TunnelVXLAN), uint64(TunnelGRE)), exact("rtp", 0, 1)},
+		{func() Match { r := ranges[pick(3)]; return Match{Field: "dstPort", Ranged: true, Lo: r[0], Hi: r[1]} }()},
+		{exact("h265", 1), exact("dscp", 46, 0)},
+	}
+	return Rule{ID: id, Priority: uint32(pick(5)), Matches: shapes[pick(len(shapes))],
+		Action: []ActionKind{ActionDrop, ActionPass, ActionCount}[pick(3)]}
+}
+
+// The data path's verdicts, against the linear reference over the keys the
+// data path parsed: random rules, random nested packets, each packet twice
+// (the second from the flow cache), then again after half the rules went
+// (the flow cache must not answer for the old rules).
+func TestDatapathAgreesWithReference(t *testing.T) {
+	p := newParser(t)
+	p.grace = 0 // nothing runs the program between the test's runs
+	random := rand.New(rand.NewPCG(17, 19))
+	var rules []Rule
+	for id := range uint32(200) {
+		r := randomRule(random, id+1)
+		if err := p.Add(r); err != nil {
+			t.Fatalf("rule %+v: %v", r, err)
+		}
+		rules = append(rules, r)
+	}
+	frames := make([][]byte, 2000)
+	for i := range frames {
+		frames[i] = randomFrame(random)
+	}
+	ruleOf := func() map[uint32]uint32 {
+		m := map[uint32]uint32{}
+		for id, slot := range p.slots {
+			m[slot] = id
+		}
+		return m
+	}
+	matched := map[uint32]uint64{} // runs each rule won
+	compare := func(what string) {
+		t.Helper()
+		bySlot := ruleOf()
+		winners := map[uint32]bool{}
+		for i, frame := range frames {
+			for pass := range 2 {
+				action, st := p.run(t, frame)
+				key := Key(bytesOf(st.Key))
+				want, ok := referenceLookup(rules, &key)
+				got, gotOK := bySlot[st.Rule]
+				if ok != gotOK || got != want.ID {
+					t.Fatalf("%s: frame %d, run %d: the data path found rule %d (%t), the reference %d (%t); key % x",
+						what, i, pass, got, gotOK, want.ID, ok, key[:])
+				}
+				if wantAction := uint32(xdpPass); ok && want.Action == ActionDrop && action != xdpDrop || (!ok || want.Action != ActionDrop) && action != wantAction {
+					t.Fatalf("%s: frame %d: action %d for rule %+v", what, i, action, want)
+				}
+				if gotOK {
+					winners[got] = true
+					matched[got]++
+				}
+			}
+		}
+		t.Logf("%s: %d rules, %d masks, %d rules won", what, p.Len(), p.table.Masks(), len(winners))
+		if len(winners) < 10 {
+			t.Errorf("%s: only %d rules won: the test shows little", what, len(winners))
+		}
+	}
+	compare("added")
+	for i := len(rules) - 1; i >= 0; i -= 2 {
+		if err := p.Delete(rules[i].ID); err != nil {
+			t.Fatal(err)
+		}
+		rules = slices.Delete(rules, i, i+1)
+	}
+	compare("half deleted")
+
+	// Every run counted against the rule it matched, and only there.
+	for _, r := range rules {
+		n, _, err := p.Counters(r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != matched[r.ID] {
+			t.Errorf("rule %d counted %d packets, matched %d", r.ID, n, matched[r.ID])
+		}
+	}
+}
+
+// Rules change while packets are classified on another CPU: every verdict
+// is that of a whole rule set, the one before a change or the one after,
+// never of a half-written one.
+func TestRuleChangesAreHitless(t *testing.T) {
+	p := newParser(t)
+	random := rand.New(rand.NewPCG(23, 29))
+	frames := make([][]byte, 50)
+	for i := range frames {
+		frames[i] = randomFrame(random)
+	}
+	// A version is the rule set after a change, and which rule each
+	// counter slot held then.
+	type version struct {
+		rules  []Rule
+		bySlot map[uint32]uint32
+	}
+	snapshot := func(rules []Rule) version {
+		v := version{rules: slices.Clone(rules), bySlot: map[uint32]uint32{}}
+		for id, slot := range p.slots {
+			v.bySlot[slot] = id
+		}
+		return v
+	}
+	var rules []Rule
+	for id := range uint32(60) {
+		r := randomRule(random, id+1)
+		if err := p.Add(r); err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	versions := []version{snapshot(rules)}
+	var done atomic.Bool
+	var current atomic.Int64 // index of the last version wholly in place
+	type observation struct {
+		frame         int
+		slot          uint32
+		before, after int64
+	}
+	seen := make(chan []observation)
+	failed := make(chan error, 1)
+	go func() {
+		var obs []observation
+		for i := 0; !done.Load(); i++ {
+			before := current.Load()
+			_, st, err := p.try(frames[i%len(frames)])
+			if err != nil {
+				failed <- err
+				break
+			}
+			obs = append(obs, observation{i % len(frames), st.Rule, before, current.Load()})
+		}
+		seen <- obs
+	}()
+	next := uint32(1000)
+	for range 150 {
+		if random.IntN(2) == 0 && len(rules) > 1 {
+			i := random.IntN(len(rules))
+			if err := p.Delete(rules[i].ID); err != nil {
+				t.Fatal(err)
+			}
+			rules = slices.Delete(rules, i, i+1)
+		} else {
+			r := randomRule(random, next)
+			next++
+			if err := p.Add(r); err != nil {
+				t.Fatal(err)
+			}
+			rules = append(rules, r)
+		}
+		versions = append(versions, snapshot(rules))
+		current.Store(int64(len(versions) - 1))
+	}
+	done.Store(true)
+	obs := <-seen
+	select {
+	case err := <-failed:
+		t.Fatal(err)
+	default:
+	}
+	keys := make([]Key, len(frames)) // a key does not depend on the rules
+	for i, f := range frames {
+		_, st := p.run(t, f)
+		keys[i] = Key(bytesOf(st.Key))
+	}
+	for _, o := range obs {
+		key := keys[o.frame]
+		ok := false
+		// The change after o.after may have been switched to already.
+		for v := o.before; v <= min(o.after+1, int64(len(versions)-1)) && !ok; v++ {
+			want, found := referenceLookup(versions[v].rules, &key)
+			got, gotFound := versions[v].bySlot[o.slot]
+			ok = found == gotFound && got == want.ID
+		}
+		if !ok {
+			t.Fatalf("frame %d between versions %d and %d got rule slot %d: no whole rule set gives that", o.frame, o.before, o.after, o.slot)
+		}
+	}
+	t.Logf("%d packets classified during %d changes", len(obs), len(versions)-1)
+	if len(obs) < 1000 {
+		t.Errorf("only %d packets classified during the changes", len(obs))
+	}
+}
+
+// A batch of rules goes in whole or not at all; a refusal names the rule.
+func TestBatchesAreAllOrNothing(t *testing.T) {
+	p := newParser(t)
+	frame := randomFrame(rand.New(rand.NewPCG(1, 1)))
+	catchAll := func(id uint32, a ActionKind) Rule {
+		return Rule{ID: id, Priority: id, Action: a, Matches: []Match{{Field: "tunnels", Mask: 0}}}
+	}
+	toNoSlice := catchAll(2, ActionSteer)
+	toNoSlice.Slice = 7
+	for _, c := range []struct {
+		name  string
+		batch []Rule
+		field string
+	}{
+		{"a slice that is not there", []Rule{catchAll(1, ActionDrop), toNoSlice}, "rules[1].slice"},
+		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
+	} {
+		var re *RuleError
+		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
+		}
+		if action, st := p.run(t, frame); p.Len() != 0 || action != xdpPass || st.Rule != 0 {
+			t.Errorf("%s: %d rules, action %d, rule slot %d after the refusal", c.name, p.Len(), action, st.Rule)
+		}
+	}
+	if err := p.Add(catchAll(1, ActionCount), catchAll(2, ActionDrop)); err != nil {
+		t.Fatal(err)
+	}
+	if action, _ := p.run(t, frame); action != xdpDrop {
+		t.Errorf("action %d with the batch in place, want XDP_DROP", action)
+	}
+	// Rules are about IP: an ARP frame goes on whatever they say.
+	arp := demo.Serialize(false, eth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
+		HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: macA, SourceProtAddress: []byte{10, 0, 0, 1},
+		DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2}})
+	if action, st := p.run(t, arp); action != xdpPass || st.Rule != 0 {
+		t.Errorf("an ARP frame under a catch-all drop: action %d, rule slot %d", action, st.Rule)
+	}
+	if err := p.Delete(2, 7); err == nil || p.Len() != 2 {
+		t.Errorf("deleting a rule that is not there: %v, %d rules left", err, p.Len())
+	}
+	if err := p.Delete(1, 2); err != nil || p.Len() != 0 {
+		t.Fatalf("%v, %d rules left", err, p.Len())
+	}
+	if action, st := p.run(t, frame); action != xdpPass || st.Rule != 0 {
+		t.Errorf("action %d, rule slot %d with no rules", action, st.Rule)
+	}
+}
+
+// Fragments take the verdict of their packet's first fragment, at
+// whichever level the packet was fragmented; one whose first fragment was
+// not seen gets the configured action.
+func TestFragmentsFollowTheFirst(t *testing.T) {
+	fragment := func(src, dst string, id uint16, offset uint16, more bool, rest ...gopacket.SerializableLayer) []gopacket.SerializableLayer {
+		ip := ipv4(src, dst, layers.IPProtocolUDP)
+		ip.Id, ip.FragOffset = id, offset
+		if more {
+			ip.Flags = layers.IPv4MoreFragments
+		}
+		return append([]gopacket.SerializableLayer{ip}, rest...)
+	}
+	frame := func(ls ...[]gopacket.SerializableLayer) []byte { return demo.Serialize(false, slices.Concat(ls...)...) }
+	l2 := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}
+	junk := gopacket.Payload(make([]byte, 24))
+	first := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 0, true, udp(40000, 5004), junk))
+	later := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 4, false, junk))
+	orphan := frame(l2, fragment("10.45.0.2", "10.100.6.2", 8, 4, false, junk))
+	// A VXLAN packet fragmented outside, the rule's flow inside.
+	outerFirst := frame(l2, fragment("192.0.2.1", "192.0.2.2", 9, 0, true, udp(50000, 4789),
+		&layers.VXLAN{ValidIDFlag: true, VNI: 1}, eth(layers.EthernetTypeIPv4)), []gopacket.SerializableLayer{
+		ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP), udp(40000, 5004), junk})
+	outerLater := frame(l2, fragment("192.0.2.1", "192.0.2.2", 9, 10, false, junk))
+	// The same over IPv6, with a Fragment header.
+	ip6 := func(next layers.IPProtocol) *layers.IPv6 {
+		return &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: next, SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+	}
+	v6First := demo.Serialize(false, eth(layers.EthernetTypeIPv6), ip6(layers.IPProtocolIPv6Fragment),
+		&layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 0x1234, MoreFragments: true}, udp(40000, 5004), junk)
+	v6Later := demo.Serialize(false, eth(layers.EthernetTypeIPv6), ip6(layers.IPProtocolIPv6Fragment),
+		&layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 0x1234, FragmentOffset: 20}, junk)
+
+	p := newParser(t)
+	drop := func(id uint32, dst string) Rule {
+		return Rule{ID: id, Action: ActionDrop, Matches: []Match{{Field: "innerDst", Prefix: netip.MustParsePrefix(dst)},
+			{Field: "dstPort", Value: 5004, Mask: 0xffff}}}
+	}
+	if err := p.Add(drop(1, "10.100.6.2/32"), drop(2, "2001:db8::2/128")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		frame  []byte
+		action uint32
+		rule   uint32
+	}{
+		{"first fragment", first, xdpDrop, 1},
+		{"a later one", later, xdpDrop, 1},
+		{"an orphan", orphan, xdpPass, 0},
+		{"outer first fragment", outerFirst, xdpDrop, 1},
+		{"outer later fragment", outerLater, xdpDrop, 1},
+		{"IPv6 first fragment", v6First, xdpDrop, 2},
+		{"IPv6 later fragment", v6Later, xdpDrop, 2},
+	} {
+		action, st := p.run(t, c.frame)
+		if action != c.action || st.Rule != p.slots[c.rule] {
+			t.Errorf("%s: action %d, rule slot %d; want %d, rule %d (slot %d)", c.name, action, st.Rule, c.action, c.rule, p.slots[c.rule])
+		}
+	}
+	if n, _, _ := p.Counters(1); n != 4 {
+		t.Errorf("rule 1 counted %d packets, want its 4 fragments", n)
+	}
+
+	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
+	if action, _ := strict.run(t, orphan); action != xdpDrop {
+		t.Errorf("an orphan with orphans dropped: action %d", action)
+	}
+}
+
+// A full table cleared and filled again at once: the slots of the rules
+// gone are given again once they have cooled.
+func TestFullTableRefilled(t *testing.T) {
+	p := newParser(t)
+	full := func(first uint32) []Rule {
+		rules := make([]Rule, MaxRules)
+		for i := range rules {
+			dst := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+			rules[i] = Rule{ID: first + uint32(i), Action: ActionCount, Matches: []Match{{Field: "innerDst", Prefix: netip.PrefixFrom(dst, 32)}}}
+		}
+		return rules
+	}
+	if err := p.Add(full(1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(Rule{ID: 1 << 20, Action: ActionDrop}); err == nil {
+		t.Error("a rule over the limit was taken")
+	}
+	if err := p.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(full(1 << 20)...); err != nil {
+		t.Fatal(err)
+	}
+	if p.Len() != MaxRules {
+		t.Errorf("%d rules after the refill", p.Len())
+	}
+}

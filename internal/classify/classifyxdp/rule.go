@@ -1,0 +1,195 @@
+package classifyxdp
+
+import (
+	"fmt"
+	"math/bits"
+	"net"
+	"net/netip"
+)
+
+// Match is what a rule asks of one field: the field's value under a mask,
+// or, for a number field, a range (Lo to Hi, Ranged set).
+type Match struct {
+	Field string
+	// Value and Mask are numbers for number fields; for address fields,
+	// Prefix is used instead.
+	Value, Mask uint64
+	Prefix      netip.Prefix
+	Ranged      bool
+	Lo, Hi      uint64
+}
+
+// ActionKind is what a rule does with the packets it matches.
+type ActionKind uint8
+
+const (
+	ActionDrop     = ActionKind(classifyClassifyActionCLASSIFY_DROP)
+	ActionPass     = ActionKind(classifyClassifyActionCLASSIFY_PASS)     // to the kernel
+	ActionMirror   = ActionKind(classifyClassifyActionCLASSIFY_MIRROR)   // forwarded as usual, a copy out of a mirror interface
+	ActionRedirect = ActionKind(classifyClassifyActionCLASSIFY_REDIRECT) // out of an interface
+	ActionSteer    = ActionKind(classifyClassifyActionCLASSIFY_STEER)    // to a CPU of a slice
+	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on as if no rule matched
+)
+
+// Rule is a wildcard rule. Of the rules a key matches, the one with the
+// highest Priority wins; of equal priorities, the one added first.
+type Rule struct {
+	ID       uint32
+	Priority uint32
+	Matches  []Match
+	Action   ActionKind
+	Out      *Egress // where ActionRedirect sends packets, ActionMirror copies; nil for the other actions
+	Slice    uint32  // whose CPUs ActionSteer sends packets to, on to the kernel; 0 for the other actions
+}
+
+// Egress is where a redirecting rule sends packets, or a mirroring one
+// their copies: out of an interface (its index, in the namespace the
+// classifier runs in), with the outermost Ethernet header's addresses
+// rewritten.
+type Egress struct {
+	Interface      string // the interface's name, as the rule gave it
+	Ifindex        int
+	DstMAC, SrcMAC net.HardwareAddr
+}
+
+// RuleError is a rule refused: Field names what is wrong with it, as
+// matches[i] or a rule field.
+type RuleError struct {
+	Field, Msg string
+}
+
+func (e *RuleError) Error() string { return e.Field + ": " + e.Msg }
+
+func invalid(field, format string, args ...any) *RuleError {
+	return &RuleError{field, fmt.Sprintf(format, args...)}
+}
+
+// ternary is one value under one mask over the whole key: what a rule is
+// made of once its ranges are split into prefixes.
+type ternary struct {
+	value, mask Key
+}
+
+// ternaries checks a rule and turns it into the ternaries it matches: the
+// product of its ranges' prefix splits.
+func (r *Rule) ternaries() ([]ternary, error) {
+	switch {
+	case r.Action < ActionDrop || r.Action > ActionCount:
+		return nil, invalid("action", "unknown action %d", r.Action)
+	case (r.Action != ActionRedirect && r.Action != ActionMirror) && r.Out != nil:
+		return nil, invalid("out", "only a rule that redirects or mirrors has an egress")
+	case r.Action != ActionSteer && r.Slice != 0:
+		return nil, invalid("slice", "only a rule that steers has a slice")
+	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (r.Out == nil || r.Out.Ifindex <= 0):
+		return nil, invalid("out", "a rule that redirects or mirrors needs the interface to send out of")
+	case (r.Action == ActionRedirect || r.Action == ActionMirror) && (len(r.Out.DstMAC) != 6 || len(r.Out.SrcMAC) != 6):
+		return nil, invalid("out", "a rule that redirects or mirrors needs the Ethernet addresses to write")
+	}
+	out := []ternary{{}}
+	seen := map[string]bool{}
+	for i, m := range r.Matches {
+		where := fmt.Sprintf("matches[%d]", i)
+		f, ok := FieldByName(m.Field)
+		if !ok {
+			return nil, invalid(where+".field", "no field %q", m.Field)
+		}
+		if seen[m.Field] {
+			return nil, invalid(where+".field", "%s is matched twice", m.Field)
+		}
+		seen[m.Field] = true
+		parts, err := m.parts(f, where)
+		if err != nil {
+			return nil, err
+		}
+		if len(out)*len(parts) > maxTernaries {
+			return nil, invalid(where+".range", "the rule's ranges split into more than %d prefixes", maxTernaries)
+		}
+		var next []ternary
+		for _, t := range out {
+			for _, p := range parts {
+				c := t
+				p.apply(f, &c)
+				next = append(next, c)
+			}
+		}
+		out = next
+	}
+	return out, nil
+}
+
+// part is a value under a mask of one number field, or a prefix of an
+// address field.
+type part struct {
+	value, mask uint64
+	prefix      netip.Prefix
+}
+
+func (p part) apply(f Field, t *ternary) {
+	if f.kind == address {
+		a := p.prefix.Addr().As16()
+		copy(t.value[f.Offset:], a[:])
+		bitsOn := p.prefix.Bits()
+		if p.prefix.Addr().Is4() {
+			bitsOn += 96
+		}
+		for i := range f.Size {
+			n := min(max(bitsOn-8*i, 0), 8)
+			t.mask[f.Offset+i] = byte(0xff << (8 - n))
+		}
+		return
+	}
+	t.value.SetNumber(f, p.value&p.mask)
+	t.mask.SetNumber(f, p.mask)
+}
+
+// maxTernaries bounds the prefixes a rule's ranges split into, together: a
+// range of a 16-bit field takes at most 30.
+const maxTernaries = 64
+
+func (m Match) parts(f Field, where string) ([]part, error) {
+	switch {
+	case f.kind == address:
+		if m.Ranged || m.Mask != 0 || m.Value != 0 {
+			return nil, invalid(where, "%s is an address: give a prefix", f.Name)
+		}
+		if !m.Prefix.IsValid() {
+			return nil, invalid(where+".prefix", "%s needs a prefix", f.Name)
+		}
+		if m.Prefix.Addr().Is4In6() {
+			return nil, invalid(where+".prefix", "write the IPv4 prefix %s as IPv4", m.Prefix)
+		}
+		return []part{{prefix: m.Prefix.Masked()}}, nil
+	case m.Prefix.IsValid():
+		return nil, invalid(where+".prefix", "%s is a number, not an address", f.Name)
+	case m.Ranged:
+		if m.Lo > m.Hi || m.Hi > f.max() {
+			return nil, invalid(where+".range", "%d to %d is not a range of %s (0 to %d)", m.Lo, m.Hi, f.Name, f.max())
+		}
+		return splitRange(m.Lo, m.Hi, f.max()), nil
+	case m.Mask > f.max() || m.Value > f.max():
+		return nil, invalid(where, "%s holds values up to %d", f.Name, f.max())
+	case m.Value&^m.Mask != 0:
+		return nil, invalid(where+".value", "%#x has bits outside the mask %#x", m.Value, m.Mask)
+	}
+	return []part{{value: m.Value, mask: m.Mask}}, nil
+}
+
+// splitRange covers lo to hi with the fewest aligned blocks of a power of
+// two, each a value under a prefix mask of a field whose largest value is
+// all.
+func splitRange(lo, hi, all uint64) []part {
+	var out []part
+	for lo <= hi {
+		// The largest block that starts at lo and ends within hi.
+		size := uint64(1) << bits.TrailingZeros64(lo|(all+1))
+		for size > hi-lo+1 {
+			size >>= 1
+		}
+		out = append(out, part{value: lo, mask: all &^ (size - 1)})
+		if lo+size-1 == all {
+			break
+		}
+		lo += size
+	}
+	return out
+}

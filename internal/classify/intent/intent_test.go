@@ -1,0 +1,194 @@
+package intent
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/demo"
+)
+
+// interfaces stands for the classifier's namespace: eth0 and alt0.
+func interfaces(name string) (*net.Interface, error) {
+	index := map[string]int{"eth0": 2, "alt0": 3}[name]
+	if index == 0 {
+		return nil, errors.New("no such interface")
+	}
+	return &net.Interface{Index: index, Name: name}, nil
+}
+
+func newStore(t *testing.T) (*Store, *classifyxdp.Datapath) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF")
+	}
+	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dp.Close() })
+	return NewStore(dp, interfaces, nil), dp
+}
+
+// listing1Frame is a packet of Listing 1's flow: in GTP-U (TEID
+// 0x8894D0D4) in VXLAN (VNI 0x445), from 192.188.0.140 to port 5004.
+func listing1Frame() []byte {
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+	ip := func(src, dst string) *layers.IPv4 {
+		return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	}
+	return demo.Serialize(false, eth, ip("192.0.2.1", "192.0.2.2"), &layers.UDP{SrcPort: 50000, DstPort: 4789},
+		&layers.VXLAN{ValidIDFlag: true, VNI: 0x445}, eth, ip("10.100.3.1", "10.100.3.2"), &layers.UDP{SrcPort: 2152, DstPort: 2152},
+		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: 0x8894D0D4}, ip("192.188.0.140", "10.0.0.1"),
+		&layers.UDP{SrcPort: 40000, DstPort: 5004}, gopacket.Payload("video"))
+}
+
+// Listing 1 installs a prioritised slice on CPU 1 with a rule for its
+// resources, and the prioritised flow of its hash; the flow's packets are
+// steered and counted.
+func TestListing1(t *testing.T) {
+	s, dp := newStore(t)
+	in, deleted, err := s.Apply([]byte(Listing1))
+	if err != nil || deleted {
+		t.Fatalf("%v, deleted %v", err, deleted)
+	}
+	rules := dp.Rules()
+	if len(rules) != 1 || rules[0].Action != classifyxdp.ActionSteer || rules[0].Slice != in.Slice.ID || rules[0].Priority != prioQueuePriority {
+		t.Fatalf("rules %+v", rules)
+	}
+	want := []classifyxdp.Match{{Field: "dstPort", Value: 5004, Mask: 0xffff},
+		{Field: "innerSrc", Prefix: netip.MustParsePrefix("192.188.0.140/32")},
+		{Field: "tunnel1", Value: uint64(classifyxdp.TunnelVXLAN), Mask: 0xff}, {Field: "tunnel1Id", Value: 0x445, Mask: 0xffffffff},
+		{Field: "tunnel2", Value: uint64(classifyxdp.TunnelGTPU), Mask: 0xff}, {Field: "tunnel2Id", Value: 0x8894D0D4, Mask: 0xffffffff}}
+	if !reflect.DeepEqual(rules[0].Matches, want) {
+		t.Errorf("matches %+v\nwant %+v", rules[0].Matches, want)
+	}
+	if sl := dp.Slices(); len(sl) != 1 || !reflect.DeepEqual(sl[0].CPUs, []int{1}) || !sl[0].Prioritised {
+		t.Errorf("slices %+v, want one prioritised on CPU 1", sl)
+	}
+	flows, err := dp.PrioFlows()
+	if err != nil || len(flows) != 1 || flows[0].Hash != 0xE918D704 || flows[0].CPU != 1 {
+		t.Errorf("prioritised flows %+v (%v)", flows, err)
+	}
+	if verdict, err := dp.Program().Run(&ebpf.RunOptions{Data: listing1Frame()}); err != nil || verdict != 4 {
+		t.Errorf("the flow's packet: verdict %d (%v), want XDP_REDIRECT", verdict, err)
+	}
+	st, err := s.Get(in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Action != PrioQueue || st.FlowHash != "E918D704" || st.Stats.Packets != 1 || !reflect.DeepEqual(st.CPUs, []int{1}) {
+		t.Errorf("status %+v", st)
+	}
+	// DELETE with the same action and resources removes it, and all it installed.
+	del := strings.Replace(Listing1, `"INSERT"`, `"DELETE"`, 1)
+	if gone, deleted, err := s.Apply([]byte(del)); err != nil || !deleted || gone.ID != in.ID {
+		t.Fatalf("delete: %+v, %v, %v", gone, deleted, err)
+	}
+	flows, _ = dp.PrioFlows()
+	if len(dp.Rules()) != 0 || len(dp.Slices()) != 0 || len(flows) != 0 {
+		t.Errorf("left behind: rules %v, slices %v, flows %v", dp.Rules(), dp.Slices(), flows)
+	}
+	if _, _, err := s.Apply([]byte(del)); !errors.Is(err, ErrNoIntent) {
+		t.Errorf("deleting it again: %v", err)
+	}
+}
+
+// A bad intent is refused naming what is wrong, and changes nothing.
+func TestBadIntentsChangeNothing(t *testing.T) {
+	s, dp := newStore(t)
+	if _, _, err := s.Apply([]byte(`{"Resources": [{"qfi": 5}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()})
+	for _, c := range []struct{ name, doc, field string }{
+		{"not JSON", `{"Resources": [`, ""},
+		{"an unknown key", `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, ""},
+		{"no action type", `{"Action": {"actionName": "SLICE", "cpus": "0"}}`, "Action.actionType"},
+		{"an unknown action", `{"Action": {"actionType": "INSERT", "actionName": "SHAPE"}}`, "Action.actionName"},
+		{"a field of another action", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rx_queue": "1"}}`, "Action.rx_queue"},
+		{"a prio queue without its CPU", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE"}}`, "Action.rx_queue"},
+		{"a prio queue naming nothing", `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1"}}`, "Resources"},
+		{"a bad flow hash", `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1", "flow_hash": "XYZ"}}`, "Action.flow_hash"},
+		{"a CPU not there", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,4096"}}`, "Action"},
+		{"a CPU twice", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,0"}}`, "Action"},
+		{"a bad priority", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "urgent"}}`, "Action.priority"},
+		{"a bad rate", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "fast"}}`, "Action.rate"},
+		{"a slice naming nothing", `{"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources"},
+		{"an unknown resource field", `{"Resources": [{"vlan": "3"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].vlan"},
+		{"a fifth tunnel level", `{"Resources": [{"encapsulationType5": "gre"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].encapsulationType5"},
+		{"an unknown encapsulation", `{"Resources": [{"encapsulationType1": "mpls"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].encapsulationType1"},
+		{"a field given twice", `{"Resources": [{"dstPort": "1"}, {"dstPort": "2"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[1].dstPort"},
+		{"a bad address", `{"Resources": [{"srcIP": "10.0.0.300"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].srcIP"},
+		{"a bad port", `{"Resources": [{"dstPort": "70000"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].dstPort"},
+		{"an offload naming flows", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"}}`, "Resources"},
+		{"an offload to no MAC", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00", "dstIP": "192.0.2.9"}}`, "Action.dstMac"},
+		{"an offload to no address", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "fe80::1%eth0"}}`, "Action.dstIP"},
+		{"an offload out of no interface", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
+			"Params": [{"paramName": "interfaceName", "paramValue": "eth9"}]}`, "Params.interfaceName"},
+		{"an unknown parameter", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
+			"Params": [{"paramName": "mode", "paramValue": "fast"}]}`, "Params[0].paramName"},
+		{"an ID in use", `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "intentId"},
+	} {
+		_, _, err := s.Apply([]byte(c.doc))
+		var e *Error
+		if !errors.As(err, &e) || e.Field != c.field {
+			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.field)
+		}
+		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
+			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)
+		}
+	}
+}
+
+// OFFLOAD intents are the classifier's alternative nodes, in the order of
+// their IDs; the intents survive Marshal and Restore into another store.
+func TestOffloadIntentsAndRestore(t *testing.T) {
+	s, dp := newStore(t)
+	for _, doc := range []string{
+		`{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.1"}}`,
+		`{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:02", "dstIP": "192.0.2.2"},
+		  "Params": [{"paramName": "interfaceName", "paramValue": "alt0"}]}`,
+		`{"Resources": [{"encapsulationType1": "vxlan", "encapsulationID1": "64"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high", "rate": "100000000"}}`,
+	} {
+		if _, _, err := s.Apply([]byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alts, err := dp.Alternatives()
+	if err != nil || len(alts) != 2 || alts[0].Addr.String() != "192.0.2.1" || alts[1].Ifindex != 3 || alts[0].Ifindex != 0 {
+		t.Fatalf("alternatives %+v (%v)", alts, err)
+	}
+	saved := s.Marshal()
+	other, otherDP := newStore(t)
+	if err := other.Restore(saved); err != nil {
+		t.Fatal(err)
+	}
+	if sl := otherDP.Slices(); len(sl) != 1 || sl[0].Rate != 100_000_000 || !sl[0].Prioritised {
+		t.Errorf("restored slices %+v, want the prioritised one at 100 Mbit/s", sl)
+	}
+	was, _ := s.List()
+	now, _ := other.List()
+	if !reflect.DeepEqual(was, now) || !reflect.DeepEqual(dp.Rules(), otherDP.Rules()) {
+		t.Errorf("restored %+v\nwant %+v", now, was)
+	}
+	if err := s.Delete(1); err != nil {
+		t.Fatal(err)
+	}
+	if alts, _ := dp.Alternatives(); len(alts) != 1 || alts[0].Addr.String() != "192.0.2.2" {
+		t.Errorf("alternatives after deleting the first: %+v", alts)
+	}
+	if err := s.Delete(1); !errors.Is(err, ErrNoIntent) {
+		t.Errorf("deleting it again: %v", err)
+	}
+}

@@ -1,0 +1,232 @@
+// Package report sends the classifier's figures (per intent, per slice,
+// per CPU) to webhooks at a fixed interval, as the paper's control layer
+// informs the layers above it (000_…, §5.2), and writes them for
+// Prometheus.
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
+)
+
+// Report is what a webhook receives, as JSON.
+type Report struct {
+	Time    time.Time       `json:"time"`
+	Intents []intent.Status `json:"intents"`
+	Slices  []Slice         `json:"slices"`
+	CPUs    []CPU           `json:"cpus"`
+}
+
+// Slice is a slice's figures: what its CPUs took and what left for
+// alternative nodes, and the rates of both over the last interval.
+type Slice struct {
+	ID             uint32  `json:"id"`
+	CPUs           []int   `json:"cpus"`
+	Prioritised    bool    `json:"prioritised"`
+	LocalPackets   uint64  `json:"localPackets"`
+	LocalBytes     uint64  `json:"localBytes"`
+	Offloaded      uint64  `json:"offloadedPackets"`
+	OffloadedBytes uint64  `json:"offloadedBytes"`
+	OffloadedShare float64 `json:"offloadedShare"`
+	BitRate        float64 `json:"bitRate"` // local and offloaded
+	// QueueDrops are the packets the queues of its CPUs dropped, whoever
+	// sent them: the loss of steering. Policed are those its rate dropped.
+	QueueDrops uint64 `json:"queueDrops"`
+	Policed    uint64 `json:"policedPackets"`
+}
+
+// CPU is a CPU's queue of steered packets.
+type CPU struct {
+	CPU        int     `json:"cpu"`
+	Enqueued   uint64  `json:"enqueued"`
+	Dequeued   uint64  `json:"dequeued"`
+	Dropped    uint64  `json:"dropped"`
+	Backlog    uint64  `json:"backlog"`
+	PacketRate float64 `json:"packetRate"` // taken off the queue
+}
+
+// Reporter gathers the figures and sends them.
+type Reporter struct {
+	dp       *classifyxdp.Datapath
+	intents  *intent.Store
+	webhooks []string
+	client   *http.Client
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	last *Report // the previous report, for the rates
+}
+
+// New reports on a classifier and its intents to webhooks (URLs).
+func New(dp *classifyxdp.Datapath, intents *intent.Store, webhooks []string, log *slog.Logger) *Reporter {
+	return &Reporter{dp: dp, intents: intents, webhooks: webhooks, client: &http.Client{Timeout: 5 * time.Second}, log: log}
+}
+
+// Run sends a report every interval until ctx is done.
+func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			rep, err := r.Take(now)
+			if err != nil {
+				r.log.Error("gathering a report", "err", err)
+				continue
+			}
+			r.send(ctx, rep)
+		}
+	}
+}
+
+// Take gathers the figures now; rates are over the time since the
+// previous Take.
+func (r *Reporter) Take(now time.Time) (*Report, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.intents.Sample(now); err != nil {
+		return nil, err
+	}
+	rep := &Report{Time: now}
+	var err error
+	if rep.Intents, err = r.intents.List(); err != nil {
+		return nil, err
+	}
+	loads, err := r.dp.CPULoads()
+	if err != nil {
+		return nil, err
+	}
+	dt := 0.0
+	if r.last != nil {
+		dt = now.Sub(r.last.Time).Seconds()
+	}
+	for cpu, l := range loads {
+		c := CPU{CPU: cpu, Enqueued: l.Enqueued, Dequeued: l.Dequeued, Dropped: l.Dropped, Backlog: l.Backlog()}
+		if dt > 0 && cpu < len(r.last.CPUs) {
+			c.PacketRate = float64(l.Dequeued-r.last.CPUs[cpu].Dequeued) / dt
+		}
+		rep.CPUs = append(rep.CPUs, c)
+	}
+	for _, s := range r.dp.Slices() {
+		sl, err := r.slice(s, dt)
+		if err != nil {
+			return nil, err
+		}
+		rep.Slices = append(rep.Slices, sl)
+	}
+	r.last = rep
+	return rep, nil
+}
+
+func (r *Reporter) slice(s classifyxdp.Slice, dt float64) (Slice, error) {
+	st, err := r.dp.SliceStats(s)
+	out := Slice{ID: s.ID, CPUs: s.CPUs, Prioritised: s.Prioritised, LocalPackets: st.Local.Packets, LocalBytes: st.Local.Bytes,
+		Offloaded: st.Offloaded.Packets, OffloadedBytes: st.Offloaded.Bytes, Policed: st.Policed.Packets, QueueDrops: st.QueueDrops}
+	if err != nil {
+		return out, err
+	}
+	if total := out.LocalPackets + out.Offloaded; total > 0 {
+		out.OffloadedShare = float64(out.Offloaded) / float64(total)
+	}
+	if dt > 0 {
+		for _, prev := range r.last.Slices {
+			if prev.ID == s.ID {
+				out.BitRate = 8 * float64(out.LocalBytes+out.OffloadedBytes-prev.LocalBytes-prev.OffloadedBytes) / dt
+			}
+		}
+	}
+	return out, nil
+}
+
+// send posts a report to every webhook; a webhook that fails is logged
+// and tried again with the next report.
+func (r *Reporter) send(ctx context.Context, rep *Report) {
+	body, err := json.Marshal(rep)
+	if err != nil {
+		r.log.Error("encoding a report", "err", err)
+		return
+	}
+	for _, url := range r.webhooks {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			r.log.Error("reporting", "webhook", url, "err", err)
+			continue
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := r.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				err = fmt.Errorf("status %s", resp.Status)
+			}
+		}
+		if err != nil {
+			r.log.Warn("reporting", "webhook", url, "err", err)
+		}
+	}
+}
+
+// WriteMetrics writes the figures of the last report in the Prometheus
+// text format.
+func (r *Reporter) WriteMetrics(w io.Writer) error {
+	r.mu.Lock()
+	rep := r.last
+	r.mu.Unlock()
+	if rep == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	metric := func(name, help, typ string, samples func(add func(labels string, v float64))) {
+		fmt.Fprintf(&b, "# HELP xdp5g_%s %s\n# TYPE xdp5g_%s %s\n", name, help, name, typ)
+		samples(func(labels string, v float64) { fmt.Fprintf(&b, "xdp5g_%s{%s} %g\n", name, labels, v) })
+	}
+	intents := func(pick func(intent.Stats) float64) func(func(string, float64)) {
+		return func(add func(string, float64)) {
+			for _, in := range rep.Intents {
+				add(fmt.Sprintf("intent=\"%d\",action=%q", in.ID, in.Action), pick(in.Stats))
+			}
+		}
+	}
+	slices := func(pick func(Slice) float64) func(func(string, float64)) {
+		return func(add func(string, float64)) {
+			for _, s := range rep.Slices {
+				add(fmt.Sprintf("slice=\"%d\"", s.ID), pick(s))
+			}
+		}
+	}
+	cpus := func(pick func(CPU) float64) func(func(string, float64)) {
+		return func(add func(string, float64)) {
+			for _, c := range rep.CPUs {
+				add(fmt.Sprintf("cpu=\"%d\"", c.CPU), pick(c))
+			}
+		}
+	}
+	metric("intent_packets_total", "Packets of an intent's flows.", "counter", intents(func(s intent.Stats) float64 { return float64(s.Packets) }))
+	metric("intent_bytes_total", "Octets of an intent's flows.", "counter", intents(func(s intent.Stats) float64 { return float64(s.Bytes) }))
+	metric("intent_offloaded_packets_total", "Packets of an intent's flows sent to alternative nodes.", "counter",
+		intents(func(s intent.Stats) float64 { return float64(s.Offloaded) }))
+	metric("intent_bit_rate", "Bits per second of an intent's flows over the last interval.", "gauge",
+		intents(func(s intent.Stats) float64 { return s.BitRate }))
+	metric("slice_local_packets_total", "Packets of a slice its CPUs took.", "counter", slices(func(s Slice) float64 { return float64(s.LocalPackets) }))
+	metric("slice_offloaded_packets_total", "Packets of a slice sent to alternative nodes.", "counter",
+		slices(func(s Slice) float64 { return float64(s.Offloaded) }))
+	metric("slice_policed_packets_total", "Packets of a slice its rate dropped.", "counter", slices(func(s Slice) float64 { return float64(s.Policed) }))
+	metric("slice_bit_rate", "Bits per second of a slice over the last interval.", "gauge", slices(func(s Slice) float64 { return s.BitRate }))
+	metric("cpu_queue_dropped_packets_total", "Packets a CPU's queue dropped, full.", "counter", cpus(func(c CPU) float64 { return float64(c.Dropped) }))
+	metric("cpu_queue_backlog_packets", "Packets in a CPU's queue.", "gauge", cpus(func(c CPU) float64 { return float64(c.Backlog) }))
+	metric("cpu_packet_rate", "Steered packets per second a CPU took over the last interval.", "gauge", cpus(func(c CPU) float64 { return c.PacketRate }))
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
+)
+
+// Reports reach a webhook at the interval with the intents, slices and
+// CPUs, a failing webhook does not stop the others, and the last report's
+// figures are written for Prometheus.
+func TestReportsReachWebhooks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF")
+	}
+	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	intents := intent.NewStore(dp, nil, nil)
+	if _, _, err := intents.Apply([]byte(`{"Resources": [{"qfi": 5}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan Report, 10)
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep Report
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &rep) != nil {
+			t.Errorf("a report by %s, %q: %s", r.Method, r.Header.Get("Content-Type"), body)
+		}
+		received <- rep
+	}))
+	defer good.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	defer failing.Close()
+	var logged bytes.Buffer
+	r := New(dp, intents, []string{failing.URL, good.URL}, slog.New(slog.NewTextHandler(&logged, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, 50*time.Millisecond)
+	}()
+	var reports []Report
+	for len(reports) < 2 {
+		select {
+		case rep := <-received:
+			reports = append(reports, rep)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no report reached the webhook")
+		}
+	}
+	cancel()
+	<-done
+	first, second := reports[0], reports[1]
+	if gap := second.Time.Sub(first.Time); gap < 40*time.Millisecond || gap > time.Second {
+		t.Errorf("reports %v apart, want about 50ms", gap)
+	}
+	if len(second.Intents) != 1 || second.Intents[0].Action != "SLICE" || len(second.Slices) != 1 || !second.Slices[0].Prioritised ||
+		len(second.CPUs) == 0 {
+		t.Errorf("report %+v", second)
+	}
+	if !strings.Contains(logged.String(), failing.URL) {
+		t.Errorf("the failing webhook was not logged: %s", logged.String())
+	}
+	var metrics bytes.Buffer
+	if err := r.WriteMetrics(&metrics); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# TYPE xdp5g_intent_packets_total counter", `xdp5g_intent_packets_total{intent="1",action="SLICE"} 0`,
+		`xdp5g_slice_offloaded_packets_total{slice="255"} 0`, `xdp5g_cpu_queue_backlog_packets{cpu="0"} 0`} {
+		if !strings.Contains(metrics.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics.String())
+		}
+	}
+}

@@ -1,0 +1,318 @@
+// Package bench is `xdp5g-lab bench`: what the UPF data path costs per packet
+// and how many packets it forwards, each next to minimal XDP forwarders
+// measured in the same run, as a markdown report.
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/lab/baseline"
+)
+
+type config struct {
+	sessions []int
+	runs     int
+	flows    int
+	packets  uint64
+	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
+
+	classify      bool // measure the classifier instead
+	classifyRules []int
+
+	slicing bool   // measure slicing, steering and offload instead
+	charts  string // directory for the charts of -slicing; none if empty
+
+	cuup        bool // measure the CU-UP instead
+	cuupFlows   []int
+	cuupPackets uint64
+	cuupRounds  int
+	cuupSize    int
+
+	pfcp         bool // measure PFCP session handling instead
+	pfcpSessions int
+	pfcpRounds   int
+	pacedRounds  int           // of the paced PFCP runs
+	steady       time.Duration // of each round of the paced PFCP run as the requests come
+	window       int
+	rate         int
+}
+
+// quickValues replace the defaults of the flags not given with -quick.
+var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s",
+	"pfcp-sessions": "100000", "pfcp-paced-rounds": "1", "pfcp-steady": "5s", "cuup-packets": "2000000", "cuup-rounds": "2"}
+
+func parseFlags(args []string) (cfg config, err error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sessions := fs.String("sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
+	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
+	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
+	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
+	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with -pfcp of each round of heartbeats and of requests with a collection forced)")
+	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
+	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with -pfcp")
+	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
+	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
+	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
+	fs.IntVar(&cfg.pacedRounds, "pfcp-paced-rounds", 3, "interleaved rounds of the paced PFCP runs; the p99 of their requests together is reported")
+	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last -paced")
+	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
+	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_), delay and jitter per slice (Table I of 001_)")
+	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of -slicing to, as SVG")
+	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2 (issue 6)")
+	cuupFlows := fs.String("cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
+	fs.Uint64Var(&cfg.cuupPackets, "cuup-packets", 6_000_000, "packets per measurement of -cuup through a path; an eighth of it through the stack alone")
+	fs.IntVar(&cfg.cuupRounds, "cuup-rounds", 5, "interleaved rounds of -cuup; the median is reported")
+	fs.IntVar(&cfg.cuupSize, "cuup-size", 1400, "octets of the user packets of -cuup, IP header included")
+	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
+	var quickArgs []string
+	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
+		quickArgs = append(quickArgs, "-"+name+" "+quickValues[name])
+	}
+	quick := fs.Bool("quick", false, "a short run: "+strings.Join(quickArgs, " ")+" unless given")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if *quick {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range quickValues {
+			if !given[name] {
+				if err := fs.Set(name, v); err != nil {
+					return cfg, err
+				}
+			}
+		}
+	}
+	if cfg.sessions, err = counts("sessions", *sessions, 1); err != nil {
+		return cfg, err
+	}
+	if cfg.classifyRules, err = counts("classify-rules", *classifyRules, 0); err != nil {
+		return cfg, err
+	}
+	if cfg.cuupFlows, err = counts("cuup-flows", *cuupFlows, 1); err != nil {
+		return cfg, err
+	}
+	if slices.Max(cfg.cuupFlows) > maxCUUPFlows {
+		return cfg, fmt.Errorf("-cuup-flows: %d flows at most", maxCUUPFlows)
+	}
+	if cfg.cuupSize < 28 || cfg.cuupSize > maxCUUPSize {
+		return cfg, fmt.Errorf("-cuup-size: %d octets, want 28 (IPv4 and UDP headers) to %d (F1-U's G-PDU within the MTU)", cfg.cuupSize, maxCUUPSize)
+	}
+	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
+		return cfg, errors.New("-cuup-packets and -cuup-rounds must be positive")
+	}
+	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
+		return cfg, errors.New("-runs, -flows and -packets must be positive")
+	}
+	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 || cfg.steady <= 0 {
+		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-paced-rounds, -pfcp-window, -pfcp-rate and -pfcp-steady must be positive")
+	}
+	// The paced PFCP runs modify and delete sessions established before.
+	if sessions := pacedSessions(cfg); cfg.pfcp && sessions > cfg.pfcpSessions {
+		return cfg, fmt.Errorf("-paced %s and -pfcp-steady %s at -pfcp-rate %d in %d rounds need -pfcp-sessions %d at least",
+			cfg.paced, cfg.steady, cfg.rate, cfg.pacedRounds, sessions)
+	}
+	return cfg, nil
+}
+
+// counts reads a flag's comma-separated counts of least each.
+func counts(flag, list string, least int) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("-%s: %q is not a count of %d or more", flag, s, least)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Run measures and writes the report to w, progress to stderr. It builds
+// the demo's testbed and removes everything it built before returning.
+func Run(ctx context.Context, w io.Writer, args []string) (err error) {
+	cfg, err := parseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the benchmarks need root: they create network namespaces and load XDP programs")
+	}
+	if cfg.cuup {
+		return runCUUP(ctx, w, args, cfg)
+	}
+	since := clock()
+	tb, err := demo.NewTestbed()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tb.Close()) }()
+	b, err := loadBaselines(tb)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.Close()) }()
+
+	res := results{frameLens: [2]int{len(uplinkFrame(tb, teid(0), 0)), len(downlinkFrame(tb, 0))}}
+	if cfg.slicing {
+		points, err := measurePrio()
+		if err != nil {
+			return err
+		}
+		delays, err := measureDelays()
+		if err != nil {
+			return err
+		}
+		reactions, err := measureReactions()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, headline(args, since()))
+		reportPrio(w, points)
+		reportDelays(w, delays)
+		reportReactions(w, reactions)
+		if cfg.charts != "" {
+			names, err := writeSlicingCharts(cfg.charts, points, delays)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "\nCharts: %s in %s.\n", strings.Join(names, ", "), cfg.charts)
+		}
+		return nil
+	}
+	if cfg.classify {
+		c, err := measureClassify(ctx, b, cfg)
+		if err != nil {
+			return err
+		}
+		c.elapsed = since()
+		reportClassify(w, args, cfg, c)
+		return nil
+	}
+	if cfg.pfcp {
+		if res.pfcp, err = measurePFCP(ctx, tb, b, cfg); err != nil {
+			return err
+		}
+		res.elapsed = since()
+		reportPFCP(w, args, cfg, res)
+		return nil
+	}
+	if res.live, err = measureLive(ctx, tb, b, cfg.packets, cfg.runs, cfg.paced); err != nil {
+		return err
+	}
+	for _, n := range cfg.sessions {
+		progress("per-packet cost with %d sessions", n)
+		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs)
+		if err != nil {
+			return fmt.Errorf("%d sessions: %w", n, err)
+		}
+		res.costs = append(res.costs, row)
+	}
+	res.elapsed = since()
+	report(w, args, cfg, res)
+	return nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+// baselines are the programs of the baseline package set up for the
+// testbed: toDN forwards from the UPF's N3 to the DN, toGNB from its N6 to
+// the gNB.
+type baselines struct {
+	pass, tx, toDN, toGNB *ebpf.Program
+}
+
+func loadBaselines(tb *demo.Testbed) (b *baselines, err error) {
+	b = &baselines{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Close())
+		}
+	}()
+	if b.pass, err = baseline.LoadPass(); err != nil {
+		return nil, err
+	}
+	if b.tx, err = baseline.LoadTX(); err != nil {
+		return nil, err
+	}
+	n3, _, err := tb.UPF.Link(demo.N3)
+	if err != nil {
+		return nil, err
+	}
+	n6, _, err := tb.UPF.Link(demo.N6)
+	if err != nil {
+		return nil, err
+	}
+	if b.toDN, err = baseline.LoadRedirect(n6, tb.DNMAC, tb.N6MAC); err != nil {
+		return nil, err
+	}
+	if b.toGNB, err = baseline.LoadRedirect(n3, tb.GNBMAC, tb.N3MAC); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *baselines) Close() error {
+	var errs []error
+	for _, p := range []*ebpf.Program{b.pass, b.tx, b.toDN, b.toGNB} {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forwarder puts the redirect baselines where the UPF runs. They get what
+// the UPF delivers, so that the sinks match the same packets: the UE's
+// packet in the DN, a G-PDU at the gNB (which way its addresses point does
+// not matter to a MAC rewrite).
+func (b *baselines) forwarder(tb *demo.Testbed) forwarder {
+	var links []io.Closer
+	ue := ueAddr(0)
+	return forwarder{
+		name: "redirect baseline",
+		attach: func() error {
+			for _, a := range []struct {
+				iface string
+				prog  *ebpf.Program
+			}{{demo.N3, b.toDN}, {demo.N6, b.toGNB}} {
+				l, err := tb.UPF.AttachXDP(a.iface, a.prog, false)
+				if err != nil {
+					return err
+				}
+				links = append(links, l)
+			}
+			return nil
+		},
+		detach: func() error {
+			var err error
+			for _, l := range links {
+				err = errors.Join(err, l.Close())
+			}
+			links = nil
+			return err
+		},
+		frames: [2][]byte{
+			demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL)),
+			tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL)),
+		},
+	}
+}

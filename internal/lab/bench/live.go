@@ -1,0 +1,188 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+)
+
+// pacedShare is the fraction of the measured rate the paced run offers.
+const pacedShare = 0.5
+
+// direction is one way through the testbed and the UPF interface it
+// enters by.
+type direction struct {
+	demo.Direction
+	iface string
+}
+
+// forwarder is what runs in the UPF namespace between N3 and N6, and the
+// frame each direction's end sends it (index as in directions).
+type forwarder struct {
+	name           string
+	attach, detach func() error
+	frames         [2][]byte
+}
+
+// liveResult is one forwarder in one direction: the attached program's run
+// time per packet by bpf_stats, the packets per second that arrived when
+// sending as fast as possible, and the share of the packets sent that did
+// not.
+type liveResult struct {
+	ns, rate, loss rounds
+}
+
+// liveRow is one direction for the UPF and the baseline, and the UPF's
+// paced run.
+type liveRow struct {
+	direction, iface string
+	upf, baseline    liveResult
+	pacedRate        uint64
+	pacedSent        uint64
+	pacedDelivered   uint64
+}
+
+// measureLive runs traffic through the testbed with one session installed,
+// with the UPF and, in its place, the redirect baselines, interleaved
+// round by round.
+func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets uint64, nRounds int, paced time.Duration) (rows []liveRow, err error) {
+	u, err := tb.OpenUPF(1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, u.Close()) }()
+	if _, err := install(ctx, u, 1); err != nil {
+		return nil, err
+	}
+	gen, err := trafficgen.NewGenerator()
+	if err != nil {
+		return nil, err
+	}
+	defer gen.Close()
+
+	dirs := []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
+	upfFrames := [2][]byte{uplinkFrame(tb, teid(0), 0), downlinkFrame(tb, 0)}
+	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, frames: upfFrames}, b.forwarder(tb)}
+	results := make([][2]liveResult, len(fwds))
+	each := func(what string, measure func(f, d int) error) error {
+		for r := range nRounds {
+			for k := range fwds {
+				f := (k + r) % len(fwds)
+				progress("%s: %s, round %d of %d", what, fwds[f].name, r+1, nRounds)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := fwds[f].attach(); err != nil {
+					return errors.Join(err, fwds[f].detach())
+				}
+				for d := range dirs {
+					if err := measure(f, d); err != nil {
+						err = fmt.Errorf("%s, %s, %s: %w", what, fwds[f].name, dirs[d].Name, err)
+						return errors.Join(err, fwds[f].detach())
+					}
+				}
+				if err := fwds[f].detach(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+
+	// Statistics cost every program some time, so they are on only for
+	// their own rounds. The kernel keeps them on while any holder of such
+	// a file descriptor lives: closing ours restores whatever was before.
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, fmt.Errorf("enabling bpf_stats: %w", err)
+	}
+	err = each("bpf_stats", func(f, d int) error {
+		ns, err := attachedCost(tb, gen, dirs[d], fwds[f].frames[d], statsPackets(packets))
+		results[f][d].ns = append(results[f][d].ns, ns)
+		return err
+	})
+	if err := errors.Join(err, stats.Close()); err != nil {
+		return nil, err
+	}
+	err = each("rate", func(f, d int) error {
+		delivered, elapsed, err := deliver(gen, dirs[d], fwds[f].frames[d], packets, 0)
+		s := &results[f][d]
+		s.rate = append(s.rate, float64(delivered)/elapsed.Seconds())
+		s.loss = append(s.loss, 1-float64(delivered)/float64(packets))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for d := range dirs {
+		rows = append(rows, liveRow{direction: dirs[d].Name, iface: dirs[d].iface, upf: results[0][d], baseline: results[1][d]})
+	}
+
+	progress("paced: xdp5g at %.0f%% of its rate", pacedShare*100)
+	if err := u.Attach(); err != nil { // u.Close detaches
+		return nil, err
+	}
+	for d := range rows {
+		row := &rows[d]
+		row.pacedRate = uint64(pacedShare * row.upf.rate.median())
+		row.pacedSent = uint64(float64(row.pacedRate) * paced.Seconds())
+		if row.pacedDelivered, _, err = deliver(gen, dirs[d], upfFrames[d], row.pacedSent, row.pacedRate); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// statsPackets is how many packets a bpf_stats run sends: run times need
+// fewer than rates do, where each Send's ~25 ms on top of its packets
+// counts.
+func statsPackets(packets uint64) uint64 { return max(packets/4, 1) }
+
+// attachedCost sends packets through d and returns the run time per run
+// of the program attached where they enter the UPF, by bpf_stats.
+func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, frame []byte, packets uint64) (float64, error) {
+	prog, err := attachedProgram(tb.UPF, d.iface)
+	if err != nil {
+		return 0, err
+	}
+	defer prog.Close()
+	before, err := prog.Stats()
+	if err != nil {
+		return 0, err
+	}
+	if _, _, err := deliver(gen, d, frame, packets, 0); err != nil {
+		return 0, err
+	}
+	after, err := prog.Stats()
+	if err != nil {
+		return 0, err
+	}
+	runs := after.RunCount - before.RunCount
+	if runs == 0 {
+		return 0, errors.New("bpf_stats counted no runs")
+	}
+	return float64(after.Runtime-before.Runtime) / float64(runs), nil
+}
+
+// deliver sends count copies of frame through d at rate packets per second
+// (0: as fast as possible) and returns how many arrived and how long the
+// sending took.
+func deliver(gen *trafficgen.Generator, d direction, frame []byte, count, rate uint64) (uint64, time.Duration, error) {
+	before, err := d.Sink.Counts()
+	if err != nil {
+		return 0, 0, err
+	}
+	sent, elapsed, err := d.Send(gen, frame, count, trafficgen.Options{Rate: rate})
+	if err != nil {
+		return 0, 0, err
+	}
+	got, err := d.Delivered(before.MatchPackets + sent)
+	return got - before.MatchPackets, elapsed, err
+}

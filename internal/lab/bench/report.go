@@ -1,0 +1,345 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+)
+
+// Targets of the issue: per-packet cost as a multiple of the XDP_TX
+// baseline with one session and with a million, testbed rate as a share of
+// the redirect baseline's.
+const (
+	targetOneSession = 2.5
+	targetMillion    = 3
+	targetRate       = 0.85
+
+	targetEstablishRate = 20_000 // sessions/s
+	targetPacedP99      = time.Millisecond
+	targetPacedRate     = 1000 // requests/s the p99 target holds at
+)
+
+// results are everything a run measured.
+type results struct {
+	costs     []costRow
+	live      []liveRow
+	frameLens [2]int // uplink, downlink, as the UPF receives them
+	pfcp      pfcpResult
+	elapsed   elapsed
+}
+
+// printer writes a line of the report.
+type printer func(format string, a ...any)
+
+func linesTo(w io.Writer) printer {
+	return func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+}
+
+var verdict = map[bool]string{true: "met", false: "**not met**"}
+
+func report(w io.Writer, args []string, cfg config, res results) {
+	p := linesTo(w)
+	header(p, args, res)
+	costTables(p, cfg, res.costs)
+
+	live := res.live
+	p("\n### Attached programs under live traffic, by bpf_stats (ns/packet)\n")
+	p("run_time_ns / run_cnt of the program on the interface the traffic enters the UPF namespace by, one session installed;")
+	p("median of %d rounds of %d packets, the UPF and the redirect baseline interleaved.\n", cfg.runs, statsPackets(cfg.packets))
+	p("| Direction | Interface | xdp5g | Redirect baseline | Ratio |")
+	p("|---|---|---:|---:|---:|")
+	for _, r := range live {
+		p("| %s | %s | %.1f | %.1f | %.2f |", r.direction, r.iface, r.upf.ns.median(), r.baseline.ns.median(), r.upf.ns.per(r.baseline.ns))
+	}
+
+	p("\n### Packet rate through the testbed\n")
+	p("gNB → UPF → DN (uplink) and DN → UPF → gNB (downlink), one session; packets delivered per second while the generator")
+	p("sends %d packets as fast as it can, median of %d rounds, the UPF and the redirect baseline interleaved;", cfg.packets, cfg.runs)
+	p("then the UPF paced at %.0f%% of its rate for %s.\n", pacedShare*100, cfg.paced)
+	p("| Direction | xdp5g Mpps | Loss | Redirect baseline Mpps | Loss | Ratio | Paced Mpps | Sent | Delivered | Lost |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range live {
+		p("| %s | %.2f | %.1f%% | %.2f | %.1f%% | %.2f | %.2f | %d | %d | %d |", r.direction, r.upf.rate.median()/1e6,
+			r.upf.loss.median()*100, r.baseline.rate.median()/1e6, r.baseline.loss.median()*100, r.upf.rate.per(r.baseline.rate),
+			float64(r.pacedRate)/1e6,
+			r.pacedSent, r.pacedDelivered, r.pacedSent-r.pacedDelivered)
+	}
+
+	p("\n### Targets\n")
+	costTargets(p, res.costs)
+	for _, r := range live {
+		ratio := r.upf.rate.per(r.baseline.rate)
+		p("- %s testbed rate: %.3f× the redirect baseline (target ≥ %g×): %s", r.direction, ratio, targetRate, verdict[ratio >= targetRate])
+		p("- %s paced at %.2f Mpps: %d of %d packets lost (target 0): %s", r.direction, float64(r.pacedRate)/1e6,
+			r.pacedSent-r.pacedDelivered, r.pacedSent, verdict[r.pacedDelivered == r.pacedSent])
+	}
+}
+
+// reportPFCP is the report of `xdp5g-lab bench -pfcp`.
+func reportPFCP(w io.Writer, args []string, cfg config, res results) {
+	p := linesTo(w)
+	header(p, args, res)
+	r := res.pfcp
+	n := r.cost.sessions
+	p("\n### PFCP session establishment\n")
+	p("A pfcp.Server with the n4 handler over the session store, on 127.0.0.1, the data path sized for %d sessions; an SMF", r.maxSessions)
+	p("(pfcptest) on another socket sends %d Session Establishment Requests shaped as Open5GS's (uplink PDR with F-TEID CHOOSE", n)
+	p("and the UE address given, downlink PDR, a FAR to the core, a FAR tunnelling to the gNB, and the SMF's own: a PDR from the")
+	p("CP function on an F-TEID of its own, a PDR of router solicitations before the uplink's, a FAR tunnelling to the SMF),")
+	p("%d unanswered at most; each", r.window)
+	p("round over a fresh data path and server. The tenths' rates follow the order of the responses; a response time runs from")
+	p("sending the request to reading its response, the wait behind the window's other requests included. The Go collector")
+	settings, _ := collector()
+	p("runs as in the daemon: %s. Stolen: %s.\n", settings, stolenMeaning)
+	p("| Round | Time | Stolen | Sessions/s | Slowest tenth | Median tenth | Fastest tenth | Response p50 | p99 | Max |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for i, e := range r.rounds {
+		p("| %d | %.2f s | %.2f s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |", i+1, e.took.Seconds(), e.stolen.Seconds(), e.rate(),
+			slices.Min(e.tenths), median(e.tenths), slices.Max(e.tenths), ms(percentile(e.rts, 50)), ms(percentile(e.rts, 99)),
+			ms(percentile(e.rts, 100)))
+	}
+	rate := r.medianRate()
+	p("\nMedian of the rounds: %.0f sessions/s.", rate)
+
+	costTables(p, cfg, []costRow{r.cost})
+	p("\nThe sessions are those the last round established over PFCP (Install: its time), with the TEIDs the UPF chose.")
+
+	p("\n### PFCP requests paced at %d/s\n", r.rate)
+	p("Over the sessions above, requests take turns: establishing a new session, moving the downlink tunnel of one")
+	p("established above to another TEID (Update FAR with new Outer Header Creation), deleting that session. The requests go")
+	p("out %s apart whatever the responses (%d unanswered at most); response times as above. Three runs: first Heartbeat",
+		time.Second/time.Duration(r.rate), r.window)
+	p("Requests alone for %s a round, the least a request can ask through the same socket, parser, server and encoder: the", cfg.paced)
+	p("floor that the host and the process set under every request. Then two, each on sessions of its own: one as the")
+	p("process comes for %s a round, which the latency target judges (at this rate a million sessions' heap needs a", cfg.steady)
+	p("collection about every ten minutes), and one for %s a round forcing a collection as its requests start, which marks", cfg.paced)
+	p("every session the process holds, for seconds at a million sessions, on the CPUs the requests need too. The three")
+	p("take turns for %d rounds; the table has the rounds' requests together (times, collections and Stolen, as above,", cfg.pacedRounds)
+	p("added up). Slowed: the share of the 5 ms ticks of the runs in which a fixed loop of about 20 µs took over %d times", slowOver)
+	p("its median, the host having slowed the CPUs down or taken them away, which Stolen mostly misses.\n")
+	p("| Run | Took | Stolen | Slowed | Collections finished | Request | Count | p50 | p99 | Max |")
+	p("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+	var pooled [len(pacedRuns)]pacedRun
+	for i, rounds := range r.paced {
+		pooled[i] = pool(rounds)
+		run := pooled[i]
+		row := func(kind string, rts []time.Duration) {
+			p("| %s | %.2f s | %.2f s | %.1f%% | %d | %s | %d | %s | %s | %s |", pacedRuns[i].name, run.took.Seconds(),
+				run.stolen.Seconds(), run.share(), run.collections, kind, len(rts),
+				ms(percentile(rts, 50)), ms(percentile(rts, 99)), ms(percentile(rts, 100)))
+		}
+		for _, kind := range pacedRuns[i].kinds {
+			row(kind, run.rts[kind])
+		}
+		if len(pacedRuns[i].kinds) > 1 {
+			row("all", run.all())
+		}
+	}
+	p("\nThe UPF's own handling of the same requests, from reading a request off its socket to sending the response (parsing,")
+	p("the wait for the worker if requests were queued, the handling, the encoding; pfcp.Stats.Handling, whose buckets are")
+	p("5.9%% wide: each figure is its bucket's upper bound). The response times above add the SMF's side: the loopback and")
+	p("its own goroutines, which share the process, its collections and the two CPUs with the UPF. A host that stalls the")
+	p("machine for tens of milliseconds now and then puts the p99 of a round of seconds far off the others'. The targets")
+	p("take the p99 of the rounds' requests together, minutes of them as the process comes, in which such a stall delays")
+	p("a few dozen of a hundred thousand and more.\n")
+	p("| Run | p50 | p99 | p99 of each round | Max |")
+	p("|---|---:|---:|---|---:|")
+	var handlingP99s, p99s [len(pacedRuns)]time.Duration
+	for i, rounds := range r.paced {
+		run := pooled[i]
+		handlingP99s[i], p99s[i] = pfcp.HandlingPercentile(run.handling, 99), percentile(run.all(), 99)
+		var each []string
+		for _, round := range rounds {
+			each = append(each, "≤ "+ms(pfcp.HandlingPercentile(round.handling, 99)))
+		}
+		p("| %s | ≤ %s | ≤ %s | %s | ≤ %s |", pacedRuns[i].name, ms(pfcp.HandlingPercentile(run.handling, 50)), ms(handlingP99s[i]),
+			strings.Join(each, ", "), ms(pfcp.HandlingPercentile(run.handling, 100)))
+	}
+
+	p("\n### Targets\n")
+	p("- establishment rate over PFCP, %d sessions, median of %d rounds: %.0f sessions/s (target ≥ %d/s): %s",
+		n, len(r.rounds), rate, targetEstablishRate, verdict[rate >= targetEstablishRate])
+	costTargets(p, []costRow{r.cost})
+	for i, run := range pacedRuns {
+		if !run.overSessions() {
+			p("- p99 of the UPF's handling of heartbeats alone at %d requests/s, %s, the floor under the targets below: ≤ %s; "+
+				"at the SMF %s", r.rate, together(cfg, run, len(r.paced[i])), ms(handlingP99s[i]), ms(p99s[i]))
+		}
+	}
+	_, paced := collector()
+	for i, run := range pacedRuns {
+		if !run.overSessions() {
+			continue
+		}
+		line := fmt.Sprintf("- p99 of the UPF's handling at %d requests/s, %s, %s: ≤ %s", r.rate, run.name,
+			together(cfg, run, len(r.paced[i])), ms(handlingP99s[i]))
+		if run.collect && paced {
+			p("%s, the window a collection marks in; no target, as its requests are under 1%% of those over the minutes "+
+				"between collections; at the SMF %s", line, ms(p99s[i]))
+			continue
+		}
+		p("%s (target < %s at %d/s): %s; at the SMF %s (the bench's own, in the same process, no target)", line,
+			ms(targetPacedP99), targetPacedRate, verdict[handlingP99s[i] < targetPacedP99 && r.rate >= targetPacedRate], ms(p99s[i]))
+	}
+}
+
+// together names the requests of a paced run's rounds taken together.
+func together(cfg config, run pacedRunSpec, rounds int) string {
+	return fmt.Sprintf("%d rounds of %s together (%d requests)", rounds, run.length(cfg), rounds*run.requests(cfg))
+}
+
+// collector describes the garbage collector's settings, and says whether
+// gcpace paces it: then a collection comes about every ten minutes at a
+// thousand requests a second, and the window a forced one marks in holds
+// under 1% of the requests.
+func collector() (settings string, paced bool) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(s)
+	gogc, limit := s[0].Value.Uint64(), s[1].Value.Uint64()
+	gib := float64(limit) / (1 << 30)
+	switch {
+	case gogc == math.MaxUint64: // off
+		return fmt.Sprintf("GOGC off, and a soft memory limit that gcpace sets after each collection to what GOGC %d "+
+			"would let the heap reach (now %.1f GiB)", gcpace.Percent, gib), true
+	case limit == math.MaxInt64:
+		return fmt.Sprintf("GOGC %d, no memory limit", gogc), false
+	}
+	return fmt.Sprintf("GOGC %d, a soft memory limit of %.1f GiB", gogc, gib), false
+}
+
+// elapsed is how long a benchmark took, and the CPU time the hypervisor
+// took from the machine's CPUs meanwhile, all together.
+type elapsed struct{ took, stolen time.Duration }
+
+// clock starts timing a benchmark: what it returns says what has elapsed
+// since.
+func clock() func() elapsed {
+	start, stolenBefore := time.Now(), stolen()
+	return func() elapsed { return elapsed{time.Since(start), stolen() - stolenBefore} }
+}
+
+// headline is a report's first line: the command, the machine, and what
+// the run took.
+func headline(args []string, e elapsed) string {
+	return fmt.Sprintf("`xdp5g-lab bench %s` on %s; took %s, %.2f s of CPU time stolen by the hypervisor meanwhile.",
+		strings.Join(args, " "), machine(), e.took.Round(time.Second), e.stolen.Seconds())
+}
+
+// stolenMeaning says what the Stolen columns are.
+const stolenMeaning = "the CPU time the hypervisor took from this machine's CPUs meanwhile, all together, in 10 ms ticks " +
+	"(steal in /proc/stat; 0 where the hypervisor does not say)"
+
+// stolen is the CPU time the hypervisor has taken from the machine's CPUs
+// since it started, all together (0 where it does not say).
+func stolen() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	// cpu user nice system idle iowait irq softirq steal ..., in USER_HZ
+	// ticks, 100 a second.
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	ticks, _ := strconv.ParseUint(fields[8], 10, 64)
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// ms formats a duration in milliseconds.
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3) }
+
+// header is the report's first lines: the command, the machine and the
+// frames.
+func header(p printer, args []string, res results) {
+	p("%s", headline(args, res.elapsed))
+	p("\nUplink frames are G-PDUs with an UL PDU Session Container around a UDP/IPv4 packet (%d bytes), downlink frames", res.frameLens[0])
+	p("that UDP/IPv4 packet (%d bytes); every session has one uplink PDR (TEID, UE address, QFI) and one downlink PDR", res.frameLens[1])
+	p("(UE address, marks the QFI), uplink forwarded by the route to the DN, downlink tunnelled to the gNB.")
+}
+
+// costTables are the per-packet costs with the sessions of each row
+// installed.
+func costTables(p printer, cfg config, costs []costRow) {
+	p("\n### Per-packet cost by BPF_PROG_TEST_RUN (ns/packet)\n")
+	p("Each run is a test run of its own on a fresh frame, timed by the kernel; the mean of %d runs without outliers per round,", runsPerRound)
+	p("the median of %d rounds with the programs interleaved, ratios the median of the rounds' ratios. The UPF's frames are", cfg.runs)
+	p("those of the last session installed; the empty program (XDP_PASS) shows what the test run itself costs, in every figure.")
+	p("The rounds start after a forced garbage collection, so that the bench's collector does not mark the installed sessions")
+	p("on the other CPU meanwhile.\n")
+	p("| Sessions | Install | Sessions/s | Empty | XDP_TX | Redirect | Uplink | ×TX | ×Redirect | Downlink | ×TX | ×Redirect |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		p("| %d | %.2f s | %.0f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %.2f | %.2f |", r.sessions,
+			r.install.Seconds(), float64(r.sessions)/r.install.Seconds(), r.empty.median(), r.tx.median(), r.redirect.median(),
+			r.uplink.median(), r.uplink.per(r.tx), r.uplink.per(r.redirect),
+			r.downlink.median(), r.downlink.per(r.tx), r.downlink.per(r.redirect))
+	}
+	p("\nThe same rounds with the UPF's frames cycling over min(sessions, %d) sessions spread evenly over those installed:", cfg.flows)
+	p("every packet another session, so the figures add the cache and TLB misses of the session tables.\n")
+	p("| Sessions | Uplink | ×TX | ×Redirect | Downlink | ×TX | ×Redirect |")
+	p("|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		p("| %d | %.1f | %.2f | %.2f | %.1f | %.2f | %.2f |", r.sessions,
+			r.uplinkSpread.median(), r.uplinkSpread.per(r.tx), r.uplinkSpread.per(r.redirect),
+			r.downlinkSpread.median(), r.downlinkSpread.per(r.tx), r.downlinkSpread.per(r.redirect))
+	}
+	p("\nThe same less the empty program: what the programs themselves cost. XDP_TX is within the noise of the empty")
+	p("program here, so ratios to it would mean nothing.\n")
+	p("| Sessions | XDP_TX | Redirect | Uplink | ×Redirect | Downlink | ×Redirect | Uplink, spread | Downlink, spread |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		rd, ul, dl := r.redirect.minus(r.empty), r.uplink.minus(r.empty), r.downlink.minus(r.empty)
+		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |", r.sessions, r.tx.minus(r.empty).median(), rd.median(),
+			ul.median(), ul.per(rd), dl.median(), dl.per(rd),
+			r.uplinkSpread.minus(r.empty).median(), r.downlinkSpread.minus(r.empty).median())
+	}
+}
+
+// costTargets are the per-packet cost targets of the rows they concern.
+func costTargets(p printer, costs []costRow) {
+	for _, r := range costs {
+		target := map[int]float64{1: targetOneSession, 1_000_000: targetMillion}[r.sessions]
+		if target == 0 {
+			continue
+		}
+		for _, d := range []struct {
+			name string
+			ns   rounds
+		}{{"uplink", r.uplink}, {"downlink", r.downlink}} {
+			ratio := d.ns.per(r.tx)
+			p("- %s with %d installed: %.3f× XDP_TX (target ≤ %g×): %s", d.name, r.sessions, ratio, target, verdict[ratio <= target])
+		}
+	}
+}
+
+// machine describes the CPUs and the kernel.
+func machine() string {
+	var u unix.Utsname
+	unix.Uname(&u)
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		for s := bufio.NewScanner(f); s.Scan(); {
+			if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d × %s, Linux %s", runtime.NumCPU(), model, unix.ByteSliceToString(u.Release[:]))
+}

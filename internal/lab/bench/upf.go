@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+)
+
+// install creates sessions 0 to n-1 and returns how long that took.
+func install(ctx context.Context, u *demo.UPF, n int) (time.Duration, error) {
+	start := time.Now()
+	for i := range n {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if err := u.Store.Create(benchSession(i)); err != nil {
+			return 0, fmt.Errorf("installing session %d of %d: %w", i+1, n, err)
+		}
+	}
+	return time.Since(start), nil
+}
+
+// attachedProgram opens the XDP program the kernel runs on an interface of
+// ns.
+func attachedProgram(ns *namespace.Netns, ifname string) (*ebpf.Program, error) {
+	var id uint32
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		if x := l.Attrs().Xdp; x != nil && x.Attached {
+			id = x.ProgId
+			return nil
+		}
+		return fmt.Errorf("no XDP program on %s in %s", ifname, ns.Name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ebpf.NewProgramFromID(ebpf.ProgramID(id))
+}
+
+// benchSession is session i: the demo session's shape (uplink TEID and UE
+// address match with QFI, downlink tunnel to the gNB marked with QFI),
+// IPv4 only, with a TEID and a UE address of its own.
+func benchSession(i int) session.Session {
+	removeGTPU := session.RemoveGTPUUDPIPv4
+	ue := netip.PrefixFrom(ueAddr(i), 32)
+	const uplinkFAR, downlinkFAR = 1, 2
+	return session.Session{
+		SEID: uint64(i) + 1,
+		PDRs: []session.PDR{
+			{ID: 1, FARID: uplinkFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
+				SourceInterface: session.InterfaceAccess, TEID: teid(i), UEAddress: ue, QFI: demo.QFI}},
+			{ID: 2, FARID: downlinkFAR, PDI: session.PDI{
+				SourceInterface: session.InterfaceCore, UEAddress: ue, QFI: demo.QFI}},
+		},
+		FARs: []session.FAR{
+			{ID: uplinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
+			{ID: downlinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid(i), Peer: demo.GNBAddr}},
+		},
+	}
+}
+
+// teid is session i's TEID, the same both ways (they are different
+// peers' TEIDs).
+func teid(i int) uint32 { return uint32(i) + 1 }
+
+// ueAddr is session i's UE address, from the shared address space
+// 100.64.0.0/10 (4 million addresses).
+func ueAddr(i int) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], 100<<24|64<<16+uint32(i)+1)
+	return netip.AddrFrom4(b)
+}
+
+// uplinkFrame and downlinkFrame are what the gNB and the DN send for
+// session i, whose uplink TEID is teid.
+func uplinkFrame(tb *demo.Testbed, teid uint32, i int) []byte {
+	return tb.UplinkFrame(teid, demo.QFI, demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL))
+}
+
+func downlinkFrame(tb *demo.Testbed, i int) []byte {
+	return tb.DownlinkFrame(demo.UEPacket(ueAddr(i), demo.DNAddr, false, demo.UETTL))
+}

@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/daemon"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+)
+
+// The traffic lasts trafficTime; the daemon restarts every restartEvery
+// while it flows.
+const (
+	trafficTime  = 5 // seconds: the restarts take up to about 3 under load
+	restarts     = 3
+	restartEvery = 500 * time.Millisecond
+)
+
+// sessionDocument is the demo's IPv4 session as the REST API takes it.
+var sessionDocument = fmt.Sprintf(`{"seid": %d,
+ "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": %d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": %q, "qfi": %d}},
+          {"pdrId": 2, "farId": 2, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": %[3]q, "qfi": %[4]d}}],
+ "fars": [{"farId": 1, "applyAction": "FORW", "destinationInterface": "INTERFACE_VALUE_CORE"},
+          {"farId": 2, "applyAction": "FORW", "destinationInterface": "INTERFACE_VALUE_ACCESS",
+           "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4",
+                                                            "ipv4Address": %q, "teid": %d}}}]}`,
+	demo.SEID, demo.UplinkTEID, demo.UEAddr, demo.QFI, demo.GNBAddr, demo.DownlinkTEID)
+
+// The daemon keeps forwarding through restarts: the XDP programs stay
+// attached through their pinned links and each run replaces them
+// atomically, so traffic in both directions loses no packet.
+func TestDaemonRestartLosesNothing(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := daemonConfig(t, tb, "")
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
+		t.Fatal(err)
+	}
+
+	type outcome struct {
+		sent uint64
+		err  error
+	}
+	var dirs []demo.Direction
+	var outcomes []chan outcome
+	for _, uplink := range []bool{true, false} {
+		dir, frame := flow(tb, uplink, demo.UEPacket(demo.UEAddr, demo.DNAddr, uplink, demo.UETTL))
+		gen := newGenerator(t)
+		done := make(chan outcome, 1)
+		go func() {
+			sent, _, err := dir.Send(gen, frame, rate*trafficTime, trafficgen.Options{Rate: rate})
+			done <- outcome{sent, err}
+		}()
+		dirs, outcomes = append(dirs, dir), append(outcomes, done)
+	}
+	for i := range restarts {
+		time.Sleep(restartEvery)
+		began := time.Now()
+		if err := stop(); err != nil {
+			t.Errorf("run %d: %v", i+1, err)
+		}
+		client, stop = startDaemon(t, cfg)
+		t.Logf("restart %d took %v", i+1, time.Since(began))
+	}
+	for _, done := range outcomes {
+		if len(done) > 0 {
+			t.Fatal("the traffic ended before the last restart: nothing tested")
+		}
+	}
+
+	for i, dir := range dirs {
+		o := <-outcomes[i]
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		delivered, err := dir.Delivered(o.sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lost := int64(o.sent) - int64(delivered)
+		t.Logf("%s through %d restarts: sent %d, delivered %d, lost %d", dir.Name, restarts, o.sent, delivered, lost)
+		switch {
+		case lost > 0:
+			t.Errorf("%s lost %d of %d packets", dir.Name, lost, o.sent)
+		case lost < 0:
+			t.Errorf("%s delivered %d packets more than the generator reported sending", dir.Name, -lost)
+		}
+	}
+	stats, err := client.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	stats.WriteTable(&table)
+	t.Logf("data path counters:\n%s", &table)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// restartPool is the UE pool of TestRestartDropsPFCPSessions, apart from
+// the UE address of sessionDocument.
+var restartPool = netip.MustParsePrefix("10.46.0.0/24")
+
+// A restarted daemon keeps the REST API's sessions but not the SMFs': it
+// keeps no PFCP state, so it drops their sessions, which frees their TEIDs
+// and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
+// which they establish them again.
+func TestRestartDropsPFCPSessions(t *testing.T) {
+	tb := newTestbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
+		t.Fatal(err)
+	}
+	smf := associatedSMF(t, cfg)
+	const cpSEID = 0x5eed
+	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfcpUp, pfcpDown := sessionFrames(tb, sess.TEID, sess.UE)
+	delivered(t, tb, "the SMF's session", pfcpUp, pfcpDown)
+	before := recoveryTime(t, smf)
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	client, stop = startDaemon(t, cfg)
+	var apiErr *api.Error
+	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Errorf("the SMF's session after the restart: %v; want 404", err)
+	}
+	notForwarded(t, tb, client, "of the SMF's session after the restart", pfcpUp, pfcpDown)
+	restUp, restDown := sessionFrames(tb, demo.UplinkTEID, demo.UEAddr)
+	delivered(t, tb, "the REST session after the restart", restUp, restDown)
+	if after := recoveryTime(t, smf); !after.After(before) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want a later one", after, before)
+	}
+
+	// The SMF sets the session up again on the TEID and UE address it had.
+	if _, err := smf.Associate(); err != nil {
+		t.Fatal(err)
+	}
+	req := smf.PDUSessionRequest(cpSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	withFTEID(req, sess.TEID, demo.N3Addr)
+	resp, err := smf.SendEstablishment(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pfcptest.Accepted("establishment on the dropped session's TEID and UE address", resp.Cause); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, tb, "the SMF's session set up again", pfcpUp, pfcpDown)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// recoveryTime is the UPF's Recovery Time Stamp, as a Heartbeat Response
+// gives it.
+func recoveryTime(t *testing.T, smf *pfcptest.SMF) time.Time {
+	t.Helper()
+	hb, err := smf.Heartbeat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := hb.RecoveryTimeStamp.RecoveryTimeStamp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// withFTEID gives the uplink PDR of a pfcptest.PDUSessionRequest the
+// F-TEID teid at n3 in place of CHOOSE, as an SMF that allocates TEIDs
+// sends it.
+func withFTEID(req *message.SessionEstablishmentRequest, teid uint32, n3 netip.Addr) {
+	pdr := slices.Clone(req.CreatePDR[0].ChildIEs)
+	for i, c := range pdr {
+		if c.Type != ie.PDI {
+			continue
+		}
+		pdi := slices.Clone(c.ChildIEs)
+		for j, p := range pdi {
+			if p.Type == ie.FTEID {
+				pdi[j] = ie.NewFTEID(0x01, teid, net.IP(n3.AsSlice()), nil, 0) // V4
+			}
+		}
+		pdr[i] = ie.NewPDI(pdi...)
+	}
+	req.CreatePDR[0] = ie.NewCreatePDR(pdr...)
+}
+
+// daemonConfig writes and loads the configuration of a daemon that drives
+// the testbed's UPF namespace, with maps pinned in a directory of its own
+// (detached when the test ends), and the pfcp section given as a YAML flow
+// mapping, if any.
+func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	yaml := fmt.Sprintf(`interfaces:
+  - {name: %s, roles: [access]}
+  - {name: %s, roles: [core]}
+n3_addresses: [%s]
+xdp_mode: native
+netns: %s
+api: {listen: %q}
+datapath: {pin_path: %s, max_sessions: 16}
+state_file: %s
+`, demo.N3, demo.N6, demo.N3Addr, tb.UPF.Name, listen,
+		filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-e2e-")), filepath.Join(dir, "sessions.json"))
+	if pfcp != "" {
+		yaml += "pfcp: " + pfcp + "\n"
+	}
+	path := filepath.Join(dir, "xdp5g.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := daemon.Detach(cfg); err != nil {
+			t.Error(err)
+		}
+	})
+	return cfg
+}
+
+// startDaemon runs the daemon in-process until its API answers. stop
+// cancels it and returns what Run returned; the test's cleanup stops it too.
+func startDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+	t.Cleanup(func() { stop() })
+	// Without a timeout, a request accepted by whatever else holds the
+	// port would wait forever.
+	client = &api.Client{URL: "http://" + cfg.API.Listen, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	// Run serves the API only once the data path is attached.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := client.Stats(ctx); err == nil {
+			return client, stop
+		}
+		if len(done) > 0 || time.Now().After(deadline) {
+			t.Fatalf("the daemon did not start: %v", stop())
+		}
+	}
+}

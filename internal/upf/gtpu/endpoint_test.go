@@ -1,0 +1,330 @@
+package gtpu
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+)
+
+var (
+	gnbAddr = netip.MustParseAddr("10.203.0.1")
+	n3Addr  = netip.MustParseAddr("10.203.0.2")
+	n3Addr2 = netip.MustParseAddr("10.203.0.3")
+)
+
+const timeout = 5 * time.Second // for what must happen, on a loaded machine
+
+// n3 is a gNB and a UPF namespace joined by a veth pair, with no XDP: the
+// kernel delivers GTP-U to the sockets as the data path's XDP_PASS would.
+type n3 struct{ gnb, upf *namespace.Netns }
+
+func newN3(t *testing.T) n3 {
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	var l n3
+	for _, ns := range []struct {
+		ns     **namespace.Netns
+		prefix string
+	}{{&l.gnb, "gtpu-gnb"}, {&l.upf, "gtpu-upf"}} {
+		n, err := namespace.New(ns.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := n.Delete(); err != nil {
+				t.Error(err)
+			}
+		})
+		*ns.ns = n
+	}
+	for _, err := range []error{
+		namespace.Veth(l.gnb, "n3", l.upf, "n3"),
+		l.gnb.AddAddr("n3", netip.PrefixFrom(gnbAddr, 24).String()),
+		l.upf.AddAddr("n3", netip.PrefixFrom(n3Addr, 24).String()),
+		l.upf.AddAddr("n3", netip.PrefixFrom(n3Addr2, 24).String()),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+// open opens an endpoint in the UPF namespace.
+func (l n3) open(t *testing.T, cfg Config) *Endpoint {
+	var e *Endpoint
+	err := l.upf.Do(func() (err error) {
+		e, err = Open(cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// gnbSocket is a plain UDP socket of the gNB, at port 0 for an ephemeral
+// one.
+func (l n3) gnbSocket(t *testing.T, port uint16) *net.UDPConn {
+	var conn *net.UDPConn
+	err := l.gnb.Do(func() (err error) {
+		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(gnbAddr, port)))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// receive reads a datagram and decodes it with gopacket.
+func receive(conn *net.UDPConn, wait time.Duration) (*layers.GTPv1U, netip.AddrPort, error) {
+	buf := make([]byte, maxDatagram)
+	conn.SetReadDeadline(time.Now().Add(wait))
+	n, from, err := conn.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		return nil, from, err
+	}
+	g := &layers.GTPv1U{}
+	return g, from, g.DecodeFromBytes(buf[:n], gopacket.NilDecodeFeedback)
+}
+
+func send(t *testing.T, conn *net.UDPConn, b []byte) {
+	t.Helper()
+	if _, err := conn.WriteToUDPAddrPort(b, netip.AddrPortFrom(n3Addr, Port)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorIndication(t *testing.T) {
+	l := newN3(t)
+	got := make(chan ErrorIndication, 1)
+	e := l.open(t, Config{Local: []netip.Addr{n3Addr}, OnErrorIndication: func(ind ErrorIndication) { got <- ind }})
+	gnb := l.gnbSocket(t, Port)
+
+	// Datagrams are handled in order: when the valid one has been
+	// reported, the malformed ones before it have been counted.
+	for _, b := range malformed {
+		send(t, gnb, b)
+	}
+	peer := netip.MustParseAddr("10.203.9.9")
+	send(t, gnb, errorIndication(t, 0x1234abcd, peer, udpPortExtension))
+	select {
+	case ind := <-got:
+		if want := (ErrorIndication{From: gnbAddr, TEID: 0x1234abcd, PeerAddr: peer}); ind != want {
+			t.Errorf("got %+v, want %+v", ind, want)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no Error Indication reported")
+	}
+	s := e.Stats()
+	if s.Malformed != uint64(len(malformed)) || s.Received[MsgErrorIndication] != 1 {
+		t.Errorf("stats %+v, want %d malformed and 1 Error Indication", s, len(malformed))
+	}
+}
+
+// TestEchoRequest: one that the data path passed up is answered, to the
+// port it came from.
+func TestEchoRequest(t *testing.T) {
+	l := newN3(t)
+	e := l.open(t, Config{Local: []netip.Addr{n3Addr}})
+	gnb := l.gnbSocket(t, 0)
+	send(t, gnb, serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x4242}, nil))
+	g, from, err := receive(gnb, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != netip.AddrPortFrom(n3Addr, Port) || g.MessageType != MsgEchoResponse || !g.SequenceNumberFlag ||
+		g.SequenceNumber != 0x4242 || g.TEID != 0 || !bytes.Equal(g.Payload, recovery) {
+		t.Errorf("from %v: %+v", from, g)
+	}
+	// The response is counted once sent: it may arrive first.
+	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Millisecond) {
+		s := e.Stats()
+		if s.Received[MsgEchoRequest] == 1 && s.EchoResponsesSent == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v", s)
+		}
+	}
+}
+
+// gNB behaviours towards Echo Requests in TestPathSupervision.
+const (
+	answer         = iota
+	answerWrongSeq // as if to some other request
+)
+
+// echoSeen is an Echo Request as the gNB saw it.
+type echoSeen struct {
+	seq      uint16
+	at       time.Time
+	answered bool
+}
+
+func TestPathSupervision(t *testing.T) {
+	const interval, retries = 150 * time.Millisecond, 3
+	l := newN3(t)
+	failures, recoveries := make(chan time.Time, 4), make(chan Path, 4)
+	path := Path{Local: n3Addr, Peer: gnbAddr}
+	e := l.open(t, Config{
+		Local:        []netip.Addr{n3Addr},
+		EchoInterval: interval,
+		EchoRetries:  retries,
+		OnPathFailure: func(p Path) {
+			if p != path {
+				t.Errorf("%v failed, want %v", p, path)
+			}
+			failures <- time.Now()
+		},
+		OnPathRecovery: func(p Path) { recoveries <- p },
+	})
+	gnb := l.gnbSocket(t, Port)
+
+	var behaviour atomic.Int32 // answer or answerWrongSeq
+	requests := make(chan echoSeen, 1000)
+	gnbDone := make(chan struct{})
+	go func() {
+		defer close(gnbDone)
+		for {
+			g, from, err := receive(gnb, time.Hour)
+			if err != nil {
+				return // closed
+			}
+			at := time.Now()
+			if from != netip.AddrPortFrom(n3Addr, Port) || g.MessageType != MsgEchoRequest || !g.SequenceNumberFlag || g.TEID != 0 {
+				t.Errorf("not an Echo Request from %v: %v: %+v", n3Addr, from, g)
+				continue
+			}
+			seq, answered := g.SequenceNumber, behaviour.Load() == answer
+			if !answered {
+				seq += 1000
+			}
+			gnb.WriteToUDPAddrPort(echoResponseFromPeer(t, seq), from)
+			requests <- echoSeen{g.SequenceNumber, at, answered}
+		}
+	}()
+	t.Cleanup(func() { gnb.Close(); <-gnbDone })
+
+	var last echoSeen
+	seen := 0
+	nextRequest := func() echoSeen {
+		t.Helper()
+		select {
+		case r := <-requests:
+			if seen > 0 && r.seq != last.seq+1 {
+				t.Errorf("Echo Request %d follows %d", r.seq, last.seq)
+			}
+			last = r
+			seen++
+			return r
+		case <-time.After(timeout):
+			t.Fatal("no Echo Request")
+			return echoSeen{}
+		}
+	}
+
+	if err := e.Watch(path); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * retries {
+		nextRequest()
+	}
+	if len(failures) > 0 {
+		t.Fatal("path failed while the gNB answered")
+	}
+
+	// Answers to no request sent do not keep the path up: it fails when
+	// the last of EchoRetries requests has had its interval.
+	behaviour.Store(answerWrongSeq)
+	firstUnanswered := nextRequest()
+	for firstUnanswered.answered {
+		firstUnanswered = nextRequest()
+	}
+	select {
+	case failed := <-failures:
+		if elapsed := failed.Sub(firstUnanswered.at); elapsed < retries*interval-interval/2 || elapsed > retries*interval+interval/2 {
+			t.Errorf("path failed %v after the first unanswered Echo Request, want %d intervals of %v", elapsed, retries, interval)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no path failure")
+	}
+
+	behaviour.Store(answer)
+	select {
+	case p := <-recoveries:
+		if p != path {
+			t.Errorf("%v recovered, want %v", p, path)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no path recovery")
+	}
+
+	// Watches are counted: the path stays watched until the last Unwatch.
+	if err := e.Watch(path); err != nil {
+		t.Fatal(err)
+	}
+	e.Unwatch(path)
+	for len(requests) > 0 {
+		nextRequest()
+	}
+	nextRequest()
+	nextRequest()
+	e.Unwatch(path)
+	time.Sleep(interval / 2) // for a request already on its way
+	for len(requests) > 0 {
+		nextRequest()
+	}
+	select {
+	case r := <-requests:
+		t.Errorf("Echo Request %d after Unwatch", r.seq)
+	case <-time.After(3 * interval):
+	}
+
+	s := e.Stats()
+	if s.PathFailures != 1 || s.PathRecoveries != 1 || s.EchoRequestsSent != uint64(seen) || s.EchoRequestsAnswered == 0 ||
+		s.Received[MsgEchoResponse] <= s.EchoRequestsAnswered || s.Malformed != 0 {
+		t.Errorf("stats %+v after %d Echo Requests", s, seen)
+	}
+}
+
+func TestEndMarker(t *testing.T) {
+	l := newN3(t)
+	e := l.open(t, Config{Local: []netip.Addr{n3Addr, n3Addr2}})
+	gnb := l.gnbSocket(t, Port)
+	if err := e.SendEndMarker(n3Addr2, gnbAddr, 0xfeed0001); err != nil {
+		t.Fatal(err)
+	}
+	g, from, err := receive(gnb, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != netip.AddrPortFrom(n3Addr2, Port) || g.MessageType != MsgEndMarker || g.TEID != 0xfeed0001 ||
+		g.MessageLength != 0 || len(g.Payload) != 0 || g.SequenceNumberFlag || g.ExtensionHeaderFlag || g.NPDUFlag {
+		t.Errorf("from %v: %+v", from, g)
+	}
+	if s := e.Stats(); s.EndMarkersSent != 1 {
+		t.Errorf("stats %+v", s)
+	}
+
+	other := netip.MustParseAddr("10.203.0.99")
+	if err := e.SendEndMarker(other, gnbAddr, 1); err == nil {
+		t.Error("End Marker sent from an address not the endpoint's")
+	}
+	if err := e.Watch(Path{Local: other, Peer: gnbAddr}); err == nil {
+		t.Error("path watched from an address not the endpoint's")
+	}
+}

@@ -1,0 +1,160 @@
+package n4
+
+import (
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+)
+
+// Buffering (TS 29.244 §5.2.1): a FAR whose apply action is BUFF keeps a
+// session's downlink packets (the buffer package); with NOCP, the first one
+// is reported to the SMF in a Downlink Data Report, after the BAR's
+// Downlink Data Notification Delay if it has one.
+
+// BufferLimits is what the handler needs of the buffer manager.
+type BufferLimits interface {
+	SetLimit(seid uint64, packets int)
+}
+
+// bar is a session's Buffering Action Rule (at most one per session).
+type bar struct {
+	id uint8
+	// suggested is the Suggested Buffering Packets Count, 0 when absent:
+	// the session's buffer limit.
+	suggested uint8
+	ddnDelay  time.Duration // Downlink Data Notification Delay
+}
+
+// Data Status flag (§8.2.181): the first packet was buffered.
+const dataStatusBUFF = 0x02
+
+// applyBAR writes a Create BAR (create) or Update BAR into s.
+func (t *txn) applyBAR(group *ie.IE, create bool) *refusal {
+	id, r := ruleID(group, ie.BARID, (*ie.IE).BARID)
+	if r != nil {
+		return r
+	}
+	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleBAR, uint32(id), format, args...) }
+	switch {
+	case create && t.s.bar != nil:
+		return fail("BAR %d: the session has BAR %d already", id, t.s.bar.id)
+	case !create && (t.s.bar == nil || t.s.bar.id != id):
+		return fail("no BAR %d to update", id)
+	}
+	if bad := unsupported(group.ChildIEs, ie.BARID, ie.SuggestedBufferingPacketsCount, ie.DownlinkDataNotificationDelay); bad != nil {
+		return fail("BAR %d: IE type %d is not supported", id, bad.Type)
+	}
+	b := bar{id: id}
+	if t.s.bar != nil {
+		b = *t.s.bar
+	}
+	for _, c := range group.ChildIEs {
+		var err error
+		switch c.Type {
+		case ie.SuggestedBufferingPacketsCount:
+			b.suggested, err = c.SuggestedBufferingPacketsCount()
+		case ie.DownlinkDataNotificationDelay:
+			b.ddnDelay, err = c.DownlinkDataNotificationDelay()
+		}
+		if err != nil {
+			return fail("BAR %d: IE type %d: %v", id, c.Type, err)
+		}
+	}
+	t.s.bar = &b
+	return nil
+}
+
+// removeBAR applies a Remove BAR.
+func (t *txn) removeBAR(group *ie.IE) *refusal {
+	id, r := ruleID(group, ie.BARID, (*ie.IE).BARID)
+	if r != nil {
+		return r
+	}
+	if t.s.bar == nil || t.s.bar.id != id {
+		return ruleFailure(ruleBAR, uint32(id), "no BAR %d to remove", id)
+	}
+	t.s.bar = nil
+	return nil
+}
+
+// present are the IEs that are not nil: a message's single IEs.
+func present(ies ...*ie.IE) []*ie.IE {
+	var out []*ie.IE
+	for _, i := range ies {
+		if i != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// checkBARID refuses a FAR that names a BAR the session does not have.
+func (t *txn) checkBARID(f uint32, group *ie.IE) *refusal {
+	c := first(group.ChildIEs, ie.BARID)
+	if c == nil {
+		return nil
+	}
+	id, err := c.BARID()
+	if err != nil {
+		return ruleFailure(ruleFAR, f, "FAR %d: BAR ID: %v", f, err)
+	}
+	if t.s.bar == nil || t.s.bar.id != id {
+		return ruleFailure(ruleFAR, f, "FAR %d names BAR %d, which the session does not have", f, id)
+	}
+	return nil
+}
+
+// bufferLimit is the session's buffer limit for the manager: 0 for the
+// default.
+func (s *pfcpSession) bufferLimit() int {
+	if s == nil || s.bar == nil {
+		return 0
+	}
+	return int(s.bar.suggested)
+}
+
+// Buffered is told of the first packet a buffering FAR holds (the buffer
+// manager's Notify): with NOCP, the SMF gets a Downlink Data Report.
+func (h *Handler) Buffered(o buffer.Owner, pdrID uint16, qfi uint8) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[o.SEID]
+	if s == nil || !s.notify[o.FAR] {
+		return
+	}
+	var delay time.Duration
+	if s.bar != nil {
+		delay = s.bar.ddnDelay
+	}
+	if delay == 0 {
+		h.reportDownlinkData(s, o.FAR, pdrID, qfi)
+		return
+	}
+	time.AfterFunc(delay, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if now := h.sessions[o.SEID]; now != nil && now.notify[o.FAR] {
+			h.reportDownlinkData(now, o.FAR, pdrID, qfi)
+		}
+	})
+}
+
+// reportDownlinkData queues a Downlink Data Report (§7.5.8.2) for a FAR
+// that still buffers.
+func (h *Handler) reportDownlinkData(s *pfcpSession, far uint32, pdrID uint16, qfi uint8) {
+	if f, _ := farRules.get(s.fars, far); f.Action != session.ActionBuffer {
+		return
+	}
+	dldr := []*ie.IE{ie.NewPDRID(pdrID)}
+	if qfi != 0 {
+		dldr = append(dldr, ie.NewDownlinkDataServiceInformation(false, true, 0, qfi))
+	}
+	dldr = append(dldr, ie.NewDataStatus(dataStatusBUFF))
+	ies := []*ie.IE{ie.NewReportType(0, 0, 0, 1), ie.NewDownlinkDataReport(dldr...)}
+	h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
+	h.cfg.Log.Debug("downlink data report", "seid", s.seid, "far", far, "pdr", pdrID)
+}

@@ -1,0 +1,755 @@
+package n4
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+var (
+	n3     = netip.MustParseAddr("192.0.2.10") // the UPF's N3 address
+	uePool = netip.MustParsePrefix("10.45.0.0/28")
+)
+
+const gnb = "192.0.2.50"
+
+// fakeNexthops counts the references the store takes on gNB addresses.
+type fakeNexthops struct{ refs map[netip.Addr]int }
+
+func (f *fakeNexthops) Acquire(dst netip.Addr) (uint32, error) { f.refs[dst]++; return 1, nil }
+func (f *fakeNexthops) Release(dst netip.Addr) {
+	if f.refs[dst]--; f.refs[dst] <= 0 {
+		delete(f.refs, dst)
+	}
+}
+func (f *fakeNexthops) SetStatic(netip.Addr, net.HardwareAddr) {}
+func (f *fakeNexthops) ClearStatic(netip.Addr)                 {}
+
+// env is a handler over a store over real data-path maps.
+type env struct {
+	t       testing.TB
+	dp      *upfxdp.Datapath
+	store   *session.Store
+	nh      *fakeNexthops
+	pool    *ippool.Pool
+	buffers *buffer.Manager
+	h       *Handler
+	seq     uint32
+}
+
+func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
+
+// newSizedEnv is newEnv with a data path for maxSessions.
+func newSizedEnv(t testing.TB, maxSessions uint32) *env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	pin := "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-n4-")
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: maxSessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		dp.Close()
+		os.RemoveAll(pin)
+	})
+	pool, err := ippool.New(uePool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buffers, err := buffer.New(dp, buffer.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { buffers.Close() })
+	e := &env{t: t, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
+	e.store = session.NewStore(dp, e.nh, n3, nil)
+	e.store.SetBuffers(buffers)
+	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: buffers})
+	return e
+}
+
+// parse turns hand-encoded bytes into go-pfcp's typed request.
+func parse[M message.Message](t testing.TB, b []byte) M {
+	t.Helper()
+	m, err := message.Parse(b)
+	if err != nil {
+		t.Fatalf("go-pfcp cannot parse % x: %v", b, err)
+	}
+	r, ok := m.(M)
+	if !ok {
+		t.Fatalf("parsed as %T", m)
+	}
+	return r
+}
+
+// reply is a response decoded by hand.
+type reply struct {
+	seid uint64 // header SEID
+	ies  []wireIE
+}
+
+func decodeReply(t testing.TB, m interface{ Marshal() ([]byte, error) }, wantType uint8) reply {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, seid, ies := decodeMsg(t, b)
+	if typ != wantType {
+		t.Fatalf("response type %d, want %d", typ, wantType)
+	}
+	return reply{seid, ies}
+}
+
+func (e *env) establish(peer string, ies ...[]byte) reply {
+	e.t.Helper()
+	e.seq++
+	req := parse[*message.SessionEstablishmentRequest](e.t, sessionMsg(mSessionEstablishmentRequest, 0, e.seq, ies...))
+	return decodeReply(e.t, e.h.Establish(pfcp.Peer{NodeID: peer}, req), mSessionEstablishmentRequest+1)
+}
+
+func (e *env) modify(peer string, seid uint64, ies ...[]byte) reply {
+	e.t.Helper()
+	e.seq++
+	req := parse[*message.SessionModificationRequest](e.t, sessionMsg(mSessionModificationRequest, seid, e.seq, ies...))
+	return decodeReply(e.t, e.h.Modify(pfcp.Peer{NodeID: peer}, req), mSessionModificationRequest+1)
+}
+
+func (e *env) delete(peer string, seid uint64) reply {
+	e.t.Helper()
+	e.seq++
+	req := parse[*message.SessionDeletionRequest](e.t, sessionMsg(mSessionDeletionRequest, seid, e.seq))
+	return decodeReply(e.t, e.h.Delete(pfcp.Peer{NodeID: peer}, req), mSessionDeletionRequest+1)
+}
+
+func (e *env) setDelete(peer string, fqCSIDs ...[]byte) reply {
+	e.t.Helper()
+	e.seq++
+	req := parse[*message.SessionSetDeletionRequest](e.t, nodeMsg(mSessionSetDeletionRequest, e.seq,
+		append([][]byte{nodeIDv4("127.0.0.4")}, fqCSIDs...)...))
+	return decodeReply(e.t, e.h.SetDelete(pfcp.Peer{NodeID: peer}, req), mSessionSetDeletionRequest+1)
+}
+
+// expect checks a response's Cause value (§8.2.1) and the values of its
+// Failed Rule ID (§8.2.80) and Offending IE (§8.2.22); nil expects none.
+func (r reply) expect(t testing.TB, cause byte, failedRule, offending []byte) {
+	t.Helper()
+	if got := one(t, r.ies, tCause); !bytes.Equal(got, []byte{cause}) {
+		t.Errorf("cause % x, want %d", got, cause)
+	}
+	if got := one(t, r.ies, tFailedRuleID); !bytes.Equal(got, failedRule) {
+		t.Errorf("failed rule ID % x, want % x", got, failedRule)
+	}
+	if got := one(t, r.ies, tOffendingIE); !bytes.Equal(got, offending) {
+		t.Errorf("offending IE % x, want % x", got, offending)
+	}
+}
+
+// upSEID is the SEID of an accepted establishment's UP F-SEID (§8.2.37).
+func (r reply) upSEID(t testing.TB) uint64 {
+	t.Helper()
+	r.expect(t, 1, nil, nil)
+	f := one(t, r.ies, tFSEID)
+	if len(f) != 13 || f[0] != 0x02 {
+		t.Fatalf("UP F-SEID % x, want flags V4, SEID, IPv4", f)
+	}
+	seid := binaryUint64(f[1:9])
+	if seid == 0 {
+		t.Fatal("UP SEID 0")
+	}
+	return seid
+}
+
+// created returns the children of the Created PDR IEs (§7.5.3.2) by PDR ID.
+func (r reply) created(t *testing.T) map[uint16][]wireIE {
+	t.Helper()
+	out := map[uint16][]wireIE{}
+	for _, v := range all(r.ies, tCreatedPDR) {
+		c := decodeIEs(t, v)
+		id := one(t, c, tPDRID)
+		if len(id) != 2 {
+			t.Fatalf("Created PDR without PDR ID: % x", v)
+		}
+		out[uint16(id[0])<<8|uint16(id[1])] = c
+	}
+	return out
+}
+
+// chosenTEID checks a Created PDR's F-TEID: V4, a TEID, the N3 address.
+func chosenTEID(t *testing.T, c []wireIE) uint32 {
+	t.Helper()
+	f := one(t, c, tFTEID)
+	if len(f) != 9 || f[0] != 0x01 || !bytes.Equal(f[5:], n3.AsSlice()) || binaryUint32(f[1:5]) == 0 {
+		t.Fatalf("Created PDR F-TEID % x, want V4, a TEID, %s", f, n3)
+	}
+	return binaryUint32(f[1:5])
+}
+
+func binaryUint32(b []byte) uint32 { return uint32(binaryUint64(b)) }
+func binaryUint64(b []byte) (v uint64) {
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
+// The rules of an Open5GS PDU session: uplink PDR 1 on an F-TEID the UPF
+// chooses, downlink PDR 2 on the UE address, PDR 3 from the CP function
+// sharing PDR 1's F-TEID (same CHOOSE ID), FAR 1 to the core, FAR 2 to the
+// gNB. ue gives the UE IP Address IE, with the S/D flag it is asked for.
+func uplinkPDR(ue func(sd bool) []byte) []byte {
+	return createPDR(pdrID(1), precedence(255),
+		pdi(sourceInterface(ifAccess), fteidChoose(5), networkInstance("internet"), ue(false), qfi(9)),
+		outerHeaderRemoval(0), farID(1))
+}
+
+func downlinkPDR(ue func(sd bool) []byte, far uint32) []byte {
+	return createPDR(pdrID(2), precedence(255),
+		pdi(sourceInterface(ifCore), networkInstance("internet"), ue(true)), farID(far))
+}
+
+// cpPDR and up2cpPDR with up2cpFAR are what Open5GS adds to every
+// session for the packets between the SMF and the UE (IPv6 router
+// solicitations and advertisements): from the CP function to the UE through
+// the downlink FAR, and router solicitations from the UE to the SMF's
+// GTP-U endpoint.
+func cpPDR(fteid []byte) []byte {
+	return createPDR(pdrID(3), precedence(1000), pdi(sourceInterface(ifCPFunction), fteid), outerHeaderRemoval(0), farID(2))
+}
+
+func up2cpPDR() []byte {
+	return createPDR(pdrID(10), precedence(254), pdi(sourceInterface(ifAccess), fteidChoose(5),
+		sdfFilterFD("permit out 58 from ff02::2/128 to assigned")), outerHeaderRemoval(0), farID(10))
+}
+
+func up2cpFAR() []byte {
+	return createFAR(farID(10), applyAction(aaFORW), fwdParams(destinationInterface(ifCPFunction), ohcGTPU(0x5f01, smfGTPU)))
+}
+
+// smfGTPU is the SMF's GTP-U address.
+const smfGTPU = "127.0.0.4"
+
+func coreFAR() []byte {
+	return createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore), networkInstance("internet")))
+}
+
+func accessFAR(teid uint32, addr string) []byte {
+	return createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(teid, addr)))
+}
+
+func open5gs(cpSEID uint64, ue func(sd bool) []byte, gnbTEID uint32) [][]byte {
+	return [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
+		uplinkPDR(ue), downlinkPDR(ue, 2), cpPDR(fteidChooseAny()), coreFAR(), accessFAR(gnbTEID, gnb), up2cpPDR(), up2cpFAR()}
+}
+
+func fixedUE(addr string) func(bool) []byte {
+	return func(sd bool) []byte { return ueIPv4(addr, sd) }
+}
+
+// state is everything a request may change.
+type state struct {
+	Sessions []session.Session
+	Uplink   map[uint32]upfxdp.PDRSet
+	Downlink map[netip.Addr]upfxdp.PDRSet
+	Chosen   []uint32
+	Pool     int
+	Nexthops map[netip.Addr]int
+}
+
+func (e *env) state() state {
+	e.t.Helper()
+	s := state{Sessions: e.store.List(), Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
+		Chosen: slices.Sorted(maps.Keys(e.h.chosen)), Pool: e.pool.Allocated(), Nexthops: maps.Clone(e.nh.refs)}
+	for _, teid := range e.dp.UplinkTEIDs() {
+		set, err := e.dp.Uplink(teid)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		s.Uplink[teid] = set
+	}
+	for _, ue := range e.dp.DownlinkUEs() {
+		set, err := e.dp.Downlink(ue)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		s.Downlink[ue] = set
+	}
+	return s
+}
+
+func (e *env) unchanged(before state) {
+	e.t.Helper()
+	if after := e.state(); !reflect.DeepEqual(before, after) {
+		e.t.Errorf("a refused request changed state:\n%+v\n%+v", before, after)
+	}
+}
+
+// gone checks that the data path has no key for a TEID and a UE address.
+func (e *env) gone(teid uint32, ue netip.Addr) {
+	e.t.Helper()
+	if _, err := e.dp.Uplink(teid); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		e.t.Errorf("TEID %#x: %v, want no key", teid, err)
+	}
+	if _, err := e.dp.Downlink(ue); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		e.t.Errorf("UE %s: %v, want no key", ue, err)
+	}
+}
+
+// installed checks that the uplink TEID of an Open5GS-shaped session
+// leads to its two PDRs (the uplink's, and the router solicitations' to the
+// SMF), and its UE address to one.
+func (e *env) installed(teid uint32, ue netip.Addr) {
+	e.t.Helper()
+	ul, err := e.dp.Uplink(teid)
+	if err != nil || ul.Count != 2 {
+		e.t.Errorf("TEID %#x: %+v, %v; want two PDRs", teid, ul, err)
+	}
+	dl, err := e.dp.Downlink(ue)
+	if err != nil || dl.Count != 1 {
+		e.t.Errorf("UE %s: %+v, %v; want one PDR", ue, dl, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestEstablishOpen5GSSession(t *testing.T) {
+	e := newEnv(t)
+	rsFilter, err := sdf.Parse("permit out 58 from ff02::2/128 to assigned")
+	fatalIf(t, err)
+	r := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
+	seid := r.upSEID(t)
+	created := r.created(t)
+	if len(created) != 3 || created[1] == nil || created[3] == nil || created[10] == nil {
+		t.Fatalf("Created PDRs for %v, want 1, 3 and 10", slices.Sorted(maps.Keys(created)))
+	}
+	teid, cpTEID := chosenTEID(t, created[1]), chosenTEID(t, created[3])
+	if other := chosenTEID(t, created[10]); other != teid || cpTEID == teid {
+		t.Errorf("PDRs of one CHOOSE ID got TEIDs %#x and %#x, the CP function's %#x", teid, other, cpTEID)
+	}
+	if ue := one(t, created[1], tUEIPAddress); ue != nil {
+		t.Errorf("a UE address the SMF chose is reported: % x", ue)
+	}
+
+	ue := netip.MustParseAddr("10.60.0.1")
+	want := session.Session{SEID: seid, Origin: session.OriginPFCP,
+		PDRs: []session.PDR{
+			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
+				SourceInterface: session.InterfaceAccess, TEID: teid, UEAddress: netip.PrefixFrom(ue, 32), QFI: 9}},
+			{ID: 2, Precedence: 255, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: netip.PrefixFrom(ue, 32)}},
+			{ID: 3, Precedence: 1000, FARID: 2, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
+				SourceInterface: session.InterfaceCPFunction, TEID: cpTEID}},
+			{ID: 10, Precedence: 254, FARID: 10, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
+				SourceInterface: session.InterfaceAccess, TEID: teid,
+				SDFFilters: []session.SDFFilter{{Filter: rsFilter}}}},
+		},
+		FARs: []session.FAR{
+			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
+			{ID: 2, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x0a0b0c0d, Peer: netip.MustParseAddr(gnb)}},
+			{ID: 10, Action: session.ActionForward, DestinationInterface: session.InterfaceCPFunction,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x5f01, Peer: netip.MustParseAddr(smfGTPU)}},
+		}}
+	if got, ok := e.store.Get(seid); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("stored session\n%+v\nwant\n%+v", got, want)
+	}
+	e.installed(teid, ue)
+	if cp, err := e.dp.Uplink(cpTEID); err != nil || cp.Count != 1 {
+		t.Errorf("the CP function's TEID %#x: %+v, %v; want one PDR", cpTEID, cp, err)
+	}
+	if got := e.nh.refs; !reflect.DeepEqual(got, map[netip.Addr]int{netip.MustParseAddr(gnb): 1, netip.MustParseAddr(smfGTPU): 1}) {
+		t.Errorf("next-hop references %v", got)
+	}
+}
+
+// CHV4: the UPF picks the UE address from its pool and gives it back, with
+// the chosen TEID, when the session ends.
+func TestChosenUEAddress(t *testing.T) {
+	e := newEnv(t)
+	r := e.establish("smf1", open5gs(0x1001, ueChooseV4, 0x0a0b0c0d)...)
+	seid := r.upSEID(t)
+	created := r.created(t)
+	if len(created) != 4 {
+		t.Fatalf("Created PDRs for %v, want 1, 2, 3 and 10", slices.Sorted(maps.Keys(created)))
+	}
+	teid := chosenTEID(t, created[1])
+	// §8.2.62: V4 and the address; S/D set for the downlink PDR.
+	ul, dl := one(t, created[1], tUEIPAddress), one(t, created[2], tUEIPAddress)
+	if len(ul) != 5 || ul[0] != 0x02 || len(dl) != 5 || dl[0] != 0x06 || !bytes.Equal(ul[1:], dl[1:]) {
+		t.Fatalf("Created PDR UE IP addresses % x and % x", ul, dl)
+	}
+	ue := netip.AddrFrom4([4]byte(ul[1:]))
+	if !uePool.Contains(ue) || e.pool.Allocated() != 1 {
+		t.Fatalf("UE address %s, %d allocated from %s", ue, e.pool.Allocated(), uePool)
+	}
+	e.installed(teid, ue)
+
+	e.delete("smf1", seid).expect(t, 1, nil, nil)
+	if n := e.pool.Allocated(); n != 0 {
+		t.Errorf("%d UE addresses still allocated", n)
+	}
+	if len(e.h.chosen) != 0 {
+		t.Errorf("chosen TEIDs outlive their session: %v", e.h.chosen)
+	}
+	e.gone(teid, ue)
+
+	r = e.establish("smf1", open5gs(0x1002, ueChooseV4, 0x0a0b0c0e)...)
+	r.upSEID(t)
+	next := r.created(t)
+	if chosenTEID(t, next[1]) == teid || bytes.Equal(one(t, next[1], tUEIPAddress), ul) {
+		t.Errorf("the next session got the old TEID or UE address")
+	}
+	e.gone(teid, ue)
+}
+
+func TestModify(t *testing.T) {
+	e := newEnv(t)
+	const cpSEID = 0x1001
+	r := e.establish("smf1", open5gs(cpSEID, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
+	seid := r.upSEID(t)
+	created := r.created(t)
+	teid := chosenTEID(t, created[1])
+	ue := netip.MustParseAddr("10.60.0.1")
+
+	// Handover: the gNB's tunnel end moves.
+	r = e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51"))))
+	r.expect(t, 1, nil, nil)
+	if r.seid != cpSEID {
+		t.Errorf("response SEID %#x, want the CP SEID", r.seid)
+	}
+	got, _ := e.store.Get(seid)
+	if o := got.FARs[1].OuterHeaderCreation; o == nil || *o != (session.OuterHeaderCreation{TEID: 0x2222, Peer: netip.MustParseAddr("192.0.2.51")}) {
+		t.Errorf("FAR 2 after the handover: %+v", got.FARs[1])
+	}
+	if !reflect.DeepEqual(e.nh.refs, map[netip.Addr]int{netip.MustParseAddr("192.0.2.51"): 1, netip.MustParseAddr(smfGTPU): 1}) {
+		t.Errorf("next-hop references %v", e.nh.refs)
+	}
+	e.installed(teid, ue)
+
+	// A new PDR on a new chosen F-TEID, then removed again.
+	r = e.modify("smf1", seid, createPDR(pdrID(4), precedence(10),
+		pdi(sourceInterface(ifAccess), fteidChoose(6), qfi(5)), outerHeaderRemoval(0), farID(1)))
+	r.expect(t, 1, nil, nil)
+	teid4 := chosenTEID(t, r.created(t)[4])
+	if teid4 == teid {
+		t.Fatal("a new CHOOSE ID got the TEID of another one")
+	}
+	if _, err := e.dp.Uplink(teid4); err != nil {
+		t.Errorf("TEID of PDR 4: %v", err)
+	}
+	e.modify("smf1", seid, removePDR(4)).expect(t, 1, nil, nil)
+	if _, err := e.dp.Uplink(teid4); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("TEID of the removed PDR 4: %v", err)
+	}
+	if cpTEID := chosenTEID(t, created[3]); !reflect.DeepEqual(e.h.chosen, map[uint32]bool{teid: true, cpTEID: true}) {
+		t.Errorf("chosen TEIDs %v, want only %#x and %#x", e.h.chosen, teid, cpTEID)
+	}
+
+	before := e.state()
+	for _, c := range []struct {
+		name       string
+		ies        [][]byte
+		failedRule []byte
+	}{
+		{"duplication", [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, []byte{1, 0, 0, 0, 2}},
+		{"removing a missing PDR", [][]byte{removePDR(9)}, []byte{0, 0, 9}},
+		{"a chosen TEID, then a missing FAR", [][]byte{createPDR(pdrID(4), precedence(10),
+			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, []byte{0, 0, 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.modify("smf1", seid, c.ies...)
+			r.expect(t, 73, c.failedRule, nil)
+			if r.seid != cpSEID {
+				t.Errorf("response SEID %#x, want the CP SEID", r.seid)
+			}
+			e.unchanged(before)
+		})
+	}
+}
+
+// refusalCase is an establishment refused with a cause, the Failed Rule ID
+// and the Offending IE it names (nil: none).
+type refusalCase struct {
+	name                  string
+	ies                   [][]byte
+	cause                 byte
+	failedRule, offending []byte
+}
+
+// refusesEstablishments checks that each case is refused as it says and
+// changes nothing.
+func (e *env) refusesEstablishments(t *testing.T, cases []refusalCase) {
+	t.Helper()
+	before := e.state()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, c.offending)
+			e.unchanged(before)
+		})
+	}
+}
+
+// Refused establishments leave nothing behind: no session, no key, no
+// chosen TEID or UE address, no next-hop reference.
+func TestEstablishmentRefusals(t *testing.T) {
+	e := newEnv(t)
+	// A bystander session, whose state must survive every refusal.
+	e.establish("smf2", open5gs(0x2001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	replace := func(i int, with []byte) [][]byte {
+		ies := open5gs(0x1001, ueChooseV4, 0x0a0b0c0e)
+		ies[i] = with
+		return ies
+	}
+	e.refusesEstablishments(t, []refusalCase{
+		{"downlink UE address as source", replace(3, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
+			73, []byte{0, 0, 2}, nil},
+		{"FAR ID of no FAR", replace(3, downlinkPDR(ueChooseV4, 7)), 73, []byte{0, 0, 2}, nil},
+		{"F-TEID not on N3", replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), 73, []byte{0, 0, 3}, nil},
+		{"UE address of another session", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), 73, []byte{0, 0, 2}, nil},
+		{"buffering FAR naming no BAR", replace(6, createFAR(farID(2), applyAction(aaBUFF), barID(9))), 73, []byte{1, 0, 0, 0, 2}, nil},
+		{"BAR with MT-EDT", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
+			73, []byte{4, 5}, nil},
+		{"periodic URR without a period", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), 73, []byte{3, 0, 0, 0, 3}, nil},
+		{"Create PDR without PDI", replace(3, createPDR(pdrID(2), precedence(255), farID(2))), 66, nil, []byte{0, tPDI}},
+		{"Create PDR without PDR ID", replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
+			66, nil, []byte{0, tPDRID}},
+		{"PDI without Source Interface", replace(3, createPDR(pdrID(2), precedence(255), pdi(ueChooseV4(true)), farID(2))),
+			66, nil, []byte{0, tSourceInterface}},
+		{"Create FAR without Apply Action", replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
+			66, nil, []byte{0, tApplyAction}},
+		// Services the UPF does not give: Service not supported.
+		{"user plane inactivity timer", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tUPInactivityTimer, be32(30))),
+			76, nil, []byte{0, tUPInactivityTimer}},
+		{"traffic endpoint", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e),
+			tlv(tCreateTrafficEndpoint, tlv(tTrafficEndpointID, []byte{1}), fteid(0x77, n3.String()))), 76, nil, []byte{0, tCreateTrafficEndpoint}},
+		{"multi-access rule (ATSSS)", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tCreateMAR, tlv(tMARID, be16(1)))),
+			76, nil, []byte{0, tCreateMAR}},
+		{"establishment flag other than RESTI", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tPFCPSEReqFlags, []byte{0x02})),
+			76, nil, []byte{0, tPFCPSEReqFlags}},
+	})
+
+	// A good session afterwards is the only new thing.
+	r := e.establish("smf1", open5gs(0x1001, ueChooseV4, 0x0a0b0c0e)...)
+	r.upSEID(t)
+	after := e.state()
+	// Each has its uplink TEID and its CP function's.
+	if len(after.Sessions) != 2 || len(after.Uplink) != 4 || len(after.Downlink) != 2 || len(after.Chosen) != 4 || after.Pool != 1 {
+		t.Errorf("after one more session: %+v", after)
+	}
+}
+
+// IEs that only describe the session, the RESTI flag and IEs of types the
+// UPF does not know are no reason to refuse it.
+func TestDescriptiveAndUnknownIEsAreAccepted(t *testing.T) {
+	e := newEnv(t)
+	e.establish("smf1", append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d),
+		tlv(tPDNType, []byte{1}),                                 // IPv4
+		tlv(tAPNDNN, []byte("\x08internet")),                     // DNN "internet", one label
+		tlv(tSNSSAI, []byte{1, 0, 0, 1}),                         // SST 1, SD 1
+		tlv(tPFCPSEReqFlags, []byte{0x01}),                       // RESTI
+		tlv(2000, []byte{0xde, 0xad}))...).expect(t, 1, nil, nil) // an unassigned type
+}
+
+// Requests for sessions the peer does not have are refused with "Session
+// context not found" and change nothing.
+func TestUnknownSession(t *testing.T) {
+	e := newEnv(t)
+	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	before := e.state()
+	update := updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51")))
+	for _, c := range []struct {
+		name string
+		call func() reply
+	}{
+		{"modify unknown SEID", func() reply { return e.modify("smf1", seid+1, update) }},
+		{"modify by another peer", func() reply { return e.modify("smf2", seid, update) }},
+		{"delete unknown SEID", func() reply { return e.delete("smf1", seid+1) }},
+		{"delete by another peer", func() reply { return e.delete("smf2", seid) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := c.call()
+			r.expect(t, 65, nil, nil)
+			if r.seid != 0 {
+				t.Errorf("response SEID %#x, want 0", r.seid)
+			}
+			e.unchanged(before)
+		})
+	}
+}
+
+func TestDeletion(t *testing.T) {
+	e := newEnv(t)
+	type sess struct {
+		seid, cpSEID uint64
+		teid         uint32
+		ue           netip.Addr
+	}
+	establish := func(peer string, cpSEID uint64, ue string) sess {
+		t.Helper()
+		r := e.establish(peer, open5gs(cpSEID, fixedUE(ue), uint32(cpSEID))...)
+		s := sess{r.upSEID(t), cpSEID, chosenTEID(t, r.created(t)[1]), netip.MustParseAddr(ue)}
+		e.installed(s.teid, s.ue)
+		return s
+	}
+	exists := func(s sess) bool {
+		_, ok := e.store.Get(s.seid)
+		return ok
+	}
+	a, b, c := establish("smf1", 0x1001, "10.60.0.1"), establish("smf1", 0x1002, "10.60.0.2"), establish("smf2", 0x2001, "10.60.0.3")
+
+	r := e.delete("smf1", a.seid)
+	r.expect(t, 1, nil, nil)
+	if r.seid != a.cpSEID {
+		t.Errorf("response SEID %#x, want the CP SEID", r.seid)
+	}
+	if exists(a) || !exists(b) || !exists(c) {
+		t.Error("deletion removed the wrong sessions")
+	}
+	e.gone(a.teid, a.ue)
+
+	e.setDelete("smf1").expect(t, 1, nil, nil)
+	if exists(b) || !exists(c) {
+		t.Error("session set deletion removed the wrong sessions")
+	}
+	e.gone(b.teid, b.ue)
+	e.installed(c.teid, c.ue)
+
+	d := establish("smf1", 0x1003, "10.60.0.4")
+	e.h.DropPeer("smf2")
+	if exists(c) || !exists(d) {
+		t.Error("dropping smf2 removed the wrong sessions")
+	}
+	e.gone(c.teid, c.ue)
+	e.installed(d.teid, d.ue)
+
+	e.h.DropPeer("smf1")
+	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
+		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}}) {
+		t.Errorf("after every peer is gone: %+v", s)
+	}
+	if len(e.h.sessions) != 0 {
+		t.Errorf("the handler still has %d sessions", len(e.h.sessions))
+	}
+}
+
+// A CHOOSE ID names a TEID within one request (§8.2.3): once a
+// modification has released the TEID of CHOOSE ID 6, a later request's
+// CHOOSE ID 6 gets a TEID the handler records as chosen.
+func TestChooseIDAfterRelease(t *testing.T) {
+	e := newEnv(t)
+	seid := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	pdr := func(id uint16) []byte {
+		return createPDR(pdrID(id), precedence(10), pdi(sourceInterface(ifAccess), fteidChoose(6), qfi(5)), outerHeaderRemoval(0), farID(1))
+	}
+	r := e.modify("smf1", seid, pdr(4))
+	r.expect(t, 1, nil, nil)
+	released := chosenTEID(t, r.created(t)[4])
+	e.modify("smf1", seid, removePDR(4)).expect(t, 1, nil, nil)
+
+	r = e.modify("smf1", seid, pdr(5))
+	r.expect(t, 1, nil, nil)
+	teid := chosenTEID(t, r.created(t)[5])
+	if !e.h.chosen[teid] {
+		t.Errorf("PDR 5 got TEID %#x (the released one: %t), which the handler does not hold as chosen", teid, teid == released)
+	}
+}
+
+// Transport Level Marking (§8.2.12) is the DSCP of the downlink tunnel:
+// what the mask keeps of the ToS octet.
+func TestTransportLevelMarking(t *testing.T) {
+	e := newEnv(t)
+	const tTransportLevelMarking = 30
+	ies := open5gs(0x1001, fixedUE("10.60.0.7"), 0x0a0b0c0d)
+	ies[6] = createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(0x0a0b0c0d, gnb),
+		tlv(tTransportLevelMarking, []byte{0xb9, 0xfc})))
+	seid := e.establish("smf1", ies...).upSEID(t)
+	sess, _ := e.store.Get(seid)
+	if i := slices.IndexFunc(sess.FARs, func(f session.FAR) bool { return f.ID == 2 }); i < 0 || sess.FARs[i].DSCP != 46 {
+		t.Errorf("FARs %+v, want FAR 2 with DSCP 46", sess.FARs)
+	}
+}
+
+// fqCSID is an FQ-CSID (§8.2.46) of an IPv4 node.
+func fqCSID(node string, csids ...uint16) []byte {
+	v := slices.Concat([]byte{byte(len(csids))}, v4(node)) // Node-ID type 0 (IPv4), number of CSIDs
+	for _, id := range csids {
+		v = append(v, be16(id)...)
+	}
+	return tlv(tFQCSID, v)
+}
+
+// A Session Set Deletion naming FQ-CSIDs removes the sessions of those
+// connection sets only, of the requesting SMF only; sessions may name
+// several sets, and a modification may move them.
+func TestSessionSetDeletionByFQCSID(t *testing.T) {
+	e := newEnv(t)
+	establish := func(peer string, cpSEID uint64, ue string, csids ...[]byte) uint64 {
+		t.Helper()
+		return e.establish(peer, append(open5gs(cpSEID, fixedUE(ue), uint32(cpSEID)), csids...)...).upSEID(t)
+	}
+	const smfAddr, sgwAddr = "192.0.2.80", "192.0.2.81"
+	a := establish("smf1", 0x1001, "10.60.0.1", fqCSID(smfAddr, 7))
+	b := establish("smf1", 0x1002, "10.60.0.2", fqCSID(sgwAddr, 3), fqCSID(smfAddr, 8, 9))
+	c := establish("smf1", 0x1003, "10.60.0.3")
+	d := establish("smf2", 0x2001, "10.60.0.4", fqCSID(smfAddr, 7))
+	f := establish("smf1", 0x1004, "10.60.0.5", fqCSID(smfAddr, 5))
+	e.modify("smf1", f, fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	exist := func(want map[uint64]bool) {
+		t.Helper()
+		for seid, w := range want {
+			if _, ok := e.store.Get(seid); ok != w {
+				t.Errorf("session %d exists: %t, want %t", seid, ok, w)
+			}
+		}
+	}
+
+	e.setDelete("smf1", fqCSID(smfAddr, 7)).expect(t, 1, nil, nil)
+	exist(map[uint64]bool{a: false, b: true, c: true, d: true, f: true})
+	e.setDelete("smf1", fqCSID(sgwAddr, 9)).expect(t, 1, nil, nil) // CSID 9 of another node
+	exist(map[uint64]bool{b: true, c: true, d: true, f: true})
+	e.setDelete("smf1", fqCSID(sgwAddr, 1, 2), fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	exist(map[uint64]bool{b: false, c: true, d: true, f: false})
+	e.setDelete("smf1", tlv(tFQCSID, []byte{0x51})).expect(t, 69, nil, []byte{0, tFQCSID}) // Node-ID type 5
+	exist(map[uint64]bool{c: true, d: true})
+	e.setDelete("smf1").expect(t, 1, nil, nil) // no FQ-CSID: all of them
+	exist(map[uint64]bool{c: false, d: true})
+}
+
+// A data path full of Open5GS sessions still modifies them, and takes new
+// ones as fast as old ones go: new rules are written before the old ones
+// are freed, and a freed slot waits a second before it is used again.
+func TestFullDataPathStillChanges(t *testing.T) {
+	const sessions = 64 // what newEnv's data path holds
+	e := newEnv(t)
+	ue := func(i int) func(bool) []byte { return fixedUE(fmt.Sprintf("10.60.1.%d", i)) }
+	seids := make([]uint64, sessions)
+	for i := range seids {
+		seids[i] = e.establish("smf1", open5gs(uint64(i+1), ue(i), uint32(i+1))...).upSEID(t)
+	}
+	for i, seid := range seids {
+		e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(i)|1<<31, gnb)))).expect(t, 1, nil, nil)
+	}
+	for i, seid := range seids {
+		e.delete("smf1", seid).expect(t, 1, nil, nil)
+		e.establish("smf1", open5gs(uint64(sessions+i+1), ue(i), uint32(i+1))...).upSEID(t)
+	}
+}

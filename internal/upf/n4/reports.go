@@ -1,0 +1,280 @@
+package n4
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// tickInterval is how often the clock-driven triggers are checked: well
+// inside the one-second resolution of the PFCP time IEs.
+const tickInterval = 100 * time.Millisecond
+
+// meterKey names a URR of a session.
+type meterKey struct {
+	seid uint64
+	id   uint32
+}
+
+// report is a Session Report Request waiting to be sent.
+type report struct {
+	smf  pfcp.Peer
+	seid uint64 // UP SEID
+	req  *message.SessionReportRequest
+}
+
+// outbox holds reports until the sender takes them: the handler's lock is
+// never held across a network round trip.
+type outbox struct {
+	mu      sync.Mutex
+	pending []report
+	wake    chan struct{}
+}
+
+func (o *outbox) put(r report) {
+	o.mu.Lock()
+	o.pending = append(o.pending, r)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest report. The sender takes one at a time, so that
+// the others stay withdrawable while it waits for an answer.
+func (o *outbox) next() (report, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.pending) == 0 {
+		return report{}, false
+	}
+	r := o.pending[0]
+	o.pending = o.pending[1:]
+	return r, true
+}
+
+// withdraw takes the reports of a session out, oldest first.
+func (o *outbox) withdraw(seid uint64) []report {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []report
+	o.pending = slices.DeleteFunc(o.pending, func(r report) bool {
+		if r.seid == seid {
+			out = append(out, r)
+			return true
+		}
+		return false
+	})
+	return out
+}
+
+// Run measures usage and sends Session Reports until ctx ends: it follows
+// the data path's URR events, checks the clock-driven triggers, and sends
+// what they report.
+func (h *Handler) Run(ctx context.Context, events *upfxdp.URREventReader) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		h.sendReports(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			ev, err := events.Read()
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			if err != nil {
+				h.cfg.Log.Error("reading URR events", "err", err)
+				continue
+			}
+			h.usageEvent(ev, time.Now())
+		}
+	}()
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			events.Close()
+			wg.Wait()
+			return
+		case now := <-t.C:
+			h.tick(now)
+		}
+	}
+}
+
+// usageEvent handles what the data path said of a URR's counters.
+func (h *Handler) usageEvent(ev upfxdp.URREvent, now time.Time) {
+	seid, id, ok := h.cfg.Store.URRBySlot(ev.Slot)
+	if !ok {
+		return // the URR went meanwhile
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[seid]
+	if s == nil || s.meters[id] == nil {
+		return // changed meanwhile
+	}
+	var fired uint32
+	if ev.Kind == upfxdp.URREventQuota && !s.meters[id].exhausted {
+		fired = trigVOLQU
+	}
+	h.measure(s, id, fired, now)
+}
+
+// tick checks the clock-driven triggers of every URR that has some.
+func (h *Handler) tick(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.timed {
+		s := h.sessions[k.seid]
+		if s == nil || !s.urrs[k.id].timed() {
+			delete(h.timed, k)
+			continue
+		}
+		h.measure(s, k.id, 0, now)
+	}
+}
+
+// measure reads a URR's counters and reports what fired (fired, and what
+// the counters and the clock raise), then gives the data path the limits
+// of the next measurement.
+func (h *Handler) measure(s *pfcpSession, id uint32, fired uint32, now time.Time) {
+	u, m := s.urrs[id], s.meters[id]
+	if m == nil {
+		return
+	}
+	usage, ok := h.usage(s, id)
+	if !ok {
+		return
+	}
+	fired |= u.crossed(m, usage) | u.due(m, usage, now, h.cfg.TrafficStopAfter)
+	if fired == 0 {
+		return
+	}
+	u.note(m, fired, usage, now)
+	if reported := fired & u.triggers; reported != 0 {
+		h.send(s, u.report(ie.UsageReportWithinSessionReportRequest, m, usage, reported, now))
+	}
+	h.rearm(s, id)
+}
+
+// usage reads a URR's counters; false, logged, when it cannot.
+func (h *Handler) usage(s *pfcpSession, id uint32) (upfxdp.URRUsage, bool) {
+	usage, err := h.cfg.Store.URRUsage(s.seid, id)
+	if err != nil {
+		h.cfg.Log.Error("reading a URR", "seid", s.seid, "urr", id, "err", err)
+	}
+	return usage, err == nil
+}
+
+// rearm gives the data path the limits of a URR's next measurement.
+func (h *Handler) rearm(s *pfcpSession, id uint32) {
+	u := s.urrs[id]
+	if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(s.meters[id])); err != nil {
+		h.cfg.Log.Error("re-arming a URR", "seid", s.seid, "urr", id, "err", err)
+	}
+}
+
+// send queues a Session Report Request with usage reports.
+func (h *Handler) send(s *pfcpSession, usage ...*ie.IE) {
+	ies := append([]*ie.IE{ie.NewReportType(0, 0, 1, 0)}, usage...)
+	h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
+}
+
+// sendReports sends the queued reports one by one until ctx ends. An SMF
+// that no longer knows the session has it deleted (§6.3.3 / TS 23.527).
+func (h *Handler) sendReports(ctx context.Context) {
+	for {
+		for r, ok := h.out.next(); ok; r, ok = h.out.next() {
+			if h.cfg.SendReport == nil {
+				continue
+			}
+			resp, err := h.cfg.SendReport(ctx, r.smf, r.req)
+			if err != nil {
+				h.cfg.Log.Warn("PFCP session report not answered", "peer", r.smf.NodeID, "seid", r.seid, "err", err)
+				continue
+			}
+			if resp.Cause == nil {
+				continue
+			}
+			switch c, _ := resp.Cause.Cause(); c {
+			case ie.CauseSessionContextNotFound:
+				h.forget(r.seid)
+			case ie.CauseRequestAccepted:
+				h.reportAnswered(r.seid, resp)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.out.wake:
+		}
+	}
+}
+
+// reportAnswered applies what an SMF's acceptance of a report asks: a
+// changed BAR, and dropping what the session's buffers hold (DROBU, as
+// when the UE cannot be paged).
+func (h *Handler) reportAnswered(seid uint64, resp *message.SessionReportResponse) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[seid]
+	if s == nil {
+		return
+	}
+	if resp.UpdateBAR != nil {
+		t := &txn{h: h, s: s.clone(), choose: map[uint8]uint32{}, now: time.Now()}
+		if r := t.apply(nil, nil, []*ie.IE{resp.UpdateBAR}); r != nil {
+			t.undo()
+			h.cfg.Log.Warn("a report's response updates the BAR: not applied", "seid", seid, "reason", r.msg)
+		} else {
+			h.commit(s, t.s)
+		}
+	}
+	if resp.PFCPSRRspFlags != nil && resp.PFCPSRRspFlags.HasDROBU() {
+		n := h.cfg.Store.DropBuffered(seid)
+		h.cfg.Log.Debug("buffered packets dropped as the SMF asked", "seid", seid, "packets", n)
+	}
+}
+
+// forget deletes a session its SMF no longer has.
+func (h *Handler) forget(seid uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.sessions[seid]; s != nil {
+		h.cfg.Log.Info("deleting a session its SMF does not know", "peer", s.smf.NodeID, "seid", seid)
+		if _, err := h.remove(s); err != nil {
+			h.cfg.Log.Error("deleting a session", "seid", seid, "err", err)
+		}
+	}
+}
+
+// finalReports are the usage reports of URRs that end (removed, or their
+// session deleted): what they measured since their last report.
+func (h *Handler) finalReports(s *pfcpSession, typ uint16, ids []uint32, now time.Time) ([]*ie.IE, error) {
+	var out []*ie.IE
+	for _, id := range ids {
+		usage, err := h.cfg.Store.URRUsage(s.seid, id)
+		if err != nil {
+			return nil, err
+		}
+		m := *s.meters[id]
+		u := s.urrs[id]
+		out = append(out, u.report(typ, &m, usage, reportTERMR, now))
+	}
+	return out, nil
+}

@@ -1,0 +1,38 @@
+package session
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+)
+
+// unreachable is a resolver that finds no next hop.
+type unreachable struct{}
+
+func (unreachable) Acquire(netip.Addr) (uint32, error)     { return 0, errors.New("unreachable") }
+func (unreachable) Release(netip.Addr)                     {}
+func (unreachable) SetStatic(netip.Addr, net.HardwareAddr) {}
+func (unreachable) ClearStatic(netip.Addr)                 {}
+
+// An install that fails after arming a buffer gives the buffer back: no
+// slot taken, nothing armed.
+func TestFailedInstallReleasesItsBuffer(t *testing.T) {
+	e := newStoreEnv(t)
+	buffers, err := buffer.New(e.dp, buffer.Config{})
+	check(t, err)
+	t.Cleanup(func() { buffers.Close() })
+	store := NewStore(e.dp, unreachable{}, netip.MustParseAddr("10.1.3.1"), nil)
+	store.SetBuffers(buffers)
+	sess := figure10()
+	sess.PDRs[0].FARID = 300
+	sess.FARs = append([]FAR{{ID: 300, Action: ActionBuffer}}, sess.FARs...) // armed before FAR 200 fails
+	if err := store.Create(sess); err == nil {
+		t.Fatal("a session whose gNB has no next hop was installed")
+	}
+	if n := inUse(store.bufSlots); n != 0 || buffers.Pending(1) {
+		t.Errorf("after the failure: %d buffer slots in use, slot 1 armed: %v", n, buffers.Pending(1))
+	}
+}

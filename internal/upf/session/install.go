@@ -1,0 +1,553 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// txn collects what an install took, so a failure can give it back.
+type txn struct {
+	s        *Store
+	in       *installed
+	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
+	nexthops []netip.Addr
+	statics  []Neighbour // the entries before this install took a reference
+}
+
+func (t *txn) undo() {
+	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
+	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
+	for _, e := range t.in.URRSlots {
+		if _, _, kept := t.keptURR(e.id); !kept {
+			t.s.urrSlots.releaseNow(e.slot)
+		}
+	}
+	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
+	for _, e := range t.in.BufferSlots {
+		if t.keep == nil || t.keep.BufferSlots.of(e.id) != e.slot { // armed by this install
+			t.s.buffers.Discard(e.slot)
+			t.s.bufSlots.releaseNow(e.slot)
+		}
+	}
+	for _, dst := range t.nexthops {
+		t.s.nh.Release(dst)
+	}
+	for _, before := range t.statics {
+		t.s.unrefStatic(before.IP)
+		if st := t.s.statics[before.IP]; st != nil && !bytes.Equal(st.mac, before.MAC) {
+			st.mac = before.MAC
+			t.s.nh.SetStatic(before.IP, before.MAC)
+		}
+	}
+}
+
+// install writes sess into fresh slots, then points its keys at them; old,
+// when replacing, is removed only once the new rules are live. URRs that
+// keep has (the replaced session, or the one a previous run saved) stay in
+// their slots with their counts. dropHeld drops what the kept buffers hold.
+func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error {
+	if err := Validate(&sess); err != nil {
+		return err
+	}
+	for i, f := range sess.FARs {
+		if f.Action == ActionBuffer && s.buffers == nil {
+			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
+		}
+	}
+	keys := keysOf(&sess)
+	for _, k := range keys {
+		if owner, ok := s.owner(k); ok && owner != sess.SEID {
+			return &ConflictError{fmt.Sprintf("%s is used by session %d", k, owner)}
+		}
+	}
+	if err := s.staticConflict(&sess, old); err != nil {
+		return err
+	}
+	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
+	if err := t.writeRules(); err != nil {
+		t.undo()
+		return err
+	}
+	for i, k := range keys {
+		set, _ := pdrSet(t.in, k)
+		if err := s.putKey(k, set); err != nil {
+			s.restoreKeys(keys[:i+1], old)
+			t.undo()
+			return fmt.Errorf("installing %s: %w", k, err)
+		}
+	}
+	if old != nil {
+		live := map[dpKey]bool{}
+		for _, k := range keys {
+			live[k] = true
+		}
+		for _, k := range keysOf(&old.Session) {
+			if !live[k] {
+				// Best effort: the key is unreachable once dropped
+				// from the owners, and a later install overwrites it.
+				s.deleteKey(k)
+			}
+		}
+		s.forget(old, t.in)
+	}
+	// Written only now that nothing can fail, the new limits of kept URRs
+	// need no restoring; unchanged ones are not written, which would re-arm
+	// the events they sent.
+	for _, u := range sess.URRs {
+		if slot, limits, kept := t.keptURR(u.ID); kept && limits != u.Limits {
+			_ = s.dp.SetURRLimits(slot, u.Limits) // cannot fail: the slot is in use
+		}
+	}
+	for _, e := range t.in.URRSlots {
+		s.urrs[e.slot] = urrRef{sess.SEID, e.id}
+	}
+	for _, k := range keys {
+		s.setOwner(k, sess.SEID)
+	}
+	// A FAR that forwards again sends what it held first, unless dropped;
+	// one that buffers again stops a release under way.
+	if dropHeld {
+		s.dropHeld(t.in)
+	}
+	for _, f := range sess.FARs {
+		if slot, ok := t.in.BufferSlots.lookup(f.ID); ok {
+			if f.Action == ActionForward {
+				s.buffers.Release(slot)
+			} else {
+				s.buffers.Hold(slot)
+			}
+		}
+	}
+	s.sessions[sess.SEID] = t.in
+	s.changed()
+	return nil
+}
+
+// restoreKeys puts keys back the way they were before a failed install.
+func (s *Store) restoreKeys(keys []dpKey, old *installed) {
+	for _, k := range keys {
+		if set, ok := pdrSet(old, k); ok {
+			s.putKey(k, set)
+		} else {
+			s.deleteKey(k)
+		}
+	}
+}
+
+// keptURR is the slot URR id keeps from t.keep and its limits there.
+func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
+	if t.keep == nil {
+		return 0, limits, false
+	}
+	for _, u := range t.keep.URRs {
+		if u.ID == id {
+			limits = u.Limits
+		}
+	}
+	slot, ok = t.keep.URRSlots.lookup(id)
+	return slot, limits, ok
+}
+
+// keptBuffer is the buffer FAR id had in t.keep, if it still holds packets
+// or is releasing them.
+func (t *txn) keptBuffer(id uint32) (uint32, bool) {
+	if t.keep == nil || t.s.buffers == nil {
+		return 0, false
+	}
+	slot, ok := t.keep.BufferSlots.lookup(id)
+	return slot, ok && t.s.buffers.Pending(slot)
+}
+
+// buffer is the buffer slot of a FAR, 0 for none: a buffering FAR keeps
+// the buffer it has, or gets a fresh one; a forwarding one keeps it until
+// what it held is out.
+func (t *txn) buffer(f *FAR) (uint32, error) {
+	s := t.s
+	if f.Action == ActionDrop {
+		return 0, nil
+	}
+	if slot, ok := t.keptBuffer(f.ID); ok {
+		t.in.BufferSlots.set(f.ID, slot)
+		return slot, nil
+	}
+	if f.Action != ActionBuffer {
+		return 0, nil
+	}
+	slot, err := s.bufSlots.alloc()
+	if err != nil {
+		return 0, err
+	}
+	t.in.BufferSlots.set(f.ID, slot)
+	return slot, s.buffers.Arm(slot, buffer.Owner{SEID: t.in.SEID, FAR: f.ID})
+}
+
+// writeRules allocates and writes the QER, URR and PDR slots of t.in; a
+// PDR's slot carries a copy of its FAR.
+func (t *txn) writeRules() error {
+	s, sess := t.s, &t.in.Session
+	for _, n := range sess.Neighbours {
+		t.statics = append(t.statics, Neighbour{n.IP, s.staticMAC(n.IP)})
+		s.refStatic(n)
+	}
+	for _, q := range sess.QERs {
+		slot, err := s.qerSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.QERSlots.set(q.ID, slot)
+		if err := s.dp.PutQER(slot, dataPathQER(q)); err != nil {
+			return err
+		}
+	}
+	for _, u := range sess.URRs {
+		if slot, _, kept := t.keptURR(u.ID); kept {
+			t.in.URRSlots.set(u.ID, slot)
+			continue
+		}
+		slot, err := s.urrSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.URRSlots.set(u.ID, slot)
+		if err := s.dp.ResetURR(slot, u.Limits); err != nil {
+			return err
+		}
+	}
+	fars := make([]upfxdp.FAR, len(sess.FARs))
+	for i := range sess.FARs {
+		f, dp := &sess.FARs[i], &fars[i]
+		dp.Nexthop = upfxdp.NexthopRoute
+		if f.Action == ActionForward {
+			dp.Action = upfxdp.FARForward
+		}
+		buf, err := t.buffer(f)
+		if err != nil {
+			return err
+		}
+		if buf != 0 {
+			dp.Action, dp.Buffer = upfxdp.FARBuffer, buf
+		}
+		if dst := f.nexthop(); dst.IsValid() {
+			nh, err := s.nh.Acquire(dst)
+			if err != nil {
+				return fmt.Errorf("next hop for %s: %w", dst, err)
+			}
+			t.nexthops = append(t.nexthops, dst)
+			dp.Nexthop = nh
+		}
+		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
+			dp.Flags = upfxdp.FARGTPUv4
+			dp.Teid = upfxdp.NetworkOrder32(o.TEID)
+			dp.Peer = upfxdp.AddrKey(o.Peer)
+			dp.Local = upfxdp.AddrKey(s.n3)
+			dp.Tos = f.DSCP << 2
+		}
+	}
+	for i := range sess.PDRs {
+		p := &sess.PDRs[i]
+		if _, ok := p.key(); !ok {
+			continue
+		}
+		slot, err := s.pdrSlots.alloc()
+		if err != nil {
+			return err
+		}
+		t.in.PDRSlots.set(uint32(p.ID), slot)
+		set, filtered := dataPathSDF(p)
+		if filtered {
+			sdfSlot, err := s.sdfSlots.alloc()
+			if err != nil {
+				return err
+			}
+			t.in.SDFSlots.set(uint32(p.ID), sdfSlot)
+			if err := s.dp.PutSDFSet(sdfSlot, set); err != nil {
+				return err
+			}
+		}
+		far := slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID }) // validated
+		if err := s.dp.PutPDR(slot, dataPathPDR(p, fars[far], sess.FARs[far].DestinationInterface, t.in)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// qerBurst is how long a QER's bucket lets a flow send at line rate. It
+// bounds the excess over the maximum bit rate in any second (4%), and it is
+// the longest pause in a sender (a descheduled thread, a batching NIC)
+// whose tokens are not lost: ten ticks of the coarse clock the data path
+// refills by.
+const qerBurst = 40 * time.Millisecond
+
+// minQERBurst lets at least two full-size packets through a slow QER.
+const minQERBurst = 3000 // bytes
+
+func dataPathQER(q QER) upfxdp.QER {
+	var dq upfxdp.QER
+	for dir, c := range []struct {
+		closed bool
+		bps    uint64
+	}{{q.GateULClosed, q.MBRUL}, {q.GateDLClosed, q.MBRDL}} {
+		if c.closed {
+			dq.GateClosed |= 1 << dir
+		}
+		rate := c.bps / 8
+		dq.Bucket[dir] = upfxdp.QERBucket(rate, max(rate*uint64(qerBurst)/uint64(time.Second), minQERBurst))
+	}
+	return dq
+}
+
+func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR {
+	dp := upfxdp.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
+	for i, id := range p.QERIDs {
+		dp.Qer[i] = in.QERSlots.of(id)
+	}
+	for i, id := range p.URRIDs {
+		dp.Urr[i] = in.URRSlots.of(id)
+		if slices.ContainsFunc(in.URRs, func(u URR) bool { return u.ID == id && u.BeforeQoS }) {
+			dp.Flags |= upfxdp.URRBeforeQoS << i
+		}
+	}
+	if p.PDI.SourceInterface != InterfaceAccess {
+		if p.PDI.SourceInterface == InterfaceCPFunction {
+			dp.Flags |= upfxdp.ToUE
+		}
+		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
+			if !slices.Contains(p.QERIDs, q.ID) {
+				continue
+			}
+			if dp.Qfi == 0 {
+				dp.Qfi = q.QFI
+			}
+			if q.RQI {
+				dp.Flags |= upfxdp.MarkRQI
+			}
+		}
+		if dp.Qfi != 0 {
+			dp.Flags |= upfxdp.MarkQFI
+		} else {
+			dp.Flags &^= upfxdp.MarkRQI // the RQI travels in the container only
+		}
+		return dp
+	}
+	if p.PDI.QFI != 0 {
+		dp.Flags |= upfxdp.MatchQFI
+	}
+	// Indirect data forwarding, from the source gNB to the target one,
+	// which maps the packets to its radio bearers by their QFI.
+	if to == InterfaceAccess {
+		dp.Flags |= upfxdp.ToUE
+		if dp.Qfi != 0 {
+			dp.Flags |= upfxdp.MarkQFI
+		}
+	}
+	if ue := p.PDI.UEAddress; ue.IsValid() {
+		b := ue.Addr().As16()
+		if ue.Addr().Is4() {
+			dp.Flags |= upfxdp.MatchUEv4
+			dp.Ue[0] = upfxdp.AddrKey(ue.Addr())
+		} else {
+			dp.Flags |= upfxdp.MatchUEv6
+			dp.Ue[0] = upfxdp.AddrKey(netip.AddrFrom4([4]byte(b[0:4])))
+			dp.Ue[1] = upfxdp.AddrKey(netip.AddrFrom4([4]byte(b[4:8])))
+		}
+	}
+	return dp
+}
+
+// uplinkFamily is the IP family, upfxdp.SDFIPv4 or SDFIPv6, that every
+// SDF filter of an uplink PDR is of, so that the packets of the other pass
+// the PDR by; 0 for none, and for a PDR of another direction.
+func uplinkFamily(p *PDR) uint8 {
+	if p.PDI.SourceInterface != InterfaceAccess || len(p.PDI.SDFFilters) == 0 {
+		return 0
+	}
+	set, _ := dataPathSDF(p)
+	all := uint8(upfxdp.SDFIPv4 | upfxdp.SDFIPv6)
+	for _, f := range set.Filter[:set.Count] {
+		all &= f.Flags
+	}
+	if all == upfxdp.SDFIPv4 || all == upfxdp.SDFIPv6 {
+		return all
+	}
+	return 0
+}
+
+// dataPathSDF is a PDR's SDF filters as its packets see them: turned
+// around for an uplink PDR (TS 29.244 5.2.1A.2A), one data-path filter per
+// pair of source and destination port ranges. "assigned" matches any
+// address: the rest of the PDI (the UE address the packet was found by or
+// matched against) holds the packet to the UE already. false when the
+// filters let every packet through, as Open5GS's "permit out ip from any
+// to assigned" does: the PDR is then better off without.
+func dataPathSDF(p *PDR) (upfxdp.SDFSet, bool) {
+	var set upfxdp.SDFSet
+	for _, f := range p.PDI.SDFFilters {
+		if p.PDI.SourceInterface == InterfaceAccess {
+			f.Filter = f.Uplink()
+		}
+		for _, srcPorts := range portRanges(f.Src.Ports) {
+			for _, dstPorts := range portRanges(f.Dst.Ports) {
+				df := upfxdp.SDFFilter{Proto: f.Proto, SportLo: srcPorts.Lo, SportHi: srcPorts.Hi,
+					DportLo: dstPorts.Lo, DportHi: dstPorts.Hi}
+				var srcFamily, dstFamily uint8
+				df.Src, df.SrcMask, srcFamily = upfxdp.SDFPrefix(address(f.Src))
+				df.Dst, df.DstMask, dstFamily = upfxdp.SDFPrefix(address(f.Dst))
+				df.Flags = srcFamily | dstFamily
+				if len(f.Src.Ports)+len(f.Dst.Ports) > 0 {
+					df.Flags |= upfxdp.SDFPorts
+				}
+				if df.Proto == 0 && df.Flags == 0 { // any protocol, address and port
+					return upfxdp.SDFSet{}, false
+				}
+				set.Filter[set.Count] = df
+				set.Count++
+			}
+		}
+	}
+	return set, set.Count > 0
+}
+
+// portRanges are the ports an endpoint matches: all when it names none.
+func portRanges(ports []sdf.PortRange) []sdf.PortRange {
+	if len(ports) == 0 {
+		return []sdf.PortRange{{Lo: 0, Hi: 0xffff}}
+	}
+	return ports
+}
+
+// address is the prefix an endpoint matches, the zero Prefix for any.
+func address(e sdf.Endpoint) netip.Prefix {
+	if e.Assigned {
+		return netip.Prefix{}
+	}
+	return e.Prefix
+}
+
+// pdrSet is the set of the PDR slots of an installed session (nil: none)
+// found by key k, highest precedence first; false when no PDR is.
+func pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
+	var set upfxdp.PDRSet
+	if in == nil {
+		return set, false
+	}
+	idx := make([]int, 0, upfxdp.PDRsPerKey)
+	for i := range in.PDRs {
+		if key, ok := in.PDRs[i].key(); ok && key == k {
+			idx = append(idx, i)
+		}
+	}
+	byPrecedence(in.PDRs, idx)
+	for _, i := range idx {
+		p := &in.PDRs[i]
+		switch uplinkFamily(p) {
+		case upfxdp.SDFIPv4:
+			set.OnlyV4 |= 1 << set.Count
+		case upfxdp.SDFIPv6:
+			set.OnlyV6 |= 1 << set.Count
+		}
+		set.Pdr[set.Count] = in.PDRSlots.of(uint32(p.ID))
+		set.Count++
+	}
+	return set, len(idx) > 0
+}
+
+// forget gives back what an installed session owned, once no key points at
+// it any more, but for the URR slots that next, replacing it, keeps.
+func (s *Store) forget(in, next *installed) {
+	releaseAll(s.pdrSlots, in.PDRSlots, false)
+	releaseAll(s.qerSlots, in.QERSlots, false)
+	for _, e := range in.URRSlots {
+		if next == nil || next.URRSlots.of(e.id) != e.slot {
+			s.urrSlots.release(e.slot)
+			delete(s.urrs, e.slot)
+		}
+	}
+	releaseAll(s.sdfSlots, in.SDFSlots, false)
+	for _, e := range in.BufferSlots {
+		if next == nil || next.BufferSlots.of(e.id) != e.slot {
+			s.buffers.Discard(e.slot)
+			s.bufSlots.release(e.slot)
+		}
+	}
+	for i := range in.FARs {
+		if dst := in.FARs[i].nexthop(); dst.IsValid() {
+			s.nh.Release(dst)
+		}
+	}
+	for _, n := range in.Neighbours {
+		s.unrefStatic(n.IP)
+	}
+	for _, k := range keysOf(&in.Session) {
+		if owner, ok := s.owner(k); ok && owner == in.SEID {
+			s.dropOwner(k)
+		}
+	}
+}
+
+// static is a static neighbour and the number of sessions that list it.
+type static struct {
+	mac  net.HardwareAddr
+	refs int
+}
+
+func (s *Store) staticMAC(ip netip.Addr) net.HardwareAddr {
+	if st := s.statics[ip]; st != nil {
+		return st.mac
+	}
+	return nil
+}
+
+// staticConflict names a neighbour of sess that another session lists with
+// another MAC address; old, being replaced by sess, does not count.
+func (s *Store) staticConflict(sess *Session, old *installed) error {
+	for _, n := range sess.Neighbours {
+		st := s.statics[n.IP]
+		if st == nil || bytes.Equal(st.mac, n.MAC) {
+			continue
+		}
+		if old == nil || st.refs > countNeighbour(old.Neighbours, n.IP) {
+			return &ConflictError{fmt.Sprintf("neighbour %s has MAC address %s in another session", n.IP, st.mac)}
+		}
+	}
+	return nil
+}
+
+func countNeighbour(ns []Neighbour, ip netip.Addr) (n int) {
+	for _, x := range ns {
+		if x.IP == ip {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Store) refStatic(n Neighbour) {
+	st := s.statics[n.IP]
+	if st == nil {
+		st = &static{}
+		s.statics[n.IP] = st
+	}
+	st.refs++
+	if !bytes.Equal(st.mac, n.MAC) {
+		st.mac = n.MAC
+		s.nh.SetStatic(n.IP, n.MAC)
+	}
+}
+
+func (s *Store) unrefStatic(ip netip.Addr) {
+	if st := s.statics[ip]; st != nil {
+		if st.refs--; st.refs <= 0 {
+			delete(s.statics, ip)
+			s.nh.ClearStatic(ip)
+		}
+	}
+}

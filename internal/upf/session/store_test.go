@@ -1,0 +1,471 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+type storeEnv struct {
+	dp    *upfxdp.Datapath
+	nh    *nexthop.Resolver
+	store *Store
+}
+
+// newStoreEnv gives a store over a real data path and a real resolver in a
+// throw-away namespace where the gNB 10.1.3.27 is reachable.
+func newStoreEnv(t *testing.T) *storeEnv {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	a, err := namespace.New("sess")
+	check(t, err)
+	t.Cleanup(func() { a.Delete() })
+	b, err := namespace.New("sess")
+	check(t, err)
+	t.Cleanup(func() { b.Delete() })
+	check(t, namespace.Veth(a, "n3", b, "gnb"))
+	check(t, a.AddAddr("n3", "10.1.3.1/24"))
+	check(t, b.AddAddr("gnb", "10.1.3.27/24"))
+
+	pin := fmt.Sprintf("/sys/fs/bpf/xdp5g-session-test-%d", os.Getpid())
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024})
+	check(t, err)
+	t.Cleanup(func() { dp.Close(); os.RemoveAll(pin) })
+	ns, err := netns.GetFromName(a.Name)
+	check(t, err)
+	defer ns.Close()
+	nh, err := nexthop.New(dp, ns, nil)
+	check(t, err)
+	t.Cleanup(func() { nh.Close() })
+	return &storeEnv{dp: dp, nh: nh, store: NewStore(dp, nh, netip.MustParseAddr("10.1.3.1"), nil)}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snapshot is what the data path holds for the keys of figure10.
+func (e *storeEnv) snapshot(t *testing.T) string {
+	t.Helper()
+	ul, ulErr := e.dp.Uplink(100)
+	dl, dlErr := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	return fmt.Sprintf("%v %v %v %v %v", ul, ulErr, dl, dlErr, e.store.List())
+}
+
+func TestStoreLifecycle(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(figure10()))
+	ul, err := e.dp.Uplink(100)
+	check(t, err)
+	if ul.Count != 1 {
+		t.Fatalf("uplink set %+v", ul)
+	}
+	before := e.snapshot(t)
+
+	// Rejected changes leave everything as it was.
+	other := figure10()
+	other.SEID = 2
+	var conflict *ConflictError
+	if err := e.store.Create(other); !errors.As(err, &conflict) {
+		t.Fatalf("a second session on the same TEID: %v", err)
+	}
+	if err := e.store.Create(figure10()); !errors.As(err, &conflict) {
+		t.Fatalf("the same SEID twice: %v", err)
+	}
+	bad := figure10()
+	bad.PDRs[1].PDI.TEID = 0
+	if err := e.store.Replace(bad); err == nil {
+		t.Fatal("an invalid replacement was accepted")
+	}
+	if after := e.snapshot(t); after != before {
+		t.Fatalf("a rejected call changed state:\n%s\n%s", before, after)
+	}
+
+	// A replacement moves the keys to fresh slots.
+	next := figure10()
+	next.FARs[0].OuterHeaderCreation.TEID = 200
+	check(t, e.store.Replace(next))
+	dl, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	check(t, err)
+	if after := e.snapshot(t); after == before || dl.Count != 1 {
+		t.Fatalf("replace changed nothing: %s", after)
+	}
+	got, _ := e.store.Get(1)
+	if !reflect.DeepEqual(got, next) {
+		t.Fatalf("Get after Replace: %+v", got)
+	}
+
+	check(t, e.store.Delete(1))
+	if _, err := e.dp.Uplink(100); err == nil {
+		t.Fatal("the TEID outlived its session")
+	}
+	if err := e.store.Delete(1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	// The freed keys can be taken by another session.
+	check(t, e.store.Create(other))
+}
+
+// QERs go into slots of their own (never slot 0, which means none), the
+// PDRs point at them, and a downlink PDR marks its QERs' QFI and RQI.
+func TestStoreQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	sess.QERs = []QER{{ID: 1, GateULClosed: true, MBRDL: 8_000_000, GBRDL: 1_000_000, QFI: 5, RQI: true}}
+	for i := range sess.PDRs {
+		sess.PDRs[i].QERIDs = []uint32{1}
+	}
+	bad := figure10()
+	bad.PDRs[0].QERIDs = []uint32{9}
+	var invalid *ValidationError
+	if err := e.store.Create(bad); !errors.As(err, &invalid) || invalid.Field != "pdrs[0].qerIds" {
+		t.Fatalf("a PDR naming a missing QER: %v", err)
+	}
+	check(t, e.store.Create(sess))
+	pdr := e.firstPDR(t)
+	ul := pdr(e.dp.Uplink(100))
+	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
+	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags != upfxdp.MarkQFI|upfxdp.MarkRQI || ul.Flags&upfxdp.MarkRQI != 0 {
+		t.Fatalf("uplink PDR %+v, downlink PDR %+v", ul, dl)
+	}
+	q, err := e.dp.QER(ul.Qer[0])
+	check(t, err)
+	const rate = 8_000_000 / 8
+	if q.GateClosed != 1 || q.Bucket[1].Rate != rate || q.Bucket[1].Burst != rate*uint64(qerBurst) ||
+		q.Bucket[1].Tokens != q.Bucket[1].Burst || q.Bucket[0].Rate != 0 {
+		t.Fatalf("QER %+v", q)
+	}
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restoreAll(t, restored, saved)
+	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
+		t.Fatalf("restored %+v", got)
+	}
+	if moved := pdr(e.dp.Uplink(100)); moved.Qer[0] == 0 || moved.Qer[0] == ul.Qer[0] {
+		t.Fatalf("restored PDR %+v: the QER is not in a fresh slot", moved)
+	}
+}
+
+func TestStoreRestore(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(figure10()))
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	check(t, e.dp.PutUplink(999, upfxdp.PDRSet{})) // a key no session owns
+
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restoreAll(t, restored, saved)
+	if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
+		t.Fatalf("restored %+v", got)
+	}
+	if _, err := e.dp.Uplink(100); err != nil {
+		t.Fatalf("the session's TEID is gone after restore: %v", err)
+	}
+	if _, err := e.dp.Uplink(999); err == nil {
+		t.Fatal("a stray key survived the restore")
+	}
+}
+
+// A static neighbour has one MAC address: a session that lists it with
+// another one while a second session still uses it is refused, and a
+// refused install leaves the entry as it was.
+func TestStaticNeighbourConflicts(t *testing.T) {
+	e := newStoreEnv(t)
+	gw := netip.MustParseAddr("10.1.3.99")
+	macA, macB := net.HardwareAddr{2, 0, 0, 0, 0, 0xa}, net.HardwareAddr{2, 0, 0, 0, 0, 0xb}
+	withNeighbour := func(seid uint64, teid uint32, ue string, mac net.HardwareAddr) Session {
+		s := figure10()
+		s.SEID = seid
+		for i := range s.PDRs {
+			s.PDRs[i].PDI.TEID = teid
+			s.PDRs[i].PDI.UEAddress = netip.MustParsePrefix(ue + "/32")
+		}
+		s.Neighbours = []Neighbour{{IP: gw, MAC: mac}}
+		return s
+	}
+	macOf := func() net.HardwareAddr { return e.store.staticMAC(gw) }
+	var conflict *ConflictError
+
+	check(t, e.store.Create(withNeighbour(1, 100, "10.1.3.27", macA)))
+	if err := e.store.Create(withNeighbour(2, 101, "10.1.3.28", macB)); !errors.As(err, &conflict) {
+		t.Fatalf("a second MAC for %s: %v", gw, err)
+	}
+	if got := macOf(); !bytes.Equal(got, macA) {
+		t.Fatalf("after the refused create the neighbour has %s, want %s", got, macA)
+	}
+	check(t, e.store.Create(withNeighbour(2, 101, "10.1.3.28", macA)))
+	if err := e.store.Replace(withNeighbour(1, 100, "10.1.3.27", macB)); !errors.As(err, &conflict) {
+		t.Fatalf("changing the MAC of a shared neighbour: %v", err)
+	}
+	check(t, e.store.Delete(2))
+	// Alone with it, a session may change the MAC.
+	check(t, e.store.Replace(withNeighbour(1, 100, "10.1.3.27", macB)))
+	if got := macOf(); !bytes.Equal(got, macB) {
+		t.Fatalf("after the replace the neighbour has %s, want %s", got, macB)
+	}
+	check(t, e.store.Delete(1))
+	if got := macOf(); got != nil {
+		t.Fatalf("the neighbour outlived its sessions with %s", got)
+	}
+}
+
+// rawURR is a slot of the urrs map (bpf/types.h), read and written here
+// the way the data path does.
+type rawURR struct {
+	Bytes, Packets, Threshold, Quota [3]uint64
+	FirstPacket, LastPacket, Flags   uint64
+}
+
+func (e *storeEnv) urrMap(t *testing.T) *ebpf.Map {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(filepath.Join(e.dp.PinPath(), "urrs"), nil)
+	check(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func (e *storeEnv) urr(t *testing.T, slot uint32) rawURR {
+	t.Helper()
+	var u rawURR
+	check(t, e.urrMap(t).Lookup(slot, &u))
+	return u
+}
+
+// pdrOf is the first PDR of figure10's uplink or downlink key.
+func (e *storeEnv) pdrOf(t *testing.T, uplink bool) upfxdp.PDR {
+	t.Helper()
+	set, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	if uplink {
+		set, err = e.dp.Uplink(100)
+	}
+	check(t, err)
+	p, err := e.dp.PDR(set.Pdr[0])
+	check(t, err)
+	return p
+}
+
+// inUse is the number of slots a pool has handed out and not taken back.
+func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.dirty) - len(p.cooling) }
+
+// withURRs is figure10 with URRs, the uplink PDR naming the given ones and
+// the downlink PDR the first.
+func withURRs(urrs []URR, uplink ...uint32) Session {
+	s := figure10()
+	s.URRs = urrs
+	s.PDRs[0].URRIDs = []uint32{urrs[0].ID}
+	s.PDRs[1].URRIDs = uplink
+	return s
+}
+
+// A URR keeps its slot and counts across a Replace and a restart, and
+// takes the new limits; new URRs start from zero in fresh slots, and
+// dropped ones are given back.
+func TestStoreURRs(t *testing.T) {
+	e := newStoreEnv(t)
+	quota := func(n uint64) upfxdp.URRLimits { return upfxdp.URRLimits{Quota: [3]uint64{n}} }
+	sess := withURRs([]URR{{ID: 1, Limits: quota(1000)}, {ID: 2}}, 1, 2)
+	check(t, e.store.Create(sess))
+	ul := e.pdrOf(t, true)
+	dl := e.pdrOf(t, false)
+	kept, dropped := ul.Urr[0], ul.Urr[1]
+	if kept == 0 || dropped == 0 || kept == dropped || dl.Urr != [upfxdp.URRsPerPDR]uint32{kept} {
+		t.Fatalf("uplink PDR URRs %v, downlink %v", ul.Urr, dl.Urr)
+	}
+	for slot, id := range map[uint32]uint32{kept: 1, dropped: 2} {
+		if seid, urrID, ok := e.store.URRBySlot(slot); !ok || seid != 1 || urrID != id {
+			t.Fatalf("URRBySlot(%d): %d, %d, %v", slot, seid, urrID, ok)
+		}
+	}
+	if u := e.urr(t, kept); u.Quota[0] != 1000 {
+		t.Fatalf("URR 1 in the map: %+v", u)
+	}
+	counted := e.urr(t, kept) // as if the data path had counted
+	counted.Bytes, counted.Packets = [3]uint64{12345, 12345}, [3]uint64{10, 10}
+	check(t, e.urrMap(t).Put(kept, counted))
+
+	next := withURRs([]URR{{ID: 1, Limits: quota(2000)}, {ID: 3, Limits: upfxdp.URRLimits{NotifyStart: true}, BeforeQoS: true}}, 1, 3)
+	check(t, e.store.Replace(next))
+	ul = e.pdrOf(t, true)
+	fresh := ul.Urr[1]
+	if ul.Urr[0] != kept || fresh == 0 || fresh == dropped {
+		t.Fatalf("after Replace the uplink PDR has URRs %v; URR 1 was in %d, URR 2 in %d", ul.Urr, kept, dropped)
+	}
+	// URR 3, the PDR's second, measures before QoS enforcement; URR 1 not.
+	if before := ul.Flags & (upfxdp.URRBeforeQoS | upfxdp.URRBeforeQoS<<1); before != upfxdp.URRBeforeQoS<<1 {
+		t.Fatalf("uplink PDR flags %#x: URR 3 alone measures before QoS enforcement", ul.Flags)
+	}
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Packets != counted.Packets || u.Quota[0] != 2000 {
+		t.Fatalf("kept URR after Replace: %+v", u)
+	}
+	if u := e.urr(t, fresh); u.Bytes != [3]uint64{} || u.Flags != 1 {
+		t.Fatalf("new URR after Replace: %+v", u)
+	}
+	if usage, err := e.store.URRUsage(1, 1); err != nil || usage.Bytes != counted.Bytes {
+		t.Fatalf("URRUsage(1, 1): %+v, %v", usage, err)
+	}
+	if _, _, ok := e.store.URRBySlot(dropped); ok {
+		t.Fatal("the dropped URR's slot is still named")
+	}
+	if _, err := e.store.URRUsage(1, 2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("usage of a dropped URR: %v", err)
+	}
+
+	// A failed Replace leaves the kept URR as it was and gives the new
+	// URR's slot back.
+	before, used := e.urr(t, kept), inUse(e.store.urrSlots)
+	bad := withURRs([]URR{{ID: 1, Limits: quota(3000)}, {ID: 4}}, 1, 4)
+	bad.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("224.0.0.1") // no next hop
+	if err := e.store.Replace(bad); err == nil {
+		t.Fatal("a replacement without a next hop was accepted")
+	}
+	if u := e.urr(t, kept); u != before || inUse(e.store.urrSlots) != used {
+		t.Fatalf("after a failed Replace: URR %+v, was %+v; %d URR slots in use, was %d", u, before, inUse(e.store.urrSlots), used)
+	}
+	if got, _ := e.store.Get(1); !reflect.DeepEqual(got, next) {
+		t.Fatalf("after a failed Replace: %+v", got)
+	}
+
+	l := upfxdp.URRLimits{Threshold: [3]uint64{0, 777}}
+	check(t, e.store.SetURRLimits(1, 1, l))
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Threshold != l.Threshold || u.Quota != [3]uint64{} {
+		t.Fatalf("after SetURRLimits: %+v", u)
+	}
+	if got, _ := e.store.Get(1); got.URRs[0].Limits != l || next.URRs[0].Limits != quota(2000) {
+		t.Fatalf("after SetURRLimits the session has %+v (the caller's copy %+v)", got.URRs, next.URRs)
+	}
+	for _, c := range []struct {
+		seid uint64
+		urr  uint32
+	}{{1, 9}, {2, 1}} {
+		if err := e.store.SetURRLimits(c.seid, c.urr, l); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetURRLimits(%d, %d): %v", c.seid, c.urr, err)
+		}
+		if _, err := e.store.URRUsage(c.seid, c.urr); !errors.Is(err, ErrNotFound) {
+			t.Errorf("URRUsage(%d, %d): %v", c.seid, c.urr, err)
+		}
+	}
+
+	// A restarted daemon finds the URRs where they were.
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restoreAll(t, restored, saved)
+	if ul := e.pdrOf(t, true); ul.Urr != [upfxdp.URRsPerPDR]uint32{kept, fresh} {
+		t.Fatalf("restored uplink PDR URRs %v, want %d and %d", ul.Urr, kept, fresh)
+	}
+	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Threshold != l.Threshold {
+		t.Fatalf("restored URR: %+v", u)
+	}
+	if seid, id, ok := restored.URRBySlot(fresh); !ok || seid != 1 || id != 3 {
+		t.Fatalf("restored URRBySlot(%d): %d, %d, %v", fresh, seid, id, ok)
+	}
+	if inUse(restored.urrSlots) != 2 {
+		t.Fatalf("%d URR slots in use after restore, want 2", inUse(restored.urrSlots))
+	}
+	check(t, restored.Delete(1))
+	if _, _, ok := restored.URRBySlot(kept); ok || inUse(restored.urrSlots) != 0 {
+		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, inUse(restored.urrSlots))
+	}
+}
+
+// firstPDR returns a reader of the highest-precedence PDR of a key's set.
+func (e *storeEnv) firstPDR(t *testing.T) func(upfxdp.PDRSet, error) upfxdp.PDR {
+	return func(set upfxdp.PDRSet, err error) upfxdp.PDR {
+		t.Helper()
+		check(t, err)
+		p, err := e.dp.PDR(set.Pdr[0])
+		check(t, err)
+		return p
+	}
+}
+
+// pdrCounters writes what the data path counted in PDR slots, on the first
+// CPU, as if packets had matched them.
+func (e *storeEnv) pdrCounters(t *testing.T, c upfxdp.Counter, slots ...uint32) {
+	t.Helper()
+	m, err := ebpf.LoadPinnedMap(filepath.Join(e.dp.PinPath(), "pdr_counters"), nil)
+	check(t, err)
+	defer m.Close()
+	for _, slot := range slots {
+		check(t, m.Put(slot, c)) // the first row is the first CPU's
+	}
+}
+
+// zeroCounters fails unless every PDR of a session counts nothing.
+func (e *storeEnv) zeroCounters(t *testing.T, store *Store, seid uint64) {
+	t.Helper()
+	counters, err := store.PDRCounters(seid)
+	check(t, err)
+	for id, c := range counters {
+		if c != (upfxdp.Counter{}) {
+			t.Errorf("PDR %d of session %d starts with %+v", id, seid, c)
+		}
+	}
+}
+
+// A new session's PDR counters start at zero: in the slots of a deleted
+// session, once the reuse delay has passed, and in slots that a previous
+// run counted in before a restart.
+func TestStorePDRCountersStartAtZero(t *testing.T) {
+	e := newStoreEnv(t)
+	now := time.Now()
+	// Two PDR slots, figure10's two PDRs: the next session reuses them.
+	e.store.pdrSlots = newSlotPool("PDR", 0, 2, e.dp.ZeroPDRCounters)
+	e.store.pdrSlots.now = func() time.Time { return now }
+	check(t, e.store.Create(figure10()))
+	old := e.store.sessions[1].PDRSlots
+	e.pdrCounters(t, upfxdp.Counter{Packets: 3, Bytes: 300}, old.sorted()...)
+	if counters, err := e.store.PDRCounters(1); err != nil || counters[10].Packets != 3 || counters[20].Packets != 3 {
+		t.Fatalf("PDR counters %+v, %v", counters, err)
+	}
+	check(t, e.store.Delete(1))
+	now = now.Add(slotReuseDelay)
+	check(t, e.store.Create(figure10()))
+	if reused := e.store.sessions[1].PDRSlots; !reflect.DeepEqual(reused.sorted(), old.sorted()) {
+		t.Fatalf("the new session has PDR slots %v, not the deleted one's %v", reused, old)
+	}
+	e.zeroCounters(t, e.store, 1)
+
+	// A restarted daemon's store takes fresh slots for the session it
+	// restores, which the previous run may have counted in.
+	e.pdrCounters(t, upfxdp.Counter{Packets: 5, Bytes: 500}, 2, 3)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restoreAll(t, restored, saved)
+	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(moved.sorted(), []uint32{2, 3}) {
+		t.Fatalf("the restored session has PDR slots %v, want 2 and 3", moved)
+	}
+	e.zeroCounters(t, restored, 1)
+}
+
+// sorted are the slots, lowest first.
+func (r ruleSlots) sorted() []uint32 {
+	var slots []uint32
+	for _, e := range r {
+		slots = append(slots, e.slot)
+	}
+	slices.Sort(slots)
+	return slots
+}

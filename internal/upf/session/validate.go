@@ -1,0 +1,257 @@
+package session
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// ValidationError names the field of a session that cannot be installed.
+type ValidationError struct {
+	Field string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// element is element i of one of a session's lists, named in full only for
+// an error: a session that is valid costs no names.
+type element struct {
+	list string
+	i    int
+}
+
+// field names a field of the element, "" for the element itself.
+func (e element) field(name string) string { return fmt.Sprintf("%s[%d]%s", e.list, e.i, name) }
+
+// Validate checks a session on its own; conflicts with other sessions are
+// the store's business. A session may have no PDRs: TS 29.244 asks for one
+// only in the establishment (which the PFCP server checks), and OAI's SMF
+// removes every PDR and FAR of a session whose UE goes idle.
+func Validate(s *Session) error {
+	if s.SEID == 0 {
+		return invalid("seid", "must not be 0")
+	}
+	fars := map[uint32]*FAR{}
+	for i := range s.FARs {
+		f := &s.FARs[i]
+		at := element{"fars", i}
+		if _, dup := fars[f.ID]; dup {
+			return invalid(at.field(".farId"), "FAR %d is defined twice", f.ID)
+		}
+		fars[f.ID] = f
+		if err := validateFAR(at, f); err != nil {
+			return err
+		}
+	}
+	qers := map[uint32]bool{}
+	for i, q := range s.QERs {
+		if qers[q.ID] {
+			return invalid(element{"qers", i}.field(".qerId"), "QER %d is defined twice", q.ID)
+		}
+		qers[q.ID] = true
+		if q.QFI > 63 {
+			return invalid(element{"qers", i}.field(".qfi"), "must be 0..63")
+		}
+	}
+	urrs := map[uint32]bool{}
+	for i, u := range s.URRs {
+		if urrs[u.ID] {
+			return invalid(element{"urrs", i}.field(".urrId"), "URR %d is defined twice", u.ID)
+		}
+		urrs[u.ID] = true
+	}
+	pdrIDs := map[uint16]bool{}
+	perKey := map[dpKey]int{}
+	for i := range s.PDRs {
+		p := &s.PDRs[i]
+		at := element{"pdrs", i}
+		if pdrIDs[p.ID] {
+			return invalid(at.field(".pdrId"), "PDR %d is defined twice", p.ID)
+		}
+		pdrIDs[p.ID] = true
+		far, ok := fars[p.FARID]
+		if !ok {
+			return invalid(at.field(".farId"), "FAR %d is not in the session", p.FARID)
+		}
+		if len(p.QERIDs) > upfxdp.QERsPerPDR {
+			return invalid(at.field(".qerIds"), "at most %d QERs per PDR", upfxdp.QERsPerPDR)
+		}
+		for _, id := range p.QERIDs {
+			if !qers[id] {
+				return invalid(at.field(".qerIds"), "QER %d is not in the session", id)
+			}
+		}
+		if len(p.URRIDs) > upfxdp.URRsPerPDR {
+			return invalid(at.field(".urrIds"), "at most %d URRs per PDR", upfxdp.URRsPerPDR)
+		}
+		for j, id := range p.URRIDs {
+			if !urrs[id] {
+				return invalid(at.field(".urrIds"), "URR %d is not in the session", id)
+			}
+			if slices.Contains(p.URRIDs[:j], id) { // would count each packet twice
+				return invalid(at.field(".urrIds"), "URR %d is named twice", id)
+			}
+		}
+		if err := validatePDR(at, p, far); err != nil {
+			return err
+		}
+		if key, ok := p.key(); ok {
+			if perKey[key]++; perKey[key] > upfxdp.PDRsPerKey {
+				return invalid(at.field(""), "more than %d PDRs share the key %v", upfxdp.PDRsPerKey, key)
+			}
+		}
+	}
+	return nil
+}
+
+func validateFAR(at element, f *FAR) error {
+	switch f.Action {
+	case ActionDrop, ActionBuffer: // the forwarding parameters wait for the FAR to forward
+		return nil
+	case ActionForward:
+	default:
+		return invalid(at.field(".applyAction"), "unsupported action %d", f.Action)
+	}
+	if f.DSCP > 63 {
+		return invalid(at.field(".forwardingParameters.dscp"), "DSCP %d is not in 0..63", f.DSCP)
+	}
+	switch nh := f.NextHop; {
+	case !nh.IsValid():
+	case nh.IsUnspecified() || nh.IsMulticast():
+		return invalid(at.field(".forwardingParameters.nextHop"), "%v is not a unicast address", nh)
+	case f.DestinationInterface != InterfaceCore && f.DestinationInterface != InterfaceSGiLAN:
+		return invalid(at.field(".forwardingParameters.nextHop"), "steers traffic towards the core; a tunnel's peer is its next hop")
+	}
+	switch f.DestinationInterface {
+	case InterfaceAccess, InterfaceCPFunction:
+		o := f.OuterHeaderCreation
+		if o == nil {
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
+		}
+		if !o.Peer.Is4() {
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
+		}
+		if o.TEID == 0 {
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
+		}
+		if o.Port != 0 && o.Port != 2152 {
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
+		}
+	case InterfaceCore, InterfaceSGiLAN:
+		if f.OuterHeaderCreation != nil {
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "tunnels towards the core (N9) are not supported")
+		}
+	default:
+		return invalid(at.field(".destinationInterface"), "forwarding to interface %d is not supported", f.DestinationInterface)
+	}
+	return nil
+}
+
+func validatePDR(at element, p *PDR, far *FAR) error {
+	if p.PDI.QFI > 63 {
+		return invalid(at.field(".pdi.qfi"), "must be 0..63")
+	}
+	if err := validateSDFFilters(at, p.PDI.SDFFilters); err != nil {
+		return err
+	}
+	ue := p.PDI.UEAddress
+	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
+		return invalid(at.field(".pdi.ueIPAddress"), "must be an IPv4 address or an IPv6 prefix of /64 or longer")
+	}
+	forward := far.Action == ActionForward
+	switch p.PDI.SourceInterface {
+	case InterfaceAccess, InterfaceCPFunction:
+		// Both arrive as G-PDUs on N3: from the gNB, or from the CP
+		// function on its way to the UE (N4-u).
+		if p.PDI.TEID == 0 {
+			return invalid(at.field(".pdi.teid"), "a PDR of GTP-U from access or the CP function needs the local TEID")
+		}
+		if r := p.OuterHeaderRemoval; r == nil || (*r != RemoveGTPUUDPIPv4 && *r != RemoveGTPUUDPIPv6 && *r != RemoveGTPUUDPIP) {
+			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
+		}
+		// The CP function's packets share the downlink FAR (Open5GS), and
+		// are dropped while it buffers.
+		if far.Action == ActionBuffer && p.PDI.SourceInterface == InterfaceAccess {
+			return invalid(at.field(".farId"), "uplink FAR %d buffers: only packets to the UE are buffered", far.ID)
+		}
+		// From access to access is indirect data forwarding (TS 29.244
+		// §8.2.24 NOTE 3): the data path re-tunnels it like a relay.
+		if p.PDI.SourceInterface == InterfaceCPFunction && forward && far.DestinationInterface != InterfaceAccess {
+			return invalid(at.field(".farId"), "FAR %d of packets from the CP function must forward to access", far.ID)
+		}
+	case InterfaceCore, InterfaceSGiLAN:
+		if !ue.IsValid() {
+			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address")
+		}
+		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 {
+			return invalid(at.field(".outerHeaderRemoval"), "a core PDR receives plain IP; nothing to remove")
+		}
+		if forward && far.DestinationInterface != InterfaceAccess && far.DestinationInterface != InterfaceCPFunction {
+			return invalid(at.field(".farId"), "downlink FAR %d must forward to access or to the CP function", far.ID)
+		}
+	default:
+		return invalid(at.field(".pdi.sourceInterface"), "unsupported source interface %d", p.PDI.SourceInterface)
+	}
+	return nil
+}
+
+// validateSDFFilters checks that each filter is one a flow description
+// says, as Parse makes them, and that the data path holds them all: it
+// takes each pair of a filter's source and destination port ranges as a
+// filter of its own.
+func validateSDFFilters(pdr element, filters []SDFFilter) error {
+	places := 0
+	for i, f := range filters {
+		if f.TOS != (sdf.TOS{}) || f.SPI != 0 || f.HasFlowLabel || f.Bidirectional {
+			return invalid(pdr.field(fmt.Sprintf(".pdi.sdfFilters[%d]", i)), "only the flow description is supported, not ToS, SPI, flow label or filter ID")
+		}
+		if _, err := sdf.Parse(f.String()); err != nil {
+			return invalid(pdr.field(fmt.Sprintf(".pdi.sdfFilters[%d]", i)), "%v", err)
+		}
+		places += max(len(f.Src.Ports), 1) * max(len(f.Dst.Ports), 1)
+	}
+	if places > upfxdp.SDFPerPDR {
+		return invalid(pdr.field(".pdi.sdfFilters"), "a PDR holds %d SDF filters, counting one per pair of source and destination port ranges; these are %d",
+			upfxdp.SDFPerPDR, places)
+	}
+	return nil
+}
+
+// key is the data-path key a PDR is found by: a TEID for PDRs of GTP-U
+// (from access or the CP function), the UE address (IPv6: its /64) for
+// core PDRs.
+func (p *PDR) key() (dpKey, bool) {
+	switch p.PDI.SourceInterface {
+	case InterfaceAccess, InterfaceCPFunction:
+		return teidKey(p.PDI.TEID), true
+	case InterfaceCore, InterfaceSGiLAN:
+		return dpKey{ue: ueKey(p.PDI.UEAddress)}, true
+	}
+	return dpKey{}, false
+}
+
+// ueKey is the address the downlink maps are keyed by.
+func ueKey(p netip.Prefix) netip.Addr {
+	if p.Addr().Is4() {
+		return p.Addr()
+	}
+	return netip.PrefixFrom(p.Addr(), 64).Masked().Addr()
+}
+
+// byPrecedence orders PDR indexes highest precedence (lowest value) first,
+// ties by PDR ID so the order is stable.
+func byPrecedence(pdrs []PDR, idx []int) {
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, pb := &pdrs[a], &pdrs[b]
+		return cmp.Or(cmp.Compare(pa.Precedence, pb.Precedence), cmp.Compare(pa.ID, pb.ID))
+	})
+}

@@ -1,0 +1,103 @@
+package upfxdp
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+)
+
+// ZeroPDRCounters zeroes what packets counted in the slots it names, and
+// in no other slot.
+func TestZeroPDRCounters(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdpRedirect, "uplink_forward") // PDR slot 5
+	u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward")                                    // PDR slot 7
+	for _, slot := range []uint32{5, 7} {
+		if c, err := u.d.PDRCounter(slot); err != nil || c.Packets != 1 {
+			t.Fatalf("PDR slot %d before zeroing: %+v, %v", slot, c, err)
+		}
+	}
+	check(t, u.d.ZeroPDRCounters([]uint32{4, 5}))
+	if c, err := u.d.PDRCounter(5); err != nil || c != (Counter{}) {
+		t.Errorf("PDR slot 5 after zeroing: %+v, %v", c, err)
+	}
+	if c, err := u.d.PDRCounter(7); err != nil || c.Packets != 1 {
+		t.Errorf("PDR slot 7, not zeroed: %+v, %v", c, err)
+	}
+}
+
+// The PDR counters are a row of slots per possible CPU: PDRCounter sums a
+// slot over the rows, ZeroPDRCounters zeroes it in every row and leaves the
+// slots around it as they were.
+func TestPDRCountersOnEveryCPU(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64})
+	slots, cpus := d.maps.Pdrs.MaxEntries(), uint32(ebpf.MustPossibleCPU())
+	if n := d.maps.PdrCounters.MaxEntries(); n != slots*cpus {
+		t.Fatalf("%d PDR counters, want %d slots × %d CPUs", n, slots, cpus)
+	}
+	counted := func(cpu, slot uint32) Counter {
+		return Counter{Packets: uint64(cpu) + 1, Bytes: 100*(uint64(cpu)+1) + uint64(slot)}
+	}
+	const last = 9
+	for cpu := range cpus {
+		for slot := uint32(0); slot <= last; slot++ {
+			check(t, d.maps.PdrCounters.Put(cpu*slots+slot, counted(cpu, slot)))
+		}
+	}
+	for slot := uint32(0); slot <= last; slot++ {
+		var want Counter
+		for cpu := range cpus {
+			want.Packets += counted(cpu, slot).Packets
+			want.Bytes += counted(cpu, slot).Bytes
+		}
+		if c, err := d.PDRCounter(slot); err != nil || c != want {
+			t.Errorf("PDR slot %d: %+v, %v; want %+v", slot, c, err, want)
+		}
+	}
+	if _, err := d.PDRCounter(slots); err == nil {
+		t.Error("read a slot past the table's end")
+	}
+	if err := d.ZeroPDRCounters([]uint32{1, slots}); err == nil {
+		t.Error("zeroed a slot past the table's end")
+	}
+	if c, err := d.PDRCounter(1); err != nil || c.Packets == 0 {
+		t.Errorf("slot 1 after a refused zeroing: %+v, %v; want it untouched", c, err)
+	}
+	var middle []uint32
+	for slot := uint32(1); slot < last; slot++ {
+		middle = append(middle, slot)
+	}
+	check(t, d.ZeroPDRCounters(middle))
+	for cpu := range cpus {
+		for slot := uint32(0); slot <= last; slot++ {
+			var c Counter
+			check(t, d.maps.PdrCounters.Lookup(cpu*slots+slot, &c))
+			kept := slot == 0 || slot == last
+			if kept && c != counted(cpu, slot) || !kept && c != (Counter{}) {
+				t.Errorf("slot %d on CPU %d: %+v (kept: %v)", slot, cpu, c, kept)
+			}
+		}
+	}
+}
+
+// A data path whose PDR counters would not fit a map is refused, with the
+// reason.
+func TestTooManyCountersRefused(t *testing.T) {
+	cpus := uint64(ebpf.MustPossibleCPU())
+	if cpus == 1 {
+		t.Skip("one CPU: the PDR table overflows before its counters do")
+	}
+	// Rule slots that fit a map alone (3/4 of its most, with the spare),
+	// but not once per CPU; half of them do.
+	sessions := uint32(math.MaxUint32 / (3 * cpus))
+	if _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
+		t.Fatalf("%d sessions on %d CPUs: %v", sessions, cpus, err)
+	}
+	if _, err := sizedSpec(sessions / 2); err != nil {
+		t.Fatalf("%d sessions on %d CPUs: %v", sessions/2, cpus, err)
+	}
+}

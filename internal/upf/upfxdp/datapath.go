@@ -1,0 +1,363 @@
+// Package datapath loads the UPF XDP program, attaches it to interfaces and
+// gives typed access to its pinned maps.
+package upfxdp
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+)
+
+// DefaultPinPath is where the maps and XDP links live between daemon runs.
+const DefaultPinPath = "/sys/fs/bpf/xdp5g"
+
+// Limits and defaults of Options.
+const (
+	DefaultMaxSessions = 65536
+	MaxN3Addresses     = 4 // the addresses xdp_upf compares a destination with (bpf/types.h)
+)
+
+// Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
+const rulesPerSession = 4
+
+// replacementSpare is how many sessions' worth of rule slots the tables
+// hold beyond maxSessions. A modification writes a session's new rules
+// before it frees the old ones, and a freed slot waits a second before it
+// is used again (no packet may still hold it), so a full data path could
+// otherwise change no session at all. An eighth, at least 1024, lets that
+// many sessions change every second.
+func replacementSpare(maxSessions uint32) uint32 { return max(maxSessions/8, 1024) }
+
+// Slots per session that sdf_sets reserves: only PDRs with filters take one,
+// and filters that match every packet ("permit out ip from any to
+// assigned", which SMFs give default PDRs) are left out.
+const sdfSetsPerSession = 1
+
+// Types shared with the BPF program.
+type (
+	PDR     = upfPdr
+	QER     = upfQer
+	PDRSet  = upfPdrSet
+	FAR     = upfFar
+	Nexthop = upfNexthop
+	Counter = upfCounter
+	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
+	// bpf/types.h for how they match.
+	SDFSet    = upfSdfSet
+	SDFFilter = upfSdfFilter
+)
+
+// Constants shared with the BPF program.
+const (
+	PDRsPerKey    = len(PDRSet{}.Pdr)
+	QERsPerPDR    = len(PDR{}.Qer)
+	URRsPerPDR    = len(PDR{}.Urr)
+	SDFPerPDR     = len(SDFSet{}.Filter)
+	SDFIPv4       = 1
+	SDFIPv6       = 2
+	SDFPorts      = 4
+	MatchUEv4     = 1
+	MatchUEv6     = 2
+	MatchQFI      = 4
+	MarkQFI       = 8
+	MarkRQI       = 16
+	ToUE          = 32
+	URRBeforeQoS  = 64 // << n: the PDR's URR n measures before QoS enforcement
+	FARForward    = 1
+	FARGTPUv4     = 1
+	NexthopRoute  = 0xffffffff
+	maxIfaces     = 64
+	reasonCount   = int(upfReasonREASON_COUNT)
+	bpfFSMagic    = 0xcafe4a11
+	linksDirName  = "links"
+	ifaceNameSize = 16
+)
+
+// Role says which traffic an interface carries.
+type Role uint32
+
+const (
+	RoleAccess Role = 1 // N3: GTP-U from gNBs
+	RoleCore   Role = 2 // N6: plain IP from the data network
+)
+
+// Options size and place the data path.
+type Options struct {
+	PinPath     string // bpffs directory; DefaultPinPath when empty
+	MaxSessions uint32 // DefaultMaxSessions when 0
+	N3Addresses []netip.Addr
+}
+
+// Datapath is the loaded set of pinned maps; programs are loaded per
+// interface by Attach.
+type Datapath struct {
+	opts   Options
+	maps   upfMaps
+	routes routeTables
+	sets   pdrSets
+	// The arrays written through mmap: the rules of a session are
+	// installed without a system call per rule.
+	pdrs mapped[PDR]
+	// pdrCounters is a row of pdrs.len() counters per possible CPU.
+	pdrCounters mapped[Counter]
+	sdfSets     mapped[SDFSet]
+	urrs        mapped[upfUrr]
+	buffers     mapped[upfBuffer]
+	release     releasers
+	// created: Open created the maps, none was pinned by a previous run;
+	// pdrWritten: a PDR has been written since.
+	created    bool
+	pdrWritten atomic.Bool
+}
+
+// Open creates the maps, or reuses the ones a previous run pinned.
+func Open(opts Options) (*Datapath, error) {
+	if opts.PinPath == "" {
+		opts.PinPath = DefaultPinPath
+	}
+	if opts.MaxSessions == 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if len(opts.N3Addresses) > MaxN3Addresses {
+		return nil, fmt.Errorf("at most %d N3 addresses, got %d", MaxN3Addresses, len(opts.N3Addresses))
+	}
+	for _, a := range opts.N3Addresses {
+		if !a.Is4() {
+			return nil, fmt.Errorf("N3 address %s: only IPv4 is supported", a)
+		}
+	}
+	if err := ensureBPFFS(opts.PinPath); err != nil {
+		return nil, err
+	}
+	spec, err := sizedSpec(opts.MaxSessions)
+	if err != nil {
+		return nil, err
+	}
+	_, err = os.Stat(filepath.Join(opts.PinPath, "pdr_counters"))
+	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
+	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading maps: %w", err)
+	}
+	if err := d.routes.open(&d.maps); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.sets.open(&d.maps); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.pdrCounters, err = mapArray[Counter](d.maps.PdrCounters); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.urrs, err = mapArray[upfUrr](d.maps.Urrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if d.buffers, err = mapArray[upfBuffer](d.maps.Buffers); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return d, nil
+}
+
+func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
+	spec, err := loadUpf()
+	if err != nil {
+		return nil, err
+	}
+	ruled := maxSessions + replacementSpare(maxSessions) // sessions' worth of rule slots
+	rules := ruled * rulesPerSession
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	if counters := uint64(rules) * uint64(cpus); counters > math.MaxUint32 {
+		return nil, fmt.Errorf("%d sessions need %d PDR counters (%d slots on each of %d possible CPUs), more than a map holds; "+
+			"configure fewer sessions", maxSessions, counters, rules, cpus)
+	}
+	sets := maxSessions*setsPerSession + 1 + spareSets
+	for name, size := range map[string]uint32{
+		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
+		"pdrs": rules, "pdr_counters": rules * uint32(cpus), "qers": rules, "urrs": rules,
+		"sdf_sets": ruled*sdfSetsPerSession + 1, // slot 0 stands for none
+		"buffers":  ruled + 1,                   // one buffering FAR per session, and none
+	} {
+		spec.Maps[name].MaxEntries = size
+	}
+	return spec, nil
+}
+
+// ensureBPFFS mounts bpffs at /sys/fs/bpf when the pin path lies below it
+// and nothing is mounted there yet (a fresh machine), then makes the path.
+func ensureBPFFS(pinPath string) error {
+	const root = "/sys/fs/bpf"
+	if strings.HasPrefix(pinPath, root+"/") {
+		var st unix.Statfs_t
+		if err := unix.Statfs(root, &st); err != nil || uint32(st.Type) != bpfFSMagic {
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return err
+			}
+			if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
+				return fmt.Errorf("mounting bpffs at %s: %w", root, err)
+			}
+		}
+	}
+	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
+}
+
+// Unused says no PDR has been written into the maps: Open created them,
+// rather than finding them pinned by a previous run, and no PDR was put
+// since. Every counter in them is zero.
+func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
+
+// Close releases this process's handles; pinned maps and links stay, so
+// traffic keeps flowing.
+func (d *Datapath) Close() error {
+	d.release.close()
+	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
+		d.urrs.close(), d.buffers.close(), d.maps.Close())
+}
+
+// PinPath is the bpffs directory of this data path.
+func (d *Datapath) PinPath() string { return d.opts.PinPath }
+
+// PDRCapacity is the number of PDR slots.
+func (d *Datapath) PDRCapacity() uint32 { return d.maps.Pdrs.MaxEntries() }
+
+// Attach loads the program for one interface of the calling thread's network
+// namespace and attaches it, or atomically replaces the program of an
+// attachment a previous run left pinned (so a restart drops nothing).
+func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
+	iface, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return err
+	}
+	slot, err := d.claimSlot(uint32(iface.Index), ifname)
+	if err != nil {
+		return err
+	}
+	prog, err := d.loadProgram(slot, roles)
+	if err != nil {
+		return err
+	}
+	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
+		prog.Close()
+		return err
+	}
+	// Kept to release the interface's buffered frames: loading a program
+	// when paging ends would hold the first release for a verifier run.
+	d.release.set(slot, prog)
+	return nil
+}
+
+func (d *Datapath) linkPin(ifname string) string {
+	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
+}
+
+// loadProgram loads xdp_upf with the interface's constants over the shared
+// maps.
+func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
+	spec, err := sizedSpec(d.opts.MaxSessions)
+	if err != nil {
+		return nil, err
+	}
+	var addrs [MaxN3Addresses]uint32
+	for i, a := range d.opts.N3Addresses {
+		addrs[i] = networkOrder(a.As4())
+	}
+	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs,
+		"index_bits": uint32(d.sets.bits), "set_slot_bits": uint32(d.sets.slotBits), "pdr_slots": d.pdrs.len(),
+	} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", name, err)
+		}
+	}
+	var progs upfPrograms
+	// Every map is pinned by name: the program gets the shared ones.
+	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
+	if err != nil {
+		return nil, fmt.Errorf("loading the XDP program: %w", err)
+	}
+	return progs.XdpUpf, nil
+}
+
+// Detach removes the program from an interface of the calling thread's
+// namespace and frees its counter slot.
+func (d *Datapath) Detach(ifname string) error {
+	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
+	return d.releaseSlot(ifname)
+}
+
+// DetachAll removes every attachment pinned under pinPath without opening
+// the maps, so it works for maps of another size or version too.
+func DetachAll(pinPath string) error {
+	return xdplink.DetachAll(filepath.Join(pinPath, linksDirName))
+}
+
+// Attached lists the interfaces with a pinned attachment.
+func (d *Datapath) Attached() ([]string, error) {
+	return xdplink.Pinned(filepath.Join(d.opts.PinPath, linksDirName))
+}
+
+// networkOrder returns the uint32 whose in-memory bytes are b, the way the
+// BPF program reads addresses and TEIDs from packets.
+func networkOrder(b [4]byte) uint32 { return binary.NativeEndian.Uint32(b[:]) }
+
+// NetworkOrder32 is networkOrder for a host-order value such as a TEID.
+func NetworkOrder32(v uint32) uint32 {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return networkOrder(b)
+}
+
+// AddrKey is the in-memory form of an IPv4 address in the maps.
+func AddrKey(a netip.Addr) uint32 { return networkOrder(a.As4()) }
+
+// SDFPrefix is a prefix as an SDF filter holds it: address and mask words
+// in network order (IPv4 in word 0) and the family's flag, SDFIPv4 or
+// SDFIPv6. The zero Prefix, any address, is all zeros.
+func SDFPrefix(p netip.Prefix) (addr, mask [4]uint32, family uint8) {
+	if !p.IsValid() {
+		return addr, mask, 0
+	}
+	a := p.Masked().Addr().AsSlice()
+	m := net.CIDRMask(p.Bits(), p.Addr().BitLen())
+	for i := 0; i < len(a)/4; i++ {
+		addr[i] = networkOrder([4]byte(a[4*i:]))
+		mask[i] = networkOrder([4]byte(m[4*i:]))
+	}
+	if p.Addr().Is4() {
+		return addr, mask, SDFIPv4
+	}
+	return addr, mask, SDFIPv6
+}
+
+// Prefix64Key is the downlink key of an IPv6 UE prefix.
+func Prefix64Key(a netip.Addr) uint64 {
+	b := a.As16()
+	return binary.NativeEndian.Uint64(b[:8])
+}
+
+func nativeEndianPut32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }
+func nativeEndianPut64(b []byte, v uint64) { binary.NativeEndian.PutUint64(b, v) }

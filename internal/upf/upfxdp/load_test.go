@@ -1,0 +1,69 @@
+package upfxdp
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// openTest opens a data path pinned in a directory of its own, removed with
+// the test.
+func openTest(t *testing.T, opts Options) *Datapath {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	opts.PinPath = fmt.Sprintf("/sys/fs/bpf/xdp5g-test-%d-%s", os.Getpid(), t.Name())
+	if len(opts.N3Addresses) == 0 {
+		opts.N3Addresses = []netip.Addr{netip.MustParseAddr("192.0.2.1")}
+	}
+	d, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		os.RemoveAll(opts.PinPath)
+	})
+	return d
+}
+
+func TestProgramPassesVerifier(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 1024})
+	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
+		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
+			prog, err := d.loadProgram(0, roles)
+			testsupport.CheckLoad(t, err)
+			prog.Close()
+		})
+	}
+}
+
+// The maps are unused until the first PDR, and only when Open created them:
+// a restarted daemon finds what the previous run counted.
+func TestUnused(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64})
+	if !d.Unused() {
+		t.Fatal("new maps are not unused")
+	}
+	if err := d.PutPDR(3, PDR{Id: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Unused() {
+		t.Fatal("unused after a PDR")
+	}
+	again, err := Open(d.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.Unused() {
+		t.Fatal("pinned maps opened again are unused")
+	}
+	if p, err := again.PDR(3); err != nil || p.Id != 7 {
+		t.Fatalf("PDR slot 3 read back as %+v, %v; want ID 7", p, err)
+	}
+}

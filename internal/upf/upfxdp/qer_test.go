@@ -1,0 +1,78 @@
+package upfxdp
+
+import (
+	"testing"
+)
+
+// qerPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
+// test rules at the given QER slots, their counters zeroed.
+func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
+	t.Helper()
+	var q [QERsPerPDR]uint32
+	copy(q[:], qers)
+	check(t, d.ZeroPDRCounters([]uint32{5, 7}))
+	for _, slot := range []uint32{5, 7} {
+		changePDR(t, d, slot, func(p *PDR) { p.Qer = q })
+	}
+}
+
+// Every QER of a PDR applies, in the packet's direction: a closed uplink
+// gate drops uplink packets and lets downlink ones through.
+func TestQERGates(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	check(t, u.d.PutQER(1, QER{}))                        // open, no maximum bit rate
+	check(t, u.d.PutQER(2, QER{GateClosed: 1 << 0}))      // uplink closed
+	check(t, u.d.PutQER(3, QER{GateClosed: 1<<0 | 1<<1})) // both closed
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
+	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
+	downFrame := down.frame(t, fromDN)
+
+	qerPDRs(t, u.d, 1)
+	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	qerPDRs(t, u.d, 1, 2)
+	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
+	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	qerPDRs(t, u.d, 3)
+	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
+	u.expect(t, downFrame, xdpDrop, "drop_qer_gate")
+	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 0 {
+		t.Errorf("PDR counter after gated packets: %+v, %v (the gate comes first)", c, err)
+	}
+}
+
+// The uplink bucket holds ten packets and refills at 100 bytes/s: the
+// eleventh packet in a row is dropped, the downlink (no maximum bit rate
+// set) is not limited, and a rewritten QER starts with a full bucket.
+func TestQERMaximumBitRate(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	inner := uint64(len(up.bytes(t)))
+	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(100, 10*inner)}}
+	check(t, u.d.PutQER(1, limited))
+	qerPDRs(t, u.d, 1)
+	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
+	for range 10 {
+		u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+	}
+	for range 3 {
+		u.expect(t, upFrame, xdpDrop, "drop_qer_mbr")
+	}
+	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 10 || c.Bytes != 10*inner {
+		t.Errorf("PDR counter: %+v, %v; want the 10 packets let through", c, err)
+	}
+	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}.frame(t, fromDN)
+	for range 12 {
+		u.expect(t, down, xdpRedirect, "downlink_forward")
+	}
+	check(t, u.d.PutQER(1, limited))
+	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,150 @@
+package upfxdp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// The session layer writes rules through these. Array slots are written
+// before the keys that reference them and keys are removed before their
+// slots are reused, so a packet never sees a half-written rule. PDRs (each
+// with its FAR) and SDF sets are written through mmap; a QER, whose
+// buckets the data path locks, cannot be mmapped.
+
+// PutPDR writes a PDR slot. Its counters are left as they are: a slot
+// taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
+// packet can count in it for the old one.
+func (d *Datapath) PutPDR(slot uint32, p PDR) error {
+	if !d.pdrWritten.Load() {
+		d.pdrWritten.Store(true)
+	}
+	return d.pdrs.put(slot, &p)
+}
+
+// ZeroPDRCounters zeroes the counters of PDR slots on every CPU.
+func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
+	if i := slices.IndexFunc(slots, func(slot uint32) bool { return slot >= d.pdrs.len() }); i >= 0 {
+		return fmt.Errorf("zeroing PDR counters: slot %d of %d", slots[i], d.pdrs.len())
+	}
+	for cpu := range d.counterRows() {
+		for _, slot := range slots {
+			*d.pdrCounter(cpu, slot) = Counter{}
+		}
+	}
+	return nil
+}
+
+// QERBucket is one direction of a QER: its rate in bytes per second, its
+// size in bytes (the data path counts nanobytes, bpf/types.h).
+func QERBucket(rate, burst uint64) upfTokenBucket {
+	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
+}
+
+// PutQER writes a QER slot; its token buckets start full.
+func (d *Datapath) PutQER(slot uint32, q QER) error {
+	for i := range q.Bucket {
+		q.Bucket[i].Tokens = q.Bucket[i].Burst
+	}
+	return d.maps.Qers.Put(slot, &q)
+}
+
+// PutSDFSet writes a slot of SDF filters.
+func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.sdfSets.put(slot, &s) }
+
+// SDFSetCapacity is the number of SDF filter slots.
+func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
+
+// SDFSet reads a slot of SDF filters back (tests).
+func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) {
+	var s SDFSet
+	return s, d.maps.SdfSets.Lookup(slot, &s)
+}
+
+// PDR and QER read a slot back (tests, reconciliation).
+func (d *Datapath) PDR(slot uint32) (PDR, error) {
+	var p PDR
+	return p, d.maps.Pdrs.Lookup(slot, &p)
+}
+
+func (d *Datapath) QER(slot uint32) (QER, error) {
+	var q QER
+	return q, d.maps.Qers.Lookup(slot, &q)
+}
+
+// QERCapacity is the number of QER slots.
+func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
+
+// PutUplink points a TEID at its PDRs.
+func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }
+
+// DeleteUplink removes a TEID; a missing one is not an error.
+func (d *Datapath) DeleteUplink(teid uint32) error { return d.sets.delete(teidKey(teid)) }
+
+// PutDownlink points a UE address (IPv4) or /64 prefix (IPv6) at its PDRs.
+func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error { return d.sets.put(ueKey(ue), set) }
+
+// DeleteDownlink removes a UE address; a missing one is not an error.
+func (d *Datapath) DeleteDownlink(ue netip.Addr) error { return d.sets.delete(ueKey(ue)) }
+
+// Uplink and Downlink read back what a key points at (for reconciliation
+// and tests); ebpf.ErrKeyNotExist when nothing.
+func (d *Datapath) Uplink(teid uint32) (PDRSet, error) { return d.sets.get(teidKey(teid)) }
+
+func (d *Datapath) Downlink(ue netip.Addr) (PDRSet, error) { return d.sets.get(ueKey(ue)) }
+
+func teidKey(teid uint32) setKey { return setKey{upfSetKindSET_TEID, uint64(NetworkOrder32(teid))} }
+
+func ueKey(ue netip.Addr) setKey {
+	if ue.Is4() {
+		return setKey{upfSetKindSET_UE4, uint64(AddrKey(ue))}
+	}
+	return setKey{upfSetKindSET_UE6, Prefix64Key(ue)}
+}
+
+// UplinkTEIDs and DownlinkUEs list every installed key.
+func (d *Datapath) UplinkTEIDs() []uint32 {
+	var teids []uint32
+	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
+		teids = append(teids, NetworkOrder32(uint32(k))) // the swap is its own inverse
+	}
+	return teids
+}
+
+func (d *Datapath) DownlinkUEs() []netip.Addr {
+	var ues []netip.Addr
+	for _, k := range d.sets.keys(upfSetKindSET_UE4) {
+		var b [4]byte
+		nativeEndianPut32(b[:], uint32(k))
+		ues = append(ues, netip.AddrFrom4(b))
+	}
+	for _, k := range d.sets.keys(upfSetKindSET_UE6) {
+		var b [16]byte
+		nativeEndianPut64(b[:8], k)
+		ues = append(ues, netip.AddrFrom16(b))
+	}
+	return ues
+}
+
+// PutNexthop writes a next-hop slot.
+func (d *Datapath) PutNexthop(slot uint32, nh Nexthop) error { return d.maps.Nexthops.Put(slot, nh) }
+
+func ignoreMissing(err error) error {
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return nil
+	}
+	return err
+}
+
+// NexthopCapacity is the number of next-hop slots.
+func (d *Datapath) NexthopCapacity() uint32 { return d.maps.Nexthops.MaxEntries() }
+
+// Nexthop reads a next-hop slot.
+func (d *Datapath) Nexthop(slot uint32) (Nexthop, error) {
+	var nh Nexthop
+	return nh, d.maps.Nexthops.Lookup(slot, &nh)
+}

@@ -1,0 +1,179 @@
+package upfxdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// Usage Reporting Rules: the data path counts what the FARs of a URR's PDRs
+// forward into the URR's slot of urrs (bpf/types.h). The map is mmapped:
+// counters are read and limits written with atomic 64-bit accesses while
+// packets count, without a system call.
+
+// Indexes of the URRUsage and URRLimits arrays (enum urr_index).
+const (
+	URRTotal    = 0
+	URRUplink   = 1
+	URRDownlink = 2
+)
+
+// URRUsage is what a URR counted since it was reset: inner IP packet octets
+// (without the GTP-U/UDP/IP encapsulation) and packets.
+type URRUsage struct {
+	Bytes                   [3]uint64 // URRTotal, URRUplink, URRDownlink
+	Packets                 [3]uint64
+	FirstPacket, LastPacket time.Time // zero when no packet yet
+}
+
+// URRLimits are the byte counts a URR reports or stops at, absolute since
+// the reset; 0 for none.
+type URRLimits struct {
+	Threshold [3]uint64 // the packet that reaches one sends URREventThreshold
+	// A packet that would exceed a quota is dropped (drop_urr_quota); the
+	// packet that reaches it, or else the first one dropped, sends
+	// URREventQuota, once per writing of the limits.
+	Quota       [3]uint64
+	NotifyStart bool // the next packet sends URREventStart
+}
+
+// URRCapacity is the number of URR slots; slot 0 is never used.
+func (d *Datapath) URRCapacity() uint32 { return d.maps.Urrs.MaxEntries() }
+
+func (d *Datapath) urr(slot uint32) (*upfUrr, error) {
+	if slot == 0 || slot >= d.URRCapacity() {
+		return nil, fmt.Errorf("URR slot %d is not in 1..%d", slot, d.URRCapacity()-1)
+	}
+	return d.urrs.at(slot), nil
+}
+
+// ResetURR zeroes a URR's counters and times and sets its limits.
+func (d *Datapath) ResetURR(slot uint32, l URRLimits) error {
+	u, err := d.urr(slot)
+	if err != nil {
+		return err
+	}
+	for i := range u.Bytes {
+		atomic.StoreUint64(&u.Bytes[i], 0)
+		atomic.StoreUint64(&u.Packets[i], 0)
+	}
+	atomic.StoreUint64(&u.FirstPacket, 0)
+	atomic.StoreUint64(&u.LastPacket, 0)
+	setURRLimits(u, l)
+	return nil
+}
+
+// SetURRLimits changes a URR's limits and keeps its counters.
+func (d *Datapath) SetURRLimits(slot uint32, l URRLimits) error {
+	u, err := d.urr(slot)
+	if err != nil {
+		return err
+	}
+	setURRLimits(u, l)
+	return nil
+}
+
+// setURRLimits writes the flags after the quotas: clearing a quota's
+// reported bit before its new value is in place would let a packet the old
+// one drops in between report it and set the bit for the new one.
+func setURRLimits(u *upfUrr, l URRLimits) {
+	for i := range u.Threshold {
+		atomic.StoreUint64(&u.Threshold[i], l.Threshold[i])
+		atomic.StoreUint64(&u.Quota[i], l.Quota[i])
+	}
+	var flags uint64
+	if l.NotifyStart {
+		flags = uint64(upfUrrFlagsURR_NOTIFY_START)
+	}
+	atomic.StoreUint64(&u.Flags, flags)
+}
+
+// URRUsage reads a URR's counters.
+func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
+	u, err := d.urr(slot)
+	if err != nil {
+		return URRUsage{}, err
+	}
+	var usage URRUsage
+	for i := range u.Bytes {
+		usage.Bytes[i] = atomic.LoadUint64(&u.Bytes[i])
+		usage.Packets[i] = atomic.LoadUint64(&u.Packets[i])
+	}
+	first, last := atomic.LoadUint64(&u.FirstPacket), atomic.LoadUint64(&u.LastPacket)
+	if first == 0 {
+		return usage, nil
+	}
+	// The data path reads the coarse monotonic clock, which has no wall
+	// time: the packets were as long before now as the clock has run since.
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		return URRUsage{}, err
+	}
+	now := time.Now().UnixNano()
+	usage.FirstPacket = time.Unix(0, now-(ts.Nano()-int64(first)))
+	usage.LastPacket = time.Unix(0, now-(ts.Nano()-int64(last)))
+	return usage, nil
+}
+
+// URREventKind says why a URR sent an event (enum urr_event_kind).
+type URREventKind uint32
+
+const (
+	URREventThreshold = URREventKind(upfUrrEventKindURR_EVENT_THRESHOLD)
+	URREventQuota     = URREventKind(upfUrrEventKindURR_EVENT_QUOTA)
+	URREventStart     = URREventKind(upfUrrEventKindURR_EVENT_START)
+)
+
+// URREvent names the URR slot whose usage is to be read.
+type URREvent struct {
+	Slot uint32
+	Kind URREventKind
+}
+
+// URREventReader reads the events of every URR.
+type URREventReader struct{ rd *ringbuf.Reader }
+
+// URREvents opens the ring of URR events. Events the ring had no room for
+// are counted by URREventsLost.
+func (d *Datapath) URREvents() (*URREventReader, error) {
+	rd, err := ringbuf.NewReader(d.maps.UrrEvents)
+	if err != nil {
+		return nil, fmt.Errorf("reading URR events: %w", err)
+	}
+	return &URREventReader{rd}, nil
+}
+
+// Read waits for the next event; after Close, it returns an error wrapping
+// os.ErrClosed.
+func (r *URREventReader) Read() (URREvent, error) {
+	rec, err := r.rd.Read()
+	if err != nil {
+		return URREvent{}, err
+	}
+	var ev upfUrrEvent
+	if _, err := binary.Decode(rec.RawSample, binary.NativeEndian, &ev); err != nil {
+		return URREvent{}, fmt.Errorf("URR event of %d bytes: %w", len(rec.RawSample), err)
+	}
+	return URREvent{Slot: ev.Slot, Kind: URREventKind(ev.Kind)}, nil
+}
+
+// Close ends a blocked Read.
+func (r *URREventReader) Close() error { return r.rd.Close() }
+
+// URREventsLost is the number of events the ring had no room for: when it
+// grows, every URR in use may have passed a limit unreported.
+func (d *Datapath) URREventsLost() (uint64, error) {
+	var perCPU []uint64
+	if err := d.maps.UrrEventsLost.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, err
+	}
+	var sum uint64
+	for _, n := range perCPU {
+		sum += n
+	}
+	return sum, nil
+}

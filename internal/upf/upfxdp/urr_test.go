@@ -1,0 +1,328 @@
+package upfxdp
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// urrPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
+// test rules at the given URR slots.
+func urrPDRs(t *testing.T, d *Datapath, urrs ...uint32) {
+	t.Helper()
+	var u [URRsPerPDR]uint32
+	copy(u[:], urrs)
+	for _, slot := range []uint32{5, 7} {
+		changePDR(t, d, slot, func(p *PDR) { p.Urr = u })
+	}
+}
+
+// urrTest is the test rules with URR slot 1 on PDRs 5 and 7, an uplink
+// and a downlink frame whose inner packets are inner bytes long, and the
+// event ring.
+type urrTest struct {
+	*upf
+	events   *URREventReader
+	up, down []byte
+	inner    uint64
+}
+
+func newURRTest(t *testing.T, l URRLimits) *urrTest {
+	t.Helper()
+	u := newUPF(t, RoleAccess|RoleCore)
+	check(t, u.d.ResetURR(1, l))
+	urrPDRs(t, u.d, 1)
+	r, err := u.d.URREvents()
+	check(t, err)
+	t.Cleanup(func() { r.Close() })
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
+	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
+	return &urrTest{upf: u, events: r, up: gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up),
+		down: down.frame(t, fromDN), inner: uint64(len(up))}
+}
+
+// sent returns the events sent since the last call.
+func (u *urrTest) sent(t *testing.T) []URREvent {
+	t.Helper()
+	u.events.rd.SetDeadline(time.Now())
+	var evs []URREvent
+	for {
+		ev, err := u.events.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return evs
+		}
+		check(t, err)
+		evs = append(evs, ev)
+	}
+}
+
+func (u *urrTest) usage(t *testing.T, slot uint32) URRUsage {
+	t.Helper()
+	usage, err := u.d.URRUsage(slot)
+	check(t, err)
+	return usage
+}
+
+func equalCounts(t *testing.T, got, want URRUsage) {
+	t.Helper()
+	if got.Bytes != want.Bytes || got.Packets != want.Packets {
+		t.Errorf("usage: bytes %v packets %v, want bytes %v packets %v", got.Bytes, got.Packets, want.Bytes, want.Packets)
+	}
+}
+
+// Both URRs of a PDR count the inner packets of both directions, IPv4 and
+// IPv6, from the first packet's time to the last one's.
+func TestURRCounts(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	for slot := uint32(1); slot <= 2; slot++ {
+		check(t, u.d.ResetURR(slot, URRLimits{}))
+		if got, err := u.d.URRUsage(slot); err != nil || got != (URRUsage{}) {
+			t.Fatalf("slot %d before any packet: %+v, %v", slot, got, err)
+		}
+	}
+	urrPDRs(t, u.d, 1, 2)
+	var want URRUsage
+	count := func(dir int, inner []byte) {
+		for _, i := range []int{URRTotal, dir} {
+			want.Bytes[i] += uint64(len(inner))
+			want.Packets[i]++
+		}
+	}
+	start := time.Now()
+	for _, p := range []ipPacket{
+		{src: ue4, dst: dn4, ttl: 64, size: 20},
+		{src: ue4, dst: dn4, ttl: 64, size: 1000},
+		{src: ue6, dst: dn6, ttl: 64, size: 3},
+	} {
+		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)), xdpRedirect, "uplink_forward")
+		count(URRUplink, p.bytes(t))
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, size := range []int{50, 7} {
+		p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: size}
+		u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+		count(URRDownlink, p.bytes(t))
+	}
+	end := time.Now()
+	for slot := uint32(1); slot <= 2; slot++ {
+		got, err := u.d.URRUsage(slot)
+		check(t, err)
+		equalCounts(t, got, want)
+		// The coarse clock lags by up to a tick.
+		const tick = 20 * time.Millisecond
+		if got.FirstPacket.Before(start.Add(-tick)) || got.LastPacket.After(end.Add(tick)) ||
+			got.LastPacket.Sub(got.FirstPacket) < 50*time.Millisecond-tick {
+			t.Errorf("slot %d: first packet %v, last %v; sent from %v to %v", slot, got.FirstPacket, got.LastPacket, start, end)
+		}
+	}
+}
+
+// The packet that reaches or crosses a threshold sends one event; the
+// total counts both directions.
+func TestURRThreshold(t *testing.T) {
+	var l URRLimits
+	u := newURRTest(t, l)
+	l.Threshold[URRUplink] = u.inner              // reached by the first packet
+	l.Threshold[URRTotal] = 2*u.inner + u.inner/2 // crossed by the third
+	check(t, u.d.SetURRLimits(1, l))
+	for i, in := range [][]byte{u.up, u.down, u.up, u.down, u.up} {
+		if i%2 == 0 {
+			u.expect(t, in, xdpRedirect, "uplink_forward")
+		} else {
+			u.expect(t, in, xdpRedirect, "downlink_forward")
+		}
+		var want []URREvent
+		if i == 0 || i == 2 {
+			want = []URREvent{{1, URREventThreshold}}
+		}
+		if got := u.sent(t); !slices.Equal(got, want) {
+			t.Errorf("packet %d: events %v, want %v", i+1, got, want)
+		}
+	}
+}
+
+// A packet that would exceed a quota is dropped and counts nowhere; the
+// quota is reported once, by the first packet it drops when none reaches
+// it exactly, and again once new limits are written.
+func TestURRQuotaDrops(t *testing.T) {
+	var l URRLimits
+	u := newURRTest(t, l)
+	l.Quota[URRUplink] = 2*u.inner + u.inner/2
+	check(t, u.d.SetURRLimits(1, l))
+	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	if got := u.sent(t); len(got) != 0 {
+		t.Fatalf("events before the quota: %v", got)
+	}
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
+	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+		t.Fatalf("events after the quota: %v, want %v", got, want)
+	}
+	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
+	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 2 {
+		t.Errorf("PDR counter %+v, %v: want the 2 packets let through", c, err)
+	}
+	check(t, u.d.SetURRLimits(1, l))
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+		t.Fatalf("events after the limits were written again: %v, want %v", got, want)
+	}
+}
+
+// The packet that reaches a quota exactly goes through and reports it; the
+// next one is dropped without another report.
+func TestURRQuotaReached(t *testing.T) {
+	var l URRLimits
+	u := newURRTest(t, l)
+	l.Quota[URRTotal] = 3 * u.inner
+	check(t, u.d.SetURRLimits(1, l))
+	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	if got := u.sent(t); len(got) != 0 {
+		t.Fatalf("events before the quota: %v", got)
+	}
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+		t.Fatalf("events of the packet reaching the quota: %v, want %v", got, want)
+	}
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.down, xdpDrop, "drop_urr_quota")
+	if got := u.sent(t); len(got) != 0 {
+		t.Fatalf("events after the quota was reported: %v", got)
+	}
+	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, u.inner, 2 * u.inner}, Packets: [3]uint64{3, 1, 2}})
+}
+
+// NotifyStart sends an event with the next packet only; SetURRLimits keeps
+// the counts and ResetURR zeroes them.
+func TestURRNotifyStartAndReset(t *testing.T) {
+	u := newURRTest(t, URRLimits{NotifyStart: true})
+	start := []URREvent{{1, URREventStart}}
+	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	if got := u.sent(t); !slices.Equal(got, start) {
+		t.Fatalf("events of the first packet: %v, want %v", got, start)
+	}
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	if got := u.sent(t); len(got) != 0 {
+		t.Fatalf("events of the second packet: %v", got)
+	}
+	check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
+	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	if got := u.sent(t); !slices.Equal(got, start) {
+		t.Fatalf("events after NotifyStart was set again: %v, want %v", got, start)
+	}
+	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
+
+	check(t, u.d.ResetURR(1, URRLimits{}))
+	if got := u.usage(t, 1); got != (URRUsage{}) {
+		t.Fatalf("after ResetURR: %+v", got)
+	}
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
+	if got := u.sent(t); len(got) != 0 {
+		t.Fatalf("events after ResetURR without NotifyStart: %v", got)
+	}
+}
+
+// What a FAR drops is no usage, whatever the URR's limits.
+func TestURRFARDrop(t *testing.T) {
+	u := newURRTest(t, URRLimits{NotifyStart: true, Quota: [3]uint64{1, 1, 1}, Threshold: [3]uint64{1, 1, 1}})
+	for _, slot := range []uint32{3, 9} {
+		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{1} })
+	}
+	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdpDrop, "drop_far")
+	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far")
+	if got := u.usage(t, 1); got != (URRUsage{}) {
+		t.Errorf("usage %+v", got)
+	}
+	if got := u.sent(t); len(got) != 0 {
+		t.Errorf("events %v", got)
+	}
+	if c, err := u.d.PDRCounter(3); err != nil || c.Packets != 1 {
+		t.Errorf("PDR counter %+v, %v: a FAR's drop still counts as matched", c, err)
+	}
+}
+
+// A URR measuring before QoS enforcement (URRBeforeQoS) counts what the
+// PDR's QERs and FAR then drop; the PDR's other URR counts only what it
+// forwards. Its quota drops before the QERs take any tokens.
+func TestURRBeforeQoS(t *testing.T) {
+	u := newURRTest(t, URRLimits{})
+	check(t, u.d.ResetURR(2, URRLimits{}))
+	urrPDRs(t, u.d, 2, 1)
+	changePDR(t, u.d, 5, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: URR 2 (index 0) before QoS
+	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 0}))
+	qerPDRs(t, u.d, 1)
+	one := func(dir int) URRUsage {
+		var c URRUsage
+		for _, i := range []int{URRTotal, dir} {
+			c.Bytes[i], c.Packets[i] = u.inner, 1
+		}
+		return c
+	}
+
+	u.expect(t, u.up, xdpDrop, "drop_qer_gate")
+	equalCounts(t, u.usage(t, 2), one(URRUplink))
+	equalCounts(t, u.usage(t, 1), URRUsage{})
+	// Downlink PDR 7 has no URR before QoS: both count after its QERs.
+	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	equalCounts(t, u.usage(t, 1), one(URRDownlink))
+
+	check(t, u.d.ResetURR(2, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
+	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
+	empty.Bucket[0] = QERBucket(1, 0)
+	check(t, u.d.PutQER(1, empty))
+	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+}
+
+// Events the ring has no room for are counted, never silently lost.
+func TestURREventsLost(t *testing.T) {
+	u := newURRTest(t, URRLimits{})
+	const sent = 256*1024/16 + 10 // the ring holds 16-byte records
+	for range sent {
+		check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
+		if act, _ := u.run(t, u.up); act != xdpRedirect {
+			t.Fatalf("verdict %v", act)
+		}
+	}
+	lost, err := u.d.URREventsLost()
+	check(t, err)
+	if read := len(u.sent(t)); lost == 0 || uint64(read)+lost != sent {
+		t.Fatalf("%d events read and %d lost, %d sent", read, lost, sent)
+	}
+}
+
+// Close ends a blocked Read with os.ErrClosed, and every Read after it.
+func TestURREventReaderClose(t *testing.T) {
+	u := newURRTest(t, URRLimits{})
+	done := make(chan error)
+	go func() {
+		_, err := u.events.Read()
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	check(t, u.events.Close())
+	if err := <-done; !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("blocked Read: %v", err)
+	}
+	if _, err := u.events.Read(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Read after Close: %v", err)
+	}
+}
+
+func TestURRSlotBounds(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64})
+	for _, slot := range []uint32{0, d.URRCapacity()} {
+		if err := d.ResetURR(slot, URRLimits{}); err == nil {
+			t.Errorf("ResetURR(%d) accepted", slot)
+		}
+		if _, err := d.URRUsage(slot); err == nil {
+			t.Errorf("URRUsage(%d) accepted", slot)
+		}
+	}
+}
