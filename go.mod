@@ -13,6 +13,12 @@ require (
 
 require github.com/wmnsk/go-pfcp v0.0.24
 
-require github.com/emmansun/gmsm v0.34.0
+require (
+	github.com/emmansun/gmsm v0.34.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
+)
+
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect
 
 tool github.com/cilium/ebpf/cmd/bpf2go

@@ -5,31 +5,32 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strings"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/cli"
 )
 
-// stdoutOf runs xdp5g with args and returns what it printed; the client
-// commands write to os.Stdout.
+// xdp5g runs xdp5g with args, stdin as its standard input, and returns its
+// exit status and what it wrote to its standard output and error.
+func xdp5g(stdin string, args ...string) (status int, stdout, stderr string) {
+	root := newRoot()
+	var out, errOut strings.Builder
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	status = cli.Run(context.Background(), root, args)
+	return status, out.String(), errOut.String()
+}
+
+// stdoutOf runs xdp5g with args and returns what it printed.
 func stdoutOf(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := os.CreateTemp(t.TempDir(), "stdout")
-	if err != nil {
-		t.Fatal(err)
+	status, stdout, stderr := xdp5g("", args...)
+	if status != 0 {
+		t.Fatalf("xdp5g %v: status %d, %s", args, status, stderr)
 	}
-	defer out.Close()
-	saved := os.Stdout
-	os.Stdout = out
-	err = run(context.Background(), args)
-	os.Stdout = saved
-	if err != nil {
-		t.Fatalf("xdp5g %v: %v", args, err)
-	}
-	printed, err := io.ReadAll(io.NewSectionReader(out, 0, 1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(printed)
+	return stdout
 }
 
 // The listing commands ask the API given by --api and print its answer:
@@ -64,5 +65,40 @@ func TestListingCommands(t *testing.T) {
 		if got := stdoutOf(t, c.args...); got != c.want {
 			t.Errorf("xdp5g %v printed:\n%s\nwant:\n%s", c.args[:len(c.args)-2], got, c.want)
 		}
+	}
+}
+
+// A document named "-" is read from the standard input; the daemon's
+// answer is printed indented, its refusal is a failure (status 1) with the
+// daemon's message.
+func TestDocumentCommands(t *testing.T) {
+	var got []string // method, path and body of each request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.Path+" "+string(body))
+		if r.URL.Path == "/api/v1/rules" {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":"no action","field":"action"}`)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+
+	status, stdout, stderr := xdp5g(`{"seid":7}`, "sessions", "add", "-", "--api", srv.URL)
+	if status != 0 || stdout != "{\n  \"seid\": 7\n}\n" {
+		t.Errorf("sessions add -: status %d, printed %q, %s", status, stdout, stderr)
+	}
+	status, stdout, _ = xdp5g("", "slices", "set", "--api", srv.URL, "3", "0,1")
+	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ]\n}\n" {
+		t.Errorf("slices set 3 0,1: status %d, printed %q", status, stdout)
+	}
+	status, _, stderr = xdp5g(`{}`, "rules", "add", "-", "--api", srv.URL)
+	if status != 1 || !strings.Contains(stderr, "no action") || strings.Contains(stderr, "Usage:") {
+		t.Errorf("rules add refused: status %d, %q", status, stderr)
+	}
+	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}", "POST /api/v1/rules {}"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

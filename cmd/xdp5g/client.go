@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/cli"
+)
+
+// clientCommands are the commands that call a running daemon's REST API.
+func clientCommands() []*cobra.Command {
+	none, one, two := cobra.NoArgs, cobra.ExactArgs(1), cobra.ExactArgs(2)
+	associations := cli.Command("associations", "print the PFCP associations with SMFs", none,
+		showTable((*api.Client).Associations))
+	associations.AddCommand(cli.Command("release NODE", `ask the SMF with that Node ID to release its association
+
+The SMF moves or deletes its sessions first.`, one,
+		func(c *cobra.Command, args []string) error { return client(c).Release(c.Context(), args[0]) }))
+	return []*cobra.Command{
+		cli.Group("sessions", "the UPF's sessions, SMFs' (PFCP) ones included",
+			cli.Command("list", "print every session, SMFs' (PFCP) ones included", none, show((*api.Client).Sessions)),
+			cli.Command("get SEID", "print a session with its PDRs' counters", one, showByID(parseSEID, (*api.Client).Session)),
+			cli.Command("add FILE", "install the session of a JSON document (- for stdin)", one, send((*api.Client).Create)),
+			cli.Command("replace FILE", `replace the session with the document's seid (- for stdin)
+
+Sessions an SMF created are refused.`, one, send((*api.Client).Replace)),
+			cli.Command("delete SEID", `remove a session
+
+Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).Delete))),
+		cli.Command("stats", "print the per-interface counters that are not zero", none, showTable((*api.Client).Stats)),
+		associations,
+		cli.Group("rules", "the classification rules",
+			cli.Command("list", "print the classification rules with their counters", none, show((*api.Client).Rules)),
+			cli.Command("get ID", "print a rule with its counters", one, showByID(idOf("a rule"), (*api.Client).Rule)),
+			cli.Command("add FILE", "install the rule of a JSON document (- for stdin)", one, send((*api.Client).AddRule)),
+			cli.Command("delete ID", "remove a rule", one, deleteByID(idOf("a rule"), (*api.Client).DeleteRule)),
+			cli.Command("clear", "remove every rule", none,
+				func(c *cobra.Command, _ []string) error { return client(c).ClearRules(c.Context()) }),
+			cli.Command("count", "print the number of rules", none, show((*api.Client).RuleCount))),
+		cli.Group("slices", "the slices steer rules spread flows over",
+			cli.Command("list", "print the slices with what each CPU took", none, show((*api.Client).Slices)),
+			cli.Command("set ID CPU,...", "create a slice or change its CPUs", two, setSlice),
+			cli.Command("delete ID", "remove a slice no rule steers to", one, deleteByID(idOf("a slice"), (*api.Client).DeleteSlice))),
+		cli.Group("intents", "the intents that drive slicing and offload",
+			cli.Command("list", "print the installed intents with their statistics", none, show((*api.Client).Intents)),
+			cli.Command("get ID", "print an intent with its statistics", one, showByID(idOf("an intent"), (*api.Client).Intent)),
+			cli.Command("add FILE", "carry out an intent document (- for stdin): INSERT or DELETE, as its Action says", one,
+				send((*api.Client).PostIntent)),
+			cli.Command("delete ID", "remove an intent and what it installed", one,
+				deleteByID(idOf("an intent"), (*api.Client).DeleteIntent))),
+		cli.Group("bearer-contexts", "the CU-UP's bearer contexts",
+			cli.Command("list", "print the bearer contexts with their DRBs' statistics", none, show((*api.Client).BearerContexts)),
+			cli.Command("get ID", "print a bearer context (ID is its gNB-CU-UP UE E1AP ID)", one,
+				showByID(idOf("a bearer context"), (*api.Client).BearerContext)),
+			cli.Command("setup FILE", "set up the bearer context of a JSON Bearer Context Setup Request (- for stdin); print the response",
+				one, send((*api.Client).SetupBearerContext)),
+			cli.Command("modify ID FILE", "modify a bearer context as a JSON Bearer Context Modification Request says (- for stdin)",
+				two, modifyBearerContext),
+			cli.Command("release ID", "release a bearer context", one,
+				deleteByID(idOf("a bearer context"), (*api.Client).ReleaseBearerContext))),
+		cli.Command("cuup-stats", `print the CU-UP's counters
+
+Each worker's counters and, on the AF_XDP path, those of its XDP classifier
+that are not zero, per CPU.`, none, showTable((*api.Client).CUUPStats)),
+	}
+}
+
+func setSlice(c *cobra.Command, args []string) error {
+	id, err := idOf("a slice")(args[0])
+	if err != nil {
+		return err
+	}
+	var cpus []uint32
+	for _, f := range strings.Split(args[1], ",") {
+		cpu, err := strconv.ParseUint(f, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a CPU number", f)
+		}
+		cpus = append(cpus, uint32(cpu))
+	}
+	return printJSON(c)(client(c).SetSlice(c.Context(), id, cpus))
+}
+
+func modifyBearerContext(c *cobra.Command, args []string) error {
+	id, err := idOf("a bearer context")(args[0])
+	if err != nil {
+		return err
+	}
+	doc, err := readDocument(c, args[1])
+	if err != nil {
+		return err
+	}
+	return printJSON(c)(client(c).ModifyBearerContext(c.Context(), id, doc))
+}
+
+// action is what a command does with its arguments.
+type action = func(c *cobra.Command, args []string) error
+
+// show prints the document get answers.
+func show(get func(*api.Client, context.Context) (json.RawMessage, error)) action {
+	return func(c *cobra.Command, _ []string) error { return printJSON(c)(get(client(c), c.Context())) }
+}
+
+// showTable prints the table of what get answers.
+func showTable[T interface{ WriteTable(io.Writer) error }](get func(*api.Client, context.Context) (T, error)) action {
+	return func(c *cobra.Command, _ []string) error {
+		t, err := get(client(c), c.Context())
+		if err != nil {
+			return err
+		}
+		return t.WriteTable(c.OutOrStdout())
+	}
+}
+
+// showByID prints the document get answers for the ID of the argument.
+func showByID[ID any](parse func(string) (ID, error), get func(*api.Client, context.Context, ID) (json.RawMessage, error)) action {
+	return func(c *cobra.Command, args []string) error {
+		id, err := parse(args[0])
+		if err != nil {
+			return err
+		}
+		return printJSON(c)(get(client(c), c.Context(), id))
+	}
+}
+
+// deleteByID removes what the argument's ID names.
+func deleteByID[ID any](parse func(string) (ID, error), del func(*api.Client, context.Context, ID) error) action {
+	return func(c *cobra.Command, args []string) error {
+		id, err := parse(args[0])
+		if err != nil {
+			return err
+		}
+		return del(client(c), c.Context(), id)
+	}
+}
+
+// send sends the document of the file the argument names and prints the
+// answer.
+func send(post func(*api.Client, context.Context, []byte) (json.RawMessage, error)) action {
+	return func(c *cobra.Command, args []string) error {
+		doc, err := readDocument(c, args[0])
+		if err != nil {
+			return err
+		}
+		return printJSON(c)(post(client(c), c.Context(), doc))
+	}
+}
+
+// client calls the REST API the command's --api flag names.
+func client(c *cobra.Command) *api.Client {
+	url, _ := c.Flags().GetString("api")
+	return &api.Client{URL: url, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+func parseSEID(s string) (uint64, error) {
+	seid, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a SEID", s)
+	}
+	return seid, nil
+}
+
+// idOf reads the ID of what a command names.
+func idOf(what string) func(string) (uint32, error) {
+	return func(s string) (uint32, error) {
+		id, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not %s ID", s, what)
+		}
+		return uint32(id), nil
+	}
+}
+
+// readDocument reads the file at path, or the standard input for "-".
+func readDocument(c *cobra.Command, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(c.InOrStdin())
+	}
+	return os.ReadFile(path)
+}
+
+// printJSON returns a function that prints a document the API answered,
+// indented, to c's output.
+func printJSON(c *cobra.Command) func(json.RawMessage, error) error {
+	return func(doc json.RawMessage, err error) error {
+		if err != nil {
+			return err
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, doc, "", "  "); err != nil {
+			return err
+		}
+		out.WriteByte('\n')
+		_, err = out.WriteTo(c.OutOrStdout())
+		return err
+	}
+}
