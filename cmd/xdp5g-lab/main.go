@@ -4,30 +4,30 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"github.com/spf13/cobra"
 
+	"github.com/xdp5g/xdp5g/internal/cli"
 	"github.com/xdp5g/xdp5g/internal/lab/bench"
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 )
 
-func main() {
-	// A reader of the output that goes away (`xdp5g-lab bench | head`)
-	// must not kill the process before it removes its namespaces and pins.
-	signal.Ignore(syscall.SIGPIPE)
-	if len(os.Args) < 2 || os.Args[1] != "bench" {
-		fmt.Fprintln(os.Stderr, "usage: xdp5g-lab bench [FLAGS]")
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	gcpace.Tune() // the benchmarks measure the daemon's code, so with its collector
-	err := bench.Run(ctx, os.Stdout, os.Args[2:])
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "xdp5g-lab:", err)
-		os.Exit(1)
-	}
+func main() { cli.Main(newRoot()) }
+
+// newRoot declares every command of xdp5g-lab.
+func newRoot() *cobra.Command {
+	var flags *bench.Flags
+	benchCmd := cli.Command("bench", `measure the data paths and the control plane and print a markdown report
+
+Bench measures what the UPF's data path costs per packet and how many packets
+it forwards, each next to minimal XDP forwarders measured in the same run; or,
+with --pfcp, --classify, --slicing or --cuup, that part of the product instead.
+It needs root: it builds network namespaces and loads XDP programs, and removes
+what it built before it returns. Progress goes to the standard error.`, cobra.NoArgs,
+		func(c *cobra.Command, _ []string) error {
+			gcpace.Tune() // the benchmarks measure the daemon's code, so with its collector
+			return flags.Run(c.Context(), c.OutOrStdout())
+		})
+	flags = bench.AddFlags(benchCmd.Flags())
+	return cli.Group("xdp5g-lab", `xdp5g-lab is the lab of xdp5g: benchmarks that measure the product against
+baselines of the same run.`, benchCmd)
 }

@@ -6,7 +6,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/spf13/pflag"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/baseline"
@@ -33,7 +33,7 @@ type config struct {
 	classifyRules []int
 
 	slicing bool   // measure slicing, steering and offload instead
-	charts  string // directory for the charts of -slicing; none if empty
+	charts  string // directory for the charts of --slicing; none if empty
 
 	cuup        bool // measure the CU-UP instead
 	cuupFlows   []int
@@ -50,79 +50,109 @@ type config struct {
 	rate         int
 }
 
-// quickValues replace the defaults of the flags not given with -quick.
+// quickValues replace the defaults of the flags not given with --quick.
 var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "packets": "2000000", "paced": "1s",
 	"pfcp-sessions": "100000", "pfcp-paced-rounds": "1", "pfcp-steady": "5s", "cuup-packets": "2000000", "cuup-rounds": "2"}
 
-func parseFlags(args []string) (cfg config, err error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	sessions := fs.String("sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
+// Flags are the flags of `xdp5g-lab bench`, declared on a flag set by
+// AddFlags; Run measures as they were given.
+type Flags struct {
+	fs                                 *pflag.FlagSet
+	cfg                                config
+	sessions, classifyRules, cuupFlows string
+	quick                              bool
+}
+
+// AddFlags declares the flags of `xdp5g-lab bench` on fs.
+func AddFlags(fs *pflag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	fs.SortFlags = false // the help lists them by suite, as declared here
+	cfg := &f.cfg
+	fs.StringVar(&f.sessions, "sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
 	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
-	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with -pfcp of each round of heartbeats and of requests with a collection forced)")
+	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
-	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with -pfcp")
+	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with --pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
 	fs.IntVar(&cfg.window, "pfcp-window", 64, "PFCP requests sent and not yet answered, at most")
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
 	fs.IntVar(&cfg.pacedRounds, "pfcp-paced-rounds", 3, "interleaved rounds of the paced PFCP runs; the p99 of their requests together is reported")
-	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last -paced")
+	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last --paced")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
-	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load (Table 1 of 000_), delay and jitter per slice (Table I of 001_)")
-	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of -slicing to, as SVG")
-	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2 (issue 6)")
-	cuupFlows := fs.String("cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
-	fs.Uint64Var(&cfg.cuupPackets, "cuup-packets", 6_000_000, "packets per measurement of -cuup through a path; an eighth of it through the stack alone")
-	fs.IntVar(&cfg.cuupRounds, "cuup-rounds", 5, "interleaved rounds of -cuup; the median is reported")
-	fs.IntVar(&cfg.cuupSize, "cuup-size", 1400, "octets of the user packets of -cuup, IP header included")
-	classifyRules := fs.String("classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
+	fs.StringVar(&f.classifyRules, "classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
+	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
+	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of --slicing to, as SVG")
+	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2")
+	fs.StringVar(&f.cuupFlows, "cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
+	fs.Uint64Var(&cfg.cuupPackets, "cuup-packets", 6_000_000, "packets per measurement of --cuup through a path; an eighth of it through the stack alone")
+	fs.IntVar(&cfg.cuupRounds, "cuup-rounds", 5, "interleaved rounds of --cuup; the median is reported")
+	fs.IntVar(&cfg.cuupSize, "cuup-size", 1400, "octets of the user packets of --cuup, IP header included")
 	var quickArgs []string
 	for _, name := range slices.Sorted(maps.Keys(quickValues)) {
-		quickArgs = append(quickArgs, "-"+name+" "+quickValues[name])
+		quickArgs = append(quickArgs, "--"+name+" "+quickValues[name])
 	}
-	quick := fs.Bool("quick", false, "a short run: "+strings.Join(quickArgs, " ")+" unless given")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if *quick {
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.BoolVar(&f.quick, "quick", false, "a short run: "+strings.Join(quickArgs, " ")+" unless given")
+	return f
+}
+
+// given is the flags in the order they were given, a command line that
+// repeats the run.
+func (f *Flags) given() []string {
+	var args []string
+	f.fs.Visit(func(fl *pflag.Flag) {
+		switch {
+		case fl.Value.Type() != "bool":
+			args = append(args, "--"+fl.Name, fl.Value.String())
+		case fl.Value.String() == "true":
+			args = append(args, "--"+fl.Name)
+		default:
+			args = append(args, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	return args
+}
+
+// config applies --quick to the flags not given and checks the values.
+func (f *Flags) config() (cfg config, err error) {
+	if f.quick {
 		for name, v := range quickValues {
-			if !given[name] {
-				if err := fs.Set(name, v); err != nil {
+			if !f.fs.Changed(name) {
+				if err := f.fs.Set(name, v); err != nil {
 					return cfg, err
 				}
 			}
 		}
 	}
-	if cfg.sessions, err = counts("sessions", *sessions, 1); err != nil {
+	cfg = f.cfg
+	if cfg.sessions, err = counts("sessions", f.sessions, 1); err != nil {
 		return cfg, err
 	}
-	if cfg.classifyRules, err = counts("classify-rules", *classifyRules, 0); err != nil {
+	if cfg.classifyRules, err = counts("classify-rules", f.classifyRules, 0); err != nil {
 		return cfg, err
 	}
-	if cfg.cuupFlows, err = counts("cuup-flows", *cuupFlows, 1); err != nil {
+	if cfg.cuupFlows, err = counts("cuup-flows", f.cuupFlows, 1); err != nil {
 		return cfg, err
 	}
 	if slices.Max(cfg.cuupFlows) > maxCUUPFlows {
-		return cfg, fmt.Errorf("-cuup-flows: %d flows at most", maxCUUPFlows)
+		return cfg, fmt.Errorf("--cuup-flows: %d flows at most", maxCUUPFlows)
 	}
 	if cfg.cuupSize < 28 || cfg.cuupSize > maxCUUPSize {
-		return cfg, fmt.Errorf("-cuup-size: %d octets, want 28 (IPv4 and UDP headers) to %d (F1-U's G-PDU within the MTU)", cfg.cuupSize, maxCUUPSize)
+		return cfg, fmt.Errorf("--cuup-size: %d octets, want 28 (IPv4 and UDP headers) to %d (F1-U's G-PDU within the MTU)", cfg.cuupSize, maxCUUPSize)
 	}
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
-		return cfg, errors.New("-cuup-packets and -cuup-rounds must be positive")
+		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
-		return cfg, errors.New("-runs, -flows and -packets must be positive")
+		return cfg, errors.New("--runs, --flows and --packets must be positive")
 	}
 	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 || cfg.steady <= 0 {
-		return cfg, errors.New("-pfcp-sessions, -pfcp-rounds, -pfcp-paced-rounds, -pfcp-window, -pfcp-rate and -pfcp-steady must be positive")
+		return cfg, errors.New("--pfcp-sessions, --pfcp-rounds, --pfcp-paced-rounds, --pfcp-window, --pfcp-rate and --pfcp-steady must be positive")
 	}
 	// The paced PFCP runs modify and delete sessions established before.
 	if sessions := pacedSessions(cfg); cfg.pfcp && sessions > cfg.pfcpSessions {
-		return cfg, fmt.Errorf("-paced %s and -pfcp-steady %s at -pfcp-rate %d in %d rounds need -pfcp-sessions %d at least",
+		return cfg, fmt.Errorf("--paced %s and --pfcp-steady %s at --pfcp-rate %d in %d rounds need --pfcp-sessions %d at least",
 			cfg.paced, cfg.steady, cfg.rate, cfg.pacedRounds, sessions)
 	}
 	return cfg, nil
@@ -134,20 +164,19 @@ func counts(flag, list string, least int) ([]int, error) {
 	for _, s := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < least {
-			return nil, fmt.Errorf("-%s: %q is not a count of %d or more", flag, s, least)
+			return nil, fmt.Errorf("--%s: %q is not a count of %d or more", flag, s, least)
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
 
-// Run measures and writes the report to w, progress to stderr. It builds
-// the demo's testbed and removes everything it built before returning.
-func Run(ctx context.Context, w io.Writer, args []string) (err error) {
-	cfg, err := parseFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
+// Run measures as the flags say and writes the report to w, progress to
+// stderr. It builds the demo's testbed and removes everything it built
+// before returning.
+func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
+	args := f.given()
+	cfg, err := f.config()
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
-// The cell site of `xdp5g-lab bench -cuup` (issue 6): a UPF, the CU-UP and a
+// The cell site of `xdp5g-lab bench --cuup` (issue 6): a UPF, the CU-UP and a
 // DU, each in a namespace, N3 and F1-U on veth pairs; the generator sends
 // the UPF's downlink G-PDUs, the DU's sink counts what reaches it.
 var (
@@ -160,7 +160,7 @@ func (p cuupPoint) rate() float64    { return float64(p.delivered) / p.elapsed.S
 func (p cuupPoint) offered() float64 { return float64(p.sent) / p.elapsed.Seconds() }
 func (p cuupPoint) loss() float64    { return 1 - float64(p.delivered)/float64(p.sent) }
 
-// cuupResults are everything -cuup measured.
+// cuupResults are everything --cuup measured.
 type cuupResults struct {
 	cases []cuupCase
 	size  int // of the user packets
@@ -175,7 +175,7 @@ type cuupResults struct {
 	elapsed    elapsed
 }
 
-// runCUUP is `xdp5g-lab bench -cuup`.
+// runCUUP is `xdp5g-lab bench --cuup`.
 func runCUUP(ctx context.Context, w io.Writer, args []string, cfg config) error {
 	since := clock()
 	res, err := measureCUUP(ctx, cfg)
@@ -192,7 +192,7 @@ func runCUUP(ctx context.Context, w io.Writer, args []string, cfg config) error 
 func measureCUUP(ctx context.Context, cfg config) (res cuupResults, err error) {
 	var allowed unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil || !allowed.IsSet(0) || !allowed.IsSet(1) {
-		return res, errors.New("-cuup needs CPUs 0 and 1: the generator's and the CU-UP's")
+		return res, errors.New("--cuup needs CPUs 0 and 1: the generator's and the CU-UP's")
 	}
 	gen, err := startCPU0Thread()
 	if err != nil {

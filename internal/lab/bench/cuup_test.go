@@ -18,23 +18,23 @@ func TestCUUPFlags(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"-cuup", "-cuup-size", "27"}, "-cuup-size"},
-		{[]string{"-cuup", "-cuup-size", "1441"}, "-cuup-size"},
-		{[]string{"-cuup", "-cuup-flows", "1,0"}, "-cuup-flows"},
-		{[]string{"-cuup", "-cuup-flows", "4097"}, "-cuup-flows"},
-		{[]string{"-cuup", "-cuup-rounds", "0"}, "-cuup-rounds"},
-		{[]string{"-cuup", "-cuup-packets", "0"}, "-cuup-packets"},
+		{[]string{"--cuup", "--cuup-size", "27"}, "--cuup-size"},
+		{[]string{"--cuup", "--cuup-size", "1441"}, "--cuup-size"},
+		{[]string{"--cuup", "--cuup-flows", "1,0"}, "--cuup-flows"},
+		{[]string{"--cuup", "--cuup-flows", "4097"}, "--cuup-flows"},
+		{[]string{"--cuup", "--cuup-rounds", "0"}, "--cuup-rounds"},
+		{[]string{"--cuup", "--cuup-packets", "0"}, "--cuup-packets"},
 	} {
 		if _, err := parseFlags(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one about %s", c.args, err, c.want)
 		}
 	}
-	cfg, err := parseFlags([]string{"-cuup", "-quick", "-cuup-rounds", "4"})
+	cfg, err := parseFlags([]string{"--cuup", "--quick", "--cuup-rounds", "4"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.cuup || cfg.cuupPackets != 2_000_000 || cfg.cuupRounds != 4 || len(cfg.cuupFlows) != 4 || cfg.cuupSize != 1400 {
-		t.Errorf("-cuup -quick -cuup-rounds 4: %+v", cfg)
+		t.Errorf("--cuup --quick --cuup-rounds 4: %+v", cfg)
 	}
 }
 
@@ -70,14 +70,14 @@ func TestCUUPFrame(t *testing.T) {
 	}
 }
 
-// TestCUUPBench runs `xdp5g-lab bench -cuup` at a tiny size: every path
+// TestCUUPBench runs `xdp5g-lab bench --cuup` at a tiny size: every path
 // delivers, what the DU gets the CU-UP's workers sent, and the stack alone
 // sends every packet; the report has its tables.
 func TestCUUPBench(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and XDP")
 	}
-	args := []string{"-cuup", "-cuup-packets", "100000", "-cuup-rounds", "1", "-cuup-flows", "1,8"}
+	args := []string{"--cuup", "--cuup-packets", "100000", "--cuup-rounds", "1", "--cuup-flows", "1,8"}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)

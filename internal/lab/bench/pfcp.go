@@ -25,7 +25,7 @@ import (
 // take turns.
 var sessionKinds = []string{"establishment", "modification", "deletion"}
 
-// pfcpResult is what `xdp5g-lab bench -pfcp` measured: rounds of
+// pfcpResult is what `xdp5g-lab bench --pfcp` measured: rounds of
 // establishing cost.sessions sessions over PFCP, each over a fresh data
 // path, then with those of the last round the per-packet cost and the
 // response times of paced requests by kind, in rounds of the runs of
@@ -58,7 +58,7 @@ type pacedRunSpec struct {
 	name    string
 	kinds   []string // of the requests, taking turns
 	collect bool     // force a garbage collection as the requests start
-	steady  bool     // lasts -pfcp-steady, else -paced
+	steady  bool     // lasts --pfcp-steady, else --paced
 }
 
 // length is how long a round of the run sends requests.

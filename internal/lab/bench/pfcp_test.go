@@ -12,7 +12,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 )
 
-// TestPFCPBench runs `xdp5g-lab bench -pfcp` at a tiny size: every session is
+// TestPFCPBench runs `xdp5g-lab bench --pfcp` at a tiny size: every session is
 // established, every paced request answered, and the figures are sane.
 func TestPFCPBench(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -21,8 +21,8 @@ func TestPFCPBench(t *testing.T) {
 	const sessions = 300
 	// Two rounds of paced runs: 150 heartbeats, 100 requests of each kind
 	// over sessions as they come, 50 of each with a collection forced.
-	args := []string{"-pfcp", "-pfcp-sessions", "300", "-pfcp-rounds", "2", "-pfcp-paced-rounds", "2", "-paced", "150ms",
-		"-pfcp-steady", "300ms", "-runs", "1", "-flows", "16"}
+	args := []string{"--pfcp", "--pfcp-sessions", "300", "--pfcp-rounds", "2", "--pfcp-paced-rounds", "2", "--paced", "150ms",
+		"--pfcp-steady", "300ms", "--runs", "1", "--flows", "16"}
 	cfg, err := parseFlags(args)
 	if err != nil {
 		t.Fatal(err)
@@ -122,15 +122,15 @@ func TestPFCPBench(t *testing.T) {
 }
 
 // A paced run over sessions starts and ends with an establishment: of
-// 2,000 requests (as they come, -pfcp-steady 2s) 667 sessions, of 1,000
-// (collection forced, -paced 1s) 334, so the two runs need 1,001
+// 2,000 requests (as they come, --pfcp-steady 2s) 667 sessions, of 1,000
+// (collection forced, --paced 1s) 334, so the two runs need 1,001
 // established before, each run its own, and three rounds of them 3,003;
 // the heartbeats need none.
 func TestPacedSessions(t *testing.T) {
 	for sessions, ok := range map[string]bool{"3002": false, "3003": true} {
-		cfg, err := parseFlags([]string{"-pfcp", "-pfcp-sessions", sessions, "-paced", "1s", "-pfcp-steady", "2s", "-pfcp-paced-rounds", "3"})
+		cfg, err := parseFlags([]string{"--pfcp", "--pfcp-sessions", sessions, "--paced", "1s", "--pfcp-steady", "2s", "--pfcp-paced-rounds", "3"})
 		if (err == nil) != ok {
-			t.Errorf("-pfcp-sessions %s with -paced 1s, -pfcp-steady 2s in 3 rounds: %v, want accepted %v", sessions, err, ok)
+			t.Errorf("--pfcp-sessions %s with --paced 1s, --pfcp-steady 2s in 3 rounds: %v, want accepted %v", sessions, err, ok)
 		}
 		if err == nil && (pacedRuns[0].sessions(cfg) != 0 || pacedRuns[1].sessions(cfg) != 667 || pacedRuns[2].sessions(cfg) != 334) {
 			t.Errorf("the paced runs establish %d, %d and %d sessions, want 0, 667 and 334",

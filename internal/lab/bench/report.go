@@ -88,7 +88,7 @@ func report(w io.Writer, args []string, cfg config, res results) {
 	}
 }
 
-// reportPFCP is the report of `xdp5g-lab bench -pfcp`.
+// reportPFCP is the report of `xdp5g-lab bench --pfcp`.
 func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
 	header(p, args, res)

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// parseFlags parses args as `xdp5g-lab bench` does.
+func parseFlags(args []string) (config, error) {
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	f := AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	return f.config()
+}
+
+// --quick sets the flags not given to their quick values; the report's
+// headline repeats the flags as given, --quick included and the values it
+// set not.
+func TestQuick(t *testing.T) {
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	f := AddFlags(fs)
+	if err := fs.Parse([]string{"--quick", "--runs", "2", "--pfcp", "--sessions", "1,10"}); err != nil {
+		t.Fatal(err)
+	}
+	given := f.given()
+	cfg, err := f.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"--quick", "--runs", "2", "--pfcp", "--sessions", "1,10"}; !slices.Equal(given, want) {
+		t.Errorf("given %q, want %q", given, want)
+	}
+	if cfg.runs != 2 || !slices.Equal(cfg.sessions, []int{1, 10}) || cfg.packets != 2_000_000 || cfg.pfcpSessions != 100_000 ||
+		cfg.steady.String() != "5s" || !cfg.pfcp {
+		t.Errorf("--quick --runs 2 --pfcp --sessions 1,10: %+v", cfg)
+	}
+	for name := range quickValues {
+		if fs.Lookup(name) == nil {
+			t.Errorf("--quick sets --%s, which is no flag", name)
+		}
+	}
+}
+
+// The flags' help names flags with two dashes and cites no development
+// notes.
+func TestFlagHelp(t *testing.T) {
+	fs := pflag.NewFlagSet("bench", pflag.ContinueOnError)
+	AddFlags(fs)
+	singleDash := regexp.MustCompile(`(^|[^-\w])-[a-z]`)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if singleDash.MatchString(f.Usage) {
+			t.Errorf("--%s: help %q names a flag with one dash", f.Name, f.Usage)
+		}
+		for _, bad := range []string{"issue", "000_", "001_"} {
+			if strings.Contains(f.Usage, bad) {
+				t.Errorf("--%s: help %q has %q", f.Name, f.Usage, bad)
+			}
+		}
+	})
+}
