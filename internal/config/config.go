@@ -477,13 +477,13 @@ func parseDatapath(f *file, cfg *Config) error {
 	if p := f.Datapath.PinPath; p != "" {
 		// Detach removes this directory: never a mount point itself.
 		if !filepath.IsAbs(p) || filepath.Dir(filepath.Clean(p)) == "/" || filepath.Clean(p) == "/sys/fs/bpf" {
-			return invalid("upfxdp.pin_path", "%q must be a directory of its own below a bpffs mount, such as %s", p, upfxdp.DefaultPinPath)
+			return invalid("datapath.pin_path", "%q must be a directory of its own below a bpffs mount, such as %s", p, upfxdp.DefaultPinPath)
 		}
 		cfg.Datapath.PinPath = filepath.Clean(p)
 	}
 	if n := f.Datapath.MaxSessions; n != nil {
 		if *n == 0 || *n > maxSessionsLimit {
-			return invalid("upfxdp.max_sessions", "must be from 1 to %d", maxSessionsLimit)
+			return invalid("datapath.max_sessions", "must be from 1 to %d", maxSessionsLimit)
 		}
 		cfg.Datapath.MaxSessions = *n
 	}
@@ -534,10 +534,10 @@ func parseClassify(f *file, cfg *Config) error {
 	out := &Classify{MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
 		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json"), ReportInterval: DefaultReportInterval}
 	if len(c.Interfaces) == 0 {
-		return invalid("classifyxdp.interfaces", "at least one interface is needed")
+		return invalid("classify.interfaces", "at least one interface is needed")
 	}
 	for i, name := range c.Interfaces {
-		field := fmt.Sprintf("classifyxdp.interfaces[%d]", i)
+		field := fmt.Sprintf("classify.interfaces[%d]", i)
 		if err := checkIfName(name); err != nil {
 			return invalid(field, "%v", err)
 		}
@@ -551,36 +551,36 @@ func parseClassify(f *file, cfg *Config) error {
 	}
 	if n := c.MaxMasks; n != nil {
 		if *n < 1 || *n > classifyxdp.MaxMasks {
-			return invalid("classifyxdp.max_masks", "must be from 1 to %d", classifyxdp.MaxMasks)
+			return invalid("classify.max_masks", "must be from 1 to %d", classifyxdp.MaxMasks)
 		}
 		out.MaxMasks = *n
 	}
 	if c.OrphanFragments != "" {
 		a, ok := orphanFragmentActions[c.OrphanFragments]
 		if !ok {
-			return invalid("classifyxdp.orphan_fragments", "unknown action %q (pass or drop)", c.OrphanFragments)
+			return invalid("classify.orphan_fragments", "unknown action %q (pass or drop)", c.OrphanFragments)
 		}
 		out.OrphanFragments = a
 	}
 	if p := c.RulesFile; p != "" {
 		if !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
-			return invalid("classifyxdp.rules_file", "%q must be an absolute file path", p)
+			return invalid("classify.rules_file", "%q must be an absolute file path", p)
 		}
 		out.RulesFile = filepath.Clean(p)
 	}
 	if out.RulesFile == cfg.StateFile {
-		return invalid("classifyxdp.rules_file", "%s is the state file", out.RulesFile)
+		return invalid("classify.rules_file", "%s is the state file", out.RulesFile)
 	}
 	if d := c.Reports.Interval; d != nil {
 		if *d < 10*time.Millisecond {
-			return invalid("classifyxdp.reports.interval", "must be 10ms or more")
+			return invalid("classify.reports.interval", "must be 10ms or more")
 		}
 		out.ReportInterval = *d
 	}
 	for i, hook := range c.Reports.Webhooks {
 		u, err := url.Parse(hook)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return invalid(fmt.Sprintf("classifyxdp.reports.webhooks[%d]", i), "%q is not an http or https URL", hook)
+			return invalid(fmt.Sprintf("classify.reports.webhooks[%d]", i), "%q is not an http or https URL", hook)
 		}
 		out.Webhooks = append(out.Webhooks, hook)
 	}

@@ -29,7 +29,7 @@ func classifyLinks(cfg *config.Config) string {
 // reports its figures from then on, until stop.
 func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
-		return nil, nil, fmt.Errorf("classifyxdp.rules_file: %w", err)
+		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
 	}
 	state := &stateFile{path: cfg.Classify.RulesFile, log: log}
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{MaxMasks: cfg.Classify.MaxMasks,

@@ -316,11 +316,11 @@ func Detach(cfg *config.Config) error {
 	if err := unix.Statfs(pin, &st); errors.Is(err, unix.ENOENT) {
 		return nil // nothing attached
 	} else if err != nil {
-		return fmt.Errorf("upfxdp.pin_path %s: %w", pin, err)
+		return fmt.Errorf("datapath.pin_path %s: %w", pin, err)
 	}
 	// The directory is removed recursively: make sure it is ours.
 	if st.Type != unix.BPF_FS_MAGIC {
-		return fmt.Errorf("upfxdp.pin_path %s is not on a bpf filesystem; not removing it", pin)
+		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
 	}
 	if err := errors.Join(upfxdp.DetachAll(pin), classifyxdp.DetachAll(classifyLinks(cfg))); err != nil {
 		return err
