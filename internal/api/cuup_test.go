@@ -202,3 +202,19 @@ f1u   0    drop_bad_ethernet  1        10
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// Empty lists are [] in every document, never null: no bearer context
+// yet, and a context whose last PDU session was removed.
+func TestBearerContextListsAreArrays(t *testing.T) {
+	e := cuupEnv(t)
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/cuup/bearer-contexts", ""), `{"bearerContexts": []}`)
+	var setup e1.BearerContextSetupResponse
+	must(t, json.Unmarshal(e.expect(t, http.StatusCreated, "POST", "/api/v1/cuup/bearer-contexts", bearerContextSetup), &setup))
+	path := fmt.Sprintf("/api/v1/cuup/bearer-contexts/%d", setup.CUUPUEID)
+	e.expect(t, http.StatusOK, "PATCH", path, `{"pduSessionResourceToRemoveList": [1]}`)
+	var c map[string]any
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", path, ""), &c))
+	if sessions, ok := c["pduSessions"].([]any); !ok || len(sessions) != 0 {
+		t.Errorf("a context without PDU sessions shows pduSessions %#v, want []", c["pduSessions"])
+	}
+}

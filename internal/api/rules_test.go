@@ -253,3 +253,13 @@ func TestSlices(t *testing.T) {
 	sameJSON(t, list, `{"slices": [{"id": 5, "cpus": [0]}]}`)
 	must(t, c.DeleteSlice(ctx, 5))
 }
+
+// Empty lists are [] in every document, never null.
+func TestEmptyListsAreArrays(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	for path, want := range map[string]string{"/api/v1/sessions": `{"sessions": []}`, "/api/v1/rules": `{"rules": []}`,
+		"/api/v1/slices": `{"slices": []}`, "/api/v1/intents": `{"intents": []}`} {
+		sameJSON(t, e.expect(t, http.StatusOK, "GET", path, ""), want)
+	}
+}

@@ -118,6 +118,13 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 	if err := dec.Decode(&doc); err != nil {
 		return doc, in, invalid("", "not an intent document: %v", err)
 	}
+	// Lists left out are empty: an intent shows them as [], never null.
+	if doc.Resources == nil {
+		doc.Resources = []map[string]any{}
+	}
+	if doc.Params == nil {
+		doc.Params = []param{}
+	}
 	if in.Matches, err = matches(doc.Resources); err != nil {
 		return doc, in, err
 	}

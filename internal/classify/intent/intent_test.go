@@ -165,6 +165,9 @@ func TestOffloadIntentsAndRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if doc := string(s.Marshal()[0]); !strings.Contains(doc, `"Resources":[]`) || !strings.Contains(doc, `"Params":[]`) {
+		t.Errorf("an intent without resources and parameters is kept as %s, want [] for both", doc)
+	}
 	alts, err := dp.Alternatives()
 	if err != nil || len(alts) != 2 || alts[0].Addr.String() != "192.0.2.1" || alts[1].Ifindex != 3 || alts[0].Ifindex != 0 {
 		t.Fatalf("alternatives %+v (%v)", alts, err)

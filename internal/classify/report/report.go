@@ -99,7 +99,7 @@ func (r *Reporter) Take(now time.Time) (*Report, error) {
 	if err := r.intents.Sample(now); err != nil {
 		return nil, err
 	}
-	rep := &Report{Time: now}
+	rep := &Report{Time: now, Slices: []Slice{}, CPUs: []CPU{}}
 	var err error
 	if rep.Intents, err = r.intents.List(); err != nil {
 		return nil, err

@@ -86,3 +86,26 @@ func TestReportsReachWebhooks(t *testing.T) {
 		}
 	}
 }
+
+// A report with nothing to say lists nothing as [], never null.
+func TestEmptyReportListsAreArrays(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: BPF")
+	}
+	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	rep, err := New(dp, intent.NewStore(dp, nil, nil), nil, slog.New(slog.DiscardHandler)).Take(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"intents":[]`) || !strings.Contains(string(body), `"slices":[]`) {
+		t.Errorf("an empty report: %s", body)
+	}
+}

@@ -493,7 +493,8 @@ func (c *CUUP) setupList(sessions []*pduSession) []e1.PDUSessionSetup {
 	var list []e1.PDUSessionSetup
 	for _, ps := range sessions {
 		s := e1.PDUSessionSetup{ID: ps.cfg.ID, DLTunnel: e1.UPTunnel{Address: c.cfg.N3, TEID: ps.dlTEID},
-			SecurityResult: e1.SecurityResult{Integrity: result(ps.integrity), Confidentiality: result(ps.ciphering)}}
+			SecurityResult: e1.SecurityResult{Integrity: result(ps.integrity), Confidentiality: result(ps.ciphering)},
+			DRBs:           []e1.DRBSetup{}}
 		for _, d := range ps.drbs {
 			s.DRBs = append(s.DRBs, e1.DRBSetup{ID: d.cfg.ID, ULTunnel: e1.UPTunnel{Address: c.cfg.F1U, TEID: d.ulTEID}, Flows: d.flows()})
 		}

@@ -44,7 +44,7 @@ type DRB struct {
 func (c *CUUP) List() []Context {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var list []Context
+	list := []Context{}
 	for _, bc := range c.contexts {
 		list = append(list, c.view(bc))
 	}
@@ -64,10 +64,10 @@ func (c *CUUP) Get(id uint32) (Context, error) {
 }
 
 func (c *CUUP) view(bc *bearerContext) Context {
-	v := Context{CUCPUEID: bc.cucpID, CUUPUEID: bc.cuupID, Algorithm: bc.security.Algorithm}
+	v := Context{CUCPUEID: bc.cucpID, CUUPUEID: bc.cuupID, Algorithm: bc.security.Algorithm, PDUSessions: []Session{}}
 	for _, ps := range bc.sessions {
 		setup := c.setupList([]*pduSession{ps})[0]
-		s := Session{ID: setup.ID, SecurityResult: setup.SecurityResult, DLTunnel: setup.DLTunnel, ULTunnel: ps.ulTunnel}
+		s := Session{ID: setup.ID, SecurityResult: setup.SecurityResult, DLTunnel: setup.DLTunnel, ULTunnel: ps.ulTunnel, DRBs: []DRB{}}
 		for _, d := range ps.drbs {
 			s.DRBs = append(s.DRBs, DRB{ID: d.cfg.ID, ULTunnel: e1.UPTunnel{Address: c.cfg.F1U, TEID: d.ulTEID},
 				DLTunnel: d.dlTunnel, SDAP: d.cfg.SDAP, PDCP: d.cfg.PDCP, Flows: d.flows(),
