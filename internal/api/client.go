@@ -146,7 +146,7 @@ func (c *Client) DeleteSlice(ctx context.Context, id uint32) error {
 	return err
 }
 
-// PostIntent carries out an intent document (Listing 1 of 000_…).
+// PostIntent carries out an intent document (package intent).
 func (c *Client) PostIntent(ctx context.Context, doc []byte) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodPost, "/api/v1/intents", doc)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 )
 
-// listing1 is the intent of Listing 1 of 000_…, on CPU 0 and an interface
+// listing1 is intent.Listing1 on CPU 0 and an interface
 // of the env's.
 var listing1 = strings.NewReplacer(`"rx_queue": "1"`, `"rx_queue": "0"`, `"eth0"`, `"n3n6"`).Replace(intent.Listing1)
 

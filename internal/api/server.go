@@ -20,7 +20,7 @@
 //	GET    /api/v1/slices            Slices, with what each CPU took
 //	PUT    /api/v1/slices/{id}       Slice (its cpus) → 200 Slice
 //	DELETE /api/v1/slices/{id}       204; 409 while a rule steers to it
-//	POST   /api/v1/intents           intent document (Listing 1 of 000_) →
+//	POST   /api/v1/intents           intent document (see intent) →
 //	                                 201 intent.Status (INSERT), 200 (DELETE)
 //	GET    /api/v1/intents           Intents, with live statistics
 //	GET    /api/v1/intents/{id}      intent.Status

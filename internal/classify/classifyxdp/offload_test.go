@@ -126,7 +126,8 @@ func recomputeUDP(t *testing.T, ip gopacket.NetworkLayer, u *layers.UDP) uint16 
 	return c.Checksum
 }
 
-// Algorithm 1 of 000_…, under BPF_PROG_TEST_RUN with the queue fills set
+// Algorithm 1 of "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks",
+// under BPF_PROG_TEST_RUN with the queue fills set
 // by hand: a flow leaves for the alternative when its CPU's queue passes
 // three quarters (a prioritised one only when nearly full), rewritten with
 // right checksums; it stays away while the queue has not drained or the

@@ -1,5 +1,6 @@
-// Package intent turns intent-based messages (Listing 1 of 000_…) into
-// the classifier's slices, rules, prioritised flows and alternative nodes,
+// Package intent turns intent-based messages (Listing 1 of
+// "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks")
+// into the classifier's slices, rules, prioritised flows and alternative nodes,
 // and keeps what each intent installed with its live statistics.
 //
 // An intent names flows by its Resources (tunnel levels with their ids and
@@ -36,7 +37,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 )
 
-// Listing1 is the intent of Listing 1 of 000_…, as the paper writes it:
+// Listing1 is the intent of that paper's Listing 1, as it is written there:
 // the flow from 192.188.0.140 to port 5004 in GTP-U tunnel 0x8894D0D4 in
 // VXLAN 0x445, prioritised on CPU 1.
 const Listing1 = `{

@@ -1,7 +1,7 @@
 // Package report sends the classifier's figures (per intent, per slice,
-// per CPU) to webhooks at a fixed interval, as the paper's control layer
-// informs the layers above it (000_…, §5.2), and writes them for
-// Prometheus.
+// per CPU) to webhooks at a fixed interval, as the control layer of
+// "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks"
+// informs the layers above it (its §5.2), and writes them for Prometheus.
 package report
 
 import (

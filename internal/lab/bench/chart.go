@@ -90,9 +90,10 @@ func shortNumber(v float64) string {
 
 // writeSlicingCharts draws, into dir, the share of each class's packets
 // forwarded and offloaded against the offered load at the largest frame
-// size, one chart per setup (as Fig. 4 of 000_…), and the jitter of the
-// prioritised slices against the number of slices (as Figs. 3–8 of
-// 001_…). It returns the files' names.
+// size, one chart per setup (as Fig. 4 of "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks"),
+// and the jitter of the prioritised slices against the number of slices
+// (as Figs. 3–8 of the paper on XDP-based 6G backbone network slicing).
+// It returns the files' names.
 func writeSlicingCharts(dir string, points []prioPoint, delays []delayRow) ([]string, error) {
 	var names []string
 	write := func(name string, c chart) error {

@@ -17,7 +17,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 )
 
-// The targets of the classification issue.
+// The targets of the classifier.
 const (
 	targetRuleGrowth = 1.25             // cost with 65,536 rules over the cost with 1
 	targetEnforce    = time.Millisecond // from the call to packets seeing the rule

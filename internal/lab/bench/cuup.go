@@ -34,7 +34,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
-// The cell site of `xdp5g-lab bench --cuup` (issue 6): a UPF, the CU-UP and a
+// The cell site of `xdp5g-lab bench --cuup`: a UPF, the CU-UP and a
 // DU, each in a namespace, N3 and F1-U on veth pairs; the generator sends
 // the UPF's downlink G-PDUs, the DU's sink counts what reaches it.
 var (
@@ -810,7 +810,7 @@ func (b *stackBench) measure(sec int, packets uint64, frames int) (float64, erro
 	return float64(took.Nanoseconds()) / float64(packets), nil
 }
 
-// Targets of issue 6.
+// Targets of the CU-UP: AF_XDP against sockets, and Gbit/s per core.
 const (
 	targetXDPOverSockets = 1.3
 	targetNEA2PerCore    = 5 // Gbit/s
@@ -863,7 +863,7 @@ func flowCount(n int) string {
 func reportCUUP(w io.Writer, args []string, cfg config, r cuupResults) {
 	p := linesTo(w)
 	p("%s", headline(args, r.elapsed))
-	p("\n### CU-UP downlink (issue 6)\n")
+	p("\n### CU-UP downlink\n")
 	p("A UPF, the CU-UP and a DU in namespaces, N3 and F1-U on veth pairs. The generator (BPF_PROG_TEST_RUN, live frames), on")
 	p("a thread bound to CPU 0, sends the UPF's G-PDUs (%d-octet frames: a DL PDU Session Container of QFI %d around a", r.frame, cuupQFI)
 	p("UDP/IPv4 packet of %d octets) out of the UPF's N3 as fast as it can, %d per measurement; an XDP sink on the DU's", r.size, cfg.cuupPackets)
@@ -871,7 +871,7 @@ func reportCUUP(w io.Writer, args []string, cfg config, r cuupResults) {
 	p("with GOMAXPROCS 1; PDCP security runs on the worker (inline: the crypto pool would have no other core here).")
 	p("Three UEs, a bearer context each with one PDU session and one DRB (QFI %d, SDAP headers, 18-bit PDCP SNs, RLC AM):", cuupQFI)
 	p("none (NEA0, integrity not needed), NEA2, NEA2 with NIA2 (integrity required). Parallel flows are flows of one UE, as")
-	p("the paper's iperf3 -P from one UE: the user packets' UDP source port cycles over them. AF_XDP: the classifier on N3")
+	p("the iperf3 -P from one UE of " + pranavam + ": the user packets' UDP source port cycles over them. AF_XDP: the classifier on N3")
 	p("and F1-U in native mode, the sockets in copy mode (veths have no zero-copy), one queue and worker, which sleeps in")
 	p("poll(2) when idle. Sockets: recvmmsg/sendmmsg in batches of 64, XDP_PASS on N3. Without the CU-UP: XDP redirect")
 	p("from N3 out of F1-U to the DU (what the testbed carries), XDP drop at N3 (what CPU 0 spends per packet with nothing")

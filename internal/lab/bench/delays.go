@@ -10,7 +10,8 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 )
 
-// Table I of 001_…: slices of 32 users each, the users told apart by their
+// Table I of the paper on XDP-based 6G backbone network slicing: slices
+// of 32 users each, the users told apart by their
 // GTP-U TEID; per slice the delay, jitter and loss of the users' packets.
 var delaySlices = []int{1, 2, 4, 8, 16}
 
@@ -18,7 +19,7 @@ const (
 	usersPerSlice = 32
 	delayRate     = 100_000 // packets/s in all, below what the host can forward
 	delaySpan     = 2 * time.Second
-	// jitterTarget is the 6G KPI the issue sets the prioritised slices.
+	// jitterTarget is the 6G KPI set for the prioritised slices.
 	jitterTarget = 20 * time.Microsecond
 )
 
@@ -102,7 +103,7 @@ func measureDelayPoint(slices int, steer bool) (rows []delayRow, err error) {
 
 func reportDelays(w io.Writer, rows []delayRow) {
 	p := linesTo(w)
-	p("\n### Delay and jitter per slice (Table I of 001_…)\n")
+	p("\n### Delay and jitter per slice (Table I of the paper on XDP-based 6G backbone network slicing)\n")
 	p("Slices of %d users each (told apart by GTP-U TEID), %d packets/s in all of 256 octets for %s, stamped by the", usersPerSlice, delayRate, delaySpan)
 	p("generator (CPU 0) and read at the sink: delay from send to arrival, RFC 3550 jitter, loss. Baseline: no steering,")
 	p("every packet on CPU 0 with the generator. xdp5g: the prioritised slices (the first half; the one slice when there is")

@@ -19,7 +19,14 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
 
-// Targets of the issue: per-packet cost as a multiple of the XDP_TX
+// The papers the reports cite, by title.
+const (
+	smartNIC   = `"XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks"`
+	edgeToCore = `"Towards an FPGA-Accelerated Programmable Data Path for Edge-to-Core Communications in 5G Networks"`
+	pranavam   = `"Towards an eBPF+XDP based Framework for Open, Programmable and Scalable NextG RANs"`
+)
+
+// Targets of the UPF: per-packet cost as a multiple of the XDP_TX
 // baseline with one session and with a million, testbed rate as a share of
 // the redirect baseline's.
 const (

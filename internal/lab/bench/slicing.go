@@ -18,7 +18,8 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 )
 
-// Table 1 of 000_…: 16 services told apart by their GTP-U TEID, 8 of them
+// Table 1 of "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks":
+// 16 services told apart by their GTP-U TEID, 8 of them
 // prioritised, at every frame size, from below to above what the host can
 // forward.
 var (
@@ -238,7 +239,7 @@ func percent(part, whole uint64) float64 {
 
 func reportPrio(w io.Writer, points []prioPoint) {
 	p := linesTo(w)
-	p("\n### Priority and offload (Table 1 of 000_…)\n")
+	p("\n### Priority and offload (Table 1 of %s)\n", smartNIC)
 	p("Through videonet's segment (sender → router → sink, the alternative node behind the router's alt port): %d services", prioServices)
 	p("told apart by their GTP-U TEID, %d of them prioritised, each sending the same share; every frame stamped with its", prioFirst)
 	p("group (prioritised or not), counted where it arrives. %s per point, on a fresh segment, %s after the last one was", prioSpan, prioSettle)

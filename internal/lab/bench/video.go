@@ -8,7 +8,8 @@ import (
 	"github.com/xdp5g/xdp5g/internal/lab/videonet"
 )
 
-// The paper's use case (003_…, Table 3): scalable H.265 video flows of each
+// The use case of "Towards an FPGA-Accelerated Programmable Data Path for Edge-to-Core Communications in 5G Networks"
+// (its Table 3): scalable H.265 video flows of each
 // traffic type, one rule per flow dropping the enhancement layer, through
 // namespaces.
 var videoFlows = []int{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512} // 0: the flows of 1, no rules
@@ -40,7 +41,7 @@ func measureVideo() (rows []videoRow, err error) {
 	defer func() { err = errors.Join(err, n.Close()) }()
 	for _, kind := range videonet.Kinds {
 		for _, flows := range videoFlows {
-			progress("the paper's use case: %s, %d flows", kind, flows)
+			progress("the edge-to-core video use case: %s, %d flows", kind, flows)
 			row := videoRow{kind: kind, flows: max(flows, 1), rules: flows}
 			rules := videonet.EnhancementLayerDrops(kind, flows)
 			if err := d.Add(rules...); err != nil {
@@ -70,7 +71,7 @@ func measureVideo() (rows []videoRow, err error) {
 
 func reportVideo(w io.Writer, rows []videoRow) {
 	p := linesTo(w)
-	p("\n### The paper's use case: scalable H.265 video, the enhancement layer dropped\n")
+	p("\n### Scalable H.265 video, the enhancement layer dropped (the use case of %s)\n", edgeToCore)
 	p("Through namespaces (sender → router with xdp_classify at its edge, kernel forwarding → sink): per configuration,")
 	p("%d RTP packets of the base layer (H.265 layer id 0), then %d of the enhancement layer (layer id 1), at %d packets/s", videoPackets, videoPackets, videoRate)
 	p("over the flows (UE source ports), with one rule per flow dropping its enhancement layer (none in the rows of 0 rules).")

@@ -1,6 +1,7 @@
-// Package videonet is the edge-to-core segment of the classification
-// paper (003_…) in network namespaces, with its traffic: scalable H.265
-// video as RTP, in the paper's three traffic types, from a generator that
+// Package videonet is the edge-to-core segment of
+// "Towards an FPGA-Accelerated Programmable Data Path for Edge-to-Core Communications in 5G Networks"
+// in network namespaces, with its traffic: scalable H.265 video as RTP, in
+// the paper's three traffic types, from a generator that
 // forges the frames. Tests and benchmarks of the classifier run it.
 package videonet
 

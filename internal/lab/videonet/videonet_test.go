@@ -395,7 +395,8 @@ func TestRebalancingLosesNothing(t *testing.T) {
 	}
 }
 
-// The paper's overload (000_…, Algorithm 1), live: the CPU of the
+// The overload of Algorithm 1 of "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks",
+// live: the CPU of the
 // non-prioritised slice is taken by another task, its queue fills, and its
 // flows leave for the alternative node, rewritten; the prioritised flow
 // stays on its CPU, and not a packet is lost.

@@ -10,8 +10,9 @@ import (
 // spread over the crypto pool's goroutines, and so over other cores, with
 // the worker sending the downlink PDUs in their order once they are
 // sealed and having the uplink receiver take its PDUs in the order they
-// came once they are opened (the offloading of the paper's §VI, on host
-// cores).
+// came once they are opened (the offloading of §VI of
+// "Towards an eBPF+XDP based Framework for Open, Programmable and Scalable NextG RANs",
+// on host cores).
 type Placement uint32
 
 // The placements.
