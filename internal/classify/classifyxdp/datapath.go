@@ -70,8 +70,9 @@ type Config struct {
 	// was not seen (so its verdict is unknown): ActionPass, the default,
 	// or ActionDrop.
 	OrphanFragments ActionKind
-	// Changed, if set, is called after every change of the rules, with
-	// the Datapath's lock held: it must not call the Datapath.
+	// Changed, if set, is called after every change of the rules and the
+	// slices, with the Datapath's lock held: it must not call the
+	// Datapath.
 	Changed func()
 	// OffloadHold is how long a flow sent to an alternative node stays
 	// away at least: DefaultOffloadHold for 0.
@@ -391,10 +392,15 @@ func (d *Datapath) commit(changed []ternary) error {
 		return err
 	}
 	d.epoch, d.switched, d.lagging = next, time.Now(), placed
+	d.notify()
+	return nil
+}
+
+// notify calls Config.Changed, if set.
+func (d *Datapath) notify() {
 	if d.changed != nil {
 		d.changed()
 	}
-	return nil
 }
 
 // cool waits until the packets that used the half left behind at the last

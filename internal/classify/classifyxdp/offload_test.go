@@ -304,3 +304,19 @@ func TestOffloadOverIPv6(t *testing.T) {
 		t.Errorf("an IPv4 frame with an IPv6 alternative: action %d, want XDP_REDIRECT to its CPU", action)
 	}
 }
+
+// Setting and deleting a slice are changes as adding a rule is, so that
+// the daemon saves slices set by hand at once; a refused one is none.
+func TestSliceChangesAreReported(t *testing.T) {
+	changes := 0
+	p := newParserWith(t, Config{Changed: func() { changes++ }})
+	if err := p.SetSlice(Slice{ID: 1, CPUs: []int{p.cpu}}); err != nil || changes != 1 {
+		t.Fatalf("setting a slice: %v, %d changes reported, want 1", err, changes)
+	}
+	if err := p.SetSlice(Slice{ID: 1, CPUs: []int{-1}}); err == nil || changes != 1 {
+		t.Errorf("a refused slice: %v, %d changes reported, want 1", err, changes)
+	}
+	if err := p.DeleteSlice(1); err != nil || changes != 2 {
+		t.Errorf("deleting the slice: %v, %d changes reported, want 2", err, changes)
+	}
+}

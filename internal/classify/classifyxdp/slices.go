@@ -269,6 +269,7 @@ func (d *Datapath) SetSlice(s Slice) error {
 	}
 	s.CPUs = slices.Clone(s.CPUs)
 	d.slices[s.ID] = s
+	d.notify()
 	return nil
 }
 
@@ -310,7 +311,9 @@ func (d *Datapath) DeleteSlice(id uint32) error {
 		}
 	}
 	delete(d.slices, id)
-	return d.objs.Slices.Put(id, &classifySlice{})
+	err := d.objs.Slices.Put(id, &classifySlice{})
+	d.notify()
+	return err
 }
 
 // SliceCapacity is the number of slices the data path holds, IDs 0 on.
