@@ -17,10 +17,9 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 )
 
-// Reports reach a webhook at the interval with the intents, slices and
-// CPUs, a failing webhook does not stop the others, and the last report's
-// figures are written for Prometheus.
-func TestReportsReachWebhooks(t *testing.T) {
+// openDatapath loads a classifier for the test.
+func openDatapath(t *testing.T) *classifyxdp.Datapath {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: BPF")
 	}
@@ -28,7 +27,15 @@ func TestReportsReachWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dp.Close()
+	t.Cleanup(func() { dp.Close() })
+	return dp
+}
+
+// Reports reach a webhook at the interval with the intents, slices and
+// CPUs, a failing webhook does not stop the others, and the last report's
+// figures are written for Prometheus.
+func TestReportsReachWebhooks(t *testing.T) {
+	dp := openDatapath(t)
 	intents := intent.NewStore(dp, nil, nil)
 	if _, _, err := intents.Apply([]byte(`{"Resources": [{"qfi": 5}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"}}`)); err != nil {
 		t.Fatal(err)
@@ -89,14 +96,7 @@ func TestReportsReachWebhooks(t *testing.T) {
 
 // A report with nothing to say lists nothing as [], never null.
 func TestEmptyReportListsAreArrays(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
-	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
+	dp := openDatapath(t)
 	rep, err := New(dp, intent.NewStore(dp, nil, nil), nil, slog.New(slog.DiscardHandler)).Take(time.Now())
 	if err != nil {
 		t.Fatal(err)
