@@ -449,26 +449,6 @@ func TestRestartTakesOverState(t *testing.T) {
 	}
 }
 
-func TestSlotPoolQuarantine(t *testing.T) {
-	p := newSlotPool(3, nil, time.Time{})
-	now := time.Unix(1000, 0)
-	a, _ := p.alloc(now)
-	b, _ := p.alloc(now)
-	if a != 1 || b != 2 {
-		t.Fatalf("slots %d %d, want 1 2", a, b)
-	}
-	if _, err := p.alloc(now); err == nil {
-		t.Fatal("allocated beyond capacity")
-	}
-	p.free(a, now)
-	if _, err := p.alloc(now.Add(quarantine / 2)); err == nil {
-		t.Fatal("reused a slot in quarantine")
-	}
-	if s, err := p.alloc(now.Add(quarantine)); err != nil || s != a {
-		t.Fatalf("after quarantine: %d, %v", s, err)
-	}
-}
-
 // TestVLANNexthop checks a next hop through a VLAN device on the caches
 // alone: its parent's ifindex, the tag in network order, its own MAC.
 func TestVLANNexthop(t *testing.T) {
