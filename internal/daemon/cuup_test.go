@@ -27,6 +27,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 )
 
@@ -81,14 +82,11 @@ type cellSite struct {
 
 func newCellSite(t *testing.T) *cellSite {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	site, err := cellsite.New("dmncu-")
 	must(t, err)
 	t.Cleanup(func() { must(t, site.Close()) })
-	s := &cellSite{Site: site, dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
-	t.Cleanup(func() { os.RemoveAll(s.pin) })
+	s := &cellSite{Site: site, dir: t.TempDir(), pin: testsupport.PinDir(t), listen: freeTCPAddr(t)}
 	return s
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -58,10 +59,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	e := &env{dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-dmn-")}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
+	e := &env{dir: t.TempDir(), pin: testsupport.PinDir(t)}
 	for _, n := range []**namespace.Netns{&e.upf, &e.peer} {
 		ns, err := namespace.New("dmn-")
 		must(t, err)
@@ -75,7 +74,6 @@ func newEnv(t *testing.T) *env {
 	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
 
 	e.listen = freeTCPAddr(t)
-	t.Cleanup(func() { os.RemoveAll(e.pin) })
 	return e
 }
 

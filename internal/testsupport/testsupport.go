@@ -1,13 +1,45 @@
 // Package testsupport is the harness the tests share: what they need of the
-// machine and how they report a BPF program the kernel refused.
+// machine, where they pin BPF objects, how they compare frames and how they
+// report a BPF program the kernel refused. Only tests import it.
 package testsupport
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
 )
+
+// NeedRoot skips a test that is not run as root, saying what it needs root
+// for ("BPF", "network namespaces and XDP").
+func NeedRoot(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s", what)
+	}
+}
+
+var pins atomic.Uint64
+
+// PinDir is a bpffs directory of the test's own, which need not exist yet
+// (the data path mounts bpffs and creates it), removed with what is pinned
+// in it when the test ends.
+func PinDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("xdp5g-test-%d-%d", os.Getpid(), pins.Add(1)))
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
 
 // CheckLoad fails a test that could not load BPF programs, with the
 // verifier's whole log when the verifier refused one.
@@ -20,4 +52,28 @@ func CheckLoad(t testing.TB, err error) {
 	case err != nil:
 		t.Fatal(err)
 	}
+}
+
+// EqualFrames fails a test, which goes on, when a frame is not the one it
+// wants byte for byte; it says where they part and dumps both.
+func EqualFrames(t testing.TB, got, want []byte) bool {
+	t.Helper()
+	if d := FrameDiff(got, want); d != "" {
+		t.Error(d)
+		return false
+	}
+	return true
+}
+
+// FrameDiff is "" for frames the same byte for byte, else where they part
+// and both dumped.
+func FrameDiff(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Sprintf("frames differ from byte %d\ngot %d bytes:\n%swant %d bytes:\n%s", i, len(got), hex.Dump(got), len(want), hex.Dump(want))
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -32,9 +31,7 @@ func newParser(t *testing.T) *parser { return newParserWith(t, Config{MaxMasks: 
 
 func newParserWith(t *testing.T, cfg Config) *parser {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	d, err := OpenDatapath(cfg)
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })

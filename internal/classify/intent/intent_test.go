@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // interfaces stands for the classifier's namespace: eth0 and alt0.
@@ -29,13 +29,9 @@ func interfaces(name string) (*net.Interface, error) {
 
 func newStore(t *testing.T) (*Store, *classifyxdp.Datapath) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	return NewStore(dp, interfaces, nil), dp
 }

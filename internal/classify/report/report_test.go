@@ -8,26 +8,22 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // Reports reach a webhook at the interval with the intents, slices and
 // CPUs, a failing webhook does not stop the others, and the last report's
 // figures are written for Prometheus.
 func TestReportsReachWebhooks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	defer dp.Close()
 	intents := intent.NewStore(dp, nil, nil)
 	if _, _, err := intents.Apply([]byte(`{"Resources": [{"qfi": 5}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"}}`)); err != nil {

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func TestCUUPFlags(t *testing.T) {
@@ -74,9 +75,7 @@ func TestCUUPFrame(t *testing.T) {
 // delivers, what the DU gets the CU-UP's workers sent, and the stack alone
 // sends every packet; the report has its tables.
 func TestCUUPBench(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	args := []string{"-cuup", "-cuup-packets", "100000", "-cuup-rounds", "1", "-cuup-flows", "1,8"}
 	cfg, err := parseFlags(args)
 	if err != nil {

@@ -3,21 +3,19 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // TestPFCPBench runs `xdp5g-lab bench -pfcp` at a tiny size: every session is
 // established, every paced request answered, and the figures are sane.
 func TestPFCPBench(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	const sessions = 300
 	// Two rounds of paced runs: 150 heartbeats, 100 requests of each kind
 	// over sessions as they come, 50 of each with a collection forced.

@@ -3,10 +3,7 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/hex"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/gopacket/gopacket"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -25,9 +23,7 @@ const (
 
 func newTestbed(t *testing.T) *demo.Testbed {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	tb, err := demo.NewTestbed()
 	if err != nil {
 		t.Fatal(err)
@@ -43,9 +39,7 @@ func newTestbed(t *testing.T) *demo.Testbed {
 func newGenerator(t *testing.T) *trafficgen.Generator {
 	t.Helper()
 	gen, err := trafficgen.NewGenerator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { gen.Close() })
 	return gen
 }
@@ -100,8 +94,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatal(err)
 			}
 			forwarded := demo.UEPacket(c.ue, c.dn, c.uplink, demo.UETTL-1)
-			if want := c.outside(tb, forwarded); !bytes.Equal(sample, want) {
-				t.Errorf("arrived:\n%swant:\n%s", hex.Dump(sample), hex.Dump(want))
+			if diff := testsupport.FrameDiff(sample, c.outside(tb, forwarded)); diff != "" {
+				t.Errorf("arrived: %s", diff)
 			}
 			if got := reasonCount(t, upf.Datapath, c.iface, c.reason); got != packets {
 				t.Errorf("%s on %s counted %d packets, want %d", c.reason, c.iface, got, packets)

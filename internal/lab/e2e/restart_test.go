@@ -24,8 +24,8 @@ import (
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
-	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The traffic lasts trafficTime; the daemon restarts every restartEvery
@@ -236,7 +236,7 @@ api: {listen: %q}
 datapath: {pin_path: %s, max_sessions: 16}
 state_file: %s
 `, demo.N3, demo.N6, demo.N3Addr, tb.UPF.Name, listen,
-		filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-e2e-")), filepath.Join(dir, "sessions.json"))
+		testsupport.PinDir(t), filepath.Join(dir, "sessions.json"))
 	if pfcp != "" {
 		yaml += "pfcp: " + pfcp + "\n"
 	}

@@ -15,17 +15,14 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func newClassifier(t *testing.T) *classifyxdp.Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF and namespaces")
-	}
+	testsupport.NeedRoot(t, "BPF and namespaces")
 	d, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
 }

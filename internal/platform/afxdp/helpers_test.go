@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 type network struct {
@@ -34,9 +34,7 @@ type network struct {
 
 func newNetwork(t testing.TB) *network {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: namespaces, XDP, AF_XDP")
-	}
+	testsupport.NeedRoot(t, "namespaces, XDP, AF_XDP")
 	n := &network{index: map[string]int{}, mac: map[string]net.HardwareAddr{}}
 	for _, p := range []**namespace.Netns{&n.dut, &n.peer} {
 		ns, err := namespace.New("afxdp")
@@ -265,8 +263,8 @@ func sameFrames(got, want [][]byte) error {
 		return fmt.Errorf("%d frames, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			return fmt.Errorf("frame %d:\n got % x\nwant % x", i, got[i], want[i])
+		if diff := testsupport.FrameDiff(got[i], want[i]); diff != "" {
+			return fmt.Errorf("frame %d: %s", i, diff)
 		}
 	}
 	return nil

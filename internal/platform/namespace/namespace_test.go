@@ -13,13 +13,12 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/lab/baseline"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func newNetns(t *testing.T, prefix string) *Netns {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces")
 	n, err := New(prefix)
 	if err != nil {
 		t.Fatal(err)

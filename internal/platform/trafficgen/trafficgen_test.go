@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -42,9 +43,7 @@ type bed struct {
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	b := &bed{genIfname: "gen0", sinkIfname: "sink0"}
 	var err error
 	for _, ns := range []**namespace.Netns{&b.gen, &b.sink} {
@@ -68,9 +67,8 @@ func newBed(t *testing.T) *bed {
 	if _, b.sinkMAC, err = b.sink.Link(b.sinkIfname); err != nil {
 		t.Fatal(err)
 	}
-	if b.generator, err = NewGenerator(); err != nil {
-		t.Fatal(err)
-	}
+	b.generator, err = NewGenerator()
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { b.generator.Close() })
 	b.udpTemplate = udpFrame(t, b.genMAC, b.sinkMAC)
 	return b
@@ -175,8 +173,8 @@ func TestSendArrivesIntact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(sample, b.udpTemplate) {
-		t.Errorf("sample\n%x\nwant\n%x", sample, b.udpTemplate)
+	if diff := testsupport.FrameDiff(sample, b.udpTemplate); diff != "" {
+		t.Errorf("sample: %s", diff)
 	}
 }
 
@@ -278,8 +276,8 @@ func TestSendFlows(t *testing.T) {
 		} else {
 			frame := bytes.Clone(b.udpTemplate)
 			binary.BigEndian.PutUint16(frame[portAt:], port)
-			if !bytes.Equal(sample, frame) {
-				t.Errorf("port %d: sample\n%x\nwant\n%x", port, sample, frame)
+			if diff := testsupport.FrameDiff(sample, frame); diff != "" {
+				t.Errorf("port %d: sample: %s", port, diff)
 			}
 		}
 		sink.Close()

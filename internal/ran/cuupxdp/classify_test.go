@@ -9,6 +9,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -107,8 +109,8 @@ func TestRedirectsWithMetadata(t *testing.T) {
 				t.Fatalf("action %d, want XDP_REDIRECT", action)
 			}
 			c.check(t, tc.role, Redirect, len(b))
-			if !bytes.Equal(out, b) {
-				t.Errorf("frame changed:\n got % x\nwant % x", out, b)
+			if diff := testsupport.FrameDiff(out, b); diff != "" {
+				t.Errorf("frame changed: %s", diff)
 			}
 			if len(meta) != MetaLen {
 				t.Fatalf("%d bytes of metadata, want %d", len(meta), MetaLen)

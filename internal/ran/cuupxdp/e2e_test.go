@@ -11,6 +11,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // A CU-UP's namespace with its N3 and F1-U veths, the UPF and the DU at
@@ -84,8 +85,8 @@ func TestEndToEnd(t *testing.T) {
 			for role, s := range sockets {
 				want := ours[role]
 				got := receiveOne(t, u, s)
-				if !bytes.Equal(u.Frame(got), want) {
-					t.Errorf("%v: received\n% x\nwant\n% x", role, u.Frame(got), want)
+				if diff := testsupport.FrameDiff(u.Frame(got), want); diff != "" {
+					t.Errorf("%v: received %s", role, diff)
 				}
 				m, err := ReadMeta(u, got)
 				if err != nil {

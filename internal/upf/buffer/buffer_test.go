@@ -3,12 +3,12 @@ package buffer_test
 import (
 	"context"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
@@ -23,9 +23,7 @@ type bufferEnv struct {
 
 func newBufferEnv(t *testing.T, cfg buffer.Config) *bufferEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	tb, err := demo.NewTestbed()
 	fatalIf(t, err)
 	t.Cleanup(func() { fatalIf(t, tb.Close()) })

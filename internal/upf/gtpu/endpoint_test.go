@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 var (
@@ -28,9 +28,7 @@ const timeout = 5 * time.Second // for what must happen, on a loaded machine
 type n3 struct{ gnb, upf *namespace.Netns }
 
 func newN3(t *testing.T) n3 {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
+	testsupport.NeedRoot(t, "network namespaces")
 	var l n3
 	for _, ns := range []struct {
 		ns     **namespace.Netns

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -58,9 +58,7 @@ func newNetns(t *testing.T, prefix string) (*namespace.Netns, *netlink.Handle) {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces and BPF")
 	e := &env{}
 	e.a, e.ha = newNetns(t, "nh-a-")
 	e.b, e.hb = newNetns(t, "nh-b-")
@@ -97,13 +95,9 @@ func setup(t *testing.T) *env {
 	must(t, e.a.AddAddr("vc", "10.99.0.1/24"))
 	must(t, e.b.AddAddr("vd", "10.99.0.2/24"))
 
-	pin := fmt.Sprintf("/sys/fs/bpf/xdp5g-nh-test-%d", os.Getpid())
-	e.dp, err = upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024})
-	must(t, err)
-	t.Cleanup(func() {
-		e.dp.Close()
-		os.RemoveAll(pin)
-	})
+	e.dp, err = upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { e.dp.Close() })
 
 	ns, err := netns.GetFromName(e.a.Name)
 	must(t, err)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // bufferTest is the test rules with downlink FAR 7 (UE ue4b) buffering
@@ -63,14 +65,14 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 		if p.Buffer != 1 || p.Iface != slot || p.PDR != 8 || p.QFI != 0 {
 			t.Errorf("packet %d: buffer %d iface %d PDR %d QFI %d, want 1, %d, 8, 0", i, p.Buffer, p.Iface, p.PDR, p.QFI, slot)
 		}
-		equalFrames(t, p.Frame, frames[i])
+		testsupport.EqualFrames(t, p.Frame, frames[i])
 	}
 
 	before := b.counters(t)["downlink_forward"]
 	p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 200, id: 1}
 	out, ifindex, err := b.d.Release(held[1].Iface, held[1].Frame)
 	check(t, err)
-	equalFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if ifindex != 10+nhGNBVLAN {
 		t.Errorf("released to ifindex %d, want %d", ifindex, 10+nhGNBVLAN)
 	}
@@ -86,7 +88,7 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 		t.Fatalf("release with every packet received: %v, %v", ok, err)
 	}
 	out = b.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	equalFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if n := len(b.held(t)); n != 1 {
 		t.Errorf("%d packets held after the release, want the 1 before it", n)
 	}

@@ -3,7 +3,6 @@ package upfxdp
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -13,21 +12,14 @@ import (
 // the test.
 func openTest(t *testing.T, opts Options) *Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	opts.PinPath = fmt.Sprintf("/sys/fs/bpf/xdp5g-test-%d-%s", os.Getpid(), t.Name())
+	testsupport.NeedRoot(t, "BPF")
+	opts.PinPath = testsupport.PinDir(t)
 	if len(opts.N3Addresses) == 0 {
 		opts.N3Addresses = []netip.Addr{netip.MustParseAddr("192.0.2.1")}
 	}
 	d, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		d.Close()
-		os.RemoveAll(opts.PinPath)
-	})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { d.Close() })
 	return d
 }
 

@@ -17,6 +17,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -317,8 +319,10 @@ func checkOutput(in, out []byte, reason string) error {
 	case "echo_response":
 		return checkEcho(out)
 	}
-	if verdictOf(reason) == xdpPass && !bytes.Equal(in, out) {
-		return fmt.Errorf("a frame passed to the kernel changed")
+	if verdictOf(reason) == xdpPass {
+		if diff := testsupport.FrameDiff(out, in); diff != "" {
+			return fmt.Errorf("a frame passed to the kernel changed: %s", diff)
+		}
 	}
 	return nil // a dropped frame's bytes go nowhere
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The test network.
@@ -239,10 +241,8 @@ func TestTTLChecksumEveryValue(t *testing.T) {
 		p := ipPacket{src: ue4, dst: dn4, ttl: 64, id: uint16(id)}
 		act, out := u.run(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)))
 		want := p.hop().frame(t, nhL2(nhCore))
-		if act != xdpRedirect || !bytes.Equal(out, want) {
-			t.Logf("ID %#04x: %v", id, act)
-			equalFrames(t, out, want)
-			t.FailNow()
+		if diff := testsupport.FrameDiff(out, want); act != xdpRedirect || diff != "" {
+			t.Fatalf("ID %#04x: %v %s", id, act, diff)
 		}
 	}
 }
@@ -274,7 +274,7 @@ func TestUplinkPrecedence(t *testing.T) {
 				u.expect(t, in, xdpDrop, "drop_no_pdr")
 				return
 			}
-			equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
+			testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
 		})
 	}
 }
@@ -358,7 +358,7 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	changePDR(t, u.d, 6, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
 	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	equalFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
 }
 
 func TestDownlink(t *testing.T) {
@@ -500,7 +500,7 @@ func TestUplinkTruncated(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	full := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), p.bytes(t))
-	equalFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
+	testsupport.EqualFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
 	const udpOff = ethLen + 20
 	for _, mode := range []struct {
 		name     string
@@ -598,11 +598,11 @@ func TestRoles(t *testing.T) {
 	echo := gtpMsg(1, 0)
 	echo.SequenceNumberFlag = true
 	echoIn := gtpFrame(t, fromGNB, n3Addr, echo, nil)
-	equalFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
-	equalFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
-	equalFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
-	equalFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
-	equalFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+	testsupport.EqualFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
+	testsupport.EqualFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
+	testsupport.EqualFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
+	testsupport.EqualFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
+	testsupport.EqualFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
 		encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 }
 
@@ -629,9 +629,9 @@ func TestTTLDecrementChecksum(t *testing.T) {
 		down := ipPacket{src: dn4, dst: ue4, ttl: 64}
 		down.id = idFor(down, sum)
 		t.Run(fmt.Sprintf("checksum %#04x", sum), func(t *testing.T) {
-			equalFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
 				up.hop().frame(t, nhL2(nhCoreVLAN)))
-			equalFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
 				encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 		})
 	}
