@@ -301,13 +301,13 @@ func TestCUUPStartFailure(t *testing.T) {
 		name, section, want string
 		busy                bool // something else holds the N3 address's GTP-U port
 	}{
-		{"no such interface", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u9, address: %s}}", cuN3, cuF1U),
-			"cuup.f1u.interface f1u9", false},
-		{"address elsewhere", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: 10.62.0.3}}", cuN3),
-			"cuup.f1u.address 10.62.0.3", false},
+		{name: "no such interface", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u9, address: %s}}", cuN3, cuF1U),
+			want: "cuup.f1u.interface f1u9", busy: false},
+		{name: "address elsewhere", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: 10.62.0.3}}", cuN3),
+			want: "cuup.f1u.address 10.62.0.3", busy: false},
 		// Fails after the classifier was attached.
-		{"GTP-U port taken", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: %s}}", cuN3, cuF1U),
-			"address already in use", true},
+		{name: "GTP-U port taken", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: %s}}", cuN3, cuF1U),
+			want: "address already in use", busy: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newCellSite(t)

@@ -273,10 +273,10 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 		name, pool string
 		features   []byte // UP Function Features, octets 5 on
 	}{
-		{"without a UE pool", "", []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
-		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
-		{"with an instance's UE pool", ", ue_pools: {ims: 10.61.0.0/16}", []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
-		{"with forwarding policies", ", forwarding_policies: {fw: 10.1.2.9}", []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
+		{name: "without a UE pool", pool: "", features: []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
+		{name: "with a UE pool", pool: ", ue_pool: 10.60.0.0/16", features: []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
+		{name: "with an instance's UE pool", pool: ", ue_pools: {ims: 10.61.0.0/16}", features: []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
+		{name: "with forwarding policies", pool: ", forwarding_policies: {fw: 10.1.2.9}", features: []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)

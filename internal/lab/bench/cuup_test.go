@@ -19,12 +19,12 @@ func TestCUUPFlags(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"-cuup", "-cuup-size", "27"}, "-cuup-size"},
-		{[]string{"-cuup", "-cuup-size", "1441"}, "-cuup-size"},
-		{[]string{"-cuup", "-cuup-flows", "1,0"}, "-cuup-flows"},
-		{[]string{"-cuup", "-cuup-flows", "4097"}, "-cuup-flows"},
-		{[]string{"-cuup", "-cuup-rounds", "0"}, "-cuup-rounds"},
-		{[]string{"-cuup", "-cuup-packets", "0"}, "-cuup-packets"},
+		{args: []string{"-cuup", "-cuup-size", "27"}, want: "-cuup-size"},
+		{args: []string{"-cuup", "-cuup-size", "1441"}, want: "-cuup-size"},
+		{args: []string{"-cuup", "-cuup-flows", "1,0"}, want: "-cuup-flows"},
+		{args: []string{"-cuup", "-cuup-flows", "4097"}, want: "-cuup-flows"},
+		{args: []string{"-cuup", "-cuup-rounds", "0"}, want: "-cuup-rounds"},
+		{args: []string{"-cuup", "-cuup-packets", "0"}, want: "-cuup-packets"},
 	} {
 		if _, err := parseFlags(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one about %s", c.args, err, c.want)

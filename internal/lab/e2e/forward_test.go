@@ -58,9 +58,9 @@ func TestForwarding(t *testing.T) {
 		pdrID   uint16
 		outside func(tb *demo.Testbed, inner []byte) []byte // the frame leaving the UPF
 	}{
-		{"uplink IPv4", demo.UEAddr, demo.DNAddr, true, demo.N3, "uplink_forward", 1, decapsulated},
-		{"downlink IPv4", demo.UEAddr, demo.DNAddr, false, demo.N6, "downlink_forward", 2, encapsulated},
-		{"downlink IPv6", demo.UE6Addr, demo.DN6Addr, false, demo.N6, "downlink_forward", 3, encapsulated},
+		{name: "uplink IPv4", ue: demo.UEAddr, dn: demo.DNAddr, uplink: true, iface: demo.N3, reason: "uplink_forward", pdrID: 1, outside: decapsulated},
+		{name: "downlink IPv4", ue: demo.UEAddr, dn: demo.DNAddr, uplink: false, iface: demo.N6, reason: "downlink_forward", pdrID: 2, outside: encapsulated},
+		{name: "downlink IPv6", ue: demo.UE6Addr, dn: demo.DN6Addr, uplink: false, iface: demo.N6, reason: "downlink_forward", pdrID: 3, outside: encapsulated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tb := newTestbed(t)

@@ -128,8 +128,8 @@ func TestAssociationAdvertisesFeatures(t *testing.T) {
 		name       string
 		octet, bit int
 	}{
-		{"BUCP", 5, 1}, {"DDND", 5, 2}, {"TRST", 5, 4}, {"FTUP", 5, 5},
-		{"EMPU", 6, 1}, {"UEIP", 7, 3}, {"MNOP", 7, 5}, {"VTIME", 8, 3},
+		{name: "BUCP", octet: 5, bit: 1}, {name: "DDND", octet: 5, bit: 2}, {name: "TRST", octet: 5, bit: 4}, {name: "FTUP", octet: 5, bit: 5},
+		{name: "EMPU", octet: 6, bit: 1}, {name: "UEIP", octet: 7, bit: 3}, {name: "MNOP", octet: 7, bit: 5}, {name: "VTIME", octet: 8, bit: 3},
 	}
 	got := payload(resp.UPFunctionFeatures)
 	want := make([]byte, max(len(got), 4))

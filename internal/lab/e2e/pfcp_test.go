@@ -54,8 +54,8 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 		dir  demo.Direction
 		want []byte
 	}{
-		{uplink, decapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL-1))},
-		{downlink, encapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL-1))},
+		{dir: uplink, want: decapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL-1))},
+		{dir: downlink, want: encapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL-1))},
 	} {
 		sample, err := c.dir.Sink.Sample()
 		if err != nil {

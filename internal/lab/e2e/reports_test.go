@@ -64,10 +64,10 @@ func TestPFCPUsageReports(t *testing.T) {
 		dir   demo.Direction
 		frame []byte
 	}{
-		{"uplink without the URR", uplink, tb.UplinkFrame(sess.TEID, demo.QFI, onUEPort(up, true, otherUEPort))},
-		{"downlink without the URR", downlink, tb.DownlinkFrame(onUEPort(down, false, otherUEPort))},
-		{"uplink", uplink, tb.UplinkFrame(sess.TEID, demo.QFI, up)},
-		{"downlink", downlink, tb.DownlinkFrame(down)},
+		{what: "uplink without the URR", dir: uplink, frame: tb.UplinkFrame(sess.TEID, demo.QFI, onUEPort(up, true, otherUEPort))},
+		{what: "downlink without the URR", dir: downlink, frame: tb.DownlinkFrame(onUEPort(down, false, otherUEPort))},
+		{what: "uplink", dir: uplink, frame: tb.UplinkFrame(sess.TEID, demo.QFI, up)},
+		{what: "downlink", dir: downlink, frame: tb.DownlinkFrame(down)},
 	} {
 		if got := send(t, c.dir, c.frame); got != pfcpPackets {
 			t.Fatalf("%s: %d of %d packets delivered", c.what, got, pfcpPackets)

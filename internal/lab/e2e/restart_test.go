@@ -70,7 +70,7 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			sent, _, err := dir.Send(gen, frame, rate*trafficTime, trafficgen.Options{Rate: rate})
-			done <- outcome{sent, err}
+			done <- outcome{sent: sent, err: err}
 		}()
 		dirs, outcomes = append(dirs, dir), append(outcomes, done)
 	}

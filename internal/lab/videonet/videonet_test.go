@@ -228,7 +228,7 @@ func TestSteerToCPU(t *testing.T) {
 		layerID byte
 		cpu     int
 		least   uint64
-	}{{1, 1, packets}, {0, 0, packets * 99 / 100}} {
+	}{{layerID: 1, cpu: 1, least: packets}, {layerID: 0, cpu: 0, least: packets * 99 / 100}} {
 		before, err := n.Counter.CountsByCPU()
 		if err != nil {
 			t.Fatal(err)
@@ -545,7 +545,7 @@ func TestReceiveOn(t *testing.T) {
 			n.Close()
 		}
 	}()
-	ports := map[string]struct{ cpu, threads int }{"edge": {1, 1}, "in": {0, 3}}
+	ports := map[string]struct{ cpu, threads int }{"edge": {cpu: 1, threads: 1}, "in": {cpu: 0, threads: 3}}
 	before := map[string]map[int]bool{}
 	for port := range ports {
 		if before[port], err = napiThreads(port); err != nil {

@@ -402,10 +402,10 @@ func TestSendRejectsBadInput(t *testing.T) {
 		frame []byte
 		opts  Options
 	}{
-		"runt":           {make([]byte, 13), Options{}},
-		"too long":       {make([]byte, MaxFrame+1), Options{}},
-		"field outside":  {b.udpTemplate, Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
-		"too many flows": {b.udpTemplate, Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
+		"runt":           {frame: make([]byte, 13), opts: Options{}},
+		"too long":       {frame: make([]byte, MaxFrame+1), opts: Options{}},
+		"field outside":  {frame: b.udpTemplate, opts: Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
+		"too many flows": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
 	} {
 		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
 			t.Errorf("%s: no error", name)

@@ -83,7 +83,7 @@ func TestQueueInfinity(t *testing.T) {
 	for _, tc := range []struct {
 		limit int
 		timer time.Duration
-	}{{0, ms}, {1, 0}, {1, -ms}} {
+	}{{limit: 0, timer: ms}, {limit: 1, timer: 0}, {limit: 1, timer: -ms}} {
 		if _, err := NewQueue[int](tc.limit, tc.timer, nil); err == nil {
 			t.Errorf("NewQueue(%d, %v) accepted", tc.limit, tc.timer)
 		}

@@ -33,7 +33,7 @@ func newN3(t *testing.T) n3 {
 	for _, ns := range []struct {
 		ns     **namespace.Netns
 		prefix string
-	}{{&l.gnb, "gtpu-gnb"}, {&l.upf, "gtpu-upf"}} {
+	}{{ns: &l.gnb, prefix: "gtpu-gnb"}, {ns: &l.upf, prefix: "gtpu-upf"}} {
 		n, err := namespace.New(ns.prefix)
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +212,7 @@ func TestPathSupervision(t *testing.T) {
 				seq += 1000
 			}
 			gnb.WriteToUDPAddrPort(echoResponseFromPeer(t, seq), from)
-			requests <- echoSeen{g.SequenceNumber, at, answered}
+			requests <- echoSeen{seq: g.SequenceNumber, at: at, answered: answered}
 		}
 	}()
 	t.Cleanup(func() { gnb.Close(); <-gnbDone })

@@ -73,8 +73,8 @@ func setup(t *testing.T) *env {
 		iface string
 		addrs []string
 	}{
-		{e.a, "va", []string{"10.77.0.1/24", "fd77::1/64"}},
-		{e.b, "vb", []string{"10.77.0.2/24", "fd77::2/64"}},
+		{n: e.a, iface: "va", addrs: []string{"10.77.0.1/24", "fd77::1/64"}},
+		{n: e.b, iface: "vb", addrs: []string{"10.77.0.2/24", "fd77::2/64"}},
 	} {
 		for _, a := range s.addrs {
 			must(t, s.n.AddAddr(s.iface, a))
@@ -213,7 +213,7 @@ func (e *env) routeIs(t *testing.T, prefix string, want func(slot uint32) string
 
 func TestAcquireResolvesThroughTheKernel(t *testing.T) {
 	e := setup(t)
-	direct := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	direct := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 
 	s1 := e.acquire(t, "10.77.0.2")
 	eventually(t, "connected destination", func() string { return e.check(t, s1, direct) })
@@ -255,7 +255,7 @@ func TestAcquireResolvesThroughTheKernel(t *testing.T) {
 func TestFollowsNeighbourAndLinkChanges(t *testing.T) {
 	e := setup(t)
 	slot := e.acquire(t, "10.77.0.2")
-	want := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	want := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	eventually(t, "resolution", func() string { return e.check(t, slot, want) })
 	gw := func() uint32 { return e.r.Routes()[netip.MustParsePrefix("0.0.0.0/0")] }
 
@@ -307,10 +307,10 @@ func TestFollowsNeighbourAndLinkChanges(t *testing.T) {
 func TestStaticNeighbours(t *testing.T) {
 	e := setup(t)
 	slot := e.acquire(t, "10.77.0.2")
-	kernel := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	kernel := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	eventually(t, "resolution", func() string { return e.check(t, slot, kernel) })
 
-	static := expect{e.va, 0, e.vaMAC, mac("02:00:00:00:99:01")}
+	static := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: mac("02:00:00:00:99:01")}
 	e.r.SetStatic(ip("10.77.0.2"), static.dmac)
 	if msg := e.check(t, slot, static); msg != "" {
 		t.Fatalf("static entry: %s", msg)
@@ -322,7 +322,7 @@ func TestStaticNeighbours(t *testing.T) {
 
 	// A static neighbour the kernel does not know: valid at once, and
 	// with a host route of its own.
-	nobody := expect{e.va, 0, e.vaMAC, mac("02:00:00:00:99:02")}
+	nobody := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: mac("02:00:00:00:99:02")}
 	e.r.SetStatic(ip("10.77.0.50"), nobody.dmac)
 	s50 := e.acquire(t, "10.77.0.50")
 	if msg := e.check(t, s50, nobody); msg != "" {
@@ -342,7 +342,7 @@ func TestStaticNeighbours(t *testing.T) {
 
 func TestMirrorsRoutes(t *testing.T) {
 	e := setup(t)
-	gw := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	gw := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	toKernel := func(s uint32) string {
 		if s != KernelSlot {
 			return fmt.Sprintf("slot %d, want the kernel slot", s)
@@ -414,7 +414,7 @@ func TestMirrorsRoutes(t *testing.T) {
 func TestRestartTakesOverState(t *testing.T) {
 	e := setup(t)
 	eventually(t, "default route", e.routeIs(t, "0.0.0.0/0", func(s uint32) string {
-		return e.check(t, s, expect{e.va, 0, e.vaMAC, e.vbMAC})
+		return e.check(t, s, expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC})
 	}))
 	must(t, e.r.Close())
 	// What a previous run could have left.
@@ -454,20 +454,20 @@ func TestVLANNexthop(t *testing.T) {
 			5: {name: "eth0.200", mac: mac("02:00:00:00:02:00"), ether: true, up: true, vlanID: 200, parent: 2, qinq: true},
 		},
 		neighs: map[nbrKey]neighInfo{
-			{ip("10.78.0.2"), 3}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:00")},
-			{ip("10.79.0.2"), 4}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:07")},
-			{ip("10.80.0.2"), 5}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:08")},
+			{ip: ip("10.78.0.2"), ifindex: 3}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:00")},
+			{ip: ip("10.79.0.2"), ifindex: 4}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:07")},
+			{ip: ip("10.80.0.2"), ifindex: 5}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:08")},
 		},
 		statics: map[netip.Addr]net.HardwareAddr{},
 	}
-	nh, poke := r.compute(nbrKey{ip("10.78.0.2"), 3})
+	nh, poke := r.compute(nbrKey{ip: ip("10.78.0.2"), ifindex: 3})
 	want := upfxdp.Nexthop{Ifindex: 2, VlanTci: vlanTCI(100), Valid: 1}
 	copy(want.Smac[:], mac("02:00:00:00:01:00"))
 	copy(want.Dmac[:], mac("02:00:00:00:0b:00"))
 	if nh != want || poke {
 		t.Fatalf("got %+v (poke %v), want %+v", nh, poke, want)
 	}
-	for _, k := range []nbrKey{{ip("10.79.0.2"), 4}, {ip("10.80.0.2"), 5}} {
+	for _, k := range []nbrKey{{ip: ip("10.79.0.2"), ifindex: 4}, {ip: ip("10.80.0.2"), ifindex: 5}} {
 		if nh, _ := r.compute(k); nh.Valid != 0 {
 			t.Errorf("stacked or 802.1ad VLAN %v: %+v", k, nh)
 		}
@@ -476,7 +476,7 @@ func TestVLANNexthop(t *testing.T) {
 	l := r.links[2]
 	l.up = false
 	r.links[2] = l
-	if nh, _ := r.compute(nbrKey{ip("10.78.0.2"), 3}); nh.Valid != 0 {
+	if nh, _ := r.compute(nbrKey{ip: ip("10.78.0.2"), ifindex: 3}); nh.Valid != 0 {
 		t.Errorf("VLAN over a down parent: %+v", nh)
 	}
 }

@@ -109,9 +109,9 @@ func lengthFields(b []byte) []lenField {
 	var fs []lenField
 	ip := func(off int, v4 bool) {
 		if v4 {
-			fs = append(fs, lenField{off, '4', false}, lenField{off + 2, '2', true})
+			fs = append(fs, lenField{off: off, kind: '4', tracks: false}, lenField{off: off + 2, kind: '2', tracks: true})
 		} else {
-			fs = append(fs, lenField{off + 4, '2', true})
+			fs = append(fs, lenField{off: off + 4, kind: '2', tracks: true})
 		}
 	}
 	ip(off, etype == uint16(layers.EthernetTypeIPv4))
@@ -120,13 +120,13 @@ func lengthFields(b []byte) []lenField {
 	}
 	udp := off + int(b[off]&0xf)*4
 	gtp := udp + 8
-	fs = append(fs, lenField{udp + 4, '2', true}, lenField{gtp + 2, '2', true})
+	fs = append(fs, lenField{off: udp + 4, kind: '2', tracks: true}, lenField{off: gtp + 2, kind: '2', tracks: true})
 	pos := gtp + 8
 	if b[gtp]&0x07 != 0 {
 		pos += 4
 		for next := b[pos-1]; next != 0 && b[gtp]&0x04 != 0; {
 			n := 4 * int(b[pos])
-			fs = append(fs, lenField{pos, '1', false})
+			fs = append(fs, lenField{off: pos, kind: '1', tracks: false})
 			next = b[pos+n-1]
 			pos += n
 		}

@@ -111,20 +111,20 @@ func installSDFRules(t *testing.T, d *Datapath) {
 		sdf SDFSet
 	}{
 		// UDP to 203.0.113.0/25 ports 50-60, or TCP from ports 1000-2000.
-		20: {PDR{}, forward(nhCore), sdfSet(
+		20: {pdr: PDR{}, far: forward(nhCore), sdf: sdfSet(
 			sdfFilter(17, "", "203.0.113.0/25", 0, 0xffff, 50, 60),
 			sdfFilter(6, "", "", 1000, 2000, 0, 0xffff))},
 		// From ue4, any protocol (an IPv4 filter: no IPv6 packet matches).
-		21: {PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, forward(nhCoreVLAN), sdfSet(sdfFilter(0, ue4.String()+"/32", ""))},
-		22: {PDR{}, forward(NexthopRoute), sdfSet(sdfFilter(17, "", "2001:db8:ff::/48", 0, 0xffff, 53, 53))},
+		21: {pdr: PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, far: forward(nhCoreVLAN), sdf: sdfSet(sdfFilter(0, ue4.String()+"/32", ""))},
+		22: {pdr: PDR{}, far: forward(NexthopRoute), sdf: sdfSet(sdfFilter(17, "", "2001:db8:ff::/48", 0, 0xffff, 53, 53))},
 		// UDP from 203.0.113.0/24 ports 8000-8080, then anything from there.
-		23: {PDR{Flags: MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB), sdfSet(
+		23: {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB), sdf: sdfSet(
 			sdfFilter(17, "203.0.113.0/24", "", 8000, 8080, 0, 0xffff))},
-		24: {PDR{}, encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN), sdfSet(sdfFilter(0, "203.0.113.0/24", ""))},
+		24: {pdr: PDR{}, far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN), sdf: sdfSet(sdfFilter(0, "203.0.113.0/24", ""))},
 		// UDP to ports 5000-5001 from 2001:db8:ff::/48, then TCP from there.
-		25: {PDR{Flags: MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB), sdfSet(
+		25: {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB), sdf: sdfSet(
 			sdfFilter(17, "2001:db8:ff::/48", "", 0, 0xffff, 5000, 5001))},
-		26: {PDR{}, encap(dlTEID6, n3Addr, gnb, nhGNB), sdfSet(sdfFilter(6, "2001:db8:ff::/48", ""))},
+		26: {pdr: PDR{}, far: encap(dlTEID6, n3Addr, gnb, nhGNB), sdf: sdfSet(sdfFilter(6, "2001:db8:ff::/48", ""))},
 	} {
 		r.pdr.Far, r.pdr.Id, r.pdr.Sdf = r.far, uint16(slot), slot
 		check(t, d.PutSDFSet(slot, r.sdf))
@@ -151,9 +151,9 @@ func TestSDFUplink(t *testing.T) {
 	up := func(name string, teid uint32, p flowPacket, nh int) pktCase {
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 		if nh < 0 {
-			return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+			return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
 		}
-		return pktCase{name, in, xdpRedirect, "uplink_forward", nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
+		return pktCase{name: name, in: in, act: xdpRedirect, reason: "uplink_forward", out: nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
 	}
 	tcpTo53 := tcp
 	tcpTo53.sport, tcpTo53.dport = 40000, 53
@@ -191,13 +191,13 @@ func TestSDFDownlink(t *testing.T) {
 		inner := p.hop().bytes(t)
 		switch pdr {
 		case 23, 25:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
 		case 24:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
 		case 26:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
 		}
-		return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+		return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
 	}
 	v6 := pkt(udp, dn6, ueSDF6, 40000, 5000)
 	u.runCases(t, []pktCase{
@@ -237,9 +237,9 @@ func TestSDFFamilyInTheSet(t *testing.T) {
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{
-		{"IPv4 passes the IPv6 PDR by", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), xdpRedirect, "uplink_forward",
-			nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
-		{"IPv6 takes it", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), xdpRedirect, "uplink_forward",
-			nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
+		{name: "IPv4 passes the IPv6 PDR by", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+			out: nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
+		{name: "IPv6 takes it", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+			out: nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
 	})
 }

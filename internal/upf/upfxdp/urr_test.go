@@ -135,7 +135,7 @@ func TestURRThreshold(t *testing.T) {
 		}
 		var want []URREvent
 		if i == 0 || i == 2 {
-			want = []URREvent{{1, URREventThreshold}}
+			want = []URREvent{{Slot: 1, Kind: URREventThreshold}}
 		}
 		if got := u.sent(t); !slices.Equal(got, want) {
 			t.Errorf("packet %d: events %v, want %v", i+1, got, want)
@@ -159,7 +159,7 @@ func TestURRQuotaDrops(t *testing.T) {
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+	if got, want := u.sent(t), []URREvent{{Slot: 1, Kind: URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events after the quota: %v, want %v", got, want)
 	}
 	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
@@ -168,7 +168,7 @@ func TestURRQuotaDrops(t *testing.T) {
 	}
 	check(t, u.d.SetURRLimits(1, l))
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+	if got, want := u.sent(t), []URREvent{{Slot: 1, Kind: URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events after the limits were written again: %v, want %v", got, want)
 	}
 }
@@ -186,7 +186,7 @@ func TestURRQuotaReached(t *testing.T) {
 		t.Fatalf("events before the quota: %v", got)
 	}
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
+	if got, want := u.sent(t), []URREvent{{Slot: 1, Kind: URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events of the packet reaching the quota: %v, want %v", got, want)
 	}
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
@@ -201,7 +201,7 @@ func TestURRQuotaReached(t *testing.T) {
 // the counts and ResetURR zeroes them.
 func TestURRNotifyStartAndReset(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true})
-	start := []URREvent{{1, URREventStart}}
+	start := []URREvent{{Slot: 1, Kind: URREventStart}}
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
 	if got := u.sent(t); !slices.Equal(got, start) {
 		t.Fatalf("events of the first packet: %v, want %v", got, start)
