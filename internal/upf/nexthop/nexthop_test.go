@@ -417,10 +417,11 @@ func TestRestartTakesOverState(t *testing.T) {
 		return e.check(t, s, expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC})
 	}))
 	must(t, e.r.Close())
-	// What a previous run could have left.
+	// What a previous run could have left: a route through its next hop.
+	const previous = 7
 	stale := netip.MustParsePrefix("192.0.2.0/24")
-	must(t, e.dp.PutRoute(stale, 7))
-	must(t, e.dp.PutNexthop(7, upfxdp.Nexthop{Ifindex: 99, Valid: 1}))
+	must(t, e.dp.PutRoute(stale, previous))
+	must(t, e.dp.PutNexthop(previous, upfxdp.Nexthop{Ifindex: 99, Valid: 1}))
 	ns, err := netns.GetFromName(e.a.Name)
 	must(t, err)
 	defer ns.Close()
@@ -430,11 +431,11 @@ func TestRestartTakesOverState(t *testing.T) {
 	if _, ok := e.routes(t)[stale]; ok {
 		t.Error("stale route kept")
 	}
-	if nh := e.nexthop(t, 7); nh.Ifindex != 99 {
+	if nh := e.nexthop(t, previous); nh.Ifindex != 99 {
 		t.Error("a previous run's next hop was overwritten before its quarantine ended")
 	}
 	for _, dst := range []string{"10.77.0.2", "10.99.0.2"} {
-		if slot, err := r.Acquire(ip(dst)); err != nil || slot == 7 {
+		if slot, err := r.Acquire(ip(dst)); err != nil || slot == previous {
 			t.Errorf("Acquire(%s) = %d, %v: must not take a quarantined slot", dst, slot, err)
 		}
 	}

@@ -41,7 +41,8 @@ func TestUnused(t *testing.T) {
 	if !d.Unused() {
 		t.Fatal("new maps are not unused")
 	}
-	if err := d.PutPDR(3, PDR{Id: 7}); err != nil {
+	const slot, id = 3, 7 // any PDR
+	if err := d.PutPDR(slot, PDR{Id: id}); err != nil {
 		t.Fatal(err)
 	}
 	if d.Unused() {
@@ -55,7 +56,7 @@ func TestUnused(t *testing.T) {
 	if again.Unused() {
 		t.Fatal("pinned maps opened again are unused")
 	}
-	if p, err := again.PDR(3); err != nil || p.Id != 7 {
-		t.Fatalf("PDR slot 3 read back as %+v, %v; want ID 7", p, err)
+	if p, err := again.PDR(slot); err != nil || p.Id != id {
+		t.Fatalf("PDR slot %d read back as %+v, %v; want ID %d", slot, p, err, id)
 	}
 }

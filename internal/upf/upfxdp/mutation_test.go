@@ -249,9 +249,10 @@ func TestMutatedFrames(t *testing.T) {
 // mutants reach the tunnel from the uplink side too.
 func newMutationUPF(t *testing.T) *upf {
 	u := newUPF(t, RoleAccess|RoleCore)
-	relay := PDR{Flags: ToUE | MarkQFI, Qfi: 9, Far: encap(dlTEID, n3Addr, gnb, nhGNB), Id: 13}
-	check(t, u.d.PutPDR(12, relay))
-	check(t, u.d.PutUplink(teidRelay, pdrSet(12)))
+	const pdrRelay = testPDRs
+	relay := PDR{Flags: ToUE | MarkQFI, Qfi: 9, Far: encap(dlTEID, n3Addr, gnb, nhGNB), Id: pdrRelay + 1}
+	check(t, u.d.PutPDR(pdrRelay, relay))
+	check(t, u.d.PutUplink(teidRelay, pdrSet(pdrRelay)))
 	return u
 }
 

@@ -26,14 +26,14 @@ var (
 	gnb2    = mustAddr("198.51.100.20")
 	notN3   = mustAddr("192.0.2.9")
 
-	ue4          = mustAddr("10.45.0.2") // uplink PDRs 0 and 1, downlink PDR 6
-	ue4b         = mustAddr("10.45.0.3") // downlink PDR 7
+	ue4          = mustAddr("10.45.0.2") // uplink pdrQoS and pdrUE4, downlink pdrDown
+	ue4b         = mustAddr("10.45.0.3") // downlink pdrDownVLAN
 	ue4FARDrop   = mustAddr("10.45.0.4")
 	ue4NoGTP     = mustAddr("10.45.0.5")
 	ue4NoNexthop = mustAddr("10.45.0.6")
 	ue4Empty     = mustAddr("10.45.0.7")
 	ue4Unknown   = mustAddr("10.45.0.99")
-	ue6          = mustAddr("2001:db8:1:2::5") // uplink PDR 2, downlink PDR 8 (its /64)
+	ue6          = mustAddr("2001:db8:1:2::5") // uplink pdrUE6, downlink pdrDown6 (its /64)
 	ue6b         = mustAddr("2001:db8:1:2:ffff::9")
 	ue6Other     = mustAddr("2001:db8:1:3::5")
 
@@ -72,8 +72,8 @@ func nhL2(slot uint32) l2 { return testNexthops[slot].l2 }
 
 // TEIDs of the uplink rules.
 const (
-	teidQoS       = 0x100 // PDR 0 (QFI 9) -> nhCore, then PDR 1 (UE ue4) -> nhCoreVLAN
-	teidV6        = 0x200 // PDR 2 (UE ue6/64) -> routes6
+	teidQoS       = 0x100 // pdrQoS (QFI 9) -> nhCore, then pdrUE4 (UE ue4) -> nhCoreVLAN
+	teidV6        = 0x200 // pdrUE6 (UE ue6/64) -> routes6
 	teidFARDrop   = 0x300
 	teidNoNexthop = 0x400 // FAR -> nhInvalid
 	teidRoute     = 0x500 // FAR -> routes4/routes6
@@ -82,6 +82,23 @@ const (
 	dlTEID        = 0xa0000001
 	dlTEID2       = 0xa0000002
 	dlTEID6       = 0xa0000006
+)
+
+// PDR slots of the test rules; a PDR's ID is its slot + 1.
+const (
+	pdrQoS           = iota // uplink of teidQoS, QFI 9
+	pdrUE4                  // uplink of teidQoS, UE ue4
+	pdrUE6                  // uplink of teidV6, UE ue6/64
+	pdrFARDrop              // uplink of teidFARDrop: a FAR that does nothing
+	pdrNoNexthop            // uplink of teidNoNexthop
+	pdrRoute                // uplink of teidRoute
+	pdrDown                 // downlink of ue4, QFI 9 marked
+	pdrDownVLAN             // downlink of ue4b, to the second gNB through nhGNBVLAN
+	pdrDown6                // downlink of ue6/64, QFI 5 and RQI marked
+	pdrDownFARDrop          // downlink of ue4FARDrop: a tunnel but no action
+	pdrDownNoGTP            // downlink of ue4NoGTP: forwarded without a tunnel
+	pdrDownNoNexthop        // downlink of ue4NoNexthop
+	testPDRs                // the first slot a test fills for itself
 )
 
 func pdrSet(slots ...uint32) PDRSet {
@@ -138,31 +155,31 @@ func installRules(t *testing.T, d *Datapath) {
 		pdr PDR
 		far FAR
 	}{
-		0:  {pdr: PDR{Flags: MatchQFI, Qfi: 9}, far: forward(nhCore)},
-		1:  {pdr: PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, far: forward(nhCoreVLAN)},
-		2:  {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: forward(NexthopRoute)},
-		3:  {pdr: PDR{}, far: FAR{}},
-		4:  {pdr: PDR{}, far: forward(nhInvalid)},
-		5:  {pdr: PDR{}, far: forward(NexthopRoute)},
-		6:  {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
-		7:  {pdr: PDR{}, far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)},
-		8:  {pdr: PDR{Flags: MarkQFI | MarkRQI, Qfi: 5}, far: encap(dlTEID6, n3Addr, gnb, nhGNB)},
-		9:  {pdr: PDR{}, far: FAR{Flags: FARGTPUv4, Teid: 1, Nexthop: nhGNB}},
-		10: {pdr: PDR{}, far: forward(nhGNB)},
-		11: {pdr: PDR{}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		pdrQoS:           {pdr: PDR{Flags: MatchQFI, Qfi: 9}, far: forward(nhCore)},
+		pdrUE4:           {pdr: PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, far: forward(nhCoreVLAN)},
+		pdrUE6:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: forward(NexthopRoute)},
+		pdrFARDrop:       {pdr: PDR{}, far: FAR{}},
+		pdrNoNexthop:     {pdr: PDR{}, far: forward(nhInvalid)},
+		pdrRoute:         {pdr: PDR{}, far: forward(NexthopRoute)},
+		pdrDown:          {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrDownVLAN:      {pdr: PDR{}, far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)},
+		pdrDown6:         {pdr: PDR{Flags: MarkQFI | MarkRQI, Qfi: 5}, far: encap(dlTEID6, n3Addr, gnb, nhGNB)},
+		pdrDownFARDrop:   {pdr: PDR{}, far: FAR{Flags: FARGTPUv4, Teid: 1, Nexthop: nhGNB}},
+		pdrDownNoGTP:     {pdr: PDR{}, far: forward(nhGNB)},
+		pdrDownNoNexthop: {pdr: PDR{}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(d.PutPDR(uint32(slot), r.pdr))
 	}
 	for teid, set := range map[uint32]PDRSet{
-		teidQoS: pdrSet(0, 1), teidV6: pdrSet(2), teidFARDrop: pdrSet(3), teidNoNexthop: pdrSet(4),
-		teidRoute: pdrSet(5), teidEmpty: pdrSet(),
+		teidQoS: pdrSet(pdrQoS, pdrUE4), teidV6: pdrSet(pdrUE6), teidFARDrop: pdrSet(pdrFARDrop),
+		teidNoNexthop: pdrSet(pdrNoNexthop), teidRoute: pdrSet(pdrRoute), teidEmpty: pdrSet(),
 	} {
 		check(d.PutUplink(teid, set))
 	}
 	for ue, set := range map[netip.Addr]PDRSet{
-		ue4: pdrSet(6), ue4b: pdrSet(7), ue6: pdrSet(8), ue4FARDrop: pdrSet(9), ue4NoGTP: pdrSet(10),
-		ue4NoNexthop: pdrSet(11), ue4Empty: pdrSet(),
+		ue4: pdrSet(pdrDown), ue4b: pdrSet(pdrDownVLAN), ue6: pdrSet(pdrDown6), ue4FARDrop: pdrSet(pdrDownFARDrop),
+		ue4NoGTP: pdrSet(pdrDownNoGTP), ue4NoNexthop: pdrSet(pdrDownNoNexthop), ue4Empty: pdrSet(),
 	} {
 		check(d.PutDownlink(ue, set))
 	}
@@ -247,8 +264,8 @@ func TestTTLChecksumEveryValue(t *testing.T) {
 	}
 }
 
-// A PDR's QFI and UE conditions, and the order of the set: PDR 0 (QFI 9,
-// any source) comes before PDR 1 (source ue4, any QFI).
+// A PDR's QFI and UE conditions, and the order of the set: pdrQoS (QFI 9,
+// any source) comes before pdrUE4 (source ue4, any QFI).
 func TestUplinkPrecedence(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	other := mustAddr("10.45.0.200")
@@ -355,7 +372,7 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	far := encap(dlTEID, n3Addr, gnb, nhGNB)
 	far.Tos = 46 << 2 // EF
-	changePDR(t, u.d, 6, func(p *PDR) { p.Far = far })
+	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
 	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
 	testsupport.EqualFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
@@ -570,11 +587,11 @@ func TestCounters(t *testing.T) {
 		t.Errorf("core0: uplink_forward %+v, want none", c)
 	}
 	for slot, want := range map[uint32]Counter{
-		0: {},
-		1: {Packets: 3, Bytes: 3 * 128},
-		2: {Packets: 1, Bytes: 40 + 8 + 10},
-		6: {Packets: 1, Bytes: 20 + 8 + 50},
-		7: {},
+		pdrQoS:      {},
+		pdrUE4:      {Packets: 3, Bytes: 3 * 128},
+		pdrUE6:      {Packets: 1, Bytes: 40 + 8 + 10},
+		pdrDown:     {Packets: 1, Bytes: 20 + 8 + 50},
+		pdrDownVLAN: {},
 	} {
 		got, err := u.d.PDRCounter(slot)
 		if err != nil {
@@ -646,24 +663,34 @@ func TestRelay(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	smf := mustAddr("192.0.2.50")
 	const teidFromCP, teidToCP, smfTEID, teidForwarded, fwdTEID = 0x700, 0x800, 0x5f000001, 0xc00, 0x4f01
+	const (
+		pdrFromCP = testPDRs + iota
+		pdrToCP
+		pdrRelayNoNexthop
+		pdrGateClosed
+		pdrBuffering
+		pdrForwarded
+	)
+	const qerDownClosed = 1
 	for slot, r := range map[uint32]struct {
 		pdr PDR
 		far FAR
 	}{
-		12: {pdr: PDR{Flags: ToUE | MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
-		13: {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
-		14: {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
-		15: {pdr: PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{1}}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
-		16: {pdr: PDR{Flags: ToUE}, far: FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
-		17: {pdr: PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, far: encap(fwdTEID, n3Addr, gnb, nhGNB)},
+		pdrFromCP:         {pdr: PDR{Flags: ToUE | MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
+		pdrRelayNoNexthop: {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		pdrGateClosed:     {pdr: PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{qerDownClosed}}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrBuffering:      {pdr: PDR{Flags: ToUE}, far: FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
+		pdrForwarded:      {pdr: PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, far: encap(fwdTEID, n3Addr, gnb, nhGNB)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
-	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed
+	check(t, u.d.PutQER(qerDownClosed, QER{GateClosed: 1 << 1}))
 	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
-	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(12), teidToCP: pdrSet(13), teidNoNexthop: pdrSet(14),
-		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16), teidForwarded: pdrSet(17)} {
+	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP),
+		teidNoNexthop: pdrSet(pdrRelayNoNexthop), teidGateClosed: pdrSet(pdrGateClosed), teidBuffering: pdrSet(pdrBuffering),
+		teidForwarded: pdrSet(pdrForwarded)} {
 		check(t, u.d.PutUplink(teid, set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
@@ -686,7 +713,7 @@ func TestRelay(t *testing.T) {
 		{name: "FAR buffering", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), act: xdpDrop, reason: "drop_far", out: nil},
 	})
 	// The relayed packet from the CP function went the downlink way.
-	if c, err := u.d.PDRCounter(12); err != nil || c.Packets != 2 {
-		t.Errorf("PDR 12 counted %+v, %v", c, err)
+	if c, err := u.d.PDRCounter(pdrFromCP); err != nil || c.Packets != 2 {
+		t.Errorf("pdrFromCP counted %+v, %v", c, err)
 	}
 }
