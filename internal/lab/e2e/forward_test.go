@@ -10,6 +10,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -20,21 +21,6 @@ const (
 	packets = 100_000
 	rate    = 200_000 // packets per second
 )
-
-func newTestbed(t *testing.T) *demo.Testbed {
-	t.Helper()
-	testsupport.NeedRoot(t, "network namespaces and XDP")
-	tb, err := demo.NewTestbed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return tb
-}
 
 func newGenerator(t *testing.T) *trafficgen.Generator {
 	t.Helper()
@@ -63,16 +49,8 @@ func TestForwarding(t *testing.T) {
 		{name: "downlink IPv6", ue: demo.UE6Addr, dn: demo.DN6Addr, uplink: false, iface: demo.N6, reason: "downlink_forward", pdrID: 3, outside: encapsulated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tb := newTestbed(t)
-			upf, err := tb.StartUPF()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := upf.Close(); err != nil {
-					t.Error(err)
-				}
-			})
+			tb := demotest.Testbed(t)
+			upf := demotest.UPF(t, tb)
 			if err := upf.Install(); err != nil {
 				t.Fatal(err)
 			}

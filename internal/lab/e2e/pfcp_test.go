@@ -14,6 +14,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 )
@@ -31,7 +32,7 @@ var uePool = netip.MustParsePrefix("10.45.0.0/16")
 // plain IP downlink then flow through the data path with what the UPF
 // chose. Once the SMF deletes the session its traffic is dropped.
 func TestPFCPSessionCarriesTraffic(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, uePool)
 	client, stop := startDaemon(t, cfg)
 	smf := associatedSMF(t, cfg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 )
 
@@ -40,7 +41,7 @@ const (
 // received of the URR's flows, in inner IP octets and packets per
 // direction, and to nothing of the other flow.
 func TestPFCPUsageReports(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	smf, client, stop := reportingSMF(t, tb, "heartbeat_interval: 200ms", fmt.Sprintf("traffic_stop_after: %s", trafficStopAfter))
 
 	const cpSEID = 0x5eed

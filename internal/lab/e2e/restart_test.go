@@ -23,6 +23,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -51,7 +52,7 @@ var sessionDocument = fmt.Sprintf(`{"seid": %d,
 // attached through their pinned links and each run replaces them
 // atomically, so traffic in both directions loses no packet.
 func TestDaemonRestartLosesNothing(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := daemonConfig(t, tb, "")
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
@@ -128,7 +129,7 @@ var restartPool = netip.MustParsePrefix("10.46.0.0/24")
 // and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
 // which they establish them again.
 func TestRestartDropsPFCPSessions(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, restartPool)
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
