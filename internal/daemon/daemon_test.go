@@ -60,13 +60,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and XDP")
-	e := &env{dir: t.TempDir(), pin: testsupport.PinDir(t)}
-	for _, n := range []**namespace.Netns{&e.upf, &e.peer} {
-		ns, err := namespace.New("dmn-")
-		must(t, err)
-		t.Cleanup(func() { must(t, ns.Delete()) })
-		*n = ns
-	}
+	e := &env{dir: t.TempDir(), pin: testsupport.PinDir(t), upf: testsupport.Netns(t, "dmn-"), peer: testsupport.Netns(t, "dmn-")}
 	must(t, namespace.Veth(e.upf, "n3n6", e.peer, "gnb"))
 	must(t, namespace.Veth(e.upf, "spare", e.peer, "spare"))
 	must(t, e.upf.AddAddr("n3n6", "10.1.3.1/24"))

@@ -1,6 +1,7 @@
 // Package testsupport is the harness the tests share: what they need of the
-// machine, where they pin BPF objects, how they compare frames and how they
-// report a BPF program the kernel refused. Only tests import it.
+// machine, their network namespaces, where they pin BPF objects, how they
+// compare frames and how they report a BPF program the kernel refused. Only
+// tests import it.
 package testsupport
 
 import (
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 )
 
 // NeedRoot skips a test that is not run as root, saying what it needs root
@@ -22,6 +25,34 @@ func NeedRoot(t testing.TB, what string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skipf("needs root: %s", what)
+	}
+}
+
+// Netns is a network namespace of the test's own, named from prefix,
+// deleted when the test ends; a test not run as root is skipped.
+func Netns(t testing.TB, prefix string) *namespace.Netns {
+	t.Helper()
+	NeedRoot(t, "network namespaces")
+	ns, err := namespace.New(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ns
+}
+
+// NoIPv6 turns IPv6 off in a namespace, so that nothing but the test's
+// frames crosses its links (no router or neighbour solicitations).
+func NoIPv6(t testing.TB, ns *namespace.Netns) {
+	t.Helper()
+	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := ns.Sysctl(key, "1"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -35,20 +35,10 @@ type network struct {
 func newNetwork(t testing.TB) *network {
 	t.Helper()
 	testsupport.NeedRoot(t, "namespaces, XDP, AF_XDP")
-	n := &network{index: map[string]int{}, mac: map[string]net.HardwareAddr{}}
-	for _, p := range []**namespace.Netns{&n.dut, &n.peer} {
-		ns, err := namespace.New("afxdp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ns.Delete() })
-		for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-			if err := ns.Sysctl(key, "1"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		*p = ns
-	}
+	n := &network{dut: testsupport.Netns(t, "afxdp"), peer: testsupport.Netns(t, "afxdp"),
+		index: map[string]int{}, mac: map[string]net.HardwareAddr{}}
+	testsupport.NoIPv6(t, n.dut)
+	testsupport.NoIPv6(t, n.peer)
 	for _, pair := range [][2]string{{"x0", "p0"}, {"x1", "p1"}} {
 		if err := namespace.Veth(n.dut, pair[0], n.peer, pair[1]); err != nil {
 			t.Fatal(err)

@@ -44,19 +44,8 @@ type bed struct {
 func newBed(t *testing.T) *bed {
 	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and XDP")
-	b := &bed{genIfname: "gen0", sinkIfname: "sink0"}
+	b := &bed{genIfname: "gen0", sinkIfname: "sink0", gen: testsupport.Netns(t, "tg-"), sink: testsupport.Netns(t, "tg-")}
 	var err error
-	for _, ns := range []**namespace.Netns{&b.gen, &b.sink} {
-		if *ns, err = namespace.New("tg-"); err != nil {
-			t.Fatal(err)
-		}
-		n := *ns
-		t.Cleanup(func() {
-			if err := n.Delete(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
 	// Link names only need to be unique within their private namespace.
 	if err := namespace.Veth(b.gen, b.genIfname, b.sink, b.sinkIfname); err != nil {
 		t.Fatal(err)

@@ -133,17 +133,8 @@ func TestEndToEnd(t *testing.T) {
 
 func newNetns(t *testing.T) *namespace.Netns {
 	t.Helper()
-	ns, err := namespace.New("cuupxdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
-	// No IPv6: nothing but the test's frames crosses the veths.
-	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-		if err := ns.Sysctl(key, "1"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ns := testsupport.Netns(t, "cuupxdp")
+	testsupport.NoIPv6(t, ns)
 	return ns
 }
 

@@ -28,23 +28,7 @@ const timeout = 5 * time.Second // for what must happen, on a loaded machine
 type n3 struct{ gnb, upf *namespace.Netns }
 
 func newN3(t *testing.T) n3 {
-	testsupport.NeedRoot(t, "network namespaces")
-	var l n3
-	for _, ns := range []struct {
-		ns     **namespace.Netns
-		prefix string
-	}{{ns: &l.gnb, prefix: "gtpu-gnb"}, {ns: &l.upf, prefix: "gtpu-upf"}} {
-		n, err := namespace.New(ns.prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := n.Delete(); err != nil {
-				t.Error(err)
-			}
-		})
-		*ns.ns = n
-	}
+	l := n3{gnb: testsupport.Netns(t, "gtpu-gnb"), upf: testsupport.Netns(t, "gtpu-upf")}
 	for _, err := range []error{
 		namespace.Veth(l.gnb, "n3", l.upf, "n3"),
 		l.gnb.AddAddr("n3", netip.PrefixFrom(gnbAddr, 24).String()),

@@ -40,13 +40,7 @@ func must(t *testing.T, err error) {
 
 func newNetns(t *testing.T, prefix string) (*namespace.Netns, *netlink.Handle) {
 	t.Helper()
-	n, err := namespace.New(prefix)
-	must(t, err)
-	t.Cleanup(func() {
-		if err := n.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
+	n := testsupport.Netns(t, prefix)
 	ns, err := netns.GetFromName(n.Name)
 	must(t, err)
 	h, err := netlink.NewHandleAt(ns)
