@@ -283,3 +283,10 @@ func TestWorkerClose(t *testing.T) {
 		t.Errorf("workers %+v after closing a, want b alone", ws)
 	}
 }
+
+// context is the bearer context id.
+func (c *CUUP) context(id uint32) *bearerContext {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.contexts[id]
+}

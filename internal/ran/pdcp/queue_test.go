@@ -108,3 +108,12 @@ func BenchmarkQueue(b *testing.B) {
 		batch = q.Pull(batch[:0], 64*1400, now)
 	}
 }
+
+// Bytes is the total size of the SDUs queued.
+func (q *Queue[T]) Bytes() int {
+	n := 0
+	for i := range q.n {
+		n += q.ring[(q.head+i)%len(q.ring)].size
+	}
+	return n
+}

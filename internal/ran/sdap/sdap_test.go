@@ -35,15 +35,15 @@ func TestHeaderOctets(t *testing.T) {
 		{name: "DL RDI", got: DLHeader{RDI: true, QFI: 63}.Octet(), want: 0b10_111111},
 		{name: "DL RQI", got: DLHeader{RQI: true, QFI: 1}.Octet(), want: 0b01_000001},
 		{name: "DL both", got: DLHeader{RDI: true, RQI: true, QFI: 0}.Octet(), want: 0b11_000000},
-		{name: "UL data", got: ULDataHeader(9), want: 0b10_001001},
-		{name: "UL end marker", got: EndMarker(9), want: 0b00_001001},
+		{name: "UL data", got: ulDataHeader(9), want: 0b10_001001},
+		{name: "UL end marker", got: endMarker(9), want: 0b00_001001},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %08b, want %08b", tc.name, tc.got, tc.want)
 		}
 	}
-	if h := ParseDLHeader(0b10_101010); h != (DLHeader{RDI: true, QFI: 42}) {
-		t.Errorf("ParseDLHeader = %+v", h)
+	if h := parseDLHeader(0b10_101010); h != (DLHeader{RDI: true, QFI: 42}) {
+		t.Errorf("parseDLHeader = %+v", h)
 	}
 }
 
@@ -201,7 +201,7 @@ func BenchmarkDownlink(b *testing.B) {
 
 func BenchmarkUplink(b *testing.B) {
 	s := session(b)
-	pdu := append([]byte{ULDataHeader(1)}, make([]byte, 1400)...)
+	pdu := append([]byte{ulDataHeader(1)}, make([]byte, 1400)...)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Uplink(1, pdu); err != nil {
@@ -209,3 +209,18 @@ func BenchmarkUplink(b *testing.B) {
 		}
 	}
 }
+
+// The UE's side of the headers, which the tests play.
+
+// parseDLHeader decodes the octet of a DL SDAP header.
+func parseDLHeader(b byte) DLHeader {
+	return DLHeader{RDI: b&bitRDI != 0, RQI: b&bitRQI != 0, QFI: b & qfiBits}
+}
+
+// ulDataHeader is the header of a UL SDAP data PDU carrying qfi (37.324
+// 6.2.2.3): D/C = 1, R = 0.
+func ulDataHeader(qfi uint8) byte { return bitDC | qfi&qfiBits }
+
+// endMarker is the UL end-marker control PDU for qfi (37.324 6.2.3): the
+// UE's last PDU of that QoS flow on a DRB it has been moved away from.
+func endMarker(qfi uint8) byte { return qfi & qfiBits }

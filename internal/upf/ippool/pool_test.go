@@ -328,3 +328,14 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("Allocated() = %d, want %d", p.Allocated(), workers*each/2)
 	}
 }
+
+// UnitBits returns the prefix length of the units: 32 for IPv4, 64 for IPv6.
+func (p *Pool) UnitBits() int {
+	if p.prefix.Addr().Is4() {
+		return 32
+	}
+	return 64
+}
+
+// Size returns how many units the pool holds, excluded ones left out.
+func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }
