@@ -64,6 +64,15 @@ func (u *urrTest) sent(t *testing.T) []URREvent {
 	}
 }
 
+// wantSent stops a test unless the events sent since the last call are
+// want; when says when they were sent.
+func (u *urrTest) wantSent(t *testing.T, when string, want ...URREvent) {
+	t.Helper()
+	if got := u.sent(t); !slices.Equal(got, want) {
+		t.Fatalf("events %s: %v, want %v", when, got, want)
+	}
+}
+
 func (u *urrTest) usage(t *testing.T, slot uint32) URRUsage {
 	t.Helper()
 	usage, err := u.d.URRUsage(slot)
@@ -159,24 +168,18 @@ func TestURRQuotaDrops(t *testing.T) {
 	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events before the quota: %v", got)
-	}
+	u.wantSent(t, "before the quota")
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
-	if got, want := u.sent(t), []URREvent{{Slot: testURR, Kind: URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events after the quota: %v, want %v", got, want)
-	}
+	u.wantSent(t, "after the quota", URREvent{Slot: testURR, Kind: URREventQuota})
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
 	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 2 {
 		t.Errorf("PDR counter %+v, %v: want the 2 packets let through", c, err)
 	}
 	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	if got, want := u.sent(t), []URREvent{{Slot: testURR, Kind: URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events after the limits were written again: %v, want %v", got, want)
-	}
+	u.wantSent(t, "after the limits were written again", URREvent{Slot: testURR, Kind: URREventQuota})
 }
 
 // The packet that reaches a quota exactly goes through and reports it; the
@@ -188,18 +191,12 @@ func TestURRQuotaReached(t *testing.T) {
 	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events before the quota: %v", got)
-	}
+	u.wantSent(t, "before the quota")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got, want := u.sent(t), []URREvent{{Slot: testURR, Kind: URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events of the packet reaching the quota: %v, want %v", got, want)
-	}
+	u.wantSent(t, "of the packet reaching the quota", URREvent{Slot: testURR, Kind: URREventQuota})
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.down, xdpDrop, "drop_urr_quota")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events after the quota was reported: %v", got)
-	}
+	u.wantSent(t, "after the quota was reported")
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, u.inner, 2 * u.inner}, Packets: [3]uint64{3, 1, 2}})
 }
 
@@ -209,18 +206,12 @@ func TestURRNotifyStartAndReset(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true})
 	start := []URREvent{{Slot: testURR, Kind: URREventStart}}
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); !slices.Equal(got, start) {
-		t.Fatalf("events of the first packet: %v, want %v", got, start)
-	}
+	u.wantSent(t, "of the first packet", start...)
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events of the second packet: %v", got)
-	}
+	u.wantSent(t, "of the second packet")
 	check(t, u.d.SetURRLimits(testURR, URRLimits{NotifyStart: true}))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); !slices.Equal(got, start) {
-		t.Fatalf("events after NotifyStart was set again: %v, want %v", got, start)
-	}
+	u.wantSent(t, "after NotifyStart was set again", start...)
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
 
 	check(t, u.d.ResetURR(testURR, URRLimits{}))
@@ -229,9 +220,7 @@ func TestURRNotifyStartAndReset(t *testing.T) {
 	}
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events after ResetURR without NotifyStart: %v", got)
-	}
+	u.wantSent(t, "after ResetURR without NotifyStart")
 }
 
 // What a FAR drops is no usage, whatever the URR's limits.
