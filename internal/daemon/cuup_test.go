@@ -27,6 +27,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 )
 
@@ -81,14 +82,11 @@ type cellSite struct {
 
 func newCellSite(t *testing.T) *cellSite {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	site, err := cellsite.New("dmncu-")
 	must(t, err)
 	t.Cleanup(func() { must(t, site.Close()) })
-	s := &cellSite{Site: site, dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-cu-"), listen: freeTCPAddr(t)}
-	t.Cleanup(func() { os.RemoveAll(s.pin) })
+	s := &cellSite{Site: site, dir: t.TempDir(), pin: testsupport.PinDir(t), listen: freeTCPAddr(t)}
 	return s
 }
 
@@ -303,13 +301,13 @@ func TestCUUPStartFailure(t *testing.T) {
 		name, section, want string
 		busy                bool // something else holds the N3 address's GTP-U port
 	}{
-		{"no such interface", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u9, address: %s}}", cuN3, cuF1U),
-			"cuup.f1u.interface f1u9", false},
-		{"address elsewhere", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: 10.62.0.3}}", cuN3),
-			"cuup.f1u.address 10.62.0.3", false},
+		{name: "no such interface", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u9, address: %s}}", cuN3, cuF1U),
+			want: "cuup.f1u.interface f1u9", busy: false},
+		{name: "address elsewhere", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: 10.62.0.3}}", cuN3),
+			want: "cuup.f1u.address 10.62.0.3", busy: false},
 		// Fails after the classifier was attached.
-		{"GTP-U port taken", fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: %s}}", cuN3, cuF1U),
-			"address already in use", true},
+		{name: "GTP-U port taken", section: fmt.Sprintf("{n3: {interface: n3, address: %s}, f1u: {interface: f1u, address: %s}}", cuN3, cuF1U),
+			want: "address already in use", busy: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newCellSite(t)

@@ -23,6 +23,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -58,16 +59,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	e := &env{dir: t.TempDir(), pin: "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-dmn-")}
-	for _, n := range []**namespace.Netns{&e.upf, &e.peer} {
-		ns, err := namespace.New("dmn-")
-		must(t, err)
-		t.Cleanup(func() { must(t, ns.Delete()) })
-		*n = ns
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
+	e := &env{dir: t.TempDir(), pin: testsupport.PinDir(t), upf: testsupport.Netns(t, "dmn-"), peer: testsupport.Netns(t, "dmn-")}
 	must(t, namespace.Veth(e.upf, "n3n6", e.peer, "gnb"))
 	must(t, namespace.Veth(e.upf, "spare", e.peer, "spare"))
 	must(t, e.upf.AddAddr("n3n6", "10.1.3.1/24"))
@@ -75,7 +68,6 @@ func newEnv(t *testing.T) *env {
 	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
 
 	e.listen = freeTCPAddr(t)
-	t.Cleanup(func() { os.RemoveAll(e.pin) })
 	return e
 }
 
@@ -275,10 +267,10 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 		name, pool string
 		features   []byte // UP Function Features, octets 5 on
 	}{
-		{"without a UE pool", "", []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
-		{"with a UE pool", ", ue_pool: 10.60.0.0/16", []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
-		{"with an instance's UE pool", ", ue_pools: {ims: 10.61.0.0/16}", []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
-		{"with forwarding policies", ", forwarding_policies: {fw: 10.1.2.9}", []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
+		{name: "without a UE pool", pool: "", features: []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
+		{name: "with a UE pool", pool: ", ue_pool: 10.60.0.0/16", features: []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
+		{name: "with an instance's UE pool", pool: ", ue_pools: {ims: 10.61.0.0/16}", features: []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
+		{name: "with forwarding policies", pool: ", forwarding_policies: {fw: 10.1.2.9}", features: []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)

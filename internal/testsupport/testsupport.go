@@ -1,13 +1,76 @@
 // Package testsupport is the harness the tests share: what they need of the
-// machine and how they report a BPF program the kernel refused.
+// machine, their network namespaces, where they pin BPF objects, how they
+// compare frames and how they report a BPF program the kernel refused. Only
+// tests import it.
 package testsupport
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 )
+
+// NeedRoot skips a test that is not run as root, saying what it needs root
+// for ("BPF", "network namespaces and XDP").
+func NeedRoot(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s", what)
+	}
+}
+
+// Netns is a network namespace of the test's own, named from prefix,
+// deleted when the test ends; a test not run as root is skipped.
+func Netns(t testing.TB, prefix string) *namespace.Netns {
+	t.Helper()
+	NeedRoot(t, "network namespaces")
+	ns, err := namespace.New(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ns.Delete(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ns
+}
+
+// NoIPv6 turns IPv6 off in a namespace, so that nothing but the test's
+// frames crosses its links (no router or neighbour solicitations).
+func NoIPv6(t testing.TB, ns *namespace.Netns) {
+	t.Helper()
+	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := ns.Sysctl(key, "1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+var pins atomic.Uint64
+
+// PinDir is a bpffs directory of the test's own, which need not exist yet
+// (the data path mounts bpffs and creates it), removed with what is pinned
+// in it when the test ends.
+func PinDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("xdp5g-test-%d-%d", os.Getpid(), pins.Add(1)))
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
 
 // CheckLoad fails a test that could not load BPF programs, with the
 // verifier's whole log when the verifier refused one.
@@ -20,4 +83,28 @@ func CheckLoad(t testing.TB, err error) {
 	case err != nil:
 		t.Fatal(err)
 	}
+}
+
+// EqualFrames fails a test, which goes on, when a frame is not the one it
+// wants byte for byte; it says where they part and dumps both.
+func EqualFrames(t testing.TB, got, want []byte) bool {
+	t.Helper()
+	if d := FrameDiff(got, want); d != "" {
+		t.Error(d)
+		return false
+	}
+	return true
+}
+
+// FrameDiff is "" for frames the same byte for byte, else where they part
+// and both dumped.
+func FrameDiff(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	return fmt.Sprintf("frames differ from byte %d\ngot %d bytes:\n%swant %d bytes:\n%s", i, len(got), hex.Dump(got), len(want), hex.Dump(want))
 }

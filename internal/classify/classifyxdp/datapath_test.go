@@ -197,7 +197,7 @@ func TestRuleChangesAreHitless(t *testing.T) {
 				failed <- err
 				break
 			}
-			obs = append(obs, observation{i % len(frames), st.Rule, before, current.Load()})
+			obs = append(obs, observation{frame: i % len(frames), slot: st.Rule, before: before, after: current.Load()})
 		}
 		seen <- obs
 	}()
@@ -265,8 +265,8 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 		batch []Rule
 		field string
 	}{
-		{"a slice that is not there", []Rule{catchAll(1, ActionDrop), toNoSlice}, "rules[1].slice"},
-		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
+		{name: "a slice that is not there", batch: []Rule{catchAll(1, ActionDrop), toNoSlice}, field: "rules[1].slice"},
+		{name: "an ID twice", batch: []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, field: "rules[1].id"},
 	} {
 		var re *RuleError
 		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
@@ -346,13 +346,13 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 		action uint32
 		rule   uint32
 	}{
-		{"first fragment", first, xdpDrop, 1},
-		{"a later one", later, xdpDrop, 1},
-		{"an orphan", orphan, xdpPass, 0},
-		{"outer first fragment", outerFirst, xdpDrop, 1},
-		{"outer later fragment", outerLater, xdpDrop, 1},
-		{"IPv6 first fragment", v6First, xdpDrop, 2},
-		{"IPv6 later fragment", v6Later, xdpDrop, 2},
+		{name: "first fragment", frame: first, action: xdpDrop, rule: 1},
+		{name: "a later one", frame: later, action: xdpDrop, rule: 1},
+		{name: "an orphan", frame: orphan, action: xdpPass, rule: 0},
+		{name: "outer first fragment", frame: outerFirst, action: xdpDrop, rule: 1},
+		{name: "outer later fragment", frame: outerLater, action: xdpDrop, rule: 1},
+		{name: "IPv6 first fragment", frame: v6First, action: xdpDrop, rule: 2},
+		{name: "IPv6 later fragment", frame: v6Later, action: xdpDrop, rule: 2},
 	} {
 		action, st := p.run(t, c.frame)
 		if action != c.action || st.Rule != p.slots[c.rule] {

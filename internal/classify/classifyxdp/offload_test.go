@@ -65,7 +65,7 @@ func offloadFrameOver(outerIP gopacket.NetworkLayer, port layers.UDPPort) []byte
 	for _, l := range []struct {
 		u  *layers.UDP
 		ip gopacket.NetworkLayer
-	}{{outerUDP, outerIP}, {gtpUDP, gtpIP}, {ueUDP, ueIP}} {
+	}{{u: outerUDP, ip: outerIP}, {u: gtpUDP, ip: gtpIP}, {u: ueUDP, ip: ueIP}} {
 		l.u.SetNetworkLayerForChecksum(l.ip)
 	}
 	return demo.Serialize(true, eth(etherType), outerIP.(gopacket.SerializableLayer), outerUDP, &layers.VXLAN{ValidIDFlag: true, VNI: 7},

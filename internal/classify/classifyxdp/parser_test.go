@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -32,9 +31,7 @@ func newParser(t *testing.T) *parser { return newParserWith(t, Config{MaxMasks: 
 
 func newParserWith(t *testing.T, cfg Config) *parser {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	d, err := OpenDatapath(cfg)
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })
@@ -217,55 +214,55 @@ func parserCases() []parserCase {
 	gtpOuter := []gopacket.SerializableLayer{ipv4(gnb, upf, layers.IPProtocolUDP), udp(2152, 2152), gtpu(0x100, 9)}
 
 	return []parserCase{
-		{"IP flow with H.265 base layer", slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, innerUDP(),
+		{name: "IP flow with H.265 base layer", layers: slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, innerUDP(),
 			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 1, 0, 1)}),
-			with(with(ipFlow, rtpKey), want{"nalType": 1}), false},
-		{"VXLAN flow with an enhancement layer", slices.Concat(vxlanOuter, innerUDP(),
+			want: with(with(ipFlow, rtpKey), want{"nalType": 1}), frag: false},
+		{name: "VXLAN flow with an enhancement layer", layers: slices.Concat(vxlanOuter, innerUDP(),
 			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 19, 1, 3)}),
-			inVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 19, "layerId": 1, "temporalId": 2})), false},
-		{"GTP-U in VXLAN, a fragmentation unit", slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
+			want: inVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 19, "layerId": 1, "temporalId": 2})), frag: false},
+		{name: "GTP-U in VXLAN, a fragmentation unit", layers: slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
 			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 49, 33, 1, 0x80|21)}),
-			gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 21, "layerId": 33})), false},
-		{"GTP-U in VXLAN, an aggregation packet", slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
+			want: gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 21, "layerId": 33})), frag: false},
+		{name: "GTP-U in VXLAN, an aggregation packet", layers: slices.Concat(vxlanOuter, gtpOuter, innerUDP(),
 			[]gopacket.SerializableLayer{demo.RTPH265(0xcafe, 48, 0, 1, 0, 4, 32<<1, 1, 0, 0)}),
-			gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 32})), false},
-		{"GRE with key, checksum and sequence, IPv6 and TCP inside", []gopacket.SerializableLayer{
+			want: gtpInVXLAN(with(with(ipFlow, rtpKey), want{"nalType": 32})), frag: false},
+		{name: "GRE with key, checksum and sequence, IPv6 and TCP inside", layers: []gopacket.SerializableLayer{
 			eth(layers.EthernetTypeIPv4), ipv4(vtepA, vtepB, layers.IPProtocolGRE),
 			&layers.GRE{ChecksumPresent: true, KeyPresent: true, SeqPresent: true, Key: 0xfeedbeef, Seq: 7, Protocol: layers.EthernetTypeIPv6},
 			ip6("2001:db8::1", "2001:db8::2", layers.IPProtocolTCP), &layers.TCP{SrcPort: 443, DstPort: 51000, DataOffset: 5}},
-			want{"outerSrc": vtepA, "outerDst": vtepB, "innerSrc": "2001:db8::1", "innerDst": "2001:db8::2", "proto": 6, "dscp": 10,
-				"srcPort": 443, "dstPort": 51000, "tunnels": 1, "tunnel1": int(TunnelGRE), "tunnel1Id": 0xfeedbeef}, false},
-		{"GENEVE with options, Ethernet inside, two VLAN tags", []gopacket.SerializableLayer{
+			want: want{"outerSrc": vtepA, "outerDst": vtepB, "innerSrc": "2001:db8::1", "innerDst": "2001:db8::2", "proto": 6, "dscp": 10,
+				"srcPort": 443, "dstPort": 51000, "tunnels": 1, "tunnel1": int(TunnelGRE), "tunnel1Id": 0xfeedbeef}, frag: false},
+		{name: "GENEVE with options, Ethernet inside, two VLAN tags", layers: []gopacket.SerializableLayer{
 			eth(layers.EthernetTypeIPv4), ipv4(vtepA, vtepB, layers.IPProtocolUDP), udp(50000, 6081),
 			&layers.Geneve{Protocol: layers.EthernetTypeTransparentEthernetBridging, VNI: 77,
 				Options: []*layers.GeneveOption{{Class: 0x0102, Type: 3, Length: 8, Data: []byte{1, 2, 3, 4}}}},
 			eth(layers.EthernetTypeQinQ), &layers.Dot1Q{VLANIdentifier: 10, Type: layers.EthernetTypeDot1Q},
 			&layers.Dot1Q{VLANIdentifier: 20, Type: layers.EthernetTypeIPv4},
 			ipv4(ue, dn, layers.IPProtocolSCTP), &layers.SCTP{SrcPort: 38412, DstPort: 38412}},
-			want{"outerSrc": vtepA, "outerDst": vtepB, "innerSrc": ue, "innerDst": dn, "proto": 132, "dscp": 46,
-				"srcPort": 38412, "dstPort": 38412, "tunnels": 1, "tunnel1": int(TunnelGENEVE), "tunnel1Id": 77}, false},
-		{"IPv6 with a hop-by-hop header and a first fragment", []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv6),
+			want: want{"outerSrc": vtepA, "outerDst": vtepB, "innerSrc": ue, "innerDst": dn, "proto": 132, "dscp": 46,
+				"srcPort": 38412, "dstPort": 38412, "tunnels": 1, "tunnel1": int(TunnelGENEVE), "tunnel1Id": 77}, frag: false},
+		{name: "IPv6 with a hop-by-hop header and a first fragment", layers: []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv6),
 			ip6("2001:db8::1", "2001:db8::2", layers.IPProtocolIPv6HopByHop),
 			&layers.IPv6HopByHop{Options: []*layers.IPv6HopByHopOption{{OptionType: 1, OptionData: []byte{0, 0, 0, 0}}}},
 			&layers.IPv6Fragment{NextHeader: layers.IPProtocolUDP, Identification: 9, MoreFragments: true}, udp(1000, 2000)},
-			want{"outerSrc": "2001:db8::1", "outerDst": "2001:db8::2", "innerSrc": "2001:db8::1", "innerDst": "2001:db8::2",
-				"proto": 17, "dscp": 10, "srcPort": 1000, "dstPort": 2000}, false},
-		{"an IPv4 fragment other than the first", []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4),
+			want: want{"outerSrc": "2001:db8::1", "outerDst": "2001:db8::2", "innerSrc": "2001:db8::1", "innerDst": "2001:db8::2",
+				"proto": 17, "dscp": 10, "srcPort": 1000, "dstPort": 2000}, frag: false},
+		{name: "an IPv4 fragment other than the first", layers: []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4),
 			&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, FragOffset: 100,
 				SrcIP: net.ParseIP(ue).To4(), DstIP: net.ParseIP(dn).To4()}, gopacket.Payload(make([]byte, 16))},
-			want{"outerSrc": ue, "outerDst": dn, "innerSrc": ue, "innerDst": dn, "proto": 17}, true},
-		{"ICMP echo", []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4(ue, dn, layers.IPProtocolICMPv4),
+			want: want{"outerSrc": ue, "outerDst": dn, "innerSrc": ue, "innerDst": dn, "proto": 17}, frag: true},
+		{name: "ICMP echo", layers: []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4), ipv4(ue, dn, layers.IPProtocolICMPv4),
 			&layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}},
-			want{"outerSrc": ue, "outerDst": dn, "innerSrc": ue, "innerDst": dn, "proto": 1, "dscp": 46, "srcPort": 8}, false},
-		{"four levels in another order, and a fifth left as UDP", slices.Concat(vxlanOuter, gtpOuter, []gopacket.SerializableLayer{
+			want: want{"outerSrc": ue, "outerDst": dn, "innerSrc": ue, "innerDst": dn, "proto": 1, "dscp": 46, "srcPort": 8}, frag: false},
+		{name: "four levels in another order, and a fifth left as UDP", layers: slices.Concat(vxlanOuter, gtpOuter, []gopacket.SerializableLayer{
 			ipv4("10.9.0.1", "10.9.0.2", layers.IPProtocolUDP), udp(50001, 6081),
 			&layers.Geneve{Protocol: layers.EthernetTypeIPv4, VNI: 5},
 			ipv4("10.8.0.1", "10.8.0.2", layers.IPProtocolGRE), &layers.GRE{KeyPresent: true, Key: 6, Protocol: layers.EthernetTypeIPv4},
 			ipv4("10.7.0.1", "10.7.0.2", layers.IPProtocolUDP), udp(50002, 4789), vxlan(8)}, vxlanOuter[4:], innerUDP()),
-			with(gtpInVXLAN(want{"innerSrc": "10.7.0.1", "innerDst": "10.7.0.2", "proto": 17, "dscp": 46, "srcPort": 50002, "dstPort": 4789}),
-				want{"tunnels": 4, "tunnel3": int(TunnelGENEVE), "tunnel3Id": 5, "tunnel4": int(TunnelGRE), "tunnel4Id": 6}), false},
-		{"UDP that is not RTP", slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, innerUDP(),
-			[]gopacket.SerializableLayer{gopacket.Payload([]byte{0x45, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2})}), ipFlow, false},
+			want: with(gtpInVXLAN(want{"innerSrc": "10.7.0.1", "innerDst": "10.7.0.2", "proto": 17, "dscp": 46, "srcPort": 50002, "dstPort": 4789}),
+				want{"tunnels": 4, "tunnel3": int(TunnelGENEVE), "tunnel3Id": 5, "tunnel4": int(TunnelGRE), "tunnel4Id": 6}), frag: false},
+		{name: "UDP that is not RTP", layers: slices.Concat([]gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}, innerUDP(),
+			[]gopacket.SerializableLayer{gopacket.Payload([]byte{0x45, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2})}), want: ipFlow, frag: false},
 	}
 }
 

@@ -156,27 +156,27 @@ func TestBadRulesAreRefused(t *testing.T) {
 		rule  Rule
 		field string
 	}{
-		{"ID in use", Rule{ID: 1, Action: drop}, "id"},
-		{"no action", Rule{ID: 2}, "action"},
-		{"unknown field", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "vlan"}}}, "matches[0].field"},
-		{"field twice", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Mask: 1}, {Field: "qfi", Mask: 2}}},
-			"matches[1].field"},
-		{"value beyond the field", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 256, Mask: 0x1ff}}},
-			"matches[0]"},
-		{"value outside the mask", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 3, Mask: 1}}},
-			"matches[0].value"},
-		{"reversed range", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 9, Hi: 8}}},
-			"matches[0].range"},
-		{"address without a prefix", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "innerDst"}}},
-			"matches[0].prefix"},
-		{"prefix on a number", Rule{ID: 2, Action: drop,
-			Matches: []Match{{Field: "qfi", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}}, "matches[0].prefix"},
-		{"IPv4 written as IPv6", Rule{ID: 2, Action: drop,
-			Matches: []Match{{Field: "innerDst", Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104")}}}, "matches[0].prefix"},
-		{"ranges that split too far", Rule{ID: 2, Action: drop, Matches: []Match{
-			{Field: "srcPort", Ranged: true, Lo: 1, Hi: 65534}, {Field: "dstPort", Ranged: true, Lo: 1, Hi: 65534}}}, "matches[1].range"},
-		{"a third mask", Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 1, Hi: 3}}},
-			"matches"}, // 1 under one mask, 2 and 3 under another
+		{name: "ID in use", rule: Rule{ID: 1, Action: drop}, field: "id"},
+		{name: "no action", rule: Rule{ID: 2}, field: "action"},
+		{name: "unknown field", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "vlan"}}}, field: "matches[0].field"},
+		{name: "field twice", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Mask: 1}, {Field: "qfi", Mask: 2}}},
+			field: "matches[1].field"},
+		{name: "value beyond the field", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 256, Mask: 0x1ff}}},
+			field: "matches[0]"},
+		{name: "value outside the mask", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "qfi", Value: 3, Mask: 1}}},
+			field: "matches[0].value"},
+		{name: "reversed range", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 9, Hi: 8}}},
+			field: "matches[0].range"},
+		{name: "address without a prefix", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "innerDst"}}},
+			field: "matches[0].prefix"},
+		{name: "prefix on a number", rule: Rule{ID: 2, Action: drop,
+			Matches: []Match{{Field: "qfi", Prefix: netip.MustParsePrefix("10.0.0.0/8")}}}, field: "matches[0].prefix"},
+		{name: "IPv4 written as IPv6", rule: Rule{ID: 2, Action: drop,
+			Matches: []Match{{Field: "innerDst", Prefix: netip.MustParsePrefix("::ffff:10.0.0.0/104")}}}, field: "matches[0].prefix"},
+		{name: "ranges that split too far", rule: Rule{ID: 2, Action: drop, Matches: []Match{
+			{Field: "srcPort", Ranged: true, Lo: 1, Hi: 65534}, {Field: "dstPort", Ranged: true, Lo: 1, Hi: 65534}}}, field: "matches[1].range"},
+		{name: "a third mask", rule: Rule{ID: 2, Action: drop, Matches: []Match{{Field: "dstPort", Ranged: true, Lo: 1, Hi: 3}}},
+			field: "matches"}, // 1 under one mask, 2 and 3 under another
 	} {
 		err := table.Add(c.rule)
 		var re *RuleError

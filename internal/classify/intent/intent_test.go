@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // interfaces stands for the classifier's namespace: eth0 and alt0.
@@ -29,13 +29,9 @@ func interfaces(name string) (*net.Interface, error) {
 
 func newStore(t *testing.T) (*Store, *classifyxdp.Datapath) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	return NewStore(dp, interfaces, nil), dp
 }
@@ -112,33 +108,33 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 	}
 	before, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()})
 	for _, c := range []struct{ name, doc, field string }{
-		{"not JSON", `{"Resources": [`, ""},
-		{"an unknown key", `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, ""},
-		{"no action type", `{"Action": {"actionName": "SLICE", "cpus": "0"}}`, "Action.actionType"},
-		{"an unknown action", `{"Action": {"actionType": "INSERT", "actionName": "SHAPE"}}`, "Action.actionName"},
-		{"a field of another action", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rx_queue": "1"}}`, "Action.rx_queue"},
-		{"a prio queue without its CPU", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE"}}`, "Action.rx_queue"},
-		{"a prio queue naming nothing", `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1"}}`, "Resources"},
-		{"a bad flow hash", `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1", "flow_hash": "XYZ"}}`, "Action.flow_hash"},
-		{"a CPU not there", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,4096"}}`, "Action"},
-		{"a CPU twice", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,0"}}`, "Action"},
-		{"a bad priority", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "urgent"}}`, "Action.priority"},
-		{"a bad rate", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "fast"}}`, "Action.rate"},
-		{"a slice naming nothing", `{"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources"},
-		{"an unknown resource field", `{"Resources": [{"vlan": "3"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].vlan"},
-		{"a fifth tunnel level", `{"Resources": [{"encapsulationType5": "gre"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].encapsulationType5"},
-		{"an unknown encapsulation", `{"Resources": [{"encapsulationType1": "mpls"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].encapsulationType1"},
-		{"a field given twice", `{"Resources": [{"dstPort": "1"}, {"dstPort": "2"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[1].dstPort"},
-		{"a bad address", `{"Resources": [{"srcIP": "10.0.0.300"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].srcIP"},
-		{"a bad port", `{"Resources": [{"dstPort": "70000"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "Resources[0].dstPort"},
-		{"an offload naming flows", `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"}}`, "Resources"},
-		{"an offload to no MAC", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00", "dstIP": "192.0.2.9"}}`, "Action.dstMac"},
-		{"an offload to no address", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "fe80::1%eth0"}}`, "Action.dstIP"},
-		{"an offload out of no interface", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
-			"Params": [{"paramName": "interfaceName", "paramValue": "eth9"}]}`, "Params.interfaceName"},
-		{"an unknown parameter", `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
-			"Params": [{"paramName": "mode", "paramValue": "fast"}]}`, "Params[0].paramName"},
-		{"an ID in use", `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "intentId"},
+		{name: "not JSON", doc: `{"Resources": [`, field: ""},
+		{name: "an unknown key", doc: `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, field: ""},
+		{name: "no action type", doc: `{"Action": {"actionName": "SLICE", "cpus": "0"}}`, field: "Action.actionType"},
+		{name: "an unknown action", doc: `{"Action": {"actionType": "INSERT", "actionName": "SHAPE"}}`, field: "Action.actionName"},
+		{name: "a field of another action", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rx_queue": "1"}}`, field: "Action.rx_queue"},
+		{name: "a prio queue without its CPU", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE"}}`, field: "Action.rx_queue"},
+		{name: "a prio queue naming nothing", doc: `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1"}}`, field: "Resources"},
+		{name: "a bad flow hash", doc: `{"Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "1", "flow_hash": "XYZ"}}`, field: "Action.flow_hash"},
+		{name: "a CPU not there", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,4096"}}`, field: "Action"},
+		{name: "a CPU twice", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0,0"}}`, field: "Action"},
+		{name: "a bad priority", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "urgent"}}`, field: "Action.priority"},
+		{name: "a bad rate", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "fast"}}`, field: "Action.rate"},
+		{name: "a slice naming nothing", doc: `{"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources"},
+		{name: "an unknown resource field", doc: `{"Resources": [{"vlan": "3"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].vlan"},
+		{name: "a fifth tunnel level", doc: `{"Resources": [{"encapsulationType5": "gre"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].encapsulationType5"},
+		{name: "an unknown encapsulation", doc: `{"Resources": [{"encapsulationType1": "mpls"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].encapsulationType1"},
+		{name: "a field given twice", doc: `{"Resources": [{"dstPort": "1"}, {"dstPort": "2"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[1].dstPort"},
+		{name: "a bad address", doc: `{"Resources": [{"srcIP": "10.0.0.300"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].srcIP"},
+		{name: "a bad port", doc: `{"Resources": [{"dstPort": "70000"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].dstPort"},
+		{name: "an offload naming flows", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"}}`, field: "Resources"},
+		{name: "an offload to no MAC", doc: `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00", "dstIP": "192.0.2.9"}}`, field: "Action.dstMac"},
+		{name: "an offload to no address", doc: `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "fe80::1%eth0"}}`, field: "Action.dstIP"},
+		{name: "an offload out of no interface", doc: `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
+			"Params": [{"paramName": "interfaceName", "paramValue": "eth9"}]}`, field: "Params.interfaceName"},
+		{name: "an unknown parameter", doc: `{"Action": {"actionType": "INSERT", "actionName": "OFFLOAD", "dstMac": "02:00:00:00:00:01", "dstIP": "192.0.2.9"},
+			"Params": [{"paramName": "mode", "paramValue": "fast"}]}`, field: "Params[0].paramName"},
+		{name: "an ID in use", doc: `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "intentId"},
 	} {
 		_, _, err := s.Apply([]byte(c.doc))
 		var e *Error

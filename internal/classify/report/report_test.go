@@ -8,25 +8,21 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // openDatapath loads a classifier for the test.
 func openDatapath(t *testing.T) *classifyxdp.Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	dp, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	return dp
 }

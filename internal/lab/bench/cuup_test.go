@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func TestCUUPFlags(t *testing.T) {
@@ -18,12 +19,12 @@ func TestCUUPFlags(t *testing.T) {
 		args []string
 		want string // in the error
 	}{
-		{[]string{"--cuup", "--cuup-size", "27"}, "--cuup-size"},
-		{[]string{"--cuup", "--cuup-size", "1441"}, "--cuup-size"},
-		{[]string{"--cuup", "--cuup-flows", "1,0"}, "--cuup-flows"},
-		{[]string{"--cuup", "--cuup-flows", "4097"}, "--cuup-flows"},
-		{[]string{"--cuup", "--cuup-rounds", "0"}, "--cuup-rounds"},
-		{[]string{"--cuup", "--cuup-packets", "0"}, "--cuup-packets"},
+		{args: []string{"--cuup", "--cuup-size", "27"}, want: "--cuup-size"},
+		{args: []string{"--cuup", "--cuup-size", "1441"}, want: "--cuup-size"},
+		{args: []string{"--cuup", "--cuup-flows", "1,0"}, want: "--cuup-flows"},
+		{args: []string{"--cuup", "--cuup-flows", "4097"}, want: "--cuup-flows"},
+		{args: []string{"--cuup", "--cuup-rounds", "0"}, want: "--cuup-rounds"},
+		{args: []string{"--cuup", "--cuup-packets", "0"}, want: "--cuup-packets"},
 	} {
 		if _, err := parseFlags(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want one about %s", c.args, err, c.want)
@@ -74,9 +75,7 @@ func TestCUUPFrame(t *testing.T) {
 // delivers, what the DU gets the CU-UP's workers sent, and the stack alone
 // sends every packet; the report has its tables.
 func TestCUUPBench(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
 	args := []string{"--cuup", "--cuup-packets", "100000", "--cuup-rounds", "1", "--cuup-flows", "1,8"}
 	cfg, err := parseFlags(args)
 	if err != nil {

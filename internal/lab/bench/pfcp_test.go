@@ -3,21 +3,18 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 )
 
 // TestPFCPBench runs `xdp5g-lab bench --pfcp` at a tiny size: every session is
 // established, every paced request answered, and the figures are sane.
 func TestPFCPBench(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
+	tb := demotest.Testbed(t)
 	const sessions = 300
 	// Two rounds of paced runs: 150 heartbeats, 100 requests of each kind
 	// over sessions as they come, 50 of each with a collection forced.
@@ -27,11 +24,6 @@ func TestPFCPBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := demo.NewTestbed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tb.Close() })
 	b, err := loadBaselines(tb)
 	if err != nil {
 		t.Fatal(err)

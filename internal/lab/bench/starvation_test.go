@@ -12,15 +12,15 @@ func TestCountSlow(t *testing.T) {
 		loops []time.Duration
 		want  slowed
 	}{
-		{nil, slowed{}},
-		{[]time.Duration{ms, ms, ms, slowOver * ms, slowOver*ms + 1}, slowed{5, 1}},
-		{[]time.Duration{ms, 2 * ms, 30 * ms}, slowed{3, 1}},
+		{loops: nil, want: slowed{}},
+		{loops: []time.Duration{ms, ms, ms, slowOver * ms, slowOver*ms + 1}, want: slowed{loops: 5, slow: 1}},
+		{loops: []time.Duration{ms, 2 * ms, 30 * ms}, want: slowed{loops: 3, slow: 1}},
 	} {
 		if got := countSlow(tc.loops); got != tc.want {
 			t.Errorf("countSlow(%v) = %+v, want %+v", tc.loops, got, tc.want)
 		}
 	}
-	if s := (slowed{8, 2}).plus(slowed{2, 0}); s != (slowed{10, 2}) || s.share() != 20 {
+	if s := (slowed{loops: 8, slow: 2}).plus(slowed{loops: 2, slow: 0}); s != (slowed{loops: 10, slow: 2}) || s.share() != 20 {
 		t.Errorf("pooled %+v, %.1f%%; want 10 loops, 2 slow, 20%%", s, s.share())
 	}
 }

@@ -3,17 +3,16 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/hex"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -23,29 +22,10 @@ const (
 	rate    = 200_000 // packets per second
 )
 
-func newTestbed(t *testing.T) *demo.Testbed {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
-	tb, err := demo.NewTestbed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return tb
-}
-
 func newGenerator(t *testing.T) *trafficgen.Generator {
 	t.Helper()
 	gen, err := trafficgen.NewGenerator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { gen.Close() })
 	return gen
 }
@@ -64,21 +44,13 @@ func TestForwarding(t *testing.T) {
 		pdrID   uint16
 		outside func(tb *demo.Testbed, inner []byte) []byte // the frame leaving the UPF
 	}{
-		{"uplink IPv4", demo.UEAddr, demo.DNAddr, true, demo.N3, "uplink_forward", 1, decapsulated},
-		{"downlink IPv4", demo.UEAddr, demo.DNAddr, false, demo.N6, "downlink_forward", 2, encapsulated},
-		{"downlink IPv6", demo.UE6Addr, demo.DN6Addr, false, demo.N6, "downlink_forward", 3, encapsulated},
+		{name: "uplink IPv4", ue: demo.UEAddr, dn: demo.DNAddr, uplink: true, iface: demo.N3, reason: "uplink_forward", pdrID: 1, outside: decapsulated},
+		{name: "downlink IPv4", ue: demo.UEAddr, dn: demo.DNAddr, uplink: false, iface: demo.N6, reason: "downlink_forward", pdrID: 2, outside: encapsulated},
+		{name: "downlink IPv6", ue: demo.UE6Addr, dn: demo.DN6Addr, uplink: false, iface: demo.N6, reason: "downlink_forward", pdrID: 3, outside: encapsulated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tb := newTestbed(t)
-			upf, err := tb.StartUPF()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if err := upf.Close(); err != nil {
-					t.Error(err)
-				}
-			})
+			tb := demotest.Testbed(t)
+			upf := demotest.UPF(t, tb)
 			if err := upf.Install(); err != nil {
 				t.Fatal(err)
 			}
@@ -100,8 +72,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatal(err)
 			}
 			forwarded := demo.UEPacket(c.ue, c.dn, c.uplink, demo.UETTL-1)
-			if want := c.outside(tb, forwarded); !bytes.Equal(sample, want) {
-				t.Errorf("arrived:\n%swant:\n%s", hex.Dump(sample), hex.Dump(want))
+			if diff := testsupport.FrameDiff(sample, c.outside(tb, forwarded)); diff != "" {
+				t.Errorf("arrived: %s", diff)
 			}
 			if got := reasonCount(t, upf.Datapath, c.iface, c.reason); got != packets {
 				t.Errorf("%s on %s counted %d packets, want %d", c.reason, c.iface, got, packets)

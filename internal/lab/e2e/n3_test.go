@@ -16,6 +16,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 )
 
@@ -32,7 +33,7 @@ const (
 // Type ERIR and an Error Indication Report holding the tunnel's remote
 // F-TEID; one naming no session's tunnel is reported to no one.
 func TestErrorIndicationIsReported(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	smf, _, stop := reportingSMF(t, tb)
 	const cpSEID = 0x5eed
 	if _, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI); err != nil {
@@ -71,7 +72,7 @@ func TestErrorIndicationIsReported(t *testing.T) {
 // naming the gNB, and when it answers again one with a User Plane Path
 // Recovery Report.
 func TestPathFailureIsReported(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	// The gNB's stack answers the Echo Requests: no sink may drop them.
 	if err := tb.GNBSink.Close(); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestPathFailureIsReported(t *testing.T) {
 // With its N3 endpoint open, a UE pool and a forwarding policy, the UPF
 // advertises exactly the UP Function Features it implements.
 func TestAssociationAdvertisesFeatures(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, uePool, "forwarding_policies: {to-dn: "+demo.DNAddr.String()+"}")
 	_, stop := startDaemon(t, cfg)
 	resp, err := newSMF(t, cfg).Associate()
@@ -128,8 +129,8 @@ func TestAssociationAdvertisesFeatures(t *testing.T) {
 		name       string
 		octet, bit int
 	}{
-		{"BUCP", 5, 1}, {"DDND", 5, 2}, {"TRST", 5, 4}, {"FTUP", 5, 5},
-		{"EMPU", 6, 1}, {"UEIP", 7, 3}, {"MNOP", 7, 5}, {"VTIME", 8, 3},
+		{name: "BUCP", octet: 5, bit: 1}, {name: "DDND", octet: 5, bit: 2}, {name: "TRST", octet: 5, bit: 4}, {name: "FTUP", octet: 5, bit: 5},
+		{name: "EMPU", octet: 6, bit: 1}, {name: "UEIP", octet: 7, bit: 3}, {name: "MNOP", octet: 7, bit: 5}, {name: "VTIME", octet: 8, bit: 3},
 	}
 	got := payload(resp.UPFunctionFeatures)
 	want := make([]byte, max(len(got), 4))

@@ -14,6 +14,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 )
@@ -31,7 +32,7 @@ var uePool = netip.MustParsePrefix("10.45.0.0/16")
 // plain IP downlink then flow through the data path with what the UPF
 // chose. Once the SMF deletes the session its traffic is dropped.
 func TestPFCPSessionCarriesTraffic(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, uePool)
 	client, stop := startDaemon(t, cfg)
 	smf := associatedSMF(t, cfg)
@@ -54,8 +55,8 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 		dir  demo.Direction
 		want []byte
 	}{
-		{uplink, decapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL-1))},
-		{downlink, encapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL-1))},
+		{dir: uplink, want: decapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, true, demo.UETTL-1))},
+		{dir: downlink, want: encapsulated(tb, demo.UEPacket(sess.UE, demo.DNAddr, false, demo.UETTL-1))},
 	} {
 		sample, err := c.dir.Sink.Sample()
 		if err != nil {

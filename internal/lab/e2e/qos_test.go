@@ -12,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 )
 
 // A QER's downlink MBR holds the traffic a data network application sends
@@ -19,7 +20,7 @@ import (
 // reaches the gNB is within 5% of the rate times the time plus the bucket
 // the QER starts with, 40 ms at the rate.
 func TestDownlinkMBRUnderTraffic(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, uePool)
 	_, stop := startDaemon(t, cfg)
 	smf := associatedSMF(t, cfg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 )
 
@@ -40,7 +41,7 @@ const (
 // received of the URR's flows, in inner IP octets and packets per
 // direction, and to nothing of the other flow.
 func TestPFCPUsageReports(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	smf, client, stop := reportingSMF(t, tb, "heartbeat_interval: 200ms", fmt.Sprintf("traffic_stop_after: %s", trafficStopAfter))
 
 	const cpSEID = 0x5eed
@@ -64,10 +65,10 @@ func TestPFCPUsageReports(t *testing.T) {
 		dir   demo.Direction
 		frame []byte
 	}{
-		{"uplink without the URR", uplink, tb.UplinkFrame(sess.TEID, demo.QFI, onUEPort(up, true, otherUEPort))},
-		{"downlink without the URR", downlink, tb.DownlinkFrame(onUEPort(down, false, otherUEPort))},
-		{"uplink", uplink, tb.UplinkFrame(sess.TEID, demo.QFI, up)},
-		{"downlink", downlink, tb.DownlinkFrame(down)},
+		{what: "uplink without the URR", dir: uplink, frame: tb.UplinkFrame(sess.TEID, demo.QFI, onUEPort(up, true, otherUEPort))},
+		{what: "downlink without the URR", dir: downlink, frame: tb.DownlinkFrame(onUEPort(down, false, otherUEPort))},
+		{what: "uplink", dir: uplink, frame: tb.UplinkFrame(sess.TEID, demo.QFI, up)},
+		{what: "downlink", dir: downlink, frame: tb.DownlinkFrame(down)},
 	} {
 		if got := send(t, c.dir, c.frame); got != pfcpPackets {
 			t.Fatalf("%s: %d of %d packets delivered", c.what, got, pfcpPackets)

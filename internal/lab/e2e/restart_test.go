@@ -23,9 +23,10 @@ import (
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
-	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The traffic lasts trafficTime; the daemon restarts every restartEvery
@@ -51,7 +52,7 @@ var sessionDocument = fmt.Sprintf(`{"seid": %d,
 // attached through their pinned links and each run replaces them
 // atomically, so traffic in both directions loses no packet.
 func TestDaemonRestartLosesNothing(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := daemonConfig(t, tb, "")
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
@@ -70,7 +71,7 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			sent, _, err := dir.Send(gen, frame, rate*trafficTime, trafficgen.Options{Rate: rate})
-			done <- outcome{sent, err}
+			done <- outcome{sent: sent, err: err}
 		}()
 		dirs, outcomes = append(dirs, dir), append(outcomes, done)
 	}
@@ -128,7 +129,7 @@ var restartPool = netip.MustParsePrefix("10.46.0.0/24")
 // and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
 // which they establish them again.
 func TestRestartDropsPFCPSessions(t *testing.T) {
-	tb := newTestbed(t)
+	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, restartPool)
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
@@ -236,7 +237,7 @@ api: {listen: %q}
 datapath: {pin_path: %s, max_sessions: 16}
 state_file: %s
 `, demo.N3, demo.N6, demo.N3Addr, tb.UPF.Name, listen,
-		filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-e2e-")), filepath.Join(dir, "sessions.json"))
+		testsupport.PinDir(t), filepath.Join(dir, "sessions.json"))
 	if pfcp != "" {
 		yaml += "pfcp: " + pfcp + "\n"
 	}

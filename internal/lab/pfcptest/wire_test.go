@@ -22,11 +22,11 @@ func TestParseEstablishedAsGoPFCP(t *testing.T) {
 		ies   []*ie.IE
 		valid bool
 	}{
-		{"accepted", cpSEID, []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(0x0102030405060708, n3, nil), createdPDR(1)}, true},
-		{"refused", cpSEID, []*ie.IE{ie.NewCause(ie.CauseRuleCreationModificationFailure)}, false},
-		{"another CP SEID", cpSEID + 1, []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(1, n3, nil), createdPDR(1)}, false},
-		{"no UP F-SEID", cpSEID, []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), createdPDR(1)}, false},
-		{"another PDR", cpSEID, []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(1, n3, nil), createdPDR(2)}, false},
+		{name: "accepted", seid: cpSEID, ies: []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(0x0102030405060708, n3, nil), createdPDR(1)}, valid: true},
+		{name: "refused", seid: cpSEID, ies: []*ie.IE{ie.NewCause(ie.CauseRuleCreationModificationFailure)}, valid: false},
+		{name: "another CP SEID", seid: cpSEID + 1, ies: []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(1, n3, nil), createdPDR(1)}, valid: false},
+		{name: "no UP F-SEID", seid: cpSEID, ies: []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), createdPDR(1)}, valid: false},
+		{name: "another PDR", seid: cpSEID, ies: []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(1, n3, nil), createdPDR(2)}, valid: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ies := append([]*ie.IE{ie.NewNodeID("", "", "upf.xdp5g.test")}, tc.ies...)

@@ -15,17 +15,14 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func newClassifier(t *testing.T) *classifyxdp.Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF and namespaces")
-	}
+	testsupport.NeedRoot(t, "BPF and namespaces")
 	d, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })
 	return d
 }
@@ -231,7 +228,7 @@ func TestSteerToCPU(t *testing.T) {
 		layerID byte
 		cpu     int
 		least   uint64
-	}{{1, 1, packets}, {0, 0, packets * 99 / 100}} {
+	}{{layerID: 1, cpu: 1, least: packets}, {layerID: 0, cpu: 0, least: packets * 99 / 100}} {
 		before, err := n.Counter.CountsByCPU()
 		if err != nil {
 			t.Fatal(err)
@@ -549,7 +546,7 @@ func TestReceiveOn(t *testing.T) {
 			n.Close()
 		}
 	}()
-	ports := map[string]struct{ cpu, threads int }{"edge": {1, 1}, "in": {0, 3}}
+	ports := map[string]struct{ cpu, threads int }{"edge": {cpu: 1, threads: 1}, "in": {cpu: 0, threads: 3}}
 	before := map[string]map[int]bool{}
 	for port := range ports {
 		if before[port], err = napiThreads(port); err != nil {

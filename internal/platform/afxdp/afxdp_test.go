@@ -14,12 +14,12 @@ import (
 var attachModes = []struct {
 	name    string
 	generic bool
-}{{"native", false}, {"generic", true}}
+}{{name: "native", generic: false}, {name: "generic", generic: true}}
 
 var wakeupModes = []struct {
 	name string
 	opts afxdp.UMEMOptions
-}{{"need-wakeup", afxdp.UMEMOptions{}}, {"no-need-wakeup", afxdp.UMEMOptions{NoNeedWakeup: true}}}
+}{{name: "need-wakeup", opts: afxdp.UMEMOptions{}}, {name: "no-need-wakeup", opts: afxdp.UMEMOptions{NoNeedWakeup: true}}}
 
 // Frames the peer sends arrive, redirected by XDP, byte for byte, in
 // either attach mode and either wakeup mode.
@@ -325,7 +325,7 @@ func TestRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		frames int
 		opts   afxdp.UMEMOptions
-	}{{0, afxdp.UMEMOptions{}}, {8, afxdp.UMEMOptions{Headroom: afxdp.MaxHeadroom + 1}}, {8, afxdp.UMEMOptions{Mode: 7}}} {
+	}{{frames: 0, opts: afxdp.UMEMOptions{}}, {frames: 8, opts: afxdp.UMEMOptions{Headroom: afxdp.MaxHeadroom + 1}}, {frames: 8, opts: afxdp.UMEMOptions{Mode: 7}}} {
 		if u, err := afxdp.NewUMEM(tc.frames, tc.opts); err == nil {
 			u.Close()
 			t.Errorf("NewUMEM(%d, %+v) succeeded", tc.frames, tc.opts)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 type network struct {
@@ -34,23 +34,11 @@ type network struct {
 
 func newNetwork(t testing.TB) *network {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: namespaces, XDP, AF_XDP")
-	}
-	n := &network{index: map[string]int{}, mac: map[string]net.HardwareAddr{}}
-	for _, p := range []**namespace.Netns{&n.dut, &n.peer} {
-		ns, err := namespace.New("afxdp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ns.Delete() })
-		for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-			if err := ns.Sysctl(key, "1"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		*p = ns
-	}
+	testsupport.NeedRoot(t, "namespaces, XDP, AF_XDP")
+	n := &network{dut: testsupport.Netns(t, "afxdp"), peer: testsupport.Netns(t, "afxdp"),
+		index: map[string]int{}, mac: map[string]net.HardwareAddr{}}
+	testsupport.NoIPv6(t, n.dut)
+	testsupport.NoIPv6(t, n.peer)
 	for _, pair := range [][2]string{{"x0", "p0"}, {"x1", "p1"}} {
 		if err := namespace.Veth(n.dut, pair[0], n.peer, pair[1]); err != nil {
 			t.Fatal(err)
@@ -265,8 +253,8 @@ func sameFrames(got, want [][]byte) error {
 		return fmt.Errorf("%d frames, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if !bytes.Equal(got[i], want[i]) {
-			return fmt.Errorf("frame %d:\n got % x\nwant % x", i, got[i], want[i])
+		if diff := testsupport.FrameDiff(got[i], want[i]); diff != "" {
+			return fmt.Errorf("frame %d: %s", i, diff)
 		}
 	}
 	return nil

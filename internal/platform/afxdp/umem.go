@@ -23,10 +23,10 @@
 //
 // # Layout of a frame
 //
-// Received packets start RxOffset bytes into their frame: the UMEM's
-// headroom plus the kernel's XDP_PACKET_HEADROOM (256). The XDP program's
-// metadata, if any, lies right before the packet (Meta). The bytes from the
-// frame's start up to the packet are the caller's: Reslice moves the
+// Received packets start into their frame by the UMEM's headroom plus
+// the kernel's XDP_PACKET_HEADROOM (256). The XDP program's metadata, if
+// any, lies right before the packet (Meta). The bytes from the frame's
+// start up to the packet are the caller's: Reslice moves the
 // packet's start into them to prepend headers in place, or its end into
 // the tail of the frame.
 package afxdp
@@ -179,16 +179,6 @@ func (u *UMEM) register() error {
 	return nil
 }
 
-// Frames is the number of frames of the UMEM.
-func (u *UMEM) Frames() int { return len(u.owner) }
-
-// FreeFrames is the number of frames in the pool.
-func (u *UMEM) FreeFrames() int { return len(u.free) }
-
-// RxOffset is where in its frame a received packet starts: every byte
-// before it is headroom the caller may use.
-func (u *UMEM) RxOffset() int { return int(u.rxOffset) }
-
 // Frame is a packet's bytes, with capacity up to its frame's end; nil for
 // a descriptor that does not lie within one frame.
 func (u *UMEM) Frame(d Desc) []byte {
@@ -224,8 +214,8 @@ func (u *UMEM) Reslice(d Desc, from, to int) (Desc, bool) {
 }
 
 // Alloc takes up to len(ds) frames from the pool for packets the caller
-// builds, and returns how many it took: ds[i] starts at RxOffset with
-// length 0 (Frame(ds[i])[:n] is the room for n bytes).
+// builds, and returns how many it took: ds[i] starts where a received
+// packet would, with length 0 (Frame(ds[i])[:n] is the room for n bytes).
 func (u *UMEM) Alloc(ds []Desc) int {
 	n := min(len(ds), len(u.free))
 	for i := range n {

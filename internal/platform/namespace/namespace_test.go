@@ -15,10 +15,12 @@ import (
 	"github.com/xdp5g/xdp5g/internal/lab/baseline"
 )
 
+// newNetns is testsupport.Netns, which this package's tests cannot import
+// (it builds on the package), for a namespace a test may delete itself.
 func newNetns(t *testing.T, prefix string) *Netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		t.Skip("needs root: network namespaces")
 	}
 	n, err := New(prefix)
 	if err != nil {

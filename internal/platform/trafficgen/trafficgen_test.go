@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -42,22 +43,9 @@ type bed struct {
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	b := &bed{genIfname: "gen0", sinkIfname: "sink0"}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
+	b := &bed{genIfname: "gen0", sinkIfname: "sink0", gen: testsupport.Netns(t, "tg-"), sink: testsupport.Netns(t, "tg-")}
 	var err error
-	for _, ns := range []**namespace.Netns{&b.gen, &b.sink} {
-		if *ns, err = namespace.New("tg-"); err != nil {
-			t.Fatal(err)
-		}
-		n := *ns
-		t.Cleanup(func() {
-			if err := n.Delete(); err != nil {
-				t.Error(err)
-			}
-		})
-	}
 	// Link names only need to be unique within their private namespace.
 	if err := namespace.Veth(b.gen, b.genIfname, b.sink, b.sinkIfname); err != nil {
 		t.Fatal(err)
@@ -68,9 +56,8 @@ func newBed(t *testing.T) *bed {
 	if _, b.sinkMAC, err = b.sink.Link(b.sinkIfname); err != nil {
 		t.Fatal(err)
 	}
-	if b.generator, err = NewGenerator(); err != nil {
-		t.Fatal(err)
-	}
+	b.generator, err = NewGenerator()
+	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { b.generator.Close() })
 	b.udpTemplate = udpFrame(t, b.genMAC, b.sinkMAC)
 	return b
@@ -175,8 +162,8 @@ func TestSendArrivesIntact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(sample, b.udpTemplate) {
-		t.Errorf("sample\n%x\nwant\n%x", sample, b.udpTemplate)
+	if diff := testsupport.FrameDiff(sample, b.udpTemplate); diff != "" {
+		t.Errorf("sample: %s", diff)
 	}
 }
 
@@ -278,8 +265,8 @@ func TestSendFlows(t *testing.T) {
 		} else {
 			frame := bytes.Clone(b.udpTemplate)
 			binary.BigEndian.PutUint16(frame[portAt:], port)
-			if !bytes.Equal(sample, frame) {
-				t.Errorf("port %d: sample\n%x\nwant\n%x", port, sample, frame)
+			if diff := testsupport.FrameDiff(sample, frame); diff != "" {
+				t.Errorf("port %d: sample: %s", port, diff)
 			}
 		}
 		sink.Close()
@@ -404,10 +391,10 @@ func TestSendRejectsBadInput(t *testing.T) {
 		frame []byte
 		opts  Options
 	}{
-		"runt":           {make([]byte, 13), Options{}},
-		"too long":       {make([]byte, MaxFrame+1), Options{}},
-		"field outside":  {b.udpTemplate, Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
-		"too many flows": {b.udpTemplate, Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
+		"runt":           {frame: make([]byte, 13), opts: Options{}},
+		"too long":       {frame: make([]byte, MaxFrame+1), opts: Options{}},
+		"field outside":  {frame: b.udpTemplate, opts: Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
+		"too many flows": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
 	} {
 		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
 			t.Errorf("%s: no error", name)

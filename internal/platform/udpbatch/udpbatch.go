@@ -64,9 +64,6 @@ func Listen(addr netip.AddrPort, batch int) (*Conn, error) {
 	return &Conn{conn: udp, udp: raw, read: newBatch(batch), write: newBatch(batch)}, nil
 }
 
-// LocalAddr is the address the socket is bound to.
-func (c *Conn) LocalAddr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
-
 // SetReadDeadline has ReadBatch give up at t with os.ErrDeadlineExceeded.
 func (c *Conn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
 

@@ -3,6 +3,7 @@ package udpbatch
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -63,3 +64,6 @@ func TestBatches(t *testing.T) {
 		a.Close()
 	}
 }
+
+// LocalAddr is the address the socket is bound to.
+func (c *Conn) LocalAddr() netip.AddrPort { return c.conn.LocalAddr().(*net.UDPAddr).AddrPort() }

@@ -181,24 +181,24 @@ func TestRefusedChangesNothing(t *testing.T) {
 		field string
 		req   e1.BearerContextModificationRequest
 	}{
-		{"securityInformation", e1.BearerContextModificationRequest{Security: &e1.SecurityInformation{}}},
-		{"pduSessionResourceToSetupList[0].pduSessionId", e1.BearerContextModificationRequest{
+		{field: "securityInformation", req: e1.BearerContextModificationRequest{Security: &e1.SecurityInformation{}}},
+		{field: "pduSessionResourceToSetupList[0].pduSessionId", req: e1.BearerContextModificationRequest{
 			Setup: []e1.PDUSessionToSetup{sessionSetup(1, drbSetup(3, 9))}}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].drbId", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].drbId", req: e1.BearerContextModificationRequest{
 			Setup: []e1.PDUSessionToSetup{sessionSetup(2, drbSetup(2, 9))}}},
-		{"pduSessionResourceToModifyList[0].pduSessionId", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToModifyList[0].pduSessionId", req: e1.BearerContextModificationRequest{
 			Modify: []e1.PDUSessionToModify{{ID: 3}}}},
-		{"pduSessionResourceToModifyList[0].drbToModifyList[0].dlUpParameters", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToModifyList[0].drbToModifyList[0].dlUpParameters", req: e1.BearerContextModificationRequest{
 			Modify: []e1.PDUSessionToModify{{ID: 1, ModifyDRBs: []e1.DRBToModify{{ID: 1, DLTunnel: &du}}}}}},
-		{"pduSessionResourceToModifyList[0].drbToModifyList[0].drbId", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToModifyList[0].drbToModifyList[0].drbId", req: e1.BearerContextModificationRequest{
 			Modify: []e1.PDUSessionToModify{{ID: 1, ModifyDRBs: []e1.DRBToModify{{ID: 7}}}}}},
-		{"pduSessionResourceToModifyList[0].drbToSetupList[0].qosFlowInformationToBeSetup[0].qosFlowIdentifier",
-			e1.BearerContextModificationRequest{Modify: []e1.PDUSessionToModify{{ID: 1, SetupDRBs: []e1.DRBToSetup{drbSetup(3, 5)}}}}},
-		{"pduSessionResourceToModifyList[0].drbToRemoveList[0]", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToModifyList[0].drbToSetupList[0].qosFlowInformationToBeSetup[0].qosFlowIdentifier",
+			req: e1.BearerContextModificationRequest{Modify: []e1.PDUSessionToModify{{ID: 1, SetupDRBs: []e1.DRBToSetup{drbSetup(3, 5)}}}}},
+		{field: "pduSessionResourceToModifyList[0].drbToRemoveList[0]", req: e1.BearerContextModificationRequest{
 			Modify: []e1.PDUSessionToModify{{ID: 1, RemoveDRBs: []uint8{3}}}}},
-		{"pduSessionResourceToModifyList[0].drbToRemoveList", e1.BearerContextModificationRequest{
+		{field: "pduSessionResourceToModifyList[0].drbToRemoveList", req: e1.BearerContextModificationRequest{
 			Modify: []e1.PDUSessionToModify{{ID: 1, RemoveDRBs: []uint8{1, 2}}}}},
-		{"pduSessionResourceToRemoveList[0]", e1.BearerContextModificationRequest{Remove: []uint8{9}}},
+		{field: "pduSessionResourceToRemoveList[0]", req: e1.BearerContextModificationRequest{Remove: []uint8{9}}},
 	} {
 		var fe *e1.FieldError
 		if _, err := c.Modify(id, r.req); !errors.As(err, &fe) || fe.Field != r.field {
@@ -282,4 +282,11 @@ func TestWorkerClose(t *testing.T) {
 	if ws := c.Stats().Workers; len(ws) != 1 || ws[0].Worker != "b" {
 		t.Errorf("workers %+v after closing a, want b alone", ws)
 	}
+}
+
+// context is the bearer context id.
+func (c *CUUP) context(id uint32) *bearerContext {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.contexts[id]
 }

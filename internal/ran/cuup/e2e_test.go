@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
 	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The cell site of the end-to-end tests: a UPF, the CU-UP and a DU, each in
@@ -49,9 +49,7 @@ type cellSite struct {
 // gives the addresses.
 func newCellSite(t *testing.T, cfg Config) *cellSite {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces")
-	}
+	testsupport.NeedRoot(t, "network namespaces")
 	site, err := cellsite.New("cuup")
 	check(t, err)
 	t.Cleanup(func() { site.Close() })
@@ -297,8 +295,8 @@ func testEndToEnd(t *testing.T, s *cellSite, unknownTunnels func() uint64) {
 		// Each DRB carries its packets in order: the i-th of a DRB is
 		// packet 2*(i)+(drb-1).
 		want := userPacket(t, int(2*count)+int(drb-1), 100+(int(2*count)+int(drb-1))*60)
-		if !bytes.Equal(sdu, want) {
-			t.Errorf("packet %d: DRB %d delivered % x, want % x", i, drb, sdu, want)
+		if diff := testsupport.FrameDiff(sdu, want); diff != "" {
+			t.Errorf("packet %d: DRB %d delivered %s", i, drb, diff)
 		}
 	}
 
@@ -407,7 +405,7 @@ func TestEndToEndXDP(t *testing.T) {
 	for _, mode := range []xdplink.Mode{xdplink.ModeNative, xdplink.ModeGeneric} {
 		t.Run(string(mode), func(t *testing.T) {
 			dp, err := cuupxdp.Open(cuupxdp.Config{})
-			check(t, err)
+			testsupport.CheckLoad(t, err)
 			t.Cleanup(func() { dp.Close() })
 			s := newCellSite(t, Config{Tunnels: dp})
 			// A queue the veth lacks fails the whole path and leaves

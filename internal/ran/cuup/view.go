@@ -79,10 +79,3 @@ func (c *CUUP) view(bc *bearerContext) Context {
 	slices.SortFunc(v.PDUSessions, func(a, b Session) int { return cmp.Compare(a.ID, b.ID) })
 	return v
 }
-
-// context is a bearer context, for tests.
-func (c *CUUP) context(id uint32) *bearerContext {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.contexts[id]
-}

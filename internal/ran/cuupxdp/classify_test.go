@@ -9,6 +9,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -32,7 +34,7 @@ func addTunnels(t *testing.T, d *Datapath) {
 		teid   uint32
 		role   Role
 		bearer uint32
-	}{{teidN3, N3, bearerN3}, {teidF1U, F1U, bearerF1U}} {
+	}{{teid: teidN3, role: N3, bearer: bearerN3}, {teid: teidF1U, role: F1U, bearer: bearerF1U}} {
 		if err := d.AddTunnel(tun.teid, tun.role, tun.bearer); err != nil {
 			t.Fatal(err)
 		}
@@ -90,15 +92,15 @@ func TestRedirectsWithMetadata(t *testing.T) {
 		bearer uint32
 		frame  frame
 	}{
-		{"N3 DL QFI 9", N3, bearerN3, frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(9, false, false)}, tpdu: userPacket(t, 100)}},
-		{"N3 DL RQI PPP", N3, bearerN3, frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(63, true, true)}, tpdu: userPacket(t, 1400)}},
-		{"N3 IPv6 QinQ, another extension first", N3, bearerN3, frame{vlans: 2, ipv6: true, teid: teidN3,
+		{name: "N3 DL QFI 9", role: N3, bearer: bearerN3, frame: frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(9, false, false)}, tpdu: userPacket(t, 100)}},
+		{name: "N3 DL RQI PPP", role: N3, bearer: bearerN3, frame: frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(63, true, true)}, tpdu: userPacket(t, 1400)}},
+		{name: "N3 IPv6 QinQ, another extension first", role: N3, bearer: bearerN3, frame: frame{vlans: 2, ipv6: true, teid: teidN3,
 			exts: []layers.GTPExtensionHeader{{Type: extPort, Content: []byte{0x08, 0x68}}, pscDL(5, true, false)}, tpdu: userPacket(t, 40)}},
-		{"N3 one VLAN tag", N3, bearerN3, frame{vlans: 1, teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(1, false, false)}, tpdu: userPacket(t, 0)}},
-		{"F1-U data", F1U, bearerF1U, frame{teid: teidF1U, tpdu: []byte{0x80, 0x01, 0x02, 0xaa, 0xbb, 0xcc, 0xdd}}},
-		{"F1-U data and DDDS", F1U, bearerF1U, frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: bytes.Repeat([]byte{0x5a}, 300)}},
-		{"F1-U DDDS alone", F1U, bearerF1U, frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}}},
-		{"F1-U IPv6", F1U, bearerF1U, frame{ipv6: true, teid: teidF1U, tpdu: []byte{1, 2, 3}}},
+		{name: "N3 one VLAN tag", role: N3, bearer: bearerN3, frame: frame{vlans: 1, teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(1, false, false)}, tpdu: userPacket(t, 0)}},
+		{name: "F1-U data", role: F1U, bearer: bearerF1U, frame: frame{teid: teidF1U, tpdu: []byte{0x80, 0x01, 0x02, 0xaa, 0xbb, 0xcc, 0xdd}}},
+		{name: "F1-U data and DDDS", role: F1U, bearer: bearerF1U, frame: frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: bytes.Repeat([]byte{0x5a}, 300)}},
+		{name: "F1-U DDDS alone", role: F1U, bearer: bearerF1U, frame: frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}}},
+		{name: "F1-U IPv6", role: F1U, bearer: bearerF1U, frame: frame{ipv6: true, teid: teidF1U, tpdu: []byte{1, 2, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.frame.bytes(t)
@@ -107,8 +109,8 @@ func TestRedirectsWithMetadata(t *testing.T) {
 				t.Fatalf("action %d, want XDP_REDIRECT", action)
 			}
 			c.check(t, tc.role, Redirect, len(b))
-			if !bytes.Equal(out, b) {
-				t.Errorf("frame changed:\n got % x\nwant % x", out, b)
+			if diff := testsupport.FrameDiff(out, b); diff != "" {
+				t.Errorf("frame changed: %s", diff)
 			}
 			if len(meta) != MetaLen {
 				t.Fatalf("%d bytes of metadata, want %d", len(meta), MetaLen)
@@ -148,27 +150,27 @@ func TestVerdicts(t *testing.T) {
 		action uint32
 		reason Reason
 	}{
-		{"unknown TEID", N3, frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), xdpPass, PassUnknownTEID},
-		{"N3 TEID on F1-U", F1U, frame{teid: teidN3, tpdu: inner}.bytes(t), xdpPass, PassUnknownTEID},
-		{"echo request", N3, frame{teid: 0, msgType: 1}.bytes(t), xdpPass, PassSignalling},
-		{"end marker", N3, frame{teid: teidN3, msgType: 254}.bytes(t), xdpPass, PassSignalling},
-		{"ARP", N3, arp(t), xdpPass, PassNotIP},
-		{"TCP", N3, tcp(t), xdpPass, PassNotGTPU},
-		{"fragment", N3, fragment(t, n3), xdpPass, PassFragment},
-		{"GTPv2 on 2152", N3, with(n3, 42, 0x48), xdpPass, PassNotGTPU},
-		{"UDP length short of the IP payload", N3, with(n3, 39, n3[39]-1), xdpPass, PassNotGTPU},
-		{"N3 uplink PDU type", N3, frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), xdpDrop, DropPDUType},
-		{"N3 without container", N3, frame{teid: teidN3, tpdu: inner}.bytes(t), xdpDrop, DropNoPSC},
-		{"N3 without T-PDU", N3, frame{teid: teidN3, exts: psc}.bytes(t), xdpDrop, DropEmpty},
-		{"F1-U with a PDU Session Container", F1U, frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), xdpDrop, DropUnexpectedPSC},
-		{"F1-U empty", F1U, frame{teid: teidF1U}.bytes(t), xdpDrop, DropEmpty},
-		{"extension of length 0", N3, with(n3, 54, 0), xdpDrop, DropMalformed},
-		{"chain running past the message", N3, with(n3, 54, 200), xdpDrop, DropMalformed},
-		{"GTP-U length past the datagram", N3, with(n3, 45, n3[45]+4), xdpDrop, DropMalformed},
-		{"GTP-U length short of the datagram", N3, with(n3, 45, n3[45]-4), xdpDrop, DropMalformed},
-		{"multicast source", N3, with(n3, 6, 0x01), xdpDrop, DropBadEthernet},
-		{"zero source", N3, frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), xdpDrop, DropBadEthernet},
-		{"VLAN tag cut", N3, append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), xdpDrop, DropBadEthernet},
+		{name: "unknown TEID", role: N3, b: frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), action: xdpPass, reason: PassUnknownTEID},
+		{name: "N3 TEID on F1-U", role: F1U, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdpPass, reason: PassUnknownTEID},
+		{name: "echo request", role: N3, b: frame{teid: 0, msgType: 1}.bytes(t), action: xdpPass, reason: PassSignalling},
+		{name: "end marker", role: N3, b: frame{teid: teidN3, msgType: 254}.bytes(t), action: xdpPass, reason: PassSignalling},
+		{name: "ARP", role: N3, b: arp(t), action: xdpPass, reason: PassNotIP},
+		{name: "TCP", role: N3, b: tcp(t), action: xdpPass, reason: PassNotGTPU},
+		{name: "fragment", role: N3, b: fragment(t, n3), action: xdpPass, reason: PassFragment},
+		{name: "GTPv2 on 2152", role: N3, b: with(n3, 42, 0x48), action: xdpPass, reason: PassNotGTPU},
+		{name: "UDP length short of the IP payload", role: N3, b: with(n3, 39, n3[39]-1), action: xdpPass, reason: PassNotGTPU},
+		{name: "N3 uplink PDU type", role: N3, b: frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropPDUType},
+		{name: "N3 without container", role: N3, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropNoPSC},
+		{name: "N3 without T-PDU", role: N3, b: frame{teid: teidN3, exts: psc}.bytes(t), action: xdpDrop, reason: DropEmpty},
+		{name: "F1-U with a PDU Session Container", role: F1U, b: frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropUnexpectedPSC},
+		{name: "F1-U empty", role: F1U, b: frame{teid: teidF1U}.bytes(t), action: xdpDrop, reason: DropEmpty},
+		{name: "extension of length 0", role: N3, b: with(n3, 54, 0), action: xdpDrop, reason: DropMalformed},
+		{name: "chain running past the message", role: N3, b: with(n3, 54, 200), action: xdpDrop, reason: DropMalformed},
+		{name: "GTP-U length past the datagram", role: N3, b: with(n3, 45, n3[45]+4), action: xdpDrop, reason: DropMalformed},
+		{name: "GTP-U length short of the datagram", role: N3, b: with(n3, 45, n3[45]-4), action: xdpDrop, reason: DropMalformed},
+		{name: "multicast source", role: N3, b: with(n3, 6, 0x01), action: xdpDrop, reason: DropBadEthernet},
+		{name: "zero source", role: N3, b: frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropBadEthernet},
+		{name: "VLAN tag cut", role: N3, b: append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), action: xdpDrop, reason: DropBadEthernet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			action, meta, _ := run(t, d, tc.role, tc.b)
@@ -219,10 +221,10 @@ func TestTruncatedFramesNeverRedirect(t *testing.T) {
 		role Role
 		f    frame
 	}{
-		{N3, frame{vlans: 2, teid: teidN3, exts: []layers.GTPExtensionHeader{{Type: extPort, Content: []byte{8, 0x68}}, pscDL(9, true, false)}, tpdu: userPacket(t, 20)}},
-		{N3, frame{ipv6: true, teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(9, false, false)}, tpdu: userPacket(t, 20)}},
-		{F1U, frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}}},
-		{F1U, frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: []byte{1, 2, 3, 4}}},
+		{role: N3, f: frame{vlans: 2, teid: teidN3, exts: []layers.GTPExtensionHeader{{Type: extPort, Content: []byte{8, 0x68}}, pscDL(9, true, false)}, tpdu: userPacket(t, 20)}},
+		{role: N3, f: frame{ipv6: true, teid: teidN3, exts: []layers.GTPExtensionHeader{pscDL(9, false, false)}, tpdu: userPacket(t, 20)}},
+		{role: F1U, f: frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}}},
+		{role: F1U, f: frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: []byte{1, 2, 3, 4}}},
 	} {
 		b := tc.f.bytes(t)
 		if action, _, _ := run(t, d, tc.role, b); action != xdpRedir {
@@ -287,10 +289,10 @@ func TestParseMetaRefuses(t *testing.T) {
 		pktLen int
 		want   error
 	}{
-		{b[1:], 60, ErrNoMeta},
-		{with(b, 0, 0), 60, ErrNoMeta},
-		{b, 59, ErrBadMeta},
-		{metaBytes(Meta{Magic: valid.Magic, RanOff: 60, RanLen: 1, Flags: MetaNRRAN}), 60, ErrBadMeta},
+		{b: b[1:], pktLen: 60, want: ErrNoMeta},
+		{b: with(b, 0, 0), pktLen: 60, want: ErrNoMeta},
+		{b: b, pktLen: 59, want: ErrBadMeta},
+		{b: metaBytes(Meta{Magic: valid.Magic, RanOff: 60, RanLen: 1, Flags: MetaNRRAN}), pktLen: 60, want: ErrBadMeta},
 	} {
 		if _, err := ParseMeta(tc.b, tc.pktLen); !errors.Is(err, tc.want) {
 			t.Errorf("ParseMeta(% x, %d): %v, want %v", tc.b, tc.pktLen, err, tc.want)

@@ -11,6 +11,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // A CU-UP's namespace with its N3 and F1-U veths, the UPF and the DU at
@@ -84,8 +85,8 @@ func TestEndToEnd(t *testing.T) {
 			for role, s := range sockets {
 				want := ours[role]
 				got := receiveOne(t, u, s)
-				if !bytes.Equal(u.Frame(got), want) {
-					t.Errorf("%v: received\n% x\nwant\n% x", role, u.Frame(got), want)
+				if diff := testsupport.FrameDiff(u.Frame(got), want); diff != "" {
+					t.Errorf("%v: received %s", role, diff)
 				}
 				m, err := ReadMeta(u, got)
 				if err != nil {
@@ -132,17 +133,8 @@ func TestEndToEnd(t *testing.T) {
 
 func newNetns(t *testing.T) *namespace.Netns {
 	t.Helper()
-	ns, err := namespace.New("cuupxdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
-	// No IPv6: nothing but the test's frames crosses the veths.
-	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
-		if err := ns.Sysctl(key, "1"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ns := testsupport.Netns(t, "cuupxdp")
+	testsupport.NoIPv6(t, ns)
 	return ns
 }
 

@@ -1,7 +1,6 @@
 package cuupxdp
 
 import (
-	"os"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -9,9 +8,7 @@ import (
 
 func openTest(t *testing.T, cfg Config) *Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: BPF")
-	}
+	testsupport.NeedRoot(t, "BPF")
 	d, err := Open(cfg)
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { d.Close() })

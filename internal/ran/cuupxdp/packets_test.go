@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -201,11 +202,7 @@ func run(t *testing.T, d *Datapath, role Role, b []byte) (uint32, []byte, []byte
 // namespace of the test's own.
 func withSockets(t *testing.T, d *Datapath) {
 	t.Helper()
-	ns, err := namespace.New("cuupxdp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Delete() })
+	ns := testsupport.Netns(t, "cuupxdp")
 	if err := namespace.Veth(ns, "c0", ns, "c1"); err != nil {
 		t.Fatal(err)
 	}

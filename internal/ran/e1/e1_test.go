@@ -47,60 +47,60 @@ func TestBadRequests(t *testing.T) {
 		field string
 		spoil func(r *BearerContextSetupRequest)
 	}{
-		{"securityInformation", func(r *BearerContextSetupRequest) { r.Security.Key.Integrity = nil }},
-		{"securityInformation.upSecurityKey.encryptionKey", func(r *BearerContextSetupRequest) { r.Security.Key.Encryption = make(Key, 8) }},
-		{"securityInformation.upSecurityKey.integrityProtectionKey", func(r *BearerContextSetupRequest) {
+		{field: "securityInformation", spoil: func(r *BearerContextSetupRequest) { r.Security.Key.Integrity = nil }},
+		{field: "securityInformation.upSecurityKey.encryptionKey", spoil: func(r *BearerContextSetupRequest) { r.Security.Key.Encryption = make(Key, 8) }},
+		{field: "securityInformation.upSecurityKey.integrityProtectionKey", spoil: func(r *BearerContextSetupRequest) {
 			r.Security.Key.Integrity = ptr(make(Key, 0))
 		}},
-		{"pduSessionResourceToSetupList", func(r *BearerContextSetupRequest) { r.PDUSessions = nil }},
-		{"pduSessionResourceToSetupList[1].pduSessionId", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions = nil }},
+		{field: "pduSessionResourceToSetupList[1].pduSessionId", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions = append(r.PDUSessions, r.PDUSessions[0])
 		}},
-		{"pduSessionResourceToSetupList[0].pduSessionId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].ID = 0 }},
-		{"pduSessionResourceToSetupList[0].pduSessionType", func(r *BearerContextSetupRequest) { r.PDUSessions[0].Type = "ip" }},
-		{"pduSessionResourceToSetupList[0].snssai.sd", func(r *BearerContextSetupRequest) { r.PDUSessions[0].SNSSAI.SD = ptr[uint32](1 << 24) }},
-		{"pduSessionResourceToSetupList[0].securityIndication.integrityProtectionIndication", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].pduSessionId", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].ID = 0 }},
+		{field: "pduSessionResourceToSetupList[0].pduSessionType", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].Type = "ip" }},
+		{field: "pduSessionResourceToSetupList[0].snssai.sd", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].SNSSAI.SD = ptr[uint32](1 << 24) }},
+		{field: "pduSessionResourceToSetupList[0].securityIndication.integrityProtectionIndication", spoil: func(r *BearerContextSetupRequest) {
 			r.Security.Algorithm.Integrity, r.Security.Key.Integrity = nil, nil
 		}},
-		{"pduSessionResourceToSetupList[0].securityIndication.confidentialityProtectionIndication", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].securityIndication.confidentialityProtectionIndication", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].SecurityIndication.Confidentiality = "maybe"
 		}},
-		{"pduSessionResourceToSetupList[0].ngUlUpTnlInformation", func(r *BearerContextSetupRequest) { r.PDUSessions[0].ULTunnel.TEID = 0 }},
-		{"pduSessionResourceToSetupList[0].ngUlUpTnlInformation", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].ngUlUpTnlInformation", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].ULTunnel.TEID = 0 }},
+		{field: "pduSessionResourceToSetupList[0].ngUlUpTnlInformation", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].ULTunnel.Address = netip.Addr{}
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs = nil }},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 1 }},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 33 }},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].sdapConfiguration.defaultDrb", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs = nil }},
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 1 }},
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].drbId", spoil: func(r *BearerContextSetupRequest) { r.PDUSessions[0].DRBs[1].ID = 33 }},
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].sdapConfiguration.defaultDrb", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].SDAP.DefaultDRB = true
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].QoSFlows = r.PDUSessions[0].DRBs[0].QoSFlows[:1]
 			r.PDUSessions[0].DRBs[0].SDAP.HeaderUL = false
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.pdcpSnSizeDl", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.pdcpSnSizeDl", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].PDCP.SNSizeDL = 7
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.rlcMode", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.rlcMode", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].PDCP.RLCMode = RLCTM
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.tReorderingTimerMs", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.tReorderingTimerMs", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].PDCP.TReordering = ptr[uint16](3)
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].pdcpConfiguration.discardTimerMs", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].pdcpConfiguration.discardTimerMs", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].PDCP.DiscardTimer = ptr[uint16](0)
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].QoSFlows = nil
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[0].sdapConfiguration.sdapHeaderUl", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[0].SDAP.HeaderUL = false
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].QoSFlows[0].QFI = 9
 		}},
-		{"pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", func(r *BearerContextSetupRequest) {
+		{field: "pduSessionResourceToSetupList[0].drbToSetupList[1].qosFlowInformationToBeSetup[0].qosFlowIdentifier", spoil: func(r *BearerContextSetupRequest) {
 			r.PDUSessions[0].DRBs[1].QoSFlows[0].QFI = 64
 		}},
 	} {

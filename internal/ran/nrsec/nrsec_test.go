@@ -101,18 +101,18 @@ func TestInputsMatter(t *testing.T) {
 		count             uint32
 		bearer, direction uint8
 	}
-	base := inputs{key, 0x12345678, 7, 1}
+	base := inputs{key: key, count: 0x12345678, bearer: 7, direction: 1}
 	changed := []inputs{
-		{otherKey, base.count, base.bearer, base.direction},
-		{key, base.count + 1, base.bearer, base.direction},
-		{key, base.count ^ 0x80000000, base.bearer, base.direction},
-		{key, base.count, base.bearer ^ 0x10, base.direction},
-		{key, base.count, base.bearer ^ 1, base.direction},
-		{key, base.count, base.bearer, 0},
+		{key: otherKey, count: base.count, bearer: base.bearer, direction: base.direction},
+		{key: key, count: base.count + 1, bearer: base.bearer, direction: base.direction},
+		{key: key, count: base.count ^ 0x80000000, bearer: base.bearer, direction: base.direction},
+		{key: key, count: base.count, bearer: base.bearer ^ 0x10, direction: base.direction},
+		{key: key, count: base.count, bearer: base.bearer ^ 1, direction: base.direction},
+		{key: key, count: base.count, bearer: base.bearer, direction: 0},
 	}
 	same := []inputs{
-		{key, base.count, base.bearer | 0xe0, base.direction},
-		{key, base.count, base.bearer, base.direction | 0xfe},
+		{key: key, count: base.count, bearer: base.bearer | 0xe0, direction: base.direction},
+		{key: key, count: base.count, bearer: base.bearer, direction: base.direction | 0xfe},
 	}
 	for _, alg := range algorithms[1:] {
 		run := func(in inputs) ([]byte, [4]byte) {
@@ -267,13 +267,13 @@ func TestBadAlgorithmOrKey(t *testing.T) {
 		key  int
 		want string
 	}{
-		{4, KeySize, "unknown"},
-		{255, KeySize, "unknown"},
-		{Null, 0, "0 bytes"},
-		{SNOW3G, 15, "15 bytes"},
-		{AES, 17, "17 bytes"},
-		{ZUC, 32, "32 bytes"},
-		{AES, 24, "24 bytes"}, // an AES-192 key is not NEA2's
+		{alg: 4, key: KeySize, want: "unknown"},
+		{alg: 255, key: KeySize, want: "unknown"},
+		{alg: Null, key: 0, want: "0 bytes"},
+		{alg: SNOW3G, key: 15, want: "15 bytes"},
+		{alg: AES, key: 17, want: "17 bytes"},
+		{alg: ZUC, key: 32, want: "32 bytes"},
+		{alg: AES, key: 24, want: "24 bytes"}, // an AES-192 key is not NEA2's
 	} {
 		key := make([]byte, tc.key)
 		c, err := NewCipher(tc.alg, key)

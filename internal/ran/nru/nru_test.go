@@ -19,17 +19,17 @@ var userDataFrames = []struct {
 	d     DLUserData
 	frame []byte
 }{
-	{"SN and polling", DLUserData{SN: 0x123456, ReportPolling: true},
-		[]byte{0x01, 0x00, 0x12, 0x34, 0x56, 0 /* padding */}},
-	{"no flags, SN 0", DLUserData{},
-		[]byte{0x00, 0x00, 0, 0, 0, 0}},
-	{"every field", DLUserData{
+	{name: "SN and polling", d: DLUserData{SN: 0x123456, ReportPolling: true},
+		frame: []byte{0x01, 0x00, 0x12, 0x34, 0x56, 0 /* padding */}},
+	{name: "no flags, SN 0", d: DLUserData{},
+		frame: []byte{0x00, 0x00, 0, 0, 0, 0}},
+	{name: "every field", d: DLUserData{
 		SN: 0x000102, ReportPolling: true, RequestOutOfSeqReport: true, UserDataExistence: true,
 		AssistanceInfoPolling: true, Retransmission: true,
 		Flush: true, DiscardSN: 0x000a0b,
-		DiscardBlocks:   []DiscardBlock{{0x010203, 4}, {0x020304, 0xff}},
+		DiscardBlocks:   []DiscardBlock{{Start: 0x010203, Size: 4}, {Start: 0x020304, Size: 0xff}},
 		ReportDelivered: true, ReportSN: 0x03ffff,
-	}, []byte{
+	}, frame: []byte{
 		0x07,             // type 0, spare, DL discard blocks, DL flush, report polling
 		0x1f,             // spare ×3, out-of-seq, report delivered, user data, assistance, retransmission
 		0x00, 0x01, 0x02, // NR-U SN
@@ -40,8 +40,8 @@ var userDataFrames = []struct {
 		0x03, 0xff, 0xff, // DL report NR PDCP PDU SN
 		0, 0, // padding: 20 octets to 22
 	}},
-	{"report delivered only", DLUserData{SN: MaxSN, ReportDelivered: true, ReportSN: 7},
-		[]byte{0x00, 0x08, 0xff, 0xff, 0xff, 0x00, 0x00, 0x07, 0, 0}},
+	{name: "report delivered only", d: DLUserData{SN: MaxSN, ReportDelivered: true, ReportSN: 7},
+		frame: []byte{0x00, 0x08, 0xff, 0xff, 0xff, 0x00, 0x00, 0x07, 0, 0}},
 }
 
 var statusFrames = []struct {
@@ -49,22 +49,22 @@ var statusFrames = []struct {
 	s     DeliveryStatus
 	frame []byte
 }{
-	{"desired buffer size only", DeliveryStatus{DesiredBufferSize: 0x00010000},
-		[]byte{0x10, 0x00, 0x00, 0x01, 0x00, 0x00}},
-	{"highest delivered and transmitted", DeliveryStatus{DesiredBufferSize: 100000,
+	{name: "desired buffer size only", s: DeliveryStatus{DesiredBufferSize: 0x00010000},
+		frame: []byte{0x10, 0x00, 0x00, 0x01, 0x00, 0x00}},
+	{name: "highest delivered and transmitted", s: DeliveryStatus{DesiredBufferSize: 100000,
 		HasHighestDelivered: true, HighestDeliveredSN: 0xffe, HasHighestTransmitted: true, HighestTransmittedSN: 0xfff},
-		[]byte{0x1c, 0x00, 0x00, 0x01, 0x86, 0xa0, 0x00, 0x0f, 0xfe, 0x00, 0x0f, 0xff, 0, 0}},
-	{"every field", DeliveryStatus{
+		frame: []byte{0x1c, 0x00, 0x00, 0x01, 0x86, 0xa0, 0x00, 0x0f, 0xfe, 0x00, 0x0f, 0xff, 0, 0}},
+	{name: "every field", s: DeliveryStatus{
 		FinalFrame:         true,
 		HasDesiredDataRate: true, DesiredDataRate: 0x0a0b0c0d,
-		LostRanges:          []SNRange{{5, 7}},
+		LostRanges:          []SNRange{{Start: 5, End: 7}},
 		HasHighestDelivered: true, HighestDeliveredSN: 0x010101,
 		HasHighestTransmitted: true, HighestTransmittedSN: 0x020202,
 		HasCause: true, Cause: CauseDLRadioLinkOutage,
 		HasHighestDeliveredRetransmitted: true, HighestDeliveredRetransmittedSN: 0x030303,
 		HasHighestRetransmitted: true, HighestRetransmittedSN: 0x040404,
-		DeliveredRanges: []SNRange{{0x10, 0x12}, {0x20, 0x20}},
-	}, []byte{
+		DeliveredRanges: []SNRange{{Start: 0x10, End: 0x12}, {Start: 0x20, End: 0x20}},
+	}, frame: []byte{
 		0x1f,       // type 1, highest transmitted, highest delivered, final frame, lost packet report
 		0x1f,       // spare ×3, delivered ranges, data rate, retransmitted, delivered retransmitted, cause
 		0, 0, 0, 0, // desired buffer size
@@ -188,13 +188,13 @@ func TestDecodeErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"status as user data", d.Decode(statusFrames[0].frame), "not DL USER DATA"},
-		{"user data as status", s.Decode(userDataFrames[0].frame), "not DL DATA DELIVERY STATUS"},
-		{"assistance information as status", s.Decode([]byte{0x20, 0, 0, 0, 0, 0}), "ASSISTANCE INFORMATION, not"},
-		{"no discard blocks", d.Decode([]byte{0x04, 0, 0, 0, 1, 0}), "flagged but none"},
-		{"no lost ranges", s.Decode([]byte{0x11, 0, 0, 0, 0, 0, 0}), "number of lost NR-U SN ranges is 0"},
-		{"no delivered ranges", s.Decode([]byte{0x10, 0x10, 0, 0, 0, 0, 0}), "delivered out-of-sequence NR PDCP SN ranges is 0"},
-		{"empty status", s.Decode(nil), "truncated"},
+		{name: "status as user data", err: d.Decode(statusFrames[0].frame), want: "not DL USER DATA"},
+		{name: "user data as status", err: s.Decode(userDataFrames[0].frame), want: "not DL DATA DELIVERY STATUS"},
+		{name: "assistance information as status", err: s.Decode([]byte{0x20, 0, 0, 0, 0, 0}), want: "ASSISTANCE INFORMATION, not"},
+		{name: "no discard blocks", err: d.Decode([]byte{0x04, 0, 0, 0, 1, 0}), want: "flagged but none"},
+		{name: "no lost ranges", err: s.Decode([]byte{0x11, 0, 0, 0, 0, 0, 0}), want: "number of lost NR-U SN ranges is 0"},
+		{name: "no delivered ranges", err: s.Decode([]byte{0x10, 0x10, 0, 0, 0, 0, 0}), want: "delivered out-of-sequence NR PDCP SN ranges is 0"},
+		{name: "empty status", err: s.Decode(nil), want: "truncated"},
 	} {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error about %q", tc.name, tc.err, tc.want)
@@ -216,16 +216,16 @@ func TestPutErrors(t *testing.T) {
 		buf  int
 		want string
 	}{
-		{"short buffer", (&DLUserData{}).Put, 5, "6-octet"},
-		{"NR-U SN over 24 bits", (&DLUserData{SN: 1 << 24}).Put, 64, "3 octets"},
-		{"discard SN over 24 bits", (&DLUserData{Flush: true, DiscardSN: 1 << 24}).Put, 64, "3 octets"},
-		{"block start over 24 bits", (&DLUserData{DiscardBlocks: []DiscardBlock{{1 << 24, 1}}}).Put, 64, "3 octets"},
-		{"256 discard blocks", (&DLUserData{DiscardBlocks: make([]DiscardBlock, 256)}).Put, 2048, "256 discard blocks"},
-		{"short status buffer", (&DeliveryStatus{HasCause: true}).Put, 6, "10-octet"},
-		{"status SN over 24 bits", (&DeliveryStatus{HasHighestTransmitted: true, HighestTransmittedSN: 1 << 24}).Put, 64, "3 octets"},
-		{"range end over 24 bits", (&DeliveryStatus{LostRanges: []SNRange{{1, 1 << 24}}}).Put, 64, "3 octets"},
-		{"256 ranges", (&DeliveryStatus{LostRanges: many}).Put, 2048, "over 255"},
-		{"frame over 255 units of an extension header", (&DeliveryStatus{LostRanges: many[:170]}).Put, 2048, "over the 1018"},
+		{name: "short buffer", put: (&DLUserData{}).Put, buf: 5, want: "6-octet"},
+		{name: "NR-U SN over 24 bits", put: (&DLUserData{SN: 1 << 24}).Put, buf: 64, want: "3 octets"},
+		{name: "discard SN over 24 bits", put: (&DLUserData{Flush: true, DiscardSN: 1 << 24}).Put, buf: 64, want: "3 octets"},
+		{name: "block start over 24 bits", put: (&DLUserData{DiscardBlocks: []DiscardBlock{{Start: 1 << 24, Size: 1}}}).Put, buf: 64, want: "3 octets"},
+		{name: "256 discard blocks", put: (&DLUserData{DiscardBlocks: make([]DiscardBlock, 256)}).Put, buf: 2048, want: "256 discard blocks"},
+		{name: "short status buffer", put: (&DeliveryStatus{HasCause: true}).Put, buf: 6, want: "10-octet"},
+		{name: "status SN over 24 bits", put: (&DeliveryStatus{HasHighestTransmitted: true, HighestTransmittedSN: 1 << 24}).Put, buf: 64, want: "3 octets"},
+		{name: "range end over 24 bits", put: (&DeliveryStatus{LostRanges: []SNRange{{Start: 1, End: 1 << 24}}}).Put, buf: 64, want: "3 octets"},
+		{name: "256 ranges", put: (&DeliveryStatus{LostRanges: many}).Put, buf: 2048, want: "over 255"},
+		{name: "frame over 255 units of an extension header", put: (&DeliveryStatus{LostRanges: many[:170]}).Put, buf: 2048, want: "over the 1018"},
 	} {
 		b := make([]byte, tc.buf)
 		if _, err := tc.put(b); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -244,7 +244,7 @@ func TestExtension(t *testing.T) {
 	for _, tc := range []struct {
 		frame []byte
 		units byte
-	}{{userDataFrames[0].frame, 2}, {statusFrames[2].frame, 12}} {
+	}{{frame: userDataFrames[0].frame, units: 2}, {frame: statusFrames[2].frame, units: 12}} {
 		b := make([]byte, gtpu.GPDUHeaderLen(len(tc.frame))+len(pdcp))
 		n := gtpu.PutGPDUHeader(b, 1, len(pdcp), ExtensionType, tc.frame)
 		copy(b[n:], pdcp)

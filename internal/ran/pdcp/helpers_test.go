@@ -98,3 +98,18 @@ func (f *fixture) take() []uint32 {
 	f.delivered = nil
 	return d
 }
+
+// Next is TX_NEXT, the COUNT the next PDU gets.
+func (t *Transmitter) Next() uint32 { return uint32(t.txNext) }
+
+// Protect turns the SDU in buf[off:] into a PDCP Data PDU in place (38.323
+// 5.2.1): Number, then Seal.
+func (t *Transmitter) Protect(buf []byte, off int) (out []byte, start int, count uint32, err error) {
+	if start, count, err = t.Number(buf, off); err != nil {
+		return buf, off, 0, err
+	}
+	return t.Seal(buf, off, count), start, count, nil
+}
+
+// State returns the state variables.
+func (r *Receiver) State() RxState { return r.st }

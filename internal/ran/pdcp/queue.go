@@ -26,7 +26,6 @@ type QueueStats struct {
 type Queue[T any] struct {
 	ring         []queued[T]
 	head, n      int
-	bytes        int
 	discardTimer time.Duration
 	onDiscard    func(T)
 	stats        QueueStats
@@ -67,7 +66,6 @@ func (q *Queue[T]) Push(item T, size int, now time.Time) error {
 	}
 	q.ring[(q.head+q.n)%len(q.ring)] = queued[T]{item: item, size: size, deadline: deadline}
 	q.n++
-	q.bytes += size
 	q.stats.Queued++
 	return nil
 }
@@ -105,7 +103,6 @@ func (q *Queue[T]) pop() queued[T] {
 	q.ring[q.head] = queued[T]{} // let go of the caller's buffer
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
-	q.bytes -= e.size
 	return e
 }
 
@@ -119,9 +116,6 @@ func (q *Queue[T]) NextDeadline() (time.Time, bool) {
 
 // Len is the number of SDUs queued.
 func (q *Queue[T]) Len() int { return q.n }
-
-// Bytes is the total size of the SDUs queued.
-func (q *Queue[T]) Bytes() int { return q.bytes }
 
 // Stats returns the counters.
 func (q *Queue[T]) Stats() QueueStats { return q.stats }

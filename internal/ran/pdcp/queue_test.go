@@ -83,7 +83,7 @@ func TestQueueInfinity(t *testing.T) {
 	for _, tc := range []struct {
 		limit int
 		timer time.Duration
-	}{{0, ms}, {1, 0}, {1, -ms}} {
+	}{{limit: 0, timer: ms}, {limit: 1, timer: 0}, {limit: 1, timer: -ms}} {
 		if _, err := NewQueue[int](tc.limit, tc.timer, nil); err == nil {
 			t.Errorf("NewQueue(%d, %v) accepted", tc.limit, tc.timer)
 		}
@@ -107,4 +107,13 @@ func BenchmarkQueue(b *testing.B) {
 		}
 		batch = q.Pull(batch[:0], 64*1400, now)
 	}
+}
+
+// Bytes is the total size of the SDUs queued.
+func (q *Queue[T]) Bytes() int {
+	n := 0
+	for i := range q.n {
+		n += q.ring[(q.head+i)%len(q.ring)].size
+	}
+	return n
 }

@@ -92,9 +92,6 @@ func NewReceiver(cfg RxConfig) (*Receiver, error) {
 	}, nil
 }
 
-// State returns the state variables.
-func (r *Receiver) State() RxState { return r.st }
-
 // Stats returns the counters.
 func (r *Receiver) Stats() RxStats { return r.stats }
 

@@ -140,16 +140,16 @@ func TestReceiveStats(t *testing.T) {
 		pdu  []byte
 		want error
 	}{
-		{pdus[0], nil},
-		{bytes.Clone(pdus[0]), ErrOutOfWindow}, // the original was deciphered in place
-		{pdus[1], nil},
-		{bad, ErrIntegrity},
-		{pdus[2], nil},
-		{pdus[3], ErrBufferFull},
-		{[]byte{0x80}, ErrMalformed},
-		{[]byte{0x80, 0, 1, 2, 3}, ErrMalformed}, // header, no room for the MAC-I
-		{nil, ErrMalformed},
-		{[]byte{0x00, 0, 0, 0, 7}, nil}, // a status report
+		{pdu: pdus[0], want: nil},
+		{pdu: bytes.Clone(pdus[0]), want: ErrOutOfWindow}, // the original was deciphered in place
+		{pdu: pdus[1], want: nil},
+		{pdu: bad, want: ErrIntegrity},
+		{pdu: pdus[2], want: nil},
+		{pdu: pdus[3], want: ErrBufferFull},
+		{pdu: []byte{0x80}, want: ErrMalformed},
+		{pdu: []byte{0x80, 0, 1, 2, 3}, want: ErrMalformed}, // header, no room for the MAC-I
+		{pdu: nil, want: ErrMalformed},
+		{pdu: []byte{0x00, 0, 0, 0, 7}, want: nil}, // a status report
 	} {
 		if err := f.rx.Receive(in.pdu, f.t0); !errors.Is(err, in.want) {
 			t.Errorf("PDU %x: %v, want %v", in.pdu, err, in.want)
@@ -272,10 +272,10 @@ func TestStatusReport(t *testing.T) {
 		name string
 		pdu  []byte
 	}{
-		{"empty", nil},
-		{"data PDU", []byte{0x80, 0, 0, 0, 0}},
-		{"ROHC feedback", []byte{0x10, 0, 0, 0, 0}},
-		{"short", []byte{0x00, 0, 0, 0}},
+		{name: "empty", pdu: nil},
+		{name: "data PDU", pdu: []byte{0x80, 0, 0, 0, 0}},
+		{name: "ROHC feedback", pdu: []byte{0x10, 0, 0, 0, 0}},
+		{name: "short", pdu: []byte{0x00, 0, 0, 0}},
 	} {
 		if _, err := ParseStatusReport(tc.pdu); err == nil {
 			t.Errorf("%s: parsed", tc.name)
@@ -332,8 +332,8 @@ func BenchmarkReceive(b *testing.B) {
 		name    string
 		reorder bool
 	}{
-		{"in-order", false},
-		{"pairs-swapped", true},
+		{name: "in-order", reorder: false},
+		{name: "pairs-swapped", reorder: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			// No security: the doubles' SHA-256 would hide what the entity
@@ -384,7 +384,7 @@ func TestReceiveInSteps(t *testing.T) {
 			t.Fatalf("Check of COUNT %d: %d, %v, %v", c, count, data, err)
 		}
 		sdu, ok := f.rx.Open(pdu, count)
-		steps = append(steps, step{count, sdu, ok})
+		steps = append(steps, step{count: count, sdu: sdu, ok: ok})
 	}
 	var errs []error
 	for _, s := range steps {

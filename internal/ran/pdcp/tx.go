@@ -32,15 +32,12 @@ func NewTransmitter(cfg Config) (*Transmitter, error) {
 	return &Transmitter{cfg: cfg, hdr: cfg.headerLen()}, nil
 }
 
-// Headroom is the room Protect needs before the SDU: the header length.
+// Headroom is the room Number needs before the SDU: the header length.
 func (t *Transmitter) Headroom() int { return t.hdr }
 
-// Tailroom is the room Protect needs after the SDU, within the buffer's
+// Tailroom is the room Seal needs after the SDU, within the buffer's
 // capacity: the MAC-I when integrity protection is on.
 func (t *Transmitter) Tailroom() int { return t.cfg.macLen() }
-
-// Next is TX_NEXT, the COUNT the next PDU gets.
-func (t *Transmitter) Next() uint32 { return uint32(t.txNext) }
 
 // Stats returns the counters.
 func (t *Transmitter) Stats() TxStats { return t.stats }
@@ -48,15 +45,6 @@ func (t *Transmitter) Stats() TxStats { return t.stats }
 // ErrCountExhausted is returned once COUNT 2^32-1 has been used: COUNT must
 // not wrap (38.323 5.2.1), the DRB needs new keys first.
 var ErrCountExhausted = errors.New("COUNT exhausted")
-
-// Protect turns the SDU in buf[off:] into a PDCP Data PDU in place (38.323
-// 5.2.1): Number, then Seal.
-func (t *Transmitter) Protect(buf []byte, off int) (out []byte, start int, count uint32, err error) {
-	if start, count, err = t.Number(buf, off); err != nil {
-		return buf, off, 0, err
-	}
-	return t.Seal(buf, off, count), start, count, nil
-}
 
 // Number gives the SDU in buf[off:] the next COUNT and writes the PDU
 // header in the Headroom octets before off; it returns where the PDU

@@ -19,12 +19,12 @@ func TestDataPDULayout(t *testing.T) {
 		count  uint64
 		want   []byte
 	}{
-		{"12-bit SN 0", 12, 0, []byte{0b1000_0000, 0x00}},
-		{"12-bit SN 0xabc of COUNT 0x12abc", 12, 0x12abc, []byte{0b1000_1010, 0xbc}},
-		{"12-bit SN 4095", 12, 4095, []byte{0b1000_1111, 0xff}},
-		{"18-bit SN 0", 18, 0, []byte{0b1000_0000, 0x00, 0x00}},
-		{"18-bit SN 0x2abcd of COUNT 0x7eabcd", 18, 0x7eabcd, []byte{0b1000_0010, 0xab, 0xcd}},
-		{"18-bit SN 2^18-1", 18, 1<<18 - 1, []byte{0b1000_0011, 0xff, 0xff}},
+		{name: "12-bit SN 0", snSize: 12, count: 0, want: []byte{0b1000_0000, 0x00}},
+		{name: "12-bit SN 0xabc of COUNT 0x12abc", snSize: 12, count: 0x12abc, want: []byte{0b1000_1010, 0xbc}},
+		{name: "12-bit SN 4095", snSize: 12, count: 4095, want: []byte{0b1000_1111, 0xff}},
+		{name: "18-bit SN 0", snSize: 18, count: 0, want: []byte{0b1000_0000, 0x00, 0x00}},
+		{name: "18-bit SN 0x2abcd of COUNT 0x7eabcd", snSize: 18, count: 0x7eabcd, want: []byte{0b1000_0010, 0xab, 0xcd}},
+		{name: "18-bit SN 2^18-1", snSize: 18, count: 1<<18 - 1, want: []byte{0b1000_0011, 0xff, 0xff}},
 	} {
 		tx, err := NewTransmitter(Config{SNSize: tc.snSize, DRB: 1, Direction: Downlink})
 		if err != nil {
@@ -128,10 +128,10 @@ func TestProtectErrors(t *testing.T) {
 		off  int
 		want string
 	}{
-		{"no headroom", make([]byte, 10, 20), 2, "header"},
-		{"offset beyond the buffer", make([]byte, 10, 20), 11, "header"},
-		{"no tailroom", make([]byte, 10), 3, "MAC-I"},
-		{"SDU too large", make([]byte, 3+MaxSDUSize+1, 3+MaxSDUSize+5), 3, "maximum"},
+		{name: "no headroom", buf: make([]byte, 10, 20), off: 2, want: "header"},
+		{name: "offset beyond the buffer", buf: make([]byte, 10, 20), off: 11, want: "header"},
+		{name: "no tailroom", buf: make([]byte, 10), off: 3, want: "MAC-I"},
+		{name: "SDU too large", buf: make([]byte, 3+MaxSDUSize+1, 3+MaxSDUSize+5), off: 3, want: "maximum"},
 	} {
 		before := bytes.Clone(tc.buf)
 		if _, _, _, err := tx.Protect(tc.buf, tc.off); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -158,10 +158,10 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"SN size", Config{SNSize: 7, DRB: 1}, "SN size 7"},
-		{"DRB 0", Config{SNSize: 12}, "DRB ID 0"},
-		{"DRB 33", Config{SNSize: 12, DRB: 33}, "DRB ID 33"},
-		{"direction", Config{SNSize: 12, DRB: 1, Direction: 2}, "direction 2"},
+		{name: "SN size", cfg: Config{SNSize: 7, DRB: 1}, want: "SN size 7"},
+		{name: "DRB 0", cfg: Config{SNSize: 12}, want: "DRB ID 0"},
+		{name: "DRB 33", cfg: Config{SNSize: 12, DRB: 33}, want: "DRB ID 33"},
+		{name: "direction", cfg: Config{SNSize: 12, DRB: 1, Direction: 2}, want: "direction 2"},
 	} {
 		if _, err := NewTransmitter(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one about %q", tc.name, err, tc.want)
@@ -173,10 +173,10 @@ func TestConfigErrors(t *testing.T) {
 		cfg  RxConfig
 		want string
 	}{
-		{"no Deliver", RxConfig{Config: secured(12)}, "Deliver"},
-		{"negative t-Reordering", RxConfig{Config: secured(12), TReordering: -1, Deliver: deliver}, "t-Reordering"},
-		{"negative MaxBuffered", RxConfig{Config: secured(12), MaxBuffered: -1, Deliver: deliver}, "MaxBuffered"},
-		{"bad Config", RxConfig{Config: Config{SNSize: 12}, Deliver: deliver}, "DRB ID 0"},
+		{name: "no Deliver", cfg: RxConfig{Config: secured(12)}, want: "Deliver"},
+		{name: "negative t-Reordering", cfg: RxConfig{Config: secured(12), TReordering: -1, Deliver: deliver}, want: "t-Reordering"},
+		{name: "negative MaxBuffered", cfg: RxConfig{Config: secured(12), MaxBuffered: -1, Deliver: deliver}, want: "MaxBuffered"},
+		{name: "bad Config", cfg: RxConfig{Config: Config{SNSize: 12}, Deliver: deliver}, want: "DRB ID 0"},
 	} {
 		if _, err := NewReceiver(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one about %q", tc.name, err, tc.want)

@@ -48,19 +48,6 @@ func (h DLHeader) Octet() byte {
 	return b
 }
 
-// ParseDLHeader decodes the octet of a DL SDAP header.
-func ParseDLHeader(b byte) DLHeader {
-	return DLHeader{RDI: b&bitRDI != 0, RQI: b&bitRQI != 0, QFI: b & qfiBits}
-}
-
-// ULDataHeader is the header of a UL SDAP data PDU carrying qfi (37.324
-// 6.2.2.3): D/C = 1, R = 0.
-func ULDataHeader(qfi uint8) byte { return bitDC | qfi&qfiBits }
-
-// EndMarker is the UL end-marker control PDU for qfi (37.324 6.2.3): the
-// UE's last PDU of that QoS flow on a DRB it has been moved away from.
-func EndMarker(qfi uint8) byte { return qfi & qfiBits }
-
 // DRB is the SDAP configuration of one data radio bearer of a session
 // (TS 38.331 SDAP-Config).
 type DRB struct {

@@ -31,19 +31,19 @@ func TestHeaderOctets(t *testing.T) {
 		got  byte
 		want byte
 	}{
-		{"DL QFI 9", DLHeader{QFI: 9}.Octet(), 0b00_001001},
-		{"DL RDI", DLHeader{RDI: true, QFI: 63}.Octet(), 0b10_111111},
-		{"DL RQI", DLHeader{RQI: true, QFI: 1}.Octet(), 0b01_000001},
-		{"DL both", DLHeader{RDI: true, RQI: true, QFI: 0}.Octet(), 0b11_000000},
-		{"UL data", ULDataHeader(9), 0b10_001001},
-		{"UL end marker", EndMarker(9), 0b00_001001},
+		{name: "DL QFI 9", got: DLHeader{QFI: 9}.Octet(), want: 0b00_001001},
+		{name: "DL RDI", got: DLHeader{RDI: true, QFI: 63}.Octet(), want: 0b10_111111},
+		{name: "DL RQI", got: DLHeader{RQI: true, QFI: 1}.Octet(), want: 0b01_000001},
+		{name: "DL both", got: DLHeader{RDI: true, RQI: true, QFI: 0}.Octet(), want: 0b11_000000},
+		{name: "UL data", got: ulDataHeader(9), want: 0b10_001001},
+		{name: "UL end marker", got: endMarker(9), want: 0b00_001001},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %08b, want %08b", tc.name, tc.got, tc.want)
 		}
 	}
-	if h := ParseDLHeader(0b10_101010); h != (DLHeader{RDI: true, QFI: 42}) {
-		t.Errorf("ParseDLHeader = %+v", h)
+	if h := parseDLHeader(0b10_101010); h != (DLHeader{RDI: true, QFI: 42}) {
+		t.Errorf("parseDLHeader = %+v", h)
 	}
 }
 
@@ -58,12 +58,12 @@ func TestDownlink(t *testing.T) {
 		wantStart int
 		wantHdr   byte // the octet before the SDU, when a header is written
 	}{
-		{"mapped, DL header", 1, false, 1, 1, 0b00_000001},
-		{"RQI from N3", 1, true, 1, 1, 0b01_000001},
-		{"RDI configured", 9, false, 1, 1, 0b10_001001},
-		{"both", 9, true, 1, 1, 0b11_001001},
-		{"no DL header: SDU unchanged", 5, true, 2, 2, 0},
-		{"unmapped flow to the default DRB", 33, false, 1, 1, 0b00_100001},
+		{name: "mapped, DL header", qfi: 1, rqi: false, wantDRB: 1, wantStart: 1, wantHdr: 0b00_000001},
+		{name: "RQI from N3", qfi: 1, rqi: true, wantDRB: 1, wantStart: 1, wantHdr: 0b01_000001},
+		{name: "RDI configured", qfi: 9, rqi: false, wantDRB: 1, wantStart: 1, wantHdr: 0b10_001001},
+		{name: "both", qfi: 9, rqi: true, wantDRB: 1, wantStart: 1, wantHdr: 0b11_001001},
+		{name: "no DL header: SDU unchanged", qfi: 5, rqi: true, wantDRB: 2, wantStart: 2, wantHdr: 0},
+		{name: "unmapped flow to the default DRB", qfi: 33, rqi: false, wantDRB: 1, wantStart: 1, wantHdr: 0b00_100001},
 	} {
 		buf := append([]byte{0, 0}, sdu...)
 		drb, start, err := s.Downlink(buf, 2, tc.qfi, tc.rqi)
@@ -96,11 +96,11 @@ func TestDownlinkErrors(t *testing.T) {
 		qfi  uint8
 		want string
 	}{
-		{"QFI over 6 bits", s, 1, 64, "QFI 64"},
-		{"no headroom", s, 0, 1, "headroom"},
-		{"offset beyond the buffer", s, 11, 1, "offset"},
-		{"negative offset", s, -1, 1, "offset"},
-		{"unmapped, no default", noDefault, 1, 7, "no default DRB"},
+		{name: "QFI over 6 bits", s: s, off: 1, qfi: 64, want: "QFI 64"},
+		{name: "no headroom", s: s, off: 0, qfi: 1, want: "headroom"},
+		{name: "offset beyond the buffer", s: s, off: 11, qfi: 1, want: "offset"},
+		{name: "negative offset", s: s, off: -1, qfi: 1, want: "offset"},
+		{name: "unmapped, no default", s: noDefault, off: 1, qfi: 7, want: "no default DRB"},
 	} {
 		before := bytes.Clone(buf)
 		if _, _, err := tc.s.Downlink(buf, tc.off, tc.qfi, false); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -125,12 +125,12 @@ func TestUplink(t *testing.T) {
 		pdu  []byte
 		want Uplink
 	}{
-		{"data PDU", 1, append([]byte{0b10_000001}, payload...), Uplink{QFI: 1, SDU: payload}},
-		{"R bit ignored", 1, append([]byte{0b11_001001}, payload...), Uplink{QFI: 9, SDU: payload}},
-		{"unmapped flow on the default DRB", 1, append([]byte{0b10_011111}, payload...), Uplink{QFI: 31, SDU: payload}},
-		{"empty SDU", 1, []byte{0b10_000001}, Uplink{QFI: 1, SDU: []byte{}}},
-		{"end marker", 1, []byte{0b00_001001}, Uplink{QFI: 9, EndMarker: true}},
-		{"no UL header: the DRB's flow", 2, payload, Uplink{QFI: 5, SDU: payload}},
+		{name: "data PDU", drb: 1, pdu: append([]byte{0b10_000001}, payload...), want: Uplink{QFI: 1, SDU: payload}},
+		{name: "R bit ignored", drb: 1, pdu: append([]byte{0b11_001001}, payload...), want: Uplink{QFI: 9, SDU: payload}},
+		{name: "unmapped flow on the default DRB", drb: 1, pdu: append([]byte{0b10_011111}, payload...), want: Uplink{QFI: 31, SDU: payload}},
+		{name: "empty SDU", drb: 1, pdu: []byte{0b10_000001}, want: Uplink{QFI: 1, SDU: []byte{}}},
+		{name: "end marker", drb: 1, pdu: []byte{0b00_001001}, want: Uplink{QFI: 9, EndMarker: true}},
+		{name: "no UL header: the DRB's flow", drb: 2, pdu: payload, want: Uplink{QFI: 5, SDU: payload}},
 	} {
 		got, err := s.Uplink(tc.drb, tc.pdu)
 		if err != nil {
@@ -147,10 +147,10 @@ func TestUplink(t *testing.T) {
 		pdu  []byte
 		want string
 	}{
-		{"empty PDU", 1, nil, "empty"},
-		{"unknown DRB", 3, payload, "DRB 3"},
-		{"DRB 0", 0, payload, "DRB 0"},
-		{"DRB over 32", 40, payload, "DRB 40"},
+		{name: "empty PDU", drb: 1, pdu: nil, want: "empty"},
+		{name: "unknown DRB", drb: 3, pdu: payload, want: "DRB 3"},
+		{name: "DRB 0", drb: 0, pdu: payload, want: "DRB 0"},
+		{name: "DRB over 32", drb: 40, pdu: payload, want: "DRB 40"},
 	} {
 		if _, err := s.Uplink(tc.drb, tc.pdu); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one about %q", tc.name, err, tc.want)
@@ -171,16 +171,16 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"DRB 0", Config{DRBs: []DRB{both(0, 1)}}, "DRB ID 0"},
-		{"DRB 33", Config{DRBs: []DRB{both(33, 1)}}, "DRB ID 33"},
-		{"DRB twice", Config{DRBs: []DRB{both(1, 1), both(1, 2)}}, "twice"},
-		{"QFI 64", Config{DRBs: []DRB{both(1, 64)}}, "QFI 64"},
-		{"QFI on two DRBs", Config{DRBs: []DRB{both(1, 4), both(2, 4)}}, "QFI 4 mapped to DRB 1 and DRB 2"},
-		{"no UL header, two flows", Config{DRBs: []DRB{{ID: 1, Flows: []Flow{{QFI: 1}, {QFI: 2}}}}}, "exactly one"},
-		{"no UL header, no flow", Config{DRBs: []DRB{{ID: 1}}}, "exactly one"},
-		{"RDI without DL header", Config{DRBs: []DRB{{ID: 1, HeaderUL: true, Flows: []Flow{{QFI: 1, RDI: true}}}}}, "RDI"},
-		{"default DRB not configured", Config{DRBs: []DRB{both(1, 1)}, DefaultDRB: 2}, "default DRB 2"},
-		{"default DRB without UL header", Config{DRBs: []DRB{{ID: 1, Flows: []Flow{{QFI: 1}}}}, DefaultDRB: 1}, "UL header"},
+		{name: "DRB 0", cfg: Config{DRBs: []DRB{both(0, 1)}}, want: "DRB ID 0"},
+		{name: "DRB 33", cfg: Config{DRBs: []DRB{both(33, 1)}}, want: "DRB ID 33"},
+		{name: "DRB twice", cfg: Config{DRBs: []DRB{both(1, 1), both(1, 2)}}, want: "twice"},
+		{name: "QFI 64", cfg: Config{DRBs: []DRB{both(1, 64)}}, want: "QFI 64"},
+		{name: "QFI on two DRBs", cfg: Config{DRBs: []DRB{both(1, 4), both(2, 4)}}, want: "QFI 4 mapped to DRB 1 and DRB 2"},
+		{name: "no UL header, two flows", cfg: Config{DRBs: []DRB{{ID: 1, Flows: []Flow{{QFI: 1}, {QFI: 2}}}}}, want: "exactly one"},
+		{name: "no UL header, no flow", cfg: Config{DRBs: []DRB{{ID: 1}}}, want: "exactly one"},
+		{name: "RDI without DL header", cfg: Config{DRBs: []DRB{{ID: 1, HeaderUL: true, Flows: []Flow{{QFI: 1, RDI: true}}}}}, want: "RDI"},
+		{name: "default DRB not configured", cfg: Config{DRBs: []DRB{both(1, 1)}, DefaultDRB: 2}, want: "default DRB 2"},
+		{name: "default DRB without UL header", cfg: Config{DRBs: []DRB{{ID: 1, Flows: []Flow{{QFI: 1}}}}, DefaultDRB: 1}, want: "UL header"},
 	} {
 		if _, err := NewSession(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one about %q", tc.name, err, tc.want)
@@ -201,7 +201,7 @@ func BenchmarkDownlink(b *testing.B) {
 
 func BenchmarkUplink(b *testing.B) {
 	s := session(b)
-	pdu := append([]byte{ULDataHeader(1)}, make([]byte, 1400)...)
+	pdu := append([]byte{ulDataHeader(1)}, make([]byte, 1400)...)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Uplink(1, pdu); err != nil {
@@ -209,3 +209,18 @@ func BenchmarkUplink(b *testing.B) {
 		}
 	}
 }
+
+// The UE's side of the headers, which the tests play.
+
+// parseDLHeader decodes the octet of a DL SDAP header.
+func parseDLHeader(b byte) DLHeader {
+	return DLHeader{RDI: b&bitRDI != 0, RQI: b&bitRQI != 0, QFI: b & qfiBits}
+}
+
+// ulDataHeader is the header of a UL SDAP data PDU carrying qfi (37.324
+// 6.2.2.3): D/C = 1, R = 0.
+func ulDataHeader(qfi uint8) byte { return bitDC | qfi&qfiBits }
+
+// endMarker is the UL end-marker control PDU for qfi (37.324 6.2.3): the
+// UE's last PDU of that QoS flow on a DRB it has been moved away from.
+func endMarker(qfi uint8) byte { return qfi & qfiBits }

@@ -3,11 +3,11 @@ package buffer_test
 import (
 	"context"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -23,18 +23,8 @@ type bufferEnv struct {
 
 func newBufferEnv(t *testing.T, cfg buffer.Config) *bufferEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
-	tb, err := demo.NewTestbed()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, tb.Close()) })
-	upf, err := tb.StartUPF()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, upf.Close()) })
-	e := &bufferEnv{tb: tb, upf: upf}
-	e.buffers, err = upf.Buffers(cfg)
-	fatalIf(t, err)
+	e := &bufferEnv{}
+	e.tb, e.upf, e.buffers = demotest.WithBuffers(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { e.buffers.Run(ctx); close(stopped) }()

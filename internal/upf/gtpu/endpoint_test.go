@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 var (
@@ -28,25 +28,7 @@ const timeout = 5 * time.Second // for what must happen, on a loaded machine
 type n3 struct{ gnb, upf *namespace.Netns }
 
 func newN3(t *testing.T) n3 {
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	var l n3
-	for _, ns := range []struct {
-		ns     **namespace.Netns
-		prefix string
-	}{{&l.gnb, "gtpu-gnb"}, {&l.upf, "gtpu-upf"}} {
-		n, err := namespace.New(ns.prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := n.Delete(); err != nil {
-				t.Error(err)
-			}
-		})
-		*ns.ns = n
-	}
+	l := n3{gnb: testsupport.Netns(t, "gtpu-gnb"), upf: testsupport.Netns(t, "gtpu-upf")}
 	for _, err := range []error{
 		namespace.Veth(l.gnb, "n3", l.upf, "n3"),
 		l.gnb.AddAddr("n3", netip.PrefixFrom(gnbAddr, 24).String()),
@@ -214,7 +196,7 @@ func TestPathSupervision(t *testing.T) {
 				seq += 1000
 			}
 			gnb.WriteToUDPAddrPort(echoResponseFromPeer(t, seq), from)
-			requests <- echoSeen{g.SequenceNumber, at, answered}
+			requests <- echoSeen{seq: g.SequenceNumber, at: at, answered: answered}
 		}
 	}()
 	t.Cleanup(func() { gnb.Close(); <-gnbDone })

@@ -16,10 +16,10 @@ func TestPutGPDUHeader(t *testing.T) {
 		ext     uint8
 		content []byte
 	}{
-		{0, nil},
-		{ExtPDUSessionContainer, []byte{0x10, 0x09}},              // UL PDU SESSION INFORMATION, QFI 9
-		{ExtNRRANContainer, []byte{0x00, 0x00, 0x01, 0x02, 0x03}}, // 5 octets: padded to 8
-		{ExtNRRANContainer, bytes.Repeat([]byte{7}, 10)},          // exactly 12 with length and next type
+		{ext: 0, content: nil},
+		{ext: ExtPDUSessionContainer, content: []byte{0x10, 0x09}},              // UL PDU SESSION INFORMATION, QFI 9
+		{ext: ExtNRRANContainer, content: []byte{0x00, 0x00, 0x01, 0x02, 0x03}}, // 5 octets: padded to 8
+		{ext: ExtNRRANContainer, content: bytes.Repeat([]byte{7}, 10)},          // exactly 12 with length and next type
 	} {
 		b := make([]byte, GPDUHeaderLen(len(c.content))+len(payload))
 		n := PutGPDUHeader(b, 0x01020304, len(payload), c.ext, c.content)

@@ -62,23 +62,23 @@ func TestDecode(t *testing.T) {
 		b    []byte
 		want message
 	}{
-		{"Error Indication", errorIndication(t, 0xdeadbeef, gnb, nil),
-			message{Type: MsgErrorIndication, Seq: 9, HasSeq: true, TEIDDataI: 0xdeadbeef, HasTEIDDataI: true, PeerAddr: gnb}},
-		{"Error Indication, IPv6 peer, UDP Port extension", errorIndication(t, 1, gnb6, udpPortExtension),
-			message{Type: MsgErrorIndication, Seq: 9, HasSeq: true, TEIDDataI: 1, HasTEIDDataI: true, PeerAddr: gnb6}},
-		{"Echo Response with a Private Extension", echoResponseFromPeer(t, 0xfffe),
-			message{Type: MsgEchoResponse, Seq: 0xfffe, HasSeq: true}},
-		{"Echo Request", serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 3}, nil),
-			message{Type: MsgEchoRequest, Seq: 3, HasSeq: true}},
-		{"End Marker", serialize(t, &layers.GTPv1U{MessageType: MsgEndMarker, TEID: 77}, nil),
-			message{Type: MsgEndMarker, TEID: 77}},
-		{"G-PDU: the payload is no IEs", serialize(t, &layers.GTPv1U{MessageType: MsgGPDU, TEID: 5,
+		{name: "Error Indication", b: errorIndication(t, 0xdeadbeef, gnb, nil),
+			want: message{Type: MsgErrorIndication, Seq: 9, HasSeq: true, TEIDDataI: 0xdeadbeef, HasTEIDDataI: true, PeerAddr: gnb}},
+		{name: "Error Indication, IPv6 peer, UDP Port extension", b: errorIndication(t, 1, gnb6, udpPortExtension),
+			want: message{Type: MsgErrorIndication, Seq: 9, HasSeq: true, TEIDDataI: 1, HasTEIDDataI: true, PeerAddr: gnb6}},
+		{name: "Echo Response with a Private Extension", b: echoResponseFromPeer(t, 0xfffe),
+			want: message{Type: MsgEchoResponse, Seq: 0xfffe, HasSeq: true}},
+		{name: "Echo Request", b: serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 3}, nil),
+			want: message{Type: MsgEchoRequest, Seq: 3, HasSeq: true}},
+		{name: "End Marker", b: serialize(t, &layers.GTPv1U{MessageType: MsgEndMarker, TEID: 77}, nil),
+			want: message{Type: MsgEndMarker, TEID: 77}},
+		{name: "G-PDU: the payload is no IEs", b: serialize(t, &layers.GTPv1U{MessageType: MsgGPDU, TEID: 5,
 			GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 9}}}}, []byte{0x45, 0, 0, 20}),
-			message{Type: MsgGPDU, TEID: 5}},
-		{"trailing octets ignored", append(serialize(t, &layers.GTPv1U{MessageType: MsgEndMarker, TEID: 1}, nil), 0, 0),
-			message{Type: MsgEndMarker, TEID: 1}},
-		{"E flag, next type 0", []byte{0x34, MsgEndMarker, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0},
-			message{Type: MsgEndMarker, TEID: 1}},
+			want: message{Type: MsgGPDU, TEID: 5}},
+		{name: "trailing octets ignored", b: append(serialize(t, &layers.GTPv1U{MessageType: MsgEndMarker, TEID: 1}, nil), 0, 0),
+			want: message{Type: MsgEndMarker, TEID: 1}},
+		{name: "E flag, next type 0", b: []byte{0x34, MsgEndMarker, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0},
+			want: message{Type: MsgEndMarker, TEID: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := decode(tc.b)
@@ -130,9 +130,9 @@ func TestEncode(t *testing.T) {
 		want layers.GTPv1U
 		ies  []byte
 	}{
-		{"Echo Request", echoRequest(0xabcd), layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0xabcd, MessageLength: 4}, nil},
-		{"Echo Response", EchoResponse(7), layers.GTPv1U{MessageType: MsgEchoResponse, SequenceNumberFlag: true, SequenceNumber: 7, MessageLength: 6}, recovery},
-		{"End Marker", endMarker(0x01020304), layers.GTPv1U{MessageType: MsgEndMarker, TEID: 0x01020304}, nil},
+		{name: "Echo Request", b: echoRequest(0xabcd), want: layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0xabcd, MessageLength: 4}, ies: nil},
+		{name: "Echo Response", b: EchoResponse(7), want: layers.GTPv1U{MessageType: MsgEchoResponse, SequenceNumberFlag: true, SequenceNumber: 7, MessageLength: 6}, ies: recovery},
+		{name: "End Marker", b: endMarker(0x01020304), want: layers.GTPv1U{MessageType: MsgEndMarker, TEID: 0x01020304}, ies: nil},
 	} {
 		var g layers.GTPv1U
 		if err := g.DecodeFromBytes(tc.b, gopacket.NilDecodeFeedback); err != nil {

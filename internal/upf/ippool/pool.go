@@ -79,19 +79,8 @@ func New(prefix netip.Prefix, exclude ...netip.Addr) (*Pool, error) {
 	return p, nil
 }
 
-// UnitBits returns the prefix length of the units: 32 for IPv4, 64 for IPv6.
-func (p *Pool) UnitBits() int {
-	if p.prefix.Addr().Is4() {
-		return 32
-	}
-	return 64
-}
-
 // Prefix returns the prefix the pool hands out units of.
 func (p *Pool) Prefix() netip.Prefix { return p.prefix }
-
-// Size returns how many units the pool holds, excluded ones left out.
-func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }
 
 // Allocated returns how many units are allocated.
 func (p *Pool) Allocated() int {

@@ -104,10 +104,10 @@ func TestReserveReleaseErrors(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	for _, tt := range []struct{ prefix, exclude, want string }{
-		{"10.0.0.0/7", "", "ippool 10.0.0.0/7: holds 2^25 addresses, more than the 2^24 a pool supports"},
-		{"2001:db8::/32", "", "ippool 2001:db8::/32: holds 2^32 /64 prefixes, more than the 2^24"},
-		{"2001:db8::/96", "", "ippool 2001:db8::/96: an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter"},
-		{"10.45.0.0/16", "10.46.0.1", "ippool 10.45.0.0/16: 10.46.0.1 is outside the pool"},
+		{prefix: "10.0.0.0/7", exclude: "", want: "ippool 10.0.0.0/7: holds 2^25 addresses, more than the 2^24 a pool supports"},
+		{prefix: "2001:db8::/32", exclude: "", want: "ippool 2001:db8::/32: holds 2^32 /64 prefixes, more than the 2^24"},
+		{prefix: "2001:db8::/96", exclude: "", want: "ippool 2001:db8::/96: an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter"},
+		{prefix: "10.45.0.0/16", exclude: "10.46.0.1", want: "ippool 10.45.0.0/16: 10.46.0.1 is outside the pool"},
 	} {
 		var ex []netip.Addr
 		if tt.exclude != "" {
@@ -328,3 +328,14 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("Allocated() = %d, want %d", p.Allocated(), workers*each/2)
 	}
 }
+
+// UnitBits returns the prefix length of the units: 32 for IPv4, 64 for IPv6.
+func (p *Pool) UnitBits() int {
+	if p.prefix.Addr().Is4() {
+		return 32
+	}
+	return 64
+}
+
+// Size returns how many units the pool holds, excluded ones left out.
+func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }

@@ -339,13 +339,13 @@ func (r *Resolver) refNbr(k nbrKey) (*nbrEntry, error) {
 		e.refs++
 		return e, nil
 	}
-	slot, err := r.pool.alloc(timeNow())
+	slot, err := r.pool.Alloc()
 	if err != nil {
 		return nil, err
 	}
 	e := &nbrEntry{slotState: slotState{slot: slot, key: k}, refs: 1}
 	if err := r.write(&e.slotState, true); err != nil {
-		r.pool.free(slot, timeNow())
+		r.pool.Release(slot)
 		return nil, err
 	}
 	r.nbrs[k] = e

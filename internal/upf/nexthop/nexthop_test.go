@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -40,13 +40,7 @@ func must(t *testing.T, err error) {
 
 func newNetns(t *testing.T, prefix string) (*namespace.Netns, *netlink.Handle) {
 	t.Helper()
-	n, err := namespace.New(prefix)
-	must(t, err)
-	t.Cleanup(func() {
-		if err := n.Delete(); err != nil {
-			t.Error(err)
-		}
-	})
+	n := testsupport.Netns(t, prefix)
 	ns, err := netns.GetFromName(n.Name)
 	must(t, err)
 	h, err := netlink.NewHandleAt(ns)
@@ -58,9 +52,7 @@ func newNetns(t *testing.T, prefix string) (*namespace.Netns, *netlink.Handle) {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	testsupport.NeedRoot(t, "network namespaces and BPF")
 	e := &env{}
 	e.a, e.ha = newNetns(t, "nh-a-")
 	e.b, e.hb = newNetns(t, "nh-b-")
@@ -75,8 +67,8 @@ func setup(t *testing.T) *env {
 		iface string
 		addrs []string
 	}{
-		{e.a, "va", []string{"10.77.0.1/24", "fd77::1/64"}},
-		{e.b, "vb", []string{"10.77.0.2/24", "fd77::2/64"}},
+		{n: e.a, iface: "va", addrs: []string{"10.77.0.1/24", "fd77::1/64"}},
+		{n: e.b, iface: "vb", addrs: []string{"10.77.0.2/24", "fd77::2/64"}},
 	} {
 		for _, a := range s.addrs {
 			must(t, s.n.AddAddr(s.iface, a))
@@ -97,13 +89,9 @@ func setup(t *testing.T) *env {
 	must(t, e.a.AddAddr("vc", "10.99.0.1/24"))
 	must(t, e.b.AddAddr("vd", "10.99.0.2/24"))
 
-	pin := fmt.Sprintf("/sys/fs/bpf/xdp5g-nh-test-%d", os.Getpid())
-	e.dp, err = upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024})
-	must(t, err)
-	t.Cleanup(func() {
-		e.dp.Close()
-		os.RemoveAll(pin)
-	})
+	e.dp, err = upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { e.dp.Close() })
 
 	ns, err := netns.GetFromName(e.a.Name)
 	must(t, err)
@@ -219,7 +207,7 @@ func (e *env) routeIs(t *testing.T, prefix string, want func(slot uint32) string
 
 func TestAcquireResolvesThroughTheKernel(t *testing.T) {
 	e := setup(t)
-	direct := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	direct := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 
 	s1 := e.acquire(t, "10.77.0.2")
 	eventually(t, "connected destination", func() string { return e.check(t, s1, direct) })
@@ -261,7 +249,7 @@ func TestAcquireResolvesThroughTheKernel(t *testing.T) {
 func TestFollowsNeighbourAndLinkChanges(t *testing.T) {
 	e := setup(t)
 	slot := e.acquire(t, "10.77.0.2")
-	want := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	want := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	eventually(t, "resolution", func() string { return e.check(t, slot, want) })
 	gw := func() uint32 { return e.r.Routes()[netip.MustParsePrefix("0.0.0.0/0")] }
 
@@ -313,10 +301,10 @@ func TestFollowsNeighbourAndLinkChanges(t *testing.T) {
 func TestStaticNeighbours(t *testing.T) {
 	e := setup(t)
 	slot := e.acquire(t, "10.77.0.2")
-	kernel := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	kernel := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	eventually(t, "resolution", func() string { return e.check(t, slot, kernel) })
 
-	static := expect{e.va, 0, e.vaMAC, mac("02:00:00:00:99:01")}
+	static := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: mac("02:00:00:00:99:01")}
 	e.r.SetStatic(ip("10.77.0.2"), static.dmac)
 	if msg := e.check(t, slot, static); msg != "" {
 		t.Fatalf("static entry: %s", msg)
@@ -328,7 +316,7 @@ func TestStaticNeighbours(t *testing.T) {
 
 	// A static neighbour the kernel does not know: valid at once, and
 	// with a host route of its own.
-	nobody := expect{e.va, 0, e.vaMAC, mac("02:00:00:00:99:02")}
+	nobody := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: mac("02:00:00:00:99:02")}
 	e.r.SetStatic(ip("10.77.0.50"), nobody.dmac)
 	s50 := e.acquire(t, "10.77.0.50")
 	if msg := e.check(t, s50, nobody); msg != "" {
@@ -348,7 +336,7 @@ func TestStaticNeighbours(t *testing.T) {
 
 func TestMirrorsRoutes(t *testing.T) {
 	e := setup(t)
-	gw := expect{e.va, 0, e.vaMAC, e.vbMAC}
+	gw := expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC}
 	toKernel := func(s uint32) string {
 		if s != KernelSlot {
 			return fmt.Sprintf("slot %d, want the kernel slot", s)
@@ -420,13 +408,14 @@ func TestMirrorsRoutes(t *testing.T) {
 func TestRestartTakesOverState(t *testing.T) {
 	e := setup(t)
 	eventually(t, "default route", e.routeIs(t, "0.0.0.0/0", func(s uint32) string {
-		return e.check(t, s, expect{e.va, 0, e.vaMAC, e.vbMAC})
+		return e.check(t, s, expect{ifindex: e.va, tci: 0, smac: e.vaMAC, dmac: e.vbMAC})
 	}))
 	must(t, e.r.Close())
-	// What a previous run could have left.
+	// What a previous run could have left: a route through its next hop.
+	const previous = 7
 	stale := netip.MustParsePrefix("192.0.2.0/24")
-	must(t, e.dp.PutRoute(stale, 7))
-	must(t, e.dp.PutNexthop(7, upfxdp.Nexthop{Ifindex: 99, Valid: 1}))
+	must(t, e.dp.PutRoute(stale, previous))
+	must(t, e.dp.PutNexthop(previous, upfxdp.Nexthop{Ifindex: 99, Valid: 1}))
 	ns, err := netns.GetFromName(e.a.Name)
 	must(t, err)
 	defer ns.Close()
@@ -436,36 +425,16 @@ func TestRestartTakesOverState(t *testing.T) {
 	if _, ok := e.routes(t)[stale]; ok {
 		t.Error("stale route kept")
 	}
-	if nh := e.nexthop(t, 7); nh.Ifindex != 99 {
+	if nh := e.nexthop(t, previous); nh.Ifindex != 99 {
 		t.Error("a previous run's next hop was overwritten before its quarantine ended")
 	}
 	for _, dst := range []string{"10.77.0.2", "10.99.0.2"} {
-		if slot, err := r.Acquire(ip(dst)); err != nil || slot == 7 {
+		if slot, err := r.Acquire(ip(dst)); err != nil || slot == previous {
 			t.Errorf("Acquire(%s) = %d, %v: must not take a quarantined slot", dst, slot, err)
 		}
 	}
 	if _, ok := e.routes(t)[netip.MustParsePrefix("10.77.0.0/24")]; !ok {
 		t.Error("routes not mirrored again")
-	}
-}
-
-func TestSlotPoolQuarantine(t *testing.T) {
-	p := newSlotPool(3, nil, time.Time{})
-	now := time.Unix(1000, 0)
-	a, _ := p.alloc(now)
-	b, _ := p.alloc(now)
-	if a != 1 || b != 2 {
-		t.Fatalf("slots %d %d, want 1 2", a, b)
-	}
-	if _, err := p.alloc(now); err == nil {
-		t.Fatal("allocated beyond capacity")
-	}
-	p.free(a, now)
-	if _, err := p.alloc(now.Add(quarantine / 2)); err == nil {
-		t.Fatal("reused a slot in quarantine")
-	}
-	if s, err := p.alloc(now.Add(quarantine)); err != nil || s != a {
-		t.Fatalf("after quarantine: %d, %v", s, err)
 	}
 }
 
@@ -480,20 +449,20 @@ func TestVLANNexthop(t *testing.T) {
 			5: {name: "eth0.200", mac: mac("02:00:00:00:02:00"), ether: true, up: true, vlanID: 200, parent: 2, qinq: true},
 		},
 		neighs: map[nbrKey]neighInfo{
-			{ip("10.78.0.2"), 3}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:00")},
-			{ip("10.79.0.2"), 4}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:07")},
-			{ip("10.80.0.2"), 5}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:08")},
+			{ip: ip("10.78.0.2"), ifindex: 3}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:00")},
+			{ip: ip("10.79.0.2"), ifindex: 4}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:07")},
+			{ip: ip("10.80.0.2"), ifindex: 5}: {state: netlink.NUD_REACHABLE, mac: mac("02:00:00:00:0b:08")},
 		},
 		statics: map[netip.Addr]net.HardwareAddr{},
 	}
-	nh, poke := r.compute(nbrKey{ip("10.78.0.2"), 3})
+	nh, poke := r.compute(nbrKey{ip: ip("10.78.0.2"), ifindex: 3})
 	want := upfxdp.Nexthop{Ifindex: 2, VlanTci: vlanTCI(100), Valid: 1}
 	copy(want.Smac[:], mac("02:00:00:00:01:00"))
 	copy(want.Dmac[:], mac("02:00:00:00:0b:00"))
 	if nh != want || poke {
 		t.Fatalf("got %+v (poke %v), want %+v", nh, poke, want)
 	}
-	for _, k := range []nbrKey{{ip("10.79.0.2"), 4}, {ip("10.80.0.2"), 5}} {
+	for _, k := range []nbrKey{{ip: ip("10.79.0.2"), ifindex: 4}, {ip: ip("10.80.0.2"), ifindex: 5}} {
 		if nh, _ := r.compute(k); nh.Valid != 0 {
 			t.Errorf("stacked or 802.1ad VLAN %v: %+v", k, nh)
 		}
@@ -502,7 +471,7 @@ func TestVLANNexthop(t *testing.T) {
 	l := r.links[2]
 	l.up = false
 	r.links[2] = l
-	if nh, _ := r.compute(nbrKey{ip("10.78.0.2"), 3}); nh.Valid != 0 {
+	if nh, _ := r.compute(nbrKey{ip: ip("10.78.0.2"), ifindex: 3}); nh.Valid != 0 {
 		t.Errorf("VLAN over a down parent: %+v", nh)
 	}
 }

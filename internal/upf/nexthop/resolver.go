@@ -35,6 +35,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -42,11 +43,10 @@ import (
 // never valid.
 const KernelSlot = upfxdp.KernelSlot
 
-// Tunables. A freed slot is not handed out again before quarantine has
-// passed, so a packet that read a slot number just before the free never
-// gets another destination's MAC address.
+// Tunables. A freed slot is not handed out again before the pool's reuse
+// delay has passed, so a packet that read a slot number just before the
+// free never gets another destination's MAC address.
 const (
-	quarantine     = time.Second
 	resyncInterval = 30 * time.Second
 	pokeInterval   = 200 * time.Millisecond // at most one resolution request per neighbour per interval
 	routeDebounce  = 20 * time.Millisecond
@@ -122,7 +122,7 @@ type Resolver struct {
 
 	mu     sync.Mutex
 	closed bool
-	pool   slotPool
+	pool   *slotpool.Pool
 
 	dsts    map[netip.Addr]*dstEntry
 	nbrs    map[nbrKey]*nbrEntry
@@ -179,17 +179,23 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	r.h = h
 	// A previous run's slots keep serving its FARs until the sessions are
 	// restored into fresh ones, so they are quarantined, not cleared.
-	var previous []uint32
+	previous := map[uint32]bool{}
 	for slot := uint32(KernelSlot + 1); slot < dp.NexthopCapacity(); slot++ {
 		nh, err := dp.Nexthop(slot)
 		if err != nil {
 			return nil, fmt.Errorf("reading next-hop slot %d: %w", slot, err)
 		}
 		if nh != (upfxdp.Nexthop{}) {
-			previous = append(previous, slot)
+			previous[slot] = true
 		}
 	}
-	r.pool = newSlotPool(dp.NexthopCapacity(), previous, time.Now())
+	// Slots never used go out first: a previous run's wait as long as
+	// they can.
+	r.pool = slotpool.New(slotpool.Config{Name: "next-hop", First: KernelSlot + 1, Size: dp.NexthopCapacity(), PreferNew: true})
+	r.pool.Adopt(previous)
+	for slot := range previous {
+		r.pool.Release(slot)
+	}
 	routes, err := dp.Routes()
 	if err != nil {
 		return nil, fmt.Errorf("reading the route maps: %w", err)
@@ -261,13 +267,13 @@ func (r *Resolver) Acquire(dst netip.Addr) (uint32, error) {
 		e.refs++
 		return e.slot, nil
 	}
-	slot, err := r.pool.alloc(timeNow())
+	slot, err := r.pool.Alloc()
 	if err != nil {
 		return 0, err
 	}
 	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
 	if err := r.write(&e.slotState, true); err != nil {
-		r.pool.free(slot, timeNow())
+		r.pool.Release(slot)
 		return 0, fmt.Errorf("writing next-hop slot %d: %w", slot, err)
 	}
 	r.dsts[dst] = e
@@ -397,7 +403,7 @@ func (r *Resolver) freeSlot(slot uint32) {
 	if err := r.dp.PutNexthop(slot, upfxdp.Nexthop{}); err != nil {
 		r.log.Error("clearing a freed next-hop slot", "slot", slot, "err", err)
 	}
-	r.pool.free(slot, timeNow())
+	r.pool.Release(slot)
 }
 
 // write computes a slot's next hop and writes it when it changed (or always

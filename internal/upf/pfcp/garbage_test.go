@@ -37,43 +37,43 @@ func TestGarbageIsCountedAndDropped(t *testing.T) {
 		name     string
 		datagram []byte
 	}{
-		{"empty", nil},
-		{"3 octets", []byte{0x20, 0x01, 0x00}},
-		{"7 octets", []byte{0x20, 0x01, 0x00, 0x04, 0x00, 0x00, 0x01}},
-		{"session header cut to 8 octets", []byte{
+		{name: "empty", datagram: nil},
+		{name: "3 octets", datagram: []byte{0x20, 0x01, 0x00}},
+		{name: "7 octets", datagram: []byte{0x20, 0x01, 0x00, 0x04, 0x00, 0x00, 0x01}},
+		{name: "session header cut to 8 octets", datagram: []byte{
 			0x21,       // version 1, S flag
 			0x32,       // Session Establishment Request
 			0x00, 0x04, // length 4: too short for the SEID
 			0x00, 0x00, 0x01, 0x00, // what would be a sequence number
 		}},
-		{"length past the datagram", []byte{
+		{name: "length past the datagram", datagram: []byte{
 			0x20,       // version 1
 			0x01,       // Heartbeat Request
 			0x00, 0x0c, // length 12, but only 4 follow
 			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
 		}},
-		{"bytes after the message without FO", append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
-		{"huge", huge},
-		{"version 2 with a length that does not fit", []byte{
+		{name: "bytes after the message without FO", datagram: append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
+		{name: "huge", datagram: huge},
+		{name: "version 2 with a length that does not fit", datagram: []byte{
 			0x40,       // version 2
 			0x01,       // Heartbeat Request
 			0x00, 0x08, // length 8, but only 4 follow: not answered
 			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
 		}},
-		{"unknown type", []byte{
+		{name: "unknown type", datagram: []byte{
 			0x20,       // version 1
 			0x63,       // message type 99: unassigned
 			0x00, 0x04, // length 4
 			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
 		}},
-		{"S flag on a node message", []byte{
+		{name: "S flag on a node message", datagram: []byte{
 			0x21,       // version 1, S flag
 			0x01,       // Heartbeat Request
 			0x00, 0x0c, // length 12
 			0, 0, 0, 0, 0, 0, 0, 0, // SEID
 			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
 		}},
-		{"IE past the message", []byte{
+		{name: "IE past the message", datagram: []byte{
 			0x20,       // version 1
 			0x01,       // Heartbeat Request
 			0x00, 0x0c, // length 12
@@ -81,7 +81,7 @@ func TestGarbageIsCountedAndDropped(t *testing.T) {
 			0x00, 0x60, 0x00, 0x08, // Recovery Time Stamp, length 8: 4 octets past the end
 			0xe8, 0x00, 0x00, 0x01,
 		}},
-		{"unexpected response", reply(wire{seq: 5}, heartbeatResponse)},
+		{name: "unexpected response", datagram: reply(wire{seq: 5}, heartbeatResponse)},
 	}
 	for _, c := range crafted {
 		garbage = append(garbage, c.datagram)
@@ -138,19 +138,19 @@ func TestOtherVersionIsNotSupported(t *testing.T) {
 		request []byte
 		seq     uint32
 	}{
-		{"version 2 Heartbeat Request", []byte{
+		{name: "version 2 Heartbeat Request", request: []byte{
 			0x40,       // version 2
 			0x01,       // Heartbeat Request
 			0x00, 0x04, // length 4
 			0x0a, 0x0b, 0x0c, 0x00, // sequence number, spare
-		}, 0x0a0b0c},
-		{"version 3 Session Deletion Request", []byte{
+		}, seq: 0x0a0b0c},
+		{name: "version 3 Session Deletion Request", request: []byte{
 			0x61,       // version 3, S flag
 			0x36,       // Session Deletion Request
 			0x00, 0x0c, // length 12
 			0, 0, 0, 0, 0, 0, 0, 9, // SEID
 			0x00, 0x01, 0x02, 0x00, // sequence number, spare
-		}, 0x000102},
+		}, seq: 0x000102},
 	} {
 		got := m.exchange(c.request)
 		got.check(t, message.MsgTypeVersionNotSupportedResponse, c.seq, nil)

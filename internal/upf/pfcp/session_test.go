@@ -226,7 +226,7 @@ func TestSendSessionReport(t *testing.T) {
 	go func() {
 		req := message.NewSessionReportRequest(0, 0, cpSEIDValue, 0, 0, ie.NewReportType(0, 0, 1, 0))
 		resp, err := s.SendSessionReport(context.Background(), Peer{NodeID: smfName, Addr: m.addr()}, req)
-		done <- result{resp, err}
+		done <- result{resp: resp, err: err}
 	}()
 
 	first := parseWire(t, m.recv())

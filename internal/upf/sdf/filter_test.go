@@ -21,8 +21,8 @@ func TestUplink(t *testing.T) {
 	f := mustParse(t, "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80")
 	want := Filter{
 		Proto: 17,
-		Src:   Endpoint{Assigned: true, Ports: []PortRange{{80, 80}}},
-		Dst:   Endpoint{Prefix: pfx("192.168.1.1/32"), Ports: []PortRange{{1000, 2000}, {3000, 3000}}},
+		Src:   Endpoint{Assigned: true, Ports: []PortRange{{Lo: 80, Hi: 80}}},
+		Dst:   Endpoint{Prefix: pfx("192.168.1.1/32"), Ports: []PortRange{{Lo: 1000, Hi: 2000}, {Lo: 3000, Hi: 3000}}},
 	}
 	if got := f.Uplink(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Uplink() = %+v, want %+v", got, want)
@@ -53,28 +53,28 @@ func TestMatches(t *testing.T) {
 		pkt  Packet
 		want bool
 	}{
-		{"permit out ip from any to assigned", udp("8.8.8.8", "10.45.0.2", 53, 4000), true},
-		{"permit out ip from any to assigned", udp("8.8.8.8", "10.45.0.3", 53, 4000), false},
-		{"permit out ip from any to assigned", udp("2001:db8::1", "2001:db8:cafe:2::99", 53, 4000), true},
-		{"permit out ip from any to assigned", udp("2001:db8::1", "2001:db8:cafe:3::1", 53, 4000), false},
-		{"permit out ip from any to assigned", Packet{Src: addr("8.8.8.8"), Dst: addr("10.45.0.2"), Proto: 1}, true},
-		{"permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", udp("10.45.9.9", "10.45.0.2", 1, 5060), true},
-		{"permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", udp("10.46.0.1", "10.45.0.2", 1, 5060), false},
-		{"permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", udp("10.45.9.9", "10.45.0.2", 1, 5061), false},
-		{"permit out 6 from 10.45.0.0/16 to 10.45.0.2 5060", udp("10.45.9.9", "10.45.0.2", 1, 5060), false},
-		{"permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", udp("192.168.1.1", "10.45.0.2", 1000, 80), true},
-		{"permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", udp("192.168.1.1", "10.45.0.2", 2000, 80), true},
-		{"permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", udp("192.168.1.1", "10.45.0.2", 3000, 80), true},
-		{"permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", udp("192.168.1.1", "10.45.0.2", 2001, 80), false},
-		{"permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", udp("192.168.1.1", "10.45.0.2", 999, 80), false},
+		{desc: "permit out ip from any to assigned", pkt: udp("8.8.8.8", "10.45.0.2", 53, 4000), want: true},
+		{desc: "permit out ip from any to assigned", pkt: udp("8.8.8.8", "10.45.0.3", 53, 4000), want: false},
+		{desc: "permit out ip from any to assigned", pkt: udp("2001:db8::1", "2001:db8:cafe:2::99", 53, 4000), want: true},
+		{desc: "permit out ip from any to assigned", pkt: udp("2001:db8::1", "2001:db8:cafe:3::1", 53, 4000), want: false},
+		{desc: "permit out ip from any to assigned", pkt: Packet{Src: addr("8.8.8.8"), Dst: addr("10.45.0.2"), Proto: 1}, want: true},
+		{desc: "permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", pkt: udp("10.45.9.9", "10.45.0.2", 1, 5060), want: true},
+		{desc: "permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", pkt: udp("10.46.0.1", "10.45.0.2", 1, 5060), want: false},
+		{desc: "permit out 17 from 10.45.0.0/16 to 10.45.0.2 5060", pkt: udp("10.45.9.9", "10.45.0.2", 1, 5061), want: false},
+		{desc: "permit out 6 from 10.45.0.0/16 to 10.45.0.2 5060", pkt: udp("10.45.9.9", "10.45.0.2", 1, 5060), want: false},
+		{desc: "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", pkt: udp("192.168.1.1", "10.45.0.2", 1000, 80), want: true},
+		{desc: "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", pkt: udp("192.168.1.1", "10.45.0.2", 2000, 80), want: true},
+		{desc: "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", pkt: udp("192.168.1.1", "10.45.0.2", 3000, 80), want: true},
+		{desc: "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", pkt: udp("192.168.1.1", "10.45.0.2", 2001, 80), want: false},
+		{desc: "permit out udp from 192.168.1.1 1000-2000,3000 to assigned 80", pkt: udp("192.168.1.1", "10.45.0.2", 999, 80), want: false},
 		// Ports under "ip" match any protocol that has ports, and only those.
-		{"permit out ip from any to assigned 53", Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 6, DstPort: 53}, true},
-		{"permit out ip from any to assigned 53", Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 132, DstPort: 53}, true},
-		{"permit out ip from any to assigned 53", Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 1, DstPort: 53}, false},
+		{desc: "permit out ip from any to assigned 53", pkt: Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 6, DstPort: 53}, want: true},
+		{desc: "permit out ip from any to assigned 53", pkt: Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 132, DstPort: 53}, want: true},
+		{desc: "permit out ip from any to assigned 53", pkt: Packet{Src: addr("1.1.1.1"), Dst: addr("10.45.0.2"), Proto: 1, DstPort: 53}, want: false},
 		// An IPv4 prefix never matches IPv6 packets, even 0.0.0.0/0.
-		{"permit out ip from 0.0.0.0/0 to assigned", udp("2001:db8::1", "2001:db8:cafe:2::1", 1, 2), false},
-		{"permit out ip from ::/0 to assigned", udp("2001:db8::1", "2001:db8:cafe:2::1", 1, 2), true},
-		{"permit out ip from 10.60.0.1/32 to any", udp("10.60.0.1", "2.2.2.2", 1, 2), true},
+		{desc: "permit out ip from 0.0.0.0/0 to assigned", pkt: udp("2001:db8::1", "2001:db8:cafe:2::1", 1, 2), want: false},
+		{desc: "permit out ip from ::/0 to assigned", pkt: udp("2001:db8::1", "2001:db8:cafe:2::1", 1, 2), want: true},
+		{desc: "permit out ip from 10.60.0.1/32 to any", pkt: udp("10.60.0.1", "2.2.2.2", 1, 2), want: true},
 	}
 	for _, tt := range tests {
 		f := mustParse(t, tt.desc)
@@ -95,14 +95,14 @@ func TestMatchesOtherFields(t *testing.T) {
 		f    Filter
 		want bool
 	}{
-		{"zero filter", Filter{}, true},
-		{"DSCP EF", Filter{TOS: TOS{Value: 0xb8, Mask: 0xfc}}, true},
-		{"DSCP AF41", Filter{TOS: TOS{Value: 0x88, Mask: 0xfc}}, false},
-		{"ECN ignored", Filter{TOS: TOS{Value: 0xbb, Mask: 0xfc}}, true},
-		{"SPI", Filter{SPI: 7}, true},
-		{"other SPI", Filter{SPI: 8}, false},
-		{"flow label", Filter{FlowLabel: 0x12345, HasFlowLabel: true}, true},
-		{"other flow label", Filter{FlowLabel: 0, HasFlowLabel: true}, false},
+		{name: "zero filter", f: Filter{}, want: true},
+		{name: "DSCP EF", f: Filter{TOS: TOS{Value: 0xb8, Mask: 0xfc}}, want: true},
+		{name: "DSCP AF41", f: Filter{TOS: TOS{Value: 0x88, Mask: 0xfc}}, want: false},
+		{name: "ECN ignored", f: Filter{TOS: TOS{Value: 0xbb, Mask: 0xfc}}, want: true},
+		{name: "SPI", f: Filter{SPI: 7}, want: true},
+		{name: "other SPI", f: Filter{SPI: 8}, want: false},
+		{name: "flow label", f: Filter{FlowLabel: 0x12345, HasFlowLabel: true}, want: true},
+		{name: "other flow label", f: Filter{FlowLabel: 0, HasFlowLabel: true}, want: false},
 	}
 	for _, tt := range tests {
 		if got := tt.f.Matches(pkt); got != tt.want {

@@ -24,7 +24,7 @@ func TestParseIE(t *testing.T) {
 	}
 	want := Filter{
 		Proto:         17,
-		Dst:           Endpoint{Assigned: true, Ports: []PortRange{{53, 53}}},
+		Dst:           Endpoint{Assigned: true, Ports: []PortRange{{Lo: 53, Hi: 53}}},
 		TOS:           TOS{Value: 0xb8, Mask: 0xfc},
 		SPI:           256,
 		FlowLabel:     0x12345,
@@ -50,13 +50,13 @@ func TestParseIEErrors(t *testing.T) {
 		ie   []byte
 		want string
 	}{
-		{nil, "SDF filter IE: flags needs 2 octets, 0 left"},
-		{[]byte{flagFD, 0, 0}, "flow description length needs 2 octets, 1 left"},
-		{[]byte{flagFD, 0, 0, 9, 'p'}, "flow description needs 9 octets, 1 left"},
-		{[]byte{flagTTC, 0, 1}, "ToS traffic class needs 2 octets, 1 left"},
-		{[]byte{flagTTC | flagSPI, 0, 1, 2, 3}, "security parameter index needs 4 octets, 1 left"},
-		{[]byte{flagFL, 0, 1, 2}, "flow label needs 3 octets, 2 left"},
-		{[]byte{flagBID, 0}, "SDF filter ID needs 4 octets, 0 left"},
+		{ie: nil, want: "SDF filter IE: flags needs 2 octets, 0 left"},
+		{ie: []byte{flagFD, 0, 0}, want: "flow description length needs 2 octets, 1 left"},
+		{ie: []byte{flagFD, 0, 0, 9, 'p'}, want: "flow description needs 9 octets, 1 left"},
+		{ie: []byte{flagTTC, 0, 1}, want: "ToS traffic class needs 2 octets, 1 left"},
+		{ie: []byte{flagTTC | flagSPI, 0, 1, 2, 3}, want: "security parameter index needs 4 octets, 1 left"},
+		{ie: []byte{flagFL, 0, 1, 2}, want: "flow label needs 3 octets, 2 left"},
+		{ie: []byte{flagBID, 0}, want: "SDF filter ID needs 4 octets, 0 left"},
 	}
 	for _, tt := range tests {
 		if _, err := ParseIE(tt.ie); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -27,14 +27,14 @@ func (t *txn) undo() {
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, e := range t.in.URRSlots {
 		if _, _, kept := t.keptURR(e.id); !kept {
-			t.s.urrSlots.releaseNow(e.slot)
+			t.s.urrSlots.ReleaseNow(e.slot)
 		}
 	}
 	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
 	for _, e := range t.in.BufferSlots {
 		if t.keep == nil || t.keep.BufferSlots.of(e.id) != e.slot { // armed by this install
 			t.s.buffers.Discard(e.slot)
-			t.s.bufSlots.releaseNow(e.slot)
+			t.s.bufSlots.ReleaseNow(e.slot)
 		}
 	}
 	for _, dst := range t.nexthops {
@@ -181,7 +181,7 @@ func (t *txn) buffer(f *FAR) (uint32, error) {
 	if f.Action != ActionBuffer {
 		return 0, nil
 	}
-	slot, err := s.bufSlots.alloc()
+	slot, err := s.bufSlots.Alloc()
 	if err != nil {
 		return 0, err
 	}
@@ -198,7 +198,7 @@ func (t *txn) writeRules() error {
 		s.refStatic(n)
 	}
 	for _, q := range sess.QERs {
-		slot, err := s.qerSlots.alloc()
+		slot, err := s.qerSlots.Alloc()
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (t *txn) writeRules() error {
 			t.in.URRSlots.set(u.ID, slot)
 			continue
 		}
-		slot, err := s.urrSlots.alloc()
+		slot, err := s.urrSlots.Alloc()
 		if err != nil {
 			return err
 		}
@@ -256,14 +256,14 @@ func (t *txn) writeRules() error {
 		if _, ok := p.key(); !ok {
 			continue
 		}
-		slot, err := s.pdrSlots.alloc()
+		slot, err := s.pdrSlots.Alloc()
 		if err != nil {
 			return err
 		}
 		t.in.PDRSlots.set(uint32(p.ID), slot)
 		set, filtered := dataPathSDF(p)
 		if filtered {
-			sdfSlot, err := s.sdfSlots.alloc()
+			sdfSlot, err := s.sdfSlots.Alloc()
 			if err != nil {
 				return err
 			}
@@ -467,7 +467,7 @@ func (s *Store) forget(in, next *installed) {
 	releaseAll(s.qerSlots, in.QERSlots, false)
 	for _, e := range in.URRSlots {
 		if next == nil || next.URRSlots.of(e.id) != e.slot {
-			s.urrSlots.release(e.slot)
+			s.urrSlots.Release(e.slot)
 			delete(s.urrs, e.slot)
 		}
 	}
@@ -475,7 +475,7 @@ func (s *Store) forget(in, next *installed) {
 	for _, e := range in.BufferSlots {
 		if next == nil || next.BufferSlots.of(e.id) != e.slot {
 			s.buffers.Discard(e.slot)
-			s.bufSlots.release(e.slot)
+			s.bufSlots.Release(e.slot)
 		}
 	}
 	for i := range in.FARs {

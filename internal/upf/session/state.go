@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 )
 
 // Origin is the interface a session was created through.
@@ -76,7 +78,7 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 	}
 	owned := map[dpKey]bool{}
 	// Buffers are not kept: the packets they held went with the process.
-	used := map[*slotPool]map[uint32]bool{s.pdrSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
+	used := map[*slotpool.Pool]map[uint32]bool{s.pdrSlots: {}, s.qerSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
 	urrs := map[uint32]bool{}
 	var kept, gone []*installed
 	for _, in := range st.Sessions {
@@ -100,9 +102,9 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 		return 0, err
 	}
 	for pool, slots := range used {
-		pool.adopt(slots)
+		pool.Adopt(slots)
 	}
-	s.urrSlots.adopt(urrs)
+	s.urrSlots.Adopt(urrs)
 	for _, in := range kept {
 		if err := s.install(in.Session, nil, in, false); err != nil {
 			return 0, fmt.Errorf("restoring session %d: %w", in.SEID, err)
@@ -110,7 +112,7 @@ func (s *Store) Restore(data []byte) (dropped int, err error) {
 	}
 	for pool, slots := range used {
 		for slot := range slots {
-			pool.release(slot)
+			pool.Release(slot)
 		}
 	}
 	for _, in := range gone {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -40,12 +41,12 @@ type Store struct {
 	teids    map[uint32]uint64
 	ues      map[netip.Addr]uint64
 	statics  map[netip.Addr]*static
-	pdrSlots *slotPool
-	qerSlots *slotPool
-	urrSlots *slotPool
+	pdrSlots *slotpool.Pool
+	qerSlots *slotpool.Pool
+	urrSlots *slotpool.Pool
 	urrs     map[uint32]urrRef // by slot
-	sdfSlots *slotPool
-	bufSlots *slotPool
+	sdfSlots *slotpool.Pool
+	bufSlots *slotpool.Pool
 	buffers  Buffers // nil: FARs cannot buffer
 	changed  func()
 }
@@ -101,13 +102,12 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *
 		// A PDR slot's counters start at zero: zeroed once the slot is out
 		// of use, before it is handed out again, and before its first use
 		// unless the maps are new.
-		pdrSlots: newSlotPool("PDR", 0, dp.PDRCapacity(), dp.ZeroPDRCounters),
-		qerSlots: newSlotPool("QER", 1, dp.QERCapacity(), nil), // slot 0 stands for no QER
-		urrSlots: newSlotPool("URR", 1, dp.URRCapacity(), nil), // and no URR
-		sdfSlots: newSlotPool("SDF filter", 1, dp.SDFSetCapacity(), nil),
-		bufSlots: newSlotPool("buffer", 1, dp.BufferCapacity(), nil),
+		pdrSlots: slotpool.New(slotpool.Config{Name: "PDR", Size: dp.PDRCapacity(), Reset: dp.ZeroPDRCounters, Zeroed: dp.Unused()}),
+		qerSlots: slotpool.New(slotpool.Config{Name: "QER", First: 1, Size: dp.QERCapacity()}), // slot 0 stands for no QER
+		urrSlots: slotpool.New(slotpool.Config{Name: "URR", First: 1, Size: dp.URRCapacity()}), // and no URR
+		sdfSlots: slotpool.New(slotpool.Config{Name: "SDF filter", First: 1, Size: dp.SDFSetCapacity()}),
+		bufSlots: slotpool.New(slotpool.Config{Name: "buffer", First: 1, Size: dp.BufferCapacity()}),
 	}
-	s.pdrSlots.zeroed = dp.Unused()
 	return s
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -266,7 +267,7 @@ func (e *storeEnv) pdrOf(t *testing.T, uplink bool) upfxdp.PDR {
 }
 
 // inUse is the number of slots a pool has handed out and not taken back.
-func inUse(p *slotPool) int { return int(p.next-p.first) - len(p.free) - len(p.dirty) - len(p.cooling) }
+func inUse(p *slotpool.Pool) int { return p.InUse() }
 
 // withURRs is figure10 with URRs, the uplink PDR naming the given ones and
 // the downlink PDR the first.
@@ -431,8 +432,7 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	e := newStoreEnv(t)
 	now := time.Now()
 	// Two PDR slots, figure10's two PDRs: the next session reuses them.
-	e.store.pdrSlots = newSlotPool("PDR", 0, 2, e.dp.ZeroPDRCounters)
-	e.store.pdrSlots.now = func() time.Time { return now }
+	e.store.pdrSlots = slotpool.New(slotpool.Config{Name: "PDR", Size: 2, Reset: e.dp.ZeroPDRCounters, Now: func() time.Time { return now }})
 	check(t, e.store.Create(figure10()))
 	old := e.store.sessions[1].PDRSlots
 	e.pdrCounters(t, upfxdp.Counter{Packets: 3, Bytes: 300}, old.sorted()...)
@@ -440,7 +440,7 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 		t.Fatalf("PDR counters %+v, %v", counters, err)
 	}
 	check(t, e.store.Delete(1))
-	now = now.Add(slotReuseDelay)
+	now = now.Add(slotpool.ReuseDelay)
 	check(t, e.store.Create(figure10()))
 	if reused := e.store.sessions[1].PDRSlots; !reflect.DeepEqual(reused.sorted(), old.sorted()) {
 		t.Fatalf("the new session has PDR slots %v, not the deleted one's %v", reused, old)

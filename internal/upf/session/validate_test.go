@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
-	"time"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -95,28 +94,5 @@ func TestValidateLimitsPDRsPerKey(t *testing.T) {
 	var ve *ValidationError
 	if err := Validate(&s); !errors.As(err, &ve) || ve.Field != "pdrs[9]" {
 		t.Fatalf("nine PDRs on one TEID: got %v", err)
-	}
-}
-
-func TestSlotPoolDelaysReuse(t *testing.T) {
-	now := time.Unix(0, 0)
-	p := newSlotPool("test", 0, 2, nil)
-	p.now = func() time.Time { return now }
-	a, _ := p.alloc()
-	b, _ := p.alloc()
-	if _, err := p.alloc(); err == nil {
-		t.Fatal("a full pool gave a slot")
-	}
-	p.release(a)
-	if _, err := p.alloc(); err == nil {
-		t.Fatal("a slot was reused before the delay")
-	}
-	now = now.Add(slotReuseDelay)
-	if got, err := p.alloc(); err != nil || got != a {
-		t.Fatalf("after the delay: got %d, %v; want %d", got, err, a)
-	}
-	p.releaseNow(b)
-	if got, _ := p.alloc(); got != b {
-		t.Fatalf("releaseNow: got %d, want %d", got, b)
 	}
 }

@@ -5,10 +5,15 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
-// bufferTest is the test rules with downlink FAR 7 (UE ue4b) buffering
-// into buffer slot 1, and the ring of buffered packets.
+// testBuffer is the buffer slot of the buffering FAR.
+const testBuffer = 1
+
+// bufferTest is the test rules with the FAR of pdrDownVLAN (UE ue4b)
+// buffering into testBuffer, and the ring of buffered packets.
 type bufferTest struct {
 	*upf
 	ring *BufferedReader
@@ -22,9 +27,9 @@ func newBufferTest(t *testing.T) *bufferTest {
 	check(t, err)
 	t.Cleanup(func() { ring.Close() })
 	far := encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)
-	far.Action, far.Buffer = FARBuffer, 1
-	check(t, u.d.ResetBuffer(1))
-	changePDR(t, u.d, 7, func(p *PDR) { p.Far = far })
+	far.Action, far.Buffer = FARBuffer, testBuffer
+	check(t, u.d.ResetBuffer(testBuffer))
+	changePDR(t, u.d, pdrDownVLAN, func(p *PDR) { p.Far = far })
 	return &bufferTest{upf: u, ring: ring, far: far}
 }
 
@@ -60,17 +65,18 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	}
 	slot, _ := b.d.claimSlot(b.ifindex, "lo")
 	for i, p := range held {
-		if p.Buffer != 1 || p.Iface != slot || p.PDR != 8 || p.QFI != 0 {
-			t.Errorf("packet %d: buffer %d iface %d PDR %d QFI %d, want 1, %d, 8, 0", i, p.Buffer, p.Iface, p.PDR, p.QFI, slot)
+		if p.Buffer != testBuffer || p.Iface != slot || p.PDR != pdrDownVLAN+1 || p.QFI != 0 {
+			t.Errorf("packet %d: buffer %d iface %d PDR %d QFI %d, want %d, %d, %d, 0", i, p.Buffer, p.Iface, p.PDR, p.QFI,
+				testBuffer, slot, pdrDownVLAN+1)
 		}
-		equalFrames(t, p.Frame, frames[i])
+		testsupport.EqualFrames(t, p.Frame, frames[i])
 	}
 
 	before := b.counters(t)["downlink_forward"]
 	p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 200, id: 1}
 	out, ifindex, err := b.d.Release(held[1].Iface, held[1].Frame)
 	check(t, err)
-	equalFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if ifindex != 10+nhGNBVLAN {
 		t.Errorf("released to ifindex %d, want %d", ifindex, 10+nhGNBVLAN)
 	}
@@ -78,15 +84,15 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 		t.Errorf("downlink_forward counted %d released packets, want 1", got)
 	}
 
-	if ok, err := b.d.ReleaseBuffer(1, 2); err != nil || ok {
+	if ok, err := b.d.ReleaseBuffer(testBuffer, 2); err != nil || ok {
 		t.Fatalf("released with 2 of 3 packets received: %v, %v", ok, err)
 	}
 	b.expect(t, frames[0], xdpDrop, "buffered")
-	if ok, err := b.d.ReleaseBuffer(1, 4); err != nil || !ok {
+	if ok, err := b.d.ReleaseBuffer(testBuffer, 4); err != nil || !ok {
 		t.Fatalf("release with every packet received: %v, %v", ok, err)
 	}
 	out = b.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	equalFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if n := len(b.held(t)); n != 1 {
 		t.Errorf("%d packets held after the release, want the 1 before it", n)
 	}
@@ -99,13 +105,13 @@ func TestBufferDropsAreCounted(t *testing.T) {
 	b := newBufferTest(t)
 	long := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 2100}.frame(t, fromDN)
 	b.expect(t, long, xdpDrop, "drop_buffer_full")
-	if got := b.d.BufferDropped(1); got != 1 {
+	if got := b.d.BufferDropped(testBuffer); got != 1 {
 		t.Errorf("buffer dropped %d packets, want 1", got)
 	}
 	if n := len(b.held(t)); n != 0 {
 		t.Errorf("%d packets held, want none", n)
 	}
-	changePDR(t, b.d, 5, func(p *PDR) { p.Far = FAR{Action: FARBuffer, Buffer: 1, Nexthop: NexthopRoute} })
+	changePDR(t, b.d, pdrRoute, func(p *PDR) { p.Far = FAR{Action: FARBuffer, Buffer: testBuffer, Nexthop: NexthopRoute} })
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
 	b.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up), xdpDrop, "drop_far")
 	if _, _, err := b.d.Release(0, []byte{1, 2, 3}); err == nil {

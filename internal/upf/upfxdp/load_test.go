@@ -3,7 +3,6 @@ package upfxdp
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -13,21 +12,14 @@ import (
 // the test.
 func openTest(t *testing.T, opts Options) *Datapath {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	opts.PinPath = fmt.Sprintf("/sys/fs/bpf/xdp5g-test-%d-%s", os.Getpid(), t.Name())
+	testsupport.NeedRoot(t, "BPF")
+	opts.PinPath = testsupport.PinDir(t)
 	if len(opts.N3Addresses) == 0 {
 		opts.N3Addresses = []netip.Addr{netip.MustParseAddr("192.0.2.1")}
 	}
 	d, err := Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		d.Close()
-		os.RemoveAll(opts.PinPath)
-	})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { d.Close() })
 	return d
 }
 
@@ -49,7 +41,8 @@ func TestUnused(t *testing.T) {
 	if !d.Unused() {
 		t.Fatal("new maps are not unused")
 	}
-	if err := d.PutPDR(3, PDR{Id: 7}); err != nil {
+	const slot, id = 3, 7 // any PDR
+	if err := d.PutPDR(slot, PDR{Id: id}); err != nil {
 		t.Fatal(err)
 	}
 	if d.Unused() {
@@ -63,7 +56,7 @@ func TestUnused(t *testing.T) {
 	if again.Unused() {
 		t.Fatal("pinned maps opened again are unused")
 	}
-	if p, err := again.PDR(3); err != nil || p.Id != 7 {
-		t.Fatalf("PDR slot 3 read back as %+v, %v; want ID 7", p, err)
+	if p, err := again.PDR(slot); err != nil || p.Id != id {
+		t.Fatalf("PDR slot %d read back as %+v, %v; want ID %d", slot, p, err, id)
 	}
 }

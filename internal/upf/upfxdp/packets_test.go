@@ -7,7 +7,6 @@ package upfxdp
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"net"
 	"net/netip"
 	"testing"
@@ -15,6 +14,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const (
@@ -324,20 +325,8 @@ func (u *upf) runCases(t *testing.T, cases []pktCase) {
 				want = c.in
 			}
 			if want != nil {
-				equalFrames(t, out, want)
+				testsupport.EqualFrames(t, out, want)
 			}
 		})
 	}
-}
-
-func equalFrames(t testing.TB, got, want []byte) {
-	t.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	t.Errorf("frames differ from byte %d\ngot %d bytes:\n%swant %d bytes:\n%s", i, len(got), hex.Dump(got), len(want), hex.Dump(want))
 }

@@ -4,14 +4,22 @@ import (
 	"testing"
 )
 
-// qerPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
-// test rules at the given QER slots, their counters zeroed.
+// QER slots of the tests.
+const (
+	qerOpen     = iota + 1 // open, no maximum bit rate
+	qerUpClosed            // uplink gate closed
+	qerClosed              // both gates closed
+	qerLimited  = qerOpen  // a maximum bit rate
+)
+
+// qerPDRs points uplink pdrRoute (teidRoute) and downlink pdrDownVLAN (ue4b)
+// of the test rules at the given QER slots, their counters zeroed.
 func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 	t.Helper()
 	var q [QERsPerPDR]uint32
 	copy(q[:], qers)
-	check(t, d.ZeroPDRCounters([]uint32{5, 7}))
-	for _, slot := range []uint32{5, 7} {
+	check(t, d.ZeroPDRCounters([]uint32{pdrRoute, pdrDownVLAN}))
+	for _, slot := range []uint32{pdrRoute, pdrDownVLAN} {
 		changePDR(t, d, slot, func(p *PDR) { p.Qer = q })
 	}
 }
@@ -20,24 +28,24 @@ func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 // gate drops uplink packets and lets downlink ones through.
 func TestQERGates(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
-	check(t, u.d.PutQER(1, QER{}))                        // open, no maximum bit rate
-	check(t, u.d.PutQER(2, QER{GateClosed: 1 << 0}))      // uplink closed
-	check(t, u.d.PutQER(3, QER{GateClosed: 1<<0 | 1<<1})) // both closed
+	check(t, u.d.PutQER(qerOpen, QER{}))
+	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << 0}))
+	check(t, u.d.PutQER(qerClosed, QER{GateClosed: 1<<0 | 1<<1}))
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
 	downFrame := down.frame(t, fromDN)
 
-	qerPDRs(t, u.d, 1)
+	qerPDRs(t, u.d, qerOpen)
 	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
 	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
-	qerPDRs(t, u.d, 1, 2)
+	qerPDRs(t, u.d, qerOpen, qerUpClosed)
 	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
 	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
-	qerPDRs(t, u.d, 3)
+	qerPDRs(t, u.d, qerClosed)
 	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
 	u.expect(t, downFrame, xdpDrop, "drop_qer_gate")
-	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 0 {
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 0 {
 		t.Errorf("PDR counter after gated packets: %+v, %v (the gate comes first)", c, err)
 	}
 }
@@ -50,8 +58,8 @@ func TestQERMaximumBitRate(t *testing.T) {
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	inner := uint64(len(up.bytes(t)))
 	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(100, 10*inner)}}
-	check(t, u.d.PutQER(1, limited))
-	qerPDRs(t, u.d, 1)
+	check(t, u.d.PutQER(qerLimited, limited))
+	qerPDRs(t, u.d, qerLimited)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
 	for range 10 {
 		u.expect(t, upFrame, xdpRedirect, "uplink_forward")
@@ -59,14 +67,14 @@ func TestQERMaximumBitRate(t *testing.T) {
 	for range 3 {
 		u.expect(t, upFrame, xdpDrop, "drop_qer_mbr")
 	}
-	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 10 || c.Bytes != 10*inner {
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 10 || c.Bytes != 10*inner {
 		t.Errorf("PDR counter: %+v, %v; want the 10 packets let through", c, err)
 	}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}.frame(t, fromDN)
 	for range 12 {
 		u.expect(t, down, xdpRedirect, "downlink_forward")
 	}
-	check(t, u.d.PutQER(1, limited))
+	check(t, u.d.PutQER(qerLimited, limited))
 	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
 }
 

@@ -90,13 +90,25 @@ func (p flowPacket) bytes(t testing.TB) []byte {
 }
 
 const (
-	teidSDF  = 0x700 // uplink: PDR 20 -> nhCore, then PDR 21 -> nhCoreVLAN
-	teidSDF6 = 0x800 // uplink: PDR 22 -> routes6
+	teidSDF  = 0x700 // uplink: pdrSDFPorts -> nhCore, then pdrSDFFromUE -> nhCoreVLAN
+	teidSDF6 = 0x800 // uplink: pdrSDF6 -> routes6
+)
+
+// PDR slots of the SDF rules, after the test rules'; a PDR's SDF set has
+// its slot.
+const (
+	pdrSDFPorts      = testPDRs + iota // UDP to 203.0.113.0/25 ports 50-60, or TCP from ports 1000-2000
+	pdrSDFFromUE                       // from ue4, any protocol
+	pdrSDF6                            // UDP to 2001:db8:ff::/48 port 53
+	pdrSDFDownPorts                    // UDP from 203.0.113.0/24 ports 8000-8080
+	pdrSDFDown                         // anything from 203.0.113.0/24
+	pdrSDFDown6Ports                   // UDP to ports 5000-5001 from 2001:db8:ff::/48
+	pdrSDFDown6TCP                     // TCP from 2001:db8:ff::/48
 )
 
 var (
-	ueSDF  = mustAddr("10.45.0.8")       // downlink: PDR 23 -> dlTEID, then PDR 24 -> dlTEID2
-	ueSDF6 = mustAddr("2001:db8:5:1::1") // downlink: PDR 25 -> dlTEID, then PDR 26 -> dlTEID6
+	ueSDF  = mustAddr("10.45.0.8")       // downlink: pdrSDFDownPorts -> dlTEID, then pdrSDFDown -> dlTEID2
+	ueSDF6 = mustAddr("2001:db8:5:1::1") // downlink: pdrSDFDown6Ports -> dlTEID, then pdrSDFDown6TCP -> dlTEID6
 	other4 = mustAddr("198.51.100.99")
 	other6 = mustAddr("2001:db8:ee::9")
 )
@@ -110,30 +122,27 @@ func installSDFRules(t *testing.T, d *Datapath) {
 		far FAR
 		sdf SDFSet
 	}{
-		// UDP to 203.0.113.0/25 ports 50-60, or TCP from ports 1000-2000.
-		20: {PDR{}, forward(nhCore), sdfSet(
+		pdrSDFPorts: {pdr: PDR{}, far: forward(nhCore), sdf: sdfSet(
 			sdfFilter(17, "", "203.0.113.0/25", 0, 0xffff, 50, 60),
 			sdfFilter(6, "", "", 1000, 2000, 0, 0xffff))},
-		// From ue4, any protocol (an IPv4 filter: no IPv6 packet matches).
-		21: {PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, forward(nhCoreVLAN), sdfSet(sdfFilter(0, ue4.String()+"/32", ""))},
-		22: {PDR{}, forward(NexthopRoute), sdfSet(sdfFilter(17, "", "2001:db8:ff::/48", 0, 0xffff, 53, 53))},
-		// UDP from 203.0.113.0/24 ports 8000-8080, then anything from there.
-		23: {PDR{Flags: MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB), sdfSet(
+		// An IPv4 filter: no IPv6 packet matches.
+		pdrSDFFromUE: {pdr: PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, far: forward(nhCoreVLAN), sdf: sdfSet(sdfFilter(0, ue4.String()+"/32", ""))},
+		pdrSDF6:      {pdr: PDR{}, far: forward(NexthopRoute), sdf: sdfSet(sdfFilter(17, "", "2001:db8:ff::/48", 0, 0xffff, 53, 53))},
+		pdrSDFDownPorts: {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB), sdf: sdfSet(
 			sdfFilter(17, "203.0.113.0/24", "", 8000, 8080, 0, 0xffff))},
-		24: {PDR{}, encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN), sdfSet(sdfFilter(0, "203.0.113.0/24", ""))},
-		// UDP to ports 5000-5001 from 2001:db8:ff::/48, then TCP from there.
-		25: {PDR{Flags: MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB), sdfSet(
+		pdrSDFDown: {pdr: PDR{}, far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN), sdf: sdfSet(sdfFilter(0, "203.0.113.0/24", ""))},
+		pdrSDFDown6Ports: {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB), sdf: sdfSet(
 			sdfFilter(17, "2001:db8:ff::/48", "", 0, 0xffff, 5000, 5001))},
-		26: {PDR{}, encap(dlTEID6, n3Addr, gnb, nhGNB), sdfSet(sdfFilter(6, "2001:db8:ff::/48", ""))},
+		pdrSDFDown6TCP: {pdr: PDR{}, far: encap(dlTEID6, n3Addr, gnb, nhGNB), sdf: sdfSet(sdfFilter(6, "2001:db8:ff::/48", ""))},
 	} {
 		r.pdr.Far, r.pdr.Id, r.pdr.Sdf = r.far, uint16(slot), slot
 		check(t, d.PutSDFSet(slot, r.sdf))
 		check(t, d.PutPDR(slot, r.pdr))
 	}
-	check(t, d.PutUplink(teidSDF, pdrSet(20, 21)))
-	check(t, d.PutUplink(teidSDF6, pdrSet(22)))
-	check(t, d.PutDownlink(ueSDF, pdrSet(23, 24)))
-	check(t, d.PutDownlink(ueSDF6, pdrSet(25, 26)))
+	check(t, d.PutUplink(teidSDF, pdrSet(pdrSDFPorts, pdrSDFFromUE)))
+	check(t, d.PutUplink(teidSDF6, pdrSet(pdrSDF6)))
+	check(t, d.PutDownlink(ueSDF, pdrSet(pdrSDFDownPorts, pdrSDFDown)))
+	check(t, d.PutDownlink(ueSDF6, pdrSet(pdrSDFDown6Ports, pdrSDFDown6TCP)))
 }
 
 func TestSDFUplink(t *testing.T) {
@@ -151,9 +160,9 @@ func TestSDFUplink(t *testing.T) {
 	up := func(name string, teid uint32, p flowPacket, nh int) pktCase {
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 		if nh < 0 {
-			return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+			return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
 		}
-		return pktCase{name, in, xdpRedirect, "uplink_forward", nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
+		return pktCase{name: name, in: in, act: xdpRedirect, reason: "uplink_forward", out: nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
 	}
 	tcpTo53 := tcp
 	tcpTo53.sport, tcpTo53.dport = 40000, 53
@@ -186,37 +195,38 @@ func TestSDFDownlink(t *testing.T) {
 	}
 	udp, tcp := layers.IPProtocolUDP, layers.IPProtocolTCP
 	with := func(p flowPacket, change func(*flowPacket)) flowPacket { change(&p); return p }
-	dl := func(name string, p flowPacket, pdr uint32) pktCase {
+	const noPDR = -1
+	dl := func(name string, p flowPacket, pdr int) pktCase {
 		in := fromDN.ipFrame(t, p.bytes(t))
 		inner := p.hop().bytes(t)
 		switch pdr {
-		case 23, 25:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
-		case 24:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
-		case 26:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
+		case pdrSDFDownPorts, pdrSDFDown6Ports:
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
+		case pdrSDFDown:
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
+		case pdrSDFDown6TCP:
+			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
 		}
-		return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+		return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
 	}
 	v6 := pkt(udp, dn6, ueSDF6, 40000, 5000)
 	u.runCases(t, []pktCase{
-		dl("UDP from a port of the range", pkt(udp, dn4, ueSDF, 8000, 1), 23),
-		dl("UDP from the highest port", pkt(udp, dn4b, ueSDF, 8080, 1), 23),
-		dl("UDP from past the range: next PDR", pkt(udp, dn4, ueSDF, 8081, 1), 24),
-		dl("TCP from a port of the range: next PDR", pkt(tcp, dn4, ueSDF, 8000, 1), 24),
-		dl("ICMP: next PDR", pkt(layers.IPProtocolICMPv4, dn4, ueSDF, 0, 0), 24),
-		dl("from outside the prefixes", pkt(udp, other4, ueSDF, 8000, 1), 0),
-		dl("IPv6 UDP to a port of the range", v6, 25),
-		dl("IPv6 UDP to the highest port", with(v6, func(p *flowPacket) { p.dport = 5001 }), 25),
-		dl("IPv6 UDP past the range", with(v6, func(p *flowPacket) { p.dport = 5002 }), 0),
-		dl("IPv6 TCP: next PDR", with(v6, func(p *flowPacket) { p.proto = tcp }), 26),
-		dl("IPv6 from outside the prefix", with(v6, func(p *flowPacket) { p.src = other6 }), 0),
-		dl("IPv6 Hop-by-Hop header skipped", with(v6, func(p *flowPacket) { p.hopByHop = true }), 25),
-		dl("IPv6 first fragment", with(v6, func(p *flowPacket) { p.fragment = true }), 25),
-		dl("IPv6 Hop-by-Hop and first fragment", with(v6, func(p *flowPacket) { p.hopByHop, p.fragment = true, true }), 25),
-		dl("IPv6 later fragment, no ports", with(v6, func(p *flowPacket) { p.fragment, p.fragOffset = true, 185 }), 0),
-		dl("IPv6 later TCP fragment: next PDR", with(v6, func(p *flowPacket) { p.proto, p.fragment, p.fragOffset = tcp, true, 185 }), 26),
+		dl("UDP from a port of the range", pkt(udp, dn4, ueSDF, 8000, 1), pdrSDFDownPorts),
+		dl("UDP from the highest port", pkt(udp, dn4b, ueSDF, 8080, 1), pdrSDFDownPorts),
+		dl("UDP from past the range: next PDR", pkt(udp, dn4, ueSDF, 8081, 1), pdrSDFDown),
+		dl("TCP from a port of the range: next PDR", pkt(tcp, dn4, ueSDF, 8000, 1), pdrSDFDown),
+		dl("ICMP: next PDR", pkt(layers.IPProtocolICMPv4, dn4, ueSDF, 0, 0), pdrSDFDown),
+		dl("from outside the prefixes", pkt(udp, other4, ueSDF, 8000, 1), noPDR),
+		dl("IPv6 UDP to a port of the range", v6, pdrSDFDown6Ports),
+		dl("IPv6 UDP to the highest port", with(v6, func(p *flowPacket) { p.dport = 5001 }), pdrSDFDown6Ports),
+		dl("IPv6 UDP past the range", with(v6, func(p *flowPacket) { p.dport = 5002 }), noPDR),
+		dl("IPv6 TCP: next PDR", with(v6, func(p *flowPacket) { p.proto = tcp }), pdrSDFDown6TCP),
+		dl("IPv6 from outside the prefix", with(v6, func(p *flowPacket) { p.src = other6 }), noPDR),
+		dl("IPv6 Hop-by-Hop header skipped", with(v6, func(p *flowPacket) { p.hopByHop = true }), pdrSDFDown6Ports),
+		dl("IPv6 first fragment", with(v6, func(p *flowPacket) { p.fragment = true }), pdrSDFDown6Ports),
+		dl("IPv6 Hop-by-Hop and first fragment", with(v6, func(p *flowPacket) { p.hopByHop, p.fragment = true, true }), pdrSDFDown6Ports),
+		dl("IPv6 later fragment, no ports", with(v6, func(p *flowPacket) { p.fragment, p.fragOffset = true, 185 }), noPDR),
+		dl("IPv6 later TCP fragment: next PDR", with(v6, func(p *flowPacket) { p.proto, p.fragment, p.fragOffset = tcp, true, 185 }), pdrSDFDown6TCP),
 	})
 }
 
@@ -226,20 +236,24 @@ func TestSDFDownlink(t *testing.T) {
 func TestSDFFamilyInTheSet(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	const teidFamily = 0x7100
-	for slot, pdr := range map[uint32]PDR{27: {Sdf: 27}, 28: {}} {
-		pdr.Far, pdr.Id = forward(map[uint32]uint32{27: nhCore, 28: nhCoreVLAN}[slot]), uint16(slot)
+	const (
+		pdrV6Only = testPDRs + iota // with an IPv6 filter, the first of the set
+		pdrAny
+	)
+	for slot, pdr := range map[uint32]PDR{pdrV6Only: {Sdf: pdrV6Only}, pdrAny: {}} {
+		pdr.Far, pdr.Id = forward(map[uint32]uint32{pdrV6Only: nhCore, pdrAny: nhCoreVLAN}[slot]), uint16(slot)
 		check(t, u.d.PutPDR(slot, pdr))
 	}
-	check(t, u.d.PutSDFSet(27, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
-	set := pdrSet(27, 28)
+	check(t, u.d.PutSDFSet(pdrV6Only, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
+	set := pdrSet(pdrV6Only, pdrAny)
 	set.OnlyV6 = 1 << 0
 	check(t, u.d.PutUplink(teidFamily, set))
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{
-		{"IPv4 passes the IPv6 PDR by", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), xdpRedirect, "uplink_forward",
-			nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
-		{"IPv6 takes it", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), xdpRedirect, "uplink_forward",
-			nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
+		{name: "IPv4 passes the IPv6 PDR by", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+			out: nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
+		{name: "IPv6 takes it", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+			out: nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
 	})
 }

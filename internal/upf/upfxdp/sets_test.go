@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // sameBucket returns n TEIDs from first on whose sets share one bucket.
@@ -50,7 +52,7 @@ func (u *upf) expectUplink(t *testing.T, teid, nh uint32) {
 		u.expect(t, in, xdpDrop, "drop_unknown_teid")
 		return
 	}
-	equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
+	testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
 }
 
 func (u *upf) placeOf(t *testing.T, teid uint32) place {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The test network.
@@ -24,14 +26,14 @@ var (
 	gnb2    = mustAddr("198.51.100.20")
 	notN3   = mustAddr("192.0.2.9")
 
-	ue4          = mustAddr("10.45.0.2") // uplink PDRs 0 and 1, downlink PDR 6
-	ue4b         = mustAddr("10.45.0.3") // downlink PDR 7
+	ue4          = mustAddr("10.45.0.2") // uplink pdrQoS and pdrUE4, downlink pdrDown
+	ue4b         = mustAddr("10.45.0.3") // downlink pdrDownVLAN
 	ue4FARDrop   = mustAddr("10.45.0.4")
 	ue4NoGTP     = mustAddr("10.45.0.5")
 	ue4NoNexthop = mustAddr("10.45.0.6")
 	ue4Empty     = mustAddr("10.45.0.7")
 	ue4Unknown   = mustAddr("10.45.0.99")
-	ue6          = mustAddr("2001:db8:1:2::5") // uplink PDR 2, downlink PDR 8 (its /64)
+	ue6          = mustAddr("2001:db8:1:2::5") // uplink pdrUE6, downlink pdrDown6 (its /64)
 	ue6b         = mustAddr("2001:db8:1:2:ffff::9")
 	ue6Other     = mustAddr("2001:db8:1:3::5")
 
@@ -59,19 +61,19 @@ var testNexthops = map[uint32]struct {
 	l2    l2
 	valid bool
 }{
-	nhCore:     {l2{dst: mac(0x0b), src: mac(0x02)}, true},
-	nhCoreVLAN: {l2{dst: mac(0x0c), src: mac(0x02), tci: 3<<13 | 100}, true},
-	nhGNB:      {l2{dst: mac(0x0a), src: mac(0x01)}, true},
-	nhGNBVLAN:  {l2{dst: mac(0x0d), src: mac(0x01), tci: 200}, true},
-	nhInvalid:  {l2{dst: mac(0x0e), src: mac(0x01)}, false},
+	nhCore:     {l2: l2{dst: mac(0x0b), src: mac(0x02)}, valid: true},
+	nhCoreVLAN: {l2: l2{dst: mac(0x0c), src: mac(0x02), tci: 3<<13 | 100}, valid: true},
+	nhGNB:      {l2: l2{dst: mac(0x0a), src: mac(0x01)}, valid: true},
+	nhGNBVLAN:  {l2: l2{dst: mac(0x0d), src: mac(0x01), tci: 200}, valid: true},
+	nhInvalid:  {l2: l2{dst: mac(0x0e), src: mac(0x01)}, valid: false},
 }
 
 func nhL2(slot uint32) l2 { return testNexthops[slot].l2 }
 
 // TEIDs of the uplink rules.
 const (
-	teidQoS       = 0x100 // PDR 0 (QFI 9) -> nhCore, then PDR 1 (UE ue4) -> nhCoreVLAN
-	teidV6        = 0x200 // PDR 2 (UE ue6/64) -> routes6
+	teidQoS       = 0x100 // pdrQoS (QFI 9) -> nhCore, then pdrUE4 (UE ue4) -> nhCoreVLAN
+	teidV6        = 0x200 // pdrUE6 (UE ue6/64) -> routes6
 	teidFARDrop   = 0x300
 	teidNoNexthop = 0x400 // FAR -> nhInvalid
 	teidRoute     = 0x500 // FAR -> routes4/routes6
@@ -80,6 +82,23 @@ const (
 	dlTEID        = 0xa0000001
 	dlTEID2       = 0xa0000002
 	dlTEID6       = 0xa0000006
+)
+
+// PDR slots of the test rules; a PDR's ID is its slot + 1.
+const (
+	pdrQoS           = iota // uplink of teidQoS, QFI 9
+	pdrUE4                  // uplink of teidQoS, UE ue4
+	pdrUE6                  // uplink of teidV6, UE ue6/64
+	pdrFARDrop              // uplink of teidFARDrop: a FAR that does nothing
+	pdrNoNexthop            // uplink of teidNoNexthop
+	pdrRoute                // uplink of teidRoute
+	pdrDown                 // downlink of ue4, QFI 9 marked
+	pdrDownVLAN             // downlink of ue4b, to the second gNB through nhGNBVLAN
+	pdrDown6                // downlink of ue6/64, QFI 5 and RQI marked
+	pdrDownFARDrop          // downlink of ue4FARDrop: a tunnel but no action
+	pdrDownNoGTP            // downlink of ue4NoGTP: forwarded without a tunnel
+	pdrDownNoNexthop        // downlink of ue4NoNexthop
+	testPDRs                // the first slot a test fills for itself
 )
 
 func pdrSet(slots ...uint32) PDRSet {
@@ -136,31 +155,31 @@ func installRules(t *testing.T, d *Datapath) {
 		pdr PDR
 		far FAR
 	}{
-		0:  {PDR{Flags: MatchQFI, Qfi: 9}, forward(nhCore)},
-		1:  {PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, forward(nhCoreVLAN)},
-		2:  {PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, forward(NexthopRoute)},
-		3:  {PDR{}, FAR{}},
-		4:  {PDR{}, forward(nhInvalid)},
-		5:  {PDR{}, forward(NexthopRoute)},
-		6:  {PDR{Flags: MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB)},
-		7:  {PDR{}, encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)},
-		8:  {PDR{Flags: MarkQFI | MarkRQI, Qfi: 5}, encap(dlTEID6, n3Addr, gnb, nhGNB)},
-		9:  {PDR{}, FAR{Flags: FARGTPUv4, Teid: 1, Nexthop: nhGNB}},
-		10: {PDR{}, forward(nhGNB)},
-		11: {PDR{}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		pdrQoS:           {pdr: PDR{Flags: MatchQFI, Qfi: 9}, far: forward(nhCore)},
+		pdrUE4:           {pdr: PDR{Flags: MatchUEv4, Ue: pdrUE(ue4)}, far: forward(nhCoreVLAN)},
+		pdrUE6:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: forward(NexthopRoute)},
+		pdrFARDrop:       {pdr: PDR{}, far: FAR{}},
+		pdrNoNexthop:     {pdr: PDR{}, far: forward(nhInvalid)},
+		pdrRoute:         {pdr: PDR{}, far: forward(NexthopRoute)},
+		pdrDown:          {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrDownVLAN:      {pdr: PDR{}, far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)},
+		pdrDown6:         {pdr: PDR{Flags: MarkQFI | MarkRQI, Qfi: 5}, far: encap(dlTEID6, n3Addr, gnb, nhGNB)},
+		pdrDownFARDrop:   {pdr: PDR{}, far: FAR{Flags: FARGTPUv4, Teid: 1, Nexthop: nhGNB}},
+		pdrDownNoGTP:     {pdr: PDR{}, far: forward(nhGNB)},
+		pdrDownNoNexthop: {pdr: PDR{}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(d.PutPDR(uint32(slot), r.pdr))
 	}
 	for teid, set := range map[uint32]PDRSet{
-		teidQoS: pdrSet(0, 1), teidV6: pdrSet(2), teidFARDrop: pdrSet(3), teidNoNexthop: pdrSet(4),
-		teidRoute: pdrSet(5), teidEmpty: pdrSet(),
+		teidQoS: pdrSet(pdrQoS, pdrUE4), teidV6: pdrSet(pdrUE6), teidFARDrop: pdrSet(pdrFARDrop),
+		teidNoNexthop: pdrSet(pdrNoNexthop), teidRoute: pdrSet(pdrRoute), teidEmpty: pdrSet(),
 	} {
 		check(d.PutUplink(teid, set))
 	}
 	for ue, set := range map[netip.Addr]PDRSet{
-		ue4: pdrSet(6), ue4b: pdrSet(7), ue6: pdrSet(8), ue4FARDrop: pdrSet(9), ue4NoGTP: pdrSet(10),
-		ue4NoNexthop: pdrSet(11), ue4Empty: pdrSet(),
+		ue4: pdrSet(pdrDown), ue4b: pdrSet(pdrDownVLAN), ue6: pdrSet(pdrDown6), ue4FARDrop: pdrSet(pdrDownFARDrop),
+		ue4NoGTP: pdrSet(pdrDownNoGTP), ue4NoNexthop: pdrSet(pdrDownNoNexthop), ue4Empty: pdrSet(),
 	} {
 		check(d.PutDownlink(ue, set))
 	}
@@ -239,16 +258,14 @@ func TestTTLChecksumEveryValue(t *testing.T) {
 		p := ipPacket{src: ue4, dst: dn4, ttl: 64, id: uint16(id)}
 		act, out := u.run(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)))
 		want := p.hop().frame(t, nhL2(nhCore))
-		if act != xdpRedirect || !bytes.Equal(out, want) {
-			t.Logf("ID %#04x: %v", id, act)
-			equalFrames(t, out, want)
-			t.FailNow()
+		if diff := testsupport.FrameDiff(out, want); act != xdpRedirect || diff != "" {
+			t.Fatalf("ID %#04x: %v %s", id, act, diff)
 		}
 	}
 }
 
-// A PDR's QFI and UE conditions, and the order of the set: PDR 0 (QFI 9,
-// any source) comes before PDR 1 (source ue4, any QFI).
+// A PDR's QFI and UE conditions, and the order of the set: pdrQoS (QFI 9,
+// any source) comes before pdrUE4 (source ue4, any QFI).
 func TestUplinkPrecedence(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	other := mustAddr("10.45.0.200")
@@ -258,14 +275,14 @@ func TestUplinkPrecedence(t *testing.T) {
 		exts []layers.GTPExtensionHeader
 		nh   int // -1: no PDR matches
 	}{
-		{"UE, QFI 9", ue4, []layers.GTPExtensionHeader{ulPSC(9)}, nhCore},
-		{"UE, QFI 9 with PPP/RQI bits", ue4, []layers.GTPExtensionHeader{{Type: extPSC, Content: []byte{0x10, 0xc9}}}, nhCore},
-		{"UE, QFI 8", ue4, []layers.GTPExtensionHeader{ulPSC(8)}, nhCoreVLAN},
-		{"UE, no PSC", ue4, nil, nhCoreVLAN},
-		{"UE, QFI 9 in a container of another type", ue4, []layers.GTPExtensionHeader{{Type: extRAN, Content: []byte{0x10, 9}}}, nhCoreVLAN},
-		{"other UE, QFI 9", other, []layers.GTPExtensionHeader{ulPSC(9)}, nhCore},
-		{"other UE, QFI 8", other, []layers.GTPExtensionHeader{ulPSC(8)}, -1},
-		{"other UE, no PSC", other, nil, -1},
+		{name: "UE, QFI 9", src: ue4, exts: []layers.GTPExtensionHeader{ulPSC(9)}, nh: nhCore},
+		{name: "UE, QFI 9 with PPP/RQI bits", src: ue4, exts: []layers.GTPExtensionHeader{{Type: extPSC, Content: []byte{0x10, 0xc9}}}, nh: nhCore},
+		{name: "UE, QFI 8", src: ue4, exts: []layers.GTPExtensionHeader{ulPSC(8)}, nh: nhCoreVLAN},
+		{name: "UE, no PSC", src: ue4, exts: nil, nh: nhCoreVLAN},
+		{name: "UE, QFI 9 in a container of another type", src: ue4, exts: []layers.GTPExtensionHeader{{Type: extRAN, Content: []byte{0x10, 9}}}, nh: nhCoreVLAN},
+		{name: "other UE, QFI 9", src: other, exts: []layers.GTPExtensionHeader{ulPSC(9)}, nh: nhCore},
+		{name: "other UE, QFI 8", src: other, exts: []layers.GTPExtensionHeader{ulPSC(8)}, nh: -1},
+		{name: "other UE, no PSC", src: other, exts: nil, nh: -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := ipPacket{src: c.src, dst: dn4, ttl: 30, size: 10}
@@ -274,7 +291,7 @@ func TestUplinkPrecedence(t *testing.T) {
 				u.expect(t, in, xdpDrop, "drop_no_pdr")
 				return
 			}
-			equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
+			testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
 		})
 	}
 }
@@ -292,25 +309,25 @@ func TestUplinkOutcomes(t *testing.T) {
 	tagged := fromGNB
 	tagged.tci = 7
 	u.runCases(t, []pktCase{
-		{"unknown TEID", up(gpdu(teidUnknown), v4), xdpDrop, "drop_unknown_teid", nil},
-		{"empty PDR set", up(gpdu(teidEmpty, ulPSC(9)), v4), xdpDrop, "drop_no_pdr", nil},
-		{"UE mismatch", up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"QFI and UE mismatch", up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"IPv6 UE mismatch", up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"IPv4 inner, IPv6 PDR", up(gpdu(teidV6, ulPSC(9)), v4), xdpDrop, "drop_no_pdr", nil},
-		{"IPv6 inner, IPv4 PDR", up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"FAR drop", up(gpdu(teidFARDrop), v4), xdpDrop, "drop_far", nil},
-		{"inner TTL 1", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), xdpDrop, "drop_ttl", nil},
-		{"inner TTL 0", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), xdpDrop, "drop_ttl", nil},
-		{"inner hop limit 1", up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), xdpDrop, "drop_ttl", nil},
+		{name: "unknown TEID", in: up(gpdu(teidUnknown), v4), act: xdpDrop, reason: "drop_unknown_teid", out: nil},
+		{name: "empty PDR set", in: up(gpdu(teidEmpty, ulPSC(9)), v4), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "UE mismatch", in: up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "QFI and UE mismatch", in: up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv6 UE mismatch", in: up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv4 inner, IPv6 PDR", in: up(gpdu(teidV6, ulPSC(9)), v4), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv6 inner, IPv4 PDR", in: up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "FAR drop", in: up(gpdu(teidFARDrop), v4), act: xdpDrop, reason: "drop_far", out: nil},
+		{name: "inner TTL 1", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), act: xdpDrop, reason: "drop_ttl", out: nil},
+		{name: "inner TTL 0", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), act: xdpDrop, reason: "drop_ttl", out: nil},
+		{name: "inner hop limit 1", in: up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), act: xdpDrop, reason: "drop_ttl", out: nil},
 		noRoute("invalid next hop", fromGNB, gpdu(teidNoNexthop), v4),
 		noRoute("no route", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4NoRoute, ttl: 64, size: 20}),
 		noRoute("route to a slot outside nexthops", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4BadSlot, ttl: 64}),
 		noRoute("no IPv6 route", fromGNB, gpdu(teidRoute), ipPacket{src: ue6, dst: dn6NoRoute, ttl: 64}),
 		noRoute("tagged frame in", tagged, gpdu(teidNoNexthop), v4),
-		{"End Marker", gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), xdpPass, "pass_gtp_signalling", nil},
-		{"Error Indication", gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), xdpPass, "pass_gtp_signalling", nil},
-		{"Echo Response", gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), xdpPass, "pass_gtp_signalling", nil},
+		{name: "End Marker", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
+		{name: "Error Indication", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
+		{name: "Echo Response", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
 	})
 }
 
@@ -339,13 +356,13 @@ func TestEcho(t *testing.T) {
 		return fromGNB.frame(t, layers.EthernetTypeIPv4, udp4(t, h, gtpuPort, gtpuPort, echo(1, 1, nil)))
 	}()
 	u.runCases(t, []pktCase{
-		{"request", req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
-		{"padded request", pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
-		{"tagged request", req(tagged, n3Addr, gtpuPort, 1, nil), xdpTx, "echo_response", resp(tagged, n3Addr, gtpuPort, 1)},
-		{"second N3 address, other source port", req(fromGNB, n3Addr2, 40000, 9, nil), xdpTx, "echo_response", resp(fromGNB, n3Addr2, 40000, 9)},
-		{"request with a Private Extension", req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 77)},
-		{"request with IPv4 options", withOptions, xdpPass, "pass_gtp_signalling", nil},
-		{"request to another address", req(fromGNB, notN3, gtpuPort, 1, nil), xdpPass, "pass_not_ours", nil},
+		{name: "request", in: req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
+		{name: "padded request", in: pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
+		{name: "tagged request", in: req(tagged, n3Addr, gtpuPort, 1, nil), act: xdpTx, reason: "echo_response", out: resp(tagged, n3Addr, gtpuPort, 1)},
+		{name: "second N3 address, other source port", in: req(fromGNB, n3Addr2, 40000, 9, nil), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr2, 40000, 9)},
+		{name: "request with a Private Extension", in: req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 77)},
+		{name: "request with IPv4 options", in: withOptions, act: xdpPass, reason: "pass_gtp_signalling", out: nil},
+		{name: "request to another address", in: req(fromGNB, notN3, gtpuPort, 1, nil), act: xdpPass, reason: "pass_not_ours", out: nil},
 	})
 }
 
@@ -355,10 +372,10 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	far := encap(dlTEID, n3Addr, gnb, nhGNB)
 	far.Tos = 46 << 2 // EF
-	changePDR(t, u.d, 6, func(p *PDR) { p.Far = far })
+	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
 	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	equalFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
+	testsupport.EqualFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
 }
 
 func TestDownlink(t *testing.T) {
@@ -384,18 +401,18 @@ func TestDownlink(t *testing.T) {
 		dl("padded frame in", fromDN, ipPacket{src: dn4, dst: ue4, ttl: 5, size: 2}, 16, n3Addr, gnb, dlTEID, 9, nhGNB),
 		dl("IPv6, QFI 5 with RQI", fromDN, v6, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
 		dl("IPv6, other host of the /64", fromDN, v6b, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
-		{"TTL 1", ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"TTL 0", ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"hop limit 1", ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"FAR drop", ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far", nil},
-		{"FAR without outer header creation", ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far", nil},
-		{"invalid next hop", ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_no_nexthop", nil},
-		{"empty PDR set", ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_no_pdr", nil},
-		{"unknown UE", ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"unknown IPv6 /64", ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"UE as source", ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"truncated IPv4", v4.frame(t, fromDN)[:60], xdpPass, "pass_not_ours", nil},
-		{"truncated IPv6", v6.frame(t, fromDN)[:80], xdpPass, "pass_not_ours", nil},
+		{name: "TTL 1", in: ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
+		{name: "TTL 0", in: ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
+		{name: "hop limit 1", in: ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
+		{name: "FAR drop", in: ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_far", out: nil},
+		{name: "FAR without outer header creation", in: ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_far", out: nil},
+		{name: "invalid next hop", in: ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_no_nexthop", out: nil},
+		{name: "empty PDR set", in: ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+		{name: "unknown UE", in: ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "unknown IPv6 /64", in: ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "UE as source", in: ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "truncated IPv4", in: v4.frame(t, fromDN)[:60], act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "truncated IPv6", in: v6.frame(t, fromDN)[:80], act: xdpPass, reason: "pass_not_ours", out: nil},
 	})
 }
 
@@ -424,22 +441,22 @@ func TestOtherTraffic(t *testing.T) {
 	qinq := fromGNB.frame(t, layers.EthernetTypeDot1Q, append([]byte{0, 5, 0x81, 0x00, 0, 6, 0x08, 0x00}, inner...))
 	qinq[12], qinq[13] = 0x88, 0xa8
 	u.runCases(t, []pktCase{
-		{"ARP", fromGNB.frame(t, layers.EthernetTypeARP, arp), xdpPass, "pass_not_ip", nil},
-		{"802.1ad and 802.1Q", qinq, xdpPass, "pass_not_ip", nil},
-		{"GTP-U to another address", udpTo(notN3, gtpuPort), xdpPass, "pass_not_ours", nil},
-		{"UDP to N3 port 2153", udpTo(n3Addr, gtpuPort+1), xdpPass, "pass_not_ours", nil},
-		{"TCP to N3 port 2152", proto(layers.IPProtocolTCP), xdpPass, "pass_not_ours", nil},
-		{"first fragment", frag(layers.IPv4MoreFragments, 0), xdpPass, "pass_fragment", nil},
-		{"last fragment", frag(0, 100), xdpPass, "pass_fragment", nil},
-		{"IPv6 not to a UE", fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), xdpPass, "pass_not_ours", nil},
-		{"IPv4 version 6 header", fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), xdpPass, "pass_not_ours", nil},
-		{"IPv4 IHL 4", withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), xdpPass, "pass_not_ours", nil},
-		{"IPv4 Ethernet header alone", udpTo(n3Addr, gtpuPort)[:ethLen], xdpPass, "pass_not_ours", nil},
-		{"802.1Q Ethernet header alone", fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), xdpDrop, "drop_malformed", nil},
-		{"802.1Q tag cut", fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), xdpDrop, "drop_malformed", nil},
+		{name: "ARP", in: fromGNB.frame(t, layers.EthernetTypeARP, arp), act: xdpPass, reason: "pass_not_ip", out: nil},
+		{name: "802.1ad and 802.1Q", in: qinq, act: xdpPass, reason: "pass_not_ip", out: nil},
+		{name: "GTP-U to another address", in: udpTo(notN3, gtpuPort), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "UDP to N3 port 2153", in: udpTo(n3Addr, gtpuPort+1), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "TCP to N3 port 2152", in: proto(layers.IPProtocolTCP), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "first fragment", in: frag(layers.IPv4MoreFragments, 0), act: xdpPass, reason: "pass_fragment", out: nil},
+		{name: "last fragment", in: frag(0, 100), act: xdpPass, reason: "pass_fragment", out: nil},
+		{name: "IPv6 not to a UE", in: fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 version 6 header", in: fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 IHL 4", in: withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 Ethernet header alone", in: udpTo(n3Addr, gtpuPort)[:ethLen], act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "802.1Q Ethernet header alone", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), act: xdpDrop, reason: "drop_malformed", out: nil},
+		{name: "802.1Q tag cut", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), act: xdpDrop, reason: "drop_malformed", out: nil},
 		// 0 is the value parse_eth returns for a short frame.
-		{"EtherType 0", withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), xdpPass, "pass_not_ip", nil},
-		{"802.1Q, EtherType 0", fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), xdpPass, "pass_not_ip", nil},
+		{name: "EtherType 0", in: withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), act: xdpPass, reason: "pass_not_ip", out: nil},
+		{name: "802.1Q, EtherType 0", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), act: xdpPass, reason: "pass_not_ip", out: nil},
 	})
 }
 
@@ -500,7 +517,7 @@ func TestUplinkTruncated(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	full := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), p.bytes(t))
-	equalFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
+	testsupport.EqualFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
 	const udpOff = ethLen + 20
 	for _, mode := range []struct {
 		name     string
@@ -508,23 +525,23 @@ func TestUplinkTruncated(t *testing.T) {
 		fix      func(b []byte)
 		outcomes func(n int) (xdpAction, string)
 	}{
-		{"as cut", ethLen, func([]byte) {}, func(int) (xdpAction, string) { return xdpPass, "pass_not_ours" }},
-		{"outer lengths fixed", udpOff, func(b []byte) {
+		{name: "as cut", from: ethLen, fix: func([]byte) {}, outcomes: func(int) (xdpAction, string) { return xdpPass, "pass_not_ours" }},
+		{name: "outer lengths fixed", from: udpOff, fix: func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			if len(b) >= gtpOffset {
 				binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			}
-		}, func(n int) (xdpAction, string) {
+		}, outcomes: func(n int) (xdpAction, string) {
 			if n < gtpOffset {
 				return xdpPass, "pass_not_ours"
 			}
 			return xdpDrop, "drop_malformed"
 		}},
-		{"GTP length fixed", gtpOffset + 8, func(b []byte) {
+		{name: "GTP length fixed", from: gtpOffset + 8, fix: func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			binary.BigEndian.PutUint16(b[gtpOffset+2:], uint16(len(b)-gtpOffset-8))
-		}, func(int) (xdpAction, string) { return xdpDrop, "drop_malformed" }},
+		}, outcomes: func(int) (xdpAction, string) { return xdpDrop, "drop_malformed" }},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			for n := mode.from; n < len(full); n++ {
@@ -570,11 +587,11 @@ func TestCounters(t *testing.T) {
 		t.Errorf("core0: uplink_forward %+v, want none", c)
 	}
 	for slot, want := range map[uint32]Counter{
-		0: {},
-		1: {Packets: 3, Bytes: 3 * 128},
-		2: {Packets: 1, Bytes: 40 + 8 + 10},
-		6: {Packets: 1, Bytes: 20 + 8 + 50},
-		7: {},
+		pdrQoS:      {},
+		pdrUE4:      {Packets: 3, Bytes: 3 * 128},
+		pdrUE6:      {Packets: 1, Bytes: 40 + 8 + 10},
+		pdrDown:     {Packets: 1, Bytes: 20 + 8 + 50},
+		pdrDownVLAN: {},
 	} {
 		got, err := u.d.PDRCounter(slot)
 		if err != nil {
@@ -598,11 +615,11 @@ func TestRoles(t *testing.T) {
 	echo := gtpMsg(1, 0)
 	echo.SequenceNumberFlag = true
 	echoIn := gtpFrame(t, fromGNB, n3Addr, echo, nil)
-	equalFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
-	equalFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
-	equalFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
-	equalFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
-	equalFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+	testsupport.EqualFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
+	testsupport.EqualFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
+	testsupport.EqualFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
+	testsupport.EqualFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
+	testsupport.EqualFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
 		encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 }
 
@@ -629,9 +646,9 @@ func TestTTLDecrementChecksum(t *testing.T) {
 		down := ipPacket{src: dn4, dst: ue4, ttl: 64}
 		down.id = idFor(down, sum)
 		t.Run(fmt.Sprintf("checksum %#04x", sum), func(t *testing.T) {
-			equalFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
 				up.hop().frame(t, nhL2(nhCoreVLAN)))
-			equalFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
 				encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 		})
 	}
@@ -646,47 +663,57 @@ func TestRelay(t *testing.T) {
 	u := newUPF(t, RoleAccess)
 	smf := mustAddr("192.0.2.50")
 	const teidFromCP, teidToCP, smfTEID, teidForwarded, fwdTEID = 0x700, 0x800, 0x5f000001, 0xc00, 0x4f01
+	const (
+		pdrFromCP = testPDRs + iota
+		pdrToCP
+		pdrRelayNoNexthop
+		pdrGateClosed
+		pdrBuffering
+		pdrForwarded
+	)
+	const qerDownClosed = 1
 	for slot, r := range map[uint32]struct {
 		pdr PDR
 		far FAR
 	}{
-		12: {PDR{Flags: ToUE | MarkQFI, Qfi: 9}, encap(dlTEID, n3Addr, gnb, nhGNB)},
-		13: {PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
-		14: {PDR{Flags: ToUE}, encap(dlTEID, n3Addr, gnb, nhInvalid)},
-		15: {PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{1}}, encap(dlTEID, n3Addr, gnb, nhGNB)},
-		16: {PDR{Flags: ToUE}, FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
-		17: {PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, encap(fwdTEID, n3Addr, gnb, nhGNB)},
+		pdrFromCP:         {pdr: PDR{Flags: ToUE | MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
+		pdrRelayNoNexthop: {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
+		pdrGateClosed:     {pdr: PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{qerDownClosed}}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrBuffering:      {pdr: PDR{Flags: ToUE}, far: FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
+		pdrForwarded:      {pdr: PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, far: encap(fwdTEID, n3Addr, gnb, nhGNB)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
-	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed
+	check(t, u.d.PutQER(qerDownClosed, QER{GateClosed: 1 << 1}))
 	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
-	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(12), teidToCP: pdrSet(13), teidNoNexthop: pdrSet(14),
-		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16), teidForwarded: pdrSet(17)} {
+	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP),
+		teidNoNexthop: pdrSet(pdrRelayNoNexthop), teidGateClosed: pdrSet(pdrGateClosed), teidBuffering: pdrSet(pdrBuffering),
+		teidForwarded: pdrSet(pdrForwarded)} {
 		check(t, u.d.PutUplink(teid, set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
 	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}
 	u.runCases(t, []pktCase{
-		{"from the CP function to the gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), xdpRedirect, "relay_forward",
-			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{"from the gNB to the CP function", gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), xdpRedirect, "relay_forward",
-			encapFrame(t, nhL2(nhCoreVLAN), n3Addr, smf, smfTEID, -1, rs.bytes(t))},
-		{"padding trimmed", pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), xdpRedirect, "relay_forward",
-			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{"no next hop", gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), xdpDrop, "drop_no_nexthop", nil},
-		{"downlink gate closed", gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), xdpDrop, "drop_qer_gate", nil},
+		{name: "from the CP function to the gNB", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), act: xdpRedirect, reason: "relay_forward",
+			out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
+		{name: "from the gNB to the CP function", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), act: xdpRedirect, reason: "relay_forward",
+			out: encapFrame(t, nhL2(nhCoreVLAN), n3Addr, smf, smfTEID, -1, rs.bytes(t))},
+		{name: "padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), act: xdpRedirect, reason: "relay_forward",
+			out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
+		{name: "no next hop", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), act: xdpDrop, reason: "drop_no_nexthop", out: nil},
+		{name: "downlink gate closed", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), act: xdpDrop, reason: "drop_qer_gate", out: nil},
 		// The source gNB's downlink container (QFI 1) comes off; the target
 		// gNB gets the PDR's.
-		{"from the source gNB to the target gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(1)), ra.bytes(t)),
-			xdpRedirect, "relay_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
-		{"forwarded, another QFI", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), xdpDrop, "drop_no_pdr", nil},
+		{name: "from the source gNB to the target gNB", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(1)), ra.bytes(t)),
+			act: xdpRedirect, reason: "relay_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
+		{name: "forwarded, another QFI", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), act: xdpDrop, reason: "drop_no_pdr", out: nil},
 		// The UE is idle: not routed to the core as an uplink packet would be.
-		{"FAR buffering", gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), xdpDrop, "drop_far", nil},
+		{name: "FAR buffering", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), act: xdpDrop, reason: "drop_far", out: nil},
 	})
 	// The relayed packet from the CP function went the downlink way.
-	if c, err := u.d.PDRCounter(12); err != nil || c.Packets != 2 {
-		t.Errorf("PDR 12 counted %+v, %v", c, err)
+	if c, err := u.d.PDRCounter(pdrFromCP); err != nil || c.Packets != 2 {
+		t.Errorf("pdrFromCP counted %+v, %v", c, err)
 	}
 }

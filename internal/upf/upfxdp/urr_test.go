@@ -8,18 +8,24 @@ import (
 	"time"
 )
 
-// urrPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
-// test rules at the given URR slots.
+// URR slots of the tests.
+const (
+	testURR  = 1 // on the PDRs of urrTest
+	otherURR = 2
+)
+
+// urrPDRs points uplink pdrRoute (teidRoute) and downlink pdrDownVLAN (ue4b)
+// of the test rules at the given URR slots.
 func urrPDRs(t *testing.T, d *Datapath, urrs ...uint32) {
 	t.Helper()
 	var u [URRsPerPDR]uint32
 	copy(u[:], urrs)
-	for _, slot := range []uint32{5, 7} {
+	for _, slot := range []uint32{pdrRoute, pdrDownVLAN} {
 		changePDR(t, d, slot, func(p *PDR) { p.Urr = u })
 	}
 }
 
-// urrTest is the test rules with URR slot 1 on PDRs 5 and 7, an uplink
+// urrTest is the test rules with testURR on urrPDRs, an uplink
 // and a downlink frame whose inner packets are inner bytes long, and the
 // event ring.
 type urrTest struct {
@@ -32,8 +38,8 @@ type urrTest struct {
 func newURRTest(t *testing.T, l URRLimits) *urrTest {
 	t.Helper()
 	u := newUPF(t, RoleAccess|RoleCore)
-	check(t, u.d.ResetURR(1, l))
-	urrPDRs(t, u.d, 1)
+	check(t, u.d.ResetURR(testURR, l))
+	urrPDRs(t, u.d, testURR)
 	r, err := u.d.URREvents()
 	check(t, err)
 	t.Cleanup(func() { r.Close() })
@@ -58,6 +64,15 @@ func (u *urrTest) sent(t *testing.T) []URREvent {
 	}
 }
 
+// wantSent stops a test unless the events sent since the last call are
+// want; when says when they were sent.
+func (u *urrTest) wantSent(t *testing.T, when string, want ...URREvent) {
+	t.Helper()
+	if got := u.sent(t); !slices.Equal(got, want) {
+		t.Fatalf("events %s: %v, want %v", when, got, want)
+	}
+}
+
 func (u *urrTest) usage(t *testing.T, slot uint32) URRUsage {
 	t.Helper()
 	usage, err := u.d.URRUsage(slot)
@@ -76,13 +91,13 @@ func equalCounts(t *testing.T, got, want URRUsage) {
 // IPv6, from the first packet's time to the last one's.
 func TestURRCounts(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
-	for slot := uint32(1); slot <= 2; slot++ {
+	for _, slot := range []uint32{testURR, otherURR} {
 		check(t, u.d.ResetURR(slot, URRLimits{}))
 		if got, err := u.d.URRUsage(slot); err != nil || got != (URRUsage{}) {
 			t.Fatalf("slot %d before any packet: %+v, %v", slot, got, err)
 		}
 	}
-	urrPDRs(t, u.d, 1, 2)
+	urrPDRs(t, u.d, testURR, otherURR)
 	var want URRUsage
 	count := func(dir int, inner []byte) {
 		for _, i := range []int{URRTotal, dir} {
@@ -106,7 +121,7 @@ func TestURRCounts(t *testing.T) {
 		count(URRDownlink, p.bytes(t))
 	}
 	end := time.Now()
-	for slot := uint32(1); slot <= 2; slot++ {
+	for _, slot := range []uint32{testURR, otherURR} {
 		got, err := u.d.URRUsage(slot)
 		check(t, err)
 		equalCounts(t, got, want)
@@ -126,7 +141,7 @@ func TestURRThreshold(t *testing.T) {
 	u := newURRTest(t, l)
 	l.Threshold[URRUplink] = u.inner              // reached by the first packet
 	l.Threshold[URRTotal] = 2*u.inner + u.inner/2 // crossed by the third
-	check(t, u.d.SetURRLimits(1, l))
+	check(t, u.d.SetURRLimits(testURR, l))
 	for i, in := range [][]byte{u.up, u.down, u.up, u.down, u.up} {
 		if i%2 == 0 {
 			u.expect(t, in, xdpRedirect, "uplink_forward")
@@ -135,7 +150,7 @@ func TestURRThreshold(t *testing.T) {
 		}
 		var want []URREvent
 		if i == 0 || i == 2 {
-			want = []URREvent{{1, URREventThreshold}}
+			want = []URREvent{{Slot: testURR, Kind: URREventThreshold}}
 		}
 		if got := u.sent(t); !slices.Equal(got, want) {
 			t.Errorf("packet %d: events %v, want %v", i+1, got, want)
@@ -150,27 +165,21 @@ func TestURRQuotaDrops(t *testing.T) {
 	var l URRLimits
 	u := newURRTest(t, l)
 	l.Quota[URRUplink] = 2*u.inner + u.inner/2
-	check(t, u.d.SetURRLimits(1, l))
+	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events before the quota: %v", got)
-	}
+	u.wantSent(t, "before the quota")
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events after the quota: %v, want %v", got, want)
-	}
-	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
-	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 2 {
+	u.wantSent(t, "after the quota", URREvent{Slot: testURR, Kind: URREventQuota})
+	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 2 {
 		t.Errorf("PDR counter %+v, %v: want the 2 packets let through", c, err)
 	}
-	check(t, u.d.SetURRLimits(1, l))
+	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events after the limits were written again: %v, want %v", got, want)
-	}
+	u.wantSent(t, "after the limits were written again", URREvent{Slot: testURR, Kind: URREventQuota})
 }
 
 // The packet that reaches a quota exactly goes through and reports it; the
@@ -179,71 +188,57 @@ func TestURRQuotaReached(t *testing.T) {
 	var l URRLimits
 	u := newURRTest(t, l)
 	l.Quota[URRTotal] = 3 * u.inner
-	check(t, u.d.SetURRLimits(1, l))
+	check(t, u.d.SetURRLimits(testURR, l))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events before the quota: %v", got)
-	}
+	u.wantSent(t, "before the quota")
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
-		t.Fatalf("events of the packet reaching the quota: %v, want %v", got, want)
-	}
+	u.wantSent(t, "of the packet reaching the quota", URREvent{Slot: testURR, Kind: URREventQuota})
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 	u.expect(t, u.down, xdpDrop, "drop_urr_quota")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events after the quota was reported: %v", got)
-	}
-	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, u.inner, 2 * u.inner}, Packets: [3]uint64{3, 1, 2}})
+	u.wantSent(t, "after the quota was reported")
+	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, u.inner, 2 * u.inner}, Packets: [3]uint64{3, 1, 2}})
 }
 
 // NotifyStart sends an event with the next packet only; SetURRLimits keeps
 // the counts and ResetURR zeroes them.
 func TestURRNotifyStartAndReset(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true})
-	start := []URREvent{{1, URREventStart}}
+	start := []URREvent{{Slot: testURR, Kind: URREventStart}}
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); !slices.Equal(got, start) {
-		t.Fatalf("events of the first packet: %v, want %v", got, start)
-	}
+	u.wantSent(t, "of the first packet", start...)
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events of the second packet: %v", got)
-	}
-	check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
+	u.wantSent(t, "of the second packet")
+	check(t, u.d.SetURRLimits(testURR, URRLimits{NotifyStart: true}))
 	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	if got := u.sent(t); !slices.Equal(got, start) {
-		t.Fatalf("events after NotifyStart was set again: %v, want %v", got, start)
-	}
-	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
+	u.wantSent(t, "after NotifyStart was set again", start...)
+	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
 
-	check(t, u.d.ResetURR(1, URRLimits{}))
-	if got := u.usage(t, 1); got != (URRUsage{}) {
+	check(t, u.d.ResetURR(testURR, URRLimits{}))
+	if got := u.usage(t, testURR); got != (URRUsage{}) {
 		t.Fatalf("after ResetURR: %+v", got)
 	}
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
-	if got := u.sent(t); len(got) != 0 {
-		t.Fatalf("events after ResetURR without NotifyStart: %v", got)
-	}
+	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
+	u.wantSent(t, "after ResetURR without NotifyStart")
 }
 
 // What a FAR drops is no usage, whatever the URR's limits.
 func TestURRFARDrop(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true, Quota: [3]uint64{1, 1, 1}, Threshold: [3]uint64{1, 1, 1}})
-	for _, slot := range []uint32{3, 9} {
-		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{1} })
+	for _, slot := range []uint32{pdrFARDrop, pdrDownFARDrop} {
+		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{testURR} })
 	}
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdpDrop, "drop_far")
 	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far")
-	if got := u.usage(t, 1); got != (URRUsage{}) {
+	if got := u.usage(t, testURR); got != (URRUsage{}) {
 		t.Errorf("usage %+v", got)
 	}
 	if got := u.sent(t); len(got) != 0 {
 		t.Errorf("events %v", got)
 	}
-	if c, err := u.d.PDRCounter(3); err != nil || c.Packets != 1 {
+	if c, err := u.d.PDRCounter(pdrFARDrop); err != nil || c.Packets != 1 {
 		t.Errorf("PDR counter %+v, %v: a FAR's drop still counts as matched", c, err)
 	}
 }
@@ -253,11 +248,11 @@ func TestURRFARDrop(t *testing.T) {
 // forwards. Its quota drops before the QERs take any tokens.
 func TestURRBeforeQoS(t *testing.T) {
 	u := newURRTest(t, URRLimits{})
-	check(t, u.d.ResetURR(2, URRLimits{}))
-	urrPDRs(t, u.d, 2, 1)
-	changePDR(t, u.d, 5, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: URR 2 (index 0) before QoS
-	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 0}))
-	qerPDRs(t, u.d, 1)
+	check(t, u.d.ResetURR(otherURR, URRLimits{}))
+	urrPDRs(t, u.d, otherURR, testURR)
+	changePDR(t, u.d, pdrRoute, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: otherURR (index 0) before QoS
+	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << 0}))
+	qerPDRs(t, u.d, qerUpClosed)
 	one := func(dir int) URRUsage {
 		var c URRUsage
 		for _, i := range []int{URRTotal, dir} {
@@ -267,16 +262,16 @@ func TestURRBeforeQoS(t *testing.T) {
 	}
 
 	u.expect(t, u.up, xdpDrop, "drop_qer_gate")
-	equalCounts(t, u.usage(t, 2), one(URRUplink))
-	equalCounts(t, u.usage(t, 1), URRUsage{})
-	// Downlink PDR 7 has no URR before QoS: both count after its QERs.
+	equalCounts(t, u.usage(t, otherURR), one(URRUplink))
+	equalCounts(t, u.usage(t, testURR), URRUsage{})
+	// Downlink pdrDownVLAN has no URR before QoS: both count after its QERs.
 	u.expect(t, u.down, xdpRedirect, "downlink_forward")
-	equalCounts(t, u.usage(t, 1), one(URRDownlink))
+	equalCounts(t, u.usage(t, testURR), one(URRDownlink))
 
-	check(t, u.d.ResetURR(2, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
+	check(t, u.d.ResetURR(otherURR, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
 	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
 	empty.Bucket[0] = QERBucket(1, 0)
-	check(t, u.d.PutQER(1, empty))
+	check(t, u.d.PutQER(qerUpClosed, empty))
 	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
 }
 
@@ -285,7 +280,7 @@ func TestURREventsLost(t *testing.T) {
 	u := newURRTest(t, URRLimits{})
 	const sent = 256*1024/16 + 10 // the ring holds 16-byte records
 	for range sent {
-		check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
+		check(t, u.d.SetURRLimits(testURR, URRLimits{NotifyStart: true}))
 		if act, _ := u.run(t, u.up); act != xdpRedirect {
 			t.Fatalf("verdict %v", act)
 		}

@@ -1,0 +1,180 @@
+// Package slotpool hands out the slots of a BPF array map: a slot given
+// back waits out a reuse delay before it is handed out again, so that no
+// packet that read the old key meets the slot's next owner.
+package slotpool
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// ReuseDelay keeps a released slot out of use long enough for every packet
+// that read the old key to be done with it.
+const ReuseDelay = time.Second
+
+// resetBatch is how many slots a pool resets at once: it bounds the work
+// one allocation does for the others.
+const resetBatch = 32
+
+// Config describes a pool.
+type Config struct {
+	// Name is the table's in errors: "the PDR table is full".
+	Name string
+	// First and Size bound the slots handed out: First to Size-1 (slots
+	// below First stand for none).
+	First, Size uint32
+	// Reset, if set, clears what the data path left in slots before they
+	// are handed out again, in batches.
+	Reset func(slots []uint32) error
+	// Zeroed: the slots never handed out hold zeros, as in a new map, and
+	// need no Reset; else a previous run may have used them.
+	Zeroed bool
+	// PreferNew hands out slots never used before any given back, so that
+	// those (a previous run's above all) wait as long as possible.
+	PreferNew bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Pool hands out slots; it is not safe for concurrent use.
+type Pool struct {
+	cfg   Config
+	next  uint32          // slots from next on were never handed out,
+	held  map[uint32]bool // but for these, a previous run's
+	inUse int
+	free  []uint32 // ready to hand out
+	dirty []uint32 // out of use and past the delay, not reset yet
+	cool  ring     // released, in the order of their release
+}
+
+// New returns a pool in which no slot is in use.
+func New(cfg Config) *Pool {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Pool{cfg: cfg, next: cfg.First}
+}
+
+// Alloc hands out a slot, reset if the pool resets slots.
+func (p *Pool) Alloc() (uint32, error) {
+	now := p.cfg.Now()
+	for p.cool.n > 0 && now.Sub(p.cool.front().since) >= ReuseDelay {
+		p.dirty = append(p.dirty, p.cool.pop().slot)
+	}
+	if len(p.free) == 0 {
+		if err := p.refill(); err != nil {
+			return 0, err
+		}
+	}
+	n := len(p.free)
+	s := p.free[n-1]
+	p.free = p.free[:n-1]
+	p.inUse++
+	return s, nil
+}
+
+// refill frees a batch of slots never handed out or of those past the
+// delay, resetting them unless they are zeroed.
+func (p *Pool) refill() error {
+	var batch []uint32
+	next := p.next
+	if p.cfg.PreferNew || len(p.dirty) == 0 {
+		next, batch = p.unused()
+	}
+	fresh := len(batch) > 0
+	if !fresh {
+		batch = p.dirty[max(0, len(p.dirty)-resetBatch):]
+	}
+	switch {
+	case len(batch) > 0:
+	case p.cool.n > 0:
+		return fmt.Errorf("the %s table is full (%d entries, %d of them released less than %v ago)",
+			p.cfg.Name, p.cfg.Size-p.cfg.First, p.cool.n, ReuseDelay)
+	default:
+		return fmt.Errorf("the %s table is full (%d entries)", p.cfg.Name, p.cfg.Size-p.cfg.First)
+	}
+	if p.cfg.Reset != nil && (!fresh || !p.cfg.Zeroed) {
+		if err := p.cfg.Reset(batch); err != nil {
+			return fmt.Errorf("resetting %s slots: %w", p.cfg.Name, err)
+		}
+	}
+	p.free = append(p.free, batch...)
+	if fresh {
+		p.next = next
+	} else {
+		p.dirty = p.dirty[:len(p.dirty)-len(batch)]
+	}
+	return nil
+}
+
+// unused is a batch of the slots never handed out, the lowest last, and
+// where those after it begin.
+func (p *Pool) unused() (uint32, []uint32) {
+	var batch []uint32
+	s := p.next
+	for ; s < p.cfg.Size && len(batch) < resetBatch; s++ {
+		if !p.held[s] {
+			batch = append(batch, s)
+		}
+	}
+	slices.Reverse(batch)
+	return s, batch
+}
+
+// Release gives a slot back, to be handed out after the reuse delay.
+func (p *Pool) Release(slot uint32) {
+	p.cool.push(cooling{slot, p.cfg.Now()})
+	p.inUse--
+}
+
+// ReleaseNow gives back the slot of a failed install, which no packet can
+// still be reading; it is reset all the same, should a key have pointed at
+// it for a moment.
+func (p *Pool) ReleaseNow(slot uint32) {
+	p.dirty = append(p.dirty, slot)
+	p.inUse--
+}
+
+// Adopt marks the slots a previous run left in use, to be released when
+// no key points at them any more; call it before any Alloc.
+func (p *Pool) Adopt(used map[uint32]bool) {
+	p.held = maps.Clone(used)
+	p.inUse += len(used)
+}
+
+// InUse is the number of slots handed out and not given back.
+func (p *Pool) InUse() int { return p.inUse }
+
+type cooling struct {
+	slot  uint32
+	since time.Time
+}
+
+// ring is a queue of released slots that reuses its memory: at high churn
+// it grows to the slots released within the delay and no further.
+type ring struct {
+	buf     []cooling
+	head, n int
+}
+
+func (r *ring) push(c cooling) {
+	if r.n == len(r.buf) {
+		grown := make([]cooling, max(8, 2*len(r.buf)))
+		copy(grown, r.buf[r.head:])
+		copy(grown[len(r.buf)-r.head:], r.buf[:r.head])
+		r.buf, r.head = grown, 0
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = c
+	r.n++
+}
+
+func (r *ring) front() cooling { return r.buf[r.head] }
+
+func (r *ring) pop() cooling {
+	c := r.buf[r.head]
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	return c
+}

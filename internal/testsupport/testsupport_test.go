@@ -1,0 +1,37 @@
+package testsupport
+
+import (
+	"strings"
+	"testing"
+)
+
+// FrameDiff is empty for the same bytes, and else names the first byte
+// that differs and both lengths.
+func TestFrameDiff(t *testing.T) {
+	if d := FrameDiff([]byte{1, 2, 3}, []byte{1, 2, 3}); d != "" {
+		t.Errorf("equal frames: %q", d)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []byte
+		says      []string
+	}{
+		{name: "a byte differs", got: []byte{1, 2, 3}, want: []byte{1, 9, 3}, says: []string{"from byte 1", "got 3 bytes", "want 3 bytes"}},
+		{name: "got is shorter", got: []byte{1, 2}, want: []byte{1, 2, 3}, says: []string{"from byte 2", "got 2 bytes", "want 3 bytes"}},
+	} {
+		d := FrameDiff(c.got, c.want)
+		for _, s := range c.says {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: %q does not say %q", c.name, d, s)
+			}
+		}
+	}
+}
+
+// Each test gets a pin directory of its own below the bpffs root.
+func TestPinDir(t *testing.T) {
+	a, b := PinDir(t), PinDir(t)
+	if a == b || !strings.HasPrefix(a, "/sys/fs/bpf/xdp5g-test-") {
+		t.Errorf("pin directories %q and %q", a, b)
+	}
+}
