@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // MaxFrame is the longest frame the Generator sends and the Sink samples.
@@ -38,11 +39,6 @@ const (
 	// milliseconds between progress reports and checks of a paced send.
 	progressChunk = 1 << 20
 )
-
-// xdpMD is struct xdp_md, the context a test run of an XDP program takes.
-type xdpMD struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
-}
 
 // Generator transmits copies of a frame. Its Send calls must not overlap.
 type Generator struct {
@@ -126,7 +122,7 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 	run := ebpf.RunOptions{
 		Data:    frame,
 		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
-		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
+		Context: xdplink.Context{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
 	}
 	before, err := g.transmitted()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
@@ -103,7 +104,7 @@ func TestRedirectsWithMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.frame.bytes(t)
 			action, meta, out := run(t, d, tc.role, b)
-			if action != xdpRedir {
+			if action != xdplink.Redirect {
 				t.Fatalf("action %d, want XDP_REDIRECT", action)
 			}
 			c.check(t, tc.role, Redirect, len(b))
@@ -145,30 +146,30 @@ func TestVerdicts(t *testing.T) {
 		name   string
 		role   Role
 		b      []byte
-		action uint32
+		action xdplink.Action
 		reason Reason
 	}{
-		{"unknown TEID", N3, frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), xdpPass, PassUnknownTEID},
-		{"N3 TEID on F1-U", F1U, frame{teid: teidN3, tpdu: inner}.bytes(t), xdpPass, PassUnknownTEID},
-		{"echo request", N3, frame{teid: 0, msgType: 1}.bytes(t), xdpPass, PassSignalling},
-		{"end marker", N3, frame{teid: teidN3, msgType: 254}.bytes(t), xdpPass, PassSignalling},
-		{"ARP", N3, arp(t), xdpPass, PassNotIP},
-		{"TCP", N3, tcp(t), xdpPass, PassNotGTPU},
-		{"fragment", N3, fragment(t, n3), xdpPass, PassFragment},
-		{"GTPv2 on 2152", N3, with(n3, 42, 0x48), xdpPass, PassNotGTPU},
-		{"UDP length short of the IP payload", N3, with(n3, 39, n3[39]-1), xdpPass, PassNotGTPU},
-		{"N3 uplink PDU type", N3, frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), xdpDrop, DropPDUType},
-		{"N3 without container", N3, frame{teid: teidN3, tpdu: inner}.bytes(t), xdpDrop, DropNoPSC},
-		{"N3 without T-PDU", N3, frame{teid: teidN3, exts: psc}.bytes(t), xdpDrop, DropEmpty},
-		{"F1-U with a PDU Session Container", F1U, frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), xdpDrop, DropUnexpectedPSC},
-		{"F1-U empty", F1U, frame{teid: teidF1U}.bytes(t), xdpDrop, DropEmpty},
-		{"extension of length 0", N3, with(n3, 54, 0), xdpDrop, DropMalformed},
-		{"chain running past the message", N3, with(n3, 54, 200), xdpDrop, DropMalformed},
-		{"GTP-U length past the datagram", N3, with(n3, 45, n3[45]+4), xdpDrop, DropMalformed},
-		{"GTP-U length short of the datagram", N3, with(n3, 45, n3[45]-4), xdpDrop, DropMalformed},
-		{"multicast source", N3, with(n3, 6, 0x01), xdpDrop, DropBadEthernet},
-		{"zero source", N3, frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), xdpDrop, DropBadEthernet},
-		{"VLAN tag cut", N3, append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), xdpDrop, DropBadEthernet},
+		{"unknown TEID", N3, frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), xdplink.Pass, PassUnknownTEID},
+		{"N3 TEID on F1-U", F1U, frame{teid: teidN3, tpdu: inner}.bytes(t), xdplink.Pass, PassUnknownTEID},
+		{"echo request", N3, frame{teid: 0, msgType: 1}.bytes(t), xdplink.Pass, PassSignalling},
+		{"end marker", N3, frame{teid: teidN3, msgType: 254}.bytes(t), xdplink.Pass, PassSignalling},
+		{"ARP", N3, arp(t), xdplink.Pass, PassNotIP},
+		{"TCP", N3, tcp(t), xdplink.Pass, PassNotGTPU},
+		{"fragment", N3, fragment(t, n3), xdplink.Pass, PassFragment},
+		{"GTPv2 on 2152", N3, with(n3, 42, 0x48), xdplink.Pass, PassNotGTPU},
+		{"UDP length short of the IP payload", N3, with(n3, 39, n3[39]-1), xdplink.Pass, PassNotGTPU},
+		{"N3 uplink PDU type", N3, frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), xdplink.Drop, DropPDUType},
+		{"N3 without container", N3, frame{teid: teidN3, tpdu: inner}.bytes(t), xdplink.Drop, DropNoPSC},
+		{"N3 without T-PDU", N3, frame{teid: teidN3, exts: psc}.bytes(t), xdplink.Drop, DropEmpty},
+		{"F1-U with a PDU Session Container", F1U, frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), xdplink.Drop, DropUnexpectedPSC},
+		{"F1-U empty", F1U, frame{teid: teidF1U}.bytes(t), xdplink.Drop, DropEmpty},
+		{"extension of length 0", N3, with(n3, 54, 0), xdplink.Drop, DropMalformed},
+		{"chain running past the message", N3, with(n3, 54, 200), xdplink.Drop, DropMalformed},
+		{"GTP-U length past the datagram", N3, with(n3, 45, n3[45]+4), xdplink.Drop, DropMalformed},
+		{"GTP-U length short of the datagram", N3, with(n3, 45, n3[45]-4), xdplink.Drop, DropMalformed},
+		{"multicast source", N3, with(n3, 6, 0x01), xdplink.Drop, DropBadEthernet},
+		{"zero source", N3, frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), xdplink.Drop, DropBadEthernet},
+		{"VLAN tag cut", N3, append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), xdplink.Drop, DropBadEthernet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			action, meta, _ := run(t, d, tc.role, tc.b)
@@ -225,11 +226,11 @@ func TestTruncatedFramesNeverRedirect(t *testing.T) {
 		{F1U, frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: []byte{1, 2, 3, 4}}},
 	} {
 		b := tc.f.bytes(t)
-		if action, _, _ := run(t, d, tc.role, b); action != xdpRedir {
+		if action, _, _ := run(t, d, tc.role, b); action != xdplink.Redirect {
 			t.Fatalf("whole frame: action %d, want XDP_REDIRECT", action)
 		}
 		for n := 14; n < len(b); n++ { // the kernel runs nothing shorter
-			if action, meta, _ := run(t, d, tc.role, b[:n]); action == xdpRedir || len(meta) != 0 {
+			if action, meta, _ := run(t, d, tc.role, b[:n]); action == xdplink.Redirect || len(meta) != 0 {
 				t.Errorf("%v frame cut to %d of %d bytes: action %d, %d bytes of metadata", tc.role, n, len(b), action, len(meta))
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
@@ -283,16 +284,16 @@ func (u *upf) checkProperties(t *testing.T, in []byte) (string, error) {
 	return reason, nil
 }
 
-func verdictOf(reason string) xdpAction {
+func verdictOf(reason string) xdplink.Action {
 	switch {
 	case strings.HasPrefix(reason, "pass_"):
-		return xdpPass
+		return xdplink.Pass
 	case reason == "echo_response":
-		return xdpTx
+		return xdplink.TX
 	case strings.HasSuffix(reason, "_forward"):
-		return xdpRedirect
+		return xdplink.Redirect
 	}
-	return xdpDrop // drop_* and buffered
+	return xdplink.Drop // drop_* and buffered
 }
 
 // checkOutput checks the frame left behind for the reason that counted it.
@@ -317,7 +318,7 @@ func checkOutput(in, out []byte, reason string) error {
 	case "echo_response":
 		return checkEcho(out)
 	}
-	if verdictOf(reason) == xdpPass && !bytes.Equal(in, out) {
+	if verdictOf(reason) == xdplink.Pass && !bytes.Equal(in, out) {
 		return fmt.Errorf("a frame passed to the kernel changed")
 	}
 	return nil // a dropped frame's bytes go nowhere

@@ -2,6 +2,8 @@ package upfxdp
 
 import (
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // qerPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
@@ -29,14 +31,14 @@ func TestQERGates(t *testing.T) {
 	downFrame := down.frame(t, fromDN)
 
 	qerPDRs(t, u.d, 1)
-	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
-	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
+	u.expect(t, downFrame, xdplink.Redirect, "downlink_forward")
 	qerPDRs(t, u.d, 1, 2)
-	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
-	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	u.expect(t, upFrame, xdplink.Drop, "drop_qer_gate")
+	u.expect(t, downFrame, xdplink.Redirect, "downlink_forward")
 	qerPDRs(t, u.d, 3)
-	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
-	u.expect(t, downFrame, xdpDrop, "drop_qer_gate")
+	u.expect(t, upFrame, xdplink.Drop, "drop_qer_gate")
+	u.expect(t, downFrame, xdplink.Drop, "drop_qer_gate")
 	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 0 {
 		t.Errorf("PDR counter after gated packets: %+v, %v (the gate comes first)", c, err)
 	}
@@ -54,20 +56,20 @@ func TestQERMaximumBitRate(t *testing.T) {
 	qerPDRs(t, u.d, 1)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
 	for range 10 {
-		u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+		u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
 	}
 	for range 3 {
-		u.expect(t, upFrame, xdpDrop, "drop_qer_mbr")
+		u.expect(t, upFrame, xdplink.Drop, "drop_qer_mbr")
 	}
 	if c, err := u.d.PDRCounter(5); err != nil || c.Packets != 10 || c.Bytes != 10*inner {
 		t.Errorf("PDR counter: %+v, %v; want the 10 packets let through", c, err)
 	}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}.frame(t, fromDN)
 	for range 12 {
-		u.expect(t, down, xdpRedirect, "downlink_forward")
+		u.expect(t, down, xdplink.Redirect, "downlink_forward")
 	}
 	check(t, u.d.PutQER(1, limited))
-	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+	u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
 }
 
 func check(t *testing.T, err error) {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // longestMatch is the reference: the slot of the longest prefix holding dst.
@@ -147,6 +149,6 @@ func TestRouteGroupsExhausted(t *testing.T) {
 	for dst, nh := range map[netip.Addr]uint32{inTrie: nhCoreVLAN, mustAddr("203.0.114.78"): nhCore} {
 		p := ipPacket{src: ue4, dst: dst, ttl: 9, size: 3}
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t))
-		equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nh)))
+		equalFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(nh)))
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // sdfFilter matches protocol proto (0: any) from src to dst (prefixes, ""
@@ -151,9 +152,9 @@ func TestSDFUplink(t *testing.T) {
 	up := func(name string, teid uint32, p flowPacket, nh int) pktCase {
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 		if nh < 0 {
-			return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+			return pktCase{name, in, xdplink.Drop, "drop_no_pdr", nil}
 		}
-		return pktCase{name, in, xdpRedirect, "uplink_forward", nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
+		return pktCase{name, in, xdplink.Redirect, "uplink_forward", nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
 	}
 	tcpTo53 := tcp
 	tcpTo53.sport, tcpTo53.dport = 40000, 53
@@ -191,13 +192,13 @@ func TestSDFDownlink(t *testing.T) {
 		inner := p.hop().bytes(t)
 		switch pdr {
 		case 23, 25:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
+			return pktCase{name, in, xdplink.Redirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
 		case 24:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
+			return pktCase{name, in, xdplink.Redirect, "downlink_forward", encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
 		case 26:
-			return pktCase{name, in, xdpRedirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
+			return pktCase{name, in, xdplink.Redirect, "downlink_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
 		}
-		return pktCase{name, in, xdpDrop, "drop_no_pdr", nil}
+		return pktCase{name, in, xdplink.Drop, "drop_no_pdr", nil}
 	}
 	v6 := pkt(udp, dn6, ueSDF6, 40000, 5000)
 	u.runCases(t, []pktCase{
@@ -237,9 +238,9 @@ func TestSDFFamilyInTheSet(t *testing.T) {
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{
-		{"IPv4 passes the IPv6 PDR by", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), xdpRedirect, "uplink_forward",
+		{"IPv4 passes the IPv6 PDR by", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), xdplink.Redirect, "uplink_forward",
 			nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
-		{"IPv6 takes it", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), xdpRedirect, "uplink_forward",
+		{"IPv6 takes it", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), xdplink.Redirect, "uplink_forward",
 			nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // sameBucket returns n TEIDs from first on whose sets share one bucket.
@@ -47,10 +48,10 @@ func (u *upf) expectUplink(t *testing.T, teid, nh uint32) {
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 40}
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 	if nh == 0 {
-		u.expect(t, in, xdpDrop, "drop_unknown_teid")
+		u.expect(t, in, xdplink.Drop, "drop_unknown_teid")
 		return
 	}
-	equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
+	equalFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
 }
 
 func (u *upf) placeOf(t *testing.T, teid uint32) place {

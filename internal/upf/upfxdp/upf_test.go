@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // The test network.
@@ -195,7 +196,7 @@ func TestUplinkForward(t *testing.T) {
 	tagged.tci = 42
 
 	fwd := func(name string, l l2, dst netip.Addr, g *layers.GTPv1U, p ipPacket, nh uint32) pktCase {
-		return pktCase{name: name, in: gtpFrame(t, l, dst, g, p.bytes(t)), act: xdpRedirect,
+		return pktCase{name: name, in: gtpFrame(t, l, dst, g, p.bytes(t)), act: xdplink.Redirect,
 			reason: "uplink_forward", out: p.hop().frame(t, nhL2(nh))}
 	}
 	cases := []pktCase{
@@ -219,12 +220,12 @@ func TestUplinkForward(t *testing.T) {
 		fwd("route /24", fromGNB, n3Addr, gpdu(teidRoute), v4, nhCore),
 		fwd("route /25 beats /24", fromGNB, n3Addr, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4b, ttl: 9, size: 3}, nhCoreVLAN),
 		{name: "802.1ad tag in", in: withBytes(gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), v4.bytes(t)), 12, 0x88, 0xa8),
-			act: xdpRedirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCoreVLAN))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCoreVLAN))},
 		{name: "Ethernet padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), small.bytes(t)), 18),
-			act: xdpRedirect, reason: "uplink_forward", out: small.hop().frame(t, nhL2(nhCore))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: small.hop().frame(t, nhL2(nhCore))},
 		{name: "GTP payload after the inner packet trimmed",
 			in:  gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), append(v4.bytes(t), 0xde, 0xad, 0xbe, 0xef)),
-			act: xdpRedirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
 	}
 	u.runCases(t, cases)
 }
@@ -239,7 +240,7 @@ func TestTTLChecksumEveryValue(t *testing.T) {
 		p := ipPacket{src: ue4, dst: dn4, ttl: 64, id: uint16(id)}
 		act, out := u.run(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)))
 		want := p.hop().frame(t, nhL2(nhCore))
-		if act != xdpRedirect || !bytes.Equal(out, want) {
+		if act != xdplink.Redirect || !bytes.Equal(out, want) {
 			t.Logf("ID %#04x: %v", id, act)
 			equalFrames(t, out, want)
 			t.FailNow()
@@ -271,10 +272,10 @@ func TestUplinkPrecedence(t *testing.T) {
 			p := ipPacket{src: c.src, dst: dn4, ttl: 30, size: 10}
 			in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, c.exts...), p.bytes(t))
 			if c.nh < 0 {
-				u.expect(t, in, xdpDrop, "drop_no_pdr")
+				u.expect(t, in, xdplink.Drop, "drop_no_pdr")
 				return
 			}
-			equalFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
+			equalFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
 		})
 	}
 }
@@ -286,31 +287,31 @@ func TestUplinkOutcomes(t *testing.T) {
 	// The kernel gets the decapsulated packet with the MACs it came with,
 	// untagged, and routes it: the hop's TTL decrement is the kernel's.
 	noRoute := func(name string, l l2, g *layers.GTPv1U, p ipPacket) pktCase {
-		return pktCase{name: "no next hop: " + name, in: gtpFrame(t, l, n3Addr, g, p.bytes(t)), act: xdpPass,
+		return pktCase{name: "no next hop: " + name, in: gtpFrame(t, l, n3Addr, g, p.bytes(t)), act: xdplink.Pass,
 			reason: "pass_no_route", out: p.frame(t, l2{dst: l.dst, src: l.src})}
 	}
 	tagged := fromGNB
 	tagged.tci = 7
 	u.runCases(t, []pktCase{
-		{"unknown TEID", up(gpdu(teidUnknown), v4), xdpDrop, "drop_unknown_teid", nil},
-		{"empty PDR set", up(gpdu(teidEmpty, ulPSC(9)), v4), xdpDrop, "drop_no_pdr", nil},
-		{"UE mismatch", up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"QFI and UE mismatch", up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"IPv6 UE mismatch", up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"IPv4 inner, IPv6 PDR", up(gpdu(teidV6, ulPSC(9)), v4), xdpDrop, "drop_no_pdr", nil},
-		{"IPv6 inner, IPv4 PDR", up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), xdpDrop, "drop_no_pdr", nil},
-		{"FAR drop", up(gpdu(teidFARDrop), v4), xdpDrop, "drop_far", nil},
-		{"inner TTL 1", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), xdpDrop, "drop_ttl", nil},
-		{"inner TTL 0", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), xdpDrop, "drop_ttl", nil},
-		{"inner hop limit 1", up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), xdpDrop, "drop_ttl", nil},
+		{"unknown TEID", up(gpdu(teidUnknown), v4), xdplink.Drop, "drop_unknown_teid", nil},
+		{"empty PDR set", up(gpdu(teidEmpty, ulPSC(9)), v4), xdplink.Drop, "drop_no_pdr", nil},
+		{"UE mismatch", up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdplink.Drop, "drop_no_pdr", nil},
+		{"QFI and UE mismatch", up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), xdplink.Drop, "drop_no_pdr", nil},
+		{"IPv6 UE mismatch", up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), xdplink.Drop, "drop_no_pdr", nil},
+		{"IPv4 inner, IPv6 PDR", up(gpdu(teidV6, ulPSC(9)), v4), xdplink.Drop, "drop_no_pdr", nil},
+		{"IPv6 inner, IPv4 PDR", up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), xdplink.Drop, "drop_no_pdr", nil},
+		{"FAR drop", up(gpdu(teidFARDrop), v4), xdplink.Drop, "drop_far", nil},
+		{"inner TTL 1", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), xdplink.Drop, "drop_ttl", nil},
+		{"inner TTL 0", up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), xdplink.Drop, "drop_ttl", nil},
+		{"inner hop limit 1", up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), xdplink.Drop, "drop_ttl", nil},
 		noRoute("invalid next hop", fromGNB, gpdu(teidNoNexthop), v4),
 		noRoute("no route", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4NoRoute, ttl: 64, size: 20}),
 		noRoute("route to a slot outside nexthops", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4BadSlot, ttl: 64}),
 		noRoute("no IPv6 route", fromGNB, gpdu(teidRoute), ipPacket{src: ue6, dst: dn6NoRoute, ttl: 64}),
 		noRoute("tagged frame in", tagged, gpdu(teidNoNexthop), v4),
-		{"End Marker", gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), xdpPass, "pass_gtp_signalling", nil},
-		{"Error Indication", gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), xdpPass, "pass_gtp_signalling", nil},
-		{"Echo Response", gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), xdpPass, "pass_gtp_signalling", nil},
+		{"End Marker", gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), xdplink.Pass, "pass_gtp_signalling", nil},
+		{"Error Indication", gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), xdplink.Pass, "pass_gtp_signalling", nil},
+		{"Echo Response", gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), xdplink.Pass, "pass_gtp_signalling", nil},
 	})
 }
 
@@ -339,13 +340,13 @@ func TestEcho(t *testing.T) {
 		return fromGNB.frame(t, layers.EthernetTypeIPv4, udp4(t, h, gtpuPort, gtpuPort, echo(1, 1, nil)))
 	}()
 	u.runCases(t, []pktCase{
-		{"request", req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
-		{"padded request", pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
-		{"tagged request", req(tagged, n3Addr, gtpuPort, 1, nil), xdpTx, "echo_response", resp(tagged, n3Addr, gtpuPort, 1)},
-		{"second N3 address, other source port", req(fromGNB, n3Addr2, 40000, 9, nil), xdpTx, "echo_response", resp(fromGNB, n3Addr2, 40000, 9)},
-		{"request with a Private Extension", req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), xdpTx, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 77)},
-		{"request with IPv4 options", withOptions, xdpPass, "pass_gtp_signalling", nil},
-		{"request to another address", req(fromGNB, notN3, gtpuPort, 1, nil), xdpPass, "pass_not_ours", nil},
+		{"request", req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), xdplink.TX, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
+		{"padded request", pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), xdplink.TX, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
+		{"tagged request", req(tagged, n3Addr, gtpuPort, 1, nil), xdplink.TX, "echo_response", resp(tagged, n3Addr, gtpuPort, 1)},
+		{"second N3 address, other source port", req(fromGNB, n3Addr2, 40000, 9, nil), xdplink.TX, "echo_response", resp(fromGNB, n3Addr2, 40000, 9)},
+		{"request with a Private Extension", req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), xdplink.TX, "echo_response", resp(fromGNB, n3Addr, gtpuPort, 77)},
+		{"request with IPv4 options", withOptions, xdplink.Pass, "pass_gtp_signalling", nil},
+		{"request to another address", req(fromGNB, notN3, gtpuPort, 1, nil), xdplink.Pass, "pass_not_ours", nil},
 	})
 }
 
@@ -357,7 +358,7 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	far.Tos = 46 << 2 // EF
 	changePDR(t, u.d, 6, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
-	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+	out := u.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 	equalFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
 }
 
@@ -373,7 +374,7 @@ func TestDownlink(t *testing.T) {
 	tagged := fromDN
 	tagged.tci = 5
 	dl := func(name string, l l2, p ipPacket, padding int, local, peer netip.Addr, teid uint32, qfi int, nh uint32) pktCase {
-		return pktCase{name: name, in: pad(p.frame(t, l), padding), act: xdpRedirect, reason: "downlink_forward",
+		return pktCase{name: name, in: pad(p.frame(t, l), padding), act: xdplink.Redirect, reason: "downlink_forward",
 			out: encapFrame(t, nhL2(nh), local, peer, teid, qfi, p.hop().bytes(t))}
 	}
 	u.runCases(t, []pktCase{
@@ -384,18 +385,18 @@ func TestDownlink(t *testing.T) {
 		dl("padded frame in", fromDN, ipPacket{src: dn4, dst: ue4, ttl: 5, size: 2}, 16, n3Addr, gnb, dlTEID, 9, nhGNB),
 		dl("IPv6, QFI 5 with RQI", fromDN, v6, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
 		dl("IPv6, other host of the /64", fromDN, v6b, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
-		{"TTL 1", ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"TTL 0", ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"hop limit 1", ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), xdpPass, "pass_ttl", nil},
-		{"FAR drop", ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far", nil},
-		{"FAR without outer header creation", ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far", nil},
-		{"invalid next hop", ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_no_nexthop", nil},
-		{"empty PDR set", ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_no_pdr", nil},
-		{"unknown UE", ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"unknown IPv6 /64", ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"UE as source", ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), xdpPass, "pass_not_ours", nil},
-		{"truncated IPv4", v4.frame(t, fromDN)[:60], xdpPass, "pass_not_ours", nil},
-		{"truncated IPv6", v6.frame(t, fromDN)[:80], xdpPass, "pass_not_ours", nil},
+		{"TTL 1", ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), xdplink.Pass, "pass_ttl", nil},
+		{"TTL 0", ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), xdplink.Pass, "pass_ttl", nil},
+		{"hop limit 1", ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), xdplink.Pass, "pass_ttl", nil},
+		{"FAR drop", ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_far", nil},
+		{"FAR without outer header creation", ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_far", nil},
+		{"invalid next hop", ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_no_nexthop", nil},
+		{"empty PDR set", ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_no_pdr", nil},
+		{"unknown UE", ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), xdplink.Pass, "pass_not_ours", nil},
+		{"unknown IPv6 /64", ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), xdplink.Pass, "pass_not_ours", nil},
+		{"UE as source", ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), xdplink.Pass, "pass_not_ours", nil},
+		{"truncated IPv4", v4.frame(t, fromDN)[:60], xdplink.Pass, "pass_not_ours", nil},
+		{"truncated IPv6", v6.frame(t, fromDN)[:80], xdplink.Pass, "pass_not_ours", nil},
 	})
 }
 
@@ -424,22 +425,22 @@ func TestOtherTraffic(t *testing.T) {
 	qinq := fromGNB.frame(t, layers.EthernetTypeDot1Q, append([]byte{0, 5, 0x81, 0x00, 0, 6, 0x08, 0x00}, inner...))
 	qinq[12], qinq[13] = 0x88, 0xa8
 	u.runCases(t, []pktCase{
-		{"ARP", fromGNB.frame(t, layers.EthernetTypeARP, arp), xdpPass, "pass_not_ip", nil},
-		{"802.1ad and 802.1Q", qinq, xdpPass, "pass_not_ip", nil},
-		{"GTP-U to another address", udpTo(notN3, gtpuPort), xdpPass, "pass_not_ours", nil},
-		{"UDP to N3 port 2153", udpTo(n3Addr, gtpuPort+1), xdpPass, "pass_not_ours", nil},
-		{"TCP to N3 port 2152", proto(layers.IPProtocolTCP), xdpPass, "pass_not_ours", nil},
-		{"first fragment", frag(layers.IPv4MoreFragments, 0), xdpPass, "pass_fragment", nil},
-		{"last fragment", frag(0, 100), xdpPass, "pass_fragment", nil},
-		{"IPv6 not to a UE", fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), xdpPass, "pass_not_ours", nil},
-		{"IPv4 version 6 header", fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), xdpPass, "pass_not_ours", nil},
-		{"IPv4 IHL 4", withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), xdpPass, "pass_not_ours", nil},
-		{"IPv4 Ethernet header alone", udpTo(n3Addr, gtpuPort)[:ethLen], xdpPass, "pass_not_ours", nil},
-		{"802.1Q Ethernet header alone", fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), xdpDrop, "drop_malformed", nil},
-		{"802.1Q tag cut", fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), xdpDrop, "drop_malformed", nil},
+		{"ARP", fromGNB.frame(t, layers.EthernetTypeARP, arp), xdplink.Pass, "pass_not_ip", nil},
+		{"802.1ad and 802.1Q", qinq, xdplink.Pass, "pass_not_ip", nil},
+		{"GTP-U to another address", udpTo(notN3, gtpuPort), xdplink.Pass, "pass_not_ours", nil},
+		{"UDP to N3 port 2153", udpTo(n3Addr, gtpuPort+1), xdplink.Pass, "pass_not_ours", nil},
+		{"TCP to N3 port 2152", proto(layers.IPProtocolTCP), xdplink.Pass, "pass_not_ours", nil},
+		{"first fragment", frag(layers.IPv4MoreFragments, 0), xdplink.Pass, "pass_fragment", nil},
+		{"last fragment", frag(0, 100), xdplink.Pass, "pass_fragment", nil},
+		{"IPv6 not to a UE", fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), xdplink.Pass, "pass_not_ours", nil},
+		{"IPv4 version 6 header", fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), xdplink.Pass, "pass_not_ours", nil},
+		{"IPv4 IHL 4", withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), xdplink.Pass, "pass_not_ours", nil},
+		{"IPv4 Ethernet header alone", udpTo(n3Addr, gtpuPort)[:ethLen], xdplink.Pass, "pass_not_ours", nil},
+		{"802.1Q Ethernet header alone", fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), xdplink.Drop, "drop_malformed", nil},
+		{"802.1Q tag cut", fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), xdplink.Drop, "drop_malformed", nil},
 		// 0 is the value parse_eth returns for a short frame.
-		{"EtherType 0", withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), xdpPass, "pass_not_ip", nil},
-		{"802.1Q, EtherType 0", fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), xdpPass, "pass_not_ip", nil},
+		{"EtherType 0", withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), xdplink.Pass, "pass_not_ip", nil},
+		{"802.1Q, EtherType 0", fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), xdplink.Pass, "pass_not_ip", nil},
 	})
 }
 
@@ -459,7 +460,7 @@ func TestUplinkMalformed(t *testing.T) {
 	seq.SequenceNumberFlag = true
 	seqOnly := gtpFrame(t, fromGNB, n3Addr, seq, nil)
 	malformed := func(name string, in []byte) pktCase {
-		return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_malformed"}
+		return pktCase{name: name, in: in, act: xdplink.Drop, reason: "drop_malformed"}
 	}
 	u.runCases(t, []pktCase{
 		malformed("zero-length first extension", withBytes(chain, ext1, 0)),
@@ -488,7 +489,7 @@ func TestUplinkGTPBeyondOuterIPv4(t *testing.T) {
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 64}.bytes(t))
 	fixIPv4(in, ethLen, len(in)-ethLen-8) // the last 8 bytes of the inner packet now look like padding
 	in = with16(in, ethLen+24, uint16(len(in)-ethLen-20-8))
-	u.expect(t, in, xdpDrop, "drop_malformed")
+	u.expect(t, in, xdplink.Drop, "drop_malformed")
 }
 
 // Every prefix of an uplink frame with an extension chain, from the bare
@@ -500,31 +501,31 @@ func TestUplinkTruncated(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	full := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), p.bytes(t))
-	equalFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
+	equalFrames(t, u.expect(t, full, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
 	const udpOff = ethLen + 20
 	for _, mode := range []struct {
 		name     string
 		from     int
 		fix      func(b []byte)
-		outcomes func(n int) (xdpAction, string)
+		outcomes func(n int) (xdplink.Action, string)
 	}{
-		{"as cut", ethLen, func([]byte) {}, func(int) (xdpAction, string) { return xdpPass, "pass_not_ours" }},
+		{"as cut", ethLen, func([]byte) {}, func(int) (xdplink.Action, string) { return xdplink.Pass, "pass_not_ours" }},
 		{"outer lengths fixed", udpOff, func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			if len(b) >= gtpOffset {
 				binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			}
-		}, func(n int) (xdpAction, string) {
+		}, func(n int) (xdplink.Action, string) {
 			if n < gtpOffset {
-				return xdpPass, "pass_not_ours"
+				return xdplink.Pass, "pass_not_ours"
 			}
-			return xdpDrop, "drop_malformed"
+			return xdplink.Drop, "drop_malformed"
 		}},
 		{"GTP length fixed", gtpOffset + 8, func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			binary.BigEndian.PutUint16(b[gtpOffset+2:], uint16(len(b)-gtpOffset-8))
-		}, func(int) (xdpAction, string) { return xdpDrop, "drop_malformed" }},
+		}, func(int) (xdplink.Action, string) { return xdplink.Drop, "drop_malformed" }},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			for n := mode.from; n < len(full); n++ {
@@ -546,11 +547,11 @@ func TestCounters(t *testing.T) {
 	down := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 50}
 	up6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 10}
 	for range 3 {
-		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward")
+		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Redirect, "uplink_forward")
 	}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), up6.bytes(t)), xdpRedirect, "uplink_forward")
-	core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	core.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpPass, "pass_not_ours")
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), up6.bytes(t)), xdplink.Redirect, "uplink_forward")
+	core.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+	core.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Pass, "pass_not_ours")
 
 	all, err := u.d.Counters()
 	if err != nil {
@@ -598,11 +599,11 @@ func TestRoles(t *testing.T) {
 	echo := gtpMsg(1, 0)
 	echo.SequenceNumberFlag = true
 	echoIn := gtpFrame(t, fromGNB, n3Addr, echo, nil)
-	equalFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
-	equalFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
-	equalFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
-	equalFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
-	equalFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+	equalFrames(t, access.expect(t, upIn, xdplink.Redirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
+	equalFrames(t, access.expect(t, down.frame(t, fromDN), xdplink.Pass, "pass_not_ours"), down.frame(t, fromDN))
+	equalFrames(t, core.expect(t, upIn, xdplink.Pass, "pass_not_ours"), upIn)
+	equalFrames(t, core.expect(t, echoIn, xdplink.Pass, "pass_not_ours"), echoIn)
+	equalFrames(t, core.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward"),
 		encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 }
 
@@ -629,9 +630,9 @@ func TestTTLDecrementChecksum(t *testing.T) {
 		down := ipPacket{src: dn4, dst: ue4, ttl: 64}
 		down.id = idFor(down, sum)
 		t.Run(fmt.Sprintf("checksum %#04x", sum), func(t *testing.T) {
-			equalFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
+			equalFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Redirect, "uplink_forward"),
 				up.hop().frame(t, nhL2(nhCoreVLAN)))
-			equalFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+			equalFrames(t, u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward"),
 				encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 		})
 	}
@@ -669,21 +670,21 @@ func TestRelay(t *testing.T) {
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
 	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}
 	u.runCases(t, []pktCase{
-		{"from the CP function to the gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), xdpRedirect, "relay_forward",
+		{"from the CP function to the gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), xdplink.Redirect, "relay_forward",
 			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{"from the gNB to the CP function", gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), xdpRedirect, "relay_forward",
+		{"from the gNB to the CP function", gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), xdplink.Redirect, "relay_forward",
 			encapFrame(t, nhL2(nhCoreVLAN), n3Addr, smf, smfTEID, -1, rs.bytes(t))},
-		{"padding trimmed", pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), xdpRedirect, "relay_forward",
+		{"padding trimmed", pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), xdplink.Redirect, "relay_forward",
 			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{"no next hop", gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), xdpDrop, "drop_no_nexthop", nil},
-		{"downlink gate closed", gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), xdpDrop, "drop_qer_gate", nil},
+		{"no next hop", gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), xdplink.Drop, "drop_no_nexthop", nil},
+		{"downlink gate closed", gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), xdplink.Drop, "drop_qer_gate", nil},
 		// The source gNB's downlink container (QFI 1) comes off; the target
 		// gNB gets the PDR's.
 		{"from the source gNB to the target gNB", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(1)), ra.bytes(t)),
-			xdpRedirect, "relay_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
-		{"forwarded, another QFI", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), xdpDrop, "drop_no_pdr", nil},
+			xdplink.Redirect, "relay_forward", encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
+		{"forwarded, another QFI", gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), xdplink.Drop, "drop_no_pdr", nil},
 		// The UE is idle: not routed to the core as an uplink packet would be.
-		{"FAR buffering", gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), xdpDrop, "drop_far", nil},
+		{"FAR buffering", gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), xdplink.Drop, "drop_far", nil},
 	})
 	// The relayed packet from the CP function went the downlink way.
 	if c, err := u.d.PDRCounter(12); err != nil || c.Packets != 2 {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // urrPDRs points uplink PDR 5 (teidRoute) and downlink PDR 7 (ue4b) of the
@@ -96,13 +98,13 @@ func TestURRCounts(t *testing.T) {
 		{src: ue4, dst: dn4, ttl: 64, size: 1000},
 		{src: ue6, dst: dn6, ttl: 64, size: 3},
 	} {
-		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)), xdpRedirect, "uplink_forward")
+		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)), xdplink.Redirect, "uplink_forward")
 		count(URRUplink, p.bytes(t))
 	}
 	time.Sleep(50 * time.Millisecond)
 	for _, size := range []int{50, 7} {
 		p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: size}
-		u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+		u.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 		count(URRDownlink, p.bytes(t))
 	}
 	end := time.Now()
@@ -129,9 +131,9 @@ func TestURRThreshold(t *testing.T) {
 	check(t, u.d.SetURRLimits(1, l))
 	for i, in := range [][]byte{u.up, u.down, u.up, u.down, u.up} {
 		if i%2 == 0 {
-			u.expect(t, in, xdpRedirect, "uplink_forward")
+			u.expect(t, in, xdplink.Redirect, "uplink_forward")
 		} else {
-			u.expect(t, in, xdpRedirect, "downlink_forward")
+			u.expect(t, in, xdplink.Redirect, "downlink_forward")
 		}
 		var want []URREvent
 		if i == 0 || i == 2 {
@@ -151,14 +153,14 @@ func TestURRQuotaDrops(t *testing.T) {
 	u := newURRTest(t, l)
 	l.Quota[URRUplink] = 2*u.inner + u.inner/2
 	check(t, u.d.SetURRLimits(1, l))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	if got := u.sent(t); len(got) != 0 {
 		t.Fatalf("events before the quota: %v", got)
 	}
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward") // no downlink quota
 	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events after the quota: %v, want %v", got, want)
 	}
@@ -167,7 +169,7 @@ func TestURRQuotaDrops(t *testing.T) {
 		t.Errorf("PDR counter %+v, %v: want the 2 packets let through", c, err)
 	}
 	check(t, u.d.SetURRLimits(1, l))
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
 	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events after the limits were written again: %v, want %v", got, want)
 	}
@@ -180,17 +182,17 @@ func TestURRQuotaReached(t *testing.T) {
 	u := newURRTest(t, l)
 	l.Quota[URRTotal] = 3 * u.inner
 	check(t, u.d.SetURRLimits(1, l))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	if got := u.sent(t); len(got) != 0 {
 		t.Fatalf("events before the quota: %v", got)
 	}
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	if got, want := u.sent(t), []URREvent{{1, URREventQuota}}; !slices.Equal(got, want) {
 		t.Fatalf("events of the packet reaching the quota: %v, want %v", got, want)
 	}
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.down, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.down, xdplink.Drop, "drop_urr_quota")
 	if got := u.sent(t); len(got) != 0 {
 		t.Fatalf("events after the quota was reported: %v", got)
 	}
@@ -202,16 +204,16 @@ func TestURRQuotaReached(t *testing.T) {
 func TestURRNotifyStartAndReset(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true})
 	start := []URREvent{{1, URREventStart}}
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	if got := u.sent(t); !slices.Equal(got, start) {
 		t.Fatalf("events of the first packet: %v, want %v", got, start)
 	}
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	if got := u.sent(t); len(got) != 0 {
 		t.Fatalf("events of the second packet: %v", got)
 	}
 	check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	if got := u.sent(t); !slices.Equal(got, start) {
 		t.Fatalf("events after NotifyStart was set again: %v, want %v", got, start)
 	}
@@ -221,7 +223,7 @@ func TestURRNotifyStartAndReset(t *testing.T) {
 	if got := u.usage(t, 1); got != (URRUsage{}) {
 		t.Fatalf("after ResetURR: %+v", got)
 	}
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	equalCounts(t, u.usage(t, 1), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
 	if got := u.sent(t); len(got) != 0 {
 		t.Fatalf("events after ResetURR without NotifyStart: %v", got)
@@ -235,8 +237,8 @@ func TestURRFARDrop(t *testing.T) {
 		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{1} })
 	}
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdpDrop, "drop_far")
-	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far")
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdplink.Drop, "drop_far")
+	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_far")
 	if got := u.usage(t, 1); got != (URRUsage{}) {
 		t.Errorf("usage %+v", got)
 	}
@@ -266,18 +268,18 @@ func TestURRBeforeQoS(t *testing.T) {
 		return c
 	}
 
-	u.expect(t, u.up, xdpDrop, "drop_qer_gate")
+	u.expect(t, u.up, xdplink.Drop, "drop_qer_gate")
 	equalCounts(t, u.usage(t, 2), one(URRUplink))
 	equalCounts(t, u.usage(t, 1), URRUsage{})
 	// Downlink PDR 7 has no URR before QoS: both count after its QERs.
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	equalCounts(t, u.usage(t, 1), one(URRDownlink))
 
 	check(t, u.d.ResetURR(2, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
 	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
 	empty.Bucket[0] = QERBucket(1, 0)
 	check(t, u.d.PutQER(1, empty))
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
 }
 
 // Events the ring has no room for are counted, never silently lost.
@@ -286,7 +288,7 @@ func TestURREventsLost(t *testing.T) {
 	const sent = 256*1024/16 + 10 // the ring holds 16-byte records
 	for range sent {
 		check(t, u.d.SetURRLimits(1, URRLimits{NotifyStart: true}))
-		if act, _ := u.run(t, u.up); act != xdpRedirect {
+		if act, _ := u.run(t, u.up); act != xdplink.Redirect {
 			t.Fatalf("verdict %v", act)
 		}
 	}
