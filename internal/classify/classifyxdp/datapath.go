@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -334,7 +335,7 @@ func (d *Datapath) Counters(id uint32) (packets, bytes uint64, err error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("%w %d", ErrNoRule, id)
 	}
-	c, err := sumPerCPU(d.objs.ClassifyCounters, slot)
+	c, err := percpu.Sum[Counter](d.objs.ClassifyCounters, slot)
 	return c.Packets, c.Bytes, err
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // steerQueue is the length of a CPU's queue of steered packets.
@@ -171,18 +172,13 @@ type SliceStats struct {
 
 // SliceStats reads a slice's figures.
 func (d *Datapath) SliceStats(s Slice) (st SliceStats, err error) {
-	perCPU, err := d.SliceCPUs(s.ID)
-	if err != nil {
+	if st.Local, err = percpu.Sum[Counter](d.objs.SliceCpuCounters, s.ID); err != nil {
 		return st, err
 	}
-	for _, c := range perCPU {
-		st.Local.Packets += c.Packets
-		st.Local.Bytes += c.Bytes
-	}
-	if st.Offloaded, err = sumPerCPU(d.objs.SliceOffloaded, s.ID); err != nil {
+	if st.Offloaded, err = percpu.Sum[Counter](d.objs.SliceOffloaded, s.ID); err != nil {
 		return st, err
 	}
-	if st.Policed, err = sumPerCPU(d.objs.SlicePoliced, s.ID); err != nil {
+	if st.Policed, err = percpu.Sum[Counter](d.objs.SlicePoliced, s.ID); err != nil {
 		return st, err
 	}
 	loads, err := d.CPULoads()
@@ -192,17 +188,6 @@ func (d *Datapath) SliceStats(s Slice) (st SliceStats, err error) {
 		}
 	}
 	return st, err
-}
-
-func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {
-	var perCPU []Counter
-	var total Counter
-	err := m.Lookup(key, &perCPU)
-	for _, c := range perCPU {
-		total.Packets += c.Packets
-		total.Bytes += c.Bytes
-	}
-	return total, err
 }
 
 // Counter is packets and octets.

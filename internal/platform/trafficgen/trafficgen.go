@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -176,13 +177,9 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 
 // transmitted is how many frames the generator has sent, on every CPU.
 func (g *Generator) transmitted() (uint64, error) {
-	var perCPU []uint64
-	if err := g.objs.TxFrames.Lookup(uint32(0), &perCPU); err != nil {
+	n, err := percpu.Sum[uint64](g.objs.TxFrames, uint32(0))
+	if err != nil {
 		return 0, fmt.Errorf("read the frames sent: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
 	}
 	return n, nil
 }
@@ -322,14 +319,7 @@ func (s *Sink) Counts() (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	var total Counts
-	for _, c := range perCPU {
-		total.Packets += c.Packets
-		total.Bytes += c.Bytes
-		total.MatchPackets += c.MatchPackets
-		total.MatchBytes += c.MatchBytes
-	}
-	return total, nil
+	return percpu.Total(perCPU), nil
 }
 
 // Sample returns the first matching frame, cut to MaxFrame bytes, or nil if

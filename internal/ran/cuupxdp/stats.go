@@ -2,6 +2,8 @@ package cuupxdp
 
 import (
 	"fmt"
+
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // Reason is where xdp_cuup sent a packet, and why.
@@ -68,9 +70,8 @@ func (d *Datapath) Stats(role Role) (Stats, error) {
 		}
 		for cpu, c := range perCPU {
 			st.PerCPU[cpu][r] = c
-			st.Total[r].Packets += c.Packets
-			st.Total[r].Bytes += c.Bytes
 		}
+		st.Total[r] = percpu.Total(perCPU)
 	}
 	return st, nil
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/cilium/ebpf"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // ReasonNames name the outcomes the data path counts, in the order of enum
@@ -37,7 +37,7 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 		}
 		c := IfaceCounters{Name: ifaceName(info), Ifindex: info.Ifindex, Reasons: map[string]Counter{}}
 		for r, name := range ReasonNames {
-			sum, err := sumPerCPU(d.maps.IfaceCounters, slot*uint32(reasonCount)+uint32(r))
+			sum, err := percpu.Sum[Counter](d.maps.IfaceCounters, slot*uint32(reasonCount)+uint32(r))
 			if err != nil {
 				return nil, err
 			}
@@ -68,17 +68,4 @@ func (d *Datapath) counterRows() uint32 { return d.pdrCounters.len() / d.pdrs.le
 // pdrCounter is where CPU cpu counts what PDR slot matched.
 func (d *Datapath) pdrCounter(cpu, slot uint32) *Counter {
 	return d.pdrCounters.at(cpu*d.pdrs.len() + slot)
-}
-
-func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {
-	var perCPU []Counter
-	if err := m.Lookup(key, &perCPU); err != nil {
-		return Counter{}, err
-	}
-	var sum Counter
-	for _, c := range perCPU {
-		sum.Packets += c.Packets
-		sum.Bytes += c.Bytes
-	}
-	return sum, nil
 }

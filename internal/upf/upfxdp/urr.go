@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,13 +168,5 @@ func (r *URREventReader) Close() error { return r.rd.Close() }
 // URREventsLost is the number of events the ring had no room for: when it
 // grows, every URR in use may have passed a limit unreported.
 func (d *Datapath) URREventsLost() (uint64, error) {
-	var perCPU []uint64
-	if err := d.maps.UrrEventsLost.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, err
-	}
-	var sum uint64
-	for _, n := range perCPU {
-		sum += n
-	}
-	return sum, nil
+	return percpu.Sum[uint64](d.maps.UrrEventsLost, uint32(0))
 }
