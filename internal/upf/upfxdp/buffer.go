@@ -10,22 +10,16 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // Downlink buffering: a FAR with action FARBuffer hands its packets to the
 // control plane through the buffered_packets ring, counting them in its
-// buffer's state word (bpf/types.h, struct buffer), until the control plane
-// releases the buffer. The buffers map is mmapped.
+// buffer's state word (struct buffer), until the control plane releases the
+// buffer by setting bufferReleased. The buffers map is mmapped.
 
-// FARBuffer is the action of a buffering FAR (enum far_action).
-const FARBuffer = 2
-
-// bufferReleased is BUFFER_RELEASED of bpf/types.h.
-const bufferReleased = 1 << 63
-
-// releaseMagic is RELEASE_MAGIC of bpf/types.h.
-const releaseMagic = 0x78356272
+const bufferReleased = uint64(1) << upfBufferStateBUFFER_RELEASED_BIT
 
 // BufferCapacity is the number of buffer slots; slot 0 is never used.
 func (d *Datapath) BufferCapacity() uint32 { return d.maps.Buffers.MaxEntries() }
@@ -154,7 +148,7 @@ func (d *Datapath) Release(iface uint32, frame []byte) (out []byte, ifindex uint
 	}
 	const metaLen = int(unsafe.Sizeof(upfReleaseMeta{}))
 	in := make([]byte, metaLen+len(frame))
-	binary.NativeEndian.PutUint32(in, releaseMagic)
+	binary.NativeEndian.PutUint32(in, uint32(upfReleaseMagicRELEASE_MAGIC))
 	copy(in[metaLen:], frame)
 	// Room for what the program prepends: the encapsulation and a tag.
 	buf := make([]byte, len(in)+256)

@@ -95,10 +95,10 @@ func TestTooManyCountersRefused(t *testing.T) {
 	// Rule slots that fit a map alone (3/4 of its most, with the spare),
 	// but not once per CPU; half of them do.
 	sessions := uint32(math.MaxUint32 / (3 * cpus))
-	if _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
+	if _, _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
 		t.Fatalf("%d sessions on %d CPUs: %v", sessions, cpus, err)
 	}
-	if _, err := sizedSpec(sessions / 2); err != nil {
+	if _, _, err := sizedSpec(sessions / 2); err != nil {
 		t.Fatalf("%d sessions on %d CPUs: %v", sessions/2, cpus, err)
 	}
 }

@@ -22,9 +22,9 @@ func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 // gate drops uplink packets and lets downlink ones through.
 func TestQERGates(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
-	check(t, u.d.PutQER(1, QER{}))                        // open, no maximum bit rate
-	check(t, u.d.PutQER(2, QER{GateClosed: 1 << 0}))      // uplink closed
-	check(t, u.d.PutQER(3, QER{GateClosed: 1<<0 | 1<<1})) // both closed
+	check(t, u.d.PutQER(1, QER{})) // open, no maximum bit rate
+	check(t, u.d.PutQER(2, QER{GateClosed: 1 << QERUplink}))
+	check(t, u.d.PutQER(3, QER{GateClosed: 1<<QERUplink | 1<<QERDownlink}))
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))

@@ -107,7 +107,7 @@ func TestRouteTablesFollowRoutes(t *testing.T) {
 		t.Errorf("after deleting every route: %d groups free, %d in use", n, len(again.routes.groups))
 	}
 	for i := range uint32(len(again.routes.by24) / 2) {
-		if v := again.routes.load(again.routes.by24, i); v != KernelSlot {
+		if v := again.routes.load(again.routes.by24, i); uint32(v) != KernelSlot {
 			t.Fatalf("after deleting every route, /24 %s has %#x", addrOf(i<<8), v)
 		}
 	}
@@ -116,7 +116,7 @@ func TestRouteTablesFollowRoutes(t *testing.T) {
 func TestRouteSlotRange(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 64})
 	p := netip.MustParsePrefix("10.0.0.0/8")
-	if err := d.PutRoute(p, routeGroup); err == nil {
+	if err := d.PutRoute(p, uint32(routeGroup)); err == nil {
 		t.Fatal("a slot that routes4_tbl24 cannot hold was accepted")
 	}
 	if routes, err := d.Routes(); err != nil || len(routes) != 0 {

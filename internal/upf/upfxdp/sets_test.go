@@ -281,7 +281,7 @@ func TestBucketsSpreadSequentialKeys(t *testing.T) {
 		overflow := 0
 		for i := range sessions {
 			for _, k := range []setKey{teidKey(i + 1), ueKey(netip.AddrFrom4([4]byte{100, 64 + byte(i>>16), byte(i >> 8), byte(i)}))} {
-				if load[p.bucket(k)]++; load[p.bucket(k)] > setWays {
+				if load[p.bucket(k)]++; int(load[p.bucket(k)]) > setWays {
 					overflow++
 				}
 			}

@@ -661,7 +661,7 @@ func TestRelay(t *testing.T) {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
-	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 1})) // downlink gate closed
+	check(t, u.d.PutQER(1, QER{GateClosed: 1 << QERDownlink}))
 	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(12), teidToCP: pdrSet(13), teidNoNexthop: pdrSet(14),
 		teidGateClosed: pdrSet(15), teidBuffering: pdrSet(16), teidForwarded: pdrSet(17)} {

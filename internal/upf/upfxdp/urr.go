@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // Usage Reporting Rules: the data path counts what the FARs of a URR's PDRs
-// forward into the URR's slot of urrs (bpf/types.h). The map is mmapped:
+// forward into the URR's slot of urrs (struct urr). The map is mmapped:
 // counters are read and limits written with atomic 64-bit accesses while
 // packets count, without a system call.
 
 // Indexes of the URRUsage and URRLimits arrays (enum urr_index).
 const (
-	URRTotal    = 0
-	URRUplink   = 1
-	URRDownlink = 2
+	URRTotal    = int(upfUrrIndexURR_TOTAL)
+	URRUplink   = int(upfUrrIndexURR_UL)
+	URRDownlink = int(upfUrrIndexURR_DL)
 )
 
 // URRUsage is what a URR counted since it was reset: inner IP packet octets

@@ -258,7 +258,7 @@ func TestURRBeforeQoS(t *testing.T) {
 	check(t, u.d.ResetURR(2, URRLimits{}))
 	urrPDRs(t, u.d, 2, 1)
 	changePDR(t, u.d, 5, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: URR 2 (index 0) before QoS
-	check(t, u.d.PutQER(1, QER{GateClosed: 1 << 0}))
+	check(t, u.d.PutQER(1, QER{GateClosed: 1 << QERUplink}))
 	qerPDRs(t, u.d, 1)
 	one := func(dir int) URRUsage {
 		var c URRUsage
@@ -277,7 +277,7 @@ func TestURRBeforeQoS(t *testing.T) {
 
 	check(t, u.d.ResetURR(2, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
 	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
-	empty.Bucket[0] = QERBucket(1, 0)
+	empty.Bucket[QERUplink] = QERBucket(1, 0)
 	check(t, u.d.PutQER(1, empty))
 	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
 }
