@@ -7,6 +7,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // ZeroPDRCounters zeroes what packets counted in the slots it names, and
@@ -101,4 +102,13 @@ func TestTooManyCountersRefused(t *testing.T) {
 	if _, _, err := sizedSpec(sessions / 2); err != nil {
 		t.Fatalf("%d sessions on %d CPUs: %v", sessions/2, cpus, err)
 	}
+}
+
+// Every reason the data path counts has its name, and no other.
+func TestReasonNamesAreTheDataPaths(t *testing.T) {
+	spec, err := loadUpf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.CheckEnumNames(t, spec, "reason", "REASON_", "REASON_COUNT", ReasonNames[:])
 }
