@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 ethtool linux-libc-dev
-BPF_SOURCES := $(wildcard bpf/*.c bpf/*.h)
+BPF_SOURCES := $(shell find bpf -name '*.[ch]')
 GENERATED := .generated
 
 .PHONY: setup build generate test demo bench lint clean

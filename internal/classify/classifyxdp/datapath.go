@@ -16,11 +16,12 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // MaxRules is the number of rules the data path holds.
-const MaxRules = 65536
+const MaxRules = int(classifyClassifyLimitsCLASSIFY_MAX_RULES)
 
 // ErrNoRule is returned for a rule ID the data path does not have.
 var ErrNoRule = errors.New("no rule")
@@ -98,16 +99,20 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := spec.Variables["orphan_fragment_action"].Set(uint8(cfg.OrphanFragments)); err != nil {
+	var specs classifySpecs
+	if err := spec.Assign(&specs); err != nil {
+		return nil, err
+	}
+	if err := specs.OrphanFragmentAction.Set(uint8(cfg.OrphanFragments)); err != nil {
 		return nil, err
 	}
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps["slice_cpus"].MaxEntries = uint32(cpus)
-	spec.Maps["cpu_loads"].MaxEntries = uint32(cpus)
-	if err := setBacklogs(spec, cfg.OffloadHold); err != nil {
+	specs.SliceCpus.MaxEntries = uint32(cpus)
+	specs.CpuLoads.MaxEntries = uint32(cpus)
+	if err := setBacklogs(&specs.classifyVariableSpecs, cfg.OffloadHold); err != nil {
 		return nil, err
 	}
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
@@ -335,13 +340,13 @@ func (d *Datapath) Counters(id uint32) (packets, bytes uint64, err error) {
 	if !ok {
 		return 0, 0, fmt.Errorf("%w %d", ErrNoRule, id)
 	}
-	c, err := sumPerCPU(d.objs.ClassifyCounters, slot)
+	c, err := percpu.Sum[Counter](d.objs.ClassifyCounters, slot)
 	return c.Packets, c.Bytes, err
 }
 
 // takeSlot hands out a counter slot with its counters at zero.
 func (d *Datapath) takeSlot() (uint32, error) {
-	if len(d.freeSlots) == 0 && d.nextSlot > MaxRules {
+	if len(d.freeSlots) == 0 && d.nextSlot > uint32(MaxRules) {
 		d.cool() // every slot used: those of rules gone must do
 	}
 	var slot uint32

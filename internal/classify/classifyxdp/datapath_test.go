@@ -13,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // randomFrame is a nested packet of one of the paper's traffic types or
@@ -112,7 +113,7 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 					t.Fatalf("%s: frame %d, run %d: the data path found rule %d (%t), the reference %d (%t); key % x",
 						what, i, pass, got, gotOK, want.ID, ok, key[:])
 				}
-				if wantAction := uint32(xdpPass); ok && want.Action == ActionDrop && action != xdpDrop || (!ok || want.Action != ActionDrop) && action != wantAction {
+				if wantAction := xdplink.Pass; ok && want.Action == ActionDrop && action != xdplink.Drop || (!ok || want.Action != ActionDrop) && action != wantAction {
 					t.Fatalf("%s: frame %d: action %d for rule %+v", what, i, action, want)
 				}
 				if gotOK {
@@ -272,21 +273,21 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}
-		if action, st := p.run(t, frame); p.Len() != 0 || action != xdpPass || st.Rule != 0 {
+		if action, st := p.run(t, frame); p.Len() != 0 || action != xdplink.Pass || st.Rule != 0 {
 			t.Errorf("%s: %d rules, action %d, rule slot %d after the refusal", c.name, p.Len(), action, st.Rule)
 		}
 	}
 	if err := p.Add(catchAll(1, ActionCount), catchAll(2, ActionDrop)); err != nil {
 		t.Fatal(err)
 	}
-	if action, _ := p.run(t, frame); action != xdpDrop {
+	if action, _ := p.run(t, frame); action != xdplink.Drop {
 		t.Errorf("action %d with the batch in place, want XDP_DROP", action)
 	}
 	// Rules are about IP: an ARP frame goes on whatever they say.
 	arp := demo.Serialize(false, eth(layers.EthernetTypeARP), &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
 		HwAddressSize: 6, ProtAddressSize: 4, Operation: 1, SourceHwAddress: macA, SourceProtAddress: []byte{10, 0, 0, 1},
 		DstHwAddress: make([]byte, 6), DstProtAddress: []byte{10, 0, 0, 2}})
-	if action, st := p.run(t, arp); action != xdpPass || st.Rule != 0 {
+	if action, st := p.run(t, arp); action != xdplink.Pass || st.Rule != 0 {
 		t.Errorf("an ARP frame under a catch-all drop: action %d, rule slot %d", action, st.Rule)
 	}
 	if err := p.Delete(2, 7); err == nil || p.Len() != 2 {
@@ -295,7 +296,7 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 	if err := p.Delete(1, 2); err != nil || p.Len() != 0 {
 		t.Fatalf("%v, %d rules left", err, p.Len())
 	}
-	if action, st := p.run(t, frame); action != xdpPass || st.Rule != 0 {
+	if action, st := p.run(t, frame); action != xdplink.Pass || st.Rule != 0 {
 		t.Errorf("action %d, rule slot %d with no rules", action, st.Rule)
 	}
 }
@@ -343,16 +344,16 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		frame  []byte
-		action uint32
+		action xdplink.Action
 		rule   uint32
 	}{
-		{name: "first fragment", frame: first, action: xdpDrop, rule: 1},
-		{name: "a later one", frame: later, action: xdpDrop, rule: 1},
-		{name: "an orphan", frame: orphan, action: xdpPass, rule: 0},
-		{name: "outer first fragment", frame: outerFirst, action: xdpDrop, rule: 1},
-		{name: "outer later fragment", frame: outerLater, action: xdpDrop, rule: 1},
-		{name: "IPv6 first fragment", frame: v6First, action: xdpDrop, rule: 2},
-		{name: "IPv6 later fragment", frame: v6Later, action: xdpDrop, rule: 2},
+		{name: "first fragment", frame: first, action: xdplink.Drop, rule: 1},
+		{name: "a later one", frame: later, action: xdplink.Drop, rule: 1},
+		{name: "an orphan", frame: orphan, action: xdplink.Pass, rule: 0},
+		{name: "outer first fragment", frame: outerFirst, action: xdplink.Drop, rule: 1},
+		{name: "outer later fragment", frame: outerLater, action: xdplink.Drop, rule: 1},
+		{name: "IPv6 first fragment", frame: v6First, action: xdplink.Drop, rule: 2},
+		{name: "IPv6 later fragment", frame: v6Later, action: xdplink.Drop, rule: 2},
 	} {
 		action, st := p.run(t, c.frame)
 		if action != c.action || st.Rule != p.slots[c.rule] {
@@ -364,7 +365,7 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	}
 
 	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
-	if action, _ := strict.run(t, orphan); action != xdpDrop {
+	if action, _ := strict.run(t, orphan); action != xdplink.Drop {
 		t.Errorf("an orphan with orphans dropped: action %d", action)
 	}
 }

@@ -12,6 +12,8 @@ package classifyxdp
 
 import (
 	"encoding/binary"
+	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -49,33 +51,51 @@ const KeySize = int(unsafe.Sizeof(classifyClassifyKey{}))
 // as on the wire. Its layout is the data path's struct classify_key.
 type Key [KeySize]byte
 
-// Fields are the key's fields, in the order of the layout.
-var Fields = []Field{
-	{"tunnels", 0, 1, number}, // tunnel levels seen, 0 to MaxTunnels
-	{"tunnel1", 1, 1, number}, // Tunnel* type of the outermost level
-	{"tunnel2", 2, 1, number},
-	{"tunnel3", 3, 1, number},
-	{"tunnel4", 4, 1, number},
-	{"proto", 5, 1, number}, // of the innermost IP header
-	{"dscp", 6, 1, number},
-	{"qfi", 7, 1, number},       // from the innermost GTP-U PDU Session Container
-	{"tunnel1Id", 8, 4, number}, // VNI, GRE key or TEID of the outermost level
-	{"tunnel2Id", 12, 4, number},
-	{"tunnel3Id", 16, 4, number},
-	{"tunnel4Id", 20, 4, number},
-	{"outerSrc", 24, 16, address}, // the outermost IP header
-	{"outerDst", 40, 16, address},
-	{"innerSrc", 56, 16, address}, // the innermost IP header
-	{"innerDst", 72, 16, address},
-	{"srcPort", 88, 2, number}, // of the innermost UDP, TCP or SCTP header
-	{"dstPort", 90, 2, number},
-	{"rtpSsrc", 92, 4, number},
-	{"rtpPayloadType", 96, 1, number},
-	{"nalType", 97, 1, number}, // H.265 NAL unit header (RFC 7798)
-	{"layerId", 98, 1, number},
-	{"temporalId", 99, 1, number},
-	{"rtp", 100, 1, number},  // 1: the innermost UDP payload is RTP
-	{"h265", 101, 1, number}, // 1: and an H.265 NAL unit header was read
+// Fields are the key's fields, in the order of the layout: where each lies
+// in the generated struct classify_key.
+var Fields = slices.Concat(
+	[]Field{num("tunnels", unsafe.Offsetof(layout.Tunnels), unsafe.Sizeof(layout.Tunnels))},     // tunnel levels seen, 0 to MaxTunnels
+	levels("tunnel%d", unsafe.Offsetof(layout.TunnelType), unsafe.Sizeof(layout.TunnelType[0])), // Tunnel* type, tunnel1 the outermost level's
+	[]Field{
+		num("proto", unsafe.Offsetof(layout.Proto), unsafe.Sizeof(layout.Proto)), // of the innermost IP header
+		num("dscp", unsafe.Offsetof(layout.Dscp), unsafe.Sizeof(layout.Dscp)),
+		num("qfi", unsafe.Offsetof(layout.Qfi), unsafe.Sizeof(layout.Qfi)), // from the innermost GTP-U PDU Session Container
+	},
+	levels("tunnel%dId", unsafe.Offsetof(layout.TunnelId), unsafe.Sizeof(layout.TunnelId[0])), // VNI, GRE key or TEID
+	[]Field{
+		addr("outerSrc", unsafe.Offsetof(layout.OuterSrc), unsafe.Sizeof(layout.OuterSrc)), // the outermost IP header
+		addr("outerDst", unsafe.Offsetof(layout.OuterDst), unsafe.Sizeof(layout.OuterDst)),
+		addr("innerSrc", unsafe.Offsetof(layout.InnerSrc), unsafe.Sizeof(layout.InnerSrc)), // the innermost IP header
+		addr("innerDst", unsafe.Offsetof(layout.InnerDst), unsafe.Sizeof(layout.InnerDst)),
+		num("srcPort", unsafe.Offsetof(layout.SrcPort), unsafe.Sizeof(layout.SrcPort)), // of the innermost UDP, TCP or SCTP header
+		num("dstPort", unsafe.Offsetof(layout.DstPort), unsafe.Sizeof(layout.DstPort)),
+		num("rtpSsrc", unsafe.Offsetof(layout.RtpSsrc), unsafe.Sizeof(layout.RtpSsrc)),
+		num("rtpPayloadType", unsafe.Offsetof(layout.RtpPayloadType), unsafe.Sizeof(layout.RtpPayloadType)),
+		num("nalType", unsafe.Offsetof(layout.NalType), unsafe.Sizeof(layout.NalType)), // H.265 NAL unit header (RFC 7798)
+		num("layerId", unsafe.Offsetof(layout.LayerId), unsafe.Sizeof(layout.LayerId)),
+		num("temporalId", unsafe.Offsetof(layout.TemporalId), unsafe.Sizeof(layout.TemporalId)),
+		num("rtp", unsafe.Offsetof(layout.Rtp), unsafe.Sizeof(layout.Rtp)),    // 1: the innermost UDP payload is RTP
+		num("h265", unsafe.Offsetof(layout.H265), unsafe.Sizeof(layout.H265)), // 1: and an H.265 NAL unit header was read
+	},
+)
+
+// layout is a struct classify_key, for Fields to find their place in.
+var layout classifyClassifyKey
+
+func num(name string, offset, size uintptr) Field { return Field{name, int(offset), int(size), number} }
+
+func addr(name string, offset, size uintptr) Field {
+	return Field{name, int(offset), int(size), address}
+}
+
+// levels are the number fields of an array of one element per tunnel
+// level, named by format and the level, 1 for the outermost.
+func levels(format string, offset, size uintptr) []Field {
+	out := make([]Field, MaxTunnels)
+	for i := range out {
+		out[i] = num(fmt.Sprintf(format, i+1), offset+uintptr(i)*size, size)
+	}
+	return out
 }
 
 var fieldsByName = func() map[string]Field {

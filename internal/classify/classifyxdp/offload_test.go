@@ -13,11 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
-)
-
-const (
-	xdpTX       = 3
-	xdpRedirect = 4
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // loadCPU makes a CPU's queue hold packets, as if it had been sent them.
@@ -35,7 +31,7 @@ func (p *parser) loadCPU(t *testing.T, cpu int, packets uint64) {
 
 // runOut runs the classifier on a frame and returns its action and the
 // frame as it left.
-func (p *parser) runOut(t *testing.T, frame []byte) (uint32, []byte) {
+func (p *parser) runOut(t *testing.T, frame []byte) (xdplink.Action, []byte) {
 	t.Helper()
 	out := make([]byte, len(frame)+256)
 	opts := ebpf.RunOptions{Data: frame, DataOut: out}
@@ -43,7 +39,7 @@ func (p *parser) runOut(t *testing.T, frame []byte) (uint32, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ret, opts.DataOut
+	return xdplink.Action(ret), opts.DataOut
 }
 
 // A GTP-U-in-VXLAN frame with every checksum right, the outer UDP one
@@ -149,28 +145,28 @@ func TestOffloadFollowsTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain, prio := offloadFrame(2000), offloadFrame(1000)
-	expect := func(what string, frame []byte, queued uint64, want uint32) {
+	expect := func(what string, frame []byte, queued uint64, want xdplink.Action) {
 		t.Helper()
 		p.loadCPU(t, cpu, queued)
 		action, out := p.runOut(t, frame)
 		if action != want {
 			t.Fatalf("%s with %d queued: action %d, want %d", what, queued, action, want)
 		}
-		if action == xdpTX {
+		if action == xdplink.TX {
 			checkOffloaded(t, frame, out, alt)
 		}
 	}
-	expect("a flow", plain, steerQueue*3/4-1, xdpRedirect)
-	expect("a flow", plain, steerQueue*3/4, xdpTX)
-	expect("a prioritised flow", prio, steerQueue*3/4, xdpRedirect)
-	expect("a prioritised flow", prio, steerQueue-64, xdpTX)
+	expect("a flow", plain, steerQueue*3/4-1, xdplink.Redirect)
+	expect("a flow", plain, steerQueue*3/4, xdplink.TX)
+	expect("a prioritised flow", prio, steerQueue*3/4, xdplink.Redirect)
+	expect("a prioritised flow", prio, steerQueue-64, xdplink.TX)
 	// Away until the queue has drained and the hold has passed.
-	expect("an offloaded flow", plain, steerQueue/4+1, xdpTX)
-	expect("an offloaded flow", plain, 0, xdpTX)
+	expect("an offloaded flow", plain, steerQueue/4+1, xdplink.TX)
+	expect("an offloaded flow", plain, 0, xdplink.TX)
 	time.Sleep(60 * time.Millisecond)
-	expect("an offloaded flow", plain, steerQueue/4+1, xdpTX)
-	expect("an offloaded flow", plain, steerQueue/4, xdpRedirect)
-	expect("a flow back", plain, steerQueue/4+1, xdpRedirect)
+	expect("an offloaded flow", plain, steerQueue/4+1, xdplink.TX)
+	expect("an offloaded flow", plain, steerQueue/4, xdplink.Redirect)
+	expect("a flow back", plain, steerQueue/4+1, xdplink.Redirect)
 
 	if st, err := p.SliceStats(Slice{ID: 1}); err != nil || st.Offloaded.Packets != 4 {
 		t.Errorf("slice 1 offloaded %+v (%v), want 4 packets", st.Offloaded, err)
@@ -179,7 +175,7 @@ func TestOffloadFollowsTheQueue(t *testing.T) {
 	if err := p.SetAlternatives(nil); err != nil {
 		t.Fatal(err)
 	}
-	expect("a flow with nowhere to go", offloadFrame(3000), steerQueue, xdpRedirect)
+	expect("a flow with nowhere to go", offloadFrame(3000), steerQueue, xdplink.Redirect)
 }
 
 // A flow prioritised by its hash (the paper's prio-map) stays on its own
@@ -203,10 +199,10 @@ func TestPrioritisedFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.loadCPU(t, p.cpu, steerQueue*3/4)
-	if action, _ := p.runOut(t, prio); action != xdpRedirect {
+	if action, _ := p.runOut(t, prio); action != xdplink.Redirect {
 		t.Errorf("the prioritised flow: action %d, want XDP_REDIRECT to its CPU", action)
 	}
-	if action, _ := p.runOut(t, other); action != xdpTX {
+	if action, _ := p.runOut(t, other); action != xdplink.TX {
 		t.Errorf("another flow of the slice: action %d, want XDP_TX to the alternative", action)
 	}
 	flows, err := p.PrioFlows()
@@ -225,7 +221,7 @@ func TestPrioritisedFlow(t *testing.T) {
 	if err := p.DeletePrioFlow(FlowHash(&key)); !errors.Is(err, ErrNoPrioFlow) {
 		t.Errorf("deleting it again: %v", err)
 	}
-	if action, _ := p.runOut(t, prio); action != xdpTX {
+	if action, _ := p.runOut(t, prio); action != xdplink.TX {
 		t.Errorf("the flow no longer prioritised: action %d, want XDP_TX", action)
 	}
 }
@@ -251,12 +247,12 @@ func TestSliceRate(t *testing.T) {
 		}
 	}
 	steerTo(1)
-	var actions []uint32
+	var actions []xdplink.Action
 	for range burstFrames + 3 {
 		action, _ := p.runOut(t, frame)
 		actions = append(actions, action)
 	}
-	want := []uint32{xdpRedirect, xdpRedirect, xdpRedirect, xdpRedirect, xdpRedirect, xdpDrop, xdpDrop, xdpDrop}
+	want := []xdplink.Action{xdplink.Redirect, xdplink.Redirect, xdplink.Redirect, xdplink.Redirect, xdplink.Redirect, xdplink.Drop, xdplink.Drop, xdplink.Drop}
 	if !slices.Equal(actions, want) {
 		t.Errorf("actions %v, want %v: the burst, then drops at 1 byte/s", actions, want)
 	}
@@ -265,7 +261,7 @@ func TestSliceRate(t *testing.T) {
 	}
 	steerTo(2)
 	for range 20 {
-		if action, _ := p.runOut(t, frame); action != xdpRedirect {
+		if action, _ := p.runOut(t, frame); action != xdplink.Redirect {
 			t.Fatalf("a slice without a rate: action %d", action)
 		}
 	}
@@ -296,11 +292,11 @@ func TestOffloadOverIPv6(t *testing.T) {
 	v6 := offloadFrameOver(&layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
 		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}, 1000)
 	action, out := p.runOut(t, v6)
-	if action != xdpTX {
+	if action != xdplink.TX {
 		t.Fatalf("an IPv6 frame: action %d, want XDP_TX", action)
 	}
 	checkOffloaded(t, v6, out, alt)
-	if action, _ := p.runOut(t, offloadFrame(2000)); action != xdpRedirect {
+	if action, _ := p.runOut(t, offloadFrame(2000)); action != xdplink.Redirect {
 		t.Errorf("an IPv4 frame with an IPv6 alternative: action %d, want XDP_REDIRECT to its CPU", action)
 	}
 }

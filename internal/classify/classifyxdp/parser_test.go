@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
@@ -53,20 +54,15 @@ func TestClassifyProgramPassesVerifier(t *testing.T) { newParser(t) }
 func (p *parser) parse(t *testing.T, frame []byte) classifyClassifyState {
 	t.Helper()
 	action, st := p.run(t, frame)
-	if action != xdpPass || st.Rule != 0 {
+	if action != xdplink.Pass || st.Rule != 0 {
 		t.Fatalf("action %d, rule slot %d: want XDP_PASS, no rule", action, st.Rule)
 	}
 	return st
 }
 
-const (
-	xdpDrop = 1
-	xdpPass = 2
-)
-
 // run runs the program on a frame, on one CPU, and returns its action and
 // the state of the walk it left there.
-func (p *parser) run(t *testing.T, frame []byte) (uint32, classifyClassifyState) {
+func (p *parser) run(t *testing.T, frame []byte) (xdplink.Action, classifyClassifyState) {
 	t.Helper()
 	ret, st, err := p.try(frame)
 	if err != nil {
@@ -75,7 +71,7 @@ func (p *parser) run(t *testing.T, frame []byte) (uint32, classifyClassifyState)
 	return ret, st
 }
 
-func (p *parser) try(frame []byte) (uint32, classifyClassifyState, error) {
+func (p *parser) try(frame []byte) (xdplink.Action, classifyClassifyState, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var before, one unix.CPUSet
@@ -95,7 +91,7 @@ func (p *parser) try(frame []byte) (uint32, classifyClassifyState, error) {
 	if err := p.objs.ClassifyWalk.Lookup(uint32(0), &states); err != nil {
 		return 0, classifyClassifyState{}, err
 	}
-	return ret, states[p.cpu], nil
+	return xdplink.Action(ret), states[p.cpu], nil
 }
 
 // bytesOf is a key as it lies in the data path's memory.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // steerQueue is the length of a CPU's queue of steered packets.
@@ -53,17 +55,12 @@ const DefaultOffloadHold = 100 * time.Millisecond
 // alternative node and come back: non-prioritised ones leave at three
 // quarters of a queue, prioritised ones a NAPI batch short of full, and
 // both come back at a quarter, after the hold.
-func setBacklogs(spec *ebpf.CollectionSpec, hold time.Duration) error {
+func setBacklogs(vars *classifyVariableSpecs, hold time.Duration) error {
 	if hold == 0 {
 		hold = DefaultOffloadHold
 	}
-	for name, v := range map[string]uint64{"backlog_high": OffloadBacklog, "backlog_full": steerQueue - 64,
-		"backlog_low": steerQueue / 4, "offload_hold_ns": uint64(hold.Nanoseconds())} {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("setting %s: %w", name, err)
-		}
-	}
-	return nil
+	return errors.Join(vars.BacklogHigh.Set(uint64(OffloadBacklog)), vars.BacklogFull.Set(uint64(steerQueue-64)),
+		vars.BacklogLow.Set(uint64(steerQueue/4)), vars.OffloadHoldNs.Set(uint64(hold.Nanoseconds())))
 }
 
 // watchQueueDrops tells slice_queue_drops the CPU map's ID and attaches it
@@ -171,18 +168,13 @@ type SliceStats struct {
 
 // SliceStats reads a slice's figures.
 func (d *Datapath) SliceStats(s Slice) (st SliceStats, err error) {
-	perCPU, err := d.SliceCPUs(s.ID)
-	if err != nil {
+	if st.Local, err = percpu.Sum[Counter](d.objs.SliceCpuCounters, s.ID); err != nil {
 		return st, err
 	}
-	for _, c := range perCPU {
-		st.Local.Packets += c.Packets
-		st.Local.Bytes += c.Bytes
-	}
-	if st.Offloaded, err = sumPerCPU(d.objs.SliceOffloaded, s.ID); err != nil {
+	if st.Offloaded, err = percpu.Sum[Counter](d.objs.SliceOffloaded, s.ID); err != nil {
 		return st, err
 	}
-	if st.Policed, err = sumPerCPU(d.objs.SlicePoliced, s.ID); err != nil {
+	if st.Policed, err = percpu.Sum[Counter](d.objs.SlicePoliced, s.ID); err != nil {
 		return st, err
 	}
 	loads, err := d.CPULoads()
@@ -192,17 +184,6 @@ func (d *Datapath) SliceStats(s Slice) (st SliceStats, err error) {
 		}
 	}
 	return st, err
-}
-
-func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {
-	var perCPU []Counter
-	var total Counter
-	err := m.Lookup(key, &perCPU)
-	for _, c := range perCPU {
-		total.Packets += c.Packets
-		total.Bytes += c.Bytes
-	}
-	return total, err
 }
 
 // Counter is packets and octets.
@@ -369,7 +350,7 @@ func (d *Datapath) checkSteer(r Rule) error {
 	return nil
 }
 
-// FlowHash is the hash steering gives a packet with this key (bpf/steer.h
+// FlowHash is the hash steering gives a packet with this key (bpf/classify/steer.h
 // flow_hash): over the innermost addresses, protocol and ports and the
 // tunnel ids. The prioritised flows are known by it.
 func FlowHash(k *Key) uint32 {

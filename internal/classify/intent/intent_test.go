@@ -16,6 +16,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // interfaces stands for the classifier's namespace: eth0 and alt0.
@@ -76,7 +77,7 @@ func TestListing1(t *testing.T) {
 	if err != nil || len(flows) != 1 || flows[0].Hash != 0xE918D704 || flows[0].CPU != 1 {
 		t.Errorf("prioritised flows %+v (%v)", flows, err)
 	}
-	if verdict, err := dp.Program().Run(&ebpf.RunOptions{Data: listing1Frame()}); err != nil || verdict != 4 {
+	if verdict, err := dp.Program().Run(&ebpf.RunOptions{Data: listing1Frame()}); err != nil || xdplink.Action(verdict) != xdplink.Redirect {
 		t.Errorf("the flow's packet: verdict %d (%v), want XDP_REDIRECT", verdict, err)
 	}
 	st, err := s.Get(in.ID)

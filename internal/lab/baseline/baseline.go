@@ -1,9 +1,10 @@
-// Package baseline loads the minimal XDP programs of bpf/baseline.c: the
-// yardsticks benchmarks compare the UPF against, and the XDP_PASS program a
-// veth peer needs before XDP_REDIRECT or XDP_TX into it delivers.
+// Package baseline loads the minimal XDP programs of bpf/lab/baseline.c:
+// the yardsticks benchmarks compare the UPF against, and the XDP_PASS
+// program a veth peer needs before XDP_REDIRECT or XDP_TX into it delivers.
 package baseline
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -13,7 +14,7 @@ import (
 // LoadTX loads a program that swaps the Ethernet addresses and bounces the
 // frame out of the interface it came in on.
 func LoadTX() (*ebpf.Program, error) {
-	return load("xdp_tx_baseline", nil)
+	return load(nil, func(p *baselinePrograms) **ebpf.Program { return &p.XdpTxBaseline })
 }
 
 // LoadRedirect loads a program that rewrites the Ethernet addresses to
@@ -22,33 +23,42 @@ func LoadRedirect(ifindex int, dmac, smac net.HardwareAddr) (*ebpf.Program, erro
 	if len(dmac) != 6 || len(smac) != 6 {
 		return nil, fmt.Errorf("redirect baseline needs 6-byte MACs, got %v and %v", dmac, smac)
 	}
-	return load("xdp_redirect_baseline", map[string]any{
-		"redirect_ifindex": uint32(ifindex),
-		"redirect_dmac":    [6]byte(dmac),
-		"redirect_smac":    [6]byte(smac),
-	})
+	return load(func(v *baselineVariableSpecs) error {
+		return errors.Join(v.RedirectIfindex.Set(uint32(ifindex)), v.RedirectDmac.Set([6]byte(dmac)),
+			v.RedirectSmac.Set([6]byte(smac)))
+	}, func(p *baselinePrograms) **ebpf.Program { return &p.XdpRedirectBaseline })
 }
 
 // LoadPass loads a program that passes every frame to the stack.
 func LoadPass() (*ebpf.Program, error) {
-	return load("xdp_pass", nil)
+	return load(nil, func(p *baselinePrograms) **ebpf.Program { return &p.XdpPass })
 }
 
-func load(name string, constants map[string]any) (*ebpf.Program, error) {
+// load loads the programs with the constants configure sets, and keeps the
+// one pick names.
+func load(configure func(*baselineVariableSpecs) error, pick func(*baselinePrograms) **ebpf.Program) (*ebpf.Program, error) {
 	spec, err := loadBaseline()
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range constants {
-		if err := spec.Variables[k].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", k, err)
+	if configure != nil {
+		var vars baselineVariableSpecs
+		if err := spec.Assign(&vars); err != nil {
+			return nil, err
+		}
+		if err := configure(&vars); err != nil {
+			return nil, fmt.Errorf("set the baseline's constants: %w", err)
 		}
 	}
-	// A collection, not NewProgram: the constants live in a map to resolve.
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", name, err)
+	var progs baselinePrograms
+	if err := spec.LoadAndAssign(&progs, nil); err != nil {
+		return nil, fmt.Errorf("load the baselines: %w", err)
 	}
-	defer coll.Close()
-	return coll.DetachProgram(name), nil
+	chosen := pick(&progs)
+	prog := *chosen
+	*chosen = nil // kept open
+	if err := progs.Close(); err != nil {
+		return nil, errors.Join(err, prog.Close())
+	}
+	return prog, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // The targets of the classifier.
@@ -169,10 +170,10 @@ func measureRules(ctx context.Context, b *baselines, runs, n int, steadyFrames, 
 		}
 	}
 	row.rules, row.masks = n, min(n, benchMasks)
-	subjects := []subject{{"empty", b.pass, steadyFrames[0], xdpPass}, {"XDP_TX", b.tx, steadyFrames[0], xdpTX}}
+	subjects := []subject{{"empty", b.pass, steadyFrames[0], xdplink.Pass}, {"XDP_TX", b.tx, steadyFrames[0], xdplink.TX}}
 	for kind, name := range trafficTypes {
-		subjects = append(subjects, subject{name + ", one flow", d.Program(), steadyFrames[kind], xdpPass},
-			subject{name + ", new flows", d.Program(), freshFrames[kind], xdpPass})
+		subjects = append(subjects, subject{name + ", one flow", d.Program(), steadyFrames[kind], xdplink.Pass},
+			subject{name + ", new flows", d.Program(), freshFrames[kind], xdplink.Pass})
 	}
 	figures, err := perPacketNs(ctx, subjects, runs)
 	if err != nil {
@@ -185,9 +186,9 @@ func measureRules(ctx context.Context, b *baselines, runs, n int, steadyFrames, 
 	}
 	// Apart from the rest, so that the two classifiers' flow caches do
 	// not compete for the CPU's caches.
-	subjects = []subject{{"XDP_TX", b.tx, steadyFrames[0], xdpTX}}
+	subjects = []subject{{"XDP_TX", b.tx, steadyFrames[0], xdplink.TX}}
 	for kind, name := range trafficTypes {
-		subjects = append(subjects, subject{name + ", new flows, ordered priorities", ordered.Program(), freshFrames[kind], xdpPass})
+		subjects = append(subjects, subject{name + ", new flows, ordered priorities", ordered.Program(), freshFrames[kind], xdplink.Pass})
 	}
 	if figures, err = perPacketNs(ctx, subjects, runs); err != nil {
 		return row, err

@@ -11,13 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
-)
-
-// XDP verdicts as BPF_PROG_TEST_RUN returns them.
-const (
-	xdpPass     = 2
-	xdpTX       = 3
-	xdpRedirect = 4
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // runsPerRound is how many test runs of one program make up a round.
@@ -29,7 +23,7 @@ type subject struct {
 	name    string
 	prog    *ebpf.Program
 	frames  [][]byte
-	verdict uint32
+	verdict xdplink.Action
 }
 
 // costRow is the per-packet cost of every program, in nanoseconds, with a
@@ -116,13 +110,13 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 	}
 	ulOne, dlOne := [][]byte{uplinkFrame(tb, teidOf(n-1), n-1)}, [][]byte{downlinkFrame(tb, n-1)}
 	ns, err := perPacketNs(ctx, []subject{
-		{"empty program", b.pass, dlOne, xdpPass},
-		{"XDP_TX baseline", b.tx, dlOne, xdpTX},
-		{"redirect baseline", b.toDN, dlOne, xdpRedirect},
-		{"uplink", progs[0], ulOne, xdpRedirect},
-		{"downlink", progs[1], dlOne, xdpRedirect},
-		{"uplink, spread", progs[0], ul, xdpRedirect},
-		{"downlink, spread", progs[1], dl, xdpRedirect},
+		{"empty program", b.pass, dlOne, xdplink.Pass},
+		{"XDP_TX baseline", b.tx, dlOne, xdplink.TX},
+		{"redirect baseline", b.toDN, dlOne, xdplink.Redirect},
+		{"uplink", progs[0], ulOne, xdplink.Redirect},
+		{"downlink", progs[1], dlOne, xdplink.Redirect},
+		{"uplink, spread", progs[0], ul, xdplink.Redirect},
+		{"downlink, spread", progs[1], dl, xdplink.Redirect},
 	}, nRounds)
 	if err != nil {
 		return err
@@ -159,7 +153,7 @@ func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, erro
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", s.name, err)
 				}
-				if verdict != s.verdict {
+				if xdplink.Action(verdict) != s.verdict {
 					return nil, fmt.Errorf("%s: verdict %d, want %d", s.name, verdict, s.verdict)
 				}
 				runs[j] = float64(d)

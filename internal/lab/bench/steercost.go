@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // steerCosts are the per-packet costs of one flow of the deepest traffic
@@ -25,20 +26,20 @@ func measureSteerCost(ctx context.Context, b *baselines, runs int, frame []byte)
 		{classifyxdp.ActionSteer, &classifyxdp.Slice{ID: 1, CPUs: []int{0}}},
 		{classifyxdp.ActionSteer, &classifyxdp.Slice{ID: 1, CPUs: []int{0}, Rate: 1e12}}, // 1 Tbit/s: never reached
 	}
-	subjects := []subject{{"XDP_TX", b.tx, [][]byte{frame}, xdpTX}}
+	subjects := []subject{{"XDP_TX", b.tx, [][]byte{frame}, xdplink.TX}}
 	for _, r := range rules {
 		d, err := classifyxdp.OpenDatapath(classifyxdp.Config{})
 		if err != nil {
 			return c, err
 		}
 		defer d.Close()
-		verdict := uint32(xdpPass)
+		verdict := xdplink.Pass
 		rule := classifyxdp.Rule{ID: 1, Action: r.action}
 		if r.slice != nil {
 			if err := d.SetSlice(*r.slice); err != nil {
 				return c, err
 			}
-			rule.Slice, verdict = r.slice.ID, xdpRedirect
+			rule.Slice, verdict = r.slice.ID, xdplink.Redirect
 		}
 		if err := d.Add(rule); err != nil {
 			return c, err

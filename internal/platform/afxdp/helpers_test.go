@@ -13,6 +13,7 @@ import (
 	"net"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -23,6 +24,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 type network struct {
@@ -82,14 +84,13 @@ func newRedirector(t testing.TB) *redirector {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { xsks.Close() })
-	const rxQueueIndex = 16 // offsetof(struct xdp_md, rx_queue_index)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.XDP,
 		License: "GPL",
 		Instructions: asm.Instructions{
-			asm.LoadMem(asm.R2, asm.R1, rxQueueIndex, asm.Word),
+			asm.LoadMem(asm.R2, asm.R1, int16(unsafe.Offsetof(xdplink.Context{}.RxQueueIndex)), asm.Word),
 			asm.LoadMapPtr(asm.R1, xsks.FD()),
-			asm.Mov.Imm(asm.R3, 2), // XDP_PASS
+			asm.Mov.Imm(asm.R3, int32(xdplink.Pass)),
 			asm.FnRedirectMap.Call(),
 			asm.Return(),
 		},

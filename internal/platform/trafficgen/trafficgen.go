@@ -13,22 +13,25 @@ import (
 	"io"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // MaxFrame is the longest frame the Generator sends and the Sink samples.
-const MaxFrame = len(trafficgenFrame{}.Data)
+const MaxFrame = len(generatorFrame{}.Data)
 
 // StampSize is the size of the stamp a Generator writes into each frame
 // when asked (struct stamp): magic, slice, sequence, send time.
-const StampSize = 24
+const StampSize = int(unsafe.Sizeof(generatorStamp{}))
 
 // MaxSlices is the number of slices a stamped stream may have.
-const MaxSlices = 64
+const MaxSlices = int(generatorLimitsSTAMP_SLICES)
 
 const (
 	minFrame = 14 // an Ethernet header
@@ -39,37 +42,22 @@ const (
 	progressChunk = 1 << 20
 )
 
-// xdpMD is struct xdp_md, the context a test run of an XDP program takes.
-type xdpMD struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
-}
-
 // Generator transmits copies of a frame. Its Send calls must not overlap.
 type Generator struct {
-	objs struct {
-		Prog     *ebpf.Program `ebpf:"xdp_trafficgen"`
-		Config   *ebpf.Map     `ebpf:"generator"`
-		TxFrames *ebpf.Map     `ebpf:"tx_frames"`
-	}
+	objs generatorObjects
 }
 
 // NewGenerator loads the generator program.
 func NewGenerator() (*Generator, error) {
-	spec, err := loadTrafficgen()
-	if err != nil {
-		return nil, err
-	}
 	g := &Generator{}
-	if err := spec.LoadAndAssign(&g.objs, nil); err != nil {
+	if err := loadGeneratorObjects(&g.objs, nil); err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}
 	return g, nil
 }
 
 // Close unloads the generator.
-func (g *Generator) Close() error {
-	return errors.Join(g.objs.Prog.Close(), g.objs.Config.Close(), g.objs.TxFrames.Close())
-}
+func (g *Generator) Close() error { return g.objs.Close() }
 
 // Options shape what Send transmits and how fast.
 type Options struct {
@@ -126,7 +114,7 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 	run := ebpf.RunOptions{
 		Data:    frame,
 		Flags:   unix.BPF_F_TEST_XDP_LIVE_FRAMES,
-		Context: xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
+		Context: xdplink.Context{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ifindex)},
 	}
 	before, err := g.transmitted()
 	if err != nil {
@@ -151,7 +139,7 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 				run.Repeat = uint32(min(max(left, progressChunk), math.MaxUint32))
 			}
 			began := time.Now()
-			if _, err := g.objs.Prog.Run(&run); err != nil {
+			if _, err := g.objs.XdpTrafficgen.Run(&run); err != nil {
 				return fmt.Errorf("generate on ifindex %d in %s: %w", ifindex, ns.Name, err)
 			}
 			iterationsPerSecond = float64(run.Repeat) / time.Since(began).Seconds()
@@ -171,8 +159,8 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 	}
 	// Not when the last run ended: a paced one goes on dropping after the
 	// last frame.
-	var cfg trafficgenGenConfig
-	if err := g.objs.Config.Lookup(uint32(0), &cfg); err != nil {
+	var cfg generatorGenConfig
+	if err := g.objs.Generator.Lookup(uint32(0), &cfg); err != nil {
 		return sent, 0, fmt.Errorf("read the generator's schedule: %w", err)
 	}
 	return sent, time.Duration(cfg.LastNs - cfg.StartNs), nil
@@ -180,13 +168,9 @@ func (g *Generator) run(ns *namespace.Netns, ifindex int, frame []byte, count ui
 
 // transmitted is how many frames the generator has sent, on every CPU.
 func (g *Generator) transmitted() (uint64, error) {
-	var perCPU []uint64
-	if err := g.objs.TxFrames.Lookup(uint32(0), &perCPU); err != nil {
+	n, err := percpu.Sum[uint64](g.objs.TxFrames, uint32(0))
+	if err != nil {
 		return 0, fmt.Errorf("read the frames sent: %w", err)
-	}
-	var n uint64
-	for _, v := range perCPU {
-		n += v
 	}
 	return n, nil
 }
@@ -223,8 +207,8 @@ func monotonicNow() (time.Duration, error) {
 // configure stores the template, the number of frames to send and the
 // schedule from start (monotonicNow).
 func (g *Generator) configure(frame []byte, count uint64, opts Options, start time.Duration) error {
-	cfg := trafficgenGenConfig{
-		Tmpl:          trafficgenFrame{Len: uint32(len(frame))},
+	cfg := generatorGenConfig{
+		Tmpl:          generatorFrame{Len: uint32(len(frame))},
 		FlowOffset:    uint32(opts.FlowOffset),
 		Flows:         uint32(opts.Flows),
 		Budget:        int64(min(count, math.MaxInt64)),
@@ -235,7 +219,7 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options, start ti
 		FlowsPerSlice: uint32(opts.FlowsPerSlice),
 	}
 	copy(cfg.Tmpl.Data[:], frame)
-	if err := g.objs.Config.Put(uint32(0), &cfg); err != nil {
+	if err := g.objs.Generator.Put(uint32(0), &cfg); err != nil {
 		return fmt.Errorf("store frame template: %w", err)
 	}
 	return nil
@@ -270,43 +254,36 @@ type Filter struct {
 }
 
 // Counts are a Sink's totals: all packets, and those matching its Filter.
-type Counts = trafficgenSinkStats
+type Counts = sinkSinkStats
 
 // Sink counts the packets arriving at an interface and drops them.
 type Sink struct {
-	objs struct {
-		Prog   *ebpf.Program `ebpf:"xdp_sink"`
-		Counts *ebpf.Map     `ebpf:"sink_counts"`
-		Sample *ebpf.Map     `ebpf:"sink_sample"`
-		Delays *ebpf.Map     `ebpf:"sink_delays"`
-	}
+	objs       sinkObjects
 	attachment io.Closer
 }
 
 // NewSink attaches a sink to ifname in ns in native mode. With pass set it
 // hands every packet on to the stack instead of dropping it.
 func NewSink(ns *namespace.Netns, ifname string, filter Filter, pass bool) (*Sink, error) {
-	spec, err := loadTrafficgen()
+	spec, err := loadSink()
 	if err != nil {
 		return nil, err
 	}
-	for name, value := range map[string]any{
-		"filter_ethertype":  filter.EtherType,
-		"filter_ip_proto":   filter.IPProto,
-		"filter_dst_port":   filter.DstPort,
-		"sink_pass":         pass,
-		"sink_stamp_offset": uint32(filter.StampOffset),
-	} {
-		if err := spec.Variables[name].Set(value); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
-		}
+	var vars sinkVariableSpecs
+	if err := spec.Assign(&vars); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(vars.FilterEthertype.Set(filter.EtherType), vars.FilterIpProto.Set(filter.IPProto),
+		vars.FilterDstPort.Set(filter.DstPort), vars.SinkPass.Set(pass),
+		vars.SinkStampOffset.Set(uint32(filter.StampOffset))); err != nil {
+		return nil, fmt.Errorf("set the sink's filter: %w", err)
 	}
 	s := &Sink{}
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return nil, fmt.Errorf("load sink: %w", err)
 	}
-	if s.attachment, err = ns.AttachXDP(ifname, s.objs.Prog, false); err != nil {
-		return nil, errors.Join(err, s.closeObjects())
+	if s.attachment, err = ns.AttachXDP(ifname, s.objs.XdpSink, false); err != nil {
+		return nil, errors.Join(err, s.objs.Close())
 	}
 	return s, nil
 }
@@ -314,7 +291,7 @@ func NewSink(ns *namespace.Netns, ifname string, filter Filter, pass bool) (*Sin
 // CountsByCPU are the counters of each CPU: what arrived there.
 func (s *Sink) CountsByCPU() ([]Counts, error) {
 	var perCPU []Counts
-	if err := s.objs.Counts.Lookup(uint32(0), &perCPU); err != nil {
+	if err := s.objs.SinkCounts.Lookup(uint32(0), &perCPU); err != nil {
 		return nil, fmt.Errorf("read sink counters: %w", err)
 	}
 	return perCPU, nil
@@ -326,22 +303,15 @@ func (s *Sink) Counts() (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	var total Counts
-	for _, c := range perCPU {
-		total.Packets += c.Packets
-		total.Bytes += c.Bytes
-		total.MatchPackets += c.MatchPackets
-		total.MatchBytes += c.MatchBytes
-	}
-	return total, nil
+	return percpu.Total(perCPU), nil
 }
 
 // Sample returns the first matching frame, cut to MaxFrame bytes, or nil if
 // none has arrived. With several receiving CPUs, it is the first one of the
 // lowest-numbered CPU.
 func (s *Sink) Sample() ([]byte, error) {
-	var perCPU []trafficgenFrame
-	if err := s.objs.Sample.Lookup(uint32(0), &perCPU); err != nil {
+	var perCPU []sinkFrame
+	if err := s.objs.SinkSample.Lookup(uint32(0), &perCPU); err != nil {
 		return nil, fmt.Errorf("read sink sample: %w", err)
 	}
 	for _, f := range perCPU {
@@ -354,11 +324,7 @@ func (s *Sink) Sample() ([]byte, error) {
 
 // Close detaches and unloads the sink.
 func (s *Sink) Close() error {
-	return errors.Join(s.attachment.Close(), s.closeObjects())
-}
-
-func (s *Sink) closeObjects() error {
-	return errors.Join(s.objs.Prog.Close(), s.objs.Counts.Close(), s.objs.Sample.Close(), s.objs.Delays.Close())
+	return errors.Join(s.attachment.Close(), s.objs.Close())
 }
 
 // SliceDelay is what a Sink saw of a slice's stamped frames: how many, and
@@ -375,8 +341,8 @@ type SliceDelay struct {
 func (s *Sink) Delays() ([]SliceDelay, error) {
 	out := make([]SliceDelay, MaxSlices)
 	for slice := range out {
-		var perCPU []trafficgenSliceDelay
-		if err := s.objs.Delays.Lookup(uint32(slice), &perCPU); err != nil {
+		var perCPU []sinkSliceDelay
+		if err := s.objs.SinkDelays.Lookup(uint32(slice), &perCPU); err != nil {
 			return nil, err
 		}
 		d := &out[slice]

@@ -355,7 +355,7 @@ func TestSendPacedThroughPassingSink(t *testing.T) {
 func TestSendPacedCatchesUpInSmallBursts(t *testing.T) {
 	const (
 		count, rate = 500, 1000
-		catchUpMax  = 64 // CATCH_UP_MAX
+		catchUpMax  = int(generatorLimitsCATCH_UP_MAX)
 		behind      = 10 * time.Second
 	)
 	b := newBed(t)

@@ -1,6 +1,7 @@
 // Package xdplink attaches programs to interfaces with pinned links, so an
 // attachment outlives the daemon and the next run replaces its program
-// atomically: a restart drops nothing.
+// atomically: a restart drops nothing. Action names the verdicts of XDP
+// programs.
 package xdplink
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
@@ -105,7 +106,7 @@ func TestRedirectsWithMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.frame.bytes(t)
 			action, meta, out := run(t, d, tc.role, b)
-			if action != xdpRedir {
+			if action != xdplink.Redirect {
 				t.Fatalf("action %d, want XDP_REDIRECT", action)
 			}
 			c.check(t, tc.role, Redirect, len(b))
@@ -147,30 +148,30 @@ func TestVerdicts(t *testing.T) {
 		name   string
 		role   Role
 		b      []byte
-		action uint32
+		action xdplink.Action
 		reason Reason
 	}{
-		{name: "unknown TEID", role: N3, b: frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), action: xdpPass, reason: PassUnknownTEID},
-		{name: "N3 TEID on F1-U", role: F1U, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdpPass, reason: PassUnknownTEID},
-		{name: "echo request", role: N3, b: frame{teid: 0, msgType: 1}.bytes(t), action: xdpPass, reason: PassSignalling},
-		{name: "end marker", role: N3, b: frame{teid: teidN3, msgType: 254}.bytes(t), action: xdpPass, reason: PassSignalling},
-		{name: "ARP", role: N3, b: arp(t), action: xdpPass, reason: PassNotIP},
-		{name: "TCP", role: N3, b: tcp(t), action: xdpPass, reason: PassNotGTPU},
-		{name: "fragment", role: N3, b: fragment(t, n3), action: xdpPass, reason: PassFragment},
-		{name: "GTPv2 on 2152", role: N3, b: with(n3, 42, 0x48), action: xdpPass, reason: PassNotGTPU},
-		{name: "UDP length short of the IP payload", role: N3, b: with(n3, 39, n3[39]-1), action: xdpPass, reason: PassNotGTPU},
-		{name: "N3 uplink PDU type", role: N3, b: frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropPDUType},
-		{name: "N3 without container", role: N3, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropNoPSC},
-		{name: "N3 without T-PDU", role: N3, b: frame{teid: teidN3, exts: psc}.bytes(t), action: xdpDrop, reason: DropEmpty},
-		{name: "F1-U with a PDU Session Container", role: F1U, b: frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropUnexpectedPSC},
-		{name: "F1-U empty", role: F1U, b: frame{teid: teidF1U}.bytes(t), action: xdpDrop, reason: DropEmpty},
-		{name: "extension of length 0", role: N3, b: with(n3, 54, 0), action: xdpDrop, reason: DropMalformed},
-		{name: "chain running past the message", role: N3, b: with(n3, 54, 200), action: xdpDrop, reason: DropMalformed},
-		{name: "GTP-U length past the datagram", role: N3, b: with(n3, 45, n3[45]+4), action: xdpDrop, reason: DropMalformed},
-		{name: "GTP-U length short of the datagram", role: N3, b: with(n3, 45, n3[45]-4), action: xdpDrop, reason: DropMalformed},
-		{name: "multicast source", role: N3, b: with(n3, 6, 0x01), action: xdpDrop, reason: DropBadEthernet},
-		{name: "zero source", role: N3, b: frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), action: xdpDrop, reason: DropBadEthernet},
-		{name: "VLAN tag cut", role: N3, b: append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), action: xdpDrop, reason: DropBadEthernet},
+		{name: "unknown TEID", role: N3, b: frame{teid: 0x1234, exts: psc, tpdu: inner}.bytes(t), action: xdplink.Pass, reason: PassUnknownTEID},
+		{name: "N3 TEID on F1-U", role: F1U, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdplink.Pass, reason: PassUnknownTEID},
+		{name: "echo request", role: N3, b: frame{teid: 0, msgType: 1}.bytes(t), action: xdplink.Pass, reason: PassSignalling},
+		{name: "end marker", role: N3, b: frame{teid: teidN3, msgType: 254}.bytes(t), action: xdplink.Pass, reason: PassSignalling},
+		{name: "ARP", role: N3, b: arp(t), action: xdplink.Pass, reason: PassNotIP},
+		{name: "TCP", role: N3, b: tcp(t), action: xdplink.Pass, reason: PassNotGTPU},
+		{name: "fragment", role: N3, b: fragment(t, n3), action: xdplink.Pass, reason: PassFragment},
+		{name: "GTPv2 on 2152", role: N3, b: with(n3, 42, 0x48), action: xdplink.Pass, reason: PassNotGTPU},
+		{name: "UDP length short of the IP payload", role: N3, b: with(n3, 39, n3[39]-1), action: xdplink.Pass, reason: PassNotGTPU},
+		{name: "N3 uplink PDU type", role: N3, b: frame{teid: teidN3, exts: []layers.GTPExtensionHeader{pscUL(9)}, tpdu: inner}.bytes(t), action: xdplink.Drop, reason: DropPDUType},
+		{name: "N3 without container", role: N3, b: frame{teid: teidN3, tpdu: inner}.bytes(t), action: xdplink.Drop, reason: DropNoPSC},
+		{name: "N3 without T-PDU", role: N3, b: frame{teid: teidN3, exts: psc}.bytes(t), action: xdplink.Drop, reason: DropEmpty},
+		{name: "F1-U with a PDU Session Container", role: F1U, b: frame{teid: teidF1U, exts: psc, tpdu: inner}.bytes(t), action: xdplink.Drop, reason: DropUnexpectedPSC},
+		{name: "F1-U empty", role: F1U, b: frame{teid: teidF1U}.bytes(t), action: xdplink.Drop, reason: DropEmpty},
+		{name: "extension of length 0", role: N3, b: with(n3, 54, 0), action: xdplink.Drop, reason: DropMalformed},
+		{name: "chain running past the message", role: N3, b: with(n3, 54, 200), action: xdplink.Drop, reason: DropMalformed},
+		{name: "GTP-U length past the datagram", role: N3, b: with(n3, 45, n3[45]+4), action: xdplink.Drop, reason: DropMalformed},
+		{name: "GTP-U length short of the datagram", role: N3, b: with(n3, 45, n3[45]-4), action: xdplink.Drop, reason: DropMalformed},
+		{name: "multicast source", role: N3, b: with(n3, 6, 0x01), action: xdplink.Drop, reason: DropBadEthernet},
+		{name: "zero source", role: N3, b: frame{src: make(net.HardwareAddr, 6), teid: teidN3, exts: psc, tpdu: inner}.bytes(t), action: xdplink.Drop, reason: DropBadEthernet},
+		{name: "VLAN tag cut", role: N3, b: append(bytes.Clone(n3[:12]), 0x81, 0x00, 0x00), action: xdplink.Drop, reason: DropBadEthernet},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			action, meta, _ := run(t, d, tc.role, tc.b)
@@ -227,11 +228,11 @@ func TestTruncatedFramesNeverRedirect(t *testing.T) {
 		{role: F1U, f: frame{teid: teidF1U, exts: []layers.GTPExtensionHeader{ddds()}, tpdu: []byte{1, 2, 3, 4}}},
 	} {
 		b := tc.f.bytes(t)
-		if action, _, _ := run(t, d, tc.role, b); action != xdpRedir {
+		if action, _, _ := run(t, d, tc.role, b); action != xdplink.Redirect {
 			t.Fatalf("whole frame: action %d, want XDP_REDIRECT", action)
 		}
 		for n := 14; n < len(b); n++ { // the kernel runs nothing shorter
-			if action, meta, _ := run(t, d, tc.role, b[:n]); action == xdpRedir || len(meta) != 0 {
+			if action, meta, _ := run(t, d, tc.role, b[:n]); action == xdplink.Redirect || len(meta) != 0 {
 				t.Errorf("%v frame cut to %d of %d bytes: action %d, %d bytes of metadata", tc.role, n, len(b), action, len(meta))
 			}
 		}

@@ -1,4 +1,4 @@
-// Package cuupxdp loads the CU-UP's XDP classifier (bpf/cuup.c), attaches
+// Package cuupxdp loads the CU-UP's XDP classifier (bpf/cuup/cuup.c), attaches
 // it to the N3 and F1-U interfaces, programs the CU-UP's tunnels and the
 // AF_XDP sockets of each receive queue, and reads what the classifier
 // leaves before each packet it redirects (Meta) and what it counted.
@@ -96,27 +96,31 @@ func Open(cfg Config) (*Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[cuupMapCuupTunnels].MaxEntries = uint32(cfg.MaxTunnels)
-	spec.Maps[cuupMapCuupXsks].MaxEntries = uint32(cfg.Queues)
-	var shared struct {
-		Tunnels  *ebpf.Map `ebpf:"cuup_tunnels"`
-		Counters *ebpf.Map `ebpf:"cuup_counters"`
+	var specs cuupSpecs
+	if err := spec.Assign(&specs); err != nil {
+		return nil, err
 	}
-	if err := spec.LoadAndAssign(&shared, nil); err != nil {
-		return nil, fmt.Errorf("cuupxdp: loading the maps: %w", err)
+	specs.CuupTunnels.MaxEntries = uint32(cfg.MaxTunnels)
+	specs.CuupXsks.MaxEntries = uint32(cfg.Queues)
+	d := &Datapath{cfg: cfg}
+	if d.tunnels, err = ebpf.NewMap(specs.CuupTunnels); err != nil {
+		return nil, fmt.Errorf("cuupxdp: creating the tunnel map: %w", err)
 	}
-	d := &Datapath{cfg: cfg, tunnels: shared.Tunnels, counters: shared.Counters}
+	if d.counters, err = ebpf.NewMap(specs.CuupCounters); err != nil {
+		return nil, errors.Join(fmt.Errorf("cuupxdp: creating the counters: %w", err), d.Close())
+	}
 	for _, role := range []Role{N3, F1U} {
-		xsks, err := ebpf.NewMap(spec.Maps[cuupMapCuupXsks])
+		xsks, err := ebpf.NewMap(specs.CuupXsks)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("cuupxdp: creating the %v socket map: %w", role, err), d.Close())
 		}
 		d.xsks[role-1] = xsks
-		if err := spec.Variables[cuupVarRole].Set(uint32(role)); err != nil {
+		if err := specs.Role.Set(uint32(role)); err != nil {
 			return nil, errors.Join(err, d.Close())
 		}
 		var progs cuupPrograms
-		replace := map[string]*ebpf.Map{cuupMapCuupTunnels: d.tunnels, cuupMapCuupCounters: d.counters, cuupMapCuupXsks: xsks}
+		replace := map[string]*ebpf.Map{specs.CuupTunnels.Name: d.tunnels, specs.CuupCounters.Name: d.counters,
+			specs.CuupXsks.Name: xsks}
 		if err := spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
 			return nil, errors.Join(fmt.Errorf("cuupxdp: loading the %v program: %w", role, err), d.Close())
 		}

@@ -17,3 +17,12 @@ func openTest(t *testing.T, cfg Config) *Datapath {
 
 // Both roles' programs load.
 func TestProgramPassesVerifier(t *testing.T) { openTest(t, Config{}) }
+
+// Every reason the classifier counts has its name, and no other.
+func TestReasonNamesAreTheDataPaths(t *testing.T) {
+	spec, err := loadCuup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.CheckEnumNames(t, spec, "cuup_reason", "CUUP_", "CUUP_REASON_COUNT", reasonNames[:])
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // Meta is what xdp_cuup leaves in the XDP metadata, the MetaLen bytes
-// right before a packet it redirects (struct cuup_meta in bpf/cuup.h):
+// right before a packet it redirects (struct cuup_meta in bpf/cuup/structs.h):
 // offsets count from the packet's first byte, numbers are in host order.
 type Meta = cuupCuupMeta
 

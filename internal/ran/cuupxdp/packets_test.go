@@ -16,15 +16,13 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
 	extPSC   = 0x85
 	extNRRAN = 0x84
 	extPort  = 0x40 // UDP Port: an extension the program only skips
-	xdpDrop  = 1
-	xdpPass  = 2
-	xdpRedir = 4
 )
 
 var (
@@ -175,26 +173,21 @@ func expectedMeta(t *testing.T, b []byte, role Role, bearer uint32) Meta {
 	return m
 }
 
-// xdpMD is struct xdp_md, the context of a test run.
-type xdpMD struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
-}
-
 // run runs a role's program on a frame and returns its action, the
 // metadata it left (empty if none) and the frame after it.
-func run(t *testing.T, d *Datapath, role Role, b []byte) (uint32, []byte, []byte) {
+func run(t *testing.T, d *Datapath, role Role, b []byte) (xdplink.Action, []byte, []byte) {
 	t.Helper()
 	prog, err := d.Program(role)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out xdpMD
-	opts := ebpf.RunOptions{Data: b, DataOut: make([]byte, len(b)+256), Context: xdpMD{DataEnd: uint32(len(b))}, ContextOut: &out}
+	var out xdplink.Context
+	opts := ebpf.RunOptions{Data: b, DataOut: make([]byte, len(b)+256), Context: xdplink.Context{DataEnd: uint32(len(b))}, ContextOut: &out}
 	action, err := prog.Run(&opts)
 	if err != nil {
 		t.Fatalf("running on % x: %v", b, err)
 	}
-	return action, opts.DataOut[:out.Data], opts.DataOut[out.Data:]
+	return xdplink.Action(action), opts.DataOut[:out.Data], opts.DataOut[out.Data:]
 }
 
 // withSockets puts a socket into both roles' queue 0, so that a test run

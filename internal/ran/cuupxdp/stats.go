@@ -2,12 +2,14 @@ package cuupxdp
 
 import (
 	"fmt"
+
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // Reason is where xdp_cuup sent a packet, and why.
 type Reason int
 
-// Reasons, in the order of enum cuup_reason in bpf/cuup.h.
+// Reasons (enum cuup_reason, in bpf/cuup/reasons.h).
 const (
 	Redirect          = Reason(cuupCuupReasonCUUP_REDIRECT)
 	PassNoSocket      = Reason(cuupCuupReasonCUUP_PASS_NO_SOCKET)
@@ -16,7 +18,7 @@ const (
 	PassNotGTPU       = Reason(cuupCuupReasonCUUP_PASS_NOT_GTPU)
 	PassSignalling    = Reason(cuupCuupReasonCUUP_PASS_SIGNALLING)
 	PassUnknownTEID   = Reason(cuupCuupReasonCUUP_PASS_UNKNOWN_TEID)
-	DropBadEthernet   = Reason(cuupCuupReasonCUUP_DROP_BAD_ETH)
+	DropBadEthernet   = Reason(cuupCuupReasonCUUP_DROP_BAD_ETHERNET)
 	DropMalformed     = Reason(cuupCuupReasonCUUP_DROP_MALFORMED)
 	DropNoPSC         = Reason(cuupCuupReasonCUUP_DROP_NO_PSC)
 	DropPDUType       = Reason(cuupCuupReasonCUUP_DROP_PDU_TYPE)
@@ -26,10 +28,22 @@ const (
 	NumReasons        = int(cuupCuupReasonCUUP_REASON_COUNT)
 )
 
+// reasonNames are each reason's name in lower case, without CUUP_.
 var reasonNames = [NumReasons]string{
-	"redirect", "pass_no_socket", "pass_not_ip", "pass_fragment", "pass_not_gtpu", "pass_signalling",
-	"pass_unknown_teid", "drop_bad_ethernet", "drop_malformed", "drop_no_psc", "drop_pdu_type",
-	"drop_unexpected_psc", "drop_empty", "drop_no_meta",
+	Redirect:          "redirect",
+	PassNoSocket:      "pass_no_socket",
+	PassNotIP:         "pass_not_ip",
+	PassFragment:      "pass_fragment",
+	PassNotGTPU:       "pass_not_gtpu",
+	PassSignalling:    "pass_signalling",
+	PassUnknownTEID:   "pass_unknown_teid",
+	DropBadEthernet:   "drop_bad_ethernet",
+	DropMalformed:     "drop_malformed",
+	DropNoPSC:         "drop_no_psc",
+	DropPDUType:       "drop_pdu_type",
+	DropUnexpectedPSC: "drop_unexpected_psc",
+	DropEmpty:         "drop_empty",
+	DropNoMeta:        "drop_no_meta",
 }
 
 func (r Reason) String() string {
@@ -68,9 +82,8 @@ func (d *Datapath) Stats(role Role) (Stats, error) {
 		}
 		for cpu, c := range perCPU {
 			st.PerCPU[cpu][r] = c
-			st.Total[r].Packets += c.Packets
-			st.Total[r].Bytes += c.Bytes
 		}
+		st.Total[r] = percpu.Total(perCPU)
 	}
 	return st, nil
 }

@@ -3,9 +3,10 @@
 // before any new packet when the FARs forward again.
 //
 // The XDP data path copies each packet a buffering FAR matches into a ring
-// (bpf/types.h, struct buffered_packet) and drops the original: buffering
-// is the path of idle UEs being paged, where a copy costs nothing that
-// matters, and it keeps no AF_XDP frame pinned for the seconds paging takes.
+// (struct buffered_packet, bpf/upf/structs.h) and drops the original:
+// buffering is the path of idle UEs being paged, where a copy costs nothing
+// that matters, and it keeps no AF_XDP frame pinned for the seconds paging
+// takes.
 // A release runs every held frame back through the data path (so QERs,
 // URRs and the FAR's current tunnel apply to it), sends it out of the
 // interface the data path chose with a raw socket, and only then lets the

@@ -10,21 +10,16 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // Downlink buffering: a FAR with action FARBuffer hands its packets to the
 // control plane through the buffered_packets ring, counting them in its
-// buffer's state word (bpf/types.h, struct buffer), until the control plane
-// releases the buffer. The buffers map is mmapped.
+// buffer's state word (struct buffer), until the control plane releases the
+// buffer by setting bufferReleased. The buffers map is mmapped.
 
-// FARBuffer is the action of a buffering FAR (enum far_action).
-const FARBuffer = 2
-
-// bufferReleased is BUFFER_RELEASED of bpf/types.h.
-const bufferReleased = 1 << 63
-
-// releaseMagic is RELEASE_MAGIC of bpf/types.h.
-const releaseMagic = 0x78356272
+const bufferReleased = uint64(1) << upfBufferStateBUFFER_RELEASED_BIT
 
 // BufferCapacity is the number of buffer slots; slot 0 is never used.
 func (d *Datapath) BufferCapacity() uint32 { return d.maps.Buffers.MaxEntries() }
@@ -108,11 +103,6 @@ func (r *BufferedReader) Read(deadline time.Time) (BufferedPacket, error) {
 // Close ends a blocked Read.
 func (r *BufferedReader) Close() error { return r.rd.Close() }
 
-// xdpMD is struct xdp_md, the context of BPF_PROG_TEST_RUN for XDP.
-type xdpMD struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
-}
-
 // releasers are the programs that release buffered frames, one per
 // interface counter slot so that a frame counts where it came in.
 type releasers struct {
@@ -158,20 +148,20 @@ func (d *Datapath) Release(iface uint32, frame []byte) (out []byte, ifindex uint
 	}
 	const metaLen = int(unsafe.Sizeof(upfReleaseMeta{}))
 	in := make([]byte, metaLen+len(frame))
-	binary.NativeEndian.PutUint32(in, releaseMagic)
+	binary.NativeEndian.PutUint32(in, uint32(upfReleaseMagicRELEASE_MAGIC))
 	copy(in[metaLen:], frame)
 	// Room for what the program prepends: the encapsulation and a tag.
 	buf := make([]byte, len(in)+256)
-	var ctxOut xdpMD
+	var ctxOut xdplink.Context
 	ret, err := prog.Run(&ebpf.RunOptions{
 		Data: in, DataOut: buf,
-		Context:    xdpMD{Data: uint32(metaLen), DataEnd: uint32(len(in))},
+		Context:    xdplink.Context{Data: uint32(metaLen), DataEnd: uint32(len(in))},
 		ContextOut: &ctxOut,
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("releasing a buffered frame: %w", err)
 	}
-	if xdpAction(ret) != xdpRedirect || int(ctxOut.DataEnd) > len(buf) || ctxOut.Data < uint32(metaLen) {
+	if xdplink.Action(ret) != xdplink.Redirect || int(ctxOut.DataEnd) > len(buf) || ctxOut.Data < uint32(metaLen) {
 		return nil, 0, nil
 	}
 	return buf[ctxOut.Data:ctxOut.DataEnd], binary.NativeEndian.Uint32(buf[4:]), nil
@@ -192,22 +182,4 @@ func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	}
 	d.release.set(iface, p)
 	return p, nil
-}
-
-// xdpAction is an XDP verdict as BPF_PROG_TEST_RUN returns it.
-type xdpAction uint32
-
-const (
-	xdpAborted xdpAction = iota
-	xdpDrop
-	xdpPass
-	xdpTx
-	xdpRedirect
-)
-
-func (a xdpAction) String() string {
-	if names := [...]string{"XDP_ABORTED", "XDP_DROP", "XDP_PASS", "XDP_TX", "XDP_REDIRECT"}; int(a) < len(names) {
-		return names[a]
-	}
-	return fmt.Sprintf("XDP(%d)", uint32(a))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // testBuffer is the buffer slot of the buffering FAR.
@@ -57,7 +58,7 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	for i, size := range []int{1, 200, 1400} {
 		p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: size, id: uint16(i)}
 		frames = append(frames, p.frame(t, fromDN))
-		b.expect(t, frames[i], xdpDrop, "buffered")
+		b.expect(t, frames[i], xdplink.Drop, "buffered")
 	}
 	held := b.held(t)
 	if len(held) != len(frames) {
@@ -87,11 +88,11 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	if ok, err := b.d.ReleaseBuffer(testBuffer, 2); err != nil || ok {
 		t.Fatalf("released with 2 of 3 packets received: %v, %v", ok, err)
 	}
-	b.expect(t, frames[0], xdpDrop, "buffered")
+	b.expect(t, frames[0], xdplink.Drop, "buffered")
 	if ok, err := b.d.ReleaseBuffer(testBuffer, 4); err != nil || !ok {
 		t.Fatalf("release with every packet received: %v, %v", ok, err)
 	}
-	out = b.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+	out = b.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if n := len(b.held(t)); n != 1 {
 		t.Errorf("%d packets held after the release, want the 1 before it", n)
@@ -104,7 +105,7 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 func TestBufferDropsAreCounted(t *testing.T) {
 	b := newBufferTest(t)
 	long := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 2100}.frame(t, fromDN)
-	b.expect(t, long, xdpDrop, "drop_buffer_full")
+	b.expect(t, long, xdplink.Drop, "drop_buffer_full")
 	if got := b.d.BufferDropped(testBuffer); got != 1 {
 		t.Errorf("buffer dropped %d packets, want 1", got)
 	}
@@ -113,7 +114,7 @@ func TestBufferDropsAreCounted(t *testing.T) {
 	}
 	changePDR(t, b.d, pdrRoute, func(p *PDR) { p.Far = FAR{Action: FARBuffer, Buffer: testBuffer, Nexthop: NexthopRoute} })
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
-	b.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up), xdpDrop, "drop_far")
+	b.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up), xdplink.Drop, "drop_far")
 	if _, _, err := b.d.Release(0, []byte{1, 2, 3}); err == nil {
 		t.Error("a 3-byte frame was released")
 	}

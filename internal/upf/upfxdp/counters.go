@@ -4,17 +4,34 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/cilium/ebpf"
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
-// ReasonNames name the outcomes the data path counts, in the order of enum
-// reason in bpf/types.h.
+// ReasonNames name the outcomes the data path counts (enum reason, in
+// bpf/upf/reasons.h): each reason's name in lower case, without REASON_.
 var ReasonNames = [reasonCount]string{
-	"uplink_forward", "downlink_forward", "echo_response",
-	"drop_malformed", "drop_unknown_teid", "drop_no_pdr", "drop_far", "drop_no_nexthop",
-	"drop_ttl", "drop_internal", "drop_qer_gate", "drop_qer_mbr", "drop_urr_quota", "buffered", "drop_buffer_full",
-	"pass_not_ip", "pass_not_ours", "pass_gtp_signalling", "pass_fragment", "pass_no_route", "pass_ttl",
-	"relay_forward",
+	upfReasonREASON_UPLINK_FORWARD:      "uplink_forward",
+	upfReasonREASON_DOWNLINK_FORWARD:    "downlink_forward",
+	upfReasonREASON_ECHO_RESPONSE:       "echo_response",
+	upfReasonREASON_DROP_MALFORMED:      "drop_malformed",
+	upfReasonREASON_DROP_UNKNOWN_TEID:   "drop_unknown_teid",
+	upfReasonREASON_DROP_NO_PDR:         "drop_no_pdr",
+	upfReasonREASON_DROP_FAR:            "drop_far",
+	upfReasonREASON_DROP_NO_NEXTHOP:     "drop_no_nexthop",
+	upfReasonREASON_DROP_TTL:            "drop_ttl",
+	upfReasonREASON_DROP_INTERNAL:       "drop_internal",
+	upfReasonREASON_DROP_QER_GATE:       "drop_qer_gate",
+	upfReasonREASON_DROP_QER_MBR:        "drop_qer_mbr",
+	upfReasonREASON_DROP_URR_QUOTA:      "drop_urr_quota",
+	upfReasonREASON_BUFFERED:            "buffered",
+	upfReasonREASON_DROP_BUFFER_FULL:    "drop_buffer_full",
+	upfReasonREASON_PASS_NOT_IP:         "pass_not_ip",
+	upfReasonREASON_PASS_NOT_OURS:       "pass_not_ours",
+	upfReasonREASON_PASS_GTP_SIGNALLING: "pass_gtp_signalling",
+	upfReasonREASON_PASS_FRAGMENT:       "pass_fragment",
+	upfReasonREASON_PASS_NO_ROUTE:       "pass_no_route",
+	upfReasonREASON_PASS_TTL:            "pass_ttl",
+	upfReasonREASON_RELAY_FORWARD:       "relay_forward",
 }
 
 // IfaceCounters are one interface's outcome counters, by reason name.
@@ -37,7 +54,7 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 		}
 		c := IfaceCounters{Name: ifaceName(info), Ifindex: info.Ifindex, Reasons: map[string]Counter{}}
 		for r, name := range ReasonNames {
-			sum, err := sumPerCPU(d.maps.IfaceCounters, slot*uint32(reasonCount)+uint32(r))
+			sum, err := percpu.Sum[Counter](d.maps.IfaceCounters, slot*uint32(reasonCount)+uint32(r))
 			if err != nil {
 				return nil, err
 			}
@@ -68,17 +85,4 @@ func (d *Datapath) counterRows() uint32 { return d.pdrCounters.len() / d.pdrs.le
 // pdrCounter is where CPU cpu counts what PDR slot matched.
 func (d *Datapath) pdrCounter(cpu, slot uint32) *Counter {
 	return d.pdrCounters.at(cpu*d.pdrs.len() + slot)
-}
-
-func sumPerCPU(m *ebpf.Map, key uint32) (Counter, error) {
-	var perCPU []Counter
-	if err := m.Lookup(key, &perCPU); err != nil {
-		return Counter{}, err
-	}
-	var sum Counter
-	for _, c := range perCPU {
-		sum.Packets += c.Packets
-		sum.Bytes += c.Bytes
-	}
-	return sum, nil
 }

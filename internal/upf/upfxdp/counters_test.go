@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // ZeroPDRCounters zeroes what packets counted in the slots it names, and
@@ -14,8 +16,8 @@ func TestZeroPDRCounters(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdpRedirect, "uplink_forward")
-	u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward")
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdplink.Redirect, "uplink_forward")
+	u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 	for _, slot := range []uint32{pdrRoute, pdrDownVLAN} {
 		if c, err := u.d.PDRCounter(slot); err != nil || c.Packets != 1 {
 			t.Fatalf("PDR slot %d before zeroing: %+v, %v", slot, c, err)
@@ -94,10 +96,19 @@ func TestTooManyCountersRefused(t *testing.T) {
 	// Rule slots that fit a map alone (3/4 of its most, with the spare),
 	// but not once per CPU; half of them do.
 	sessions := uint32(math.MaxUint32 / (3 * cpus))
-	if _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
+	if _, _, err := sizedSpec(sessions); err == nil || !strings.Contains(err.Error(), "configure fewer sessions") {
 		t.Fatalf("%d sessions on %d CPUs: %v", sessions, cpus, err)
 	}
-	if _, err := sizedSpec(sessions / 2); err != nil {
+	if _, _, err := sizedSpec(sessions / 2); err != nil {
 		t.Fatalf("%d sessions on %d CPUs: %v", sessions/2, cpus, err)
 	}
+}
+
+// Every reason the data path counts has its name, and no other.
+func TestReasonNamesAreTheDataPaths(t *testing.T) {
+	spec, err := loadUpf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.CheckEnumNames(t, spec, "reason", "REASON_", "REASON_COUNT", ReasonNames[:])
 }

@@ -27,7 +27,7 @@ const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 // Limits and defaults of Options.
 const (
 	DefaultMaxSessions = 65536
-	MaxN3Addresses     = 4 // the addresses xdp_upf compares a destination with (bpf/types.h)
+	MaxN3Addresses     = int(upfLimitsMAX_N3ADDRS) // the addresses xdp_upf compares a destination with
 )
 
 // Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
@@ -55,43 +55,72 @@ type (
 	Nexthop = upfNexthop
 	Counter = upfCounter
 	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
-	// bpf/types.h for how they match.
+	// bpf/upf/structs.h for how they match.
 	SDFSet    = upfSdfSet
 	SDFFilter = upfSdfFilter
 )
 
-// Constants shared with the BPF program.
+// Sizes shared with the BPF program, from the types bpf2go generates.
 const (
-	PDRsPerKey    = len(PDRSet{}.Pdr)
-	QERsPerPDR    = len(PDR{}.Qer)
-	URRsPerPDR    = len(PDR{}.Urr)
-	SDFPerPDR     = len(SDFSet{}.Filter)
-	SDFIPv4       = 1
-	SDFIPv6       = 2
-	SDFPorts      = 4
-	MatchUEv4     = 1
-	MatchUEv6     = 2
-	MatchQFI      = 4
-	MarkQFI       = 8
-	MarkRQI       = 16
-	ToUE          = 32
-	URRBeforeQoS  = 64 // << n: the PDR's URR n measures before QoS enforcement
-	FARForward    = 1
-	FARGTPUv4     = 1
-	NexthopRoute  = 0xffffffff
-	maxIfaces     = 64
-	reasonCount   = int(upfReasonREASON_COUNT)
-	bpfFSMagic    = 0xcafe4a11
+	PDRsPerKey  = len(PDRSet{}.Pdr)
+	QERsPerPDR  = len(PDR{}.Qer)
+	URRsPerPDR  = len(PDR{}.Urr)
+	SDFPerPDR   = len(SDFSet{}.Filter)
+	maxIfaces   = uint32(upfLimitsMAX_IFACES)
+	reasonCount = int(upfReasonREASON_COUNT)
+)
+
+// Bits of SDFFilter.Flags (enum sdf_flags).
+const (
+	SDFIPv4  = uint8(upfSdfFlagsSDF_IPV4)
+	SDFIPv6  = uint8(upfSdfFlagsSDF_IPV6)
+	SDFPorts = uint8(upfSdfFlagsSDF_PORTS)
+)
+
+// Bits of PDR.Flags (enum pdr_flags).
+const (
+	MatchUEv4    = uint8(upfPdrFlagsPDR_MATCH_UE_V4)
+	MatchUEv6    = uint8(upfPdrFlagsPDR_MATCH_UE_V6)
+	MatchQFI     = uint8(upfPdrFlagsPDR_MATCH_QFI)
+	MarkQFI      = uint8(upfPdrFlagsPDR_MARK_QFI)
+	MarkRQI      = uint8(upfPdrFlagsPDR_MARK_RQI)
+	ToUE         = uint8(upfPdrFlagsPDR_TO_UE)
+	URRBeforeQoS = uint8(upfPdrFlagsPDR_URR_BEFORE_QOS) // << n: the PDR's URR n measures before QoS enforcement
+)
+
+// FAR.Action (enum far_action) and the bits of FAR.Flags (enum far_flags).
+const (
+	FARForward = uint8(upfFarActionFAR_FORWARD)
+	FARBuffer  = uint8(upfFarActionFAR_BUFFER)
+	FARGTPUv4  = uint8(upfFarFlagsFAR_GTPU_IPV4)
+)
+
+// Next-hop slots that name no next hop (enum nexthop_slot): KernelSlot is
+// never valid, so a route pointing at it leaves the packet to the kernel;
+// a FAR with NexthopRoute looks the destination up in the routes.
+const (
+	KernelSlot   = uint32(upfNexthopSlotKERNEL_SLOT)
+	NexthopRoute = uint32(upfNexthopSlotNEXTHOP_ROUTE)
+)
+
+// A QER's directions (enum qer_dir): its bits in QER.GateClosed, the
+// indexes of QER.Bucket.
+const (
+	QERUplink   = int(upfQerDirQER_UL)
+	QERDownlink = int(upfQerDirQER_DL)
+)
+
+const (
 	linksDirName  = "links"
-	ifaceNameSize = 16
+	ifaceNameSize = len(upfIface{}.Name)
 )
 
 // Role says which traffic an interface carries.
 type Role uint32
 
 const (
-	RoleAccess Role = 1 // N3: GTP-U from gNBs
-	RoleCore   Role = 2 // N6: plain IP from the data network
+	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // N3: GTP-U from gNBs
+	RoleCore   = Role(upfIfaceRoleROLE_CORE)   // N6: plain IP from the data network
 )
 
 // Options size and place the data path.
@@ -142,11 +171,11 @@ func Open(opts Options) (*Datapath, error) {
 	if err := ensureBPFFS(opts.PinPath); err != nil {
 		return nil, err
 	}
-	spec, err := sizedSpec(opts.MaxSessions)
+	spec, specs, err := sizedSpec(opts.MaxSessions)
 	if err != nil {
 		return nil, err
 	}
-	_, err = os.Stat(filepath.Join(opts.PinPath, "pdr_counters"))
+	_, err = os.Stat(filepath.Join(opts.PinPath, specs.PdrCounters.Name))
 	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
@@ -179,31 +208,38 @@ func Open(opts Options) (*Datapath, error) {
 	return d, nil
 }
 
-func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, error) {
+// sizedSpec is the program's spec with the maps sized for maxSessions, and
+// its parts by name.
+func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	spec, err := loadUpf()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var specs upfSpecs
+	if err := spec.Assign(&specs); err != nil {
+		return nil, nil, err
 	}
 	ruled := maxSessions + replacementSpare(maxSessions) // sessions' worth of rule slots
 	rules := ruled * rulesPerSession
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if counters := uint64(rules) * uint64(cpus); counters > math.MaxUint32 {
-		return nil, fmt.Errorf("%d sessions need %d PDR counters (%d slots on each of %d possible CPUs), more than a map holds; "+
+		return nil, nil, fmt.Errorf("%d sessions need %d PDR counters (%d slots on each of %d possible CPUs), more than a map holds; "+
 			"configure fewer sessions", maxSessions, counters, rules, cpus)
 	}
 	sets := maxSessions*setsPerSession + 1 + spareSets
-	for name, size := range map[string]uint32{
-		"pdr_sets": sets, "set_index": 1 << indexBits(sets), "set_overflow": sets,
-		"pdrs": rules, "pdr_counters": rules * uint32(cpus), "qers": rules, "urrs": rules,
-		"sdf_sets": ruled*sdfSetsPerSession + 1, // slot 0 stands for none
-		"buffers":  ruled + 1,                   // one buffering FAR per session, and none
-	} {
-		spec.Maps[name].MaxEntries = size
-	}
-	return spec, nil
+	specs.PdrSets.MaxEntries = sets
+	specs.SetIndex.MaxEntries = 1 << indexBits(sets)
+	specs.SetOverflow.MaxEntries = sets
+	specs.Pdrs.MaxEntries = rules
+	specs.PdrCounters.MaxEntries = rules * uint32(cpus)
+	specs.Qers.MaxEntries = rules
+	specs.Urrs.MaxEntries = rules
+	specs.SdfSets.MaxEntries = ruled*sdfSetsPerSession + 1 // slot 0 stands for none
+	specs.Buffers.MaxEntries = ruled + 1                   // one buffering FAR per session, and none
+	return spec, &specs, nil
 }
 
 // ensureBPFFS mounts bpffs at /sys/fs/bpf when the pin path lies below it
@@ -212,7 +248,7 @@ func ensureBPFFS(pinPath string) error {
 	const root = "/sys/fs/bpf"
 	if strings.HasPrefix(pinPath, root+"/") {
 		var st unix.Statfs_t
-		if err := unix.Statfs(root, &st); err != nil || uint32(st.Type) != bpfFSMagic {
+		if err := unix.Statfs(root, &st); err != nil || uint32(st.Type) != unix.BPF_FS_MAGIC {
 			if err := os.MkdirAll(root, 0o755); err != nil {
 				return err
 			}
@@ -276,7 +312,7 @@ func (d *Datapath) linkPin(ifname string) string {
 // loadProgram loads xdp_upf with the interface's constants over the shared
 // maps.
 func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
-	spec, err := sizedSpec(d.opts.MaxSessions)
+	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
 		return nil, err
 	}
@@ -284,12 +320,10 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 	for i, a := range d.opts.N3Addresses {
 		addrs[i] = networkOrder(a.As4())
 	}
-	for name, v := range map[string]any{"iface_slot": slot, "iface_roles": uint32(roles), "n3_addrs": addrs,
-		"index_bits": uint32(d.sets.bits), "set_slot_bits": uint32(d.sets.slotBits), "pdr_slots": d.pdrs.len(),
-	} {
-		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", name, err)
-		}
+	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.N3Addrs.Set(addrs),
+		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
+		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
+		return nil, fmt.Errorf("setting the program's constants: %w", err)
 	}
 	var progs upfPrograms
 	// Every map is pinned by name: the program gets the shared ones.

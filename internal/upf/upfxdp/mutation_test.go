@@ -19,6 +19,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
@@ -286,16 +287,16 @@ func (u *upf) checkProperties(t *testing.T, in []byte) (string, error) {
 	return reason, nil
 }
 
-func verdictOf(reason string) xdpAction {
+func verdictOf(reason string) xdplink.Action {
 	switch {
 	case strings.HasPrefix(reason, "pass_"):
-		return xdpPass
+		return xdplink.Pass
 	case reason == "echo_response":
-		return xdpTx
+		return xdplink.TX
 	case strings.HasSuffix(reason, "_forward"):
-		return xdpRedirect
+		return xdplink.Redirect
 	}
-	return xdpDrop // drop_* and buffered
+	return xdplink.Drop // drop_* and buffered
 }
 
 // checkOutput checks the frame left behind for the reason that counted it.
@@ -320,7 +321,7 @@ func checkOutput(in, out []byte, reason string) error {
 	case "echo_response":
 		return checkEcho(out)
 	}
-	if verdictOf(reason) == xdpPass {
+	if verdictOf(reason) == xdplink.Pass {
 		if diff := testsupport.FrameDiff(out, in); diff != "" {
 			return fmt.Errorf("a frame passed to the kernel changed: %s", diff)
 		}

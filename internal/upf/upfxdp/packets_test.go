@@ -16,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 const (
@@ -252,14 +253,14 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 // run runs the program once on in and returns its verdict and frame. The
 // kernel refuses frames shorter than an Ethernet header (EINVAL), so those
 // cannot be run.
-func (u *upf) run(t testing.TB, in []byte) (xdpAction, []byte) {
+func (u *upf) run(t testing.TB, in []byte) (xdplink.Action, []byte) {
 	t.Helper()
 	opts := &ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256)}
 	ret, err := u.prog.Run(opts)
 	if err != nil {
 		t.Fatalf("test run of %d bytes: %v", len(in), err)
 	}
-	return xdpAction(ret), opts.DataOut
+	return xdplink.Action(ret), opts.DataOut
 }
 
 // counters are the outcome counters of u's interface.
@@ -280,7 +281,7 @@ func (u *upf) counters(t testing.TB) map[string]Counter {
 
 // expect runs in and checks the verdict and that exactly one counter, reason,
 // counted the frame.
-func (u *upf) expect(t testing.TB, in []byte, act xdpAction, reason string) []byte {
+func (u *upf) expect(t testing.TB, in []byte, act xdplink.Action, reason string) []byte {
 	t.Helper()
 	before := u.counters(t)
 	if _, ok := before[reason]; !ok {
@@ -307,7 +308,7 @@ func (u *upf) expect(t testing.TB, in []byte, act xdpAction, reason string) []by
 type pktCase struct {
 	name   string
 	in     []byte
-	act    xdpAction
+	act    xdplink.Action
 	reason string
 	out    []byte // the frame left behind; nil: for XDP_PASS the input unchanged, else not checked
 }
@@ -316,12 +317,12 @@ func (u *upf) runCases(t *testing.T, cases []pktCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.out == nil && (c.act == xdpTx || c.act == xdpRedirect) {
+			if c.out == nil && (c.act == xdplink.TX || c.act == xdplink.Redirect) {
 				t.Fatal("test case without the expected frame")
 			}
 			out := u.expect(t, c.in, c.act, c.reason)
 			want := c.out
-			if want == nil && c.act == xdpPass {
+			if want == nil && c.act == xdplink.Pass {
 				want = c.in
 			}
 			if want != nil {

@@ -2,6 +2,8 @@ package upfxdp
 
 import (
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // QER slots of the tests.
@@ -29,22 +31,22 @@ func qerPDRs(t *testing.T, d *Datapath, qers ...uint32) {
 func TestQERGates(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	check(t, u.d.PutQER(qerOpen, QER{}))
-	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << 0}))
-	check(t, u.d.PutQER(qerClosed, QER{GateClosed: 1<<0 | 1<<1}))
+	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << QERUplink}))
+	check(t, u.d.PutQER(qerClosed, QER{GateClosed: 1<<QERUplink | 1<<QERDownlink}))
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
 	downFrame := down.frame(t, fromDN)
 
 	qerPDRs(t, u.d, qerOpen)
-	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
-	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
+	u.expect(t, downFrame, xdplink.Redirect, "downlink_forward")
 	qerPDRs(t, u.d, qerOpen, qerUpClosed)
-	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
-	u.expect(t, downFrame, xdpRedirect, "downlink_forward")
+	u.expect(t, upFrame, xdplink.Drop, "drop_qer_gate")
+	u.expect(t, downFrame, xdplink.Redirect, "downlink_forward")
 	qerPDRs(t, u.d, qerClosed)
-	u.expect(t, upFrame, xdpDrop, "drop_qer_gate")
-	u.expect(t, downFrame, xdpDrop, "drop_qer_gate")
+	u.expect(t, upFrame, xdplink.Drop, "drop_qer_gate")
+	u.expect(t, downFrame, xdplink.Drop, "drop_qer_gate")
 	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 0 {
 		t.Errorf("PDR counter after gated packets: %+v, %v (the gate comes first)", c, err)
 	}
@@ -62,20 +64,20 @@ func TestQERMaximumBitRate(t *testing.T) {
 	qerPDRs(t, u.d, qerLimited)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
 	for range 10 {
-		u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+		u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
 	}
 	for range 3 {
-		u.expect(t, upFrame, xdpDrop, "drop_qer_mbr")
+		u.expect(t, upFrame, xdplink.Drop, "drop_qer_mbr")
 	}
 	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 10 || c.Bytes != 10*inner {
 		t.Errorf("PDR counter: %+v, %v; want the 10 packets let through", c, err)
 	}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}.frame(t, fromDN)
 	for range 12 {
-		u.expect(t, down, xdpRedirect, "downlink_forward")
+		u.expect(t, down, xdplink.Redirect, "downlink_forward")
 	}
 	check(t, u.d.PutQER(qerLimited, limited))
-	u.expect(t, upFrame, xdpRedirect, "uplink_forward")
+	u.expect(t, upFrame, xdplink.Redirect, "uplink_forward")
 }
 
 func check(t *testing.T, err error) {

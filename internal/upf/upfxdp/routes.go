@@ -13,15 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// KernelSlot is the next-hop slot that is never valid: a route pointing at
-// it leaves the packet to the kernel (KERNEL_SLOT in bpf/types.h).
-const KernelSlot = 0
-
-// Values of routes4_tbl24 (bpf/types.h): a slot below routeGroup, routeGroup|g
-// for group g of routes4_tbl8, routeLPM when every group is taken.
+// Values of routes4_tbl24 (enum route_value): a slot below routeGroup,
+// routeGroup|g for group g of routes4_tbl8, routeLPM when every group is
+// taken.
 const (
-	routeGroup = 0x8000
-	routeLPM   = 0xffff
+	routeGroup = uint16(upfRouteValueROUTE_GROUP)
+	routeLPM   = uint16(upfRouteValueROUTE_LPM)
 	groupSize  = 256 // addresses of a /24
 )
 
@@ -238,7 +235,7 @@ func (r *routeTables) resolveBlock(block uint32, slot uint16) uint16 {
 
 // PutRoute and DeleteRoute mirror a route into the uplink route tables.
 func (d *Datapath) PutRoute(p netip.Prefix, nexthop uint32) error {
-	if nexthop >= routeGroup {
+	if nexthop >= uint32(routeGroup) {
 		return fmt.Errorf("route %s: next-hop slot %d out of range", p, nexthop)
 	}
 	p = p.Masked()
@@ -315,7 +312,7 @@ func (d *Datapath) LookupRoute(dst netip.Addr) (uint32, error) {
 	return slot, ignoreMissing(m.Lookup(key, &slot))
 }
 
-// lookup4 reads the flattened tables as route4() in bpf/upf.c does; false
+// lookup4 reads the flattened tables as route4() in bpf/upf/upf.c does; false
 // when the answer is in the trie.
 func (r *routeTables) lookup4(host uint32) (uint32, bool) {
 	r.mu.Lock()

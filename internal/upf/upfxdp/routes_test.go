@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // longestMatch is the reference: the slot of the longest prefix holding dst.
@@ -107,7 +108,7 @@ func TestRouteTablesFollowRoutes(t *testing.T) {
 		t.Errorf("after deleting every route: %d groups free, %d in use", n, len(again.routes.groups))
 	}
 	for i := range uint32(len(again.routes.by24) / 2) {
-		if v := again.routes.load(again.routes.by24, i); v != KernelSlot {
+		if v := again.routes.load(again.routes.by24, i); uint32(v) != KernelSlot {
 			t.Fatalf("after deleting every route, /24 %s has %#x", addrOf(i<<8), v)
 		}
 	}
@@ -116,7 +117,7 @@ func TestRouteTablesFollowRoutes(t *testing.T) {
 func TestRouteSlotRange(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 64})
 	p := netip.MustParsePrefix("10.0.0.0/8")
-	if err := d.PutRoute(p, routeGroup); err == nil {
+	if err := d.PutRoute(p, uint32(routeGroup)); err == nil {
 		t.Fatal("a slot that routes4_tbl24 cannot hold was accepted")
 	}
 	if routes, err := d.Routes(); err != nil || len(routes) != 0 {
@@ -149,6 +150,6 @@ func TestRouteGroupsExhausted(t *testing.T) {
 	for dst, nh := range map[netip.Addr]uint32{inTrie: nhCoreVLAN, mustAddr("203.0.114.78"): nhCore} {
 		p := ipPacket{src: ue4, dst: dst, ttl: 9, size: 3}
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t))
-		testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nh)))
+		testsupport.EqualFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(nh)))
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // sdfFilter matches protocol proto (0: any) from src to dst (prefixes, ""
@@ -160,9 +161,9 @@ func TestSDFUplink(t *testing.T) {
 	up := func(name string, teid uint32, p flowPacket, nh int) pktCase {
 		in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 		if nh < 0 {
-			return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
+			return pktCase{name: name, in: in, act: xdplink.Drop, reason: "drop_no_pdr", out: nil}
 		}
-		return pktCase{name: name, in: in, act: xdpRedirect, reason: "uplink_forward", out: nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
+		return pktCase{name: name, in: in, act: xdplink.Redirect, reason: "uplink_forward", out: nhL2(uint32(nh)).ipFrame(t, p.hop().bytes(t))}
 	}
 	tcpTo53 := tcp
 	tcpTo53.sport, tcpTo53.dport = 40000, 53
@@ -201,13 +202,13 @@ func TestSDFDownlink(t *testing.T) {
 		inner := p.hop().bytes(t)
 		switch pdr {
 		case pdrSDFDownPorts, pdrSDFDown6Ports:
-			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
+			return pktCase{name: name, in: in, act: xdplink.Redirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, inner)}
 		case pdrSDFDown:
-			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
+			return pktCase{name: name, in: in, act: xdplink.Redirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, inner)}
 		case pdrSDFDown6TCP:
-			return pktCase{name: name, in: in, act: xdpRedirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
+			return pktCase{name: name, in: in, act: xdplink.Redirect, reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, -1, inner)}
 		}
-		return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_no_pdr", out: nil}
+		return pktCase{name: name, in: in, act: xdplink.Drop, reason: "drop_no_pdr", out: nil}
 	}
 	v6 := pkt(udp, dn6, ueSDF6, 40000, 5000)
 	u.runCases(t, []pktCase{
@@ -251,9 +252,9 @@ func TestSDFFamilyInTheSet(t *testing.T) {
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{
-		{name: "IPv4 passes the IPv6 PDR by", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+		{name: "IPv4 passes the IPv6 PDR by", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v4.bytes(t)), act: xdplink.Redirect, reason: "uplink_forward",
 			out: nhL2(nhCoreVLAN).ipFrame(t, v4.hop().bytes(t))},
-		{name: "IPv6 takes it", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), act: xdpRedirect, reason: "uplink_forward",
+		{name: "IPv6 takes it", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFamily), v6.bytes(t)), act: xdplink.Redirect, reason: "uplink_forward",
 			out: nhL2(nhCore).ipFrame(t, v6.hop().bytes(t))},
 	})
 }

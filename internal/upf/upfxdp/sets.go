@@ -22,10 +22,10 @@ type setKey struct {
 
 func (k setKey) overflowKey() upfSetKey { return upfSetKey{Key: k.key, Kind: uint32(k.kind)} }
 
-// Constants of the set tables (bpf/types.h).
+// Constants of the set tables (enum set_hash, enum limits).
 const (
-	setHash = 0x9e3779b97f4a7c15
-	setWays = 2
+	setHash = uint64(upfSetHashSET_HASH_HI)<<32 | uint64(upfSetHashSET_HASH_LO)
+	setWays = int(upfLimitsSET_WAYS)
 	// setsPerSession sizes pdr_sets: a TEID and one or two UE addresses.
 	setsPerSession = 3
 	// spareSets lets a full table still replace a set, which writes the new
@@ -40,7 +40,7 @@ type place struct {
 	slot  uint32 // slot in pdr_sets
 }
 
-// pdrSets keeps the sets the packet finds its PDRs by (bpf/maps.h):
+// pdrSets keeps the sets the packet finds its PDRs by (bpf/upf/maps.h):
 // pdr_sets and set_index are mmapped and written directly, set_overflow
 // holds keys of full buckets only (a key whose bucket is full goes there,
 // and moves into the first place its bucket frees), so that the packet of

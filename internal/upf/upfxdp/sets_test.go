@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // sameBucket returns n TEIDs from first on whose sets share one bucket.
@@ -49,10 +50,10 @@ func (u *upf) expectUplink(t *testing.T, teid, nh uint32) {
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 40}
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
 	if nh == 0 {
-		u.expect(t, in, xdpDrop, "drop_unknown_teid")
+		u.expect(t, in, xdplink.Drop, "drop_unknown_teid")
 		return
 	}
-	testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
+	testsupport.EqualFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, l2{dst: nhL2(nh).dst, src: nhL2(nh).src}))
 }
 
 func (u *upf) placeOf(t *testing.T, teid uint32) place {
@@ -282,7 +283,7 @@ func TestBucketsSpreadSequentialKeys(t *testing.T) {
 		overflow := 0
 		for i := range sessions {
 			for _, k := range []setKey{teidKey(i + 1), ueKey(netip.AddrFrom4([4]byte{100, 64 + byte(i>>16), byte(i >> 8), byte(i)}))} {
-				if load[p.bucket(k)]++; load[p.bucket(k)] > setWays {
+				if load[p.bucket(k)]++; int(load[p.bucket(k)]) > setWays {
 					overflow++
 				}
 			}

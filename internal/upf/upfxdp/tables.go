@@ -40,7 +40,7 @@ func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
 }
 
 // QERBucket is one direction of a QER: its rate in bytes per second, its
-// size in bytes (the data path counts nanobytes, bpf/types.h).
+// size in bytes (the data path counts nanobytes, struct token_bucket).
 func QERBucket(rate, burst uint64) upfTokenBucket {
 	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // The test network.
@@ -214,7 +215,7 @@ func TestUplinkForward(t *testing.T) {
 	tagged.tci = 42
 
 	fwd := func(name string, l l2, dst netip.Addr, g *layers.GTPv1U, p ipPacket, nh uint32) pktCase {
-		return pktCase{name: name, in: gtpFrame(t, l, dst, g, p.bytes(t)), act: xdpRedirect,
+		return pktCase{name: name, in: gtpFrame(t, l, dst, g, p.bytes(t)), act: xdplink.Redirect,
 			reason: "uplink_forward", out: p.hop().frame(t, nhL2(nh))}
 	}
 	cases := []pktCase{
@@ -238,12 +239,12 @@ func TestUplinkForward(t *testing.T) {
 		fwd("route /24", fromGNB, n3Addr, gpdu(teidRoute), v4, nhCore),
 		fwd("route /25 beats /24", fromGNB, n3Addr, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4b, ttl: 9, size: 3}, nhCoreVLAN),
 		{name: "802.1ad tag in", in: withBytes(gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), v4.bytes(t)), 12, 0x88, 0xa8),
-			act: xdpRedirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCoreVLAN))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCoreVLAN))},
 		{name: "Ethernet padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), small.bytes(t)), 18),
-			act: xdpRedirect, reason: "uplink_forward", out: small.hop().frame(t, nhL2(nhCore))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: small.hop().frame(t, nhL2(nhCore))},
 		{name: "GTP payload after the inner packet trimmed",
 			in:  gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), append(v4.bytes(t), 0xde, 0xad, 0xbe, 0xef)),
-			act: xdpRedirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
 	}
 	u.runCases(t, cases)
 }
@@ -258,7 +259,7 @@ func TestTTLChecksumEveryValue(t *testing.T) {
 		p := ipPacket{src: ue4, dst: dn4, ttl: 64, id: uint16(id)}
 		act, out := u.run(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)))
 		want := p.hop().frame(t, nhL2(nhCore))
-		if diff := testsupport.FrameDiff(out, want); act != xdpRedirect || diff != "" {
+		if diff := testsupport.FrameDiff(out, want); act != xdplink.Redirect || diff != "" {
 			t.Fatalf("ID %#04x: %v %s", id, act, diff)
 		}
 	}
@@ -288,10 +289,10 @@ func TestUplinkPrecedence(t *testing.T) {
 			p := ipPacket{src: c.src, dst: dn4, ttl: 30, size: 10}
 			in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, c.exts...), p.bytes(t))
 			if c.nh < 0 {
-				u.expect(t, in, xdpDrop, "drop_no_pdr")
+				u.expect(t, in, xdplink.Drop, "drop_no_pdr")
 				return
 			}
-			testsupport.EqualFrames(t, u.expect(t, in, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
+			testsupport.EqualFrames(t, u.expect(t, in, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(uint32(c.nh))))
 		})
 	}
 }
@@ -303,31 +304,31 @@ func TestUplinkOutcomes(t *testing.T) {
 	// The kernel gets the decapsulated packet with the MACs it came with,
 	// untagged, and routes it: the hop's TTL decrement is the kernel's.
 	noRoute := func(name string, l l2, g *layers.GTPv1U, p ipPacket) pktCase {
-		return pktCase{name: "no next hop: " + name, in: gtpFrame(t, l, n3Addr, g, p.bytes(t)), act: xdpPass,
+		return pktCase{name: "no next hop: " + name, in: gtpFrame(t, l, n3Addr, g, p.bytes(t)), act: xdplink.Pass,
 			reason: "pass_no_route", out: p.frame(t, l2{dst: l.dst, src: l.src})}
 	}
 	tagged := fromGNB
 	tagged.tci = 7
 	u.runCases(t, []pktCase{
-		{name: "unknown TEID", in: up(gpdu(teidUnknown), v4), act: xdpDrop, reason: "drop_unknown_teid", out: nil},
-		{name: "empty PDR set", in: up(gpdu(teidEmpty, ulPSC(9)), v4), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "UE mismatch", in: up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "QFI and UE mismatch", in: up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "IPv6 UE mismatch", in: up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "IPv4 inner, IPv6 PDR", in: up(gpdu(teidV6, ulPSC(9)), v4), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "IPv6 inner, IPv4 PDR", in: up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "FAR drop", in: up(gpdu(teidFARDrop), v4), act: xdpDrop, reason: "drop_far", out: nil},
-		{name: "inner TTL 1", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), act: xdpDrop, reason: "drop_ttl", out: nil},
-		{name: "inner TTL 0", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), act: xdpDrop, reason: "drop_ttl", out: nil},
-		{name: "inner hop limit 1", in: up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), act: xdpDrop, reason: "drop_ttl", out: nil},
+		{name: "unknown TEID", in: up(gpdu(teidUnknown), v4), act: xdplink.Drop, reason: "drop_unknown_teid", out: nil},
+		{name: "empty PDR set", in: up(gpdu(teidEmpty, ulPSC(9)), v4), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "UE mismatch", in: up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "QFI and UE mismatch", in: up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv6 UE mismatch", in: up(gpdu(teidV6, ulPSC(9)), ipPacket{src: ue6Other, dst: dn6, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv4 inner, IPv6 PDR", in: up(gpdu(teidV6, ulPSC(9)), v4), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "IPv6 inner, IPv4 PDR", in: up(gpdu(teidQoS), ipPacket{src: ue6, dst: dn6, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "FAR drop", in: up(gpdu(teidFARDrop), v4), act: xdplink.Drop, reason: "drop_far", out: nil},
+		{name: "inner TTL 1", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 1}), act: xdplink.Drop, reason: "drop_ttl", out: nil},
+		{name: "inner TTL 0", in: up(gpdu(teidQoS), ipPacket{src: ue4, dst: dn4}), act: xdplink.Drop, reason: "drop_ttl", out: nil},
+		{name: "inner hop limit 1", in: up(gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 1}), act: xdplink.Drop, reason: "drop_ttl", out: nil},
 		noRoute("invalid next hop", fromGNB, gpdu(teidNoNexthop), v4),
 		noRoute("no route", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4NoRoute, ttl: 64, size: 20}),
 		noRoute("route to a slot outside nexthops", fromGNB, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4BadSlot, ttl: 64}),
 		noRoute("no IPv6 route", fromGNB, gpdu(teidRoute), ipPacket{src: ue6, dst: dn6NoRoute, ttl: 64}),
 		noRoute("tagged frame in", tagged, gpdu(teidNoNexthop), v4),
-		{name: "End Marker", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
-		{name: "Error Indication", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
-		{name: "Echo Response", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), act: xdpPass, reason: "pass_gtp_signalling", out: nil},
+		{name: "End Marker", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(254, teidQoS), nil), act: xdplink.Pass, reason: "pass_gtp_signalling", out: nil},
+		{name: "Error Indication", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(26, 0), []byte{16, 0, 0, 1, 0, 133, 0, 4, 192, 0, 2, 1}), act: xdplink.Pass, reason: "pass_gtp_signalling", out: nil},
+		{name: "Echo Response", in: gtpFrame(t, fromGNB, n3Addr, gtpMsg(2, 0), []byte{14, 0}), act: xdplink.Pass, reason: "pass_gtp_signalling", out: nil},
 	})
 }
 
@@ -356,13 +357,13 @@ func TestEcho(t *testing.T) {
 		return fromGNB.frame(t, layers.EthernetTypeIPv4, udp4(t, h, gtpuPort, gtpuPort, echo(1, 1, nil)))
 	}()
 	u.runCases(t, []pktCase{
-		{name: "request", in: req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
-		{name: "padded request", in: pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
-		{name: "tagged request", in: req(tagged, n3Addr, gtpuPort, 1, nil), act: xdpTx, reason: "echo_response", out: resp(tagged, n3Addr, gtpuPort, 1)},
-		{name: "second N3 address, other source port", in: req(fromGNB, n3Addr2, 40000, 9, nil), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr2, 40000, 9)},
-		{name: "request with a Private Extension", in: req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), act: xdpTx, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 77)},
-		{name: "request with IPv4 options", in: withOptions, act: xdpPass, reason: "pass_gtp_signalling", out: nil},
-		{name: "request to another address", in: req(fromGNB, notN3, gtpuPort, 1, nil), act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "request", in: req(fromGNB, n3Addr, gtpuPort, 0x1234, nil), act: xdplink.TX, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0x1234)},
+		{name: "padded request", in: pad(req(fromGNB, n3Addr, gtpuPort, 0xfffe, nil), 6), act: xdplink.TX, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 0xfffe)},
+		{name: "tagged request", in: req(tagged, n3Addr, gtpuPort, 1, nil), act: xdplink.TX, reason: "echo_response", out: resp(tagged, n3Addr, gtpuPort, 1)},
+		{name: "second N3 address, other source port", in: req(fromGNB, n3Addr2, 40000, 9, nil), act: xdplink.TX, reason: "echo_response", out: resp(fromGNB, n3Addr2, 40000, 9)},
+		{name: "request with a Private Extension", in: req(fromGNB, n3Addr, gtpuPort, 77, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd}), act: xdplink.TX, reason: "echo_response", out: resp(fromGNB, n3Addr, gtpuPort, 77)},
+		{name: "request with IPv4 options", in: withOptions, act: xdplink.Pass, reason: "pass_gtp_signalling", out: nil},
+		{name: "request to another address", in: req(fromGNB, notN3, gtpuPort, 1, nil), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
 	})
 }
 
@@ -374,7 +375,7 @@ func TestDownlinkTransportLevelMarking(t *testing.T) {
 	far.Tos = 46 << 2 // EF
 	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = far })
 	p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}
-	out := u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+	out := u.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 	testsupport.EqualFrames(t, out, markedEncapFrame(t, 46<<2, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, p.hop().bytes(t)))
 }
 
@@ -390,7 +391,7 @@ func TestDownlink(t *testing.T) {
 	tagged := fromDN
 	tagged.tci = 5
 	dl := func(name string, l l2, p ipPacket, padding int, local, peer netip.Addr, teid uint32, qfi int, nh uint32) pktCase {
-		return pktCase{name: name, in: pad(p.frame(t, l), padding), act: xdpRedirect, reason: "downlink_forward",
+		return pktCase{name: name, in: pad(p.frame(t, l), padding), act: xdplink.Redirect, reason: "downlink_forward",
 			out: encapFrame(t, nhL2(nh), local, peer, teid, qfi, p.hop().bytes(t))}
 	}
 	u.runCases(t, []pktCase{
@@ -401,18 +402,18 @@ func TestDownlink(t *testing.T) {
 		dl("padded frame in", fromDN, ipPacket{src: dn4, dst: ue4, ttl: 5, size: 2}, 16, n3Addr, gnb, dlTEID, 9, nhGNB),
 		dl("IPv6, QFI 5 with RQI", fromDN, v6, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
 		dl("IPv6, other host of the /64", fromDN, v6b, 0, n3Addr, gnb, dlTEID6, 0x40|5, nhGNB),
-		{name: "TTL 1", in: ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
-		{name: "TTL 0", in: ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
-		{name: "hop limit 1", in: ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), act: xdpPass, reason: "pass_ttl", out: nil},
-		{name: "FAR drop", in: ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_far", out: nil},
-		{name: "FAR without outer header creation", in: ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_far", out: nil},
-		{name: "invalid next hop", in: ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_no_nexthop", out: nil},
-		{name: "empty PDR set", in: ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), act: xdpDrop, reason: "drop_no_pdr", out: nil},
-		{name: "unknown UE", in: ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "unknown IPv6 /64", in: ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "UE as source", in: ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "truncated IPv4", in: v4.frame(t, fromDN)[:60], act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "truncated IPv6", in: v6.frame(t, fromDN)[:80], act: xdpPass, reason: "pass_not_ours", out: nil},
+		{name: "TTL 1", in: ipPacket{src: dn4, dst: ue4, ttl: 1}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_ttl", out: nil},
+		{name: "TTL 0", in: ipPacket{src: dn4, dst: ue4}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_ttl", out: nil},
+		{name: "hop limit 1", in: ipPacket{src: dn6, dst: ue6, ttl: 1}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_ttl", out: nil},
+		{name: "FAR drop", in: ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), act: xdplink.Drop, reason: "drop_far", out: nil},
+		{name: "FAR without outer header creation", in: ipPacket{src: dn4, dst: ue4NoGTP, ttl: 64}.frame(t, fromDN), act: xdplink.Drop, reason: "drop_far", out: nil},
+		{name: "invalid next hop", in: ipPacket{src: dn4, dst: ue4NoNexthop, ttl: 64}.frame(t, fromDN), act: xdplink.Drop, reason: "drop_no_nexthop", out: nil},
+		{name: "empty PDR set", in: ipPacket{src: dn4, dst: ue4Empty, ttl: 64}.frame(t, fromDN), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
+		{name: "unknown UE", in: ipPacket{src: dn4, dst: ue4Unknown, ttl: 64}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "unknown IPv6 /64", in: ipPacket{src: dn6, dst: ue6Other, ttl: 64}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "UE as source", in: ipPacket{src: ue4, dst: dn4, ttl: 64}.frame(t, fromDN), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "truncated IPv4", in: v4.frame(t, fromDN)[:60], act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "truncated IPv6", in: v6.frame(t, fromDN)[:80], act: xdplink.Pass, reason: "pass_not_ours", out: nil},
 	})
 }
 
@@ -441,22 +442,22 @@ func TestOtherTraffic(t *testing.T) {
 	qinq := fromGNB.frame(t, layers.EthernetTypeDot1Q, append([]byte{0, 5, 0x81, 0x00, 0, 6, 0x08, 0x00}, inner...))
 	qinq[12], qinq[13] = 0x88, 0xa8
 	u.runCases(t, []pktCase{
-		{name: "ARP", in: fromGNB.frame(t, layers.EthernetTypeARP, arp), act: xdpPass, reason: "pass_not_ip", out: nil},
-		{name: "802.1ad and 802.1Q", in: qinq, act: xdpPass, reason: "pass_not_ip", out: nil},
-		{name: "GTP-U to another address", in: udpTo(notN3, gtpuPort), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "UDP to N3 port 2153", in: udpTo(n3Addr, gtpuPort+1), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "TCP to N3 port 2152", in: proto(layers.IPProtocolTCP), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "first fragment", in: frag(layers.IPv4MoreFragments, 0), act: xdpPass, reason: "pass_fragment", out: nil},
-		{name: "last fragment", in: frag(0, 100), act: xdpPass, reason: "pass_fragment", out: nil},
-		{name: "IPv6 not to a UE", in: fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "IPv4 version 6 header", in: fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "IPv4 IHL 4", in: withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "IPv4 Ethernet header alone", in: udpTo(n3Addr, gtpuPort)[:ethLen], act: xdpPass, reason: "pass_not_ours", out: nil},
-		{name: "802.1Q Ethernet header alone", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), act: xdpDrop, reason: "drop_malformed", out: nil},
-		{name: "802.1Q tag cut", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), act: xdpDrop, reason: "drop_malformed", out: nil},
+		{name: "ARP", in: fromGNB.frame(t, layers.EthernetTypeARP, arp), act: xdplink.Pass, reason: "pass_not_ip", out: nil},
+		{name: "802.1ad and 802.1Q", in: qinq, act: xdplink.Pass, reason: "pass_not_ip", out: nil},
+		{name: "GTP-U to another address", in: udpTo(notN3, gtpuPort), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "UDP to N3 port 2153", in: udpTo(n3Addr, gtpuPort+1), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "TCP to N3 port 2152", in: proto(layers.IPProtocolTCP), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "first fragment", in: frag(layers.IPv4MoreFragments, 0), act: xdplink.Pass, reason: "pass_fragment", out: nil},
+		{name: "last fragment", in: frag(0, 100), act: xdplink.Pass, reason: "pass_fragment", out: nil},
+		{name: "IPv6 not to a UE", in: fromGNB.frame(t, layers.EthernetTypeIPv6, ipPacket{src: ue6, dst: dn6, ttl: 9}.bytes(t)), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 version 6 header", in: fromGNB.frame(t, layers.EthernetTypeIPv4, ipPacket{src: ue6, dst: ue6b, ttl: 9}.bytes(t)), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 IHL 4", in: withBytes(udpTo(n3Addr, gtpuPort), ethLen, 0x44), act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "IPv4 Ethernet header alone", in: udpTo(n3Addr, gtpuPort)[:ethLen], act: xdplink.Pass, reason: "pass_not_ours", out: nil},
+		{name: "802.1Q Ethernet header alone", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, nil), act: xdplink.Drop, reason: "drop_malformed", out: nil},
+		{name: "802.1Q tag cut", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, []byte{0, 1, 8}), act: xdplink.Drop, reason: "drop_malformed", out: nil},
 		// 0 is the value parse_eth returns for a short frame.
-		{name: "EtherType 0", in: withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), act: xdpPass, reason: "pass_not_ip", out: nil},
-		{name: "802.1Q, EtherType 0", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), act: xdpPass, reason: "pass_not_ip", out: nil},
+		{name: "EtherType 0", in: withBytes(fromGNB.frame(t, layers.EthernetTypeIPv4, make([]byte, 46)), 12, 0, 0), act: xdplink.Pass, reason: "pass_not_ip", out: nil},
+		{name: "802.1Q, EtherType 0", in: fromGNB.frame(t, layers.EthernetTypeDot1Q, make([]byte, 46)), act: xdplink.Pass, reason: "pass_not_ip", out: nil},
 	})
 }
 
@@ -476,7 +477,7 @@ func TestUplinkMalformed(t *testing.T) {
 	seq.SequenceNumberFlag = true
 	seqOnly := gtpFrame(t, fromGNB, n3Addr, seq, nil)
 	malformed := func(name string, in []byte) pktCase {
-		return pktCase{name: name, in: in, act: xdpDrop, reason: "drop_malformed"}
+		return pktCase{name: name, in: in, act: xdplink.Drop, reason: "drop_malformed"}
 	}
 	u.runCases(t, []pktCase{
 		malformed("zero-length first extension", withBytes(chain, ext1, 0)),
@@ -505,7 +506,7 @@ func TestUplinkGTPBeyondOuterIPv4(t *testing.T) {
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), ipPacket{src: ue4, dst: dn4, ttl: 64}.bytes(t))
 	fixIPv4(in, ethLen, len(in)-ethLen-8) // the last 8 bytes of the inner packet now look like padding
 	in = with16(in, ethLen+24, uint16(len(in)-ethLen-20-8))
-	u.expect(t, in, xdpDrop, "drop_malformed")
+	u.expect(t, in, xdplink.Drop, "drop_malformed")
 }
 
 // Every prefix of an uplink frame with an extension chain, from the bare
@@ -517,31 +518,31 @@ func TestUplinkTruncated(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	full := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), p.bytes(t))
-	testsupport.EqualFrames(t, u.expect(t, full, xdpRedirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
+	testsupport.EqualFrames(t, u.expect(t, full, xdplink.Redirect, "uplink_forward"), p.hop().frame(t, nhL2(nhCore)))
 	const udpOff = ethLen + 20
 	for _, mode := range []struct {
 		name     string
 		from     int
 		fix      func(b []byte)
-		outcomes func(n int) (xdpAction, string)
+		outcomes func(n int) (xdplink.Action, string)
 	}{
-		{name: "as cut", from: ethLen, fix: func([]byte) {}, outcomes: func(int) (xdpAction, string) { return xdpPass, "pass_not_ours" }},
+		{name: "as cut", from: ethLen, fix: func([]byte) {}, outcomes: func(int) (xdplink.Action, string) { return xdplink.Pass, "pass_not_ours" }},
 		{name: "outer lengths fixed", from: udpOff, fix: func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			if len(b) >= gtpOffset {
 				binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			}
-		}, outcomes: func(n int) (xdpAction, string) {
+		}, outcomes: func(n int) (xdplink.Action, string) {
 			if n < gtpOffset {
-				return xdpPass, "pass_not_ours"
+				return xdplink.Pass, "pass_not_ours"
 			}
-			return xdpDrop, "drop_malformed"
+			return xdplink.Drop, "drop_malformed"
 		}},
 		{name: "GTP length fixed", from: gtpOffset + 8, fix: func(b []byte) {
 			fixIPv4(b, ethLen, len(b)-ethLen)
 			binary.BigEndian.PutUint16(b[udpOff+4:], uint16(len(b)-udpOff))
 			binary.BigEndian.PutUint16(b[gtpOffset+2:], uint16(len(b)-gtpOffset-8))
-		}, outcomes: func(int) (xdpAction, string) { return xdpDrop, "drop_malformed" }},
+		}, outcomes: func(int) (xdplink.Action, string) { return xdplink.Drop, "drop_malformed" }},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			for n := mode.from; n < len(full); n++ {
@@ -563,11 +564,11 @@ func TestCounters(t *testing.T) {
 	down := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 50}
 	up6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 10}
 	for range 3 {
-		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward")
+		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Redirect, "uplink_forward")
 	}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), up6.bytes(t)), xdpRedirect, "uplink_forward")
-	core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward")
-	core.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpPass, "pass_not_ours")
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), up6.bytes(t)), xdplink.Redirect, "uplink_forward")
+	core.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+	core.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Pass, "pass_not_ours")
 
 	all, err := u.d.Counters()
 	if err != nil {
@@ -615,11 +616,11 @@ func TestRoles(t *testing.T) {
 	echo := gtpMsg(1, 0)
 	echo.SequenceNumberFlag = true
 	echoIn := gtpFrame(t, fromGNB, n3Addr, echo, nil)
-	testsupport.EqualFrames(t, access.expect(t, upIn, xdpRedirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
-	testsupport.EqualFrames(t, access.expect(t, down.frame(t, fromDN), xdpPass, "pass_not_ours"), down.frame(t, fromDN))
-	testsupport.EqualFrames(t, core.expect(t, upIn, xdpPass, "pass_not_ours"), upIn)
-	testsupport.EqualFrames(t, core.expect(t, echoIn, xdpPass, "pass_not_ours"), echoIn)
-	testsupport.EqualFrames(t, core.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+	testsupport.EqualFrames(t, access.expect(t, upIn, xdplink.Redirect, "uplink_forward"), up.hop().frame(t, nhL2(nhCoreVLAN)))
+	testsupport.EqualFrames(t, access.expect(t, down.frame(t, fromDN), xdplink.Pass, "pass_not_ours"), down.frame(t, fromDN))
+	testsupport.EqualFrames(t, core.expect(t, upIn, xdplink.Pass, "pass_not_ours"), upIn)
+	testsupport.EqualFrames(t, core.expect(t, echoIn, xdplink.Pass, "pass_not_ours"), echoIn)
+	testsupport.EqualFrames(t, core.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward"),
 		encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 }
 
@@ -646,9 +647,9 @@ func TestTTLDecrementChecksum(t *testing.T) {
 		down := ipPacket{src: dn4, dst: ue4, ttl: 64}
 		down.id = idFor(down, sum)
 		t.Run(fmt.Sprintf("checksum %#04x", sum), func(t *testing.T) {
-			testsupport.EqualFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdpRedirect, "uplink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), up.bytes(t)), xdplink.Redirect, "uplink_forward"),
 				up.hop().frame(t, nhL2(nhCoreVLAN)))
-			testsupport.EqualFrames(t, u.expect(t, down.frame(t, fromDN), xdpRedirect, "downlink_forward"),
+			testsupport.EqualFrames(t, u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward"),
 				encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
 		})
 	}
@@ -686,7 +687,7 @@ func TestRelay(t *testing.T) {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
-	check(t, u.d.PutQER(qerDownClosed, QER{GateClosed: 1 << 1}))
+	check(t, u.d.PutQER(qerDownClosed, QER{GateClosed: 1 << QERDownlink}))
 	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP),
 		teidNoNexthop: pdrSet(pdrRelayNoNexthop), teidGateClosed: pdrSet(pdrGateClosed), teidBuffering: pdrSet(pdrBuffering),
@@ -696,21 +697,21 @@ func TestRelay(t *testing.T) {
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
 	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}
 	u.runCases(t, []pktCase{
-		{name: "from the CP function to the gNB", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), act: xdpRedirect, reason: "relay_forward",
+		{name: "from the CP function to the gNB", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), act: xdplink.Redirect, reason: "relay_forward",
 			out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{name: "from the gNB to the CP function", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), act: xdpRedirect, reason: "relay_forward",
+		{name: "from the gNB to the CP function", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidToCP, ulPSC(9)), rs.bytes(t)), act: xdplink.Redirect, reason: "relay_forward",
 			out: encapFrame(t, nhL2(nhCoreVLAN), n3Addr, smf, smfTEID, -1, rs.bytes(t))},
-		{name: "padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), act: xdpRedirect, reason: "relay_forward",
+		{name: "padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidFromCP), ra.bytes(t)), 20), act: xdplink.Redirect, reason: "relay_forward",
 			out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, ra.bytes(t))},
-		{name: "no next hop", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), act: xdpDrop, reason: "drop_no_nexthop", out: nil},
-		{name: "downlink gate closed", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), act: xdpDrop, reason: "drop_qer_gate", out: nil},
+		{name: "no next hop", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), ra.bytes(t)), act: xdplink.Drop, reason: "drop_no_nexthop", out: nil},
+		{name: "downlink gate closed", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidGateClosed), ra.bytes(t)), act: xdplink.Drop, reason: "drop_qer_gate", out: nil},
 		// The source gNB's downlink container (QFI 1) comes off; the target
 		// gNB gets the PDR's.
 		{name: "from the source gNB to the target gNB", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(1)), ra.bytes(t)),
-			act: xdpRedirect, reason: "relay_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
-		{name: "forwarded, another QFI", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), act: xdpDrop, reason: "drop_no_pdr", out: nil},
+			act: xdplink.Redirect, reason: "relay_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, fwdTEID, 1, ra.bytes(t))},
+		{name: "forwarded, another QFI", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
 		// The UE is idle: not routed to the core as an uplink packet would be.
-		{name: "FAR buffering", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), act: xdpDrop, reason: "drop_far", out: nil},
+		{name: "FAR buffering", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), act: xdplink.Drop, reason: "drop_far", out: nil},
 	})
 	// The relayed packet from the CP function went the downlink way.
 	if c, err := u.d.PDRCounter(pdrFromCP); err != nil || c.Packets != 2 {

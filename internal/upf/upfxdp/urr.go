@@ -8,18 +8,20 @@ import (
 
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 )
 
 // Usage Reporting Rules: the data path counts what the FARs of a URR's PDRs
-// forward into the URR's slot of urrs (bpf/types.h). The map is mmapped:
+// forward into the URR's slot of urrs (struct urr). The map is mmapped:
 // counters are read and limits written with atomic 64-bit accesses while
 // packets count, without a system call.
 
 // Indexes of the URRUsage and URRLimits arrays (enum urr_index).
 const (
-	URRTotal    = 0
-	URRUplink   = 1
-	URRDownlink = 2
+	URRTotal    = int(upfUrrIndexURR_TOTAL)
+	URRUplink   = int(upfUrrIndexURR_UL)
+	URRDownlink = int(upfUrrIndexURR_DL)
 )
 
 // URRUsage is what a URR counted since it was reset: inner IP packet octets
@@ -167,13 +169,5 @@ func (r *URREventReader) Close() error { return r.rd.Close() }
 // URREventsLost is the number of events the ring had no room for: when it
 // grows, every URR in use may have passed a limit unreported.
 func (d *Datapath) URREventsLost() (uint64, error) {
-	var perCPU []uint64
-	if err := d.maps.UrrEventsLost.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, err
-	}
-	var sum uint64
-	for _, n := range perCPU {
-		sum += n
-	}
-	return sum, nil
+	return percpu.Sum[uint64](d.maps.UrrEventsLost, uint32(0))
 }

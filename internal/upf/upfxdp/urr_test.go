@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // URR slots of the tests.
@@ -111,13 +113,13 @@ func TestURRCounts(t *testing.T) {
 		{src: ue4, dst: dn4, ttl: 64, size: 1000},
 		{src: ue6, dst: dn6, ttl: 64, size: 3},
 	} {
-		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)), xdpRedirect, "uplink_forward")
+		u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), p.bytes(t)), xdplink.Redirect, "uplink_forward")
 		count(URRUplink, p.bytes(t))
 	}
 	time.Sleep(50 * time.Millisecond)
 	for _, size := range []int{50, 7} {
 		p := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: size}
-		u.expect(t, p.frame(t, fromDN), xdpRedirect, "downlink_forward")
+		u.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
 		count(URRDownlink, p.bytes(t))
 	}
 	end := time.Now()
@@ -144,9 +146,9 @@ func TestURRThreshold(t *testing.T) {
 	check(t, u.d.SetURRLimits(testURR, l))
 	for i, in := range [][]byte{u.up, u.down, u.up, u.down, u.up} {
 		if i%2 == 0 {
-			u.expect(t, in, xdpRedirect, "uplink_forward")
+			u.expect(t, in, xdplink.Redirect, "uplink_forward")
 		} else {
-			u.expect(t, in, xdpRedirect, "downlink_forward")
+			u.expect(t, in, xdplink.Redirect, "downlink_forward")
 		}
 		var want []URREvent
 		if i == 0 || i == 2 {
@@ -166,19 +168,19 @@ func TestURRQuotaDrops(t *testing.T) {
 	u := newURRTest(t, l)
 	l.Quota[URRUplink] = 2*u.inner + u.inner/2
 	check(t, u.d.SetURRLimits(testURR, l))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	u.wantSent(t, "before the quota")
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.down, xdpRedirect, "downlink_forward") // no downlink quota
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward") // no downlink quota
 	u.wantSent(t, "after the quota", URREvent{Slot: testURR, Kind: URREventQuota})
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
 	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 2 {
 		t.Errorf("PDR counter %+v, %v: want the 2 packets let through", c, err)
 	}
 	check(t, u.d.SetURRLimits(testURR, l))
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
 	u.wantSent(t, "after the limits were written again", URREvent{Slot: testURR, Kind: URREventQuota})
 }
 
@@ -189,13 +191,13 @@ func TestURRQuotaReached(t *testing.T) {
 	u := newURRTest(t, l)
 	l.Quota[URRTotal] = 3 * u.inner
 	check(t, u.d.SetURRLimits(testURR, l))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	u.wantSent(t, "before the quota")
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	u.wantSent(t, "of the packet reaching the quota", URREvent{Slot: testURR, Kind: URREventQuota})
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
-	u.expect(t, u.down, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	u.expect(t, u.down, xdplink.Drop, "drop_urr_quota")
 	u.wantSent(t, "after the quota was reported")
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, u.inner, 2 * u.inner}, Packets: [3]uint64{3, 1, 2}})
 }
@@ -205,12 +207,12 @@ func TestURRQuotaReached(t *testing.T) {
 func TestURRNotifyStartAndReset(t *testing.T) {
 	u := newURRTest(t, URRLimits{NotifyStart: true})
 	start := []URREvent{{Slot: testURR, Kind: URREventStart}}
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	u.wantSent(t, "of the first packet", start...)
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	u.wantSent(t, "of the second packet")
 	check(t, u.d.SetURRLimits(testURR, URRLimits{NotifyStart: true}))
-	u.expect(t, u.up, xdpRedirect, "uplink_forward")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
 	u.wantSent(t, "after NotifyStart was set again", start...)
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{3 * u.inner, 2 * u.inner, u.inner}, Packets: [3]uint64{3, 2, 1}})
 
@@ -218,7 +220,7 @@ func TestURRNotifyStartAndReset(t *testing.T) {
 	if got := u.usage(t, testURR); got != (URRUsage{}) {
 		t.Fatalf("after ResetURR: %+v", got)
 	}
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	equalCounts(t, u.usage(t, testURR), URRUsage{Bytes: [3]uint64{u.inner, 0, u.inner}, Packets: [3]uint64{1, 0, 1}})
 	u.wantSent(t, "after ResetURR without NotifyStart")
 }
@@ -230,8 +232,8 @@ func TestURRFARDrop(t *testing.T) {
 		changePDR(t, u.d, slot, func(p *PDR) { p.Urr = [URRsPerPDR]uint32{testURR} })
 	}
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdpDrop, "drop_far")
-	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdpDrop, "drop_far")
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdplink.Drop, "drop_far")
+	u.expect(t, ipPacket{src: dn4, dst: ue4FARDrop, ttl: 64}.frame(t, fromDN), xdplink.Drop, "drop_far")
 	if got := u.usage(t, testURR); got != (URRUsage{}) {
 		t.Errorf("usage %+v", got)
 	}
@@ -251,7 +253,7 @@ func TestURRBeforeQoS(t *testing.T) {
 	check(t, u.d.ResetURR(otherURR, URRLimits{}))
 	urrPDRs(t, u.d, otherURR, testURR)
 	changePDR(t, u.d, pdrRoute, func(p *PDR) { p.Flags |= URRBeforeQoS }) // uplink: otherURR (index 0) before QoS
-	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << 0}))
+	check(t, u.d.PutQER(qerUpClosed, QER{GateClosed: 1 << QERUplink}))
 	qerPDRs(t, u.d, qerUpClosed)
 	one := func(dir int) URRUsage {
 		var c URRUsage
@@ -261,18 +263,18 @@ func TestURRBeforeQoS(t *testing.T) {
 		return c
 	}
 
-	u.expect(t, u.up, xdpDrop, "drop_qer_gate")
+	u.expect(t, u.up, xdplink.Drop, "drop_qer_gate")
 	equalCounts(t, u.usage(t, otherURR), one(URRUplink))
 	equalCounts(t, u.usage(t, testURR), URRUsage{})
 	// Downlink pdrDownVLAN has no URR before QoS: both count after its QERs.
-	u.expect(t, u.down, xdpRedirect, "downlink_forward")
+	u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	equalCounts(t, u.usage(t, testURR), one(URRDownlink))
 
 	check(t, u.d.ResetURR(otherURR, URRLimits{Quota: [3]uint64{URRUplink: u.inner / 2}}))
 	var empty QER // an uplink bucket that holds nothing: the MBR would drop too
-	empty.Bucket[0] = QERBucket(1, 0)
+	empty.Bucket[QERUplink] = QERBucket(1, 0)
 	check(t, u.d.PutQER(qerUpClosed, empty))
-	u.expect(t, u.up, xdpDrop, "drop_urr_quota")
+	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
 }
 
 // Events the ring has no room for are counted, never silently lost.
@@ -281,7 +283,7 @@ func TestURREventsLost(t *testing.T) {
 	const sent = 256*1024/16 + 10 // the ring holds 16-byte records
 	for range sent {
 		check(t, u.d.SetURRLimits(testURR, URRLimits{NotifyStart: true}))
-		if act, _ := u.run(t, u.up); act != xdpRedirect {
+		if act, _ := u.run(t, u.up); act != xdplink.Redirect {
 			t.Fatalf("verdict %v", act)
 		}
 	}

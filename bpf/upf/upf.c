@@ -3,29 +3,38 @@
  * downlink encapsulation on core interfaces (N6), GTP-U echo. One instance is
  * loaded per interface with its slot, roles and N3 addresses as constants;
  * all instances share the pinned maps. */
-#include "parser.h"
+#include "../lib/parser.h"
+#include "config.h"
 #include "maps.h"
 #include "sdf.h"
-#include "bucket.h"
-
-volatile const __u32 iface_slot = 0;
-volatile const __u32 iface_roles = 0;
-volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
-volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
-volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (types.h) */
-volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Put the enums and the ring's record into BTF so bpf2go generates their Go
- * constants and type. */
-const enum reason reason_btf_anchor __attribute__((unused)) = REASON_COUNT;
-const enum set_kind set_kind_btf_anchor __attribute__((unused)) = SET_TEID;
-const enum urr_flags urr_flags_btf_anchor __attribute__((unused)) = URR_NOTIFY_START;
-const enum urr_event_kind urr_event_kind_btf_anchor __attribute__((unused)) = URR_EVENT_START;
-const struct urr_event urr_event_btf_anchor __attribute__((unused)) = {};
-const struct buffered_packet buffered_packet_btf_anchor __attribute__((unused)) = {};
-const struct release_meta release_meta_btf_anchor __attribute__((unused)) = {};
+/* What only the Go side reads, put into BTF for bpf2go (-type in
+ * internal/upf/upfxdp/gen.go): the constants and the records of the rings
+ * and the metadata, which no map or variable carries. */
+const struct upf_exports {
+	enum limits limits;
+	enum iface_role iface_role;
+	enum reason reason;
+	enum pdr_flags pdr_flags;
+	enum far_action far_action;
+	enum far_flags far_flags;
+	enum nexthop_slot nexthop_slot;
+	enum sdf_flags sdf_flags;
+	enum qer_dir qer_dir;
+	enum urr_index urr_index;
+	enum urr_flags urr_flags;
+	enum urr_event_kind urr_event_kind;
+	enum set_kind set_kind;
+	enum set_hash set_hash;
+	enum buffer_state buffer_state;
+	enum release_magic release_magic;
+	enum route_value route_value;
+	struct urr_event urr_event;
+	struct buffered_packet buffered_packet;
+	struct release_meta release_meta;
+} upf_exports __attribute__((unused)) = {};
 
 #define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_DL_ENCAP_QFI_LEN \
@@ -464,14 +473,12 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	 * packet pointer is never NULL. */
 	int v4 = (*(__u8 *)inner >> 4) == 4;
 	if (v4) {
-		ip4 = parse_ipv4(&ic);
-		if (!ip4)
+		if (parse_ipv4(&ic, &ip4))
 			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 		inner_len = bpf_ntohs(ip4->tot_len);
 		proto = bpf_htons(ETH_P_IP);
 	} else {
-		ip6 = parse_ipv6(&ic);
-		if (!ip6)
+		if (parse_ipv6(&ic, &ip6))
 			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 		inner_len = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
 		proto = bpf_htons(ETH_P_IPV6);
@@ -639,8 +646,8 @@ int xdp_upf(struct xdp_md *ctx)
 	__u32 l2_len = c.pos - data;
 
 	if (proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = parse_ipv4(&c);
-		if (!ip)
+		struct iphdr *ip;
+		if (parse_ipv4(&c, &ip))
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
 		    is_n3_addr(ip->daddr)) {
@@ -658,8 +665,8 @@ int xdp_upf(struct xdp_md *ctx)
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = parse_ipv6(&c);
-		if (ip6 && (iface_roles & ROLE_CORE)) {
+		struct ipv6hdr *ip6;
+		if (!parse_ipv6(&c, &ip6) && (iface_roles & ROLE_CORE)) {
 			struct pdr_set *set = find_set(SET_UE6, ipv6_prefix64(&ip6->daddr));
 			if (set)
 				return downlink(ctx, set, 0, NULL, ip6, l2_len, pkt_len);

@@ -1,125 +1,19 @@
-/* Steering to the CPUs of slices (issue 5): a hash of the innermost flow
- * picks a CPU of the packet's slice, or of its prioritised flow, and the
- * packet goes there through a CPU map. When that CPU's queue fills, the
- * flows that may leave (non-prioritised first, prioritised only when even
- * they cannot be served) go to an alternative node instead: their outer
- * destination rewritten, out of the port they came in on (XDP_TX) or
- * another. A flow's choice holds until the queue has drained and a hold
- * time has passed, so flows do not flap between nodes. */
-#ifndef XDP5G_STEER_H
-#define XDP5G_STEER_H
+/* Steering to the CPUs of slices: a hash of the innermost flow picks a
+ * CPU of the packet's slice, or of its prioritised flow, and the packet
+ * goes there through a CPU map. When that CPU's queue fills, the flows that
+ * may leave (non-prioritised first, prioritised only when even they cannot
+ * be served) go to an alternative node instead: their outer destination
+ * rewritten, out of the port they came in on (XDP_TX) or another. A flow's
+ * choice holds until the queue has drained and a hold time has passed, so
+ * flows do not flap between nodes. */
+#ifndef XDP5G_CLASSIFY_STEER_H
+#define XDP5G_CLASSIFY_STEER_H
 
-#include "common.h"
-#include "parser.h"
-#include "types.h"
-#include "bucket.h"
-
-/* The slices: each one's CPU per hash bucket. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct slice);
-} slices SEC(".maps");
-
-/* The CPUs of the slices, by number: each one's queue and xdp_slice_cpu,
- * filled as slices need them. Sized to the possible CPUs at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_CPUMAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bpf_cpumap_val);
-} slice_cpus SEC(".maps");
-
-/* slice_cpus's map ID, for the tracepoint to know its own map. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} slice_cpus_id SEC(".maps");
-
-/* Each CPU's queue: what went in, came out, was dropped. Sized to the
- * possible CPUs at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct cpu_load);
-} cpu_loads SEC(".maps");
-
-/* Per slice, what each CPU took of it (per-CPU values: the CPU's own). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct counter);
-} slice_cpu_counters SEC(".maps");
-
-/* Per slice, each CPU's token bucket for the slice's rate: per CPU, so no
- * lock; each receiving CPU lets the rate through. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct token_bucket);
-} slice_buckets SEC(".maps");
-
-/* Per slice, what its rate dropped. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct counter);
-} slice_policed SEC(".maps");
-
-/* Per slice, what went to alternative nodes. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_SLICES);
-	__type(key, __u32);
-	__type(value, struct counter);
-} slice_offloaded SEC(".maps");
-
-/* Per flow hash, what each CPU took of the flow, for the flows seen
- * lately. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct counter);
-} flow_cpu_counters SEC(".maps");
-
-/* The prioritised flows (the paper's prio-map), by flow hash. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct prio_flow);
-} prio_flows SEC(".maps");
-
-/* Where each flow seen lately goes: local or offloaded, and since when. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
-	__type(value, struct flow_route);
-} flow_routes SEC(".maps");
-
-/* The alternative nodes (the paper's alt-map). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct alt_nodes);
-} alternatives SEC(".maps");
-
-/* Packets in a CPU's queue from which flows leave for an alternative:
- * non-prioritised ones from backlog_high, prioritised ones from
- * backlog_full; back once it is at backlog_low and they have been away
- * offload_hold_ns. Set before the program loads. */
-volatile const __u64 backlog_high = 1536, backlog_full = 2000, backlog_low = 512;
-volatile const __u64 offload_hold_ns = 100000000;
+#include "../lib/bucket.h"
+#include "../lib/csum.h"
+#include "../lib/parser.h"
+#include "config.h"
+#include "maps.h"
 
 INLINE __u32 rotl32(__u32 x, int r) { return (x << r) | (x >> (32 - r)); }
 
@@ -181,26 +75,6 @@ INLINE int offloads(__u32 hash, __u64 queued, int prioritised)
 	return 1;
 }
 
-/* RFC 1624's incremental update of a checksum for a 32-bit field. */
-INLINE __u16 csum_replace4(__u16 check, __be32 from, __be32 to)
-{
-	__u32 sum = (__u16)~check + (__u16)~(from & 0xffff) + (__u16)~(from >> 16) + (to & 0xffff) + (to >> 16);
-	return csum_fold(sum);
-}
-
-/* A UDP checksum updated for an address of its pseudo-header changed; a
- * checksum of 0 (none, over IPv4) stays. */
-INLINE void udp_readdress(struct udphdr *udp, const void *from, const void *to, __u32 size)
-{
-	if (!udp->check)
-		return;
-	__s64 sum = bpf_csum_diff((__be32 *)from, size, (__be32 *)to, size, (__u16)~udp->check);
-	if (sum < 0)
-		return;
-	__u16 check = csum_fold(sum);
-	udp->check = check ? check : 0xffff;
-}
-
 /* Sends a packet to an alternative node: outer destination MAC and
  * address rewritten, the IPv4 and (when there is one) UDP checksums fixed,
  * the source MAC the port's own (the packet's destination MAC). Returns -1
@@ -219,8 +93,8 @@ INLINE int offload(struct xdp_md *ctx, __u32 hash)
 	if (parse_eth(&c, &eth, &proto))
 		return -1;
 	if (proto == bpf_htons(ETH_P_IP) && !alt->ipv6) {
-		struct iphdr *ip = parse_ipv4(&c);
-		if (!ip)
+		struct iphdr *ip;
+		if (parse_ipv4(&c, &ip))
 			return -1;
 		__be32 old = ip->daddr, to;
 		__builtin_memcpy(&to, alt->addr, sizeof(to));
@@ -230,8 +104,8 @@ INLINE int offload(struct xdp_md *ctx, __u32 hash)
 		if (udp)
 			udp_readdress(udp, &old, &to, sizeof(to));
 	} else if (proto == bpf_htons(ETH_P_IPV6) && alt->ipv6) {
-		struct ipv6hdr *ip6 = parse_ipv6(&c);
-		if (!ip6)
+		struct ipv6hdr *ip6;
+		if (parse_ipv6(&c, &ip6))
 			return -1;
 		/* Behind extension headers a UDP checksum is out of reach. */
 		switch (ip6->nexthdr) {

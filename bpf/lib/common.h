@@ -1,4 +1,4 @@
-/* Shared includes and small helpers for every xdp5g BPF program. */
+/* Includes and small helpers every xdp5g BPF program shares. */
 #ifndef XDP5G_COMMON_H
 #define XDP5G_COMMON_H
 
@@ -18,8 +18,8 @@ struct cursor {
 	void *end;
 };
 
-/* Returns a pointer to len bytes at the cursor and advances it, or NULL when
- * the packet is too short. */
+/* The parse step of a fixed-size header: a pointer to the header at the
+ * cursor, which moves past it, or NULL when the packet is too short. */
 #define cursor_take(c, type)                                   \
 	({                                                     \
 		type *__p = (c)->pos;                          \

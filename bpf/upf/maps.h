@@ -1,10 +1,12 @@
 /* Every map of the UPF data path, defined once and pinned by name so that a
  * restarted daemon finds the sessions where it left them. The control plane
  * sizes them at load time. */
-#ifndef XDP5G_MAPS_H
-#define XDP5G_MAPS_H
+#ifndef XDP5G_UPF_MAPS_H
+#define XDP5G_UPF_MAPS_H
 
-#include "types.h"
+#include "../lib/counter.h"
+#include "reasons.h"
+#include "structs.h"
 
 /* Sessions are found by TEID (uplink) or UE address (downlink) in a hash
  * table of buckets: set_index holds slots of pdr_sets, and a packet reads
@@ -14,37 +16,37 @@
  * in one aligned 32-bit store. Slot 0 is never used: an empty place. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct pdr_set);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pdr_sets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct set_bucket);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } set_index SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct set_key);
 	__type(value, __u32); /* slot in pdr_sets */
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } set_overflow SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct pdr);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pdrs SEC(".maps");
 
@@ -58,10 +60,10 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct urr);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urrs SEC(".maps");
 
@@ -85,10 +87,10 @@ struct {
 /* Downlink buffers (far.buffer), written by the control plane through mmap. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct buffer);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } buffers SEC(".maps");
 
@@ -103,10 +105,10 @@ struct {
 /* The SDF filters of the PDRs that have any (pdr.sdf). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct sdf_set);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sdf_sets SEC(".maps");
 
@@ -114,10 +116,10 @@ struct {
  * written only by that CPU (upf.c, count_pdr). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct counter);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } pdr_counters SEC(".maps");
 
@@ -135,37 +137,37 @@ struct {
  * 32 MiB + 4 MiB, written by the control plane through mmap. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32); /* destination >> 10 */
 	__type(value, struct route_quad);
 	__uint(max_entries, 1 << 22);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } routes4_tbl24 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32); /* group << 6 | (destination & 0xff) >> 2 */
 	__type(value, struct route_quad);
 	__uint(max_entries, ROUTE_GROUPS * 64);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } routes4_tbl8 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct route4_key);
 	__type(value, __u32); /* slot in nexthops */
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } routes4 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct route6_key);
 	__type(value, __u32);
 	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } routes6 SEC(".maps");
 

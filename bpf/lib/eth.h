@@ -1,4 +1,4 @@
-/* Ethernet and 802.1Q. */
+/* Ethernet and 802.1Q: tags, and the headers the programs write. */
 #ifndef XDP5G_ETH_H
 #define XDP5G_ETH_H
 
@@ -10,25 +10,6 @@ struct vlan_hdr {
 };
 
 #define ETH_HLEN_VLAN (ETH_HLEN + sizeof(struct vlan_hdr))
-
-/* Ethernet header with at most one VLAN tag: stores the EtherType of the
- * payload (network order) and leaves the cursor at the payload. Returns -1
- * when the frame is too short. */
-INLINE int parse_eth(struct cursor *c, struct ethhdr **eth, __be16 *proto)
-{
-	struct ethhdr *e = cursor_take(c, struct ethhdr);
-	if (!e)
-		return -1;
-	*eth = e;
-	*proto = e->h_proto;
-	if (*proto == bpf_htons(ETH_P_8021Q) || *proto == bpf_htons(ETH_P_8021AD)) {
-		struct vlan_hdr *v = cursor_take(c, struct vlan_hdr);
-		if (!v)
-			return -1;
-		*proto = v->proto;
-	}
-	return 0;
-}
 
 /* Writes an Ethernet header (tagged when tci != 0) at p, which must hold
  * ETH_HLEN_VLAN bytes when tagged and ETH_HLEN otherwise. */

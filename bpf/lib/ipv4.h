@@ -1,30 +1,13 @@
-/* IPv4 header and checksums. */
+/* IPv4 headers: fragments, the header the encapsulation writes, TTL. */
 #ifndef XDP5G_IPV4_H
 #define XDP5G_IPV4_H
 
 #include "common.h"
+#include "csum.h"
 #include <linux/ip.h>
 
 #define IP_MF 0x2000
 #define IP_OFFSET 0x1fff
-
-INLINE __u16 csum_fold(__u32 sum)
-{
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (__u16)~sum;
-}
-
-/* Checksum of an option-less IPv4 header whose check field is zero. */
-INLINE __u16 ipv4_csum(struct iphdr *ip)
-{
-	__u16 *w = (__u16 *)ip;
-	__u32 sum = 0;
-#pragma unroll
-	for (int i = 0; i < (int)sizeof(*ip) / 2; i++)
-		sum += w[i];
-	return csum_fold(sum);
-}
 
 /* Writes an option-less IPv4 header of a UDP datagram (TTL 64, ID 0, no
  * flags) with whole-word stores and the checksum summed from registers

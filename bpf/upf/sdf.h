@@ -1,9 +1,9 @@
 /* SDF filters (TS 29.244 8.2.5): the header fields they look at, parsed
  * from a packet only when a PDR has filters, and the match. */
-#ifndef XDP5G_SDF_H
-#define XDP5G_SDF_H
+#ifndef XDP5G_UPF_SDF_H
+#define XDP5G_UPF_SDF_H
 
-#include "parser.h"
+#include "../lib/parser.h"
 #include "maps.h"
 
 /* Bounds an IP header's offset for the verifier: no frame is as long. */
@@ -23,30 +23,29 @@ struct flow {
  * callers have ruled out. */
 INLINE void parse_flow(struct flow *fl, struct cursor *c)
 {
-	__u8 *l4, *ip_end;
+	__u8 *ip_end;
 	int later_fragment;
 	__builtin_memset(fl, 0, sizeof(*fl));
-	struct iphdr *ip4 = parse_ipv4(c);
-	if (ip4) {
+	struct iphdr *ip4;
+	struct ipv6hdr *ip6;
+	if (!parse_ipv4(c, &ip4)) {
 		fl->src[0] = ip4->saddr;
 		fl->dst[0] = ip4->daddr;
 		fl->proto = ip4->protocol;
 		fl->other_family = SDF_IPV6;
-		l4 = c->pos;
 		ip_end = (__u8 *)ip4 + bpf_ntohs(ip4->tot_len);
 		later_fragment = ip4->frag_off & bpf_htons(IP_OFFSET);
 	} else {
-		struct ipv6hdr *ip6 = parse_ipv6(c);
-		if (!ip6)
+		if (parse_ipv6(c, &ip6))
 			return;
 		__builtin_memcpy(fl->src, &ip6->saddr, sizeof(fl->src));
 		__builtin_memcpy(fl->dst, &ip6->daddr, sizeof(fl->dst));
 		fl->proto = ip6->nexthdr;
 		fl->other_family = SDF_IPV4;
-		l4 = c->pos;
-		ip_end = l4 + bpf_ntohs(ip6->payload_len);
-		later_fragment = ipv6_skip_ext(&l4, &fl->proto, c->end, NULL);
+		ip_end = (__u8 *)c->pos + bpf_ntohs(ip6->payload_len);
+		later_fragment = parse_ipv6_ext(c, &fl->proto, NULL);
 	}
+	__u8 *l4 = c->pos;
 	if (later_fragment ||
 	    (fl->proto != IPPROTO_TCP && fl->proto != IPPROTO_UDP && fl->proto != IPPROTO_SCTP))
 		return;

@@ -6,47 +6,22 @@
  * frames without a valid Ethernet header are dropped. One instance is
  * loaded per role, a constant; the instances share the tunnels and
  * counters. */
-#include "parser.h"
-#include "types.h"
-#include "cuup.h"
-
-volatile const __u32 role = CUUP_ROLE_N3;
+#include "../lib/parser.h"
+#include "config.h"
+#include "maps.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Put the enums and the metadata into BTF so bpf2go generates their Go
- * constants and type. */
-const enum cuup_reason cuup_reason_btf_anchor __attribute__((unused)) = CUUP_REASON_COUNT;
-const enum cuup_role cuup_role_btf_anchor __attribute__((unused)) = CUUP_ROLE_N3;
-const enum cuup_meta_flags cuup_meta_flags_btf_anchor __attribute__((unused)) = CUUP_META_PSC;
-const enum cuup_meta_magic cuup_meta_magic_btf_anchor __attribute__((unused)) = CUUP_META_MAGIC;
-const struct cuup_meta cuup_meta_btf_anchor __attribute__((unused)) = {};
-
-/* The CU-UP's tunnel endpoints, sized at load time. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, struct cuup_tunnel_key);
-	__type(value, struct cuup_tunnel);
-	__uint(max_entries, 1);
-} cuup_tunnels SEC(".maps");
-
-/* The AF_XDP socket of each receive queue of the interface: one map per
- * instance (a socket takes its own interface's packets only), sized at
- * load time. */
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, 1);
-} cuup_xsks SEC(".maps");
-
-/* Index: (role - 1) * CUUP_REASON_COUNT + reason. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct counter);
-	__uint(max_entries, CUUP_ROLES * CUUP_REASON_COUNT);
-} cuup_counters SEC(".maps");
+/* What only the Go side reads, put into BTF for bpf2go (-type in
+ * internal/ran/cuupxdp/gen.go): the constants and the metadata, which no
+ * map or variable carries. */
+const struct cuup_exports {
+	enum cuup_role role;
+	enum cuup_reason reason;
+	enum cuup_meta_flags meta_flags;
+	enum cuup_meta_magic meta_magic;
+	struct cuup_meta meta;
+} cuup_exports __attribute__((unused)) = {};
 
 INLINE int finish(__u32 len, enum cuup_reason r, int action)
 {
@@ -130,21 +105,15 @@ int xdp_cuup(struct xdp_md *ctx)
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth;
 	__be16 proto;
-	if (parse_eth(&c, &eth, &proto) || bad_source(eth))
-		return finish(pkt_len, CUUP_DROP_BAD_ETH, XDP_DROP);
-	if (proto == bpf_htons(ETH_P_8021Q)) { /* the inner tag of two */
-		struct vlan_hdr *v = cursor_take(&c, struct vlan_hdr);
-		if (!v)
-			return finish(pkt_len, CUUP_DROP_BAD_ETH, XDP_DROP);
-		proto = v->proto;
-	}
+	if (parse_eth_qinq(&c, &eth, &proto) || bad_source(eth))
+		return finish(pkt_len, CUUP_DROP_BAD_ETHERNET, XDP_DROP);
 
 	struct outer o = { .ip_off = c.pos - data };
 	__u32 ip_end; /* offset of the IP packet's end: Ethernet padding may follow */
 	__u8 l4;
 	if (proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = parse_ipv4(&c);
-		if (!ip)
+		struct iphdr *ip;
+		if (parse_ipv4(&c, &ip))
 			return finish(pkt_len, CUUP_PASS_NOT_IP, XDP_PASS);
 		if (ipv4_is_fragment(ip))
 			return finish(pkt_len, CUUP_PASS_FRAGMENT, XDP_PASS);
@@ -152,16 +121,15 @@ int xdp_cuup(struct xdp_md *ctx)
 		ip_end = o.ip_off + bpf_ntohs(ip->tot_len);
 		l4 = ip->protocol;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = parse_ipv6(&c);
-		if (!ip6)
+		struct ipv6hdr *ip6;
+		if (parse_ipv6(&c, &ip6))
 			return finish(pkt_len, CUUP_PASS_NOT_IP, XDP_PASS);
 		o.ip_version = 6;
 		ip_end = o.ip_off + sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
 		l4 = ip6->nexthdr;
-		__u8 *pos = c.pos, *frag;
-		if (ipv6_skip_ext(&pos, &l4, end, &frag) || frag)
+		__u8 *frag;
+		if (parse_ipv6_ext(&c, &l4, &frag) || frag)
 			return finish(pkt_len, CUUP_PASS_FRAGMENT, XDP_PASS);
-		c.pos = pos;
 	} else {
 		return finish(pkt_len, CUUP_PASS_NOT_IP, XDP_PASS);
 	}

@@ -1,9 +1,17 @@
-/* Token buckets (struct token_bucket). */
+/* Token buckets: a UPF QER's in one direction, a slice's on one CPU. */
 #ifndef XDP5G_BUCKET_H
 #define XDP5G_BUCKET_H
 
 #include "common.h"
-#include "types.h"
+
+/* Tokens are in nanobytes (bytes × 10^9), so that a refill is elapsed ns ×
+ * bytes/s, without a division. */
+struct token_bucket {
+	__u64 rate;   /* bytes per second; 0: no maximum bit rate */
+	__u64 burst;  /* bucket size, nanobytes */
+	__u64 tokens; /* nanobytes */
+	__u64 last;   /* bpf_ktime_get_coarse_ns() of the last refill */
+};
 
 /* Refills a bucket for the time since its last refill, then takes len
  * bytes from it if it holds them; returns whether it did. The caller keeps

@@ -1,101 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Classification of nested multi-tenant traffic: the shared parser walks
- * Ethernet (two VLAN tags at most), IPv4 and IPv6, up to
- * CLASSIFY_MAX_TUNNELS levels of VXLAN, GENEVE, GRE and GTP-U in any order,
- * then the innermost UDP, TCP, SCTP or ICMP header, RTP and the H.265 NAL
- * unit header inside, and fills one struct classify_key. */
+/* Classification of nested multi-tenant traffic: a walk through Ethernet
+ * (two VLAN tags at most), IPv4 and IPv6, up to CLASSIFY_MAX_TUNNELS levels
+ * of VXLAN, GENEVE, GRE and GTP-U in any order, then the innermost UDP,
+ * TCP, SCTP or ICMP header, RTP and the H.265 NAL unit header inside, fills
+ * one struct classify_key; the best rule for the key gives the packet its
+ * action. The walk's steps (walk_*) take a header group with the shared
+ * parser (lib/parser.h) into the key and return the step that follows
+ * (enum classify_next). */
 #include <linux/pkt_cls.h>
-#include "common.h"
-#include "parser.h"
-#include "vxlan.h"
-#include "geneve.h"
-#include "gre.h"
-#include "rtp.h"
-#include "sctp.h"
-#include "types.h"
+#include "../lib/geneve.h"
+#include "../lib/gre.h"
+#include "../lib/parser.h"
+#include "../lib/rtp.h"
+#include "../lib/sctp.h"
+#include "../lib/vxlan.h"
+#include "config.h"
+#include "maps.h"
 #include "steer.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-const enum tunnel_type tunnel_type_btf_anchor __attribute__((unused)) = TUNNEL_GTPU;
-const enum classify_next classify_next_btf_anchor __attribute__((unused)) = CLASSIFY_NEXT_DONE;
-const enum classify_action classify_action_btf_anchor __attribute__((unused)) = CLASSIFY_COUNT;
-
-/* The parser's walk, per CPU: too large for the stack of the steps. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct classify_state);
-} classify_walk SEC(".maps");
-
-/* The epoch: its low bit names the half of the rules packets use. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} classify_epoch SEC(".maps");
-
-/* The masks of each half. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, struct classify_half);
-} classify_masks SEC(".maps");
-
-/* Every (half, mask, masked key) that some rule has: its best rule. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4 * CLASSIFY_MAX_RULES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct classify_entry_key);
-	__type(value, struct classify_verdict);
-} classify_entries SEC(".maps");
-
-/* Verdicts of the keys seen lately, per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-	__type(key, struct classify_key);
-	__type(value, struct classify_cached);
-} classify_cache SEC(".maps");
-
-/* The verdicts of first fragments, for the fragments that follow. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct classify_frag_id);
-	__type(value, struct classify_verdict);
-} classify_frags SEC(".maps");
-
-/* The action for a fragment whose first fragment was not seen: set before
- * the program loads. */
-volatile const __u8 orphan_fragment_action = CLASSIFY_PASS;
-
-/* Where the rules that redirect send packets, those that mirror the
- * copies, and those that steer the CPU, per rule slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
-	__type(key, __u32);
-	__type(value, struct classify_egress);
-} classify_targets SEC(".maps");
-
-/* Packets and bytes per rule slot. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, CLASSIFY_MAX_RULES + 1);
-	__type(key, __u32);
-	__type(value, struct counter);
-} classify_counters SEC(".maps");
-
-/* Headers start within this offset: bounds the walk for the verifier. */
-#define CLASSIFY_MAX_OFFSET 1024
-/* Steps of a walk: Ethernet and IP for each level, and one more of each. */
-#define CLASSIFY_MAX_STEPS (2 * (CLASSIFY_MAX_TUNNELS + 1))
+/* What only the Go side reads, put into BTF for bpf2go (-type in
+ * internal/classify/classifyxdp/gen.go): the constants, which no map or
+ * variable carries. */
+const struct classify_exports {
+	enum classify_limits limits;
+	enum tunnel_type tunnel_type;
+	enum classify_action action;
+} classify_exports __attribute__((unused)) = {};
 
 INLINE void set_addr4(__u8 *dst, __be32 a)
 {
@@ -133,7 +65,7 @@ INLINE __u8 next_of_ethertype(__be16 proto)
 }
 
 /* RTP in a UDP payload, and the H.265 payload header after it. */
-INLINE void parse_rtp(struct cursor *c, struct classify_key *k)
+INLINE void walk_rtp(struct cursor *c, struct classify_key *k)
 {
 	struct rtp_hdr *r = c->pos;
 	if ((void *)(r + 1) > c->end || r->vpxcc >> 6 != RTP_VERSION ||
@@ -174,7 +106,7 @@ INLINE void parse_rtp(struct cursor *c, struct classify_key *k)
 
 /* UDP: a tunnel by its destination port, else the innermost header, with
  * RTP looked for in its payload. */
-INLINE __u8 parse_udp(struct cursor *c, struct classify_key *k)
+INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k)
 {
 	struct udphdr *u = cursor_take(c, struct udphdr);
 	if (!u)
@@ -208,12 +140,12 @@ INLINE __u8 parse_udp(struct cursor *c, struct classify_key *k)
 			return CLASSIFY_NEXT_IP;
 		}
 	}
-	parse_rtp(c, k);
+	walk_rtp(c, k);
 	return CLASSIFY_NEXT_DONE;
 }
 
 /* GRE: the flags' optional fields, the key as the tunnel's id. */
-INLINE __u8 parse_gre(struct cursor *c, struct classify_key *k)
+INLINE __u8 walk_gre(struct cursor *c, struct classify_key *k)
 {
 	struct gre_hdr *g = cursor_take(c, struct gre_hdr);
 	if (!g || g->flags & bpf_htons(GRE_VERSION))
@@ -239,13 +171,13 @@ INLINE __u8 parse_gre(struct cursor *c, struct classify_key *k)
 }
 
 /* The upper-layer header of an IP packet. */
-INLINE __u8 parse_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
 {
 	switch (proto) {
 	case IPPROTO_UDP:
-		return parse_udp(c, k);
+		return walk_udp(c, k);
 	case IPPROTO_GRE:
-		return parse_gre(c, k);
+		return walk_gre(c, k);
 	case IPPROTO_TCP:
 	case IPPROTO_SCTP: {
 		/* Both begin with the source and destination ports. */
@@ -276,7 +208,7 @@ INLINE int fragmented(const struct classify_state *st)
 }
 
 /* An IPv4 or IPv6 header, then what it carries. */
-INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
+INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 {
 	struct classify_key *k = &st->key;
 	__u8 *v = c->pos;
@@ -284,8 +216,8 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 	if ((void *)(v + 1) > c->end)
 		return CLASSIFY_NEXT_DONE;
 	if (*v >> 4 == 4) {
-		struct iphdr *ip = parse_ipv4(c);
-		if (!ip)
+		struct iphdr *ip;
+		if (parse_ipv4(c, &ip))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			set_addr4(k->outer_src, ip->saddr);
@@ -306,8 +238,8 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 			st->frag = 1; /* an inner one, inside the first fragment of an outer one */
 		}
 	} else {
-		struct ipv6hdr *ip6 = parse_ipv6(c);
-		if (!ip6)
+		struct ipv6hdr *ip6;
+		if (parse_ipv6(c, &ip6))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			__builtin_memcpy(k->outer_src, &ip6->saddr, 16);
@@ -317,8 +249,8 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 		__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
 		k->dscp = ((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4)) >> 2;
 		proto = ip6->nexthdr;
-		__u8 *pos = c->pos, *fh;
-		int later = ipv6_skip_ext(&pos, &proto, c->end, &fh);
+		__u8 *fh;
+		int later = parse_ipv6_ext(c, &proto, &fh) < 0;
 		if (fh && !fragmented(st)) {
 			__builtin_memcpy(st->frag_id.src, &ip6->saddr, 16);
 			__builtin_memcpy(st->frag_id.dst, &ip6->daddr, 16);
@@ -326,7 +258,6 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 			st->first = !later;
 		}
 		st->frag |= later;
-		c->pos = pos;
 	}
 	st->ips++;
 	k->proto = proto;
@@ -334,7 +265,7 @@ INLINE __u8 parse_ip(struct cursor *c, struct classify_state *st)
 	k->dst_port = 0;
 	if (st->frag)
 		return CLASSIFY_NEXT_DONE;
-	return parse_l4(c, k, proto);
+	return walk_l4(c, k, proto);
 }
 
 /* One step of the walk: the header group at st->off. A function of its own
@@ -349,16 +280,11 @@ __noinline int classify_step(struct xdp_md *ctx, struct classify_state *st)
 	if (st->next == CLASSIFY_NEXT_ETH) {
 		struct ethhdr *eth;
 		__be16 proto;
-		if (!parse_eth(&c, &eth, &proto)) {
-			if (proto == bpf_htons(ETH_P_8021Q)) { /* the inner tag of two */
-				struct vlan_hdr *v = cursor_take(&c, struct vlan_hdr);
-				proto = v ? v->proto : 0;
-			}
-			if (proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6))
-				next = CLASSIFY_NEXT_IP;
-		}
+		if (!parse_eth_qinq(&c, &eth, &proto) &&
+		    (proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6)))
+			next = CLASSIFY_NEXT_IP;
 	} else if (st->next == CLASSIFY_NEXT_IP) {
-		next = parse_ip(&c, st);
+		next = walk_ip(&c, st);
 	}
 	st->next = next;
 	st->off = c.pos - data;

@@ -2,8 +2,8 @@
 /* The least work an XDP forwarder can do: the yardsticks every benchmark is
  * measured against, and the XDP_PASS program a veth peer needs before
  * XDP_REDIRECT into it delivers. */
-#include "common.h"
-#include "eth.h"
+#include "../lib/common.h"
+#include "../lib/eth.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

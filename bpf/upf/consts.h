@@ -1,0 +1,132 @@
+/* Constants of the UPF data path. Those the Go side reads are members of
+ * named enums: BTF carries them, and bpf2go generates their Go constants
+ * (each enum named with -type in internal/upf/upfxdp/gen.go). */
+#ifndef XDP5G_UPF_CONSTS_H
+#define XDP5G_UPF_CONSTS_H
+
+enum limits {
+	MAX_IFACES = 64, /* interface counter slots */
+	MAX_N3_ADDRS = 4,
+	PDRS_PER_KEY = 8,
+	QERS_PER_PDR = 2, /* free5GC sends a session QER and a flow QER */
+	URRS_PER_PDR = 2,
+	SDF_PER_PDR = 4,
+	SET_WAYS = 2,              /* places of a set_index bucket */
+	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
+	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */
+};
+
+enum iface_role {
+	ROLE_ACCESS = 1, /* N3: GTP-U in, uplink */
+	ROLE_CORE = 2,   /* N6: plain IP in, downlink */
+};
+
+enum pdr_flags {
+	PDR_MATCH_UE_V4 = 1, /* uplink: inner source is ue[0] */
+	PDR_MATCH_UE_V6 = 2, /* uplink: inner source is in the /64 ue[0..1] */
+	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
+	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
+	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */
+	/* found by TEID, yet going to the UE: from the CP function (N4-u), or
+	 * from the source gNB to the target one (indirect data forwarding) */
+	PDR_TO_UE = 32,
+	/* << n: urr[n] measures before QoS enforcement (MBQE): it counts what
+	 * the QERs and the FAR then drop too. */
+	PDR_URR_BEFORE_QOS = 64,
+};
+_Static_assert(URRS_PER_PDR <= 2, "a PDR flag for each URR measuring before QoS enforcement");
+
+enum far_action {
+	FAR_DROP = 0, /* an unused slot drops */
+	FAR_FORWARD = 1,
+	/* Downlink packets go to the control plane's buffer (far.buffer)
+	 * until it releases the buffer; then the FAR forwards. */
+	FAR_BUFFER = 2,
+};
+
+enum far_flags {
+	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
+};
+
+/* Next-hop slots that name no next hop. */
+enum nexthop_slot {
+	KERNEL_SLOT = 0,            /* never valid: the kernel forwards */
+	NEXTHOP_ROUTE = 0xffffffff, /* look the inner destination up in the routes */
+};
+
+enum sdf_flags {
+	SDF_IPV4 = 1,  /* the prefixes are IPv4: IPv6 packets never match */
+	SDF_IPV6 = 2,  /* and the other way round; neither: any address */
+	SDF_PORTS = 4, /* port ranges apply: packets without ports never match */
+};
+
+/* A QER's direction: its bit in gate_closed, its bucket. */
+enum qer_dir {
+	QER_UL = 0,
+	QER_DL = 1,
+};
+
+/* Indexes of a URR's counters and limits. */
+enum urr_index {
+	URR_TOTAL = 0,
+	URR_UL = 1,
+	URR_DL = 2,
+};
+
+enum urr_flags {
+	URR_NOTIFY_START = 1, /* an event on the next packet; cleared by the packet that sends it */
+	/* << index: the quota's event is sent; cleared when the control plane
+	 * writes the limits, so that a quota is reported once. */
+	URR_QUOTA_REPORTED = 2,
+};
+
+enum urr_event_kind {
+	URR_EVENT_THRESHOLD = 1,
+	URR_EVENT_QUOTA = 2, /* reached, or first exceeded by a dropped packet */
+	URR_EVENT_START = 3,
+};
+
+/* What a PDR set is found by. */
+enum set_kind {
+	SET_TEID = 1, /* uplink: TEID, network order */
+	SET_UE4 = 2,  /* downlink: UE IPv4 address, network order */
+	SET_UE6 = 3,  /* downlink: UE IPv6 /64 prefix, network order */
+};
+
+/* A key's bucket in set_index is the top index_bits bits of h * SET_HASH,
+ * where h = (key + kind << 56) * SET_HASH folded (h ^ h >> 32): one
+ * multiplication alone piles byte-swapped sequential TEIDs and addresses
+ * into few buckets. Its set is in one of the bucket's places or in
+ * set_overflow, which holds keys of full buckets only: when a place frees
+ * up, a key of its bucket in set_overflow moves into it. A place holds
+ * the set's slot in its low set_slot_bits bits and, above them, the key's
+ * tag: the top bits of the 32 bits of h below the bucket's, so that a
+ * packet reads only the set of a place whose tag is its key's. SET_HASH
+ * is in halves: BTF holds enum values of 32 bits. */
+enum set_hash {
+	SET_HASH_HI = 0x9e3779b9,
+	SET_HASH_LO = 0x7f4a7c15,
+};
+#define SET_HASH ((__u64)SET_HASH_HI << 32 | SET_HASH_LO)
+
+/* A buffer's state (struct buffer): the packets handed over, and the bit
+ * the control plane sets to release it. */
+enum buffer_state {
+	BUFFER_RELEASED_BIT = 63,
+};
+#define BUFFER_RELEASED (1ULL << BUFFER_RELEASED_BIT)
+
+/* What struct release_meta begins with. */
+enum release_magic {
+	RELEASE_MAGIC = 0x78356272, /* "rb5x" */
+};
+
+/* A routes4_tbl24 value is a next-hop slot below ROUTE_GROUP; ROUTE_GROUP | g
+ * sends the /24 to group g of routes4_tbl8 (longer routes lie inside it);
+ * ROUTE_LPM (groups exhausted) to the routes4 trie. */
+enum route_value {
+	ROUTE_GROUP = 0x8000,
+	ROUTE_LPM = 0xffff,
+};
+
+#endif

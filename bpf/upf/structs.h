@@ -1,0 +1,177 @@
+/* What the UPF's maps, rings and metadata hold, shared with the Go control
+ * plane (bpf2go generates the Go side of each struct). */
+#ifndef XDP5G_UPF_STRUCTS_H
+#define XDP5G_UPF_STRUCTS_H
+
+#include "../lib/common.h"
+#include "../lib/bucket.h"
+#include "consts.h"
+
+struct far {
+	__u8 action; /* enum far_action */
+	__u8 flags;  /* enum far_flags */
+	__u8 tos;    /* outer IPv4 ToS: DSCP << 2 (Transport Level Marking) */
+	__u8 pad;
+	__be32 teid;  /* outer TEID */
+	__be32 peer;  /* outer destination */
+	__be32 local; /* outer source: our N3 address */
+	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
+	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
+};
+
+/* One PDR as the packet sees it, with a copy of its FAR so that a packet
+ * reads one line for both: 64 bytes, and the mmapped array starts on a
+ * page. The precedence is the order in pdr_set. */
+struct pdr {
+	struct far far;
+	__u16 id;    /* PDR ID, for reports */
+	__u8 flags;  /* enum pdr_flags */
+	__u8 qfi;
+	__u32 ue[4]; /* network order */
+	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
+	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
+	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
+};
+_Static_assert(sizeof(struct pdr) == 64, "a PDR fills one cache line");
+
+/* An SDF filter as the packets of its PDR see it: an uplink PDR's comes
+ * with source and destination swapped. Masks and addresses are in network
+ * order, IPv4 in word 0; a zero filter matches every packet. */
+struct sdf_filter {
+	__be32 src[4];
+	__be32 src_mask[4];
+	__be32 dst[4];
+	__be32 dst_mask[4];
+	__u16 sport_lo, sport_hi; /* host order, inclusive */
+	__u16 dport_lo, dport_hi;
+	__u8 proto; /* 0: any */
+	__u8 flags; /* enum sdf_flags */
+	__u16 pad;
+};
+
+/* A PDR's SDF filters, in a slot of their own rather than inline: 308
+ * bytes in every one of the four PDR slots per session would cost 80 MB
+ * at 64k sessions, and most PDRs have none. One lookup fetches them all. */
+struct sdf_set {
+	__u32 count;
+	struct sdf_filter filter[SDF_PER_PDR];
+};
+
+/* A QoS Enforcement Rule: gate and maximum bit rate per direction (enum
+ * qer_dir), shared by every PDR that names it and updated under the lock
+ * from every CPU. */
+struct qer {
+	struct bpf_spin_lock lock;
+	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
+	struct token_bucket bucket[2];
+};
+
+/* A Usage Reporting Rule: what the packets of its PDRs amount to, shared by
+ * every CPU and counted with atomic adds, no lock. The control plane writes
+ * the limits and reads the counters through mmap. */
+struct urr {
+	__u64 bytes[3];     /* by enum urr_index: inner IP packet octets since reset */
+	__u64 packets[3];
+	__u64 threshold[3]; /* bytes; the packet that reaches one sends an event; 0: none */
+	__u64 quota[3];     /* bytes; a packet that would exceed one is dropped; 0: none */
+	__u64 first_packet; /* bpf_ktime_get_coarse_ns() of the first counted packet; 0: none yet */
+	__u64 last_packet;
+	__u64 flags; /* enum urr_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
+};
+
+/* What urr_events carries: the control plane reads the URR's counters. */
+struct urr_event {
+	__u32 slot; /* in urrs */
+	__u32 kind; /* enum urr_event_kind */
+};
+
+/* The PDRs sharing a key (TEID or UE address), highest precedence first.
+ * The key is kept with them: set_index holds slots only, and a packet takes
+ * a set as its own by comparing kind and key. Bit i of only_v4 (only_v6)
+ * says every SDF filter of uplink PDR i is of IPv4 (IPv6) addresses: the
+ * packets of the other family skip it without reading it (Open5GS puts an
+ * IPv6 router solicitations' PDR before every session's uplink PDR). */
+struct pdr_set {
+	__u64 key;
+	__u32 kind; /* enum set_kind */
+	__u16 count;
+	__u8 only_v4;
+	__u8 only_v6;
+	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
+};
+
+/* Key of set_overflow, the sets whose index places were taken. */
+struct set_key {
+	__u64 key;
+	__u32 kind;
+	__u32 pad;
+};
+
+/* Two places per bucket (enum set_hash): array values are 8-byte aligned,
+ * one u32 per value would waste half. */
+struct set_bucket {
+	__u32 slot[SET_WAYS]; /* tag and slot in pdr_sets, 0 for none */
+};
+
+/* A buffer's state, written by the control plane through mmap. Each packet
+ * the data path hands over adds one to state; the control plane releases
+ * the buffer by setting BUFFER_RELEASED with a compare-and-swap that only
+ * succeeds when state equals the number of packets it has received, so no
+ * packet is still on its way when the FAR starts forwarding: the buffered
+ * ones leave first, in order. */
+struct buffer {
+	__u64 state;   /* packets handed over | BUFFER_RELEASED */
+	__u64 dropped; /* packets the ring had no room for, or too long */
+};
+
+/* A buffered downlink frame as received, in the buffered_packets ring. */
+struct buffered_packet {
+	__u32 buffer; /* slot in buffers */
+	__u32 iface;  /* counter slot of the interface it came in on */
+	__u16 len;
+	__u16 pdr; /* PDR ID and QFI, for the Downlink Data Report */
+	__u8 qfi;
+	__u8 pad[3];
+	__u8 frame[BUFFERED_FRAME_MAX];
+};
+
+/* XDP metadata of a frame the control plane sends back through the program
+ * (BPF_PROG_TEST_RUN) to release it from its buffer: the program forwards it
+ * and writes where to. */
+struct release_meta {
+	__u32 magic; /* RELEASE_MAGIC */
+	__u32 ifindex; /* out: the interface the frame is redirected to */
+};
+
+struct nexthop {
+	__u32 ifindex;
+	__be16 vlan_tci; /* 0: untagged */
+	__u8 dmac[ETH_ALEN];
+	__u8 smac[ETH_ALEN];
+	__u8 valid;
+	__u8 pad;
+};
+
+struct iface {
+	__u32 ifindex; /* 0: slot free */
+	char name[16];
+};
+
+/* Next-hop values (enum route_value) of four consecutive /24s or addresses
+ * (array values are 8-byte aligned: one u16 per element would waste three
+ * quarters). */
+struct route_quad {
+	__u16 slot[4];
+};
+
+struct route4_key {
+	__u32 prefixlen;
+	__be32 addr;
+};
+
+struct route6_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+#endif
