@@ -17,6 +17,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // withRules gives the env a classifier in the UPF's namespace and serves
@@ -199,7 +200,7 @@ func TestRulesFileRoundTrip(t *testing.T) {
 		{"an unknown field", `{"rules": [{"id": 1, "action": "drop", "match": {"colour": 1}}]}`, "rules[0].match.colour"},
 	} {
 		fresh := e.newClassifier(t)
-		var got *Error
+		var got *fielderr.Error
 		if err := fresh.RestoreRules([]byte(c.file)); !errors.As(err, &got) || got.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // randomFrame is a nested packet of one of the paper's traffic types or
@@ -268,7 +269,7 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 		{"a slice that is not there", []Rule{catchAll(1, ActionDrop), toNoSlice}, "rules[1].slice"},
 		{"an ID twice", []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, "rules[1].id"},
 	} {
-		var re *RuleError
+		var re *fielderr.Error
 		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // interfaces stands for the classifier's namespace: eth0 and alt0.
@@ -141,7 +142,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{"an ID in use", `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, "intentId"},
 	} {
 		_, _, err := s.Apply([]byte(c.doc))
-		var e *Error
+		var e *fielderr.Error
 		if !errors.As(err, &e) || e.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.field)
 		}

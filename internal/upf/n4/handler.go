@@ -21,6 +21,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
@@ -237,7 +238,7 @@ func (t *txn) install() *refusal {
 	default:
 		err = t.h.cfg.Store.Replace(sess)
 	}
-	var invalid *session.ValidationError
+	var invalid *fielderr.Error
 	switch {
 	case err == nil:
 		return nil
@@ -283,7 +284,7 @@ func enforced(fars []session.FAR) []session.FAR {
 
 // failedRule names the rule of a store validation error: its field starts
 // with pdrs[i], fars[i], qers[i] or urrs[i], indexes into sess.
-func (s *pfcpSession) failedRule(sess session.Session, e *session.ValidationError) *refusal {
+func (s *pfcpSession) failedRule(sess session.Session, e *fielderr.Error) *refusal {
 	var i int
 	if _, err := fmt.Sscanf(e.Field, "pdrs[%d]", &i); err == nil && i < len(sess.PDRs) {
 		return ruleFailure(rulePDR, uint32(sess.PDRs[i].ID), "%v", e)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -62,7 +63,7 @@ func TestValidateSDFFilters(t *testing.T) {
 	} {
 		s := figure10()
 		s.PDRs[0].PDI.SDFFilters = c.filters
-		var ve *ValidationError
+		var ve *fielderr.Error
 		if err := Validate(&s); !errors.As(err, &ve) || ve.Field != c.field {
 			t.Errorf("%s: want an error naming %s, got %v", c.name, c.field, err)
 		}
@@ -154,7 +155,7 @@ func TestStoreSDFFilters(t *testing.T) {
 	sess.PDRs[1].PDI.SDFFilters = filters(t, "permit out 17 from 10.60.0.0/16 8000-8080 to assigned")
 	bad := figure10()
 	bad.PDRs[1].PDI.SDFFilters = filters(t, "permit out 6 from any 1,2,3 to assigned 4,5")
-	var invalid *ValidationError
+	var invalid *fielderr.Error
 	if err := e.store.Create(bad); !errors.As(err, &invalid) || invalid.Field != "pdrs[1].pdi.sdfFilters" {
 		t.Fatalf("too many filters: %v", err)
 	}

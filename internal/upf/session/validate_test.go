@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -78,7 +80,7 @@ func TestValidateNamesTheField(t *testing.T) {
 	for _, c := range cases {
 		s := figure10()
 		c.mutate(&s)
-		var ve *ValidationError
+		var ve *fielderr.Error
 		if err := Validate(&s); !errors.As(err, &ve) || ve.Field != c.field {
 			t.Errorf("want an error naming %s, got %v", c.field, err)
 		}
@@ -92,7 +94,7 @@ func TestValidateLimitsPDRsPerKey(t *testing.T) {
 		p.ID = uint16(30 + i)
 		s.PDRs = append(s.PDRs, p)
 	}
-	var ve *ValidationError
+	var ve *fielderr.Error
 	if err := Validate(&s); !errors.As(err, &ve) || ve.Field != "pdrs[9]" {
 		t.Fatalf("nine PDRs on one TEID: got %v", err)
 	}
