@@ -297,8 +297,15 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) (int, any, error) 
 	return http.StatusOK, map[string]any{"sessions": docs}, nil
 }
 
+// create and replace take a session as N4 takes a PFCP request: the
+// document is translated into the session model, validated, and installed
+// with one call into the store (which checks the model again as it
+// installs it); nothing that fails before reaches the store.
 func (s *server) create(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	sess, err := readSession(w, r)
+	if err == nil {
+		err = session.Validate(&sess)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -331,6 +338,9 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, erro
 	}
 	if sess.SEID != seid {
 		return 0, nil, fielderr.New("seid", "is %d but the URL names session %d", sess.SEID, seid)
+	}
+	if err := session.Validate(&sess); err != nil {
+		return 0, nil, err
 	}
 	if err := s.store.Replace(sess); errors.Is(err, session.ErrNotFound) {
 		return 0, nil, notFound(seid)
@@ -475,8 +485,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeStrict(body, v)
 }
 
-// readSession decodes the request's document; nothing that fails here
-// reaches the store.
+// readSession translates the request's document into the session model.
 func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
 	var d document
 	if err := decodeBody(w, r, &d); err != nil {
