@@ -46,17 +46,17 @@ func (h *Handler) choose(c *change) *refusal {
 	}
 	teids := make([]uint32, c.choices)
 	for _, tc := range c.teidChoices {
-		if teids[tc.n] == 0 {
+		if teids[tc.choice] == 0 {
 			teid, err := h.allocateTEID()
 			if err != nil {
 				return noResources(err)
 			}
-			teids[tc.n] = teid
+			teids[tc.choice] = teid
 			c.teids = append(c.teids, teid)
 			c.s.chosenTEIDs = append(c.s.chosenTEIDs, teid)
 		}
 		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
-		c.s.pdrs[i].PDI.TEID = teids[tc.n]
+		c.s.pdrs[i].PDI.TEID = teids[tc.choice]
 	}
 	if c.uePool == nil {
 		return nil

@@ -92,22 +92,22 @@ type change struct {
 	s   *pfcpSession // a copy of old that the request changed
 	now time.Time
 
-	// The F-TEIDs the UPF chooses (CH): PDR pdr takes the TEID of choice
-	// n; PDRs of one CHOOSE ID share one (§5.2.1: the ID is only
-	// meaningful within one message).
+	// The F-TEIDs the UPF chooses (CH), choices of them in all: a PDR
+	// takes the TEID of its choice, and PDRs of one CHOOSE ID share one
+	// (§5.2.1: the ID is only meaningful within one message).
 	teidChoices []teidChoice
-	chooseIDs   map[uint8]int
+	chooseIDs   map[uint8]int // CHOOSE ID to its choice
 	choices     int
 	// uePool is the pool the session's UE address comes from when the
 	// request has the UPF choose it (CHV4), for the PDRs in ueFor.
 	uePool *ippool.Pool
 	ueFor  []uint16
 
-	removedURRs  []uint32         // their final usage reports go in the response
-	granted      map[uint32]grant // URRs given quotas anew: their meters start over
-	endMarkers   []session.OuterHeaderCreation
-	dropBuffered bool     // DROBU
-	queried      []uint32 // URRs to report on in the response
+	removedURRs  []uint32                      // their final usage reports go in the response
+	granted      map[uint32]grant              // URRs given quotas anew: their meters start over
+	endMarkers   []session.OuterHeaderCreation // tunnels the request moved away from (SNDEM)
+	dropBuffered bool                          // DROBU
+	queried      []uint32                      // URRs to report on in the response
 
 	// What applying the change took, given back if it fails (undo), and
 	// the usage reports of the URRs it removed.
@@ -117,8 +117,8 @@ type change struct {
 }
 
 type teidChoice struct {
-	pdr uint16
-	n   int
+	pdr    uint16
+	choice int
 }
 
 // newChange starts translating a request that turns session old (nil for
