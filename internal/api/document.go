@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -325,7 +326,7 @@ func (d *document) session() (session.Session, error) {
 	}
 	for i, u := range d.URRs {
 		if u.VolumeThreshold != nil || u.VolumeQuota != nil || u.NotifyStart {
-			return s, badRequest(fmt.Sprintf("urrs[%d]", i), "thresholds and quotas are set by an SMF over PFCP, which gets the reports")
+			return s, fielderr.New(fmt.Sprintf("urrs[%d]", i), "thresholds and quotas are set by an SMF over PFCP, which gets the reports")
 		}
 		s.URRs = append(s.URRs, session.URR{ID: u.ID, BeforeQoS: u.MeasureBeforeQoS})
 	}
@@ -334,15 +335,15 @@ func (d *document) session() (session.Session, error) {
 		field := fmt.Sprintf("arpTable[%d]", i)
 		ip, err := netip.ParseAddr(e.IP)
 		if err != nil || ip.Zone() != "" {
-			return s, badRequest(field+".ip", "%q is not an IP address", e.IP)
+			return s, fielderr.New(field+".ip", "%q is not an IP address", e.IP)
 		}
 		if seen[ip] {
-			return s, badRequest(field+".ip", "%s is listed twice", ip)
+			return s, fielderr.New(field+".ip", "%s is listed twice", ip)
 		}
 		seen[ip] = true
 		mac, err := net.ParseMAC(e.MAC)
 		if err != nil || len(mac) != 6 {
-			return s, badRequest(field+".mac", "%q is not an Ethernet MAC address", e.MAC)
+			return s, fielderr.New(field+".mac", "%q is not an Ethernet MAC address", e.MAC)
 		}
 		s.Neighbours = append(s.Neighbours, session.Neighbour{IP: ip, MAC: mac})
 	}
@@ -363,14 +364,14 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	if s := p.PDI.UEIPAddress; s != nil {
 		ue, err := parseUE(*s)
 		if err != nil {
-			return pdr, badRequest(field+".pdi.ueIPAddress", "%q is not an IP address or prefix", *s)
+			return pdr, fielderr.New(field+".pdi.ueIPAddress", "%q is not an IP address or prefix", *s)
 		}
 		pdr.PDI.UEAddress = ue
 	}
 	for i, desc := range p.PDI.SDFFilters {
 		f, err := sdf.Parse(desc)
 		if err != nil {
-			return pdr, badRequest(fmt.Sprintf("%s.pdi.sdfFilters[%d]", field, i), "%v", err)
+			return pdr, fielderr.New(fmt.Sprintf("%s.pdi.sdfFilters[%d]", field, i), "%v", err)
 		}
 		pdr.PDI.SDFFilters = append(pdr.PDI.SDFFilters, session.SDFFilter{Filter: f})
 	}
@@ -407,7 +408,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	dest := f.DestinationInterface
 	if fp != nil && fp.DestinationInterface != nil {
 		if dest != nil && *dest != *fp.DestinationInterface {
-			return far, badRequest(field+".forwardingParameters.destinationInterface", "contradicts %s.destinationInterface", field)
+			return far, fielderr.New(field+".forwardingParameters.destinationInterface", "contradicts %s.destinationInterface", field)
 		}
 		dest = fp.DestinationInterface
 	}
@@ -419,17 +420,17 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	case f.ApplyAction != nil || fp != nil || dest != nil:
 		far.Action = session.ActionForward
 	default:
-		return far, badRequest(field+".applyAction", "is required when there are no forwarding parameters")
+		return far, fielderr.New(field+".applyAction", "is required when there are no forwarding parameters")
 	}
 	if dest != nil {
 		far.DestinationInterface = session.Interface(*dest)
 	} else if far.Action == session.ActionForward {
-		return far, badRequest(field+".destinationInterface", "is required to forward")
+		return far, fielderr.New(field+".destinationInterface", "is required to forward")
 	}
 	if fp != nil && fp.NextHop != "" {
 		a, err := netip.ParseAddr(fp.NextHop)
 		if err != nil {
-			return far, badRequest(field+".forwardingParameters.nextHop", "%q is not an IP address", fp.NextHop)
+			return far, fielderr.New(field+".forwardingParameters.nextHop", "%q is not an IP address", fp.NextHop)
 		}
 		far.NextHop = a
 	}
@@ -443,7 +444,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	if o.IPv4Address != nil {
 		a, err := netip.ParseAddr(*o.IPv4Address)
 		if err != nil || !a.Is4() {
-			return far, badRequest(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
+			return far, fielderr.New(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
 		}
 		peer = a
 	}
@@ -452,10 +453,10 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 		return far, nil
 	}
 	if far.DestinationInterface != session.InterfaceAccess {
-		return far, badRequest(ohc, "GTP-U tunnels towards the core (N9) are not supported")
+		return far, fielderr.New(ohc, "GTP-U tunnels towards the core (N9) are not supported")
 	}
 	if !peer.IsValid() {
-		return far, badRequest(ohc+".ipv4Address", "is required for a GTP-U tunnel")
+		return far, fielderr.New(ohc+".ipv4Address", "is required for a GTP-U tunnel")
 	}
 	var teid uint32
 	switch {
@@ -464,7 +465,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	case len(accessTEIDs) == 1:
 		teid = accessTEIDs[0]
 	default:
-		return far, badRequest(ohc+".teid", "is required: it defaults to the TEID of the session's access PDRs only when they have exactly one (they have %d)", len(accessTEIDs))
+		return far, fielderr.New(ohc+".teid", "is required: it defaults to the TEID of the session's access PDRs only when they have exactly one (they have %d)", len(accessTEIDs))
 	}
 	far.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: teid, Peer: peer}
 	return far, nil

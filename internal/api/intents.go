@@ -14,11 +14,7 @@ type Intents struct {
 
 // asIntentError is a refused intent as the API answers it.
 func asIntentError(err error) error {
-	var ie *intent.Error
-	switch {
-	case errors.As(err, &ie):
-		return badRequest(ie.Field, "%s", ie.Msg)
-	case errors.Is(err, intent.ErrNoIntent):
+	if errors.Is(err, intent.ErrNoIntent) {
 		return &Error{Status: http.StatusNotFound, Msg: err.Error()}
 	}
 	return err

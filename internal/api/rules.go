@@ -15,6 +15,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // Rule is a classification rule as the REST API shows it:
@@ -112,7 +113,7 @@ func (m *ruleMatch) fromJSON(v any) error {
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		match, err := parseMatch(name, obj[name])
 		if err != nil {
-			return badRequest(name, "%v", err)
+			return fielderr.New(name, "%v", err)
 		}
 		*m = append(*m, match)
 	}
@@ -257,9 +258,9 @@ func (c *Classifier) rule(doc Rule) (classifyxdp.Rule, error) {
 	}
 	switch steer := rule.Action == classifyxdp.ActionSteer; {
 	case steer && doc.Slice == nil:
-		return rule, badRequest("slice", "a rule that steers names its slice")
+		return rule, fielderr.New("slice", "a rule that steers names its slice")
 	case !steer && doc.Slice != nil:
-		return rule, badRequest("slice", "only a rule that steers has a slice")
+		return rule, fielderr.New("slice", "only a rule that steers has a slice")
 	case steer:
 		rule.Slice = *doc.Slice
 	}
@@ -268,18 +269,18 @@ func (c *Classifier) rule(doc Rule) (classifyxdp.Rule, error) {
 	}
 	iface, err := c.Interface(doc.Out.Interface)
 	if err != nil {
-		return rule, badRequest("out.interface", "no interface %q where the classifier runs", doc.Out.Interface)
+		return rule, fielderr.New("out.interface", "no interface %q where the classifier runs", doc.Out.Interface)
 	}
 	rule.Out = &classifyxdp.Egress{Interface: iface.Name, Ifindex: iface.Index, SrcMAC: iface.HardwareAddr}
 	if rule.Out.DstMAC, err = parseMAC(doc.Out.DstMAC); err != nil {
-		return rule, badRequest("out.dstMac", "%v", err)
+		return rule, fielderr.New("out.dstMac", "%v", err)
 	}
 	if doc.Out.SrcMAC != "" {
 		if rule.Out.SrcMAC, err = parseMAC(doc.Out.SrcMAC); err != nil {
-			return rule, badRequest("out.srcMac", "%v", err)
+			return rule, fielderr.New("out.srcMac", "%v", err)
 		}
 	} else if len(rule.Out.SrcMAC) != 6 {
-		return rule, badRequest("out.srcMac", "%s has no Ethernet address of its own: give one", iface.Name)
+		return rule, fielderr.New("out.srcMac", "%s has no Ethernet address of its own: give one", iface.Name)
 	}
 	return rule, nil
 }
@@ -353,7 +354,7 @@ func (c *Classifier) RestoreRules(data []byte) error {
 	for i, d := range doc.Rules {
 		field := fmt.Sprintf("rules[%d]", i)
 		if d.ID == nil {
-			return badRequest(field+".id", "a saved rule has its ID")
+			return fielderr.New(field+".id", "a saved rule has its ID")
 		}
 		var err error
 		if rules[i], err = c.rule(d); err != nil {
@@ -361,14 +362,14 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		}
 	}
 	err := c.Rules.Add(rules...)
-	var re *classifyxdp.RuleError
+	var re *fielderr.Error
 	if errors.As(err, &re) && len(rules) > 0 {
 		// Add names a rule of several by its place, the only one not.
 		i, field := 0, re.Field
 		if n, _ := fmt.Sscanf(field, "rules[%d].", &i); n == 1 && i < len(rules) {
 			field = field[strings.Index(field, ".")+1:]
 		}
-		return badRequest(fmt.Sprintf("rules[%d].%s", i, documentField(rules[i], field)), "%s", re.Msg)
+		return fielderr.New(fmt.Sprintf("rules[%d].%s", i, documentField(rules[i], field)), "%s", re.Reason)
 	}
 	if err != nil {
 		return err
@@ -379,9 +380,9 @@ func (c *Classifier) RestoreRules(data []byte) error {
 // prefixed is an API error about a part of a document, named from the
 // document's root.
 func prefixed(field string, err error) error {
-	var e *Error
+	var e *fielderr.Error
 	if errors.As(err, &e) {
-		return badRequest(join(field, e.Field), "%s", e.Msg)
+		return fielderr.New(join(field, e.Field), "%s", e.Reason)
 	}
 	return err
 }
@@ -392,7 +393,7 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, err
 	}
 	if doc.Counters != nil {
-		return 0, nil, badRequest("counters", "counters are the data path's to say")
+		return 0, nil, fielderr.New("counters", "counters are the data path's to say")
 	}
 	rule, err := s.classifier.rule(doc)
 	if err != nil {
@@ -402,12 +403,12 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	case doc.ID == nil:
 		rule.ID = s.freeRuleID()
 	case intent.OwnsRule(*doc.ID):
-		return 0, nil, badRequest("id", "IDs from %d on are the intents' rules'", uint32(1)<<31)
+		return 0, nil, fielderr.New("id", "IDs from %d on are the intents' rules'", uint32(1)<<31)
 	}
 	if err := s.classifier.Rules.Add(rule); err != nil {
-		var re *classifyxdp.RuleError
+		var re *fielderr.Error
 		if errors.As(err, &re) {
-			return 0, nil, badRequest(documentField(rule, re.Field), "%s", re.Msg)
+			return 0, nil, fielderr.New(documentField(rule, re.Field), "%s", re.Reason)
 		}
 		return 0, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // withRules gives the env a classifier in the UPF's namespace and serves
@@ -45,8 +46,8 @@ func (e *env) newClassifier(t *testing.T) *Classifier {
 func TestRulesWithoutClassification(t *testing.T) {
 	e := newEnv(t)
 	for _, c := range []struct{ method, path, body string }{
-		{"GET", "/api/v1/rules", ""}, {"GET", "/api/v1/rules/count", ""}, {"GET", "/api/v1/rules/1", ""},
-		{"POST", "/api/v1/rules", `{"action": "drop"}`}, {"DELETE", "/api/v1/rules/1", ""}, {"DELETE", "/api/v1/rules", ""},
+		{method: "GET", path: "/api/v1/rules"}, {method: "GET", path: "/api/v1/rules/count"}, {method: "GET", path: "/api/v1/rules/1"},
+		{method: "POST", path: "/api/v1/rules", body: `{"action": "drop"}`}, {method: "DELETE", path: "/api/v1/rules/1"}, {method: "DELETE", path: "/api/v1/rules"},
 	} {
 		status, body := e.request(t, c.method, c.path, c.body)
 		var got Error
@@ -90,26 +91,26 @@ func TestRules(t *testing.T) {
 
 	// Bad rules: 400 naming the field, nothing changes.
 	for _, c := range []struct{ name, body, field string }{
-		{"no action", `{"match": {}}`, "action"},
-		{"unknown action", `{"action": "shape"}`, "action"},
-		{"a steer without its slice", `{"action": "steer"}`, "slice"},
-		{"a steer to no slice", `{"action": "steer", "slice": 9}`, "slice"},
-		{"a slice for a drop", `{"action": "drop", "slice": 0}`, "slice"},
-		{"a mirror without its egress", `{"action": "mirror"}`, "out"},
-		{"a redirect without its egress", `{"action": "redirect"}`, "out"},
-		{"an egress for a drop", `{"action": "drop", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`, "out"},
-		{"an egress out of no interface", `{"action": "redirect", "out": {"interface": "eth9", "dstMac": "02:00:00:00:00:09"}}`, "out.interface"},
-		{"an egress without its interface", `{"action": "redirect", "out": {"dstMac": "02:00:00:00:00:09"}}`, "out.interface"},
-		{"an egress to no MAC", `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:09"}}`, "out.dstMac"},
-		{"an egress from no MAC", `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09", "srcMac": "x"}}`, "out.srcMac"},
-		{"an ID in use", `{"id": 7, "action": "drop"}`, "id"},
-		{"unknown field", `{"action": "drop", "match": {"vlan": 3}}`, "match.vlan"},
-		{"a number beyond its field", `{"action": "drop", "match": {"qfi": 300}}`, "match.qfi"},
-		{"a value outside its mask", `{"action": "drop", "match": {"qfi": {"value": 3, "mask": 1}}}`, "match.qfi.value"},
-		{"a reversed range", `{"action": "drop", "match": {"dstPort": {"range": [9, 8]}}}`, "match.dstPort.range"},
-		{"not an address", `{"action": "drop", "match": {"innerSrc": "ten"}}`, "match.innerSrc"},
-		{"counters given", `{"action": "drop", "counters": {"packets": 1, "bytes": 1}}`, "counters"},
-		{"an unknown key", `{"action": "drop", "priority": 1, "when": "now"}`, "when"},
+		{name: "no action", body: `{"match": {}}`, field: "action"},
+		{name: "unknown action", body: `{"action": "shape"}`, field: "action"},
+		{name: "a steer without its slice", body: `{"action": "steer"}`, field: "slice"},
+		{name: "a steer to no slice", body: `{"action": "steer", "slice": 9}`, field: "slice"},
+		{name: "a slice for a drop", body: `{"action": "drop", "slice": 0}`, field: "slice"},
+		{name: "a mirror without its egress", body: `{"action": "mirror"}`, field: "out"},
+		{name: "a redirect without its egress", body: `{"action": "redirect"}`, field: "out"},
+		{name: "an egress for a drop", body: `{"action": "drop", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09"}}`, field: "out"},
+		{name: "an egress out of no interface", body: `{"action": "redirect", "out": {"interface": "eth9", "dstMac": "02:00:00:00:00:09"}}`, field: "out.interface"},
+		{name: "an egress without its interface", body: `{"action": "redirect", "out": {"dstMac": "02:00:00:00:00:09"}}`, field: "out.interface"},
+		{name: "an egress to no MAC", body: `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:09"}}`, field: "out.dstMac"},
+		{name: "an egress from no MAC", body: `{"action": "mirror", "out": {"interface": "n3n6", "dstMac": "02:00:00:00:00:09", "srcMac": "x"}}`, field: "out.srcMac"},
+		{name: "an ID in use", body: `{"id": 7, "action": "drop"}`, field: "id"},
+		{name: "unknown field", body: `{"action": "drop", "match": {"vlan": 3}}`, field: "match.vlan"},
+		{name: "a number beyond its field", body: `{"action": "drop", "match": {"qfi": 300}}`, field: "match.qfi"},
+		{name: "a value outside its mask", body: `{"action": "drop", "match": {"qfi": {"value": 3, "mask": 1}}}`, field: "match.qfi.value"},
+		{name: "a reversed range", body: `{"action": "drop", "match": {"dstPort": {"range": [9, 8]}}}`, field: "match.dstPort.range"},
+		{name: "not an address", body: `{"action": "drop", "match": {"innerSrc": "ten"}}`, field: "match.innerSrc"},
+		{name: "counters given", body: `{"action": "drop", "counters": {"packets": 1, "bytes": 1}}`, field: "counters"},
+		{name: "an unknown key", body: `{"action": "drop", "priority": 1, "when": "now"}`, field: "when"},
 	} {
 		status, body := e.request(t, "POST", "/api/v1/rules", c.body)
 		var got Error
@@ -191,15 +192,15 @@ func TestRulesFileRoundTrip(t *testing.T) {
 	}
 
 	for _, c := range []struct{ name, file, field string }{
-		{"an egress gone", `{"rules": [{"id": 1, "action": "drop"},
-			{"id": 2, "action": "redirect", "out": {"interface": "gone0", "dstMac": "02:00:00:00:00:0a"}}]}`, "rules[1].out.interface"},
-		{"a rule without its ID", `{"rules": [{"action": "drop"}]}`, "rules[0].id"},
-		{"a slice without CPUs", `{"slices": [{"id": 1, "cpus": []}], "rules": []}`, "slices[0].cpus"},
-		{"a steer to a slice not saved", `{"rules": [{"id": 1, "action": "steer", "slice": 2}]}`, "rules[0].slice"},
-		{"an unknown field", `{"rules": [{"id": 1, "action": "drop", "match": {"colour": 1}}]}`, "rules[0].match.colour"},
+		{name: "an egress gone", file: `{"rules": [{"id": 1, "action": "drop"},
+			{"id": 2, "action": "redirect", "out": {"interface": "gone0", "dstMac": "02:00:00:00:00:0a"}}]}`, field: "rules[1].out.interface"},
+		{name: "a rule without its ID", file: `{"rules": [{"action": "drop"}]}`, field: "rules[0].id"},
+		{name: "a slice without CPUs", file: `{"slices": [{"id": 1, "cpus": []}], "rules": []}`, field: "slices[0].cpus"},
+		{name: "a steer to a slice not saved", file: `{"rules": [{"id": 1, "action": "steer", "slice": 2}]}`, field: "rules[0].slice"},
+		{name: "an unknown field", file: `{"rules": [{"id": 1, "action": "drop", "match": {"colour": 1}}]}`, field: "rules[0].match.colour"},
 	} {
 		fresh := e.newClassifier(t)
-		var got *Error
+		var got *fielderr.Error
 		if err := fresh.RestoreRules([]byte(c.file)); !errors.As(err, &got) || got.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}
@@ -224,13 +225,13 @@ func TestSlices(t *testing.T) {
 	}
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/slices", ""), `{"slices": [{"id": 2, "cpus": [0]}]}`)
 	for _, c := range []struct{ name, path, body, field string }{
-		{"no CPUs", "/api/v1/slices/3", `{"cpus": []}`, "cpus"},
-		{"a CPU not there", "/api/v1/slices/3", `{"cpus": [0, 4096]}`, "cpus[1]"},
-		{"a CPU twice", "/api/v1/slices/3", `{"cpus": [0, 0]}`, "cpus[1]"},
-		{"another ID in the body", "/api/v1/slices/3", `{"id": 4, "cpus": [0]}`, "id"},
-		{"an ID out of range", "/api/v1/slices/100000", `{"cpus": [0]}`, "id"},
-		{"counters given", "/api/v1/slices/3", `{"cpus": [0], "counters": []}`, "counters"},
-		{"counters given in full", "/api/v1/slices/3", `{"cpus": [0], "counters": [{"cpu": 0, "packets": 1, "bytes": 1}]}`, "counters"},
+		{name: "no CPUs", path: "/api/v1/slices/3", body: `{"cpus": []}`, field: "cpus"},
+		{name: "a CPU not there", path: "/api/v1/slices/3", body: `{"cpus": [0, 4096]}`, field: "cpus[1]"},
+		{name: "a CPU twice", path: "/api/v1/slices/3", body: `{"cpus": [0, 0]}`, field: "cpus[1]"},
+		{name: "another ID in the body", path: "/api/v1/slices/3", body: `{"id": 4, "cpus": [0]}`, field: "id"},
+		{name: "an ID out of range", path: "/api/v1/slices/100000", body: `{"cpus": [0]}`, field: "id"},
+		{name: "counters given", path: "/api/v1/slices/3", body: `{"cpus": [0], "counters": []}`, field: "counters"},
+		{name: "counters given in full", path: "/api/v1/slices/3", body: `{"cpus": [0], "counters": [{"cpu": 0, "packets": 1, "bytes": 1}]}`, field: "counters"},
 	} {
 		status, body := e.request(t, "PUT", c.path, c.body)
 		var got Error

@@ -48,7 +48,9 @@
 //	                                 format)
 //
 // Documents are those of Fig. 10 of the paper (see document). A failed
-// request answers {"error": ..., "field": ...} (Error) and changes nothing.
+// request answers {"error": ..., "field": ...} (Error) and changes nothing:
+// a document refused for one of its fields (a fielderr.Error, whichever
+// validator refused it) with 400.
 // Sessions that SMFs created over PFCP are listed with the others, but PUT
 // and DELETE refuse them (409): only their SMF changes them. Without a UPF
 // (a CU-UP alone) the /api/v1/sessions and /api/v1/stats resources answer
@@ -67,8 +69,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
-	"github.com/xdp5g/xdp5g/internal/ran/e1"
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -86,16 +88,7 @@ type Error struct {
 	Field  string `json:"field,omitempty"` // path in the document, e.g. pdrs[1].pdi.teid
 }
 
-func (e *Error) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-func badRequest(field, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
+func (e *Error) Error() string { return (&fielderr.Error{Field: e.Field, Reason: e.Msg}).Error() }
 
 // Stats is the body of GET /api/v1/stats.
 type Stats struct {
@@ -243,9 +236,8 @@ func (s *server) handle(h handlerFunc) http.Handler {
 func (s *server) asError(r *http.Request, err error) *Error {
 	var (
 		e         *Error
-		invalid   *session.ValidationError
+		invalid   *fielderr.Error
 		conflict  *session.ConflictError
-		e1Invalid *e1.FieldError
 		noContext *cuup.NotFoundError
 		cuupFull  *cuup.ConflictError
 	)
@@ -253,11 +245,9 @@ func (s *server) asError(r *http.Request, err error) *Error {
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &invalid):
-		return badRequest(invalid.Field, "%s", invalid.Msg)
+		return &Error{Status: http.StatusBadRequest, Field: invalid.Field, Msg: invalid.Reason}
 	case errors.As(err, &conflict):
 		return &Error{Status: http.StatusConflict, Msg: conflict.Msg}
-	case errors.As(err, &e1Invalid):
-		return badRequest(e1Invalid.Field, "%s", e1Invalid.Msg)
 	case errors.As(err, &noContext):
 		return &Error{Status: http.StatusNotFound, Msg: noContext.Error()}
 	case errors.As(err, &cuupFull):
@@ -307,8 +297,15 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) (int, any, error) 
 	return http.StatusOK, map[string]any{"sessions": docs}, nil
 }
 
+// create and replace take a session as N4 takes a PFCP request: the
+// document is translated into the session model, validated, and installed
+// with one call into the store (which checks the model again as it
+// installs it); nothing that fails before reaches the store.
 func (s *server) create(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	sess, err := readSession(w, r)
+	if err == nil {
+		err = session.Validate(&sess)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -340,7 +337,10 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, err
 	}
 	if sess.SEID != seid {
-		return 0, nil, badRequest("seid", "is %d but the URL names session %d", sess.SEID, seid)
+		return 0, nil, fielderr.New("seid", "is %d but the URL names session %d", sess.SEID, seid)
+	}
+	if err := session.Validate(&sess); err != nil {
+		return 0, nil, err
 	}
 	if err := s.store.Replace(sess); errors.Is(err, session.ErrNotFound) {
 		return 0, nil, notFound(seid)
@@ -458,7 +458,7 @@ func pathSEID(r *http.Request) (uint64, error) { return pathNumber(r, "seid", 64
 func pathNumber(r *http.Request, name string, bits int, what string) (uint64, error) {
 	n, err := strconv.ParseUint(r.PathValue(name), 10, bits)
 	if err != nil {
-		return 0, badRequest("", "%q in the URL is not %s", r.PathValue(name), what)
+		return 0, fielderr.New("", "%q in the URL is not %s", r.PathValue(name), what)
 	}
 	return n, nil
 }
@@ -471,7 +471,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		return nil, &Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("the document is larger than %d bytes", maxBody)}
 	}
 	if err != nil {
-		return nil, badRequest("", "reading the body: %v", err)
+		return nil, fielderr.New("", "reading the body: %v", err)
 	}
 	return body, nil
 }
@@ -485,8 +485,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeStrict(body, v)
 }
 
-// readSession decodes the request's document; nothing that fails here
-// reaches the store.
+// readSession translates the request's document into the session model.
 func readSession(w http.ResponseWriter, r *http.Request) (session.Session, error) {
 	var d document
 	if err := decodeBody(w, r, &d); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // Slice is a set of CPUs that steer rules spread flows over, as the REST
@@ -61,21 +62,16 @@ func (s *server) sliceDoc(sl classifyxdp.Slice) (Slice, error) {
 // field.
 func (c *Classifier) setSlice(doc Slice) (classifyxdp.Slice, error) {
 	if doc.ID == nil {
-		return classifyxdp.Slice{}, badRequest("id", "a slice has its ID")
+		return classifyxdp.Slice{}, fielderr.New("id", "a slice has its ID")
 	}
 	if doc.Counters != nil {
-		return classifyxdp.Slice{}, badRequest("counters", "counters are the data path's to say")
+		return classifyxdp.Slice{}, fielderr.New("counters", "counters are the data path's to say")
 	}
 	s := classifyxdp.Slice{ID: *doc.ID, CPUs: make([]int, len(doc.CPUs)), Prioritised: doc.Prioritised, Rate: doc.Rate, Burst: doc.Burst}
 	for i, cpu := range doc.CPUs {
 		s.CPUs[i] = int(cpu)
 	}
-	err := c.Rules.SetSlice(s)
-	var re *classifyxdp.RuleError
-	if errors.As(err, &re) {
-		return s, badRequest(re.Field, "%s", re.Msg)
-	}
-	return s, err
+	return s, c.Rules.SetSlice(s)
 }
 
 func pathSliceID(r *http.Request) (uint32, error) {
@@ -97,7 +93,7 @@ func (s *server) putSlice(w http.ResponseWriter, r *http.Request) (int, any, err
 		return 0, nil, err
 	}
 	if doc.ID != nil && *doc.ID != id {
-		return 0, nil, badRequest("id", "the body names slice %d, the path %d", *doc.ID, id)
+		return 0, nil, fielderr.New("id", "the body names slice %d, the path %d", *doc.ID, id)
 	}
 	if s.classifier.Intents.OwnsSlice(id) {
 		return 0, nil, &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("slice %d is an intent's", id)}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // jsonValue is a type that checks and takes a decoded JSON value itself
@@ -31,14 +33,14 @@ func decodeStrict(data []byte, v any) error {
 		var syntax *json.SyntaxError
 		switch {
 		case errors.Is(err, io.EOF):
-			return badRequest("", "the body is empty; expected a JSON document")
+			return fielderr.New("", "the body is empty; expected a JSON document")
 		case errors.As(err, &syntax):
-			return badRequest("", "malformed JSON at byte %d: %v", syntax.Offset, err)
+			return fielderr.New("", "malformed JSON at byte %d: %v", syntax.Offset, err)
 		}
-		return badRequest("", "malformed JSON: %v", err)
+		return fielderr.New("", "malformed JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
+		return fielderr.New("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
 	}
 	return assign("", tree, reflect.ValueOf(v).Elem())
 }
@@ -46,22 +48,22 @@ func decodeStrict(data []byte, v any) error {
 func assign(path string, src any, dst reflect.Value) error {
 	if u, ok := dst.Addr().Interface().(jsonValue); ok {
 		err := u.fromJSON(src)
-		var inner *Error // about a part of the value
+		var inner *fielderr.Error // about a part of the value
 		if errors.As(err, &inner) {
-			return badRequest(join(path, inner.Field), "%s", inner.Msg)
+			return fielderr.New(join(path, inner.Field), "%s", inner.Reason)
 		}
 		if err != nil {
-			return badRequest(path, "%v", err)
+			return fielderr.New(path, "%v", err)
 		}
 		return nil
 	}
 	if u, ok := dst.Addr().Interface().(encoding.TextUnmarshaler); ok {
 		text, isString := src.(string)
 		if !isString {
-			return badRequest(path, "must be a string")
+			return fielderr.New(path, "must be a string")
 		}
 		if err := u.UnmarshalText([]byte(text)); err != nil {
-			return badRequest(path, "%v", err)
+			return fielderr.New(path, "%v", err)
 		}
 		return nil
 	}
@@ -75,13 +77,13 @@ func assign(path string, src any, dst reflect.Value) error {
 	case reflect.Struct:
 		obj, ok := src.(map[string]any)
 		if !ok {
-			return badRequest(path, "must be an object")
+			return fielderr.New(path, "must be an object")
 		}
 		return assignStruct(path, obj, dst)
 	case reflect.Slice:
 		list, ok := src.([]any)
 		if !ok {
-			return badRequest(path, "must be a list")
+			return fielderr.New(path, "must be a list")
 		}
 		dst.Set(reflect.MakeSlice(dst.Type(), len(list), len(list)))
 		for i, elem := range list {
@@ -93,14 +95,14 @@ func assign(path string, src any, dst reflect.Value) error {
 	case reflect.String:
 		s, ok := src.(string)
 		if !ok {
-			return badRequest(path, "must be a string")
+			return fielderr.New(path, "must be a string")
 		}
 		dst.SetString(s)
 		return nil
 	case reflect.Bool:
 		b, ok := src.(bool)
 		if !ok {
-			return badRequest(path, "must be true or false")
+			return fielderr.New(path, "must be true or false")
 		}
 		dst.SetBool(b)
 		return nil
@@ -109,7 +111,7 @@ func assign(path string, src any, dst reflect.Value) error {
 		n, ok := src.(json.Number)
 		u, err := strconv.ParseUint(string(n), 10, bits)
 		if !ok || err != nil {
-			return badRequest(path, "must be an integer from 0 to %d", ^uint64(0)>>(64-bits))
+			return fielderr.New(path, "must be an integer from 0 to %d", ^uint64(0)>>(64-bits))
 		}
 		dst.SetUint(u)
 		return nil
@@ -130,7 +132,7 @@ func assignStruct(path string, obj map[string]any, dst reflect.Value) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !known[k] {
-			return badRequest(join(path, k), "unknown field")
+			return fielderr.New(join(path, k), "unknown field")
 		}
 	}
 	for i := range t.NumField() {
@@ -139,7 +141,7 @@ func assignStruct(path string, obj map[string]any, dst reflect.Value) error {
 		v, present := obj[name]
 		if !present {
 			if f.Tag.Get("required") == "true" {
-				return badRequest(join(path, name), "is required")
+				return fielderr.New(join(path, name), "is required")
 			}
 			continue
 		}

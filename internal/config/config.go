@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
 	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
@@ -214,17 +215,8 @@ func (c *Config) CoreInterfaces() []string {
 	return names
 }
 
-// FieldError names the setting that is wrong, by its path in the file.
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-func invalid(field, format string, args ...any) error {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
+// invalid names the setting that is wrong, by its path in the file.
+func invalid(field, format string, args ...any) error { return fielderr.New(field, format, args...) }
 
 // file is the YAML as written; parse turns it into a Config.
 type file struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -242,7 +243,7 @@ func TestInvalidCUUPSettingsNameTheField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parse([]byte(tt.yaml))
-			var fe *FieldError
+			var fe *fielderr.Error
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("error %v, want one naming %s", err, tt.field)
 			}
@@ -375,7 +376,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 				doc += "\nn3_addresses: [192.0.2.1]"
 			}
 			_, err := parse([]byte(doc))
-			var fe *FieldError
+			var fe *fielderr.Error
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("error %v, want one naming %s", err, tt.field)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/percpu"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
@@ -234,7 +235,7 @@ func (d *Datapath) Rule(id uint32) (Rule, bool) {
 }
 
 // Add installs rules, all or none: once Add returns, every packet is
-// classified with them. A refused rule (a *RuleError, with its place in
+// classified with them. A refused rule (a *fielderr.Error, with its place in
 // the list) changes nothing.
 func (d *Datapath) Add(rules ...Rule) error {
 	d.mu.Lock()
@@ -266,7 +267,7 @@ func (d *Datapath) Add(rules ...Rule) error {
 		}
 		if err != nil {
 			undo(rules[:i])
-			var re *RuleError
+			var re *fielderr.Error
 			if len(rules) > 1 && errors.As(err, &re) {
 				re.Field = fmt.Sprintf("rules[%d].%s", i, re.Field)
 			}

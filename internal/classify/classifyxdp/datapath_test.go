@@ -13,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -269,7 +270,7 @@ func TestBatchesAreAllOrNothing(t *testing.T) {
 		{name: "a slice that is not there", batch: []Rule{catchAll(1, ActionDrop), toNoSlice}, field: "rules[1].slice"},
 		{name: "an ID twice", batch: []Rule{catchAll(1, ActionDrop), catchAll(1, ActionDrop)}, field: "rules[1].id"},
 	} {
-		var re *RuleError
+		var re *fielderr.Error
 		if err := p.Add(c.batch...); !errors.As(err, &re) || re.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}

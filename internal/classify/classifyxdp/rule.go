@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"net"
 	"net/netip"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // Match is what a rule asks of one field: the field's value under a mask,
@@ -52,16 +54,10 @@ type Egress struct {
 	DstMAC, SrcMAC net.HardwareAddr
 }
 
-// RuleError is a rule refused: Field names what is wrong with it, as
+// invalid is a rule refused: field names what is wrong with it, as
 // matches[i] or a rule field.
-type RuleError struct {
-	Field, Msg string
-}
-
-func (e *RuleError) Error() string { return e.Field + ": " + e.Msg }
-
-func invalid(field, format string, args ...any) *RuleError {
-	return &RuleError{field, fmt.Sprintf(format, args...)}
+func invalid(field, format string, args ...any) *fielderr.Error {
+	return fielderr.New(field, format, args...)
 }
 
 // ternary is one value under one mask over the whole key: what a rule is

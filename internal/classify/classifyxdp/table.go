@@ -66,7 +66,7 @@ func NewTable(maxMasks int) *Table {
 // Len is the number of rules.
 func (t *Table) Len() int { return len(t.rules) }
 
-// Add adds a rule; a refused one (a *RuleError, or an ID in use) changes
+// Add adds a rule; a refused one (a *fielderr.Error, or an ID in use) changes
 // nothing.
 func (t *Table) Add(r Rule) error {
 	if _, ok := t.rules[r.ID]; ok {

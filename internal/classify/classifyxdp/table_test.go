@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 func field(t *testing.T, name string) Field {
@@ -75,9 +77,9 @@ func TestTableAgreesWithReference(t *testing.T) {
 	var rules []Rule
 	for id := range uint32(400) {
 		r := randomRule(id)
-		var re *RuleError
+		var re *fielderr.Error
 		switch err := table.Add(r); {
-		case errors.As(err, &re) && re.Msg != "" && len(r.Matches) > 1 && re.Field[len(re.Field)-6:] == ".range":
+		case errors.As(err, &re) && re.Reason != "" && len(r.Matches) > 1 && re.Field[len(re.Field)-6:] == ".range":
 			continue // ranges that split into too many prefixes together
 		case err != nil:
 			t.Fatalf("rule %+v: %v", r, err)
@@ -179,7 +181,7 @@ func TestBadRulesAreRefused(t *testing.T) {
 			field: "matches"}, // 1 under one mask, 2 and 3 under another
 	} {
 		err := table.Add(c.rule)
-		var re *RuleError
+		var re *fielderr.Error
 		if !errors.As(err, &re) || re.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
 		}

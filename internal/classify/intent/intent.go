@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // Listing1 is the intent of that paper's Listing 1, as it is written there:
@@ -64,16 +65,10 @@ const (
 // rule ruleIDBase + i, out of the way of rules added by hand.
 const ruleIDBase = 1 << 31
 
-// Error is an intent refused: Field names what is wrong, by its path in
+// invalid is an intent refused: field names what is wrong, by its path in
 // the document.
-type Error struct {
-	Field, Msg string
-}
-
-func (e *Error) Error() string { return e.Field + ": " + e.Msg }
-
-func invalid(field, format string, args ...any) *Error {
-	return &Error{field, fmt.Sprintf(format, args...)}
+func invalid(field, format string, args ...any) *fielderr.Error {
+	return fielderr.New(field, format, args...)
 }
 
 // ErrNoIntent is returned for an intent that is not installed.

@@ -15,8 +15,9 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // interfaces stands for the classifier's namespace: eth0 and alt0.
@@ -138,7 +139,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{name: "an ID in use", doc: `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "intentId"},
 	} {
 		_, _, err := s.Apply([]byte(c.doc))
-		var e *Error
+		var e *fielderr.Error
 		if !errors.As(err, &e) || e.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.field)
 		}

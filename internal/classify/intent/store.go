@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 // Store is the installed intents over a classifier. It is safe for
@@ -126,9 +127,9 @@ func (s *Store) install(in *Intent) (err error) {
 // asError names the part of the document a refusal of the classifier is
 // about.
 func asError(field string, err error) error {
-	var re *classifyxdp.RuleError
+	var re *fielderr.Error
 	if errors.As(err, &re) {
-		return invalid(field, "%s", re.Msg)
+		return invalid(field, "%s", re.Reason)
 	}
 	return err
 }
@@ -232,9 +233,9 @@ func (s *Store) Restore(docs []json.RawMessage) error {
 	for i, doc := range docs {
 		if _, _, err := s.Apply(doc); err != nil {
 			field := fmt.Sprintf("intents[%d]", i)
-			var e *Error
+			var e *fielderr.Error
 			if errors.As(err, &e) {
-				return invalid(strings.TrimSuffix(field+"."+e.Field, "."), "%s", e.Msg)
+				return invalid(strings.TrimSuffix(field+"."+e.Field, "."), "%s", e.Reason)
 			}
 			return fmt.Errorf("%s: %w", field, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
@@ -127,7 +128,7 @@ func TestRedirectToMonitor(t *testing.T) {
 	// An egress is a redirecting rule's only, and one needs it.
 	for _, bad := range []classifyxdp.Rule{{ID: 2, Action: classifyxdp.ActionDrop, Out: out}, {ID: 2, Action: classifyxdp.ActionRedirect},
 		{ID: 2, Action: classifyxdp.ActionRedirect, Out: &classifyxdp.Egress{Ifindex: out.Ifindex, DstMAC: out.DstMAC}}} {
-		var re *classifyxdp.RuleError
+		var re *fielderr.Error
 		if err := p.Add(bad); !errors.As(err, &re) || re.Field != "out" {
 			t.Errorf("rule %+v: %v, want an error naming out", bad, err)
 		}

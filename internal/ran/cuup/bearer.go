@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 	"github.com/xdp5g/xdp5g/internal/ran/nrsec"
 	"github.com/xdp5g/xdp5g/internal/ran/nru"
@@ -28,12 +29,12 @@ func newKeys(s e1.SecurityInformation) (keys, error) {
 	var err error
 	if s.Algorithm.Ciphering != 0 {
 		if k.cipher, err = nrsec.NewCipher(nrsec.Algorithm(s.Algorithm.Ciphering), s.Key.Encryption.Algorithm128()); err != nil {
-			return keys{}, &e1.FieldError{Field: "securityInformation", Msg: err.Error()}
+			return keys{}, fielderr.New("securityInformation", "%v", err)
 		}
 	}
 	if s.Algorithm.Integrity != nil {
 		if k.integrity, err = nrsec.NewIntegrity(nrsec.Algorithm(*s.Algorithm.Integrity), s.Key.Integrity.Algorithm128()); err != nil {
-			return keys{}, &e1.FieldError{Field: "securityInformation", Msg: err.Error()}
+			return keys{}, fielderr.New("securityInformation", "%v", err)
 		}
 	}
 	return k, nil

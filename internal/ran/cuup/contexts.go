@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 	"github.com/xdp5g/xdp5g/internal/ran/sdap"
@@ -279,8 +280,8 @@ func (c *CUUP) Modify(id uint32, req e1.BearerContextModificationRequest) (e1.Be
 // lacks or would break it.
 func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModificationRequest) error {
 	if req.Security != nil {
-		return &e1.FieldError{Field: "securityInformation",
-			Msg: "new keys need a PDCP re-establishment, which this CU-UP does not do: release the bearer context and set it up again"}
+		return fielderr.New("securityInformation",
+			"new keys need a PDCP re-establishment, which this CU-UP does not do: release the bearer context and set it up again")
 	}
 	ueDRBs := bc.drbIDs()
 	if err := e1.ValidateSessions("pduSessionResourceToSetupList", req.Setup, bc.security, ueDRBs); err != nil {
@@ -288,8 +289,7 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 	}
 	for i, s := range req.Setup {
 		if bc.sessions[s.ID] != nil {
-			return &e1.FieldError{Field: fmt.Sprintf("pduSessionResourceToSetupList[%d].pduSessionId", i),
-				Msg: fmt.Sprintf("PDU session %d exists", s.ID)}
+			return fielderr.New(fmt.Sprintf("pduSessionResourceToSetupList[%d].pduSessionId", i), "PDU session %d exists", s.ID)
 		}
 		for _, d := range s.DRBs {
 			ueDRBs = append(ueDRBs, d.ID)
@@ -299,11 +299,11 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 		p := fmt.Sprintf("pduSessionResourceToModifyList[%d]", i)
 		ps := bc.sessions[m.ID]
 		if ps == nil {
-			return &e1.FieldError{Field: p + ".pduSessionId", Msg: fmt.Sprintf("no PDU session %d", m.ID)}
+			return fielderr.New(p+".pduSessionId", "no PDU session %d", m.ID)
 		}
 		if m.ULTunnel != nil {
 			if err := m.ULTunnel.Validate(); err != nil {
-				return &e1.FieldError{Field: p + ".ngUlUpTnlInformation", Msg: err.Error()}
+				return fielderr.New(p+".ngUlUpTnlInformation", "%v", err)
 			}
 		}
 		var flows []uint8
@@ -319,17 +319,17 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 		for j, d := range m.ModifyDRBs {
 			dp := fmt.Sprintf("%s.drbToModifyList[%d]", p, j)
 			if ps.drbs[d.ID] == nil {
-				return &e1.FieldError{Field: dp + ".drbId", Msg: fmt.Sprintf("PDU session %d has no DRB %d", m.ID, d.ID)}
+				return fielderr.New(dp+".drbId", "PDU session %d has no DRB %d", m.ID, d.ID)
 			}
 			if d.DLTunnel != nil {
 				if err := d.DLTunnel.Validate(); err != nil {
-					return &e1.FieldError{Field: dp + ".dlUpParameters", Msg: err.Error()}
+					return fielderr.New(dp+".dlUpParameters", "%v", err)
 				}
 			}
 		}
 		for j, d := range m.RemoveDRBs {
 			if ps.drbs[d] == nil {
-				return &e1.FieldError{Field: fmt.Sprintf("%s.drbToRemoveList[%d]", p, j), Msg: fmt.Sprintf("PDU session %d has no DRB %d", m.ID, d)}
+				return fielderr.New(fmt.Sprintf("%s.drbToRemoveList[%d]", p, j), "PDU session %d has no DRB %d", m.ID, d)
 			}
 		}
 		after := maps.Clone(ps.drbs)
@@ -340,15 +340,15 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 			after[d.ID] = &drb{cfg: d}
 		}
 		if _, err := newSDAP(after); err != nil {
-			return &e1.FieldError{Field: p + ".drbToSetupList", Msg: err.Error()}
+			return fielderr.New(p+".drbToSetupList", "%v", err)
 		}
 		if len(m.RemoveDRBs) == len(ps.drbs) && len(m.SetupDRBs) == 0 {
-			return &e1.FieldError{Field: p + ".drbToRemoveList", Msg: "a PDU session keeps one DRB at least; remove the session instead"}
+			return fielderr.New(p+".drbToRemoveList", "a PDU session keeps one DRB at least; remove the session instead")
 		}
 	}
 	for i, s := range req.Remove {
 		if bc.sessions[s] == nil {
-			return &e1.FieldError{Field: fmt.Sprintf("pduSessionResourceToRemoveList[%d]", i), Msg: fmt.Sprintf("no PDU session %d", s)}
+			return fielderr.New(fmt.Sprintf("pduSessionResourceToRemoveList[%d]", i), "no PDU session %d", s)
 		}
 	}
 	return nil
@@ -384,7 +384,7 @@ func (c *CUUP) addSession(bc *bearerContext, s e1.PDUSessionToSetup) (*pduSessio
 	}
 	if ps.byID, ps.sdap, err = mapDRBs(ps.drbs); err != nil {
 		c.dropSession(bc, ps)
-		return nil, &e1.FieldError{Field: "pduSessionResourceToSetupList", Msg: err.Error()}
+		return nil, fielderr.New("pduSessionResourceToSetupList", "%v", err)
 	}
 	bc.sessions[s.ID] = ps
 	return ps, nil

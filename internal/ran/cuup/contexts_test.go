@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
@@ -200,7 +201,7 @@ func TestRefusedChangesNothing(t *testing.T) {
 			Modify: []e1.PDUSessionToModify{{ID: 1, RemoveDRBs: []uint8{1, 2}}}}},
 		{field: "pduSessionResourceToRemoveList[0]", req: e1.BearerContextModificationRequest{Remove: []uint8{9}}},
 	} {
-		var fe *e1.FieldError
+		var fe *fielderr.Error
 		if _, err := c.Modify(id, r.req); !errors.As(err, &fe) || fe.Field != r.field {
 			t.Errorf("refused for %v, want for %s", err, r.field)
 		}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -106,7 +108,7 @@ func TestBadRequests(t *testing.T) {
 	} {
 		r := request()
 		c.spoil(&r)
-		var fe *FieldError
+		var fe *fielderr.Error
 		if err := r.Validate(); !errors.As(err, &fe) || fe.Field != c.field {
 			t.Errorf("refused for %v, want for %s", err, c.field)
 		}

@@ -3,19 +3,9 @@ package e1
 import (
 	"fmt"
 	"slices"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
-
-// FieldError is a request the CU-UP refuses, naming the offending field by
-// its path in the JSON document.
-type FieldError struct {
-	Field, Msg string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-func fieldError(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
 
 // Timer values RRC can configure (TS 38.331 PDCP-Config), in milliseconds.
 var (
@@ -31,14 +21,14 @@ func (r *BearerContextSetupRequest) Validate() error {
 		return err
 	}
 	if len(r.PDUSessions) == 0 {
-		return fieldError("pduSessionResourceToSetupList", "needs at least one PDU session")
+		return fielderr.New("pduSessionResourceToSetupList", "needs at least one PDU session")
 	}
 	return ValidateSessions("pduSessionResourceToSetupList", r.PDUSessions, r.Security, nil)
 }
 
 func (s SecurityInformation) validate(path string) error {
 	if (s.Algorithm.Integrity == nil) != (s.Key.Integrity == nil) {
-		return fieldError(path, "an integrity protection algorithm and an integrity protection key come together")
+		return fielderr.New(path, "an integrity protection algorithm and an integrity protection key come together")
 	}
 	if err := checkKey(path+".upSecurityKey.encryptionKey", s.Key.Encryption); err != nil {
 		return err
@@ -52,7 +42,7 @@ func (s SecurityInformation) validate(path string) error {
 // checkKey refuses a key the algorithms cannot take (Key.Algorithm128).
 func checkKey(path string, k Key) error {
 	if len(k) != 16 && len(k) != 32 {
-		return fieldError(path, "a key is 128 or 256 bits, not %d octets", len(k))
+		return fielderr.New(path, "a key is 128 or 256 bits, not %d octets", len(k))
 	}
 	return nil
 }
@@ -77,32 +67,32 @@ func ValidateSessions(path string, sessions []PDUSessionToSetup, security Securi
 	for i, s := range sessions {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if s.ID == 0 {
-			return fieldError(p+".pduSessionId", "0 is no PDU session (TS 24.007 11.2.3.1b)")
+			return fielderr.New(p+".pduSessionId", "0 is no PDU session (TS 24.007 11.2.3.1b)")
 		}
 		if slices.Contains(ids, s.ID) {
-			return fieldError(p+".pduSessionId", "PDU session %d is listed twice", s.ID)
+			return fielderr.New(p+".pduSessionId", "PDU session %d is listed twice", s.ID)
 		}
 		ids = append(ids, s.ID)
 		if err := checkEnum(s.Type, IPv4, IPv6, IPv4v6, Ethernet, Unstructured); err != nil {
-			return fieldError(p+".pduSessionType", "%v", err)
+			return fielderr.New(p+".pduSessionType", "%v", err)
 		}
 		if s.SNSSAI.SD != nil && *s.SNSSAI.SD > 0xffffff {
-			return fieldError(p+".snssai.sd", "is 24 bits")
+			return fielderr.New(p+".snssai.sd", "is 24 bits")
 		}
 		if err := checkEnum(s.SecurityIndication.Integrity, Required, Preferred, NotNeeded); err != nil {
-			return fieldError(p+".securityIndication.integrityProtectionIndication", "%v", err)
+			return fielderr.New(p+".securityIndication.integrityProtectionIndication", "%v", err)
 		}
 		if err := checkEnum(s.SecurityIndication.Confidentiality, Required, Preferred, NotNeeded); err != nil {
-			return fieldError(p+".securityIndication.confidentialityProtectionIndication", "%v", err)
+			return fielderr.New(p+".securityIndication.confidentialityProtectionIndication", "%v", err)
 		}
 		if _, err := IntegrityPerformed(s.SecurityIndication, security); err != nil {
-			return fieldError(p+".securityIndication.integrityProtectionIndication", "%v", err)
+			return fielderr.New(p+".securityIndication.integrityProtectionIndication", "%v", err)
 		}
 		if err := s.ULTunnel.Validate(); err != nil {
-			return fieldError(p+".ngUlUpTnlInformation", "%v", err)
+			return fielderr.New(p+".ngUlUpTnlInformation", "%v", err)
 		}
 		if len(s.DRBs) == 0 {
-			return fieldError(p+".drbToSetupList", "needs at least one DRB")
+			return fielderr.New(p+".drbToSetupList", "needs at least one DRB")
 		}
 		var err error
 		if drbs, err = ValidateDRBs(p+".drbToSetupList", s.DRBs, drbs, nil); err != nil {
@@ -121,41 +111,41 @@ func ValidateDRBs(path string, add []DRBToSetup, ueDRBs, flows []uint8) ([]uint8
 	for i, d := range add {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if d.ID < 1 || d.ID > 32 {
-			return nil, fieldError(p+".drbId", "%d is not a DRB ID (1 to 32)", d.ID)
+			return nil, fielderr.New(p+".drbId", "%d is not a DRB ID (1 to 32)", d.ID)
 		}
 		if slices.Contains(ueDRBs, d.ID) {
-			return nil, fieldError(p+".drbId", "the UE already has DRB %d", d.ID)
+			return nil, fielderr.New(p+".drbId", "the UE already has DRB %d", d.ID)
 		}
 		ueDRBs = append(ueDRBs, d.ID)
 		if d.SDAP.DefaultDRB {
 			if defaults++; defaults > 1 {
-				return nil, fieldError(p+".sdapConfiguration.defaultDrb", "a PDU session has one default DRB")
+				return nil, fielderr.New(p+".sdapConfiguration.defaultDrb", "a PDU session has one default DRB")
 			}
 			if !d.SDAP.HeaderUL {
-				return nil, fieldError(p+".sdapConfiguration.sdapHeaderUl", "must be true for the default DRB (TS 38.331 SDAP-Config)")
+				return nil, fielderr.New(p+".sdapConfiguration.sdapHeaderUl", "must be true for the default DRB (TS 38.331 SDAP-Config)")
 			}
 		}
 		if err := d.PDCP.validate(p + ".pdcpConfiguration"); err != nil {
 			return nil, err
 		}
 		if len(d.QoSFlows) == 0 {
-			return nil, fieldError(p+".qosFlowInformationToBeSetup", "needs at least one QoS flow")
+			return nil, fielderr.New(p+".qosFlowInformationToBeSetup", "needs at least one QoS flow")
 		}
 		if len(d.QoSFlows) > 1 && !d.SDAP.HeaderUL {
-			return nil, fieldError(p+".sdapConfiguration.sdapHeaderUl",
+			return nil, fielderr.New(p+".sdapConfiguration.sdapHeaderUl",
 				"must be true for a DRB of several QoS flows: uplink packets carry their QFI only there")
 		}
 		for j, f := range d.QoSFlows {
 			fp := fmt.Sprintf("%s.qosFlowInformationToBeSetup[%d].qosFlowIdentifier", p, j)
 			if f.QFI > 63 {
-				return nil, fieldError(fp, "%d is not a QFI (0 to 63)", f.QFI)
+				return nil, fielderr.New(fp, "%d is not a QFI (0 to 63)", f.QFI)
 			}
 			if f.ReflectiveMapping && !d.SDAP.HeaderDL {
-				return nil, fieldError(fmt.Sprintf("%s.qosFlowInformationToBeSetup[%d].reflectiveMapping", p, j),
+				return nil, fielderr.New(fmt.Sprintf("%s.qosFlowInformationToBeSetup[%d].reflectiveMapping", p, j),
 					"needs sdapHeaderDl: RDI travels in the downlink SDAP header")
 			}
 			if slices.Contains(flows, f.QFI) {
-				return nil, fieldError(fp, "QoS flow %d is mapped to another DRB of the session", f.QFI)
+				return nil, fielderr.New(fp, "QoS flow %d is mapped to another DRB of the session", f.QFI)
 			}
 			flows = append(flows, f.QFI)
 		}
@@ -169,17 +159,17 @@ func (c PDCPConfiguration) validate(path string) error {
 		size uint8
 	}{{"pdcpSnSizeUl", c.SNSizeUL}, {"pdcpSnSizeDl", c.SNSizeDL}} {
 		if sn.size != 12 && sn.size != 18 {
-			return fieldError(path+"."+sn.name, "a DRB's SN is 12 or 18 bits, not %d", sn.size)
+			return fielderr.New(path+"."+sn.name, "a DRB's SN is 12 or 18 bits, not %d", sn.size)
 		}
 	}
 	if err := checkEnum(c.RLCMode, RLCAM, RLCUMBidirection, RLCUMUplink, RLCUMDownlink); err != nil {
-		return fieldError(path+".rlcMode", "%v (a DRB does not use TM)", err)
+		return fielderr.New(path+".rlcMode", "%v (a DRB does not use TM)", err)
 	}
 	if c.TReordering != nil && !slices.Contains(tReorderingValues, *c.TReordering) {
-		return fieldError(path+".tReorderingTimerMs", "%d ms is not a t-Reordering of TS 38.331 (%v)", *c.TReordering, tReorderingValues)
+		return fielderr.New(path+".tReorderingTimerMs", "%d ms is not a t-Reordering of TS 38.331 (%v)", *c.TReordering, tReorderingValues)
 	}
 	if c.DiscardTimer != nil && !slices.Contains(discardTimerValues, *c.DiscardTimer) {
-		return fieldError(path+".discardTimerMs", "%d ms is not a discardTimer of TS 38.331 (%v; absent: infinity)", *c.DiscardTimer, discardTimerValues)
+		return fielderr.New(path+".discardTimerMs", "%d ms is not a discardTimer of TS 38.331 (%v; absent: infinity)", *c.DiscardTimer, discardTimerValues)
 	}
 	return nil
 }

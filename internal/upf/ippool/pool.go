@@ -82,6 +82,9 @@ func New(prefix netip.Prefix, exclude ...netip.Addr) (*Pool, error) {
 // Prefix returns the prefix the pool hands out units of.
 func (p *Pool) Prefix() netip.Prefix { return p.prefix }
 
+// Size returns how many units the pool holds, excluded ones left out.
+func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }
+
 // Allocated returns how many units are allocated.
 func (p *Pool) Allocated() int {
 	p.mu.Lock()

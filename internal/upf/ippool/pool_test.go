@@ -336,6 +336,3 @@ func (p *Pool) UnitBits() int {
 	}
 	return 64
 }
-
-// Size returns how many units the pool holds, excluded ones left out.
-func (p *Pool) Size() int { return int(p.units) - len(p.excluded) }

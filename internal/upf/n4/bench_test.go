@@ -35,8 +35,8 @@ func BenchmarkSessionRequests(b *testing.B) {
 	k := 0
 	for b.Loop() {
 		next := establish()
-		e.modify("smf1", ring[k], updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(established)|1<<31, gnb)))).expect(b, 1, nil, nil)
-		e.delete("smf1", ring[k]).expect(b, 1, nil, nil)
+		e.modify("smf1", ring[k], updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(established)|1<<31, gnb)))).expect(b, causeAccepted, nil, nil)
+		e.delete("smf1", ring[k]).expect(b, causeAccepted, nil, nil)
 		ring[k], k = next, (k+1)%held
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(3*b.N), "ns/request")

@@ -154,7 +154,7 @@ func TestDownlinkDataReportOnlyWithNOCP(t *testing.T) {
 			t.Errorf("%s: report type %#x, want DLDR", c.name, rt[0])
 		}
 		decodeReply(t, e.h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
-			sessionMsg(mSessionDeletionRequest, seid, 3))), mSessionDeletionRequest+1).expect(t, 1, nil, nil)
+			sessionMsg(mSessionDeletionRequest, seid, 3))), mSessionDeletionRequest+1).expect(t, causeAccepted, nil, nil)
 	}
 }
 
@@ -179,7 +179,7 @@ func (e *trafficEnv) establishBufferingAction(t *testing.T, action byte, limit b
 		createQER(1, qfi(demo.QFI)),
 		coreFAR(), createFAR(farID(2), applyAction(action), barID(5)),
 		createBAR(5, limit, bar...)))), mSessionEstablishmentRequest+1)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	return r.upSEID(t)
 }
 
@@ -196,7 +196,7 @@ func (e *trafficEnv) modify(t *testing.T, seid uint64, ies ...[]byte) {
 	t.Helper()
 	m := decodeReply(t, e.h.Modify(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionModificationRequest](t,
 		sessionMsg(mSessionModificationRequest, seid, 2, ies...))), mSessionModificationRequest+1)
-	m.expect(t, 1, nil, nil)
+	m.expect(t, causeAccepted, nil, nil)
 }
 
 func idRange(from, n uint16) []uint16 {
@@ -338,7 +338,7 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 	updateBAR := func(id byte, c ...[]byte) []byte {
 		return tlv(tUpdateBAR, slices.Concat(append([][]byte{barID(id)}, c...)...))
 	}
-	e.modify("smf1", seid, updateBAR(5, tlv(tSuggestedPackets, []byte{20}), tlv(tDDNDelay, []byte{2}))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, updateBAR(5, tlv(tSuggestedPackets, []byte{20}), tlv(tDDNDelay, []byte{2}))).expect(t, causeAccepted, nil, nil)
 	if got := e.h.sessions[seid].bar; got == nil || got.suggested != 20 || got.ddnDelay != 100*time.Millisecond {
 		t.Errorf("BAR after the update: %+v", got)
 	}
@@ -352,15 +352,15 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{"a second BAR", [][]byte{createBAR(6, 1)}, []byte{4, 6}},
-		{"updating a missing BAR", [][]byte{updateBAR(9)}, []byte{4, 9}},
-		{"removing a missing BAR", [][]byte{tlv(tRemoveBAR, barID(9))}, []byte{4, 9}},
-		{"BUFF with FORW", [][]byte{updateFAR(farID(2), applyAction(aaBUFF|aaFORW))}, []byte{1, 0, 0, 0, 2}},
-		{"a FAR naming a missing BAR", [][]byte{updateFAR(farID(2), applyAction(aaBUFF), barID(9))}, []byte{1, 0, 0, 0, 2}},
-		{"an uplink FAR that buffers", [][]byte{updateFAR(farID(1), applyAction(aaBUFF))}, []byte{0, 0, 1}},
+		{name: "a second BAR", ies: [][]byte{createBAR(6, 1)}, failedRule: failedBAR(6)},
+		{name: "updating a missing BAR", ies: [][]byte{updateBAR(9)}, failedRule: failedBAR(9)},
+		{name: "removing a missing BAR", ies: [][]byte{tlv(tRemoveBAR, barID(9))}, failedRule: failedBAR(9)},
+		{name: "BUFF with FORW", ies: [][]byte{updateFAR(farID(2), applyAction(aaBUFF|aaFORW))}, failedRule: failedFAR(2)},
+		{name: "a FAR naming a missing BAR", ies: [][]byte{updateFAR(farID(2), applyAction(aaBUFF), barID(9))}, failedRule: failedFAR(2)},
+		{name: "an uplink FAR that buffers", ies: [][]byte{updateFAR(farID(1), applyAction(aaBUFF))}, failedRule: failedPDR(1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e.modify("smf1", seid, c.ies...).expect(t, 73, c.failedRule, nil)
+			e.modify("smf1", seid, c.ies...).expect(t, causeRuleFailure, c.failedRule, nil)
 			e.unchanged(before)
 			if !e.buffers.Pending(slot) {
 				t.Error("the buffer was let go")
@@ -368,16 +368,16 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 		})
 	}
 
-	e.modify("smf1", seid, updateFAR(farID(2), applyAction(aaDROP)), tlv(tRemoveBAR, barID(5))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, updateFAR(farID(2), applyAction(aaDROP)), tlv(tRemoveBAR, barID(5))).expect(t, causeAccepted, nil, nil)
 	if _, ok := e.store.BufferSlot(seid, 2); ok || e.buffers.Pending(slot) {
 		t.Error("a dropping FAR kept its buffer")
 	}
-	e.modify("smf1", seid, createBAR(7, 3), updateFAR(farID(2), applyAction(aaBUFF), barID(7))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, createBAR(7, 3), updateFAR(farID(2), applyAction(aaBUFF), barID(7))).expect(t, causeAccepted, nil, nil)
 	again, ok := e.store.BufferSlot(seid, 2)
 	if !ok || again == slot {
 		t.Errorf("buffering again: buffer %d (%v), want a fresh one", again, ok)
 	}
-	e.delete("smf1", seid).expect(t, 1, nil, nil)
+	e.delete("smf1", seid).expect(t, causeAccepted, nil, nil)
 	if e.buffers.Pending(again) {
 		t.Error("the deleted session's buffer is still in use")
 	}

@@ -79,7 +79,7 @@ func newChain(t *testing.T) *chain {
 		return nil
 	}))
 	c.exchange(t, c.smf, nodeMsg(mAssociationSetupRequest, c.next(), nodeIDv4(smfNode), recoveryTimeStamp(3_900_000_000))).
-		expect(t, 1, nil, nil)
+		expect(t, causeAccepted, nil, nil)
 	return c
 }
 
@@ -223,7 +223,7 @@ func TestChainSessions(t *testing.T) {
 		t.Errorf("retransmission answered\n% x\nnot\n% x", again, first)
 	}
 	c.locked(func() { c.unchanged(before) })
-	c.session(t, mSessionDeletionRequest, seid).expect(t, 1, nil, nil)
+	c.session(t, mSessionDeletionRequest, seid).expect(t, causeAccepted, nil, nil)
 	c.gone(chosenTEID(t, created[1]), netip.MustParseAddr("10.60.0.1"))
 
 	r = c.session(t, mSessionEstablishmentRequest, 0, free5gcEstablishment()...)
@@ -268,7 +268,7 @@ func TestChainSessions(t *testing.T) {
 	} {
 		req := free5gcModification(seid, c.next(), step.action, step.tunnel.TEID, step.tunnel.Peer.String(), step.flags...)
 		r := c.exchange(t, c.smf, req)
-		r.expect(t, 1, nil, nil)
+		r.expect(t, causeAccepted, nil, nil)
 		if r.seid != free5gcCPSEID {
 			t.Errorf("%s: response SEID %#x, want the CP SEID", step.name, r.seid)
 		}
@@ -286,7 +286,7 @@ func TestChainSessions(t *testing.T) {
 	}
 
 	r = c.session(t, mSessionDeletionRequest, seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	reports := all(r.ies, tUsageReportDelResp)
 	if r.seid != free5gcCPSEID || len(reports) != 2 {
 		t.Fatalf("deletion response: header SEID %#x, %d usage reports; want the CP SEID, 2", r.seid, len(reports))
@@ -324,13 +324,13 @@ func TestChainCauses(t *testing.T) {
 		failedRule, offending []byte
 		hdrSEID               uint64 // of the response
 	}{
-		{"establishment without CP F-SEID", c.smf, mSessionEstablishmentRequest, 0, withoutFSEID, 66, nil, []byte{0, tFSEID}, 0},
-		{"Create PDR without PDI", c.smf, mSessionEstablishmentRequest, 0, withoutPDI, 66, nil, []byte{0, tPDI}, 0x1002},
-		{"modification of no session", c.smf, mSessionModificationRequest, seid + 1, [][]byte{removePDR(3)}, 65, nil, nil, 0},
-		{"deletion of no session", c.smf, mSessionDeletionRequest, seid + 1, nil, 65, nil, nil, 0},
-		{"PDR naming no FAR", c.smf, mSessionEstablishmentRequest, 0, toNoFAR, 73, []byte{0, 0, 2}, nil, 0x1002},
-		{"establishment by an unassociated node", c.stranger, mSessionEstablishmentRequest, 0, stranger, 72, nil, nil, 0x5001},
-		{"deletion by an unassociated node", c.stranger, mSessionDeletionRequest, seid, nil, 72, nil, nil, 0},
+		{name: "establishment without CP F-SEID", from: c.smf, typ: mSessionEstablishmentRequest, ies: withoutFSEID, cause: causeMissingIE, offending: offendingIE(tFSEID)},
+		{name: "Create PDR without PDI", from: c.smf, typ: mSessionEstablishmentRequest, ies: withoutPDI, cause: causeMissingIE, offending: offendingIE(tPDI), hdrSEID: 0x1002},
+		{name: "modification of no session", from: c.smf, typ: mSessionModificationRequest, seid: seid + 1, ies: [][]byte{removePDR(3)}, cause: causeNoSession},
+		{name: "deletion of no session", from: c.smf, typ: mSessionDeletionRequest, seid: seid + 1, cause: causeNoSession},
+		{name: "PDR naming no FAR", from: c.smf, typ: mSessionEstablishmentRequest, ies: toNoFAR, cause: causeRuleFailure, failedRule: failedPDR(2), hdrSEID: 0x1002},
+		{name: "establishment by an unassociated node", from: c.stranger, typ: mSessionEstablishmentRequest, ies: stranger, cause: causeNoAssociation, hdrSEID: 0x5001},
+		{name: "deletion by an unassociated node", from: c.stranger, typ: mSessionDeletionRequest, seid: seid, cause: causeNoAssociation},
 	} {
 		r := c.exchange(t, cc.from, sessionMsg(cc.typ, cc.seid, c.next(), cc.ies...))
 		t.Run(cc.name, func(t *testing.T) {

@@ -168,7 +168,7 @@ func (r reply) expect(t testing.TB, cause byte, failedRule, offending []byte) {
 // upSEID is the SEID of an accepted establishment's UP F-SEID (§8.2.37).
 func (r reply) upSEID(t testing.TB) uint64 {
 	t.Helper()
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	f := one(t, r.ies, tFSEID)
 	if len(f) != 13 || f[0] != 0x02 {
 		t.Fatalf("UP F-SEID % x, want flags V4, SEID, IPv4", f)
@@ -403,7 +403,7 @@ func TestChosenUEAddress(t *testing.T) {
 	}
 	e.installed(teid, ue)
 
-	e.delete("smf1", seid).expect(t, 1, nil, nil)
+	e.delete("smf1", seid).expect(t, causeAccepted, nil, nil)
 	if n := e.pool.Allocated(); n != 0 {
 		t.Errorf("%d UE addresses still allocated", n)
 	}
@@ -432,7 +432,7 @@ func TestModify(t *testing.T) {
 
 	// Handover: the gNB's tunnel end moves.
 	r = e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51"))))
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if r.seid != cpSEID {
 		t.Errorf("response SEID %#x, want the CP SEID", r.seid)
 	}
@@ -448,7 +448,7 @@ func TestModify(t *testing.T) {
 	// A new PDR on a new chosen F-TEID, then removed again.
 	r = e.modify("smf1", seid, createPDR(pdrID(4), precedence(10),
 		pdi(sourceInterface(ifAccess), fteidChoose(6), qfi(5)), outerHeaderRemoval(0), farID(1)))
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	teid4 := chosenTEID(t, r.created(t)[4])
 	if teid4 == teid {
 		t.Fatal("a new CHOOSE ID got the TEID of another one")
@@ -456,7 +456,7 @@ func TestModify(t *testing.T) {
 	if _, err := e.dp.Uplink(teid4); err != nil {
 		t.Errorf("TEID of PDR 4: %v", err)
 	}
-	e.modify("smf1", seid, removePDR(4)).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, removePDR(4)).expect(t, causeAccepted, nil, nil)
 	if _, err := e.dp.Uplink(teid4); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("TEID of the removed PDR 4: %v", err)
 	}
@@ -470,14 +470,14 @@ func TestModify(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{"duplication", [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, []byte{1, 0, 0, 0, 2}},
-		{"removing a missing PDR", [][]byte{removePDR(9)}, []byte{0, 0, 9}},
-		{"a chosen TEID, then a missing FAR", [][]byte{createPDR(pdrID(4), precedence(10),
-			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, []byte{0, 0, 4}},
+		{name: "duplication", ies: [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, failedRule: failedFAR(2)},
+		{name: "removing a missing PDR", ies: [][]byte{removePDR(9)}, failedRule: failedPDR(9)},
+		{name: "a chosen TEID, then a missing FAR", ies: [][]byte{createPDR(pdrID(4), precedence(10),
+			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, failedRule: failedPDR(4)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := e.modify("smf1", seid, c.ies...)
-			r.expect(t, 73, c.failedRule, nil)
+			r.expect(t, causeRuleFailure, c.failedRule, nil)
 			if r.seid != cpSEID {
 				t.Errorf("response SEID %#x, want the CP SEID", r.seid)
 			}
@@ -520,31 +520,31 @@ func TestEstablishmentRefusals(t *testing.T) {
 		return ies
 	}
 	e.refusesEstablishments(t, []refusalCase{
-		{"downlink UE address as source", replace(3, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
-			73, []byte{0, 0, 2}, nil},
-		{"FAR ID of no FAR", replace(3, downlinkPDR(ueChooseV4, 7)), 73, []byte{0, 0, 2}, nil},
-		{"F-TEID not on N3", replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), 73, []byte{0, 0, 3}, nil},
-		{"UE address of another session", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), 73, []byte{0, 0, 2}, nil},
-		{"buffering FAR naming no BAR", replace(6, createFAR(farID(2), applyAction(aaBUFF), barID(9))), 73, []byte{1, 0, 0, 0, 2}, nil},
-		{"BAR with MT-EDT", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
-			73, []byte{4, 5}, nil},
-		{"periodic URR without a period", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), 73, []byte{3, 0, 0, 0, 3}, nil},
-		{"Create PDR without PDI", replace(3, createPDR(pdrID(2), precedence(255), farID(2))), 66, nil, []byte{0, tPDI}},
-		{"Create PDR without PDR ID", replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
-			66, nil, []byte{0, tPDRID}},
-		{"PDI without Source Interface", replace(3, createPDR(pdrID(2), precedence(255), pdi(ueChooseV4(true)), farID(2))),
-			66, nil, []byte{0, tSourceInterface}},
-		{"Create FAR without Apply Action", replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
-			66, nil, []byte{0, tApplyAction}},
+		{name: "downlink UE address as source", ies: replace(3, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
+			cause: causeRuleFailure, failedRule: failedPDR(2)},
+		{name: "FAR ID of no FAR", ies: replace(3, downlinkPDR(ueChooseV4, 7)), cause: causeRuleFailure, failedRule: failedPDR(2)},
+		{name: "F-TEID not on N3", ies: replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), cause: causeRuleFailure, failedRule: failedPDR(3)},
+		{name: "UE address of another session", ies: open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), cause: causeRuleFailure, failedRule: failedPDR(2)},
+		{name: "buffering FAR naming no BAR", ies: replace(6, createFAR(farID(2), applyAction(aaBUFF), barID(9))), cause: causeRuleFailure, failedRule: failedFAR(2)},
+		{name: "BAR with MT-EDT", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
+			cause: causeRuleFailure, failedRule: failedBAR(5)},
+		{name: "periodic URR without a period", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), cause: causeRuleFailure, failedRule: failedURR(3)},
+		{name: "Create PDR without PDI", ies: replace(3, createPDR(pdrID(2), precedence(255), farID(2))), cause: causeMissingIE, offending: offendingIE(tPDI)},
+		{name: "Create PDR without PDR ID", ies: replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
+			cause: causeMissingIE, offending: offendingIE(tPDRID)},
+		{name: "PDI without Source Interface", ies: replace(3, createPDR(pdrID(2), precedence(255), pdi(ueChooseV4(true)), farID(2))),
+			cause: causeMissingIE, offending: offendingIE(tSourceInterface)},
+		{name: "Create FAR without Apply Action", ies: replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
+			cause: causeMissingIE, offending: offendingIE(tApplyAction)},
 		// Services the UPF does not give: Service not supported.
-		{"user plane inactivity timer", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tUPInactivityTimer, be32(30))),
-			76, nil, []byte{0, tUPInactivityTimer}},
-		{"traffic endpoint", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e),
-			tlv(tCreateTrafficEndpoint, tlv(tTrafficEndpointID, []byte{1}), fteid(0x77, n3.String()))), 76, nil, []byte{0, tCreateTrafficEndpoint}},
-		{"multi-access rule (ATSSS)", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tCreateMAR, tlv(tMARID, be16(1)))),
-			76, nil, []byte{0, tCreateMAR}},
-		{"establishment flag other than RESTI", append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tPFCPSEReqFlags, []byte{0x02})),
-			76, nil, []byte{0, tPFCPSEReqFlags}},
+		{name: "user plane inactivity timer", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tUPInactivityTimer, be32(30))),
+			cause: causeNotServed, offending: offendingIE(tUPInactivityTimer)},
+		{name: "traffic endpoint", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e),
+			tlv(tCreateTrafficEndpoint, tlv(tTrafficEndpointID, []byte{1}), fteid(0x77, n3.String()))), cause: causeNotServed, offending: offendingIE(tCreateTrafficEndpoint)},
+		{name: "multi-access rule (ATSSS)", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tCreateMAR, tlv(tMARID, be16(1)))),
+			cause: causeNotServed, offending: offendingIE(tCreateMAR)},
+		{name: "establishment flag other than RESTI", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tPFCPSEReqFlags, []byte{0x02})),
+			cause: causeNotServed, offending: offendingIE(tPFCPSEReqFlags)},
 	})
 
 	// A good session afterwards is the only new thing.
@@ -562,11 +562,11 @@ func TestEstablishmentRefusals(t *testing.T) {
 func TestDescriptiveAndUnknownIEsAreAccepted(t *testing.T) {
 	e := newEnv(t)
 	e.establish("smf1", append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d),
-		tlv(tPDNType, []byte{1}),                                 // IPv4
-		tlv(tAPNDNN, []byte("\x08internet")),                     // DNN "internet", one label
-		tlv(tSNSSAI, []byte{1, 0, 0, 1}),                         // SST 1, SD 1
-		tlv(tPFCPSEReqFlags, []byte{0x01}),                       // RESTI
-		tlv(2000, []byte{0xde, 0xad}))...).expect(t, 1, nil, nil) // an unassigned type
+		tlv(tPDNType, []byte{1}),                                             // IPv4
+		tlv(tAPNDNN, []byte("\x08internet")),                                 // DNN "internet", one label
+		tlv(tSNSSAI, []byte{1, 0, 0, 1}),                                     // SST 1, SD 1
+		tlv(tPFCPSEReqFlags, []byte{0x01}),                                   // RESTI
+		tlv(2000, []byte{0xde, 0xad}))...).expect(t, causeAccepted, nil, nil) // an unassigned type
 }
 
 // Requests for sessions the peer does not have are refused with "Session
@@ -587,7 +587,7 @@ func TestUnknownSession(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.call()
-			r.expect(t, 65, nil, nil)
+			r.expect(t, causeNoSession, nil, nil)
 			if r.seid != 0 {
 				t.Errorf("response SEID %#x, want 0", r.seid)
 			}
@@ -617,7 +617,7 @@ func TestDeletion(t *testing.T) {
 	a, b, c := establish("smf1", 0x1001, "10.60.0.1"), establish("smf1", 0x1002, "10.60.0.2"), establish("smf2", 0x2001, "10.60.0.3")
 
 	r := e.delete("smf1", a.seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if r.seid != a.cpSEID {
 		t.Errorf("response SEID %#x, want the CP SEID", r.seid)
 	}
@@ -626,7 +626,7 @@ func TestDeletion(t *testing.T) {
 	}
 	e.gone(a.teid, a.ue)
 
-	e.setDelete("smf1").expect(t, 1, nil, nil)
+	e.setDelete("smf1").expect(t, causeAccepted, nil, nil)
 	if exists(b) || !exists(c) {
 		t.Error("session set deletion removed the wrong sessions")
 	}
@@ -661,12 +661,12 @@ func TestChooseIDAfterRelease(t *testing.T) {
 		return createPDR(pdrID(id), precedence(10), pdi(sourceInterface(ifAccess), fteidChoose(6), qfi(5)), outerHeaderRemoval(0), farID(1))
 	}
 	r := e.modify("smf1", seid, pdr(4))
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	released := chosenTEID(t, r.created(t)[4])
-	e.modify("smf1", seid, removePDR(4)).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, removePDR(4)).expect(t, causeAccepted, nil, nil)
 
 	r = e.modify("smf1", seid, pdr(5))
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	teid := chosenTEID(t, r.created(t)[5])
 	if !e.h.chosen[teid] {
 		t.Errorf("PDR 5 got TEID %#x (the released one: %t), which the handler does not hold as chosen", teid, teid == released)
@@ -712,7 +712,7 @@ func TestSessionSetDeletionByFQCSID(t *testing.T) {
 	c := establish("smf1", 0x1003, "10.60.0.3")
 	d := establish("smf2", 0x2001, "10.60.0.4", fqCSID(smfAddr, 7))
 	f := establish("smf1", 0x1004, "10.60.0.5", fqCSID(smfAddr, 5))
-	e.modify("smf1", f, fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	e.modify("smf1", f, fqCSID(smfAddr, 9)).expect(t, causeAccepted, nil, nil)
 	exist := func(want map[uint64]bool) {
 		t.Helper()
 		for seid, w := range want {
@@ -722,15 +722,15 @@ func TestSessionSetDeletionByFQCSID(t *testing.T) {
 		}
 	}
 
-	e.setDelete("smf1", fqCSID(smfAddr, 7)).expect(t, 1, nil, nil)
+	e.setDelete("smf1", fqCSID(smfAddr, 7)).expect(t, causeAccepted, nil, nil)
 	exist(map[uint64]bool{a: false, b: true, c: true, d: true, f: true})
-	e.setDelete("smf1", fqCSID(sgwAddr, 9)).expect(t, 1, nil, nil) // CSID 9 of another node
+	e.setDelete("smf1", fqCSID(sgwAddr, 9)).expect(t, causeAccepted, nil, nil) // CSID 9 of another node
 	exist(map[uint64]bool{b: true, c: true, d: true, f: true})
-	e.setDelete("smf1", fqCSID(sgwAddr, 1, 2), fqCSID(smfAddr, 9)).expect(t, 1, nil, nil)
+	e.setDelete("smf1", fqCSID(sgwAddr, 1, 2), fqCSID(smfAddr, 9)).expect(t, causeAccepted, nil, nil)
 	exist(map[uint64]bool{b: false, c: true, d: true, f: false})
-	e.setDelete("smf1", tlv(tFQCSID, []byte{0x51})).expect(t, 69, nil, []byte{0, tFQCSID}) // Node-ID type 5
+	e.setDelete("smf1", tlv(tFQCSID, []byte{0x51})).expect(t, causeIncorrectIE, nil, offendingIE(tFQCSID)) // Node-ID type 5
 	exist(map[uint64]bool{c: true, d: true})
-	e.setDelete("smf1").expect(t, 1, nil, nil) // no FQ-CSID: all of them
+	e.setDelete("smf1").expect(t, causeAccepted, nil, nil) // no FQ-CSID: all of them
 	exist(map[uint64]bool{c: false, d: true})
 }
 
@@ -746,10 +746,10 @@ func TestFullDataPathStillChanges(t *testing.T) {
 		seids[i] = e.establish("smf1", open5gs(uint64(i+1), ue(i), uint32(i+1))...).upSEID(t)
 	}
 	for i, seid := range seids {
-		e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(i)|1<<31, gnb)))).expect(t, 1, nil, nil)
+		e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(uint32(i)|1<<31, gnb)))).expect(t, causeAccepted, nil, nil)
 	}
 	for i, seid := range seids {
-		e.delete("smf1", seid).expect(t, 1, nil, nil)
+		e.delete("smf1", seid).expect(t, causeAccepted, nil, nil)
 		e.establish("smf1", open5gs(uint64(sessions+i+1), ue(i), uint32(i+1))...).upSEID(t)
 	}
 }

@@ -496,7 +496,7 @@ func TestMutatedRequests(t *testing.T) {
 				// Its Recovery Time Stamp may have changed, which the
 				// next heartbeat would take for a restart of the SMF.
 				c.exchange(t, c.smf, nodeMsg(mAssociationSetupRequest, c.next(), nodeIDv4(smfNode),
-					recoveryTimeStamp(heartbeatStamp))).expect(t, 1, nil, nil)
+					recoveryTimeStamp(heartbeatStamp))).expect(t, causeAccepted, nil, nil)
 			}
 		default:
 			counts[fmt.Sprintf("refused %d cause %d", typ, v)]++
@@ -519,7 +519,7 @@ func TestMutatedRequests(t *testing.T) {
 	// Every session is of an association at the SMF's address (the others
 	// went with theirs), and is the SMF's to delete.
 	for _, s := range c.store.List() {
-		c.session(t, mSessionDeletionRequest, s.SEID).expect(t, 1, nil, nil)
+		c.session(t, mSessionDeletionRequest, s.SEID).expect(t, causeAccepted, nil, nil)
 	}
 	c.locked(func() {
 		if c.store.Len() != 0 || len(c.dp.UplinkTEIDs()) != 0 || len(c.dp.DownlinkUEs()) != 0 || len(c.h.chosen) != 0 ||
@@ -545,14 +545,14 @@ var secondAssociationMutant = []byte{0x20, 0x05, 0x00, 0x15, 0x00, 0x00, 0xb9, 0
 func TestMutatedNodeIDAtTheSMFsAddress(t *testing.T) {
 	c := newChain(t)
 	c.seq = sequence(secondAssociationMutant)
-	c.exchange(t, c.smf, secondAssociationMutant).expect(t, 1, nil, nil)
+	c.exchange(t, c.smf, secondAssociationMutant).expect(t, causeAccepted, nil, nil)
 	// Each request would find the SMF's session with even odds.
 	for i := range 8 {
 		ue := fmt.Sprintf("10.60.1.%d", i)
 		seid := c.session(t, mSessionEstablishmentRequest, 0, open5gs(uint64(0x100+i), fixedUE(ue), 1)...).upSEID(t)
 		c.session(t, mSessionModificationRequest, seid, updateFAR(farID(2), applyAction(aaFORW),
-			updFwdParams(destinationInterface(ifAccess), ohcGTPU(2, gnb)))).expect(t, 1, nil, nil)
-		c.session(t, mSessionDeletionRequest, seid).expect(t, 1, nil, nil)
+			updFwdParams(destinationInterface(ifAccess), ohcGTPU(2, gnb)))).expect(t, causeAccepted, nil, nil)
+		c.session(t, mSessionDeletionRequest, seid).expect(t, causeAccepted, nil, nil)
 	}
 	if n := c.store.Len(); n != 0 {
 		t.Errorf("%d sessions left", n)
@@ -595,7 +595,7 @@ func TestMutatedPDRWithTwoPDIs(t *testing.T) {
 	if err := c.consistent(); err != nil {
 		t.Error(err)
 	}
-	c.session(t, mSessionDeletionRequest, seid).expect(t, 1, nil, nil)
+	c.session(t, mSessionDeletionRequest, seid).expect(t, causeAccepted, nil, nil)
 	c.locked(func() {
 		if len(c.h.chosen) != 0 {
 			t.Errorf("chosen TEIDs outlive their session: %v", c.h.chosen)

@@ -53,7 +53,7 @@ func TestChainOAISession(t *testing.T) {
 	c := newChain(t)
 	// OAI's request adds CP Function Features LOAD and OVRL (§8.2.58).
 	c.exchange(t, c.smf, nodeMsg(mAssociationSetupRequest, c.next(), nodeIDv4(smfNode), recoveryTimeStamp(3_900_000_100),
-		cpFunctionFeatures(0x03))).expect(t, 1, nil, nil)
+		cpFunctionFeatures(0x03))).expect(t, causeAccepted, nil, nil)
 
 	ue := netip.MustParseAddr(oaiUE)
 	r := c.session(t, mSessionEstablishmentRequest, 0, slices.Concat([][]byte{nodeIDv4(smfNode), cpFSEID(oaiCPSEID, smfNode)},
@@ -98,7 +98,7 @@ func TestChainOAISession(t *testing.T) {
 	modify := func(step string, ies ...[]byte) reply {
 		t.Helper()
 		r := c.session(t, mSessionModificationRequest, seid, ies...)
-		r.expect(t, 1, nil, nil)
+		r.expect(t, causeAccepted, nil, nil)
 		if r.seid != oaiCPSEID {
 			t.Errorf("%s: response SEID %#x, want the CP SEID", step, r.seid)
 		}
@@ -131,7 +131,7 @@ func TestChainOAISession(t *testing.T) {
 	established("service request", newTEID, 4, 0x200)
 
 	r = c.session(t, mSessionDeletionRequest, seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if r.seid != oaiCPSEID || len(all(r.ies, tUsageReportDelResp)) != 0 {
 		t.Errorf("deletion response: header SEID %#x, IEs %+v; want the CP SEID and no usage report", r.seid, r.ies)
 	}
@@ -156,7 +156,7 @@ func TestChainOAIChooseWithoutV4IsRefused(t *testing.T) {
 	uplink[0] = createPDR(pdrID(1), precedence(0), pdi(sourceInterface(ifAccess), tlv(tFTEID, []byte{0x04 | 0x08, oaiChooseID}),
 		networkInstance(oaiAccessNWI), ueIPv4(oaiUE, false), qfi(oaiQFI)), outerHeaderRemoval(0), farID(1))
 	r := c.session(t, mSessionEstablishmentRequest, 0, slices.Concat([][]byte{nodeIDv4(smfNode), cpFSEID(oaiCPSEID, smfNode)}, uplink)...)
-	r.expect(t, 71, nil, nil)
+	r.expect(t, causeBadFTEIDChoice, nil, nil)
 	if r.seid != oaiCPSEID {
 		t.Errorf("response SEID %#x, want the CP SEID", r.seid)
 	}

@@ -139,7 +139,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 	modify := func(name string, ies ...[]byte) {
 		t.Helper()
 		r := c.session(t, mSessionModificationRequest, seid, ies...)
-		r.expect(t, 1, nil, nil)
+		r.expect(t, causeAccepted, nil, nil)
 		if r.seid != o5gsCPSEID {
 			t.Errorf("%s: response SEID %#x, want the CP SEID", name, r.seid)
 		}
@@ -195,7 +195,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 	// at completion DL_ONLY|ACTIVATE|N2_HANDOVER|END_MARKER; then
 	// INDIRECT|REMOVE.
 	r = c.session(t, mSessionModificationRequest, seid, o5gsIndirectForwarding(0x4f01, gnb2)...)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	forwarding := chosenTEID(t, r.created(t)[5])
 	c.locked(func() {
 		set, err := c.dp.Uplink(forwarding)
@@ -237,7 +237,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 
 	// (5) Deletion: no IEs; the response carries URR 1's final report.
 	r = c.session(t, mSessionDeletionRequest, seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if reports := all(r.ies, tUsageReportDelResp); r.seid != o5gsCPSEID || len(reports) != 1 || decodeUsage(t, reports[0]).urr != 1 {
 		t.Errorf("deletion response: SEID %#x, usage reports %d; want the CP SEID and URR 1's", r.seid, len(reports))
 	}

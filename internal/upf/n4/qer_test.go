@@ -40,7 +40,7 @@ func TestQERs(t *testing.T) {
 	}
 
 	// The gates close, the flow QER leaves PDR 1, then goes.
-	e.modify("smf1", seid, updateQER(1, gateStatus(1, 1)), updatePDR(pdrID(1), qerID(1))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, updateQER(1, gateStatus(1, 1)), updatePDR(pdrID(1), qerID(1))).expect(t, causeAccepted, nil, nil)
 	got, _ = e.store.Get(seid)
 	if !got.QERs[0].GateULClosed || !got.QERs[0].GateDLClosed || got.QERs[1].MBRUL != 50e6 ||
 		!reflect.DeepEqual(got.PDRs[0].QERIDs, []uint32{1}) {
@@ -48,9 +48,9 @@ func TestQERs(t *testing.T) {
 	}
 	before := e.state()
 	// PDR 2 still names QER 2.
-	e.modify("smf1", seid, removeQER(2)).expect(t, 73, []byte{0, 0, 2}, nil)
+	e.modify("smf1", seid, removeQER(2)).expect(t, causeRuleFailure, failedPDR(2), nil)
 	e.unchanged(before)
-	e.modify("smf1", seid, removeQER(2), updatePDR(pdrID(2), qerID(1))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, removeQER(2), updatePDR(pdrID(2), qerID(1))).expect(t, causeAccepted, nil, nil)
 	if got, _ = e.store.Get(seid); len(got.QERs) != 1 {
 		t.Fatalf("after the removal: %+v", got.QERs)
 	}
@@ -62,16 +62,16 @@ func TestQERRefusals(t *testing.T) {
 		return append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d), extra...)
 	}
 	e.refusesEstablishments(t, []refusalCase{
-		{"spare gate status", base(tlv(tCreateQER, qerID(4), gateStatus(2, 0))), 73, []byte{2, 0, 0, 0, 4}, nil},
-		{"QER correlation ID", base(createQER(4, tlv(tQERCorrelationID, be32(1)))), 73, []byte{2, 0, 0, 0, 4}, nil},
-		{"no gate status", base(tlv(tCreateQER, qerID(4))), 66, nil, []byte{0, tGateStatus}},
-		{"short MBR", base(createQER(4, tlv(tMBR, make([]byte, 9)))), 73, []byte{2, 0, 0, 0, 4}, nil},
-		{"twice the same QER", base(createQER(4), createQER(4)), 73, []byte{2, 0, 0, 0, 4}, nil},
-		{"PDR naming no QER", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
-			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], qerID(8)), coreFAR()}, 73, []byte{0, 0, 1}, nil},
-		{"three QERs on a PDR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
+		{name: "spare gate status", ies: base(tlv(tCreateQER, qerID(4), gateStatus(2, 0))), cause: causeRuleFailure, failedRule: failedQER(4)},
+		{name: "QER correlation ID", ies: base(createQER(4, tlv(tQERCorrelationID, be32(1)))), cause: causeRuleFailure, failedRule: failedQER(4)},
+		{name: "no gate status", ies: base(tlv(tCreateQER, qerID(4))), cause: causeMissingIE, offending: offendingIE(tGateStatus)},
+		{name: "short MBR", ies: base(createQER(4, tlv(tMBR, make([]byte, 9)))), cause: causeRuleFailure, failedRule: failedQER(4)},
+		{name: "twice the same QER", ies: base(createQER(4), createQER(4)), cause: causeRuleFailure, failedRule: failedQER(4)},
+		{name: "PDR naming no QER", ies: [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
+			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], qerID(8)), coreFAR()}, cause: causeRuleFailure, failedRule: failedPDR(1)},
+		{name: "three QERs on a PDR", ies: [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
 			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], qerID(1), qerID(2), qerID(3)), coreFAR(),
-			createQER(1), createQER(2), createQER(3)}, 73, []byte{0, 0, 1}, nil},
+			createQER(1), createQER(2), createQER(3)}, cause: causeRuleFailure, failedRule: failedPDR(1)},
 	})
 }
 

@@ -39,7 +39,7 @@ func TestCPFunctionUserPlane(t *testing.T) {
 		createFAR(farID(10), applyAction(aaFORW), fwdParams(destinationInterface(ifCPFunction), ohcGTPU(smfTEID, smf.String()))))
 	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
 		mSessionEstablishmentRequest+1)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	seid := r.upSEID(t)
 
 	gen, err := trafficgen.NewGenerator()

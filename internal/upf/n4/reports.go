@@ -3,6 +3,7 @@ package n4
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -237,17 +239,49 @@ func (h *Handler) reportAnswered(seid uint64, resp *message.SessionReportRespons
 		return
 	}
 	if resp.UpdateBAR != nil {
-		t := &txn{h: h, s: s.clone(), choose: map[uint8]uint32{}, now: time.Now()}
-		if r := t.apply(nil, nil, []*ie.IE{resp.UpdateBAR}); r != nil {
-			t.undo()
+		c := h.newChange(s, s.clone())
+		r := c.translateRules(nil, nil, []*ie.IE{resp.UpdateBAR})
+		if r == nil {
+			r = h.apply(&c)
+		}
+		if r != nil {
 			h.cfg.Log.Warn("a report's response updates the BAR: not applied", "seid", seid, "reason", r.msg)
-		} else {
-			h.commit(s, t.s)
 		}
 	}
 	if resp.PFCPSRRspFlags != nil && resp.PFCPSRRspFlags.HasDROBU() {
 		n := h.cfg.Store.DropBuffered(seid)
 		h.cfg.Log.Debug("buffered packets dropped as the SMF asked", "seid", seid, "packets", n)
+	}
+}
+
+// queryReport is the usage report of a URR the SMF queried, nil when its
+// counters cannot be read; the next measurement starts with it. ref is the
+// request's Query URR Reference, which the report carries; nil for none.
+func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time, ref *ie.IE) *ie.IE {
+	usage, ok := h.usage(s, id)
+	if !ok {
+		return nil
+	}
+	u := s.urrs[id]
+	rep := u.report(ie.UsageReportWithinSessionModificationResponse, s.meters[id], usage, reportIMMER, now, present(ref)...)
+	h.rearm(s, id)
+	return rep
+}
+
+// ErrorIndication reports a gNB's GTP-U Error Indication to the SMFs of
+// the sessions that tunnel to the TEID it names (§5.10.2).
+func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
+	peer := ei.PeerAddr
+	if !peer.IsValid() {
+		peer = ei.From
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, seid := range h.byTunnel.sessions(gnbTunnel{ei.TEID, peer}) {
+		s := h.sessions[seid]
+		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
+			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}
+		h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
 	}
 }
 

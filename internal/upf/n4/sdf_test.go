@@ -152,11 +152,11 @@ func TestSDFFilterRefusals(t *testing.T) {
 		// depends on another's refusal.
 		t.Run(c.name, func(t *testing.T) {
 			ue := netip.AddrFrom4([4]byte{10, 60, 1, byte(i)}).String()
-			e.establish("smf1", sdfSession(0x2000+uint64(i), ue, nil, [][]byte{c.sdf})...).expect(t, 73, []byte{0, 0, 2}, nil)
+			e.establish("smf1", sdfSession(0x2000+uint64(i), ue, nil, [][]byte{c.sdf})...).expect(t, causeRuleFailure, failedPDR(2), nil)
 			e.unchanged(before)
 			id := uint16(10 + i)
 			e.modify("smf1", seid, createPDR(pdrID(id), precedence(10), pdi(sourceInterface(ifAccess), fteidChoose(6), c.sdf),
-				outerHeaderRemoval(0), farID(1))).expect(t, 73, []byte{0, byte(id >> 8), byte(id)}, nil)
+				outerHeaderRemoval(0), farID(1))).expect(t, causeRuleFailure, []byte{0, byte(id >> 8), byte(id)}, nil)
 			e.unchanged(before)
 		})
 	}

@@ -94,11 +94,11 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 		return decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
 			mSessionEstablishmentRequest+1)
 	}
-	establish("to-nowhere").expect(t, 73, []byte{1, 0, 0, 0, 1}, nil)
+	establish("to-nowhere").expect(t, causeRuleFailure, failedFAR(1), nil)
 	if n := e.upf.Store.Len(); n != 0 {
 		t.Fatalf("a refused establishment left %d sessions", n)
 	}
-	establish("to-firewall").expect(t, 1, nil, nil)
+	establish("to-firewall").expect(t, causeAccepted, nil, nil)
 
 	gen, err := trafficgen.NewGenerator()
 	fatalIf(t, err)
@@ -163,7 +163,7 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the threshold events are handled
 	del := decodeReply(t, h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
 		sessionMsg(mSessionDeletionRequest, seid, 2))), mSessionDeletionRequest+1)
-	del.expect(t, 1, nil, nil)
+	del.expect(t, causeAccepted, nil, nil)
 	final := all(del.ies, tUsageReportDelResp)
 	if len(final) != 1 {
 		t.Fatalf("%d usage reports in the deletion response", len(final))

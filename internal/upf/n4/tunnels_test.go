@@ -48,13 +48,13 @@ func TestTunnels(t *testing.T) {
 
 	// PFCPSMReq-Flags (§8.2.58): SNDEM is bit 2.
 	sndem := tlv(tPFCPSMReqFlags, []byte{0x02})
-	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51"), sndem))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x2222, "192.0.2.51"), sndem))).expect(t, causeAccepted, nil, nil)
 	want := []string{"watch 192.0.2.10>192.0.2.51", "unwatch 192.0.2.10>192.0.2.50", "end marker 192.0.2.10>192.0.2.50 0xa0b0c0d"}
 	if got := tunnels.take(); !reflect.DeepEqual(got, want) {
 		t.Errorf("after the handover: %q, want %q", got, want)
 	}
 	// Without SNDEM, no End Marker.
-	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, "192.0.2.51")))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, "192.0.2.51")))).expect(t, causeAccepted, nil, nil)
 	if got := tunnels.take(); len(got) != 0 {
 		t.Errorf("a TEID change without SNDEM: %q", got)
 	}
@@ -75,7 +75,7 @@ func TestTunnels(t *testing.T) {
 		t.Errorf("report for SEID %#x: %+v", hdrSEID, ies)
 	}
 
-	e.delete("smf1", seid).expect(t, 1, nil, nil)
+	e.delete("smf1", seid).expect(t, causeAccepted, nil, nil)
 	if got := tunnels.take(); !reflect.DeepEqual(slices.Sorted(slices.Values(got)), []string{"unwatch 192.0.2.10>127.0.0.4", "unwatch 192.0.2.10>192.0.2.51"}) {
 		t.Errorf("after the deletion: %q", got)
 	}
@@ -114,8 +114,8 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 		}
 	}
 
-	e.modify("smf1", seidB, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, gnbB.String())))).expect(t, 1, nil, nil)
-	e.delete("smf1", seidA).expect(t, 1, nil, nil)
+	e.modify("smf1", seidB, updateFAR(farID(2), updFwdParams(ohcGTPU(0x3333, gnbB.String())))).expect(t, causeAccepted, nil, nil)
+	e.delete("smf1", seidA).expect(t, causeAccepted, nil, nil)
 	for _, c := range []struct {
 		teid uint32
 		from netip.Addr
@@ -125,7 +125,7 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 			t.Errorf("Error Indication for %#x from %v after the handover and deletion: reports to %#x, want %#x", c.teid, c.from, got, c.want)
 		}
 	}
-	e.delete("smf1", seidB).expect(t, 1, nil, nil)
+	e.delete("smf1", seidB).expect(t, causeAccepted, nil, nil)
 	if len(e.h.byTunnel.first) != 0 || len(e.h.byTunnel.more) != 0 {
 		t.Errorf("tunnels indexed after every session went: %v", e.h.byTunnel)
 	}
@@ -156,7 +156,7 @@ func TestErrorIndicationOfASharedTunnel(t *testing.T) {
 			t.Fatalf("with %d sessions deleted: reports to %#x, want %#x", i, got, want)
 		}
 		if i < len(seids) {
-			e.delete("smf1", seids[i]).expect(t, 1, nil, nil)
+			e.delete("smf1", seids[i]).expect(t, causeAccepted, nil, nil)
 		}
 	}
 	if len(e.h.byTunnel.first) != 0 || len(e.h.byTunnel.more) != 0 {

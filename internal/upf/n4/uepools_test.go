@@ -43,7 +43,7 @@ func TestUEPoolsByNetworkInstance(t *testing.T) {
 			if a := netip.AddrFrom4([4]byte(ue[1:])); !c.pool.Prefix().Contains(a) || c.pool.Allocated() != 1 {
 				t.Errorf("UE address %v, %d allocated from %v", a, c.pool.Allocated(), c.pool.Prefix())
 			}
-			e.delete("smf1", seid).expect(t, 1, nil, nil)
+			e.delete("smf1", seid).expect(t, causeAccepted, nil, nil)
 			if ims.Allocated()+e.pool.Allocated() != 0 {
 				t.Errorf("after the deletion %d and %d addresses are still allocated", ims.Allocated(), e.pool.Allocated())
 			}
@@ -56,7 +56,7 @@ func TestUEPoolsByNetworkInstance(t *testing.T) {
 	imsBefore := ims.Allocated()
 	mixed := withInstance(0x2002, networkInstance("ims.mnc001"))
 	mixed[3] = createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), networkInstance("internet"), ueChooseV4(true)), farID(2))
-	e.establish("smf1", mixed...).expect(t, 73, []byte{0, 0, 2}, nil)
+	e.establish("smf1", mixed...).expect(t, causeRuleFailure, failedPDR(2), nil)
 	if ims.Allocated() != imsBefore {
 		t.Errorf("the refused request kept %d addresses of the ims pool", ims.Allocated()-imsBefore)
 	}

@@ -1,7 +1,6 @@
 package n4
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -238,106 +237,4 @@ func (u *urr) report(typ uint16, m *meter, usage upfxdp.URRUsage, fired uint32, 
 	m.seqn++
 	m.start, m.base = now, usage
 	return ie.NewUsageReport(typ, append(children, extra...)...)
-}
-
-// grant says which quotas, or a validity time for them, a Create or Update
-// URR gave.
-type grant struct{ volume, time, validity bool }
-
-// parseURR reads a Create URR (into a zero urr) or an Update URR (into the
-// current one).
-func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
-	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleURR, u.id, format, args...) }
-	if create {
-		for _, m := range []uint16{ie.MeasurementMethod, ie.ReportingTriggers} {
-			if first(group.ChildIEs, m) == nil {
-				return g, missing(m, fmt.Sprintf("Create URR %d", u.id))
-			}
-		}
-	}
-	if bad := unsupported(group.ChildIEs, ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod,
-		ie.VolumeThreshold, ie.VolumeQuota, ie.TimeThreshold, ie.TimeQuota, ie.QuotaValidityTime, ie.MeasurementInformation); bad != nil {
-		return g, fail("URR %d: IE type %d is not supported", u.id, bad.Type)
-	}
-	for _, c := range group.ChildIEs {
-		var err error
-		switch c.Type {
-		case ie.MeasurementMethod:
-			if _, err = c.MeasurementMethod(); err == nil && c.HasEVENT() {
-				err = fmt.Errorf("event measurement is not supported")
-			}
-			u.volume, u.duration = c.HasVOLUM(), c.HasDURAT()
-		case ie.ReportingTriggers:
-			var rt []byte
-			if rt, err = c.ReportingTriggers(); err == nil {
-				u.triggers = 0
-				for i, b := range rt[:min(len(rt), 3)] {
-					u.triggers |= uint32(b) << (8 * i)
-				}
-				if extra := u.triggers &^ implementedTriggers; extra != 0 {
-					err = fmt.Errorf("reporting triggers %#06x are not supported", extra)
-				}
-			}
-		case ie.MeasurementPeriod:
-			u.period, err = c.MeasurementPeriod()
-		case ie.VolumeThreshold:
-			var f *ie.VolumeThresholdFields
-			if f, err = c.VolumeThreshold(); err == nil {
-				u.volThreshold = volumes(f.Flags, f.TotalVolume, f.UplinkVolume, f.DownlinkVolume)
-			}
-		case ie.VolumeQuota:
-			var f *ie.VolumeQuotaFields
-			if f, err = c.VolumeQuota(); err == nil {
-				u.volQuota, g.volume = volumes(f.Flags, f.TotalVolume, f.UplinkVolume, f.DownlinkVolume), true
-			}
-		case ie.TimeThreshold:
-			u.timeThreshold, err = c.TimeThreshold()
-		case ie.TimeQuota:
-			u.timeQuota, err = c.TimeQuota()
-			g.time = true
-		case ie.QuotaValidityTime:
-			u.quotaValidity, err = c.QuotaValidityTime()
-			g.validity = true
-		case ie.MeasurementInformation:
-			var mi uint8
-			if mi, err = c.MeasurementInformation(); err == nil && mi&^(miMBQE|miISTM|miMNOP) != 0 {
-				err = fmt.Errorf("measurement information %#02x is not supported", mi&^(miMBQE|miISTM|miMNOP))
-			}
-			u.beforeQoS, u.immediateStart, u.countPackets = mi&miMBQE != 0, mi&miISTM != 0, mi&miMNOP != 0
-		}
-		if err != nil {
-			return g, fail("URR %d: IE type %d: %v", u.id, c.Type, err)
-		}
-	}
-	return g, u.check(fail)
-}
-
-// check refuses a URR whose triggers lack what they need.
-func (u *urr) check(fail func(string, ...any) *refusal) *refusal {
-	switch {
-	case !u.volume && !u.duration:
-		return fail("URR %d measures neither volume nor duration", u.id)
-	case u.triggers&trigPERIO != 0 && u.period <= 0:
-		return fail("URR %d: periodic reporting without a measurement period", u.id)
-	case u.triggers&trigVOLTH != 0 && u.volThreshold == [3]uint64{}:
-		return fail("URR %d: volume threshold trigger without a volume threshold", u.id)
-	case u.triggers&trigTIMTH != 0 && u.timeThreshold <= 0:
-		return fail("URR %d: time threshold trigger without a time threshold", u.id)
-	case u.triggers&trigQUVTI != 0 && u.quotaValidity <= 0:
-		return fail("URR %d: quota validity time trigger without a quota validity time", u.id)
-	case (u.volQuota != [3]uint64{} || u.triggers&trigVOLTH != 0) && !u.volume:
-		return fail("URR %d: volume limits without volume measurement", u.id)
-	}
-	return nil
-}
-
-// volumes orders the volumes of a Volume Threshold or Quota (§8.2.13,
-// §8.2.50) as the data path does, 0 for the absent ones.
-func volumes(flags uint8, total, ul, dl uint64) (v [3]uint64) {
-	for i, x := range [3]uint64{total, ul, dl} {
-		if flags&(1<<i) != 0 { // TOVOL, ULVOL, DLVOL
-			v[i] = x
-		}
-	}
-	return v
 }

@@ -61,7 +61,7 @@ func TestUsageReports(t *testing.T) {
 	// Query URR Reference.
 	ref := tlv(tQueryURRReference, be32(0xfeed))
 	r = e.modify("smf1", seid, queryURR(2), ref)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	q := all(r.ies, tUsageReportModResp)
 	if len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).trigger != 1<<7 || // IMMER
 		!bytes.Contains(q[0], ref) {
@@ -73,15 +73,15 @@ func TestUsageReports(t *testing.T) {
 
 	// Refused: an unknown URR, and a URR still named by a PDR; nothing changes.
 	before := e.state()
-	e.modify("smf1", seid, removeURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
-	e.modify("smf1", seid, queryURR(9)).expect(t, 73, []byte{3, 0, 0, 0, 9}, nil)
-	e.modify("smf1", seid, removeURR(1)).expect(t, 73, []byte{0, 0, 1}, nil)
-	e.modify("smf1", seid, queryURR(2), tlv(tPFCPSMReqFlags, []byte{0x08})).expect(t, 76, nil, []byte{0, tPFCPSMReqFlags}) // SUMPC
+	e.modify("smf1", seid, removeURR(9)).expect(t, causeRuleFailure, failedURR(9), nil)
+	e.modify("smf1", seid, queryURR(9)).expect(t, causeRuleFailure, failedURR(9), nil)
+	e.modify("smf1", seid, removeURR(1)).expect(t, causeRuleFailure, failedPDR(1), nil)
+	e.modify("smf1", seid, queryURR(2), tlv(tPFCPSMReqFlags, []byte{0x08})).expect(t, causeNotServed, nil, offendingIE(tPFCPSMReqFlags)) // SUMPC
 	e.unchanged(before)
 
 	// Removing URR 1 reports it (termination) and stops its clock.
 	r = e.modify("smf1", seid, removeURR(1), updatePDR(pdrID(1), urrID(2)), tlv(tUpdatePDR, pdrID(2), urrID(2)))
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if q := all(r.ies, tUsageReportModResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 1 || decodeUsage(t, q[0]).trigger != 1<<11 ||
 		decodeUsage(t, q[0]).seqn != 1 {
 		t.Fatalf("removal response %+v", r.ies)
@@ -93,7 +93,7 @@ func TestUsageReports(t *testing.T) {
 
 	// Deletion reports what is left.
 	r = e.delete("smf1", seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	if q := all(r.ies, tUsageReportDelResp); len(q) != 1 || decodeUsage(t, q[0]).urr != 2 || decodeUsage(t, q[0]).seqn != 1 {
 		t.Fatalf("deletion response %+v", r.ies)
 	}
@@ -117,7 +117,7 @@ func TestUnsentReportsGoInTheDeletionResponse(t *testing.T) {
 		createURR(1, mmVOLUM, rtgPERIO, measurementPeriod(10), measurementInformation(0x08))).upSEID(t)
 	e.h.tick(start.Add(11 * time.Second)) // queued, not sent
 	r := e.delete("smf1", seid)
-	r.expect(t, 1, nil, nil)
+	r.expect(t, causeAccepted, nil, nil)
 	q := all(r.ies, tUsageReportDelResp)
 	if len(q) != 2 {
 		t.Fatalf("deletion response has %d usage reports, want 2", len(q))
@@ -163,7 +163,7 @@ func TestQuotaValidityTime(t *testing.T) {
 	if got := reports(2 * time.Minute); len(got) != 0 {
 		t.Fatalf("an expired quota reported again: %#x", got)
 	}
-	e.modify("smf1", seid, tlv(tUpdateURR, urrID(1), volumeQuota(2e6))).expect(t, 1, nil, nil)
+	e.modify("smf1", seid, tlv(tUpdateURR, urrID(1), volumeQuota(2e6))).expect(t, causeAccepted, nil, nil)
 	granted := time.Since(start)
 	if got := reports(granted + 29*time.Second); len(got) != 0 {
 		t.Fatalf("a new quota expired early: %#x", got)
@@ -179,13 +179,13 @@ func TestURRRefusals(t *testing.T) {
 		return append(open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d), extra...)
 	}
 	e.refusesEstablishments(t, []refusalCase{
-		{"dropped traffic threshold trigger", base(createURR(4, mmVOLUM, 0x40)), 73, []byte{3, 0, 0, 0, 4}, nil},
-		{"event measurement", base(createURR(4, 0x04, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
-		{"volume threshold trigger without threshold", base(createURR(4, mmVOLUM, rtgVOLTH)), 73, []byte{3, 0, 0, 0, 4}, nil},
-		{"quota validity trigger without a validity time", base(createURR(4, mmVOLUM, rtgVOLQU|rtgQUVTI, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
-		{"volume quota measuring duration only", base(createURR(4, mmDURAT, rtgVOLQU, volumeQuota(10))), 73, []byte{3, 0, 0, 0, 4}, nil},
-		{"no measurement method", base(tlv(tCreateURR, urrID(4), tlv(tReportingTriggers, []byte{1, 0}))), 66, nil, []byte{0, tMeasurementMethod}},
-		{"PDR naming no URR", [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
-			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(8)), coreFAR()}, 73, []byte{0, 0, 1}, nil},
+		{name: "dropped traffic threshold trigger", ies: base(createURR(4, mmVOLUM, 0x40)), cause: causeRuleFailure, failedRule: failedURR(4)},
+		{name: "event measurement", ies: base(createURR(4, 0x04, rtgVOLQU, volumeQuota(10))), cause: causeRuleFailure, failedRule: failedURR(4)},
+		{name: "volume threshold trigger without threshold", ies: base(createURR(4, mmVOLUM, rtgVOLTH)), cause: causeRuleFailure, failedRule: failedURR(4)},
+		{name: "quota validity trigger without a validity time", ies: base(createURR(4, mmVOLUM, rtgVOLQU|rtgQUVTI, volumeQuota(10))), cause: causeRuleFailure, failedRule: failedURR(4)},
+		{name: "volume quota measuring duration only", ies: base(createURR(4, mmDURAT, rtgVOLQU, volumeQuota(10))), cause: causeRuleFailure, failedRule: failedURR(4)},
+		{name: "no measurement method", ies: base(tlv(tCreateURR, urrID(4), tlv(tReportingTriggers, []byte{1, 0}))), cause: causeMissingIE, offending: offendingIE(tMeasurementMethod)},
+		{name: "PDR naming no URR", ies: [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(1, "127.0.0.4"),
+			tlv(tCreatePDR, uplinkPDR(fixedUE("10.60.0.1"))[4:], urrID(8)), coreFAR()}, cause: causeRuleFailure, failedRule: failedPDR(1)},
 	})
 }

@@ -96,6 +96,30 @@ const (
 	mSessionReportResponse       = 57
 )
 
+// Cause values (§8.2.1).
+const (
+	causeAccepted       = 1
+	causeNoSession      = 65 // Session context not found
+	causeMissingIE      = 66 // Mandatory IE missing
+	causeIncorrectIE    = 69 // Mandatory IE incorrect
+	causeBadFTEIDChoice = 71 // Invalid F-TEID allocation option
+	causeNoAssociation  = 72 // No established PFCP Association
+	causeRuleFailure    = 73 // Rule creation/modification Failure
+	causeNotServed      = 76 // Service not supported
+)
+
+// failedPDR, failedFAR, failedQER, failedURR and failedBAR are the values
+// of a Failed Rule ID (§8.2.80): the rule type, then the rule's ID as its
+// own IE has it.
+func failedPDR(id uint16) []byte { return append([]byte{0}, be16(id)...) }
+func failedFAR(id uint32) []byte { return append([]byte{1}, be32(id)...) }
+func failedQER(id uint32) []byte { return append([]byte{2}, be32(id)...) }
+func failedURR(id uint32) []byte { return append([]byte{3}, be32(id)...) }
+func failedBAR(id uint8) []byte  { return []byte{4, id} }
+
+// offendingIE is the value of an Offending IE (§8.2.22): the IE type.
+func offendingIE(t uint16) []byte { return be16(t) }
+
 // Interface values (§8.2.2, §8.2.24).
 const (
 	ifAccess     = 0

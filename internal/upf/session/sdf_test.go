@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -52,17 +53,17 @@ func TestValidateSDFFilters(t *testing.T) {
 		filters []SDFFilter
 		field   string
 	}{
-		{"five filters", filters(t, "permit out 6 from any to assigned", "permit out 17 from any to assigned",
+		{name: "five filters", filters: filters(t, "permit out 6 from any to assigned", "permit out 17 from any to assigned",
 			"permit out 1 from any to assigned", "permit out 58 from any to assigned", "permit out 132 from any to assigned"),
-			"pdrs[0].pdi.sdfFilters"},
-		{"six pairs of port ranges", tooMany, "pdrs[0].pdi.sdfFilters"},
-		{"an SPI", append(filters(t, "permit out ip from any to assigned"), spi...), "pdrs[0].pdi.sdfFilters[1]"},
-		{"a reversed port range", reversed, "pdrs[0].pdi.sdfFilters[0]"},
-		{"IPv4 from, IPv6 to", mixed, "pdrs[0].pdi.sdfFilters[0]"},
+			field: "pdrs[0].pdi.sdfFilters"},
+		{name: "six pairs of port ranges", filters: tooMany, field: "pdrs[0].pdi.sdfFilters"},
+		{name: "an SPI", filters: append(filters(t, "permit out ip from any to assigned"), spi...), field: "pdrs[0].pdi.sdfFilters[1]"},
+		{name: "a reversed port range", filters: reversed, field: "pdrs[0].pdi.sdfFilters[0]"},
+		{name: "IPv4 from, IPv6 to", filters: mixed, field: "pdrs[0].pdi.sdfFilters[0]"},
 	} {
 		s := figure10()
 		s.PDRs[0].PDI.SDFFilters = c.filters
-		var ve *ValidationError
+		var ve *fielderr.Error
 		if err := Validate(&s); !errors.As(err, &ve) || ve.Field != c.field {
 			t.Errorf("%s: want an error naming %s, got %v", c.name, c.field, err)
 		}
@@ -122,20 +123,20 @@ func TestDataPathSDF(t *testing.T) {
 		descs []string
 		want  upfxdp.SDFSet // Count 0: no filters at all
 	}{
-		{"none", InterfaceCore, nil, upfxdp.SDFSet{}},
-		{"downlink as written", InterfaceCore, []string{"permit out 17 from 10.60.0.0/16 8000-8080 to 10.1.0.1"},
-			sdfSet(sdfFilter(17, "10.60.0.0/16", "10.1.0.1/32", 8000, 8080, 0, 0xffff))},
-		{"uplink turned around", InterfaceAccess, []string{"permit out 17 from 10.60.0.0/16 8000-8080 to 10.1.0.1"},
-			sdfSet(sdfFilter(17, "10.1.0.1/32", "10.60.0.0/16", 0, 0xffff, 8000, 8080))},
-		{"SGi-LAN as written", InterfaceSGiLAN, []string{"permit out 6 from any 80 to assigned"},
-			sdfSet(sdfFilter(6, "", "", 80, 80, 0, 0xffff))},
-		{"assigned is any address", InterfaceAccess, []string{"permit out ip from 2001:db8::/32 to assigned"},
-			sdfSet(sdfFilter(0, "", "2001:db8::/32"))},
-		{"a filter per pair of port ranges", InterfaceCore, []string{"permit out 6 from any 80,443 to assigned 1000-2000"},
-			sdfSet(sdfFilter(6, "", "", 80, 80, 1000, 2000), sdfFilter(6, "", "", 443, 443, 1000, 2000))},
-		{"every packet (Open5GS)", InterfaceAccess, []string{"permit out ip from any to assigned"}, upfxdp.SDFSet{}},
-		{"every packet among others", InterfaceCore, []string{"permit out 6 from any to assigned", "permit out ip from any to any"},
-			upfxdp.SDFSet{}},
+		{name: "none", from: InterfaceCore, want: upfxdp.SDFSet{}},
+		{name: "downlink as written", from: InterfaceCore, descs: []string{"permit out 17 from 10.60.0.0/16 8000-8080 to 10.1.0.1"},
+			want: sdfSet(sdfFilter(17, "10.60.0.0/16", "10.1.0.1/32", 8000, 8080, 0, 0xffff))},
+		{name: "uplink turned around", from: InterfaceAccess, descs: []string{"permit out 17 from 10.60.0.0/16 8000-8080 to 10.1.0.1"},
+			want: sdfSet(sdfFilter(17, "10.1.0.1/32", "10.60.0.0/16", 0, 0xffff, 8000, 8080))},
+		{name: "SGi-LAN as written", from: InterfaceSGiLAN, descs: []string{"permit out 6 from any 80 to assigned"},
+			want: sdfSet(sdfFilter(6, "", "", 80, 80, 0, 0xffff))},
+		{name: "assigned is any address", from: InterfaceAccess, descs: []string{"permit out ip from 2001:db8::/32 to assigned"},
+			want: sdfSet(sdfFilter(0, "", "2001:db8::/32"))},
+		{name: "a filter per pair of port ranges", from: InterfaceCore, descs: []string{"permit out 6 from any 80,443 to assigned 1000-2000"},
+			want: sdfSet(sdfFilter(6, "", "", 80, 80, 1000, 2000), sdfFilter(6, "", "", 443, 443, 1000, 2000))},
+		{name: "every packet (Open5GS)", from: InterfaceAccess, descs: []string{"permit out ip from any to assigned"}, want: upfxdp.SDFSet{}},
+		{name: "every packet among others", from: InterfaceCore, descs: []string{"permit out 6 from any to assigned", "permit out ip from any to any"},
+			want: upfxdp.SDFSet{}},
 	} {
 		p := PDR{PDI: PDI{SourceInterface: c.from, SDFFilters: filters(t, c.descs...)}}
 		got, ok := dataPathSDF(&p)
@@ -154,7 +155,7 @@ func TestStoreSDFFilters(t *testing.T) {
 	sess.PDRs[1].PDI.SDFFilters = filters(t, "permit out 17 from 10.60.0.0/16 8000-8080 to assigned")
 	bad := figure10()
 	bad.PDRs[1].PDI.SDFFilters = filters(t, "permit out 6 from any 1,2,3 to assigned 4,5")
-	var invalid *ValidationError
+	var invalid *fielderr.Error
 	if err := e.store.Create(bad); !errors.As(err, &invalid) || invalid.Field != "pdrs[1].pdi.sdfFilters" {
 		t.Fatalf("too many filters: %v", err)
 	}

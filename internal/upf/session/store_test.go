@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
@@ -138,7 +139,7 @@ func TestStoreQERs(t *testing.T) {
 	}
 	bad := figure10()
 	bad.PDRs[0].QERIDs = []uint32{9}
-	var invalid *ValidationError
+	var invalid *fielderr.Error
 	if err := e.store.Create(bad); !errors.As(err, &invalid) || invalid.Field != "pdrs[0].qerIds" {
 		t.Fatalf("a PDR naming a missing QER: %v", err)
 	}

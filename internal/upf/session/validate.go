@@ -6,21 +6,13 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
-// ValidationError names the field of a session that cannot be installed.
-type ValidationError struct {
-	Field string
-	Msg   string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Msg }
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
+// invalid names the field of a session that cannot be installed.
+func invalid(field, format string, args ...any) error { return fielderr.New(field, format, args...) }
 
 // element is element i of one of a session's lists, named in full only for
 // an error: a session that is valid costs no names.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -44,40 +46,40 @@ func TestValidateNamesTheField(t *testing.T) {
 		field  string
 		mutate func(*Session)
 	}{
-		{"seid", func(s *Session) { s.SEID = 0 }},
-		{"pdrs[1].pdrId", func(s *Session) { s.PDRs[1].ID = 20 }},
-		{"fars[1].farId", func(s *Session) { s.FARs[1].ID = 200 }},
-		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 7 }},
-		{"pdrs[1].pdi.teid", func(s *Session) { s.PDRs[1].PDI.TEID = 0 }},
-		{"pdrs[1].outerHeaderRemoval", func(s *Session) { s.PDRs[1].OuterHeaderRemoval = nil }},
-		{"pdrs[1].outerHeaderRemoval", func(s *Session) { s.PDRs[1].OuterHeaderRemoval = ptr(uint8(3)) }},
-		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.Prefix{} }},
-		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("10.1.3.0/24") }},
-		{"pdrs[0].pdi.ueIPAddress", func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("2001:db8::/48") }},
-		{"pdrs[1].pdi.qfi", func(s *Session) { s.PDRs[1].PDI.QFI = 64 }},
-		{"pdrs[0].pdi.sourceInterface", func(s *Session) { s.PDRs[0].PDI.SourceInterface = 9 }},
-		{"fars[0].forwardingParameters.outerHeaderCreation", func(s *Session) { s.FARs[0].OuterHeaderCreation = nil }},
-		{"fars[0].forwardingParameters.outerHeaderCreation.ipv4Address", func(s *Session) {
+		{field: "seid", mutate: func(s *Session) { s.SEID = 0 }},
+		{field: "pdrs[1].pdrId", mutate: func(s *Session) { s.PDRs[1].ID = 20 }},
+		{field: "fars[1].farId", mutate: func(s *Session) { s.FARs[1].ID = 200 }},
+		{field: "pdrs[0].farId", mutate: func(s *Session) { s.PDRs[0].FARID = 7 }},
+		{field: "pdrs[1].pdi.teid", mutate: func(s *Session) { s.PDRs[1].PDI.TEID = 0 }},
+		{field: "pdrs[1].outerHeaderRemoval", mutate: func(s *Session) { s.PDRs[1].OuterHeaderRemoval = nil }},
+		{field: "pdrs[1].outerHeaderRemoval", mutate: func(s *Session) { s.PDRs[1].OuterHeaderRemoval = ptr(uint8(3)) }},
+		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.Prefix{} }},
+		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("10.1.3.0/24") }},
+		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("2001:db8::/48") }},
+		{field: "pdrs[1].pdi.qfi", mutate: func(s *Session) { s.PDRs[1].PDI.QFI = 64 }},
+		{field: "pdrs[0].pdi.sourceInterface", mutate: func(s *Session) { s.PDRs[0].PDI.SourceInterface = 9 }},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation = nil }},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation.ipv4Address", mutate: func(s *Session) {
 			s.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("2001:db8::1")
 		}},
-		{"fars[0].forwardingParameters.outerHeaderCreation.teid", func(s *Session) { s.FARs[0].OuterHeaderCreation.TEID = 0 }},
-		{"fars[0].forwardingParameters.outerHeaderCreation.portNumber", func(s *Session) { s.FARs[0].OuterHeaderCreation.Port = 1234 }},
-		{"fars[1].forwardingParameters.outerHeaderCreation", func(s *Session) { s.FARs[1].DestinationInterface = InterfaceCPFunction }},
-		{"fars[1].destinationInterface", func(s *Session) { s.FARs[1].DestinationInterface = 9 }},
-		{"fars[0].forwardingParameters.nextHop", func(s *Session) { s.FARs[0].NextHop = netip.MustParseAddr("10.1.3.9") }}, // a tunnel's
-		{"fars[1].forwardingParameters.nextHop", func(s *Session) { s.FARs[1].NextHop = netip.MustParseAddr("ff02::1") }},
-		{"pdrs[1].farId", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction }}, // to the core
-		{"pdrs[1].pdi.teid", func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction; s.PDRs[1].PDI.TEID = 0 }},
-		{"pdrs[0].farId", func(s *Session) { s.PDRs[0].FARID = 100 }},
-		{"urrs[1].urrId", func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 1}} }},
-		{"pdrs[0].urrIds", func(s *Session) { s.PDRs[0].URRIDs = []uint32{9} }},
-		{"pdrs[1].urrIds", func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 2}, {ID: 3}}; s.PDRs[1].URRIDs = []uint32{1, 2, 3} }},
-		{"pdrs[0].urrIds", func(s *Session) { s.URRs = []URR{{ID: 1}}; s.PDRs[0].URRIDs = []uint32{1, 1} }},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation.teid", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation.TEID = 0 }},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation.portNumber", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation.Port = 1234 }},
+		{field: "fars[1].forwardingParameters.outerHeaderCreation", mutate: func(s *Session) { s.FARs[1].DestinationInterface = InterfaceCPFunction }},
+		{field: "fars[1].destinationInterface", mutate: func(s *Session) { s.FARs[1].DestinationInterface = 9 }},
+		{field: "fars[0].forwardingParameters.nextHop", mutate: func(s *Session) { s.FARs[0].NextHop = netip.MustParseAddr("10.1.3.9") }}, // a tunnel's
+		{field: "fars[1].forwardingParameters.nextHop", mutate: func(s *Session) { s.FARs[1].NextHop = netip.MustParseAddr("ff02::1") }},
+		{field: "pdrs[1].farId", mutate: func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction }}, // to the core
+		{field: "pdrs[1].pdi.teid", mutate: func(s *Session) { s.PDRs[1].PDI.SourceInterface = InterfaceCPFunction; s.PDRs[1].PDI.TEID = 0 }},
+		{field: "pdrs[0].farId", mutate: func(s *Session) { s.PDRs[0].FARID = 100 }},
+		{field: "urrs[1].urrId", mutate: func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 1}} }},
+		{field: "pdrs[0].urrIds", mutate: func(s *Session) { s.PDRs[0].URRIDs = []uint32{9} }},
+		{field: "pdrs[1].urrIds", mutate: func(s *Session) { s.URRs = []URR{{ID: 1}, {ID: 2}, {ID: 3}}; s.PDRs[1].URRIDs = []uint32{1, 2, 3} }},
+		{field: "pdrs[0].urrIds", mutate: func(s *Session) { s.URRs = []URR{{ID: 1}}; s.PDRs[0].URRIDs = []uint32{1, 1} }},
 	}
 	for _, c := range cases {
 		s := figure10()
 		c.mutate(&s)
-		var ve *ValidationError
+		var ve *fielderr.Error
 		if err := Validate(&s); !errors.As(err, &ve) || ve.Field != c.field {
 			t.Errorf("want an error naming %s, got %v", c.field, err)
 		}
@@ -91,7 +93,7 @@ func TestValidateLimitsPDRsPerKey(t *testing.T) {
 		p.ID = uint16(30 + i)
 		s.PDRs = append(s.PDRs, p)
 	}
-	var ve *ValidationError
+	var ve *fielderr.Error
 	if err := Validate(&s); !errors.As(err, &ve) || ve.Field != "pdrs[9]" {
 		t.Fatalf("nine PDRs on one TEID: got %v", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // testBuffer is the buffer slot of the buffering FAR.

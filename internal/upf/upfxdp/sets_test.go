@@ -9,8 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // sameBucket returns n TEIDs from first on whose sets share one bucket.

@@ -1,0 +1,25 @@
+// Package fielderr is the error every validator returns: the field that is
+// wrong, by its path in the document or file it came from (pdrs[1].pdi.teid,
+// pfcp.node_id), and why. The REST API answers it with 400 and
+// {"error": reason, "field": field}.
+package fielderr
+
+import "fmt"
+
+// Error is a value refused for one of its fields.
+type Error struct {
+	Field  string // "" for the document as a whole
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// New is an Error for field, its reason formatted as by fmt.Sprintf.
+func New(field, format string, args ...any) *Error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

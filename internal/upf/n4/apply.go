@@ -1,0 +1,267 @@
+package n4
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+
+	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+)
+
+// apply carries out a translated request, all or nothing: the UPF makes
+// the choices the request left to it (they are part of the keys the
+// session is checked by), reads the counters the request needs, checks
+// the session, installs it with one call into the store, and makes it the
+// one its SMF sees.
+func (h *Handler) apply(c *change) *refusal {
+	r := h.choose(c)
+	if r == nil {
+		r = h.settleURRs(c)
+	}
+	var sess session.Session
+	if r == nil {
+		sess = c.s.rules()
+		r = h.validate(c.s.seid, sess)
+	}
+	if r == nil {
+		r = h.install(c, sess)
+	}
+	if r != nil {
+		h.undo(c)
+		return r
+	}
+	h.commit(c)
+	return nil
+}
+
+// choose makes the choices a request leaves to the UPF: a new session's
+// SEID, the F-TEIDs of PDRs (CH) and the session's UE address (CHV4).
+func (h *Handler) choose(c *change) *refusal {
+	if c.old == nil {
+		c.s.seid = h.allocateSEID()
+	}
+	teids := make([]uint32, c.choices)
+	for _, tc := range c.teidChoices {
+		if teids[tc.choice] == 0 {
+			teid, err := h.allocateTEID()
+			if err != nil {
+				return noResources(err)
+			}
+			teids[tc.choice] = teid
+			c.teids = append(c.teids, teid)
+			c.s.chosenTEIDs = append(c.s.chosenTEIDs, teid)
+		}
+		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
+		c.s.pdrs[i].PDI.TEID = teids[tc.choice]
+	}
+	if c.uePool == nil {
+		return nil
+	}
+	a, err := c.uePool.Allocate()
+	if err != nil {
+		return noResources(err)
+	}
+	c.ue, c.s.ue4 = a, a
+	for _, id := range c.ueFor {
+		i, _ := pdrRules.find(c.s.pdrs, uint32(id))
+		c.s.pdrs[i].PDI.UEAddress = netip.PrefixFrom(a, 32)
+	}
+	return nil
+}
+
+// settleURRs reads the counters a request needs before the store changes
+// its URRs: those of the URRs it removes, for their final usage reports,
+// and those of the URRs given quotas anew, from which their meters start
+// over.
+func (h *Handler) settleURRs(c *change) *refusal {
+	if len(c.removedURRs) > 0 {
+		reports, err := h.finalReports(c.old, ie.UsageReportWithinSessionModificationResponse, c.removedURRs, c.now)
+		if err != nil {
+			return systemFailure(err)
+		}
+		c.reports = reports
+	}
+	for id, g := range c.granted {
+		usage, err := h.cfg.Store.URRUsage(c.s.seid, id)
+		if err != nil {
+			return systemFailure(err)
+		}
+		m := *c.s.meters[id] // a copy: the request may still fail
+		if g.volume {        // a new quota counts from now
+			m.quotaBase, m.exhausted = usage.Bytes, false
+		}
+		if g.time {
+			m.timeQuotaStart, m.blocked = c.now, 0
+		}
+		// A quota granted anew is valid for the validity time from now.
+		m.quotaGiven, m.expired = c.now, false
+		setIn(&c.s.meters, id, &m)
+	}
+	return nil
+}
+
+// install writes the session into the store: a new one, or in place of
+// the old one without a gap.
+func (h *Handler) install(c *change, sess session.Session) *refusal {
+	var err error
+	switch {
+	case c.old == nil:
+		err = h.cfg.Store.Create(sess)
+	case c.dropBuffered:
+		err = h.cfg.Store.ReplaceDropBuffered(sess)
+	default:
+		err = h.cfg.Store.Replace(sess)
+	}
+	return refusalOf(sess, err)
+}
+
+// undo gives back what a refused change chose.
+func (h *Handler) undo(c *change) {
+	for _, teid := range c.teids {
+		delete(h.chosen, teid)
+	}
+	if c.ue.IsValid() {
+		h.releaseUE(c.ue)
+	}
+}
+
+// commit makes the installed session the one its SMF sees, in place of
+// the old one, with what follows: the session's buffer limit, the
+// supervision of the paths to its gNBs, the End Markers it asked for.
+func (h *Handler) commit(c *change) {
+	old, s := c.old, c.s
+	// A TEID chosen for a PDR that the request removed or moved, or for a
+	// PDI that a later one replaced (a PDR given two PDIs), is no PDR's.
+	for _, teid := range s.dropUnusedChosen() {
+		delete(h.chosen, teid)
+	}
+	h.sessions[s.seid] = s
+	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
+		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
+	}
+	h.supervise(s.gnbs(), old.gnbs())
+	h.index(s.seid, s.tunnels(), old.tunnels())
+	for id, u := range s.urrs {
+		if u.timed() {
+			h.timed[meterKey{s.seid, id}] = true
+		}
+	}
+	for _, o := range c.endMarkers {
+		if err := h.endMarker(o); err != nil {
+			h.cfg.Log.Warn("sending an End Marker", "peer", o.Peer, "teid", o.TEID, "err", err)
+		}
+	}
+}
+
+// remove deletes a session from the store, gives back what it chose and
+// takes back its reports not sent yet.
+func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
+	if err := h.cfg.Store.Delete(s.seid); err != nil && !errors.Is(err, session.ErrNotFound) {
+		return nil, err
+	}
+	for _, teid := range s.chosenTEIDs {
+		delete(h.chosen, teid)
+	}
+	if s.ue4.IsValid() {
+		h.releaseUE(s.ue4)
+	}
+	delete(h.sessions, s.seid)
+	if h.cfg.Buffers != nil {
+		h.cfg.Buffers.SetLimit(s.seid, 0)
+	}
+	h.supervise(nil, s.gnbs())
+	h.index(s.seid, nil, s.tunnels())
+	return h.out.withdraw(s.seid), nil
+}
+
+// allocateSEID picks a UP SEID no session of the store has.
+func (h *Handler) allocateSEID() uint64 {
+	for {
+		seid := rand.Uint64()
+		if _, used := h.cfg.Store.Get(seid); seid != 0 && !used {
+			return seid
+		}
+	}
+}
+
+// allocateTEID picks a TEID that neither the UPF chose nor a session uses.
+func (h *Handler) allocateTEID() (uint32, error) {
+	for range 1 << 16 {
+		teid := rand.Uint32()
+		if teid == 0 || h.chosen[teid] {
+			continue
+		}
+		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid}}); used {
+			continue
+		}
+		h.chosen[teid] = true
+		return teid, nil
+	}
+	return 0, errors.New("no free TEID found")
+}
+
+// dropUnusedChosen forgets the TEIDs s chose that none of its PDRs uses
+// any more, and returns them.
+func (s *pfcpSession) dropUnusedChosen() (unused []uint32) {
+	s.chosenTEIDs = slices.DeleteFunc(s.chosenTEIDs, func(teid uint32) bool {
+		used := slices.ContainsFunc(s.pdrs, func(p session.PDR) bool { return p.PDI.TEID == teid })
+		if !used {
+			unused = append(unused, teid)
+		}
+		return !used
+	})
+	return unused
+}
+
+// releaseUE gives a UE address back to the pool holding it.
+func (h *Handler) releaseUE(a netip.Addr) {
+	for _, p := range h.cfg.UEPools {
+		if p.Prefix().Contains(a) {
+			_ = p.Release(a)
+			return
+		}
+	}
+	_ = h.cfg.UEPool.Release(a)
+}
+
+// supervise starts watching the paths to the gNBs in now and not in
+// before, and stops watching those only in before.
+func (h *Handler) supervise(now, before map[netip.Addr]bool) {
+	if h.cfg.Tunnels == nil {
+		return
+	}
+	for peer := range now {
+		if !before[peer] {
+			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer}); err != nil {
+				h.cfg.Log.Warn("supervising a GTP-U path", "peer", peer, "err", err)
+			}
+		}
+	}
+	for peer := range before {
+		if !now[peer] {
+			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer})
+		}
+	}
+}
+
+func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
+	if h.cfg.Tunnels == nil {
+		return nil
+	}
+	return h.cfg.Tunnels.SendEndMarker(h.cfg.N3[0], o.Peer, o.TEID)
+}
+
+// index files session seid under the tunnels in now instead of those in
+// before.
+func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
+	for t := range before {
+		h.byTunnel.remove(t, seid)
+	}
+	for t := range now {
+		h.byTunnel.add(t, seid)
+	}
+}
