@@ -11,7 +11,6 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
-	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -145,22 +144,6 @@ func (u *UPF) Install() error {
 		return fmt.Errorf("no valid uplink route to %s", DNAddr)
 	}
 	return nil
-}
-
-// Buffers opens a buffer manager for the downlink packets of buffering
-// FARs, with its raw socket for released frames in the UPF's namespace,
-// and hands it to the store; the caller runs and closes it.
-func (u *UPF) Buffers(cfg buffer.Config) (*buffer.Manager, error) {
-	var m *buffer.Manager
-	err := u.ns.Do(func() (err error) {
-		m, err = buffer.New(u.Datapath, cfg)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	u.Store.SetBuffers(m)
-	return m, nil
 }
 
 // Close stops the resolver, detaches the data path and removes its pinned

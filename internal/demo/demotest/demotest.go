@@ -40,14 +40,19 @@ func UPF(t testing.TB, tb *demo.Testbed) *demo.UPF {
 }
 
 // WithBuffers is the testbed and its UPF as the daemon runs it, with a
-// buffer manager over its data path that the caller runs and closes.
+// buffer manager over its data path, its raw socket for released frames in
+// the UPF's namespace, handed to the store; the caller runs and closes it.
 func WithBuffers(t testing.TB, cfg buffer.Config) (*demo.Testbed, *demo.UPF, *buffer.Manager) {
 	t.Helper()
 	tb := Testbed(t)
 	upf := UPF(t, tb)
-	buffers, err := upf.Buffers(cfg)
-	if err != nil {
+	var buffers *buffer.Manager
+	if err := tb.UPF.Do(func() (err error) {
+		buffers, err = buffer.New(upf.Datapath, cfg)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
+	upf.Store.SetBuffers(buffers)
 	return tb, upf, buffers
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,15 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
 
-// A PFCP session over the demo testbed, with real GTP-U and IP through the
-// XDP data path: its QER holds the uplink to its maximum bit rate, and its
-// URR counts exactly what was forwarded each way, reporting at its volume
-// threshold and when the session goes.
 // trafficEnv is a handler over the demo testbed's UPF as the daemon runs
 // it, URR events and buffers included; sent gets the Session Report
 // Requests it sends, encoded. The SMF accepts them, with the IEs of
@@ -40,19 +36,9 @@ type trafficEnv struct {
 
 func newTrafficEnv(t *testing.T) *trafficEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and XDP")
-	}
-	tb, err := demo.NewTestbed()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, tb.Close()) })
-	upf, err := tb.StartUPF()
-	fatalIf(t, err)
-	t.Cleanup(func() { fatalIf(t, upf.Close()) })
-	e := &trafficEnv{tb: tb, upf: upf, sent: make(chan []byte, 256)}
-	e.buffers, err = upf.Buffers(buffer.Config{})
-	fatalIf(t, err)
-	e.h = New(Config{Store: upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
+	e := &trafficEnv{sent: make(chan []byte, 256)}
+	e.tb, e.upf, e.buffers = demotest.WithBuffers(t, buffer.Config{})
+	e.h = New(Config{Store: e.upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
 		ForwardingPolicies: map[string]netip.Addr{"to-firewall": firewall},
 		SendReport: func(_ context.Context, _ pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			b, err := req.Marshal()
@@ -65,7 +51,7 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 			return parse[*message.SessionReportResponse](t, sessionMsg(mSessionReportResponse, 0, req.Sequence(), ies...)), nil
 		}})
 	e.buffers.SetNotify(e.h.Buffered)
-	events, err := upf.Datapath.URREvents()
+	events, err := e.upf.Datapath.URREvents()
 	fatalIf(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{}, 2)
@@ -116,6 +102,10 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 	}
 }
 
+// A PFCP session over the demo testbed, with real GTP-U and IP through the
+// XDP data path: its QER holds the uplink to its maximum bit rate, and its
+// URR counts exactly what was forwarded each way, reporting at its volume
+// threshold and when the session goes.
 func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	e := newTrafficEnv(t)
 	tb, h, sent := e.tb, e.h, e.sent
