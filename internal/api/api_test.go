@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -90,31 +90,17 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func newNetns(t *testing.T, prefix string) *namespace.Netns {
-	t.Helper()
-	n, err := namespace.New(prefix)
-	must(t, err)
-	t.Cleanup(func() { must(t, n.Delete()) })
-	return n
-}
-
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	e := &env{upf: newNetns(t, "api-upf-"), peer: newNetns(t, "api-peer-")}
+	testsupport.NeedRoot(t, "network namespaces and XDP")
+	e := &env{upf: testsupport.Netns(t, "api-upf-"), peer: testsupport.Netns(t, "api-peer-")}
 	must(t, namespace.Veth(e.upf, upfIface, e.peer, "gnb"))
 	must(t, e.upf.AddAddr(upfIface, "10.1.3.1/24"))
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 
-	pin := "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-api-")
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
-	must(t, err)
-	t.Cleanup(func() {
-		dp.Close()
-		os.RemoveAll(pin)
-	})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { dp.Close() })
 	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, upfxdp.RoleAccess|upfxdp.RoleCore, xdplink.ModeNative) }))
 	t.Cleanup(func() { must(t, dp.Detach(upfIface)) })
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -50,13 +51,9 @@ type chain struct {
 
 func newChain(t *testing.T) *chain {
 	t.Helper()
-	c := &chain{env: newEnv(t)}
-	ns, err := namespace.New("n4chain")
-	fatalIf(t, err)
-	c.ns = ns
-	t.Cleanup(func() { ns.Delete() })
+	c := &chain{env: newEnv(t), ns: testsupport.Netns(t, "n4chain")}
 	for _, a := range []string{n3.String(), gnb, gnb2} {
-		fatalIf(t, ns.AddAddr("lo", a+"/32"))
+		fatalIf(t, c.ns.AddAddr("lo", a+"/32"))
 	}
 	listen := func(addr string) *net.UDPConn {
 		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
@@ -64,7 +61,7 @@ func newChain(t *testing.T) *chain {
 		t.Cleanup(func() { conn.Close() })
 		return conn
 	}
-	fatalIf(t, ns.Do(func() error {
+	fatalIf(t, c.ns.Do(func() error {
 		tunnels, err := gtpu.Open(gtpu.Config{Local: []netip.Addr{n3}})
 		if err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/wmnsk/go-pfcp/message"
 
-	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
@@ -60,18 +59,10 @@ func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
 // newSizedEnv is newEnv with a data path for maxSessions.
 func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	pin := "/sys/fs/bpf/" + namespace.UniqueName("xdp5g-n4-")
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: maxSessions})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		dp.Close()
-		os.RemoveAll(pin)
-	})
+	testsupport.NeedRoot(t, "BPF")
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { dp.Close() })
 	pool, err := ippool.New(uePool)
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 const (
 	mutationSeed = 29244
 	// The store keeps a freed rule slot out of use for a second
-	// (session.slotReuseDelay), and the mutants free and take slots
+	// (slotpool.ReuseDelay), and the mutants free and take slots
 	// faster than newChain's data path has them: they come in rounds,
 	// each of which takes fewer than its 4352 PDR slots, with a pause
 	// for the slots to come back between them.

@@ -68,10 +68,10 @@ func TestRestoreDropsPFCPSessions(t *testing.T) {
 	if _, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.28")); err == nil {
 		t.Error("the PFCP session's UE address is still in the data path")
 	}
-	if n, want := inUse(restored.pdrSlots), len(figure10().PDRs); n != want {
+	if n, want := restored.pdrSlots.InUse(), len(figure10().PDRs); n != want {
 		t.Errorf("%d PDR slots in use, want %d", n, want)
 	}
-	if n := inUse(restored.urrSlots); n != 0 {
+	if n := restored.urrSlots.InUse(); n != 0 {
 		t.Errorf("%d URR slots in use, want 0: the dropped session's URR kept its slot", n)
 	}
 	check(t, restored.Create(pfcpSession()))

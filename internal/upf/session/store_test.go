@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -33,24 +33,16 @@ type storeEnv struct {
 // throw-away namespace where the gNB 10.1.3.27 is reachable.
 func newStoreEnv(t *testing.T) *storeEnv {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	a, err := namespace.New("sess")
-	check(t, err)
-	t.Cleanup(func() { a.Delete() })
-	b, err := namespace.New("sess")
-	check(t, err)
-	t.Cleanup(func() { b.Delete() })
-	check(t, namespace.Veth(a, "n3", b, "gnb"))
-	check(t, a.AddAddr("n3", "10.1.3.1/24"))
-	check(t, b.AddAddr("gnb", "10.1.3.27/24"))
+	testsupport.NeedRoot(t, "network namespaces and BPF")
+	upf, gnb := testsupport.Netns(t, "sess"), testsupport.Netns(t, "sess")
+	check(t, namespace.Veth(upf, "n3", gnb, "gnb"))
+	check(t, upf.AddAddr("n3", "10.1.3.1/24"))
+	check(t, gnb.AddAddr("gnb", "10.1.3.27/24"))
 
-	pin := fmt.Sprintf("/sys/fs/bpf/xdp5g-session-test-%d", os.Getpid())
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: pin, MaxSessions: 1024})
-	check(t, err)
-	t.Cleanup(func() { dp.Close(); os.RemoveAll(pin) })
-	ns, err := netns.GetFromName(a.Name)
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { dp.Close() })
+	ns, err := netns.GetFromName(upf.Name)
 	check(t, err)
 	defer ns.Close()
 	nh, err := nexthop.New(dp, ns, nil)
@@ -267,9 +259,6 @@ func (e *storeEnv) pdrOf(t *testing.T, uplink bool) upfxdp.PDR {
 	return p
 }
 
-// inUse is the number of slots a pool has handed out and not taken back.
-func inUse(p *slotpool.Pool) int { return p.InUse() }
-
 // withURRs is figure10 with URRs, the uplink PDR naming the given ones and
 // the downlink PDR the first.
 func withURRs(urrs []URR, uplink ...uint32) Session {
@@ -335,14 +324,14 @@ func TestStoreURRs(t *testing.T) {
 
 	// A failed Replace leaves the kept URR as it was and gives the new
 	// URR's slot back.
-	before, used := e.urr(t, kept), inUse(e.store.urrSlots)
+	before, used := e.urr(t, kept), e.store.urrSlots.InUse()
 	bad := withURRs([]URR{{ID: 1, Limits: quota(3000)}, {ID: 4}}, 1, 4)
 	bad.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("224.0.0.1") // no next hop
 	if err := e.store.Replace(bad); err == nil {
 		t.Fatal("a replacement without a next hop was accepted")
 	}
-	if u := e.urr(t, kept); u != before || inUse(e.store.urrSlots) != used {
-		t.Fatalf("after a failed Replace: URR %+v, was %+v; %d URR slots in use, was %d", u, before, inUse(e.store.urrSlots), used)
+	if u := e.urr(t, kept); u != before || e.store.urrSlots.InUse() != used {
+		t.Fatalf("after a failed Replace: URR %+v, was %+v; %d URR slots in use, was %d", u, before, e.store.urrSlots.InUse(), used)
 	}
 	if got, _ := e.store.Get(1); !reflect.DeepEqual(got, next) {
 		t.Fatalf("after a failed Replace: %+v", got)
@@ -382,12 +371,12 @@ func TestStoreURRs(t *testing.T) {
 	if seid, id, ok := restored.URRBySlot(fresh); !ok || seid != 1 || id != 3 {
 		t.Fatalf("restored URRBySlot(%d): %d, %d, %v", fresh, seid, id, ok)
 	}
-	if inUse(restored.urrSlots) != 2 {
-		t.Fatalf("%d URR slots in use after restore, want 2", inUse(restored.urrSlots))
+	if restored.urrSlots.InUse() != 2 {
+		t.Fatalf("%d URR slots in use after restore, want 2", restored.urrSlots.InUse())
 	}
 	check(t, restored.Delete(1))
-	if _, _, ok := restored.URRBySlot(kept); ok || inUse(restored.urrSlots) != 0 {
-		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, inUse(restored.urrSlots))
+	if _, _, ok := restored.URRBySlot(kept); ok || restored.urrSlots.InUse() != 0 {
+		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, restored.urrSlots.InUse())
 	}
 }
 
