@@ -56,10 +56,10 @@ func TestListingCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"sessions", "list", "--api", srv.URL},
-			"{\n  \"sessions\": [\n    {\n      \"seid\": 7,\n      \"pdrs\": [],\n      \"fars\": []\n    }\n  ]\n}\n"},
-		{[]string{"associations", "--api", srv.URL},
-			"NODE ID      ADDRESS          STATE  SINCE                 LAST HEARTBEAT  SMF STARTED\n" +
+		{args: []string{"sessions", "list", "--api", srv.URL},
+			want: "{\n  \"sessions\": [\n    {\n      \"seid\": 7,\n      \"pdrs\": [],\n      \"fars\": []\n    }\n  ]\n}\n"},
+		{args: []string{"associations", "--api", srv.URL},
+			want: "NODE ID      ADDRESS          STATE  SINCE                 LAST HEARTBEAT  SMF STARTED\n" +
 				"smf.example  192.0.2.20:8805  up     2025-01-02T03:04:05Z  -               2025-01-02T03:00:00Z\n"},
 	} {
 		if got := stdoutOf(t, c.args...); got != c.want {

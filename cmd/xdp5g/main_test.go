@@ -32,30 +32,28 @@ func TestOutputToClosedPipe(t *testing.T) {
 	}
 }
 
-// Every command line xdp5g has: the commands, their arguments, and
-// whether they take --api.
-var commandLines = []struct {
-	line   string
-	client bool
-}{
-	{"run", false}, {"detach", false}, {"demo", false},
-	{"sessions list", true}, {"sessions get SEID", true}, {"sessions add FILE", true},
-	{"sessions replace FILE", true}, {"sessions delete SEID", true},
-	{"stats", true}, {"associations", true}, {"associations release NODE", true},
-	{"rules list", true}, {"rules get ID", true}, {"rules add FILE", true}, {"rules delete ID", true},
-	{"rules clear", true}, {"rules count", true},
-	{"slices list", true}, {"slices set ID CPU,...", true}, {"slices delete ID", true},
-	{"intents list", true}, {"intents get ID", true}, {"intents add FILE", true}, {"intents delete ID", true},
-	{"bearer-contexts list", true}, {"bearer-contexts get ID", true}, {"bearer-contexts setup FILE", true},
-	{"bearer-contexts modify ID FILE", true}, {"bearer-contexts release ID", true},
-	{"cuup-stats", true},
-}
+// Every command line xdp5g has, its commands and their arguments: those
+// that act on the machine, and the REST API's clients, which take --api.
+var (
+	localCommandLines  = []string{"run", "detach", "demo"}
+	clientCommandLines = []string{
+		"sessions list", "sessions get SEID", "sessions add FILE", "sessions replace FILE", "sessions delete SEID",
+		"stats", "associations", "associations release NODE",
+		"rules list", "rules get ID", "rules add FILE", "rules delete ID", "rules clear", "rules count",
+		"slices list", "slices set ID CPU,...", "slices delete ID",
+		"intents list", "intents get ID", "intents add FILE", "intents delete ID",
+		"bearer-contexts list", "bearer-contexts get ID", "bearer-contexts setup FILE",
+		"bearer-contexts modify ID FILE", "bearer-contexts release ID",
+		"cuup-stats",
+	}
+)
 
 // Each command line is a command whose help shows its usage, by --help
 // and by the help command, and whose parent's help lists it.
 func TestHelpListsEveryCommand(t *testing.T) {
-	for _, c := range commandLines {
-		words := strings.Fields(c.line)
+	for _, line := range slices.Concat(localCommandLines, clientCommandLines) {
+		client := slices.Contains(clientCommandLines, line)
+		words := strings.Fields(line)
 		var path []string // the command words
 		for _, w := range words {
 			if w != strings.ToLower(w) {
@@ -63,14 +61,14 @@ func TestHelpListsEveryCommand(t *testing.T) {
 			}
 			path = append(path, w)
 		}
-		usage := "xdp5g " + c.line + " [flags]"
+		usage := "xdp5g " + line + " [flags]"
 		for _, args := range [][]string{append(slices.Clone(path), "--help"), append([]string{"help"}, path...)} {
 			status, stdout, stderr := xdp5g("", args...)
 			if status != 0 || !strings.Contains(stdout, "Usage:\n  "+usage+"\n") || stderr != "" {
 				t.Errorf("xdp5g %s: status %d, printed:\n%s\nwant the usage %q", strings.Join(args, " "), status, stdout+stderr, usage)
 			}
-			if api := strings.Contains(stdout, "--api URL"); api != c.client {
-				t.Errorf("xdp5g %s: --api listed %v, want %v", strings.Join(args, " "), api, c.client)
+			if api := strings.Contains(stdout, "--api URL"); api != client {
+				t.Errorf("xdp5g %s: --api listed %v, want %v", strings.Join(args, " "), api, client)
 			}
 		}
 		parentHelp := append(slices.Clone(path[:len(path)-1]), "--help")
@@ -96,25 +94,25 @@ func TestUsageErrors(t *testing.T) {
 		args       []string
 		err, usage string
 	}{
-		{nil, "xdp5g needs a command", "xdp5g [command]"},
-		{[]string{"bogus"}, `unknown command "bogus" for "xdp5g"`, "xdp5g [command]"},
-		{[]string{"sesions"}, "did you mean sessions?", "xdp5g [command]"},
-		{[]string{"sessions"}, "xdp5g sessions needs a command", "xdp5g sessions [command]"},
-		{[]string{"sessions", "bogus"}, `unknown command "bogus" for "xdp5g sessions"`, "xdp5g sessions [command]"},
-		{[]string{"sessions", "get"}, "accepts 1 arg(s), received 0", "xdp5g sessions get SEID [flags]"},
-		{[]string{"sessions", "get", "1", "2"}, "accepts 1 arg(s), received 2", "xdp5g sessions get SEID [flags]"},
-		{[]string{"slices", "set", "1"}, "accepts 2 arg(s), received 1", "xdp5g slices set ID CPU,... [flags]"},
-		{[]string{"bearer-contexts", "modify", "1"}, "accepts 2 arg(s), received 1", "xdp5g bearer-contexts modify ID FILE [flags]"},
-		{[]string{"stats", "x"}, `unknown command "x" for "xdp5g stats"`, "xdp5g stats [flags]"},
-		{[]string{"associations", "x"}, `unknown command "x" for "xdp5g associations"`, "xdp5g associations [flags]"},
-		{[]string{"associations", "release"}, "accepts 1 arg(s), received 0", "xdp5g associations release NODE [flags]"},
-		{[]string{"rules", "count", "--bogus"}, "unknown flag: --bogus", "xdp5g rules count [flags]"},
-		{[]string{"rules", "list", "--api"}, "flag needs an argument: --api", "xdp5g rules list [flags]"},
-		{[]string{"run"}, `required flag(s) "config" not set`, "xdp5g run [flags]"},
-		{[]string{"detach", "--config"}, "flag needs an argument: --config", "xdp5g detach [flags]"},
-		{[]string{"run", "--config", "x.yaml", "extra"}, `unknown command "extra" for "xdp5g run"`, "xdp5g run [flags]"},
-		{[]string{"demo", "--api", "x"}, "unknown flag: --api", "xdp5g demo [flags]"},
-		{[]string{"completion", "bogus"}, `unknown command "bogus" for "xdp5g completion"`, "xdp5g completion [command]"},
+		{args: nil, err: "xdp5g needs a command", usage: "xdp5g [command]"},
+		{args: []string{"bogus"}, err: `unknown command "bogus" for "xdp5g"`, usage: "xdp5g [command]"},
+		{args: []string{"sesions"}, err: "did you mean sessions?", usage: "xdp5g [command]"},
+		{args: []string{"sessions"}, err: "xdp5g sessions needs a command", usage: "xdp5g sessions [command]"},
+		{args: []string{"sessions", "bogus"}, err: `unknown command "bogus" for "xdp5g sessions"`, usage: "xdp5g sessions [command]"},
+		{args: []string{"sessions", "get"}, err: "accepts 1 arg(s), received 0", usage: "xdp5g sessions get SEID [flags]"},
+		{args: []string{"sessions", "get", "1", "2"}, err: "accepts 1 arg(s), received 2", usage: "xdp5g sessions get SEID [flags]"},
+		{args: []string{"slices", "set", "1"}, err: "accepts 2 arg(s), received 1", usage: "xdp5g slices set ID CPU,... [flags]"},
+		{args: []string{"bearer-contexts", "modify", "1"}, err: "accepts 2 arg(s), received 1", usage: "xdp5g bearer-contexts modify ID FILE [flags]"},
+		{args: []string{"stats", "x"}, err: `unknown command "x" for "xdp5g stats"`, usage: "xdp5g stats [flags]"},
+		{args: []string{"associations", "x"}, err: `unknown command "x" for "xdp5g associations"`, usage: "xdp5g associations [flags]"},
+		{args: []string{"associations", "release"}, err: "accepts 1 arg(s), received 0", usage: "xdp5g associations release NODE [flags]"},
+		{args: []string{"rules", "count", "--bogus"}, err: "unknown flag: --bogus", usage: "xdp5g rules count [flags]"},
+		{args: []string{"rules", "list", "--api"}, err: "flag needs an argument: --api", usage: "xdp5g rules list [flags]"},
+		{args: []string{"run"}, err: `required flag(s) "config" not set`, usage: "xdp5g run [flags]"},
+		{args: []string{"detach", "--config"}, err: "flag needs an argument: --config", usage: "xdp5g detach [flags]"},
+		{args: []string{"run", "--config", "x.yaml", "extra"}, err: `unknown command "extra" for "xdp5g run"`, usage: "xdp5g run [flags]"},
+		{args: []string{"demo", "--api", "x"}, err: "unknown flag: --api", usage: "xdp5g demo [flags]"},
+		{args: []string{"completion", "bogus"}, err: `unknown command "bogus" for "xdp5g completion"`, usage: "xdp5g completion [command]"},
 	} {
 		status, stdout, stderr := xdp5g("", c.args...)
 		if status != 2 || stdout != "" || !strings.HasPrefix(stderr, "xdp5g: ") || !strings.Contains(stderr, c.err) ||
@@ -132,16 +130,16 @@ func TestArgumentErrors(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{[]string{"sessions", "get", "x"}, `xdp5g: "x" is not a SEID` + "\n"},
-		{[]string{"sessions", "delete", "18446744073709551616"}, `xdp5g: "18446744073709551616" is not a SEID` + "\n"},
-		{[]string{"rules", "get", "1x"}, `xdp5g: "1x" is not a rule ID` + "\n"},
-		{[]string{"rules", "delete", "4294967296"}, `xdp5g: "4294967296" is not a rule ID` + "\n"},
-		{[]string{"intents", "get", "x"}, `xdp5g: "x" is not an intent ID` + "\n"},
-		{[]string{"slices", "delete", "x"}, `xdp5g: "x" is not a slice ID` + "\n"},
-		{[]string{"slices", "set", "x", "0"}, `xdp5g: "x" is not a slice ID` + "\n"},
-		{[]string{"slices", "set", "1", "0,a"}, `xdp5g: "a" is not a CPU number` + "\n"},
-		{[]string{"bearer-contexts", "release", "x"}, `xdp5g: "x" is not a bearer context ID` + "\n"},
-		{[]string{"bearer-contexts", "modify", "x", "-"}, `xdp5g: "x" is not a bearer context ID` + "\n"},
+		{args: []string{"sessions", "get", "x"}, err: `xdp5g: "x" is not a SEID` + "\n"},
+		{args: []string{"sessions", "delete", "18446744073709551616"}, err: `xdp5g: "18446744073709551616" is not a SEID` + "\n"},
+		{args: []string{"rules", "get", "1x"}, err: `xdp5g: "1x" is not a rule ID` + "\n"},
+		{args: []string{"rules", "delete", "4294967296"}, err: `xdp5g: "4294967296" is not a rule ID` + "\n"},
+		{args: []string{"intents", "get", "x"}, err: `xdp5g: "x" is not an intent ID` + "\n"},
+		{args: []string{"slices", "delete", "x"}, err: `xdp5g: "x" is not a slice ID` + "\n"},
+		{args: []string{"slices", "set", "x", "0"}, err: `xdp5g: "x" is not a slice ID` + "\n"},
+		{args: []string{"slices", "set", "1", "0,a"}, err: `xdp5g: "a" is not a CPU number` + "\n"},
+		{args: []string{"bearer-contexts", "release", "x"}, err: `xdp5g: "x" is not a bearer context ID` + "\n"},
+		{args: []string{"bearer-contexts", "modify", "x", "-"}, err: `xdp5g: "x" is not a bearer context ID` + "\n"},
 	} {
 		// No daemon listens there: a request would fail otherwise.
 		args := append(c.args, "--api", "http://192.0.2.1:1")

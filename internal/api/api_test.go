@@ -319,48 +319,48 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		edits map[string]any
 		field string
 	}{
-		{"unknown field", map[string]any{"extra": 1}, "extra"},
-		{"unknown nested field", map[string]any{"pdrs.0.pdi.tied": 1}, "pdrs[0].pdi.tied"},
-		{"field name in the wrong case", map[string]any{"pdrs.1.PDRID": 2}, "pdrs[1].PDRID"},
-		{"TEID as a string", map[string]any{"pdrs.0.pdi.teid": "200"}, "pdrs[0].pdi.teid"},
-		{"PDR ID too big", map[string]any{"pdrs.1.pdrId": 70000}, "pdrs[1].pdrId"},
-		{"negative FAR ID", map[string]any{"fars.0.farId": -1}, "fars[0].farId"},
-		{"fractional SEID", map[string]any{"seid": 2.5}, "seid"},
-		{"no SEID", map[string]any{"seid": remove}, "seid"},
-		{"SEID 0", map[string]any{"seid": 0}, "seid"},
-		{"PDRs not a list", map[string]any{"pdrs": map[string]any{}}, "pdrs"},
-		{"no source interface", map[string]any{"pdrs.1.pdi.sourceInterface": remove}, "pdrs[1].pdi.sourceInterface"},
-		{"unknown interface", map[string]any{"pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_N9"}, "pdrs[0].pdi.sourceInterface"},
-		{"interface number out of range", map[string]any{"pdrs.1.pdi.sourceInterface": 4}, "pdrs[1].pdi.sourceInterface"},
-		{"IPv6 header removal", map[string]any{"pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6"}, "pdrs[0].outerHeaderRemoval"},
-		{"bad UE address", map[string]any{"pdrs.1.pdi.ueIPAddress": "10.1.3"}, "pdrs[1].pdi.ueIPAddress"},
-		{"access PDR without TEID", map[string]any{"pdrs.0.pdi.teid": remove}, "pdrs[0].pdi.teid"},
-		{"unknown FAR", map[string]any{"pdrs.0.farId": 9}, "pdrs[0].farId"},
-		{"QFI too big", map[string]any{"pdrs.1.pdi.qfi": 64}, "pdrs[1].pdi.qfi"},
-		{"malformed flow description", map[string]any{"pdrs.1.pdi.sdfFilters": []any{"permit out ip from any to assigned", "permit in ip from any to assigned"}},
-			"pdrs[1].pdi.sdfFilters[1]"},
-		{"flow description not a list", map[string]any{"pdrs.1.pdi.sdfFilters": "permit out ip from any to assigned"}, "pdrs[1].pdi.sdfFilters"},
-		{"too many SDF filters", map[string]any{"pdrs.0.pdi.sdfFilters": []any{"permit out 6 from any 1,2,3 to assigned 4,5"}}, "pdrs[0].pdi.sdfFilters"},
-		{"unsupported action", map[string]any{"fars.0.applyAction": "DUPL"}, "fars[0].applyAction"},
-		{"uplink buffering", map[string]any{"fars.0.applyAction": "BUFF"}, "pdrs[0].farId"},
-		{"FAR without action or destination", map[string]any{"fars.0.destinationInterface": remove}, "fars[0].applyAction"},
-		{"contradicting destinations", map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, "fars[1].forwardingParameters.destinationInterface"},
-		{"GTP-U towards the core", map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, ohcField},
-		{"DSCP beyond 63", map[string]any{"fars.1.forwardingParameters.dscp": 64}, "fars[1].forwardingParameters.dscp"},
-		{"next hop not an address", map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "gw"}}, "fars[0].forwardingParameters.nextHop"},
-		{"multicast next hop", map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "224.0.0.1"}}, "fars[0].forwardingParameters.nextHop"},
-		{"next hop towards access", map[string]any{"fars.1.forwardingParameters.nextHop": "10.0.0.9"}, "fars[1].forwardingParameters.nextHop"},
-		{"unknown header creation", map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, ohcField + ".outerHeaderCreationDescription"},
-		{"IPv6 tunnel peer", map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, ohcField + ".ipv4Address"},
-		{"no TEID to default to", map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, ohcField + ".teid"},
-		{"short MAC address", map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, "arpTable[0].mac"},
-		{"ARP entry without IP", map[string]any{"arpTable.0.ip": remove}, "arpTable[0].ip"},
-		{"QER named by no rule", map[string]any{"pdrs.0.qerIds": []any{5}}, "pdrs[0].qerIds"},
-		{"URR named by no rule", map[string]any{"pdrs.1.urrIds": []any{5}}, "pdrs[1].urrIds"},
-		{"unknown gate status", map[string]any{"qers": []any{map[string]any{"qerId": 1, "gateStatus": map[string]any{"ul": "AJAR", "dl": "OPEN"}}}}, "qers[0].gateStatus.ul"},
-		{"RQI as a number", map[string]any{"qers": []any{map[string]any{"qerId": 1, "rqi": 1}}}, "qers[0].rqi"},
-		{"QER ID twice", map[string]any{"qers": []any{map[string]any{"qerId": 1}, map[string]any{"qerId": 1}}}, "qers[1].qerId"},
-		{"URR quota, which only an SMF sets", map[string]any{"pdrs.1.urrIds": []any{7}, "urrs": []any{map[string]any{"urrId": 7, "volumeQuota": map[string]any{"total": 1000}}}}, "urrs[0]"},
+		{name: "unknown field", edits: map[string]any{"extra": 1}, field: "extra"},
+		{name: "unknown nested field", edits: map[string]any{"pdrs.0.pdi.tied": 1}, field: "pdrs[0].pdi.tied"},
+		{name: "field name in the wrong case", edits: map[string]any{"pdrs.1.PDRID": 2}, field: "pdrs[1].PDRID"},
+		{name: "TEID as a string", edits: map[string]any{"pdrs.0.pdi.teid": "200"}, field: "pdrs[0].pdi.teid"},
+		{name: "PDR ID too big", edits: map[string]any{"pdrs.1.pdrId": 70000}, field: "pdrs[1].pdrId"},
+		{name: "negative FAR ID", edits: map[string]any{"fars.0.farId": -1}, field: "fars[0].farId"},
+		{name: "fractional SEID", edits: map[string]any{"seid": 2.5}, field: "seid"},
+		{name: "no SEID", edits: map[string]any{"seid": remove}, field: "seid"},
+		{name: "SEID 0", edits: map[string]any{"seid": 0}, field: "seid"},
+		{name: "PDRs not a list", edits: map[string]any{"pdrs": map[string]any{}}, field: "pdrs"},
+		{name: "no source interface", edits: map[string]any{"pdrs.1.pdi.sourceInterface": remove}, field: "pdrs[1].pdi.sourceInterface"},
+		{name: "unknown interface", edits: map[string]any{"pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_N9"}, field: "pdrs[0].pdi.sourceInterface"},
+		{name: "interface number out of range", edits: map[string]any{"pdrs.1.pdi.sourceInterface": 4}, field: "pdrs[1].pdi.sourceInterface"},
+		{name: "IPv6 header removal", edits: map[string]any{"pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6"}, field: "pdrs[0].outerHeaderRemoval"},
+		{name: "bad UE address", edits: map[string]any{"pdrs.1.pdi.ueIPAddress": "10.1.3"}, field: "pdrs[1].pdi.ueIPAddress"},
+		{name: "access PDR without TEID", edits: map[string]any{"pdrs.0.pdi.teid": remove}, field: "pdrs[0].pdi.teid"},
+		{name: "unknown FAR", edits: map[string]any{"pdrs.0.farId": 9}, field: "pdrs[0].farId"},
+		{name: "QFI too big", edits: map[string]any{"pdrs.1.pdi.qfi": 64}, field: "pdrs[1].pdi.qfi"},
+		{name: "malformed flow description", edits: map[string]any{"pdrs.1.pdi.sdfFilters": []any{"permit out ip from any to assigned", "permit in ip from any to assigned"}},
+			field: "pdrs[1].pdi.sdfFilters[1]"},
+		{name: "flow description not a list", edits: map[string]any{"pdrs.1.pdi.sdfFilters": "permit out ip from any to assigned"}, field: "pdrs[1].pdi.sdfFilters"},
+		{name: "too many SDF filters", edits: map[string]any{"pdrs.0.pdi.sdfFilters": []any{"permit out 6 from any 1,2,3 to assigned 4,5"}}, field: "pdrs[0].pdi.sdfFilters"},
+		{name: "unsupported action", edits: map[string]any{"fars.0.applyAction": "DUPL"}, field: "fars[0].applyAction"},
+		{name: "uplink buffering", edits: map[string]any{"fars.0.applyAction": "BUFF"}, field: "pdrs[0].farId"},
+		{name: "FAR without action or destination", edits: map[string]any{"fars.0.destinationInterface": remove}, field: "fars[0].applyAction"},
+		{name: "contradicting destinations", edits: map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, field: "fars[1].forwardingParameters.destinationInterface"},
+		{name: "GTP-U towards the core", edits: map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, field: ohcField},
+		{name: "DSCP beyond 63", edits: map[string]any{"fars.1.forwardingParameters.dscp": 64}, field: "fars[1].forwardingParameters.dscp"},
+		{name: "next hop not an address", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "gw"}}, field: "fars[0].forwardingParameters.nextHop"},
+		{name: "multicast next hop", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "224.0.0.1"}}, field: "fars[0].forwardingParameters.nextHop"},
+		{name: "next hop towards access", edits: map[string]any{"fars.1.forwardingParameters.nextHop": "10.0.0.9"}, field: "fars[1].forwardingParameters.nextHop"},
+		{name: "unknown header creation", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, field: ohcField + ".outerHeaderCreationDescription"},
+		{name: "IPv6 tunnel peer", edits: map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, field: ohcField + ".ipv4Address"},
+		{name: "no TEID to default to", edits: map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, field: ohcField + ".teid"},
+		{name: "short MAC address", edits: map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, field: "arpTable[0].mac"},
+		{name: "ARP entry without IP", edits: map[string]any{"arpTable.0.ip": remove}, field: "arpTable[0].ip"},
+		{name: "QER named by no rule", edits: map[string]any{"pdrs.0.qerIds": []any{5}}, field: "pdrs[0].qerIds"},
+		{name: "URR named by no rule", edits: map[string]any{"pdrs.1.urrIds": []any{5}}, field: "pdrs[1].urrIds"},
+		{name: "unknown gate status", edits: map[string]any{"qers": []any{map[string]any{"qerId": 1, "gateStatus": map[string]any{"ul": "AJAR", "dl": "OPEN"}}}}, field: "qers[0].gateStatus.ul"},
+		{name: "RQI as a number", edits: map[string]any{"qers": []any{map[string]any{"qerId": 1, "rqi": 1}}}, field: "qers[0].rqi"},
+		{name: "QER ID twice", edits: map[string]any{"qers": []any{map[string]any{"qerId": 1}, map[string]any{"qerId": 1}}}, field: "qers[1].qerId"},
+		{name: "URR quota, which only an SMF sets", edits: map[string]any{"pdrs.1.urrIds": []any{7}, "urrs": []any{map[string]any{"urrId": 7, "volumeQuota": map[string]any{"total": 1000}}}}, field: "urrs[0]"},
 	}
 	type badCase struct {
 		name, method, path, body, field string
@@ -368,19 +368,25 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 	}
 	var cases []badCase
 	for _, c := range edited {
-		cases = append(cases, badCase{c.name, "POST", "/api/v1/sessions", variant(t, second, c.edits), c.field, http.StatusBadRequest})
+		cases = append(cases, badCase{name: c.name, method: "POST", path: "/api/v1/sessions", body: variant(t, second, c.edits),
+			field: c.field, status: http.StatusBadRequest})
 	}
-	cases = append(cases,
-		badCase{"malformed JSON", "POST", "/api/v1/sessions", `{"seid": 2,`, "", http.StatusBadRequest},
-		badCase{"two documents", "POST", "/api/v1/sessions", second + second, "", http.StatusBadRequest},
-		badCase{"empty body", "POST", "/api/v1/sessions", "", "", http.StatusBadRequest},
-		badCase{"a list", "POST", "/api/v1/sessions", "[" + second + "]", "", http.StatusBadRequest},
-		badCase{"larger than 1 MiB", "POST", "/api/v1/sessions", variant(t, second, map[string]any{"pdrs.0.pdi.ueIPAddress": strings.Repeat("1", 1<<20)}), "", http.StatusRequestEntityTooLarge},
-		badCase{"PUT of another SEID", "PUT", "/api/v1/sessions/1", second, "seid", http.StatusBadRequest},
-		badCase{"PUT with a bad QFI", "PUT", "/api/v1/sessions/1", variant(t, fig10, map[string]any{"pdrs.1.pdi.qfi": 99}), "pdrs[1].pdi.qfi", http.StatusBadRequest},
-		badCase{"PUT with an unknown field", "PUT", "/api/v1/sessions/1", variant(t, fig10, map[string]any{"fars.0.forwardingParameters.mtu": 1500}), "fars[0].forwardingParameters.mtu", http.StatusBadRequest},
-		badCase{"SEID that is not a number", "GET", "/api/v1/sessions/one", "", "", http.StatusBadRequest},
-	)
+	const sessions, fig10Path = "/api/v1/sessions", "/api/v1/sessions/1"
+	cases = append(cases, []badCase{
+		{name: "malformed JSON", method: "POST", path: sessions, body: `{"seid": 2,`, status: http.StatusBadRequest},
+		{name: "two documents", method: "POST", path: sessions, body: second + second, status: http.StatusBadRequest},
+		{name: "empty body", method: "POST", path: sessions, status: http.StatusBadRequest},
+		{name: "a list", method: "POST", path: sessions, body: "[" + second + "]", status: http.StatusBadRequest},
+		{name: "larger than 1 MiB", method: "POST", path: sessions,
+			body:   variant(t, second, map[string]any{"pdrs.0.pdi.ueIPAddress": strings.Repeat("1", 1<<20)}),
+			status: http.StatusRequestEntityTooLarge},
+		{name: "PUT of another SEID", method: "PUT", path: fig10Path, body: second, field: "seid", status: http.StatusBadRequest},
+		{name: "PUT with a bad QFI", method: "PUT", path: fig10Path, body: variant(t, fig10, map[string]any{"pdrs.1.pdi.qfi": 99}),
+			field: "pdrs[1].pdi.qfi", status: http.StatusBadRequest},
+		{name: "PUT with an unknown field", method: "PUT", path: fig10Path, body: variant(t, fig10, map[string]any{"fars.0.forwardingParameters.mtu": 1500}),
+			field: "fars[0].forwardingParameters.mtu", status: http.StatusBadRequest},
+		{name: "SEID that is not a number", method: "GET", path: "/api/v1/sessions/one", status: http.StatusBadRequest},
+	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := e.request(t, c.method, c.path, c.body)
@@ -455,7 +461,7 @@ func TestClient(t *testing.T) {
 	}
 	// The table, of counts that do not depend on stray kernel traffic.
 	st.Interfaces = []InterfaceStats{
-		{Name: "n3", Reasons: map[string]Counter{"drop_no_pdr": {3, 300}, "pass_not_ip": {}, "uplink_forward": {5, 500}}},
+		{Name: "n3", Reasons: map[string]Counter{"drop_no_pdr": {Packets: 3, Bytes: 300}, "pass_not_ip": {}, "uplink_forward": {Packets: 5, Bytes: 500}}},
 		{Name: "idle", Reasons: map[string]Counter{"drop_no_pdr": {}}},
 	}
 	var table bytes.Buffer

@@ -74,15 +74,15 @@ func TestBearerContexts(t *testing.T) {
 
 	// Bad requests name the field and change nothing.
 	for _, bad := range []struct{ method, path, body, field string }{
-		{"POST", "/api/v1/cuup/bearer-contexts", strings.Replace(bearerContextSetup, `"NEA2"`, `"NEA5"`, 1),
-			"securityInformation.securityAlgorithm.cipheringAlgorithm"},
-		{"POST", "/api/v1/cuup/bearer-contexts", strings.Replace(bearerContextSetup, `"gtpTeid": 4096`, `"gtpTeid": 0`, 1),
-			"pduSessionResourceToSetupList[0].ngUlUpTnlInformation"},
-		{"POST", "/api/v1/cuup/bearer-contexts", strings.Replace(bearerContextSetup, `"10.1.0.1"`, `"10.1.0"`, 1),
-			"pduSessionResourceToSetupList[0].ngUlUpTnlInformation.transportLayerAddress"},
-		{"POST", "/api/v1/cuup/bearer-contexts", strings.Replace(bearerContextSetup, `"rlcMode"`, `"rlc"`, 1),
-			"pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.rlc"},
-		{"PATCH", path, `{"pduSessionResourceToRemoveList": [2]}`, "pduSessionResourceToRemoveList[0]"},
+		{method: "POST", path: "/api/v1/cuup/bearer-contexts", body: strings.Replace(bearerContextSetup, `"NEA2"`, `"NEA5"`, 1),
+			field: "securityInformation.securityAlgorithm.cipheringAlgorithm"},
+		{method: "POST", path: "/api/v1/cuup/bearer-contexts", body: strings.Replace(bearerContextSetup, `"gtpTeid": 4096`, `"gtpTeid": 0`, 1),
+			field: "pduSessionResourceToSetupList[0].ngUlUpTnlInformation"},
+		{method: "POST", path: "/api/v1/cuup/bearer-contexts", body: strings.Replace(bearerContextSetup, `"10.1.0.1"`, `"10.1.0"`, 1),
+			field: "pduSessionResourceToSetupList[0].ngUlUpTnlInformation.transportLayerAddress"},
+		{method: "POST", path: "/api/v1/cuup/bearer-contexts", body: strings.Replace(bearerContextSetup, `"rlcMode"`, `"rlc"`, 1),
+			field: "pduSessionResourceToSetupList[0].drbToSetupList[0].pdcpConfiguration.rlc"},
+		{method: "PATCH", path: path, body: `{"pduSessionResourceToRemoveList": [2]}`, field: "pduSessionResourceToRemoveList[0]"},
 	} {
 		status, body := e.request(t, bad.method, bad.path, bad.body)
 		var got Error
@@ -130,8 +130,8 @@ func TestNoCUUP(t *testing.T) {
 func TestCUUPWithoutUPF(t *testing.T) {
 	e := cuupEnv(t)
 	for _, req := range []struct{ method, path string }{
-		{"GET", "/api/v1/sessions"}, {"POST", "/api/v1/sessions"}, {"GET", "/api/v1/sessions/1"},
-		{"PUT", "/api/v1/sessions/1"}, {"DELETE", "/api/v1/sessions/1"}, {"GET", "/api/v1/stats"},
+		{method: "GET", path: "/api/v1/sessions"}, {method: "POST", path: "/api/v1/sessions"}, {method: "GET", path: "/api/v1/sessions/1"},
+		{method: "PUT", path: "/api/v1/sessions/1"}, {method: "DELETE", path: "/api/v1/sessions/1"}, {method: "GET", path: "/api/v1/stats"},
 	} {
 		var got Error
 		if err := json.Unmarshal(e.expect(t, http.StatusNotFound, req.method, req.path, "{}"), &got); err != nil || !strings.Contains(got.Msg, "UPF") {
@@ -152,9 +152,9 @@ var testStats = CUUPStats{
 	User: cuup.Stats{WorkerStats: cuup.WorkerStats{Downlink: 3, DownlinkSent: 2, NoDRB: 1},
 		Workers: []cuup.WorkerStats{{Downlink: 1, DownlinkSent: 1}, {Worker: "queue 1", Downlink: 2, DownlinkSent: 1, NoDRB: 1}}},
 	Kernel: map[string]CUUPClassifierStats{
-		"n3": {Total: map[string]Counter{"redirect": {3, 300}, "pass_not_gtpu": {0, 0}},
-			PerCPU: []map[string]Counter{{"redirect": {1, 100}}, {"redirect": {2, 200}}}},
-		"f1u": {Total: map[string]Counter{"drop_bad_ethernet": {1, 10}}, PerCPU: []map[string]Counter{{"drop_bad_ethernet": {1, 10}}, {}}},
+		"n3": {Total: map[string]Counter{"redirect": {Packets: 3, Bytes: 300}, "pass_not_gtpu": {}},
+			PerCPU: []map[string]Counter{{"redirect": {Packets: 1, Bytes: 100}}, {"redirect": {Packets: 2, Bytes: 200}}}},
+		"f1u": {Total: map[string]Counter{"drop_bad_ethernet": {Packets: 1, Bytes: 10}}, PerCPU: []map[string]Counter{{"drop_bad_ethernet": {Packets: 1, Bytes: 10}}, {}}},
 	},
 }
 
