@@ -140,7 +140,7 @@ func TestDownlinkDataReportOnlyWithNOCP(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		action byte
-	}{{"BUFF", aaBUFF}, {"BUFF|NOCP", aaBUFF | aaNOCP}} {
+	}{{name: "BUFF", action: aaBUFF}, {name: "BUFF|NOCP", action: aaBUFF | aaNOCP}} {
 		seid := e.establishBufferingAction(t, c.action, 10)
 		slot, ok := e.upf.Store.BufferSlot(seid, 2)
 		if !ok {
@@ -329,7 +329,7 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 	e := newEnv(t)
 	buffering := createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5))
 	ies := open5gs(0x1001, fixedUE("10.60.0.9"), 0x0a0b0c0d)
-	ies[6] = buffering
+	ies[atAccessFAR] = buffering
 	seid := e.establish("smf1", append(ies, createBAR(5, 10))...).upSEID(t)
 	slot, ok := e.store.BufferSlot(seid, 2)
 	if !ok || !e.buffers.Pending(slot) {

@@ -96,7 +96,7 @@ func (c *chain) locked(f func()) {
 func (c *chain) exchange(t *testing.T, conn *net.UDPConn, req []byte) reply {
 	t.Helper()
 	_, seid, ies := decodeMsg(t, c.roundTrip(t, conn, req))
-	return reply{seid, ies}
+	return reply{seid: seid, ies: ies}
 }
 
 func (c *chain) roundTrip(t *testing.T, conn *net.UDPConn, req []byte) []byte {
@@ -206,7 +206,7 @@ func TestChainSessions(t *testing.T) {
 	est := sessionMsg(mSessionEstablishmentRequest, 0, c.next(), open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
 	first := c.roundTrip(t, c.smf, est)
 	_, hdrSEID, ies := decodeMsg(t, first)
-	r := reply{hdrSEID, ies}
+	r := reply{seid: hdrSEID, ies: ies}
 	seid := r.upSEID(t)
 	created := r.created(t)
 	if len(created) != 3 || hdrSEID != 0x1001 {
@@ -257,11 +257,11 @@ func TestChainSessions(t *testing.T) {
 		want      session.Action
 		endMarker uint32 // the TEID of the End Marker the old gNB gets; 0: none looked for
 	}{
-		{"N2 setup", aaFORW, tunnel(0x100, gnb), nil, session.ActionForward, 0},
-		{"AN release", aaBUFF | aaNOCP, tunnel(0x100, gnb), nil, session.ActionBuffer, 0},
+		{name: "N2 setup", action: aaFORW, tunnel: tunnel(0x100, gnb), want: session.ActionForward},
+		{name: "AN release", action: aaBUFF | aaNOCP, tunnel: tunnel(0x100, gnb), want: session.ActionBuffer},
 		// free5GC asks for an End Marker whenever the FAR had a tunnel.
-		{"service request", aaFORW, tunnel(0x200, gnb), [][]byte{sndem}, session.ActionForward, 0x100},
-		{"Xn handover", aaFORW, tunnel(0x300, gnb2), [][]byte{sndem}, session.ActionForward, 0x200},
+		{name: "service request", action: aaFORW, tunnel: tunnel(0x200, gnb), flags: [][]byte{sndem}, want: session.ActionForward, endMarker: 0x100},
+		{name: "Xn handover", action: aaFORW, tunnel: tunnel(0x300, gnb2), flags: [][]byte{sndem}, want: session.ActionForward, endMarker: 0x200},
 	} {
 		req := free5gcModification(seid, c.next(), step.action, step.tunnel.TEID, step.tunnel.Peer.String(), step.flags...)
 		r := c.exchange(t, c.smf, req)
@@ -303,12 +303,13 @@ func TestChainCauses(t *testing.T) {
 	c := newChain(t)
 	seid := c.session(t, mSessionEstablishmentRequest, 0, open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
 	withoutFSEID := open5gs(0x1002, fixedUE("10.60.0.2"), 1)
-	withoutFSEID = slices.Delete(withoutFSEID, 1, 2)
+	withoutFSEID = slices.Delete(withoutFSEID, atCPFSEID, atCPFSEID+1)
 	withoutPDI := open5gs(0x1002, fixedUE("10.60.0.2"), 1)
-	withoutPDI[3] = createPDR(pdrID(2), precedence(255), farID(2))
+	withoutPDI[atDownlinkPDR] = createPDR(pdrID(2), precedence(255), farID(2))
 	toNoFAR := open5gs(0x1002, fixedUE("10.60.0.2"), 1)
-	toNoFAR[3] = downlinkPDR(fixedUE("10.60.0.2"), 7)
-	stranger := slices.Concat([][]byte{nodeIDv4("127.0.0.5")}, open5gs(0x5001, fixedUE("10.60.0.5"), 1)[1:])
+	toNoFAR[atDownlinkPDR] = downlinkPDR(fixedUE("10.60.0.2"), 7)
+	stranger := open5gs(0x5001, fixedUE("10.60.0.5"), 1)
+	stranger[atNodeID] = nodeIDv4("127.0.0.5")
 	var before state
 	c.locked(func() { before = c.state() })
 	for _, cc := range []struct {

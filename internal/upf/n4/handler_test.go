@@ -109,7 +109,7 @@ func decodeReply(t testing.TB, m interface{ Marshal() ([]byte, error) }, wantTyp
 	if typ != wantType {
 		t.Fatalf("response type %d, want %d", typ, wantType)
 	}
-	return reply{seid, ies}
+	return reply{seid: seid, ies: ies}
 }
 
 func (e *env) establish(peer string, ies ...[]byte) reply {
@@ -248,10 +248,25 @@ func accessFAR(teid uint32, addr string) []byte {
 	return createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(teid, addr)))
 }
 
+// open5gs is an Open5GS session's establishment, its IEs at the places
+// named below.
 func open5gs(cpSEID uint64, ue func(sd bool) []byte, gnbTEID uint32) [][]byte {
 	return [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
 		uplinkPDR(ue), downlinkPDR(ue, 2), cpPDR(fteidChooseAny()), coreFAR(), accessFAR(gnbTEID, gnb), up2cpPDR(), up2cpFAR()}
 }
+
+// Where open5gs puts each IE, for the tests that change one.
+const (
+	atNodeID = iota
+	atCPFSEID
+	atUplinkPDR
+	atDownlinkPDR
+	atCPPDR
+	atCoreFAR
+	atAccessFAR
+	atUp2cpPDR
+	atUp2cpFAR
+)
 
 func fixedUE(addr string) func(bool) []byte {
 	return func(sd bool) []byte { return ueIPv4(addr, sd) }
@@ -511,21 +526,21 @@ func TestEstablishmentRefusals(t *testing.T) {
 		return ies
 	}
 	e.refusesEstablishments(t, []refusalCase{
-		{name: "downlink UE address as source", ies: replace(3, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
+		{name: "downlink UE address as source", ies: replace(atDownlinkPDR, downlinkPDR(func(bool) []byte { return ueChooseV4(false) }, 2)),
 			cause: causeRuleFailure, failedRule: failedPDR(2)},
-		{name: "FAR ID of no FAR", ies: replace(3, downlinkPDR(ueChooseV4, 7)), cause: causeRuleFailure, failedRule: failedPDR(2)},
-		{name: "F-TEID not on N3", ies: replace(4, cpPDR(fteid(0x77, "198.51.100.1"))), cause: causeRuleFailure, failedRule: failedPDR(3)},
+		{name: "FAR ID of no FAR", ies: replace(atDownlinkPDR, downlinkPDR(ueChooseV4, 7)), cause: causeRuleFailure, failedRule: failedPDR(2)},
+		{name: "F-TEID not on N3", ies: replace(atCPPDR, cpPDR(fteid(0x77, "198.51.100.1"))), cause: causeRuleFailure, failedRule: failedPDR(3)},
 		{name: "UE address of another session", ies: open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0e), cause: causeRuleFailure, failedRule: failedPDR(2)},
-		{name: "buffering FAR naming no BAR", ies: replace(6, createFAR(farID(2), applyAction(aaBUFF), barID(9))), cause: causeRuleFailure, failedRule: failedFAR(2)},
+		{name: "buffering FAR naming no BAR", ies: replace(atAccessFAR, createFAR(farID(2), applyAction(aaBUFF), barID(9))), cause: causeRuleFailure, failedRule: failedFAR(2)},
 		{name: "BAR with MT-EDT", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
 			cause: causeRuleFailure, failedRule: failedBAR(5)},
 		{name: "periodic URR without a period", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), cause: causeRuleFailure, failedRule: failedURR(3)},
-		{name: "Create PDR without PDI", ies: replace(3, createPDR(pdrID(2), precedence(255), farID(2))), cause: causeMissingIE, offending: offendingIE(tPDI)},
-		{name: "Create PDR without PDR ID", ies: replace(3, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
+		{name: "Create PDR without PDI", ies: replace(atDownlinkPDR, createPDR(pdrID(2), precedence(255), farID(2))), cause: causeMissingIE, offending: offendingIE(tPDI)},
+		{name: "Create PDR without PDR ID", ies: replace(atDownlinkPDR, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
 			cause: causeMissingIE, offending: offendingIE(tPDRID)},
-		{name: "PDI without Source Interface", ies: replace(3, createPDR(pdrID(2), precedence(255), pdi(ueChooseV4(true)), farID(2))),
+		{name: "PDI without Source Interface", ies: replace(atDownlinkPDR, createPDR(pdrID(2), precedence(255), pdi(ueChooseV4(true)), farID(2))),
 			cause: causeMissingIE, offending: offendingIE(tSourceInterface)},
-		{name: "Create FAR without Apply Action", ies: replace(6, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
+		{name: "Create FAR without Apply Action", ies: replace(atAccessFAR, createFAR(farID(2), fwdParams(destinationInterface(ifAccess), ohcGTPU(1, gnb)))),
 			cause: causeMissingIE, offending: offendingIE(tApplyAction)},
 		// Services the UPF does not give: Service not supported.
 		{name: "user plane inactivity timer", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), tlv(tUPInactivityTimer, be32(30))),
@@ -571,10 +586,10 @@ func TestUnknownSession(t *testing.T) {
 		name string
 		call func() reply
 	}{
-		{"modify unknown SEID", func() reply { return e.modify("smf1", seid+1, update) }},
-		{"modify by another peer", func() reply { return e.modify("smf2", seid, update) }},
-		{"delete unknown SEID", func() reply { return e.delete("smf1", seid+1) }},
-		{"delete by another peer", func() reply { return e.delete("smf2", seid) }},
+		{name: "modify unknown SEID", call: func() reply { return e.modify("smf1", seid+1, update) }},
+		{name: "modify by another peer", call: func() reply { return e.modify("smf2", seid, update) }},
+		{name: "delete unknown SEID", call: func() reply { return e.delete("smf1", seid+1) }},
+		{name: "delete by another peer", call: func() reply { return e.delete("smf2", seid) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.call()
@@ -597,7 +612,7 @@ func TestDeletion(t *testing.T) {
 	establish := func(peer string, cpSEID uint64, ue string) sess {
 		t.Helper()
 		r := e.establish(peer, open5gs(cpSEID, fixedUE(ue), uint32(cpSEID))...)
-		s := sess{r.upSEID(t), cpSEID, chosenTEID(t, r.created(t)[1]), netip.MustParseAddr(ue)}
+		s := sess{seid: r.upSEID(t), cpSEID: cpSEID, teid: chosenTEID(t, r.created(t)[1]), ue: netip.MustParseAddr(ue)}
 		e.installed(s.teid, s.ue)
 		return s
 	}
@@ -670,7 +685,7 @@ func TestTransportLevelMarking(t *testing.T) {
 	e := newEnv(t)
 	const tTransportLevelMarking = 30
 	ies := open5gs(0x1001, fixedUE("10.60.0.7"), 0x0a0b0c0d)
-	ies[6] = createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(0x0a0b0c0d, gnb),
+	ies[atAccessFAR] = createFAR(farID(2), applyAction(aaFORW), fwdParams(destinationInterface(ifAccess), ohcGTPU(0x0a0b0c0d, gnb),
 		tlv(tTransportLevelMarking, []byte{0xb9, 0xfc})))
 	seid := e.establish("smf1", ies...).upSEID(t)
 	sess, _ := e.store.Get(seid)

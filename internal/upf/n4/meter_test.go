@@ -74,7 +74,10 @@ func TestPeriodsKeepTheirCadence(t *testing.T) {
 	for _, c := range []struct {
 		at   float64
 		want uint32
-	}{{9.9, 0}, {10.05, trigPERIO}, {19.9, 0}, {20.1, trigPERIO}, {55, trigPERIO}, {64, 0}, {65, trigPERIO}} {
+	}{
+		{at: 9.9, want: 0}, {at: 10.05, want: trigPERIO}, {at: 19.9, want: 0}, {at: 20.1, want: trigPERIO},
+		{at: 55, want: trigPERIO}, {at: 64, want: 0}, {at: 65, want: trigPERIO},
+	} {
 		fired := u.due(m, used, at(c.at), time.Minute)
 		if fired != c.want {
 			t.Errorf("at %vs fired %#x, want %#x", c.at, fired, c.want)

@@ -144,7 +144,7 @@ func pickIE(r *rand.Rand, top ieList, ok func(*ieNode) bool) (ieList, int, bool)
 	for _, l := range lists(top) {
 		for i, n := range *l {
 			if ok(n) {
-				all = append(all, at{l, i})
+				all = append(all, at{l: l, i: i})
 			}
 		}
 	}
@@ -171,7 +171,7 @@ var mutations = []struct {
 	name string
 	do   func(r *rand.Rand, top ieList) bool
 }{
-	{"flip a byte", func(r *rand.Rand, top ieList) bool {
+	{name: "flip a byte", do: func(r *rand.Rand, top ieList) bool {
 		l, i, ok := pickIE(r, top, func(n *ieNode) bool { return leafIE(n) && len(n.val) > 0 })
 		if ok {
 			n := (*l)[i]
@@ -180,7 +180,7 @@ var mutations = []struct {
 		}
 		return ok
 	}},
-	{"retype", func(r *rand.Rand, top ieList) bool {
+	{name: "retype", do: func(r *rand.Rand, top ieList) bool {
 		l, i, ok := pickIE(r, top, anyIE)
 		if ok {
 			(*l)[i].typ = knownTypes[r.IntN(len(knownTypes))]
@@ -191,7 +191,7 @@ var mutations = []struct {
 	// the IEs around it, so the message still decodes: a grouped IE loses
 	// its last children or gains a known IE of a few random octets, a
 	// leaf loses octets or gains random ones.
-	{"resize", func(r *rand.Rand, top ieList) bool {
+	{name: "resize", do: func(r *rand.Rand, top ieList) bool {
 		l, i, ok := pickIE(r, top, anyIE)
 		if !ok {
 			return false
@@ -210,21 +210,21 @@ var mutations = []struct {
 		}
 		return true
 	}},
-	{"duplicate", func(r *rand.Rand, top ieList) bool {
+	{name: "duplicate", do: func(r *rand.Rand, top ieList) bool {
 		l, i, ok := pickIE(r, top, anyIE)
 		if ok {
 			*l = slices.Insert(*l, i+1, (*l)[i].clone())
 		}
 		return ok
 	}},
-	{"drop", func(r *rand.Rand, top ieList) bool {
+	{name: "drop", do: func(r *rand.Rand, top ieList) bool {
 		l, i, ok := pickIE(r, top, anyIE)
 		if ok {
 			*l = slices.Delete(*l, i, i+1)
 		}
 		return ok
 	}},
-	{"swap", func(r *rand.Rand, top ieList) bool {
+	{name: "swap", do: func(r *rand.Rand, top ieList) bool {
 		var long []ieList
 		for _, l := range lists(top) {
 			if len(*l) >= 2 {
@@ -434,7 +434,7 @@ func TestMutatedRequests(t *testing.T) {
 		shape := []mutationShape{shapeOpen5GS, shapeOpen5GS27, shapeFree5GC}[n%3]
 		typ, _, ies := base(shape, n, liveSession{})
 		resp := c.exchange(t, c.smf, sessionMsg(typ, 0, c.next(), ies...))
-		live = append(live, liveSession{resp.upSEID(t), shape, n})
+		live = append(live, liveSession{seid: resp.upSEID(t), shape: shape, n: n})
 	}
 	counts := map[string]int{}
 	for i := range rounds * mutantsPerRound {
@@ -488,7 +488,7 @@ func TestMutatedRequests(t *testing.T) {
 			counts["established"]++
 			_, _, ies := decodeMsg(t, resp)
 			if f := one(t, ies, tFSEID); len(f) == 13 {
-				live = append(live, liveSession{binaryUint64(f[1:9]), shape, i})
+				live = append(live, liveSession{seid: binaryUint64(f[1:9]), shape: shape, n: i})
 			}
 		case v == 1:
 			counts[fmt.Sprintf("accepted %d", typ)]++

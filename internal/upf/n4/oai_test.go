@@ -31,9 +31,15 @@ const (
 	oaiCoreNWI   = "core.oai.org"
 )
 
+// oaiUplink is an uplink PDR whose F-TEID the UPF chooses, and its FAR.
 func oaiUplink(pdr uint16, far uint32, prec uint32) [][]byte {
+	return oaiUplinkOn(fteidChoose(oaiChooseID), pdr, far, prec)
+}
+
+// oaiUplinkOn is oaiUplink on the F-TEID IE given.
+func oaiUplinkOn(fteid []byte, pdr uint16, far uint32, prec uint32) [][]byte {
 	return [][]byte{
-		createPDR(pdrID(pdr), precedence(prec), pdi(sourceInterface(ifAccess), fteidChoose(oaiChooseID),
+		createPDR(pdrID(pdr), precedence(prec), pdi(sourceInterface(ifAccess), fteid,
 			networkInstance(oaiAccessNWI), ueIPv4(oaiUE, false), qfi(oaiQFI)), outerHeaderRemoval(0), farID(far)),
 		createFAR(farID(far), applyAction1(aaFORW), fwdParams(destinationInterface(ifCore), networkInstance(oaiCoreNWI))),
 	}
@@ -152,9 +158,7 @@ func TestChainOAIChooseWithoutV4IsRefused(t *testing.T) {
 	c := newChain(t)
 	var before state
 	c.locked(func() { before = c.state() })
-	uplink := oaiUplink(1, 1, 0)
-	uplink[0] = createPDR(pdrID(1), precedence(0), pdi(sourceInterface(ifAccess), tlv(tFTEID, []byte{0x04 | 0x08, oaiChooseID}),
-		networkInstance(oaiAccessNWI), ueIPv4(oaiUE, false), qfi(oaiQFI)), outerHeaderRemoval(0), farID(1))
+	uplink := oaiUplinkOn(tlv(tFTEID, []byte{0x04 | 0x08, oaiChooseID}), 1, 1, 0) // CH and CHID, no V4
 	r := c.session(t, mSessionEstablishmentRequest, 0, slices.Concat([][]byte{nodeIDv4(smfNode), cpFSEID(oaiCPSEID, smfNode)}, uplink)...)
 	r.expect(t, causeBadFTEIDChoice, nil, nil)
 	if r.seid != oaiCPSEID {

@@ -141,12 +141,12 @@ func TestSDFFilterRefusals(t *testing.T) {
 		name string
 		sdf  []byte
 	}{
-		{"reversed port range", sdfFilterFD("permit out 17 from 10.60.0.0/16 8080-8000 to assigned")},
-		{"not a flow description", sdfFilterFD("permit in ip from any to assigned")},
-		{"flow description cut short", tlv(tSDFFilter, []byte{sdfFlagFD, 0, 0, 40}, []byte("permit out ip"))},
-		{"ToS traffic class", sdfFilterIE(sdfFlagFD|sdfFlagTTC, flowDescription("permit out ip from any to assigned"), []byte{0xb8, 0xfc})},
-		{"filter ID alone", sdfFilterIE(sdfFlagBID, be32(1))},
-		{"five filters", slices.Concat(tcp, tcp, tcp, tcp, tcp)},
+		{name: "reversed port range", sdf: sdfFilterFD("permit out 17 from 10.60.0.0/16 8080-8000 to assigned")},
+		{name: "not a flow description", sdf: sdfFilterFD("permit in ip from any to assigned")},
+		{name: "flow description cut short", sdf: tlv(tSDFFilter, []byte{sdfFlagFD, 0, 0, 40}, []byte("permit out ip"))},
+		{name: "ToS traffic class", sdf: sdfFilterIE(sdfFlagFD|sdfFlagTTC, flowDescription("permit out ip from any to assigned"), []byte{0xb8, 0xfc})},
+		{name: "filter ID alone", sdf: sdfFilterIE(sdfFlagBID, be32(1))},
+		{name: "five filters", sdf: slices.Concat(tcp, tcp, tcp, tcp, tcp)},
 	} {
 		// Each case with its own UE address and PDR ID, so that none
 		// depends on another's refusal.
@@ -156,7 +156,7 @@ func TestSDFFilterRefusals(t *testing.T) {
 			e.unchanged(before)
 			id := uint16(10 + i)
 			e.modify("smf1", seid, createPDR(pdrID(id), precedence(10), pdi(sourceInterface(ifAccess), fteidChoose(6), c.sdf),
-				outerHeaderRemoval(0), farID(1))).expect(t, causeRuleFailure, []byte{0, byte(id >> 8), byte(id)}, nil)
+				outerHeaderRemoval(0), farID(1))).expect(t, causeRuleFailure, failedPDR(id), nil)
 			e.unchanged(before)
 		})
 	}

@@ -90,7 +90,7 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 	gnbA, gnbB := netip.MustParseAddr(gnb), netip.MustParseAddr("192.0.2.51")
 	seidA := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), teid)...).upSEID(t)
 	atB := open5gs(0x1002, fixedUE("10.60.0.2"), teid)
-	atB[6] = accessFAR(teid, gnbB.String())
+	atB[atAccessFAR] = accessFAR(teid, gnbB.String())
 	seidB := e.establish("smf1", atB...).upSEID(t)
 	// reported are the CP SEIDs of the reports on an Error Indication.
 	reported := func(teid uint32, from netip.Addr) []uint64 {
@@ -120,7 +120,11 @@ func TestErrorIndicationFindsTheTunnelsSession(t *testing.T) {
 		teid uint32
 		from netip.Addr
 		want []uint64
-	}{{teid, gnbA, nil}, {teid, gnbB, nil}, {0x3333, gnbB, []uint64{0x1002}}} {
+	}{
+		{teid: teid, from: gnbA, want: nil},
+		{teid: teid, from: gnbB, want: nil},
+		{teid: 0x3333, from: gnbB, want: []uint64{0x1002}},
+	} {
 		if got := reported(c.teid, c.from); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("Error Indication for %#x from %v after the handover and deletion: reports to %#x, want %#x", c.teid, c.from, got, c.want)
 		}

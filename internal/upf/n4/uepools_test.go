@@ -19,11 +19,13 @@ func TestUEPoolsByNetworkInstance(t *testing.T) {
 	}
 	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: e.pool,
 		UEPools: map[string]*ippool.Pool{"ims.mnc001": ims}, Buffers: e.buffers})
-	withInstance := func(cpSEID uint64, instance []byte) [][]byte {
+	// withInstances is a session whose uplink and downlink PDRs name
+	// network instances.
+	withInstances := func(cpSEID uint64, uplink, downlink []byte) [][]byte {
 		return [][]byte{nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
-			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChoose(5), instance, ueChooseV4(false)),
+			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChoose(5), uplink, ueChooseV4(false)),
 				outerHeaderRemoval(0), farID(1)),
-			createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), instance, ueChooseV4(true)), farID(2)),
+			createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), downlink, ueChooseV4(true)), farID(2)),
 			coreFAR(), accessFAR(0x0a0b0c0d, gnb)}
 	}
 	for _, c := range []struct {
@@ -31,13 +33,13 @@ func TestUEPoolsByNetworkInstance(t *testing.T) {
 		instance []byte
 		pool     *ippool.Pool
 	}{
-		{"as an APN", networkInstance("ims.mnc001"), ims},
-		{"plainly", tlv(tNetworkInstance, []byte("ims.mnc001")), ims},
-		{"another instance", networkInstance("internet"), e.pool},
-		{"no instance", nil, e.pool},
+		{name: "as an APN", instance: networkInstance("ims.mnc001"), pool: ims},
+		{name: "plainly", instance: tlv(tNetworkInstance, []byte("ims.mnc001")), pool: ims},
+		{name: "another instance", instance: networkInstance("internet"), pool: e.pool},
+		{name: "no instance", pool: e.pool},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := e.establish("smf1", withInstance(0x2001, c.instance)...)
+			r := e.establish("smf1", withInstances(0x2001, c.instance, c.instance)...)
 			seid := r.upSEID(t)
 			ue := one(t, r.created(t)[1], tUEIPAddress)
 			if a := netip.AddrFrom4([4]byte(ue[1:])); !c.pool.Prefix().Contains(a) || c.pool.Allocated() != 1 {
@@ -54,8 +56,7 @@ func TestUEPoolsByNetworkInstance(t *testing.T) {
 	// cannot share it, and the refusal gives back what the request took.
 	before := e.state()
 	imsBefore := ims.Allocated()
-	mixed := withInstance(0x2002, networkInstance("ims.mnc001"))
-	mixed[3] = createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), networkInstance("internet"), ueChooseV4(true)), farID(2))
+	mixed := withInstances(0x2002, networkInstance("ims.mnc001"), networkInstance("internet"))
 	e.establish("smf1", mixed...).expect(t, causeRuleFailure, failedPDR(2), nil)
 	if ims.Allocated() != imsBefore {
 		t.Errorf("the refused request kept %d addresses of the ims pool", ims.Allocated()-imsBefore)

@@ -407,7 +407,7 @@ func decodeIEs(t testing.TB, b []byte) []wireIE {
 			t.Fatalf("truncated IE: % x", b)
 		}
 		n := int(binary.BigEndian.Uint16(b[2:]))
-		out = append(out, wireIE{binary.BigEndian.Uint16(b), b[4 : 4+n]})
+		out = append(out, wireIE{typ: binary.BigEndian.Uint16(b), val: b[4 : 4+n]})
 		b = b[4+n:]
 	}
 	return out

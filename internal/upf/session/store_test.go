@@ -224,7 +224,7 @@ func TestStaticNeighbourConflicts(t *testing.T) {
 	}
 }
 
-// rawURR is a slot of the urrs map (bpf/types.h), read and written here
+// rawURR is a slot of the urrs map (struct urr), read and written here
 // the way the data path does.
 type rawURR struct {
 	Bytes, Packets, Threshold, Quota [3]uint64
@@ -348,7 +348,7 @@ func TestStoreURRs(t *testing.T) {
 	for _, c := range []struct {
 		seid uint64
 		urr  uint32
-	}{{1, 9}, {2, 1}} {
+	}{{seid: 1, urr: 9}, {seid: 2, urr: 1}} {
 		if err := e.store.SetURRLimits(c.seid, c.urr, l); !errors.Is(err, ErrNotFound) {
 			t.Errorf("SetURRLimits(%d, %d): %v", c.seid, c.urr, err)
 		}
@@ -422,7 +422,8 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	e := newStoreEnv(t)
 	now := time.Now()
 	// Two PDR slots, figure10's two PDRs: the next session reuses them.
-	e.store.pdrSlots = slotpool.New(slotpool.Config{Name: "PDR", Size: 2, Reset: e.dp.ZeroPDRCounters, Now: func() time.Time { return now }})
+	const pdrSlots = 2
+	e.store.pdrSlots = slotpool.New(slotpool.Config{Name: "PDR", Size: pdrSlots, Reset: e.dp.ZeroPDRCounters, Now: func() time.Time { return now }})
 	check(t, e.store.Create(figure10()))
 	old := e.store.sessions[1].PDRSlots
 	e.pdrCounters(t, upfxdp.Counter{Packets: 3, Bytes: 300}, old.sorted()...)
@@ -438,14 +439,16 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	e.zeroCounters(t, e.store, 1)
 
 	// A restarted daemon's store takes fresh slots for the session it
-	// restores, which the previous run may have counted in.
-	e.pdrCounters(t, upfxdp.Counter{Packets: 5, Bytes: 500}, 2, 3)
+	// restores, the lowest that the saved session does not hold, which the
+	// previous run may have counted in.
+	fresh := []uint32{pdrSlots, pdrSlots + 1}
+	e.pdrCounters(t, upfxdp.Counter{Packets: 5, Bytes: 500}, fresh...)
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
 	restoreAll(t, restored, saved)
-	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(moved.sorted(), []uint32{2, 3}) {
-		t.Fatalf("the restored session has PDR slots %v, want 2 and 3", moved)
+	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(moved.sorted(), fresh) {
+		t.Fatalf("the restored session has PDR slots %v, want %v", moved, fresh)
 	}
 	e.zeroCounters(t, restored, 1)
 }
