@@ -24,7 +24,7 @@ func TestFailedInstallReleasesItsBuffer(t *testing.T) {
 	buffers, err := buffer.New(e.dp, buffer.Config{})
 	check(t, err)
 	t.Cleanup(func() { buffers.Close() })
-	store := NewStore(e.dp, unreachable{}, netip.MustParseAddr("10.1.3.1"), nil)
+	store := NewStore(e.dp, unreachable{}, n3, nil)
 	store.SetBuffers(buffers)
 	sess := figure10()
 	sess.PDRs[0].FARID = 300

@@ -160,15 +160,13 @@ func TestStoreSDFFilters(t *testing.T) {
 		t.Fatalf("too many filters: %v", err)
 	}
 	check(t, e.store.Create(sess))
-	pdr := e.firstPDR(t)
 	filtersOf := func(p upfxdp.PDR) upfxdp.SDFSet {
 		t.Helper()
 		s, err := e.dp.SDFSet(p.Sdf)
 		check(t, err)
 		return s
 	}
-	ul := pdr(e.dp.Uplink(100))
-	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
+	ul, dl := e.uplinkPDR(t), e.downlinkPDR(t)
 	if ul.Sdf == 0 || dl.Sdf == 0 || ul.Sdf == dl.Sdf {
 		t.Fatalf("SDF slots: uplink %d, downlink %d", ul.Sdf, dl.Sdf)
 	}
@@ -179,14 +177,11 @@ func TestStoreSDFFilters(t *testing.T) {
 		t.Errorf("downlink filters %+v, want %+v", got, want)
 	}
 
-	saved, err := e.store.MarshalState()
-	check(t, err)
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	restoreAll(t, restored, saved)
+	restored := e.restart(t)
 	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
 		t.Fatalf("restored %+v", got)
 	}
-	moved := pdr(e.dp.Uplink(100))
+	moved := e.uplinkPDR(t)
 	if moved.Sdf == 0 || moved.Sdf == ul.Sdf || filtersOf(moved) != filtersOf(ul) {
 		t.Fatalf("restored PDR %+v: the filters are not in a fresh slot", moved)
 	}
@@ -195,7 +190,7 @@ func TestStoreSDFFilters(t *testing.T) {
 	open := figure10()
 	open.PDRs[1].PDI.SDFFilters = filters(t, "permit out ip from any to assigned")
 	check(t, restored.Replace(open))
-	if p := pdr(e.dp.Uplink(100)); p.Sdf != 0 {
+	if p := e.uplinkPDR(t); p.Sdf != 0 {
 		t.Errorf("a filter matching everything took slot %d", p.Sdf)
 	}
 }

@@ -9,16 +9,6 @@ import (
 	"testing"
 )
 
-// restoreAll restores saved into s and fails unless every session stayed.
-func restoreAll(t *testing.T, s *Store, saved []byte) {
-	t.Helper()
-	dropped, err := s.Restore(saved)
-	check(t, err)
-	if dropped != 0 {
-		t.Fatalf("%d sessions dropped", dropped)
-	}
-}
-
 // pfcpSession is figure10 as an SMF would have it installed, on keys of
 // its own (TEID 200, UE 10.1.3.28) and with a URR.
 func pfcpSession() Session {
@@ -50,7 +40,7 @@ func TestRestoreDropsPFCPSessions(t *testing.T) {
 		}
 	}
 
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restored := e.newStore()
 	dropped, err := restored.Restore(saved)
 	check(t, err)
 	if dropped != 1 {
@@ -90,7 +80,7 @@ func TestRestoreRefusesAnUnknownOrigin(t *testing.T) {
 	saved = bytes.Replace(saved, []byte(`"SEID":1,`), []byte(`"SEID":1,"Origin":"smf",`), 1)
 	before := e.snapshot(t)
 
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
+	restored := e.newStore()
 	if _, err := restored.Restore(saved); err == nil || !strings.Contains(err.Error(), `unknown session origin "smf"`) {
 		t.Fatalf("Restore = %v, want an error naming the origin", err)
 	}

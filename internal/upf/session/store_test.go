@@ -23,6 +23,13 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
+// The UPF's N3 address, and figure10's, both its UE's and its gNB's: the
+// addresses of the UPF and the peer namespace of newStoreEnv.
+var (
+	n3           = netip.MustParseAddr("10.1.3.1")
+	figure10Addr = netip.MustParseAddr("10.1.3.27")
+)
+
 type storeEnv struct {
 	dp    *upfxdp.Datapath
 	nh    *nexthop.Resolver
@@ -48,7 +55,27 @@ func newStoreEnv(t *testing.T) *storeEnv {
 	nh, err := nexthop.New(dp, ns, nil)
 	check(t, err)
 	t.Cleanup(func() { nh.Close() })
-	return &storeEnv{dp: dp, nh: nh, store: NewStore(dp, nh, netip.MustParseAddr("10.1.3.1"), nil)}
+	e := &storeEnv{dp: dp, nh: nh}
+	e.store = e.newStore()
+	return e
+}
+
+// newStore is a new store over the data path, as a restarted daemon has.
+func (e *storeEnv) newStore() *Store { return NewStore(e.dp, e.nh, n3, nil) }
+
+// restart is a restarted daemon's store: a new store that restored what
+// e.store saved, every session of it.
+func (e *storeEnv) restart(t *testing.T) *Store {
+	t.Helper()
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	restored := e.newStore()
+	dropped, err := restored.Restore(saved)
+	check(t, err)
+	if dropped != 0 {
+		t.Fatalf("%d sessions dropped", dropped)
+	}
+	return restored
 }
 
 func check(t *testing.T, err error) {
@@ -62,7 +89,7 @@ func check(t *testing.T, err error) {
 func (e *storeEnv) snapshot(t *testing.T) string {
 	t.Helper()
 	ul, ulErr := e.dp.Uplink(100)
-	dl, dlErr := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	dl, dlErr := e.dp.Downlink(figure10Addr)
 	return fmt.Sprintf("%v %v %v %v %v", ul, ulErr, dl, dlErr, e.store.List())
 }
 
@@ -99,7 +126,7 @@ func TestStoreLifecycle(t *testing.T) {
 	next := figure10()
 	next.FARs[0].OuterHeaderCreation.TEID = 200
 	check(t, e.store.Replace(next))
-	dl, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
+	dl, err := e.dp.Downlink(figure10Addr)
 	check(t, err)
 	if after := e.snapshot(t); after == before || dl.Count != 1 {
 		t.Fatalf("replace changed nothing: %s", after)
@@ -136,9 +163,7 @@ func TestStoreQERs(t *testing.T) {
 		t.Fatalf("a PDR naming a missing QER: %v", err)
 	}
 	check(t, e.store.Create(sess))
-	pdr := e.firstPDR(t)
-	ul := pdr(e.dp.Uplink(100))
-	dl := pdr(e.dp.Downlink(netip.MustParseAddr("10.1.3.27")))
+	ul, dl := e.uplinkPDR(t), e.downlinkPDR(t)
 	if ul.Qer[0] == 0 || ul.Qer != dl.Qer || dl.Qfi != 5 || dl.Flags != upfxdp.MarkQFI|upfxdp.MarkRQI || ul.Flags&upfxdp.MarkRQI != 0 {
 		t.Fatalf("uplink PDR %+v, downlink PDR %+v", ul, dl)
 	}
@@ -149,14 +174,11 @@ func TestStoreQERs(t *testing.T) {
 		q.Bucket[1].Tokens != q.Bucket[1].Burst || q.Bucket[0].Rate != 0 {
 		t.Fatalf("QER %+v", q)
 	}
-	saved, err := e.store.MarshalState()
-	check(t, err)
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	restoreAll(t, restored, saved)
+	restored := e.restart(t)
 	if got, _ := restored.Get(1); !reflect.DeepEqual(got, sess) {
 		t.Fatalf("restored %+v", got)
 	}
-	if moved := pdr(e.dp.Uplink(100)); moved.Qer[0] == 0 || moved.Qer[0] == ul.Qer[0] {
+	if moved := e.uplinkPDR(t); moved.Qer[0] == 0 || moved.Qer[0] == ul.Qer[0] {
 		t.Fatalf("restored PDR %+v: the QER is not in a fresh slot", moved)
 	}
 }
@@ -164,12 +186,9 @@ func TestStoreQERs(t *testing.T) {
 func TestStoreRestore(t *testing.T) {
 	e := newStoreEnv(t)
 	check(t, e.store.Create(figure10()))
-	saved, err := e.store.MarshalState()
-	check(t, err)
 	check(t, e.dp.PutUplink(999, upfxdp.PDRSet{})) // a key no session owns
 
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	restoreAll(t, restored, saved)
+	restored := e.restart(t)
 	if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
 		t.Fatalf("restored %+v", got)
 	}
@@ -246,14 +265,24 @@ func (e *storeEnv) urr(t *testing.T, slot uint32) rawURR {
 	return u
 }
 
-// pdrOf is the first PDR of figure10's uplink or downlink key.
-func (e *storeEnv) pdrOf(t *testing.T, uplink bool) upfxdp.PDR {
+// uplinkPDR and downlinkPDR are the highest-precedence PDRs of figure10's
+// uplink and downlink keys.
+func (e *storeEnv) uplinkPDR(t *testing.T) upfxdp.PDR {
 	t.Helper()
-	set, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.27"))
-	if uplink {
-		set, err = e.dp.Uplink(100)
-	}
+	set, err := e.dp.Uplink(100)
 	check(t, err)
+	return e.firstPDR(t, set)
+}
+
+func (e *storeEnv) downlinkPDR(t *testing.T) upfxdp.PDR {
+	t.Helper()
+	set, err := e.dp.Downlink(figure10Addr)
+	check(t, err)
+	return e.firstPDR(t, set)
+}
+
+func (e *storeEnv) firstPDR(t *testing.T, set upfxdp.PDRSet) upfxdp.PDR {
+	t.Helper()
 	p, err := e.dp.PDR(set.Pdr[0])
 	check(t, err)
 	return p
@@ -277,8 +306,8 @@ func TestStoreURRs(t *testing.T) {
 	quota := func(n uint64) upfxdp.URRLimits { return upfxdp.URRLimits{Quota: [3]uint64{n}} }
 	sess := withURRs([]URR{{ID: 1, Limits: quota(1000)}, {ID: 2}}, 1, 2)
 	check(t, e.store.Create(sess))
-	ul := e.pdrOf(t, true)
-	dl := e.pdrOf(t, false)
+	ul := e.uplinkPDR(t)
+	dl := e.downlinkPDR(t)
 	kept, dropped := ul.Urr[0], ul.Urr[1]
 	if kept == 0 || dropped == 0 || kept == dropped || dl.Urr != [upfxdp.URRsPerPDR]uint32{kept} {
 		t.Fatalf("uplink PDR URRs %v, downlink %v", ul.Urr, dl.Urr)
@@ -297,7 +326,7 @@ func TestStoreURRs(t *testing.T) {
 
 	next := withURRs([]URR{{ID: 1, Limits: quota(2000)}, {ID: 3, Limits: upfxdp.URRLimits{NotifyStart: true}, BeforeQoS: true}}, 1, 3)
 	check(t, e.store.Replace(next))
-	ul = e.pdrOf(t, true)
+	ul = e.uplinkPDR(t)
 	fresh := ul.Urr[1]
 	if ul.Urr[0] != kept || fresh == 0 || fresh == dropped {
 		t.Fatalf("after Replace the uplink PDR has URRs %v; URR 1 was in %d, URR 2 in %d", ul.Urr, kept, dropped)
@@ -358,11 +387,8 @@ func TestStoreURRs(t *testing.T) {
 	}
 
 	// A restarted daemon finds the URRs where they were.
-	saved, err := e.store.MarshalState()
-	check(t, err)
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	restoreAll(t, restored, saved)
-	if ul := e.pdrOf(t, true); ul.Urr != [upfxdp.URRsPerPDR]uint32{kept, fresh} {
+	restored := e.restart(t)
+	if ul := e.uplinkPDR(t); ul.Urr != [upfxdp.URRsPerPDR]uint32{kept, fresh} {
 		t.Fatalf("restored uplink PDR URRs %v, want %d and %d", ul.Urr, kept, fresh)
 	}
 	if u := e.urr(t, kept); u.Bytes != counted.Bytes || u.Threshold != l.Threshold {
@@ -377,17 +403,6 @@ func TestStoreURRs(t *testing.T) {
 	check(t, restored.Delete(1))
 	if _, _, ok := restored.URRBySlot(kept); ok || restored.urrSlots.InUse() != 0 {
 		t.Fatalf("after Delete: slot %d still named or %d slots in use", kept, restored.urrSlots.InUse())
-	}
-}
-
-// firstPDR returns a reader of the highest-precedence PDR of a key's set.
-func (e *storeEnv) firstPDR(t *testing.T) func(upfxdp.PDRSet, error) upfxdp.PDR {
-	return func(set upfxdp.PDRSet, err error) upfxdp.PDR {
-		t.Helper()
-		check(t, err)
-		p, err := e.dp.PDR(set.Pdr[0])
-		check(t, err)
-		return p
 	}
 }
 
@@ -443,10 +458,7 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 	// previous run may have counted in.
 	fresh := []uint32{pdrSlots, pdrSlots + 1}
 	e.pdrCounters(t, upfxdp.Counter{Packets: 5, Bytes: 500}, fresh...)
-	saved, err := e.store.MarshalState()
-	check(t, err)
-	restored := NewStore(e.dp, e.nh, netip.MustParseAddr("10.1.3.1"), nil)
-	restoreAll(t, restored, saved)
+	restored := e.restart(t)
 	if moved := restored.sessions[1].PDRSlots; !reflect.DeepEqual(moved.sorted(), fresh) {
 		t.Fatalf("the restored session has PDR slots %v, want %v", moved, fresh)
 	}
