@@ -9,13 +9,11 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
-	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
 
 // Wire encodings of the buffering IEs.
@@ -153,8 +151,7 @@ func TestDownlinkDataReportOnlyWithNOCP(t *testing.T) {
 		} else if rt := one(t, waitReport(t, e.sent), tReportType); rt[0] != reportTypeDLDR {
 			t.Errorf("%s: report type %#x, want DLDR", c.name, rt[0])
 		}
-		decodeReply(t, e.h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
-			sessionMsg(mSessionDeletionRequest, seid, 3))), mSessionDeletionRequest+1).expect(t, causeAccepted, nil, nil)
+		e.delete("smf", seid).expect(t, causeAccepted, nil, nil)
 	}
 }
 
@@ -171,32 +168,21 @@ func (e *trafficEnv) establishBuffering(t *testing.T, limit byte, bar ...[]byte)
 func (e *trafficEnv) establishBufferingAction(t *testing.T, action byte, limit byte, bar ...[]byte) uint64 {
 	t.Helper()
 	ue := demo.UEAddr.String()
-	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, sessionMsg(mSessionEstablishmentRequest, 0, 1,
-		nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
+	return e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
 		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
 			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1)),
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1)),
 		createQER(1, qfi(demo.QFI)),
 		coreFAR(), createFAR(farID(2), applyAction(action), barID(5)),
-		createBAR(5, limit, bar...)))), mSessionEstablishmentRequest+1)
-	r.expect(t, causeAccepted, nil, nil)
-	return r.upSEID(t)
+		createBAR(5, limit, bar...)).upSEID(t)
 }
 
 // forward has FAR 2 of a session forward to the gNB, with more IEs of the
 // request.
 func (e *trafficEnv) forward(t *testing.T, seid uint64, more ...[]byte) {
 	t.Helper()
-	e.modify(t, seid, append([][]byte{updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
-		ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))}, more...)...)
-}
-
-// modify has the SMF's Session Modification Request with ies accepted.
-func (e *trafficEnv) modify(t *testing.T, seid uint64, ies ...[]byte) {
-	t.Helper()
-	m := decodeReply(t, e.h.Modify(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionModificationRequest](t,
-		sessionMsg(mSessionModificationRequest, seid, 2, ies...))), mSessionModificationRequest+1)
-	m.expect(t, causeAccepted, nil, nil)
+	e.modify("smf", seid, append([][]byte{updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess),
+		ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())))}, more...)...).expect(t, causeAccepted, nil, nil)
 }
 
 func idRange(from, n uint16) []uint16 {
@@ -238,27 +224,18 @@ func waitStats(t *testing.T, b *buffer.Manager, slot uint32, done func(buffer.St
 // first on, one at a time through a raw socket.
 func sendDownlink(t *testing.T, tb *demo.Testbed, first, n uint16) {
 	t.Helper()
-	fatalIf(t, tb.DN.Do(func() error {
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		ifi, err := net.InterfaceByName(demo.N6)
-		if err != nil {
-			return err
-		}
+	sendRaw(t, tb.DN, demo.N6, func(send func([]byte) error) error {
 		for id := first; id < first+n; id++ {
 			inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL)
 			binary.BigEndian.PutUint16(inner[4:], id)
 			binary.BigEndian.PutUint16(inner[10:], 0)
 			binary.BigEndian.PutUint16(inner[10:], gopacket.FoldChecksum(gopacket.ComputeChecksum(inner[:20], 0)))
-			if err := unix.Sendto(fd, tb.DownlinkFrame(inner), 0, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
+			if err := send(tb.DownlinkFrame(inner)); err != nil {
 				return err
 			}
 		}
 		return nil
-	}))
+	})
 }
 
 // freshGNBSink replaces the testbed's gNB sink with one that has seen

@@ -44,14 +44,12 @@ func (f *fakeNexthops) ClearStatic(netip.Addr)                 {}
 
 // env is a handler over a store over real data-path maps.
 type env struct {
-	t       testing.TB
+	requests
 	dp      *upfxdp.Datapath
 	store   *session.Store
 	nh      *fakeNexthops
 	pool    *ippool.Pool
 	buffers *buffer.Manager
-	h       *Handler
-	seq     uint32
 }
 
 func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
@@ -72,7 +70,7 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { buffers.Close() })
-	e := &env{t: t, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
+	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
 	e.store = session.NewStore(dp, e.nh, n3, nil)
 	e.store.SetBuffers(buffers)
 	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: buffers})
@@ -112,33 +110,41 @@ func decodeReply(t testing.TB, m interface{ Marshal() ([]byte, error) }, wantTyp
 	return reply{seid: seid, ies: ies}
 }
 
-func (e *env) establish(peer string, ies ...[]byte) reply {
-	e.t.Helper()
-	e.seq++
-	req := parse[*message.SessionEstablishmentRequest](e.t, sessionMsg(mSessionEstablishmentRequest, 0, e.seq, ies...))
-	return decodeReply(e.t, e.h.Establish(pfcp.Peer{NodeID: peer}, req), mSessionEstablishmentRequest+1)
+// requests hands session requests from a peer straight to a handler, as
+// the PFCP server does, numbering them, and decodes the responses.
+type requests struct {
+	t   testing.TB
+	h   *Handler
+	seq uint32
 }
 
-func (e *env) modify(peer string, seid uint64, ies ...[]byte) reply {
-	e.t.Helper()
-	e.seq++
-	req := parse[*message.SessionModificationRequest](e.t, sessionMsg(mSessionModificationRequest, seid, e.seq, ies...))
-	return decodeReply(e.t, e.h.Modify(pfcp.Peer{NodeID: peer}, req), mSessionModificationRequest+1)
+func (r *requests) establish(peer string, ies ...[]byte) reply {
+	r.t.Helper()
+	r.seq++
+	req := parse[*message.SessionEstablishmentRequest](r.t, sessionMsg(mSessionEstablishmentRequest, 0, r.seq, ies...))
+	return decodeReply(r.t, r.h.Establish(pfcp.Peer{NodeID: peer}, req), mSessionEstablishmentRequest+1)
 }
 
-func (e *env) delete(peer string, seid uint64) reply {
-	e.t.Helper()
-	e.seq++
-	req := parse[*message.SessionDeletionRequest](e.t, sessionMsg(mSessionDeletionRequest, seid, e.seq))
-	return decodeReply(e.t, e.h.Delete(pfcp.Peer{NodeID: peer}, req), mSessionDeletionRequest+1)
+func (r *requests) modify(peer string, seid uint64, ies ...[]byte) reply {
+	r.t.Helper()
+	r.seq++
+	req := parse[*message.SessionModificationRequest](r.t, sessionMsg(mSessionModificationRequest, seid, r.seq, ies...))
+	return decodeReply(r.t, r.h.Modify(pfcp.Peer{NodeID: peer}, req), mSessionModificationRequest+1)
 }
 
-func (e *env) setDelete(peer string, fqCSIDs ...[]byte) reply {
-	e.t.Helper()
-	e.seq++
-	req := parse[*message.SessionSetDeletionRequest](e.t, nodeMsg(mSessionSetDeletionRequest, e.seq,
+func (r *requests) delete(peer string, seid uint64) reply {
+	r.t.Helper()
+	r.seq++
+	req := parse[*message.SessionDeletionRequest](r.t, sessionMsg(mSessionDeletionRequest, seid, r.seq))
+	return decodeReply(r.t, r.h.Delete(pfcp.Peer{NodeID: peer}, req), mSessionDeletionRequest+1)
+}
+
+func (r *requests) setDelete(peer string, fqCSIDs ...[]byte) reply {
+	r.t.Helper()
+	r.seq++
+	req := parse[*message.SessionSetDeletionRequest](r.t, nodeMsg(mSessionSetDeletionRequest, r.seq,
 		append([][]byte{nodeIDv4("127.0.0.4")}, fqCSIDs...)...))
-	return decodeReply(e.t, e.h.SetDelete(pfcp.Peer{NodeID: peer}, req), mSessionSetDeletionRequest+1)
+	return decodeReply(r.t, r.h.SetDelete(pfcp.Peer{NodeID: peer}, req), mSessionSetDeletionRequest+1)
 }
 
 // expect checks a response's Cause value (§8.2.1) and the values of its

@@ -8,11 +8,9 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
-	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
 
 // The CP function's user plane (N4-u) over the testbed, as an Open5GS
@@ -28,7 +26,7 @@ func TestCPFunctionUserPlane(t *testing.T) {
 	fatalIf(t, tb.UPF.SetNeigh(demo.N3, smf.String(), tb.GNBMAC))
 	const cpTEID, smfTEID, bufferTEID = 0x7001, 0x5f01, 0x5f02
 	ue, n3 := demo.UEAddr.String(), demo.N3Addr.String()
-	req := sessionMsg(mSessionEstablishmentRequest, 0, 1, nodeIDv4("127.0.0.4"), cpFSEID(0x79, "127.0.0.4"),
+	seid := e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x79, "127.0.0.4"),
 		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, n3), ueIPv4(ue, false)),
 			outerHeaderRemoval(0), farID(1)),
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2)),
@@ -36,11 +34,7 @@ func TestCPFunctionUserPlane(t *testing.T) {
 		createPDR(pdrID(10), precedence(254), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, n3),
 			sdfFilterFD("permit out 58 from ff02::2/128 to assigned")), outerHeaderRemoval(0), farID(10)),
 		coreFAR(), accessFAR(demo.DownlinkTEID, demo.GNBAddr.String()),
-		createFAR(farID(10), applyAction(aaFORW), fwdParams(destinationInterface(ifCPFunction), ohcGTPU(smfTEID, smf.String()))))
-	r := decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
-		mSessionEstablishmentRequest+1)
-	r.expect(t, causeAccepted, nil, nil)
-	seid := r.upSEID(t)
+		createFAR(farID(10), applyAction(aaFORW), fwdParams(destinationInterface(ifCPFunction), ohcGTPU(smfTEID, smf.String())))).upSEID(t)
 
 	gen, err := trafficgen.NewGenerator()
 	fatalIf(t, err)
@@ -90,7 +84,8 @@ func TestCPFunctionUserPlane(t *testing.T) {
 
 	// BUCP: the SMF buffers the UE's downlink itself (its own packets for
 	// the UE would loop back to it through FAR 2: PDR 3 goes).
-	e.modify(t, seid, removePDR(3), updateFAR(farID(2), updFwdParams(destinationInterface(ifCPFunction), ohcGTPU(bufferTEID, smf.String()))))
+	e.modify("smf", seid, removePDR(3), updateFAR(farID(2), updFwdParams(destinationInterface(ifCPFunction), ohcGTPU(bufferTEID, smf.String())))).
+		expect(t, causeAccepted, nil, nil)
 	inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL)
 	dst, teid, payload = tunnelled(tb.Downlink(), tb.DownlinkFrame(inner))
 	if p := gopacket.NewPacket(payload, layers.LayerTypeIPv4, gopacket.Default); dst != smf || teid != bufferTEID ||

@@ -55,6 +55,22 @@ func mustFilters(t *testing.T, descs ...string) []session.SDFFilter {
 	return fs
 }
 
+// establishFiltered establishes an sdfSession for ue whose PDRs carry the
+// SDF Filter IEs given, and checks that the stored session's PDRs all keep
+// the one filter desc; it returns the uplink PDR's TEID.
+func (e *env) establishFiltered(t *testing.T, ue string, ul, dl [][]byte, desc string) uint32 {
+	t.Helper()
+	r := e.establish("smf1", sdfSession(0x1001, ue, ul, dl)...)
+	seid := r.upSEID(t)
+	got, _ := e.store.Get(seid)
+	for _, p := range got.PDRs {
+		if !reflect.DeepEqual(p.PDI.SDFFilters, mustFilters(t, desc)) {
+			t.Errorf("PDR %d: SDF filters %v", p.ID, p.PDI.SDFFilters)
+		}
+	}
+	return chosenTEID(t, r.created(t)[1])
+}
+
 // sdfOf returns the data-path filters of the PDR a key's set starts with;
 // nil when it has none.
 func (e *env) sdfOf(set upfxdp.PDRSet, err error) *upfxdp.SDFSet {
@@ -82,15 +98,7 @@ func TestEstablishOpen5GSSDFFilter(t *testing.T) {
 	e := newEnv(t)
 	const desc = "permit out ip from any to assigned"
 	withID := sdfFilterIE(sdfFlagFD|sdfFlagBID, flowDescription(desc), be32(1))
-	r := e.establish("smf1", sdfSession(0x1001, "10.60.0.1", [][]byte{withID}, [][]byte{sdfFilterFD(desc)})...)
-	seid := r.upSEID(t)
-	teid := chosenTEID(t, r.created(t)[1])
-	got, _ := e.store.Get(seid)
-	for _, p := range got.PDRs {
-		if !reflect.DeepEqual(p.PDI.SDFFilters, mustFilters(t, desc)) {
-			t.Errorf("PDR %d: SDF filters %v", p.ID, p.PDI.SDFFilters)
-		}
-	}
+	teid := e.establishFiltered(t, "10.60.0.1", [][]byte{withID}, [][]byte{sdfFilterFD(desc)}, desc)
 	ue := netip.MustParseAddr("10.60.0.1")
 	if s := e.sdfOf(e.dp.Uplink(teid)); s != nil {
 		t.Errorf("uplink PDR filters %+v, want none", s)
@@ -106,15 +114,7 @@ func TestEstablishFree5GCSDFFilter(t *testing.T) {
 	e := newEnv(t)
 	const desc = "permit out 17 from 10.60.0.0/16 8000-8080 to 10.1.0.1"
 	fd := sdfFilterFD(desc)
-	r := e.establish("smf1", sdfSession(0x1001, "10.1.0.1", [][]byte{fd}, [][]byte{fd})...)
-	seid := r.upSEID(t)
-	teid := chosenTEID(t, r.created(t)[1])
-	got, _ := e.store.Get(seid)
-	for _, p := range got.PDRs {
-		if !reflect.DeepEqual(p.PDI.SDFFilters, mustFilters(t, desc)) {
-			t.Errorf("PDR %d: SDF filters %v", p.ID, p.PDI.SDFFilters)
-		}
-	}
+	teid := e.establishFiltered(t, "10.1.0.1", [][]byte{fd}, [][]byte{fd}, desc)
 	remote, remoteMask, _ := upfxdp.SDFPrefix(netip.MustParsePrefix("10.60.0.0/16"))
 	ue, ueMask, _ := upfxdp.SDFPrefix(netip.MustParsePrefix("10.1.0.1/32"))
 	up := upfxdp.SDFFilter{Proto: 17, Flags: upfxdp.SDFIPv4 | upfxdp.SDFPorts, Src: ue, SrcMask: ueMask,

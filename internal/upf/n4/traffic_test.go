@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
@@ -26,17 +27,17 @@ import (
 // Requests it sends, encoded. The SMF accepts them, with the IEs of
 // answerIEs in its responses.
 type trafficEnv struct {
+	requests
 	tb        *demo.Testbed
 	upf       *demo.UPF
 	buffers   *buffer.Manager
-	h         *Handler
 	sent      chan []byte
 	answerIEs atomic.Pointer[[][]byte]
 }
 
 func newTrafficEnv(t *testing.T) *trafficEnv {
 	t.Helper()
-	e := &trafficEnv{sent: make(chan []byte, 256)}
+	e := &trafficEnv{requests: requests{t: t}, sent: make(chan []byte, 256)}
 	e.tb, e.upf, e.buffers = demotest.WithBuffers(t, buffer.Config{})
 	e.h = New(Config{Store: e.upf.Store, N3: []netip.Addr{demo.N3Addr}, Buffers: e.buffers,
 		ForwardingPolicies: map[string]netip.Addr{"to-firewall": firewall},
@@ -73,12 +74,10 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 	firewallMAC := net.HardwareAddr{2, 0, 0, 0, 6, 9}
 	fatalIf(t, e.tb.UPF.SetNeigh(demo.N6, firewall.String(), firewallMAC))
 	establish := func(policy string) reply {
-		req := sessionMsg(mSessionEstablishmentRequest, 0, 1, nodeIDv4("127.0.0.4"), cpFSEID(0x78, "127.0.0.4"),
+		return e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x78, "127.0.0.4"),
 			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
 				ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(0), farID(1)),
 			createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore), forwardingPolicy(policy))))
-		return decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
-			mSessionEstablishmentRequest+1)
 	}
 	establish("to-nowhere").expect(t, causeRuleFailure, failedFAR(1), nil)
 	if n := e.upf.Store.Len(); n != 0 {
@@ -108,23 +107,20 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 // threshold and when the session goes.
 func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	e := newTrafficEnv(t)
-	tb, h, sent := e.tb, e.h, e.sent
+	tb, sent := e.tb, e.sent
 
 	inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
 	size := uint64(len(inner))
 	const mbrKbps = 8000 // 1 MB/s: about 17,000 of these packets a second
 	threshold := 3000 * size
 	ue := demo.UEAddr.String()
-	req := sessionMsg(mSessionEstablishmentRequest, 0, 1, nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
+	seid := e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
 		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
 			ueIPv4(ue, false)), outerHeaderRemoval(0), farID(1), qerID(1), urrID(1)),
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(ue, true)), farID(2), qerID(1), urrID(1)),
 		coreFAR(), accessFAR(demo.DownlinkTEID, demo.GNBAddr.String()),
 		createQER(1, bitRate(tMBR, mbrKbps, 0), qfi(demo.QFI)),
-		createURR(1, mmVOLUM|mmDURAT, rtgVOLTH, volumeThreshold(threshold), measurementInformation(0x10)))
-	r := decodeReply(t, h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
-		mSessionEstablishmentRequest+1)
-	seid := r.upSEID(t)
+		createURR(1, mmVOLUM|mmDURAT, rtgVOLTH, volumeThreshold(threshold), measurementInformation(0x10))).upSEID(t)
 
 	// Uplink at twice the MBR for a second, downlink unlimited.
 	const offered, downlink = 34_000, 5_000
@@ -151,8 +147,7 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	}
 
 	time.Sleep(200 * time.Millisecond) // the threshold events are handled
-	del := decodeReply(t, h.Delete(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionDeletionRequest](t,
-		sessionMsg(mSessionDeletionRequest, seid, 2))), mSessionDeletionRequest+1)
+	del := e.delete("smf", seid)
 	del.expect(t, causeAccepted, nil, nil)
 	final := all(del.ies, tUsageReportDelResp)
 	if len(final) != 1 {
@@ -213,30 +208,39 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 // which holds 40 ms at the rate, long full.
 func sendSmoothly(t *testing.T, tb *demo.Testbed, frame []byte, rate int) (sent uint64, elapsed time.Duration) {
 	t.Helper()
-	fatalIf(t, tb.GNB.Do(func() error {
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0) // protocol 0: sends only
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		ifi, err := net.InterfaceByName(demo.N3)
-		if err != nil {
-			return err
-		}
-		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index}
+	sendRaw(t, tb.GNB, demo.N3, func(send func([]byte) error) error {
 		start := time.Now()
 		for ; sent < uint64(rate); sent++ {
 			if wait := time.Until(start.Add(time.Duration(sent) * time.Second / time.Duration(rate))); wait > 0 {
 				time.Sleep(wait)
 			}
-			if err := unix.Sendto(fd, frame, 0, to); err != nil {
+			if err := send(frame); err != nil {
 				return err
 			}
 		}
 		elapsed = time.Since(start)
 		return nil
-	}))
+	})
 	return sent, elapsed
+}
+
+// sendRaw has frames send its frames, as they are, out of an interface of a
+// namespace through a packet socket.
+func sendRaw(t *testing.T, ns *namespace.Netns, ifname string, frames func(send func([]byte) error) error) {
+	t.Helper()
+	fatalIf(t, ns.Do(func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0) // protocol 0: sends only
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		to := &unix.SockaddrLinklayer{Ifindex: ifi.Index}
+		return frames(func(frame []byte) error { return unix.Sendto(fd, frame, 0, to) })
+	}))
 }
 
 // establishUplink has the SMF set up a session (CP SEID 0x77) whose one
@@ -250,10 +254,8 @@ func (e *trafficEnv) establishUplink(t *testing.T, ohr byte, urr ...[]byte) uint
 	if len(urr) > 0 {
 		pdr = append(pdr, urrID(1))
 	}
-	req := sessionMsg(mSessionEstablishmentRequest, 0, 1, append([][]byte{nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"),
-		createPDR(pdr...), coreFAR()}, urr...)...)
-	return decodeReply(t, e.h.Establish(pfcp.Peer{NodeID: "smf"}, parse[*message.SessionEstablishmentRequest](t, req)),
-		mSessionEstablishmentRequest+1).upSEID(t)
+	return e.establish("smf", append([][]byte{nodeIDv4("127.0.0.4"), cpFSEID(0x77, "127.0.0.4"), createPDR(pdr...), coreFAR()},
+		urr...)...).upSEID(t)
 }
 
 // uplinkPacket is the UE's packet establishUplink's session carries.
