@@ -86,7 +86,7 @@ func newCellSite(t *testing.T) *cellSite {
 	site, err := cellsite.New("dmncu-")
 	must(t, err)
 	t.Cleanup(func() { must(t, site.Close()) })
-	s := &cellSite{Site: site, dir: t.TempDir(), pin: testsupport.PinDir(t), listen: freeTCPAddr(t)}
+	s := &cellSite{Site: site, dir: t.TempDir(), pin: testsupport.PinDir(t), listen: testsupport.FreeAddr(t, "tcp")}
 	return s
 }
 

@@ -67,17 +67,8 @@ func newEnv(t *testing.T) *env {
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 	must(t, e.peer.AddRoute("10.60.0.0/16", "10.1.3.1", "gnb"))
 
-	e.listen = freeTCPAddr(t)
+	e.listen = testsupport.FreeAddr(t, "tcp")
 	return e
-}
-
-// freeTCPAddr is a loopback address that nothing listens on.
-func freeTCPAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // config writes and loads a configuration attaching to the interfaces.
@@ -250,15 +241,6 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	must(t, Detach(second)) // nothing left to detach
 }
 
-// freeUDPPort is a loopback address that nothing listens on.
-func freeUDPPort(t *testing.T) string {
-	t.Helper()
-	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
-	must(t, err)
-	defer conn.Close()
-	return conn.LocalAddr().String()
-}
-
 // The daemon answers PFCP on its configured address and advertises exactly
 // the UP features it has: FTUP, MNOP, VTIME, DDND and BUCP always, UEIP with
 // a UE pool, TRST with forwarding policies.
@@ -274,7 +256,7 @@ func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
-			listen := freeUDPPort(t)
+			listen := testsupport.FreeAddr(t, "udp")
 			// No heartbeats during the test: they would go to port 8805.
 			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h%s}", listen, c.pool)
 			client, stop := runDaemon(t, e.config(t))

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -37,12 +38,17 @@ func Netns(t testing.TB, prefix string) *namespace.Netns {
 	if err != nil {
 		t.Fatal(err)
 	}
+	Cleanup(t, ns.Delete)
+	return ns
+}
+
+// Cleanup runs f when the test ends, failing the test if f fails.
+func Cleanup(t testing.TB, f func() error) {
 	t.Cleanup(func() {
-		if err := ns.Delete(); err != nil {
+		if err := f(); err != nil {
 			t.Error(err)
 		}
 	})
-	return ns
 }
 
 // NoIPv6 turns IPv6 off in a namespace, so that nothing but the test's
@@ -64,12 +70,31 @@ var pins atomic.Uint64
 func PinDir(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("xdp5g-test-%d-%d", os.Getpid(), pins.Add(1)))
-	t.Cleanup(func() {
-		if err := os.RemoveAll(dir); err != nil {
-			t.Error(err)
-		}
-	})
+	Cleanup(t, func() error { return os.RemoveAll(dir) })
 	return dir
+}
+
+// FreeAddr is a loopback address whose port nothing listens on, over
+// network "tcp" or "udp": where a test can have a server listen.
+func FreeAddr(t testing.TB, network string) string {
+	t.Helper()
+	var addr net.Addr
+	var err error
+	if network == "udp" {
+		var c net.PacketConn
+		if c, err = net.ListenPacket(network, "127.0.0.1:0"); err == nil {
+			addr, err = c.LocalAddr(), c.Close()
+		}
+	} else {
+		var l net.Listener
+		if l, err = net.Listen(network, "127.0.0.1:0"); err == nil {
+			addr, err = l.Addr(), l.Close()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr.String()
 }
 
 // CheckLoad fails a test that could not load BPF programs, with the

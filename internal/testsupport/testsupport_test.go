@@ -1,6 +1,8 @@
 package testsupport
 
 import (
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -34,4 +36,19 @@ func TestPinDir(t *testing.T) {
 	if a == b || !strings.HasPrefix(a, "/sys/fs/bpf/xdp5g-test-") {
 		t.Errorf("pin directories %q and %q", a, b)
 	}
+}
+
+// A free address is on loopback, with a port a server can take.
+func TestFreeAddr(t *testing.T) {
+	for _, network := range []string{"tcp", "udp"} {
+		addr := FreeAddr(t, network)
+		if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+			t.Errorf("%s: %q (%v)", network, addr, err)
+		}
+	}
+	l, err := net.Listen("tcp", FreeAddr(t, "tcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 }

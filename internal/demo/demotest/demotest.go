@@ -18,11 +18,7 @@ func Testbed(t testing.TB) *demo.Testbed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	testsupport.Cleanup(t, tb.Close)
 	return tb
 }
 
@@ -31,11 +27,7 @@ func UPF(t testing.TB, tb *demo.Testbed) *demo.UPF {
 	t.Helper()
 	upf, err := tb.StartUPF()
 	testsupport.CheckLoad(t, err)
-	t.Cleanup(func() {
-		if err := upf.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	testsupport.Cleanup(t, upf.Close)
 	return upf
 }
 
