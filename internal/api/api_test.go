@@ -121,10 +121,17 @@ func newEnv(t *testing.T) *env {
 // or none, and the env's classifier, if it has one.
 func (e *env) serve(t *testing.T, n4Interface *PFCP) {
 	t.Helper()
-	srv := httptest.NewServer(NewHandler(Services{Store: e.store, Datapath: e.dp, PFCP: n4Interface, Classifier: e.classifier,
-		Log: slog.New(slog.DiscardHandler)}))
+	e.url = serveAPI(t, Services{Store: e.store, Datapath: e.dp, PFCP: n4Interface, Classifier: e.classifier})
+}
+
+// serveAPI serves the API of services on a test server, logging nothing,
+// and returns its URL.
+func serveAPI(t *testing.T, services Services) string {
+	t.Helper()
+	services.Log = slog.New(slog.DiscardHandler)
+	srv := httptest.NewServer(NewHandler(services))
 	t.Cleanup(srv.Close)
-	e.url = srv.URL
+	return srv.URL
 }
 
 func (e *env) request(t *testing.T, method, path, body string) (int, []byte) {

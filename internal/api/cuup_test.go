@@ -3,9 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -41,9 +39,7 @@ func cuupEnv(t *testing.T) *env {
 	t.Helper()
 	c, err := cuup.New(cuup.Config{N3: netip.MustParseAddr("10.1.0.2"), F1U: netip.MustParseAddr("10.2.0.2")})
 	must(t, err)
-	srv := httptest.NewServer(NewHandler(Services{CUUP: c, Log: slog.New(slog.DiscardHandler)}))
-	t.Cleanup(srv.Close)
-	return &env{url: srv.URL}
+	return &env{url: serveAPI(t, Services{CUUP: c})}
 }
 
 func TestBearerContexts(t *testing.T) {
@@ -113,9 +109,7 @@ func TestBearerContexts(t *testing.T) {
 
 // Without a CU-UP its resources do not exist.
 func TestNoCUUP(t *testing.T) {
-	srv := httptest.NewServer(NewHandler(Services{Log: slog.New(slog.DiscardHandler)}))
-	t.Cleanup(srv.Close)
-	e := &env{url: srv.URL}
+	e := &env{url: serveAPI(t, Services{})}
 	for _, path := range []string{"/api/v1/cuup/bearer-contexts", "/api/v1/cuup/stats"} {
 		var got Error
 		if err := json.Unmarshal(e.expect(t, http.StatusNotFound, "GET", path, ""), &got); err != nil || !strings.Contains(got.Msg, "CU-UP") {
