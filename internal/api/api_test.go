@@ -532,14 +532,8 @@ func TestBufferingFARShowsItsBuffer(t *testing.T) {
 		buffers, err = buffer.New(e.dp, buffer.Config{SessionPackets: 1})
 		return err
 	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- buffers.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		must(t, <-done)
-		must(t, buffers.Close())
-	})
+	testsupport.Cleanup(t, buffers.Close)
+	testsupport.Go(t, buffers.Run)
 	e.store.SetBuffers(buffers)
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", variant(t, second, map[string]any{"fars.1.applyAction": "BUFF"}))
 

@@ -6,6 +6,7 @@ package testsupport
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,6 +49,18 @@ func Cleanup(t testing.TB, f func() error) {
 		if err := f(); err != nil {
 			t.Error(err)
 		}
+	})
+}
+
+// Go runs f in the background until the test ends, then cancels f's
+// context and waits for f, failing the test if f failed.
+func Go(t testing.TB, f func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	Cleanup(t, func() error {
+		cancel()
+		return <-done
 	})
 }
 

@@ -1,6 +1,8 @@
 package testsupport
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -51,4 +53,20 @@ func TestFreeAddr(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
+}
+
+// What Go runs has its context cancelled and has returned by the time the
+// test ends.
+func TestGo(t *testing.T) {
+	var returned error
+	t.Run("running", func(t *testing.T) {
+		Go(t, func(ctx context.Context) error {
+			<-ctx.Done()
+			returned = ctx.Err()
+			return nil
+		})
+	})
+	if !errors.Is(returned, context.Canceled) {
+		t.Errorf("Go's function returned after %v, want its context cancelled", returned)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -104,10 +105,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 		return err
 	}))
 	t.Cleanup(func() { smfPFCP.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.h.sendReports(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testsupport.Go(t, func(ctx context.Context) error { c.h.sendReports(ctx); return nil })
 
 	r := c.session(t, mSessionEstablishmentRequest, 0, o5gsEstablishment()...)
 	seid := r.upSEID(t)

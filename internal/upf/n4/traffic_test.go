@@ -18,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
@@ -54,11 +55,9 @@ func newTrafficEnv(t *testing.T) *trafficEnv {
 	e.buffers.SetNotify(e.h.Buffered)
 	events, err := e.upf.Datapath.URREvents()
 	fatalIf(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{}, 2)
-	go func() { e.h.Run(ctx, events); stopped <- struct{}{} }()
-	go func() { e.buffers.Run(ctx); stopped <- struct{}{} }()
-	t.Cleanup(func() { cancel(); e.buffers.Close(); <-stopped; <-stopped })
+	testsupport.Cleanup(t, e.buffers.Close)
+	testsupport.Go(t, e.buffers.Run)
+	testsupport.Go(t, func(ctx context.Context) error { e.h.Run(ctx, events); return nil })
 	return e
 }
 
