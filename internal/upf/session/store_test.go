@@ -37,14 +37,14 @@ type storeEnv struct {
 }
 
 // newStoreEnv gives a store over a real data path and a real resolver in a
-// throw-away namespace where the gNB 10.1.3.27 is reachable.
+// throw-away namespace where figure10's gNB is reachable.
 func newStoreEnv(t *testing.T) *storeEnv {
 	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and BPF")
 	upf, gnb := testsupport.Netns(t, "sess"), testsupport.Netns(t, "sess")
 	check(t, namespace.Veth(upf, "n3", gnb, "gnb"))
-	check(t, upf.AddAddr("n3", "10.1.3.1/24"))
-	check(t, gnb.AddAddr("gnb", "10.1.3.27/24"))
+	check(t, upf.AddAddr("n3", netip.PrefixFrom(n3, 24).String()))
+	check(t, gnb.AddAddr("gnb", netip.PrefixFrom(figure10Addr, 24).String()))
 
 	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024})
 	testsupport.CheckLoad(t, err)
