@@ -201,18 +201,6 @@ func (u *UMEM) Meta(d Desc, n int) []byte {
 	return u.area[d.Addr-uint64(n) : d.Addr : d.Addr]
 }
 
-// Reslice is d with the packet running from byte from to byte to of it:
-// a negative from prepends headroom, a to past d.Len appends tailroom. It
-// is false when that leaves the frame.
-func (u *UMEM) Reslice(d Desc, from, to int) (Desc, bool) {
-	start := int64(d.Addr) + int64(from)
-	base := int64(d.Addr &^ (FrameSize - 1))
-	if from > to || start < base || int64(d.Addr)+int64(to) > base+FrameSize {
-		return d, false
-	}
-	return Desc{Addr: uint64(start), Len: uint32(to - from)}, true
-}
-
 // Alloc takes up to len(ds) frames from the pool for packets the caller
 // builds, and returns how many it took: ds[i] starts where a received
 // packet would, with length 0 (Frame(ds[i])[:n] is the room for n bytes).
