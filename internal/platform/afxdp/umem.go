@@ -26,9 +26,9 @@
 // Received packets start into their frame by the UMEM's headroom plus
 // the kernel's XDP_PACKET_HEADROOM (256). The XDP program's metadata, if
 // any, lies right before the packet (Meta). The bytes from the frame's
-// start up to the packet are the caller's: Reslice moves the
-// packet's start into them to prepend headers in place, or its end into
-// the tail of the frame.
+// start up to the packet are the caller's: to prepend headers in place,
+// or to use the tail of the frame, it transmits a Desc whose Addr and Len
+// cover them, within the frame.
 package afxdp
 
 import (
