@@ -29,6 +29,10 @@ const (
 	TunnelGTPU   = uint8(classifyTunnelTypeTUNNEL_GTPU)
 )
 
+// TunnelNames name the tunnel types as rules write them: enum tunnel_type's
+// names in lower case, without TUNNEL_. TunnelNone has none.
+var TunnelNames = [...]string{TunnelVXLAN: "vxlan", TunnelGENEVE: "geneve", TunnelGRE: "gre", TunnelGTPU: "gtpu"}
+
 // kind is how a field's values are written.
 type kind int
 
