@@ -46,7 +46,7 @@ func addTunnels(t *testing.T, d *Datapath) {
 // reason.
 type counter struct {
 	d      *Datapath
-	before [2]Counts
+	before [roles]Counts
 }
 
 func (c *counter) snapshot(t *testing.T) {

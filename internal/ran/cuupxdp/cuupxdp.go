@@ -33,6 +33,10 @@ const (
 	F1U Role = Role(cuupCuupRoleCUUP_ROLE_F1U) // from the DU: uplink, maybe an NR RAN Container
 )
 
+// roles is the number of roles, numbered from 1: role r has index r-1 of
+// the per-role arrays.
+const roles = int(cuupCuupRoleCUUP_ROLES)
+
 func (r Role) String() string {
 	switch r {
 	case N3:
@@ -76,8 +80,8 @@ type Datapath struct {
 	cfg      Config
 	tunnels  *ebpf.Map
 	counters *ebpf.Map
-	xsks     [2]*ebpf.Map     // by role - 1
-	progs    [2]*ebpf.Program // by role - 1
+	xsks     [roles]*ebpf.Map     // by role - 1
+	progs    [roles]*ebpf.Program // by role - 1
 	links    []link.Link
 }
 
