@@ -89,8 +89,9 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 		if (set && set->key == key && set->kind == kind)
 			return set;
 	}
-	/* Only a full bucket has keys in set_overflow (sets.go): a key not
-	 * installed ends here without the hash lookup. */
+	/* Only a full bucket has keys in set_overflow (see
+	 * internal/upf/upfxdp/sets.go): a key not installed ends here without
+	 * the hash lookup. */
 	if (room)
 		return NULL;
 	struct set_key k = { .key = key, .kind = kind };
