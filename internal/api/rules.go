@@ -210,25 +210,11 @@ func (m ruleMatch) MarshalJSON() ([]byte, error) {
 
 var errNoClassifier = &Error{Status: http.StatusNotFound, Msg: "classification is not configured"}
 
-// classifying answers 404 for the rules' resources while the daemon runs
-// no classifier.
-func (s *server) classifying(h handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		if s.classifier == nil {
-			return 0, nil, errNoClassifier
-		}
-		return h(w, r)
-	}
-}
-
 func ruleNotFound(id uint32) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("rule %d not found", id)}
 }
 
-func pathRuleID(r *http.Request) (uint32, error) {
-	id, err := pathNumber(r, "id", 32, "a rule ID")
-	return uint32(id), err
-}
+func pathRuleID(r *http.Request) (uint32, error) { return pathID(r, "a rule ID") }
 
 // ruleDoc is the document of a rule with its counters.
 func (s *server) ruleDoc(r classifyxdp.Rule) (Rule, error) {
