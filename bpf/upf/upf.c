@@ -292,8 +292,8 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
  * program; NULL for a frame from the wire. */
 INLINE struct release_meta *release_meta(struct xdp_md *ctx)
 {
-	struct release_meta *m = (void *)(long)ctx->data_meta;
-	if ((void *)(m + 1) > (void *)(long)ctx->data || m->magic != RELEASE_MAGIC)
+	struct release_meta *m;
+	if (!read_meta(ctx, m) || m->magic != RELEASE_MAGIC)
 		return NULL;
 	return m;
 }
