@@ -1,7 +1,7 @@
-// Package classifyxdp loads the classifier (bpf/classify/classify.c), which
-// matches packets of nested, multi-tenant traffic (GTP-U, VXLAN, GENEVE and
-// GRE in any order, RTP and H.265 inside) against wildcard rules and steers
-// them to the CPUs of slices, and keeps its rules and slices.
+// Package classifyxdp loads the classifier (bpf/classify/classify.c) and
+// keeps its rules and slices. The classifier matches packets of nested,
+// multi-tenant traffic (GTP-U, VXLAN, GENEVE and GRE in any order, RTP and
+// H.265 inside) against wildcard rules, and steers them to slices' CPUs.
 //
 // A packet is reduced to one Key by the parser; a Rule matches any subset
 // of the key's fields, each with a value and a mask (or a range of a
