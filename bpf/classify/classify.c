@@ -397,17 +397,16 @@ int xdp_classify(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
 		return bpf_redirect(out->ifindex, 0);
 	}
-	case CLASSIFY_MIRROR:
+	case CLASSIFY_MIRROR: {
 		/* XDP cannot copy a packet: the metadata asks the TC program of
 		 * the same interface to. */
-		if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct classify_mirror_meta))) {
-			struct classify_mirror_meta *m = (void *)(long)ctx->data_meta;
-			if ((void *)(m + 1) <= (void *)(long)ctx->data) {
-				m->magic = CLASSIFY_MIRROR_MAGIC;
-				m->rule = v.rule;
-			}
+		struct classify_mirror_meta *m;
+		if (push_meta(ctx, m)) {
+			m->magic = CLASSIFY_MIRROR_MAGIC;
+			m->rule = v.rule;
 		}
 		return XDP_PASS;
+	}
 	case CLASSIFY_STEER: {
 		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
 		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
@@ -422,8 +421,8 @@ int xdp_classify(struct xdp_md *ctx)
 SEC("xdp/cpumap")
 int xdp_slice_cpu(struct xdp_md *ctx)
 {
-	struct slice_meta *m = (void *)(long)ctx->data_meta;
-	if ((void *)(m + 1) > (void *)(long)ctx->data || m->magic != SLICE_META_MAGIC)
+	struct slice_meta *m;
+	if (!read_meta(ctx, m) || m->magic != SLICE_META_MAGIC)
 		return XDP_PASS;
 	__u32 id = m->slice, hash = m->hash, cpu = bpf_get_smp_processor_id();
 	__u64 len = ctx->data_end - ctx->data;
@@ -448,8 +447,8 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
-	struct classify_mirror_meta *m = (void *)(long)skb->data_meta;
-	if ((void *)(m + 1) > (void *)(long)skb->data || m->magic != CLASSIFY_MIRROR_MAGIC)
+	struct classify_mirror_meta *m;
+	if (!read_meta(skb, m) || m->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
 	__u32 rule = m->rule;
 	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);

@@ -175,13 +175,11 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
 			return act;
 		}
 	}
-	if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct slice_meta))) {
-		struct slice_meta *m = (void *)(long)ctx->data_meta;
-		if ((void *)(m + 1) <= (void *)(long)ctx->data) {
-			m->magic = SLICE_META_MAGIC;
-			m->slice = id;
-			m->hash = hash;
-		}
+	struct slice_meta *m;
+	if (push_meta(ctx, m)) {
+		m->magic = SLICE_META_MAGIC;
+		m->slice = id;
+		m->hash = hash;
 	}
 	/* On to the kernel on that CPU; here if it has no queue. */
 	int act = bpf_redirect_map(&slice_cpus, cpu, XDP_PASS);

@@ -9,8 +9,8 @@
 enum cuup_role {
 	CUUP_ROLE_N3 = 1,  /* from the UPF: downlink, PDU Session Container of type DL */
 	CUUP_ROLE_F1U = 2, /* from the DU: uplink, maybe an NR RAN Container */
+	CUUP_ROLES = 2,    /* the roles are 1 to CUUP_ROLES */
 };
-#define CUUP_ROLES 2
 
 /* Bits of cuup_meta.flags. */
 enum cuup_meta_flags {

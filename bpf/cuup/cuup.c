@@ -74,10 +74,8 @@ INLINE int deliver(struct xdp_md *ctx, __u32 bearer, __be32 teid, const struct g
 			return finish(pkt_len, CUUP_DROP_EMPTY, XDP_DROP);
 	}
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct cuup_meta)))
-		return finish(pkt_len, CUUP_DROP_NO_META, XDP_DROP);
-	struct cuup_meta *m = (void *)(long)ctx->data_meta;
-	if ((void *)(m + 1) > (void *)(long)ctx->data)
+	struct cuup_meta *m;
+	if (!push_meta(ctx, m))
 		return finish(pkt_len, CUUP_DROP_NO_META, XDP_DROP);
 	m->magic = CUUP_META_MAGIC;
 	m->bearer = bearer;

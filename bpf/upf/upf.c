@@ -89,8 +89,9 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 		if (set && set->key == key && set->kind == kind)
 			return set;
 	}
-	/* Only a full bucket has keys in set_overflow (sets.go): a key not
-	 * installed ends here without the hash lookup. */
+	/* Only a full bucket has keys in set_overflow (see
+	 * internal/upf/upfxdp/sets.go): a key not installed ends here without
+	 * the hash lookup. */
 	if (room)
 		return NULL;
 	struct set_key k = { .key = key, .kind = kind };
@@ -291,8 +292,8 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
  * program; NULL for a frame from the wire. */
 INLINE struct release_meta *release_meta(struct xdp_md *ctx)
 {
-	struct release_meta *m = (void *)(long)ctx->data_meta;
-	if ((void *)(m + 1) > (void *)(long)ctx->data || m->magic != RELEASE_MAGIC)
+	struct release_meta *m;
+	if (!read_meta(ctx, m) || m->magic != RELEASE_MAGIC)
 		return NULL;
 	return m;
 }

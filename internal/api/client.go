@@ -63,28 +63,12 @@ func (c *Client) Delete(ctx context.Context, seid uint64) error {
 
 // Stats returns the data path's counters.
 func (c *Client) Stats(ctx context.Context) (*Stats, error) {
-	body, err := c.do(ctx, http.MethodGet, "/api/v1/stats", nil)
-	if err != nil {
-		return nil, err
-	}
-	var st Stats
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("reading the statistics: %w", err)
-	}
-	return &st, nil
+	return get[Stats](ctx, c, "/api/v1/stats", "the statistics")
 }
 
 // Associations lists the daemon's PFCP associations.
 func (c *Client) Associations(ctx context.Context) (*Associations, error) {
-	body, err := c.do(ctx, http.MethodGet, "/api/v1/pfcp/associations", nil)
-	if err != nil {
-		return nil, err
-	}
-	var a Associations
-	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("reading the associations: %w", err)
-	}
-	return &a, nil
+	return get[Associations](ctx, c, "/api/v1/pfcp/associations", "the associations")
 }
 
 // Release asks the SMF with a Node ID to release its association.
@@ -201,15 +185,20 @@ func (c *Client) ReleaseBearerContext(ctx context.Context, id uint32) error {
 
 // CUUPStats returns the CU-UP's counters.
 func (c *Client) CUUPStats(ctx context.Context) (*CUUPStats, error) {
-	body, err := c.do(ctx, http.MethodGet, "/api/v1/cuup/stats", nil)
+	return get[CUUPStats](ctx, c, "/api/v1/cuup/stats", "the CU-UP's statistics")
+}
+
+// get reads the document at path into a T; what names it in an error.
+func get[T any](ctx context.Context, c *Client, path, what string) (*T, error) {
+	body, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
-	var st CUUPStats
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("reading the CU-UP's statistics: %w", err)
+	v := new(T)
+	if err := json.Unmarshal(body, v); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}
-	return &st, nil
+	return v, nil
 }
 
 // do sends a request and returns the response body, or an *Error for a

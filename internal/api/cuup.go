@@ -53,16 +53,6 @@ var cuupRoles = []struct {
 
 var errNoCUUP = &Error{Status: http.StatusNotFound, Msg: "the CU-UP is not configured"}
 
-// cuUP answers 404 for the CU-UP's resources while the daemon runs none.
-func (s *server) cuUP(h handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		if s.cuup == nil {
-			return 0, nil, errNoCUUP
-		}
-		return h(w, r)
-	}
-}
-
 func (s *server) listBearerContexts(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	return http.StatusOK, BearerContexts{BearerContexts: s.cuup.List()}, nil
 }
@@ -76,10 +66,7 @@ func (s *server) setupBearerContext(w http.ResponseWriter, r *http.Request) (int
 	return http.StatusCreated, resp, err
 }
 
-func pathBearerContextID(r *http.Request) (uint32, error) {
-	id, err := pathNumber(r, "id", 32, "a gNB-CU-UP UE E1AP ID")
-	return uint32(id), err
-}
+func pathBearerContextID(r *http.Request) (uint32, error) { return pathID(r, "a gNB-CU-UP UE E1AP ID") }
 
 func (s *server) getBearerContext(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := pathBearerContextID(r)

@@ -184,6 +184,17 @@ type Counter struct {
 // name or by number.
 type enum map[uint8]string
 
+// enumOf is the enum of names indexed by value; empty ones name nothing.
+func enumOf(names []string) enum {
+	e := enum{}
+	for v, name := range names {
+		if name != "" {
+			e[uint8(v)] = name
+		}
+	}
+	return e
+}
+
 func (e enum) parse(v any) (uint8, error) {
 	switch v := v.(type) {
 	case string:

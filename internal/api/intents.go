@@ -43,10 +43,7 @@ func (s *server) listIntents(w http.ResponseWriter, r *http.Request) (int, any, 
 	return http.StatusOK, Intents{Intents: list}, err
 }
 
-func pathIntentID(r *http.Request) (uint32, error) {
-	id, err := pathNumber(r, "id", 32, "an intent ID")
-	return uint32(id), err
-}
+func pathIntentID(r *http.Request) (uint32, error) { return pathID(r, "an intent ID") }
 
 func (s *server) getIntent(w http.ResponseWriter, r *http.Request) (int, any, error) {
 	id, err := pathIntentID(r)

@@ -69,9 +69,8 @@ type RuleCount struct {
 	Rules int `json:"rules"`
 }
 
-var ruleActions = enum{uint8(classifyxdp.ActionDrop): "drop", uint8(classifyxdp.ActionPass): "pass",
-	uint8(classifyxdp.ActionMirror): "mirror", uint8(classifyxdp.ActionRedirect): "redirect", uint8(classifyxdp.ActionSteer): "steer",
-	uint8(classifyxdp.ActionCount): "count"}
+// ruleActions are the actions by the names rules give them.
+var ruleActions = enumOf(classifyxdp.ActionNames[:])
 
 type ruleAction classifyxdp.ActionKind
 
@@ -83,22 +82,27 @@ func (a *ruleAction) fromJSON(v any) error {
 
 func (a ruleAction) MarshalJSON() ([]byte, error) { return json.Marshal(ruleActions[uint8(a)]) }
 
-var tunnelNames = map[string]uint64{"vxlan": uint64(classifyxdp.TunnelVXLAN), "geneve": uint64(classifyxdp.TunnelGENEVE),
-	"gre": uint64(classifyxdp.TunnelGRE), "gtpu": uint64(classifyxdp.TunnelGTPU)}
-
 // isTunnelType says whether a field is a level's tunnel type (tunnel1 to
 // tunnel4), which documents may name.
 func isTunnelType(field string) bool {
 	return len(field) == len("tunnel1") && strings.HasPrefix(field, "tunnel")
 }
 
-func tunnelName(v uint64) string {
-	for name, n := range tunnelNames {
-		if n == v {
-			return name
-		}
+// tunnelType is the tunnel type a name names; 0 (TunnelNone) for none.
+func tunnelType(name string) uint64 {
+	if t := slices.Index(classifyxdp.TunnelNames[:], name); t > 0 {
+		return uint64(t)
 	}
-	return ""
+	return 0
+}
+
+// tunnelName is a tunnel type's name; empty for TunnelNone and unknown
+// types.
+func tunnelName(v uint64) string {
+	if v >= uint64(len(classifyxdp.TunnelNames)) {
+		return ""
+	}
+	return classifyxdp.TunnelNames[v]
 }
 
 // ruleMatch is a rule's matches, by field name.
@@ -143,8 +147,8 @@ func parseMatch(name string, v any) (classifyxdp.Match, error) {
 	}
 	all := uint64(1)<<(8*f.Size) - 1
 	number := func(v any) (uint64, error) {
-		if s, ok := v.(string); ok && tunnelNames[s] != 0 && isTunnelType(name) {
-			return tunnelNames[s], nil
+		if s, ok := v.(string); ok && isTunnelType(name) && tunnelType(s) != 0 {
+			return tunnelType(s), nil
 		}
 		n, ok := v.(json.Number)
 		u, err := strconv.ParseUint(string(n), 10, 64)
@@ -206,25 +210,11 @@ func (m ruleMatch) MarshalJSON() ([]byte, error) {
 
 var errNoClassifier = &Error{Status: http.StatusNotFound, Msg: "classification is not configured"}
 
-// classifying answers 404 for the rules' resources while the daemon runs
-// no classifier.
-func (s *server) classifying(h handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		if s.classifier == nil {
-			return 0, nil, errNoClassifier
-		}
-		return h(w, r)
-	}
-}
-
 func ruleNotFound(id uint32) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("rule %d not found", id)}
 }
 
-func pathRuleID(r *http.Request) (uint32, error) {
-	id, err := pathNumber(r, "id", 32, "a rule ID")
-	return uint32(id), err
-}
+func pathRuleID(r *http.Request) (uint32, error) { return pathID(r, "a rule ID") }
 
 // ruleDoc is the document of a rule with its counters.
 func (s *server) ruleDoc(r classifyxdp.Rule) (Rule, error) {

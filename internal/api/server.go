@@ -178,36 +178,41 @@ type server struct {
 func NewHandler(sv Services) http.Handler {
 	s := &server{store: sv.Store, dp: sv.Datapath, pfcp: sv.PFCP, classifier: sv.Classifier, cuup: sv.CUUP,
 		cuupClassifier: sv.CUUPClassifier, log: sv.Log}
+	// A capability's resources answer 404 while the daemon runs without it.
+	upf := s.needs(s.store != nil, errNoUPF)
+	pfcp := s.needs(s.pfcp != nil, errNoPFCP)
+	classifying := s.needs(s.classifier != nil, errNoClassifier)
+	cuUP := s.needs(s.cuup != nil, errNoCUUP)
 	mux := http.NewServeMux()
-	mux.Handle("GET /api/v1/sessions", s.handle(s.upf(s.list)))
-	mux.Handle("POST /api/v1/sessions", s.handle(s.upf(s.create)))
-	mux.Handle("GET /api/v1/sessions/{seid}", s.handle(s.upf(s.get)))
-	mux.Handle("PUT /api/v1/sessions/{seid}", s.handle(s.upf(s.replace)))
-	mux.Handle("DELETE /api/v1/sessions/{seid}", s.handle(s.upf(s.delete)))
-	mux.Handle("GET /api/v1/stats", s.handle(s.upf(s.stats)))
-	mux.Handle("GET /api/v1/pfcp/associations", s.handle(s.associations))
-	mux.Handle("GET /api/v1/pfcp/stats", s.handle(s.pfcpStats))
-	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", s.handle(s.release))
-	mux.Handle("POST /api/v1/rules", s.handle(s.classifying(s.addRule)))
-	mux.Handle("GET /api/v1/rules", s.handle(s.classifying(s.listRules)))
-	mux.Handle("DELETE /api/v1/rules", s.handle(s.classifying(s.clearRules)))
-	mux.Handle("GET /api/v1/rules/count", s.handle(s.classifying(s.countRules)))
-	mux.Handle("GET /api/v1/rules/{id}", s.handle(s.classifying(s.getRule)))
-	mux.Handle("DELETE /api/v1/rules/{id}", s.handle(s.classifying(s.deleteRule)))
-	mux.Handle("GET /api/v1/slices", s.handle(s.classifying(s.listSlices)))
-	mux.Handle("PUT /api/v1/slices/{id}", s.handle(s.classifying(s.putSlice)))
-	mux.Handle("DELETE /api/v1/slices/{id}", s.handle(s.classifying(s.deleteSlice)))
-	mux.Handle("POST /api/v1/intents", s.handle(s.classifying(s.postIntent)))
-	mux.Handle("GET /api/v1/intents", s.handle(s.classifying(s.listIntents)))
-	mux.Handle("GET /api/v1/intents/{id}", s.handle(s.classifying(s.getIntent)))
-	mux.Handle("DELETE /api/v1/intents/{id}", s.handle(s.classifying(s.deleteIntent)))
-	mux.Handle("GET /api/v1/cuup/bearer-contexts", s.handle(s.cuUP(s.listBearerContexts)))
-	mux.Handle("POST /api/v1/cuup/bearer-contexts", s.handle(s.cuUP(s.setupBearerContext)))
-	mux.Handle("GET /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.getBearerContext)))
-	mux.Handle("PATCH /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.modifyBearerContext)))
-	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", s.handle(s.cuUP(s.releaseBearerContext)))
-	mux.Handle("PUT /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement", s.handle(s.cuUP(s.placeDRB)))
-	mux.Handle("GET /api/v1/cuup/stats", s.handle(s.cuUP(s.cuupStats)))
+	mux.Handle("GET /api/v1/sessions", upf(s.list))
+	mux.Handle("POST /api/v1/sessions", upf(s.create))
+	mux.Handle("GET /api/v1/sessions/{seid}", upf(s.get))
+	mux.Handle("PUT /api/v1/sessions/{seid}", upf(s.replace))
+	mux.Handle("DELETE /api/v1/sessions/{seid}", upf(s.delete))
+	mux.Handle("GET /api/v1/stats", upf(s.stats))
+	mux.Handle("GET /api/v1/pfcp/associations", pfcp(s.associations))
+	mux.Handle("GET /api/v1/pfcp/stats", pfcp(s.pfcpStats))
+	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", pfcp(s.release))
+	mux.Handle("POST /api/v1/rules", classifying(s.addRule))
+	mux.Handle("GET /api/v1/rules", classifying(s.listRules))
+	mux.Handle("DELETE /api/v1/rules", classifying(s.clearRules))
+	mux.Handle("GET /api/v1/rules/count", classifying(s.countRules))
+	mux.Handle("GET /api/v1/rules/{id}", classifying(s.getRule))
+	mux.Handle("DELETE /api/v1/rules/{id}", classifying(s.deleteRule))
+	mux.Handle("GET /api/v1/slices", classifying(s.listSlices))
+	mux.Handle("PUT /api/v1/slices/{id}", classifying(s.putSlice))
+	mux.Handle("DELETE /api/v1/slices/{id}", classifying(s.deleteSlice))
+	mux.Handle("POST /api/v1/intents", classifying(s.postIntent))
+	mux.Handle("GET /api/v1/intents", classifying(s.listIntents))
+	mux.Handle("GET /api/v1/intents/{id}", classifying(s.getIntent))
+	mux.Handle("DELETE /api/v1/intents/{id}", classifying(s.deleteIntent))
+	mux.Handle("GET /api/v1/cuup/bearer-contexts", cuUP(s.listBearerContexts))
+	mux.Handle("POST /api/v1/cuup/bearer-contexts", cuUP(s.setupBearerContext))
+	mux.Handle("GET /api/v1/cuup/bearer-contexts/{id}", cuUP(s.getBearerContext))
+	mux.Handle("PATCH /api/v1/cuup/bearer-contexts/{id}", cuUP(s.modifyBearerContext))
+	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", cuUP(s.releaseBearerContext))
+	mux.Handle("PUT /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement", cuUP(s.placeDRB))
+	mux.Handle("GET /api/v1/cuup/stats", cuUP(s.cuupStats))
 	mux.HandleFunc("GET /metrics", s.metrics)
 	return mux
 }
@@ -261,25 +266,27 @@ func notFound(seid uint64) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("session %d not found", seid)}
 }
 
-// checkNotPFCP refuses to change a session an SMF created: the SMF would
-// go on modifying and deleting the session it believes it made.
-func (s *server) checkNotPFCP(seid uint64) error {
-	if s.pfcp != nil && s.pfcp.Sessions.Owns(seid) {
-		return &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("session %d was created over PFCP: only its SMF may change or delete it", seid)}
+// changeableSEID reads the SEID of the URL, refusing one of a session an
+// SMF created: the SMF would go on modifying and deleting the session it
+// believes it made.
+func (s *server) changeableSEID(r *http.Request) (uint64, error) {
+	seid, err := pathSEID(r)
+	if err == nil && s.pfcp != nil && s.pfcp.Sessions.Owns(seid) {
+		err = &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("session %d was created over PFCP: only its SMF may change or delete it", seid)}
 	}
-	return nil
+	return seid, err
 }
 
 var errNoUPF = &Error{Status: http.StatusNotFound, Msg: "the UPF is not configured: the daemon's configuration has no interfaces"}
 
-// upf answers 404 for the UPF's resources while the daemon runs none (a
-// CU-UP alone).
-func (s *server) upf(h handlerFunc) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		if s.store == nil {
-			return 0, nil, errNoUPF
+// needs serves the handlers of a capability through handle when the daemon
+// runs it; when not (runs false), each of them answers missing.
+func (s *server) needs(runs bool, missing *Error) func(handlerFunc) http.Handler {
+	return func(h handlerFunc) http.Handler {
+		if !runs {
+			h = func(http.ResponseWriter, *http.Request) (int, any, error) { return 0, nil, missing }
 		}
-		return h(w, r)
+		return s.handle(h)
 	}
 }
 
@@ -325,11 +332,8 @@ func (s *server) get(w http.ResponseWriter, r *http.Request) (int, any, error) {
 }
 
 func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	seid, err := pathSEID(r)
+	seid, err := s.changeableSEID(r)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.checkNotPFCP(seid); err != nil {
 		return 0, nil, err
 	}
 	sess, err := readSession(w, r)
@@ -351,11 +355,8 @@ func (s *server) replace(w http.ResponseWriter, r *http.Request) (int, any, erro
 }
 
 func (s *server) delete(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	seid, err := pathSEID(r)
+	seid, err := s.changeableSEID(r)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.checkNotPFCP(seid); err != nil {
 		return 0, nil, err
 	}
 	if err := s.store.Delete(seid); errors.Is(err, session.ErrNotFound) {
@@ -383,9 +384,6 @@ func (s *server) stats(w http.ResponseWriter, r *http.Request) (int, any, error)
 }
 
 func (s *server) associations(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.pfcp == nil {
-		return 0, nil, errNoPFCP
-	}
 	body := Associations{Associations: []Association{}}
 	for _, a := range s.pfcp.Server.Associations() {
 		body.Associations = append(body.Associations, Association(a))
@@ -397,9 +395,6 @@ func (s *server) associations(w http.ResponseWriter, r *http.Request) (int, any,
 // taking the UPF out of service: the SMF moves or deletes its sessions and
 // then releases it. Only the SMF may end an association.
 func (s *server) release(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.pfcp == nil {
-		return 0, nil, errNoPFCP
-	}
 	err := s.pfcp.Server.RequestRelease(r.Context(), r.PathValue("node"))
 	switch {
 	case errors.Is(err, pfcp.ErrNoAssociation):
@@ -411,9 +406,6 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) (int, any, erro
 }
 
 func (s *server) pfcpStats(w http.ResponseWriter, r *http.Request) (int, any, error) {
-	if s.pfcp == nil {
-		return 0, nil, errNoPFCP
-	}
 	return http.StatusOK, PFCPStats(s.pfcp.Server.Stats()), nil
 }
 
@@ -452,6 +444,12 @@ func (s *server) live(sess session.Session) (*document, error) {
 }
 
 func pathSEID(r *http.Request) (uint64, error) { return pathNumber(r, "seid", 64, "a SEID") }
+
+// pathID reads the URL's 32-bit id; what names it in the error.
+func pathID(r *http.Request, what string) (uint32, error) {
+	id, err := pathNumber(r, "id", 32, what)
+	return uint32(id), err
+}
 
 // pathNumber reads the number of bits a URL's wildcard name holds; what
 // names it in the error.

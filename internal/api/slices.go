@@ -74,10 +74,7 @@ func (c *Classifier) setSlice(doc Slice) (classifyxdp.Slice, error) {
 	return s, c.Rules.SetSlice(s)
 }
 
-func pathSliceID(r *http.Request) (uint32, error) {
-	id, err := pathNumber(r, "id", 32, "a slice ID")
-	return uint32(id), err
-}
+func pathSliceID(r *http.Request) (uint32, error) { return pathID(r, "a slice ID") }
 
 func sliceNotFound(id uint32) *Error {
 	return &Error{Status: http.StatusNotFound, Msg: fmt.Sprintf("slice %d not found", id)}

@@ -15,6 +15,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // randomFrame is a nested packet of one of the paper's traffic types or
@@ -398,4 +399,19 @@ func TestFullTableRefilled(t *testing.T) {
 	if p.Len() != MaxRules {
 		t.Errorf("%d rules after the refill", p.Len())
 	}
+}
+
+// Every action and tunnel type of the data path has its name in rules, and
+// no other.
+func TestNamesAreTheDataPaths(t *testing.T) {
+	spec, err := loadClassify()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The zero of each enum, no rule's action and no tunnel, is named here
+	// only for the check: rules cannot name it.
+	actions, tunnels := ActionNames, TunnelNames
+	actions[0], tunnels[TunnelNone] = "none", "none"
+	testsupport.CheckEnumNames(t, spec, "classify_action", "CLASSIFY_", "", actions[:])
+	testsupport.CheckEnumNames(t, spec, "tunnel_type", "TUNNEL_", "", tunnels[:])
 }

@@ -1,6 +1,7 @@
-// Package classify matches packets of nested, multi-tenant traffic (GTP-U,
-// VXLAN, GENEVE and GRE in any order, RTP and H.265 inside) against
-// wildcard rules.
+// Package classifyxdp loads the classifier (bpf/classify/classify.c) and
+// keeps its rules and slices. The classifier matches packets of nested,
+// multi-tenant traffic (GTP-U, VXLAN, GENEVE and GRE in any order, RTP and
+// H.265 inside) against wildcard rules, and steers them to slices' CPUs.
 //
 // A packet is reduced to one Key by the parser; a Rule matches any subset
 // of the key's fields, each with a value and a mask (or a range of a
@@ -28,6 +29,10 @@ const (
 	TunnelGRE    = uint8(classifyTunnelTypeTUNNEL_GRE)
 	TunnelGTPU   = uint8(classifyTunnelTypeTUNNEL_GTPU)
 )
+
+// TunnelNames name the tunnel types as rules write them: enum tunnel_type's
+// names in lower case, without TUNNEL_. TunnelNone has none.
+var TunnelNames = [...]string{TunnelVXLAN: "vxlan", TunnelGENEVE: "geneve", TunnelGRE: "gre", TunnelGTPU: "gtpu"}
 
 // kind is how a field's values are written.
 type kind int

@@ -33,6 +33,12 @@ const (
 	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on as if no rule matched
 )
 
+// ActionNames name the actions as rules write them: enum classify_action's
+// names in lower case, without CLASSIFY_. CLASSIFY_NONE, the verdict of no
+// rule, has none.
+var ActionNames = [...]string{ActionDrop: "drop", ActionPass: "pass", ActionMirror: "mirror",
+	ActionRedirect: "redirect", ActionSteer: "steer", ActionCount: "count"}
+
 // Rule is a wildcard rule. Of the rules a key matches, the one with the
 // highest Priority wins; of equal priorities, the one added first.
 type Rule struct {

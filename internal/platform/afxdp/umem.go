@@ -26,9 +26,9 @@
 // Received packets start into their frame by the UMEM's headroom plus
 // the kernel's XDP_PACKET_HEADROOM (256). The XDP program's metadata, if
 // any, lies right before the packet (Meta). The bytes from the frame's
-// start up to the packet are the caller's: Reslice moves the
-// packet's start into them to prepend headers in place, or its end into
-// the tail of the frame.
+// start up to the packet are the caller's: to prepend headers in place,
+// or to use the tail of the frame, it transmits a Desc whose Addr and Len
+// cover them, within the frame.
 package afxdp
 
 import (
@@ -199,18 +199,6 @@ func (u *UMEM) Meta(d Desc, n int) []byte {
 		return nil
 	}
 	return u.area[d.Addr-uint64(n) : d.Addr : d.Addr]
-}
-
-// Reslice is d with the packet running from byte from to byte to of it:
-// a negative from prepends headroom, a to past d.Len appends tailroom. It
-// is false when that leaves the frame.
-func (u *UMEM) Reslice(d Desc, from, to int) (Desc, bool) {
-	start := int64(d.Addr) + int64(from)
-	base := int64(d.Addr &^ (FrameSize - 1))
-	if from > to || start < base || int64(d.Addr)+int64(to) > base+FrameSize {
-		return d, false
-	}
-	return Desc{Addr: uint64(start), Len: uint32(to - from)}, true
 }
 
 // Alloc takes up to len(ds) frames from the pool for packets the caller

@@ -4,6 +4,7 @@
 package udpbatch
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -75,15 +76,7 @@ func (c *Conn) Close() error { return c.conn.Close() }
 func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 	b := &c.read
 	n := b.prepare(msgs, false)
-	var got int
-	var opErr error
-	err := c.udp.Read(func(fd uintptr) bool {
-		got, opErr = mmsg(unix.SYS_RECVMMSG, fd, b.hdrs[:n])
-		return !errors.Is(opErr, unix.EAGAIN)
-	})
-	if err == nil {
-		err = opErr
-	}
+	got, err := c.mmsg(unix.SYS_RECVMMSG, b.hdrs[:n])
 	if err != nil {
 		return 0, fmt.Errorf("recvmmsg: %w", err)
 	}
@@ -101,15 +94,7 @@ func (c *Conn) WriteBatch(msgs []Message) (int, error) {
 	sent := 0
 	for sent < len(msgs) {
 		n := b.prepare(msgs[sent:], true)
-		var got int
-		var opErr error
-		err := c.udp.Write(func(fd uintptr) bool {
-			got, opErr = mmsg(unix.SYS_SENDMMSG, fd, b.hdrs[:n])
-			return !errors.Is(opErr, unix.EAGAIN)
-		})
-		if err == nil {
-			err = opErr
-		}
+		got, err := c.mmsg(unix.SYS_SENDMMSG, b.hdrs[:n])
 		if err != nil {
 			return sent, fmt.Errorf("sendmmsg: %w", err)
 		}
@@ -139,7 +124,25 @@ func (c *batch) prepare(msgs []Message, send bool) int {
 	return n
 }
 
-func mmsg(trap uintptr, fd uintptr, hdrs []mmsghdr) (int, error) {
+// mmsg calls recvmmsg or sendmmsg (trap) through Go's poller, which waits
+// while the socket would block.
+func (c *Conn) mmsg(trap uintptr, hdrs []mmsghdr) (int, error) {
+	var got int
+	var opErr error
+	call := func(fd uintptr) bool {
+		got, opErr = mmsgOnce(trap, fd, hdrs)
+		return !errors.Is(opErr, unix.EAGAIN)
+	}
+	var err error
+	if trap == unix.SYS_SENDMMSG {
+		err = c.udp.Write(call)
+	} else {
+		err = c.udp.Read(call)
+	}
+	return got, cmp.Or(err, opErr)
+}
+
+func mmsgOnce(trap uintptr, fd uintptr, hdrs []mmsghdr) (int, error) {
 	if len(hdrs) == 0 {
 		return 0, nil
 	}

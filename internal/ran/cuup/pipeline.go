@@ -143,11 +143,23 @@ func (w *Worker) Process(pkts []Packet, now time.Time) {
 	w.c.mu.RLock()
 	defer w.c.mu.RUnlock()
 	for i := range pkts {
-		if pkts[i].Role == N3 {
-			w.downlink(&pkts[i])
+		p := &pkts[i]
+		b := w.c.bearer(p)
+		if p.Role == N3 {
+			add(&w.stats.Downlink)
+			if b.session != nil {
+				w.downlink(p, b.session)
+				continue
+			}
 		} else {
-			w.uplink(&pkts[i])
+			add(&w.stats.Uplink)
+			if b.drb != nil {
+				w.uplink(p, b.drb)
+				continue
+			}
 		}
+		add(&w.stats.UnknownTunnel)
+		w.io.Free(p.Handle)
 	}
 	w.sendBatch()
 }
@@ -168,14 +180,8 @@ func (c *CUUP) bearer(p *Packet) bearer {
 	return bearer{}
 }
 
-func (w *Worker) downlink(p *Packet) {
-	add(&w.stats.Downlink)
-	ps := w.c.bearer(p).session
-	if ps == nil {
-		add(&w.stats.UnknownTunnel)
-		w.io.Free(p.Handle)
-		return
-	}
+// downlink takes a packet from the UPF of PDU session ps.
+func (w *Worker) downlink(p *Packet, ps *pduSession) {
 	id, start, err := ps.sdap.Downlink(p.Buf, p.Off, p.QFI, p.RQI)
 	if err != nil {
 		add(&w.stats.NoDRB)
@@ -323,14 +329,8 @@ func (w *Worker) sendBatch() {
 	w.opens = w.opens[:0]
 }
 
-func (w *Worker) uplink(p *Packet) {
-	add(&w.stats.Uplink)
-	d := w.c.bearer(p).drb
-	if d == nil {
-		add(&w.stats.UnknownTunnel)
-		w.io.Free(p.Handle)
-		return
-	}
+// uplink takes a packet from the DU of DRB d.
+func (w *Worker) uplink(p *Packet, d *drb) {
 	st := d.state
 	st.mu.Lock()
 	defer st.mu.Unlock()

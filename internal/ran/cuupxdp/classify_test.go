@@ -46,7 +46,7 @@ func addTunnels(t *testing.T, d *Datapath) {
 // reason.
 type counter struct {
 	d      *Datapath
-	before [2]Counts
+	before [roles]Counts
 }
 
 func (c *counter) snapshot(t *testing.T) {
@@ -272,8 +272,8 @@ func TestTunnels(t *testing.T) {
 	if _, err := d.Tunnel(5, N3); !errors.Is(err, ErrNoTunnel) {
 		t.Errorf("looking a deleted tunnel up: %v", err)
 	}
-	if err := d.UnregisterSocket(N3, 1); err == nil {
-		t.Error("unregistered queue 1 of a map of 1")
+	if err := d.RegisterSocket(N3, 1, nil); err == nil {
+		t.Error("registered a socket for queue 1 of a map of 1")
 	}
 }
 

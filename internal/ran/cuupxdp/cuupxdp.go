@@ -33,6 +33,10 @@ const (
 	F1U Role = Role(cuupCuupRoleCUUP_ROLE_F1U) // from the DU: uplink, maybe an NR RAN Container
 )
 
+// roles is the number of roles, numbered from 1: role r has index r-1 of
+// the per-role arrays.
+const roles = int(cuupCuupRoleCUUP_ROLES)
+
 func (r Role) String() string {
 	switch r {
 	case N3:
@@ -76,8 +80,8 @@ type Datapath struct {
 	cfg      Config
 	tunnels  *ebpf.Map
 	counters *ebpf.Map
-	xsks     [2]*ebpf.Map     // by role - 1
-	progs    [2]*ebpf.Program // by role - 1
+	xsks     [roles]*ebpf.Map     // by role - 1
+	progs    [roles]*ebpf.Program // by role - 1
 	links    []link.Link
 }
 
@@ -221,19 +225,6 @@ func (d *Datapath) DeleteTunnel(teid uint32, role Role) error {
 	return err
 }
 
-// Tunnel returns a tunnel's bearer.
-func (d *Datapath) Tunnel(teid uint32, role Role) (uint32, error) {
-	if err := role.check(); err != nil {
-		return 0, err
-	}
-	var t cuupCuupTunnel
-	err := d.tunnels.Lookup(tunnelKey(teid, role), &t)
-	if errors.Is(err, ebpf.ErrKeyNotExist) {
-		return 0, fmt.Errorf("%w: %v TEID %#x", ErrNoTunnel, role, teid)
-	}
-	return t.Bearer, err
-}
-
 func tunnelKey(teid uint32, role Role) cuupCuupTunnelKey {
 	var b [4]byte
 	binary.BigEndian.PutUint32(b[:], teid)
@@ -250,19 +241,6 @@ func (d *Datapath) RegisterSocket(role Role, queue int, s *afxdp.Socket) error {
 	}
 	if err := xsks.Update(uint32(queue), uint32(s.FD()), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("cuupxdp: registering the %v socket of queue %d: %w", role, queue, err)
-	}
-	return nil
-}
-
-// UnregisterSocket sends the packets of a role's queue to the kernel
-// again.
-func (d *Datapath) UnregisterSocket(role Role, queue int) error {
-	xsks, err := d.socketMap(role, queue)
-	if err != nil {
-		return err
-	}
-	if err := xsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("cuupxdp: unregistering the %v socket of queue %d: %w", role, queue, err)
 	}
 	return nil
 }

@@ -52,10 +52,6 @@ func ReadMeta(u *afxdp.UMEM, d afxdp.Desc) (Meta, error) {
 	return ParseMeta(u.Meta(d, MetaLen), int(d.Len))
 }
 
-// TPDU is the T-PDU of pkt, the packet m came with: the user packet on
-// N3, the PDCP PDU on F1-U; nil when it is not inside pkt.
-func (m *Meta) TPDU(pkt []byte) []byte { return span(pkt, m.TpduOff, m.TpduLen) }
-
 // RANContainer is the content of pkt's NR RAN Container (TS 38.425 NR-U
 // frame); nil when there is none.
 func (m *Meta) RANContainer(pkt []byte) []byte {

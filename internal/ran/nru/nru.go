@@ -1,7 +1,8 @@
 // Package nru encodes and decodes the frames of the NR user plane protocol
 // (TS 38.425) that the CU-UP and the DU exchange on F1-U: DL USER DATA
-// (PDU Type 0) from the CU-UP, DL DATA DELIVERY STATUS (PDU Type 1) from
-// the DU; ASSISTANCE INFORMATION (PDU Type 2) is only recognised.
+// (PDU Type 0), which the CU-UP sends, and DL DATA DELIVERY STATUS (PDU
+// Type 1), which it decodes from the DU; ASSISTANCE INFORMATION (PDU
+// Type 2) is only recognised.
 //
 // A frame travels as the content of a GTP-U NR RAN Container extension
 // header (TS 29.281 5.2.2), which package gtpu writes and reads: a length
@@ -90,23 +91,6 @@ func (w *writer) u8(v uint8) { w.b[w.n] = v; w.n++ }
 func (w *writer) u24(v uint32) {
 	w.b[w.n], w.b[w.n+1], w.b[w.n+2] = byte(v>>16), byte(v>>8), byte(v)
 	w.n += 3
-}
-
-func (w *writer) u32(v uint32) {
-	w.u8(byte(v >> 24))
-	w.u24(v)
-}
-
-// ranges writes a count octet and the ranges, if there are any.
-func (w *writer) ranges(list []SNRange) {
-	if len(list) == 0 {
-		return
-	}
-	w.u8(uint8(len(list)))
-	for _, r := range list {
-		w.u24(r.Start)
-		w.u24(r.End)
-	}
 }
 
 // pad zeroes the padding up to the frame's end and returns its length.

@@ -1,7 +1,5 @@
 package nru
 
-import "fmt"
-
 // Cause is the Cause Value of a DL DATA DELIVERY STATUS (38.425 5.5.3).
 type Cause uint8
 
@@ -70,67 +68,6 @@ const (
 	dsHighestDeliveredRetransmitted = 0x02
 	dsCauseReport                   = 0x01
 )
-
-// Len is the length of the frame, padding included.
-func (s *DeliveryStatus) Len() int {
-	n := 2 + 4 // flags, desired buffer size
-	n += octets(s.HasDesiredDataRate, 4) + octets(len(s.LostRanges) > 0, 1+6*len(s.LostRanges)) +
-		octets(s.HasHighestDelivered, 3) + octets(s.HasHighestTransmitted, 3) + octets(s.HasCause, 1) +
-		octets(s.HasHighestDeliveredRetransmitted, 3) + octets(s.HasHighestRetransmitted, 3) +
-		octets(len(s.DeliveredRanges) > 0, 1+6*len(s.DeliveredRanges))
-	return padded(n)
-}
-
-// Put writes the frame into b and returns its length, Len.
-func (s *DeliveryStatus) Put(b []byte) (int, error) {
-	if len(s.LostRanges) > 255 || len(s.DeliveredRanges) > 255 {
-		return 0, fmt.Errorf("%v: %d lost and %d delivered ranges, over 255", TypeDLDataDeliveryStatus, len(s.LostRanges), len(s.DeliveredRanges))
-	}
-	n := s.Len()
-	if err := checkRoom(TypeDLDataDeliveryStatus, n, len(b)); err != nil {
-		return 0, err
-	}
-	if err := checkSNs(TypeDLDataDeliveryStatus, s.HighestDeliveredSN, s.HighestTransmittedSN,
-		s.HighestDeliveredRetransmittedSN, s.HighestRetransmittedSN); err != nil {
-		return 0, err
-	}
-	for _, list := range [...][]SNRange{s.LostRanges, s.DeliveredRanges} {
-		for _, r := range list {
-			if err := checkSNs(TypeDLDataDeliveryStatus, r.Start, r.End); err != nil {
-				return 0, err
-			}
-		}
-	}
-	w := writer{b: b}
-	w.u8(uint8(TypeDLDataDeliveryStatus)<<4 | flag(s.HasHighestTransmitted, dsHighestTransmitted) |
-		flag(s.HasHighestDelivered, dsHighestDelivered) | flag(s.FinalFrame, dsFinalFrame) |
-		flag(len(s.LostRanges) > 0, dsLostPacketReport))
-	w.u8(flag(len(s.DeliveredRanges) > 0, dsDeliveredRanges) | flag(s.HasDesiredDataRate, dsDataRate) |
-		flag(s.HasHighestRetransmitted, dsHighestRetransmitted) |
-		flag(s.HasHighestDeliveredRetransmitted, dsHighestDeliveredRetransmitted) | flag(s.HasCause, dsCauseReport))
-	w.u32(s.DesiredBufferSize)
-	if s.HasDesiredDataRate {
-		w.u32(s.DesiredDataRate)
-	}
-	w.ranges(s.LostRanges)
-	if s.HasHighestDelivered {
-		w.u24(s.HighestDeliveredSN)
-	}
-	if s.HasHighestTransmitted {
-		w.u24(s.HighestTransmittedSN)
-	}
-	if s.HasCause {
-		w.u8(uint8(s.Cause))
-	}
-	if s.HasHighestDeliveredRetransmitted {
-		w.u24(s.HighestDeliveredRetransmittedSN)
-	}
-	if s.HasHighestRetransmitted {
-		w.u24(s.HighestRetransmittedSN)
-	}
-	w.ranges(s.DeliveredRanges)
-	return w.pad(n), nil
-}
 
 // Decode reads a DL DATA DELIVERY STATUS frame into s, every field its
 // flags announce in the order of 38.425 figure 5.5.2.2-1, reusing the

@@ -2,7 +2,7 @@
 // 38.323): the transmitting entity (Transmitter, with Queue holding SDUs
 // the DU's flow control does not yet take), the receiving entity
 // (Receiver: COUNT reconstruction, duplicate and window discard,
-// reordering) and the control PDUs.
+// reordering), which hands control PDUs up untouched.
 //
 // Entities work in place on the caller's buffers and do not allocate per
 // packet; the ciphering and integrity algorithms come in through the Cipher

@@ -29,7 +29,7 @@ type RxConfig struct {
 	// Deliver must not call the Receiver.
 	Deliver func(count uint32, sdu []byte)
 	// Control, if not nil, is given each control PDU (D/C = 0), untouched
-	// and valid until it returns; see ParseStatusReport.
+	// and valid until it returns.
 	Control func(pdu []byte)
 }
 
@@ -300,25 +300,6 @@ func (r *Receiver) reorderingExpired(now time.Time) {
 	if r.st.Deliv < r.st.Next {
 		r.startReordering(now)
 	}
-}
-
-// AppendStatusReport appends the PDCP status report of the entity's state
-// (38.323 5.4.1): FMC is RX_DELIV and the bitmap marks the COUNTs received
-// after it, up to RX_NEXT-1, within the 9000-octet PDU limit.
-func (r *Receiver) AppendStatusReport(dst []byte) []byte {
-	n := uint64(0) // bits of the bitmap
-	if r.st.Next > r.st.Deliv {
-		n = min(r.st.Next-r.st.Deliv-1, 8*(MaxSDUSize-statusHeaderLen))
-	}
-	dst = appendStatusHeader(dst, uint32(r.st.Deliv))
-	start := len(dst)
-	dst = append(dst, make([]byte, (n+7)/8)...)
-	for i := uint64(0); i < n; i++ {
-		if r.buf.holds(r.st.Deliv + 1 + i) {
-			dst[start+int(i/8)] |= 0x80 >> (i % 8)
-		}
-	}
-	return dst
 }
 
 // The reception buffer holds the SDUs received out of order and, with

@@ -108,7 +108,7 @@ type path struct {
 // Open binds the sockets and starts serving them. A socket belongs to the
 // network namespace it is created in: to serve N3 addresses in another
 // namespace, call Open on a thread in that namespace (e.g. inside
-// testbed.Netns.Do); the endpoint then works from any goroutine.
+// namespace.Netns.Do); the endpoint then works from any goroutine.
 func Open(cfg Config) (*Endpoint, error) {
 	if len(cfg.Local) == 0 {
 		return nil, errors.New("gtpu: no local address")

@@ -10,7 +10,7 @@ import (
 // moving the downlink tunnel of one established before, deleting that one;
 // over a store holding 20,000 sessions, with go-pfcp's decoding of the
 // request and encoding of the response (as root: go test -run - -bench
-// SessionRequests -benchmem ./internal/n4).
+// SessionRequests -benchmem ./internal/upf/n4).
 func BenchmarkSessionRequests(b *testing.B) {
 	const held = 20000
 	// Room for the slots the replaced rules hold for a second.

@@ -222,16 +222,24 @@ func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c, r := h.translateEstablishment(peer, req)
-	if r == nil {
-		r = h.apply(&c)
-	}
-	if r != nil {
-		h.cfg.Log.Info("PFCP session establishment refused", "peer", peer.NodeID, "cp_seid", c.s.cpSEID, "reason", r.msg)
+	if r := h.settle(&c, r, "establishment", "peer", peer.NodeID, "cp_seid", c.s.cpSEID); r != nil {
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(c.s.seid, h.n3IP(), nil)}
 	ies = append(ies, h.createdPDRs(c.s, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
+}
+
+// settle applies a translated request's change unless translation refused
+// it (r), and logs a refusal of either; args say whose request it was.
+func (h *Handler) settle(c *change, r *refusal, request string, args ...any) *refusal {
+	if r == nil {
+		r = h.apply(c)
+	}
+	if r != nil {
+		h.cfg.Log.Info("PFCP session "+request+" refused", append(args, "reason", r.msg)...)
+	}
+	return r
 }
 
 // Modify applies a Session Modification Request.
@@ -243,11 +251,7 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		return message.NewSessionModificationResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
 	}
 	c, r := h.translateModification(old, req)
-	if r == nil {
-		r = h.apply(&c)
-	}
-	if r != nil {
-		h.cfg.Log.Info("PFCP session modification refused", "peer", peer.NodeID, "seid", old.seid, "reason", r.msg)
+	if r := h.settle(&c, r, "modification", "peer", peer.NodeID, "seid", old.seid); r != nil {
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
 	}
 	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(c.s, req.CreatePDR)...)

@@ -281,13 +281,39 @@ func ruleID[T uint8 | uint16 | uint32](group *ie.IE, idType uint16, read func(*i
 	return v, nil
 }
 
-// presence checks that a rule to create is new and one to update exists.
-func presence(create, exists bool, fail func(string, ...any) *refusal, kind string, id uint32) *refusal {
+// ruleIE is a Create or Update rule IE being translated.
+type ruleIE struct {
+	group  *ie.IE
+	create bool
+	typ    uint8  // the rule type of its Failed Rule ID
+	name   string // PDR, FAR, QER, URR or BAR
+	id     uint32
+}
+
+// fail refuses the request for this rule.
+func (r ruleIE) fail(format string, args ...any) *refusal {
+	return ruleFailure(r.typ, r.id, format, args...)
+}
+
+// check refuses a Create of a rule that exists, an Update of one that does
+// not, a Create without one of the mandatory IEs, and a child IE the UPF
+// does not implement.
+func (r ruleIE) check(exists bool, mandatory []uint16, implemented ...uint16) *refusal {
 	switch {
-	case create && exists:
-		return fail("%s %d exists", kind, id)
-	case !create && !exists:
-		return fail("no %s %d to update", kind, id)
+	case r.create && exists:
+		return r.fail("%s %d exists", r.name, r.id)
+	case !r.create && !exists:
+		return r.fail("no %s %d to update", r.name, r.id)
+	}
+	if r.create {
+		for _, m := range mandatory {
+			if first(r.group.ChildIEs, m) == nil {
+				return missing(m, fmt.Sprintf("Create %s %d", r.name, r.id))
+			}
+		}
+	}
+	if bad := unsupported(r.group.ChildIEs, implemented...); bad != nil {
+		return r.fail("%s %d: IE type %d is not supported", r.name, r.id, bad.Type)
 	}
 	return nil
 }
@@ -298,22 +324,16 @@ func (c *change) translatePDR(group *ie.IE, create bool) *refusal {
 	if r != nil {
 		return r
 	}
-	fail := func(format string, args ...any) *refusal { return ruleFailure(rulePDR, uint32(id), format, args...) }
-	p, exists := pdrRules.get(c.s.pdrs, uint32(id))
-	if r := presence(create, exists, fail, "PDR", uint32(id)); r != nil {
+	rule := ruleIE{group: group, create: create, typ: rulePDR, name: "PDR", id: uint32(id)}
+	p, exists := pdrRules.get(c.s.pdrs, rule.id)
+	if r := rule.check(exists, []uint16{ie.Precedence, ie.PDI},
+		ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.URRID); r != nil {
 		return r
 	}
 	if create {
-		for _, m := range []uint16{ie.Precedence, ie.PDI} {
-			if first(group.ChildIEs, m) == nil {
-				return missing(m, fmt.Sprintf("Create PDR %d", id))
-			}
-		}
 		p = session.PDR{ID: id}
 	}
-	if bad := unsupported(group.ChildIEs, ie.PDRID, ie.Precedence, ie.PDI, ie.OuterHeaderRemoval, ie.FARID, ie.QERID, ie.URRID); bad != nil {
-		return fail("PDR %d: IE type %d is not supported", id, bad.Type)
-	}
+	fail := rule.fail
 	// The QERs and URRs named replace the PDR's.
 	if first(group.ChildIEs, ie.QERID) != nil {
 		p.QERIDs = nil
@@ -556,24 +576,19 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if r != nil {
 		return r
 	}
-	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, id, format, args...) }
-	f, exists := farRules.get(c.s.fars, id)
-	if r := presence(create, exists, fail, "FAR", id); r != nil {
-		return r
-	}
-	if create {
-		if first(group.ChildIEs, ie.ApplyAction) == nil {
-			return missing(ie.ApplyAction, fmt.Sprintf("Create FAR %d", id))
-		}
-		f = session.FAR{ID: id}
-	}
+	rule := ruleIE{group: group, create: create, typ: ruleFAR, name: "FAR", id: id}
 	params := ie.ForwardingParameters
 	if !create {
 		params = ie.UpdateForwardingParameters
 	}
-	if bad := unsupported(group.ChildIEs, ie.FARID, ie.ApplyAction, params, ie.BARID); bad != nil {
-		return fail("FAR %d: IE type %d is not supported", id, bad.Type)
+	f, exists := farRules.get(c.s.fars, id)
+	if r := rule.check(exists, []uint16{ie.ApplyAction}, ie.FARID, ie.ApplyAction, params, ie.BARID); r != nil {
+		return r
 	}
+	if create {
+		f = session.FAR{ID: id}
+	}
+	fail := rule.fail
 	if r := c.checkBARID(id, group); r != nil {
 		return r
 	}
@@ -690,22 +705,17 @@ func (c *change) translateQER(group *ie.IE, create bool) *refusal {
 	if r != nil {
 		return r
 	}
-	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleQER, id, format, args...) }
+	rule := ruleIE{group: group, create: create, typ: ruleQER, name: "QER", id: id}
 	q, exists := qerRules.get(c.s.qers, id)
-	if r := presence(create, exists, fail, "QER", id); r != nil {
+	// A QER Correlation ID would share the rates with other sessions;
+	// packet rates, flow level marking and the rest are not enforced.
+	if r := rule.check(exists, []uint16{ie.GateStatus}, ie.QERID, ie.GateStatus, ie.MBR, ie.GBR, ie.QFI, ie.RQI); r != nil {
 		return r
 	}
 	if create {
-		if first(group.ChildIEs, ie.GateStatus) == nil {
-			return missing(ie.GateStatus, fmt.Sprintf("Create QER %d", id))
-		}
 		q = session.QER{ID: id}
 	}
-	// A QER Correlation ID would share the rates with other sessions;
-	// packet rates, flow level marking and the rest are not enforced.
-	if bad := unsupported(group.ChildIEs, ie.QERID, ie.GateStatus, ie.MBR, ie.GBR, ie.QFI, ie.RQI); bad != nil {
-		return fail("QER %d: IE type %d is not supported", id, bad.Type)
-	}
+	fail := rule.fail
 	for _, ch := range group.ChildIEs {
 		var err error
 		switch ch.Type {
@@ -752,16 +762,17 @@ func (c *change) translateURR(group *ie.IE, create bool) *refusal {
 	if r != nil {
 		return r
 	}
+	rule := ruleIE{group: group, create: create, typ: ruleURR, name: "URR", id: id}
 	u, exists := c.s.urrs[id]
-	if r := presence(create, exists, func(format string, args ...any) *refusal {
-		return ruleFailure(ruleURR, id, format, args...)
-	}, "URR", id); r != nil {
+	if r := rule.check(exists, []uint16{ie.MeasurementMethod, ie.ReportingTriggers},
+		ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod, ie.VolumeThreshold, ie.VolumeQuota,
+		ie.TimeThreshold, ie.TimeQuota, ie.QuotaValidityTime, ie.MeasurementInformation); r != nil {
 		return r
 	}
 	if create {
 		u = urr{id: id}
 	}
-	g, r := parseURR(&u, group, create)
+	g, r := parseURR(&u, rule)
 	if r != nil {
 		return r
 	}
@@ -780,21 +791,10 @@ func (c *change) translateURR(group *ie.IE, create bool) *refusal {
 type grant struct{ volume, time, validity bool }
 
 // parseURR reads a Create URR (into a zero urr) or an Update URR (into the
-// current one).
-func parseURR(u *urr, group *ie.IE, create bool) (g grant, r *refusal) {
-	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleURR, u.id, format, args...) }
-	if create {
-		for _, m := range []uint16{ie.MeasurementMethod, ie.ReportingTriggers} {
-			if first(group.ChildIEs, m) == nil {
-				return g, missing(m, fmt.Sprintf("Create URR %d", u.id))
-			}
-		}
-	}
-	if bad := unsupported(group.ChildIEs, ie.URRID, ie.MeasurementMethod, ie.ReportingTriggers, ie.MeasurementPeriod,
-		ie.VolumeThreshold, ie.VolumeQuota, ie.TimeThreshold, ie.TimeQuota, ie.QuotaValidityTime, ie.MeasurementInformation); bad != nil {
-		return g, fail("URR %d: IE type %d is not supported", u.id, bad.Type)
-	}
-	for _, c := range group.ChildIEs {
+// current one), checked already for its presence and its IEs' types.
+func parseURR(u *urr, rule ruleIE) (g grant, r *refusal) {
+	fail := rule.fail
+	for _, c := range rule.group.ChildIEs {
 		var err error
 		switch c.Type {
 		case ie.MeasurementMethod:
@@ -883,7 +883,7 @@ func (c *change) translateBAR(group *ie.IE, create bool) *refusal {
 	if r != nil {
 		return r
 	}
-	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleBAR, uint32(id), format, args...) }
+	fail := ruleIE{group: group, create: create, typ: ruleBAR, name: "BAR", id: uint32(id)}.fail
 	switch {
 	case create && c.s.bar != nil:
 		return fail("BAR %d: the session has BAR %d already", id, c.s.bar.id)

@@ -1,4 +1,4 @@
-// Package sdf parses and matches PFCP SDF filters (TS 29.244 §8.2.5). Their
+// Package sdf parses PFCP SDF filters (TS 29.244 §8.2.5). Their
 // flow descriptions use the IPFilterRule syntax of RFC 6733 §4.3 as
 // restricted by TS 29.212 §5.4.2:
 //
@@ -10,7 +10,6 @@ package sdf
 
 import (
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -56,51 +55,12 @@ type PortRange struct{ Lo, Hi uint16 }
 // in the bits of Mask; the zero TOS matches every packet.
 type TOS struct{ Value, Mask uint8 }
 
-// Packet holds the header fields Filter.Matches looks at.
-type Packet struct {
-	Src, Dst         netip.Addr
-	Proto            uint8
-	SrcPort, DstPort uint16 // TCP, UDP and SCTP only
-	TOS              uint8  // IPv4 Type of Service or IPv6 Traffic Class
-	SPI              uint32 // ESP and AH only
-	FlowLabel        uint32 // IPv6 only
-}
-
 // Uplink returns f as an uplink packet sees it. A flow description
 // describes downlink traffic (TS 29.212 §5.4.2), so source and destination
 // swap, ports included.
 func (f Filter) Uplink() Filter {
 	f.Src, f.Dst = f.Dst, f.Src
 	return f
-}
-
-// Matches reports whether pkt matches f. ue are the addresses "assigned"
-// stands for: the UE's IPv4 address as a /32 and its IPv6 prefix.
-func (f Filter) Matches(pkt Packet, ue ...netip.Prefix) bool {
-	return (f.Proto == 0 || f.Proto == pkt.Proto) &&
-		f.Src.matches(pkt.Src, pkt.Proto, pkt.SrcPort, ue) &&
-		f.Dst.matches(pkt.Dst, pkt.Proto, pkt.DstPort, ue) &&
-		(pkt.TOS^f.TOS.Value)&f.TOS.Mask == 0 &&
-		(f.SPI == 0 || f.SPI == pkt.SPI) &&
-		(!f.HasFlowLabel || pkt.Dst.Is6() && pkt.FlowLabel == f.FlowLabel)
-}
-
-func (e Endpoint) matches(addr netip.Addr, proto uint8, port uint16, ue []netip.Prefix) bool {
-	switch {
-	case e.Assigned:
-		if !slices.ContainsFunc(ue, func(p netip.Prefix) bool { return p.Contains(addr) }) {
-			return false
-		}
-	case e.Prefix.IsValid():
-		if !e.Prefix.Contains(addr) {
-			return false
-		}
-	}
-	// Ports under protocol "ip" stand for the ports of any protocol that
-	// has them (TS 29.214 §5.3.8 NOTE 1).
-	return len(e.Ports) == 0 || hasPorts(proto) && slices.ContainsFunc(e.Ports, func(r PortRange) bool {
-		return r.Lo <= port && port <= r.Hi
-	})
 }
 
 // hasPorts reports whether proto is one that RFC 6733 §4.3 allows ports for.

@@ -292,15 +292,16 @@ const minQERBurst = 3000 // bytes
 
 func dataPathQER(q QER) upfxdp.QER {
 	var dq upfxdp.QER
-	for dir, c := range []struct {
+	for _, c := range []struct {
+		dir    int
 		closed bool
 		bps    uint64
-	}{{q.GateULClosed, q.MBRUL}, {q.GateDLClosed, q.MBRDL}} {
+	}{{upfxdp.QERUplink, q.GateULClosed, q.MBRUL}, {upfxdp.QERDownlink, q.GateDLClosed, q.MBRDL}} {
 		if c.closed {
-			dq.GateClosed |= 1 << dir
+			dq.GateClosed |= 1 << c.dir
 		}
 		rate := c.bps / 8
-		dq.Bucket[dir] = upfxdp.QERBucket(rate, max(rate*uint64(qerBurst)/uint64(time.Second), minQERBurst))
+		dq.Bucket[c.dir] = upfxdp.QERBucket(rate, max(rate*uint64(qerBurst)/uint64(time.Second), minQERBurst))
 	}
 	return dq
 }

@@ -243,7 +243,7 @@ func TestStaticNeighbourConflicts(t *testing.T) {
 	}
 }
 
-// rawURR is a slot of the urrs map (struct urr), read and written here
+// rawURR is a slot of the urrs map (struct urr, bpf/upf/structs.h), read and written here
 // the way the data path does.
 type rawURR struct {
 	Bytes, Packets, Threshold, Quota [3]uint64

@@ -1,5 +1,5 @@
-// Package datapath loads the UPF XDP program, attaches it to interfaces and
-// gives typed access to its pinned maps.
+// Package upfxdp loads the UPF's XDP program (bpf/upf/upf.c), attaches it
+// to interfaces and gives typed access to its pinned maps.
 package upfxdp
 
 import (
