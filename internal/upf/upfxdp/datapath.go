@@ -12,11 +12,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
@@ -240,24 +238,6 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.SdfSets.MaxEntries = ruled*sdfSetsPerSession + 1 // slot 0 stands for none
 	specs.Buffers.MaxEntries = ruled + 1                   // one buffering FAR per session, and none
 	return spec, &specs, nil
-}
-
-// ensureBPFFS mounts bpffs at /sys/fs/bpf when the pin path lies below it
-// and nothing is mounted there yet (a fresh machine), then makes the path.
-func ensureBPFFS(pinPath string) error {
-	const root = "/sys/fs/bpf"
-	if strings.HasPrefix(pinPath, root+"/") {
-		var st unix.Statfs_t
-		if err := unix.Statfs(root, &st); err != nil || uint32(st.Type) != unix.BPF_FS_MAGIC {
-			if err := os.MkdirAll(root, 0o755); err != nil {
-				return err
-			}
-			if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-				return fmt.Errorf("mounting bpffs at %s: %w", root, err)
-			}
-		}
-	}
-	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
 }
 
 // Unused says no PDR has been written into the maps: Open created them,

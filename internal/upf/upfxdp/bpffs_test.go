@@ -1,0 +1,92 @@
+package upfxdp
+
+import (
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// mountBPFFS mounts a bpffs of its own in a new directory, unmounted when
+// the test ends.
+func mountBPFFS(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bpf")
+	if err := unix.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.Cleanup(t, func() error { return unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// inPrivateMounts runs f on a thread of its own in a mount namespace of its
+// own that copies the test's and sends none of its mounts back, as `ip
+// netns exec` gives a process: with a fresh sysfs over /sys, which hides
+// /sys/fs/bpf, and a bpffs of its own at private. The thread ends with f.
+func inPrivateMounts(t *testing.T, private string, f func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		for _, step := range []func() error{
+			func() error { return unix.Unshare(unix.CLONE_NEWNS) },
+			func() error { return unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, "") },
+			func() error { return unix.Unmount("/sys", unix.MNT_DETACH) },
+			func() error { return unix.Mount("sysfs", "/sys", "sysfs", 0, "") },
+			func() error { return unix.Mount("bpf", private, "bpf", 0, "") },
+		} {
+			if err := step(); err != nil {
+				done <- err
+				return
+			}
+		}
+		f()
+		done <- nil
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Pins outlive the process on a bpffs that PID 1's mount namespace holds
+// too, and die with it on one mounted in a private mount namespace, or one
+// Open would mount there.
+func TestPinsOutlive(t *testing.T) {
+	testsupport.NeedRoot(t, "mounts")
+	host := testsupport.PinDir(t)
+	if err := ensureBPFFS(host); err != nil {
+		t.Fatal(err)
+	}
+	shared := mountBPFFS(t) // in the test's, the host's, mount namespace
+	private := t.TempDir()  // gets a bpffs in the private namespace only
+	check := func(name, pinPath string, want bool, reason string) {
+		t.Helper()
+		outlive, why, err := PinsOutlive(pinPath)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", name, err)
+		case outlive != want:
+			t.Errorf("%s: PinsOutlive(%s) = %v (%s), want %v", name, pinPath, outlive, why, want)
+		case !strings.Contains(why, reason):
+			t.Errorf("%s: why %q, want it to say %q", name, why, reason)
+		}
+	}
+	check("the host's /sys/fs/bpf", filepath.Join(host, "not", "yet"), true, "")
+	check("the test's bpffs", filepath.Join(shared, "xdp5g"), true, "")
+	inPrivateMounts(t, private, func() {
+		check("/sys/fs/bpf under a fresh sysfs", "/sys/fs/bpf/xdp5g", false,
+			"no bpf filesystem is mounted at /sys/fs/bpf, and one mounted there would be private to this process's mount namespace")
+		check("a private bpffs", filepath.Join(private, "xdp5g"), false, "is mounted in this process's mount namespace only")
+		check("the host's bpffs seen from a private namespace", filepath.Join(shared, "xdp5g"), true, "")
+	})
+	if _, _, err := PinsOutlive(filepath.Join(t.TempDir(), "xdp5g")); err == nil || !strings.Contains(err.Error(), "not on a bpf filesystem") {
+		t.Errorf("a pin path on no bpffs: %v", err)
+	}
+}
