@@ -125,6 +125,7 @@ type Association struct {
 // JSON (converted, so the fields stay in step).
 type PFCPStats struct {
 	Received           uint64 `json:"received"`
+	NotAllowed         uint64 `json:"notAllowed"`
 	Truncated          uint64 `json:"truncated"`
 	BadLength          uint64 `json:"badLength"`
 	BadVersion         uint64 `json:"badVersion"`

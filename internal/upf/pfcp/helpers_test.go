@@ -141,7 +141,13 @@ type smf struct {
 
 func newSMF(t *testing.T, upf netip.AddrPort) *smf {
 	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	return newSMFAt(t, upf, "127.0.0.1:0")
+}
+
+// newSMFAt is an SMF whose socket is bound to local.
+func newSMFAt(t *testing.T, upf netip.AddrPort, local string) *smf {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort(local)))
 	if err != nil {
 		t.Fatal(err)
 	}

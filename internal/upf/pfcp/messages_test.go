@@ -63,6 +63,27 @@ func associationSetupRequest(seq byte, recovery []byte) []byte {
 	}, smfNodeID, recovery)
 }
 
+// associationSetupRetaining is an Association Setup Request from
+// smf.example, restarted, with PFCP Session Retention Information
+// (§7.4.4.1-2): keep the sessions established with its CP PFCP entity
+// 192.0.2.30.
+func associationSetupRetaining(seq byte) []byte {
+	return cat([]byte{
+		0x20,       // version 1; FO, MP and S flags clear
+		0x05,       // message type 5: Association Setup Request
+		0x00, 0x2a, // length 42: 4 (sequence number, spare) + 17 (Node ID) + 8 (Recovery Time Stamp) + 13 (retention)
+		0x00, 0x00, seq, // sequence number
+		0x00, // spare
+	}, smfNodeID, smfRecoveryAfterRestart, []byte{
+		0x00, 0xb7, // type 183: PFCP Session Retention Information
+		0x00, 0x09, // length 9
+		0x00, 0xb9, // type 185: CP PFCP Entity IP Address
+		0x00, 0x05, // length 5
+		0x02,          // V4
+		192, 0, 2, 30, // 192.0.2.30
+	})
+}
+
 // associationSetupWithoutRecovery lacks the mandatory Recovery Time Stamp.
 var associationSetupWithoutRecovery = cat([]byte{
 	0x20,       // version 1; FO, MP and S flags clear

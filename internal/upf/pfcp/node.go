@@ -85,16 +85,27 @@ func (s *Server) associationSetup(req *message.AssociationSetupRequest, from net
 		return s.reject(req, ie.CauseMandatoryIEIncorrect, ie.RecoveryTimeStamp)
 	}
 	// Requests go to the PFCP port whatever the source port (§4.2.2).
-	s.establish(nodeID, netip.AddrPortFrom(from.Addr(), DefaultPort), recovery, true)
-	return message.NewAssociationSetupResponse(0, s.ownIEs(ie.NewCause(ie.CauseRequestAccepted), s.recovery)...)
+	retain := req.PFCPSessionRetentionInformation != nil
+	_, retained := s.establish(nodeID, netip.AddrPortFrom(from.Addr(), DefaultPort), recovery, true, retain)
+	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), s.recovery}
+	if retained {
+		ies = append(ies, ie.NewPFCPASRspFlags(flagPSREI))
+	}
+	return message.NewAssociationSetupResponse(0, s.ownIEs(ies...)...)
 }
 
-// establish records an association, as a job. An association the
-// peer already had is replaced and its sessions dropped, whatever the
-// Recovery Time Stamp (TS 29.244 §6.2.6.2.2, TS 23.007 §19A); when the
-// stamp changed, and the caller wants it compared, the peer restarted.
-// Session retention (PFCP Session Retention Information) is not supported.
-func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, compareRecovery bool) *association {
+// flagPSREI (PFCP Session Retained Indication) of the PFCPASRsp-Flags IE
+// (§8.2.134): the sessions of the association replaced were kept.
+const flagPSREI = 0x01
+
+// establish records an association, as a job. An association the peer
+// already had is replaced, whatever the Recovery Time Stamp (TS 29.244
+// §6.2.6.2.2, TS 23.007 §19A): its sessions are kept when retain (the
+// request carried PFCP Session Retention Information; all of them, whatever
+// CP PFCP Entity IP Addresses it lists) and retained says so, else dropped;
+// when the stamp changed, and the caller wants it compared, the peer
+// restarted.
+func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, compareRecovery, retain bool) (_ *association, retained bool) {
 	ctx, stop := context.WithCancel(s.ctx)
 	a := &association{
 		nodeID:         nodeID,
@@ -108,14 +119,19 @@ func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, 
 	old := s.assocs.put(a)
 	s.wg.Go(func() { s.sendHeartbeats(ctx, a) })
 	s.log.Info("PFCP association established", "node", nodeID, "addr", addr)
-	if old != nil {
-		s.log.Info("PFCP association replaced: its sessions dropped", "node", nodeID)
+	switch {
+	case old == nil:
+	case retain:
+		s.log.Info("PFCP association replaced: its sessions kept, as the request asked", "node", nodeID, "old_addr", old.addr, "addr", addr)
+		return a, true
+	default:
+		s.log.Warn("PFCP association replaced: its sessions dropped", "node", nodeID, "old_addr", old.addr, "addr", addr)
 		if compareRecovery && old.recovery != recovery {
 			s.notify(s.cfg.OnPeerRestarted, nodeID)
 		}
 		s.handler.DropPeer(nodeID)
 	}
-	return a
+	return a, false
 }
 
 func (s *Server) associationUpdate(req *message.AssociationUpdateRequest, from netip.AddrPort) message.Message {

@@ -1,6 +1,8 @@
 package pfcp
 
 import (
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +231,77 @@ func TestCheckNodeID(t *testing.T) {
 		if err := CheckNodeID(s); (err == nil) != valid {
 			t.Errorf("CheckNodeID(%q) = %v", s, err)
 		}
+	}
+}
+
+// Messages from outside the allowed peers are dropped unanswered, counted,
+// and change nothing: a Heartbeat goes unanswered, and an Association Setup
+// or Release naming an associated SMF leaves its association and sessions
+// be.
+func TestOnlyAllowedPeersAreServed(t *testing.T) {
+	s, rec := startServer(t, func(c *Config) { c.AllowedPeers = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} })
+	m := newSMF(t, s.Addr())
+	m.associate()
+	stranger := newSMFAt(t, s.Addr(), "127.0.0.2:0")
+	stranger.send(heartbeatRequest(1, smfRecovery))
+	stranger.send(associationSetupRequest(2, smfRecoveryAfterRestart))
+	stranger.send(associationRequest(message.MsgTypeAssociationReleaseRequest, 3))
+	stranger.silent(100 * time.Millisecond)
+	waitFor(t, "three datagrams dropped", func() bool { return s.Stats().NotAllowed == 3 })
+	if a := s.Associations(); len(a) != 1 || a[0].Addr.Addr() != m.addr().Addr() || rec.String() != "[]" {
+		t.Errorf("associations %+v, calls %v; want the SMF's alone, untouched", a, rec)
+	}
+	m.exchange(heartbeatRequest(4, smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, 4, nil)
+	if n := s.Stats().NotAllowed; n != 3 {
+		t.Errorf("%d datagrams not allowed, want 3", n)
+	}
+}
+
+// The addresses of the configured peers are allowed whatever AllowedPeers
+// says.
+func TestConfiguredPeersAreAllowed(t *testing.T) {
+	s, _, m := startWithPeer(t, func(c *Config) { c.AllowedPeers = []netip.Prefix{} })
+	m.acceptSetup()
+	waitFor(t, "the association", func() bool { return len(s.Associations()) == 1 })
+	other := newSMFAt(t, s.Addr(), "127.0.0.2:0")
+	other.send(heartbeatRequest(1, smfRecovery))
+	waitFor(t, "the stranger's heartbeat dropped", func() bool { return s.Stats().NotAllowed == 1 })
+}
+
+// An Association Setup for a Node ID associated from another address
+// replaces the association (TS 29.244 §6.2.6.2.2): with PFCP Session
+// Retention Information its sessions stay, the response says so (PSREI)
+// and the sessions' reports go to the new address; without, they go.
+func TestSetupFromAnotherAddress(t *testing.T) {
+	s, rec := startServer(t, nil)
+	m := newSMF(t, s.Addr())
+	m.associate()
+	// Where the UPF sends its requests: the PFCP port of the new address.
+	at := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.3"), DefaultPort)
+	if c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(at)); err != nil {
+		t.Skipf("%s is busy: %v", at, err)
+	} else {
+		c.Close()
+	}
+	moved := newSMFAt(t, s.Addr(), at.String())
+	moved.exchange(associationSetupRetaining(2)).check(t, message.MsgTypeAssociationSetupResponse, 2, map[uint16][]byte{
+		ie.Cause:          {ie.CauseRequestAccepted},
+		ie.PFCPASRspFlags: {0x01},
+	})
+	if a := s.Associations(); len(a) != 1 || a[0].Addr != moved.addr() || rec.String() != "[]" {
+		t.Fatalf("associations %+v, calls %v; want the SMF's at %s, its sessions kept", a, rec, moved.addr())
+	}
+	go s.SendSessionReport(t.Context(), Peer{NodeID: smfName, Addr: m.addr()}, message.NewSessionReportRequest(0, 0, 7, 0, 0))
+	if report := parseWire(t, moved.recv()); report.msgType != message.MsgTypeSessionReportRequest || report.seid != 7 {
+		t.Errorf("the new address got % x, want the Session Report Request of CP SEID 7", report.raw)
+	}
+
+	again := newSMFAt(t, s.Addr(), "127.0.0.4:0")
+	again.exchange(associationSetupRequest(3, smfRecoveryAfterRestart)).check(t, message.MsgTypeAssociationSetupResponse, 3, map[uint16][]byte{
+		ie.Cause:          {ie.CauseRequestAccepted},
+		ie.PFCPASRspFlags: nil,
+	})
+	if a := s.Associations(); len(a) != 1 || a[0].Addr.Addr() != again.addr().Addr() || rec.count("drop "+smfName) != 1 {
+		t.Errorf("associations %+v, calls %v; want the SMF's at %s, its sessions dropped", a, rec, again.addr().Addr())
 	}
 }

@@ -48,6 +48,7 @@ func (s *Server) associate(peer string) (*association, error) {
 		return nil, err
 	}
 	addr := netip.AddrPortFrom(udp.AddrPort().Addr().Unmap(), udp.AddrPort().Port())
+	s.peerAddrs.Store(addr.Addr(), struct{}{}) // for its answers, and its requests
 	if a := s.assocs.from(addr.Addr()); a != nil {
 		return a, nil
 	}
@@ -69,7 +70,7 @@ func (s *Server) associate(peer string) (*association, error) {
 	}
 	var a *association
 	// The stamp in a setup response tells of no restart (TS 23.007 §19A).
-	if !s.onWorker(func() { a = s.establish(nodeID, addr, recovery, false) }) {
+	if !s.onWorker(func() { a, _ = s.establish(nodeID, addr, recovery, false, false) }) {
 		return nil, fmt.Errorf("pfcp: association with %s not recorded", peer)
 	}
 	return a, nil

@@ -50,6 +50,10 @@ type Config struct {
 	// Peers are the SMFs ("host:port") the UPF sets up associations with
 	// itself, retrying until they accept.
 	Peers []string
+	// AllowedPeers are where messages are taken from, besides the
+	// addresses Peers resolve to; messages from elsewhere are dropped
+	// unread (Stats.NotAllowed). nil takes them from everywhere.
+	AllowedPeers []netip.Prefix
 	// Features are the UP Function Features the UPF advertises: exactly
 	// these, none when empty.
 	Features []UPFeature
@@ -97,6 +101,9 @@ type Server struct {
 	tx     *transactions
 	assocs associations
 	stats  counters
+	// peerAddrs are the addresses Peers resolved to: messages from them
+	// are taken whatever AllowedPeers says.
+	peerAddrs sync.Map // netip.Addr → struct{}
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -207,6 +214,11 @@ func (s *Server) readLoop() {
 // receive serves a datagram read at time read.
 func (s *Server) receive(datagram []byte, from netip.AddrPort, read time.Time) {
 	defer s.recoverPanic()
+	if !s.allowed(from.Addr()) {
+		s.stats.notAllowed.Add(1)
+		s.log.Debug("PFCP datagram dropped: the source is not an allowed peer", "from", from)
+		return
+	}
 	for rest := datagram; ; {
 		msg, next, err := nextMessage(rest)
 		if err != nil {
@@ -225,6 +237,22 @@ func (s *Server) receive(datagram []byte, from netip.AddrPort, read time.Time) {
 		}
 		rest = next
 	}
+}
+
+// allowed says whether messages from ip are taken.
+func (s *Server) allowed(ip netip.Addr) bool {
+	if s.cfg.AllowedPeers == nil {
+		return true
+	}
+	if _, ok := s.peerAddrs.Load(ip); ok {
+		return true
+	}
+	for _, p := range s.cfg.AllowedPeers {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) countDropped(err error) {

@@ -152,7 +152,13 @@ func cpSEID(req *message.SessionEstablishmentRequest) uint64 {
 
 // SendSessionReport sends a Session Report Request to a peer and returns
 // its response, whatever the cause. The caller sets the header SEID (the
-// session's CP SEID); the server sets the sequence number.
+// session's CP SEID); the server sets the sequence number. It goes to the
+// address of the peer's association, which may have moved since the session
+// was established (an association set up again with its sessions kept),
+// and to peer.Addr when there is none.
 func (s *Server) SendSessionReport(ctx context.Context, peer Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
+	if a := s.assocs.get(peer.NodeID); a != nil {
+		peer.Addr = a.addr
+	}
 	return call[*message.SessionReportResponse](ctx, s, peer.Addr, req)
 }

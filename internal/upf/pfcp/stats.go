@@ -12,6 +12,9 @@ import (
 type Stats struct {
 	Received uint64 // datagrams
 
+	// Datagrams dropped unread.
+	NotAllowed uint64 // from a source outside Config.AllowedPeers
+
 	// Messages dropped undecoded.
 	Truncated   uint64 // datagram shorter than a message header, empty ones included
 	BadLength   uint64 // length field past the end of the datagram, or bytes after the last message
@@ -72,7 +75,7 @@ func HandlingPercentile(h [HandlingBuckets]uint64, p float64) time.Duration {
 }
 
 type counters struct {
-	received, truncated, badLength, badVersion, badHeader, unknownType, undecodable,
+	received, notAllowed, truncated, badLength, badVersion, badHeader, unknownType, undecodable,
 	retransmissions, unmatchedResponses, overload, panics atomic.Uint64
 	handling [HandlingBuckets]atomic.Uint64
 }
@@ -90,6 +93,7 @@ func (c *counters) snapshot() Stats {
 	}
 	return Stats{
 		Received:           c.received.Load(),
+		NotAllowed:         c.notAllowed.Load(),
 		Truncated:          c.truncated.Load(),
 		BadLength:          c.badLength.Load(),
 		BadVersion:         c.badVersion.Load(),
