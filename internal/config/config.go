@@ -152,9 +152,20 @@ type Interface struct {
 	Roles upfxdp.Role
 }
 
-// API is where the REST API listens.
+// API is where the REST API listens, and how it is protected.
 type API struct {
 	Listen string
+	// TokenFile holds the bearer token every request of the API needs
+	// but those of its health (/healthz, /readyz); "" for none, which only
+	// a loopback Listen may have.
+	TokenFile string
+	// TLS is nil for plain HTTP.
+	TLS *TLS
+}
+
+// TLS is the REST API's certificate (with its chain) and key, PEM files.
+type TLS struct {
+	CertFile, KeyFile string
 }
 
 // PFCP is the N4 interface to SMFs.
@@ -166,7 +177,10 @@ type PFCP struct {
 	// NodeID is the UPF's Node ID: an IP address or an FQDN.
 	NodeID string
 	// Peers are the SMFs the UPF sets up associations with, as host:port.
-	Peers             []string
+	Peers []string
+	// AllowedPeers are where PFCP messages are taken from, besides the
+	// addresses of Peers: DefaultAllowedPeers unless the file says.
+	AllowedPeers      []netip.Prefix
 	HeartbeatInterval time.Duration
 	T1                time.Duration
 	N1                int
@@ -202,6 +216,10 @@ type Buffering struct {
 type Datapath struct {
 	PinPath     string
 	MaxSessions uint32
+	// Ephemeral lets the data path die with the daemon: without it the
+	// daemon refuses a pin path whose bpf filesystem would not outlive it
+	// (see upfxdp.PinsOutlive).
+	Ephemeral bool
 }
 
 // CoreInterfaces names the interfaces with the core role.
@@ -274,13 +292,19 @@ type ifaceSettings struct {
 }
 
 type apiSettings struct {
-	Listen string `yaml:"listen"`
+	Listen    string `yaml:"listen"`
+	TokenFile string `yaml:"token_file"`
+	TLS       struct {
+		CertFile string `yaml:"cert_file"`
+		KeyFile  string `yaml:"key_file"`
+	} `yaml:"tls"`
 }
 
 type pfcpSettings struct {
 	Listen             string            `yaml:"listen"`
 	NodeID             string            `yaml:"node_id"`
 	Peers              []string          `yaml:"peers"`
+	AllowedPeers       []string          `yaml:"allowed_peers"`
 	HeartbeatInterval  *time.Duration    `yaml:"heartbeat_interval"`
 	T1                 *time.Duration    `yaml:"t1"`
 	N1                 *int              `yaml:"n1"`
@@ -300,6 +324,7 @@ type bufferingSettings struct {
 type datapathSettings struct {
 	PinPath     string  `yaml:"pin_path"`
 	MaxSessions *uint32 `yaml:"max_sessions"`
+	Ephemeral   bool    `yaml:"ephemeral"`
 }
 
 // Load reads and validates a configuration file.
@@ -332,7 +357,7 @@ func parse(data []byte) (*Config, error) {
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseListen, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify, parseCUUP}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseAPI, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify, parseCUUP}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -443,15 +468,45 @@ func parseNetns(f *file, cfg *Config) error {
 	return nil
 }
 
-func parseListen(f *file, cfg *Config) error {
-	if f.API.Listen == "" {
-		return nil
+func parseAPI(f *file, cfg *Config) error {
+	a := f.API
+	if a.Listen != "" {
+		if err := checkListen("api.listen", a.Listen); err != nil {
+			return err
+		}
+		cfg.API.Listen = a.Listen
 	}
-	if err := checkListen("api.listen", f.API.Listen); err != nil {
-		return err
+	for _, p := range []struct{ field, path string }{
+		{"api.token_file", a.TokenFile}, {"api.tls.cert_file", a.TLS.CertFile}, {"api.tls.key_file", a.TLS.KeyFile},
+	} {
+		if p.path != "" && !filepath.IsAbs(p.path) {
+			return invalid(p.field, "%q must be an absolute file path", p.path)
+		}
 	}
-	cfg.API.Listen = f.API.Listen
+	cfg.API.TokenFile = a.TokenFile
+	if a.TokenFile == "" && !loopback(cfg.API.Listen) {
+		return invalid("api.token_file", "the REST API listens on %s, not a loopback address: give it a bearer token", cfg.API.Listen)
+	}
+	switch {
+	case a.TLS.CertFile != "" && a.TLS.KeyFile != "":
+		cfg.API.TLS = &TLS{CertFile: a.TLS.CertFile, KeyFile: a.TLS.KeyFile}
+	case a.TLS.CertFile != "":
+		return invalid("api.tls.key_file", "the key of api.tls.cert_file is needed")
+	case a.TLS.KeyFile != "":
+		return invalid("api.tls.cert_file", "the certificate of api.tls.key_file is needed")
+	}
 	return nil
+}
+
+// loopback says whether a listen address reaches the machine's own
+// processes only; "" and wildcard hosts listen on every address.
+func loopback(listen string) bool {
+	host, _, _ := net.SplitHostPort(listen)
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 func checkListen(field, addr string) error {
@@ -479,6 +534,7 @@ func parseDatapath(f *file, cfg *Config) error {
 		}
 		cfg.Datapath.MaxSessions = *n
 	}
+	cfg.Datapath.Ephemeral = f.Datapath.Ephemeral
 	return nil
 }
 
@@ -624,6 +680,9 @@ func parsePFCP(f *file, cfg *Config) error {
 		}
 		out.Peers = append(out.Peers, peer)
 	}
+	if err := parseAllowedPeers(p.AllowedPeers, out); err != nil {
+		return err
+	}
 	if err := parsePFCPTimers(p, out); err != nil {
 		return err
 	}
@@ -634,6 +693,35 @@ func parsePFCP(f *file, cfg *Config) error {
 		return err
 	}
 	cfg.PFCP = out
+	return nil
+}
+
+// DefaultAllowedPeers are where PFCP messages are taken from, besides the
+// configured peers, when the file does not say: the loopback.
+var DefaultAllowedPeers = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// parseAllowedPeers reads the addresses and prefixes PFCP messages are
+// taken from; nil (the key left out) for the default.
+func parseAllowedPeers(in []string, out *PFCP) error {
+	if in == nil {
+		out.AllowedPeers = DefaultAllowedPeers
+		return nil
+	}
+	out.AllowedPeers = []netip.Prefix{}
+	for i, s := range in {
+		field := fmt.Sprintf("pfcp.allowed_peers[%d]", i)
+		p, err := netip.ParsePrefix(s)
+		if a, aerr := netip.ParseAddr(s); aerr == nil && a.Zone() == "" {
+			p, err = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+		}
+		switch {
+		case err != nil:
+			return invalid(field, "%q is not an IP address or prefix such as 10.100.4.0/24", s)
+		case p != p.Masked():
+			return invalid(field, "%q has host bits set; the prefix is %v", s, p.Masked())
+		}
+		out.AllowedPeers = append(out.AllowedPeers, p)
+	}
 	return nil
 }
 

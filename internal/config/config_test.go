@@ -56,10 +56,13 @@ n3_addresses: [192.0.2.1, 198.51.100.1]
 xdp_mode: generic
 netns: upf
 api:
-  listen: "[::1]:8080"
+  listen: "[2001:db8::1]:8080"
+  token_file: /etc/xdp5g/token
+  tls: {cert_file: /etc/xdp5g/api.crt, key_file: /etc/xdp5g/api.key}
 datapath:
   pin_path: /sys/fs/bpf/upf2/
   max_sessions: 1024
+  ephemeral: true
 buffering:
   session_packets: 64
   total_packets: 1000
@@ -68,6 +71,7 @@ pfcp:
   listen: "[::]:8806"
   node_id: upf.example
   peers: [smf1.example, "192.0.2.20:8806", "2001:db8::20"]
+  allowed_peers: [192.0.2.0/24, "2001:db8::21", "::ffff:198.51.100.7"]
   heartbeat_interval: 5s
   t1: 1500ms
   n1: 5
@@ -103,14 +107,17 @@ cuup:
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1")},
 		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
-		API:         API{Listen: "[::1]:8080"},
-		Datapath:    Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024},
-		Buffering:   Buffering{SessionPackets: 64, TotalPackets: 1000},
-		StateFile:   "/tmp/upf2/state.json",
+		API: API{Listen: "[2001:db8::1]:8080", TokenFile: "/etc/xdp5g/token",
+			TLS: &TLS{CertFile: "/etc/xdp5g/api.crt", KeyFile: "/etc/xdp5g/api.key"}},
+		Datapath:  Datapath{PinPath: "/sys/fs/bpf/upf2", MaxSessions: 1024, Ephemeral: true},
+		Buffering: Buffering{SessionPackets: 64, TotalPackets: 1000},
+		StateFile: "/tmp/upf2/state.json",
 		PFCP: &PFCP{
-			Listen:            "[::]:8806",
-			NodeID:            "upf.example",
-			Peers:             []string{"smf1.example:8805", "192.0.2.20:8806", "[2001:db8::20]:8805"},
+			Listen: "[::]:8806",
+			NodeID: "upf.example",
+			Peers:  []string{"smf1.example:8805", "192.0.2.20:8806", "[2001:db8::20]:8805"},
+			AllowedPeers: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::21/128"),
+				netip.MustParsePrefix("198.51.100.7/32")},
 			HeartbeatInterval: 5 * time.Second,
 			T1:                1500 * time.Millisecond,
 			N1:                5,
@@ -263,11 +270,28 @@ func TestPFCPDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &PFCP{Listen: listen, NodeID: nodeID, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3,
+		want := &PFCP{Listen: listen, NodeID: nodeID, AllowedPeers: DefaultAllowedPeers, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3,
 			TrafficStopAfter: 10 * time.Second, GTPUEchoInterval: time.Minute, GTPUEchoRetries: 3}
 		if !reflect.DeepEqual(cfg.PFCP, want) {
 			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
 		}
+	}
+}
+
+// A loopback REST API needs no token; allowed_peers given empty takes
+// PFCP messages from the configured peers only.
+func TestLoopbackAndPeersOnly(t *testing.T) {
+	for _, listen := range []string{"127.0.0.2:9880", "[::1]:9880", "localhost:9880"} {
+		if _, err := parse([]byte(minimal + "api: {listen: '" + listen + "'}\n")); err != nil {
+			t.Errorf("api.listen %s without a token: %v", listen, err)
+		}
+	}
+	cfg, err := parse([]byte(minimal + "pfcp: {node_id: upf.example, allowed_peers: []}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PFCP.AllowedPeers == nil || len(cfg.PFCP.AllowedPeers) != 0 {
+		t.Errorf("allowed_peers: [] gave %v, want none", cfg.PFCP.AllowedPeers)
 	}
 }
 
@@ -319,6 +343,13 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "netns path", yaml: "netns: /run/netns/upf", field: "netns"},
 		{name: "listen without port", yaml: "api: {listen: 127.0.0.1}", field: "api.listen"},
 		{name: "listen named port", yaml: "api: {listen: 'localhost:http'}", field: "api.listen"},
+		{name: "listen on every address without a token", yaml: "api: {listen: ':9880'}", field: "api.token_file"},
+		{name: "listen on an address without a token", yaml: "api: {listen: '192.0.2.1:9880'}", field: "api.token_file"},
+		{name: "listen on a name without a token", yaml: "api: {listen: 'upf.example:9880'}", field: "api.token_file"},
+		{name: "relative token file", yaml: "api: {token_file: token}", field: "api.token_file"},
+		{name: "certificate without its key", yaml: "api: {tls: {cert_file: /etc/api.crt}}", field: "api.tls.key_file"},
+		{name: "key without its certificate", yaml: "api: {tls: {key_file: /etc/api.key}}", field: "api.tls.cert_file"},
+		{name: "relative key file", yaml: "api: {tls: {cert_file: /etc/api.crt, key_file: api.key}}", field: "api.tls.key_file"},
 		{name: "relative pin path", yaml: "datapath: {pin_path: xdp5g}", field: "datapath.pin_path"},
 		{name: "root pin path", yaml: "datapath: {pin_path: /}", field: "datapath.pin_path"},
 		{name: "bpffs root as pin path", yaml: "datapath: {pin_path: /sys/fs/bpf}", field: "datapath.pin_path"},
@@ -333,6 +364,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "PFCP listen without port", yaml: "pfcp: {node_id: upf.example, listen: 192.0.2.1}", field: "pfcp.listen"},
 		{name: "PFCP peer port", yaml: "pfcp: {node_id: upf.example, peers: ['smf.example:0']}", field: "pfcp.peers[0]"},
 		{name: "PFCP peer host", yaml: "pfcp: {node_id: upf.example, peers: ['smf.example', 'smf..example']}", field: "pfcp.peers[1]"},
+		{name: "PFCP allowed peer name", yaml: "pfcp: {node_id: upf.example, allowed_peers: [smf.example]}", field: "pfcp.allowed_peers[0]"},
+		{name: "PFCP allowed prefix with host bits", yaml: "pfcp: {node_id: upf.example, allowed_peers: [192.0.2.0/24, 10.0.0.1/8]}", field: "pfcp.allowed_peers[1]"},
 		{name: "PFCP peer twice", yaml: "pfcp: {node_id: upf.example, peers: [192.0.2.2, '192.0.2.2:8805']}", field: "pfcp.peers[1]"},
 		{name: "PFCP zero heartbeat", yaml: "pfcp: {node_id: upf.example, heartbeat_interval: 0s}", field: "pfcp.heartbeat_interval"},
 		{name: "PFCP negative stop of traffic", yaml: "pfcp: {node_id: upf.example, traffic_stop_after: -1s}", field: "pfcp.traffic_stop_after"},
