@@ -27,6 +27,8 @@ const DefaultURL = "http://127.0.0.1:9880"
 type Client struct {
 	URL  string       // e.g. DefaultURL
 	HTTP *http.Client // http.DefaultClient when nil
+	// Token is sent as the bearer token of every request, if set.
+	Token string
 }
 
 // Sessions lists every session.
@@ -188,6 +190,13 @@ func (c *Client) CUUPStats(ctx context.Context) (*CUUPStats, error) {
 	return get[CUUPStats](ctx, c, "/api/v1/cuup/stats", "the CU-UP's statistics")
 }
 
+// Ready returns nil once the daemon is ready (GET /readyz), else an *Error
+// with status 503 and the reason.
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodGet, "/readyz", nil)
+	return err
+}
+
 // get reads the document at path into a T; what names it in an error.
 func get[T any](ctx context.Context, c *Client, path, what string) (*T, error) {
 	body, err := c.do(ctx, http.MethodGet, path, nil)
@@ -210,6 +219,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (json
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	hc := c.HTTP
 	if hc == nil {

@@ -59,7 +59,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -233,9 +232,7 @@ func (s *server) handle(h handlerFunc) http.Handler {
 			w.WriteHeader(status)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(body)
+		writeJSON(w, status, body)
 	})
 }
 
