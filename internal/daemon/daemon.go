@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,18 +37,24 @@ const shutdownTimeout = 5 * time.Second
 // done. With a classify section it runs the classifier too, with the rules
 // of its rules file, and with a cuup section a CU-UP (see startCUUP),
 // without the UPF when cfg has none (config.Config.UPF).
+// The REST API answers GET /healthz from the start, and GET /readyz with
+// 503 and what the daemon is doing until everything is up: the data path
+// attached, the state restored, PFCP bound; only then does it serve the
+// rest of the API.
 // On return the XDP programs of the UPF and the classifier stay attached
 // and the maps pinned, so traffic keeps flowing until the next run takes
-// over; Detach removes them. The CU-UP's programs leave with it. cfg is
-// valid, as config.Load returns it.
+// over (unless datapath.ephemeral let them live on a bpffs that dies with
+// the process, see checkPins); Detach removes them. The CU-UP's programs
+// leave with it. cfg is valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	started := time.Now()
-	// Fail on a busy port before touching the data path.
-	ln, err := net.Listen("tcp", cfg.API.Listen)
+	// Listening first stops the start on a busy port before the data path
+	// is touched.
+	rest, err := serveREST(cfg.API, log)
 	if err != nil {
-		return fmt.Errorf("api.listen: %w", err)
+		return err
 	}
-	defer ln.Close()
+	defer func() { err = errors.Join(err, rest.shutdown()) }()
 	if cfg.PFCP != nil {
 		if err := checkPFCPListen(cfg.PFCP.Listen); err != nil {
 			return err
@@ -58,6 +62,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	// Read before touching the data path, so a bad file stops the start
 	// with the running data path untouched.
+	rest.gate.Starting("starting: reading the state files")
 	var saved, savedRules []byte
 	if cfg.UPF() {
 		if saved, err = readState(cfg.StateFile); err != nil {
@@ -66,6 +71,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	if cfg.Classify != nil {
 		if savedRules, err = readState(cfg.Classify.RulesFile); err != nil {
+			return err
+		}
+	}
+	pins := pinsStay
+	if cfg.UPF() || cfg.Classify != nil {
+		if pins, err = checkPins(cfg.Datapath, log); err != nil {
 			return err
 		}
 	}
@@ -80,6 +91,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	// cannot start leaves the UPF's running data path untouched.
 	var cuupFailed <-chan struct{}
 	if cfg.CUUP != nil {
+		rest.gate.Starting("starting: the CU-UP")
 		var cu *cuupRun
 		if cu, err = startCUUP(cfg, ns, log); err != nil {
 			return err
@@ -90,6 +102,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	var u *upf
 	if cfg.UPF() {
+		rest.gate.Starting("starting: restoring the sessions")
 		if u, err = openUPF(ctx, cfg, ns, saved, log); err != nil {
 			return err
 		}
@@ -98,12 +111,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 
 	if cfg.Classify != nil {
+		rest.gate.Starting("starting: restoring the classifier's rules")
 		var stopClassifier func() error
 		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, ns, log); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
 	}
+	rest.gate.Starting("starting: attaching the data path")
 	if u != nil {
 		if err := attach(u.dp, ns, cfg, log); err != nil {
 			return err
@@ -114,6 +129,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 
 	if cfg.PFCP != nil { // with the UPF, as config checks
+		rest.gate.Starting("starting: binding PFCP")
 		var stopPFCP func() error
 		if services.PFCP, stopPFCP, err = servePFCP(cfg, u.store, u.dp, u.buffers, ns, started, log); err != nil {
 			return err
@@ -123,21 +139,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
 
-	srv := &http.Server{Handler: api.NewHandler(services), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving the REST API", "listen", ln.Addr().String())
+	rest.ready(services)
+	log.Info("ready", "after", time.Since(started).Round(time.Millisecond))
 	select {
 	case <-ctx.Done():
-	case err = <-served:
+	case err = <-rest.served:
 	case <-cuupFailed:
 		err = errors.New("the CU-UP stopped serving")
 	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	err = errors.Join(err, srv.Shutdown(stopCtx))
+	rest.gate.Stopping()
+	// Before the services close: no request reaches them afterwards.
+	err = errors.Join(err, rest.shutdown())
 	if cfg.UPF() || cfg.Classify != nil {
-		log.Info("stopped; the XDP programs of the UPF and the classifier stay attached")
+		log.Info(pins.stopMessage())
 	} else {
 		log.Info("stopped")
 	}

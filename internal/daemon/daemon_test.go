@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -55,6 +54,9 @@ type env struct {
 	// pfcp and classify are the sections config writes, as YAML flow
 	// mappings; none when empty.
 	pfcp, classify string
+	// api are settings of the api section besides its listen, "key: value"
+	// each.
+	api []string
 }
 
 func newEnv(t *testing.T) *env {
@@ -79,7 +81,8 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	for _, name := range ifaces {
 		fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
 	}
-	fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\nxdp_mode: native\nnetns: %s\napi: {listen: %q}\n", e.upf.Name, e.listen)
+	fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\nxdp_mode: native\nnetns: %s\napi: {%s}\n", e.upf.Name,
+		strings.Join(append([]string{fmt.Sprintf("listen: %q", e.listen)}, e.api...), ", "))
 	fmt.Fprintf(&yaml, "datapath: {pin_path: %s, max_sessions: 1024}\nstate_file: %s\n", e.pin, filepath.Join(e.dir, "state", "sessions.json"))
 	if e.pfcp != "" {
 		fmt.Fprintf(&yaml, "pfcp: %s\n", e.pfcp)
@@ -94,18 +97,22 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	return cfg
 }
 
-// runDaemon starts the daemon and waits for its API at cfg.API.Listen;
-// the returned function stops it and returns what Run returned.
+// runDaemon starts the daemon and waits until it is ready; the returned
+// function stops it and returns what Run returned.
 func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
+	t.Helper()
+	client = &api.Client{URL: "http://" + cfg.API.Listen}
+	return client, runDaemonWith(t, cfg, client)
+}
+
+// runDaemonWith is runDaemon with the client of the test's choice.
+func runDaemonWith(t *testing.T, cfg *config.Config, client *api.Client) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
-	client = &api.Client{URL: "http://" + cfg.API.Listen}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		// Any answer of the API's, a 404 of a daemon without a UPF too.
-		var answered *api.Error
-		if _, err := client.Stats(ctx); err == nil || errors.As(err, &answered) {
+		if client.Ready(ctx) == nil {
 			break
 		}
 		select {
@@ -116,10 +123,10 @@ func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func(
 		}
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatal("the API did not come up")
+			t.Fatal("the daemon did not get ready")
 		}
 	}
-	return client, func() error {
+	return func() error {
 		cancel()
 		return <-done
 	}

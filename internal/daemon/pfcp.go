@@ -112,6 +112,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 		Listen:            p.Listen,
 		NodeID:            p.NodeID,
 		Peers:             p.Peers,
+		AllowedPeers:      p.AllowedPeers,
 		Features:          features,
 		HeartbeatInterval: p.HeartbeatInterval,
 		T1:                p.T1,
@@ -138,7 +139,7 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 		<-reporting
 		return err
 	}
-	attrs := []any{"listen", server.Addr().String(), "node_id", p.NodeID, "peers", p.Peers}
+	attrs := []any{"listen", server.Addr().String(), "node_id", p.NodeID, "peers", p.Peers, "allowed_peers", p.AllowedPeers}
 	if pool != nil {
 		attrs = append(attrs, "ue_pool", p.UEPool)
 	}
