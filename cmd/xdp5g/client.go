@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +28,7 @@ func clientCommands() []*cobra.Command {
 	associations.AddCommand(cli.Command("release NODE", `ask the SMF with that Node ID to release its association
 
 The SMF moves or deletes its sessions first.`, one,
-		func(c *cobra.Command, args []string) error { return client(c).Release(c.Context(), args[0]) }))
+		withClient(func(c *cobra.Command, cl *api.Client, args []string) error { return cl.Release(c.Context(), args[0]) })))
 	return []*cobra.Command{
 		cli.Group("sessions", "the UPF's sessions, SMFs' (PFCP) ones included",
 			cli.Command("list", "print every session, SMFs' (PFCP) ones included", none, show((*api.Client).Sessions)),
@@ -46,11 +48,11 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 			cli.Command("add FILE", "install the rule of a JSON document (- for stdin)", one, send((*api.Client).AddRule)),
 			cli.Command("delete ID", "remove a rule", one, deleteByID(idOf("a rule"), (*api.Client).DeleteRule)),
 			cli.Command("clear", "remove every rule", none,
-				func(c *cobra.Command, _ []string) error { return client(c).ClearRules(c.Context()) }),
+				withClient(func(c *cobra.Command, cl *api.Client, _ []string) error { return cl.ClearRules(c.Context()) })),
 			cli.Command("count", "print the number of rules", none, show((*api.Client).RuleCount))),
 		cli.Group("slices", "the slices steer rules spread flows over",
 			cli.Command("list", "print the slices with what each CPU took", none, show((*api.Client).Slices)),
-			cli.Command("set ID CPU,...", "create a slice or change its CPUs", two, setSlice),
+			cli.Command("set ID CPU,...", "create a slice or change its CPUs", two, withClient(setSlice)),
 			cli.Command("delete ID", "remove a slice no rule steers to", one, deleteByID(idOf("a slice"), (*api.Client).DeleteSlice))),
 		cli.Group("intents", "the intents that drive slicing and offload",
 			cli.Command("list", "print the installed intents with their statistics", none, show((*api.Client).Intents)),
@@ -66,7 +68,7 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 			cli.Command("setup FILE", "set up the bearer context of a JSON Bearer Context Setup Request (- for stdin); print the response",
 				one, send((*api.Client).SetupBearerContext)),
 			cli.Command("modify ID FILE", "modify a bearer context as a JSON Bearer Context Modification Request says (- for stdin)",
-				two, modifyBearerContext),
+				two, withClient(modifyBearerContext)),
 			cli.Command("release ID", "release a bearer context", one,
 				deleteByID(idOf("a bearer context"), (*api.Client).ReleaseBearerContext))),
 		cli.Command("cuup-stats", `print the CU-UP's counters
@@ -76,7 +78,7 @@ that are not zero, per CPU.`, none, showTable((*api.Client).CUUPStats)),
 	}
 }
 
-func setSlice(c *cobra.Command, args []string) error {
+func setSlice(c *cobra.Command, cl *api.Client, args []string) error {
 	id, err := idOf("a slice")(args[0])
 	if err != nil {
 		return err
@@ -89,10 +91,10 @@ func setSlice(c *cobra.Command, args []string) error {
 		}
 		cpus = append(cpus, uint32(cpu))
 	}
-	return printJSON(c)(client(c).SetSlice(c.Context(), id, cpus))
+	return printJSON(c)(cl.SetSlice(c.Context(), id, cpus))
 }
 
-func modifyBearerContext(c *cobra.Command, args []string) error {
+func modifyBearerContext(c *cobra.Command, cl *api.Client, args []string) error {
 	id, err := idOf("a bearer context")(args[0])
 	if err != nil {
 		return err
@@ -101,7 +103,7 @@ func modifyBearerContext(c *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(c)(client(c).ModifyBearerContext(c.Context(), id, doc))
+	return printJSON(c)(cl.ModifyBearerContext(c.Context(), id, doc))
 }
 
 // action is what a command does with its arguments.
@@ -109,58 +111,99 @@ type action = func(c *cobra.Command, args []string) error
 
 // show prints the document get answers.
 func show(get func(*api.Client, context.Context) (json.RawMessage, error)) action {
-	return func(c *cobra.Command, _ []string) error { return printJSON(c)(get(client(c), c.Context())) }
+	return withClient(func(c *cobra.Command, cl *api.Client, _ []string) error { return printJSON(c)(get(cl, c.Context())) })
 }
 
 // showTable prints the table of what get answers.
 func showTable[T interface{ WriteTable(io.Writer) error }](get func(*api.Client, context.Context) (T, error)) action {
-	return func(c *cobra.Command, _ []string) error {
-		t, err := get(client(c), c.Context())
+	return withClient(func(c *cobra.Command, cl *api.Client, _ []string) error {
+		t, err := get(cl, c.Context())
 		if err != nil {
 			return err
 		}
 		return t.WriteTable(c.OutOrStdout())
-	}
+	})
 }
 
 // showByID prints the document get answers for the ID of the argument.
 func showByID[ID any](parse func(string) (ID, error), get func(*api.Client, context.Context, ID) (json.RawMessage, error)) action {
-	return func(c *cobra.Command, args []string) error {
+	return withClient(func(c *cobra.Command, cl *api.Client, args []string) error {
 		id, err := parse(args[0])
 		if err != nil {
 			return err
 		}
-		return printJSON(c)(get(client(c), c.Context(), id))
-	}
+		return printJSON(c)(get(cl, c.Context(), id))
+	})
 }
 
 // deleteByID removes what the argument's ID names.
 func deleteByID[ID any](parse func(string) (ID, error), del func(*api.Client, context.Context, ID) error) action {
-	return func(c *cobra.Command, args []string) error {
+	return withClient(func(c *cobra.Command, cl *api.Client, args []string) error {
 		id, err := parse(args[0])
 		if err != nil {
 			return err
 		}
-		return del(client(c), c.Context(), id)
-	}
+		return del(cl, c.Context(), id)
+	})
 }
 
 // send sends the document of the file the argument names and prints the
 // answer.
 func send(post func(*api.Client, context.Context, []byte) (json.RawMessage, error)) action {
-	return func(c *cobra.Command, args []string) error {
+	return withClient(func(c *cobra.Command, cl *api.Client, args []string) error {
 		doc, err := readDocument(c, args[0])
 		if err != nil {
 			return err
 		}
-		return printJSON(c)(post(client(c), c.Context(), doc))
-	}
+		return printJSON(c)(post(cl, c.Context(), doc))
+	})
 }
 
-// client calls the REST API the command's --api flag names.
-func client(c *cobra.Command) *api.Client {
-	url, _ := c.Flags().GetString("api")
-	return &api.Client{URL: url, HTTP: &http.Client{Timeout: 30 * time.Second}}
+// tokenVariable holds the API's bearer token when --token-file is not
+// given.
+const tokenVariable = "XDP5G_TOKEN"
+
+// clientFlags declares the flags of a command that calls the REST API.
+func clientFlags(c *cobra.Command) {
+	c.PersistentFlags().String("api", api.DefaultURL, "`URL` of the daemon's REST API, http or https")
+	c.PersistentFlags().String("token-file", "", "`FILE` holding the API's bearer token (default: $"+tokenVariable+")")
+	c.PersistentFlags().String("ca-file", "", "`FILE` of PEM certificates to trust for an https URL, besides the system's")
+}
+
+// withClient runs f with the client of the REST API the command's flags
+// name: --api, the token of --token-file or else of $XDP5G_TOKEN, and the
+// certificates of --ca-file.
+func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) action {
+	return func(c *cobra.Command, args []string) error {
+		url, _ := c.Flags().GetString("api")
+		tokenFile, _ := c.Flags().GetString("token-file")
+		caFile, _ := c.Flags().GetString("ca-file")
+		cl := &api.Client{URL: url, Token: os.Getenv(tokenVariable)}
+		if tokenFile != "" {
+			data, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return err
+			}
+			cl.Token = strings.TrimSpace(string(data))
+		}
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		if caFile != "" {
+			pem, err := os.ReadFile(caFile)
+			if err != nil {
+				return err
+			}
+			roots, err := x509.SystemCertPool()
+			if err != nil {
+				return err
+			}
+			if !roots.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("%s holds no PEM certificate", caFile)
+			}
+			transport.TLSClientConfig = &tls.Config{RootCAs: roots}
+		}
+		cl.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: transport}
+		return f(c, cl, args)
+	}
 }
 
 func parseSEID(s string) (uint64, error) {

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -100,5 +104,50 @@ func TestDocumentCommands(t *testing.T) {
 	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}", "POST /api/v1/rules {}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The client sends the token of --token-file, or else of $XDP5G_TOKEN, and
+// trusts the certificates of --ca-file for an https URL.
+func TestTokenAndCA(t *testing.T) {
+	const token = "xdp5g-client-token-0123456789"
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"the bearer token is not the daemon's","field":"Authorization"}`)
+			return
+		}
+		io.WriteString(w, `{"sessions":[]}`)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake the client without the CA gives up
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	caFile, tokenFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "token")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list := []string{"sessions", "list", "--api", srv.URL}
+	for _, c := range []struct {
+		name, env string
+		args      []string
+		status    int
+		stderr    string
+	}{
+		{name: "token file", args: []string{"--token-file", tokenFile, "--ca-file", caFile}},
+		{name: "environment", env: token, args: []string{"--ca-file", caFile}},
+		{name: "token file over the environment", env: "not-the-token", args: []string{"--token-file", tokenFile, "--ca-file", caFile}},
+		{name: "no token", args: []string{"--ca-file", caFile}, status: 1, stderr: "Authorization: the bearer token is not the daemon's"},
+		{name: "no CA", args: []string{"--token-file", tokenFile}, status: 1, stderr: "certificate signed by unknown authority"},
+		{name: "missing token file", args: []string{"--token-file", filepath.Join(dir, "none"), "--ca-file", caFile}, status: 1, stderr: "no such file"},
+	} {
+		t.Setenv("XDP5G_TOKEN", c.env)
+		status, stdout, stderr := xdp5g("", append(list, c.args...)...)
+		if status != c.status || !strings.Contains(stderr, c.stderr) || status == 0 && stdout != "{\n  \"sessions\": []\n}\n" {
+			t.Errorf("%s: status %d, printed %q, %q; want status %d and %q", c.name, status, stdout, stderr, c.status, c.stderr)
+		}
 	}
 }

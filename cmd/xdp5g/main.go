@@ -25,9 +25,9 @@ intents, and a CU-UP fast path.`)
 	addGroup(root, "Daemon:", runCommand(), detachCommand())
 	clients := clientCommands()
 	for _, c := range clients {
-		c.PersistentFlags().String("api", api.DefaultURL, "`URL` of the daemon's REST API")
+		clientFlags(c)
 	}
-	addGroup(root, "Client of a running daemon (each takes --api URL, default "+api.DefaultURL+"):", clients...)
+	addGroup(root, "Client of a running daemon (each takes --api URL, default "+api.DefaultURL+", and --token-file, --ca-file):", clients...)
 	addGroup(root, "Demonstration:", cli.Command("demo", "run the end-to-end demonstration", cobra.NoArgs,
 		func(c *cobra.Command, _ []string) error { return demo.Run(c.Context(), c.OutOrStdout()) }))
 	return root
@@ -47,8 +47,9 @@ func runCommand() *cobra.Command {
 
 Run attaches the data path, takes over the saved sessions and serves the REST
 API (and PFCP, with a pfcp section; a CU-UP, with a cuup section) until SIGINT
-or SIGTERM. The XDP programs of the UPF and the classifier stay attached after
-it stops.`, cobra.NoArgs, func(c *cobra.Command, _ []string) error {
+or SIGTERM. GET /healthz answers from the start, GET /readyz once everything
+serves. The XDP programs of the UPF and the classifier stay attached after it
+stops (unless datapath.ephemeral lets them go with it).`, cobra.NoArgs, func(c *cobra.Command, _ []string) error {
 		cfg, err := loadConfig(c)
 		if err != nil {
 			return err
