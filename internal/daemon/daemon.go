@@ -48,6 +48,12 @@ const shutdownTimeout = 5 * time.Second
 // leave with it. cfg is valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	started := time.Now()
+	pins := pinsStay
+	if cfg.UPF() || cfg.Classify != nil {
+		if pins, err = checkPins(cfg.Datapath, log); err != nil {
+			return err
+		}
+	}
 	// Listening first stops the start on a busy port before the data path
 	// is touched.
 	rest, err := serveREST(cfg.API, log)
@@ -71,12 +77,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	if cfg.Classify != nil {
 		if savedRules, err = readState(cfg.Classify.RulesFile); err != nil {
-			return err
-		}
-	}
-	pins := pinsStay
-	if cfg.UPF() || cfg.Classify != nil {
-		if pins, err = checkPins(cfg.Datapath, log); err != nil {
 			return err
 		}
 	}
