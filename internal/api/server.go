@@ -46,7 +46,11 @@
 //	GET    /metrics                  the classifier's last report and the
 //	                                 CU-UP's counters, for Prometheus (text
 //	                                 format)
+//	GET    /healthz, /readyz         the daemon's health (Gate)
 //
+// The daemon serves these through a Gate, which answers the health
+// resources from its start and the others with 503 until it is ready, and
+// with RequireToken when it has a token: 401 for the requests without it.
 // Documents are those of Fig. 10 of the paper (see document). A failed
 // request answers {"error": ..., "field": ...} (Error) and changes nothing:
 // a document refused for one of its fields (a fielderr.Error, whichever
