@@ -12,10 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
-
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/daemon"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
@@ -102,26 +98,6 @@ func (d *daemonUnderNetns) wait(t *testing.T) (status int, log string) {
 	return d.cmd.ProcessState.ExitCode(), strings.Join(d.log, "\n")
 }
 
-// xdpAttached says whether an interface of a namespace has an XDP program.
-func xdpAttached(t *testing.T, ns *namespace.Netns, ifname string) bool {
-	t.Helper()
-	h, err := netns.GetFromName(ns.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	nl, err := netlink.NewHandleAt(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nl.Close()
-	l, err := nl.LinkByName(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
-}
-
 // Under `ip netns exec` the daemon's pins would live on a bpffs of its own
 // mount namespace and die with it: it refuses to start and says how to run
 // it, unless datapath.ephemeral lets the data path die with it (and the log
@@ -138,14 +114,7 @@ func TestUnderIPNetnsExec(t *testing.T) {
 	}
 	// A bpffs mounted in the host's mount namespace, out of /sys, which
 	// `ip netns exec` keeps.
-	shared := filepath.Join(t.TempDir(), "bpf")
-	if err := os.Mkdir(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("bpf", shared, "bpf", 0, ""); err != nil {
-		t.Fatal(err)
-	}
-	testsupport.Cleanup(t, func() error { return unix.Unmount(shared, unix.MNT_DETACH) })
+	shared := testsupport.BPFFS(t)
 	hostPins := testsupport.PinDir(t)
 
 	configure := func(t *testing.T, datapath string) string {
@@ -169,14 +138,14 @@ func TestUnderIPNetnsExec(t *testing.T) {
 				t.Errorf("the refusal does not say %q:\n%s", want, log)
 			}
 		}
-		if status != 1 || xdpAttached(t, upf, "n3n6") {
-			t.Errorf("exit status %d, XDP attached %v; want 1, nothing attached", status, xdpAttached(t, upf, "n3n6"))
+		if status != 1 || testsupport.XDPAttached(t, upf, "n3n6") {
+			t.Errorf("exit status %d, XDP attached %v; want 1, nothing attached", status, testsupport.XDPAttached(t, upf, "n3n6"))
 		}
 	})
 	t.Run("ephemeral", func(t *testing.T) {
 		d := startUnderNetns(t, upf, configure(t, "pin_path: "+hostPins+", ephemeral: true"))
 		d.await(t, "msg=ready")
-		if !xdpAttached(t, upf, "n3n6") {
+		if !testsupport.XDPAttached(t, upf, "n3n6") {
 			t.Fatal("no XDP program on n3n6 while the daemon runs")
 		}
 		d.cmd.Process.Signal(syscall.SIGTERM)
@@ -186,7 +155,7 @@ func TestUnderIPNetnsExec(t *testing.T) {
 		}
 		// The kernel lets go of the namespace's mounts, and with them of
 		// the links, just after the process.
-		for deadline := time.Now().Add(5 * time.Second); xdpAttached(t, upf, "n3n6"); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); testsupport.XDPAttached(t, upf, "n3n6"); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("n3n6 keeps its XDP program after the ephemeral data path's daemon stopped")
 			}
@@ -204,7 +173,7 @@ func TestUnderIPNetnsExec(t *testing.T) {
 		if status != 0 || !strings.Contains(log, "the XDP programs of the UPF and the classifier stay attached") {
 			t.Errorf("exit status %d, log:\n%s\nwant 0, and the programs said to stay", status, log)
 		}
-		if !xdpAttached(t, upf, "n3n6") {
+		if !testsupport.XDPAttached(t, upf, "n3n6") {
 			t.Error("n3n6 lost its XDP program when the daemon stopped")
 		}
 		cfg, err := config.Load(configFile)
@@ -214,7 +183,7 @@ func TestUnderIPNetnsExec(t *testing.T) {
 		if err := daemon.Detach(cfg); err != nil {
 			t.Fatal(err)
 		}
-		if xdpAttached(t, upf, "n3n6") {
+		if testsupport.XDPAttached(t, upf, "n3n6") {
 			t.Error("n3n6 keeps its XDP program after detach")
 		}
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // Addresses of the spare link, where the classifier runs.
@@ -103,7 +104,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	must(t, err)
 	must(t, stop())
 
-	if !xdpAttached(t, e.upf, "spare") {
+	if !testsupport.XDPAttached(t, e.upf, "spare") {
 		t.Fatal("spare lost the classifier when the daemon stopped")
 	}
 	drops := filepath.Join(e.pin, "classify", "queue-drops")
@@ -138,7 +139,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	e.classify = ""
 	_, stop = runDaemon(t, e.config(t))
 	must(t, stop())
-	if xdpAttached(t, e.upf, "spare") {
+	if testsupport.XDPAttached(t, e.upf, "spare") {
 		t.Error("spare keeps the classifier with no classify section")
 	}
 	if _, err := os.Stat(drops); !os.IsNotExist(err) {

@@ -187,7 +187,7 @@ func TestCUUPAlone(t *testing.T) {
 			client, stop := runDaemon(t, cfg)
 			ctx := context.Background()
 			for _, name := range []string{"n3", "f1u"} {
-				if got := xdpAttached(t, s.CU, name); got != (io == config.CUUPAFXDP) {
+				if got := testsupport.XDPAttached(t, s.CU, name); got != (io == config.CUUPAFXDP) {
 					t.Errorf("%s: XDP program attached %v with io %s", name, got, io)
 				}
 			}
@@ -283,7 +283,7 @@ func TestCUUPAlone(t *testing.T) {
 			}
 			must(t, stop())
 			for _, name := range []string{"n3", "f1u"} {
-				if xdpAttached(t, s.CU, name) {
+				if testsupport.XDPAttached(t, s.CU, name) {
 					t.Errorf("%s keeps an XDP program after the daemon stopped", name)
 				}
 			}
@@ -319,7 +319,7 @@ func TestCUUPStartFailure(t *testing.T) {
 				t.Fatalf("Run = %v, want an error with %q", err, c.want)
 			}
 			for _, name := range []string{"n3", "f1u"} {
-				if xdpAttached(t, s.CU, name) {
+				if testsupport.XDPAttached(t, s.CU, name) {
 					t.Errorf("%s keeps an XDP program after the failed start", name)
 				}
 			}

@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
-
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
@@ -132,21 +129,6 @@ func runDaemonWith(t *testing.T, cfg *config.Config, client *api.Client) (stop f
 	}
 }
 
-// xdpAttached says whether an interface of a namespace has an XDP
-// program.
-func xdpAttached(t *testing.T, in *namespace.Netns, ifname string) bool {
-	t.Helper()
-	ns, err := netns.GetFromName(in.Name)
-	must(t, err)
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
-	must(t, err)
-	defer h.Close()
-	l, err := h.LinkByName(ifname)
-	must(t, err)
-	return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
-}
-
 // sendDownlink sends packets to the UE from the data network until the data
 // path has forwarded one more, and fails the test if it does not.
 func (e *env) sendDownlink(t *testing.T, dp *upfxdp.Datapath) {
@@ -218,7 +200,7 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 		t.Fatalf("state file: %s (%v)", data, err)
 	}
 	for _, name := range []string{"n3n6", "spare"} {
-		if !xdpAttached(t, e.upf, name) {
+		if !testsupport.XDPAttached(t, e.upf, name) {
 			t.Errorf("%s lost its XDP program when the daemon stopped", name)
 		}
 	}
@@ -232,14 +214,14 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	if !reflect.DeepEqual(withoutCounters(t, got), withoutCounters(t, created)) {
 		t.Errorf("restored session:\n%s\nwant\n%s", got, created)
 	}
-	if !xdpAttached(t, e.upf, "n3n6") || xdpAttached(t, e.upf, "spare") {
-		t.Errorf("XDP attached after the restart: n3n6 %v, spare %v; want only n3n6", xdpAttached(t, e.upf, "n3n6"), xdpAttached(t, e.upf, "spare"))
+	if !testsupport.XDPAttached(t, e.upf, "n3n6") || testsupport.XDPAttached(t, e.upf, "spare") {
+		t.Errorf("XDP attached after the restart: n3n6 %v, spare %v; want only n3n6", testsupport.XDPAttached(t, e.upf, "n3n6"), testsupport.XDPAttached(t, e.upf, "spare"))
 	}
 	e.sendDownlink(t, dp)
 	must(t, stop())
 
 	must(t, Detach(second))
-	if xdpAttached(t, e.upf, "n3n6") {
+	if testsupport.XDPAttached(t, e.upf, "n3n6") {
 		t.Error("n3n6 keeps its XDP program after Detach")
 	}
 	if _, err := os.Stat(e.pin); !os.IsNotExist(err) {

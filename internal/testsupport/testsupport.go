@@ -1,7 +1,7 @@
 // Package testsupport is the harness the tests share: what they need of the
-// machine, their network namespaces, where they pin BPF objects, how they
-// compare frames and how they report a BPF program the kernel refused. Only
-// tests import it.
+// machine, their network namespaces, where they pin BPF objects, whether an
+// interface runs an XDP program, how they compare frames and how they report
+// a BPF program the kernel refused. Only tests import it.
 package testsupport
 
 import (
@@ -17,6 +17,9 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 )
@@ -85,6 +88,41 @@ func PinDir(t testing.TB) string {
 	dir := filepath.Join("/sys/fs/bpf", fmt.Sprintf("xdp5g-test-%d-%d", os.Getpid(), pins.Add(1)))
 	Cleanup(t, func() error { return os.RemoveAll(dir) })
 	return dir
+}
+
+// BPFFS is a bpffs of the test's own, mounted in a new directory and
+// unmounted when the test ends.
+func BPFFS(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bpf")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	Cleanup(t, func() error { return unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// XDPAttached says whether an interface of a namespace has an XDP program.
+func XDPAttached(t testing.TB, in *namespace.Netns, ifname string) bool {
+	t.Helper()
+	ns, err := netns.GetFromName(in.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached
 }
 
 // FreeAddr is a loopback address whose port nothing listens on, over

@@ -11,21 +11,6 @@ import (
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
-// mountBPFFS mounts a bpffs of its own in a new directory, unmounted when
-// the test ends.
-func mountBPFFS(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "bpf")
-	if err := unix.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
-		t.Fatal(err)
-	}
-	testsupport.Cleanup(t, func() error { return unix.Unmount(dir, unix.MNT_DETACH) })
-	return dir
-}
-
 // inPrivateMounts runs f on a thread of its own in a mount namespace of its
 // own that copies the test's and sends none of its mounts back, as `ip
 // netns exec` gives a process: with a fresh sysfs over /sys, which hides
@@ -64,8 +49,8 @@ func TestPinsOutlive(t *testing.T) {
 	if err := ensureBPFFS(host); err != nil {
 		t.Fatal(err)
 	}
-	shared := mountBPFFS(t) // in the test's, the host's, mount namespace
-	private := t.TempDir()  // gets a bpffs in the private namespace only
+	shared := testsupport.BPFFS(t) // in the test's, the host's, mount namespace
+	private := t.TempDir()         // gets a bpffs in the private namespace only
 	check := func(name, pinPath string, want bool, reason string) {
 		t.Helper()
 		outlive, why, err := PinsOutlive(pinPath)
