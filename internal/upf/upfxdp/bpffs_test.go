@@ -1,6 +1,8 @@
 package upfxdp
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -73,5 +75,44 @@ func TestPinsOutlive(t *testing.T) {
 	})
 	if _, _, err := PinsOutlive(filepath.Join(t.TempDir(), "xdp5g")); err == nil || !strings.Contains(err.Error(), "not on a bpf filesystem") {
 		t.Errorf("a pin path on no bpffs: %v", err)
+	}
+}
+
+// containerBPFFS names, in a test binary run again as a container's PID 1,
+// the bpffs the host mounted.
+const containerBPFFS = "XDP5G_TEST_CONTAINER_BPFFS"
+
+// In a container (a PID namespace of its own, whose PID 1 is the
+// container's) pins outlive the process on a bpffs the container got from
+// the host, not on one the daemon would mount in the container.
+func TestPinsOutliveInAContainer(t *testing.T) {
+	if shared := os.Getenv(containerBPFFS); shared != "" {
+		// A fresh /sys, as a container gets.
+		if err := unix.Unmount("/sys", unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("sysfs", "/sys", "sysfs", 0, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			pinPath string
+			want    bool
+			reason  string
+		}{
+			{"/sys/fs/bpf/xdp5g", false, "no bpf filesystem is mounted at /sys/fs/bpf, and one mounted there would be the container's"},
+			{filepath.Join(shared, "xdp5g"), true, ""},
+		} {
+			if outlive, why, err := PinsOutlive(c.pinPath); err != nil || outlive != c.want || why != c.reason {
+				t.Errorf("PinsOutlive(%s) = %v, %q, %v; want %v, %q", c.pinPath, outlive, why, err, c.want, c.reason)
+			}
+		}
+		return
+	}
+	testsupport.NeedRoot(t, "namespaces and mounts")
+	cmd := exec.Command("unshare", "--pid", "--fork", "--mount-proc", os.Args[0], "-test.run=^TestPinsOutliveInAContainer$", "-test.v")
+	cmd.Env = append(os.Environ(), containerBPFFS+"="+testsupport.BPFFS(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestPinsOutliveInAContainer") {
+		t.Errorf("in a container: %v\n%s", err, out)
 	}
 }
