@@ -20,6 +20,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // downlinkForwarded is the series of the downlink packets the UPF sent
@@ -162,8 +163,8 @@ func TestMetricsMoveWithTrafficAndPFCP(t *testing.T) {
 	}
 }
 
-// A Prometheus server scraping the daemon reads the data path's counters
-// as the data path has them.
+// A Prometheus server scraping the daemon holds the data path's counter of
+// the downlink packets forwarded as the data path has it.
 func TestPrometheusScrapesTheUPF(t *testing.T) {
 	server, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -175,14 +176,14 @@ func TestPrometheusScrapesTheUPF(t *testing.T) {
 	defer func() { must(t, stop()) }()
 	_, err = client.Create(context.Background(), []byte(doc))
 	must(t, err)
-	send := e.downlinkSender(t)
-	eventually(t, "a downlink packet forwarded", func() bool {
-		send()
-		return value(t, scrape(t, e.listen), downlinkForwarded) > 0
-	})
-	// Once the packets in flight are counted.
-	time.Sleep(100 * time.Millisecond)
-	forwarded := value(t, scrape(t, e.listen), downlinkForwarded)
+	// A second handle on the pinned maps, to read the counter as the data
+	// path has it.
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	e.sendDownlink(t, dp)
+	time.Sleep(100 * time.Millisecond) // for packets in flight
+	forwarded := float64(forwarded(t, dp))
 
 	dir := t.TempDir()
 	web := testsupport.FreeAddr(t, "tcp")
@@ -205,7 +206,7 @@ func TestPrometheusScrapesTheUPF(t *testing.T) {
 	got := "nothing"
 	for deadline := time.Now().Add(20 * time.Second); got != strconv.FormatFloat(forwarded, 'g', -1, 64); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus has %s of %s, the daemon %g", got, downlinkForwarded, forwarded)
+			t.Fatalf("Prometheus has %s of %s, the data path %g", got, downlinkForwarded, forwarded)
 		}
 		resp, err := http.Get(query)
 		if err != nil {
