@@ -128,6 +128,7 @@ func TestMetricsMoveWithTrafficAndPFCP(t *testing.T) {
 		send()
 		return value(t, scrape(t, e.listen), downlinkForwarded) > 0
 	})
+	time.Sleep(100 * time.Millisecond) // for packets in flight
 	before := scrape(t, e.listen)
 	const packets = 10
 	for range packets {
