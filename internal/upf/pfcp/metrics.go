@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 	}
 	return &metrics{
 		requestsReceived: counter("requests_received_total",
-			"PFCP requests received from peers, by message type; retransmissions are not counted.", "message_type"),
+			"PFCP requests of peers served, by message type; retransmissions and requests dropped for overload are not counted.", "message_type"),
 		responsesSent: counter("responses_sent_total",
 			"PFCP responses the UPF sent, by message type and cause (none for a response without one); a cause other than request_accepted refuses the request.",
 			"message_type", "cause"),
