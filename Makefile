@@ -1,7 +1,7 @@
 # xdp5g: `make demo` and `make test` are all a fresh machine needs.
 SHELL := /bin/bash
 GO ?= go
-DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 ethtool linux-libc-dev
+DEB_PACKAGES := clang llvm libbpf-dev bpftool iproute2 ethtool linux-libc-dev prometheus
 BPF_SOURCES := $(shell find bpf -name '*.[ch]')
 GENERATED := .generated
 

@@ -1,13 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
@@ -45,11 +42,8 @@ type CUUPClassifierStats struct {
 	PerCPU []map[string]Counter `json:"perCpu"`
 }
 
-// cuupRoles name the CU-UP's roles in CUUPStats.
-var cuupRoles = []struct {
-	name string
-	role cuup.Role
-}{{"n3", cuup.N3}, {"f1u", cuup.F1U}}
+// cuupRoles are the CU-UP's roles, in the order of CUUPStats.WriteTable.
+var cuupRoles = []cuup.Role{cuup.N3, cuup.F1U}
 
 var errNoCUUP = &Error{Status: http.StatusNotFound, Msg: "the CU-UP is not configured"}
 
@@ -114,7 +108,7 @@ func (s *server) readCUUPStats() (CUUPStats, error) {
 	}
 	st.Kernel = map[string]CUUPClassifierStats{}
 	for _, r := range cuupRoles {
-		k, err := s.cuupClassifier.Stats(r.role)
+		k, err := s.cuupClassifier.Stats(r)
 		if err != nil {
 			return CUUPStats{}, err
 		}
@@ -122,55 +116,9 @@ func (s *server) readCUUPStats() (CUUPStats, error) {
 		for _, perCPU := range k.PerCPU {
 			cs.PerCPU = append(cs.PerCPU, reasonCounters(perCPU))
 		}
-		st.Kernel[r.name] = cs
+		st.Kernel[r.Label()] = cs
 	}
 	return st, nil
-}
-
-// WriteMetrics writes the counters in the Prometheus text format: each
-// worker's (by its name, else its place) by counter (the fields of
-// cuup.WorkerStats, by their JSON names), and the classifier's by role, CPU
-// and reason.
-func (st *CUUPStats) WriteMetrics(w io.Writer) error {
-	var b bytes.Buffer
-	header := func(name, help string) {
-		fmt.Fprintf(&b, "# HELP xdp5g_%s %s\n# TYPE xdp5g_%s counter\n", name, help, name)
-	}
-	header("cuup_worker_packets_total", "Packets a CU-UP worker counted, by counter.")
-	for i, ws := range st.User.Workers {
-		worker := workerLabel(i, ws)
-		v := reflect.ValueOf(ws)
-		for f := range v.NumField() {
-			if v.Field(f).Kind() != reflect.Uint64 {
-				continue
-			}
-			counter, _, _ := strings.Cut(v.Type().Field(f).Tag.Get("json"), ",")
-			fmt.Fprintf(&b, "xdp5g_cuup_worker_packets_total{worker=%q,counter=%q} %d\n", worker, counter, v.Field(f).Uint())
-		}
-	}
-	if st.Kernel != nil {
-		for _, m := range []struct {
-			name, help string
-			pick       func(Counter) uint64
-		}{
-			{"cuup_classifier_packets_total", "Packets the CU-UP's XDP classifier handled, by role, CPU and reason.",
-				func(c Counter) uint64 { return c.Packets }},
-			{"cuup_classifier_bytes_total", "Octets of the packets the CU-UP's XDP classifier handled, by role, CPU and reason.",
-				func(c Counter) uint64 { return c.Bytes }},
-		} {
-			header(m.name, m.help)
-			for _, r := range cuupRoles {
-				for cpu, counters := range st.Kernel[r.name].PerCPU {
-					for reason := range cuupxdp.NumReasons {
-						name := cuupxdp.Reason(reason).String()
-						fmt.Fprintf(&b, "xdp5g_%s{role=%q,cpu=\"%d\",reason=%q} %d\n", m.name, r.name, cpu, name, m.pick(counters[name]))
-					}
-				}
-			}
-		}
-	}
-	_, err := b.WriteTo(w)
-	return err
 }
 
 // reasonCounters names the classifier's counters by their reasons.
@@ -194,27 +142,19 @@ func (st *CUUPStats) WriteTable(w io.Writer) error {
 	}
 	row("all", st.User.WorkerStats)
 	for i, s := range st.User.Workers {
-		row(workerLabel(i, s), s)
+		row(s.Label(i), s)
 	}
 	if st.Kernel != nil {
 		fmt.Fprintln(tw, "\nROLE\tCPU\tREASON\tPACKETS\tBYTES")
 		for _, r := range cuupRoles {
-			k := st.Kernel[r.name]
-			writeReasons(tw, r.name, "all", k.Total)
+			k := st.Kernel[r.Label()]
+			writeReasons(tw, r.Label(), "all", k.Total)
 			for cpu, counters := range k.PerCPU {
-				writeReasons(tw, r.name, strconv.Itoa(cpu), counters)
+				writeReasons(tw, r.Label(), strconv.Itoa(cpu), counters)
 			}
 		}
 	}
 	return tw.Flush()
-}
-
-// workerLabel names the i-th worker: by its name, else its place.
-func workerLabel(i int, s cuup.WorkerStats) string {
-	if s.Worker != "" {
-		return s.Worker
-	}
-	return strconv.Itoa(i)
 }
 
 // writeReasons writes the counters that are not zero in the classifier's

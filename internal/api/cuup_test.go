@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
-	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
 )
 
@@ -39,7 +38,9 @@ func cuupEnv(t *testing.T) *env {
 	t.Helper()
 	c, err := cuup.New(cuup.Config{N3: netip.MustParseAddr("10.1.0.2"), F1U: netip.MustParseAddr("10.2.0.2")})
 	must(t, err)
-	return &env{url: serveAPI(t, Services{CUUP: c})}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(c.Metrics())
+	return &env{url: serveAPI(t, Services{CUUP: c, Metrics: metrics})}
 }
 
 func TestBearerContexts(t *testing.T) {
@@ -136,7 +137,7 @@ func TestCUUPWithoutUPF(t *testing.T) {
 		"downlinkSent": 0, "uplinkSent": 0, "unknownTunnel": 0, "noDrb": 0, "refused": 0, "noRoom": 0, "held": 0, "workers": [],
 		"sockets": {"echoes": 0, "notGpdu": 0, "malformed": 0, "sendErrors": 0},
 		"xdp": {"throughKernel": 0, "sendErrors": 0, "txFull": 0, "badMeta": 0}}}`)
-	if m := e.expect(t, http.StatusOK, "GET", "/metrics", ""); !strings.Contains(string(m), "# TYPE xdp5g_cuup_worker_packets_total counter") {
+	if m := e.expect(t, http.StatusOK, "GET", "/metrics", ""); !strings.Contains(string(m), "\nxdp5g_cuup_bearer_contexts 0\n") {
 		t.Errorf("/metrics of a CU-UP:\n%s", m)
 	}
 }
@@ -150,31 +151,6 @@ var testStats = CUUPStats{
 			PerCPU: []map[string]Counter{{"redirect": {Packets: 1, Bytes: 100}}, {"redirect": {Packets: 2, Bytes: 200}}}},
 		"f1u": {Total: map[string]Counter{"drop_bad_ethernet": {Packets: 1, Bytes: 10}}, PerCPU: []map[string]Counter{{"drop_bad_ethernet": {Packets: 1, Bytes: 10}}, {}}},
 	},
-}
-
-func TestCUUPMetrics(t *testing.T) {
-	var out strings.Builder
-	must(t, testStats.WriteMetrics(&out))
-	lines := strings.Split(out.String(), "\n")
-	for _, want := range []string{
-		`xdp5g_cuup_worker_packets_total{worker="queue 1",counter="downlink"} 2`,
-		`xdp5g_cuup_worker_packets_total{worker="queue 1",counter="noDrb"} 1`,
-		`xdp5g_cuup_worker_packets_total{worker="0",counter="held"} 0`,
-		`xdp5g_cuup_classifier_packets_total{role="n3",cpu="1",reason="redirect"} 2`,
-		`xdp5g_cuup_classifier_bytes_total{role="n3",cpu="1",reason="redirect"} 200`,
-		`xdp5g_cuup_classifier_packets_total{role="f1u",cpu="1",reason="drop_bad_ethernet"} 0`,
-	} {
-		if !slices.Contains(lines, want) {
-			t.Errorf("no line %s in\n%s", want, out.String())
-		}
-	}
-	// A series per worker and counter, and per role, CPU and reason.
-	if n, want := strings.Count(out.String(), "xdp5g_cuup_worker_packets_total{"), 2*(reflect.TypeFor[cuup.WorkerStats]().NumField()-1); n != want { // less the name
-		t.Errorf("%d worker series, want %d", n, want)
-	}
-	if n := strings.Count(out.String(), "xdp5g_cuup_classifier_packets_total{"); n != 2*2*cuupxdp.NumReasons {
-		t.Errorf("%d classifier series, want %d", n, 2*2*cuupxdp.NumReasons)
-	}
 }
 
 func TestCUUPStatsTable(t *testing.T) {

@@ -64,33 +64,3 @@ func (s *server) deleteIntent(w http.ResponseWriter, r *http.Request) (int, any,
 	}
 	return http.StatusNoContent, nil, nil
 }
-
-// metrics writes the classifier's last report and the CU-UP's counters as
-// they are now for Prometheus.
-func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
-	reports := s.classifier != nil && s.classifier.Reports != nil
-	if !reports && s.cuup == nil {
-		http.Error(w, "neither classification nor a CU-UP is configured", http.StatusNotFound)
-		return
-	}
-	var cuupStats CUUPStats
-	if s.cuup != nil {
-		var err error
-		if cuupStats, err = s.readCUUPStats(); err != nil {
-			s.log.Error("reading the CU-UP's counters", "err", err)
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	var err error
-	if reports {
-		err = s.classifier.Reports.WriteMetrics(w)
-	}
-	if s.cuup != nil && err == nil {
-		err = cuupStats.WriteMetrics(w)
-	}
-	if err != nil {
-		s.log.Error("writing metrics", "err", err)
-	}
-}

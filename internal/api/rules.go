@@ -14,7 +14,6 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
-	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
 
@@ -55,8 +54,6 @@ type Classifier struct {
 	// Intents install rules and slices of their own, which the rules and
 	// slices resources show but leave to them.
 	Intents *intent.Store
-	// Reports gives /metrics its figures; nil: none.
-	Reports *report.Reporter
 }
 
 // Rules is the body of GET /api/v1/rules.

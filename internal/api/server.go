@@ -43,9 +43,9 @@
 //	GET    /api/v1/cuup/stats        CUUPStats: the workers' counters and,
 //	                                 on the AF_XDP path, the classifier's
 //	                                 per CPU
-//	GET    /metrics                  the classifier's last report and the
-//	                                 CU-UP's counters, for Prometheus (text
-//	                                 format)
+//	GET    /metrics                  every configured part's figures, and
+//	                                 the Go runtime's and the process's,
+//	                                 for Prometheus
 //	GET    /healthz, /readyz         the daemon's health (Gate)
 //
 // The daemon serves these through a Gate, which answers the health
@@ -71,6 +71,9 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/cuup"
@@ -165,7 +168,9 @@ type Services struct {
 	// CUUPClassifier is the CU-UP's XDP classifier; nil without one (on
 	// the socket path).
 	CUUPClassifier CUUPClassifier
-	Log            *slog.Logger
+	// Metrics are what GET /metrics serves; nil: none (404).
+	Metrics prometheus.Gatherer
+	Log     *slog.Logger
 }
 
 type server struct {
@@ -217,7 +222,10 @@ func NewHandler(sv Services) http.Handler {
 	mux.Handle("DELETE /api/v1/cuup/bearer-contexts/{id}", cuUP(s.releaseBearerContext))
 	mux.Handle("PUT /api/v1/cuup/bearer-contexts/{id}/drbs/{drb}/placement", cuUP(s.placeDRB))
 	mux.Handle("GET /api/v1/cuup/stats", cuUP(s.cuupStats))
-	mux.HandleFunc("GET /metrics", s.metrics)
+	if sv.Metrics != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(sv.Metrics, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError}))
+	}
 	return mux
 }
 

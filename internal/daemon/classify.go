@@ -55,12 +55,12 @@ func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, ns ne
 	if err := state.start(); err != nil {
 		return nil, nil, errors.Join(err, rules.Close())
 	}
-	c.Reports = report.New(rules, c.Intents, cfg.Classify.Webhooks, log)
+	reports := report.New(rules, c.Intents, cfg.Classify.Webhooks, log)
 	reporting, stopReports := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {
 		defer close(reported)
-		c.Reports.Run(reporting, cfg.Classify.ReportInterval)
+		reports.Run(reporting, cfg.Classify.ReportInterval)
 	}()
 	return c, func() error {
 		stopReports()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -194,13 +193,7 @@ func TestIntentsAreReported(t *testing.T) {
 			t.Fatal("no report with the intent reached the webhook")
 		}
 	}
-	resp, err := http.Get("http://" + e.listen + "/metrics")
-	must(t, err)
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(metrics), `xdp5g_intent_packets_total{intent="1",action="SLICE"} 0`) {
-		t.Errorf("/metrics:\n%s", metrics)
-	}
+	testsupport.HasLines(t, scrape(t, e.listen), `xdp5g_intent_packets_total{action="SLICE",intent="1"} 0`)
 	must(t, stop())
 
 	client, stop = runDaemon(t, cfg)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/api"
@@ -135,11 +136,13 @@ func checkCUUPInterfaces(cc *config.CUUP) error {
 }
 
 // services gives the API the CU-UP and, on the AF_XDP path, its
-// classifier.
-func (r *cuupRun) services(sv *api.Services) {
+// classifier, and their collectors to reg.
+func (r *cuupRun) services(sv *api.Services, reg prometheus.Registerer) {
 	sv.CUUP = r.c
+	reg.MustRegister(r.c.Metrics())
 	if r.classifier != nil {
 		sv.CUUPClassifier = r.classifier
+		reg.MustRegister(r.classifier.Metrics())
 	}
 }
 

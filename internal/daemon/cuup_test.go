@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -159,20 +158,6 @@ func sentDownlink(t *testing.T, client *api.Client) *api.CUUPStats {
 	}
 }
 
-// getMetrics reads the daemon's /metrics.
-func getMetrics(t *testing.T, cfg *config.Config) string {
-	t.Helper()
-	resp, err := http.Get("http://" + cfg.API.Listen + "/metrics")
-	must(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	must(t, err)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %s %s", resp.Status, body)
-	}
-	return string(body)
-}
-
 // The daemon runs a CU-UP alone, on either path: bearer contexts are set
 // up, modified and released over REST, a downlink packet from the UPF
 // reaches the DU through SDAP and PDCP, the statistics count it, and the
@@ -260,9 +245,9 @@ func TestCUUPAlone(t *testing.T) {
 					t.Errorf("the N3 classifier passed %d signalling messages to the kernel, want the echo", n3.Total["pass_signalling"].Packets)
 				}
 				// The worker of queue 0 carried it.
-				metrics := getMetrics(t, cfg)
-				for _, want := range []string{`xdp5g_cuup_worker_packets_total\{worker="queue 0",counter="downlinkSent"\} 1`,
-					`xdp5g_cuup_classifier_packets_total\{role="n3",cpu="\d+",reason="redirect"\} 1`} {
+				metrics := strings.Join(scrape(t, cfg.API.Listen), "\n")
+				for _, want := range []string{`xdp5g_cuup_worker_packets_total\{counter="downlinkSent",worker="queue 0"\} 1`,
+					`xdp5g_cuup_classifier_packets_total\{cpu="\d+",reason="redirect",role="n3"\} 1`} {
 					if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(metrics) {
 						t.Errorf("no line %s in /metrics:\n%s", want, metrics)
 					}

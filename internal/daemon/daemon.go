@@ -21,7 +21,9 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/telemetry"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -86,7 +88,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	defer ns.Close()
 
-	services := api.Services{Log: log}
+	// Every part adds its collector once it runs: /metrics has each
+	// part's figures from the first scrape.
+	metrics := telemetry.NewRegistry()
+	services := api.Services{Log: log, Metrics: metrics}
 	// The CU-UP first: it shares nothing with the UPF, and a CU-UP that
 	// cannot start leaves the UPF's running data path untouched.
 	var cuupFailed <-chan struct{}
@@ -97,7 +102,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 			return err
 		}
 		defer func() { err = errors.Join(err, cu.stop()) }()
-		cu.services(&services)
+		cu.services(&services, metrics)
 		cuupFailed = cu.failed
 	}
 	var u *upf
@@ -108,6 +113,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		}
 		defer func() { err = errors.Join(err, u.close()) }()
 		services.Store, services.Datapath = u.store, u.dp
+		metrics.MustRegister(u.dp.Metrics(), u.store.Metrics(), u.buffers.Metrics(), u.nh.Metrics())
 	}
 
 	if cfg.Classify != nil {
@@ -117,6 +123,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
+		metrics.MustRegister(report.Metrics(services.Classifier.Rules, services.Classifier.Intents))
 	}
 	rest.gate.Starting("starting: attaching the data path")
 	if u != nil {
@@ -131,7 +138,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	if cfg.PFCP != nil { // with the UPF, as config checks
 		rest.gate.Starting("starting: binding PFCP")
 		var stopPFCP func() error
-		if services.PFCP, stopPFCP, err = servePFCP(cfg, u.store, u.dp, u.buffers, ns, started, log); err != nil {
+		if services.PFCP, stopPFCP, err = servePFCP(cfg, u.store, u.dp, u.buffers, ns, started, metrics, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the

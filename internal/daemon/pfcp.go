@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 	"github.com/wmnsk/go-pfcp/message"
 
@@ -39,10 +40,10 @@ func checkPFCPListen(listen string) error {
 
 // servePFCP serves N4 over the store: the sessions SMFs establish live in
 // it beside those of the REST API, and their usage is reported from the
-// data path's counters. started is when the run started. Call stop before
-// closing the store.
+// data path's counters. started is when the run started; reg takes the
+// collectors of PFCP and GTP-U. Call stop before closing the store.
 func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, buffers *buffer.Manager, ns netns.NsHandle,
-	started time.Time, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
+	started time.Time, reg prometheus.Registerer, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
 	p := cfg.PFCP
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
@@ -127,6 +128,10 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 		return nil, nil, err
 	}
 	srv.Store(server)
+	reg.MustRegister(server.Metrics())
+	if tunnels != nil {
+		reg.MustRegister(tunnels.Metrics())
+	}
 	reporting := make(chan struct{})
 	go func() {
 		defer close(reporting)

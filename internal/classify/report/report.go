@@ -1,7 +1,8 @@
 // Package report sends the classifier's figures (per intent, per slice,
 // per CPU) to webhooks at a fixed interval, as the control layer of
 // "XDP-Based SmartNIC Hardware Performance Acceleration for Next-Generation Networks"
-// informs the layers above it (its §5.2), and writes them for Prometheus.
+// informs the layers above it (its §5.2), and collects them for Prometheus
+// (Metrics).
 package report
 
 import (
@@ -9,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -176,57 +176,4 @@ func (r *Reporter) send(ctx context.Context, rep *Report) {
 			r.log.Warn("reporting", "webhook", url, "err", err)
 		}
 	}
-}
-
-// WriteMetrics writes the figures of the last report in the Prometheus
-// text format.
-func (r *Reporter) WriteMetrics(w io.Writer) error {
-	r.mu.Lock()
-	rep := r.last
-	r.mu.Unlock()
-	if rep == nil {
-		return nil
-	}
-	var b bytes.Buffer
-	metric := func(name, help, typ string, samples func(add func(labels string, v float64))) {
-		fmt.Fprintf(&b, "# HELP xdp5g_%s %s\n# TYPE xdp5g_%s %s\n", name, help, name, typ)
-		samples(func(labels string, v float64) { fmt.Fprintf(&b, "xdp5g_%s{%s} %g\n", name, labels, v) })
-	}
-	intents := func(pick func(intent.Stats) float64) func(func(string, float64)) {
-		return func(add func(string, float64)) {
-			for _, in := range rep.Intents {
-				add(fmt.Sprintf("intent=\"%d\",action=%q", in.ID, in.Action), pick(in.Stats))
-			}
-		}
-	}
-	slices := func(pick func(Slice) float64) func(func(string, float64)) {
-		return func(add func(string, float64)) {
-			for _, s := range rep.Slices {
-				add(fmt.Sprintf("slice=\"%d\"", s.ID), pick(s))
-			}
-		}
-	}
-	cpus := func(pick func(CPU) float64) func(func(string, float64)) {
-		return func(add func(string, float64)) {
-			for _, c := range rep.CPUs {
-				add(fmt.Sprintf("cpu=\"%d\"", c.CPU), pick(c))
-			}
-		}
-	}
-	metric("intent_packets_total", "Packets of an intent's flows.", "counter", intents(func(s intent.Stats) float64 { return float64(s.Packets) }))
-	metric("intent_bytes_total", "Octets of an intent's flows.", "counter", intents(func(s intent.Stats) float64 { return float64(s.Bytes) }))
-	metric("intent_offloaded_packets_total", "Packets of an intent's flows sent to alternative nodes.", "counter",
-		intents(func(s intent.Stats) float64 { return float64(s.Offloaded) }))
-	metric("intent_bit_rate", "Bits per second of an intent's flows over the last interval.", "gauge",
-		intents(func(s intent.Stats) float64 { return s.BitRate }))
-	metric("slice_local_packets_total", "Packets of a slice its CPUs took.", "counter", slices(func(s Slice) float64 { return float64(s.LocalPackets) }))
-	metric("slice_offloaded_packets_total", "Packets of a slice sent to alternative nodes.", "counter",
-		slices(func(s Slice) float64 { return float64(s.Offloaded) }))
-	metric("slice_policed_packets_total", "Packets of a slice its rate dropped.", "counter", slices(func(s Slice) float64 { return float64(s.Policed) }))
-	metric("slice_bit_rate", "Bits per second of a slice over the last interval.", "gauge", slices(func(s Slice) float64 { return s.BitRate }))
-	metric("cpu_queue_dropped_packets_total", "Packets a CPU's queue dropped, full.", "counter", cpus(func(c CPU) float64 { return float64(c.Dropped) }))
-	metric("cpu_queue_backlog_packets", "Packets in a CPU's queue.", "gauge", cpus(func(c CPU) float64 { return float64(c.Backlog) }))
-	metric("cpu_packet_rate", "Steered packets per second a CPU took over the last interval.", "gauge", cpus(func(c CPU) float64 { return c.PacketRate }))
-	_, err := w.Write(b.Bytes())
-	return err
 }

@@ -147,6 +147,9 @@ func (p *Pool) Adopt(used map[uint32]bool) {
 // InUse is the number of slots handed out and not given back.
 func (p *Pool) InUse() int { return p.inUse }
 
+// Capacity is the number of slots the pool hands out.
+func (p *Pool) Capacity() int { return int(p.cfg.Size - p.cfg.First) }
+
 type cooling struct {
 	slot  uint32
 	since time.Time

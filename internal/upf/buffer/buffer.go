@@ -81,7 +81,24 @@ type Manager struct {
 	limits  map[uint64]int // by SEID: SetLimit
 	held    map[uint64]int // by SEID
 	total   int
+	// received counts every packet taken off the ring; outcomes what
+	// became of those no longer held, over every buffer since New.
+	received uint64
+	outcomes [numOutcomes]uint64
 }
+
+// outcome is what became of a packet taken off the ring.
+type outcome int
+
+const (
+	delivered   outcome = iota // released and sent
+	unforwarded                // released, but the data path did not forward it
+	droppedFull                // no room: over the session's or the total limit
+	discarded                  // dropped as the SMF asked (DROBU), or with its session
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{delivered: "delivered", unforwarded: "unforwarded", droppedFull: "dropped_full", discarded: "discarded"}
 
 type buffer struct {
 	owner    Owner
@@ -200,8 +217,23 @@ func (m *Manager) drop(slot uint32) int {
 	n := len(b.frames)
 	m.unhold(b.owner.SEID, n)
 	b.frames = nil
-	b.stats.Discarded += uint64(n)
+	m.count(b, discarded, uint64(n))
 	return n
+}
+
+// count notes that n packets of b came to an outcome.
+func (m *Manager) count(b *buffer, o outcome, n uint64) {
+	m.outcomes[o] += n
+	switch o {
+	case delivered:
+		b.stats.Delivered += n
+	case unforwarded:
+		b.stats.Unforwarded += n
+	case droppedFull:
+		b.stats.Dropped += n
+	case discarded:
+		b.stats.Discarded += n
+	}
 }
 
 // unhold takes n packets of a session off the counts of held ones.
@@ -261,8 +293,10 @@ func (m *Manager) Run(ctx context.Context) error {
 // is no room.
 func (m *Manager) take(p upfxdp.BufferedPacket) {
 	m.mu.Lock()
+	m.received++
 	b := m.buffers[p.Buffer]
 	if b == nil { // discarded while the packet was in the ring
+		m.outcomes[discarded]++
 		m.mu.Unlock()
 		return
 	}
@@ -279,7 +313,7 @@ func (m *Manager) take(p upfxdp.BufferedPacket) {
 			m.cfg.Log.Warn("a downlink buffer is full: dropping packets", "seid", seid, "far", b.owner.FAR,
 				"session_limit", limit, "session_held", m.held[seid], "total_held", m.total)
 		}
-		b.stats.Dropped++
+		m.count(b, droppedFull, 1)
 		m.mu.Unlock()
 		return
 	}
@@ -344,11 +378,11 @@ func (m *Manager) sendNext(slot uint32) bool {
 	switch {
 	case err != nil:
 		m.cfg.Log.Error("sending a buffered packet", "seid", b.owner.SEID, "err", err)
-		b.stats.Unforwarded++
+		m.count(b, unforwarded, 1)
 	case ifindex == 0:
-		b.stats.Unforwarded++
+		m.count(b, unforwarded, 1)
 	default:
-		b.stats.Delivered++
+		m.count(b, delivered, 1)
 	}
 	return true
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
@@ -94,6 +95,9 @@ func TestTotalLimitAcrossSessions(t *testing.T) {
 	e.expect(t, 2, buffer.Stats{Held: 4, Dropped: 2})
 	e.send(t, a, 1) // a is under its own limit, but the total is full
 	e.expect(t, 1, buffer.Stats{Held: 6, Dropped: 1})
+	testsupport.HasLines(t, testsupport.Exposition(t, e.buffers.Metrics()), "xdp5g_upf_buffer_held_packets 10",
+		"xdp5g_upf_buffer_received_packets_total 13", `xdp5g_upf_buffer_packets_total{outcome="dropped_full"} 3`,
+		`xdp5g_upf_buffer_packets_total{outcome="delivered"} 0`)
 
 	fatalIf(t, e.upf.Store.Replace(downlinkSession(1, a, session.ActionForward)))
 	e.expect(t, 1, buffer.Stats{Delivered: 6, Dropped: 1})
@@ -108,6 +112,10 @@ func TestTotalLimitAcrossSessions(t *testing.T) {
 	if delivered != 6+8 {
 		t.Errorf("the gNB received %d packets, want %d", delivered, 6+8)
 	}
+	testsupport.HasLines(t, testsupport.Exposition(t, e.buffers.Metrics()), "xdp5g_upf_buffer_held_packets 0",
+		"xdp5g_upf_buffer_received_packets_total 17", `xdp5g_upf_buffer_packets_total{outcome="delivered"} 14`,
+		`xdp5g_upf_buffer_packets_total{outcome="dropped_full"} 3`, `xdp5g_upf_buffer_packets_total{outcome="discarded"} 0`,
+		`xdp5g_upf_buffer_packets_total{outcome="unforwarded"} 0`)
 }
 
 func fatalIf(t *testing.T, err error) {

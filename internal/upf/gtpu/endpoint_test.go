@@ -2,6 +2,7 @@ package gtpu
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -244,6 +245,8 @@ func TestPathSupervision(t *testing.T) {
 	case <-time.After(timeout):
 		t.Fatal("no path failure")
 	}
+	testsupport.HasLines(t, testsupport.Exposition(t, e.Metrics()), `xdp5g_gtpu_paths{state="failed"} 1`,
+		`xdp5g_gtpu_paths{state="up"} 0`, "xdp5g_gtpu_path_failures_total 1", "xdp5g_gtpu_path_recoveries_total 0")
 
 	behaviour.Store(answer)
 	select {
@@ -280,6 +283,12 @@ func TestPathSupervision(t *testing.T) {
 	if s.PathFailures != 1 || s.PathRecoveries != 1 || s.EchoRequestsSent != uint64(seen) || s.EchoRequestsAnswered == 0 ||
 		s.Received[MsgEchoResponse] <= s.EchoRequestsAnswered || s.Malformed != 0 {
 		t.Errorf("stats %+v after %d Echo Requests", s, seen)
+	}
+	metrics := testsupport.Exposition(t, e.Metrics())
+	testsupport.HasLines(t, metrics, `xdp5g_gtpu_paths{state="failed"} 0`, `xdp5g_gtpu_paths{state="up"} 0`,
+		"xdp5g_gtpu_path_recoveries_total 1", fmt.Sprintf("xdp5g_gtpu_echo_requests_sent_total %d", seen))
+	if n, _ := testsupport.Value(metrics, `xdp5g_gtpu_messages_received_total{message_type="echo_response"}`); n != float64(s.Received[MsgEchoResponse]) {
+		t.Errorf("%g Echo Responses received, the stats say %d", n, s.Received[MsgEchoResponse])
 	}
 }
 

@@ -2,6 +2,7 @@ package n4
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 )
 
@@ -127,6 +129,21 @@ func TestDroppingBufferedPackets(t *testing.T) {
 	}
 	if s, _ := e.buffers.Stats(slot); s.Discarded != first+suggested || s.Held != 0 {
 		t.Errorf("buffer after the release: %+v, want %d discarded", s, first+suggested)
+	}
+	metrics := testsupport.Exposition(t, e.buffers.Metrics())
+	testsupport.HasLines(t, metrics, "xdp5g_upf_buffer_held_packets 0",
+		fmt.Sprintf(`xdp5g_upf_buffer_packets_total{outcome="discarded"} %d`, first+suggested),
+		fmt.Sprintf(`xdp5g_upf_buffer_packets_total{outcome="dropped_full"} %d`, second-suggested))
+	// Every packet received came to an outcome; the fresh ones may have
+	// gone through the buffer while it was being released.
+	received, _ := testsupport.Value(metrics, "xdp5g_upf_buffer_received_packets_total")
+	var outcomes float64
+	for _, o := range []string{"delivered", "unforwarded", "dropped_full", "discarded"} {
+		n, _ := testsupport.Value(metrics, fmt.Sprintf("xdp5g_upf_buffer_packets_total{outcome=%q}", o))
+		outcomes += n
+	}
+	if received < first+second || received != outcomes {
+		t.Errorf("%g packets received by the buffers, %g came to an outcome", received, outcomes)
 	}
 }
 

@@ -12,17 +12,83 @@ import (
 // UDP headers.
 const maxUDPv4 = 65535 - 20 - 8
 
+// malformed are datagrams the server drops, each for the reason its
+// metrics name (Server.Metrics).
+var malformed = []struct {
+	name, reason string
+	datagram     []byte
+}{
+	{name: "empty", reason: "truncated", datagram: nil},
+	{name: "3 octets", reason: "truncated", datagram: []byte{0x20, 0x01, 0x00}},
+	{name: "7 octets", reason: "truncated", datagram: []byte{0x20, 0x01, 0x00, 0x04, 0x00, 0x00, 0x01}},
+	{name: "session header cut to 8 octets", reason: "bad_length", datagram: []byte{
+		0x21,       // version 1, S flag
+		0x32,       // Session Establishment Request
+		0x00, 0x04, // length 4: too short for the SEID
+		0x00, 0x00, 0x01, 0x00, // what would be a sequence number
+	}},
+	{name: "length past the datagram", reason: "bad_length", datagram: []byte{
+		0x20,       // version 1
+		0x01,       // Heartbeat Request
+		0x00, 0x0c, // length 12, but only 4 follow
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+	}},
+	{name: "bytes after the message without FO", reason: "bad_length", datagram: append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
+	// A 64 KiB datagram whose length field promises more than it holds.
+	{name: "huge", reason: "bad_length", datagram: func() []byte {
+		huge := make([]byte, maxUDPv4)
+		copy(huge, []byte{
+			0x20,       // version 1
+			0x01,       // Heartbeat Request
+			0xff, 0xff, // length 65535: 4 octets past the datagram's end
+		})
+		return huge
+	}()},
+	{name: "version 2 with a length that does not fit", reason: "bad_version", datagram: []byte{
+		0x40,       // version 2
+		0x01,       // Heartbeat Request
+		0x00, 0x08, // length 8, but only 4 follow: not answered
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+	}},
+	{name: "unknown type", reason: "unknown_type", datagram: []byte{
+		0x20,       // version 1
+		0x63,       // message type 99: unassigned
+		0x00, 0x04, // length 4
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+	}},
+	{name: "S flag on a node message", reason: "bad_header", datagram: []byte{
+		0x21,       // version 1, S flag
+		0x01,       // Heartbeat Request
+		0x00, 0x0c, // length 12
+		0, 0, 0, 0, 0, 0, 0, 0, // SEID
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+	}},
+	{name: "IE past the message", reason: "undecodable", datagram: []byte{
+		0x20,       // version 1
+		0x01,       // Heartbeat Request
+		0x00, 0x0c, // length 12
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		0x00, 0x60, 0x00, 0x08, // Recovery Time Stamp, length 8: 4 octets past the end
+		0xe8, 0x00, 0x00, 0x01,
+	}},
+	{name: "unexpected response", reason: "unmatched_response", datagram: reply(wire{seq: 5}, heartbeatResponse)},
+}
+
+// sendDropped sends datagrams the server drops, each followed by a
+// heartbeat: datagrams are served in order, so once the heartbeat is
+// answered the datagram was dropped. The pacing also keeps the socket
+// buffer from overflowing.
+func (m *smf) sendDropped(datagrams [][]byte) {
+	m.t.Helper()
+	for i, d := range datagrams {
+		m.send(d)
+		m.exchange(heartbeatRequest(byte(i), smfRecovery)).check(m.t, message.MsgTypeHeartbeatResponse, uint32(i), nil)
+	}
+}
+
 func TestGarbageIsCountedAndDropped(t *testing.T) {
 	s, rec := startServer(t, nil)
 	m := newSMF(t, s.Addr())
-
-	// A 64 KiB datagram whose length field promises more than it holds.
-	huge := make([]byte, maxUDPv4)
-	copy(huge, []byte{
-		0x20,       // version 1
-		0x01,       // Heartbeat Request
-		0xff, 0xff, // length 65535: 4 octets past the datagram's end
-	})
 
 	var garbage [][]byte
 	random := rand.New(rand.NewPCG(1, 2))
@@ -33,65 +99,10 @@ func TestGarbageIsCountedAndDropped(t *testing.T) {
 		}
 		garbage = append(garbage, b)
 	}
-	crafted := []struct {
-		name     string
-		datagram []byte
-	}{
-		{name: "empty", datagram: nil},
-		{name: "3 octets", datagram: []byte{0x20, 0x01, 0x00}},
-		{name: "7 octets", datagram: []byte{0x20, 0x01, 0x00, 0x04, 0x00, 0x00, 0x01}},
-		{name: "session header cut to 8 octets", datagram: []byte{
-			0x21,       // version 1, S flag
-			0x32,       // Session Establishment Request
-			0x00, 0x04, // length 4: too short for the SEID
-			0x00, 0x00, 0x01, 0x00, // what would be a sequence number
-		}},
-		{name: "length past the datagram", datagram: []byte{
-			0x20,       // version 1
-			0x01,       // Heartbeat Request
-			0x00, 0x0c, // length 12, but only 4 follow
-			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
-		}},
-		{name: "bytes after the message without FO", datagram: append(heartbeatRequest(1, smfRecovery), 0xde, 0xad)},
-		{name: "huge", datagram: huge},
-		{name: "version 2 with a length that does not fit", datagram: []byte{
-			0x40,       // version 2
-			0x01,       // Heartbeat Request
-			0x00, 0x08, // length 8, but only 4 follow: not answered
-			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
-		}},
-		{name: "unknown type", datagram: []byte{
-			0x20,       // version 1
-			0x63,       // message type 99: unassigned
-			0x00, 0x04, // length 4
-			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
-		}},
-		{name: "S flag on a node message", datagram: []byte{
-			0x21,       // version 1, S flag
-			0x01,       // Heartbeat Request
-			0x00, 0x0c, // length 12
-			0, 0, 0, 0, 0, 0, 0, 0, // SEID
-			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
-		}},
-		{name: "IE past the message", datagram: []byte{
-			0x20,       // version 1
-			0x01,       // Heartbeat Request
-			0x00, 0x0c, // length 12
-			0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
-			0x00, 0x60, 0x00, 0x08, // Recovery Time Stamp, length 8: 4 octets past the end
-			0xe8, 0x00, 0x00, 0x01,
-		}},
-		{name: "unexpected response", datagram: reply(wire{seq: 5}, heartbeatResponse)},
-	}
-	for _, c := range crafted {
+	for _, c := range malformed {
 		garbage = append(garbage, c.datagram)
 	}
-	for i, g := range garbage {
-		m.send(g)
-		// Datagrams are served in order: once this is answered, g was
-		// dropped. Pacing also keeps the socket buffer from overflowing.
-		m.exchange(heartbeatRequest(byte(i), smfRecovery)).check(t, message.MsgTypeHeartbeatResponse, uint32(i), nil)
-	}
+	m.sendDropped(garbage)
 
 	st := s.Stats()
 	want := Stats{Truncated: 3, BadLength: 4, BadVersion: 1, BadHeader: 1, UnknownType: 1, Undecodable: 1, UnmatchedResponses: 1}

@@ -3,6 +3,7 @@ package pfcp
 import (
 	"encoding/binary"
 	"errors"
+	"iter"
 
 	"github.com/wmnsk/go-pfcp/message"
 )
@@ -110,13 +111,27 @@ func missingTopLevel(body []byte, mandatory []uint16) (ieType uint16, missing bo
 }
 
 func hasTopLevel(body []byte, t uint16) bool {
-	for len(body) >= 4 {
-		if binary.BigEndian.Uint16(body) == t {
+	for typ := range topLevelIEs(body) {
+		if typ == t {
 			return true
 		}
-		body = body[min(len(body), 4+int(binary.BigEndian.Uint16(body[2:4]))):]
 	}
 	return false
+}
+
+// topLevelIEs yields the type and value of each IE at the top level of a
+// message body (or of a grouped IE's value); a value the body cuts short
+// is yielded as far as it goes.
+func topLevelIEs(body []byte) iter.Seq2[uint16, []byte] {
+	return func(yield func(uint16, []byte) bool) {
+		for len(body) >= 4 {
+			end := min(len(body), 4+int(binary.BigEndian.Uint16(body[2:4])))
+			if !yield(binary.BigEndian.Uint16(body), body[4:end]) {
+				return
+			}
+			body = body[end:]
+		}
+	}
 }
 
 func encode(m message.Message) ([]byte, error) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 func TestHeartbeatIsAnsweredWithOrWithoutRecoveryTimeStamp(t *testing.T) {
@@ -255,6 +257,7 @@ func TestOnlyAllowedPeersAreServed(t *testing.T) {
 	if n := s.Stats().NotAllowed; n != 3 {
 		t.Errorf("%d datagrams not allowed, want 3", n)
 	}
+	testsupport.HasLines(t, testsupport.Exposition(t, s.Metrics()), `xdp5g_pfcp_messages_dropped_total{reason="not_allowed"} 3`)
 }
 
 // The addresses of the configured peers are allowed whatever AllowedPeers

@@ -117,13 +117,22 @@ func call[R message.Message](ctx context.Context, s *Server, to netip.AddrPort, 
 	if err != nil {
 		return none, fmt.Errorf("pfcp: encoding %s: %w", req.MessageTypeName(), err)
 	}
+	name := messageTypeName(req.MessageType())
+	s.metrics.sent(b, false)
 	timer := time.NewTimer(s.cfg.T1)
 	defer timer.Stop()
-	for range s.cfg.N1 + 1 {
+	for attempt := range s.cfg.N1 + 1 {
+		if attempt > 0 {
+			s.metrics.retransmissionsSent.WithLabelValues(name).Inc()
+		}
 		s.send(b, to)
+		sent := time.Now()
 		timer.Reset(s.cfg.T1)
 		select {
 		case resp := <-tx.reply:
+			if attempt == 0 { // else which copy it answers is unknown
+				s.metrics.roundTrip.WithLabelValues(name).Observe(time.Since(sent).Seconds())
+			}
 			if r, ok := resp.(R); ok {
 				return r, nil
 			}
@@ -135,5 +144,6 @@ func call[R message.Message](ctx context.Context, s *Server, to netip.AddrPort, 
 			return none, ErrClosed
 		}
 	}
+	s.metrics.unanswered.WithLabelValues(name).Inc()
 	return none, fmt.Errorf("%w to %s from %s", ErrNoResponse, req.MessageTypeName(), to)
 }

@@ -105,6 +105,8 @@ type Server struct {
 	// are taken whatever AllowedPeers says.
 	peerAddrs sync.Map // netip.Addr → struct{}
 
+	metrics *metrics // what Stats does not count, for Prometheus
+
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -160,9 +162,10 @@ func New(cfg Config) (*Server, error) {
 		sends:    make(chan func(), queueLen),
 		// Keep responses while the peer may still retransmit, assuming it
 		// uses the same T1 and N1.
-		cache:  newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
-		tx:     newTransactions(),
-		assocs: associations{byNode: map[string]*association{}},
+		cache:   newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
+		tx:      newTransactions(),
+		assocs:  associations{byNode: map[string]*association{}},
+		metrics: newMetrics(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Go(s.readLoop)
@@ -225,6 +228,7 @@ func (s *Server) receive(datagram []byte, from netip.AddrPort, read time.Time) {
 			s.countDropped(err)
 			if seq, ok := otherVersionRequest(rest); ok {
 				if b, err := message.NewVersionNotSupportedResponse(seq).Marshal(); err == nil {
+					s.metrics.sent(b, true)
 					s.send(b, from)
 				}
 			}
@@ -283,7 +287,9 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort, read time.Time) {
 		return
 	}
 	if k == response {
-		if !s.tx.deliver(from.Addr(), msg) {
+		if s.tx.deliver(from.Addr(), msg) {
+			s.metrics.responseReceived(b)
+		} else {
 			s.stats.unmatchedResponses.Add(1)
 		}
 		return
@@ -326,6 +332,7 @@ func (s *Server) nothingToRead() bool {
 // serve answers a request, as a job, and leaves the response to the
 // sender.
 func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey, read time.Time) {
+	s.metrics.requestReceived(req.MessageType())
 	answered := false
 	defer func() {
 		if !answered {
@@ -370,6 +377,7 @@ func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time
 	}
 	s.cache.finish(key, b, time.Now())
 	cached = true
+	s.metrics.sent(b, true)
 	s.send(b, key.from)
 	s.stats.handled(time.Since(read))
 }

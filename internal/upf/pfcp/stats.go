@@ -78,12 +78,15 @@ type counters struct {
 	received, notAllowed, truncated, badLength, badVersion, badHeader, unknownType, undecodable,
 	retransmissions, unmatchedResponses, overload, panics atomic.Uint64
 	handling [HandlingBuckets]atomic.Uint64
+	// handlingNanos is the sum of the times in handling.
+	handlingNanos atomic.Uint64
 }
 
 // handled counts a request answered d after it was read.
 func (c *counters) handled(d time.Duration) {
 	i, _ := slices.BinarySearch(handlingBounds[:], d)
 	c.handling[min(i, HandlingBuckets-1)].Add(1)
+	c.handlingNanos.Add(uint64(max(d, 0)))
 }
 
 func (c *counters) snapshot() Stats {

@@ -256,6 +256,13 @@ func (d *Datapath) Close() error {
 // PinPath is the bpffs directory of this data path.
 func (d *Datapath) PinPath() string { return d.opts.PinPath }
 
+// MaxSessions is the number of sessions the data path is sized for.
+func (d *Datapath) MaxSessions() uint32 { return d.opts.MaxSessions }
+
+// PDRSets are the PDR sets in use, each an uplink TEID's or a downlink UE
+// address's, and how many the data path holds.
+func (d *Datapath) PDRSets() (inUse, capacity int) { return d.sets.inUse(), d.sets.maxKeys }
+
 // PDRCapacity is the number of PDR slots.
 func (d *Datapath) PDRCapacity() uint32 { return d.maps.Pdrs.MaxEntries() }
 

@@ -304,6 +304,13 @@ func (p *pdrSets) get(k setKey) (PDRSet, error) {
 	return set, nil
 }
 
+// inUse is the number of keys with a set.
+func (p *pdrSets) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.where)
+}
+
 func (p *pdrSets) keys(kind upfSetKind) []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

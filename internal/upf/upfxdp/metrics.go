@@ -1,0 +1,40 @@
+package upfxdp
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdp5g/xdp5g/internal/telemetry"
+)
+
+var (
+	packetsMetric = telemetry.Counter("upf_packets_total",
+		"Packets the UPF's data path received on an interface, by where they ended (reason).", "interface", "reason")
+	bytesMetric = telemetry.Counter("upf_bytes_total",
+		"Octets of the packets the UPF's data path received on an interface, by where they ended (reason).", "interface", "reason")
+	urrEventsLostMetric = telemetry.Counter("upf_urr_events_lost_total",
+		"URR events the data path had no room for: a URR may have passed a limit unreported.")
+)
+
+// Metrics collects the data path's counters at scrape time: every
+// attached interface's by reason, and the URR events lost.
+func (d *Datapath) Metrics() prometheus.Collector {
+	return &telemetry.Collector{Families: []telemetry.Family{packetsMetric, bytesMetric, urrEventsLostMetric},
+		Read: func(ch chan<- prometheus.Metric) {
+			if ifaces, err := d.Counters(); err != nil {
+				packetsMetric.Fail(ch, err)
+			} else {
+				for _, i := range ifaces {
+					for _, reason := range ReasonNames {
+						c := i.Reasons[reason]
+						packetsMetric.Emit(ch, float64(c.Packets), i.Name, reason)
+						bytesMetric.Emit(ch, float64(c.Bytes), i.Name, reason)
+					}
+				}
+			}
+			if lost, err := d.URREventsLost(); err != nil {
+				urrEventsLostMetric.Fail(ch, err)
+			} else {
+				urrEventsLostMetric.Emit(ch, float64(lost))
+			}
+		}}
+}
