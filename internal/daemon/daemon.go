@@ -254,10 +254,11 @@ func (u *upf) close() error {
 }
 
 // openNetns opens the namespace the interfaces live in: a named one, or
-// the daemon's own.
+// netns.None() for the daemon's own, which it never has to enter (entering
+// a namespace takes CAP_SYS_ADMIN, which a container may not have).
 func openNetns(name string) (netns.NsHandle, error) {
 	if name == "" {
-		return netns.Get()
+		return netns.None(), nil
 	}
 	ns, err := netns.GetFromName(name)
 	if err != nil {
@@ -310,10 +311,13 @@ func attach(dp *upfxdp.Datapath, ns netns.NsHandle, cfg *config.Config, log *slo
 	})
 }
 
-// inNetns runs f on an OS thread of its own switched into ns. The thread
-// stays locked, so it ends with its goroutine and no other goroutine ever
-// runs in ns.
+// inNetns runs f on an OS thread of its own switched into ns, or on the
+// caller's for netns.None(). The thread stays locked, so it ends with its
+// goroutine and no other goroutine ever runs in ns.
 func inNetns(ns netns.NsHandle, f func() error) error {
+	if !ns.IsOpen() {
+		return f()
+	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -59,22 +59,7 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	type outcome struct {
-		sent uint64
-		err  error
-	}
-	var dirs []demo.Direction
-	var outcomes []chan outcome
-	for _, uplink := range []bool{true, false} {
-		dir, frame := flow(tb, uplink, demo.UEPacket(demo.UEAddr, demo.DNAddr, uplink, demo.UETTL))
-		gen := newGenerator(t)
-		done := make(chan outcome, 1)
-		go func() {
-			sent, _, err := dir.Send(gen, frame, rate*trafficTime, trafficgen.Options{Rate: rate})
-			done <- outcome{sent: sent, err: err}
-		}()
-		dirs, outcomes = append(dirs, dir), append(outcomes, done)
-	}
+	traffic := startFlows(t, tb, trafficTime)
 	for i := range restarts {
 		time.Sleep(restartEvery)
 		began := time.Now()
@@ -84,30 +69,10 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 		client, stop = startDaemon(t, cfg)
 		t.Logf("restart %d took %v", i+1, time.Since(began))
 	}
-	for _, done := range outcomes {
-		if len(done) > 0 {
-			t.Fatal("the traffic ended before the last restart: nothing tested")
-		}
+	if !traffic.running() {
+		t.Fatal("the traffic ended before the last restart: nothing tested")
 	}
-
-	for i, dir := range dirs {
-		o := <-outcomes[i]
-		if o.err != nil {
-			t.Fatal(o.err)
-		}
-		delivered, err := dir.Delivered(o.sent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lost := int64(o.sent) - int64(delivered)
-		t.Logf("%s through %d restarts: sent %d, delivered %d, lost %d", dir.Name, restarts, o.sent, delivered, lost)
-		switch {
-		case lost > 0:
-			t.Errorf("%s lost %d of %d packets", dir.Name, lost, o.sent)
-		case lost < 0:
-			t.Errorf("%s delivered %d packets more than the generator reported sending", dir.Name, -lost)
-		}
-	}
+	traffic.lossless(t, fmt.Sprintf("through %d restarts", restarts))
 	stats, err := client.Stats(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +82,75 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 	t.Logf("data path counters:\n%s", &table)
 	if err := stop(); err != nil {
 		t.Error(err)
+	}
+}
+
+// flows are the REST session's packets (sessionDocument) sent both ways at
+// rate for a while, from the moment startFlows starts them.
+type flows struct {
+	dirs     []demo.Direction
+	before   []uint64 // what each direction's sink had matched before
+	outcomes []chan flowOutcome
+}
+
+type flowOutcome struct {
+	sent uint64
+	err  error
+}
+
+func startFlows(t *testing.T, tb *demo.Testbed, seconds uint64) *flows {
+	t.Helper()
+	f := &flows{}
+	for _, uplink := range []bool{true, false} {
+		dir, frame := flow(tb, uplink, demo.UEPacket(demo.UEAddr, demo.DNAddr, uplink, demo.UETTL))
+		before, err := dir.Sink.Counts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := newGenerator(t)
+		done := make(chan flowOutcome, 1)
+		go func() {
+			sent, _, err := dir.Send(gen, frame, rate*seconds, trafficgen.Options{Rate: rate})
+			done <- flowOutcome{sent: sent, err: err}
+		}()
+		f.dirs, f.outcomes = append(f.dirs, dir), append(f.outcomes, done)
+		f.before = append(f.before, before.MatchPackets)
+	}
+	return f
+}
+
+// running says whether both directions are still sending.
+func (f *flows) running() bool {
+	for _, done := range f.outcomes {
+		if len(done) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lossless waits for the flows to end and fails the test for each packet
+// lost, or delivered more than sent, during what happened.
+func (f *flows) lossless(t *testing.T, during string) {
+	t.Helper()
+	for i, dir := range f.dirs {
+		o := <-f.outcomes[i]
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		delivered, err := dir.Delivered(f.before[i] + o.sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delivered -= f.before[i]
+		lost := int64(o.sent) - int64(delivered)
+		t.Logf("%s %s: sent %d, delivered %d, lost %d", dir.Name, during, o.sent, delivered, lost)
+		switch {
+		case lost > 0:
+			t.Errorf("%s lost %d of %d packets %s", dir.Name, lost, o.sent, during)
+		case lost < 0:
+			t.Errorf("%s delivered %d packets more than the generator reported sending %s", dir.Name, -lost, during)
+		}
 	}
 }
 
