@@ -1,0 +1,149 @@
+{{- define "xdp5g.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "xdp5g.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "xdp5g.labels" -}}
+{{ include "xdp5g.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The name of the Secret holding the API's token, under the key "token". */}}
+{{- define "xdp5g.tokenSecret" -}}
+{{- .Values.apiToken.existingSecret | default (printf "%s-api-token" (include "xdp5g.fullname" .)) -}}
+{{- end -}}
+
+{{/* The API's TCP port, from config.api.listen. */}}
+{{- define "xdp5g.apiPort" -}}
+{{- splitList ":" .Values.config.api.listen | last | atoi -}}
+{{- end -}}
+
+{{- define "xdp5g.scheme" -}}
+{{- if (.Values.config.api.tls | default dict).cert_file }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
+
+{{/* A node's configuration: config with the node's over it, and the token. */}}
+{{- define "xdp5g.nodeConfig" -}}
+{{- $cfg := mergeOverwrite (deepCopy .root.Values.config) (deepCopy (.node.config | default dict)) -}}
+{{- $_ := set $cfg "api" (merge (dict "token_file" "/etc/xdp5g/secret/token") $cfg.api) -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{/*
+The pod template of the UPF of one node (.node set: workload Deployment,
+with its Multus attachments) or of every node in `nodes` (DaemonSet, on the
+nodes' own interfaces).
+*/}}
+{{- define "xdp5g.podTemplate" -}}
+{{- $root := .root -}}
+{{- $v := $root.Values -}}
+metadata:
+  labels:
+    {{- include "xdp5g.selectorLabels" $root | nindent 4 }}
+    {{- with .node }}
+    xdp5g.io/node: {{ . }}
+    {{- end }}
+  annotations:
+    checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+    {{- with .node }}
+    {{- $addresses := (index $v.nodes .).addresses | default dict }}
+    {{- $networks := list }}
+    {{- range $name, $_ := $v.multus.networks }}
+    {{- $network := dict "name" (printf "%s-%s" (include "xdp5g.fullname" $root) $name) "interface" $name }}
+    {{- with index $addresses $name }}
+    {{- $_ := set $network "ips" . }}
+    {{- end }}
+    {{- $networks = append $networks $network }}
+    {{- end }}
+    k8s.v1.cni.cncf.io/networks: {{ toJson $networks | quote }}
+    {{- end }}
+spec:
+  {{- if not .node }}
+  hostNetwork: true
+  dnsPolicy: ClusterFirstWithHostNet
+  {{- end }}
+  automountServiceAccountToken: false
+  priorityClassName: {{ $v.priorityClassName }}
+  terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchFields:
+              - key: metadata.name
+                operator: In
+                values: {{ ternary (list .node) (keys $v.nodes | sortAlpha) (not (empty .node)) | toJson }}
+  {{- with $v.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $v.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  containers:
+    - name: xdp5g
+      image: "{{ $v.image.repository }}:{{ $v.image.tag | default $root.Chart.AppVersion }}"
+      imagePullPolicy: {{ $v.image.pullPolicy }}
+      args: [run, --config, /etc/xdp5g/config/$(NODE_NAME).yaml]
+      env:
+        - name: NODE_NAME
+          valueFrom:
+            fieldRef: {fieldPath: spec.nodeName}
+      ports:
+        - {name: api, containerPort: {{ include "xdp5g.apiPort" $root }}, protocol: TCP}
+        {{- if $v.config.pfcp }}
+        - {name: pfcp, containerPort: 8805, protocol: UDP}
+        {{- end }}
+      livenessProbe:
+        httpGet: {path: /healthz, port: api, scheme: {{ include "xdp5g.scheme" $root }}}
+        periodSeconds: 10
+        failureThreshold: 3
+      readinessProbe:
+        httpGet: {path: /readyz, port: api, scheme: {{ include "xdp5g.scheme" $root }}}
+        periodSeconds: 2
+      resources:
+        {{- $resources := deepCopy $v.resources }}
+        {{- if and .node (eq $v.multus.type "sriov") }}
+        {{- range $_, $net := $v.multus.networks }}
+        {{- $_ := set $resources.requests $net.resourceName "1" }}
+        {{- $_ := set $resources.limits $net.resourceName "1" }}
+        {{- end }}
+        {{- end }}
+        {{- toYaml $resources | nindent 8 }}
+      securityContext:
+        runAsUser: 0
+        readOnlyRootFilesystem: true
+        allowPrivilegeEscalation: false
+        capabilities:
+          drop: [ALL]
+          add: {{ toJson $v.capabilities }}
+        seccompProfile:
+          {{- toYaml $v.seccompProfile | nindent 10 }}
+      volumeMounts:
+        - {name: config, mountPath: /etc/xdp5g/config, readOnly: true}
+        - {name: api-token, mountPath: /etc/xdp5g/secret, readOnly: true}
+        - {name: bpffs, mountPath: /sys/fs/bpf}
+        - {name: state, mountPath: /var/lib/xdp5g}
+  volumes:
+    - name: config
+      configMap: {name: {{ include "xdp5g.fullname" $root }}}
+    - name: api-token
+      secret: {secretName: {{ include "xdp5g.tokenSecret" $root }}, defaultMode: 0400}
+    # The host's bpffs: the pinned maps and XDP links outlive the pod.
+    - name: bpffs
+      hostPath: {path: /sys/fs/bpf, type: Directory}
+    # The REST API's sessions and the classifier's rules, kept across pods.
+    - name: state
+      hostPath: {path: /var/lib/xdp5g/{{ include "xdp5g.fullname" $root }}, type: DirectoryOrCreate}
+{{- end -}}

@@ -1,0 +1,351 @@
+// Package deploytest checks what xdp5g ships beside its binary: the Helm
+// chart, rendered and decoded as Kubernetes would take it, the Grafana
+// dashboard against a running daemon's metrics, and the systemd unit.
+package deploytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/xdp5g/xdp5g/internal/config"
+)
+
+// helm is Helm as the Go module proxy serves it, pinned.
+const helm = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+
+const chart = "../../../deploy/helm/xdp5g"
+
+// The capabilities the daemon needs (docs/operations.md, "Containers").
+var capabilities = []corev1.Capability{"BPF", "PERFMON", "NET_ADMIN", "NET_RAW"}
+
+// networkAttachmentDefinition is Multus's k8s.cni.cncf.io/v1 type, whose
+// Go module the proxy does not serve: a CNI configuration as JSON.
+type networkAttachmentDefinition struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Config string `json:"config"`
+	} `json:"spec"`
+}
+
+// rendered are the objects a values file renders, by kind.
+type rendered struct {
+	configMaps   []corev1.ConfigMap
+	secrets      []corev1.Secret
+	services     []corev1.Service
+	daemonSets   []appsv1.DaemonSet
+	deployments  []appsv1.Deployment
+	monitors     []monitoringv1.ServiceMonitor
+	attachments  []networkAttachmentDefinition
+	podTemplates []corev1.PodTemplateSpec
+}
+
+// Every values file of the chart lints, renders, and renders objects that
+// decode strictly into the Kubernetes API's Go types (an unknown or
+// misspelt field fails), and that fit together: each node's configuration
+// loads with the daemon's own loader and has a pod, the pods mount what
+// the configuration names, probe the API's port, run with the daemon's
+// capabilities only and the host's bpffs, and attach the networks the
+// chart defines; the ServiceMonitor scrapes the Service with the token.
+func TestChart(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(chart, "ci", "*-values.yaml"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("values files %v, %v: want the UPF's, the classifier's and the CU-UP's", files, err)
+	}
+	for _, values := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(values), "-values.yaml"), func(t *testing.T) {
+			runHelm(t, "lint", "--strict", chart, "-f", values)
+			r := decodeAll(t, runHelm(t, "template", "xdp5g", chart, "-f", values, "--namespace", "upf"))
+			checkRendered(t, r)
+		})
+	}
+	t.Run("without nodes", func(t *testing.T) {
+		out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "nodes: name the nodes that run xdp5g") {
+			t.Errorf("rendered without nodes: %v\n%s", err, out)
+		}
+	})
+}
+
+// A misspelt field fails the decoding.
+func TestStrictDecoding(t *testing.T) {
+	doc := "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\nspec:\n  template:\n    spec:\n      containers: [{name: x, securityContxt: {}}]\n"
+	var r rendered
+	if err := decode(doc, &r); err == nil || !strings.Contains(err.Error(), "securityContxt") {
+		t.Errorf("a misspelt field: %v; want an error naming it", err)
+	}
+}
+
+func runHelm(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("go", append([]string{"run", helm}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, &stdout, &stderr)
+	}
+	return stdout.String()
+}
+
+var separator = regexp.MustCompile(`(?m)^---$`)
+
+func decodeAll(t *testing.T, manifests string) *rendered {
+	t.Helper()
+	r := &rendered{}
+	for _, doc := range separator.Split(manifests, -1) {
+		if strings.TrimSpace(strings.TrimPrefix(doc, "\n")) == "" {
+			continue
+		}
+		if err := decode(doc, r); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+	}
+	return r
+}
+
+// decode decodes one YAML document strictly into the Go type of its kind
+// and adds it to r.
+func decode(doc string, r *rendered) error {
+	data, err := yaml.YAMLToJSONStrict([]byte(doc))
+	if err != nil {
+		return err
+	}
+	var meta metav1.TypeMeta
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return err
+	}
+	strict := func(v any) error {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			return fmt.Errorf("%s %s: %w", meta.APIVersion, meta.Kind, err)
+		}
+		return nil
+	}
+	switch meta.APIVersion + " " + meta.Kind {
+	case "v1 ConfigMap":
+		return add(strict, &r.configMaps)
+	case "v1 Secret":
+		return add(strict, &r.secrets)
+	case "v1 Service":
+		return add(strict, &r.services)
+	case "apps/v1 DaemonSet":
+		return add(strict, &r.daemonSets)
+	case "apps/v1 Deployment":
+		return add(strict, &r.deployments)
+	case "monitoring.coreos.com/v1 ServiceMonitor":
+		return add(strict, &r.monitors)
+	case "k8s.cni.cncf.io/v1 NetworkAttachmentDefinition":
+		return add(strict, &r.attachments)
+	}
+	return fmt.Errorf("unexpected %s %s", meta.APIVersion, meta.Kind)
+}
+
+func add[T any](strict func(any) error, to *[]T) error {
+	var v T
+	if err := strict(&v); err != nil {
+		return err
+	}
+	*to = append(*to, v)
+	return nil
+}
+
+func checkRendered(t *testing.T, r *rendered) {
+	t.Helper()
+	if len(r.configMaps) != 1 || len(r.secrets) != 1 || len(r.services) != 1 || len(r.monitors) != 1 {
+		t.Fatalf("%d ConfigMaps, %d Secrets, %d Services, %d ServiceMonitors; want one each",
+			len(r.configMaps), len(r.secrets), len(r.services), len(r.monitors))
+	}
+	var nodes []string
+	var apiPort int
+	dir := t.TempDir()
+	for name, content := range r.configMaps[0].Data {
+		node, ok := strings.CutSuffix(name, ".yaml")
+		if !ok {
+			t.Errorf("ConfigMap key %s: want NODE.yaml", name)
+			continue
+		}
+		nodes = append(nodes, node)
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(path)
+		if err != nil {
+			t.Errorf("node %s: %v", node, err)
+			continue
+		}
+		if cfg.API.TokenFile != "/etc/xdp5g/secret/token" {
+			t.Errorf("node %s: api.token_file %s, want the Secret's /etc/xdp5g/secret/token", node, cfg.API.TokenFile)
+		}
+		if _, err := fmt.Sscanf(cfg.API.Listen[strings.LastIndex(cfg.API.Listen, ":")+1:], "%d", &apiPort); err != nil {
+			t.Errorf("node %s: api.listen %s", node, cfg.API.Listen)
+		}
+	}
+	slices.Sort(nodes)
+
+	// Each node's pod: the DaemonSet's on every node, or a Deployment each.
+	var scheduled []string
+	switch {
+	case len(r.daemonSets) == 1 && len(r.deployments) == 0:
+		ds := r.daemonSets[0]
+		if !ds.Spec.Template.Spec.HostNetwork {
+			t.Error("the DaemonSet's pods are not on the host network")
+		}
+		scheduled = nodeNames(t, ds.Spec.Template.Spec)
+		r.podTemplates = append(r.podTemplates, ds.Spec.Template)
+	case len(r.daemonSets) == 0 && len(r.deployments) == len(nodes):
+		for _, d := range r.deployments {
+			if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+				t.Errorf("Deployment %s: %d replicas, strategy %s; want 1, Recreate", d.Name, *d.Spec.Replicas, d.Spec.Strategy.Type)
+			}
+			scheduled = append(scheduled, nodeNames(t, d.Spec.Template.Spec)...)
+			r.podTemplates = append(r.podTemplates, d.Spec.Template)
+		}
+	default:
+		t.Fatalf("%d DaemonSets and %d Deployments for %d nodes", len(r.daemonSets), len(r.deployments), len(nodes))
+	}
+	slices.Sort(scheduled)
+	if !slices.Equal(scheduled, nodes) {
+		t.Errorf("pods scheduled on %v, configurations for %v", scheduled, nodes)
+	}
+
+	secret := r.secrets[0]
+	if len(secret.Data["token"]) < 16 {
+		t.Errorf("Secret %s: a token of %d characters, want 16 at least", secret.Name, len(secret.Data["token"]))
+	}
+	for _, tmpl := range r.podTemplates {
+		checkPod(t, tmpl, r, secret.Name, apiPort)
+	}
+	svc, sm := r.services[0], r.monitors[0]
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "api" && int(p.Port) == apiPort }) {
+		t.Errorf("Service %s has no port api on %d", svc.Name, apiPort)
+	}
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("ServiceMonitor %s: %d endpoints, want 1", sm.Name, len(sm.Spec.Endpoints))
+	}
+	ep := sm.Spec.Endpoints[0]
+	if ep.Port != "api" || ep.Path != "/metrics" || ep.Authorization == nil ||
+		ep.Authorization.Credentials.Name != secret.Name || ep.Authorization.Credentials.Key != "token" {
+		t.Errorf("ServiceMonitor %s scrapes %+v; want /metrics on port api with the token of %s", sm.Name, ep, secret.Name)
+	}
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor %s selects %s=%s, which Service %s lacks", sm.Name, k, v, svc.Name)
+		}
+	}
+}
+
+// nodeNames are the nodes a pod is pinned to by name.
+func nodeNames(t *testing.T, spec corev1.PodSpec) []string {
+	t.Helper()
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		t.Fatal("a pod without required node affinity")
+	}
+	var names []string
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn {
+				names = append(names, f.Values...)
+			}
+		}
+	}
+	return names
+}
+
+func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort int) {
+	t.Helper()
+	spec := tmpl.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("%d containers, want xdp5g's", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if !slices.Equal(c.Args, []string{"run", "--config", "/etc/xdp5g/config/$(NODE_NAME).yaml"}) ||
+		len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil ||
+		c.Env[0].ValueFrom.FieldRef == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("the container runs %v with %+v; want its node's configuration", c.Args, c.Env)
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "api" && int(p.ContainerPort) == apiPort }) {
+		t.Errorf("no container port api on %d: %+v", apiPort, c.Ports)
+	}
+	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.StrVal != "api" {
+			t.Errorf("probe %+v, want GET %s on port api", probe, want)
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+		!slices.Equal(sc.Capabilities.Add, capabilities) || sc.Privileged != nil ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("security context %+v; want all capabilities dropped but %v, a read-only root, no escalation", sc, capabilities)
+	}
+
+	mounts := map[string]string{} // volume by mount path
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+	}
+	if v := volumes[mounts["/sys/fs/bpf"]]; v.HostPath == nil || v.HostPath.Path != "/sys/fs/bpf" {
+		t.Errorf("/sys/fs/bpf is %+v; want the host's bpffs", v)
+	}
+	if v := volumes[mounts["/etc/xdp5g/config"]]; v.ConfigMap == nil || v.ConfigMap.Name != r.configMaps[0].Name {
+		t.Errorf("/etc/xdp5g/config is %+v; want ConfigMap %s", v, r.configMaps[0].Name)
+	}
+	if v := volumes[mounts["/etc/xdp5g/secret"]]; v.Secret == nil || v.Secret.SecretName != secret {
+		t.Errorf("/etc/xdp5g/secret is %+v; want Secret %s", v, secret)
+	}
+	if v := volumes[mounts["/var/lib/xdp5g"]]; v.HostPath == nil {
+		t.Errorf("/var/lib/xdp5g is %+v; want a directory of the host", v)
+	}
+
+	// Multus: each network of the pod has its definition.
+	selection, ok := tmpl.Annotations["k8s.v1.cni.cncf.io/networks"]
+	if spec.HostNetwork != !ok {
+		t.Errorf("host network %v with Multus networks %q", spec.HostNetwork, selection)
+	}
+	if !ok {
+		return
+	}
+	var networks []struct {
+		Name      string   `json:"name"`
+		Interface string   `json:"interface"`
+		IPs       []string `json:"ips"`
+	}
+	if err := json.Unmarshal([]byte(selection), &networks); err != nil {
+		t.Fatalf("the networks annotation: %v", err)
+	}
+	for _, n := range networks {
+		i := slices.IndexFunc(r.attachments, func(a networkAttachmentDefinition) bool { return a.Name == n.Name })
+		if i < 0 {
+			t.Errorf("network %s has no NetworkAttachmentDefinition", n.Name)
+			continue
+		}
+		var cni struct {
+			CNIVersion string `json:"cniVersion"`
+			Type       string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(r.attachments[i].Spec.Config), &cni); err != nil || cni.CNIVersion == "" ||
+			(cni.Type != "macvlan" && cni.Type != "sriov") {
+			t.Errorf("NetworkAttachmentDefinition %s: %v, config %s", n.Name, err, r.attachments[i].Spec.Config)
+		}
+	}
+}
