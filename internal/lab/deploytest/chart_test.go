@@ -29,8 +29,12 @@ const helm = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 
 const chart = "../../../deploy/helm/xdp5g"
 
-// The capabilities the daemon needs (docs/operations.md, "Containers").
-var capabilities = []corev1.Capability{"BPF", "PERFMON", "NET_ADMIN", "NET_RAW"}
+// The capabilities the daemon needs (docs/operations.md, "Containers"),
+// and with a CU-UP on AF_XDP, CAP_IPC_LOCK for its UMEMs.
+var (
+	capabilities = []corev1.Capability{"BPF", "PERFMON", "NET_ADMIN", "NET_RAW"}
+	withAFXDP    = append(slices.Clone(capabilities), "IPC_LOCK")
+)
 
 // networkAttachmentDefinition is Multus's k8s.cni.cncf.io/v1 type, whose
 // Go module the proxy does not serve: a CNI configuration as JSON.
@@ -172,6 +176,7 @@ func checkRendered(t *testing.T, r *rendered) {
 	}
 	var nodes []string
 	var apiPort int
+	caps := capabilities
 	dir := t.TempDir()
 	for name, content := range r.configMaps[0].Data {
 		node, ok := strings.CutSuffix(name, ".yaml")
@@ -188,6 +193,9 @@ func checkRendered(t *testing.T, r *rendered) {
 		if err != nil {
 			t.Errorf("node %s: %v", node, err)
 			continue
+		}
+		if cfg.CUUP != nil && cfg.CUUP.IO == config.CUUPAFXDP {
+			caps = withAFXDP
 		}
 		if cfg.API.TokenFile != "/etc/xdp5g/secret/token" {
 			t.Errorf("node %s: api.token_file %s, want the Secret's /etc/xdp5g/secret/token", node, cfg.API.TokenFile)
@@ -229,7 +237,7 @@ func checkRendered(t *testing.T, r *rendered) {
 		t.Errorf("Secret %s: a token of %d characters, want 16 at least", secret.Name, len(secret.Data["token"]))
 	}
 	for _, tmpl := range r.podTemplates {
-		checkPod(t, tmpl, r, secret.Name, apiPort)
+		checkPod(t, tmpl, r, secret.Name, apiPort, caps)
 	}
 	svc, sm := r.services[0], r.monitors[0]
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "api" && int(p.Port) == apiPort }) {
@@ -268,7 +276,7 @@ func nodeNames(t *testing.T, spec corev1.PodSpec) []string {
 	return names
 }
 
-func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort int) {
+func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort int, capabilities []corev1.Capability) {
 	t.Helper()
 	spec := tmpl.Spec
 	if len(spec.Containers) != 1 {
