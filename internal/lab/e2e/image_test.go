@@ -132,18 +132,7 @@ func TestImage(t *testing.T) {
 	// An SMF that sees a later Recovery Time Stamp establishes its
 	// session again, on the TEID and UE address it had.
 	if recoveryTime(t, smf).After(recovery) {
-		if _, err := smf.Associate(); err != nil {
-			t.Fatal(err)
-		}
-		req := smf.PDUSessionRequest(cpSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
-		withFTEID(req, sess.TEID, demo.N3Addr)
-		resp, err := smf.SendEstablishment(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pfcptest.Accepted("establishment after the restart", resp.Cause); err != nil {
-			t.Fatal(err)
-		}
+		establishAgain(t, smf, cpSEID, sess, "after the restart")
 	}
 	delivered(t, tb, "the SMF's session after the restart", pfcpUp, pfcpDown)
 	// The data path's counters live in its pinned maps: they went on
