@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,15 +122,60 @@ func TestDaemonRestartLosesNothing(t *testing.T) {
 	}
 }
 
-// restartPool is the UE pool of TestRestartDropsPFCPSessions, apart from
-// the UE address of sessionDocument.
+// restartPool is the UE pool of the restart tests, apart from the UE
+// address of sessionDocument.
 var restartPool = netip.MustParsePrefix("10.46.0.0/24")
 
-// A restarted daemon keeps the REST API's sessions but not the SMFs': it
-// keeps no PFCP state, so it drops their sessions, which frees their TEIDs
-// and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
-// which they establish them again.
-func TestRestartDropsPFCPSessions(t *testing.T) {
+// A restarted daemon keeps the SMFs' sessions, as the REST API's: it takes
+// its PFCP state up, so the SMF sees the same Recovery Time Stamp, its
+// association and session are there, forwarding, and it changes and
+// deletes the session as if nothing had happened.
+func TestRestartKeepsPFCPSessions(t *testing.T) {
+	tb := demotest.Testbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	client, stop := startDaemon(t, cfg)
+	smf := associatedSMF(t, cfg)
+	const cpSEID = 0x5eed
+	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down := sessionFrames(tb, sess.TEID, sess.UE)
+	delivered(t, tb, "the SMF's session", up, down)
+	before := recoveryTime(t, smf)
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	client, stop = startDaemon(t, cfg)
+	if _, err := client.Session(t.Context(), sess.SEID); err != nil {
+		t.Errorf("the SMF's session after the restart: %v", err)
+	}
+	delivered(t, tb, "the SMF's session after the restart", up, down)
+	if after := recoveryTime(t, smf); !after.Equal(before) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want the same", after, before)
+	}
+	resp, err := smf.Modify(pfcptest.HandoverRequest(sess.SEID, demo.GNBAddr, demo.DownlinkTEID+1))
+	if err == nil {
+		err = pfcptest.Accepted("moving the kept session's downlink", resp.Cause)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	if err := smf.Delete(sess.SEID); err != nil {
+		t.Error(err)
+	}
+	notForwarded(t, tb, client, "of the deleted session", up, down)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A PFCP state that was cut short is not used: the daemon says why, drops
+// the SMFs' sessions (keeping the REST API's), which frees their TEIDs and
+// UE addresses, and shows the SMFs a later Recovery Time Stamp, upon which
+// they establish them again.
+func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, restartPool)
 	client, stop := startDaemon(t, cfg)
@@ -148,7 +195,22 @@ func TestRestartDropsPFCPSessions(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	client, stop = startDaemon(t, cfg)
+	journals, err := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "journal-*.log"))
+	if err != nil || len(journals) == 0 {
+		t.Fatalf("no journal in %s: %v", cfg.PFCP.StateDir, err)
+	}
+	st, err := os.Stat(journals[len(journals)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(journals[len(journals)-1], st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	client, stop = startDaemonLogging(t, cfg, &log)
+	if line := log.line("PFCP state not restored"); !strings.Contains(line, "was written") {
+		t.Errorf("the log says %q; want why the PFCP state was not restored", line)
+	}
 	var apiErr *api.Error
 	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Errorf("the SMF's session after the restart: %v; want 404", err)
@@ -177,6 +239,30 @@ func TestRestartDropsPFCPSessions(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Error(err)
 	}
+}
+
+// lockedBuffer keeps a daemon's log, written and read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// line is the first line with s.
+func (l *lockedBuffer) line(s string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for line := range strings.Lines(l.b.String()) {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
 
 // recoveryTime is the UPF's Recovery Time Stamp, as a Heartbeat Response
@@ -261,9 +347,17 @@ state_file: %s
 // cancels it and returns what Run returned; the test's cleanup stops it too.
 func startDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
 	t.Helper()
+	return startDaemonLogging(t, cfg, io.Discard)
+}
+
+// startDaemonLogging is startDaemon with the log copied to w too.
+func startDaemonLogging(t *testing.T, cfg *config.Config, w io.Writer) (client *api.Client, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	go func() {
+		done <- daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), w), nil)))
+	}()
 	stop = sync.OnceValue(func() error {
 		cancel()
 		return <-done

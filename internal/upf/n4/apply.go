@@ -140,6 +140,7 @@ func (h *Handler) commit(c *change) {
 		delete(h.chosen, teid)
 	}
 	h.sessions[s.seid] = s
+	h.touched[s.seid] = true
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 	}
@@ -175,7 +176,12 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	}
 	h.supervise(nil, s.gnbs())
 	h.index(s.seid, nil, s.tunnels())
-	return h.out.withdraw(s.seid), nil
+	h.touched[s.seid] = true
+	unsent = h.out.withdraw(s.seid)
+	for _, r := range unsent {
+		h.done(r.id)
+	}
+	return unsent, nil
 }
 
 // allocateSEID picks a UP SEID no session of the store has.

@@ -124,9 +124,12 @@ type Resolver struct {
 	closed bool
 	pool   *slotpool.Pool
 
-	dsts    map[netip.Addr]*dstEntry
-	nbrs    map[nbrKey]*nbrEntry
-	statics map[netip.Addr]net.HardwareAddr
+	dsts map[netip.Addr]*dstEntry
+	nbrs map[nbrKey]*nbrEntry
+	// previous are the slots a previous run left written that no FAR has
+	// taken up again (Adopt) yet: ReleasePrevious quarantines them.
+	previous map[uint32]bool
+	statics  map[netip.Addr]net.HardwareAddr
 
 	links     map[int]linkInfo
 	neighs    map[nbrKey]neighInfo
@@ -178,7 +181,8 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	}
 	r.h = h
 	// A previous run's slots keep serving its FARs until the sessions are
-	// restored into fresh ones, so they are quarantined, not cleared.
+	// restored, in place (Adopt) or into fresh slots, so they are held
+	// until ReleasePrevious, then quarantined, not cleared.
 	previous := map[uint32]bool{}
 	for slot := uint32(KernelSlot + 1); slot < dp.NexthopCapacity(); slot++ {
 		nh, err := dp.Nexthop(slot)
@@ -193,9 +197,7 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	// they can.
 	r.pool = slotpool.New(slotpool.Config{Name: "next-hop", First: KernelSlot + 1, Size: dp.NexthopCapacity(), PreferNew: true})
 	r.pool.Adopt(previous)
-	for slot := range previous {
-		r.pool.Release(slot)
-	}
+	r.previous = previous
 	routes, err := dp.Routes()
 	if err != nil {
 		return nil, fmt.Errorf("reading the route maps: %w", err)
@@ -278,6 +280,39 @@ func (r *Resolver) Acquire(dst netip.Addr) (uint32, error) {
 	}
 	r.dsts[dst] = e
 	return slot, nil
+}
+
+// Adopt is Acquire for a FAR that a previous run installed with slot: dst
+// keeps that slot, if the previous run left it and dst has none yet, so
+// that the FAR needs no rewriting. Otherwise it gets what Acquire gives.
+func (r *Resolver) Adopt(dst netip.Addr, slot uint32) (uint32, error) {
+	dst = dst.Unmap()
+	r.mu.Lock()
+	_, has := r.dsts[dst]
+	if has || !r.previous[slot] || r.closed {
+		r.mu.Unlock()
+		return r.Acquire(dst)
+	}
+	defer r.mu.Unlock()
+	delete(r.previous, slot)
+	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
+	if err := r.write(&e.slotState, true); err != nil {
+		r.pool.Release(slot)
+		return 0, fmt.Errorf("writing next-hop slot %d: %w", slot, err)
+	}
+	r.dsts[dst] = e
+	return slot, nil
+}
+
+// ReleasePrevious quarantines the previous run's slots that no FAR took up
+// again: no restored session uses them.
+func (r *Resolver) ReleasePrevious() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for slot := range r.previous {
+		r.pool.Release(slot)
+	}
+	r.previous = nil
 }
 
 // Release drops a reference taken by Acquire; the last one clears the slot

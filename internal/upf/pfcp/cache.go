@@ -73,3 +73,17 @@ func (c *responseCache) forget(k cacheKey) {
 	delete(c.current, k)
 	delete(c.previous, k)
 }
+
+// each calls f with every response cached and not expired.
+func (c *responseCache) each(f func(cacheKey, cachedResponse)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, m := range []map[cacheKey]cachedResponse{c.previous, c.current} {
+		for k, r := range m {
+			if r.encoded != nil && now.Before(r.expires) {
+				f(k, r)
+			}
+		}
+	}
+}

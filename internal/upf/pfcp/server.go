@@ -22,6 +22,8 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 )
 
 // Defaults of the Config settings left zero.
@@ -62,6 +64,13 @@ type Config struct {
 	N1 int
 
 	Handler SessionHandler
+	// Journal, if set, keeps the server's state and the handler's across
+	// restarts (see state.go): each request is served in a transaction
+	// (n4state.Log.Begin), which its response waits for. Restored is the
+	// state a previous run kept, to take up; without one, the server has
+	// a new Recovery Time Stamp, the time of New.
+	Journal  *n4state.Log
+	Restored *State
 	// OnPeerRestarted and OnPeerLost, if set, are told of an associated
 	// peer's restart (after which Handler.DropPeer follows) and of its
 	// heartbeats going unanswered. They are called like Handler.
@@ -147,7 +156,6 @@ func New(cfg Config) (*Server, error) {
 		conn:     conn,
 		rawConn:  rawConn,
 		nodeID:   nodeIDIE(cfg.NodeID),
-		recovery: ie.NewRecoveryTimeStamp(time.Now()),
 		features: upFeaturesIE(cfg.Features),
 		jobs:     make(chan func(), queueLen),
 		sends:    make(chan func(), queueLen),
@@ -155,9 +163,19 @@ func New(cfg Config) (*Server, error) {
 		// uses the same T1 and N1.
 		cache:  newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
 		tx:     newTransactions(),
-		assocs: associations{byNode: map[string]*association{}},
+		assocs: associations{byNode: map[string]*association{}, log: cfg.Journal},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if st := cfg.Restored; st != nil && st.Recovery != 0 {
+		s.restore(st)
+	} else {
+		s.recovery = ie.NewRecoveryTimeStamp(time.Now())
+		ts, _ := recoveryStamp(s.recovery)
+		txn := cfg.Journal.Txn()
+		txn.Put(n4state.KindRecovery, func(e *n4state.Enc) { e.Uint(uint64(ts)) })
+		txn.Commit()
+		txn.Wait()
+	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(func() { s.drain(s.jobs, s.runJob) })
 	s.wg.Go(func() { s.drain(s.sends, s.run) })
@@ -172,6 +190,16 @@ func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
+
+// Recovery is the server's Recovery Time Stamp.
+func (s *Server) Recovery() time.Time {
+	ts, _ := recoveryStamp(s.recovery)
+	return recoveryTime(ts)
+}
+
+// Snapshot writes the server's part of the state into a compaction of its
+// journal (n4state.Log.Compact).
+func (s *Server) Snapshot(l *n4state.Log) { s.snapshot(l) }
 
 // Associations lists the established associations by Node ID.
 func (s *Server) Associations() []Association { return s.assocs.list() }
@@ -299,12 +327,17 @@ func (s *Server) nothingToRead() bool {
 // sender.
 func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey, read time.Time) {
 	answered := false
+	txn := s.cfg.Journal.Begin()
 	defer func() {
 		if !answered {
+			txn.Commit() // what the request changed, without its response
 			s.cache.forget(key)
 		}
 	}()
-	resp := s.answer(req, body, from)
+	resp := func() message.Message {
+		defer s.cfg.Journal.End()
+		return s.answer(req, body, from)
+	}()
 	if resp == nil {
 		return
 	}
@@ -314,12 +347,12 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	// would only delay it.
 	if s.pending.Load() == 1 && s.unsent.Load() == 0 {
 		answered = true
-		s.sendResponse(resp, key, read)
+		s.sendResponse(resp, key, read, txn)
 		return
 	}
 	s.unsent.Add(1)
 	select {
-	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read) }:
+	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read, txn) }:
 		answered = true
 	case <-s.ctx.Done():
 		s.unsent.Add(-1)
@@ -327,8 +360,10 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 }
 
 // sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender (or by the job: see serve).
-func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time) {
+// time read, on the sender (or by the job: see serve). A request that
+// changed the state has its response journaled with the change, and sent
+// once that is written.
+func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time, txn *n4state.Txn) {
 	cached := false
 	defer func() {
 		if !cached {
@@ -337,10 +372,19 @@ func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time
 	}()
 	b, err := encode(resp)
 	if err != nil {
+		txn.Commit()
 		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
 		return
 	}
-	s.cache.finish(key, b, time.Now())
+	now := time.Now()
+	if !txn.Empty() {
+		txn.Put(n4state.KindResponse, func(e *n4state.Enc) {
+			encodeResponse(e, key, cachedResponse{encoded: b, expires: now.Add(s.cache.ttl)})
+		})
+		txn.Commit()
+		txn.Wait()
+	}
+	s.cache.finish(key, b, now)
 	cached = true
 	s.send(b, key.from)
 	s.stats.handled(time.Since(read))
@@ -378,7 +422,12 @@ func (s *Server) onWorker(f func()) bool {
 	done := make(chan bool, 1)
 	job := func() {
 		completed := false
-		defer func() { done <- completed }()
+		txn := s.cfg.Journal.Begin()
+		defer func() {
+			s.cfg.Journal.End()
+			txn.Commit()
+			done <- completed
+		}()
 		f()
 		completed = true
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -24,6 +25,16 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 		d.pdrWritten.Store(true)
 	}
 	return d.pdrs.put(slot, &p)
+}
+
+// SetPDRNexthop points the FAR of a PDR slot in use at another next-hop
+// slot, in one aligned store: a packet reads the old slot or the new one.
+func (d *Datapath) SetPDRNexthop(slot, nexthop uint32) error {
+	if slot >= d.pdrs.len() {
+		return fmt.Errorf("%s: slot %d is not in 0..%d", d.pdrs.name, slot, int64(d.pdrs.len())-1)
+	}
+	atomic.StoreUint32(&d.pdrs.at(slot).Far.Nexthop, nexthop)
+	return nil
 }
 
 // ZeroPDRCounters zeroes the counters of PDR slots on every CPU.
@@ -59,17 +70,12 @@ func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.sdfSets.put
 // SDFSetCapacity is the number of SDF filter slots.
 func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
 
-// SDFSet reads a slot of SDF filters back (tests).
-func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) {
-	var s SDFSet
-	return s, d.maps.SdfSets.Lookup(slot, &s)
-}
+// SDFSet reads a slot of SDF filters back (tests, restoring sessions in
+// place).
+func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) { return d.sdfSets.get(slot) }
 
-// PDR and QER read a slot back (tests, reconciliation).
-func (d *Datapath) PDR(slot uint32) (PDR, error) {
-	var p PDR
-	return p, d.maps.Pdrs.Lookup(slot, &p)
-}
+// PDR and QER read a slot back (tests, restoring sessions in place).
+func (d *Datapath) PDR(slot uint32) (PDR, error) { return d.pdrs.get(slot) }
 
 func (d *Datapath) QER(slot uint32) (QER, error) {
 	var q QER

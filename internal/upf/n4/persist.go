@@ -1,0 +1,526 @@
+package n4
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	"github.com/wmnsk/go-pfcp/message"
+
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// Persistence (Config.Journal): whatever changes a session — a request, a
+// report's answer, a URR's measurement — ends with the session recorded
+// as it now is (or as gone) in a transaction: a request's own, which the
+// PFCP server writes with its response, or else one of the handler's. A
+// session's record has the rules as the SMF wrote them, the UPF's choices,
+// its URRs' meters and the slots the store gave its rules, and a version
+// that orders it among the records of that session whatever order they
+// reach the journal in. A Session Report Request is recorded, with the
+// sequence number it goes out with, before it is sent, and recorded as
+// done once answered: one a restart catches unanswered is sent again, the
+// same request to the SMF, which takes it for a retransmission. Its usage
+// reports name the URR sequence numbers (UR-SEQN) too.
+
+// record writes what the handler's call changed into t; under h.mu.
+// Reports created meanwhile go to the outbox, to be sent once t is written.
+func (h *Handler) record(t *n4state.Txn) {
+	for _, seid := range slices.Sorted(maps.Keys(h.touched)) {
+		h.version++
+		v := h.version
+		s := h.sessions[seid]
+		if s == nil {
+			t.Put(n4state.KindSessionGone, func(e *n4state.Enc) { e.Uint(seid); e.Uint(v) })
+			continue
+		}
+		slots, _ := h.cfg.Store.Slots(seid)
+		t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, v, slots) })
+	}
+	clear(h.touched)
+	for _, id := range h.answered {
+		t.Put(n4state.KindReportDone, func(e *n4state.Enc) { e.Uint(id) })
+	}
+	h.answered = h.answered[:0]
+	for _, r := range h.created {
+		t.Put(n4state.KindReport, func(e *n4state.Enc) { encodeReport(e, r) })
+	}
+	lsn := t.LSN()
+	for _, r := range h.created {
+		r.lsn = lsn
+		h.out.put(*r)
+	}
+	h.created = h.created[:0]
+}
+
+// inRequest runs f, a change by the request the PFCP server serves, under
+// h.mu, and records it in the request's transaction (one of its own when
+// it is not the server's, and called directly).
+func (h *Handler) inRequest(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.cfg.Journal.Request()
+	if t == nil {
+		h.apartLocked(f)
+		return
+	}
+	f()
+	h.record(t)
+}
+
+// apart runs f, a change of the handler's own, under h.mu and records it
+// in a transaction of its own.
+func (h *Handler) apart(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.apartLocked(f)
+}
+
+func (h *Handler) apartLocked(f func()) {
+	t := h.cfg.Journal.Txn()
+	f()
+	h.record(t)
+	t.Commit()
+}
+
+// Snapshot writes the handler's part of the state into a compaction of
+// its journal (n4state.Log.Compact): every session and unanswered report,
+// a thousand sessions an entry, so that requests wait little for h.mu.
+func (h *Handler) Snapshot(l *n4state.Log) {
+	h.mu.Lock()
+	seids := slices.Collect(maps.Keys(h.sessions))
+	h.mu.Unlock()
+	var last uint64
+	for chunk := range slices.Chunk(seids, 1000) {
+		t := l.Txn()
+		h.mu.Lock()
+		for _, seid := range chunk {
+			if s := h.sessions[seid]; s != nil {
+				slots, _ := h.cfg.Store.Slots(seid)
+				t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, s.version, slots) })
+			}
+		}
+		h.mu.Unlock()
+		last = max(last, t.Commit())
+	}
+	t := l.Txn()
+	h.mu.Lock()
+	for _, r := range h.unanswered {
+		t.Put(n4state.KindReport, func(e *n4state.Enc) { encodeReport(e, r) })
+	}
+	h.mu.Unlock()
+	l.Wait(max(last, t.Commit()))
+}
+
+// Saved is the sessions and reports of a previous run's journal: replay the
+// journal into it, have the store take the sessions over (Kept), then give
+// it to New (Config.Restored).
+type Saved struct {
+	sessions map[uint64]savedSession
+	gone     map[uint64]uint64 // version of the record of a session gone
+	reports  map[uint64]*report
+	version  uint64 // the highest
+	reportID uint64
+}
+
+type savedSession struct {
+	s     *pfcpSession
+	slots session.Slots
+}
+
+// NewSaved returns a Saved to replay a journal into.
+func NewSaved() *Saved {
+	return &Saved{sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{}, reports: map[uint64]*report{}}
+}
+
+// Sessions is the number of sessions saved.
+func (sv *Saved) Sessions() int { return len(sv.sessions) }
+
+// Peers are the Node IDs of the SMFs the sessions are of.
+func (sv *Saved) Peers() map[string]bool {
+	peers := map[string]bool{}
+	for _, ss := range sv.sessions {
+		peers[ss.s.smf.NodeID] = true
+	}
+	return peers
+}
+
+// Replay reads an op of the journal; false for one of another owner's kind.
+func (sv *Saved) Replay(kind byte, value []byte) (bool, error) {
+	d := n4state.NewDec(value)
+	switch kind {
+	case n4state.KindSession:
+		s, v, slots := decodeSession(d)
+		if d.Err == nil && v > sv.sessions[s.seid].version() && v > sv.gone[s.seid] {
+			sv.sessions[s.seid] = savedSession{s, slots}
+		}
+		sv.version = max(sv.version, v)
+	case n4state.KindSessionGone:
+		seid, v := d.Uint(), d.Uint()
+		if v > sv.sessions[seid].version() {
+			delete(sv.sessions, seid)
+			sv.gone[seid] = v
+		}
+		sv.version = max(sv.version, v)
+	case n4state.KindReport:
+		r := decodeReport(d)
+		sv.reports[r.id] = r
+		sv.reportID = max(sv.reportID, r.id)
+	case n4state.KindReportDone:
+		delete(sv.reports, d.Uint())
+	default:
+		return false, nil
+	}
+	return true, d.Done()
+}
+
+func (ss savedSession) version() uint64 {
+	if ss.s == nil {
+		return 0
+	}
+	return ss.s.version
+}
+
+// Kept are the sessions as the store takes them over.
+func (sv *Saved) Kept() []session.Kept {
+	kept := make([]session.Kept, 0, len(sv.sessions))
+	for _, ss := range sv.sessions {
+		kept = append(kept, session.Kept{Session: ss.s.rules(), Slots: ss.slots})
+	}
+	return kept
+}
+
+// restore takes up the sessions and reports of a previous run, which the
+// store has taken over: the TEIDs and UE addresses they chose are taken
+// again, their gNBs' paths supervised, their buffer limits set, and the
+// reports not answered sent again.
+func (h *Handler) restore(sv *Saved) {
+	h.version, h.reportID = sv.version, sv.reportID
+	for seid, ss := range sv.sessions {
+		s := ss.s
+		h.sessions[seid] = s
+		for _, teid := range s.chosenTEIDs {
+			h.chosen[teid] = true
+		}
+		if s.ue4.IsValid() {
+			if err := h.reserveUE(s.ue4); err != nil {
+				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", seid, "ue", s.ue4, "err", err)
+			}
+		}
+		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
+			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
+		}
+		h.index(seid, s.tunnels(), nil)
+		for id, u := range s.urrs {
+			if u.timed() {
+				h.timed[meterKey{seid, id}] = true
+			}
+		}
+	}
+	gnbs := map[netip.Addr]bool{}
+	for _, s := range h.sessions {
+		maps.Copy(gnbs, s.gnbs())
+	}
+	h.supervise(gnbs, nil)
+	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
+		r := sv.reports[id]
+		if h.sessions[r.seid] == nil {
+			continue // its session's deletion took it back
+		}
+		h.unanswered[id] = r
+		h.out.put(*r)
+	}
+}
+
+// reserveUE takes a restored session's UE address in the pool holding it.
+func (h *Handler) reserveUE(a netip.Addr) error {
+	for _, p := range h.cfg.UEPools {
+		if p.Prefix().Contains(a) {
+			return p.Reserve(a)
+		}
+	}
+	if h.cfg.UEPool == nil {
+		return fmt.Errorf("no pool holds %s", a)
+	}
+	return h.cfg.UEPool.Reserve(a)
+}
+
+func encodeReport(e *n4state.Enc, r *report) {
+	e.Uint(r.id)
+	e.Uint(r.seid)
+	e.String(r.smf.NodeID)
+	e.AddrPort(r.smf.Addr)
+	e.Bytes(r.encoded)
+}
+
+func decodeReport(d *n4state.Dec) *report {
+	r := &report{id: d.Uint(), seid: d.Uint(), smf: pfcp.Peer{NodeID: d.String(), Addr: d.AddrPort()}, encoded: slices.Clone(d.Bytes())}
+	if d.Err != nil {
+		return r
+	}
+	req, err := message.ParseSessionReportRequest(r.encoded)
+	if err != nil {
+		d.Fail(err)
+		return r
+	}
+	r.req = req
+	return r
+}
+
+// encodeSession writes a session at version v, with the slots of its rules.
+func encodeSession(e *n4state.Enc, s *pfcpSession, v uint64, slots session.Slots) {
+	e.Uint(s.seid)
+	e.Uint(v)
+	e.Uint(s.cpSEID)
+	e.String(s.smf.NodeID)
+	e.AddrPort(s.smf.Addr)
+	e.Uint(uint64(len(s.pdrs)))
+	for i := range s.pdrs {
+		encodePDR(e, &s.pdrs[i])
+	}
+	e.Uint(uint64(len(s.fars)))
+	for i := range s.fars {
+		encodeFAR(e, &s.fars[i])
+	}
+	e.Uint(uint64(len(s.qers)))
+	for i := range s.qers {
+		encodeQER(e, &s.qers[i])
+	}
+	e.Uint(uint64(len(s.urrs)))
+	for _, id := range slices.Sorted(maps.Keys(s.urrs)) {
+		u := s.urrs[id]
+		encodeURR(e, &u)
+		encodeMeter(e, s.meters[id])
+	}
+	encodeUints(e, s.chosenTEIDs)
+	e.Addr(s.ue4)
+	e.Bool(s.bar != nil)
+	if s.bar != nil {
+		e.Uint(uint64(s.bar.id))
+		e.Uint(uint64(s.bar.suggested))
+		e.Duration(s.bar.ddnDelay)
+	}
+	encodeUints(e, slices.Sorted(maps.Keys(s.notify)))
+	e.Uint(uint64(len(s.csids)))
+	for n, ids := range s.csids {
+		e.Uint(uint64(n.typ))
+		e.String(n.addr)
+		encodeUints(e, ids)
+	}
+	for _, slots := range [][]session.RuleSlot{slots.PDR, slots.QER, slots.URR, slots.SDF, slots.Buffer} {
+		e.Uint(uint64(len(slots)))
+		for _, r := range slots {
+			e.Uint(uint64(r.ID))
+			e.Uint(uint64(r.Slot))
+		}
+	}
+}
+
+func decodeSession(d *n4state.Dec) (*pfcpSession, uint64, session.Slots) {
+	s := &pfcpSession{seid: d.Uint()}
+	v := d.Uint()
+	s.version = v
+	s.cpSEID = d.Uint()
+	s.smf = pfcp.Peer{NodeID: d.String(), Addr: d.AddrPort()}
+	s.pdrs = decodeList(d, decodePDR)
+	s.fars = decodeList(d, decodeFAR)
+	s.qers = decodeList(d, decodeQER)
+	for n := d.Uint(); n > 0 && d.Err == nil; n-- {
+		u := decodeURR(d)
+		setIn(&s.urrs, u.id, u)
+		setIn(&s.meters, u.id, decodeMeter(d))
+	}
+	s.chosenTEIDs = decodeUints[uint32](d)
+	s.ue4 = d.Addr()
+	if d.Bool() {
+		s.bar = &bar{id: d.Uint8(), suggested: d.Uint8(), ddnDelay: d.Duration()}
+	}
+	for _, far := range decodeUints[uint32](d) {
+		setIn(&s.notify, far, true)
+	}
+	for n := d.Uint(); n > 0 && d.Err == nil; n-- {
+		if s.csids == nil {
+			s.csids = csidSets{}
+		}
+		s.csids[csidNode{typ: d.Uint8(), addr: d.String()}] = decodeUints[uint16](d)
+	}
+	var slots session.Slots
+	for _, to := range []*[]session.RuleSlot{&slots.PDR, &slots.QER, &slots.URR, &slots.SDF, &slots.Buffer} {
+		*to = decodeList(d, func(d *n4state.Dec) session.RuleSlot { return session.RuleSlot{ID: d.Uint32(), Slot: d.Uint32()} })
+	}
+	return s, v, slots
+}
+
+// decodeList reads a count, then as many values (nil for none).
+func decodeList[T any](d *n4state.Dec, decode func(*n4state.Dec) T) []T {
+	n := d.Uint()
+	if n > uint64(d.Len()) { // each value takes an octet at least
+		d.Fail(n4state.ErrCorrupt)
+		return nil
+	}
+	var out []T
+	if n > 0 {
+		out = make([]T, 0, n)
+	}
+	for ; n > 0 && d.Err == nil; n-- {
+		out = append(out, decode(d))
+	}
+	return out
+}
+
+func encodeUints[T uint16 | uint32](e *n4state.Enc, vs []T) {
+	e.Uint(uint64(len(vs)))
+	for _, v := range vs {
+		e.Uint(uint64(v))
+	}
+}
+
+func decodeUints[T uint16 | uint32](d *n4state.Dec) []T {
+	return decodeList(d, func(d *n4state.Dec) T {
+		v := d.Uint()
+		if v > uint64(^T(0)) {
+			d.Fail(n4state.ErrCorrupt)
+		}
+		return T(v)
+	})
+}
+
+func encodePDR(e *n4state.Enc, p *session.PDR) {
+	e.Uint(uint64(p.ID))
+	e.Uint(uint64(p.Precedence))
+	e.Uint(uint64(p.FARID))
+	e.Uint(uint64(p.PDI.SourceInterface))
+	e.Uint(uint64(p.PDI.TEID))
+	e.Prefix(p.PDI.UEAddress)
+	e.Uint(uint64(p.PDI.QFI))
+	e.Uint(uint64(len(p.PDI.SDFFilters)))
+	for _, f := range p.PDI.SDFFilters {
+		e.String(f.String())
+	}
+	e.Bool(p.OuterHeaderRemoval != nil)
+	if p.OuterHeaderRemoval != nil {
+		e.Uint(uint64(*p.OuterHeaderRemoval))
+	}
+	encodeUints(e, p.QERIDs)
+	encodeUints(e, p.URRIDs)
+}
+
+func decodePDR(d *n4state.Dec) session.PDR {
+	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
+	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
+	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter {
+		f, err := sdf.Parse(d.String())
+		if err != nil {
+			d.Fail(err)
+		}
+		return session.SDFFilter{Filter: f}
+	})
+	if d.Bool() {
+		ohr := d.Uint8()
+		p.OuterHeaderRemoval = &ohr
+	}
+	p.QERIDs = decodeUints[uint32](d)
+	p.URRIDs = decodeUints[uint32](d)
+	return p
+}
+
+func encodeFAR(e *n4state.Enc, f *session.FAR) {
+	e.Uint(uint64(f.ID))
+	e.Uint(uint64(f.Action))
+	e.Uint(uint64(f.DestinationInterface))
+	e.Bool(f.OuterHeaderCreation != nil)
+	if o := f.OuterHeaderCreation; o != nil {
+		e.Uint(uint64(o.TEID))
+		e.Addr(o.Peer)
+		e.Uint(uint64(o.Port))
+	}
+	e.Uint(uint64(f.DSCP))
+	e.Addr(f.NextHop)
+}
+
+func decodeFAR(d *n4state.Dec) session.FAR {
+	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8()), DestinationInterface: session.Interface(d.Uint8())}
+	if d.Bool() {
+		f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: d.Uint32(), Peer: d.Addr(), Port: d.Uint16()}
+	}
+	f.DSCP, f.NextHop = d.Uint8(), d.Addr()
+	return f
+}
+
+func encodeQER(e *n4state.Enc, q *session.QER) {
+	e.Uint(uint64(q.ID))
+	e.Bool(q.GateULClosed)
+	e.Bool(q.GateDLClosed)
+	for _, r := range []uint64{q.MBRUL, q.MBRDL, q.GBRUL, q.GBRDL} {
+		e.Uint(r)
+	}
+	e.Uint(uint64(q.QFI))
+	e.Bool(q.RQI)
+}
+
+func decodeQER(d *n4state.Dec) session.QER {
+	return session.QER{ID: d.Uint32(), GateULClosed: d.Bool(), GateDLClosed: d.Bool(), MBRUL: d.Uint(), MBRDL: d.Uint(),
+		GBRUL: d.Uint(), GBRDL: d.Uint(), QFI: d.Uint8(), RQI: d.Bool()}
+}
+
+func encodeURR(e *n4state.Enc, u *urr) {
+	e.Uint(uint64(u.id))
+	e.Bool(u.volume)
+	e.Bool(u.duration)
+	e.Uint(uint64(u.triggers))
+	e.Duration(u.period)
+	encodeVolumes(e, u.volThreshold)
+	encodeVolumes(e, u.volQuota)
+	e.Duration(u.timeThreshold)
+	e.Duration(u.timeQuota)
+	e.Duration(u.quotaValidity)
+	e.Bool(u.beforeQoS)
+	e.Bool(u.immediateStart)
+	e.Bool(u.countPackets)
+}
+
+func decodeURR(d *n4state.Dec) urr {
+	return urr{id: d.Uint32(), volume: d.Bool(), duration: d.Bool(), triggers: d.Uint32(), period: d.Duration(),
+		volThreshold: decodeVolumes(d), volQuota: decodeVolumes(d), timeThreshold: d.Duration(), timeQuota: d.Duration(),
+		quotaValidity: d.Duration(), beforeQoS: d.Bool(), immediateStart: d.Bool(), countPackets: d.Bool()}
+}
+
+func encodeMeter(e *n4state.Enc, m *meter) {
+	e.Time(m.start)
+	encodeVolumes(e, m.base.Bytes)
+	encodeVolumes(e, m.base.Packets)
+	e.Time(m.base.FirstPacket)
+	e.Time(m.base.LastPacket)
+	e.Time(m.periodStart)
+	e.Uint(uint64(m.seqn))
+	e.Bool(m.started)
+	e.Uint(m.idlePackets)
+	encodeVolumes(e, m.quotaBase)
+	e.Bool(m.exhausted)
+	e.Time(m.timeQuotaStart)
+	e.Uint(m.blocked)
+	e.Time(m.quotaGiven)
+	e.Bool(m.expired)
+}
+
+func decodeMeter(d *n4state.Dec) *meter {
+	m := &meter{start: d.Time()}
+	m.base = upfxdp.URRUsage{Bytes: decodeVolumes(d), Packets: decodeVolumes(d), FirstPacket: d.Time(), LastPacket: d.Time()}
+	m.periodStart, m.seqn, m.started, m.idlePackets = d.Time(), d.Uint32(), d.Bool(), d.Uint()
+	m.quotaBase, m.exhausted, m.timeQuotaStart, m.blocked = decodeVolumes(d), d.Bool(), d.Time(), d.Uint()
+	m.quotaGiven, m.expired = d.Time(), d.Bool()
+	return m
+}
+
+func encodeVolumes(e *n4state.Enc, v [3]uint64) {
+	for _, x := range v {
+		e.Uint(x)
+	}
+}
+
+func decodeVolumes(d *n4state.Dec) [3]uint64 { return [3]uint64{d.Uint(), d.Uint(), d.Uint()} }
