@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -24,6 +25,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -88,6 +90,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		cu.services(&services)
 		cuupFailed = cu.failed
 	}
+	// Restoring sessions allocates what stays: collections meanwhile
+	// would only mark it again. Resumed once PFCP is served.
+	resumeGC := sync.OnceFunc(gcpace.Pause())
+	defer resumeGC()
 	var u *upf
 	if cfg.UPF() {
 		if u, err = openUPF(ctx, cfg, ns, saved, log); err != nil {
@@ -122,6 +128,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		// store after its last save.
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
+	resumeGC()
 
 	srv := &http.Server{Handler: api.NewHandler(services), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

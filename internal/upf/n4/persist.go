@@ -39,6 +39,7 @@ func (h *Handler) record(t *n4state.Txn) {
 			t.Put(n4state.KindSessionGone, func(e *n4state.Enc) { e.Uint(seid); e.Uint(v) })
 			continue
 		}
+		s.version = v
 		slots, _ := h.cfg.Store.Slots(seid)
 		t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, v, slots) })
 	}
@@ -121,6 +122,8 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 // journal into it, have the store take the sessions over (Kept), then give
 // it to New (Config.Restored).
 type Saved struct {
+	peers    map[string][]pfcp.Peer // by Node ID: one copy of each
+	filters  map[string]sdf.Filter  // by flow description: parsed once
 	sessions map[uint64]savedSession
 	gone     map[uint64]uint64 // version of the record of a session gone
 	reports  map[uint64]*report
@@ -135,7 +138,8 @@ type savedSession struct {
 
 // NewSaved returns a Saved to replay a journal into.
 func NewSaved() *Saved {
-	return &Saved{sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{}, reports: map[uint64]*report{}}
+	return &Saved{peers: map[string][]pfcp.Peer{}, filters: map[string]sdf.Filter{}, sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{},
+		reports: map[uint64]*report{}}
 }
 
 // Sessions is the number of sessions saved.
@@ -155,7 +159,7 @@ func (sv *Saved) Replay(kind byte, value []byte) (bool, error) {
 	d := n4state.NewDec(value)
 	switch kind {
 	case n4state.KindSession:
-		s, v, slots := decodeSession(d)
+		s, v, slots := decodeSession(d, sv)
 		if d.Err == nil && v > sv.sessions[s.seid].version() && v > sv.gone[s.seid] {
 			sv.sessions[s.seid] = savedSession{s, slots}
 		}
@@ -177,6 +181,39 @@ func (sv *Saved) Replay(kind byte, value []byte) (bool, error) {
 		return false, nil
 	}
 	return true, d.Done()
+}
+
+// filter reads an SDF filter, whose flow description other sessions' PDRs
+// mostly have too.
+func (sv *Saved) filter(d *n4state.Dec) sdf.Filter {
+	desc := d.Bytes()
+	f, ok := sv.filters[string(desc)]
+	if !ok {
+		var err error
+		if f, err = sdf.Parse(string(desc)); err != nil {
+			d.Fail(err)
+			return f
+		}
+		sv.filters[string(desc)] = f
+	}
+	f.TOS, f.SPI = sdf.TOS{Value: d.Uint8(), Mask: d.Uint8()}, d.Uint32()
+	f.HasFlowLabel, f.FlowLabel = d.Bool(), d.Uint32()
+	f.Bidirectional, f.ID = d.Bool(), d.Uint32()
+	return f
+}
+
+// peer reads a session's SMF: its Node ID and address, which the sessions
+// of an SMF share.
+func (sv *Saved) peer(d *n4state.Dec) pfcp.Peer {
+	id := d.Bytes()
+	addr := d.AddrPort()
+	peers := sv.peers[string(id)]
+	if i := slices.IndexFunc(peers, func(p pfcp.Peer) bool { return p.Addr == addr }); i >= 0 {
+		return peers[i]
+	}
+	p := pfcp.Peer{NodeID: string(id), Addr: addr}
+	sv.peers[p.NodeID] = append(peers, p)
+	return p
 }
 
 func (ss savedSession) version() uint64 {
@@ -201,6 +238,8 @@ func (sv *Saved) Kept() []session.Kept {
 // reports not answered sent again.
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
+	h.sessions = make(map[uint64]*pfcpSession, len(sv.sessions))
+	gnbs := map[netip.Addr]bool{}
 	for seid, ss := range sv.sessions {
 		s := ss.s
 		h.sessions[seid] = s
@@ -215,16 +254,19 @@ func (h *Handler) restore(sv *Saved) {
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
 			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
 		}
-		h.index(seid, s.tunnels(), nil)
+		for _, f := range s.fars { // as index and supervise would file them, without their sets
+			if o := f.OuterHeaderCreation; o != nil {
+				h.byTunnel.add(gnbTunnel{o.TEID, o.Peer}, seid)
+				if f.Action == session.ActionForward {
+					gnbs[o.Peer] = true
+				}
+			}
+		}
 		for id, u := range s.urrs {
 			if u.timed() {
 				h.timed[meterKey{seid, id}] = true
 			}
 		}
-	}
-	gnbs := map[netip.Addr]bool{}
-	for _, s := range h.sessions {
-		maps.Copy(gnbs, s.gnbs())
 	}
 	h.supervise(gnbs, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
@@ -321,13 +363,13 @@ func encodeSession(e *n4state.Enc, s *pfcpSession, v uint64, slots session.Slots
 	}
 }
 
-func decodeSession(d *n4state.Dec) (*pfcpSession, uint64, session.Slots) {
+func decodeSession(d *n4state.Dec, sv *Saved) (*pfcpSession, uint64, session.Slots) {
 	s := &pfcpSession{seid: d.Uint()}
 	v := d.Uint()
 	s.version = v
 	s.cpSEID = d.Uint()
-	s.smf = pfcp.Peer{NodeID: d.String(), Addr: d.AddrPort()}
-	s.pdrs = decodeList(d, decodePDR)
+	s.smf = sv.peer(d)
+	s.pdrs = decodeList(d, func(d *n4state.Dec) session.PDR { return decodePDR(d, sv) })
 	s.fars = decodeList(d, decodeFAR)
 	s.qers = decodeList(d, decodeQER)
 	for n := d.Uint(); n > 0 && d.Err == nil; n-- {
@@ -401,6 +443,13 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 	e.Uint(uint64(len(p.PDI.SDFFilters)))
 	for _, f := range p.PDI.SDFFilters {
 		e.String(f.String())
+		e.Uint(uint64(f.TOS.Value))
+		e.Uint(uint64(f.TOS.Mask))
+		e.Uint(uint64(f.SPI))
+		e.Bool(f.HasFlowLabel)
+		e.Uint(uint64(f.FlowLabel))
+		e.Bool(f.Bidirectional)
+		e.Uint(uint64(f.ID))
 	}
 	e.Bool(p.OuterHeaderRemoval != nil)
 	if p.OuterHeaderRemoval != nil {
@@ -410,16 +459,10 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 	encodeUints(e, p.URRIDs)
 }
 
-func decodePDR(d *n4state.Dec) session.PDR {
+func decodePDR(d *n4state.Dec, sv *Saved) session.PDR {
 	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
 	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
-	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter {
-		f, err := sdf.Parse(d.String())
-		if err != nil {
-			d.Fail(err)
-		}
-		return session.SDFFilter{Filter: f}
-	})
+	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sv.filter(d)} })
 	if d.Bool() {
 		ohr := d.Uint8()
 		p.OuterHeaderRemoval = &ohr

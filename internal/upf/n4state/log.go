@@ -391,6 +391,20 @@ func (l *Log) maybeCompact() {
 	l.compacted.Go(l.compact)
 }
 
+// CompactNow writes a snapshot now, after the one under way if any, and
+// waits for it.
+func (l *Log) CompactNow() {
+	l.mu.Lock()
+	for l.compacting {
+		l.mu.Unlock()
+		l.compacted.Wait()
+		l.mu.Lock()
+	}
+	l.compacting = true
+	l.mu.Unlock()
+	l.compact()
+}
+
 // compact writes a snapshot into a new file.
 func (l *Log) compact() {
 	l.marker(func(e *entry) { e.snapshot = true }, kindSnapshot)

@@ -183,7 +183,7 @@ func (l *Log) replay(chain []file, replay func(byte, []byte) error, rec *Recover
 			rec.Entries++
 			rec.Bytes += int64(frameHeader + len(ops))
 			return eachOp(ops, func(kind byte, value []byte) error {
-				if kind < KindRecovery {
+				if kind < KindRecovery || replay == nil {
 					return nil
 				}
 				if err := replay(kind, value); err != nil {

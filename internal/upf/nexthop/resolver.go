@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -127,8 +128,8 @@ type Resolver struct {
 	dsts map[netip.Addr]*dstEntry
 	nbrs map[nbrKey]*nbrEntry
 	// previous are the slots a previous run left written that no FAR has
-	// taken up again (Adopt) yet: ReleasePrevious quarantines them.
-	previous map[uint32]bool
+	// taken up again (Adopt) yet, by slot: ReleasePrevious quarantines them.
+	previous []bool
 	statics  map[netip.Addr]net.HardwareAddr
 
 	links     map[int]linkInfo
@@ -183,7 +184,7 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	// A previous run's slots keep serving its FARs until the sessions are
 	// restored, in place (Adopt) or into fresh slots, so they are held
 	// until ReleasePrevious, then quarantined, not cleared.
-	previous := map[uint32]bool{}
+	previous := make([]bool, dp.NexthopCapacity())
 	for slot := uint32(KernelSlot + 1); slot < dp.NexthopCapacity(); slot++ {
 		nh, err := dp.Nexthop(slot)
 		if err != nil {
@@ -196,7 +197,7 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	// Slots never used go out first: a previous run's wait as long as
 	// they can.
 	r.pool = slotpool.New(slotpool.Config{Name: "next-hop", First: KernelSlot + 1, Size: dp.NexthopCapacity(), PreferNew: true})
-	r.pool.Adopt(previous)
+	r.pool.Adopt(slices.Clone(previous))
 	r.previous = previous
 	routes, err := dp.Routes()
 	if err != nil {
@@ -289,12 +290,12 @@ func (r *Resolver) Adopt(dst netip.Addr, slot uint32) (uint32, error) {
 	dst = dst.Unmap()
 	r.mu.Lock()
 	_, has := r.dsts[dst]
-	if has || !r.previous[slot] || r.closed {
+	if has || int(slot) >= len(r.previous) || !r.previous[slot] || r.closed {
 		r.mu.Unlock()
 		return r.Acquire(dst)
 	}
 	defer r.mu.Unlock()
-	delete(r.previous, slot)
+	r.previous[slot] = false
 	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
 	if err := r.write(&e.slotState, true); err != nil {
 		r.pool.Release(slot)
@@ -309,8 +310,10 @@ func (r *Resolver) Adopt(dst netip.Addr, slot uint32) (uint32, error) {
 func (r *Resolver) ReleasePrevious() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for slot := range r.previous {
-		r.pool.Release(slot)
+	for slot, held := range r.previous {
+		if held {
+			r.pool.Release(uint32(slot))
+		}
 	}
 	r.previous = nil
 }

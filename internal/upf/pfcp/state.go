@@ -51,7 +51,10 @@ func (st *State) Replay(kind byte, value []byte) (bool, error) {
 		delete(st.associations, d.String())
 	case n4state.KindResponse:
 		k := cacheKey{from: d.AddrPort(), seq: d.Uint32(), msgType: d.Uint8()}
-		st.responses[k] = cachedResponse{expires: d.Time(), encoded: slices.Clone(d.Bytes())}
+		expires, encoded := d.Time(), d.Bytes()
+		if time.Now().Before(expires) { // else no peer asks for it again
+			st.responses[k] = cachedResponse{expires: expires, encoded: slices.Clone(encoded)}
+		}
 	default:
 		return false, nil
 	}

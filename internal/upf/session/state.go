@@ -3,8 +3,11 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
@@ -110,8 +113,8 @@ type Restored struct {
 // that the data path has otherwise (a request the previous run applied but
 // had not recorded in its state when it stopped) is installed again as it
 // was kept, its URRs keeping their slots and counts. Keys no session owns
-// are removed first. The REST API's sessions are written into fresh slots
-// and their keys switched atomically, URRs keeping their slots. Slots no
+// are removed. The REST API's sessions are written into fresh slots and
+// their keys switched atomically, URRs keeping their slots. Slots no
 // session owns are given back once no key points at them.
 func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	var st state
@@ -129,46 +132,48 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	// Slots are freed only after the reuse delay, and no key may still
 	// point at them: those of every session saved or kept, and those the
 	// data path's keys reach, are held until the sessions are restored.
-	used := map[*slotpool.Pool]map[uint32]bool{s.pdrSlots: {}, s.qerSlots: {}, s.urrSlots: {}, s.sdfSlots: {}, s.bufSlots: {}}
-	owned := map[dpKey]bool{}
+	used := s.newUsed()
 	var rest []*installed
 	for _, in := range st.Sessions {
-		s.markUsed(used, in)
+		used.mark(in)
 		if in.Origin == OriginPFCP {
 			res.Dropped++
 			continue
 		}
 		rest = append(rest, in)
+	}
+	s.sessions = make(map[uint64]*installed, len(kept)+len(rest))
+	s.urrs = make(map[uint32]urrRef, len(kept))
+	s.teids, s.ues = make(map[uint32]uint64, len(kept)), make(map[netip.Addr]uint64, len(kept))
+	// In place first: that hands out no slot and changes no key.
+	ins := make([]*installed, len(kept))
+	for i := range kept {
+		ins[i] = kept[i].installed()
+		used.mark(ins[i])
+	}
+	var repair []*installed
+	for i, found := range s.checkAll(ins) {
+		if found.ok && s.takeOver(ins[i], found) {
+			res.Kept++
+		} else {
+			repair = append(repair, ins[i])
+		}
+	}
+	owned := map[dpKey]bool{}
+	for _, in := range slices.Concat(rest, repair) {
 		for _, k := range keysOf(&in.Session) {
 			owned[k] = true
 		}
 	}
-	keep := make([]*installed, len(kept))
-	for i := range kept {
-		keep[i] = kept[i].installed()
-		s.markUsed(used, keep[i])
-		for _, k := range keysOf(&keep[i].Session) {
-			owned[k] = true
-		}
-	}
-	s.markReached(used)
-	stray, err := s.removeStrayKeys(owned)
+	stray, err := s.removeStrayKeys(owned, &used)
 	if err != nil {
 		return res, err
 	}
 	res.StrayKeys = stray
-	for pool, slots := range used {
-		pool.Adopt(slots)
-	}
-	var repair []*installed
+	s.adopt(used)
 	buffers := map[uint32]buffer.Owner{}
-	for _, in := range keep {
-		if s.takeOver(in) {
-			res.Kept++
-		} else {
-			repair = append(repair, in)
-		}
-		for _, e := range in.BufferSlots {
+	for _, in := range slices.Concat(slices.Collect(maps.Values(s.sessions)), repair) {
+		for _, e := range in.BufferSlots { // not armed again: their packets are the data path's count
 			buffers[e.Slot] = buffer.Owner{SEID: in.SEID, FAR: e.ID}
 		}
 	}
@@ -192,82 +197,153 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	return res, nil
 }
 
-// markUsed notes the slots a saved or kept session names.
-func (s *Store) markUsed(used map[*slotpool.Pool]map[uint32]bool, in *installed) {
-	for pool, slots := range map[*slotpool.Pool]ruleSlots{s.pdrSlots: in.PDRSlots, s.qerSlots: in.QERSlots,
-		s.urrSlots: in.URRSlots, s.sdfSlots: in.SDFSlots, s.bufSlots: in.BufferSlots} {
+// usedSlots are the slots held through a restore, by slot, of each pool
+// in the order of Store.pools.
+type usedSlots [5][]bool
+
+// Indexes of usedSlots.
+const (
+	usedPDR = iota
+	usedQER
+	usedURR
+	usedSDF
+	usedBuffer
+)
+
+func (s *Store) newUsed() usedSlots {
+	var u usedSlots
+	for i, p := range s.pools() {
+		u[i] = make([]bool, p.Size())
+	}
+	return u
+}
+
+func (s *Store) pools() [5]*slotpool.Pool {
+	return [5]*slotpool.Pool{s.pdrSlots, s.qerSlots, s.urrSlots, s.sdfSlots, s.bufSlots}
+}
+
+// slotsOf are an installed session's slots, pool by pool.
+func slotsOf(in *installed) [5]ruleSlots {
+	return [5]ruleSlots{in.PDRSlots, in.QERSlots, in.URRSlots, in.SDFSlots, in.BufferSlots}
+}
+
+// mark notes the slots a saved or kept session names.
+func (u *usedSlots) mark(in *installed) {
+	for i, slots := range slotsOf(in) {
 		for _, e := range slots {
-			used[pool][e.Slot] = true
+			u.set(i, e.Slot)
 		}
 	}
 }
 
-// markReached notes the slots the data path's keys reach: the PDRs of
-// their sets, and the QERs, URRs, SDF filters and buffers of those.
-func (s *Store) markReached(used map[*slotpool.Pool]map[uint32]bool) {
-	var sets []upfxdp.PDRSet
-	for _, teid := range s.dp.UplinkTEIDs() {
-		if set, err := s.dp.Uplink(teid); err == nil {
-			sets = append(sets, set)
-		}
+// set notes a slot of a pool; one out of its range is no slot of it.
+func (u *usedSlots) set(pool int, slot uint32) {
+	if int(slot) < len(u[pool]) {
+		u[pool][slot] = true
 	}
-	for _, ue := range s.dp.DownlinkUEs() {
-		if set, err := s.dp.Downlink(ue); err == nil {
-			sets = append(sets, set)
-		}
+}
+
+// adopt hands the held slots to their pools.
+func (s *Store) adopt(u usedSlots) {
+	for i, p := range s.pools() {
+		p.Adopt(u[i])
 	}
-	for _, set := range sets {
-		for _, slot := range set.Pdr[:min(int(set.Count), len(set.Pdr))] {
-			p, err := s.dp.PDR(slot)
-			if err != nil {
-				continue
-			}
-			used[s.pdrSlots][slot] = true
-			for pool, slots := range map[*slotpool.Pool][]uint32{s.qerSlots: p.Qer[:], s.urrSlots: p.Urr[:],
-				s.sdfSlots: {p.Sdf}, s.bufSlots: {p.Far.Buffer}} {
-				for _, slot := range slots {
-					if slot != 0 { // none
-						used[pool][slot] = true
-					}
+}
+
+// reach notes the slots a key's set reaches: its PDRs, and their QERs,
+// URRs, SDF filters and buffers.
+func (s *Store) reach(u *usedSlots, set upfxdp.PDRSet) {
+	for _, slot := range set.Pdr[:min(int(set.Count), len(set.Pdr))] {
+		p, err := s.dp.PDR(slot)
+		if err != nil {
+			continue
+		}
+		u.set(usedPDR, slot)
+		for pool, slots := range [...][]uint32{usedQER: p.Qer[:], usedURR: p.Urr[:], usedSDF: {p.Sdf}, usedBuffer: {p.Far.Buffer}} {
+			for _, slot := range slots {
+				if slot != 0 { // none: their slot 0 stands for no rule
+					u.set(pool, slot)
 				}
 			}
 		}
 	}
 }
 
-// takeOver makes a kept session the store's as the data path holds it,
-// if it holds it as kept: its keys point at its PDRs' slots, which hold
-// its rules with the next hops the resolver gives their destinations
-// again. It writes nothing but URR limits that differ (those of a report
-// the previous run had not recorded).
-func (s *Store) takeOver(in *installed) bool {
-	keys := keysOf(&in.Session)
-	for _, k := range keys {
+// inPlace is what checking a kept session against the data path found:
+// whether it holds the session as kept, with the next hops taken for it
+// and the PDRs whose next hop moved.
+type inPlace struct {
+	ok       bool
+	keys     []dpKey
+	nexthops []netip.Addr
+	moved    []movedNexthop
+}
+
+// checkAll checks the kept sessions against the data path, on every CPU:
+// it only reads, but for the next hops it takes.
+func (s *Store) checkAll(ins []*installed) []inPlace {
+	found := make([]inPlace, len(ins))
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(ins); i += workers {
+				found[i] = s.check(ins[i])
+			}
+		})
+	}
+	wg.Wait()
+	return found
+}
+
+// check says whether the data path holds a kept session as kept: its keys
+// point at its PDRs' slots, which hold its rules with the next hops the
+// resolver gives their destinations again.
+func (s *Store) check(in *installed) inPlace {
+	found := inPlace{keys: keysOf(&in.Session)}
+	for _, k := range found.keys {
 		want, _ := pdrSet(in, k)
-		have, err := s.getKey(k)
-		if err != nil || have != want {
-			return false
+		if have, err := s.getKey(k); err != nil || have != want {
+			return inPlace{}
 		}
 	}
 	if len(in.Neighbours) > 0 {
-		return false
+		return inPlace{}
 	}
-	var acquired []netip.Addr
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {
 		slot, err := s.nh.Adopt(dst, hint)
 		if err == nil {
-			acquired = append(acquired, dst)
+			found.nexthops = append(found.nexthops, dst)
 		}
 		return slot, err
 	})
 	if !ok {
-		for _, dst := range acquired {
-			s.nh.Release(dst)
-		}
-		return false
+		s.release(found.nexthops)
+		return inPlace{}
 	}
-	for pdr, nh := range moved {
-		_ = s.dp.SetPDRNexthop(pdr, nh) // cannot fail: read just now
+	found.ok, found.moved = true, moved
+	return found
+}
+
+func (s *Store) release(nexthops []netip.Addr) {
+	for _, dst := range nexthops {
+		s.nh.Release(dst)
+	}
+}
+
+// takeOver makes a kept session that check found in place the store's,
+// unless another took one of its keys. It writes nothing but the next
+// hops that moved and URR limits that differ (those of a report the
+// previous run had not recorded).
+func (s *Store) takeOver(in *installed, found inPlace) bool {
+	for _, k := range found.keys {
+		if _, taken := s.owner(k); taken {
+			s.release(found.nexthops)
+			return false
+		}
+	}
+	for _, m := range found.moved {
+		_ = s.dp.SetPDRNexthop(m.pdr, m.nexthop) // cannot fail: read just now
 	}
 	for _, u := range in.URRs {
 		slot := in.URRSlots.of(u.ID)
@@ -276,7 +352,7 @@ func (s *Store) takeOver(in *installed) bool {
 		}
 		s.urrs[slot] = urrRef{in.SEID, u.ID}
 	}
-	for _, k := range keys {
+	for _, k := range found.keys {
 		s.setOwner(k, in.SEID)
 	}
 	s.sessions[in.SEID] = in
@@ -287,11 +363,17 @@ func (s *Store) takeOver(in *installed) bool {
 // hold its rules, taking a next hop for each FAR that has one (adopt,
 // hinted with the slot its destination has in the PDRs). A next hop
 // whose slot the resolver could not keep (one it had not written, say)
-// has another, and moved says which PDR slots are to point at which.
-func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32) (uint32, error)) (moved map[uint32]uint32, ok bool) {
-	have := map[uint16]upfxdp.PDR{}
+// has another: moved says which PDR slots are to point at which.
+func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32) (uint32, error)) (moved []movedNexthop, ok bool) {
+	// The PDRs' slots, by index in in.PDRs, and whether they were read:
+	// those without a key have none.
+	have, read := make([]upfxdp.PDR, len(in.PDRs)), make([]bool, len(in.PDRs))
+	far := make([]int, len(in.PDRs)) // the index of each PDR's FAR
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
+		if far[i] = slices.IndexFunc(in.FARs, func(f FAR) bool { return f.ID == p.FARID }); far[i] < 0 {
+			return nil, false
+		}
 		if _, ok := p.key(); !ok {
 			continue
 		}
@@ -303,45 +385,39 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		if err != nil {
 			return nil, false
 		}
-		have[p.ID] = entry
+		have[i], read[i] = entry, true
 	}
-	// The slot each destination had: the one the PDRs of its FARs hold.
-	hints := map[netip.Addr]uint32{}
-	for _, p := range in.PDRs {
-		e, ok := have[p.ID]
-		far := slices.IndexFunc(in.FARs, func(f FAR) bool { return f.ID == p.FARID })
-		if ok && far >= 0 && in.FARs[far].nexthop().IsValid() {
-			hints[in.FARs[far].nexthop()] = e.Far.Nexthop
-		}
-	}
-	fars, moved := map[uint32]upfxdp.FAR{}, map[uint32]uint32{}
+	fars := make([]upfxdp.FAR, len(in.FARs))
 	for i := range in.FARs {
 		f := &in.FARs[i]
 		var nh uint32
 		if dst := f.nexthop(); dst.IsValid() {
+			// The slot the destination had: the one the PDRs of its
+			// FARs hold.
+			var hint uint32
+			for j := range in.PDRs {
+				if g := &in.FARs[far[j]]; read[j] && g.nexthop() == dst {
+					hint = have[j].Far.Nexthop
+				}
+			}
 			var err error
-			if nh, err = adopt(dst, hints[dst]); err != nil {
+			if nh, err = adopt(dst, hint); err != nil {
 				return nil, false
 			}
 		}
-		fars[f.ID] = s.dataPathFAR(f, in.BufferSlots.of(f.ID), nh)
+		fars[i] = s.dataPathFAR(f, in.BufferSlots.of(f.ID), nh)
 	}
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
-		entry, ok := have[p.ID]
-		if !ok {
+		if _, ok := p.key(); !ok {
 			continue
 		}
-		far := slices.IndexFunc(in.FARs, func(f FAR) bool { return f.ID == p.FARID })
-		if far < 0 {
-			return nil, false
+		want := dataPathPDR(p, fars[far[i]], in.FARs[far[i]].DestinationInterface, in)
+		if nh := want.Far.Nexthop; nh != have[i].Far.Nexthop {
+			moved = append(moved, movedNexthop{in.PDRSlots.of(uint32(p.ID)), nh})
+			want.Far.Nexthop = have[i].Far.Nexthop
 		}
-		want := dataPathPDR(p, fars[p.FARID], in.FARs[far].DestinationInterface, in)
-		if nh := want.Far.Nexthop; nh != entry.Far.Nexthop {
-			moved[in.PDRSlots.of(uint32(p.ID))] = nh
-			want.Far.Nexthop = entry.Far.Nexthop
-		}
-		if entry != want {
+		if have[i] != want {
 			return nil, false
 		}
 		if set, filtered := dataPathSDF(p); filtered {
@@ -358,6 +434,9 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 	return moved, true
 }
 
+// movedNexthop is a PDR slot whose FAR is to point at another next hop.
+type movedNexthop struct{ pdr, nexthop uint32 }
+
 // getKey reads what a key points at.
 func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
 	if k.ue.IsValid() {
@@ -368,41 +447,44 @@ func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
 
 // releaseUnowned gives back, after the reuse delay, the used slots that no
 // session owns now.
-func (s *Store) releaseUnowned(used map[*slotpool.Pool]map[uint32]bool) {
+func (s *Store) releaseUnowned(used usedSlots) {
 	for _, in := range s.sessions {
-		for pool, slots := range map[*slotpool.Pool]ruleSlots{s.pdrSlots: in.PDRSlots, s.qerSlots: in.QERSlots,
-			s.urrSlots: in.URRSlots, s.sdfSlots: in.SDFSlots, s.bufSlots: in.BufferSlots} {
+		for i, slots := range slotsOf(in) {
 			for _, e := range slots {
-				delete(used[pool], e.Slot)
+				if int(e.Slot) < len(used[i]) {
+					used[i][e.Slot] = false
+				}
 			}
 		}
 	}
-	for pool, slots := range used {
-		for slot := range slots {
-			pool.Release(slot)
+	for i, p := range s.pools() {
+		for slot, held := range used[i] {
+			if held {
+				p.Release(uint32(slot))
+			}
 		}
 	}
 }
 
-// removeStrayKeys deletes the map keys that are not owned and returns how
+// removeStrayKeys deletes the keys that neither a session taken over nor
+// one of owned has, noting the slots they reach as used, and returns how
 // many there were.
-func (s *Store) removeStrayKeys(owned map[dpKey]bool) (int, error) {
-	n := 0
-	for _, teid := range s.dp.UplinkTEIDs() {
-		if !owned[teidKey(teid)] {
-			if err := s.dp.DeleteUplink(teid); err != nil {
-				return n, err
-			}
-			n++
+func (s *Store) removeStrayKeys(owned map[dpKey]bool, used *usedSlots) (int, error) {
+	var stray []dpKey
+	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
+		k := dpKey{teid: teid, ue: ue}
+		if _, taken := s.owner(k); taken {
+			return // its session's slots, which are used
+		}
+		s.reach(used, set)
+		if !owned[k] {
+			stray = append(stray, k)
+		}
+	})
+	for _, k := range stray {
+		if err := s.deleteKey(k); err != nil {
+			return 0, err
 		}
 	}
-	for _, ue := range s.dp.DownlinkUEs() {
-		if !owned[dpKey{ue: ue}] {
-			if err := s.dp.DeleteDownlink(ue); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	return n, nil
+	return len(stray), nil
 }

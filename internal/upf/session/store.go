@@ -353,11 +353,9 @@ func (k dpKey) String() string {
 }
 
 func keysOf(sess *Session) []dpKey {
-	var keys []dpKey
-	seen := map[dpKey]bool{}
+	keys := make([]dpKey, 0, len(sess.PDRs))
 	for i := range sess.PDRs {
-		if k, ok := sess.PDRs[i].key(); ok && !seen[k] {
-			seen[k] = true
+		if k, ok := sess.PDRs[i].key(); ok && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}

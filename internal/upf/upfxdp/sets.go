@@ -304,6 +304,17 @@ func (p *pdrSets) get(k setKey) (PDRSet, error) {
 	return set, nil
 }
 
+// each calls f with every key and its set, under p.mu.
+func (p *pdrSets) each(f func(setKey, PDRSet)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, at := range p.where {
+		set := *p.set(at.slot)
+		set.Key, set.Kind = 0, 0
+		f(k, set)
+	}
+}
+
 func (p *pdrSets) keys(kind upfSetKind) []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

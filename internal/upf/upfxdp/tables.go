@@ -116,24 +116,47 @@ func ueKey(ue netip.Addr) setKey {
 func (d *Datapath) UplinkTEIDs() []uint32 {
 	var teids []uint32
 	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
-		teids = append(teids, NetworkOrder32(uint32(k))) // the swap is its own inverse
+		teids = append(teids, teidOf(k))
 	}
 	return teids
 }
 
 func (d *Datapath) DownlinkUEs() []netip.Addr {
 	var ues []netip.Addr
-	for _, k := range d.sets.keys(upfSetKindSET_UE4) {
-		var b [4]byte
-		nativeEndianPut32(b[:], uint32(k))
-		ues = append(ues, netip.AddrFrom4(b))
-	}
-	for _, k := range d.sets.keys(upfSetKindSET_UE6) {
-		var b [16]byte
-		nativeEndianPut64(b[:8], k)
-		ues = append(ues, netip.AddrFrom16(b))
+	for _, kind := range []upfSetKind{upfSetKindSET_UE4, upfSetKindSET_UE6} {
+		for _, k := range d.sets.keys(kind) {
+			ues = append(ues, ueOf(setKey{kind, k}))
+		}
 	}
 	return ues
+}
+
+// EachSet calls f with every installed key, an uplink TEID or (ue valid)
+// a downlink UE address, and what it points at, in no order. f must not
+// change the keys.
+func (d *Datapath) EachSet(f func(teid uint32, ue netip.Addr, set PDRSet)) {
+	d.sets.each(func(k setKey, set PDRSet) {
+		if k.kind == upfSetKindSET_TEID {
+			f(teidOf(k.key), netip.Addr{}, set)
+		} else {
+			f(0, ueOf(k), set)
+		}
+	})
+}
+
+// teidOf is the TEID of an uplink key: the swap is its own inverse.
+func teidOf(key uint64) uint32 { return NetworkOrder32(uint32(key)) }
+
+// ueOf is the UE address (IPv4) or /64 prefix (IPv6) of a downlink key.
+func ueOf(k setKey) netip.Addr {
+	if k.kind == upfSetKindSET_UE4 {
+		var b [4]byte
+		nativeEndianPut32(b[:], uint32(k.key))
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
+	nativeEndianPut64(b[:8], k.key)
+	return netip.AddrFrom16(b)
 }
 
 // PutNexthop writes a next-hop slot.
