@@ -46,6 +46,7 @@ func openPFCPState(p *config.PFCP, log *slog.Logger) (*pfcpState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pfcp.state_dir: %w", err)
 	}
+	unreadable := st.sessions.Finish()
 	st.log, st.read = l, time.Since(began)
 	switch {
 	case !rec.Found:
@@ -53,7 +54,7 @@ func openPFCPState(p *config.PFCP, log *slog.Logger) (*pfcpState, error) {
 	case !rec.Restored:
 		st.server, st.sessions, st.discarded = nil, nil, rec.Reason
 	default:
-		if reason := st.check(); reason != nil {
+		if reason := errors.Join(unreadable, st.check()); reason != nil {
 			if err := st.discard(reason.Error()); err != nil {
 				return nil, fmt.Errorf("pfcp.state_dir: %w", err)
 			}

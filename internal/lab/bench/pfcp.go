@@ -323,8 +323,8 @@ func restart(u *demo.UPF, dir string, old *served) (run restartRun, err error) {
 	if err != nil {
 		return run, err
 	}
-	if !rec.Restored {
-		return run, errors.Join(fmt.Errorf("the state was not restored: %s", rec.Reason), l.Close())
+	if err := saved.Finish(); err != nil || !rec.Restored {
+		return run, errors.Join(fmt.Errorf("the state was not restored: %s", rec.Reason), err, l.Close())
 	}
 	run.stateBytes, run.read = rec.Bytes, time.Since(began)
 	u.Store = session.NewStore(u.Datapath, u.Resolver, demo.N3Addr, nil)

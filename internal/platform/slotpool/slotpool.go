@@ -136,11 +136,10 @@ func (p *Pool) ReleaseNow(slot uint32) {
 	p.inUse--
 }
 
-// Adopt marks the slots a previous run left in use (used[slot], which the
-// pool keeps), to be released when no key points at them any more; call it
-// before any Alloc.
+// Adopt marks the slots a previous run left in use (used[slot]), to be
+// released when no key points at them any more; call it before any Alloc.
 func (p *Pool) Adopt(used []bool) {
-	p.held = used
+	p.held = slices.Clone(used)
 	for _, u := range used {
 		if u {
 			p.inUse++

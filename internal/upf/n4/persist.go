@@ -1,10 +1,13 @@
 package n4
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/wmnsk/go-pfcp/message"
 
@@ -119,16 +122,22 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 }
 
 // Saved is the sessions and reports of a previous run's journal: replay the
-// journal into it, have the store take the sessions over (Kept), then give
-// it to New (Config.Restored).
+// journal into it, Finish, have the store take the sessions over (Kept),
+// then give it to New (Config.Restored).
+//
+// The sessions' records are read on every CPU: each shard of them, by UP
+// SEID, reads its records in the journal's order on a goroutine of its own
+// (a million take seconds on one).
 type Saved struct {
-	peers    map[string][]pfcp.Peer // by Node ID: one copy of each
-	filters  map[string]sdf.Filter  // by flow description: parsed once
-	sessions map[uint64]savedSession
-	gone     map[uint64]uint64 // version of the record of a session gone
+	shards   []*shard
+	reading  sync.WaitGroup // the shards' goroutines, once started
+	started  bool
 	reports  map[uint64]*report
-	version  uint64 // the highest
 	reportID uint64
+	// The sessions of every shard, once Finish gathered them; the version
+	// of the last record.
+	sessions map[uint64]savedSession
+	version  uint64
 }
 
 type savedSession struct {
@@ -136,10 +145,35 @@ type savedSession struct {
 	slots session.Slots
 }
 
+// shard reads the records of the sessions whose UP SEID it is given.
+type shard struct {
+	batches  chan batch
+	filling  batch
+	peers    map[string][]pfcp.Peer // by Node ID: one copy of each
+	filters  map[string]sdf.Filter  // by flow description: parsed once
+	sessions map[uint64]savedSession
+	gone     map[uint64]uint64 // version of the record of a session gone
+	version  uint64
+	err      error
+}
+
+// batch is records for a shard: their kinds and values, one after another.
+type batch struct {
+	kinds  []byte
+	values [][]byte
+}
+
+const batchRecords = 256
+
 // NewSaved returns a Saved to replay a journal into.
 func NewSaved() *Saved {
-	return &Saved{peers: map[string][]pfcp.Peer{}, filters: map[string]sdf.Filter{}, sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{},
-		reports: map[uint64]*report{}}
+	sv := &Saved{reports: map[uint64]*report{}}
+	for range runtime.GOMAXPROCS(0) {
+		sh := &shard{batches: make(chan batch, 4), peers: map[string][]pfcp.Peer{}, filters: map[string]sdf.Filter{},
+			sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{}}
+		sv.shards = append(sv.shards, sh)
+	}
+	return sv
 }
 
 // Sessions is the number of sessions saved.
@@ -158,19 +192,17 @@ func (sv *Saved) Peers() map[string]bool {
 func (sv *Saved) Replay(kind byte, value []byte) (bool, error) {
 	d := n4state.NewDec(value)
 	switch kind {
-	case n4state.KindSession:
-		s, v, slots := decodeSession(d, sv)
-		if d.Err == nil && v > sv.sessions[s.seid].version() && v > sv.gone[s.seid] {
-			sv.sessions[s.seid] = savedSession{s, slots}
+	case n4state.KindSession, n4state.KindSessionGone: // both begin with the UP SEID
+		sh := sv.shards[d.Uint()%uint64(len(sv.shards))]
+		if d.Err != nil {
+			return true, d.Err
 		}
-		sv.version = max(sv.version, v)
-	case n4state.KindSessionGone:
-		seid, v := d.Uint(), d.Uint()
-		if v > sv.sessions[seid].version() {
-			delete(sv.sessions, seid)
-			sv.gone[seid] = v
+		sh.filling.kinds = append(sh.filling.kinds, kind)
+		sh.filling.values = append(sh.filling.values, slices.Clone(value))
+		if len(sh.filling.kinds) == batchRecords {
+			sv.send(sh)
 		}
-		sv.version = max(sv.version, v)
+		return true, nil
 	case n4state.KindReport:
 		r := decodeReport(d)
 		sv.reports[r.id] = r
@@ -183,18 +215,94 @@ func (sv *Saved) Replay(kind byte, value []byte) (bool, error) {
 	return true, d.Done()
 }
 
+// send hands a shard the records it was given, starting the shards'
+// goroutines first.
+func (sv *Saved) send(sh *shard) {
+	if !sv.started {
+		sv.started = true
+		for _, sh := range sv.shards {
+			sv.reading.Go(sh.read)
+		}
+	}
+	sh.batches <- sh.filling
+	sh.filling = batch{}
+}
+
+// Finish reads what the shards were given and gathers the sessions; it
+// returns the first record that could not be read.
+func (sv *Saved) Finish() error {
+	var errs []error
+	for _, sh := range sv.shards {
+		if len(sh.filling.kinds) > 0 {
+			sv.send(sh)
+		}
+	}
+	if sv.started {
+		for _, sh := range sv.shards {
+			close(sh.batches)
+		}
+		sv.reading.Wait()
+	}
+	n := 0
+	for _, sh := range sv.shards {
+		n += len(sh.sessions)
+		errs = append(errs, sh.err)
+		sv.version = max(sv.version, sh.version)
+	}
+	sv.sessions = make(map[uint64]savedSession, n)
+	for _, sh := range sv.shards {
+		maps.Copy(sv.sessions, sh.sessions)
+		sh.sessions = nil
+	}
+	return errors.Join(errs...)
+}
+
+// read reads the records the shard is given, in their order: the last
+// version of a session is the one it keeps.
+func (sh *shard) read() {
+	for b := range sh.batches {
+		for i, kind := range b.kinds {
+			if sh.err == nil {
+				sh.err = sh.record(kind, b.values[i])
+			}
+		}
+	}
+}
+
+func (sh *shard) record(kind byte, value []byte) error {
+	d := n4state.NewDec(value)
+	if kind == n4state.KindSessionGone {
+		seid, v := d.Uint(), d.Uint()
+		if v > sh.sessions[seid].version() {
+			delete(sh.sessions, seid)
+			sh.gone[seid] = v
+		}
+		sh.version = max(sh.version, v)
+		return d.Done()
+	}
+	s, v, slots := decodeSession(d, sh)
+	if err := d.Done(); err != nil {
+		return fmt.Errorf("session record: %w", err)
+	}
+	if v > sh.sessions[s.seid].version() && v > sh.gone[s.seid] {
+		sh.sessions[s.seid] = savedSession{s, slots}
+	}
+	sh.version = max(sh.version, v)
+	return nil
+}
+
 // filter reads an SDF filter, whose flow description other sessions' PDRs
 // mostly have too.
-func (sv *Saved) filter(d *n4state.Dec) sdf.Filter {
+func (sh *shard) filter(d *n4state.Dec) sdf.Filter {
 	desc := d.Bytes()
-	f, ok := sv.filters[string(desc)]
+	f, ok := sh.filters[string(desc)]
 	if !ok {
 		var err error
 		if f, err = sdf.Parse(string(desc)); err != nil {
 			d.Fail(err)
 			return f
 		}
-		sv.filters[string(desc)] = f
+		sh.filters[string(desc)] = f
 	}
 	f.TOS, f.SPI = sdf.TOS{Value: d.Uint8(), Mask: d.Uint8()}, d.Uint32()
 	f.HasFlowLabel, f.FlowLabel = d.Bool(), d.Uint32()
@@ -204,15 +312,15 @@ func (sv *Saved) filter(d *n4state.Dec) sdf.Filter {
 
 // peer reads a session's SMF: its Node ID and address, which the sessions
 // of an SMF share.
-func (sv *Saved) peer(d *n4state.Dec) pfcp.Peer {
+func (sh *shard) peer(d *n4state.Dec) pfcp.Peer {
 	id := d.Bytes()
 	addr := d.AddrPort()
-	peers := sv.peers[string(id)]
+	peers := sh.peers[string(id)]
 	if i := slices.IndexFunc(peers, func(p pfcp.Peer) bool { return p.Addr == addr }); i >= 0 {
 		return peers[i]
 	}
 	p := pfcp.Peer{NodeID: string(id), Addr: addr}
-	sv.peers[p.NodeID] = append(peers, p)
+	sh.peers[p.NodeID] = append(peers, p)
 	return p
 }
 
@@ -239,6 +347,8 @@ func (sv *Saved) Kept() []session.Kept {
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
 	h.sessions = make(map[uint64]*pfcpSession, len(sv.sessions))
+	h.chosen = make(map[uint32]bool, len(sv.sessions))
+	h.byTunnel.first = make(map[gnbTunnel]uint64, len(sv.sessions))
 	gnbs := map[netip.Addr]bool{}
 	for seid, ss := range sv.sessions {
 		s := ss.s
@@ -363,13 +473,13 @@ func encodeSession(e *n4state.Enc, s *pfcpSession, v uint64, slots session.Slots
 	}
 }
 
-func decodeSession(d *n4state.Dec, sv *Saved) (*pfcpSession, uint64, session.Slots) {
+func decodeSession(d *n4state.Dec, sh *shard) (*pfcpSession, uint64, session.Slots) {
 	s := &pfcpSession{seid: d.Uint()}
 	v := d.Uint()
 	s.version = v
 	s.cpSEID = d.Uint()
-	s.smf = sv.peer(d)
-	s.pdrs = decodeList(d, func(d *n4state.Dec) session.PDR { return decodePDR(d, sv) })
+	s.smf = sh.peer(d)
+	s.pdrs = decodeList(d, func(d *n4state.Dec) session.PDR { return decodePDR(d, sh) })
 	s.fars = decodeList(d, decodeFAR)
 	s.qers = decodeList(d, decodeQER)
 	for n := d.Uint(); n > 0 && d.Err == nil; n-- {
@@ -459,10 +569,10 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 	encodeUints(e, p.URRIDs)
 }
 
-func decodePDR(d *n4state.Dec, sv *Saved) session.PDR {
+func decodePDR(d *n4state.Dec, sh *shard) session.PDR {
 	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
 	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
-	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sv.filter(d)} })
+	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sh.filter(d)} })
 	if d.Bool() {
 		ohr := d.Uint8()
 		p.OuterHeaderRemoval = &ohr

@@ -72,7 +72,7 @@ func TestSessionRecordRoundTrip(t *testing.T) {
 	var e n4state.Enc
 	encodeSession(&e, s, s.version, slots)
 	d := n4state.NewDec(e.B)
-	got, v, gotSlots := decodeSession(d, NewSaved())
+	got, v, gotSlots := decodeSession(d, NewSaved().shards[0])
 	fatalIf(t, d.Done())
 	if v != s.version || !reflect.DeepEqual(got, s) {
 		t.Errorf("read back version %d\n%+v\nwant version %d\n%+v", v, got, s.version, s)
@@ -82,7 +82,7 @@ func TestSessionRecordRoundTrip(t *testing.T) {
 	}
 	for cut := range len(e.B) { // and a record cut short is refused, not misread
 		d := n4state.NewDec(e.B[:cut])
-		if decodeSession(d, NewSaved()); d.Done() == nil {
+		if decodeSession(d, NewSaved().shards[0]); d.Done() == nil {
 			t.Fatalf("a record cut at %d of %d octets read without an error", cut, len(e.B))
 		}
 	}
@@ -112,6 +112,7 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	})
 	fatalIf(t, err)
 	t.Cleanup(func() { l.Close() })
+	fatalIf(t, saved.Finish())
 	if !rec.Restored {
 		t.Fatalf("the journal was not restored: %s", rec.Reason)
 	}

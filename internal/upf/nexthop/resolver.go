@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -197,7 +196,7 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	// Slots never used go out first: a previous run's wait as long as
 	// they can.
 	r.pool = slotpool.New(slotpool.Config{Name: "next-hop", First: KernelSlot + 1, Size: dp.NexthopCapacity(), PreferNew: true})
-	r.pool.Adopt(slices.Clone(previous))
+	r.pool.Adopt(previous)
 	r.previous = previous
 	routes, err := dp.Routes()
 	if err != nil {

@@ -211,6 +211,11 @@ func (s *Server) Close() error {
 		s.cancel()
 		s.closeErr = s.conn.Close()
 		s.wg.Wait()
+		// Responses the sender had not got to: what their requests
+		// changed is journaled all the same, and nothing waits behind.
+		for len(s.sends) > 0 {
+			s.run(<-s.sends)
+		}
 	})
 	return s.closeErr
 }

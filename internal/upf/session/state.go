@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -280,20 +281,30 @@ type inPlace struct {
 }
 
 // checkAll checks the kept sessions against the data path, on every CPU:
-// it only reads, but for the next hops it takes.
+// it only reads, but for the next hops it takes. In the order of their
+// first PDR's slot, the sessions' slots are mostly read in the order of
+// the maps.
 func (s *Store) checkAll(ins []*installed) []inPlace {
+	slices.SortFunc(ins, func(a, b *installed) int { return cmp.Compare(firstSlot(a), firstSlot(b)) })
 	found := make([]inPlace, len(ins))
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			for i := w; i < len(ins); i += workers {
+			for i := w * len(ins) / workers; i < (w+1)*len(ins)/workers; i++ {
 				found[i] = s.check(ins[i])
 			}
 		})
 	}
 	wg.Wait()
 	return found
+}
+
+func firstSlot(in *installed) uint32 {
+	if len(in.PDRSlots) == 0 {
+		return 0
+	}
+	return in.PDRSlots[0].Slot
 }
 
 // check says whether the data path holds a kept session as kept: its keys

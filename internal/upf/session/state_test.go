@@ -179,6 +179,24 @@ func TestRestoreTakesOverKeptSessionsInPlace(t *testing.T) {
 	if seid, _, ok := restored.URRBySlot(urrSlot); !ok || seid != 2 {
 		t.Errorf("the URR's slot names session %d (%v)", seid, ok)
 	}
+	// New sessions take other slots than the kept one's.
+	kept2 := pfcpSession()
+	kept2.SEID = 3
+	for i := range kept2.PDRs {
+		kept2.PDRs[i].PDI.TEID = 300
+		kept2.PDRs[i].PDI.UEAddress = netip.MustParsePrefix("10.1.3.29/32")
+	}
+	check(t, restored.Create(kept2))
+	taken, _ := restored.Slots(3)
+	for i, slots := range [][2][]RuleSlot{{kept.Slots.PDR, taken.PDR}, {kept.Slots.URR, taken.URR}} {
+		for _, a := range slots[0] {
+			for _, b := range slots[1] {
+				if a.Slot == b.Slot {
+					t.Errorf("a new session took slot %d of kind %d, the kept session's", b.Slot, i)
+				}
+			}
+		}
+	}
 	moved := pfcpSession()
 	moved.FARs[0].OuterHeaderCreation.TEID = 101
 	check(t, restored.Replace(moved))
