@@ -262,12 +262,30 @@ func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
 }
 
 // index files session seid under the tunnels in now instead of those in
-// before.
+// before, once the index is built.
 func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
+	if h.byTunnel == nil {
+		return
+	}
 	for t := range before {
 		h.byTunnel.remove(t, seid)
 	}
 	for t := range now {
 		h.byTunnel.add(t, seid)
 	}
+}
+
+// tunnelIndex is the index of the sessions by gNB tunnel, built on first
+// use: Error Indications are rare, restored sessions many.
+func (h *Handler) tunnelIndex() *tunnelIndex {
+	if h.byTunnel == nil {
+		x := newTunnelIndex()
+		for seid, s := range h.sessions {
+			for t := range s.tunnels() {
+				x.add(t, seid)
+			}
+		}
+		h.byTunnel = &x
+	}
+	return h.byTunnel
 }

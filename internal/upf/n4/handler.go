@@ -94,7 +94,7 @@ type Handler struct {
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
-	byTunnel tunnelIndex             // the sessions of each gNB tunnel
+	byTunnel *tunnelIndex            // the sessions of each gNB tunnel; nil until needed (tunnels)
 	out      outbox
 
 	// What a call changed, for record: the sessions, by UP SEID, and the
@@ -236,7 +236,7 @@ func New(cfg Config) *Handler {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
 	h := &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		byTunnel: newTunnelIndex(), out: outbox{wake: make(chan struct{}, 1)},
+		out: outbox{wake: make(chan struct{}, 1)},
 		touched: map[uint64]bool{}, unanswered: map[uint64]*report{}}
 	if cfg.Restored != nil {
 		h.restore(cfg.Restored)

@@ -343,12 +343,12 @@ func (sv *Saved) Kept() []session.Kept {
 // restore takes up the sessions and reports of a previous run, which the
 // store has taken over: the TEIDs and UE addresses they chose are taken
 // again, their gNBs' paths supervised, their buffer limits set, and the
-// reports not answered sent again.
+// reports not answered sent again. The index of gNB tunnels is built when
+// an Error Indication needs it.
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
 	h.sessions = make(map[uint64]*pfcpSession, len(sv.sessions))
 	h.chosen = make(map[uint32]bool, len(sv.sessions))
-	h.byTunnel.first = make(map[gnbTunnel]uint64, len(sv.sessions))
 	gnbs := map[netip.Addr]bool{}
 	for seid, ss := range sv.sessions {
 		s := ss.s
@@ -364,12 +364,9 @@ func (h *Handler) restore(sv *Saved) {
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
 			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
 		}
-		for _, f := range s.fars { // as index and supervise would file them, without their sets
-			if o := f.OuterHeaderCreation; o != nil {
-				h.byTunnel.add(gnbTunnel{o.TEID, o.Peer}, seid)
-				if f.Action == session.ActionForward {
-					gnbs[o.Peer] = true
-				}
+		for _, f := range s.fars { // as supervise would file them, without their sets
+			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
+				gnbs[o.Peer] = true
 			}
 		}
 		for id, u := range s.urrs {
@@ -574,12 +571,21 @@ func decodePDR(d *n4state.Dec, sh *shard) session.PDR {
 	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
 	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sh.filter(d)} })
 	if d.Bool() {
-		ohr := d.Uint8()
-		p.OuterHeaderRemoval = &ohr
+		p.OuterHeaderRemoval = &outerHeaderRemovals[d.Uint8()]
 	}
 	p.QERIDs = decodeUints[uint32](d)
 	p.URRIDs = decodeUints[uint32](d)
 	return p
+}
+
+// outerHeaderRemovals are the values a PDR's Outer Header Removal points
+// at once read back, which nobody writes: one copy each.
+var outerHeaderRemovals [256]uint8
+
+func init() {
+	for i := range outerHeaderRemovals {
+		outerHeaderRemovals[i] = uint8(i)
+	}
 }
 
 func encodeFAR(e *n4state.Enc, f *session.FAR) {

@@ -328,7 +328,7 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 }
 
 func (h *Handler) errorIndication(ei gtpu.ErrorIndication, peer netip.Addr) {
-	for _, seid := range h.byTunnel.sessions(gnbTunnel{ei.TEID, peer}) {
+	for _, seid := range h.tunnelIndex().sessions(gnbTunnel{ei.TEID, peer}) {
 		s := h.sessions[seid]
 		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
 			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}

@@ -153,9 +153,11 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 		used.mark(ins[i])
 	}
 	var repair []*installed
+	taken := 0 // keys
 	for i, found := range s.checkAll(ins) {
 		if found.ok && s.takeOver(ins[i], found) {
 			res.Kept++
+			taken += len(found.keys)
 		} else {
 			repair = append(repair, ins[i])
 		}
@@ -166,11 +168,14 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 			owned[k] = true
 		}
 	}
-	stray, err := s.removeStrayKeys(owned, &used)
-	if err != nil {
-		return res, err
+	// With the sessions taken over owning every key, no other is left.
+	if s.dp.Keys() != taken {
+		stray, err := s.removeStrayKeys(owned, &used)
+		if err != nil {
+			return res, err
+		}
+		res.StrayKeys = stray
 	}
-	res.StrayKeys = stray
 	s.adopt(used)
 	buffers := map[uint32]buffer.Owner{}
 	for _, in := range slices.Concat(slices.Collect(maps.Values(s.sessions)), repair) {
@@ -285,7 +290,22 @@ type inPlace struct {
 // first PDR's slot, the sessions' slots are mostly read in the order of
 // the maps.
 func (s *Store) checkAll(ins []*installed) []inPlace {
-	slices.SortFunc(ins, func(a, b *installed) int { return cmp.Compare(firstSlot(a), firstSlot(b)) })
+	bySlot := make([]struct {
+		slot uint32
+		in   *installed
+	}, len(ins))
+	for i, in := range ins {
+		bySlot[i].slot, bySlot[i].in = firstSlot(in), in
+	}
+	slices.SortFunc(bySlot, func(a, b struct {
+		slot uint32
+		in   *installed
+	}) int {
+		return cmp.Compare(a.slot, b.slot)
+	})
+	for i := range bySlot {
+		ins[i] = bySlot[i].in
+	}
 	found := make([]inPlace, len(ins))
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup

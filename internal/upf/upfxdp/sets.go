@@ -304,6 +304,12 @@ func (p *pdrSets) get(k setKey) (PDRSet, error) {
 	return set, nil
 }
 
+func (p *pdrSets) count() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.where)
+}
+
 // each calls f with every key and its set, under p.mu read-locked.
 func (p *pdrSets) each(f func(setKey, PDRSet)) {
 	p.mu.RLock()

@@ -131,6 +131,9 @@ func (d *Datapath) DownlinkUEs() []netip.Addr {
 	return ues
 }
 
+// Keys is the number of installed keys.
+func (d *Datapath) Keys() int { return d.sets.count() }
+
 // EachSet calls f with every installed key, an uplink TEID or (ue valid)
 // a downlink UE address, and what it points at, in no order. f must not
 // change the keys.
