@@ -236,7 +236,7 @@ func New(cfg Config) *Handler {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
 	h := &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		out: outbox{wake: make(chan struct{}, 1)},
+		out:     outbox{wake: make(chan struct{}, 1)},
 		touched: map[uint64]bool{}, unanswered: map[uint64]*report{}}
 	if cfg.Restored != nil {
 		h.restore(cfg.Restored)
