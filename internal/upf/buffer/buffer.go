@@ -76,6 +76,9 @@ type Manager struct {
 	// notify is told of the first packet each buffer holds: SetNotify.
 	notify atomic.Pointer[func(o Owner, pdr uint16, qfi uint8)]
 
+	// lost are the packets a previous run held, lost with it (Adopt).
+	lost atomic.Uint64
+
 	mu      sync.Mutex
 	buffers map[uint32]*buffer
 	limits  map[uint64]int // by SEID: SetLimit
@@ -185,8 +188,13 @@ func (m *Manager) Adopt(owners map[uint32]Owner) (lost uint64) {
 			lost += uint64(len(frames))
 		}
 	}
+	m.lost.Add(lost)
 	return lost
 }
+
+// Lost is the number of packets the buffers of a previous run held in its
+// memory, which it lost with it (Adopt), for telemetry.
+func (m *Manager) Lost() uint64 { return m.lost.Load() }
 
 // Pending reports whether a slot is armed and not yet released: its FAR
 // still buffers, or forwards only once the held packets are out.

@@ -285,10 +285,11 @@ type inPlace struct {
 	moved    []movedNexthop
 }
 
-// checkAll checks the kept sessions against the data path, on every CPU:
-// it only reads, but for the next hops it takes. In the order of their
-// first PDR's slot, the sessions' slots are mostly read in the order of
-// the maps.
+// checkAll checks the kept sessions against the data path: their rules,
+// on every CPU, each reading only its slots but for the next hops it
+// takes; then their keys, in one pass over the data path's, each found to
+// its session by the slot of its set's first PDR. In the order of their
+// first PDR's slot, the sessions' slots are mostly read in the maps' order.
 func (s *Store) checkAll(ins []*installed) []inPlace {
 	bySlot := make([]struct {
 		slot uint32
@@ -317,6 +318,31 @@ func (s *Store) checkAll(ins []*installed) []inPlace {
 		})
 	}
 	wg.Wait()
+
+	owner := make([]int32, s.pdrSlots.Size()) // the session holding each PDR slot, by index in ins + 1
+	for i, in := range ins {
+		for _, e := range in.PDRSlots {
+			if int(e.Slot) < len(owner) {
+				owner[e.Slot] = int32(i + 1)
+			}
+		}
+	}
+	matched := make([]int, len(ins)) // keys that point where the session's should
+	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
+		if set.Count == 0 || int(set.Pdr[0]) >= len(owner) || owner[set.Pdr[0]] == 0 {
+			return
+		}
+		i := owner[set.Pdr[0]] - 1
+		if want, ok := pdrSet(ins[i], dpKey{teid: teid, ue: ue}); ok && want == set {
+			matched[i]++
+		}
+	})
+	for i := range found {
+		if found[i].ok && matched[i] != len(found[i].keys) {
+			s.release(found[i].nexthops)
+			found[i] = inPlace{}
+		}
+	}
 	return found
 }
 
@@ -327,20 +353,14 @@ func firstSlot(in *installed) uint32 {
 	return in.PDRSlots[0].Slot
 }
 
-// check says whether the data path holds a kept session as kept: its keys
-// point at its PDRs' slots, which hold its rules with the next hops the
-// resolver gives their destinations again.
+// check says whether the data path holds a kept session's rules as kept:
+// its PDRs' slots hold them, with the next hops the resolver gives their
+// destinations again. checkAll checks its keys.
 func (s *Store) check(in *installed) inPlace {
-	found := inPlace{keys: keysOf(&in.Session)}
-	for _, k := range found.keys {
-		want, _ := pdrSet(in, k)
-		if have, err := s.getKey(k); err != nil || have != want {
-			return inPlace{}
-		}
-	}
 	if len(in.Neighbours) > 0 {
 		return inPlace{}
 	}
+	found := inPlace{keys: keysOf(&in.Session)}
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {
 		slot, err := s.nh.Adopt(dst, hint)
 		if err == nil {
@@ -467,14 +487,6 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 
 // movedNexthop is a PDR slot whose FAR is to point at another next hop.
 type movedNexthop struct{ pdr, nexthop uint32 }
-
-// getKey reads what a key points at.
-func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
-	if k.ue.IsValid() {
-		return s.dp.Downlink(k.ue)
-	}
-	return s.dp.Uplink(k.teid)
-}
 
 // releaseUnowned gives back, after the reuse delay, the used slots that no
 // session owns now.
