@@ -134,10 +134,7 @@ type Saved struct {
 	started  bool
 	reports  map[uint64]*report
 	reportID uint64
-	// The sessions of every shard, once Finish gathered them; the version
-	// of the last record.
-	sessions map[uint64]savedSession
-	version  uint64
+	version  uint64 // of the last session record, once Finish read them
 }
 
 type savedSession struct {
@@ -177,14 +174,27 @@ func NewSaved() *Saved {
 }
 
 // Sessions is the number of sessions saved.
-func (sv *Saved) Sessions() int { return len(sv.sessions) }
+func (sv *Saved) Sessions() int {
+	n := 0
+	for _, sh := range sv.shards {
+		n += len(sh.sessions)
+	}
+	return n
+}
+
+// each calls f with every session saved.
+func (sv *Saved) each(f func(savedSession)) {
+	for _, sh := range sv.shards {
+		for _, ss := range sh.sessions {
+			f(ss)
+		}
+	}
+}
 
 // Peers are the Node IDs of the SMFs the sessions are of.
 func (sv *Saved) Peers() map[string]bool {
 	peers := map[string]bool{}
-	for _, ss := range sv.sessions {
-		peers[ss.s.smf.NodeID] = true
-	}
+	sv.each(func(ss savedSession) { peers[ss.s.smf.NodeID] = true })
 	return peers
 }
 
@@ -228,8 +238,8 @@ func (sv *Saved) send(sh *shard) {
 	sh.filling = batch{}
 }
 
-// Finish reads what the shards were given and gathers the sessions; it
-// returns the first record that could not be read.
+// Finish reads what the shards were given; it returns the first record
+// that could not be read.
 func (sv *Saved) Finish() error {
 	var errs []error
 	for _, sh := range sv.shards {
@@ -243,16 +253,9 @@ func (sv *Saved) Finish() error {
 		}
 		sv.reading.Wait()
 	}
-	n := 0
 	for _, sh := range sv.shards {
-		n += len(sh.sessions)
 		errs = append(errs, sh.err)
 		sv.version = max(sv.version, sh.version)
-	}
-	sv.sessions = make(map[uint64]savedSession, n)
-	for _, sh := range sv.shards {
-		maps.Copy(sv.sessions, sh.sessions)
-		sh.sessions = nil
 	}
 	return errors.Join(errs...)
 }
@@ -333,11 +336,18 @@ func (ss savedSession) version() uint64 {
 
 // Kept are the sessions as the store takes them over.
 func (sv *Saved) Kept() []session.Kept {
-	kept := make([]session.Kept, 0, len(sv.sessions))
-	for _, ss := range sv.sessions {
-		kept = append(kept, session.Kept{Session: ss.s.rules(), Slots: ss.slots})
+	kept := make([][]session.Kept, len(sv.shards))
+	var wg sync.WaitGroup
+	for i, sh := range sv.shards {
+		wg.Go(func() {
+			kept[i] = make([]session.Kept, 0, len(sh.sessions))
+			for _, ss := range sh.sessions {
+				kept[i] = append(kept[i], session.Kept{Session: ss.s.rules(), Slots: ss.slots})
+			}
+		})
 	}
-	return kept
+	wg.Wait()
+	return slices.Concat(kept...)
 }
 
 // restore takes up the sessions and reports of a previous run, which the
@@ -347,15 +357,13 @@ func (sv *Saved) Kept() []session.Kept {
 // an Error Indication needs it.
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
-	h.sessions = make(map[uint64]*pfcpSession, len(sv.sessions))
-	h.chosen = make(map[uint32]bool, len(sv.sessions))
+	h.sessions = make(map[uint64]*pfcpSession, sv.Sessions())
 	gnbs := map[netip.Addr]bool{}
-	for seid, ss := range sv.sessions {
-		s := ss.s
+	// The TEIDs the sessions chose need no entry in h.chosen: their keys
+	// in the store keep them from being chosen again.
+	sv.each(func(ss savedSession) {
+		s, seid := ss.s, ss.s.seid
 		h.sessions[seid] = s
-		for _, teid := range s.chosenTEIDs {
-			h.chosen[teid] = true
-		}
 		if s.ue4.IsValid() {
 			if err := h.reserveUE(s.ue4); err != nil {
 				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", seid, "ue", s.ue4, "err", err)
@@ -374,7 +382,7 @@ func (h *Handler) restore(sv *Saved) {
 				h.timed[meterKey{seid, id}] = true
 			}
 		}
-	}
+	})
 	h.supervise(gnbs, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
 		r := sv.reports[id]

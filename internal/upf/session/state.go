@@ -281,6 +281,7 @@ func (s *Store) reach(u *usedSlots, set upfxdp.PDRSet) {
 type inPlace struct {
 	ok       bool
 	keys     []dpKey
+	sets     []upfxdp.PDRSet // what each key is to point at
 	nexthops []netip.Addr
 	moved    []movedNexthop
 }
@@ -333,7 +334,7 @@ func (s *Store) checkAll(ins []*installed) []inPlace {
 			return
 		}
 		i := owner[set.Pdr[0]] - 1
-		if want, ok := pdrSet(ins[i], dpKey{teid: teid, ue: ue}); ok && want == set {
+		if j := slices.Index(found[i].keys, dpKey{teid: teid, ue: ue}); j >= 0 && found[i].sets[j] == set {
 			matched[i]++
 		}
 	})
@@ -361,6 +362,10 @@ func (s *Store) check(in *installed) inPlace {
 		return inPlace{}
 	}
 	found := inPlace{keys: keysOf(&in.Session)}
+	for _, k := range found.keys {
+		set, _ := pdrSet(in, k)
+		found.sets = append(found.sets, set)
+	}
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {
 		slot, err := s.nh.Adopt(dst, hint)
 		if err == nil {
