@@ -133,27 +133,16 @@ var restartPool = netip.MustParsePrefix("10.46.0.0/24")
 func TestRestartKeepsPFCPSessions(t *testing.T) {
 	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, restartPool)
+	_, stop := startDaemon(t, cfg)
+	r := sessionThenStop(t, tb, cfg, stop)
+	smf, sess, up, down := r.smf, r.sess, r.up, r.down
 	client, stop := startDaemon(t, cfg)
-	smf := associatedSMF(t, cfg)
-	const cpSEID = 0x5eed
-	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, down := sessionFrames(tb, sess.TEID, sess.UE)
-	delivered(t, tb, "the SMF's session", up, down)
-	before := recoveryTime(t, smf)
-
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	client, stop = startDaemon(t, cfg)
 	if _, err := client.Session(t.Context(), sess.SEID); err != nil {
 		t.Errorf("the SMF's session after the restart: %v", err)
 	}
 	delivered(t, tb, "the SMF's session after the restart", up, down)
-	if after := recoveryTime(t, smf); !after.Equal(before) {
-		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want the same", after, before)
+	if after := recoveryTime(t, smf); !after.Equal(r.recovery) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want the same", after, r.recovery)
 	}
 	resp, err := smf.Modify(pfcptest.HandoverRequest(sess.SEID, demo.GNBAddr, demo.DownlinkTEID+1))
 	if err == nil {
@@ -182,19 +171,8 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
 		t.Fatal(err)
 	}
-	smf := associatedSMF(t, cfg)
-	const cpSEID = 0x5eed
-	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pfcpUp, pfcpDown := sessionFrames(tb, sess.TEID, sess.UE)
-	delivered(t, tb, "the SMF's session", pfcpUp, pfcpDown)
-	before := recoveryTime(t, smf)
-
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
+	r := sessionThenStop(t, tb, cfg, stop)
+	smf, sess, pfcpUp, pfcpDown, before := r.smf, r.sess, r.up, r.down, r.recovery
 	journals, err := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "journal-*.log"))
 	if err != nil || len(journals) == 0 {
 		t.Fatalf("no journal in %s: %v", cfg.PFCP.StateDir, err)
@@ -226,7 +204,7 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	if _, err := smf.Associate(); err != nil {
 		t.Fatal(err)
 	}
-	req := smf.PDUSessionRequest(cpSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	req := smf.PDUSessionRequest(restartCPSEID, sess.UE, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
 	withFTEID(req, sess.TEID, demo.N3Addr)
 	resp, err := smf.SendEstablishment(req)
 	if err != nil {
@@ -239,6 +217,36 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Error(err)
 	}
+}
+
+// restartCPSEID is the SMF's SEID of the session of sessionThenStop.
+const restartCPSEID = 0x5eed
+
+// beforeRestart is an SMF's session on a daemon that was stopped: its
+// frames, and the Recovery Time Stamp the SMF saw before.
+type beforeRestart struct {
+	smf      *pfcptest.SMF
+	sess     pfcptest.Session
+	up, down []byte
+	recovery time.Time
+}
+
+// sessionThenStop has an SMF establish a session on the daemon running cfg,
+// checks that it forwards, and stops the daemon.
+func sessionThenStop(t *testing.T, tb *demo.Testbed, cfg *config.Config, stop func() error) beforeRestart {
+	t.Helper()
+	r := beforeRestart{smf: associatedSMF(t, cfg)}
+	var err error
+	if r.sess, err = r.smf.EstablishPDUSession(restartCPSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI); err != nil {
+		t.Fatal(err)
+	}
+	r.up, r.down = sessionFrames(tb, r.sess.TEID, r.sess.UE)
+	delivered(t, tb, "the SMF's session", r.up, r.down)
+	r.recovery = recoveryTime(t, r.smf)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // lockedBuffer keeps a daemon's log, written and read at once.

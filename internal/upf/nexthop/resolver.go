@@ -273,6 +273,11 @@ func (r *Resolver) Acquire(dst netip.Addr) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
+	return r.newDst(dst, slot)
+}
+
+// newDst gives dst slot, writing it, with a first reference; under mu.
+func (r *Resolver) newDst(dst netip.Addr, slot uint32) (uint32, error) {
 	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
 	if err := r.write(&e.slotState, true); err != nil {
 		r.pool.Release(slot)
@@ -295,13 +300,7 @@ func (r *Resolver) Adopt(dst netip.Addr, slot uint32) (uint32, error) {
 	}
 	defer r.mu.Unlock()
 	r.previous[slot] = false
-	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
-	if err := r.write(&e.slotState, true); err != nil {
-		r.pool.Release(slot)
-		return 0, fmt.Errorf("writing next-hop slot %d: %w", slot, err)
-	}
-	r.dsts[dst] = e
-	return slot, nil
+	return r.newDst(dst, slot)
 }
 
 // ReleasePrevious quarantines the previous run's slots that no FAR took up

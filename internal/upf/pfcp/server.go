@@ -358,41 +358,53 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	s.unsent.Add(1)
 	select {
 	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read, txn) }:
-		answered = true
 	case <-s.ctx.Done():
+		// Closing: not sent, but journaled with what the request changed
+		// (waiting would wait for the responses queued before it, which
+		// Close journals once this job is done).
 		s.unsent.Add(-1)
+		s.cache.forget(key)
+		s.journalResponse(resp, key, txn)
 	}
+	answered = true
 }
 
 // sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender (or by the job: see serve). A request that
-// changed the state has its response journaled with the change, and sent
-// once that is written.
+// time read, on the sender (or by the job: see serve), once what the
+// request changed and the response are written (journalResponse).
 func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time, txn *n4state.Txn) {
 	cached := false
 	defer func() {
-		if !cached {
+		if !cached { // not encodable, or a panic: a retransmission is served afresh
 			s.cache.forget(key)
 		}
 	}()
-	b, err := encode(resp)
+	b, now, err := s.journalResponse(resp, key, txn)
 	if err != nil {
-		txn.Commit()
 		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
 		return
 	}
-	now := time.Now()
-	if !txn.Empty() {
-		txn.Put(n4state.KindResponse, func(e *n4state.Enc) {
-			encodeResponse(e, key, cachedResponse{encoded: b, expires: now.Add(s.cache.ttl)})
-		})
-		txn.Commit()
-		txn.Wait()
-	}
+	txn.Wait()
 	s.cache.finish(key, b, now)
 	cached = true
 	s.send(b, key.from)
 	s.stats.handled(time.Since(read))
+}
+
+// journalResponse encodes a response and commits its request's
+// transaction, with the response if the request changed the state: after
+// a restart, a retransmission of the request gets it again rather than
+// being served twice.
+func (s *Server) journalResponse(resp message.Message, key cacheKey, txn *n4state.Txn) ([]byte, time.Time, error) {
+	defer txn.Commit()
+	b, err := encode(resp)
+	now := time.Now()
+	if err == nil && !txn.Empty() {
+		txn.Put(n4state.KindResponse, func(e *n4state.Enc) {
+			encodeResponse(e, key, cachedResponse{encoded: b, expires: now.Add(s.cache.ttl)})
+		})
+	}
+	return b, now, err
 }
 
 // drain runs the functions of a queue with do, one at a time, until the
