@@ -141,8 +141,8 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 		h.Run(ctx, events)
 	}()
 	stop = func() error {
+		err := server.Close() // first: no request changes the sessions' tunnels any more
 		closeTunnels()
-		err := server.Close()
 		cancel()
 		<-reporting
 		return err

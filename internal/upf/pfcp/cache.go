@@ -87,3 +87,16 @@ func (c *responseCache) each(f func(cacheKey, cachedResponse)) {
 		}
 	}
 }
+
+// keep takes up the responses a previous run cached, those not expired at
+// now, in the generation that begins now: they stay a TTL at least.
+func (c *responseCache) keep(responses map[cacheKey]cachedResponse, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.since = now
+	for k, r := range responses {
+		if now.Before(r.expires) {
+			c.current[k] = r
+		}
+	}
+}

@@ -122,12 +122,7 @@ func (s *Server) restore(st *State) {
 		s.wg.Go(func() { s.sendHeartbeats(ctx, a) })
 	}
 	s.assocs.mu.Unlock()
-	now := time.Now()
-	for k, r := range st.responses {
-		if now.Before(r.expires) {
-			s.cache.current[k] = r
-		}
-	}
+	s.cache.keep(st.responses, time.Now())
 }
 
 // snapshot writes the server's part of the state, for compaction.
