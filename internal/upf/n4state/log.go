@@ -213,6 +213,16 @@ func (t *Txn) Empty() bool { return t == nil || t.e == nil }
 // this one too) or another goroutine is writing. It returns the entry's
 // LSN, 0 for no entry.
 func (t *Txn) Commit() uint64 {
+	lsn := t.Complete()
+	if lsn != 0 {
+		t.log.flush()
+	}
+	return lsn
+}
+
+// Complete completes the entry without writing it: a Flush after the
+// entries completed together writes them with one call (group commit).
+func (t *Txn) Complete() uint64 {
 	if t.Empty() {
 		return 0
 	}
@@ -223,8 +233,14 @@ func (t *Txn) Commit() uint64 {
 	l.mu.Lock()
 	e.done = true
 	l.mu.Unlock()
-	l.flush()
 	return e.lsn
+}
+
+// Flush writes the complete entries, as Commit does.
+func (l *Log) Flush() {
+	if l != nil {
+		l.flush()
+	}
 }
 
 // Wait waits until the committed entry is written, or writing failed.

@@ -97,10 +97,10 @@ type Server struct {
 	jobs    chan func()
 	running sync.Mutex
 	pending atomic.Int32
-	// sends run on the sender goroutine: a job leaves the encoding,
-	// caching and sending of a response to it and serves the next request,
-	// when one is waiting.
-	sends  chan func()
+	// sends are the responses of the sender goroutine: a job leaves the
+	// encoding, journaling, caching and sending of a response to it and
+	// serves the next request, when one is waiting.
+	sends  chan outgoing
 	unsent atomic.Int32 // responses given to the sender and not sent yet
 	cache  *responseCache
 	tx     *transactions
@@ -158,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 		nodeID:   nodeIDIE(cfg.NodeID),
 		features: upFeaturesIE(cfg.Features),
 		jobs:     make(chan func(), queueLen),
-		sends:    make(chan func(), queueLen),
+		sends:    make(chan outgoing, queueLen),
 		// Keep responses while the peer may still retransmit, assuming it
 		// uses the same T1 and N1.
 		cache:  newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
@@ -178,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(func() { s.drain(s.jobs, s.runJob) })
-	s.wg.Go(func() { s.drain(s.sends, s.run) })
+	s.wg.Go(s.sendAll)
 	for _, peer := range cfg.Peers {
 		s.wg.Go(func() { s.keepAssociated(peer) })
 	}
@@ -213,9 +213,11 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		// Responses the sender had not got to: what their requests
 		// changed is journaled all the same, and nothing waits behind.
+		var left []outgoing
 		for len(s.sends) > 0 {
-			s.run(<-s.sends)
+			left = append(left, <-s.sends)
 		}
+		s.sendBatch(left)
 	})
 	return s.closeErr
 }
@@ -357,7 +359,7 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	}
 	s.unsent.Add(1)
 	select {
-	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read, txn) }:
+	case s.sends <- outgoing{msg: resp, key: key, read: read, txn: txn}:
 	case <-s.ctx.Done():
 		// Closing: not sent, but journaled with what the request changed
 		// (waiting would wait for the responses queued before it, which
@@ -365,38 +367,99 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 		s.unsent.Add(-1)
 		s.cache.forget(key)
 		s.journalResponse(resp, key, txn)
+		s.cfg.Journal.Flush()
 	}
 	answered = true
 }
 
 // sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender (or by the job: see serve), once what the
-// request changed and the response are written (journalResponse).
+// time read, by the job (see serve), once what the request changed and the
+// response are written (journalResponse).
 func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time, txn *n4state.Txn) {
-	cached := false
-	defer func() {
-		if !cached { // not encodable, or a panic: a retransmission is served afresh
-			s.cache.forget(key)
-		}
-	}()
-	b, now, err := s.journalResponse(resp, key, txn)
-	if err != nil {
-		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
-		return
-	}
-	txn.Wait()
-	s.cache.finish(key, b, now)
-	cached = true
-	s.send(b, key.from)
-	s.stats.handled(time.Since(read))
+	r := outgoing{msg: resp, key: key, read: read, txn: txn}
+	r.encode(s)
+	s.cfg.Journal.Flush()
+	r.send(s)
 }
 
-// journalResponse encodes a response and commits its request's
-// transaction, with the response if the request changed the state: after
+// outgoing is a response the sender sends.
+type outgoing struct {
+	msg     message.Message
+	key     cacheKey
+	read    time.Time
+	txn     *n4state.Txn
+	encoded []byte
+	at      time.Time // when encoded
+}
+
+// sendAll sends the responses the jobs hand over until the server closes:
+// those waiting together are written to the journal with one call (group
+// commit), then sent.
+func (s *Server) sendAll() {
+	batch := make([]outgoing, 0, queueLen)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case r := <-s.sends:
+			batch = append(batch[:0], r)
+		}
+		for more := true; more && len(batch) < cap(batch); {
+			select {
+			case r := <-s.sends:
+				batch = append(batch, r)
+			default:
+				more = false
+			}
+		}
+		s.sendBatch(batch)
+	}
+}
+
+func (s *Server) sendBatch(batch []outgoing) {
+	for i := range batch {
+		s.run(func() { batch[i].encode(s) })
+	}
+	s.cfg.Journal.Flush()
+	for i := range batch {
+		s.run(func() { batch[i].send(s) })
+		s.unsent.Add(-1)
+	}
+}
+
+// encode encodes the response and journals it (journalResponse), leaving
+// the writing to a Flush; a response it cannot encode is not cached, so a
+// retransmission is served afresh.
+func (r *outgoing) encode(s *Server) {
+	var err error
+	defer func() {
+		if r.encoded == nil {
+			s.cache.forget(r.key)
+		}
+	}()
+	if r.encoded, r.at, err = s.journalResponse(r.msg, r.key, r.txn); err != nil {
+		r.encoded = nil
+		s.log.Error("PFCP response not encodable", "response", r.msg.MessageTypeName(), "err", err)
+	}
+}
+
+// send caches and sends an encoded response once its entry is written.
+func (r *outgoing) send(s *Server) {
+	if r.encoded == nil {
+		return
+	}
+	r.txn.Wait()
+	s.cache.finish(r.key, r.encoded, r.at)
+	s.send(r.encoded, r.key.from)
+	s.stats.handled(time.Since(r.read))
+}
+
+// journalResponse encodes a response and completes its request's
+// transaction, with the response if the request changed the state (after
 // a restart, a retransmission of the request gets it again rather than
-// being served twice.
+// being served twice); a Flush writes it.
 func (s *Server) journalResponse(resp message.Message, key cacheKey, txn *n4state.Txn) ([]byte, time.Time, error) {
-	defer txn.Commit()
+	defer txn.Complete()
 	b, err := encode(resp)
 	now := time.Now()
 	if err == nil && !txn.Empty() {
