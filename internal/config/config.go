@@ -204,6 +204,11 @@ type PFCP struct {
 	// ForwardingPolicies are the next hops of traffic steering (TRST), by
 	// the Forwarding Policy identifiers SMFs name in FARs.
 	ForwardingPolicies map[string]netip.Addr
+	// StateDir is where the PFCP state (associations, sessions, usage) is
+	// kept across restarts; StateSync flushes it to the disk before what
+	// it records is answered, so that it survives a power loss too.
+	StateDir  string
+	StateSync bool
 }
 
 // Buffering limits the downlink packets buffering FARs hold: per session
@@ -314,6 +319,8 @@ type pfcpSettings struct {
 	UEPool             string            `yaml:"ue_pool"`
 	UEPools            map[string]string `yaml:"ue_pools"`
 	ForwardingPolicies map[string]string `yaml:"forwarding_policies"`
+	StateDir           string            `yaml:"state_dir"`
+	StateSync          bool              `yaml:"state_sync"`
 }
 
 type bufferingSettings struct {
@@ -691,6 +698,16 @@ func parsePFCP(f *file, cfg *Config) error {
 	}
 	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
 		return err
+	}
+	out.StateDir, out.StateSync = filepath.Join(filepath.Dir(cfg.StateFile), "pfcp"), p.StateSync
+	if d := p.StateDir; d != "" {
+		if !filepath.IsAbs(d) {
+			return invalid("pfcp.state_dir", "%q must be an absolute directory path", d)
+		}
+		out.StateDir = filepath.Clean(d)
+	}
+	if out.StateDir == cfg.StateFile {
+		return invalid("pfcp.state_dir", "%s is the state file", out.StateDir)
 	}
 	cfg.PFCP = out
 	return nil

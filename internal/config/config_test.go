@@ -81,6 +81,8 @@ pfcp:
   ue_pool: 10.45.0.0/16
   ue_pools: {ims: 10.46.0.0/16, internet.mnc001: 10.47.0.0/24}
   forwarding_policies: {to-firewall: 198.51.100.9, "video optimiser": "2001:db8:6::9"}
+  state_dir: /tmp/upf2/n4/
+  state_sync: true
 classify:
   interfaces: [edge0, edge1]
   max_masks: 24
@@ -129,6 +131,8 @@ cuup:
 				"internet.mnc001": netip.MustParsePrefix("10.47.0.0/24")},
 			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
 				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
+			StateDir:  "/tmp/upf2/n4",
+			StateSync: true,
 		},
 		Classify: &Classify{Interfaces: []string{"edge0", "edge1"}, MaxMasks: 24, OrphanFragments: classifyxdp.ActionDrop,
 			RulesFile: "/tmp/upf2/rules.json", ReportInterval: 2 * time.Second, Webhooks: []string{"http://collector.example:8080/xdp5g"}},
@@ -271,7 +275,8 @@ func TestPFCPDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := &PFCP{Listen: listen, NodeID: nodeID, AllowedPeers: DefaultAllowedPeers, HeartbeatInterval: 10 * time.Second, T1: 3 * time.Second, N1: 3,
-			TrafficStopAfter: 10 * time.Second, GTPUEchoInterval: time.Minute, GTPUEchoRetries: 3}
+			TrafficStopAfter: 10 * time.Second, GTPUEchoInterval: time.Minute, GTPUEchoRetries: 3,
+			StateDir: "/var/lib/xdp5g/pfcp"} // next to the default state_file
 		if !reflect.DeepEqual(cfg.PFCP, want) {
 			t.Errorf("got %+v\nwant %+v", cfg.PFCP, want)
 		}
@@ -386,6 +391,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "forwarding policy to a name", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "forwarding policy to multicast", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "empty forwarding policy identifier", yaml: `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, field: `pfcp.forwarding_policies[""]`},
+		{name: "relative PFCP state directory", yaml: "pfcp: {node_id: upf.example, state_dir: pfcp}", field: "pfcp.state_dir"},
+		{name: "PFCP state in the state file", yaml: "state_file: /tmp/s\npfcp: {node_id: upf.example, state_dir: /tmp/s}", field: "pfcp.state_dir"},
 		{name: "classify without interfaces", yaml: "classify: {max_masks: 4}", field: "classify.interfaces"},
 		{name: "classify interface name", yaml: "classify: {interfaces: [edge0, 'a/b']}", field: "classify.interfaces[1]"},
 		{name: "classify interface twice", yaml: "classify: {interfaces: [edge0, edge0]}", field: "classify.interfaces[1]"},

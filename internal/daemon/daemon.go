@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -23,6 +24,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 	"github.com/xdp5g/xdp5g/internal/telemetry"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
@@ -34,9 +36,9 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 // Run attaches the data path to the configured interfaces, takes over the
-// sessions of the state file (dropping the SMFs', see session.Restore) and
-// serves the REST API, and PFCP if cfg has a pfcp section, until ctx is
-// done. With a classify section it runs the classifier too, with the rules
+// sessions of the state file and, with a pfcp section, those of the PFCP
+// state (see session.Restore), and serves the REST API, and PFCP if cfg
+// has a pfcp section, until ctx is done. With a classify section it runs the classifier too, with the rules
 // of its rules file, and with a cuup section a CU-UP (see startCUUP),
 // without the UPF when cfg has none (config.Config.UPF).
 // The REST API answers GET /healthz from the start, and GET /readyz with
@@ -105,6 +107,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		cu.services(&services, metrics)
 		cuupFailed = cu.failed
 	}
+	// Restoring sessions allocates what stays: collections meanwhile
+	// would only mark it again. Resumed once PFCP is served.
+	resumeGC := sync.OnceFunc(gcpace.Pause())
+	defer resumeGC()
 	var u *upf
 	if cfg.UPF() {
 		rest.gate.Starting("starting: restoring the sessions")
@@ -138,13 +144,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	if cfg.PFCP != nil { // with the UPF, as config checks
 		rest.gate.Starting("starting: binding PFCP")
 		var stopPFCP func() error
-		if services.PFCP, stopPFCP, err = servePFCP(cfg, u.store, u.dp, u.buffers, ns, started, metrics, log); err != nil {
+		if services.PFCP, stopPFCP, err = servePFCP(cfg, u, ns, started, metrics, log); err != nil {
 			return err
 		}
 		// Deferred last, so stopped first: no session request reaches the
 		// store after its last save.
 		defer func() { err = errors.Join(err, stopPFCP()) }()
 	}
+	resumeGC()
 
 	rest.ready(services)
 	log.Info("ready", "after", time.Since(started).Round(time.Millisecond))
@@ -173,6 +180,7 @@ type upf struct {
 	buffers   *buffer.Manager
 	buffering chan struct{} // closed when the buffers stop running
 	state     *stateFile    // saving from start on
+	pfcp      *pfcpState    // with a pfcp section
 }
 
 // openUPF opens the UPF's data path (its maps and programs, not yet
@@ -200,7 +208,11 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 	}
 
 	state := &stateFile{path: cfg.StateFile, log: log}
-	u.store = session.NewStore(u.dp, u.nh, cfg.N3Addresses[0], state.changed)
+	if cfg.PFCP != nil {
+		if u.pfcp, err = openPFCPState(cfg.PFCP, log); err != nil {
+			return nil, err
+		}
+	}
 	// In the interfaces' namespace: its raw socket sends released packets.
 	err = inNetns(ns, func() (err error) {
 		u.buffers, err = buffer.New(u.dp, buffer.Config{
@@ -210,22 +222,24 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 	if err != nil {
 		return nil, err
 	}
+	newStore := func() *session.Store {
+		store := session.NewStore(u.dp, u.nh, cfg.N3Addresses[0], state.changed)
+		store.SetBuffers(u.buffers)
+		return store
+	}
+	var restored session.Restored
+	u.store, restored, err = restoreSessions(newStore, saved, u.pfcp, log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.StateFile, err)
+	}
+	logRestore(log, cfg, restored, u.pfcp)
+	// Started once the buffers are taken over.
 	u.buffering = make(chan struct{})
 	go func() {
 		defer close(u.buffering)
 		u.buffers.Run(ctx)
 	}()
-	u.store.SetBuffers(u.buffers)
 	state.marshal = u.store.MarshalState
-	var dropped int
-	if saved != nil {
-		if dropped, err = u.store.Restore(saved); err != nil {
-			return nil, fmt.Errorf("%s: %w", cfg.StateFile, err)
-		}
-	}
-	// The SMFs set their sessions up again once they see the new Recovery
-	// Time Stamp.
-	log.Info("sessions restored", "sessions", u.store.Len(), "pfcp_sessions_dropped", dropped, "state_file", cfg.StateFile)
 	// Saved at once: the restored sessions live in new map slots.
 	if err := state.start(); err != nil {
 		return nil, err
@@ -240,9 +254,14 @@ func (u *upf) close() error {
 	if u.state != nil {
 		errs = append(errs, u.state.stop())
 	}
+	if u.pfcp != nil {
+		errs = append(errs, u.pfcp.log.Close())
+	}
 	if u.buffers != nil {
 		errs = append(errs, u.buffers.Close())
-		<-u.buffering
+		if u.buffering != nil {
+			<-u.buffering
+		}
 	}
 	if u.nh != nil {
 		u.nh.Close()

@@ -14,13 +14,10 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
-	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
-	"github.com/xdp5g/xdp5g/internal/upf/session"
-	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // checkPFCPListen fails when the PFCP address cannot be bound. The server
@@ -38,13 +35,15 @@ func checkPFCPListen(listen string) error {
 	return conn.Close()
 }
 
-// servePFCP serves N4 over the store: the sessions SMFs establish live in
-// it beside those of the REST API, and their usage is reported from the
-// data path's counters. started is when the run started; reg takes the
-// collectors of PFCP and GTP-U. Call stop before closing the store.
-func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, buffers *buffer.Manager, ns netns.NsHandle,
-	started time.Time, reg prometheus.Registerer, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
-	p := cfg.PFCP
+// servePFCP serves N4 over the UPF's store: the sessions SMFs establish
+// live in it beside those of the REST API, and their usage is reported
+// from the data path's counters. It takes up the PFCP state the store's
+// sessions were restored from, or starts with a new Recovery Time Stamp.
+// started is when the run started; reg takes the collectors of PFCP and
+// GTP-U. Call stop before closing the store.
+func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
+	reg prometheus.Registerer, log *slog.Logger) (_ *api.PFCP, stop func() error, _ error) {
+	p, store, buffers, st := cfg.PFCP, u.store, u.buffers, u.pfcp
 	// Advertise exactly what the handler does: it chooses F-TEIDs, and UE
 	// addresses when it has a pool.
 	features := []pfcp.UPFeature{pfcp.FeatureFTUP}
@@ -83,8 +82,15 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
+		Journal: st.log, Restored: st.sessions,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
+		},
+		Sequence: func() uint32 {
+			if s := srv.Load(); s != nil {
+				return s.NextSequence()
+			}
+			return 0 // a report before the server runs (a buffered packet's): SendReport numbers it
 		}}
 	if tunnels != nil {
 		ncfg.Tunnels = tunnels
@@ -98,17 +104,19 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 			tunnels.Close()
 		}
 	}
-	events, err := dp.URREvents()
+	events, err := u.dp.URREvents()
 	if err != nil {
 		cancel()
 		closeTunnels()
 		return nil, nil, err
 	}
-	// The server's Recovery Time Stamp, the time of pfcp.New, counts whole
+	// A new Recovery Time Stamp, the time of pfcp.New, counts whole
 	// seconds. The previous run's is no later than the second this run
 	// started in: from the next one on, ours is later, and the SMFs see the
 	// restart even when it took less than a second.
-	time.Sleep(time.Until(started.Truncate(time.Second).Add(time.Second)))
+	if !st.restored() {
+		time.Sleep(time.Until(started.Truncate(time.Second).Add(time.Second)))
+	}
 	server, err := pfcp.New(pfcp.Config{
 		Listen:            p.Listen,
 		NodeID:            p.NodeID,
@@ -119,6 +127,8 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 		T1:                p.T1,
 		N1:                p.N1,
 		Handler:           h,
+		Journal:           st.log,
+		Restored:          st.server,
 		Log:               log,
 	})
 	if err != nil {
@@ -132,19 +142,21 @@ func servePFCP(cfg *config.Config, store *session.Store, dp *upfxdp.Datapath, bu
 	if tunnels != nil {
 		reg.MustRegister(tunnels.Metrics())
 	}
+	st.log.Compact(server.Snapshot, h.Snapshot)
 	reporting := make(chan struct{})
 	go func() {
 		defer close(reporting)
 		h.Run(ctx, events)
 	}()
 	stop = func() error {
+		err := server.Close() // first: no request changes the sessions' tunnels any more
 		closeTunnels()
-		err := server.Close()
 		cancel()
 		<-reporting
 		return err
 	}
-	attrs := []any{"listen", server.Addr().String(), "node_id", p.NodeID, "peers", p.Peers, "allowed_peers", p.AllowedPeers}
+	attrs := []any{"listen", server.Addr().String(), "node_id", p.NodeID, "peers", p.Peers, "allowed_peers", p.AllowedPeers,
+		"recovery_time_stamp", server.Recovery().UTC().Format(time.RFC3339), "ready_after", time.Since(started).Round(time.Millisecond)}
 	if pool != nil {
 		attrs = append(attrs, "ue_pool", p.UEPool)
 	}

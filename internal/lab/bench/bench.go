@@ -41,6 +41,9 @@ type config struct {
 	cuupRounds  int
 	cuupSize    int
 
+	restarts     int    // restart the daemon this many times under traffic instead
+	restartsRate uint64 // packets per second each way meanwhile
+
 	pfcp         bool // measure PFCP session handling instead
 	pfcpSessions int
 	pfcpRounds   int
@@ -80,6 +83,8 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&cfg.rate, "pfcp-rate", 1000, "PFCP requests per second of the paced run")
 	fs.IntVar(&cfg.pacedRounds, "pfcp-paced-rounds", 3, "interleaved rounds of the paced PFCP runs; the p99 of their requests together is reported")
 	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last --paced")
+	fs.IntVar(&cfg.restarts, "restarts", 0, "restart the daemon (bin/xdp5g, next to xdp5g-lab) this many times instead, half of them with SIGKILL, under traffic and PFCP requests, and check that nothing is lost")
+	fs.Uint64Var(&cfg.restartsRate, "restarts-rate", 10_000, "packets per second each way through a session during --restarts")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
 	fs.StringVar(&f.classifyRules, "classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
@@ -144,6 +149,9 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
+	if cfg.restarts < 0 || cfg.restartsRate < 1 {
+		return cfg, errors.New("--restarts must not be negative, --restarts-rate must be positive")
+	}
 	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
 		return cfg, errors.New("--runs, --flows and --packets must be positive")
 	}
@@ -192,6 +200,9 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, tb.Close()) }()
+	if cfg.restarts > 0 {
+		return runRestarts(ctx, w, args, tb, cfg, since)
+	}
 	b, err := loadBaselines(tb)
 	if err != nil {
 		return err

@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
@@ -33,10 +37,21 @@ var sessionKinds = []string{"establishment", "modification", "deletion"}
 type pfcpResult struct {
 	maxSessions int // the data path's size
 	window      int
-	rounds      []establishRound
-	cost        costRow // install is the time the last round took
+	rounds      []establishRound // without and with persistence in turn
+	cost        costRow          // install is the time the last round took
 	rate        int
 	paced       [len(pacedRuns)][]pacedRun
+	restart     restartRun // of the last round's UPF
+}
+
+// restartRun is a restart of the last round's UPF, with its sessions: the
+// state on disk it started from, how long it took to read it, to take the
+// sessions over, and in all until PFCP was served, and what it found.
+type restartRun struct {
+	stateBytes               int64
+	read, takeOver, took     time.Duration
+	sessions, kept, repaired int
+	sameRecovery             bool
 }
 
 // The paced runs. The first sends Heartbeat Requests alone, the least a
@@ -142,27 +157,36 @@ func pool(rounds []pacedRun) pacedRun {
 	return sum
 }
 
-// establishRound is one round of establishments: how long they took and
-// the CPU time stolen meanwhile, the rates of each tenth of them in the
-// order they were answered (per second), and their response times, sorted.
+// establishRound is one round of establishments: whether the UPF kept
+// its PFCP state on disk, how long they took and the CPU time stolen
+// meanwhile, the rates of each tenth of them in the order they were
+// answered (per second), and their response times, sorted; with
+// persistence, the bytes of the state after the round, and after a
+// compaction.
 type establishRound struct {
+	persist bool
 	elapsed
-	tenths []float64
-	rts    []time.Duration
+	tenths                    []float64
+	rts                       []time.Duration
+	stateBytes, snapshotBytes int64
 }
 
 func (r establishRound) rate() float64 { return float64(len(r.rts)) / r.took.Seconds() }
 
-// medianRate is the median of the rounds' establishment rates.
-func (res pfcpResult) medianRate() float64 {
+// medianRate is the median of the establishment rates of the rounds with
+// persistence, or without.
+func (res pfcpResult) medianRate(persist bool) float64 {
 	var rates []float64
 	for _, r := range res.rounds {
-		rates = append(rates, r.rate())
+		if r.persist == persist {
+			rates = append(rates, r.rate())
+		}
 	}
 	return median(rates)
 }
 
-// measurePFCP runs cfg.pfcpRounds rounds of pfcpRound.
+// measurePFCP runs cfg.pfcpRounds rounds of pfcpRound, each without then
+// with persistence.
 func measurePFCP(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config) (res pfcpResult, err error) {
 	res.window, res.rate, res.cost.sessions = cfg.window, cfg.rate, cfg.pfcpSessions
 	// The paced runs establish a session before they delete another, a
@@ -170,33 +194,47 @@ func measurePFCP(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config
 	// slots for those that requests free and the store rests for a second.
 	res.maxSessions = cfg.pfcpSessions + cfg.window
 	for r := range cfg.pfcpRounds {
-		// Every round fills a heap the previous one gave back, as a daemon
-		// that starts does: a reused heap saves the page faults.
-		debug.FreeOSMemory()
-		progress("PFCP round %d of %d: establishing %d sessions, %d requests unanswered at most", r+1, cfg.pfcpRounds,
-			cfg.pfcpSessions, cfg.window)
-		if err := pfcpRound(ctx, tb, b, cfg, &res, r == cfg.pfcpRounds-1); err != nil {
-			return res, err
+		for _, persist := range []bool{false, true} {
+			// Every round fills a heap the previous one gave back, as a
+			// daemon that starts does: a reused heap saves the page faults.
+			debug.FreeOSMemory()
+			progress("PFCP round %d of %d: establishing %d sessions, %d requests unanswered at most, %s", r+1, cfg.pfcpRounds,
+				cfg.pfcpSessions, cfg.window, persistence[persist])
+			if err := pfcpRound(ctx, tb, b, cfg, &res, persist, r == cfg.pfcpRounds-1 && persist); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil
 }
 
-// pfcpRound serves PFCP on loopback over a fresh data path and establishes
-// cfg.pfcpSessions sessions through it; the last round then measures their
-// per-packet cost and paces establishments, modifications and deletions.
-func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, res *pfcpResult, last bool) (err error) {
+var persistence = map[bool]string{false: "keeping no state", true: "keeping the state on disk"}
+
+// pfcpRound serves PFCP on loopback over a fresh data path, keeping its
+// state on disk if persist says so, and establishes cfg.pfcpSessions
+// sessions through it; the last round then measures their per-packet
+// cost, paces establishments, modifications and deletions, and restarts
+// the UPF.
+func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, res *pfcpResult, persist, last bool) (err error) {
 	n := cfg.pfcpSessions
 	u, err := tb.OpenUPF(uint32(res.maxSessions))
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, u.Close()) }()
-	smf, srv, stop, err := servePFCP(u.Store)
+	var dir string
+	if persist {
+		if dir, err = os.MkdirTemp("", "xdp5g-bench-pfcp-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	sv, err := servePFCP(u.Store, dir, nil, nil)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, stop()) }()
+	defer func() { err = errors.Join(err, sv.stop()) }()
+	smf, srv := sv.smf, sv.srv
 	establishments, err := smf.Establishments(demo.GNBAddr, demo.QFI)
 	if err != nil {
 		return err
@@ -206,7 +244,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	}
 
 	ups := make([]pfcptest.Session, n) // what the UPF chose for each
-	round := establishRound{rts: make([]time.Duration, 0, n)}
+	round := establishRound{persist: persist, rts: make([]time.Duration, 0, n)}
 	answeredAt := make([]time.Duration, 0, n)
 	since, start := clock(), time.Now()
 	err = smf.Pipeline(ctx, n, cfg.window, 0, establishment, func(i int, resp []byte, rt time.Duration) (err error) {
@@ -221,11 +259,16 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 	round.elapsed = since()
 	round.tenths = tenthRates(answeredAt)
 	slices.Sort(round.rts)
-	res.rounds = append(res.rounds, round)
 	if u.Store.Len() != n {
 		return fmt.Errorf("%d sessions established, %d in the store", n, u.Store.Len())
 	}
 	progress("PFCP: %d sessions in %s: %.0f/s", n, round.took.Round(time.Millisecond), round.rate())
+	if persist {
+		round.stateBytes = sv.log.Size()
+		sv.log.CompactNow()
+		round.snapshotBytes = sv.log.Size()
+	}
+	res.rounds = append(res.rounds, round)
 	if !last {
 		return nil
 	}
@@ -247,7 +290,65 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 			from += run.sessions(cfg)
 		}
 	}
-	return nil
+	progress("PFCP: restarting the UPF with its %d sessions", u.Store.Len())
+	res.restart, err = restart(u, dir, sv)
+	return err
+}
+
+// restart stops the PFCP server and its handler, drops the store, and
+// measures a restart from the state on disk: reading it, the store taking
+// the sessions over, the handler and the server starting with them, until
+// PFCP is served (as a daemon restarting does, but for the process's start
+// and the attachment of the data path, which the pinned links make quick).
+func restart(u *demo.UPF, dir string, old *served) (run restartRun, err error) {
+	run.sessions = u.Store.Len()
+	recovery := old.srv.Recovery()
+	if err := old.stop(); err != nil {
+		return run, err
+	}
+	u.Store = nil // what the new process does not have
+	runtime.GC()
+	debug.FreeOSMemory()
+
+	defer gcpace.Pause()() // as the daemon restores
+	began := time.Now()
+	st, saved := pfcp.NewState(), n4.NewSaved()
+	l, rec, err := n4state.Open(n4state.Options{Dir: dir}, func(kind byte, value []byte) error {
+		if ok, err := st.Replay(kind, value); ok {
+			return err
+		}
+		_, err := saved.Replay(kind, value)
+		return err
+	})
+	if err != nil {
+		return run, err
+	}
+	if err := saved.Finish(); err != nil || !rec.Restored {
+		return run, errors.Join(fmt.Errorf("the state was not restored: %s", rec.Reason), err, l.Close())
+	}
+	run.stateBytes, run.read = rec.Bytes, time.Since(began)
+	u.Store = session.NewStore(u.Datapath, u.Resolver, demo.N3Addr, nil)
+	restored, err := u.Store.Restore(nil, saved.Kept())
+	if err != nil {
+		return run, errors.Join(err, l.Close())
+	}
+	run.takeOver = time.Since(began) - run.read
+	sv, err := servePFCP(u.Store, "", l, &restoredState{st, saved})
+	if err != nil {
+		return run, errors.Join(err, l.Close())
+	}
+	run.took = time.Since(began)
+	run.kept, run.repaired = restored.Kept, len(restored.Repaired)
+	run.sameRecovery = sv.srv.Recovery().Equal(recovery)
+	progress("PFCP: restarted in %s: %d of %d sessions taken over in place, %d installed again",
+		run.took.Round(time.Millisecond), run.kept, run.sessions, run.repaired)
+	return run, sv.stop()
+}
+
+// restoredState is what a restart takes up.
+type restoredState struct {
+	server   *pfcp.State
+	sessions *n4.Saved
 }
 
 // paced sends cfg.rate requests a second for the run's length, of its kinds
@@ -301,27 +402,63 @@ func paced(ctx context.Context, smf *pfcptest.SMF, srv *pfcp.Server, cfg config,
 	return run, err
 }
 
+// served is PFCP served over a store, with an SMF associated, and the
+// journal of its state (nil without).
+type served struct {
+	smf     *pfcptest.SMF
+	srv     *pfcp.Server
+	log     *n4state.Log
+	stopped sync.Once
+}
+
+// stop stops it all, the first time.
+func (s *served) stop() (err error) {
+	s.stopped.Do(func() {
+		err = s.srv.Close()
+		if s.smf != nil {
+			err = errors.Join(err, s.smf.Close())
+		}
+		err = errors.Join(err, s.log.Close())
+	})
+	return err
+}
+
 // servePFCP serves N4 on a loopback port over store, as the daemon does
-// (without a UE pool: the SMF gives the addresses), and returns an SMF
-// associated with it.
-func servePFCP(store *session.Store) (_ *pfcptest.SMF, _ *pfcp.Server, stop func() error, err error) {
-	handler := n4.New(n4.Config{Store: store, N3: []netip.Addr{demo.N3Addr}})
+// (without a UE pool: the SMF gives the addresses), keeping its state in
+// dir ("": none), and associates an SMF with it. A restart gives the
+// journal it read (log) and what it restored instead, and gets no SMF.
+func servePFCP(store *session.Store, dir string, log *n4state.Log, restored *restoredState) (*served, error) {
+	if dir != "" {
+		var err error
+		if log, _, err = n4state.Open(n4state.Options{Dir: dir}, nil); err != nil {
+			return nil, err
+		}
+	}
+	sv := &served{log: log}
+	ncfg, pcfg := n4.Config{Store: store, N3: []netip.Addr{demo.N3Addr}, Journal: log}, pfcp.Config{Journal: log}
+	if restored != nil {
+		ncfg.Restored, pcfg.Restored = restored.sessions, restored.server
+	}
+	handler := n4.New(ncfg)
 	// No heartbeats: they would go to port 8805 of the SMF's host, where
 	// the bench does not listen.
-	srv, err := pfcp.New(pfcp.Config{Listen: "127.0.0.1:0", NodeID: "upf.xdp5g.bench", Features: []pfcp.UPFeature{pfcp.FeatureFTUP},
-		HeartbeatInterval: time.Hour, Handler: handler})
-	if err != nil {
-		return nil, nil, nil, err
+	pcfg.Listen, pcfg.NodeID, pcfg.Features = "127.0.0.1:0", "upf.xdp5g.bench", []pfcp.UPFeature{pfcp.FeatureFTUP}
+	pcfg.HeartbeatInterval, pcfg.Handler = time.Hour, handler
+	var err error
+	if sv.srv, err = pfcp.New(pcfg); err != nil {
+		return nil, errors.Join(err, log.Close())
 	}
-	smf, err := pfcptest.NewSMF("smf.xdp5g.bench", srv.Addr())
-	if err != nil {
-		return nil, nil, nil, errors.Join(err, srv.Close())
+	log.Compact(sv.srv.Snapshot, handler.Snapshot)
+	if restored != nil {
+		return sv, nil
 	}
-	stop = func() error { return errors.Join(smf.Close(), srv.Close()) }
-	if _, err := smf.Associate(); err != nil {
-		return nil, nil, nil, errors.Join(err, stop())
+	if sv.smf, err = pfcptest.NewSMF("smf.xdp5g.bench", sv.srv.Addr()); err != nil {
+		return nil, errors.Join(err, sv.stop())
 	}
-	return smf, srv, stop, nil
+	if _, err := sv.smf.Associate(); err != nil {
+		return nil, errors.Join(err, sv.stop())
+	}
+	return sv, nil
 }
 
 // cpSEID is the SMF's SEID of session i.

@@ -35,19 +35,27 @@ func TestPFCPBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := res.pfcp
-	if len(r.rounds) != 2 {
-		t.Fatalf("%d rounds, want 2", len(r.rounds))
+	if len(r.rounds) != 4 {
+		t.Fatalf("%d rounds, want 2 without persistence and 2 with", len(r.rounds))
 	}
-	for _, e := range r.rounds {
+	for i, e := range r.rounds {
 		if len(e.rts) != sessions || e.rts[0] <= 0 || e.took <= 0 {
 			t.Errorf("%d establishments answered, all in %v; want %d, each in more than 0", len(e.rts), e.took, sessions)
 		}
 		if len(e.tenths) != 10 || slices.Min(e.tenths) <= 0 {
 			t.Errorf("rates of the tenths %v, want 10 positive", e.tenths)
 		}
+		if e.persist != (i%2 == 1) || e.persist != (e.stateBytes > 0 && e.snapshotBytes > 0) {
+			t.Errorf("round %d: persistence %v, state %d bytes, %d compacted; want it every other round, measured", i, e.persist,
+				e.stateBytes, e.snapshotBytes)
+		}
 	}
-	if r.cost.install != r.rounds[1].took {
-		t.Errorf("the per-packet cost's install time is %v, not the last round's %v", r.cost.install, r.rounds[1].took)
+	if r.cost.install != r.rounds[3].took {
+		t.Errorf("the per-packet cost's install time is %v, not the last round's %v", r.cost.install, r.rounds[3].took)
+	}
+	if rs := r.restart; rs.sessions < sessions || rs.kept != rs.sessions || rs.repaired != 0 || !rs.sameRecovery ||
+		rs.took <= 0 || rs.read <= 0 || rs.takeOver <= 0 || rs.stateBytes <= 0 {
+		t.Errorf("restart %+v; want every session taken over in place, the Recovery Time Stamp kept, times and size measured", rs)
 	}
 	if len(r.cost.uplink) != 1 || r.cost.uplink[0] <= 0 || r.cost.downlink[0] <= 0 {
 		t.Errorf("per-packet cost uplink %v, downlink %v: want one positive round each", r.cost.uplink, r.cost.downlink)
@@ -100,8 +108,9 @@ func TestPFCPBench(t *testing.T) {
 	defer stop()
 	var out bytes.Buffer
 	reportPFCP(&out, args, cfg, res)
-	for _, want := range []string{"| 2 | ", "| Slowed |", "| heartbeat | 300 |", "| all | 300 |", "| all | 600 |", "| Round | Time | Stolen |",
-		"- establishment rate over PFCP, 300 sessions, median of 2 rounds: ",
+	for _, want := range []string{"| Slowed |", "| heartbeat | 300 |", "| all | 300 |", "| all | 600 |", "| Round | State kept | Time | Stolen |",
+		"- establishment rate over PFCP keeping the state, 300 sessions, median of 2 rounds: ",
+		"- the same against the rate keeping none, ", "- restart to PFCP served with ", "| 2 | yes | ", "| 2 | no | ",
 		"- p99 of the UPF's handling of heartbeats alone at 1000 requests/s, 2 rounds of 150ms together (300 requests)",
 		"- p99 of the UPF's handling at 1000 requests/s, as it comes, 2 rounds of 300ms together (600 requests): ",
 		"(target < 1.000 ms at 1000/s)",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,35 +156,73 @@ func (f *flows) lossless(t *testing.T, during string) {
 	}
 }
 
-// restartPool is the UE pool of TestRestartDropsPFCPSessions, apart from
-// the UE address of sessionDocument.
+// restartPool is the UE pool of the restart tests, apart from the UE
+// address of sessionDocument.
 var restartPool = netip.MustParsePrefix("10.46.0.0/24")
 
-// A restarted daemon keeps the REST API's sessions but not the SMFs': it
-// keeps no PFCP state, so it drops their sessions, which frees their TEIDs
-// and UE addresses, and shows the SMFs a later Recovery Time Stamp, upon
-// which they establish them again.
-func TestRestartDropsPFCPSessions(t *testing.T) {
+// A restarted daemon keeps the SMFs' sessions, as the REST API's: it takes
+// its PFCP state up, so the SMF sees the same Recovery Time Stamp, its
+// association and session are there, forwarding, and it changes and
+// deletes the session as if nothing had happened.
+func TestRestartKeepsPFCPSessions(t *testing.T) {
+	tb := demotest.Testbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	_, stop := startDaemon(t, cfg)
+	r := sessionThenStop(t, tb, cfg, stop)
+	smf, sess, up, down := r.smf, r.sess, r.up, r.down
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Session(t.Context(), sess.SEID); err != nil {
+		t.Errorf("the SMF's session after the restart: %v", err)
+	}
+	delivered(t, tb, "the SMF's session after the restart", up, down)
+	if after := recoveryTime(t, smf); !after.Equal(r.recovery) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want the same", after, r.recovery)
+	}
+	resp, err := smf.Modify(pfcptest.HandoverRequest(sess.SEID, demo.GNBAddr, demo.DownlinkTEID+1))
+	if err == nil {
+		err = pfcptest.Accepted("moving the kept session's downlink", resp.Cause)
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	if err := smf.Delete(sess.SEID); err != nil {
+		t.Error(err)
+	}
+	notForwarded(t, tb, client, "of the deleted session", up, down)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A PFCP state that was cut short is not used: the daemon says why, drops
+// the SMFs' sessions (keeping the REST API's), which frees their TEIDs and
+// UE addresses, and shows the SMFs a later Recovery Time Stamp, upon which
+// they establish them again.
+func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	tb := demotest.Testbed(t)
 	cfg := pfcpConfig(t, tb, restartPool)
 	client, stop := startDaemon(t, cfg)
 	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
 		t.Fatal(err)
 	}
-	smf := associatedSMF(t, cfg)
-	const cpSEID = 0x5eed
-	sess, err := smf.EstablishPDUSession(cpSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)
+	r := sessionThenStop(t, tb, cfg, stop)
+	smf, sess, pfcpUp, pfcpDown, before := r.smf, r.sess, r.up, r.down, r.recovery
+	journals, err := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "journal-*.log"))
+	if err != nil || len(journals) == 0 {
+		t.Fatalf("no journal in %s: %v", cfg.PFCP.StateDir, err)
+	}
+	st, err := os.Stat(journals[len(journals)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	pfcpUp, pfcpDown := sessionFrames(tb, sess.TEID, sess.UE)
-	delivered(t, tb, "the SMF's session", pfcpUp, pfcpDown)
-	before := recoveryTime(t, smf)
-
-	if err := stop(); err != nil {
+	if err := os.Truncate(journals[len(journals)-1], st.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	client, stop = startDaemon(t, cfg)
+	var log lockedBuffer
+	client, stop = startDaemonLogging(t, cfg, &log)
+	if line := log.line("PFCP state not restored"); !strings.Contains(line, "was written") {
+		t.Errorf("the log says %q; want why the PFCP state was not restored", line)
+	}
 	var apiErr *api.Error
 	if _, err := client.Session(t.Context(), sess.SEID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Errorf("the SMF's session after the restart: %v; want 404", err)
@@ -195,7 +235,7 @@ func TestRestartDropsPFCPSessions(t *testing.T) {
 	}
 
 	// The SMF sets the session up again on the TEID and UE address it had.
-	establishAgain(t, smf, cpSEID, sess, "on the dropped session's TEID and UE address")
+	establishAgain(t, smf, restartCPSEID, sess, "on the dropped session's TEID and UE address")
 	delivered(t, tb, "the SMF's session set up again", pfcpUp, pfcpDown)
 	if err := stop(); err != nil {
 		t.Error(err)
@@ -219,6 +259,60 @@ func establishAgain(t *testing.T, smf *pfcptest.SMF, cpSEID uint64, sess pfcptes
 	if err := pfcptest.Accepted("establishment "+when, resp.Cause); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// restartCPSEID is the SMF's SEID of the session of sessionThenStop.
+const restartCPSEID = 0x5eed
+
+// beforeRestart is an SMF's session on a daemon that was stopped: its
+// frames, and the Recovery Time Stamp the SMF saw before.
+type beforeRestart struct {
+	smf      *pfcptest.SMF
+	sess     pfcptest.Session
+	up, down []byte
+	recovery time.Time
+}
+
+// sessionThenStop has an SMF establish a session on the daemon running cfg,
+// checks that it forwards, and stops the daemon.
+func sessionThenStop(t *testing.T, tb *demo.Testbed, cfg *config.Config, stop func() error) beforeRestart {
+	t.Helper()
+	r := beforeRestart{smf: associatedSMF(t, cfg)}
+	var err error
+	if r.sess, err = r.smf.EstablishPDUSession(restartCPSEID, demo.GNBAddr, demo.DownlinkTEID, demo.QFI); err != nil {
+		t.Fatal(err)
+	}
+	r.up, r.down = sessionFrames(tb, r.sess.TEID, r.sess.UE)
+	delivered(t, tb, "the SMF's session", r.up, r.down)
+	r.recovery = recoveryTime(t, r.smf)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// lockedBuffer keeps a daemon's log, written and read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// line is the first line with s.
+func (l *lockedBuffer) line(s string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for line := range strings.Lines(l.b.String()) {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
 
 // recoveryTime is the UPF's Recovery Time Stamp, as a Heartbeat Response
@@ -303,9 +397,17 @@ state_file: %s
 // cancels it and returns what Run returned; the test's cleanup stops it too.
 func startDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func() error) {
 	t.Helper()
+	return startDaemonLogging(t, cfg, io.Discard)
+}
+
+// startDaemonLogging is startDaemon with the log copied to w too.
+func startDaemonLogging(t *testing.T, cfg *config.Config, w io.Writer) (client *api.Client, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	go func() {
+		done <- daemon.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), w), nil)))
+	}()
 	stop = sync.OnceValue(func() error {
 		cancel()
 		return <-done

@@ -368,6 +368,11 @@ func HandoverRequest(seid uint64, gnb netip.Addr, gnbTEID uint32) *message.Sessi
 	)
 }
 
+// Modify sends a Session Modification Request and returns its response.
+func (s *SMF) Modify(req *message.SessionModificationRequest) (*message.SessionModificationResponse, error) {
+	return request[*message.SessionModificationResponse](s, req)
+}
+
 // DeletionRequest is the Session Deletion Request of a session by the
 // UPF's SEID.
 func DeletionRequest(seid uint64) *message.SessionDeletionRequest {

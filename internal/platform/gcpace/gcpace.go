@@ -9,9 +9,11 @@
 package gcpace
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -56,10 +58,30 @@ func read() (cycles, live, overhead uint64) {
 	return v(0), v(1), v(2) - v(3) - v(4) - v(5)
 }
 
+// startCeiling is the ceiling Start was given: Pause's limit.
+var startCeiling atomic.Int64
+
+// Pause stops collections, under Start's ceiling, until resume: for a burst
+// of allocations that all stay live, such as a restart restoring a million
+// sessions, which each collection meanwhile would only mark again.
+func Pause() (resume func()) {
+	limit := startCeiling.Load()
+	if limit == 0 {
+		limit = math.MaxInt64
+	}
+	oldLimit := debug.SetMemoryLimit(limit)
+	oldPercent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}
+}
+
 // Start turns GOGC off and keeps the soft memory limit at Limit of each
 // collection's live heap, until stop, which restores both.
 func Start(ceiling uint64) (stop func()) {
 	cycles, live, overhead := read()
+	startCeiling.Store(int64(min(ceiling, math.MaxInt64)))
 	oldLimit := debug.SetMemoryLimit(Limit(live, overhead, ceiling))
 	oldPercent := debug.SetGCPercent(-1)
 	quit, done := make(chan struct{}), make(chan struct{})

@@ -5,7 +5,6 @@ package slotpool
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 )
@@ -41,8 +40,8 @@ type Config struct {
 // Pool hands out slots; it is not safe for concurrent use.
 type Pool struct {
 	cfg   Config
-	next  uint32          // slots from next on were never handed out,
-	held  map[uint32]bool // but for these, a previous run's
+	next  uint32 // slots from next on were never handed out,
+	held  []bool // but for these, a previous run's, by slot
 	inUse int
 	free  []uint32 // ready to hand out
 	dirty []uint32 // out of use and past the delay, not reset yet
@@ -115,7 +114,7 @@ func (p *Pool) unused() (uint32, []uint32) {
 	var batch []uint32
 	s := p.next
 	for ; s < p.cfg.Size && len(batch) < resetBatch; s++ {
-		if !p.held[s] {
+		if int(s) >= len(p.held) || !p.held[s] {
 			batch = append(batch, s)
 		}
 	}
@@ -137,12 +136,19 @@ func (p *Pool) ReleaseNow(slot uint32) {
 	p.inUse--
 }
 
-// Adopt marks the slots a previous run left in use, to be released when
-// no key points at them any more; call it before any Alloc.
-func (p *Pool) Adopt(used map[uint32]bool) {
-	p.held = maps.Clone(used)
-	p.inUse += len(used)
+// Adopt marks the slots a previous run left in use (used[slot]), to be
+// released when no key points at them any more; call it before any Alloc.
+func (p *Pool) Adopt(used []bool) {
+	p.held = slices.Clone(used)
+	for _, u := range used {
+		if u {
+			p.inUse++
+		}
+	}
 }
+
+// Size bounds the slots: they are below it.
+func (p *Pool) Size() uint32 { return p.cfg.Size }
 
 // InUse is the number of slots handed out and not given back.
 func (p *Pool) InUse() int { return p.inUse }

@@ -118,7 +118,7 @@ func TestDelaysReuse(t *testing.T) {
 func TestPreferNew(t *testing.T) {
 	c := &clock{time.Unix(1000, 0)}
 	p := New(Config{Name: "next-hop", First: 1, Size: 6, PreferNew: true, Now: c.Now})
-	p.Adopt(map[uint32]bool{2: true})
+	p.Adopt([]bool{2: true})
 	p.Release(2)
 	c.now = c.now.Add(ReuseDelay)
 	var got []uint32
@@ -174,7 +174,7 @@ func TestAdopt(t *testing.T) {
 		resets = append(resets, slices.Sorted(slices.Values(slots)))
 		return nil
 	}})
-	p.Adopt(map[uint32]bool{1: true, 3: true})
+	p.Adopt([]bool{1: true, 3: true})
 	if n := p.InUse(); n != 2 {
 		t.Fatalf("%d slots in use after adopting 2", n)
 	}

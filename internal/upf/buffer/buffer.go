@@ -76,6 +76,9 @@ type Manager struct {
 	// notify is told of the first packet each buffer holds: SetNotify.
 	notify atomic.Pointer[func(o Owner, pdr uint16, qfi uint8)]
 
+	// lost are the packets a previous run held, lost with it (Adopt).
+	lost atomic.Uint64
+
 	mu      sync.Mutex
 	buffers map[uint32]*buffer
 	limits  map[uint64]int // by SEID: SetLimit
@@ -109,6 +112,8 @@ type buffer struct {
 	// releasing: the FAR forwards once the frames are out; released: it
 	// does.
 	releasing, released bool
+	// adopted: a previous run armed it (Adopt).
+	adopted bool
 }
 
 // New opens the ring of buffered packets and a raw socket in the calling
@@ -162,6 +167,51 @@ func (m *Manager) Arm(slot uint32, owner Owner) error {
 	m.buffers[slot] = &buffer{owner: owner}
 	return nil
 }
+
+// Adopt takes over the buffers a previous run armed, by slot, as it left
+// them; call it before Run. The packets the previous run had taken from
+// the ring were in its memory and are lost: Adopt returns how many, those
+// of buffers not taken over included. The ones it left in the ring are
+// held as they were.
+func (m *Manager) Adopt(owners map[uint32]Owner) (lost uint64) {
+	left := map[uint32][]upfxdp.BufferedPacket{}
+	for {
+		p, err := m.ring.Read(time.Now())
+		if err != nil {
+			break
+		}
+		left[p.Buffer] = append(left[p.Buffer], p)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for slot, owner := range owners {
+		handed, released := m.dp.BufferState(slot)
+		// One that held a packet had its Downlink Data Report sent, or
+		// journaled to be sent.
+		b := &buffer{owner: owner, adopted: true, notified: handed > 0}
+		m.buffers[slot] = b
+		if released {
+			b.released = true
+			continue
+		}
+		b.received = handed
+		b.frames = left[slot]
+		m.held[owner.SEID] += len(b.frames)
+		m.total += len(b.frames)
+		lost += handed - uint64(len(b.frames))
+	}
+	for slot, frames := range left {
+		if _, ok := owners[slot]; !ok {
+			lost += uint64(len(frames))
+		}
+	}
+	m.lost.Add(lost)
+	return lost
+}
+
+// Lost is the number of packets the buffers of a previous run held in its
+// memory, which it lost with it (Adopt), for telemetry.
+func (m *Manager) Lost() uint64 { return m.lost.Load() }
 
 // Pending reports whether a slot is armed and not yet released: its FAR
 // still buffers, or forwards only once the held packets are out.
@@ -344,6 +394,12 @@ func (m *Manager) releaseAll() {
 		}
 		m.mu.Lock()
 		if b := m.buffers[slot]; b != nil && b.releasing && len(b.frames) == 0 {
+			if handed, _ := m.dp.BufferState(slot); b.adopted && handed < b.received {
+				// A packet the data path handed over before Adopt read
+				// the count, and put in the ring after Adopt emptied it,
+				// was counted twice: the data path's count is right.
+				b.received = handed
+			}
 			ok, err := m.dp.ReleaseBuffer(slot, b.received)
 			if err != nil {
 				m.cfg.Log.Error("releasing a buffer", "slot", slot, "err", err)

@@ -124,3 +124,45 @@ func fatalIf(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A restarted daemon's manager takes over a buffer as the previous run
+// left it: the packets the previous run had taken from the ring went with
+// it and are counted lost, those still in the ring are held and delivered
+// on release, and the buffer then lets the FAR forward.
+func TestAdoptAfterARestart(t *testing.T) {
+	tb, upf, previous := demotest.WithBuffers(t, buffer.Config{})
+	e := &bufferEnv{tb: tb, upf: upf, buffers: previous}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { previous.Run(ctx); close(stopped) }()
+	fatalIf(t, upf.Store.Create(downlinkSession(1, demo.UEAddr, session.ActionBuffer)))
+	e.send(t, demo.UEAddr, 5)
+	e.expect(t, 1, buffer.Stats{Held: 5})
+	cancel()
+	fatalIf(t, previous.Close())
+	<-stopped
+	e.send(t, demo.UEAddr, 3) // into the ring while no manager runs
+
+	slot, _ := upf.Store.BufferSlot(1, 1)
+	var next *buffer.Manager
+	fatalIf(t, tb.UPF.Do(func() (err error) {
+		next, err = buffer.New(upf.Datapath, buffer.Config{})
+		return err
+	}))
+	e.buffers = next
+	if lost := next.Adopt(map[uint32]buffer.Owner{slot: {SEID: 1, FAR: 1}}); lost != 5 || next.Lost() != 5 {
+		t.Errorf("%d packets lost (Lost %d), want the 5 the previous run held", lost, next.Lost())
+	}
+	e.expect(t, 1, buffer.Stats{Held: 3})
+	ctx, cancel = context.WithCancel(context.Background())
+	stopped = make(chan struct{})
+	go func() { next.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); next.Close(); <-stopped })
+	upf.Store.SetBuffers(next) // as a restarted daemon's store has it
+	fatalIf(t, upf.Store.Replace(downlinkSession(1, demo.UEAddr, session.ActionForward)))
+	e.expect(t, 1, buffer.Stats{Delivered: 3})
+	e.send(t, demo.UEAddr, 2) // forwarded by the released buffer's FAR
+	if delivered, err := tb.Downlink().Delivered(5); err != nil || delivered != 5 {
+		t.Errorf("the gNB received %d packets (%v), want the 3 held and the 2 after", delivered, err)
+	}
+}

@@ -112,6 +112,26 @@ func (p *Pool) Allocate() (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("ippool %v: %w", p.prefix, ErrExhausted)
 }
 
+// Reserve takes the unit holding addr, as if Allocate had handed it out:
+// a restored session's.
+func (p *Pool) Reserve(addr netip.Addr) error {
+	i, err := p.index(addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.excluded[i]:
+		return fmt.Errorf("ippool %v: %v is excluded", p.prefix, addr)
+	case p.taken.get(i):
+		return fmt.Errorf("ippool %v: %v is already allocated", p.prefix, addr)
+	}
+	// An entry in released becomes stale; Allocate skips it.
+	p.take(i)
+	return nil
+}
+
 // Release frees the unit holding addr.
 func (p *Pool) Release(addr netip.Addr) error {
 	i, err := p.index(addr)

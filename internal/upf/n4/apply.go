@@ -140,6 +140,7 @@ func (h *Handler) commit(c *change) {
 		delete(h.chosen, teid)
 	}
 	h.sessions[s.seid] = s
+	h.touched[s.seid] = true
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 	}
@@ -175,7 +176,12 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	}
 	h.supervise(nil, s.gnbs())
 	h.index(s.seid, nil, s.tunnels())
-	return h.out.withdraw(s.seid), nil
+	h.touched[s.seid] = true
+	unsent = h.out.withdraw(s.seid)
+	for _, r := range unsent {
+		h.done(r.id)
+	}
+	return unsent, nil
 }
 
 // allocateSEID picks a UP SEID no session of the store has.
@@ -256,12 +262,30 @@ func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
 }
 
 // index files session seid under the tunnels in now instead of those in
-// before.
+// before, once the index is built.
 func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {
+	if h.byTunnel == nil {
+		return
+	}
 	for t := range before {
 		h.byTunnel.remove(t, seid)
 	}
 	for t := range now {
 		h.byTunnel.add(t, seid)
 	}
+}
+
+// tunnelIndex is the index of the sessions by gNB tunnel, built on first
+// use: Error Indications are rare, restored sessions many.
+func (h *Handler) tunnelIndex() *tunnelIndex {
+	if h.byTunnel == nil {
+		x := newTunnelIndex()
+		for seid, s := range h.sessions {
+			for t := range s.tunnels() {
+				x.add(t, seid)
+			}
+		}
+		h.byTunnel = &x
+	}
+	return h.byTunnel
 }

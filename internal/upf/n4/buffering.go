@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
-	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
@@ -44,8 +43,10 @@ func (s *pfcpSession) bufferLimit() int {
 // Buffered is told of the first packet a buffering FAR holds (the buffer
 // manager's Notify): with NOCP, the SMF gets a Downlink Data Report.
 func (h *Handler) Buffered(o buffer.Owner, pdrID uint16, qfi uint8) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.apart(func() { h.buffered(o, pdrID, qfi) })
+}
+
+func (h *Handler) buffered(o buffer.Owner, pdrID uint16, qfi uint8) {
 	s := h.sessions[o.SEID]
 	if s == nil || !s.notify[o.FAR] {
 		return
@@ -59,11 +60,11 @@ func (h *Handler) Buffered(o buffer.Owner, pdrID uint16, qfi uint8) {
 		return
 	}
 	time.AfterFunc(delay, func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if now := h.sessions[o.SEID]; now != nil && now.notify[o.FAR] {
-			h.reportDownlinkData(now, o.FAR, pdrID, qfi)
-		}
+		h.apart(func() {
+			if now := h.sessions[o.SEID]; now != nil && now.notify[o.FAR] {
+				h.reportDownlinkData(now, o.FAR, pdrID, qfi)
+			}
+		})
 	})
 }
 
@@ -78,7 +79,6 @@ func (h *Handler) reportDownlinkData(s *pfcpSession, far uint32, pdrID uint16, q
 		dldr = append(dldr, ie.NewDownlinkDataServiceInformation(false, true, 0, qfi))
 	}
 	dldr = append(dldr, ie.NewDataStatus(dataStatusBUFF))
-	ies := []*ie.IE{ie.NewReportType(0, 0, 0, 1), ie.NewDownlinkDataReport(dldr...)}
-	h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
+	h.newReport(s, ie.NewReportType(0, 0, 0, 1), ie.NewDownlinkDataReport(dldr...))
 	h.cfg.Log.Debug("downlink data report", "seid", s.seid, "far", far, "pdr", pdrID)
 }

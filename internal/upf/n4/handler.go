@@ -6,9 +6,10 @@
 // A request takes one path: handler.go receives it; translate.go turns its
 // IEs into the session model (a pfcpSession and the change it makes);
 // apply.go makes the UPF's choices, has the session checked (validate.go)
-// and installed in the store, and commits it; the response says what the
-// UPF chose. buffering.go and reports.go serve sessions between requests:
-// buffered downlink data and usage reports.
+// and installed in the store, and commits it; persist.go journals what it
+// changed; the response says what the UPF chose. buffering.go and
+// reports.go serve sessions between requests: buffered downlink data and
+// usage reports.
 package n4
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
@@ -60,7 +62,16 @@ type Config struct {
 	// ForwardingPolicies are the next hops that a FAR's Forwarding Policy
 	// (traffic steering, TRST) names by identifier.
 	ForwardingPolicies map[string]netip.Addr
-	Log                *slog.Logger
+	// Journal keeps the sessions across restarts (see persist.go); nil
+	// keeps nothing. Restored are the sessions and reports a previous run
+	// kept, which the store has taken over (Saved.Kept); nil for none.
+	Journal  *n4state.Log
+	Restored *Saved
+	// Sequence takes the sequence number of a Session Report Request
+	// (pfcp.Server.NextSequence), journaled with it; nil leaves it to
+	// SendReport.
+	Sequence func() uint32
+	Log      *slog.Logger
 }
 
 // DefaultTrafficStopAfter is the Config's TrafficStopAfter when unset.
@@ -83,8 +94,18 @@ type Handler struct {
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
-	byTunnel tunnelIndex             // the sessions of each gNB tunnel
+	byTunnel *tunnelIndex            // the sessions of each gNB tunnel; nil until needed (tunnels)
 	out      outbox
+
+	// What a call changed, for record: the sessions, by UP SEID, and the
+	// reports created and answered.
+	touched  map[uint64]bool
+	created  []*report
+	answered []uint64
+	// The reports created and not answered yet, by ID; the version of the
+	// last session record and the last report's ID.
+	unanswered        map[uint64]*report
+	version, reportID uint64
 }
 
 // pfcpSession is a session as its SMF sees it.
@@ -101,6 +122,7 @@ type pfcpSession struct {
 	bar          *bar
 	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
 	csids        csidSets        // its connection sets, for Session Set Deletion
+	version      uint64          // of its last record (persist.go)
 }
 
 // gnbTunnel is a GTP-U tunnel towards a gNB: the TEID it receives on, at
@@ -213,14 +235,22 @@ func New(cfg Config) *Handler {
 	if cfg.TrafficStopAfter == 0 {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
-	return &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
-		byTunnel: newTunnelIndex(), out: outbox{wake: make(chan struct{}, 1)}}
+	h := &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
+		out:     outbox{wake: make(chan struct{}, 1)},
+		touched: map[uint64]bool{}, unanswered: map[uint64]*report{}}
+	if cfg.Restored != nil {
+		h.restore(cfg.Restored)
+	}
+	return h
 }
 
 // Establish creates a session from a Session Establishment Request.
-func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentRequest) *message.SessionEstablishmentResponse {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (h *Handler) Establish(peer pfcp.Peer, req *message.SessionEstablishmentRequest) (resp *message.SessionEstablishmentResponse) {
+	h.inRequest(func() { resp = h.establish(peer, req) })
+	return resp
+}
+
+func (h *Handler) establish(peer pfcp.Peer, req *message.SessionEstablishmentRequest) *message.SessionEstablishmentResponse {
 	c, r := h.translateEstablishment(peer, req)
 	if r := h.settle(&c, r, "establishment", "peer", peer.NodeID, "cp_seid", c.s.cpSEID); r != nil {
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
@@ -243,9 +273,12 @@ func (h *Handler) settle(c *change, r *refusal, request string, args ...any) *re
 }
 
 // Modify applies a Session Modification Request.
-func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest) *message.SessionModificationResponse {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest) (resp *message.SessionModificationResponse) {
+	h.inRequest(func() { resp = h.modify(peer, req) })
+	return resp
+}
+
+func (h *Handler) modify(peer pfcp.Peer, req *message.SessionModificationRequest) *message.SessionModificationResponse {
 	old := h.sessionOf(peer, req.SEID())
 	if old == nil {
 		return message.NewSessionModificationResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
@@ -267,9 +300,12 @@ func (h *Handler) Modify(peer pfcp.Peer, req *message.SessionModificationRequest
 }
 
 // Delete removes a session.
-func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *message.SessionDeletionResponse {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (h *Handler) Delete(peer pfcp.Peer, req *message.SessionDeletionRequest) (resp *message.SessionDeletionResponse) {
+	h.inRequest(func() { resp = h.delete(peer, req) })
+	return resp
+}
+
+func (h *Handler) delete(peer pfcp.Peer, req *message.SessionDeletionRequest) *message.SessionDeletionResponse {
 	s := h.sessionOf(peer, req.SEID())
 	if s == nil {
 		return message.NewSessionDeletionResponse(0, 0, 0, 0, 0, ie.NewCause(ie.CauseSessionContextNotFound))
@@ -324,15 +360,15 @@ func (h *Handler) DropPeer(nodeID string) {
 
 // dropPeer removes an SMF's sessions: those in sets, or all for nil.
 func (h *Handler) dropPeer(nodeID string, sets csidSets) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var errs []error
-	for _, s := range h.sessions {
-		if s.smf.NodeID == nodeID && (sets == nil || sets.meets(s.csids)) {
-			_, err := h.remove(s)
-			errs = append(errs, err)
+	h.inRequest(func() {
+		for _, s := range h.sessions {
+			if s.smf.NodeID == nodeID && (sets == nil || sets.meets(s.csids)) {
+				_, err := h.remove(s)
+				errs = append(errs, err)
+			}
 		}
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -39,8 +39,10 @@ func (f *fakeNexthops) Release(dst netip.Addr) {
 		delete(f.refs, dst)
 	}
 }
-func (f *fakeNexthops) SetStatic(netip.Addr, net.HardwareAddr) {}
-func (f *fakeNexthops) ClearStatic(netip.Addr)                 {}
+func (f *fakeNexthops) Adopt(dst netip.Addr, _ uint32) (uint32, error) { return f.Acquire(dst) }
+func (f *fakeNexthops) ReleasePrevious()                               {}
+func (f *fakeNexthops) SetStatic(netip.Addr, net.HardwareAddr)         {}
+func (f *fakeNexthops) ClearStatic(netip.Addr)                         {}
 
 // env is a handler over a store over real data-path maps.
 type env struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sync"
@@ -27,11 +28,15 @@ type meterKey struct {
 	id   uint32
 }
 
-// report is a Session Report Request waiting to be sent.
+// report is a Session Report Request waiting to be sent, once entry lsn of
+// the journal, which records it, is written.
 type report struct {
-	smf  pfcp.Peer
-	seid uint64 // UP SEID
-	req  *message.SessionReportRequest
+	id      uint64
+	smf     pfcp.Peer
+	seid    uint64 // UP SEID
+	req     *message.SessionReportRequest
+	encoded []byte // req, as journaled
+	lsn     uint64
 }
 
 // outbox holds reports until the sender takes them: the handler's lock is
@@ -124,31 +129,31 @@ func (h *Handler) usageEvent(ev upfxdp.URREvent, now time.Time) {
 	if !ok {
 		return // the URR went meanwhile
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.sessions[seid]
-	if s == nil || s.meters[id] == nil {
-		return // changed meanwhile
-	}
-	var fired uint32
-	if ev.Kind == upfxdp.URREventQuota && !s.meters[id].exhausted {
-		fired = trigVOLQU
-	}
-	h.measure(s, id, fired, now)
+	h.apart(func() {
+		s := h.sessions[seid]
+		if s == nil || s.meters[id] == nil {
+			return // changed meanwhile
+		}
+		var fired uint32
+		if ev.Kind == upfxdp.URREventQuota && !s.meters[id].exhausted {
+			fired = trigVOLQU
+		}
+		h.measure(s, id, fired, now)
+	})
 }
 
 // tick checks the clock-driven triggers of every URR that has some.
 func (h *Handler) tick(now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for k := range h.timed {
-		s := h.sessions[k.seid]
-		if s == nil || !s.urrs[k.id].timed() {
-			delete(h.timed, k)
-			continue
+	h.apart(func() {
+		for k := range h.timed {
+			s := h.sessions[k.seid]
+			if s == nil || !s.urrs[k.id].timed() {
+				delete(h.timed, k)
+				continue
+			}
+			h.measure(s, k.id, 0, now)
 		}
-		h.measure(s, k.id, 0, now)
-	}
+	})
 }
 
 // measure reads a URR's counters and reports what fired (fired, and what
@@ -167,6 +172,7 @@ func (h *Handler) measure(s *pfcpSession, id uint32, fired uint32, now time.Time
 	if fired == 0 {
 		return
 	}
+	h.touched[s.seid] = true
 	u.note(m, fired, usage, now)
 	if reported := fired & u.triggers; reported != 0 {
 		h.send(s, u.report(ie.UsageReportWithinSessionReportRequest, m, usage, reported, now))
@@ -193,31 +199,56 @@ func (h *Handler) rearm(s *pfcpSession, id uint32) {
 
 // send queues a Session Report Request with usage reports.
 func (h *Handler) send(s *pfcpSession, usage ...*ie.IE) {
-	ies := append([]*ie.IE{ie.NewReportType(0, 0, 1, 0)}, usage...)
-	h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
+	h.newReport(s, append([]*ie.IE{ie.NewReportType(0, 0, 1, 0)}, usage...)...)
 }
 
-// sendReports sends the queued reports one by one until ctx ends. An SMF
-// that no longer knows the session has it deleted (§6.3.3 / TS 23.527).
+// newReport creates a Session Report Request of a session with its
+// sequence number, which record journals and then queues; under h.mu.
+func (h *Handler) newReport(s *pfcpSession, ies ...*ie.IE) {
+	req := message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)
+	if h.cfg.Sequence != nil {
+		req.SetSequenceNumber(h.cfg.Sequence())
+	}
+	h.reportID++
+	r := &report{id: h.reportID, smf: s.smf, seid: s.seid, req: req}
+	if h.cfg.Journal != nil {
+		var err error
+		if r.encoded, err = req.Marshal(); err != nil {
+			h.cfg.Log.Error("a Session Report Request not encodable", "seid", s.seid, "err", err)
+			return
+		}
+	}
+	h.unanswered[r.id] = r
+	h.created = append(h.created, r)
+}
+
+// done takes note that a report was answered, or will not be; under h.mu.
+func (h *Handler) done(id uint64) {
+	delete(h.unanswered, id)
+	h.answered = append(h.answered, id)
+}
+
+// sendReports sends the queued reports one by one until ctx ends, each
+// once its record is written. An SMF that no longer knows the session has
+// it deleted (§6.3.3 / TS 23.527). A report the SMF did not answer before
+// ctx ended stays unanswered in the journal: the next run sends it again.
 func (h *Handler) sendReports(ctx context.Context) {
 	for {
 		for r, ok := h.out.next(); ok; r, ok = h.out.next() {
 			if h.cfg.SendReport == nil {
+				h.apart(func() { h.done(r.id) })
 				continue
 			}
+			h.cfg.Journal.Wait(r.lsn)
 			resp, err := h.cfg.SendReport(ctx, r.smf, r.req)
-			if err != nil {
+			switch {
+			case ctx.Err() != nil || errors.Is(err, pfcp.ErrClosed):
+				return
+			case err != nil:
 				h.cfg.Log.Warn("PFCP session report not answered", "peer", r.smf.NodeID, "seid", r.seid, "err", err)
-				continue
-			}
-			if resp.Cause == nil {
-				continue
-			}
-			switch c, _ := resp.Cause.Cause(); c {
-			case ie.CauseSessionContextNotFound:
-				h.forget(r.seid)
-			case ie.CauseRequestAccepted:
-				h.reportAnswered(r.seid, resp)
+				h.apart(func() { h.done(r.id) })
+			default:
+				h.reportAnswered(r, resp)
 			}
 		}
 		select {
@@ -228,16 +259,33 @@ func (h *Handler) sendReports(ctx context.Context) {
 	}
 }
 
-// reportAnswered applies what an SMF's acceptance of a report asks: a
-// changed BAR, and dropping what the session's buffers hold (DROBU, as
-// when the UE cannot be paged).
-func (h *Handler) reportAnswered(seid uint64, resp *message.SessionReportResponse) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	s := h.sessions[seid]
-	if s == nil {
-		return
-	}
+// reportAnswered takes note of an SMF's answer to a report and applies
+// what an acceptance asks: a changed BAR, and dropping what the session's
+// buffers hold (DROBU, as when the UE cannot be paged). An SMF that does
+// not know the session has it deleted.
+func (h *Handler) reportAnswered(r report, resp *message.SessionReportResponse) {
+	h.apart(func() {
+		h.done(r.id)
+		s := h.sessions[r.seid]
+		if s == nil || resp.Cause == nil {
+			return
+		}
+		switch c, _ := resp.Cause.Cause(); c {
+		case ie.CauseSessionContextNotFound:
+			h.cfg.Log.Info("deleting a session its SMF does not know", "peer", s.smf.NodeID, "seid", s.seid)
+			if _, err := h.remove(s); err != nil {
+				h.cfg.Log.Error("deleting a session", "seid", s.seid, "err", err)
+			}
+		case ie.CauseRequestAccepted:
+			h.applyAnswer(s, resp)
+		}
+	})
+}
+
+// applyAnswer applies what an SMF's acceptance of a report asks; under
+// h.mu.
+func (h *Handler) applyAnswer(s *pfcpSession, resp *message.SessionReportResponse) {
+	seid := s.seid
 	if resp.UpdateBAR != nil {
 		c := h.newChange(s, s.clone())
 		r := c.translateRules(nil, nil, []*ie.IE{resp.UpdateBAR})
@@ -264,6 +312,7 @@ func (h *Handler) queryReport(s *pfcpSession, id uint32, now time.Time, ref *ie.
 	}
 	u := s.urrs[id]
 	rep := u.report(ie.UsageReportWithinSessionModificationResponse, s.meters[id], usage, reportIMMER, now, present(ref)...)
+	h.touched[s.seid] = true
 	h.rearm(s, id)
 	return rep
 }
@@ -275,25 +324,15 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 	if !peer.IsValid() {
 		peer = ei.From
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, seid := range h.byTunnel.sessions(gnbTunnel{ei.TEID, peer}) {
+	h.apart(func() { h.errorIndication(ei, peer) })
+}
+
+func (h *Handler) errorIndication(ei gtpu.ErrorIndication, peer netip.Addr) {
+	for _, seid := range h.tunnelIndex().sessions(gnbTunnel{ei.TEID, peer}) {
 		s := h.sessions[seid]
 		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
 			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}
-		h.out.put(report{smf: s.smf, seid: s.seid, req: message.NewSessionReportRequest(0, 0, s.cpSEID, 0, 0, ies...)})
-	}
-}
-
-// forget deletes a session its SMF no longer has.
-func (h *Handler) forget(seid uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s := h.sessions[seid]; s != nil {
-		h.cfg.Log.Info("deleting a session its SMF does not know", "peer", s.smf.NodeID, "seid", seid)
-		if _, err := h.remove(s); err != nil {
-			h.cfg.Log.Error("deleting a session", "seid", seid, "err", err)
-		}
+		h.newReport(s, ies...)
 	}
 }
 

@@ -124,9 +124,12 @@ type Resolver struct {
 	closed bool
 	pool   *slotpool.Pool
 
-	dsts    map[netip.Addr]*dstEntry
-	nbrs    map[nbrKey]*nbrEntry
-	statics map[netip.Addr]net.HardwareAddr
+	dsts map[netip.Addr]*dstEntry
+	nbrs map[nbrKey]*nbrEntry
+	// previous are the slots a previous run left written that no FAR has
+	// taken up again (Adopt) yet, by slot: ReleasePrevious quarantines them.
+	previous []bool
+	statics  map[netip.Addr]net.HardwareAddr
 
 	links     map[int]linkInfo
 	neighs    map[nbrKey]neighInfo
@@ -178,8 +181,9 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	}
 	r.h = h
 	// A previous run's slots keep serving its FARs until the sessions are
-	// restored into fresh ones, so they are quarantined, not cleared.
-	previous := map[uint32]bool{}
+	// restored, in place (Adopt) or into fresh slots, so they are held
+	// until ReleasePrevious, then quarantined, not cleared.
+	previous := make([]bool, dp.NexthopCapacity())
 	for slot := uint32(KernelSlot + 1); slot < dp.NexthopCapacity(); slot++ {
 		nh, err := dp.Nexthop(slot)
 		if err != nil {
@@ -193,9 +197,7 @@ func New(dp *upfxdp.Datapath, ns netns.NsHandle, coreIfaces []string) (*Resolver
 	// they can.
 	r.pool = slotpool.New(slotpool.Config{Name: "next-hop", First: KernelSlot + 1, Size: dp.NexthopCapacity(), PreferNew: true})
 	r.pool.Adopt(previous)
-	for slot := range previous {
-		r.pool.Release(slot)
-	}
+	r.previous = previous
 	routes, err := dp.Routes()
 	if err != nil {
 		return nil, fmt.Errorf("reading the route maps: %w", err)
@@ -271,6 +273,11 @@ func (r *Resolver) Acquire(dst netip.Addr) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
+	return r.newDst(dst, slot)
+}
+
+// newDst gives dst slot, writing it, with a first reference; under mu.
+func (r *Resolver) newDst(dst netip.Addr, slot uint32) (uint32, error) {
 	e := &dstEntry{slotState: slotState{slot: slot, key: r.routeTo(dst)}, refs: 1}
 	if err := r.write(&e.slotState, true); err != nil {
 		r.pool.Release(slot)
@@ -278,6 +285,35 @@ func (r *Resolver) Acquire(dst netip.Addr) (uint32, error) {
 	}
 	r.dsts[dst] = e
 	return slot, nil
+}
+
+// Adopt is Acquire for a FAR that a previous run installed with slot: dst
+// keeps that slot, if the previous run left it and dst has none yet, so
+// that the FAR needs no rewriting. Otherwise it gets what Acquire gives.
+func (r *Resolver) Adopt(dst netip.Addr, slot uint32) (uint32, error) {
+	dst = dst.Unmap()
+	r.mu.Lock()
+	_, has := r.dsts[dst]
+	if has || int(slot) >= len(r.previous) || !r.previous[slot] || r.closed {
+		r.mu.Unlock()
+		return r.Acquire(dst)
+	}
+	defer r.mu.Unlock()
+	r.previous[slot] = false
+	return r.newDst(dst, slot)
+}
+
+// ReleasePrevious quarantines the previous run's slots that no FAR took up
+// again: no restored session uses them.
+func (r *Resolver) ReleasePrevious() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for slot, held := range r.previous {
+		if held {
+			r.pool.Release(uint32(slot))
+		}
+	}
+	r.previous = nil
 }
 
 // Release drops a reference taken by Acquire; the last one clears the slot

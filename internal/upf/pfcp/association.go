@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/wmnsk/go-pfcp/ie"
+
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 )
 
 // Association is a PFCP association with a CP function (an SMF).
@@ -58,10 +60,12 @@ type association struct {
 
 func (a *association) peer() Peer { return Peer{NodeID: a.nodeID, Addr: a.addr} }
 
-// associations are the established ones, by the peer's Node ID.
+// associations are the established ones, by the peer's Node ID. Their
+// changes are journaled in log (see state.go).
 type associations struct {
 	mu     sync.Mutex
 	byNode map[string]*association
+	log    *n4state.Log
 }
 
 // put adds a and returns the association it replaces, which has ended.
@@ -73,6 +77,7 @@ func (t *associations) put(a *association) (replaced *association) {
 		t.end(replaced)
 	}
 	t.byNode[a.nodeID] = a
+	t.putAssociation(a)
 	return replaced
 }
 
@@ -85,6 +90,7 @@ func (t *associations) remove(a *association) bool {
 	}
 	delete(t.byNode, a.nodeID)
 	t.end(a)
+	t.dropAssociation(a)
 	return true
 }
 
@@ -105,8 +111,9 @@ func (t *associations) named(nodeID string, source netip.Addr) *association {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	a := t.byNode[nodeID]
-	if a != nil {
+	if a != nil && !a.sources[source] {
 		a.sources[source] = true
+		t.putAssociation(a)
 	}
 	return a
 }

@@ -73,3 +73,30 @@ func (c *responseCache) forget(k cacheKey) {
 	delete(c.current, k)
 	delete(c.previous, k)
 }
+
+// each calls f with every response cached and not expired.
+func (c *responseCache) each(f func(cacheKey, cachedResponse)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for _, m := range []map[cacheKey]cachedResponse{c.previous, c.current} {
+		for k, r := range m {
+			if r.encoded != nil && now.Before(r.expires) {
+				f(k, r)
+			}
+		}
+	}
+}
+
+// keep takes up the responses a previous run cached, those not expired at
+// now, in the generation that begins now: they stay a TTL at least.
+func (c *responseCache) keep(responses map[cacheKey]cachedResponse, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.since = now
+	for k, r := range responses {
+		if now.Before(r.expires) {
+			c.current[k] = r
+		}
+	}
+}

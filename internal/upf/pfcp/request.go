@@ -69,15 +69,35 @@ func newTransactions() *transactions {
 func (t *transactions) start(peer netip.Addr, reqType uint8) (uint32, *transaction) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	seq := t.take()
+	return seq, t.open1(seq, peer, reqType)
+}
+
+// take is the next sequence number no transaction has, never 0; under mu.
+func (t *transactions) take() uint32 {
 	for {
 		t.last = (t.last + 1) & maxSeq
-		if _, busy := t.open[t.last]; !busy {
-			break
+		if _, busy := t.open[t.last]; !busy && t.last != 0 {
+			return t.last
 		}
 	}
+}
+
+func (t *transactions) open1(seq uint32, peer netip.Addr, reqType uint8) *transaction {
 	tx := &transaction{peer: peer, reqType: reqType, reply: make(chan message.Message, 1)}
-	t.open[t.last] = tx
-	return t.last, tx
+	t.open[seq] = tx
+	return tx
+}
+
+// startAs opens the transaction of a request whose number the caller took
+// before (NextSequence); false while another has it.
+func (t *transactions) startAs(seq uint32, peer netip.Addr, reqType uint8) (*transaction, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, busy := t.open[seq]; busy {
+		return nil, false
+	}
+	return t.open1(seq, peer, reqType), true
 }
 
 func (t *transactions) end(seq uint32) {
@@ -109,10 +129,15 @@ func (t *transactions) deliver(from netip.Addr, resp message.Message) bool {
 // call sends a request and waits for its response, retransmitting it every
 // T1 up to N1 times (TS 29.244 §6.4).
 func call[R message.Message](ctx context.Context, s *Server, to netip.AddrPort, req message.Message) (R, error) {
-	var none R
 	seq, tx := s.tx.start(to.Addr(), req.MessageType())
-	defer s.tx.end(seq)
 	req.SetSequenceNumber(seq)
+	return exchange[R](ctx, s, to, req, tx)
+}
+
+// exchange is call for a request whose transaction is open; it ends it.
+func exchange[R message.Message](ctx context.Context, s *Server, to netip.AddrPort, req message.Message, tx *transaction) (R, error) {
+	var none R
+	defer s.tx.end(req.Sequence())
 	b, err := encode(req)
 	if err != nil {
 		return none, fmt.Errorf("pfcp: encoding %s: %w", req.MessageTypeName(), err)

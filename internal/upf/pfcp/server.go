@@ -22,6 +22,8 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 )
 
 // Defaults of the Config settings left zero.
@@ -66,6 +68,13 @@ type Config struct {
 	N1 int
 
 	Handler SessionHandler
+	// Journal, if set, keeps the server's state and the handler's across
+	// restarts (see state.go): each request is served in a transaction
+	// (n4state.Log.Begin), which its response waits for. Restored is the
+	// state a previous run kept, to take up; without one, the server has
+	// a new Recovery Time Stamp, the time of New.
+	Journal  *n4state.Log
+	Restored *State
 	// OnPeerRestarted and OnPeerLost, if set, are told of an associated
 	// peer's restart (after which Handler.DropPeer follows) and of its
 	// heartbeats going unanswered. They are called like Handler.
@@ -92,10 +101,10 @@ type Server struct {
 	jobs    chan func()
 	running sync.Mutex
 	pending atomic.Int32
-	// sends run on the sender goroutine: a job leaves the encoding,
-	// caching and sending of a response to it and serves the next request,
-	// when one is waiting.
-	sends  chan func()
+	// sends are the responses of the sender goroutine: a job leaves the
+	// encoding, journaling, caching and sending of a response to it and
+	// serves the next request, when one is waiting.
+	sends  chan outgoing
 	unsent atomic.Int32 // responses given to the sender and not sent yet
 	cache  *responseCache
 	tx     *transactions
@@ -156,21 +165,30 @@ func New(cfg Config) (*Server, error) {
 		conn:     conn,
 		rawConn:  rawConn,
 		nodeID:   nodeIDIE(cfg.NodeID),
-		recovery: ie.NewRecoveryTimeStamp(time.Now()),
 		features: upFeaturesIE(cfg.Features),
 		jobs:     make(chan func(), queueLen),
-		sends:    make(chan func(), queueLen),
+		sends:    make(chan outgoing, queueLen),
 		// Keep responses while the peer may still retransmit, assuming it
 		// uses the same T1 and N1.
 		cache:   newResponseCache(cfg.T1 * time.Duration(cfg.N1+1)),
 		tx:      newTransactions(),
-		assocs:  associations{byNode: map[string]*association{}},
+		assocs:  associations{byNode: map[string]*association{}, log: cfg.Journal},
 		metrics: newMetrics(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if st := cfg.Restored; st != nil && st.Recovery != 0 {
+		s.restore(st)
+	} else {
+		s.recovery = ie.NewRecoveryTimeStamp(time.Now())
+		ts, _ := recoveryStamp(s.recovery)
+		txn := cfg.Journal.Txn()
+		txn.Put(n4state.KindRecovery, func(e *n4state.Enc) { e.Uint(uint64(ts)) })
+		txn.Commit()
+		txn.Wait()
+	}
 	s.wg.Go(s.readLoop)
 	s.wg.Go(func() { s.drain(s.jobs, s.runJob) })
-	s.wg.Go(func() { s.drain(s.sends, s.run) })
+	s.wg.Go(s.sendAll)
 	for _, peer := range cfg.Peers {
 		s.wg.Go(func() { s.keepAssociated(peer) })
 	}
@@ -183,6 +201,16 @@ func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr().(*net.UDPAddr
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats { return s.stats.snapshot() }
 
+// Recovery is the server's Recovery Time Stamp.
+func (s *Server) Recovery() time.Time {
+	ts, _ := recoveryStamp(s.recovery)
+	return recoveryTime(ts)
+}
+
+// Snapshot writes the server's part of the state into a compaction of its
+// journal (n4state.Log.Compact).
+func (s *Server) Snapshot(l *n4state.Log) { s.snapshot(l) }
+
 // Associations lists the established associations by Node ID.
 func (s *Server) Associations() []Association { return s.assocs.list() }
 
@@ -193,6 +221,13 @@ func (s *Server) Close() error {
 		s.cancel()
 		s.closeErr = s.conn.Close()
 		s.wg.Wait()
+		// Responses the sender had not got to: what their requests
+		// changed is journaled all the same, and nothing waits behind.
+		var left []outgoing
+		for len(s.sends) > 0 {
+			left = append(left, <-s.sends)
+		}
+		s.sendBatch(left)
 	})
 	return s.closeErr
 }
@@ -334,12 +369,17 @@ func (s *Server) nothingToRead() bool {
 func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, key cacheKey, read time.Time) {
 	s.metrics.requestReceived(req.MessageType())
 	answered := false
+	txn := s.cfg.Journal.Begin()
 	defer func() {
 		if !answered {
+			txn.Commit() // what the request changed, without its response
 			s.cache.forget(key)
 		}
 	}()
-	resp := s.answer(req, body, from)
+	resp := func() message.Message {
+		defer s.cfg.Journal.End()
+		return s.answer(req, body, from)
+	}()
 	if resp == nil {
 		return
 	}
@@ -349,37 +389,121 @@ func (s *Server) serve(req message.Message, body []byte, from netip.AddrPort, ke
 	// would only delay it.
 	if s.pending.Load() == 1 && s.unsent.Load() == 0 {
 		answered = true
-		s.sendResponse(resp, key, read)
+		s.sendResponse(resp, key, read, txn)
 		return
 	}
 	s.unsent.Add(1)
 	select {
-	case s.sends <- func() { defer s.unsent.Add(-1); s.sendResponse(resp, key, read) }:
-		answered = true
+	case s.sends <- outgoing{msg: resp, key: key, read: read, txn: txn}:
 	case <-s.ctx.Done():
+		// Closing: not sent, but journaled with what the request changed
+		// (waiting would wait for the responses queued before it, which
+		// Close journals once this job is done).
+		s.unsent.Add(-1)
+		s.cache.forget(key)
+		s.journalResponse(resp, key, txn)
+		s.cfg.Journal.Flush()
+	}
+	answered = true
+}
+
+// sendResponse encodes, caches and sends the response to a request read at
+// time read, by the job (see serve), once what the request changed and the
+// response are written (journalResponse).
+func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time, txn *n4state.Txn) {
+	r := outgoing{msg: resp, key: key, read: read, txn: txn}
+	r.encode(s)
+	s.cfg.Journal.Flush()
+	r.send(s)
+}
+
+// outgoing is a response the sender sends.
+type outgoing struct {
+	msg     message.Message
+	key     cacheKey
+	read    time.Time
+	txn     *n4state.Txn
+	encoded []byte
+	at      time.Time // when encoded
+}
+
+// sendAll sends the responses the jobs hand over until the server closes:
+// those waiting together are written to the journal with one call (group
+// commit), then sent.
+func (s *Server) sendAll() {
+	batch := make([]outgoing, 0, queueLen)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case r := <-s.sends:
+			batch = append(batch[:0], r)
+		}
+		for more := true; more && len(batch) < cap(batch); {
+			select {
+			case r := <-s.sends:
+				batch = append(batch, r)
+			default:
+				more = false
+			}
+		}
+		s.sendBatch(batch)
+	}
+}
+
+func (s *Server) sendBatch(batch []outgoing) {
+	for i := range batch {
+		s.run(func() { batch[i].encode(s) })
+	}
+	s.cfg.Journal.Flush()
+	for i := range batch {
+		s.run(func() { batch[i].send(s) })
 		s.unsent.Add(-1)
 	}
 }
 
-// sendResponse encodes, caches and sends the response to a request read at
-// time read, on the sender (or by the job: see serve).
-func (s *Server) sendResponse(resp message.Message, key cacheKey, read time.Time) {
-	cached := false
+// encode encodes the response and journals it (journalResponse), leaving
+// the writing to a Flush; a response it cannot encode is not cached, so a
+// retransmission is served afresh.
+func (r *outgoing) encode(s *Server) {
+	var err error
 	defer func() {
-		if !cached {
-			s.cache.forget(key)
+		if r.encoded == nil {
+			s.cache.forget(r.key)
 		}
 	}()
-	b, err := encode(resp)
-	if err != nil {
-		s.log.Error("PFCP response not encodable", "response", resp.MessageTypeName(), "err", err)
+	if r.encoded, r.at, err = s.journalResponse(r.msg, r.key, r.txn); err != nil {
+		r.encoded = nil
+		s.log.Error("PFCP response not encodable", "response", r.msg.MessageTypeName(), "err", err)
+	}
+}
+
+// send caches and sends an encoded response once its entry is written.
+func (r *outgoing) send(s *Server) {
+	if r.encoded == nil {
 		return
 	}
-	s.cache.finish(key, b, time.Now())
-	cached = true
-	s.metrics.sent(b, true)
-	s.send(b, key.from)
-	s.stats.handled(time.Since(read))
+	r.txn.Wait()
+	s.cache.finish(r.key, r.encoded, r.at)
+	s.metrics.sent(r.encoded, true)
+	s.send(r.encoded, r.key.from)
+	s.stats.handled(time.Since(r.read))
+}
+
+// journalResponse encodes a response and completes its request's
+// transaction, with the response if the request changed the state (after
+// a restart, a retransmission of the request gets it again rather than
+// being served twice); a Flush writes it.
+func (s *Server) journalResponse(resp message.Message, key cacheKey, txn *n4state.Txn) ([]byte, time.Time, error) {
+	defer txn.Complete()
+	b, err := encode(resp)
+	now := time.Now()
+	if err == nil && !txn.Empty() {
+		txn.Put(n4state.KindResponse, func(e *n4state.Enc) {
+			encodeResponse(e, key, cachedResponse{encoded: b, expires: now.Add(s.cache.ttl)})
+		})
+	}
+	return b, now, err
 }
 
 // drain runs the functions of a queue with do, one at a time, until the
@@ -414,7 +538,12 @@ func (s *Server) onWorker(f func()) bool {
 	done := make(chan bool, 1)
 	job := func() {
 		completed := false
-		defer func() { done <- completed }()
+		txn := s.cfg.Journal.Begin()
+		defer func() {
+			s.cfg.Journal.End()
+			txn.Commit()
+			done <- completed
+		}()
 		f()
 		completed = true
 	}

@@ -2,6 +2,7 @@ package pfcp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 
 	"github.com/wmnsk/go-pfcp/ie"
@@ -152,13 +153,29 @@ func cpSEID(req *message.SessionEstablishmentRequest) uint64 {
 
 // SendSessionReport sends a Session Report Request to a peer and returns
 // its response, whatever the cause. The caller sets the header SEID (the
-// session's CP SEID); the server sets the sequence number. It goes to the
-// address of the peer's association, which may have moved since the session
-// was established (an association set up again with its sessions kept),
-// and to peer.Addr when there is none.
+// session's CP SEID), and the sequence number if NextSequence gave it one
+// (0: the server takes one): a report journaled with its number and sent
+// again after a restart is the same request to the peer, which takes it
+// for a retransmission. It goes to the address of the peer's association,
+// which may have moved since the session was established (an association
+// set up again with its sessions kept), and to peer.Addr when there is none.
 func (s *Server) SendSessionReport(ctx context.Context, peer Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 	if a := s.assocs.get(peer.NodeID); a != nil {
 		peer.Addr = a.addr
 	}
-	return call[*message.SessionReportResponse](ctx, s, peer.Addr, req)
+	if req.Sequence() == 0 {
+		return call[*message.SessionReportResponse](ctx, s, peer.Addr, req)
+	}
+	tx, ok := s.tx.startAs(req.Sequence(), peer.Addr.Addr(), req.MessageType())
+	if !ok {
+		return nil, fmt.Errorf("pfcp: sequence number %d is in use", req.Sequence())
+	}
+	return exchange[*message.SessionReportResponse](ctx, s, peer.Addr, req, tx)
+}
+
+// NextSequence takes a sequence number for a request of the UPF's.
+func (s *Server) NextSequence() uint32 {
+	s.tx.mu.Lock()
+	defer s.tx.mu.Unlock()
+	return s.tx.take()
 }

@@ -12,10 +12,12 @@ import (
 // unreachable is a resolver that finds no next hop.
 type unreachable struct{}
 
-func (unreachable) Acquire(netip.Addr) (uint32, error)     { return 0, errors.New("unreachable") }
-func (unreachable) Release(netip.Addr)                     {}
-func (unreachable) SetStatic(netip.Addr, net.HardwareAddr) {}
-func (unreachable) ClearStatic(netip.Addr)                 {}
+func (unreachable) Acquire(netip.Addr) (uint32, error)       { return 0, errors.New("unreachable") }
+func (unreachable) Adopt(netip.Addr, uint32) (uint32, error) { return 0, errors.New("unreachable") }
+func (unreachable) ReleasePrevious()                         {}
+func (unreachable) Release(netip.Addr)                       {}
+func (unreachable) SetStatic(netip.Addr, net.HardwareAddr)   {}
+func (unreachable) ClearStatic(netip.Addr)                   {}
 
 // An install that fails after arming a buffer gives the buffer back: no
 // slot taken, nothing armed.

@@ -26,15 +26,15 @@ func (t *txn) undo() {
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, e := range t.in.URRSlots {
-		if _, _, kept := t.keptURR(e.id); !kept {
-			t.s.urrSlots.ReleaseNow(e.slot)
+		if _, _, kept := t.keptURR(e.ID); !kept {
+			t.s.urrSlots.ReleaseNow(e.Slot)
 		}
 	}
 	releaseAll(t.s.sdfSlots, t.in.SDFSlots, true)
 	for _, e := range t.in.BufferSlots {
-		if t.keep == nil || t.keep.BufferSlots.of(e.id) != e.slot { // armed by this install
-			t.s.buffers.Discard(e.slot)
-			t.s.bufSlots.ReleaseNow(e.slot)
+		if t.keep == nil || t.keep.BufferSlots.of(e.ID) != e.Slot { // armed by this install
+			t.s.buffers.Discard(e.Slot)
+			t.s.bufSlots.ReleaseNow(e.Slot)
 		}
 	}
 	for _, dst := range t.nexthops {
@@ -107,7 +107,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		}
 	}
 	for _, e := range t.in.URRSlots {
-		s.urrs[e.slot] = urrRef{sess.SEID, e.id}
+		s.urrs[e.Slot] = urrRef{sess.SEID, e.ID}
 	}
 	for _, k := range keys {
 		s.setOwner(k, sess.SEID)
@@ -127,7 +127,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		}
 	}
 	s.sessions[sess.SEID] = t.in
-	s.changed()
+	s.changedOrigin(sess.Origin)
 	return nil
 }
 
@@ -223,33 +223,19 @@ func (t *txn) writeRules() error {
 	}
 	fars := make([]upfxdp.FAR, len(sess.FARs))
 	for i := range sess.FARs {
-		f, dp := &sess.FARs[i], &fars[i]
-		dp.Nexthop = upfxdp.NexthopRoute
-		if f.Action == ActionForward {
-			dp.Action = upfxdp.FARForward
-		}
+		f := &sess.FARs[i]
 		buf, err := t.buffer(f)
 		if err != nil {
 			return err
 		}
-		if buf != 0 {
-			dp.Action, dp.Buffer = upfxdp.FARBuffer, buf
-		}
+		var nh uint32
 		if dst := f.nexthop(); dst.IsValid() {
-			nh, err := s.nh.Acquire(dst)
-			if err != nil {
+			if nh, err = s.nh.Acquire(dst); err != nil {
 				return fmt.Errorf("next hop for %s: %w", dst, err)
 			}
 			t.nexthops = append(t.nexthops, dst)
-			dp.Nexthop = nh
 		}
-		if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
-			dp.Flags = upfxdp.FARGTPUv4
-			dp.Teid = upfxdp.NetworkOrder32(o.TEID)
-			dp.Peer = upfxdp.AddrKey(o.Peer)
-			dp.Local = upfxdp.AddrKey(s.n3)
-			dp.Tos = f.DSCP << 2
-		}
+		fars[i] = s.dataPathFAR(f, buf, nh)
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
@@ -278,6 +264,30 @@ func (t *txn) writeRules() error {
 		}
 	}
 	return nil
+}
+
+// dataPathFAR is a FAR as its PDRs' slots hold it: with the slot of its
+// buffer (0: none) and, for one that sends to a next hop of its own, the
+// next hop's.
+func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
+	dp := upfxdp.FAR{Nexthop: upfxdp.NexthopRoute}
+	if f.Action == ActionForward {
+		dp.Action = upfxdp.FARForward
+	}
+	if buf != 0 {
+		dp.Action, dp.Buffer = upfxdp.FARBuffer, buf
+	}
+	if f.nexthop().IsValid() {
+		dp.Nexthop = nexthop
+	}
+	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
+		dp.Flags = upfxdp.FARGTPUv4
+		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
+		dp.Peer = upfxdp.AddrKey(o.Peer)
+		dp.Local = upfxdp.AddrKey(s.n3)
+		dp.Tos = f.DSCP << 2
+	}
+	return dp
 }
 
 // qerBurst is how long a QER's bucket lets a flow send at line rate. It
@@ -467,16 +477,16 @@ func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
 	releaseAll(s.qerSlots, in.QERSlots, false)
 	for _, e := range in.URRSlots {
-		if next == nil || next.URRSlots.of(e.id) != e.slot {
-			s.urrSlots.Release(e.slot)
-			delete(s.urrs, e.slot)
+		if next == nil || next.URRSlots.of(e.ID) != e.Slot {
+			s.urrSlots.Release(e.Slot)
+			delete(s.urrs, e.Slot)
 		}
 	}
 	releaseAll(s.sdfSlots, in.SDFSlots, false)
 	for _, e := range in.BufferSlots {
-		if next == nil || next.BufferSlots.of(e.id) != e.slot {
-			s.buffers.Discard(e.slot)
-			s.bufSlots.Release(e.slot)
+		if next == nil || next.BufferSlots.of(e.ID) != e.Slot {
+			s.buffers.Discard(e.Slot)
+			s.bufSlots.Release(e.Slot)
 		}
 	}
 	for i := range in.FARs {

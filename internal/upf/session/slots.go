@@ -11,15 +11,20 @@ import (
 // ruleSlots are the data-path slots of a session's rules of one kind, by
 // rule ID: a session's few rules take less memory than in a map. JSON
 // has them as an object by ID, as it had the maps they replace.
-type ruleSlots []ruleSlot
+type ruleSlots []RuleSlot
 
-type ruleSlot struct{ id, slot uint32 }
+// RuleSlot is the data-path slot of a rule.
+type RuleSlot struct{ ID, Slot uint32 }
+
+// Slots are where the rules of a session are in the data path, by rule
+// ID, kind by kind; SDF is by PDR ID, Buffer by FAR ID.
+type Slots struct{ PDR, QER, URR, SDF, Buffer []RuleSlot }
 
 // lookup is the slot of rule id.
 func (r ruleSlots) lookup(id uint32) (uint32, bool) {
 	for _, e := range r {
-		if e.id == id {
-			return e.slot, true
+		if e.ID == id {
+			return e.Slot, true
 		}
 	}
 	return 0, false
@@ -32,12 +37,12 @@ func (r ruleSlots) of(id uint32) uint32 {
 }
 
 // set gives rule id, which has no slot yet, its slot.
-func (r *ruleSlots) set(id, slot uint32) { *r = append(*r, ruleSlot{id, slot}) }
+func (r *ruleSlots) set(id, slot uint32) { *r = append(*r, RuleSlot{id, slot}) }
 
 func (r ruleSlots) MarshalJSON() ([]byte, error) {
 	byID := make(map[uint32]uint32, len(r))
 	for _, e := range r {
-		byID[e.id] = e.slot
+		byID[e.ID] = e.Slot
 	}
 	return json.Marshal(byID)
 }
@@ -59,9 +64,9 @@ func (r *ruleSlots) UnmarshalJSON(b []byte) error {
 func releaseAll(p *slotpool.Pool, slots ruleSlots, now bool) {
 	for _, e := range slots {
 		if now {
-			p.ReleaseNow(e.slot)
+			p.ReleaseNow(e.Slot)
 		} else {
-			p.Release(e.slot)
+			p.Release(e.Slot)
 		}
 	}
 }

@@ -28,6 +28,11 @@ type Nexthops interface {
 	Release(dst netip.Addr)
 	SetStatic(ip netip.Addr, mac net.HardwareAddr)
 	ClearStatic(ip netip.Addr)
+	// Adopt is Acquire for a FAR a previous run installed with a slot,
+	// which it keeps if it can; ReleasePrevious frees the previous run's
+	// slots that no FAR kept.
+	Adopt(dst netip.Addr, slot uint32) (uint32, error)
+	ReleasePrevious()
 }
 
 // Store is the set of installed sessions. Every change is all or nothing:
@@ -67,6 +72,9 @@ type Buffers interface {
 	Discard(slot uint32) int
 	Drop(slot uint32) int
 	Stats(slot uint32) (buffer.Stats, bool)
+	// Adopt takes over the slots a previous run armed, by slot, and
+	// returns how many packets they held in its memory.
+	Adopt(owners map[uint32]buffer.Owner) (lost uint64)
 }
 
 // urrRef names a URR.
@@ -89,7 +97,8 @@ type installed struct {
 
 // NewStore returns an empty store over a data path; n3 is the source
 // address of the tunnels it creates. changed, if not nil, is called after
-// every successful change (persistence).
+// every successful change of a session of the REST API's, which
+// MarshalState saves (persistence).
 func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *Store {
 	if changed == nil {
 		changed = func() {}
@@ -111,6 +120,12 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *
 	return s
 }
 
+func (s *Store) changedOrigin(o Origin) {
+	if o != OriginPFCP {
+		s.changed()
+	}
+}
+
 // SetBuffers lets FARs buffer; call before any session is installed.
 func (s *Store) SetBuffers(b Buffers) {
 	s.mu.Lock()
@@ -128,8 +143,8 @@ func (s *Store) BufferStats(seid uint64) map[uint32]buffer.Stats {
 	}
 	stats := map[uint32]buffer.Stats{}
 	for _, e := range in.BufferSlots {
-		if st, ok := s.buffers.Stats(e.slot); ok {
-			stats[e.id] = st
+		if st, ok := s.buffers.Stats(e.Slot); ok {
+			stats[e.ID] = st
 		}
 	}
 	return stats
@@ -162,7 +177,7 @@ func (s *Store) DropBuffered(seid uint64) int {
 func (s *Store) dropHeld(in *installed) int {
 	n := 0
 	for _, e := range in.BufferSlots {
-		n += s.buffers.Drop(e.slot)
+		n += s.buffers.Drop(e.Slot)
 	}
 	return n
 }
@@ -215,7 +230,7 @@ func (s *Store) Delete(seid uint64) error {
 	}
 	s.forget(old, nil)
 	delete(s.sessions, seid)
-	s.changed()
+	s.changedOrigin(old.Origin)
 	return nil
 }
 
@@ -260,11 +275,11 @@ func (s *Store) PDRCounters(seid uint64) (map[uint16]upfxdp.Counter, error) {
 	}
 	out := map[uint16]upfxdp.Counter{}
 	for _, e := range in.PDRSlots {
-		c, err := s.dp.PDRCounter(e.slot)
+		c, err := s.dp.PDRCounter(e.Slot)
 		if err != nil {
 			return nil, err
 		}
-		out[uint16(e.id)] = c
+		out[uint16(e.ID)] = c
 	}
 	return out, nil
 }
@@ -298,7 +313,7 @@ func (s *Store) SetURRLimits(seid uint64, urrID uint32, l upfxdp.URRLimits) erro
 			in.URRs[i].Limits = l
 		}
 	}
-	s.changed()
+	s.changedOrigin(in.Origin)
 	return nil
 }
 
@@ -338,11 +353,9 @@ func (k dpKey) String() string {
 }
 
 func keysOf(sess *Session) []dpKey {
-	var keys []dpKey
-	seen := map[dpKey]bool{}
+	keys := make([]dpKey, 0, len(sess.PDRs))
 	for i := range sess.PDRs {
-		if k, ok := sess.PDRs[i].key(); ok && !seen[k] {
-			seen[k] = true
+		if k, ok := sess.PDRs[i].key(); ok && !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}

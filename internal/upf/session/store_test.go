@@ -33,6 +33,7 @@ var (
 type storeEnv struct {
 	dp    *upfxdp.Datapath
 	nh    *nexthop.Resolver
+	ns    string // the UPF's namespace
 	store *Store
 }
 
@@ -55,7 +56,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 	nh, err := nexthop.New(dp, ns, nil)
 	check(t, err)
 	t.Cleanup(func() { nh.Close() })
-	e := &storeEnv{dp: dp, nh: nh}
+	e := &storeEnv{dp: dp, nh: nh, ns: upf.Name}
 	e.store = e.newStore()
 	return e
 }
@@ -70,10 +71,10 @@ func (e *storeEnv) restart(t *testing.T) *Store {
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	restored := e.newStore()
-	dropped, err := restored.Restore(saved)
+	res, err := restored.Restore(saved, nil)
 	check(t, err)
-	if dropped != 0 {
-		t.Fatalf("%d sessions dropped", dropped)
+	if res.Dropped != 0 || res.Sessions != e.store.Len() {
+		t.Fatalf("restored %+v of %d sessions", res, e.store.Len())
 	}
 	return restored
 }
@@ -469,7 +470,7 @@ func TestStorePDRCountersStartAtZero(t *testing.T) {
 func (r ruleSlots) sorted() []uint32 {
 	var slots []uint32
 	for _, e := range r {
-		slots = append(slots, e.slot)
+		slots = append(slots, e.Slot)
 	}
 	slices.Sort(slots)
 	return slots

@@ -52,6 +52,17 @@ func (d *Datapath) BufferDropped(slot uint32) uint64 {
 	return atomic.LoadUint64(&b.Dropped)
 }
 
+// BufferState is the number of packets the data path handed to a buffer,
+// and whether it was released.
+func (d *Datapath) BufferState(slot uint32) (handed uint64, released bool) {
+	b, err := d.buffer(slot)
+	if err != nil {
+		return 0, false
+	}
+	state := atomic.LoadUint64(&b.State)
+	return state &^ bufferReleased, state&bufferReleased != 0
+}
+
 // ReleaseBuffer makes the buffer's FARs forward, if the data path has handed
 // over exactly received packets; false while more are on their way.
 func (d *Datapath) ReleaseBuffer(slot uint32, received uint64) (bool, error) {

@@ -52,6 +52,15 @@ func (a mapped[T]) put(slot uint32, v *T) error {
 	return nil
 }
 
+// get reads the value in slot.
+func (a mapped[T]) get(slot uint32) (T, error) {
+	if slot >= a.len() {
+		var none T
+		return none, fmt.Errorf("%s: slot %d is not in 0..%d", a.name, slot, int64(a.len())-1)
+	}
+	return *a.at(slot), nil
+}
+
 func (a mapped[T]) close() error {
 	if a.mem == nil {
 		return nil

@@ -49,7 +49,7 @@ type place struct {
 // then the old slot freed, so a packet reads either the old set or the new
 // one.
 type pdrSets struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex // readers (get, each, keys) share it
 	sets     mapped[PDRSet]
 	index    []byte // set_index: setWays native-endian u32 places per bucket
 	bits     uint   // of a bucket number
@@ -293,8 +293,8 @@ func (p *pdrSets) delete(k setKey) error {
 }
 
 func (p *pdrSets) get(k setKey) (PDRSet, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	at, ok := p.where[k]
 	if !ok {
 		return PDRSet{}, ebpf.ErrKeyNotExist
@@ -306,14 +306,25 @@ func (p *pdrSets) get(k setKey) (PDRSet, error) {
 
 // inUse is the number of keys with a set.
 func (p *pdrSets) inUse() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	return len(p.where)
 }
 
+// each calls f with every key and its set, under p.mu read-locked.
+func (p *pdrSets) each(f func(setKey, PDRSet)) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for k, at := range p.where {
+		set := *p.set(at.slot)
+		set.Key, set.Kind = 0, 0
+		f(k, set)
+	}
+}
+
 func (p *pdrSets) keys(kind upfSetKind) []uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	var keys []uint64
 	for k := range p.where {
 		if k.kind == kind {

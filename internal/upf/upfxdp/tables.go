@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -24,6 +25,16 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 		d.pdrWritten.Store(true)
 	}
 	return d.pdrs.put(slot, &p)
+}
+
+// SetPDRNexthop points the FAR of a PDR slot in use at another next-hop
+// slot, in one aligned store: a packet reads the old slot or the new one.
+func (d *Datapath) SetPDRNexthop(slot, nexthop uint32) error {
+	if slot >= d.pdrs.len() {
+		return fmt.Errorf("%s: slot %d is not in 0..%d", d.pdrs.name, slot, int64(d.pdrs.len())-1)
+	}
+	atomic.StoreUint32(&d.pdrs.at(slot).Far.Nexthop, nexthop)
+	return nil
 }
 
 // ZeroPDRCounters zeroes the counters of PDR slots on every CPU.
@@ -59,17 +70,12 @@ func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.sdfSets.put
 // SDFSetCapacity is the number of SDF filter slots.
 func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
 
-// SDFSet reads a slot of SDF filters back (tests).
-func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) {
-	var s SDFSet
-	return s, d.maps.SdfSets.Lookup(slot, &s)
-}
+// SDFSet reads a slot of SDF filters back (tests, restoring sessions in
+// place).
+func (d *Datapath) SDFSet(slot uint32) (SDFSet, error) { return d.sdfSets.get(slot) }
 
-// PDR and QER read a slot back (tests, reconciliation).
-func (d *Datapath) PDR(slot uint32) (PDR, error) {
-	var p PDR
-	return p, d.maps.Pdrs.Lookup(slot, &p)
-}
+// PDR and QER read a slot back (tests, restoring sessions in place).
+func (d *Datapath) PDR(slot uint32) (PDR, error) { return d.pdrs.get(slot) }
 
 func (d *Datapath) QER(slot uint32) (QER, error) {
 	var q QER
@@ -110,24 +116,47 @@ func ueKey(ue netip.Addr) setKey {
 func (d *Datapath) UplinkTEIDs() []uint32 {
 	var teids []uint32
 	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
-		teids = append(teids, NetworkOrder32(uint32(k))) // the swap is its own inverse
+		teids = append(teids, teidOf(k))
 	}
 	return teids
 }
 
 func (d *Datapath) DownlinkUEs() []netip.Addr {
 	var ues []netip.Addr
-	for _, k := range d.sets.keys(upfSetKindSET_UE4) {
-		var b [4]byte
-		nativeEndianPut32(b[:], uint32(k))
-		ues = append(ues, netip.AddrFrom4(b))
-	}
-	for _, k := range d.sets.keys(upfSetKindSET_UE6) {
-		var b [16]byte
-		nativeEndianPut64(b[:8], k)
-		ues = append(ues, netip.AddrFrom16(b))
+	for _, kind := range []upfSetKind{upfSetKindSET_UE4, upfSetKindSET_UE6} {
+		for _, k := range d.sets.keys(kind) {
+			ues = append(ues, ueOf(setKey{kind, k}))
+		}
 	}
 	return ues
+}
+
+// EachSet calls f with every installed key, an uplink TEID or (ue valid)
+// a downlink UE address, and what it points at, in no order. f must not
+// change the keys.
+func (d *Datapath) EachSet(f func(teid uint32, ue netip.Addr, set PDRSet)) {
+	d.sets.each(func(k setKey, set PDRSet) {
+		if k.kind == upfSetKindSET_TEID {
+			f(teidOf(k.key), netip.Addr{}, set)
+		} else {
+			f(0, ueOf(k), set)
+		}
+	})
+}
+
+// teidOf is the TEID of an uplink key: the swap is its own inverse.
+func teidOf(key uint64) uint32 { return NetworkOrder32(uint32(key)) }
+
+// ueOf is the UE address (IPv4) or /64 prefix (IPv6) of a downlink key.
+func ueOf(k setKey) netip.Addr {
+	if k.kind == upfSetKindSET_UE4 {
+		var b [4]byte
+		nativeEndianPut32(b[:], uint32(k.key))
+		return netip.AddrFrom4(b)
+	}
+	var b [16]byte
+	nativeEndianPut64(b[:8], k.key)
+	return netip.AddrFrom16(b)
 }
 
 // PutNexthop writes a next-hop slot.

@@ -94,6 +94,21 @@ func setURRLimits(u *upfUrr, l URRLimits) {
 	atomic.StoreUint64(&u.Flags, flags)
 }
 
+// URRLimits reads a URR's limits back.
+func (d *Datapath) URRLimits(slot uint32) (URRLimits, error) {
+	u, err := d.urr(slot)
+	if err != nil {
+		return URRLimits{}, err
+	}
+	var l URRLimits
+	for i := range u.Threshold {
+		l.Threshold[i] = atomic.LoadUint64(&u.Threshold[i])
+		l.Quota[i] = atomic.LoadUint64(&u.Quota[i])
+	}
+	l.NotifyStart = atomic.LoadUint64(&u.Flags)&uint64(upfUrrFlagsURR_NOTIFY_START) != 0
+	return l, nil
+}
+
 // URRUsage reads a URR's counters.
 func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
 	u, err := d.urr(slot)

@@ -1,0 +1,191 @@
+package n4
+
+import (
+	"bytes"
+	"maps"
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
+	"github.com/xdp5g/xdp5g/internal/upf/n4state"
+	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// everyField is a session with every field a record holds set to a value
+// other than its zero, times without a monotonic reading, as read back.
+func everyField(t *testing.T) (*pfcpSession, session.Slots) {
+	t.Helper()
+	filter, err := sdf.Parse("permit out 17 from 192.0.2.0/24 1000-2000 to assigned 53")
+	fatalIf(t, err)
+	filter.TOS, filter.SPI, filter.HasFlowLabel, filter.FlowLabel, filter.Bidirectional, filter.ID = sdf.TOS{Value: 0xb8, Mask: 0xfc}, 7, true, 0, true, 9
+	ohr := uint8(0)
+	at := func(s int64) time.Time { return time.Unix(1_800_000_000+s, 250) }
+	s := &pfcpSession{
+		seid: 0x1234_5678_9abc, cpSEID: 0xfeed, smf: pfcp.Peer{NodeID: "smf.example", Addr: netip.MustParseAddrPort("192.0.2.7:8805")},
+		version: 42,
+		pdrs: []session.PDR{
+			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: &ohr, QERIDs: []uint32{1}, URRIDs: []uint32{3, 4},
+				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
+					SDFFilters: []session.SDFFilter{{Filter: filter}}}},
+			{ID: 2, Precedence: 100, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore,
+				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
+		},
+		fars: []session.FAR{
+			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9")},
+			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152}},
+		},
+		qers: []session.QER{{ID: 1, GateULClosed: true, MBRUL: 1e6, MBRDL: 2e6, GBRUL: 3e5, GBRDL: 4e5, QFI: 9, RQI: true}},
+		urrs: map[uint32]urr{
+			3: {id: 3, volume: true, duration: true, triggers: trigPERIO | trigVOLTH | trigQUVTI, period: time.Minute,
+				volThreshold: [3]uint64{1000, 0, 500}, volQuota: [3]uint64{1e6, 2e6, 3e6}, timeThreshold: time.Hour, timeQuota: 2 * time.Hour,
+				quotaValidity: 30 * time.Second, beforeQoS: true, immediateStart: true, countPackets: true},
+			4: {id: 4, volume: true, triggers: trigSTART},
+		},
+		meters: map[uint32]*meter{
+			3: {start: at(1), base: upfxdp.URRUsage{Bytes: [3]uint64{10, 6, 4}, Packets: [3]uint64{3, 2, 1}, FirstPacket: at(2), LastPacket: at(3)},
+				periodStart: at(4), seqn: 5, started: true, idlePackets: 7, quotaBase: [3]uint64{8, 9, 10}, exhausted: true,
+				timeQuotaStart: at(5), blocked: 11, quotaGiven: at(6), expired: true},
+			4: {start: at(7), periodStart: at(7), timeQuotaStart: at(7), quotaGiven: at(7)},
+		},
+		chosenTEIDs: []uint32{0xabcdef},
+		ue4:         netip.MustParseAddr("10.45.0.3"),
+		bar:         &bar{id: 5, suggested: 10, ddnDelay: 50 * time.Millisecond},
+		notify:      map[uint32]bool{2: true},
+		csids:       csidSets{{typ: 0, addr: "\xc0\x00\x02\x07"}: {1, 2}},
+	}
+	slots := session.Slots{PDR: []session.RuleSlot{{ID: 1, Slot: 0}, {ID: 2, Slot: 17}}, QER: []session.RuleSlot{{ID: 1, Slot: 3}},
+		URR: []session.RuleSlot{{ID: 3, Slot: 4}, {ID: 4, Slot: 5}}, SDF: []session.RuleSlot{{ID: 1, Slot: 6}},
+		Buffer: []session.RuleSlot{{ID: 2, Slot: 8}}}
+	return s, slots
+}
+
+// A session's record reads back as the session, field for field.
+func TestSessionRecordRoundTrip(t *testing.T) {
+	s, slots := everyField(t)
+	var e n4state.Enc
+	encodeSession(&e, s, s.version, slots)
+	d := n4state.NewDec(e.B)
+	got, v, gotSlots := decodeSession(d, NewSaved().shards[0])
+	fatalIf(t, d.Done())
+	if v != s.version || !reflect.DeepEqual(got, s) {
+		t.Errorf("read back version %d\n%+v\nwant version %d\n%+v", v, got, s.version, s)
+	}
+	if !reflect.DeepEqual(gotSlots, slots) {
+		t.Errorf("slots read back %+v, want %+v", gotSlots, slots)
+	}
+	for cut := range len(e.B) { // and a record cut short is refused, not misread
+		d := n4state.NewDec(e.B[:cut])
+		if decodeSession(d, NewSaved().shards[0]); d.Done() == nil {
+			t.Fatalf("a record cut at %d of %d octets read without an error", cut, len(e.B))
+		}
+	}
+}
+
+// journaled is e's handler keeping its state in a journal of its own.
+func journaled(t *testing.T, e *env) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	l, _, err := n4state.Open(n4state.Options{Dir: dir}, nil)
+	fatalIf(t, err)
+	e.h.cfg.Journal = l
+	t.Cleanup(func() { l.Close() })
+	return dir
+}
+
+// restarted replays the journal in dir into a new store over e's data
+// path and a new handler, as a restarted daemon does, and checks what the
+// store took over.
+func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ippool.Pool) {
+	t.Helper()
+	fatalIf(t, e.h.cfg.Journal.Close())
+	saved := NewSaved()
+	l, rec, err := n4state.Open(n4state.Options{Dir: dir}, func(kind byte, value []byte) error {
+		_, err := saved.Replay(kind, value)
+		return err
+	})
+	fatalIf(t, err)
+	t.Cleanup(func() { l.Close() })
+	fatalIf(t, saved.Finish())
+	if !rec.Restored {
+		t.Fatalf("the journal was not restored: %s", rec.Reason)
+	}
+	store := session.NewStore(e.dp, e.nh, n3, nil)
+	store.SetBuffers(e.buffers)
+	res, err := store.Restore(nil, saved.Kept())
+	fatalIf(t, err)
+	if res.Kept != saved.Sessions() || len(res.Repaired) != 0 || res.StrayKeys != 0 {
+		t.Errorf("the store restored %+v of %d sessions; want them all in place", res, saved.Sessions())
+	}
+	pool, err := ippool.New(uePool)
+	fatalIf(t, err)
+	return New(Config{Store: store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: e.buffers, Journal: l, Restored: saved}), store, pool
+}
+
+// record is a session's record, for comparing sessions whatever their
+// times' monotonic readings.
+func record(t *testing.T, h *Handler, seid uint64) []byte {
+	t.Helper()
+	s := h.sessions[seid]
+	if s == nil {
+		return nil
+	}
+	slots, _ := h.cfg.Store.Slots(seid)
+	var e n4state.Enc
+	encodeSession(&e, s, s.version, slots)
+	return e.B
+}
+
+// A handler restarted from its journal has the sessions it had, as the
+// requests left them, with the UPF's choices taken again: the TEIDs it
+// chose, the UE addresses in their pool; the timed URRs are timed again,
+// and the restarted handler serves requests on them.
+func TestHandlerRestoresItsSessions(t *testing.T) {
+	e := newEnv(t)
+	dir := journaled(t, e)
+	establish := func(cpSEID uint64, extra ...[]byte) uint64 {
+		return e.establish("smf", append([][]byte{nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
+			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChooseAny(), ueChooseV4(false)),
+				outerHeaderRemoval(0), farID(1), qerID(1), urrID(1)),
+			createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore))),
+			createQER(1, gateStatus(0, 0), bitRate(tMBR, 10000, 20000)),
+			createURR(1, mmVOLUM, rtgPERIO|rtgVOLTH, measurementPeriod(60), volumeThreshold(1e6))}, extra...)...).upSEID(t)
+	}
+	kept := establish(0x51, fqCSID("127.0.0.4", 3))
+	gone := establish(0x52)
+	e.modify("smf", kept, createBAR(5, 3), createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4("10.45.0.1", true)), farID(2)),
+		createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5))).expect(t, causeAccepted, nil, nil)
+	e.delete("smf", gone).expect(t, causeAccepted, nil, nil)
+
+	want := record(t, e.h, kept)
+	chosen := maps.Clone(e.h.chosen)
+
+	h, _, pool := restarted(t, e, dir)
+	if got := record(t, h, kept); !bytes.Equal(got, want) {
+		t.Errorf("the restored session's record\n% x\nwant\n% x", got, want)
+	}
+	if h.sessions[gone] != nil || len(h.sessions) != 1 {
+		t.Errorf("the restored handler has sessions %v; want %d alone", slices.Collect(maps.Keys(h.sessions)), kept)
+	}
+	for teid := range chosen { // the store's keys keep them from being chosen again
+		if seid, ok := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid}}); !ok || seid != kept {
+			t.Errorf("the TEID %#x the session chose is not its in the store", teid)
+		}
+	}
+	if pool.Allocated() != 1 || pool.Reserve(h.sessions[kept].ue4) == nil {
+		t.Errorf("the pool has %d addresses allocated; want the restored session's %s taken", pool.Allocated(), h.sessions[kept].ue4)
+	}
+	if !h.timed[meterKey{kept, 1}] {
+		t.Error("the periodic URR is not timed after the restart")
+	}
+	e.h = h
+	e.modify("smf", kept, updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess), ohcGTPU(0x300, gnb)))).
+		expect(t, causeAccepted, nil, nil)
+	e.delete("smf", kept).expect(t, causeAccepted, nil, nil)
+}
