@@ -9,6 +9,7 @@
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0; /* enum iface_role bits */
 volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
+volatile const __be32 n3_addrs6[MAX_N3_ADDRS][4] = {}; /* IPv6 ones, in words */
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
 volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */

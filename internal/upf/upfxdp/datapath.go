@@ -25,7 +25,7 @@ const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 // Limits and defaults of Options.
 const (
 	DefaultMaxSessions = 65536
-	MaxN3Addresses     = int(upfLimitsMAX_N3ADDRS) // the addresses xdp_upf compares a destination with
+	MaxN3Addresses     = int(upfLimitsMAX_N3ADDRS) // of each family: the addresses xdp_upf compares a destination with
 )
 
 // Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
@@ -51,6 +51,7 @@ type (
 	PDRSet  = upfPdrSet
 	FAR     = upfFar
 	Nexthop = upfNexthop
+	Tunnel6 = upfTunnel6
 	Counter = upfCounter
 	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
 	// bpf/upf/structs.h for how they match.
@@ -91,6 +92,9 @@ const (
 	FARForward = uint8(upfFarActionFAR_FORWARD)
 	FARBuffer  = uint8(upfFarActionFAR_BUFFER)
 	FARGTPUv4  = uint8(upfFarFlagsFAR_GTPU_IPV4)
+	// FARGTPUv6: the tunnel's endpoints are the Tunnel6 at the FAR's
+	// next-hop slot (PutTunnel6).
+	FARGTPUv6 = uint8(upfFarFlagsFAR_GTPU_IPV6)
 )
 
 // Next-hop slots that name no next hop (enum nexthop_slot): KernelSlot is
@@ -158,13 +162,13 @@ func Open(opts Options) (*Datapath, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	if len(opts.N3Addresses) > MaxN3Addresses {
-		return nil, fmt.Errorf("at most %d N3 addresses, got %d", MaxN3Addresses, len(opts.N3Addresses))
-	}
 	for _, a := range opts.N3Addresses {
-		if !a.Is4() {
-			return nil, fmt.Errorf("N3 address %s: only IPv4 is supported", a)
+		if !a.IsValid() || a.Is4In6() {
+			return nil, fmt.Errorf("N3 address %s: neither IPv4 nor IPv6", a)
 		}
+	}
+	if v4, v6 := n3Addresses(opts.N3Addresses); len(v4) > MaxN3Addresses || len(v6) > MaxN3Addresses {
+		return nil, fmt.Errorf("at most %d N3 addresses of each family", MaxN3Addresses)
 	}
 	if err := ensureBPFFS(opts.PinPath); err != nil {
 		return nil, err
@@ -304,10 +308,16 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 		return nil, err
 	}
 	var addrs [MaxN3Addresses]uint32
-	for i, a := range d.opts.N3Addresses {
+	var addrs6 [MaxN3Addresses][4]uint32
+	v4, v6 := n3Addresses(d.opts.N3Addresses)
+	for i, a := range v4 {
 		addrs[i] = networkOrder(a.As4())
 	}
+	for i, a := range v6 {
+		addrs6[i] = words(a)
+	}
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.N3Addrs.Set(addrs),
+		specs.N3Addrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return nil, fmt.Errorf("setting the program's constants: %w", err)
@@ -339,6 +349,27 @@ func DetachAll(pinPath string) error {
 // Attached lists the interfaces with a pinned attachment.
 func (d *Datapath) Attached() ([]string, error) {
 	return xdplink.Pinned(filepath.Join(d.opts.PinPath, linksDirName))
+}
+
+// n3Addresses splits N3 addresses by family.
+func n3Addresses(all []netip.Addr) (v4, v6 []netip.Addr) {
+	for _, a := range all {
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	return v4, v6
+}
+
+// words is an IPv6 address as four words in network order.
+func words(a netip.Addr) (w [4]uint32) {
+	b := a.As16()
+	for i := range w {
+		w[i] = networkOrder([4]byte(b[4*i:]))
+	}
+	return w
 }
 
 // networkOrder returns the uint32 whose in-memory bytes are b, the way the
