@@ -112,7 +112,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { nh.Close() })
 
 	e.dp = dp
-	e.store = session.NewStore(dp, nh, n3, nil)
+	e.store = session.NewStore(dp, nh, []netip.Addr{n3}, nil)
 	e.serve(t, nil)
 	return e
 }

@@ -223,7 +223,7 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 		return nil, err
 	}
 	newStore := func() *session.Store {
-		store := session.NewStore(u.dp, u.nh, cfg.N3Addresses[0], state.changed)
+		store := session.NewStore(u.dp, u.nh, cfg.N3Addresses, state.changed)
 		store.SetBuffers(u.buffers)
 		return store
 	}

@@ -242,14 +242,14 @@ func (h *Handler) supervise(now, before map[netip.Addr]bool) {
 	}
 	for peer := range now {
 		if !before[peer] {
-			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer}); err != nil {
+			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.local(peer.Is6()), Peer: peer}); err != nil {
 				h.cfg.Log.Warn("supervising a GTP-U path", "peer", peer, "err", err)
 			}
 		}
 	}
 	for peer := range before {
 		if !now[peer] {
-			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer})
+			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.local(peer.Is6()), Peer: peer})
 		}
 	}
 }
@@ -258,7 +258,7 @@ func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
 	if h.cfg.Tunnels == nil {
 		return nil
 	}
-	return h.cfg.Tunnels.SendEndMarker(h.cfg.N3[0], o.Peer, o.TEID)
+	return h.cfg.Tunnels.SendEndMarker(h.local(o.Peer.Is6()), o.Peer, o.TEID)
 }
 
 // index files session seid under the tunnels in now instead of those in

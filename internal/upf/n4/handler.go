@@ -36,8 +36,8 @@ import (
 // Config sets up a Handler.
 type Config struct {
 	Store *session.Store
-	// N3 are the UPF's GTP-U addresses; the first is the one of the
-	// F-TEIDs it chooses.
+	// N3 are the UPF's GTP-U addresses, IPv4 and IPv6; the first of each
+	// family is the one of the F-TEIDs it chooses and of its tunnels.
 	N3 []netip.Addr
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
@@ -255,8 +255,8 @@ func (h *Handler) establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	if r := h.settle(&c, r, "establishment", "peer", peer.NodeID, "cp_seid", c.s.cpSEID); r != nil {
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
-	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(c.s.seid, h.n3IP(), nil)}
-	ies = append(ies, h.createdPDRs(c.s, req.CreatePDR)...)
+	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), h.upFSEID(c.s.seid)}
+	ies = append(ies, h.createdPDRs(&c, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
 }
 
@@ -287,7 +287,7 @@ func (h *Handler) modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	if r := h.settle(&c, r, "modification", "peer", peer.NodeID, "seid", old.seid); r != nil {
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
 	}
-	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(c.s, req.CreatePDR)...)
+	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(&c, req.CreatePDR)...)
 	ies = append(ies, c.reports...)
 	for _, id := range c.queried {
 		if _, kept := c.s.urrs[id]; kept { // a removed one has its report already
@@ -402,7 +402,8 @@ func (h *Handler) sessionOf(peer pfcp.Peer, seid uint64) *pfcpSession {
 }
 
 // createdPDRs reports what the UPF chose for the PDRs a request created.
-func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
+func (h *Handler) createdPDRs(c *change, creates []*ie.IE) []*ie.IE {
+	s := c.s
 	var out []*ie.IE
 	ids := make([]uint16, 0, len(creates))
 	for _, g := range creates {
@@ -419,7 +420,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
 		if chosenTEID {
-			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, h.n3IP(), nil, 0))
+			children = append(children, h.chosenFTEID(c, &p))
 		}
 		if chosenUE {
 			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
@@ -437,7 +438,41 @@ func sdFlag(p *session.PDR) uint8 {
 	return 0x04
 }
 
-func (h *Handler) n3IP() net.IP { return net.IP(h.cfg.N3[0].AsSlice()) }
+// chosenFTEID is the F-TEID the UPF chose for PDR p: its TEID, with the
+// first N3 address of each family the request asked for and the UPF has.
+func (h *Handler) chosenFTEID(c *change, p *session.PDR) *ie.IE {
+	flags := uint8(fteidV4)
+	if i := slices.IndexFunc(c.teidChoices, func(t teidChoice) bool { return t.pdr == p.ID }); i >= 0 {
+		flags = c.teidChoices[i].flags
+	}
+	var v4, v6 net.IP
+	if flags&fteidV4 != 0 {
+		v4 = net.IP(h.local(false).AsSlice())
+	}
+	if flags&fteidV6 != 0 {
+		v6 = net.IP(h.local(true).AsSlice())
+	}
+	return ie.NewFTEID(flags, p.PDI.TEID, v4, v6, 0)
+}
+
+// upFSEID is the UP F-SEID of session seid, with the first N3 address.
+func (h *Handler) upFSEID(seid uint64) *ie.IE {
+	if a := h.cfg.N3[0]; a.Is6() {
+		return ie.NewFSEID(seid, nil, net.IP(a.AsSlice()))
+	}
+	return ie.NewFSEID(seid, net.IP(h.cfg.N3[0].AsSlice()), nil)
+}
+
+// local is the first N3 address of a family: the UPF's end of the
+// F-TEIDs it chooses and of the tunnels it creates.
+func (h *Handler) local(v6 bool) netip.Addr {
+	for _, a := range h.cfg.N3 {
+		if a.Is6() == v6 {
+			return a
+		}
+	}
+	return netip.Addr{}
+}
 
 // ies are the IEs of a rejection: the cause, and what it concerns.
 func (r *refusal) ies() []*ie.IE {

@@ -59,6 +59,12 @@ func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
 // newSizedEnv is newEnv with a data path for maxSessions.
 func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	t.Helper()
+	return newEnvOn(t, maxSessions, n3)
+}
+
+// newEnvOn is newSizedEnv with the N3 addresses n3s.
+func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
+	t.Helper()
 	testsupport.NeedRoot(t, "BPF")
 	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions})
 	testsupport.CheckLoad(t, err)
@@ -73,9 +79,9 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	}
 	t.Cleanup(func() { buffers.Close() })
 	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
-	e.store = session.NewStore(dp, e.nh, n3, nil)
+	e.store = session.NewStore(dp, e.nh, n3s, nil)
 	e.store.SetBuffers(buffers)
-	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: buffers})
+	e.h = New(Config{Store: e.store, N3: n3s, UEPool: pool, Buffers: buffers})
 	return e
 }
 

@@ -40,6 +40,8 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9")},
 			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
 				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152}},
+			{ID: 3, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x200, Peer: netip.MustParseAddr("2001:db8:5::50")}},
 		},
 		qers: []session.QER{{ID: 1, GateULClosed: true, MBRUL: 1e6, MBRDL: 2e6, GBRUL: 3e5, GBRDL: 4e5, QFI: 9, RQI: true}},
 		urrs: map[uint32]urr{
@@ -116,7 +118,7 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	if !rec.Restored {
 		t.Fatalf("the journal was not restored: %s", rec.Reason)
 	}
-	store := session.NewStore(e.dp, e.nh, n3, nil)
+	store := session.NewStore(e.dp, e.nh, []netip.Addr{n3}, nil)
 	store.SetBuffers(e.buffers)
 	res, err := store.Restore(nil, saved.Kept())
 	fatalIf(t, err)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -37,7 +38,16 @@ const (
 )
 
 // Outer Header Creation description bits (§8.2.56), first two octets.
-const ohcGTPUv4 = 0x0100
+const (
+	ohcGTPUv4 = 0x0100
+	ohcGTPUv6 = 0x0200
+)
+
+// F-TEID flags (§8.2.3).
+const (
+	fteidV4 = 0x01
+	fteidV6 = 0x02
+)
 
 // The SDF Filter flag of a Flow Description (§8.2.5), first octet.
 const sdfFD = 0x01
@@ -119,6 +129,7 @@ type change struct {
 type teidChoice struct {
 	pdr    uint16
 	choice int
+	flags  uint8 // the families chosen (fteidV4, fteidV6): the F-TEID's addresses
 }
 
 // newChange starts translating a request that turns session old (nil for
@@ -480,8 +491,18 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
 	}
 	if !f.HasCh() {
-		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, addr4(f.IPv4Address)) {
-			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, f.IPv4Address)
+		// Each address given, of either family, must be ours: the data
+		// path takes the TEID's G-PDUs on every N3 address.
+		if !f.HasIPv4() && !f.HasIPv6() {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID without an address", p.ID)
+		}
+		for _, a := range []struct {
+			given bool
+			ip    []byte
+		}{{f.HasIPv4(), f.IPv4Address}, {f.HasIPv6(), f.IPv6Address}} {
+			if a.given && !slices.Contains(c.cfg.N3, addr4(a.ip)) {
+				return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, net.IP(a.ip))
+			}
 		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
@@ -489,8 +510,19 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		p.PDI.TEID = f.TEID
 		return nil
 	}
-	if !f.HasIPv4() {
-		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
+	// The families asked for (V4, V6, both) that the UPF has an N3
+	// address of: the chosen F-TEID has one address of each.
+	var flags uint8
+	for _, a := range c.cfg.N3 {
+		if a.Is4() && f.HasIPv4() {
+			flags |= fteidV4
+		} else if a.Is6() && f.HasIPv6() {
+			flags |= fteidV6
+		}
+	}
+	if flags == 0 {
+		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption,
+			msg: fmt.Sprintf("PDR %d: no N3 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
 	}
 	n, shared := c.chooseIDs[f.ChooseID]
 	if !f.HasChID() || !shared {
@@ -503,7 +535,7 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 	if c.teidChoices == nil {
 		c.teidChoices = make([]teidChoice, 0, 4) // room for a session's usual PDRs
 	}
-	c.teidChoices = append(c.teidChoices, teidChoice{p.ID, n})
+	c.teidChoices = append(c.teidChoices, teidChoice{p.ID, n, flags})
 	return nil
 }
 
@@ -615,7 +647,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	}
 	if ch := first(group.ChildIEs, params); ch != nil {
 		old := f.OuterHeaderCreation
-		if r := forwarding(&f, ch.ChildIEs, create, c.cfg.ForwardingPolicies); r != nil {
+		if r := forwarding(&f, ch.ChildIEs, create, c.cfg.ForwardingPolicies, c.cfg.N3); r != nil {
 			return r
 		}
 		// SNDEM: the gNB moved; the old one learns that nothing more comes
@@ -633,7 +665,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 }
 
 // forwarding applies (Update) Forwarding Parameters to f.
-func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[string]netip.Addr) *refusal {
+func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[string]netip.Addr, n3 []netip.Addr) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
@@ -656,10 +688,11 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 			if err != nil {
 				return fail("FAR %d: outer header creation: %v", f.ID, err)
 			}
-			if o.OuterHeaderCreationDescription != ohcGTPUv4 {
-				return fail("FAR %d: only GTP-U/UDP/IPv4 outer headers can be created", f.ID)
+			peer, ok := ohcPeer(o, n3)
+			if !ok {
+				return fail("FAR %d: only GTP-U/UDP/IPv4 and GTP-U/UDP/IPv6 outer headers can be created, to a family of an N3 address", f.ID)
 			}
-			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: addr4(o.IPv4Address), Port: o.PortNumber}
+			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: peer, Port: o.PortNumber}
 		case ie.TransportLevelMarking:
 			// ToS octet and its mask (§8.2.12): the DSCP is what the
 			// mask keeps of the upper six bits.
@@ -681,6 +714,25 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 		}
 	}
 	return nil
+}
+
+// ohcPeer is the peer of an Outer Header Creation of GTP-U over IPv4,
+// IPv6 or, both bits set (a dual-stack peer), the family of an N3 address,
+// IPv4 first; false for another description.
+func ohcPeer(o *ie.OuterHeaderCreationFields, n3 []netip.Addr) (netip.Addr, bool) {
+	has := func(v4 bool) bool { return slices.ContainsFunc(n3, func(a netip.Addr) bool { return a.Is4() == v4 }) }
+	switch o.OuterHeaderCreationDescription {
+	case ohcGTPUv4:
+		return addr4(o.IPv4Address), true
+	case ohcGTPUv6:
+		return addr4(o.IPv6Address), true
+	case ohcGTPUv4 | ohcGTPUv6:
+		if has(true) {
+			return addr4(o.IPv4Address), true
+		}
+		return addr4(o.IPv6Address), has(false)
+	}
+	return netip.Addr{}, false
 }
 
 // checkBARID refuses a FAR that names a BAR the session does not have.

@@ -61,6 +61,10 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		if f.Action == ActionBuffer && s.buffers == nil {
 			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
 		}
+		if o := f.OuterHeaderCreation; o != nil && !s.localFor(o.Peer).IsValid() {
+			return invalid(fmt.Sprintf("fars[%d].forwardingParameters.outerHeaderCreation", i),
+				"no N3 address of the peer %v's family to send from", o.Peer)
+		}
 	}
 	keys := keysOf(&sess)
 	for _, k := range keys {
@@ -234,6 +238,9 @@ func (t *txn) writeRules() error {
 				return fmt.Errorf("next hop for %s: %w", dst, err)
 			}
 			t.nexthops = append(t.nexthops, dst)
+			if err := s.putTunnel6(f, nh); err != nil {
+				return err
+			}
 		}
 		fars[i] = s.dataPathFAR(f, buf, nh)
 	}
@@ -281,13 +288,37 @@ func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
 		dp.Nexthop = nexthop
 	}
 	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
-		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
-		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(s.n3)
 		dp.Tos = f.DSCP << 2
+		if o.Peer.Is4() {
+			dp.Flags = upfxdp.FARGTPUv4
+			dp.Peer = upfxdp.AddrKey(o.Peer)
+			dp.Local = upfxdp.AddrKey(s.n3)
+		} else {
+			dp.Flags = upfxdp.FARGTPUv6 // the endpoints are at the next hop's slot: putTunnel6
+		}
 	}
 	return dp
+}
+
+// localFor is the outer source address of tunnels to peer, invalid when
+// no N3 address is of its family.
+func (s *Store) localFor(peer netip.Addr) netip.Addr {
+	if peer.Is4() {
+		return s.n3
+	}
+	return s.n3v6
+}
+
+// putTunnel6 writes the endpoints of a forwarding FAR's tunnel to an IPv6
+// peer at the slot of its next hop, the peer's own (upfxdp.FARGTPUv6):
+// before the PDRs that carry the FAR. Rewriting them is harmless: they
+// are the same while the slot is the peer's.
+func (s *Store) putTunnel6(f *FAR, nexthop uint32) error {
+	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward && o.Peer.Is6() {
+		return s.dp.PutTunnel6(nexthop, o.Peer, s.n3v6)
+	}
+	return nil
 }
 
 // qerBurst is how long a QER's bucket lets a flow send at line rate. It

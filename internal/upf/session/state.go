@@ -457,7 +457,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 				}
 			}
 			var err error
-			if nh, err = adopt(dst, hint); err != nil {
+			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(f, nh) != nil {
 				return nil, false
 			}
 		}

@@ -38,10 +38,12 @@ type Nexthops interface {
 // Store is the set of installed sessions. Every change is all or nothing:
 // a rejected one leaves the maps and the store as they were.
 type Store struct {
-	mu       sync.Mutex
-	dp       *upfxdp.Datapath
-	nh       Nexthops
-	n3       netip.Addr // outer source address of downlink tunnels
+	mu sync.Mutex
+	dp *upfxdp.Datapath
+	nh Nexthops
+	// n3 and n3v6 are the outer source addresses of the tunnels to IPv4
+	// and IPv6 peers: the first N3 address of each family.
+	n3, n3v6 netip.Addr
 	sessions map[uint64]*installed
 	teids    map[uint32]uint64
 	ues      map[netip.Addr]uint64
@@ -95,16 +97,17 @@ type installed struct {
 	BufferSlots ruleSlots `json:"bufferSlots,omitempty"`
 }
 
-// NewStore returns an empty store over a data path; n3 is the source
-// address of the tunnels it creates. changed, if not nil, is called after
+// NewStore returns an empty store over a data path; the first of the n3
+// addresses of each family is the source address of the tunnels it creates
+// to peers of that family. changed, if not nil, is called after
 // every successful change of a session of the REST API's, which
 // MarshalState saves (persistence).
-func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *Store {
+func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 []netip.Addr, changed func()) *Store {
 	if changed == nil {
 		changed = func() {}
 	}
 	s := &Store{
-		dp: dp, nh: nh, n3: n3, changed: changed,
+		dp: dp, nh: nh, changed: changed,
 		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
 		statics: map[netip.Addr]*static{},
 		urrs:    map[uint32]urrRef{},
@@ -116,6 +119,13 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 netip.Addr, changed func()) *
 		urrSlots: slotpool.New(slotpool.Config{Name: "URR", First: 1, Size: dp.URRCapacity()}), // and no URR
 		sdfSlots: slotpool.New(slotpool.Config{Name: "SDF filter", First: 1, Size: dp.SDFSetCapacity()}),
 		bufSlots: slotpool.New(slotpool.Config{Name: "buffer", First: 1, Size: dp.BufferCapacity()}),
+	}
+	for _, a := range slices.Backward(n3) {
+		if a.Is4() {
+			s.n3 = a
+		} else {
+			s.n3v6 = a
+		}
 	}
 	return s
 }

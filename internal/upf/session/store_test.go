@@ -62,7 +62,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 }
 
 // newStore is a new store over the data path, as a restarted daemon has.
-func (e *storeEnv) newStore() *Store { return NewStore(e.dp, e.nh, n3, nil) }
+func (e *storeEnv) newStore() *Store { return NewStore(e.dp, e.nh, []netip.Addr{n3}, nil) }
 
 // restart is a restarted daemon's store: a new store that restored what
 // e.store saved, every session of it.

@@ -127,10 +127,14 @@ func validateFAR(at element, f *FAR) error {
 	case InterfaceAccess, InterfaceCPFunction:
 		o := f.OuterHeaderCreation
 		if o == nil {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IP outer header creation")
 		}
-		if !o.Peer.Is4() {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
+		if !o.Peer.IsValid() || o.Peer.Is4In6() || o.Peer.IsUnspecified() || o.Peer.IsMulticast() {
+			field := ".forwardingParameters.outerHeaderCreation.ipv4Address"
+			if o.Peer.Is6() {
+				field = ".forwardingParameters.outerHeaderCreation.ipv6Address"
+			}
+			return invalid(at.field(field), "%v is not a unicast IPv4 or IPv6 address", o.Peer)
 		}
 		if o.TEID == 0 {
 			return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
