@@ -55,8 +55,9 @@ type Config struct {
 	// with a cuup section may leave out interfaces and n3_addresses to run
 	// a CU-UP alone). See UPF.
 	Interfaces []Interface
-	// N3Addresses are the UPF's GTP-U addresses; the first is the source
-	// of downlink tunnels. Empty without a UPF.
+	// N3Addresses are the UPF's GTP-U addresses, IPv4 and IPv6; the first
+	// of each family is the source of the tunnels to peers of that family.
+	// Empty without a UPF.
 	N3Addresses []netip.Addr
 	// XDPMode is the mode of every XDP program the daemon attaches: the
 	// UPF's, the classifier's and the CU-UP's.
@@ -434,17 +435,19 @@ func parseN3Addresses(f *file, cfg *Config) error {
 	if !f.upf() {
 		return nil
 	}
-	switch n := len(f.N3Addresses); {
-	case n == 0:
+	if len(f.N3Addresses) == 0 {
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
-	case n > upfxdp.MaxN3Addresses:
-		return invalid("n3_addresses", "at most %d addresses, got %d", upfxdp.MaxN3Addresses, n)
 	}
+	perFamily := map[bool]int{}
 	for i, s := range f.N3Addresses {
 		field := fmt.Sprintf("n3_addresses[%d]", i)
 		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() || a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-			return invalid(field, "%q is not a unicast IPv4 address", s)
+		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() ||
+			a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+			return invalid(field, "%q is not a unicast IPv4 or IPv6 address", s)
+		}
+		if perFamily[a.Is4()]++; perFamily[a.Is4()] > upfxdp.MaxN3Addresses {
+			return invalid("n3_addresses", "at most %d addresses of each family", upfxdp.MaxN3Addresses)
 		}
 		for _, prev := range cfg.N3Addresses {
 			if prev == a {
