@@ -475,3 +475,48 @@ func (r ruleSlots) sorted() []uint32 {
 	slices.Sort(slots)
 	return slots
 }
+
+// A tunnel to an IPv6 peer: its FAR says FARGTPUv6, and the slot of its
+// next hop holds the endpoints, the peer and the first IPv6 N3 address; a
+// restarted store that restores the session writes them again. A store
+// without an IPv6 N3 address refuses it and changes nothing.
+func TestStoreIPv6Tunnel(t *testing.T) {
+	e := newStoreEnv(t)
+	gnb6, n3v6 := netip.MustParseAddr("fd13::27"), netip.MustParseAddr("fd13::1")
+	s := figure10()
+	s.FARs[0].OuterHeaderCreation.Peer = gnb6
+	before := e.snapshot(t)
+	var fe *fielderr.Error
+	if err := e.store.Create(s); !errors.As(err, &fe) || fe.Field != "fars[0].forwardingParameters.outerHeaderCreation" {
+		t.Fatalf("without an IPv6 N3 address: %v", err)
+	}
+	if after := e.snapshot(t); after != before {
+		t.Errorf("the refusal changed the data path: %s, was %s", after, before)
+	}
+
+	e.store = NewStore(e.dp, e.nh, []netip.Addr{n3, n3v6}, nil)
+	check(t, e.store.Create(s))
+	want := upfxdp.Tunnel6{Peer: gnb6.As16(), Local: n3v6.As16()}
+	tunnelled := func(st *Store) {
+		t.Helper()
+		dl, err := e.dp.Downlink(figure10Addr)
+		check(t, err)
+		p, err := e.dp.PDR(dl.Pdr[0])
+		check(t, err)
+		if p.Far.Flags != upfxdp.FARGTPUv6 || p.Far.Peer != 0 || p.Far.Local != 0 {
+			t.Fatalf("downlink FAR %+v", p.Far)
+		}
+		if got, err := e.dp.Tunnel6(p.Far.Nexthop); err != nil || got != want {
+			t.Errorf("the endpoints at next hop %d: %+v, %v; want %+v", p.Far.Nexthop, got, err, want)
+		}
+	}
+	tunnelled(e.store)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	check(t, e.store.Delete(s.SEID))
+	restored := NewStore(e.dp, e.nh, []netip.Addr{n3, n3v6}, nil)
+	if _, err := restored.Restore(saved, nil); err != nil {
+		t.Fatal(err)
+	}
+	tunnelled(restored)
+}
