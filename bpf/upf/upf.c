@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3),
- * downlink encapsulation on core interfaces (N6), over IPv4 or IPv6, GTP-U
- * echo. One instance is
- * loaded per interface with its slot, roles and N3 addresses as constants;
- * all instances share the pinned maps. */
+ * downlink encapsulation on core interfaces (N6), GTP-U over IPv4 or IPv6,
+ * GTP-U echo. One instance is loaded per interface with its slot, roles and
+ * N3 addresses as constants; all instances share the pinned maps. */
 #include "../lib/parser.h"
 #include "config.h"
 #include "maps.h"
@@ -273,12 +272,11 @@ __attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int
 }
 
 /* Applies a matched PDR (in slot) to a packet of len inner bytes going in
- * direction dir (QER_UL or QER_DL): its QERs, its FAR, which
- * must forward with one of the flags far_flags when the path needs one
- * (a tunnel: FAR_GTPU) (a buffering FAR
- * forwards what its buffer let pass: buffer_passed), and its URRs, which
- * count only what the FAR forwards, unless they measure before QoS
- * enforcement: those count first. Returns 0 to forward, else the reason
+ * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
+ * (a buffering FAR forwards what its buffer let pass: buffer_passed), with
+ * one of the flags far_flags when the path needs one (a tunnel: FAR_GTPU),
+ * and its URRs, which count only what the FAR forwards, unless they measure
+ * before QoS enforcement: those count first. Returns 0 to forward, else the reason
  * to drop. The PDR counts what its QERs and URRs let through. */
 INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
@@ -410,9 +408,9 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 }
 
 /* The UDP checksum over IPv6 of the datagram at udp_off to the end of the
- * frame, from src to dst, its check field zero: 0 when the frame is too
- * long to sum. A global function, so that the verifier checks its loops
- * once. */
+ * frame, its check field zero, between the endpoints of tunnel t: 0 when
+ * the frame is too long to sum. A global function, so that the verifier
+ * checks its loops once. */
 __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, const struct tunnel6 *t)
 {
 	void *data = (void *)(long)ctx->data;
