@@ -457,10 +457,11 @@ func (h *Handler) chosenFTEID(c *change, p *session.PDR) *ie.IE {
 
 // upFSEID is the UP F-SEID of session seid, with the first N3 address.
 func (h *Handler) upFSEID(seid uint64) *ie.IE {
-	if a := h.cfg.N3[0]; a.Is6() {
-		return ie.NewFSEID(seid, nil, net.IP(a.AsSlice()))
+	a := net.IP(h.cfg.N3[0].AsSlice())
+	if h.cfg.N3[0].Is6() {
+		return ie.NewFSEID(seid, nil, a)
 	}
-	return ie.NewFSEID(seid, net.IP(h.cfg.N3[0].AsSlice()), nil)
+	return ie.NewFSEID(seid, a, nil)
 }
 
 // local is the first N3 address of a family: the UPF's end of the

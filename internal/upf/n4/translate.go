@@ -690,7 +690,7 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 			}
 			peer, ok := ohcPeer(o, n3)
 			if !ok {
-				return fail("FAR %d: only GTP-U/UDP/IPv4 and GTP-U/UDP/IPv6 outer headers can be created, to a family of an N3 address", f.ID)
+				return fail("FAR %d: only GTP-U/UDP/IPv4 and GTP-U/UDP/IPv6 outer headers can be created", f.ID)
 			}
 			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: peer, Port: o.PortNumber}
 		case ie.TransportLevelMarking:
@@ -717,20 +717,19 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 }
 
 // ohcPeer is the peer of an Outer Header Creation of GTP-U over IPv4,
-// IPv6 or, both bits set (a dual-stack peer), the family of an N3 address,
-// IPv4 first; false for another description.
+// IPv6 or, both bits set (a dual-stack peer), IPv4 when the UPF has an
+// IPv4 N3 address; false for another description.
 func ohcPeer(o *ie.OuterHeaderCreationFields, n3 []netip.Addr) (netip.Addr, bool) {
-	has := func(v4 bool) bool { return slices.ContainsFunc(n3, func(a netip.Addr) bool { return a.Is4() == v4 }) }
 	switch o.OuterHeaderCreationDescription {
 	case ohcGTPUv4:
 		return addr4(o.IPv4Address), true
 	case ohcGTPUv6:
 		return addr4(o.IPv6Address), true
 	case ohcGTPUv4 | ohcGTPUv6:
-		if has(true) {
+		if slices.ContainsFunc(n3, netip.Addr.Is4) {
 			return addr4(o.IPv4Address), true
 		}
-		return addr4(o.IPv6Address), has(false)
+		return addr4(o.IPv6Address), true
 	}
 	return netip.Addr{}, false
 }
@@ -1041,6 +1040,7 @@ func (s *pfcpSession) queried(req *message.SessionModificationRequest) ([]uint32
 	return ids, nil
 }
 
+// addr4 reads an address of an IE: four octets, or sixteen for IPv6.
 func addr4(ip []byte) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()
