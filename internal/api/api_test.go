@@ -112,7 +112,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { nh.Close() })
 
 	e.dp = dp
-	e.store = session.NewStore(dp, nh, n3, nil)
+	e.store = session.NewStore(dp, nh, nil)
 	e.serve(t, nil)
 	return e
 }
@@ -178,8 +178,8 @@ func (e *env) snapshot(t *testing.T) snapshot {
 	t.Helper()
 	s := snapshot{sessions: e.store.List(), keys: map[string]string{}}
 	lookups := map[string]func() (upfxdp.PDRSet, error){
-		"uplink 100": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
-		"uplink 200": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(200) },
+		"uplink 100": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}) },
+		"uplink 200": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 200}) },
 		"downlink 1": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
 		"downlink 2": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(secondUE) },
 	}
@@ -205,7 +205,7 @@ func TestFig10RoundTrip(t *testing.T) {
 	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
 	sameJSON(t, got, fig10Installed)
 	for name, lookup := range map[string]func() (upfxdp.PDRSet, error){
-		"TEID 100":     func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
+		"TEID 100":     func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}) },
 		"UE 10.1.3.27": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
 	} {
 		if set, err := lookup(); err != nil || set.Count != 1 {
@@ -426,7 +426,7 @@ func TestConflictsAndDeletion(t *testing.T) {
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")
 	e.expect(t, http.StatusNotFound, "GET", "/api/v1/sessions/1", "")
 	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/sessions/1", "")
-	if _, err := e.dp.Uplink(100); !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if _, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("TEID 100 still installed after DELETE: %v", err)
 	}
 	// Now the TEID is free.

@@ -28,6 +28,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 const (
@@ -136,7 +137,7 @@ func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
 	if after, _ := e.store.Get(sess.SEID); !reflect.DeepEqual(before, after) {
 		t.Errorf("the refused requests changed the session:\n%+v\n%+v", before, after)
 	}
-	if set, err := e.dp.Uplink(sess.TEID); err != nil || set.Count != 2 { // the uplink's PDR, and router solicitations'
+	if set, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: sess.TEID}); err != nil || set.Count != 2 { // the uplink's PDR, and router solicitations'
 		t.Errorf("TEID %d after the refused requests: %+v, %v", sess.TEID, set, err)
 	}
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")

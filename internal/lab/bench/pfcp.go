@@ -327,7 +327,7 @@ func restart(u *demo.UPF, dir string, old *served) (run restartRun, err error) {
 		return run, errors.Join(fmt.Errorf("the state was not restored: %s", rec.Reason), err, l.Close())
 	}
 	run.stateBytes, run.read = rec.Bytes, time.Since(began)
-	u.Store = session.NewStore(u.Datapath, u.Resolver, demo.N3Addr, nil)
+	u.Store = session.NewStore(u.Datapath, u.Resolver, nil)
 	restored, err := u.Store.Restore(nil, saved.Kept())
 	if err != nil {
 		return run, errors.Join(err, l.Close())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // apply carries out a translated request, all or nothing: the UPF makes
@@ -44,19 +45,21 @@ func (h *Handler) choose(c *change) *refusal {
 	if c.old == nil {
 		c.s.seid = h.allocateSEID()
 	}
-	teids := make([]uint32, c.choices)
+	// The PDRs of a choice share its first PDR's F-TEID, address and all.
+	teids := make([]upfxdp.FTEID, c.choices)
 	for _, tc := range c.teidChoices {
-		if teids[tc.choice] == 0 {
-			teid, err := h.allocateTEID()
+		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
+		pdi := &c.s.pdrs[i].PDI
+		if teids[tc.choice].TEID == 0 {
+			teid, err := h.allocateTEID(pdi.LocalAddress)
 			if err != nil {
 				return noResources(err)
 			}
-			teids[tc.choice] = teid
+			teids[tc.choice] = upfxdp.FTEID{Addr: pdi.LocalAddress, TEID: teid}
 			c.teids = append(c.teids, teid)
 			c.s.chosenTEIDs = append(c.s.chosenTEIDs, teid)
 		}
-		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
-		c.s.pdrs[i].PDI.TEID = teids[tc.choice]
+		pdi.LocalAddress, pdi.TEID = teids[tc.choice].Addr, teids[tc.choice].TEID
 	}
 	if c.uePool == nil {
 		return nil
@@ -194,14 +197,15 @@ func (h *Handler) allocateSEID() uint64 {
 	}
 }
 
-// allocateTEID picks a TEID that neither the UPF chose nor a session uses.
-func (h *Handler) allocateTEID() (uint32, error) {
+// allocateTEID picks a TEID that the UPF has not chosen, at any address,
+// and no session uses at address at.
+func (h *Handler) allocateTEID(at netip.Addr) (uint32, error) {
 	for range 1 << 16 {
 		teid := rand.Uint32()
 		if teid == 0 || h.chosen[teid] {
 			continue
 		}
-		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid}}); used {
+		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid, LocalAddress: at}}); used {
 			continue
 		}
 		h.chosen[teid] = true

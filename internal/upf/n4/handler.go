@@ -36,9 +36,11 @@ import (
 // Config sets up a Handler.
 type Config struct {
 	Store *session.Store
-	// N3 are the UPF's GTP-U addresses; the first is the one of the
-	// F-TEIDs it chooses.
-	N3 []netip.Addr
+	// N3 and N9 are the UPF's GTP-U addresses. The F-TEIDs it chooses
+	// are at the first N3 address for PDRs from access or the CP function
+	// and at the first N9 one, if any, for PDRs from the core (an I-UPF's
+	// downlink from the PSA). The first N3 address is its F-SEID's.
+	N3, N9 []netip.Addr
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
@@ -139,6 +141,15 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 		return p
 	}
 	return c.UEPool
+}
+
+// chosenAddress is the address of an F-TEID the UPF chooses for a PDR
+// from source.
+func (c *Config) chosenAddress(source session.Interface) netip.Addr {
+	if source == session.InterfaceCore && len(c.N9) > 0 {
+		return c.N9[0]
+	}
+	return c.N3[0]
 }
 
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
@@ -419,7 +430,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
 		if chosenTEID {
-			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, h.n3IP(), nil, 0))
+			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, net.IP(p.PDI.LocalAddress.AsSlice()), nil, 0))
 		}
 		if chosenUE {
 			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))

@@ -553,6 +553,7 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 	e.Uint(uint64(p.FARID))
 	e.Uint(uint64(p.PDI.SourceInterface))
 	e.Uint(uint64(p.PDI.TEID))
+	e.Addr(p.PDI.LocalAddress)
 	e.Prefix(p.PDI.UEAddress)
 	e.Uint(uint64(p.PDI.QFI))
 	e.Uint(uint64(len(p.PDI.SDFFilters)))
@@ -576,7 +577,8 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 
 func decodePDR(d *n4state.Dec, sh *shard) session.PDR {
 	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
-	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
+	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), LocalAddress: d.Addr(), UEAddress: d.Prefix(),
+		QFI: d.Uint8()}
 	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sh.filter(d)} })
 	if d.Bool() {
 		p.OuterHeaderRemoval = &outerHeaderRemovals[d.Uint8()]

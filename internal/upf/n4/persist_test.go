@@ -116,7 +116,7 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	if !rec.Restored {
 		t.Fatalf("the journal was not restored: %s", rec.Reason)
 	}
-	store := session.NewStore(e.dp, e.nh, n3, nil)
+	store := session.NewStore(e.dp, e.nh, nil)
 	store.SetBuffers(e.buffers)
 	res, err := store.Restore(nil, saved.Kept())
 	fatalIf(t, err)

@@ -471,27 +471,29 @@ func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
 	return session.SDFFilter{Filter: f}, nil
 }
 
-// localFTEID sets the TEID the UPF receives on: the SMF's, or one for the
-// UPF to choose (CH), the same for the PDRs of the request with the same
-// CHOOSE ID.
+// localFTEID sets the F-TEID the UPF receives on: the SMF's, at one of
+// its N3 or N9 addresses, or one for the UPF to choose (CH), the same for
+// the PDRs of the request with the same CHOOSE ID.
 func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 	f, err := ch.FTEID()
 	if err != nil {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
 	}
 	if !f.HasCh() {
-		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, addr4(f.IPv4Address)) {
-			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, f.IPv4Address)
+		a := addr4(f.IPv4Address)
+		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, f.IPv4Address)
 		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
 		}
-		p.PDI.TEID = f.TEID
+		p.PDI.TEID, p.PDI.LocalAddress = f.TEID, a
 		return nil
 	}
 	if !f.HasIPv4() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
 	}
+	p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface)
 	n, shared := c.chooseIDs[f.ChooseID]
 	if !f.HasChID() || !shared {
 		n = c.choices
