@@ -28,6 +28,7 @@ func atN3(teid uint32) upfxdp.FTEID { return upfxdp.FTEID{Addr: n3, TEID: teid} 
 
 var (
 	n3     = netip.MustParseAddr("192.0.2.10") // the UPF's N3 address
+	n9     = netip.MustParseAddr("192.0.2.11") // and its N9 address
 	uePool = netip.MustParsePrefix("10.45.0.0/28")
 )
 
@@ -63,7 +64,8 @@ func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
 func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	t.Helper()
 	testsupport.NeedRoot(t, "BPF")
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: []netip.Addr{n3}})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: []netip.Addr{n3},
+		N9Addresses: []netip.Addr{n9}})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	pool, err := ippool.New(uePool)
@@ -78,7 +80,7 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
 	e.store = session.NewStore(dp, e.nh, nil)
 	e.store.SetBuffers(buffers)
-	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: buffers})
+	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, N9: []netip.Addr{n9}, UEPool: pool, Buffers: buffers})
 	return e
 }
 
