@@ -275,7 +275,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 
 	progress("per-packet cost with %d sessions established over PFCP", n)
 	res.cost.install = round.took
-	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs); err != nil {
+	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs, nil); err != nil {
 		return err
 	}
 	from := 0 // each run its own sessions
