@@ -147,16 +147,16 @@ func (h *Handler) commit(c *change) {
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 	}
-	h.supervise(s.gnbs(), old.gnbs())
+	h.supervise(h.paths(s), h.paths(old))
 	h.index(s.seid, s.tunnels(), old.tunnels())
 	for id, u := range s.urrs {
 		if u.timed() {
 			h.timed[meterKey{s.seid, id}] = true
 		}
 	}
-	for _, o := range c.endMarkers {
-		if err := h.endMarker(o); err != nil {
-			h.cfg.Log.Warn("sending an End Marker", "peer", o.Peer, "teid", o.TEID, "err", err)
+	for _, m := range c.endMarkers {
+		if err := h.endMarker(m); err != nil {
+			h.cfg.Log.Warn("sending an End Marker", "peer", m.Peer, "teid", m.teid, "err", err)
 		}
 	}
 }
@@ -177,7 +177,7 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	if h.cfg.Buffers != nil {
 		h.cfg.Buffers.SetLimit(s.seid, 0)
 	}
-	h.supervise(nil, s.gnbs())
+	h.supervise(nil, h.paths(s))
 	h.index(s.seid, nil, s.tunnels())
 	h.touched[s.seid] = true
 	unsent = h.out.withdraw(s.seid)
@@ -238,31 +238,38 @@ func (h *Handler) releaseUE(a netip.Addr) {
 	_ = h.cfg.UEPool.Release(a)
 }
 
-// supervise starts watching the paths to the gNBs in now and not in
-// before, and stops watching those only in before.
-func (h *Handler) supervise(now, before map[netip.Addr]bool) {
+// supervise starts watching the paths in now and not in before, and stops
+// watching those only in before.
+func (h *Handler) supervise(now, before map[gtpu.Path]bool) {
 	if h.cfg.Tunnels == nil {
 		return
 	}
-	for peer := range now {
-		if !before[peer] {
-			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer}); err != nil {
-				h.cfg.Log.Warn("supervising a GTP-U path", "peer", peer, "err", err)
+	for p := range now {
+		if !before[p] {
+			if err := h.cfg.Tunnels.Watch(p); err != nil {
+				h.cfg.Log.Warn("supervising a GTP-U path", "local", p.Local, "peer", p.Peer, "err", err)
 			}
 		}
 	}
-	for peer := range before {
-		if !now[peer] {
-			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.cfg.N3[0], Peer: peer})
+	for p := range before {
+		if !now[p] {
+			h.cfg.Tunnels.Unwatch(p)
 		}
 	}
 }
 
-func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
+// endMarker is an End Marker to send into a tunnel a request moved away
+// from, along the path the tunnel took.
+type endMarker struct {
+	gtpu.Path
+	teid uint32
+}
+
+func (h *Handler) endMarker(m endMarker) error {
 	if h.cfg.Tunnels == nil {
 		return nil
 	}
-	return h.cfg.Tunnels.SendEndMarker(h.cfg.N3[0], o.Peer, o.TEID)
+	return h.cfg.Tunnels.SendEndMarker(m.Local, m.Peer, m.teid)
 }
 
 // index files session seid under the tunnels in now instead of those in

@@ -212,17 +212,18 @@ func enforced(fars []session.FAR) []session.FAR {
 	return fars
 }
 
-// gnbs are the gNBs a session tunnels to; none for nil.
-func (s *pfcpSession) gnbs() map[netip.Addr]bool {
-	peers := map[netip.Addr]bool{}
+// paths are the GTP-U paths a session tunnels along, to gNBs and to other
+// UPFs, each from the address its tunnels leave from; none for nil.
+func (h *Handler) paths(s *pfcpSession) map[gtpu.Path]bool {
+	paths := map[gtpu.Path]bool{}
 	if s != nil {
-		for _, f := range s.fars {
-			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
-				peers[o.Peer] = true
+		for i := range s.fars {
+			if f := &s.fars[i]; f.OuterHeaderCreation != nil && f.Action == session.ActionForward {
+				paths[gtpu.Path{Local: h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, f), Peer: f.OuterHeaderCreation.Peer}] = true
 			}
 		}
 	}
-	return peers
+	return paths
 }
 
 // tunnels are the gNB tunnels a session's FARs send into; none for nil.

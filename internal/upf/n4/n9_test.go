@@ -3,6 +3,7 @@ package n4
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -52,8 +53,16 @@ func psaSession(cpSEID uint64, ue string, ulTEID uint32) [][]byte {
 // uplink TEID at the N9 address: F-TEIDs are told apart by address.
 func TestN9Sessions(t *testing.T) {
 	e := newEnv(t)
+	tunnels := &fakeTunnels{}
+	e.h.cfg.Tunnels = tunnels
 	e.establish("smf1", iupfSession(0x2001, pathTEID, pathTEID+1)...).upSEID(t)
 	e.establish("smf1", psaSession(0x2002, "10.60.0.22", pathTEID)...).upSEID(t)
+	// Each path is supervised from where its tunnels leave: the PSA's and
+	// the I-UPF's from the N9 address.
+	want := []string{"watch 192.0.2.10>192.0.2.50", "watch 192.0.2.11>192.0.2.60", "watch 192.0.2.11>192.0.2.70"}
+	if got := slices.Sorted(slices.Values(tunnels.take())); !slices.Equal(got, want) {
+		t.Errorf("paths supervised: %q, want %q", got, want)
+	}
 	for _, c := range []struct {
 		name  string
 		fteid upfxdp.FTEID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
@@ -358,7 +359,7 @@ func (sv *Saved) Kept() []session.Kept {
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
 	h.sessions = make(map[uint64]*pfcpSession, sv.Sessions())
-	gnbs := map[netip.Addr]bool{}
+	paths := map[gtpu.Path]bool{}
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
 	sv.each(func(ss savedSession) {
@@ -372,18 +373,14 @@ func (h *Handler) restore(sv *Saved) {
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
 			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
 		}
-		for _, f := range s.fars { // as supervise would file them, without their sets
-			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
-				gnbs[o.Peer] = true
-			}
-		}
+		maps.Copy(paths, h.paths(s)) // as supervise would file them, without their sets
 		for id, u := range s.urrs {
 			if u.timed() {
 				h.timed[meterKey{seid, id}] = true
 			}
 		}
 	})
-	h.supervise(gnbs, nil)
+	h.supervise(paths, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
 		r := sv.reports[id]
 		if h.sessions[r.seid] == nil {

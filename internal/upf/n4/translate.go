@@ -12,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
@@ -103,11 +104,11 @@ type change struct {
 	uePool *ippool.Pool
 	ueFor  []uint16
 
-	removedURRs  []uint32                      // their final usage reports go in the response
-	granted      map[uint32]grant              // URRs given quotas anew: their meters start over
-	endMarkers   []session.OuterHeaderCreation // tunnels the request moved away from (SNDEM)
-	dropBuffered bool                          // DROBU
-	queried      []uint32                      // URRs to report on in the response
+	removedURRs  []uint32         // their final usage reports go in the response
+	granted      map[uint32]grant // URRs given quotas anew: their meters start over
+	endMarkers   []endMarker      // into the tunnels the request moved away from (SNDEM)
+	dropBuffered bool             // DROBU
+	queried      []uint32         // URRs to report on in the response
 
 	// What applying the change took, given back if it fails (undo), and
 	// the usage reports of the URRs it removed.
@@ -624,7 +625,10 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 		// on the old tunnel (§5.2.1, TS 29.281 §7.3.2).
 		if flags := first(ch.ChildIEs, ie.PFCPSMReqFlags); flags != nil && flags.HasSNDEM() && old != nil &&
 			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
-			c.endMarkers = append(c.endMarkers, *old)
+			// Along the old tunnel's path: from where the session's rules
+			// before the request sent it.
+			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface})
+			c.endMarkers = append(c.endMarkers, endMarker{gtpu.Path{Local: src, Peer: old.Peer}, old.TEID})
 		}
 	}
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {

@@ -146,13 +146,14 @@ func (s *Store) checkAddresses(sess *Session) error {
 	return nil
 }
 
-// tunnelSource is the outer source address of a FAR's tunnel: the address
+// TunnelSource is the outer source address of the tunnel of FAR f of
+// sess: the address
 // of the session's local F-TEID on the side the FAR sends to, where the
 // peer sends the other way (the N9 one of an I-UPF's PDR from the core
 // for a FAR towards the core; the N3 one of an uplink PDR, or the N9 one
 // at a PSA, for a FAR towards access); without one, the first N9 address
 // towards the core and the first N3 address elsewhere.
-func (s *Store) tunnelSource(sess *Session, f *FAR) netip.Addr {
+func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
 	toCore := f.DestinationInterface == InterfaceCore
 	for i := range sess.PDRs {
 		if p := &sess.PDRs[i]; p.gtpu() && (p.PDI.SourceInterface == InterfaceCore) == toCore {
@@ -318,7 +319,7 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
 		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(s.tunnelSource(sess, f))
+		dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
 		dp.Tos = f.DSCP << 2
 	}
 	return dp
