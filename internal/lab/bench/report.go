@@ -369,6 +369,15 @@ func n9Table(p printer, costs []costRow) {
 				n.branchLocal.median(), n.branchLocal.per(r.uplink), n.branchCentral.median(), n.branchCentral.per(n.relay))
 		}
 	}
+	p("\nThe same less the empty program: what the programs themselves cost, next to the plain uplink's.\n")
+	p("| Sessions | Uplink | N9 relay | Relay, spread | Branch, local | Branch, over N9 |")
+	p("|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		if n := r.n9; n != nil {
+			p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f |", r.sessions, r.uplink.minus(r.empty).median(), n.relay.minus(r.empty).median(),
+				n.relaySpread.minus(r.empty).median(), n.branchLocal.minus(r.empty).median(), n.branchCentral.minus(r.empty).median())
+		}
+	}
 }
 
 // costTargets are the per-packet cost targets of the rows they concern.
