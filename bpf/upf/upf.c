@@ -385,7 +385,9 @@ INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
 		   const __u8 *smac, __be16 tci, __be16 proto)
 {
-	if (bpf_xdp_adjust_head(ctx, (int)inner_off - (int)new_l2))
+	int delta = (int)inner_off - (int)new_l2;
+	/* A relay whose headers keep their length moves nothing: no call. */
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return -1;
 	void *data = (void *)(long)ctx->data;
 	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
