@@ -8,7 +8,9 @@
 
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0; /* enum iface_role bits */
-volatile const __be32 n3_addrs[MAX_N3_ADDRS] = {};
+/* The GTP-U addresses, N3's then N9's: a G-PDU's TEID is looked up with
+ * the index of the address it was sent to (set_kind SET_TEID). */
+volatile const __be32 gtpu_addrs[MAX_GTPU_ADDRS] = {};
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
 volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */

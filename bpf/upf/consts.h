@@ -6,7 +6,7 @@
 
 enum limits {
 	MAX_IFACES = 64, /* interface counter slots */
-	MAX_N3_ADDRS = 4,
+	MAX_GTPU_ADDRS = 8, /* N3 and N9 addresses together */
 	PDRS_PER_KEY = 8,
 	QERS_PER_PDR = 2, /* free5GC sends a session QER and a flow QER */
 	URRS_PER_PDR = 2,
@@ -17,7 +17,7 @@ enum limits {
 };
 
 enum iface_role {
-	ROLE_ACCESS = 1, /* N3: GTP-U in, uplink */
+	ROLE_ACCESS = 1, /* GTP-U in (N3, N9): uplink, and downlink relayed from N9 */
 	ROLE_CORE = 2,   /* N6: plain IP in, downlink */
 };
 
@@ -88,7 +88,10 @@ enum urr_event_kind {
 
 /* What a PDR set is found by. */
 enum set_kind {
-	SET_TEID = 1, /* uplink: TEID, network order */
+	/* GTP-U: TEID, network order, and << 32 the index in gtpu_addrs of
+	 * the address it was sent to: one TEID value on N3 and on N9 (or on
+	 * two N3 addresses) names two sets. */
+	SET_TEID = 1,
 	SET_UE4 = 2,  /* downlink: UE IPv4 address, network order */
 	SET_UE6 = 3,  /* downlink: UE IPv6 /64 prefix, network order */
 };

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3),
- * downlink encapsulation on core interfaces (N6), GTP-U echo. One instance is
- * loaded per interface with its slot, roles and N3 addresses as constants;
- * all instances share the pinned maps. */
+/* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3,
+ * N9), downlink encapsulation on core interfaces (N6), GTP-U relays (N9),
+ * GTP-U echo. One instance is loaded per interface with its slot, roles and
+ * GTP-U addresses as constants; all instances share the pinned maps. */
 #include "../lib/parser.h"
 #include "config.h"
 #include "maps.h"
@@ -57,13 +57,14 @@ INLINE void count_pdr(__u32 slot, __u32 len)
 	count_packet(&pdr_counters, &key, len);
 }
 
-INLINE int is_n3_addr(__be32 addr)
+/* The index of addr in gtpu_addrs; -1 when it is none of them. */
+INLINE int gtpu_addr_index(__be32 addr)
 {
 #pragma unroll
-	for (int i = 0; i < MAX_N3_ADDRS; i++)
-		if (n3_addrs[i] && n3_addrs[i] == addr)
-			return 1;
-	return 0;
+	for (int i = 0; i < MAX_GTPU_ADDRS; i++)
+		if (gtpu_addrs[i] && gtpu_addrs[i] == addr)
+			return i;
+	return -1;
 }
 
 /* The PDR set of a key: in its bucket of set_index, else in set_overflow. */
@@ -384,7 +385,9 @@ INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
 		   const __u8 *smac, __be16 tci, __be16 proto)
 {
-	if (bpf_xdp_adjust_head(ctx, (int)inner_off - (int)new_l2))
+	int delta = (int)inner_off - (int)new_l2;
+	/* A relay whose headers keep their length moves nothing: no call. */
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return -1;
 	void *data = (void *)(long)ctx->data;
 	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
@@ -394,11 +397,12 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 }
 
 /* Puts the packet of inner_len bytes at inner_off into the FAR's
- * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container when the PDR carries
- * a QFI) and sends it to the FAR's next hop: the downlink, and packets
- * relayed between the gNB and the CP function (N4-u). */
+ * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container of psc_type,
+ * GTPU_PSC_DL or GTPU_PSC_UL, when the PDR carries a QFI) and sends it to
+ * the FAR's next hop: the downlink, packets relayed between the gNB and
+ * the CP function (N4-u), and over N9 between UPFs both ways. */
 INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, enum reason counted)
+		  __u32 pkt_len, enum reason counted, __u8 psc_type)
 {
 	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
@@ -439,7 +443,7 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __
 		o->npdu = 0;
 		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
 		psc->length = 1;
-		psc->pdu_type = 0;
+		psc->pdu_type = psc_type << 4;
 		psc->qfi = qfi;
 		psc->next_ext = 0;
 	}
@@ -454,10 +458,10 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __
 
 /* Uplink: the G-PDU's inner packet leaves through the core next hop. */
 INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, void *inner,
-		  __u32 inner_off, __u32 pkt_len)
+		  __u32 inner_off, __u32 pkt_len, __u32 addr_index)
 {
 	void *end = (void *)(long)ctx->data_end;
-	struct pdr_set *set = find_set(SET_TEID, g->hdr->teid);
+	struct pdr_set *set = find_set(SET_TEID, g->hdr->teid | (__u64)addr_index << 32);
 	if (!set)
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
@@ -500,11 +504,12 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU_IPV4 : 0, 0);
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
-	/* A relay between the gNB and the CP function, or between two gNBs:
-	 * the packet is theirs, hop limit included (neighbour discovery needs
-	 * 255). */
+	/* A relay between the gNB and the CP function, between two gNBs, or
+	 * over N9 between UPFs: the packet is theirs, hop limit included
+	 * (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU_IPV4)
-		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
+		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD,
+			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -589,9 +594,11 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
 }
 
-/* N3 ingress: a UDP datagram to port 2152 of one of our addresses. */
+/* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address
+ * gtpu_addrs[addr_index]. */
 INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
-			  struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len)
+			  struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
+			  __u32 addr_index)
 {
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
@@ -605,7 +612,7 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
 	__u32 inner_off = l2_len + ip->ihl * 4 + sizeof(*udp) + g.hdr_len;
-	return uplink(ctx, eth, &g, c->pos, inner_off, pkt_len);
+	return uplink(ctx, eth, &g, c->pos, inner_off, pkt_len, addr_index);
 }
 
 /* Downlink: add GTP-U/UDP/IPv4 (and a PDU Session Container when the PDR
@@ -630,7 +637,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
+	return tunnel(ctx, pdr, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL);
 }
 
 SEC("xdp")
@@ -650,13 +657,14 @@ int xdp_upf(struct xdp_md *ctx)
 		struct iphdr *ip;
 		if (parse_ipv4(&c, &ip))
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+		int addr_index;
 		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
-		    is_n3_addr(ip->daddr)) {
+		    (addr_index = gtpu_addr_index(ip->daddr)) >= 0) {
 			if (ipv4_is_fragment(ip))
 				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
-				return access_ingress(ctx, eth, ip, udp, &c, l2_len, pkt_len);
+				return access_ingress(ctx, eth, ip, udp, &c, l2_len, pkt_len, addr_index);
 		}
 		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = find_set(SET_UE4, ip->daddr);

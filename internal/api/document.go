@@ -49,7 +49,10 @@ type pdrDoc struct {
 }
 
 type pdiDoc struct {
-	TEID            uint32  `json:"teid,omitempty"`
+	TEID uint32 `json:"teid,omitempty"`
+	// LocalAddress is the address of the local F-TEID, one of the UPF's
+	// N3 or N9 addresses; the first N3 address when absent.
+	LocalAddress    *string `json:"localAddress,omitempty"`
 	SourceInterface iface   `json:"sourceInterface" required:"true"`
 	UEIPAddress     *string `json:"ueIPAddress,omitempty"`
 	// QFI: access PDRs match it in the PDU Session Container, core PDRs
@@ -369,6 +372,13 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	if p.Precedence != nil {
 		pdr.Precedence = *p.Precedence
 	}
+	if s := p.PDI.LocalAddress; s != nil {
+		a, err := netip.ParseAddr(*s)
+		if err != nil || !a.Is4() {
+			return pdr, fielderr.New(field+".pdi.localAddress", "%q is not an IPv4 address", *s)
+		}
+		pdr.PDI.LocalAddress = a
+	}
 	if r := p.OuterHeaderRemoval; r != nil {
 		pdr.OuterHeaderRemoval = (*uint8)(r)
 	}
@@ -463,9 +473,6 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 		// Towards access, session.Validate says a tunnel is needed.
 		return far, nil
 	}
-	if far.DestinationInterface != session.InterfaceAccess {
-		return far, fielderr.New(ohc, "GTP-U tunnels towards the core (N9) are not supported")
-	}
 	if !peer.IsValid() {
 		return far, fielderr.New(ohc+".ipv4Address", "is required for a GTP-U tunnel")
 	}
@@ -473,6 +480,8 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	switch {
 	case o.TEID != nil:
 		teid = *o.TEID
+	case far.DestinationInterface == session.InterfaceCore: // N9: the next UPF's F-TEID
+		return far, fielderr.New(ohc+".teid", "is required for a tunnel towards the core")
 	case len(accessTEIDs) == 1:
 		teid = accessTEIDs[0]
 	default:
@@ -493,6 +502,10 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 			QERIDs: p.QERIDs, URRIDs: p.URRIDs}
 		if p.Precedence != defaultPrecedence {
 			pd.Precedence = &p.Precedence
+		}
+		if a := p.PDI.LocalAddress; a.IsValid() {
+			s := a.String()
+			pd.PDI.LocalAddress = &s
 		}
 		if ue := p.PDI.UEAddress; ue.IsValid() {
 			s := ue.String()

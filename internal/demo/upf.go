@@ -102,7 +102,7 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 	if u.Resolver, err = nexthop.New(u.Datapath, ns, []string{N6}); err != nil {
 		return nil, err
 	}
-	u.Store = session.NewStore(u.Datapath, u.Resolver, N3Addr, nil)
+	u.Store = session.NewStore(u.Datapath, u.Resolver, nil)
 	return u, nil
 }
 

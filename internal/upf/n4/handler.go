@@ -36,9 +36,11 @@ import (
 // Config sets up a Handler.
 type Config struct {
 	Store *session.Store
-	// N3 are the UPF's GTP-U addresses; the first is the one of the
-	// F-TEIDs it chooses.
-	N3 []netip.Addr
+	// N3 and N9 are the UPF's GTP-U addresses. The F-TEIDs it chooses
+	// are at the first N3 address for PDRs from access or the CP function
+	// and at the first N9 one, if any, for PDRs from the core (an I-UPF's
+	// downlink from the PSA). The first N3 address is its F-SEID's.
+	N3, N9 []netip.Addr
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
@@ -141,6 +143,15 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 	return c.UEPool
 }
 
+// chosenAddress is the address of an F-TEID the UPF chooses for a PDR
+// from source.
+func (c *Config) chosenAddress(source session.Interface) netip.Addr {
+	if source == session.InterfaceCore && len(c.N9) > 0 {
+		return c.N9[0]
+	}
+	return c.N3[0]
+}
+
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
 // address.
 func (s *pfcpSession) chosenTEID(p *session.PDR) bool {
@@ -201,17 +212,18 @@ func enforced(fars []session.FAR) []session.FAR {
 	return fars
 }
 
-// gnbs are the gNBs a session tunnels to; none for nil.
-func (s *pfcpSession) gnbs() map[netip.Addr]bool {
-	peers := map[netip.Addr]bool{}
+// paths are the GTP-U paths a session tunnels along, to gNBs and to other
+// UPFs, each from the address its tunnels leave from; none for nil.
+func (h *Handler) paths(s *pfcpSession) map[gtpu.Path]bool {
+	paths := map[gtpu.Path]bool{}
 	if s != nil {
-		for _, f := range s.fars {
-			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
-				peers[o.Peer] = true
+		for i := range s.fars {
+			if f := &s.fars[i]; f.OuterHeaderCreation != nil && f.Action == session.ActionForward {
+				paths[gtpu.Path{Local: h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, f), Peer: f.OuterHeaderCreation.Peer}] = true
 			}
 		}
 	}
-	return peers
+	return paths
 }
 
 // tunnels are the gNB tunnels a session's FARs send into; none for nil.
@@ -419,7 +431,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
 		if chosenTEID {
-			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, h.n3IP(), nil, 0))
+			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, net.IP(p.PDI.LocalAddress.AsSlice()), nil, 0))
 		}
 		if chosenUE {
 			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))

@@ -31,7 +31,8 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 		version: 42,
 		pdrs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: &ohr, QERIDs: []uint32{1}, URRIDs: []uint32{3, 4},
-				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
+				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, LocalAddress: netip.MustParseAddr("192.0.2.11"),
+					UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
 					SDFFilters: []session.SDFFilter{{Filter: filter}}}},
 			{ID: 2, Precedence: 100, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore,
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
@@ -116,7 +117,7 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	if !rec.Restored {
 		t.Fatalf("the journal was not restored: %s", rec.Reason)
 	}
-	store := session.NewStore(e.dp, e.nh, n3, nil)
+	store := session.NewStore(e.dp, e.nh, nil)
 	store.SetBuffers(e.buffers)
 	res, err := store.Restore(nil, saved.Kept())
 	fatalIf(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
@@ -103,11 +104,11 @@ type change struct {
 	uePool *ippool.Pool
 	ueFor  []uint16
 
-	removedURRs  []uint32                      // their final usage reports go in the response
-	granted      map[uint32]grant              // URRs given quotas anew: their meters start over
-	endMarkers   []session.OuterHeaderCreation // tunnels the request moved away from (SNDEM)
-	dropBuffered bool                          // DROBU
-	queried      []uint32                      // URRs to report on in the response
+	removedURRs  []uint32         // their final usage reports go in the response
+	granted      map[uint32]grant // URRs given quotas anew: their meters start over
+	endMarkers   []endMarker      // into the tunnels the request moved away from (SNDEM)
+	dropBuffered bool             // DROBU
+	queried      []uint32         // URRs to report on in the response
 
 	// What applying the change took, given back if it fails (undo), and
 	// the usage reports of the URRs it removed.
@@ -471,27 +472,29 @@ func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
 	return session.SDFFilter{Filter: f}, nil
 }
 
-// localFTEID sets the TEID the UPF receives on: the SMF's, or one for the
-// UPF to choose (CH), the same for the PDRs of the request with the same
-// CHOOSE ID.
+// localFTEID sets the F-TEID the UPF receives on: the SMF's, at one of
+// its N3 or N9 addresses, or one for the UPF to choose (CH), the same for
+// the PDRs of the request with the same CHOOSE ID.
 func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 	f, err := ch.FTEID()
 	if err != nil {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
 	}
 	if !f.HasCh() {
-		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, addr4(f.IPv4Address)) {
-			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, f.IPv4Address)
+		a := addr4(f.IPv4Address)
+		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, f.IPv4Address)
 		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
 		}
-		p.PDI.TEID = f.TEID
+		p.PDI.TEID, p.PDI.LocalAddress = f.TEID, a
 		return nil
 	}
 	if !f.HasIPv4() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
 	}
+	p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface)
 	n, shared := c.chooseIDs[f.ChooseID]
 	if !f.HasChID() || !shared {
 		n = c.choices
@@ -622,7 +625,10 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 		// on the old tunnel (§5.2.1, TS 29.281 §7.3.2).
 		if flags := first(ch.ChildIEs, ie.PFCPSMReqFlags); flags != nil && flags.HasSNDEM() && old != nil &&
 			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
-			c.endMarkers = append(c.endMarkers, *old)
+			// Along the old tunnel's path: from where the session's rules
+			// before the request sent it.
+			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface})
+			c.endMarkers = append(c.endMarkers, endMarker{gtpu.Path{Local: src, Peer: old.Peer}, old.TEID})
 		}
 	}
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {

@@ -57,12 +57,15 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := Validate(&sess); err != nil {
 		return err
 	}
+	if err := s.checkAddresses(&sess); err != nil {
+		return err
+	}
 	for i, f := range sess.FARs {
 		if f.Action == ActionBuffer && s.buffers == nil {
 			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
 		}
 	}
-	keys := keysOf(&sess)
+	keys := s.keysOf(&sess)
 	for _, k := range keys {
 		if owner, ok := s.owner(k); ok && owner != sess.SEID {
 			return &ConflictError{fmt.Sprintf("%s is used by session %d", k, owner)}
@@ -77,7 +80,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		return err
 	}
 	for i, k := range keys {
-		set, _ := pdrSet(t.in, k)
+		set, _ := s.pdrSet(t.in, k)
 		if err := s.putKey(k, set); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
@@ -89,7 +92,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		for _, k := range keys {
 			live[k] = true
 		}
-		for _, k := range keysOf(&old.Session) {
+		for _, k := range s.keysOf(&old.Session) {
 			if !live[k] {
 				// Best effort: the key is unreachable once dropped
 				// from the owners, and a later install overwrites it.
@@ -131,10 +134,42 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	return nil
 }
 
+// checkAddresses refuses a local F-TEID at an address that is none of the
+// data path's GTP-U addresses.
+func (s *Store) checkAddresses(sess *Session) error {
+	for i := range sess.PDRs {
+		pdi := &sess.PDRs[i].PDI
+		if a := s.localAddress(pdi); sess.PDRs[i].gtpu() && !slices.Contains(s.dp.N3Addresses(), a) && !slices.Contains(s.dp.N9Addresses(), a) {
+			return invalid(fmt.Sprintf("pdrs[%d].pdi.localAddress", i), "%v is not an N3 or N9 address of this UPF", a)
+		}
+	}
+	return nil
+}
+
+// TunnelSource is the outer source address of the tunnel of FAR f of
+// sess: the address
+// of the session's local F-TEID on the side the FAR sends to, where the
+// peer sends the other way (the N9 one of an I-UPF's PDR from the core
+// for a FAR towards the core; the N3 one of an uplink PDR, or the N9 one
+// at a PSA, for a FAR towards access); without one, the first N9 address
+// towards the core and the first N3 address elsewhere.
+func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
+	toCore := f.DestinationInterface == InterfaceCore
+	for i := range sess.PDRs {
+		if p := &sess.PDRs[i]; p.gtpu() && (p.PDI.SourceInterface == InterfaceCore) == toCore {
+			return s.localAddress(&p.PDI)
+		}
+	}
+	if toCore && s.n9.IsValid() {
+		return s.n9
+	}
+	return s.n3
+}
+
 // restoreKeys puts keys back the way they were before a failed install.
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	for _, k := range keys {
-		if set, ok := pdrSet(old, k); ok {
+		if set, ok := s.pdrSet(old, k); ok {
 			s.putKey(k, set)
 		} else {
 			s.deleteKey(k)
@@ -235,7 +270,7 @@ func (t *txn) writeRules() error {
 			}
 			t.nexthops = append(t.nexthops, dst)
 		}
-		fars[i] = s.dataPathFAR(f, buf, nh)
+		fars[i] = s.dataPathFAR(sess, f, buf, nh)
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
@@ -266,10 +301,10 @@ func (t *txn) writeRules() error {
 	return nil
 }
 
-// dataPathFAR is a FAR as its PDRs' slots hold it: with the slot of its
-// buffer (0: none) and, for one that sends to a next hop of its own, the
-// next hop's.
-func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
+// dataPathFAR is a FAR of sess as its PDRs' slots hold it: with the slot
+// of its buffer (0: none) and, for one that sends to a next hop of its
+// own, the next hop's.
+func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.FAR {
 	dp := upfxdp.FAR{Nexthop: upfxdp.NexthopRoute}
 	if f.Action == ActionForward {
 		dp.Action = upfxdp.FARForward
@@ -284,7 +319,7 @@ func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
 		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
 		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(s.n3)
+		dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
 		dp.Tos = f.DSCP << 2
 	}
 	return dp
@@ -328,7 +363,9 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 		}
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
-		if p.PDI.SourceInterface == InterfaceCPFunction {
+		// Found by TEID, yet going to the UE: from the CP function, or
+		// from the PSA over N9 at an I-UPF.
+		if p.gtpu() {
 			dp.Flags |= upfxdp.ToUE
 		}
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
@@ -352,10 +389,22 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 	if p.PDI.QFI != 0 {
 		dp.Flags |= upfxdp.MatchQFI
 	}
+	switch {
 	// Indirect data forwarding, from the source gNB to the target one,
 	// which maps the packets to its radio bearers by their QFI.
-	if to == InterfaceAccess {
+	case to == InterfaceAccess:
 		dp.Flags |= upfxdp.ToUE
+		if dp.Qfi != 0 {
+			dp.Flags |= upfxdp.MarkQFI
+		}
+	// Over N9 to the next UPF, in an UL PDU Session Container with the
+	// PDR's QFI or, without, its QERs'.
+	case to == InterfaceCore && far.Flags&upfxdp.FARGTPUv4 != 0:
+		for _, q := range in.QERs {
+			if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
+				dp.Qfi = q.QFI
+			}
+		}
 		if dp.Qfi != 0 {
 			dp.Flags |= upfxdp.MarkQFI
 		}
@@ -445,14 +494,14 @@ func address(e sdf.Endpoint) netip.Prefix {
 
 // pdrSet is the set of the PDR slots of an installed session (nil: none)
 // found by key k, highest precedence first; false when no PDR is.
-func pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
+func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 	var set upfxdp.PDRSet
 	if in == nil {
 		return set, false
 	}
 	idx := make([]int, 0, upfxdp.PDRsPerKey)
 	for i := range in.PDRs {
-		if key, ok := in.PDRs[i].key(); ok && key == k {
+		if key, ok := in.PDRs[i].key(); ok && s.canonical(key) == k {
 			idx = append(idx, i)
 		}
 	}
@@ -497,7 +546,7 @@ func (s *Store) forget(in, next *installed) {
 	for _, n := range in.Neighbours {
 		s.unrefStatic(n.IP)
 	}
-	for _, k := range keysOf(&in.Session) {
+	for _, k := range s.keysOf(&in.Session) {
 		if owner, ok := s.owner(k); ok && owner == in.SEID {
 			s.dropOwner(k)
 		}

@@ -62,9 +62,15 @@ type PDR struct {
 // PDI is a PDR's Packet Detection Information.
 type PDI struct {
 	SourceInterface Interface
-	TEID            uint32       // local F-TEID; access PDRs only
-	UEAddress       netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
-	QFI             uint8        // 0: any. Access PDRs match it; core PDRs mark it.
+	// TEID and LocalAddress are the local F-TEID, for a PDR of G-PDUs:
+	// from access (N3, or N9 at a PSA), from the CP function, or from the
+	// core over N9 (at an I-UPF); 0 for none. LocalAddress is one of the
+	// UPF's GTP-U addresses, N3 or N9; the zero Addr stands for the first
+	// N3 address.
+	TEID         uint32
+	LocalAddress netip.Addr   `json:",omitzero"`
+	UEAddress    netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
+	QFI          uint8        // 0: any. Access PDRs match it; core PDRs mark it.
 	// SDFFilters: a packet must match one of them, if there are any.
 	SDFFilters []SDFFilter `json:",omitempty"`
 }
@@ -122,11 +128,13 @@ func (f *FAR) nexthop() netip.Addr {
 	return f.NextHop
 }
 
-// OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds.
+// OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds:
+// towards access (a gNB's N3 address, or an I-UPF's N9 one at a PSA), the
+// CP function, or the core (the next UPF's N9 address).
 type OuterHeaderCreation struct {
 	TEID uint32
-	Peer netip.Addr // the gNB's N3 address
-	Port uint16     // 0 or 2152: the data path always sends to 2152
+	Peer netip.Addr
+	Port uint16 // 0 or 2152: the data path always sends to 2152
 }
 
 // QER is a QoS Enforcement Rule: gates and maximum bit rates per

@@ -145,7 +145,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	}
 	s.sessions = make(map[uint64]*installed, len(kept)+len(rest))
 	s.urrs = make(map[uint32]urrRef, len(kept))
-	s.teids, s.ues = make(map[uint32]uint64, len(kept)), make(map[netip.Addr]uint64, len(kept))
+	s.teids, s.ues = make(map[upfxdp.FTEID]uint64, len(kept)), make(map[netip.Addr]uint64, len(kept))
 	// In place first: that hands out no slot and changes no key.
 	ins := make([]*installed, len(kept))
 	for i := range kept {
@@ -164,7 +164,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	}
 	owned := map[dpKey]bool{}
 	for _, in := range slices.Concat(rest, repair) {
-		for _, k := range keysOf(&in.Session) {
+		for _, k := range s.keysOf(&in.Session) {
 			owned[k] = true
 		}
 	}
@@ -329,12 +329,12 @@ func (s *Store) checkAll(ins []*installed) []inPlace {
 		}
 	}
 	matched := make([]int, len(ins)) // keys that point where the session's should
-	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
+	s.dp.EachSet(func(fteid upfxdp.FTEID, ue netip.Addr, set upfxdp.PDRSet) {
 		if set.Count == 0 || int(set.Pdr[0]) >= len(owner) || owner[set.Pdr[0]] == 0 {
 			return
 		}
 		i := owner[set.Pdr[0]] - 1
-		if j := slices.Index(found[i].keys, dpKey{teid: teid, ue: ue}); j >= 0 && found[i].sets[j] == set {
+		if j := slices.Index(found[i].keys, dpKey{fteid: fteid, ue: ue}); j >= 0 && found[i].sets[j] == set {
 			matched[i]++
 		}
 	})
@@ -361,9 +361,9 @@ func (s *Store) check(in *installed) inPlace {
 	if len(in.Neighbours) > 0 {
 		return inPlace{}
 	}
-	found := inPlace{keys: keysOf(&in.Session)}
+	found := inPlace{keys: s.keysOf(&in.Session)}
 	for _, k := range found.keys {
-		set, _ := pdrSet(in, k)
+		set, _ := s.pdrSet(in, k)
 		found.sets = append(found.sets, set)
 	}
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {
@@ -461,7 +461,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 				return nil, false
 			}
 		}
-		fars[i] = s.dataPathFAR(f, in.BufferSlots.of(f.ID), nh)
+		fars[i] = s.dataPathFAR(&in.Session, f, in.BufferSlots.of(f.ID), nh)
 	}
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
@@ -519,8 +519,8 @@ func (s *Store) releaseUnowned(used usedSlots) {
 // many there were.
 func (s *Store) removeStrayKeys(owned map[dpKey]bool, used *usedSlots) (int, error) {
 	var stray []dpKey
-	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
-		k := dpKey{teid: teid, ue: ue}
+	s.dp.EachSet(func(fteid upfxdp.FTEID, ue netip.Addr, set upfxdp.PDRSet) {
+		k := dpKey{fteid: fteid, ue: ue}
 		if _, taken := s.owner(k); taken {
 			return // its session's slots, which are used
 		}

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -25,7 +26,9 @@ const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 // Limits and defaults of Options.
 const (
 	DefaultMaxSessions = 65536
-	MaxN3Addresses     = int(upfLimitsMAX_N3ADDRS) // the addresses xdp_upf compares a destination with
+	// MaxGTPUAddresses bounds the N3 and N9 addresses together: those
+	// xdp_upf compares a destination with.
+	MaxGTPUAddresses = int(upfLimitsMAX_GTPU_ADDRS)
 )
 
 // Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
@@ -117,7 +120,7 @@ const (
 type Role uint32
 
 const (
-	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // N3: GTP-U from gNBs
+	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // GTP-U in: N3 from gNBs, N9 from other UPFs
 	RoleCore   = Role(upfIfaceRoleROLE_CORE)   // N6: plain IP from the data network
 )
 
@@ -125,13 +128,24 @@ const (
 type Options struct {
 	PinPath     string // bpffs directory; DefaultPinPath when empty
 	MaxSessions uint32 // DefaultMaxSessions when 0
+	// N3Addresses and N9Addresses are the GTP-U addresses, IPv4, at most
+	// MaxGTPUAddresses in all: the data path takes G-PDUs to them on
+	// interfaces of the access role.
 	N3Addresses []netip.Addr
+	N9Addresses []netip.Addr
+}
+
+// gtpuAddresses are the N3 then the N9 addresses: the index of one is the
+// one the data path looks a G-PDU sent to it up with.
+func (o *Options) gtpuAddresses() []netip.Addr {
+	return append(slices.Clip(o.N3Addresses), o.N9Addresses...)
 }
 
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
 	opts   Options
+	gtpu   []netip.Addr // opts.gtpuAddresses()
 	maps   upfMaps
 	routes routeTables
 	sets   pdrSets
@@ -158,12 +172,16 @@ func Open(opts Options) (*Datapath, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	if len(opts.N3Addresses) > MaxN3Addresses {
-		return nil, fmt.Errorf("at most %d N3 addresses, got %d", MaxN3Addresses, len(opts.N3Addresses))
+	addrs := opts.gtpuAddresses()
+	if len(addrs) > MaxGTPUAddresses {
+		return nil, fmt.Errorf("at most %d N3 and N9 addresses in all, got %d", MaxGTPUAddresses, len(addrs))
 	}
-	for _, a := range opts.N3Addresses {
+	for i, a := range addrs {
 		if !a.Is4() {
-			return nil, fmt.Errorf("N3 address %s: only IPv4 is supported", a)
+			return nil, fmt.Errorf("GTP-U address %s: only IPv4 is supported", a)
+		}
+		if slices.Contains(addrs[:i], a) {
+			return nil, fmt.Errorf("GTP-U address %s is given twice", a)
 		}
 	}
 	if err := ensureBPFFS(opts.PinPath); err != nil {
@@ -174,7 +192,7 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, err
 	}
 	_, err = os.Stat(filepath.Join(opts.PinPath, specs.PdrCounters.Name))
-	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
+	d := &Datapath{opts: opts, gtpu: addrs, created: errors.Is(err, fs.ErrNotExist)}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
@@ -186,6 +204,9 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.sets.open(&d.maps); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.dropForeignTEIDs(); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
@@ -204,6 +225,20 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
+}
+
+// dropForeignTEIDs deletes the F-TEIDs a previous run with more GTP-U
+// addresses left at the addresses this run lacks: no packet finds them.
+func (d *Datapath) dropForeignTEIDs() error {
+	n := uint64(len(d.gtpu))
+	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
+		if k>>32 >= n {
+			if err := d.sets.delete(setKey{upfSetKindSET_TEID, k}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // sizedSpec is the program's spec with the maps sized for maxSessions, and
@@ -252,6 +287,11 @@ func (d *Datapath) Close() error {
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
+
+// N3Addresses and N9Addresses are the GTP-U addresses the data path was
+// opened with.
+func (d *Datapath) N3Addresses() []netip.Addr { return slices.Clip(d.opts.N3Addresses) }
+func (d *Datapath) N9Addresses() []netip.Addr { return slices.Clip(d.opts.N9Addresses) }
 
 // PinPath is the bpffs directory of this data path.
 func (d *Datapath) PinPath() string { return d.opts.PinPath }
@@ -303,11 +343,11 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	var addrs [MaxN3Addresses]uint32
-	for i, a := range d.opts.N3Addresses {
+	var addrs [MaxGTPUAddresses]uint32
+	for i, a := range d.gtpu {
 		addrs[i] = networkOrder(a.As4())
 	}
-	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.N3Addrs.Set(addrs),
+	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return nil, fmt.Errorf("setting the program's constants: %w", err)

@@ -253,7 +253,7 @@ func newMutationUPF(t *testing.T) *upf {
 	const pdrRelay = testPDRs
 	relay := PDR{Flags: ToUE | MarkQFI, Qfi: 9, Far: encap(dlTEID, n3Addr, gnb, nhGNB), Id: pdrRelay + 1}
 	check(t, u.d.PutPDR(pdrRelay, relay))
-	check(t, u.d.PutUplink(teidRelay, pdrSet(pdrRelay)))
+	check(t, u.d.PutUplink(onN3(teidRelay), pdrSet(pdrRelay)))
 	return u
 }
 
