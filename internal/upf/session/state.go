@@ -286,11 +286,9 @@ type inPlace struct {
 	moved    []movedNexthop
 }
 
-// checkAll checks the kept sessions against the data path: their rules,
-// on every CPU, each reading only its slots but for the next hops it
-// takes; then their keys, in one pass over the data path's, each found to
-// its session by the slot of its set's first PDR. In the order of their
-// first PDR's slot, the sessions' slots are mostly read in the maps' order.
+// checkAll checks the kept sessions against the data path (check), on
+// every CPU. In the order of their first PDR's slot, the sessions' slots
+// are mostly read in the maps' order.
 func (s *Store) checkAll(ins []*installed) []inPlace {
 	bySlot := make([]struct {
 		slot uint32
@@ -320,30 +318,6 @@ func (s *Store) checkAll(ins []*installed) []inPlace {
 	}
 	wg.Wait()
 
-	owner := make([]int32, s.pdrSlots.Size()) // the session holding each PDR slot, by index in ins + 1
-	for i, in := range ins {
-		for _, e := range in.PDRSlots {
-			if int(e.Slot) < len(owner) {
-				owner[e.Slot] = int32(i + 1)
-			}
-		}
-	}
-	matched := make([]int, len(ins)) // keys that point where the session's should
-	s.dp.EachSet(func(fteid upfxdp.FTEID, ue netip.Addr, set upfxdp.PDRSet) {
-		if set.Count == 0 || int(set.Pdr[0]) >= len(owner) || owner[set.Pdr[0]] == 0 {
-			return
-		}
-		i := owner[set.Pdr[0]] - 1
-		if j := slices.Index(found[i].keys, dpKey{fteid: fteid, ue: ue}); j >= 0 && found[i].sets[j] == set {
-			matched[i]++
-		}
-	})
-	for i := range found {
-		if found[i].ok && matched[i] != len(found[i].keys) {
-			s.release(found[i].nexthops)
-			found[i] = inPlace{}
-		}
-	}
 	return found
 }
 
@@ -356,7 +330,7 @@ func firstSlot(in *installed) uint32 {
 
 // check says whether the data path holds a kept session's rules as kept:
 // its PDRs' slots hold them, with the next hops the resolver gives their
-// destinations again. checkAll checks its keys.
+// destinations again, and its keys point at them.
 func (s *Store) check(in *installed) inPlace {
 	if len(in.Neighbours) > 0 {
 		return inPlace{}
@@ -364,6 +338,9 @@ func (s *Store) check(in *installed) inPlace {
 	found := inPlace{keys: s.keysOf(&in.Session)}
 	for _, k := range found.keys {
 		set, _ := s.pdrSet(in, k)
+		if held, err := s.getKey(k); err != nil || held != set {
+			return inPlace{}
+		}
 		found.sets = append(found.sets, set)
 	}
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {

@@ -396,6 +396,13 @@ func (s *Store) deleteKey(k dpKey) error {
 	return s.dp.DeleteUplink(k.fteid)
 }
 
+func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
+	if k.ue.IsValid() {
+		return s.dp.Downlink(k.ue)
+	}
+	return s.dp.Uplink(k.fteid)
+}
+
 func (s *Store) putKey(k dpKey, set upfxdp.PDRSet) error {
 	if k.ue.IsValid() {
 		return s.dp.PutDownlink(k.ue, set)
