@@ -484,7 +484,7 @@ func TestModify(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{name: "duplication", ies: [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, failedRule: failedFAR(2)},
+		{name: "duplication alone", ies: [][]byte{updateFAR(farID(2), applyAction(aaDUPL))}, failedRule: failedFAR(2)},
 		{name: "removing a missing PDR", ies: [][]byte{removePDR(9)}, failedRule: failedPDR(9)},
 		{name: "a chosen TEID, then a missing FAR", ies: [][]byte{createPDR(pdrID(4), precedence(10),
 			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, failedRule: failedPDR(4)},

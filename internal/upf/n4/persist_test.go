@@ -37,9 +37,12 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
 		},
 		fars: []session.FAR{
-			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9")},
+			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9"),
+				Duplicating: &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, DSCP: 10,
+					OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x77, Peer: netip.MustParseAddr("192.0.2.99"), Port: 2152}}},
 			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152}},
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152},
+				Duplicating:         &session.Duplicating{DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.10")}},
 		},
 		qers: []session.QER{{ID: 1, GateULClosed: true, MBRUL: 1e6, MBRDL: 2e6, GBRUL: 3e5, GBRDL: 4e5, QFI: 9, RQI: true}},
 		urrs: map[uint32]urr{

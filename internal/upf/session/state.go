@@ -358,7 +358,9 @@ func firstSlot(in *installed) uint32 {
 // its PDRs' slots hold them, with the next hops the resolver gives their
 // destinations again. checkAll checks its keys.
 func (s *Store) check(in *installed) inPlace {
-	if len(in.Neighbours) > 0 {
+	// Duplicating Parameters, kept outside the PDRs' slots, are written
+	// again with the session.
+	if len(in.Neighbours) > 0 || slices.ContainsFunc(in.FARs, func(f FAR) bool { return f.Duplicating != nil }) {
 		return inPlace{}
 	}
 	found := inPlace{keys: keysOf(&in.Session)}

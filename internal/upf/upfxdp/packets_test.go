@@ -242,10 +242,11 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := d.loadProgram(slot, roles)
+	prog, copy, err := d.loadProgram(slot, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
+	copy.Close()
 	t.Cleanup(func() { prog.Close() })
 	return &upf{d: d, prog: prog, ifindex: ifindex}
 }
