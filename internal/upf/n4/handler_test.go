@@ -288,12 +288,17 @@ type state struct {
 	Chosen   []uint32
 	Pool     int
 	Nexthops map[netip.Addr]int
+	Dupls    map[uint32]upfxdp.Dupl
 }
 
 func (e *env) state() state {
 	e.t.Helper()
 	s := state{Sessions: e.store.List(), Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
 		Chosen: slices.Sorted(maps.Keys(e.h.chosen)), Pool: e.pool.Allocated(), Nexthops: maps.Clone(e.nh.refs)}
+	var err error
+	if s.Dupls, err = e.dp.Dupls(); err != nil {
+		e.t.Fatal(err)
+	}
 	for _, teid := range e.dp.UplinkTEIDs() {
 		set, err := e.dp.Uplink(teid)
 		if err != nil {
@@ -657,7 +662,7 @@ func TestDeletion(t *testing.T) {
 
 	e.h.DropPeer("smf1")
 	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
-		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}}) {
+		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}, Dupls: map[uint32]upfxdp.Dupl{}}) {
 		t.Errorf("after every peer is gone: %+v", s)
 	}
 	if len(e.h.sessions) != 0 {

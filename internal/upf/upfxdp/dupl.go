@@ -33,13 +33,16 @@ func (d *Datapath) DeleteDupl(slot uint32) error {
 	return nil
 }
 
-// Dupl reads the Duplicating Parameters of a PDR slot.
-func (d *Datapath) Dupl(slot uint32) (p Dupl, ok bool, err error) {
-	err = d.maps.Dupls.Lookup(slot, &p)
-	if errors.Is(err, ebpf.ErrKeyNotExist) {
-		return p, false, nil
+// Dupls are the Duplicating Parameters the data path holds, by PDR slot.
+func (d *Datapath) Dupls() (map[uint32]Dupl, error) {
+	out := map[uint32]Dupl{}
+	var slot uint32
+	var p Dupl
+	it := d.maps.Dupls.Iterate()
+	for it.Next(&slot, &p) {
+		out[slot] = p
 	}
-	return p, err == nil, err
+	return out, it.Err()
 }
 
 // devmapEntry is a devmap's value (struct bpf_devmap_val): the interface,

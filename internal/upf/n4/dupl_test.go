@@ -1,0 +1,304 @@
+package n4
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// collector is the LI collector's address in the tests of duplication.
+var collector = netip.MustParseAddr("198.51.100.9")
+
+// duplicating checks that the session's FARs duplicate as want says (by
+// FAR ID; absent: not at all), and that the data path holds, for every
+// PDR slot of a duplicating FAR and no other, the parameters that
+// dataPath gives that FAR's: with the duplicating flag in the PDR's FAR.
+func (e *env) duplicating(seid uint64, want map[uint32]*session.Duplicating, dataPath map[uint32]upfxdp.Dupl) {
+	e.t.Helper()
+	s, _ := e.store.Get(seid)
+	for _, f := range s.FARs {
+		if !reflect.DeepEqual(f.Duplicating, want[f.ID]) {
+			e.t.Errorf("FAR %d duplicates %+v, want %+v", f.ID, f.Duplicating, want[f.ID])
+		}
+	}
+	slots, _ := e.store.Slots(seid)
+	wantDP := map[uint32]upfxdp.Dupl{}
+	for _, p := range s.PDRs {
+		for _, r := range slots.PDR {
+			if r.ID != uint32(p.ID) {
+				continue
+			}
+			entry, err := e.dp.PDR(r.Slot)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			d, duplicates := dataPath[p.FARID]
+			if duplicates {
+				wantDP[r.Slot] = d
+			}
+			if got := entry.Far.Flags&upfxdp.FARDuplicate != 0; got != duplicates {
+				e.t.Errorf("PDR %d's FAR %d: duplicating flag %v, want %v", p.ID, p.FARID, got, duplicates)
+			}
+		}
+	}
+	got, err := e.dp.Dupls()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, wantDP) {
+		e.t.Errorf("duplicating parameters in the data path %+v, want %+v", got, wantDP)
+	}
+}
+
+// A FAR with DUPL sends copies where its Duplicating Parameters say, with
+// FORW or DROP for the packets themselves; an update changes where, and
+// one without DUPL stops the copies, giving back the collector's next hop.
+func TestDuplicatingParameters(t *testing.T) {
+	e := newEnv(t)
+	e.h.cfg.ForwardingPolicies = map[string]netip.Addr{"to-li": collector}
+	ies := open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)
+	ies[atCoreFAR] = createFAR(farID(1), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifCore), networkInstance("internet")),
+		dupParams(destinationInterface(ifLIFunction), ohcGTPU(0x99, collector.String()), transportLevelMarking(46<<2)))
+	seid := e.establish("smf1", ies...).upSEID(t)
+
+	tunnel := func(teid uint32) upfxdp.Dupl {
+		return upfxdp.Dupl{Flags: upfxdp.FARGTPUv4, Tos: 46 << 2, Teid: upfxdp.NetworkOrder32(teid),
+			Peer: upfxdp.AddrKey(collector), Local: upfxdp.AddrKey(n3), Nexthop: 1}
+	}
+	tunnelled := func(teid uint32) *session.Duplicating {
+		return &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, DSCP: 46,
+			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid, Peer: collector}}
+	}
+	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x99)}, map[uint32]upfxdp.Dupl{1: tunnel(0x99)})
+	if e.nh.refs[collector] != 1 {
+		t.Errorf("the collector's next hop has %d references, want 1", e.nh.refs[collector])
+	}
+
+	// The downlink is dropped, its copies go plain to the policy's next hop.
+	e.modify("smf1", seid, updateFAR(farID(2), applyAction(aaDROP|aaDUPL),
+		updDupParams(destinationInterface(ifLIFunction), forwardingPolicy("to-li")))).expect(t, causeAccepted, nil, nil)
+	plain := &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, NextHop: collector}
+	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x99), 2: plain},
+		map[uint32]upfxdp.Dupl{1: tunnel(0x99), 2: {Nexthop: 1}})
+	if s, _ := e.store.Get(seid); s.FARs[1].Action != session.ActionDrop {
+		t.Errorf("FAR 2's action %d, want drop", s.FARs[1].Action)
+	}
+
+	// Update Duplicating Parameters alone: the FAR keeps DUPL.
+	e.modify("smf1", seid, updateFAR(farID(1), updDupParams(ohcGTPU(0x98, collector.String())))).expect(t, causeAccepted, nil, nil)
+	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x98), 2: plain},
+		map[uint32]upfxdp.Dupl{1: tunnel(0x98), 2: {Nexthop: 1}})
+
+	e.modify("smf1", seid, updateFAR(farID(1), applyAction(aaFORW))).expect(t, causeAccepted, nil, nil)
+	e.duplicating(seid, map[uint32]*session.Duplicating{2: plain}, map[uint32]upfxdp.Dupl{2: {Nexthop: 1}})
+	if e.nh.refs[collector] != 1 {
+		t.Errorf("the collector's next hop has %d references, want 1", e.nh.refs[collector])
+	}
+
+	before := e.state()
+	far7 := func(aa byte, c ...[]byte) []byte {
+		return createFAR(append([][]byte{farID(7), applyAction(aa), fwdParams(destinationInterface(ifCore))}, c...)...)
+	}
+	li := destinationInterface(ifLIFunction)
+	for _, c := range []struct {
+		name                  string
+		ie                    []byte
+		cause                 byte
+		failedRule, offending []byte
+	}{
+		{name: "DUPL without duplicating parameters", ie: far7(aaFORW | aaDUPL), cause: causeConditionalIE, offending: offendingIE(tDuplicatingParameters)},
+		{name: "duplicating parameters without DUPL", ie: updateFAR(farID(1), updDupParams(li, ohcGTPU(1, collector.String()))),
+			cause: causeRuleFailure, failedRule: failedFAR(1)},
+		{name: "two destinations", ie: far7(aaFORW|aaDUPL, dupParams(li, ohcGTPU(1, collector.String())), dupParams(li, ohcGTPU(2, collector.String()))),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
+		{name: "no destination interface", ie: far7(aaFORW|aaDUPL, dupParams(ohcGTPU(1, collector.String()))),
+			cause: causeMissingIE, offending: offendingIE(tDestinationInterface)},
+		{name: "UDP/IPv4 outer header", ie: far7(aaFORW|aaDUPL, dupParams(li, ohc(0x0400, 1, collector.String()))),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
+		{name: "unknown forwarding policy", ie: far7(aaFORW|aaDUPL, dupParams(li, forwardingPolicy("to-nowhere"))),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
+		{name: "network instance", ie: far7(aaFORW|aaDUPL, dupParams(li, networkInstance("internet"), ohcGTPU(1, collector.String()))),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
+		{name: "a tunnel and a next hop", ie: far7(aaFORW|aaDUPL, dupParams(li, ohcGTPU(1, collector.String()), forwardingPolicy("to-li"))),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.modify("smf1", seid, c.ie).expect(t, c.cause, c.failedRule, c.offending)
+			e.unchanged(before)
+		})
+	}
+}
+
+// liName is the link between the UPF and the LI collector, in both
+// namespaces; liPrefix its addresses'.
+const liName = "li"
+
+var liUPFAddr = netip.MustParseAddr("198.51.100.1")
+
+// collectorLink is the LI collector's namespace behind the UPF's link
+// liName, which xdp_upf is attached to: copies leave through an interface
+// of the data path.
+type collectorLink struct {
+	ns          *namespace.Netns
+	mac, upfMAC net.HardwareAddr
+}
+
+func newCollectorLink(t *testing.T, e *trafficEnv) *collectorLink {
+	t.Helper()
+	ns, err := namespace.New("xdp5g-li")
+	fatalIf(t, err)
+	testsupport.Cleanup(t, ns.Delete)
+	fatalIf(t, ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"))
+	fatalIf(t, namespace.Veth(e.tb.UPF, liName, ns, liName))
+	c := &collectorLink{ns: ns}
+	_, c.upfMAC, err = e.tb.UPF.Link(liName)
+	fatalIf(t, err)
+	_, c.mac, err = ns.Link(liName)
+	fatalIf(t, err)
+	fatalIf(t, errors.Join(e.tb.UPF.AddAddr(liName, netip.PrefixFrom(liUPFAddr, 24).String()),
+		ns.AddAddr(liName, netip.PrefixFrom(collector, 24).String()),
+		e.tb.UPF.SetNeigh(liName, collector.String(), c.mac)))
+	fatalIf(t, e.tb.UPF.Do(func() error { return e.upf.Datapath.Attach(liName, upfxdp.RoleCore, xdplink.ModeNative) }))
+	testsupport.Cleanup(t, func() error { return e.tb.UPF.Do(func() error { return e.upf.Datapath.Detach(liName) }) })
+	return c
+}
+
+// sink counts the IPv4 UDP packets that reach the collector until the
+// test ends.
+func (c *collectorLink) sink(t *testing.T) demo.Direction {
+	t.Helper()
+	s, err := trafficgen.NewSink(c.ns, liName, trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP)}, false)
+	fatalIf(t, err)
+	testsupport.Cleanup(t, s.Close)
+	return demo.Direction{Name: "copies", To: "the collector", Sink: s}
+}
+
+// tunnelled is the frame of a copy in its GTP-U tunnel to the collector,
+// built here from the session's rules.
+func (c *collectorLink) tunnelled(teid uint32, inner []byte) []byte {
+	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: demo.N3Addr.AsSlice(), DstIP: collector.AsSlice()}
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
+	ip := demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false,
+		&layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
+	return demo.Ethernet(c.mac, c.upfMAC, ip)
+}
+
+// arrive sends count frames one way and checks that they all arrive at
+// each of the sinks to, the first one at each as want says.
+func arrive(t *testing.T, gen *trafficgen.Generator, from demo.Direction, frame []byte, count uint64, to []demo.Direction, want [][]byte) {
+	t.Helper()
+	sent, _, err := from.Send(gen, frame, count, trafficgen.Options{Rate: 50_000})
+	fatalIf(t, err)
+	for i, d := range to {
+		got, err := d.Delivered(sent)
+		fatalIf(t, err)
+		if sent != count || got != count {
+			t.Errorf("%s: sent %d, %d arrived at %s; want %d", from.Name, sent, got, d.To, count)
+		}
+		sample, err := d.Sink.Sample()
+		fatalIf(t, err)
+		if diff := testsupport.FrameDiff(sample, want[i]); diff != "" {
+			t.Errorf("%s: at %s: %s", from.Name, d.To, diff)
+		}
+	}
+}
+
+// reasons are the packets each interface of the UPF counted for reason.
+func reasons(t *testing.T, dp *upfxdp.Datapath, reason string) map[string]uint64 {
+	t.Helper()
+	all, err := dp.Counters()
+	fatalIf(t, err)
+	out := map[string]uint64{}
+	for _, c := range all {
+		if n := c.Reasons[reason].Packets; n > 0 {
+			out[c.Name] = n
+		}
+	}
+	return out
+}
+
+// A session whose FARs duplicate (DUPL) sends the LI collector a copy of
+// every packet, byte for byte the packet its PDR matched, inside the
+// tunnel its Duplicating Parameters ask for, or plain without one; the
+// packets themselves go on untouched, or nowhere when the FAR drops them.
+// The data path counts each copy where its packet came in.
+func TestDuplicatesReachTheCollector(t *testing.T) {
+	e := newTrafficEnv(t)
+	e.h.cfg.ForwardingPolicies = map[string]netip.Addr{"to-li": collector}
+	li := newCollectorLink(t, e)
+	gen, err := trafficgen.NewGenerator()
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { gen.Close() })
+	const packets = 1000
+	const ulTEID, dlTEID = 0x1111, 0x2222
+	toLI := destinationInterface(ifLIFunction)
+	seid := e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x79, "127.0.0.4"),
+		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
+			ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(0), farID(1)),
+		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(demo.UEAddr.String(), true)), farID(2)),
+		createFAR(farID(1), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifCore)),
+			dupParams(toLI, ohcGTPU(ulTEID, collector.String()))),
+		createFAR(farID(2), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifAccess), ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())),
+			dupParams(toLI, ohcGTPU(dlTEID, collector.String())))).upSEID(t)
+
+	ul := demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
+	dl := demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL)
+	ulFrame := e.tb.UplinkFrame(demo.UplinkTEID, demo.QFI, ul)
+	t.Run("uplink", func(t *testing.T) {
+		forwarded := demo.Ethernet(e.tb.DNMAC, e.tb.N6MAC, demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL-1))
+		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{e.tb.Uplink(), li.sink(t)},
+			[][]byte{forwarded, li.tunnelled(ulTEID, ul)})
+	})
+	t.Run("downlink", func(t *testing.T) {
+		forwarded := encapsulated(e.tb, demo.DownlinkTEID, demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL-1))
+		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), li.sink(t)},
+			[][]byte{forwarded, li.tunnelled(dlTEID, dl)})
+	})
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: packets, demo.N6: packets}; !reflect.DeepEqual(got, want) {
+		t.Errorf("copies counted %v, want %v", got, want)
+	}
+
+	// The uplink dropped, its copies plain to the policy's next hop.
+	e.modify("smf", seid, createFAR(farID(3), applyAction(aaDROP|aaDUPL), dupParams(toLI, forwardingPolicy("to-li"))),
+		updatePDR(pdrID(1), farID(3))).expect(t, causeAccepted, nil, nil)
+	t.Run("dropped uplink", func(t *testing.T) {
+		before, err := e.tb.DNSink.Counts()
+		fatalIf(t, err)
+		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{li.sink(t)}, [][]byte{demo.Ethernet(li.mac, li.upfMAC, ul)})
+		if after, err := e.tb.DNSink.Counts(); err != nil || after.MatchPackets != before.MatchPackets {
+			t.Errorf("the DN got %d packets the FAR drops (%v)", after.MatchPackets-before.MatchPackets, err)
+		}
+	})
+	if got, want := reasons(t, e.upf.Datapath, "drop_far"), map[string]uint64{demo.N3: packets}; !reflect.DeepEqual(got, want) {
+		t.Errorf("drops counted %v, want %v", got, want)
+	}
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: packets}; !reflect.DeepEqual(got, want) {
+		t.Errorf("copies counted %v, want %v", got, want)
+	}
+	if got := reasons(t, e.upf.Datapath, "drop_duplicate"); len(got) != 0 {
+		t.Errorf("copies lost %v, want none", got)
+	}
+}
+
+// encapsulated is a downlink packet as it reaches the gNB: in its tunnel,
+// without a PDU Session Container (the session marks no QFI).
+func encapsulated(tb *demo.Testbed, teid uint32, inner []byte) []byte {
+	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: demo.N3Addr.AsSlice(), DstIP: demo.GNBAddr.AsSlice()}
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
+	ip := demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false,
+		&layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
+	return demo.Ethernet(tb.GNBMAC, tb.N3MAC, ip)
+}
