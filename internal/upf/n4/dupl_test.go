@@ -1,26 +1,19 @@
 package n4
 
 import (
-	"errors"
-	"net"
 	"net/netip"
 	"reflect"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-
 	"github.com/xdp5g/xdp5g/internal/demo"
-	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
-	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // collector is the LI collector's address in the tests of duplication.
-var collector = netip.MustParseAddr("198.51.100.9")
+var collector = demo.CollectorAddr
 
 // duplicating checks that the session's FARs duplicate as want says (by
 // FAR ID; absent: not at all), and that the data path holds, for every
@@ -142,58 +135,24 @@ func TestDuplicatingParameters(t *testing.T) {
 	}
 }
 
-// liName is the link between the UPF and the LI collector, in both
-// namespaces; liPrefix its addresses'.
-const liName = "li"
-
-var liUPFAddr = netip.MustParseAddr("198.51.100.1")
-
-// collectorLink is the LI collector's namespace behind the UPF's link
-// liName, which xdp_upf is attached to: copies leave through an interface
-// of the data path.
-type collectorLink struct {
-	ns          *namespace.Netns
-	mac, upfMAC net.HardwareAddr
-}
-
-func newCollectorLink(t *testing.T, e *trafficEnv) *collectorLink {
+// newCollector is the testbed's LI collector, the UPF attached to its
+// link, removed when the test ends.
+func newCollector(t *testing.T, e *trafficEnv) *demo.Collector {
 	t.Helper()
-	ns, err := namespace.New("xdp5g-li")
+	c, err := e.tb.NewCollector()
 	fatalIf(t, err)
-	testsupport.Cleanup(t, ns.Delete)
-	fatalIf(t, ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"))
-	fatalIf(t, namespace.Veth(e.tb.UPF, liName, ns, liName))
-	c := &collectorLink{ns: ns}
-	_, c.upfMAC, err = e.tb.UPF.Link(liName)
-	fatalIf(t, err)
-	_, c.mac, err = ns.Link(liName)
-	fatalIf(t, err)
-	fatalIf(t, errors.Join(e.tb.UPF.AddAddr(liName, netip.PrefixFrom(liUPFAddr, 24).String()),
-		ns.AddAddr(liName, netip.PrefixFrom(collector, 24).String()),
-		e.tb.UPF.SetNeigh(liName, collector.String(), c.mac)))
-	fatalIf(t, e.tb.UPF.Do(func() error { return e.upf.Datapath.Attach(liName, upfxdp.RoleCore, xdplink.ModeNative) }))
-	testsupport.Cleanup(t, func() error { return e.tb.UPF.Do(func() error { return e.upf.Datapath.Detach(liName) }) })
+	testsupport.Cleanup(t, c.Close)
+	fatalIf(t, e.upf.AttachCollector())
 	return c
 }
 
-// sink counts the IPv4 UDP packets that reach the collector until the
-// test ends.
-func (c *collectorLink) sink(t *testing.T) demo.Direction {
+// copies counts what reaches the collector until the test ends.
+func copies(t *testing.T, c *demo.Collector) demo.Direction {
 	t.Helper()
-	s, err := trafficgen.NewSink(c.ns, liName, trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP)}, false)
+	d, err := c.Copies()
 	fatalIf(t, err)
-	testsupport.Cleanup(t, s.Close)
-	return demo.Direction{Name: "copies", To: "the collector", Sink: s}
-}
-
-// tunnelled is the frame of a copy in its GTP-U tunnel to the collector,
-// built here from the session's rules.
-func (c *collectorLink) tunnelled(teid uint32, inner []byte) []byte {
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: demo.N3Addr.AsSlice(), DstIP: collector.AsSlice()}
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
-	ip := demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false,
-		&layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
-	return demo.Ethernet(c.mac, c.upfMAC, ip)
+	testsupport.Cleanup(t, d.Sink.Close)
+	return d
 }
 
 // arrive sends count frames one way and checks that they all arrive at
@@ -238,7 +197,7 @@ func reasons(t *testing.T, dp *upfxdp.Datapath, reason string) map[string]uint64
 func TestDuplicatesReachTheCollector(t *testing.T) {
 	e := newTrafficEnv(t)
 	e.h.cfg.ForwardingPolicies = map[string]netip.Addr{"to-li": collector}
-	li := newCollectorLink(t, e)
+	li := newCollector(t, e)
 	gen, err := trafficgen.NewGenerator()
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { gen.Close() })
@@ -259,17 +218,38 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 	ulFrame := e.tb.UplinkFrame(demo.UplinkTEID, demo.QFI, ul)
 	t.Run("uplink", func(t *testing.T) {
 		forwarded := demo.Ethernet(e.tb.DNMAC, e.tb.N6MAC, demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL-1))
-		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{e.tb.Uplink(), li.sink(t)},
-			[][]byte{forwarded, li.tunnelled(ulTEID, ul)})
+		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{e.tb.Uplink(), copies(t, li)},
+			[][]byte{forwarded, li.Tunnelled(ulTEID, ul)})
 	})
 	t.Run("downlink", func(t *testing.T) {
-		forwarded := encapsulated(e.tb, demo.DownlinkTEID, demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL-1))
-		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), li.sink(t)},
-			[][]byte{forwarded, li.tunnelled(dlTEID, dl)})
+		forwarded := demo.Ethernet(e.tb.GNBMAC, e.tb.N3MAC, demo.GPDU(demo.GNBAddr, demo.DownlinkTEID, demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL-1)))
+		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), copies(t, li)},
+			[][]byte{forwarded, li.Tunnelled(dlTEID, dl)})
 	})
 	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: packets, demo.N6: packets}; !reflect.DeepEqual(got, want) {
 		t.Errorf("copies counted %v, want %v", got, want)
 	}
+
+	// The downlink buffered, copied as it comes; released, it is not
+	// copied again.
+	const held = 50
+	e.modify("smf", seid, updateFAR(farID(2), applyAction(aaBUFF|aaDUPL))).expect(t, causeAccepted, nil, nil)
+	t.Run("buffered downlink", func(t *testing.T) {
+		got := copies(t, li)
+		before, err := e.tb.GNBSink.Counts()
+		fatalIf(t, err)
+		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), held, []demo.Direction{got}, [][]byte{li.Tunnelled(dlTEID, dl)})
+		if during, err := e.tb.GNBSink.Counts(); err != nil || during.MatchPackets != before.MatchPackets {
+			t.Errorf("the gNB got %d packets the FAR buffers (%v)", during.MatchPackets-before.MatchPackets, err)
+		}
+		e.modify("smf", seid, updateFAR(farID(2), applyAction(aaFORW|aaDUPL))).expect(t, causeAccepted, nil, nil)
+		if got, err := e.tb.Downlink().Delivered(before.MatchPackets + held); err != nil || got != before.MatchPackets+held {
+			t.Errorf("the gNB got %d of the %d packets released (%v)", got-before.MatchPackets, held, err)
+		}
+		if c, err := got.Sink.Counts(); err != nil || c.MatchPackets != held {
+			t.Errorf("the collector got %d copies of %d packets buffered then released, want %d (%v)", c.MatchPackets, held, held, err)
+		}
+	})
 
 	// The uplink dropped, its copies plain to the policy's next hop.
 	e.modify("smf", seid, createFAR(farID(3), applyAction(aaDROP|aaDUPL), dupParams(toLI, forwardingPolicy("to-li"))),
@@ -277,7 +257,7 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 	t.Run("dropped uplink", func(t *testing.T) {
 		before, err := e.tb.DNSink.Counts()
 		fatalIf(t, err)
-		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{li.sink(t)}, [][]byte{demo.Ethernet(li.mac, li.upfMAC, ul)})
+		arrive(t, gen, e.tb.Uplink(), ulFrame, packets, []demo.Direction{copies(t, li)}, [][]byte{li.Plain(ul)})
 		if after, err := e.tb.DNSink.Counts(); err != nil || after.MatchPackets != before.MatchPackets {
 			t.Errorf("the DN got %d packets the FAR drops (%v)", after.MatchPackets-before.MatchPackets, err)
 		}
@@ -285,20 +265,10 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 	if got, want := reasons(t, e.upf.Datapath, "drop_far"), map[string]uint64{demo.N3: packets}; !reflect.DeepEqual(got, want) {
 		t.Errorf("drops counted %v, want %v", got, want)
 	}
-	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: packets}; !reflect.DeepEqual(got, want) {
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: packets + held}; !reflect.DeepEqual(got, want) {
 		t.Errorf("copies counted %v, want %v", got, want)
 	}
 	if got := reasons(t, e.upf.Datapath, "drop_duplicate"); len(got) != 0 {
 		t.Errorf("copies lost %v, want none", got)
 	}
-}
-
-// encapsulated is a downlink packet as it reaches the gNB: in its tunnel,
-// without a PDU Session Container (the session marks no QFI).
-func encapsulated(tb *demo.Testbed, teid uint32, inner []byte) []byte {
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: demo.N3Addr.AsSlice(), DstIP: demo.GNBAddr.AsSlice()}
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
-	ip := demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false,
-		&layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
-	return demo.Ethernet(tb.GNBMAC, tb.N3MAC, ip)
 }
