@@ -399,6 +399,25 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 	return 0;
 }
 
+/* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
+ * the IPv4 header on, gtp_len after the GTP-U header, in the tunnel from
+ * local to peer with teid; the caller has checked that they fit. */
+INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u32 gtp_len, __u8 tos, __be32 local, __be32 peer,
+		       __be32 teid)
+{
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	ipv4_write_udp(ip, tot_len, tos, local, peer);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(tot_len - sizeof(*ip));
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT;
+	h->type = GTPU_G_PDU;
+	h->length = bpf_htons(gtp_len);
+	h->teid = teid;
+}
+
 /* The next hop of a copy: its Duplicating Parameters' own, or the route
  * of the copied packet's destination (the IP packet at inner_off). NULL
  * while there is none. */
@@ -462,19 +481,9 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + new_l2;
-	struct udphdr *udp = (void *)(ip + 1);
-	struct gtpu_hdr *h = (void *)(udp + 1);
-	if ((void *)(h + 1) > end)
+	if ((void *)ip + GTPU_DL_ENCAP_LEN > end)
 		return -1;
-	ipv4_write_udp(ip, encap + inner_len, d->tos, d->local, d->peer);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(inner_len);
-	h->teid = d->teid;
+	write_gpdu(ip, encap + inner_len, inner_len, d->tos, d->local, d->peer, d->teid);
 	return 0;
 }
 
@@ -541,22 +550,12 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + new_l2;
-	struct udphdr *udp = (void *)(ip + 1);
-	struct gtpu_hdr *h = (void *)(udp + 1);
+	struct gtpu_hdr *h = (void *)ip + sizeof(*ip) + sizeof(struct udphdr);
 	struct gtpu_opt *o = (void *)(h + 1);
 	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
-	ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(gtp_payload);
-	h->teid = far->teid;
+	write_gpdu(ip, encap + inner_len, inner_len + encap - GTPU_DL_ENCAP_LEN, far->tos, far->local, far->peer, far->teid);
 	if (with_qfi) {
 		h->flags |= GTPU_E;
 		o->seq = 0;

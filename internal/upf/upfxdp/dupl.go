@@ -33,6 +33,16 @@ func (d *Datapath) DeleteDupl(slot uint32) error {
 	return nil
 }
 
+// Dupl reads the Duplicating Parameters of a PDR slot; ok is false when
+// it has none.
+func (d *Datapath) Dupl(slot uint32) (p Dupl, ok bool, err error) {
+	err = d.maps.Dupls.Lookup(slot, &p)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return p, false, nil
+	}
+	return p, err == nil, err
+}
+
 // Dupls are the Duplicating Parameters the data path holds, by PDR slot.
 func (d *Datapath) Dupls() (map[uint32]Dupl, error) {
 	out := map[uint32]Dupl{}
