@@ -135,6 +135,11 @@ func TestDuplicatingParameters(t *testing.T) {
 	}
 }
 
+// ueIPv6 §8.2.62: flags V6 (bit 1) and S/D, the address.
+func ueIPv6(addr netip.Addr, sd bool) []byte {
+	return tlv(tUEIPAddress, []byte{0x01 | sdBit(sd)}, addr.AsSlice())
+}
+
 // newCollector is the testbed's LI collector, the UPF attached to its
 // link, removed when the test ends.
 func newCollector(t *testing.T, e *trafficEnv) *demo.Collector {
@@ -156,16 +161,26 @@ func copies(t *testing.T, c *demo.Collector) demo.Direction {
 }
 
 // arrive sends count frames one way and checks that they all arrive at
-// each of the sinks to, the first one at each as want says.
+// each of the sinks to, the first one a sink ever got as want says (nil:
+// not checked).
 func arrive(t *testing.T, gen *trafficgen.Generator, from demo.Direction, frame []byte, count uint64, to []demo.Direction, want [][]byte) {
 	t.Helper()
+	before := make([]uint64, len(to))
+	for i, d := range to {
+		c, err := d.Sink.Counts()
+		fatalIf(t, err)
+		before[i] = c.MatchPackets
+	}
 	sent, _, err := from.Send(gen, frame, count, trafficgen.Options{Rate: 50_000})
 	fatalIf(t, err)
 	for i, d := range to {
-		got, err := d.Delivered(sent)
+		got, err := d.Delivered(before[i] + sent)
 		fatalIf(t, err)
-		if sent != count || got != count {
-			t.Errorf("%s: sent %d, %d arrived at %s; want %d", from.Name, sent, got, d.To, count)
+		if sent != count || got-before[i] != count {
+			t.Errorf("%s: sent %d, %d arrived at %s; want %d", from.Name, sent, got-before[i], d.To, count)
+		}
+		if want[i] == nil {
+			continue
 		}
 		sample, err := d.Sink.Sample()
 		fatalIf(t, err)
@@ -208,6 +223,7 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(demo.UplinkTEID, demo.N3Addr.String()),
 			ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(0), farID(1)),
 		createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(demo.UEAddr.String(), true)), farID(2)),
+		createPDR(pdrID(3), precedence(255), pdi(sourceInterface(ifCore), ueIPv6(demo.UE6Addr, true)), farID(2)),
 		createFAR(farID(1), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifCore)),
 			dupParams(toLI, ohcGTPU(ulTEID, collector.String()))),
 		createFAR(farID(2), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifAccess), ohcGTPU(demo.DownlinkTEID, demo.GNBAddr.String())),
@@ -226,7 +242,13 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), copies(t, li)},
 			[][]byte{forwarded, li.Tunnelled(dlTEID, dl)})
 	})
-	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: packets, demo.N6: packets}; !reflect.DeepEqual(got, want) {
+	t.Run("downlink IPv6", func(t *testing.T) {
+		dl6 := demo.UEPacket(demo.UE6Addr, demo.DN6Addr, false, demo.UETTL)
+		// The gNB's sample is the first downlink packet's.
+		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl6), packets, []demo.Direction{e.tb.Downlink(), copies(t, li)},
+			[][]byte{nil, li.Tunnelled(dlTEID, dl6)})
+	})
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: packets, demo.N6: 2 * packets}; !reflect.DeepEqual(got, want) {
 		t.Errorf("copies counted %v, want %v", got, want)
 	}
 
@@ -265,7 +287,7 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 	if got, want := reasons(t, e.upf.Datapath, "drop_far"), map[string]uint64{demo.N3: packets}; !reflect.DeepEqual(got, want) {
 		t.Errorf("drops counted %v, want %v", got, want)
 	}
-	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: packets + held}; !reflect.DeepEqual(got, want) {
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: 2*packets + held}; !reflect.DeepEqual(got, want) {
 		t.Errorf("copies counted %v, want %v", got, want)
 	}
 	if got := reasons(t, e.upf.Datapath, "drop_duplicate"); len(got) != 0 {
