@@ -3,6 +3,7 @@ package upfxdp
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/cilium/ebpf"
 )
@@ -135,7 +136,8 @@ func (d *Datapath) ifindexOf(name string) (uint32, error) {
 	return 0, nil
 }
 
-// attachedIfindexes are the interfaces that hold a counter slot.
+// attachedIfindexes are the interfaces that hold a counter slot and are
+// in the calling thread's namespace: a slot may outlive its interface.
 func (d *Datapath) attachedIfindexes() ([]uint32, error) {
 	var out []uint32
 	for slot := uint32(0); slot < maxIfaces; slot++ {
@@ -143,7 +145,7 @@ func (d *Datapath) attachedIfindexes() ([]uint32, error) {
 		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
 			return nil, err
 		}
-		if info.Ifindex != 0 {
+		if iface, err := net.InterfaceByIndex(int(info.Ifindex)); info.Ifindex != 0 && err == nil && iface.Name == ifaceName(info) {
 			out = append(out, info.Ifindex)
 		}
 	}
