@@ -138,13 +138,17 @@ func measureDupl(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config
 			if err != nil {
 				return res, err
 			}
-			after, err := copies.Sink.Counts()
-			if err != nil {
-				return res, err
+			// The copies come by a link of their own, after the packets
+			// may: waited for, as many as the packets that arrived.
+			copied := before.MatchPackets
+			if v == 1 {
+				if copied, err = copies.Delivered(before.MatchPackets + delivered); err != nil {
+					return res, err
+				}
 			}
 			variant.stats = append(variant.stats, cost)
 			variant.rate = append(variant.rate, float64(delivered)/elapsed.Seconds())
-			variant.copyRate = append(variant.copyRate, float64(after.MatchPackets-before.MatchPackets)/elapsed.Seconds())
+			variant.copyRate = append(variant.copyRate, float64(copied-before.MatchPackets)/elapsed.Seconds())
 		}
 	}
 	return res, nil
