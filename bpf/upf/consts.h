@@ -46,6 +46,8 @@ enum far_action {
 
 enum far_flags {
 	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
+	/* DUPL: a copy of each packet goes where the PDR's dupls entry says */
+	FAR_DUPLICATE = 4,
 };
 
 /* Next-hop slots that name no next hop. */
@@ -122,6 +124,18 @@ enum buffer_state {
 /* What struct release_meta begins with. */
 enum release_magic {
 	RELEASE_MAGIC = 0x78356272, /* "rb5x" */
+};
+
+/* What struct dupl_meta begins with. */
+enum dupl_magic {
+	DUPL_MAGIC = 0x6c707564, /* "dupl" */
+};
+
+/* The entries of a dupl_fanouts devmap: the frame itself, and the copy
+ * that xdp_dupl_copy makes of it. */
+enum dupl_fanout_key {
+	FANOUT_ORIGINAL = 0,
+	FANOUT_COPY = 1,
 };
 
 /* A routes4_tbl24 value is a next-hop slot below ROUTE_GROUP; ROUTE_GROUP | g

@@ -31,14 +31,20 @@ const struct upf_exports {
 	enum buffer_state buffer_state;
 	enum release_magic release_magic;
 	enum route_value route_value;
+	enum dupl_magic dupl_magic;
+	enum dupl_fanout_key dupl_fanout_key;
 	struct urr_event urr_event;
 	struct buffered_packet buffered_packet;
 	struct release_meta release_meta;
+	struct dupl_meta dupl_meta;
 } upf_exports __attribute__((unused)) = {};
 
 #define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_DL_ENCAP_QFI_LEN \
 	(GTPU_DL_ENCAP_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+/* Bounds where a copied packet starts in its frame, for the verifier: past
+ * Ethernet, IPv4 with options, UDP and GTP-U with its extensions. */
+#define DUPL_INNER_OFF_MAX 255
 
 INLINE int finish(__u32 len, enum reason r, int action)
 {
@@ -396,13 +402,140 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 	return 0;
 }
 
+/* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
+ * the IPv4 header on, gtp_len after the GTP-U header, in the tunnel from
+ * local to peer with teid; the caller has checked that they fit. */
+INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u32 gtp_len, __u8 tos, __be32 local, __be32 peer,
+		       __be32 teid)
+{
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	ipv4_write_udp(ip, tot_len, tos, local, peer);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(tot_len - sizeof(*ip));
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT;
+	h->type = GTPU_G_PDU;
+	h->length = bpf_htons(gtp_len);
+	h->teid = teid;
+}
+
+/* The next hop of a copy: its Duplicating Parameters' own, or the route
+ * of the copied packet's destination (the IP packet at inner_off). NULL
+ * while there is none. */
+INLINE struct nexthop *copy_nexthop(struct xdp_md *ctx, const struct dupl *d, __u32 inner_off)
+{
+	__u32 slot = d->nexthop;
+	if (slot == NEXTHOP_ROUTE) {
+		void *end = (void *)(long)ctx->data_end;
+		if (inner_off > DUPL_INNER_OFF_MAX)
+			return NULL;
+		void *inner = (void *)(long)ctx->data + inner_off;
+		struct iphdr *ip4 = inner;
+		struct ipv6hdr *ip6 = inner;
+		if ((void *)(ip4 + 1) > end)
+			return NULL;
+		if (ip4->version == 4)
+			slot = route4(ip4->daddr);
+		else if ((void *)(ip6 + 1) <= end)
+			slot = route6(&ip6->daddr);
+		else
+			return NULL;
+	}
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &slot);
+	return nh && nh->valid ? nh : NULL;
+}
+
+/* Makes the frame the copy that m describes of the IP packet in it: the
+ * packet as the PDR matched it (its TTL or hop limit and IPv4 checksum put
+ * back), put into the tunnel of the Duplicating Parameters d when they ask
+ * for one, behind the Ethernet header of the next hop nh. */
+INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct nexthop *nh,
+		     const struct dupl_meta *m)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 inner_off = m->inner_off, inner_len = m->inner_len;
+	if (inner_off > DUPL_INNER_OFF_MAX)
+		return -1;
+	struct iphdr *ip4 = data + inner_off;
+	struct ipv6hdr *ip6 = data + inner_off;
+	if ((void *)(ip4 + 1) > end)
+		return -1;
+	int v4 = ip4->version == 4;
+	if (v4) {
+		ip4->ttl = m->ttl;
+		ip4->check = m->check;
+	} else if ((void *)(ip6 + 1) <= end) {
+		ip6->hop_limit = m->ttl;
+	} else {
+		return -1;
+	}
+	__be16 tci = nh->vlan_tci;
+	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	__u32 encap = d->flags & FAR_GTPU_IPV4 ? GTPU_DL_ENCAP_LEN : 0;
+	__be16 proto = encap || v4 ? bpf_htons(ETH_P_IP) : bpf_htons(ETH_P_IPV6);
+	if (trim_to(ctx, end - data, inner_off + inner_len) ||
+	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, proto))
+		return -1;
+	if (!encap)
+		return 0;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + new_l2;
+	if ((void *)ip + GTPU_DL_ENCAP_LEN > end)
+		return -1;
+	write_gpdu(ip, encap + inner_len, inner_len, d->tos, d->local, d->peer, d->teid);
+	return 0;
+}
+
+/* Sends the frame, ready for the interface ifindex, there, and the copy
+ * of its packet that copy describes too when the PDR's FAR duplicates: a
+ * broadcast through the fanout of the two interfaces, whose copy entry
+ * makes the copy. A copy that cannot be made (no next hop yet, no fanout)
+ * is counted lost; the frame leaves all the same. */
+INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct dupl_meta *copy,
+		__u32 pkt_len)
+{
+	if (!(pdr->far.flags & FAR_DUPLICATE))
+		return bpf_redirect(ifindex, 0);
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
+	__u64 key = nh ? (__u64)nh->ifindex << 32 | ifindex : 0;
+	void *fanout = nh ? bpf_map_lookup_elem(&dupl_fanouts, &key) : NULL;
+	struct dupl_meta *m;
+	if (!fanout || !push_meta(ctx, m)) {
+		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
+		return bpf_redirect(ifindex, 0);
+	}
+	*m = *copy;
+	m->magic = DUPL_MAGIC;
+	m->pdr = slot;
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
+}
+
+/* The frame of a packet its FAR does not forward (it drops or buffers it)
+ * becomes the packet's copy, sent out of the copy's interface: the
+ * frame's action, XDP_DROP when no copy can be made. */
+INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct dupl_meta *copy, __u32 pkt_len)
+{
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
+	if (!nh || make_copy(ctx, d, nh, copy))
+		return finish(pkt_len, REASON_DROP_DUPLICATE, XDP_DROP);
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect(nh->ifindex, 0);
+}
+
 /* Puts the packet of inner_len bytes at inner_off into the FAR's
  * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container of psc_type,
  * GTPU_PSC_DL or GTPU_PSC_UL, when the PDR carries a QFI) and sends it to
- * the FAR's next hop: the downlink, packets relayed between the gNB and
+ * the FAR's next hop, and a copy when it duplicates: the downlink, packets relayed between the gNB and
  * the CP function (N4-u), and over N9 between UPFs both ways. */
-INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, enum reason counted, __u8 psc_type)
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
+		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type)
 {
 	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
@@ -421,22 +554,12 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + new_l2;
-	struct udphdr *udp = (void *)(ip + 1);
-	struct gtpu_hdr *h = (void *)(udp + 1);
+	struct gtpu_hdr *h = (void *)ip + sizeof(*ip) + sizeof(struct udphdr);
 	struct gtpu_opt *o = (void *)(h + 1);
 	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	__u32 gtp_payload = inner_len + encap - GTPU_DL_ENCAP_LEN;
-	ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(encap + inner_len - sizeof(*ip));
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(gtp_payload);
-	h->teid = far->teid;
+	write_gpdu(ip, encap + inner_len, inner_len + encap - GTPU_DL_ENCAP_LEN, far->tos, far->local, far->peer, far->teid);
 	if (with_qfi) {
 		h->flags |= GTPU_E;
 		o->seq = 0;
@@ -449,11 +572,14 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __
 	}
 	if (far->action == FAR_BUFFER) {
 		struct release_meta *m = release_meta(ctx);
-		if (m)
+		if (m) {
 			m->ifindex = nh->ifindex;
+			return finish(pkt_len, counted, bpf_redirect(nh->ifindex, 0));
+		}
 	}
 	finish(pkt_len, counted, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	copy->inner_off = new_l2 + encap;
+	return send(ctx, pdr, slot, nh->ifindex, copy, pkt_len);
 }
 
 /* Uplink: the G-PDU's inner packet leaves through the core next hop. */
@@ -501,14 +627,24 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	 * the UE: it goes into a tunnel to the gNB, or nowhere while the FAR
 	 * buffers. */
 	int to_ue = pdr->flags & PDR_TO_UE;
+	struct dupl_meta copy = {
+		.inner_off = inner_off,
+		.inner_len = inner_len,
+		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
+		.check = v4 ? ip4->check : 0,
+	};
 	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU_IPV4 : 0, 0);
+	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
 	/* A relay between the gNB and the CP function, between two gNBs, or
 	 * over N9 between UPFs: the packet is theirs, hop limit included
 	 * (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU_IPV4)
-		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD,
+		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, REASON_RELAY_FORWARD,
 			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL);
 
 	__u32 nh_slot = far->nexthop;
@@ -537,13 +673,17 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	if (!routed) {
 		if (put_eth(ctx, inner_off, ETH_HLEN, rx_dmac, rx_smac, 0, proto))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+		/* The kernel takes the packet: no copy of it can be made. */
+		if (far->flags & FAR_DUPLICATE)
+			finish(pkt_len, REASON_DROP_DUPLICATE, 0);
 		return finish(pkt_len, REASON_PASS_NO_ROUTE, XDP_PASS);
 	}
 	__be16 tci = nh->vlan_tci;
-	if (put_eth(ctx, inner_off, tci ? ETH_HLEN_VLAN : ETH_HLEN, nh->dmac, nh->smac, tci, proto))
+	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	if (put_eth(ctx, inner_off, copy.inner_off, nh->dmac, nh->smac, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
 }
 
 /* Echo Response with a Recovery IE (TS 29.281 7.2.2), sent back where the
@@ -625,10 +765,25 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+	struct dupl_meta copy = {
+		.inner_off = l2_len,
+		.inner_len = inner_len,
+		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
+		.check = v4 ? ip4->check : 0,
+	};
+	int duplicates = pdr->far.flags & FAR_DUPLICATE;
 	int dropped;
-	if (pdr->far.action == FAR_BUFFER && (dropped = hold(ctx, pdr, pkt_len)))
-		return finish(pkt_len, dropped, XDP_DROP);
+	if (pdr->far.action == FAR_BUFFER && (dropped = hold(ctx, pdr, pkt_len))) {
+		if (dropped != REASON_BUFFERED || !duplicates)
+			return finish(pkt_len, dropped, XDP_DROP);
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU_IPV4, 1);
+	if (dropped == REASON_DROP_FAR && duplicates) {
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
@@ -637,7 +792,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL);
+	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL);
 }
 
 SEC("xdp")
@@ -683,4 +838,22 @@ int xdp_upf(struct xdp_md *ctx)
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
+}
+
+/* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,
+ * its copy, out of the entry's interface. */
+SEC("xdp/devmap")
+int xdp_dupl_copy(struct xdp_md *ctx)
+{
+	struct dupl_meta *m;
+	if (!read_meta(ctx, m) || m->magic != DUPL_MAGIC)
+		return XDP_DROP;
+	struct dupl_meta copy = *m;
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &copy.pdr);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy.inner_off) : NULL;
+	/* The next hop moved since xdp_upf chose this fanout: the copy is
+	 * lost, not sent to the wrong neighbour. */
+	if (!nh || nh->ifindex != ctx->egress_ifindex || make_copy(ctx, d, nh, &copy))
+		return XDP_DROP;
+	return XDP_PASS;
 }

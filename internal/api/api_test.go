@@ -268,6 +268,32 @@ func TestFig10RoundTrip(t *testing.T) {
 	}
 }
 
+// A FAR's duplicating parameters go in and come back, and the session
+// duplicates as they say.
+func TestDuplicatingParametersRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	dup := map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION", "dscp": 46,
+		"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9", "teid": 77}}
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", variant(t, second, map[string]any{"fars.0.duplicatingParameters": dup}))
+	var doc struct {
+		FARs []struct {
+			DuplicatingParameters json.RawMessage `json:"duplicatingParameters"`
+		} `json:"fars"`
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &doc))
+	want, err := json.Marshal(dup)
+	must(t, err)
+	if len(doc.FARs) != 2 || doc.FARs[1].DuplicatingParameters != nil {
+		t.Fatalf("FARs %+v: want FAR 1 alone to duplicate", doc.FARs)
+	}
+	sameJSON(t, doc.FARs[0].DuplicatingParameters, string(want))
+	s, _ := e.store.Get(2)
+	if d := s.FARs[0].Duplicating; d == nil || *d.OuterHeaderCreation != (session.OuterHeaderCreation{TEID: 77, Peer: netip.MustParseAddr("10.1.3.9")}) ||
+		d.DestinationInterface != session.InterfaceLIFunction || d.DSCP != 46 {
+		t.Errorf("FAR 1 duplicates %+v", d)
+	}
+}
+
 // A packet to the UE arriving on the core side is counted by the
 // downlink PDR, and GET shows it.
 func TestCountersAreLive(t *testing.T) {
@@ -398,6 +424,17 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "unknown header creation", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, field: ohcField + ".outerHeaderCreationDescription"},
 		{name: "IPv6 tunnel peer", edits: map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, field: ohcField + ".ipv4Address"},
 		{name: "no TEID to default to", edits: map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, field: ohcField + ".teid"},
+		{name: "copies nowhere", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"nextHop": "10.1.3.9"}},
+			field: "fars[0].duplicatingParameters.destinationInterface"},
+		{name: "copies in a UDP header", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_UDP_IPV4", "ipv4Address": "10.1.3.9"}}},
+			field: "fars[0].duplicatingParameters.outerHeaderCreation.outerHeaderCreationDescription"},
+		{name: "copies' tunnel without TEID", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9"}}},
+			field: "fars[0].duplicatingParameters.outerHeaderCreation.teid"},
+		{name: "copies' tunnel and next hop", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION", "nextHop": "10.1.3.8",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9", "teid": 7}}},
+			field: "fars[0].duplicatingParameters.nextHop"},
 		{name: "short MAC address", edits: map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, field: "arpTable[0].mac"},
 		{name: "ARP entry without IP", edits: map[string]any{"arpTable.0.ip": remove}, field: "arpTable[0].ip"},
 		{name: "QER named by no rule", edits: map[string]any{"pdrs.0.qerIds": []any{5}}, field: "pdrs[0].qerIds"},

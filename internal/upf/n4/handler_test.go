@@ -293,12 +293,17 @@ type state struct {
 	Chosen   []uint32
 	Pool     int
 	Nexthops map[netip.Addr]int
+	Dupls    map[uint32]upfxdp.Dupl
 }
 
 func (e *env) state() state {
 	e.t.Helper()
 	s := state{Sessions: e.store.List(), Uplink: map[upfxdp.FTEID]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
 		Chosen: slices.Sorted(maps.Keys(e.h.chosen)), Pool: e.pool.Allocated(), Nexthops: maps.Clone(e.nh.refs)}
+	var err error
+	if s.Dupls, err = e.dp.Dupls(); err != nil {
+		e.t.Fatal(err)
+	}
 	for _, f := range e.dp.UplinkFTEIDs() {
 		set, err := e.dp.Uplink(f)
 		if err != nil {
@@ -489,7 +494,7 @@ func TestModify(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{name: "duplication", ies: [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, failedRule: failedFAR(2)},
+		{name: "duplication alone", ies: [][]byte{updateFAR(farID(2), applyAction(aaDUPL))}, failedRule: failedFAR(2)},
 		{name: "removing a missing PDR", ies: [][]byte{removePDR(9)}, failedRule: failedPDR(9)},
 		{name: "a chosen TEID, then a missing FAR", ies: [][]byte{createPDR(pdrID(4), precedence(10),
 			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, failedRule: failedPDR(4)},
@@ -662,7 +667,7 @@ func TestDeletion(t *testing.T) {
 
 	e.h.DropPeer("smf1")
 	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[upfxdp.FTEID]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
-		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}}) {
+		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}, Dupls: map[uint32]upfxdp.Dupl{}}) {
 		t.Errorf("after every peer is gone: %+v", s)
 	}
 	if len(e.h.sessions) != 0 {

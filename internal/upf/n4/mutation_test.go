@@ -76,7 +76,8 @@ type ieNode struct {
 var groupedTypes = map[uint16]bool{tCreatePDR: true, tPDI: true, tCreateFAR: true, tForwardingParameters: true,
 	tCreateURR: true, tCreateQER: true, tUpdatePDR: true, tUpdateFAR: true, tUpdateForwardingParam: true,
 	tUpdateURR: true, tUpdateQER: true, tRemovePDR: true, 16 /* Remove FAR */ : true, tRemoveURR: true,
-	tRemoveQER: true, tQueryURR: true, tCreateBAR: true, tUpdateBAR: true, tRemoveBAR: true}
+	tRemoveQER: true, tQueryURR: true, tCreateBAR: true, tUpdateBAR: true, tRemoveBAR: true,
+	tDuplicatingParameters: true, tUpdateDuplicatingParam: true}
 
 // knownTypes are what a retyped IE becomes: types the UPF decodes.
 var knownTypes = append(slices.Sorted(maps.Keys(groupedTypes)), tCause, tSourceInterface, tFTEID, tNetworkInstance,
@@ -84,7 +85,7 @@ var knownTypes = append(slices.Sorted(maps.Keys(groupedTypes)), tCause, tSourceI
 	tDestinationInterface, tApplyAction, tPDRID, tFSEID, tNodeID, tMeasurementMethod, tMeasurementPeriod, tURRID,
 	tOuterHeaderCreation, tBARID, tUEIPAddress, tOuterHeaderRemoval, tFARID, tQERID, tQFI, tRQI, tPFCPSMReqFlags,
 	tPFCPSEReqFlags, tVolumeQuota, tTimeQuota, tMeasurementInformation, tForwardingPolicy, tFQCSID, tPDNType,
-	tSuggestedPackets, tUPInactivityTimer, 96 /* Recovery Time Stamp */, 160 /* 3GPP Interface Type */)
+	tSuggestedPackets, tUPInactivityTimer, tTransportLevelMarking, 96 /* Recovery Time Stamp */, 160 /* 3GPP Interface Type */)
 
 func parseIEs(t testing.TB, b []byte) []*ieNode {
 	var out []*ieNode

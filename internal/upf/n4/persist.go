@@ -601,20 +601,46 @@ func encodeFAR(e *n4state.Enc, f *session.FAR) {
 	e.Uint(uint64(f.DestinationInterface))
 	e.Bool(f.OuterHeaderCreation != nil)
 	if o := f.OuterHeaderCreation; o != nil {
-		e.Uint(uint64(o.TEID))
-		e.Addr(o.Peer)
-		e.Uint(uint64(o.Port))
+		encodeOHC(e, o)
 	}
 	e.Uint(uint64(f.DSCP))
 	e.Addr(f.NextHop)
+	e.Bool(f.Duplicating != nil)
+	if d := f.Duplicating; d != nil {
+		e.Uint(uint64(d.DestinationInterface))
+		e.Bool(d.OuterHeaderCreation != nil)
+		if o := d.OuterHeaderCreation; o != nil {
+			encodeOHC(e, o)
+		}
+		e.Uint(uint64(d.DSCP))
+		e.Addr(d.NextHop)
+	}
+}
+
+func encodeOHC(e *n4state.Enc, o *session.OuterHeaderCreation) {
+	e.Uint(uint64(o.TEID))
+	e.Addr(o.Peer)
+	e.Uint(uint64(o.Port))
+}
+
+func decodeOHC(d *n4state.Dec) *session.OuterHeaderCreation {
+	return &session.OuterHeaderCreation{TEID: d.Uint32(), Peer: d.Addr(), Port: d.Uint16()}
 }
 
 func decodeFAR(d *n4state.Dec) session.FAR {
 	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8()), DestinationInterface: session.Interface(d.Uint8())}
 	if d.Bool() {
-		f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: d.Uint32(), Peer: d.Addr(), Port: d.Uint16()}
+		f.OuterHeaderCreation = decodeOHC(d)
 	}
 	f.DSCP, f.NextHop = d.Uint8(), d.Addr()
+	if d.Bool() {
+		dup := session.Duplicating{DestinationInterface: session.Interface(d.Uint8())}
+		if d.Bool() {
+			dup.OuterHeaderCreation = decodeOHC(d)
+		}
+		dup.DSCP, dup.NextHop = d.Uint8(), d.Addr()
+		f.Duplicating = &dup
+	}
 	return f
 }
 

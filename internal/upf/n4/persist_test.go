@@ -38,9 +38,12 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
 		},
 		fars: []session.FAR{
-			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9")},
+			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9"),
+				Duplicating: &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, DSCP: 10,
+					OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x77, Peer: netip.MustParseAddr("192.0.2.99"), Port: 2152}}},
 			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152}},
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152},
+				Duplicating:         &session.Duplicating{DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.10")}},
 		},
 		qers: []session.QER{{ID: 1, GateULClosed: true, MBRUL: 1e6, MBRDL: 2e6, GBRUL: 3e5, GBRDL: 4e5, QFI: 9, RQI: true}},
 		urrs: map[uint32]urr{
@@ -161,13 +164,19 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 	kept := establish(0x51, fqCSID("127.0.0.4", 3))
 	gone := establish(0x52)
 	e.modify("smf", kept, createBAR(5, 3), createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4("10.45.0.1", true)), farID(2)),
-		createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5))).expect(t, causeAccepted, nil, nil)
+		createFAR(farID(2), applyAction(aaBUFF|aaNOCP|aaDUPL), barID(5),
+			dupParams(destinationInterface(ifLIFunction), ohcGTPU(0x77, collector.String())))).expect(t, causeAccepted, nil, nil)
 	e.delete("smf", gone).expect(t, causeAccepted, nil, nil)
 
 	want := record(t, e.h, kept)
 	chosen := maps.Clone(e.h.chosen)
+	dupls, err := e.dp.Dupls()
+	fatalIf(t, err)
 
 	h, _, pool := restarted(t, e, dir)
+	if got, err := e.dp.Dupls(); err != nil || len(got) != 1 || !reflect.DeepEqual(got, dupls) {
+		t.Errorf("duplicating parameters after the restart %+v (%v), want %+v", got, err, dupls)
+	}
 	if got := record(t, h, kept); !bytes.Equal(got, want) {
 		t.Errorf("the restored session's record\n% x\nwant\n% x", got, want)
 	}

@@ -584,8 +584,12 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if !create {
 		params = ie.UpdateForwardingParameters
 	}
+	dupParams := ie.DuplicatingParameters
+	if !create {
+		dupParams = ie.UpdateDuplicatingParameters
+	}
 	f, exists := farRules.get(c.s.fars, id)
-	if r := rule.check(exists, []uint16{ie.ApplyAction}, ie.FARID, ie.ApplyAction, params, ie.BARID); r != nil {
+	if r := rule.check(exists, []uint16{ie.ApplyAction}, ie.FARID, ie.ApplyAction, params, dupParams, ie.BARID); r != nil {
 		return r
 	}
 	if create {
@@ -595,11 +599,11 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if r := c.checkBARID(id, group); r != nil {
 		return r
 	}
+	dupl := f.Duplicating != nil
 	if ch := first(group.ChildIEs, ie.ApplyAction); ch != nil {
 		forw, drop, buff := ch.HasFORW(), ch.HasDROP(), ch.HasBUFF()
+		dupl = ch.HasDUPL() // with any of the three (§8.2.26)
 		switch {
-		case ch.HasDUPL():
-			return fail("FAR %d: duplication (DUPL) is not supported", id)
 		case forw && !drop && !buff:
 			f.Action = session.ActionForward
 		case drop && !forw && !buff:
@@ -607,7 +611,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 		case buff && !forw && !drop:
 			f.Action = session.ActionBuffer
 		default:
-			return fail("FAR %d: apply action must be one of FORW, DROP and BUFF", id)
+			return fail("FAR %d: apply action must be one of FORW, DROP and BUFF, with DUPL or without", id)
 		}
 		// NOCP: the SMF wants to hear of the first packet buffered.
 		if buff && ch.HasNOCP() {
@@ -618,7 +622,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	}
 	if ch := first(group.ChildIEs, params); ch != nil {
 		old := f.OuterHeaderCreation
-		if r := forwarding(&f, ch.ChildIEs, create, c.cfg.ForwardingPolicies); r != nil {
+		if r := forwarding(&f, ch.ChildIEs, create, "forwarding", c.cfg.ForwardingPolicies); r != nil {
 			return r
 		}
 		// SNDEM: the gNB moved; the old one learns that nothing more comes
@@ -634,15 +638,63 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
 		return fail("FAR %d forwards without forwarding parameters", id)
 	}
+	if r := duplicating(&f, group.ChildIEs, dupParams, dupl, c.cfg.ForwardingPolicies); r != nil {
+		return r
+	}
 	c.s.fars = farRules.put(c.s.fars, f)
 	return nil
 }
 
-// forwarding applies (Update) Forwarding Parameters to f.
-func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[string]netip.Addr) *refusal {
+// duplicating applies the (Update) Duplicating Parameters of a FAR's IEs,
+// of type typ, to f: dupl says whether its Apply Action has DUPL. Copies
+// go to one destination.
+func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies map[string]netip.Addr) *refusal {
+	var groups []*ie.IE
+	for _, i := range ies {
+		if i.Type == typ {
+			groups = append(groups, i)
+		}
+	}
+	switch {
+	case len(groups) > 1:
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: copies go to one destination, not %d", f.ID, len(groups))
+	case !dupl && len(groups) > 0:
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: duplicating parameters without DUPL in its apply action", f.ID)
+	case !dupl:
+		f.Duplicating = nil
+		return nil
+	case len(groups) == 0 && f.Duplicating == nil:
+		// §7.5.2.3: present when the Apply Action asks for duplication.
+		return &refusal{cause: ie.CauseConditionalIEMissing, offending: ie.DuplicatingParameters,
+			msg: fmt.Sprintf("FAR %d duplicates without duplicating parameters", f.ID)}
+	case len(groups) == 0:
+		return nil
+	}
+	params := groups[0].ChildIEs
+	if bad := unsupported(params, ie.DestinationInterface, ie.OuterHeaderCreation, ie.TransportLevelMarking,
+		ie.ForwardingPolicy); bad != nil {
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: duplicating parameter IE type %d is not supported", f.ID, bad.Type)
+	}
+	// The parameters are those of forwarding, read into a FAR of their own.
+	was := session.FAR{ID: f.ID}
+	if d := f.Duplicating; d != nil {
+		was = session.FAR{ID: f.ID, DestinationInterface: d.DestinationInterface, OuterHeaderCreation: d.OuterHeaderCreation,
+			DSCP: d.DSCP, NextHop: d.NextHop}
+	}
+	if r := forwarding(&was, params, f.Duplicating == nil, "duplicating", policies); r != nil {
+		return r
+	}
+	f.Duplicating = &session.Duplicating{DestinationInterface: was.DestinationInterface,
+		OuterHeaderCreation: was.OuterHeaderCreation, DSCP: was.DSCP, NextHop: was.NextHop}
+	return nil
+}
+
+// forwarding applies (Update) Forwarding Parameters, or the Duplicating
+// Parameters (what names which), to f.
+func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, policies map[string]netip.Addr) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
 	if create && first(params, ie.DestinationInterface) == nil {
-		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
+		return missing(ie.DestinationInterface, fmt.Sprintf("%s parameters of FAR %d", what, f.ID))
 	}
 	// The 3GPP Interface Type only names the destination's interface.
 	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags,

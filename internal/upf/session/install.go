@@ -20,9 +20,13 @@ type txn struct {
 	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
 	nexthops []netip.Addr
 	statics  []Neighbour // the entries before this install took a reference
+	dupls    []uint32    // PDR slots given Duplicating Parameters
 }
 
 func (t *txn) undo() {
+	for _, slot := range t.dupls {
+		t.s.dp.DeleteDupl(slot)
+	}
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, e := range t.in.URRSlots {
@@ -257,20 +261,24 @@ func (t *txn) writeRules() error {
 		}
 	}
 	fars := make([]upfxdp.FAR, len(sess.FARs))
+	dupls := make([]upfxdp.Dupl, len(sess.FARs))
 	for i := range sess.FARs {
+		dupls[i] = s.dataPathDupl(sess.FARs[i].Duplicating)
 		f := &sess.FARs[i]
 		buf, err := t.buffer(f)
 		if err != nil {
 			return err
 		}
-		var nh uint32
-		if dst := f.nexthop(); dst.IsValid() {
-			if nh, err = s.nh.Acquire(dst); err != nil {
-				return fmt.Errorf("next hop for %s: %w", dst, err)
-			}
-			t.nexthops = append(t.nexthops, dst)
+		nh, err := t.acquire(f.nexthop())
+		if err != nil {
+			return err
 		}
 		fars[i] = s.dataPathFAR(sess, f, buf, nh)
+		if d := f.Duplicating; d != nil {
+			if dupls[i].Nexthop, err = t.acquire(d.nexthop()); err != nil {
+				return err
+			}
+		}
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
@@ -294,11 +302,47 @@ func (t *txn) writeRules() error {
 			}
 		}
 		far := slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID }) // validated
+		if sess.FARs[far].Duplicating != nil {
+			t.dupls = append(t.dupls, slot)
+			if err := s.dp.PutDupl(slot, dupls[far]); err != nil {
+				return err
+			}
+		}
 		if err := s.dp.PutPDR(slot, dataPathPDR(p, fars[far], sess.FARs[far].DestinationInterface, t.in)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// acquire takes the next-hop slot of dst, given back by undo; 0 for none.
+func (t *txn) acquire(dst netip.Addr) (uint32, error) {
+	if !dst.IsValid() {
+		return 0, nil
+	}
+	nh, err := t.s.nh.Acquire(dst)
+	if err != nil {
+		return 0, fmt.Errorf("next hop for %s: %w", dst, err)
+	}
+	t.nexthops = append(t.nexthops, dst)
+	return nh, nil
+}
+
+// dataPathDupl is the Duplicating Parameters d as the slots of its FAR's
+// PDRs have them, but for the next hop's slot; the zero Dupl for none.
+func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
+	if d == nil {
+		return upfxdp.Dupl{}
+	}
+	dp := upfxdp.Dupl{Nexthop: upfxdp.NexthopRoute}
+	if o := d.OuterHeaderCreation; o != nil {
+		dp.Flags = upfxdp.FARGTPUv4
+		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
+		dp.Peer = upfxdp.AddrKey(o.Peer)
+		dp.Local = upfxdp.AddrKey(s.n3)
+		dp.Tos = d.DSCP << 2
+	}
+	return dp
 }
 
 // dataPathFAR is a FAR of sess as its PDRs' slots hold it: with the slot
@@ -321,6 +365,9 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 		dp.Peer = upfxdp.AddrKey(o.Peer)
 		dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
 		dp.Tos = f.DSCP << 2
+	}
+	if f.Duplicating != nil {
+		dp.Flags |= upfxdp.FARDuplicate
 	}
 	return dp
 }
@@ -539,8 +586,22 @@ func (s *Store) forget(in, next *installed) {
 		}
 	}
 	for i := range in.FARs {
-		if dst := in.FARs[i].nexthop(); dst.IsValid() {
+		f := &in.FARs[i]
+		if dst := f.nexthop(); dst.IsValid() {
 			s.nh.Release(dst)
+		}
+		if f.Duplicating == nil {
+			continue
+		}
+		if dst := f.Duplicating.nexthop(); dst.IsValid() {
+			s.nh.Release(dst)
+		}
+		for _, p := range in.PDRs {
+			if slot, ok := in.PDRSlots.lookup(uint32(p.ID)); ok && p.FARID == f.ID {
+				// Best effort, as the slot waits before its reuse: a
+				// packet still holding it loses its copy.
+				s.dp.DeleteDupl(slot)
+			}
 		}
 	}
 	for _, n := range in.Neighbours {

@@ -18,6 +18,7 @@ const (
 	InterfaceCore       Interface = 1
 	InterfaceSGiLAN     Interface = 2
 	InterfaceCPFunction Interface = 3
+	InterfaceLIFunction Interface = 4 // lawful interception: where copies go (DUPL)
 )
 
 // OuterHeaderRemoval values (TS 29.244 8.2.64) the data path implements.
@@ -113,6 +114,31 @@ type FAR struct {
 	// of the routes (a PFCP Forwarding Policy, traffic steering); invalid
 	// when the routes decide.
 	NextHop netip.Addr `json:",omitzero"`
+	// Duplicating is where copies of the FAR's packets go (Apply Action
+	// DUPL, with FORW, DROP or BUFF for the packets themselves); nil: none.
+	Duplicating *Duplicating `json:",omitempty"`
+}
+
+// Duplicating is a FAR's Duplicating Parameters. The copy of a packet is
+// the IP packet its PDR matched (outer headers removed, TTL as it came),
+// put into the GTP-U/UDP/IPv4 tunnel of OuterHeaderCreation; without one
+// it goes plain to NextHop (a Forwarding Policy), or along the route of its
+// own destination.
+type Duplicating struct {
+	DestinationInterface Interface
+	OuterHeaderCreation  *OuterHeaderCreation `json:",omitempty"`
+	DSCP                 uint8                `json:",omitempty"` // of the tunnel's outer header
+	NextHop              netip.Addr           `json:",omitzero"`
+}
+
+// nexthop is the address the copies go to through a next-hop slot of
+// their own: the tunnel's peer or the next hop; invalid when the routes
+// decide.
+func (d *Duplicating) nexthop() netip.Addr {
+	if d.OuterHeaderCreation != nil {
+		return d.OuterHeaderCreation.Peer
+	}
+	return d.NextHop
 }
 
 // nexthop is the address a forwarding FAR sends through a next-hop slot

@@ -440,10 +440,19 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		}
 		fars[i] = s.dataPathFAR(&in.Session, f, in.BufferSlots.of(f.ID), nh)
 	}
+	dupls, ok := s.checkDupls(in, read, adopt)
+	if !ok {
+		return nil, false
+	}
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
 		if _, ok := p.key(); !ok {
 			continue
+		}
+		if d := in.FARs[far[i]].Duplicating; d != nil {
+			if have, ok, err := s.dp.Dupl(in.PDRSlots.of(uint32(p.ID))); err != nil || !ok || have != dupls[far[i]] {
+				return nil, false
+			}
 		}
 		want := dataPathPDR(p, fars[far[i]], in.FARs[far[i]].DestinationInterface, in)
 		if nh := want.Far.Nexthop; nh != have[i].Far.Nexthop {
@@ -465,6 +474,41 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		}
 	}
 	return moved, true
+}
+
+// checkDupls is the Duplicating Parameters of a kept session's FARs, by
+// index in in.FARs, as their PDRs' slots are to hold them, taking their
+// next hops (adopt, hinted with the slot the first of those PDRs holds).
+// A next hop that moved is not written again in place: the session is
+// not in place then.
+func (s *Store) checkDupls(in *installed, read []bool,
+	adopt func(dst netip.Addr, hint uint32) (uint32, error)) ([]upfxdp.Dupl, bool) {
+	dupls := make([]upfxdp.Dupl, len(in.FARs))
+	for i := range in.FARs {
+		d := in.FARs[i].Duplicating
+		if d == nil {
+			continue
+		}
+		dupls[i] = s.dataPathDupl(d)
+		dst := d.nexthop()
+		if !dst.IsValid() {
+			continue
+		}
+		var have upfxdp.Dupl
+		held := false // by a PDR's slot
+		if j := slices.IndexFunc(in.PDRs, func(p PDR) bool { return p.FARID == in.FARs[i].ID }); j >= 0 && read[j] {
+			var err error
+			if have, held, err = s.dp.Dupl(in.PDRSlots.of(uint32(in.PDRs[j].ID))); err != nil || !held {
+				return nil, false
+			}
+		}
+		nh, err := adopt(dst, have.Nexthop)
+		if err != nil || (held && nh != have.Nexthop) {
+			return nil, false
+		}
+		dupls[i].Nexthop = nh
+	}
+	return dupls, true
 }
 
 // movedNexthop is a PDR slot whose FAR is to point at another next hop.

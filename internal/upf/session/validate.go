@@ -106,6 +106,11 @@ func Validate(s *Session) error {
 }
 
 func validateFAR(at element, f *FAR) error {
+	if d := f.Duplicating; d != nil {
+		if err := validateDuplicating(at, d); err != nil {
+			return err
+		}
+	}
 	switch f.Action {
 	case ActionDrop, ActionBuffer: // the forwarding parameters wait for the FAR to forward
 		return nil
@@ -149,6 +154,32 @@ func validateTunnel(at element, o *OuterHeaderCreation) error {
 		return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
 	case o.Port != 0 && o.Port != 2152:
 		return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
+	}
+	return nil
+}
+
+func validateDuplicating(at element, d *Duplicating) error {
+	switch d.DestinationInterface {
+	case InterfaceAccess, InterfaceCore, InterfaceSGiLAN, InterfaceCPFunction, InterfaceLIFunction:
+	default:
+		return invalid(at.field(".duplicatingParameters.destinationInterface"), "duplicating to interface %d is not supported", d.DestinationInterface)
+	}
+	if d.DSCP > 63 {
+		return invalid(at.field(".duplicatingParameters.dscp"), "DSCP %d is not in 0..63", d.DSCP)
+	}
+	if nh := d.NextHop; nh.IsValid() && (nh.IsUnspecified() || nh.IsMulticast() || !nh.Is4()) {
+		return invalid(at.field(".duplicatingParameters.nextHop"), "%v is not a unicast IPv4 address", nh)
+	}
+	o := d.OuterHeaderCreation
+	switch {
+	case o == nil:
+		return nil
+	case d.NextHop.IsValid():
+		return invalid(at.field(".duplicatingParameters.nextHop"), "the tunnel's peer is the copies' next hop")
+	case !o.Peer.Is4():
+		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
+	case o.Port != 0 && o.Port != 2152:
+		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
 	}
 	return nil
 }

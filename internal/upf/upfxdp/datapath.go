@@ -158,6 +158,8 @@ type Datapath struct {
 	urrs        mapped[upfUrr]
 	buffers     mapped[upfBuffer]
 	release     releasers
+	// fanoutSpec is the spec of the devmaps in dupl_fanouts.
+	fanoutSpec *ebpf.MapSpec
 	// created: Open created the maps, none was pinned by a previous run;
 	// pdrWritten: a PDR has been written since.
 	created    bool
@@ -192,7 +194,7 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, err
 	}
 	_, err = os.Stat(filepath.Join(opts.PinPath, specs.PdrCounters.Name))
-	d := &Datapath{opts: opts, gtpu: addrs, created: errors.Is(err, fs.ErrNotExist)}
+	d := &Datapath{opts: opts, gtpu: addrs, created: errors.Is(err, fs.ErrNotExist), fanoutSpec: specs.DuplFanouts.InnerMap.Copy()}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
@@ -272,6 +274,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.Urrs.MaxEntries = rules
 	specs.SdfSets.MaxEntries = ruled*sdfSetsPerSession + 1 // slot 0 stands for none
 	specs.Buffers.MaxEntries = ruled + 1                   // one buffering FAR per session, and none
+	specs.Dupls.MaxEntries = rules
 	return spec, &specs, nil
 }
 
@@ -318,8 +321,15 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	if err != nil {
 		return err
 	}
-	prog, err := d.loadProgram(slot, roles)
+	prog, copy, err := d.loadProgram(slot, roles)
 	if err != nil {
+		return err
+	}
+	// The devmaps hold the copy program; this process needs it no more.
+	err = d.setFanouts(copy)
+	copy.Close()
+	if err != nil {
+		prog.Close()
 		return err
 	}
 	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
@@ -337,11 +347,11 @@ func (d *Datapath) linkPin(ifname string) string {
 }
 
 // loadProgram loads xdp_upf with the interface's constants over the shared
-// maps.
-func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
+// maps, and xdp_dupl_copy, which makes the copies of duplicated packets.
+func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Program, err error) {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var addrs [MaxGTPUAddresses]uint32
 	for i, a := range d.gtpu {
@@ -350,15 +360,15 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
-		return nil, fmt.Errorf("setting the program's constants: %w", err)
+		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
 	}
 	var progs upfPrograms
 	// Every map is pinned by name: the program gets the shared ones.
 	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
 	if err != nil {
-		return nil, fmt.Errorf("loading the XDP program: %w", err)
+		return nil, nil, fmt.Errorf("loading the XDP program: %w", err)
 	}
-	return progs.XdpUpf, nil
+	return progs.XdpUpf, progs.XdpDuplCopy, nil
 }
 
 // Detach removes the program from an interface of the calling thread's
@@ -367,7 +377,11 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	return d.releaseSlot(ifname)
+	ifindex, err := d.ifindexOf(ifname)
+	if err == nil && ifindex != 0 {
+		err = d.deleteFanouts(ifindex)
+	}
+	return errors.Join(err, d.releaseSlot(ifname))
 }
 
 // DetachAll removes every attachment pinned under pinPath without opening
