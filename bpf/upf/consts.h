@@ -6,7 +6,7 @@
 
 enum limits {
 	MAX_IFACES = 64, /* interface counter slots */
-	MAX_N3_ADDRS = 4,
+	MAX_GTPU_ADDRS = 8, /* N3 and N9 addresses together */
 	PDRS_PER_KEY = 8,
 	QERS_PER_PDR = 2, /* free5GC sends a session QER and a flow QER */
 	URRS_PER_PDR = 2,
@@ -18,7 +18,7 @@ enum limits {
 };
 
 enum iface_role {
-	ROLE_ACCESS = 1, /* N3: GTP-U in, uplink */
+	ROLE_ACCESS = 1, /* GTP-U in (N3, N9): uplink, and downlink relayed from N9 */
 	ROLE_CORE = 2,   /* N6: plain IP in, downlink */
 };
 
@@ -50,6 +50,8 @@ enum far_flags {
 	/* GTP-U/UDP/IPv6: the endpoints are in tunnels6, at the slot of the
 	 * FAR's next hop (one per peer); peer and local are unused. */
 	FAR_GTPU_IPV6 = 2,
+	/* DUPL: a copy of each packet goes where the PDR's dupls entry says */
+	FAR_DUPLICATE = 4,
 };
 #define FAR_GTPU (FAR_GTPU_IPV4 | FAR_GTPU_IPV6)
 
@@ -93,7 +95,10 @@ enum urr_event_kind {
 
 /* What a PDR set is found by. */
 enum set_kind {
-	SET_TEID = 1, /* uplink: TEID, network order */
+	/* GTP-U: TEID, network order, and << 32 the index in gtpu_addrs of
+	 * the address it was sent to: one TEID value on N3 and on N9 (or on
+	 * two N3 addresses) names two sets. */
+	SET_TEID = 1,
 	SET_UE4 = 2,  /* downlink: UE IPv4 address, network order */
 	SET_UE6 = 3,  /* downlink: UE IPv6 /64 prefix, network order */
 };
@@ -124,6 +129,18 @@ enum buffer_state {
 /* What struct release_meta begins with. */
 enum release_magic {
 	RELEASE_MAGIC = 0x78356272, /* "rb5x" */
+};
+
+/* What struct dupl_meta begins with. */
+enum dupl_magic {
+	DUPL_MAGIC = 0x6c707564, /* "dupl" */
+};
+
+/* The entries of a dupl_fanouts devmap: the frame itself, and the copy
+ * that xdp_dupl_copy makes of it. */
+enum dupl_fanout_key {
+	FANOUT_ORIGINAL = 0,
+	FANOUT_COPY = 1,
 };
 
 /* A routes4_tbl24 value is a next-hop slot below ROUTE_GROUP; ROUTE_GROUP | g

@@ -181,6 +181,37 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } routes6 SEC(".maps");
 
+/* The Duplicating Parameters of the PDRs whose FAR duplicates (pdr.far
+ * flag FAR_DUPLICATE), by PDR slot: few PDRs have one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct dupl);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} dupls SEC(".maps");
+
+/* XDP cannot copy a frame, a devmap broadcast can: one devmap per pair of
+ * interfaces, keyed copy ifindex << 32 | original ifindex, whose two
+ * entries send the frame out of the original's interface and a copy, which
+ * the entry's xdp_dupl_copy makes, out of the copy's. */
+struct dupl_fanout {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(key_size, sizeof(__u32)); /* enum dupl_fanout_key */
+	__uint(value_size, sizeof(struct bpf_devmap_val));
+	__uint(max_entries, 2);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(max_entries, MAX_IFACES * MAX_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct dupl_fanout);
+} dupl_fanouts SEC(".maps");
+
 /* Which interface owns each counter slot: control-plane state kept in the
  * kernel so that a restarted daemon finds the same slots. */
 struct {

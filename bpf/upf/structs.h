@@ -14,7 +14,7 @@ struct far {
 	__u8 pad;
 	__be32 teid;  /* outer TEID */
 	__be32 peer;  /* outer IPv4 destination */
-	__be32 local; /* outer IPv4 source: our N3 address */
+	__be32 local; /* outer IPv4 source: our N3 or N9 address */
 	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
 	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
 };
@@ -151,6 +151,34 @@ struct release_meta {
 struct tunnel6 {
 	__u8 peer[16];
 	__u8 local[16];
+};
+
+/* A FAR's Duplicating Parameters as the packets of one of its PDRs see
+ * them (dupls, by the PDR's slot): where the copies go and the tunnel
+ * they go in. The copy is the IP packet the PDR matched, its outer
+ * headers removed and before the FAR changed it. */
+struct dupl {
+	__u8 flags; /* FAR_GTPU_IPV4: into a GTP-U/UDP/IPv4 tunnel; 0: plain */
+	__u8 tos;   /* the tunnel's outer IPv4 ToS */
+	__u16 pad;
+	__be32 teid;
+	__be32 peer;
+	__be32 local;
+	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE: the copy's own destination's */
+};
+
+/* XDP metadata of a frame broadcast through a dupl_fanouts devmap, for
+ * xdp_dupl_copy: where the IP packet the PDR matched lies in the frame,
+ * and its TTL (hop limit) and IPv4 checksum as they were before the
+ * forwarding changed them. */
+struct dupl_meta {
+	__u32 magic; /* DUPL_MAGIC */
+	__u32 pdr;   /* slot in pdrs: its dupls entry */
+	__u16 inner_off;
+	__u16 inner_len;
+	__u16 check;
+	__u8 ttl;
+	__u8 pad;
 };
 
 struct nexthop {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3),
- * downlink encapsulation on core interfaces (N6), GTP-U over IPv4 or IPv6,
- * GTP-U echo. One instance is loaded per interface with its slot, roles and
- * N3 addresses as constants; all instances share the pinned maps. */
+/* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3,
+ * N9), downlink encapsulation on core interfaces (N6), GTP-U relays (N9),
+ * GTP-U over IPv4 or IPv6, GTP-U echo. One instance is loaded per interface with its slot, roles and
+ * GTP-U addresses as constants; all instances share the pinned maps. */
 #include "../lib/parser.h"
 #include "config.h"
 #include "maps.h"
@@ -31,15 +31,21 @@ const struct upf_exports {
 	enum buffer_state buffer_state;
 	enum release_magic release_magic;
 	enum route_value route_value;
+	enum dupl_magic dupl_magic;
+	enum dupl_fanout_key dupl_fanout_key;
 	struct urr_event urr_event;
 	struct buffered_packet buffered_packet;
 	struct release_meta release_meta;
+	struct dupl_meta dupl_meta;
 } upf_exports __attribute__((unused)) = {};
 
 /* What a tunnel adds after the IP header: UDP, GTP-U and the PDU Session
  * Container when there is a QFI. */
 #define GTPU_ENCAP_LEN (sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
 #define GTPU_ENCAP_QFI_LEN (GTPU_ENCAP_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+/* Bounds where a copied packet starts in its frame, for the verifier: past
+ * Ethernet, IPv4 with options or IPv6, UDP and GTP-U with its extensions. */
+#define DUPL_INNER_OFF_MAX 255
 
 INLINE int finish(__u32 len, enum reason r, int action)
 {
@@ -58,26 +64,28 @@ INLINE void count_pdr(__u32 slot, __u32 len)
 	count_packet(&pdr_counters, &key, len);
 }
 
-INLINE int is_n3_addr(__be32 addr)
+/* The index of addr in gtpu_addrs; -1 when it is none of them. */
+INLINE int gtpu_addr_index(__be32 addr)
 {
 #pragma unroll
-	for (int i = 0; i < MAX_N3_ADDRS; i++)
-		if (n3_addrs[i] && n3_addrs[i] == addr)
-			return 1;
-	return 0;
+	for (int i = 0; i < MAX_GTPU_ADDRS; i++)
+		if (gtpu_addrs[i] && gtpu_addrs[i] == addr)
+			return i;
+	return -1;
 }
 
-/* An unset place is all zeros, an address no packet is sent to. */
-INLINE int is_n3_addr6(const struct in6_addr *addr)
+/* The index of addr in gtpu_addrs6; -1 when it is none of them. An unset
+ * place is all zeros, an address no packet is sent to. */
+INLINE int gtpu_addr_index6(const struct in6_addr *addr)
 {
 	const __u32 *a = addr->in6_u.u6_addr32;
 #pragma unroll
-	for (int i = 0; i < MAX_N3_ADDRS; i++) {
-		const volatile __u32 *n = n3_addrs6[i];
+	for (int i = 0; i < MAX_GTPU_ADDRS; i++) {
+		const volatile __u32 *n = gtpu_addrs6[i];
 		if (n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3] && (n[0] | n[1] | n[2] | n[3]))
-			return 1;
+			return i;
 	}
-	return 0;
+	return -1;
 }
 
 /* The PDR set of a key: in its bucket of set_index, else in set_overflow. */
@@ -275,9 +283,9 @@ __attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int
  * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
  * (a buffering FAR forwards what its buffer let pass: buffer_passed), with
  * one of the flags far_flags when the path needs one (a tunnel: FAR_GTPU),
- * and its URRs, which count only what the FAR forwards, unless they measure
- * before QoS enforcement: those count first. Returns 0 to forward, else the reason
- * to drop. The PDR counts what its QERs and URRs let through. */
+ * and its URRs, which count only what the FAR forwards, unless they
+ * measure before QoS enforcement: those count first. Returns 0 to forward,
+ * else the reason to drop. The PDR counts what its QERs and URRs let through. */
 INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
 {
@@ -398,13 +406,148 @@ INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
 		   const __u8 *smac, __be16 tci, __be16 proto)
 {
-	if (bpf_xdp_adjust_head(ctx, (int)inner_off - (int)new_l2))
+	int delta = (int)inner_off - (int)new_l2;
+	/* A relay whose headers keep their length moves nothing: no call. */
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return -1;
 	void *data = (void *)(long)ctx->data;
 	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
 		return -1;
 	write_eth(data, dmac, smac, tci, proto);
 	return 0;
+}
+
+/* Writes the UDP and GTP-U headers of a G-PDU of udp_len bytes from the
+ * UDP header on, with teid and no checksum; the caller has checked that
+ * they fit. */
+INLINE void write_udp_gtpu(struct udphdr *udp, __u32 udp_len, __be32 teid)
+{
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	udp->source = bpf_htons(GTPU_PORT);
+	udp->dest = bpf_htons(GTPU_PORT);
+	udp->len = bpf_htons(udp_len);
+	udp->check = 0;
+	h->flags = GTPU_V1 | GTPU_PT;
+	h->type = GTPU_G_PDU;
+	h->length = bpf_htons(udp_len - GTPU_ENCAP_LEN);
+	h->teid = teid;
+}
+
+/* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
+ * the IPv4 header on, in the tunnel from local to peer with teid; the
+ * caller has checked that they fit. */
+INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u8 tos, __be32 local, __be32 peer, __be32 teid)
+{
+	ipv4_write_udp(ip, tot_len, tos, local, peer);
+	write_udp_gtpu((void *)(ip + 1), tot_len - sizeof(*ip), teid);
+}
+
+/* The next hop of a copy: its Duplicating Parameters' own, or the route
+ * of the copied packet's destination (the IP packet at inner_off). NULL
+ * while there is none. */
+INLINE struct nexthop *copy_nexthop(struct xdp_md *ctx, const struct dupl *d, __u32 inner_off)
+{
+	__u32 slot = d->nexthop;
+	if (slot == NEXTHOP_ROUTE) {
+		void *end = (void *)(long)ctx->data_end;
+		if (inner_off > DUPL_INNER_OFF_MAX)
+			return NULL;
+		void *inner = (void *)(long)ctx->data + inner_off;
+		struct iphdr *ip4 = inner;
+		struct ipv6hdr *ip6 = inner;
+		if ((void *)(ip4 + 1) > end)
+			return NULL;
+		if (ip4->version == 4)
+			slot = route4(ip4->daddr);
+		else if ((void *)(ip6 + 1) <= end)
+			slot = route6(&ip6->daddr);
+		else
+			return NULL;
+	}
+	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &slot);
+	return nh && nh->valid ? nh : NULL;
+}
+
+/* Makes the frame the copy that m describes of the IP packet in it: the
+ * packet as the PDR matched it (its TTL or hop limit and IPv4 checksum put
+ * back), put into the tunnel of the Duplicating Parameters d when they ask
+ * for one, behind the Ethernet header of the next hop nh. */
+INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct nexthop *nh,
+		     const struct dupl_meta *m)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 inner_off = m->inner_off, inner_len = m->inner_len;
+	if (inner_off > DUPL_INNER_OFF_MAX)
+		return -1;
+	struct iphdr *ip4 = data + inner_off;
+	struct ipv6hdr *ip6 = data + inner_off;
+	if ((void *)(ip4 + 1) > end)
+		return -1;
+	int v4 = ip4->version == 4;
+	if (v4) {
+		ip4->ttl = m->ttl;
+		ip4->check = m->check;
+	} else if ((void *)(ip6 + 1) <= end) {
+		ip6->hop_limit = m->ttl;
+	} else {
+		return -1;
+	}
+	__be16 tci = nh->vlan_tci;
+	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	__u32 encap = d->flags & FAR_GTPU_IPV4 ? sizeof(struct iphdr) + GTPU_ENCAP_LEN : 0;
+	__be16 proto = encap || v4 ? bpf_htons(ETH_P_IP) : bpf_htons(ETH_P_IPV6);
+	if (trim_to(ctx, end - data, inner_off + inner_len) ||
+	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, proto))
+		return -1;
+	if (!encap)
+		return 0;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	struct iphdr *ip = data + new_l2;
+	if ((void *)ip + sizeof(struct iphdr) + GTPU_ENCAP_LEN > end)
+		return -1;
+	write_gpdu(ip, encap + inner_len, d->tos, d->local, d->peer, d->teid);
+	return 0;
+}
+
+/* Sends the frame, ready for the interface ifindex, there, and the copy
+ * of its packet that copy describes too when the PDR's FAR duplicates: a
+ * broadcast through the fanout of the two interfaces, whose copy entry
+ * makes the copy. A copy that cannot be made (no next hop yet, no fanout)
+ * is counted lost; the frame leaves all the same. */
+INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct dupl_meta *copy,
+		__u32 pkt_len)
+{
+	if (!(pdr->far.flags & FAR_DUPLICATE))
+		return bpf_redirect(ifindex, 0);
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
+	__u64 key = nh ? (__u64)nh->ifindex << 32 | ifindex : 0;
+	void *fanout = nh ? bpf_map_lookup_elem(&dupl_fanouts, &key) : NULL;
+	struct dupl_meta *m;
+	if (!fanout || !push_meta(ctx, m)) {
+		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
+		return bpf_redirect(ifindex, 0);
+	}
+	*m = *copy;
+	m->magic = DUPL_MAGIC;
+	m->pdr = slot;
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
+}
+
+/* The frame of a packet its FAR does not forward (it drops or buffers it)
+ * becomes the packet's copy, sent out of the copy's interface: the
+ * frame's action, XDP_DROP when no copy can be made. */
+INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct dupl_meta *copy, __u32 pkt_len)
+{
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
+	if (!nh || make_copy(ctx, d, nh, copy))
+		return finish(pkt_len, REASON_DROP_DUPLICATE, XDP_DROP);
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect(nh->ifindex, 0);
 }
 
 /* The UDP checksum over IPv6 of the datagram at udp_off to the end of the
@@ -430,11 +573,12 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, cons
 
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
  * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
- * (with a PDU Session Container when the PDR carries a QFI) and sends it to
- * the FAR's next hop: the downlink, and packets relayed between the gNB
- * and the CP function (N4-u). */
-INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __u32 inner_len,
-		     __u32 pkt_len, enum reason counted, const int v6)
+ * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
+ * when the PDR carries a QFI) and sends it to the FAR's next hop, and a
+ * copy when it duplicates: the downlink, packets relayed between the gNB
+ * and the CP function (N4-u), and over N9 between UPFs both ways. */
+INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
+		     __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, const int v6)
 {
 	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
@@ -464,26 +608,19 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off,
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 udp_len = encap - ip_len + inner_len;
-	__u32 gtp_payload = udp_len - GTPU_ENCAP_LEN;
-	if (v6)
+	if (v6) {
 		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
-	else
-		ipv4_write_udp(ip, encap + inner_len, far->tos, far->local, far->peer);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(udp_len);
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(gtp_payload);
-	h->teid = far->teid;
+		write_udp_gtpu(udp, udp_len, far->teid);
+	} else {
+		write_gpdu(ip, encap + inner_len, far->tos, far->local, far->peer, far->teid);
+	}
 	if (with_qfi) {
 		h->flags |= GTPU_E;
 		o->seq = 0;
 		o->npdu = 0;
 		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
 		psc->length = 1;
-		psc->pdu_type = 0;
+		psc->pdu_type = psc_type << 4;
 		psc->qfi = qfi;
 		psc->next_ext = 0;
 	}
@@ -493,27 +630,31 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off,
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	if (far->action == FAR_BUFFER) {
 		struct release_meta *m = release_meta(ctx);
-		if (m)
+		if (m) {
 			m->ifindex = nh->ifindex;
+			return finish(pkt_len, counted, bpf_redirect(nh->ifindex, 0));
+		}
 	}
 	finish(pkt_len, counted, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	copy->inner_off = new_l2 + encap;
+	return send(ctx, pdr, slot, nh->ifindex, copy, pkt_len);
 }
 
-INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, enum reason counted)
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
+		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type)
 {
 	if (pdr->far.flags & FAR_GTPU_IPV6)
-		return tunnel_ip(ctx, pdr, inner_off, inner_len, pkt_len, counted, 1);
-	return tunnel_ip(ctx, pdr, inner_off, inner_len, pkt_len, counted, 0);
+		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 1);
+	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 0);
 }
 
-/* Uplink: the inner packet of a G-PDU with teid leaves through the core
- * next hop. It lies at inner_off, the GTP-U payload_len bytes from there;
- * psc_qfi is the PDU Session Container's QFI | 0x100, 0 without one. A
- * global function, verified once for G-PDUs over IPv4 and over IPv6: twice
- * inline, it exceeded what the verifier explores. */
-__attribute__((noinline)) int uplink(struct xdp_md *ctx, __be32 teid, __u32 psc_qfi, __u32 payload_len,
+/* Uplink: the inner packet of a G-PDU leaves through the core next hop.
+ * key is the G-PDU's TEID | the index of the address it was sent to << 32
+ * (set_kind SET_TEID). The packet lies at inner_off, the GTP-U payload_len
+ * bytes from there; psc_qfi is the PDU Session Container's QFI | 0x100, 0
+ * without one. A global function, verified once for G-PDUs over IPv4 and
+ * over IPv6: twice inline, it exceeded what the verifier explores. */
+__attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_len,
 				     __u32 inner_off)
 {
 	void *data = (void *)(long)ctx->data;
@@ -527,7 +668,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __be32 teid, __u32 psc_
 	void *inner = data + (inner_off & 0x3fff);
 	if ((void *)(eth + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	struct pdr_set *set = find_set(SET_TEID, teid);
+	struct pdr_set *set = find_set(SET_TEID, key);
 	if (!set)
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
@@ -567,14 +708,25 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __be32 teid, __u32 psc_
 	 * the UE: it goes into a tunnel to the gNB, or nowhere while the FAR
 	 * buffers. */
 	int to_ue = pdr->flags & PDR_TO_UE;
+	struct dupl_meta copy = {
+		.inner_off = inner_off,
+		.inner_len = inner_len,
+		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
+		.check = v4 ? ip4->check : 0,
+	};
 	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, 0);
+	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
-	/* A relay between the gNB and the CP function, or between two gNBs:
-	 * the packet is theirs, hop limit included (neighbour discovery needs
-	 * 255). */
+	/* A relay between the gNB and the CP function, between two gNBs, or
+	 * over N9 between UPFs: the packet is theirs, hop limit included
+	 * (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU)
-		return tunnel(ctx, pdr, inner_off, inner_len, pkt_len, REASON_RELAY_FORWARD);
+		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, REASON_RELAY_FORWARD,
+			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -602,13 +754,17 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __be32 teid, __u32 psc_
 	if (!routed) {
 		if (put_eth(ctx, inner_off, ETH_HLEN, rx_dmac, rx_smac, 0, proto))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+		/* The kernel takes the packet: no copy of it can be made. */
+		if (far->flags & FAR_DUPLICATE)
+			finish(pkt_len, REASON_DROP_DUPLICATE, 0);
 		return finish(pkt_len, REASON_PASS_NO_ROUTE, XDP_PASS);
 	}
 	__be16 tci = nh->vlan_tci;
-	if (put_eth(ctx, inner_off, tci ? ETH_HLEN_VLAN : ETH_HLEN, nh->dmac, nh->smac, tci, proto))
+	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
+	if (put_eth(ctx, inner_off, copy.inner_off, nh->dmac, nh->smac, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
 }
 
 /* Echo Response with a Recovery IE (TS 29.281 7.2.2), sent back where the
@@ -659,12 +815,14 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
 }
 
-/* N3 ingress: a UDP datagram to port 2152 of one of our addresses, in an
- * IPv4 packet ip or, when ip is NULL (a constant), an IPv6 one whose header
- * and payload have ip_hdr_len and ip_payload bytes. The UDP checksum is
- * left to whoever receives the inner packet. */
+/* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address of
+ * index addr_index (gtpu_addrs, gtpu_addrs6), in an IPv4 packet ip or,
+ * when ip is NULL (a constant), an IPv6 one whose header and payload have
+ * ip_hdr_len and ip_payload bytes. The UDP checksum is left to whoever
+ * receives the inner packet. */
 INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip, __u32 ip_hdr_len,
-			  __u32 ip_payload, struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len)
+			  __u32 ip_payload, struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
+			  __u32 addr_index)
 {
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
@@ -678,7 +836,7 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len);
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
-	return uplink(ctx, g.hdr->teid, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
+	return uplink(ctx, g.hdr->teid | (__u64)addr_index << 32, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
 		      l2_len + ip_hdr_len + sizeof(*udp) + g.hdr_len);
 }
 
@@ -692,10 +850,25 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+	struct dupl_meta copy = {
+		.inner_off = l2_len,
+		.inner_len = inner_len,
+		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
+		.check = v4 ? ip4->check : 0,
+	};
+	int duplicates = pdr->far.flags & FAR_DUPLICATE;
 	int dropped;
-	if (pdr->far.action == FAR_BUFFER && (dropped = hold(ctx, pdr, pkt_len)))
-		return finish(pkt_len, dropped, XDP_DROP);
+	if (pdr->far.action == FAR_BUFFER && (dropped = hold(ctx, pdr, pkt_len))) {
+		if (dropped != REASON_BUFFERED || !duplicates)
+			return finish(pkt_len, dropped, XDP_DROP);
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU, 1);
+	if (dropped == REASON_DROP_FAR && duplicates) {
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
+	}
 	if (dropped)
 		return finish(pkt_len, dropped, XDP_DROP);
 	if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
@@ -704,7 +877,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, l2_len, inner_len, pkt_len, REASON_DOWNLINK_FORWARD);
+	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL);
 }
 
 SEC("xdp")
@@ -724,14 +897,15 @@ int xdp_upf(struct xdp_md *ctx)
 		struct iphdr *ip;
 		if (parse_ipv4(&c, &ip))
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+		int addr_index;
 		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
-		    is_n3_addr(ip->daddr)) {
+		    (addr_index = gtpu_addr_index(ip->daddr)) >= 0) {
 			if (ipv4_is_fragment(ip))
 				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
-						      &c, l2_len, pkt_len);
+						      &c, l2_len, pkt_len, addr_index);
 		}
 		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = find_set(SET_UE4, ip->daddr);
@@ -746,14 +920,15 @@ int xdp_upf(struct xdp_md *ctx)
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 		/* G-PDUs come with no extension header: a fragment is the
 		 * kernel's to reassemble. */
+		int addr_index;
 		if ((iface_roles & ROLE_ACCESS) && (ip6->nexthdr == IPPROTO_UDP || ip6->nexthdr == IPPROTO_FRAGMENT) &&
-		    is_n3_addr6(&ip6->daddr)) {
+		    (addr_index = gtpu_addr_index6(&ip6->daddr)) >= 0) {
 			if (ip6->nexthdr == IPPROTO_FRAGMENT)
 				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
-						      l2_len, pkt_len);
+						      l2_len, pkt_len, addr_index);
 		}
 		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = find_set(SET_UE6, ipv6_prefix64(&ip6->daddr));
@@ -763,4 +938,22 @@ int xdp_upf(struct xdp_md *ctx)
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
+}
+
+/* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,
+ * its copy, out of the entry's interface. */
+SEC("xdp/devmap")
+int xdp_dupl_copy(struct xdp_md *ctx)
+{
+	struct dupl_meta *m;
+	if (!read_meta(ctx, m) || m->magic != DUPL_MAGIC)
+		return XDP_DROP;
+	struct dupl_meta copy = *m;
+	struct dupl *d = bpf_map_lookup_elem(&dupls, &copy.pdr);
+	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy.inner_off) : NULL;
+	/* The next hop moved since xdp_upf chose this fanout: the copy is
+	 * lost, not sent to the wrong neighbour. */
+	if (!nh || nh->ifindex != ctx->egress_ifindex || make_copy(ctx, d, nh, &copy))
+		return XDP_DROP;
+	return XDP_PASS;
 }

@@ -99,7 +99,7 @@ func newEnv(t *testing.T) *env {
 	must(t, e.upf.AddAddr(upfIface, "10.1.3.1/24"))
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3, n3v6}})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, upfxdp.RoleAccess|upfxdp.RoleCore, xdplink.ModeNative) }))
@@ -113,7 +113,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { nh.Close() })
 
 	e.dp = dp
-	e.store = session.NewStore(dp, nh, []netip.Addr{n3, n3v6}, nil)
+	e.store = session.NewStore(dp, nh, nil)
 	e.serve(t, nil)
 	return e
 }
@@ -179,8 +179,8 @@ func (e *env) snapshot(t *testing.T) snapshot {
 	t.Helper()
 	s := snapshot{sessions: e.store.List(), keys: map[string]string{}}
 	lookups := map[string]func() (upfxdp.PDRSet, error){
-		"uplink 100": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
-		"uplink 200": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(200) },
+		"uplink 100": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}) },
+		"uplink 200": func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 200}) },
 		"downlink 1": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
 		"downlink 2": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(secondUE) },
 	}
@@ -198,6 +198,38 @@ func (e *env) snapshot(t *testing.T) snapshot {
 	return s
 }
 
+// An I-UPF's session: the uplink over N9 to the PSA's F-TEID, the
+// downlink from the PSA at an F-TEID of its own; the document comes back
+// as it was sent.
+func TestN9RoundTrip(t *testing.T) {
+	e := newEnv(t)
+	const iupf = `{"seid": 9,
+ "pdrs": [{"pdrId": 1, "farId": 1, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 100, "localAddress": "10.1.2.1", "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.1.3.27"}},
+          {"pdrId": 2, "farId": 2, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 100, "localAddress": "10.1.2.1", "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": "10.1.3.27", "sdfFilters": ["permit out ip from 198.51.100.0/24 to assigned"]},
+           "precedence": 30},
+          {"pdrId": 3, "farId": 3, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
+           "pdi": {"teid": 101, "localAddress": "10.1.2.1", "sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": "10.1.3.27"}}],
+ "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE",
+           "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.2", "teid": 500}}},
+          {"farId": 2, "destinationInterface": "INTERFACE_VALUE_CORE"},
+          {"farId": 3, "destinationInterface": "INTERFACE_VALUE_ACCESS",
+           "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.2", "teid": 300}}}]}`
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", iupf)
+	zero := map[string]any{"packets": 0, "bytes": 0}
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/9", ""),
+		variant(t, iupf, map[string]any{"pdrs.0.counters": zero, "pdrs.1.counters": zero, "pdrs.2.counters": zero}))
+	for teid, want := range map[uint32]uint16{100: 2, 101: 1} {
+		if set, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: teid}); err != nil || set.Count != want {
+			t.Errorf("TEID %d: %+v, %v; want %d PDRs", teid, set, err, want)
+		}
+	}
+	if _, err := e.dp.Downlink(fig10UE); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Errorf("the UE address of a PDR from N9 is a key: %v", err)
+	}
+}
+
 func TestFig10RoundTrip(t *testing.T) {
 	e := newEnv(t)
 	if got := e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10); len(got) == 0 {
@@ -206,7 +238,7 @@ func TestFig10RoundTrip(t *testing.T) {
 	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
 	sameJSON(t, got, fig10Installed)
 	for name, lookup := range map[string]func() (upfxdp.PDRSet, error){
-		"TEID 100":     func() (upfxdp.PDRSet, error) { return e.dp.Uplink(100) },
+		"TEID 100":     func() (upfxdp.PDRSet, error) { return e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}) },
 		"UE 10.1.3.27": func() (upfxdp.PDRSet, error) { return e.dp.Downlink(fig10UE) },
 	} {
 		if set, err := lookup(); err != nil || set.Count != 1 {
@@ -256,6 +288,32 @@ func TestFig10RoundTrip(t *testing.T) {
 	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &doc))
 	if len(doc.FARs) != 2 || doc.FARs[0].ForwardingParameters.NextHop != "10.1.3.9" {
 		t.Errorf("the steered session's FARs: %+v", doc.FARs)
+	}
+}
+
+// A FAR's duplicating parameters go in and come back, and the session
+// duplicates as they say.
+func TestDuplicatingParametersRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	dup := map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION", "dscp": 46,
+		"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9", "teid": 77}}
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", variant(t, second, map[string]any{"fars.0.duplicatingParameters": dup}))
+	var doc struct {
+		FARs []struct {
+			DuplicatingParameters json.RawMessage `json:"duplicatingParameters"`
+		} `json:"fars"`
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), &doc))
+	want, err := json.Marshal(dup)
+	must(t, err)
+	if len(doc.FARs) != 2 || doc.FARs[1].DuplicatingParameters != nil {
+		t.Fatalf("FARs %+v: want FAR 1 alone to duplicate", doc.FARs)
+	}
+	sameJSON(t, doc.FARs[0].DuplicatingParameters, string(want))
+	s, _ := e.store.Get(2)
+	if d := s.FARs[0].Duplicating; d == nil || *d.OuterHeaderCreation != (session.OuterHeaderCreation{TEID: 77, Peer: netip.MustParseAddr("10.1.3.9")}) ||
+		d.DestinationInterface != session.InterfaceLIFunction || d.DSCP != 46 {
+		t.Errorf("FAR 1 duplicates %+v", d)
 	}
 }
 
@@ -375,7 +433,13 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "uplink buffering", edits: map[string]any{"fars.0.applyAction": "BUFF"}, field: "pdrs[0].farId"},
 		{name: "FAR without action or destination", edits: map[string]any{"fars.0.destinationInterface": remove}, field: "fars[0].applyAction"},
 		{name: "contradicting destinations", edits: map[string]any{"fars.1.destinationInterface": "INTERFACE_VALUE_CORE"}, field: "fars[1].forwardingParameters.destinationInterface"},
-		{name: "GTP-U towards the core", edits: map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, field: ohcField},
+		{name: "downlink tunnelled towards the core", edits: map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_CORE"}, field: "pdrs[1].farId"},
+		{name: "GTP-U towards SGi-LAN", edits: map[string]any{"fars.1.forwardingParameters.destinationInterface": "INTERFACE_VALUE_SGI_LAN"}, field: ohcField},
+		{name: "tunnel towards the core without a TEID", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"outerHeaderCreation": map[string]any{
+			"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9"}}},
+			field: "fars[0].forwardingParameters.outerHeaderCreation.teid"},
+		{name: "F-TEID at an address not the UPF's", edits: map[string]any{"pdrs.0.pdi.localAddress": "10.1.2.9"}, field: "pdrs[0].pdi.localAddress"},
+		{name: "F-TEID at an IPv6 address", edits: map[string]any{"pdrs.0.pdi.localAddress": "2001:db8::1"}, field: "pdrs[0].pdi.localAddress"},
 		{name: "DSCP beyond 63", edits: map[string]any{"fars.1.forwardingParameters.dscp": 64}, field: "fars[1].forwardingParameters.dscp"},
 		{name: "next hop not an address", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "gw"}}, field: "fars[0].forwardingParameters.nextHop"},
 		{name: "multicast next hop", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "224.0.0.1"}}, field: "fars[0].forwardingParameters.nextHop"},
@@ -386,6 +450,17 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "IPv4 peer of an IPv6 tunnel", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6", ohc + ".ipv6Address": "10.1.3.2"},
 			field: ohcField + ".ipv6Address"},
 		{name: "no TEID to default to", edits: map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, field: ohcField + ".teid"},
+		{name: "copies nowhere", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"nextHop": "10.1.3.9"}},
+			field: "fars[0].duplicatingParameters.destinationInterface"},
+		{name: "copies in a UDP header", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_UDP_IPV4", "ipv4Address": "10.1.3.9"}}},
+			field: "fars[0].duplicatingParameters.outerHeaderCreation.outerHeaderCreationDescription"},
+		{name: "copies' tunnel without TEID", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9"}}},
+			field: "fars[0].duplicatingParameters.outerHeaderCreation.teid"},
+		{name: "copies' tunnel and next hop", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"destinationInterface": "INTERFACE_VALUE_LI_FUNCTION", "nextHop": "10.1.3.8",
+			"outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "10.1.3.9", "teid": 7}}},
+			field: "fars[0].duplicatingParameters.nextHop"},
 		{name: "short MAC address", edits: map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, field: "arpTable[0].mac"},
 		{name: "ARP entry without IP", edits: map[string]any{"arpTable.0.ip": remove}, field: "arpTable[0].ip"},
 		{name: "QER named by no rule", edits: map[string]any{"pdrs.0.qerIds": []any{5}}, field: "pdrs[0].qerIds"},
@@ -452,7 +527,7 @@ func TestConflictsAndDeletion(t *testing.T) {
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")
 	e.expect(t, http.StatusNotFound, "GET", "/api/v1/sessions/1", "")
 	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/sessions/1", "")
-	if _, err := e.dp.Uplink(100); !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if _, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: 100}); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("TEID 100 still installed after DELETE: %v", err)
 	}
 	// Now the TEID is free.

@@ -49,7 +49,10 @@ type pdrDoc struct {
 }
 
 type pdiDoc struct {
-	TEID            uint32  `json:"teid,omitempty"`
+	TEID uint32 `json:"teid,omitempty"`
+	// LocalAddress is the address of the local F-TEID, one of the UPF's
+	// N3 or N9 addresses; the first N3 address when absent.
+	LocalAddress    *string `json:"localAddress,omitempty"`
 	SourceInterface iface   `json:"sourceInterface" required:"true"`
 	UEIPAddress     *string `json:"ueIPAddress,omitempty"`
 	// QFI: access PDRs match it in the PDU Session Container, core PDRs
@@ -68,9 +71,21 @@ type farDoc struct {
 	// Fig. 10 has the destination here, TS 29.244 in the forwarding
 	// parameters; both are accepted.
 	DestinationInterface *iface `json:"destinationInterface,omitempty"`
+	// DuplicatingParameters: a copy of each packet goes there too (DUPL),
+	// whatever the FAR does with the packet itself.
+	DuplicatingParameters *duplicatingParameters `json:"duplicatingParameters,omitempty"`
 	// Buffer is what a buffering FAR holds, delivered and dropped; live
 	// in responses, ignored in requests.
 	Buffer *buffer.Stats `json:"buffer,omitempty"`
+}
+
+// duplicatingParameters are where a FAR's copies go: into a GTP-U tunnel,
+// or plain to a next hop, or plain along the route of their destination.
+type duplicatingParameters struct {
+	DestinationInterface iface                `json:"destinationInterface" required:"true"`
+	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
+	DSCP                 uint8                `json:"dscp,omitempty"` // of the tunnel's outer header
+	NextHop              string               `json:"nextHop,omitempty"`
 }
 
 type forwardingParameters struct {
@@ -226,6 +241,7 @@ var ifaceNames = enum{
 	uint8(session.InterfaceCore):       "INTERFACE_VALUE_CORE",
 	uint8(session.InterfaceSGiLAN):     "INTERFACE_VALUE_SGI_LAN",
 	uint8(session.InterfaceCPFunction): "INTERFACE_VALUE_CP_FUNCTION",
+	uint8(session.InterfaceLIFunction): "INTERFACE_VALUE_LI_FUNCTION",
 }
 
 func (i *iface) fromJSON(v any) error {
@@ -369,6 +385,13 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	if p.Precedence != nil {
 		pdr.Precedence = *p.Precedence
 	}
+	if s := p.PDI.LocalAddress; s != nil {
+		a, err := netip.ParseAddr(*s)
+		if err != nil || !a.Is4() {
+			return pdr, fielderr.New(field+".pdi.localAddress", "%q is not an IPv4 address", *s)
+		}
+		pdr.PDI.LocalAddress = a
+	}
 	if r := p.OuterHeaderRemoval; r != nil {
 		pdr.OuterHeaderRemoval = (*uint8)(r)
 	}
@@ -438,6 +461,12 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	} else if far.Action == session.ActionForward {
 		return far, fielderr.New(field+".destinationInterface", "is required to forward")
 	}
+	if d := f.DuplicatingParameters; d != nil {
+		var err error
+		if far.Duplicating, err = d.duplicating(field + ".duplicatingParameters"); err != nil {
+			return far, err
+		}
+	}
 	if fp != nil && fp.NextHop != "" {
 		a, err := netip.ParseAddr(fp.NextHop)
 		if err != nil {
@@ -468,9 +497,6 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 		// Towards access, session.Validate says a tunnel is needed.
 		return far, nil
 	}
-	if far.DestinationInterface != session.InterfaceAccess {
-		return far, fielderr.New(ohc, "GTP-U tunnels towards the core (N9) are not supported")
-	}
 	if !peer.IsValid() {
 		return far, fielderr.New(peerField, "is required for a GTP-U tunnel")
 	}
@@ -478,6 +504,8 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	switch {
 	case o.TEID != nil:
 		teid = *o.TEID
+	case far.DestinationInterface == session.InterfaceCore: // N9: the next UPF's F-TEID
+		return far, fielderr.New(ohc+".teid", "is required for a tunnel towards the core")
 	case len(accessTEIDs) == 1:
 		teid = accessTEIDs[0]
 	default:
@@ -485,6 +513,36 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	}
 	far.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: teid, Peer: peer}
 	return far, nil
+}
+
+func (d *duplicatingParameters) duplicating(field string) (*session.Duplicating, error) {
+	dup := &session.Duplicating{DestinationInterface: session.Interface(d.DestinationInterface), DSCP: d.DSCP}
+	if d.NextHop != "" {
+		a, err := netip.ParseAddr(d.NextHop)
+		if err != nil {
+			return nil, fielderr.New(field+".nextHop", "%q is not an IP address", d.NextHop)
+		}
+		dup.NextHop = a
+	}
+	o := d.OuterHeaderCreation
+	if o == nil {
+		return dup, nil
+	}
+	ohc := field + ".outerHeaderCreation"
+	switch {
+	case o.Description != createGTPU:
+		return nil, fielderr.New(ohc+".outerHeaderCreationDescription", "copies go plain or in a GTP-U tunnel: %s", createGTPU)
+	case o.IPv4Address == nil:
+		return nil, fielderr.New(ohc+".ipv4Address", "is required for a GTP-U tunnel")
+	case o.TEID == nil:
+		return nil, fielderr.New(ohc+".teid", "is required for a GTP-U tunnel")
+	}
+	peer, err := netip.ParseAddr(*o.IPv4Address)
+	if err != nil || !peer.Is4() {
+		return nil, fielderr.New(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
+	}
+	dup.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: *o.TEID, Peer: peer}
+	return dup, nil
 }
 
 // documentOf is the document of an installed session with its PDRs' live
@@ -498,6 +556,10 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 			QERIDs: p.QERIDs, URRIDs: p.URRIDs}
 		if p.Precedence != defaultPrecedence {
 			pd.Precedence = &p.Precedence
+		}
+		if a := p.PDI.LocalAddress; a.IsValid() {
+			s := a.String()
+			pd.PDI.LocalAddress = &s
 		}
 		if ue := p.PDI.UEAddress; ue.IsValid() {
 			s := ue.String()
@@ -539,6 +601,9 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 		if f.NextHop.IsValid() {
 			fd.ForwardingParameters = &forwardingParameters{NextHop: f.NextHop.String()}
 		}
+		if dup := f.Duplicating; dup != nil {
+			fd.DuplicatingParameters = duplicatingDoc(dup)
+		}
 		d.FARs = append(d.FARs, fd)
 	}
 	for _, q := range s.QERs {
@@ -562,6 +627,18 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 	}
 	for _, n := range s.Neighbours {
 		d.ARPTable = append(d.ARPTable, arpEntry{IP: n.IP.String(), MAC: n.MAC.String()})
+	}
+	return d
+}
+
+func duplicatingDoc(dup *session.Duplicating) *duplicatingParameters {
+	d := &duplicatingParameters{DestinationInterface: iface(dup.DestinationInterface), DSCP: dup.DSCP}
+	if dup.NextHop.IsValid() {
+		d.NextHop = dup.NextHop.String()
+	}
+	if o := dup.OuterHeaderCreation; o != nil {
+		peer, teid := o.Peer.String(), o.TEID
+		d.OuterHeaderCreation = &outerHeaderCreation{Description: createGTPU, IPv4Address: &peer, TEID: &teid}
 	}
 	return d
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 const (
@@ -72,20 +73,20 @@ func (e *env) startPFCP(t *testing.T, cfg pfcp.Config) (*pfcp.Server, *pfcptest.
 func installed(s pfcptest.Session, cpTEID uint32) string {
 	return fmt.Sprintf(`{"seid": %d,
  "pdrs": [{"pdrId": 1, "farId": 1, "precedence": 65535, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
-           "pdi": {"teid": %d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": %q, "qfi": %d},
+           "pdi": {"teid": %d, "localAddress": %[9]q, "sourceInterface": "INTERFACE_VALUE_ACCESS", "ueIPAddress": %[3]q, "qfi": %[4]d},
            "counters": {"packets": 0, "bytes": 0}},
           {"pdrId": 2, "farId": 2, "precedence": 65535, "pdi": {"sourceInterface": "INTERFACE_VALUE_CORE", "ueIPAddress": %[3]q, "qfi": %[4]d},
            "counters": {"packets": 0, "bytes": 0}},
           {"pdrId": 5, "farId": 2, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
-           "pdi": {"teid": %[7]d, "sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, "counters": {"packets": 0, "bytes": 0}},
+           "pdi": {"teid": %[7]d, "localAddress": %[9]q, "sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, "counters": {"packets": 0, "bytes": 0}},
           {"pdrId": 6, "farId": 3, "outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
-           "pdi": {"teid": %[2]d, "sourceInterface": "INTERFACE_VALUE_ACCESS", "sdfFilters": ["permit out 58 from ff02::2 to assigned"]},
+           "pdi": {"teid": %[2]d, "localAddress": %[9]q, "sourceInterface": "INTERFACE_VALUE_ACCESS", "sdfFilters": ["permit out 58 from ff02::2 to assigned"]},
            "counters": {"packets": 0, "bytes": 0}}],
  "fars": [{"farId": 1, "destinationInterface": "INTERFACE_VALUE_CORE"},
           {"farId": 2, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": %[5]q, "teid": %[6]d}},
            "destinationInterface": "INTERFACE_VALUE_ACCESS"},
           {"farId": 3, "forwardingParameters": {"outerHeaderCreation": {"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV4", "ipv4Address": "127.0.0.1", "teid": %[8]d}},
-           "destinationInterface": "INTERFACE_VALUE_CP_FUNCTION"}]}`, s.SEID, s.TEID, s.UE, qfi, gnb, gnbTEID, cpTEID, smfCPSEID&0xffffffff)
+           "destinationInterface": "INTERFACE_VALUE_CP_FUNCTION"}]}`, s.SEID, s.TEID, s.UE, qfi, gnb, gnbTEID, cpTEID, smfCPSEID&0xffffffff, n3)
 }
 
 // smfCPSEID is the CP SEID of the SMF's session; its low half is the TEID
@@ -136,7 +137,7 @@ func TestPFCPSessionsAreListedButNotChanged(t *testing.T) {
 	if after, _ := e.store.Get(sess.SEID); !reflect.DeepEqual(before, after) {
 		t.Errorf("the refused requests changed the session:\n%+v\n%+v", before, after)
 	}
-	if set, err := e.dp.Uplink(sess.TEID); err != nil || set.Count != 2 { // the uplink's PDR, and router solicitations'
+	if set, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3, TEID: sess.TEID}); err != nil || set.Count != 2 { // the uplink's PDR, and router solicitations'
 		t.Errorf("TEID %d after the refused requests: %+v, %v", sess.TEID, set, err)
 	}
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/sessions/1", "")

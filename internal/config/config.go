@@ -55,10 +55,13 @@ type Config struct {
 	// with a cuup section may leave out interfaces and n3_addresses to run
 	// a CU-UP alone). See UPF.
 	Interfaces []Interface
-	// N3Addresses are the UPF's GTP-U addresses, IPv4 and IPv6; the first
-	// of each family is the source of the tunnels to peers of that family.
-	// Empty without a UPF.
+	// N3Addresses are the UPF's GTP-U addresses towards gNBs, IPv4 and
+	// IPv6; the first of a family is the source of tunnels to peers of that
+	// family towards access. Empty without a UPF.
 	N3Addresses []netip.Addr
+	// N9Addresses are the UPF's GTP-U addresses towards other UPFs (N9),
+	// IPv4 and IPv6: an I-UPF's and a PSA's. May be empty.
+	N9Addresses []netip.Addr
 	// XDPMode is the mode of every XDP program the daemon attaches: the
 	// UPF's, the classifier's and the CU-UP's.
 	XDPMode xdplink.Mode
@@ -246,6 +249,7 @@ func invalid(field, format string, args ...any) error { return fielderr.New(fiel
 type file struct {
 	Interfaces  []ifaceSettings   `yaml:"interfaces"`
 	N3Addresses []string          `yaml:"n3_addresses"`
+	N9Addresses []string          `yaml:"n9_addresses"`
 	XDPMode     string            `yaml:"xdp_mode"`
 	Netns       string            `yaml:"netns"`
 	API         apiSettings       `yaml:"api"`
@@ -433,30 +437,46 @@ func checkIfName(name string) error {
 
 func parseN3Addresses(f *file, cfg *Config) error {
 	if !f.upf() {
+		if len(f.N9Addresses) > 0 {
+			return invalid("n9_addresses", "are the UPF's: give the UPF's interfaces and n3_addresses too")
+		}
 		return nil
 	}
 	if len(f.N3Addresses) == 0 {
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
 	}
-	perFamily := map[bool]int{}
-	for i, s := range f.N3Addresses {
-		field := fmt.Sprintf("n3_addresses[%d]", i)
+	if n := len(f.N3Addresses) + len(f.N9Addresses); n > upfxdp.MaxGTPUAddresses {
+		field := "n9_addresses"
+		if len(f.N9Addresses) == 0 {
+			field = "n3_addresses"
+		}
+		return invalid(field, "at most %d N3 and N9 addresses in all, got %d", upfxdp.MaxGTPUAddresses, n)
+	}
+	var err error
+	if cfg.N3Addresses, err = gtpuAddresses("n3_addresses", f.N3Addresses, nil); err != nil {
+		return err
+	}
+	cfg.N9Addresses, err = gtpuAddresses("n9_addresses", f.N9Addresses, cfg.N3Addresses)
+	return err
+}
+
+// gtpuAddresses reads the GTP-U addresses of key, IPv4 or IPv6, none of
+// them twice nor one of taken.
+func gtpuAddresses(key string, in []string, taken []netip.Addr) ([]netip.Addr, error) {
+	var out []netip.Addr
+	for i, s := range in {
+		field := fmt.Sprintf("%s[%d]", key, i)
 		a, err := netip.ParseAddr(s)
 		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() ||
 			a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-			return invalid(field, "%q is not a unicast IPv4 or IPv6 address", s)
+			return nil, invalid(field, "%q is not a unicast IPv4 or IPv6 address", s)
 		}
-		if perFamily[a.Is4()]++; perFamily[a.Is4()] > upfxdp.MaxN3Addresses {
-			return invalid("n3_addresses", "at most %d addresses of each family", upfxdp.MaxN3Addresses)
+		if slices.Contains(out, a) || slices.Contains(taken, a) {
+			return nil, invalid(field, "%s is listed twice", a)
 		}
-		for _, prev := range cfg.N3Addresses {
-			if prev == a {
-				return invalid(field, "%s is listed twice", a)
-			}
-		}
-		cfg.N3Addresses = append(cfg.N3Addresses, a)
+		out = append(out, a)
 	}
-	return nil
+	return out, nil
 }
 
 func parseXDPMode(f *file, cfg *Config) error {
@@ -696,7 +716,7 @@ func parsePFCP(f *file, cfg *Config) error {
 	if err := parsePFCPTimers(p, out); err != nil {
 		return err
 	}
-	if err := parseUEPools(p, cfg.N3Addresses, out); err != nil {
+	if err := parseUEPools(p, slices.Concat(cfg.N3Addresses, cfg.N9Addresses), out); err != nil {
 		return err
 	}
 	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
@@ -801,11 +821,11 @@ func parsePFCPTimers(p *pfcpSettings, out *PFCP) error {
 
 // parseUEPools reads the default UE pool and those of network instances,
 // which must not overlap: an address is given back to the pool holding it.
-func parseUEPools(p *pfcpSettings, n3 []netip.Addr, out *PFCP) error {
+func parseUEPools(p *pfcpSettings, gtpu []netip.Addr, out *PFCP) error {
 	var fields []string
 	var pools []netip.Prefix
 	add := func(field, s string) (netip.Prefix, error) {
-		pool, err := uePool(s, n3)
+		pool, err := uePool(s, gtpu)
 		if err != nil {
 			return pool, invalid(field, "%v", err)
 		}
@@ -846,7 +866,7 @@ func parseUEPools(p *pfcpSettings, n3 []netip.Addr, out *PFCP) error {
 const maxNetworkInstance = 100
 
 // uePool checks the prefix of a UE address pool.
-func uePool(s string, n3 []netip.Addr) (netip.Prefix, error) {
+func uePool(s string, gtpu []netip.Addr) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(s)
 	switch {
 	case err != nil || !p.Addr().Is4():
@@ -858,9 +878,9 @@ func uePool(s string, n3 []netip.Addr) (netip.Prefix, error) {
 		return p, err
 	}
 	// A UE given the UPF's own GTP-U address would take its traffic.
-	for i, a := range n3 {
+	for _, a := range gtpu {
 		if p.Contains(a) {
-			return p, fmt.Errorf("%v holds n3_addresses[%d] (%v)", p, i, a)
+			return p, fmt.Errorf("%v holds the UPF's GTP-U address %v", p, a)
 		}
 	}
 	return p, nil
@@ -915,8 +935,8 @@ func parseCUUP(f *file, cfg *Config) error {
 		if err != nil || !a.IsGlobalUnicast() || a.Is4In6() || a.Zone() != "" {
 			return invalid(side.key+".address", "%q is not a unicast IPv4 or IPv6 address that peers reach (not loopback nor link-local)", side.in.Address)
 		}
-		if slices.Contains(cfg.N3Addresses, a) {
-			return invalid(side.key+".address", "%v is one of n3_addresses, the UPF's", a)
+		if slices.Contains(cfg.N3Addresses, a) || slices.Contains(cfg.N9Addresses, a) {
+			return invalid(side.key+".address", "%v is one of the UPF's n3_addresses or n9_addresses", a)
 		}
 		*side.out = CUUPInterface{Interface: side.in.Interface, Address: a}
 	}

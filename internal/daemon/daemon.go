@@ -199,6 +199,7 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 	}()
 	u.dp, err = upfxdp.Open(upfxdp.Options{
 		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
+		N9Addresses: cfg.N9Addresses,
 	})
 	if err != nil {
 		return nil, err
@@ -223,7 +224,7 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 		return nil, err
 	}
 	newStore := func() *session.Store {
-		store := session.NewStore(u.dp, u.nh, cfg.N3Addresses, state.changed)
+		store := session.NewStore(u.dp, u.nh, state.changed)
 		store.SetBuffers(u.buffers)
 		return store
 	}

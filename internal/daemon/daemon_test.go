@@ -186,7 +186,7 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: first.N3Addresses})
 	must(t, err)
 	defer dp.Close()
-	if set, err := dp.Uplink(700); err != nil || set.Count != 1 {
+	if set, err := dp.Uplink(upfxdp.FTEID{Addr: first.N3Addresses[0], TEID: 700}); err != nil || set.Count != 1 {
 		t.Fatalf("TEID 700: %+v, %v", set, err)
 	}
 	e.sendDownlink(t, dp)

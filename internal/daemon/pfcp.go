@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +81,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 				}
 			}
 		})
-	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
 		Journal: st.log, Restored: st.sessions,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
@@ -187,15 +188,16 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 	return pool, pools, nil
 }
 
-// openTunnels opens the N3 signalling endpoint in the interfaces'
-// namespace: Error Indications from gNBs, echo supervision of the paths to
-// them, End Markers. Without it (no N3 address is local there) the UPF
+// openTunnels opens the GTP-U signalling endpoint, on the N3 and N9
+// addresses, in the interfaces' namespace: Error Indications from gNBs and
+// other UPFs, echo supervision of the paths to them, End Markers. Without
+// it (no such address is local there) the UPF
 // forwards as before and says what it cannot do.
 func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, errorIndication func(gtpu.ErrorIndication),
 	path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
 	var e *gtpu.Endpoint
 	err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gtpu.Config{Local: cfg.N3Addresses, Log: log, OnErrorIndication: errorIndication,
+		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log, OnErrorIndication: errorIndication,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
 			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})

@@ -43,7 +43,7 @@ var (
 const (
 	n3Bits, n6Bits = 24, 24
 	gtpuPort       = 2152
-	appPort        = 5001 // the DN application's port, where the sinks filter
+	AppPort        = 5001 // the DN application's port, where the sinks filter
 	UETTL          = 64   // of the packets UEPacket builds for sending
 
 	// PDUSessionContainer is the GTP-U extension header type that carries
@@ -118,7 +118,7 @@ func NewTestbed() (_ *Testbed, err error) {
 	if tb.GNBSink, err = trafficgen.NewSink(tb.GNB, N3, gtpu, false); err != nil {
 		return nil, err
 	}
-	app := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: appPort}
+	app := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: AppPort}
 	if tb.DNSink, err = trafficgen.NewSink(tb.DN, N6, app, false); err != nil {
 		return nil, err
 	}
@@ -162,9 +162,9 @@ func (tb *Testbed) Close() error {
 }
 
 // UEPacket is an IPv4 or IPv6 UDP packet between the UE and the DN: from
-// the UE to appPort in the DN when uplink, the other way round otherwise.
+// the UE to AppPort in the DN when uplink, the other way round otherwise.
 func UEPacket(ue, dn netip.Addr, uplink bool, ttl uint8) []byte {
-	src, dst, sport, dport := dn, ue, layers.UDPPort(appPort), layers.UDPPort(40000)
+	src, dst, sport, dport := dn, ue, layers.UDPPort(AppPort), layers.UDPPort(40000)
 	if uplink {
 		src, dst, sport, dport = ue, dn, dport, sport
 	}
@@ -251,6 +251,12 @@ type Direction struct {
 	from     *namespace.Netns
 	ifindex  int
 	Sink     *trafficgen.Sink
+}
+
+// NewDirection is the way from interface ifindex of namespace from, in
+// frames that must reach sink; to names where.
+func NewDirection(name, to string, from *namespace.Netns, ifindex int, sink *trafficgen.Sink) Direction {
+	return Direction{name, to, from, ifindex, sink}
 }
 
 // Uplink goes from the gNB to the DN, Downlink the other way.

@@ -91,8 +91,8 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 		}
 	}()
 	// The IPv6 address is the testbed's after EnableIPv6.
-	n3 := []netip.Addr{N3Addr, N3Addr6}
-	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: n3})
+	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions,
+		N3Addresses: []netip.Addr{N3Addr, N3Addr6}})
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 	if u.Resolver, err = nexthop.New(u.Datapath, ns, []string{N6}); err != nil {
 		return nil, err
 	}
-	u.Store = session.NewStore(u.Datapath, u.Resolver, n3, nil)
+	u.Store = session.NewStore(u.Datapath, u.Resolver, nil)
 	return u, nil
 }
 

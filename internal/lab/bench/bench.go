@@ -30,6 +30,7 @@ type config struct {
 	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
 	ipv6Transport bool // GTP-U over IPv6 between the gNB and the UPF
+	dupl          bool // measure duplication (DUPL) instead
 
 	classify      bool // measure the classifier instead
 	classifyRules []int
@@ -88,6 +89,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.DurationVar(&cfg.steady, "pfcp-steady", time.Minute, "length of each round of the paced PFCP run as the requests come, which the latency target judges; the other paced runs last --paced")
 	fs.IntVar(&cfg.restarts, "restarts", 0, "restart the daemon (bin/xdp5g, next to xdp5g-lab) this many times instead, half of them with SIGKILL, under traffic and PFCP requests, and check that nothing is lost")
 	fs.Uint64Var(&cfg.restartsRate, "restarts-rate", 10_000, "packets per second each way through a session during --restarts")
+	fs.BoolVar(&cfg.dupl, "dupl", false, "measure duplication (DUPL) instead: per-packet cost and rate of FARs that copy every packet to an LI collector, against the same FARs without")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
 	fs.StringVar(&f.classifyRules, "classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
@@ -246,6 +248,15 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 			}
 			fmt.Fprintf(w, "\nCharts: %s in %s.\n", strings.Join(names, ", "), cfg.charts)
 		}
+		return nil
+	}
+	if cfg.dupl {
+		d, err := measureDupl(ctx, tb, b, cfg)
+		if err != nil {
+			return err
+		}
+		d.elapsed = since()
+		reportDupl(w, args, cfg, d)
 		return nil
 	}
 	if cfg.classify {

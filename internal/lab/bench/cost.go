@@ -35,6 +35,7 @@ type costRow struct {
 	install                               time.Duration
 	empty, tx, redirect, uplink, downlink rounds
 	uplinkSpread, downlinkSpread          rounds
+	n9                                    *n9Cost // nil: not measured
 }
 
 // rounds are a measurement's figures, one per round; the figures compared
@@ -66,7 +67,8 @@ func (r rounds) minus(base rounds) rounds {
 // per-packet cost (measureInstalled).
 func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
 	row.sessions = n
-	u, err := tb.OpenUPF(uint32(n))
+	k := min(n, flows) // N9 sessions of each kind
+	u, err := tb.OpenUPF(uint32(n + 2*k))
 	if err != nil {
 		return row, err
 	}
@@ -74,15 +76,20 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
 	}
-	return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds)
+	n9, err := installN9(ctx, tb, u, n, k)
+	if err != nil {
+		return row, err
+	}
+	return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, &n9)
 }
 
 // measureInstalled attaches the UPF with row.sessions sessions installed,
 // session i's uplink TEID teidOf(i), and measures its programs next to the
 // baselines, with the frames of the last session installed, and cycling
-// over up to flows sessions spread evenly over the installed ones.
+// over up to flows sessions spread evenly over the installed ones; and the
+// N9 sessions' frames, if any.
 func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, row *costRow,
-	teidOf func(int) uint32, flows, nRounds int) error {
+	teidOf func(int) uint32, flows, nRounds int, n9 *n9Frames) error {
 	// Installing a million sessions leaves a collection due, which marks
 	// their heap for seconds on the other CPU and evicts the data path's
 	// tables from the cache the CPUs share: with one running, uplink 3.2-3.4
@@ -109,7 +116,7 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 		dl = append(dl, downlinkFrame(tb, i))
 	}
 	ulOne, dlOne := [][]byte{uplinkFrame(tb, teidOf(n-1), n-1)}, [][]byte{downlinkFrame(tb, n-1)}
-	ns, err := perPacketNs(ctx, []subject{
+	subjects := []subject{
 		{"empty program", b.pass, dlOne, xdplink.Pass},
 		{"XDP_TX baseline", b.tx, dlOne, xdplink.TX},
 		{"redirect baseline", b.toDN, dlOne, xdplink.Redirect},
@@ -117,12 +124,23 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 		{"downlink", progs[1], dlOne, xdplink.Redirect},
 		{"uplink, spread", progs[0], ul, xdplink.Redirect},
 		{"downlink, spread", progs[1], dl, xdplink.Redirect},
-	}, nRounds)
+	}
+	if n9 != nil {
+		subjects = append(subjects,
+			subject{"N9 relay", progs[0], n9.relayOne, xdplink.Redirect},
+			subject{"N9 relay, spread", progs[0], n9.relay, xdplink.Redirect},
+			subject{"branching, local", progs[0], n9.branchLocal, xdplink.Redirect},
+			subject{"branching, over N9", progs[0], n9.branchCentral, xdplink.Redirect})
+	}
+	ns, err := perPacketNs(ctx, subjects, nRounds)
 	if err != nil {
 		return err
 	}
 	row.empty, row.tx, row.redirect, row.uplink, row.downlink = ns[0], ns[1], ns[2], ns[3], ns[4]
 	row.uplinkSpread, row.downlinkSpread = ns[5], ns[6]
+	if n9 != nil {
+		row.n9 = &n9Cost{relay: ns[7], relaySpread: ns[8], branchLocal: ns[9], branchCentral: ns[10]}
+	}
 	return nil
 }
 

@@ -275,7 +275,7 @@ func pfcpRound(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config, 
 
 	progress("per-packet cost with %d sessions established over PFCP", n)
 	res.cost.install = round.took
-	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs); err != nil {
+	if err := measureInstalled(ctx, tb, b, u, &res.cost, func(i int) uint32 { return ups[i].TEID }, cfg.flows, cfg.runs, nil); err != nil {
 		return err
 	}
 	from := 0 // each run its own sessions
@@ -327,7 +327,7 @@ func restart(u *demo.UPF, dir string, old *served) (run restartRun, err error) {
 		return run, errors.Join(fmt.Errorf("the state was not restored: %s", rec.Reason), err, l.Close())
 	}
 	run.stateBytes, run.read = rec.Bytes, time.Since(began)
-	u.Store = session.NewStore(u.Datapath, u.Resolver, []netip.Addr{demo.N3Addr}, nil)
+	u.Store = session.NewStore(u.Datapath, u.Resolver, nil)
 	restored, err := u.Store.Restore(nil, saved.Kept())
 	if err != nil {
 		return run, errors.Join(err, l.Close())

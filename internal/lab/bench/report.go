@@ -32,6 +32,8 @@ const (
 const (
 	targetOneSession = 2.5
 	targetMillion    = 3
+	targetN9Relay    = 2.5 // with one session and with a million
+	targetBranching  = 1.3 // of the single PDR the branch stands for
 	targetRate       = 0.85
 
 	targetEstablishRate = 20_000 // sessions/s
@@ -63,6 +65,7 @@ func report(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
 	header(p, args, res)
 	costTables(p, cfg, res.costs)
+	n9Table(p, res.costs)
 
 	live := res.live
 	p("\n### Attached programs under live traffic, by bpf_stats (ns/packet)\n")
@@ -348,8 +351,53 @@ func costTables(p printer, cfg config, costs []costRow) {
 	}
 }
 
+// n9Table is the per-packet cost of the N9 sessions, of the rows that
+// measured it.
+func n9Table(p printer, costs []costRow) {
+	p("\n### Per-packet cost of the N9 sessions, by BPF_PROG_TEST_RUN (ns/packet)\n")
+	p("The same rounds, with min(sessions, --flows) sessions of two more kinds installed after the others: an I-UPF's, whose")
+	p("uplink is relayed over N9 (GTP-U in, GTP-U out, in an UL PDU Session Container), and a branching point's, whose")
+	p("uplink F-TEID has two PDRs, the first (precedence 30, an SDF filter of the local destination) out of N6, the second")
+	p("over N9. The relay is compared with XDP_TX; each branch with the single PDR doing the same: the local one with the")
+	p("uplink, the one past the filter with the relay.\n")
+	p("| Sessions | XDP_TX | N9 relay | ×TX | Relay, spread | ×TX | Branch, local | ×Uplink | Branch, over N9 | ×Relay |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		if n := r.n9; n != nil {
+			p("| %d | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f | %.1f | %.2f |", r.sessions, r.tx.median(),
+				n.relay.median(), n.relay.per(r.tx), n.relaySpread.median(), n.relaySpread.per(r.tx),
+				n.branchLocal.median(), n.branchLocal.per(r.uplink), n.branchCentral.median(), n.branchCentral.per(n.relay))
+		}
+	}
+	p("\nThe same less the empty program: what the programs themselves cost, next to the plain uplink's.\n")
+	p("| Sessions | Uplink | N9 relay | Relay, spread | Branch, local | Branch, over N9 |")
+	p("|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		if n := r.n9; n != nil {
+			p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f |", r.sessions, r.uplink.minus(r.empty).median(), n.relay.minus(r.empty).median(),
+				n.relaySpread.minus(r.empty).median(), n.branchLocal.minus(r.empty).median(), n.branchCentral.minus(r.empty).median())
+		}
+	}
+}
+
 // costTargets are the per-packet cost targets of the rows they concern.
 func costTargets(p printer, costs []costRow) {
+	for _, r := range costs {
+		if n := r.n9; n != nil && (r.sessions == 1 || r.sessions == 1_000_000) {
+			ratio := n.relay.per(r.tx)
+			p("- N9 relay with %d installed: %.3f× XDP_TX (target ≤ %g×): %s", r.sessions, ratio, targetN9Relay, verdict[ratio <= targetN9Relay])
+		}
+		if n := r.n9; n != nil {
+			for _, b := range []struct {
+				name       string
+				ns, single rounds
+			}{{"local", n.branchLocal, r.uplink}, {"over N9", n.branchCentral, n.relay}} {
+				ratio := b.ns.per(b.single)
+				p("- branching PDRs, %s, with %d installed: %.3f× the single PDR (target ≤ %g×): %s", b.name, r.sessions, ratio,
+					targetBranching, verdict[ratio <= targetBranching])
+			}
+		}
+	}
 	for _, r := range costs {
 		target := map[int]float64{1: targetOneSession, 1_000_000: targetMillion}[r.sessions]
 		if target == 0 {

@@ -62,7 +62,7 @@ func benchSession(i int) session.Session {
 		SEID: uint64(i) + 1,
 		PDRs: []session.PDR{
 			{ID: 1, FARID: uplinkFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
-				SourceInterface: session.InterfaceAccess, TEID: teid(i), UEAddress: ue, QFI: demo.QFI}},
+				SourceInterface: session.InterfaceAccess, TEID: teid(i), LocalAddress: n3Addr(), UEAddress: ue, QFI: demo.QFI}},
 			{ID: 2, FARID: downlinkFAR, PDI: session.PDI{
 				SourceInterface: session.InterfaceCore, UEAddress: ue, QFI: demo.QFI}},
 		},
@@ -89,6 +89,15 @@ func ueAddr(i int) netip.Addr {
 // overIPv6 says that the tunnels between the gNB and the UPF are over IPv6
 // (--ipv6-transport): set by Run before it measures.
 var overIPv6 bool
+
+// n3Addr is the UPF's end of the tunnels: the address of the uplink
+// F-TEIDs.
+func n3Addr() netip.Addr {
+	if overIPv6 {
+		return demo.N3Addr6
+	}
+	return demo.N3Addr
+}
 
 // gnbAddr is the gNB's end of the tunnels.
 func gnbAddr() netip.Addr {

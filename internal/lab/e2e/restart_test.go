@@ -351,10 +351,20 @@ func withFTEID(req *message.SessionEstablishmentRequest, teid uint32, n3 netip.A
 }
 
 // daemonConfig writes and loads the configuration of a daemon that drives
-// the testbed's UPF namespace, with maps pinned in a directory of its own
-// (detached when the test ends), and the pfcp section given as a YAML flow
-// mapping, if any.
+// the testbed's UPF namespace (writeConfig), with the pfcp section given as
+// a YAML flow mapping, if any.
 func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
+	t.Helper()
+	return writeConfig(t, tb.UPF.Name, []string{"{name: " + demo.N3 + ", roles: [access]}", "{name: " + demo.N6 + ", roles: [core]}"},
+		[]netip.Addr{demo.N3Addr}, nil, pfcp)
+}
+
+// writeConfig writes and loads the configuration of a daemon that drives
+// the interfaces of namespace netns (YAML flow mappings, name and roles),
+// with its N3 and N9 addresses, its maps pinned in a directory of its own
+// (detached when the test ends), and the pfcp section given as a YAML
+// flow mapping, if any.
+func writeConfig(t *testing.T, netns string, interfaces []string, n3, n9 []netip.Addr, pfcp string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -363,17 +373,22 @@ func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
 	}
 	listen := l.Addr().String()
 	l.Close()
-	yaml := fmt.Sprintf(`interfaces:
-  - {name: %s, roles: [access]}
-  - {name: %s, roles: [core]}
-n3_addresses: [%s]
+	list := func(addrs []netip.Addr) string {
+		s := make([]string, len(addrs))
+		for i, a := range addrs {
+			s[i] = a.String()
+		}
+		return "[" + strings.Join(s, ", ") + "]"
+	}
+	yaml := fmt.Sprintf(`interfaces: [%s]
+n3_addresses: %s
+n9_addresses: %s
 xdp_mode: native
 netns: %s
 api: {listen: %q}
 datapath: {pin_path: %s, max_sessions: 16}
 state_file: %s
-`, demo.N3, demo.N6, demo.N3Addr, tb.UPF.Name, listen,
-		testsupport.PinDir(t), filepath.Join(dir, "sessions.json"))
+`, strings.Join(interfaces, ", "), list(n3), list(n9), netns, listen, testsupport.PinDir(t), filepath.Join(dir, "sessions.json"))
 	if pfcp != "" {
 		yaml += "pfcp: " + pfcp + "\n"
 	}

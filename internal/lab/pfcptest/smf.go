@@ -83,31 +83,68 @@ func request[R message.Message](s *SMF, req message.Message) (R, error) {
 	if err := req.MarshalTo(b); err != nil {
 		return none, err
 	}
-	if _, err := s.conn.Write(b); err != nil {
+	resp, err := s.roundTrip(b, req.MessageTypeName())
+	if err != nil {
 		return none, err
 	}
+	r, ok := resp.(R)
+	if !ok {
+		return none, fmt.Errorf("%s answered with %s", req.MessageTypeName(), resp.MessageTypeName())
+	}
+	return r, nil
+}
+
+// roundTrip sends the encoded request what, numbered s.seq, and returns
+// the response to it.
+func (s *SMF) roundTrip(b []byte, what string) (message.Message, error) {
+	if _, err := s.conn.Write(b); err != nil {
+		return nil, err
+	}
 	if err := s.conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return none, err
+		return nil, err
 	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := s.conn.Read(buf)
 		if err != nil {
-			return none, fmt.Errorf("waiting for the response to %s: %w", req.MessageTypeName(), err)
+			return nil, fmt.Errorf("waiting for the response to %s: %w", what, err)
 		}
 		resp, err := message.Parse(buf[:n])
 		if err != nil {
-			return none, fmt.Errorf("response to %s: %w", req.MessageTypeName(), err)
+			return nil, fmt.Errorf("response to %s: %w", what, err)
 		}
-		if resp.Sequence() != s.seq {
-			continue // a late answer to an earlier request
+		if resp.Sequence() == s.seq {
+			return resp, nil
 		}
-		r, ok := resp.(R)
-		if !ok {
-			return none, fmt.Errorf("%s answered with %s", req.MessageTypeName(), resp.MessageTypeName())
-		}
-		return r, nil
+		// a late answer to an earlier request
 	}
+}
+
+// Step sends a step of a free5GC ULCL session to its UPF, whose SEID of
+// the session is seid (0 for its establishment), and returns that SEID.
+func (s *SMF) Step(st Step, seid uint64) (uint64, error) {
+	s.seq++
+	resp, err := s.roundTrip(st.Message(seid, s.seq), st.Name)
+	if err != nil {
+		return 0, err
+	}
+	switch r := resp.(type) {
+	case *message.SessionEstablishmentResponse:
+		if err := Accepted(st.Name, r.Cause); err != nil {
+			return 0, err
+		}
+		if r.UPFSEID == nil {
+			return 0, fmt.Errorf("%s: no UP F-SEID", st.Name)
+		}
+		f, err := r.UPFSEID.FSEID()
+		if err != nil {
+			return 0, fmt.Errorf("%s: UP F-SEID: %w", st.Name, err)
+		}
+		return f.SEID, nil
+	case *message.SessionModificationResponse:
+		return seid, Accepted(st.Name, r.Cause)
+	}
+	return 0, fmt.Errorf("%s answered with %s", st.Name, resp.MessageTypeName())
 }
 
 // Heartbeat sends a Heartbeat Request.

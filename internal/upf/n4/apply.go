@@ -10,6 +10,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // apply carries out a translated request, all or nothing: the UPF makes
@@ -44,19 +45,21 @@ func (h *Handler) choose(c *change) *refusal {
 	if c.old == nil {
 		c.s.seid = h.allocateSEID()
 	}
-	teids := make([]uint32, c.choices)
+	// The PDRs of a choice share its first PDR's F-TEID, address and all.
+	teids := make([]upfxdp.FTEID, c.choices)
 	for _, tc := range c.teidChoices {
-		if teids[tc.choice] == 0 {
-			teid, err := h.allocateTEID()
+		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
+		pdi := &c.s.pdrs[i].PDI
+		if teids[tc.choice].TEID == 0 {
+			teid, err := h.allocateTEID(pdi.LocalAddress)
 			if err != nil {
 				return noResources(err)
 			}
-			teids[tc.choice] = teid
+			teids[tc.choice] = upfxdp.FTEID{Addr: pdi.LocalAddress, TEID: teid}
 			c.teids = append(c.teids, teid)
 			c.s.chosenTEIDs = append(c.s.chosenTEIDs, teid)
 		}
-		i, _ := pdrRules.find(c.s.pdrs, uint32(tc.pdr))
-		c.s.pdrs[i].PDI.TEID = teids[tc.choice]
+		pdi.LocalAddress, pdi.TEID = teids[tc.choice].Addr, teids[tc.choice].TEID
 	}
 	if c.uePool == nil {
 		return nil
@@ -144,16 +147,16 @@ func (h *Handler) commit(c *change) {
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 	}
-	h.supervise(s.gnbs(), old.gnbs())
+	h.supervise(h.paths(s), h.paths(old))
 	h.index(s.seid, s.tunnels(), old.tunnels())
 	for id, u := range s.urrs {
 		if u.timed() {
 			h.timed[meterKey{s.seid, id}] = true
 		}
 	}
-	for _, o := range c.endMarkers {
-		if err := h.endMarker(o); err != nil {
-			h.cfg.Log.Warn("sending an End Marker", "peer", o.Peer, "teid", o.TEID, "err", err)
+	for _, m := range c.endMarkers {
+		if err := h.endMarker(m); err != nil {
+			h.cfg.Log.Warn("sending an End Marker", "peer", m.Peer, "teid", m.teid, "err", err)
 		}
 	}
 }
@@ -174,7 +177,7 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 	if h.cfg.Buffers != nil {
 		h.cfg.Buffers.SetLimit(s.seid, 0)
 	}
-	h.supervise(nil, s.gnbs())
+	h.supervise(nil, h.paths(s))
 	h.index(s.seid, nil, s.tunnels())
 	h.touched[s.seid] = true
 	unsent = h.out.withdraw(s.seid)
@@ -194,14 +197,15 @@ func (h *Handler) allocateSEID() uint64 {
 	}
 }
 
-// allocateTEID picks a TEID that neither the UPF chose nor a session uses.
-func (h *Handler) allocateTEID() (uint32, error) {
+// allocateTEID picks a TEID that the UPF has not chosen, at any address,
+// and no session uses at address at.
+func (h *Handler) allocateTEID(at netip.Addr) (uint32, error) {
 	for range 1 << 16 {
 		teid := rand.Uint32()
 		if teid == 0 || h.chosen[teid] {
 			continue
 		}
-		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid}}); used {
+		if _, used := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: teid, LocalAddress: at}}); used {
 			continue
 		}
 		h.chosen[teid] = true
@@ -234,31 +238,38 @@ func (h *Handler) releaseUE(a netip.Addr) {
 	_ = h.cfg.UEPool.Release(a)
 }
 
-// supervise starts watching the paths to the gNBs in now and not in
-// before, and stops watching those only in before.
-func (h *Handler) supervise(now, before map[netip.Addr]bool) {
+// supervise starts watching the paths in now and not in before, and stops
+// watching those only in before.
+func (h *Handler) supervise(now, before map[gtpu.Path]bool) {
 	if h.cfg.Tunnels == nil {
 		return
 	}
-	for peer := range now {
-		if !before[peer] {
-			if err := h.cfg.Tunnels.Watch(gtpu.Path{Local: h.local(peer.Is6()), Peer: peer}); err != nil {
-				h.cfg.Log.Warn("supervising a GTP-U path", "peer", peer, "err", err)
+	for p := range now {
+		if !before[p] {
+			if err := h.cfg.Tunnels.Watch(p); err != nil {
+				h.cfg.Log.Warn("supervising a GTP-U path", "local", p.Local, "peer", p.Peer, "err", err)
 			}
 		}
 	}
-	for peer := range before {
-		if !now[peer] {
-			h.cfg.Tunnels.Unwatch(gtpu.Path{Local: h.local(peer.Is6()), Peer: peer})
+	for p := range before {
+		if !now[p] {
+			h.cfg.Tunnels.Unwatch(p)
 		}
 	}
 }
 
-func (h *Handler) endMarker(o session.OuterHeaderCreation) error {
+// endMarker is an End Marker to send into a tunnel a request moved away
+// from, along the path the tunnel took.
+type endMarker struct {
+	gtpu.Path
+	teid uint32
+}
+
+func (h *Handler) endMarker(m endMarker) error {
 	if h.cfg.Tunnels == nil {
 		return nil
 	}
-	return h.cfg.Tunnels.SendEndMarker(h.local(o.Peer.Is6()), o.Peer, o.TEID)
+	return h.cfg.Tunnels.SendEndMarker(m.Local, m.Peer, m.teid)
 }
 
 // index files session seid under the tunnels in now instead of those in

@@ -135,12 +135,20 @@ func TestDroppingBufferedPackets(t *testing.T) {
 		fmt.Sprintf(`xdp5g_upf_buffer_packets_total{outcome="discarded"} %d`, first+suggested),
 		fmt.Sprintf(`xdp5g_upf_buffer_packets_total{outcome="dropped_full"} %d`, second-suggested))
 	// Every packet received came to an outcome; the fresh ones may have
-	// gone through the buffer while it was being released.
-	received, _ := testsupport.Value(metrics, "xdp5g_upf_buffer_received_packets_total")
-	var outcomes float64
-	for _, o := range []string{"delivered", "unforwarded", "dropped_full", "discarded"} {
-		n, _ := testsupport.Value(metrics, fmt.Sprintf("xdp5g_upf_buffer_packets_total{outcome=%q}", o))
-		outcomes += n
+	// gone through the buffer while it was being released, and one the
+	// gNB has may be counted a moment after it was sent.
+	var received, outcomes float64
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		metrics := testsupport.Exposition(t, e.buffers.Metrics())
+		received, _ = testsupport.Value(metrics, "xdp5g_upf_buffer_received_packets_total")
+		outcomes = 0
+		for _, o := range []string{"delivered", "unforwarded", "dropped_full", "discarded"} {
+			n, _ := testsupport.Value(metrics, fmt.Sprintf("xdp5g_upf_buffer_packets_total{outcome=%q}", o))
+			outcomes += n
+		}
+		if received == outcomes || time.Now().After(deadline) {
+			break
+		}
 	}
 	if received < first+second || received != outcomes {
 		t.Errorf("%g packets received by the buffers, %g came to an outcome", received, outcomes)

@@ -229,7 +229,7 @@ func TestChainSessions(t *testing.T) {
 		t.Errorf("Created PDRs for a session whose SMF chose everything: %+v", r.ies)
 	}
 	ue := netip.MustParseAddr(free5gcUE)
-	if ul, err := c.dp.Uplink(free5gcTEID); err != nil || ul.Count != 1 {
+	if ul, err := c.dp.Uplink(atN3(free5gcTEID)); err != nil || ul.Count != 1 {
 		t.Errorf("uplink TEID: %+v, %v; want one PDR", ul, err)
 	}
 	if dl, err := c.dp.Downlink(ue); err != nil || dl.Count != 1 {

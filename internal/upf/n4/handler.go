@@ -36,9 +36,12 @@ import (
 // Config sets up a Handler.
 type Config struct {
 	Store *session.Store
-	// N3 are the UPF's GTP-U addresses, IPv4 and IPv6; the first of each
-	// family is the one of the F-TEIDs it chooses and of its tunnels.
-	N3 []netip.Addr
+	// N3 and N9 are the UPF's GTP-U addresses, IPv4 and IPv6. The F-TEID
+	// it chooses has one address: the first N9 one of a family the request
+	// asks for, if any, for PDRs from the core (an I-UPF's downlink from
+	// the PSA), else the first such N3 one. The first N3 address is its
+	// F-SEID's.
+	N3, N9 []netip.Addr
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
@@ -141,6 +144,27 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 	return c.UEPool
 }
 
+// gtpuAddresses are the N3 then the N9 addresses.
+func (c *Config) gtpuAddresses() []netip.Addr { return append(slices.Clip(c.N3), c.N9...) }
+
+// chosenAddress is the address of an F-TEID the UPF chooses for a PDR
+// from source, of a family the request asks for (v4, v6): the first such
+// N9 address for a PDR from the core, else the first such N3 one; invalid
+// when there is none. Asked for both, the order of the addresses decides.
+func (c *Config) chosenAddress(source session.Interface, v4, v6 bool) netip.Addr {
+	first := func(addrs []netip.Addr) netip.Addr {
+		i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is4() && v4 || a.Is6() && v6 })
+		if i < 0 {
+			return netip.Addr{}
+		}
+		return addrs[i]
+	}
+	if a := first(c.N9); source == session.InterfaceCore && a.IsValid() {
+		return a
+	}
+	return first(c.N3)
+}
+
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
 // address.
 func (s *pfcpSession) chosenTEID(p *session.PDR) bool {
@@ -201,17 +225,18 @@ func enforced(fars []session.FAR) []session.FAR {
 	return fars
 }
 
-// gnbs are the gNBs a session tunnels to; none for nil.
-func (s *pfcpSession) gnbs() map[netip.Addr]bool {
-	peers := map[netip.Addr]bool{}
+// paths are the GTP-U paths a session tunnels along, to gNBs and to other
+// UPFs, each from the address its tunnels leave from; none for nil.
+func (h *Handler) paths(s *pfcpSession) map[gtpu.Path]bool {
+	paths := map[gtpu.Path]bool{}
 	if s != nil {
-		for _, f := range s.fars {
-			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
-				peers[o.Peer] = true
+		for i := range s.fars {
+			if f := &s.fars[i]; f.OuterHeaderCreation != nil && f.Action == session.ActionForward {
+				paths[gtpu.Path{Local: h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, f), Peer: f.OuterHeaderCreation.Peer}] = true
 			}
 		}
 	}
-	return peers
+	return paths
 }
 
 // tunnels are the gNB tunnels a session's FARs send into; none for nil.
@@ -256,7 +281,7 @@ func (h *Handler) establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), h.upFSEID(c.s.seid)}
-	ies = append(ies, h.createdPDRs(&c, req.CreatePDR)...)
+	ies = append(ies, h.createdPDRs(c.s, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
 }
 
@@ -287,7 +312,7 @@ func (h *Handler) modify(peer pfcp.Peer, req *message.SessionModificationRequest
 	if r := h.settle(&c, r, "modification", "peer", peer.NodeID, "seid", old.seid); r != nil {
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
 	}
-	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(&c, req.CreatePDR)...)
+	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(c.s, req.CreatePDR)...)
 	ies = append(ies, c.reports...)
 	for _, id := range c.queried {
 		if _, kept := c.s.urrs[id]; kept { // a removed one has its report already
@@ -402,8 +427,7 @@ func (h *Handler) sessionOf(peer pfcp.Peer, seid uint64) *pfcpSession {
 }
 
 // createdPDRs reports what the UPF chose for the PDRs a request created.
-func (h *Handler) createdPDRs(c *change, creates []*ie.IE) []*ie.IE {
-	s := c.s
+func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 	var out []*ie.IE
 	ids := make([]uint16, 0, len(creates))
 	for _, g := range creates {
@@ -420,7 +444,7 @@ func (h *Handler) createdPDRs(c *change, creates []*ie.IE) []*ie.IE {
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
 		if chosenTEID {
-			children = append(children, h.chosenFTEID(c, &p))
+			children = append(children, chosenFTEID(&p))
 		}
 		if chosenUE {
 			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
@@ -438,21 +462,14 @@ func sdFlag(p *session.PDR) uint8 {
 	return 0x04
 }
 
-// chosenFTEID is the F-TEID the UPF chose for PDR p: its TEID, with the
-// first N3 address of each family the request asked for and the UPF has.
-func (h *Handler) chosenFTEID(c *change, p *session.PDR) *ie.IE {
-	flags := uint8(fteidV4)
-	if i := slices.IndexFunc(c.teidChoices, func(t teidChoice) bool { return t.pdr == p.ID }); i >= 0 {
-		flags = c.teidChoices[i].flags
+// chosenFTEID is the F-TEID the UPF chose for PDR p: its TEID at its one
+// address, of either family.
+func chosenFTEID(p *session.PDR) *ie.IE {
+	a := p.PDI.LocalAddress
+	if a.Is6() {
+		return ie.NewFTEID(fteidV6, p.PDI.TEID, nil, net.IP(a.AsSlice()), 0)
 	}
-	var v4, v6 net.IP
-	if flags&fteidV4 != 0 {
-		v4 = net.IP(h.local(false).AsSlice())
-	}
-	if flags&fteidV6 != 0 {
-		v6 = net.IP(h.local(true).AsSlice())
-	}
-	return ie.NewFTEID(flags, p.PDI.TEID, v4, v6, 0)
+	return ie.NewFTEID(fteidV4, p.PDI.TEID, net.IP(a.AsSlice()), nil, 0)
 }
 
 // upFSEID is the UP F-SEID of session seid, with the first N3 address.
@@ -462,17 +479,6 @@ func (h *Handler) upFSEID(seid uint64) *ie.IE {
 		return ie.NewFSEID(seid, nil, a)
 	}
 	return ie.NewFSEID(seid, a, nil)
-}
-
-// local is the first N3 address of a family: the UPF's end of the
-// F-TEIDs it chooses and of the tunnels it creates.
-func (h *Handler) local(v6 bool) netip.Addr {
-	for _, a := range h.cfg.N3 {
-		if a.Is6() == v6 {
-			return a
-		}
-	}
-	return netip.Addr{}
 }
 
 // ies are the IEs of a rejection: the cause, and what it concerns.

@@ -23,8 +23,12 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
+// atN3 is a local F-TEID at the UPF's N3 address.
+func atN3(teid uint32) upfxdp.FTEID { return upfxdp.FTEID{Addr: n3, TEID: teid} }
+
 var (
 	n3     = netip.MustParseAddr("192.0.2.10") // the UPF's N3 address
+	n9     = netip.MustParseAddr("192.0.2.11") // and its N9 address
 	uePool = netip.MustParsePrefix("10.45.0.0/28")
 )
 
@@ -66,7 +70,8 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
 	t.Helper()
 	testsupport.NeedRoot(t, "BPF")
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: n3s,
+		N9Addresses: []netip.Addr{n9}})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	pool, err := ippool.New(uePool)
@@ -79,9 +84,9 @@ func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
 	}
 	t.Cleanup(func() { buffers.Close() })
 	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
-	e.store = session.NewStore(dp, e.nh, n3s, nil)
+	e.store = session.NewStore(dp, e.nh, nil)
 	e.store.SetBuffers(buffers)
-	e.h = New(Config{Store: e.store, N3: n3s, UEPool: pool, Buffers: buffers})
+	e.h = New(Config{Store: e.store, N3: n3s, N9: []netip.Addr{n9}, UEPool: pool, Buffers: buffers})
 	return e
 }
 
@@ -289,23 +294,28 @@ func fixedUE(addr string) func(bool) []byte {
 // state is everything a request may change.
 type state struct {
 	Sessions []session.Session
-	Uplink   map[uint32]upfxdp.PDRSet
+	Uplink   map[upfxdp.FTEID]upfxdp.PDRSet
 	Downlink map[netip.Addr]upfxdp.PDRSet
 	Chosen   []uint32
 	Pool     int
 	Nexthops map[netip.Addr]int
+	Dupls    map[uint32]upfxdp.Dupl
 }
 
 func (e *env) state() state {
 	e.t.Helper()
-	s := state{Sessions: e.store.List(), Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
+	s := state{Sessions: e.store.List(), Uplink: map[upfxdp.FTEID]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
 		Chosen: slices.Sorted(maps.Keys(e.h.chosen)), Pool: e.pool.Allocated(), Nexthops: maps.Clone(e.nh.refs)}
-	for _, teid := range e.dp.UplinkTEIDs() {
-		set, err := e.dp.Uplink(teid)
+	var err error
+	if s.Dupls, err = e.dp.Dupls(); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range e.dp.UplinkFTEIDs() {
+		set, err := e.dp.Uplink(f)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		s.Uplink[teid] = set
+		s.Uplink[f] = set
 	}
 	for _, ue := range e.dp.DownlinkUEs() {
 		set, err := e.dp.Downlink(ue)
@@ -327,7 +337,7 @@ func (e *env) unchanged(before state) {
 // gone checks that the data path has no key for a TEID and a UE address.
 func (e *env) gone(teid uint32, ue netip.Addr) {
 	e.t.Helper()
-	if _, err := e.dp.Uplink(teid); !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if _, err := e.dp.Uplink(atN3(teid)); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		e.t.Errorf("TEID %#x: %v, want no key", teid, err)
 	}
 	if _, err := e.dp.Downlink(ue); !errors.Is(err, ebpf.ErrKeyNotExist) {
@@ -340,7 +350,7 @@ func (e *env) gone(teid uint32, ue netip.Addr) {
 // SMF), and its UE address to one.
 func (e *env) installed(teid uint32, ue netip.Addr) {
 	e.t.Helper()
-	ul, err := e.dp.Uplink(teid)
+	ul, err := e.dp.Uplink(atN3(teid))
 	if err != nil || ul.Count != 2 {
 		e.t.Errorf("TEID %#x: %+v, %v; want two PDRs", teid, ul, err)
 	}
@@ -374,12 +384,12 @@ func TestEstablishOpen5GSSession(t *testing.T) {
 	want := session.Session{SEID: seid, Origin: session.OriginPFCP,
 		PDRs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
-				SourceInterface: session.InterfaceAccess, TEID: teid, UEAddress: netip.PrefixFrom(ue, 32), QFI: 9}},
+				SourceInterface: session.InterfaceAccess, TEID: teid, LocalAddress: n3, UEAddress: netip.PrefixFrom(ue, 32), QFI: 9}},
 			{ID: 2, Precedence: 255, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: netip.PrefixFrom(ue, 32)}},
 			{ID: 3, Precedence: 1000, FARID: 2, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
-				SourceInterface: session.InterfaceCPFunction, TEID: cpTEID}},
+				SourceInterface: session.InterfaceCPFunction, TEID: cpTEID, LocalAddress: n3}},
 			{ID: 10, Precedence: 254, FARID: 10, OuterHeaderRemoval: ptr(uint8(0)), PDI: session.PDI{
-				SourceInterface: session.InterfaceAccess, TEID: teid,
+				SourceInterface: session.InterfaceAccess, TEID: teid, LocalAddress: n3,
 				SDFFilters: []session.SDFFilter{{Filter: rsFilter}}}},
 		},
 		FARs: []session.FAR{
@@ -393,7 +403,7 @@ func TestEstablishOpen5GSSession(t *testing.T) {
 		t.Errorf("stored session\n%+v\nwant\n%+v", got, want)
 	}
 	e.installed(teid, ue)
-	if cp, err := e.dp.Uplink(cpTEID); err != nil || cp.Count != 1 {
+	if cp, err := e.dp.Uplink(atN3(cpTEID)); err != nil || cp.Count != 1 {
 		t.Errorf("the CP function's TEID %#x: %+v, %v; want one PDR", cpTEID, cp, err)
 	}
 	if got := e.nh.refs; !reflect.DeepEqual(got, map[netip.Addr]int{netip.MustParseAddr(gnb): 1, netip.MustParseAddr(smfGTPU): 1}) {
@@ -473,11 +483,11 @@ func TestModify(t *testing.T) {
 	if teid4 == teid {
 		t.Fatal("a new CHOOSE ID got the TEID of another one")
 	}
-	if _, err := e.dp.Uplink(teid4); err != nil {
+	if _, err := e.dp.Uplink(atN3(teid4)); err != nil {
 		t.Errorf("TEID of PDR 4: %v", err)
 	}
 	e.modify("smf1", seid, removePDR(4)).expect(t, causeAccepted, nil, nil)
-	if _, err := e.dp.Uplink(teid4); !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if _, err := e.dp.Uplink(atN3(teid4)); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("TEID of the removed PDR 4: %v", err)
 	}
 	if cpTEID := chosenTEID(t, created[3]); !reflect.DeepEqual(e.h.chosen, map[uint32]bool{teid: true, cpTEID: true}) {
@@ -490,7 +500,7 @@ func TestModify(t *testing.T) {
 		ies        [][]byte
 		failedRule []byte
 	}{
-		{name: "duplication", ies: [][]byte{updateFAR(farID(2), applyAction(aaFORW|aaDUPL))}, failedRule: failedFAR(2)},
+		{name: "duplication alone", ies: [][]byte{updateFAR(farID(2), applyAction(aaDUPL))}, failedRule: failedFAR(2)},
 		{name: "removing a missing PDR", ies: [][]byte{removePDR(9)}, failedRule: failedPDR(9)},
 		{name: "a chosen TEID, then a missing FAR", ies: [][]byte{createPDR(pdrID(4), precedence(10),
 			pdi(sourceInterface(ifAccess), fteidChoose(7)), outerHeaderRemoval(0), farID(9))}, failedRule: failedPDR(4)},
@@ -662,8 +672,8 @@ func TestDeletion(t *testing.T) {
 	e.installed(d.teid, d.ue)
 
 	e.h.DropPeer("smf1")
-	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[uint32]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
-		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}}) {
+	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[upfxdp.FTEID]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
+		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}, Dupls: map[uint32]upfxdp.Dupl{}}) {
 		t.Errorf("after every peer is gone: %+v", s)
 	}
 	if len(e.h.sessions) != 0 {

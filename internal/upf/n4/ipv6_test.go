@@ -74,27 +74,41 @@ func chosenFTEIDOf(t *testing.T, c []wireIE, flags byte, addrs ...netip.Addr) ui
 	return binaryUint32(f[1:5])
 }
 
-// The UPF chooses F-TEIDs of the families asked for that it has N3
-// addresses of; the data path takes the TEID whatever the family.
+// The UPF chooses an F-TEID at its first N3 address of a family asked
+// for; asked for both, the order of its addresses decides. The data path
+// finds the TEID at that address, not at the other family's.
 func TestIPv6ChosenFTEID(t *testing.T) {
 	e := newEnvOn(t, 64, n3, n3v6)
+	v6First := newEnvOn(t, 64, n3v6, n3)
 	ohc := ohcOf(0x0200, 0x100, netip.Addr{}, gnb6)
 	for _, c := range []struct {
-		name  string
-		ask   byte
-		flags byte
-		addrs []netip.Addr
+		name        string
+		e           *env
+		ask         byte
+		flags       byte
+		addr, other netip.Addr
 	}{
-		{name: "V6", ask: fteidFlagV6, flags: fteidFlagV6, addrs: []netip.Addr{n3v6}},
-		{name: "V4 and V6", ask: fteidFlagV4 | fteidFlagV6, flags: fteidFlagV4 | fteidFlagV6, addrs: []netip.Addr{n3, n3v6}},
-		{name: "V4", ask: fteidFlagV4, flags: fteidFlagV4, addrs: []netip.Addr{n3}},
+		{name: "V6", e: e, ask: fteidFlagV6, flags: fteidFlagV6, addr: n3v6, other: n3},
+		{name: "V4 and V6", e: e, ask: fteidFlagV4 | fteidFlagV6, flags: fteidFlagV4, addr: n3, other: n3v6},
+		{name: "V4 and V6, IPv6 listed first", e: v6First, ask: fteidFlagV4 | fteidFlagV6, flags: fteidFlagV6, addr: n3v6, other: n3},
+		{name: "V4", e: e, ask: fteidFlagV4, flags: fteidFlagV4, addr: n3, other: n3v6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := e.establish("smf1", v6Session(uint64(c.ask), fteidChooseOf(c.ask, 1), 1, ohc)...)
-			r.upSEID(t)
-			teid := chosenFTEIDOf(t, r.created(t)[1], c.flags, c.addrs...)
-			if set, err := e.dp.Uplink(teid); err != nil || set.Count != 1 {
-				t.Errorf("TEID %#x: %+v, %v", teid, set, err)
+			r := c.e.establish("smf1", v6Session(uint64(c.ask), fteidChooseOf(c.ask, 1), 1, ohc)...)
+			if c.e == v6First { // the UP F-SEID has the first N3 address: flags V6, SEID, IPv6
+				r.expect(t, causeAccepted, nil, nil)
+				if f := one(t, r.ies, tFSEID); len(f) != 25 || f[0] != 0x01 || !bytes.Equal(f[9:], n3v6.AsSlice()) {
+					t.Fatalf("UP F-SEID % x, want flags V6, SEID, %v", f, n3v6)
+				}
+			} else {
+				r.upSEID(t)
+			}
+			teid := chosenFTEIDOf(t, r.created(t)[1], c.flags, c.addr)
+			if set, err := c.e.dp.Uplink(upfxdp.FTEID{Addr: c.addr, TEID: teid}); err != nil || set.Count != 1 {
+				t.Errorf("TEID %#x at %v: %+v, %v", teid, c.addr, set, err)
+			}
+			if set, err := c.e.dp.Uplink(upfxdp.FTEID{Addr: c.other, TEID: teid}); err == nil {
+				t.Errorf("TEID %#x at %v too: %+v", teid, c.other, set)
 			}
 		})
 	}
@@ -161,7 +175,11 @@ func TestIPv6OuterHeaderCreation(t *testing.T) {
 func TestIPv6Refusals(t *testing.T) {
 	e := newEnv(t) // IPv4 N3 only
 	e6 := newEnvOn(t, 64, n3, n3v6)
+	v6Only := newEnvOn(t, 64, n3v6)
 	ohc6 := ohcOf(0x0200, 0x100, netip.Addr{}, gnb6)
+	// Copies go in GTP-U/UDP/IPv4 tunnels, from the first IPv4 N3 address.
+	copiesInATunnel := createFAR(farID(7), applyAction(aaFORW|aaDUPL), fwdParams(destinationInterface(ifCore)),
+		dupParams(destinationInterface(ifLIFunction), ohcGTPU(1, "192.0.2.99")))
 	for _, c := range []struct {
 		name       string
 		e          *env
@@ -171,6 +189,12 @@ func TestIPv6Refusals(t *testing.T) {
 	}{
 		{name: "tunnel to an IPv6 peer without an IPv6 N3 address", e: e, ies: v6Session(1, fteidChooseOf(fteidFlagV4, 1), 0, ohc6),
 			cause: causeRuleFailure, failedRule: failedFAR(2)},
+		{name: "F-TEID at an IPv4 and an IPv6 address", e: e6,
+			ies:   v6Session(1, tlv(tFTEID, []byte{fteidFlagV4 | fteidFlagV6}, be32(0x77), n3.AsSlice(), n3v6.AsSlice()), 1, ohc6),
+			cause: causeRuleFailure, failedRule: failedPDR(1)},
+		{name: "a tunnel for copies without an IPv4 N3 address", e: v6Only,
+			ies:   append(v6Session(1, fteidChooseOf(fteidFlagV6, 1), 1, ohc6), copiesInATunnel),
+			cause: causeRuleFailure, failedRule: failedFAR(7)},
 		{name: "IPv6 F-TEID not ours", e: e6, ies: v6Session(1, fteid6(0x77, netip.MustParseAddr("2001:db8:3::99")), 1, ohc6),
 			cause: causeRuleFailure, failedRule: failedPDR(1)},
 		{name: "UDP/IPv6 outer header (not GTP-U)", e: e6, ies: v6Session(1, fteidChooseOf(fteidFlagV6, 1), 1, ohcOf(0x0800, 0x100, netip.Addr{}, gnb6)),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // A deterministic mutation test of the N4 chain: valid requests of the
@@ -75,7 +76,8 @@ type ieNode struct {
 var groupedTypes = map[uint16]bool{tCreatePDR: true, tPDI: true, tCreateFAR: true, tForwardingParameters: true,
 	tCreateURR: true, tCreateQER: true, tUpdatePDR: true, tUpdateFAR: true, tUpdateForwardingParam: true,
 	tUpdateURR: true, tUpdateQER: true, tRemovePDR: true, 16 /* Remove FAR */ : true, tRemoveURR: true,
-	tRemoveQER: true, tQueryURR: true, tCreateBAR: true, tUpdateBAR: true, tRemoveBAR: true}
+	tRemoveQER: true, tQueryURR: true, tCreateBAR: true, tUpdateBAR: true, tRemoveBAR: true,
+	tDuplicatingParameters: true, tUpdateDuplicatingParam: true}
 
 // knownTypes are what a retyped IE becomes: types the UPF decodes.
 var knownTypes = append(slices.Sorted(maps.Keys(groupedTypes)), tCause, tSourceInterface, tFTEID, tNetworkInstance,
@@ -83,7 +85,7 @@ var knownTypes = append(slices.Sorted(maps.Keys(groupedTypes)), tCause, tSourceI
 	tDestinationInterface, tApplyAction, tPDRID, tFSEID, tNodeID, tMeasurementMethod, tMeasurementPeriod, tURRID,
 	tOuterHeaderCreation, tBARID, tUEIPAddress, tOuterHeaderRemoval, tFARID, tQERID, tQFI, tRQI, tPFCPSMReqFlags,
 	tPFCPSEReqFlags, tVolumeQuota, tTimeQuota, tMeasurementInformation, tForwardingPolicy, tFQCSID, tPDNType,
-	tSuggestedPackets, tUPInactivityTimer, 96 /* Recovery Time Stamp */, 160 /* 3GPP Interface Type */)
+	tSuggestedPackets, tUPInactivityTimer, tTransportLevelMarking, 96 /* Recovery Time Stamp */, 160 /* 3GPP Interface Type */)
 
 func parseIEs(t testing.TB, b []byte) []*ieNode {
 	var out []*ieNode
@@ -352,7 +354,7 @@ func (c *chain) sendMutant(t *testing.T, req []byte) []byte {
 func (c *chain) consistent() error {
 	var errs []error
 	c.locked(func() {
-		want := map[uint32]bool{}
+		want := map[upfxdp.FTEID]bool{}
 		wantUE := map[netip.Addr]bool{}
 		used := map[uint32]bool{}
 		sessions := c.store.List()
@@ -365,10 +367,10 @@ func (c *chain) consistent() error {
 				errs = append(errs, fmt.Errorf("session %#x is not the handler's", s.SEID))
 			}
 			for _, p := range s.PDRs {
-				switch p.PDI.SourceInterface {
-				case session.InterfaceAccess, session.InterfaceCPFunction:
-					want[p.PDI.TEID], used[p.PDI.TEID] = true, true
-				case session.InterfaceCore, session.InterfaceSGiLAN:
+				switch {
+				case p.PDI.TEID != 0:
+					want[upfxdp.FTEID{Addr: p.PDI.LocalAddress, TEID: p.PDI.TEID}], used[p.PDI.TEID] = true, true
+				default:
 					a := p.PDI.UEAddress.Addr()
 					if a.Is6() {
 						a = netip.PrefixFrom(a, 64).Masked().Addr()
@@ -380,8 +382,8 @@ func (c *chain) consistent() error {
 		if len(c.h.sessions) != len(sessions) {
 			errs = append(errs, fmt.Errorf("the handler has %d sessions, the store %d", len(c.h.sessions), len(sessions)))
 		}
-		if got := c.dp.UplinkTEIDs(); !sameSet(got, want) {
-			errs = append(errs, fmt.Errorf("uplink TEIDs %x, the sessions' %x", got, slices.Sorted(maps.Keys(want))))
+		if got := c.dp.UplinkFTEIDs(); !sameSet(got, want) {
+			errs = append(errs, fmt.Errorf("uplink F-TEIDs %v, the sessions' %v", got, slices.Collect(maps.Keys(want))))
 		}
 		if got := c.dp.DownlinkUEs(); !sameSet(got, wantUE) {
 			errs = append(errs, fmt.Errorf("downlink UEs %v, the sessions' %v", got, slices.Collect(maps.Keys(wantUE))))
@@ -522,10 +524,10 @@ func TestMutatedRequests(t *testing.T) {
 		c.session(t, mSessionDeletionRequest, s.SEID).expect(t, causeAccepted, nil, nil)
 	}
 	c.locked(func() {
-		if c.store.Len() != 0 || len(c.dp.UplinkTEIDs()) != 0 || len(c.dp.DownlinkUEs()) != 0 || len(c.h.chosen) != 0 ||
+		if c.store.Len() != 0 || len(c.dp.UplinkFTEIDs()) != 0 || len(c.dp.DownlinkUEs()) != 0 || len(c.h.chosen) != 0 ||
 			len(c.nh.refs) != 0 || c.pool.Allocated() != 0 || len(c.h.sessions) != 0 {
 			t.Errorf("after deleting every session: %d sessions, uplink %x, downlink %v, chosen %v, next hops %v, %d UE addresses",
-				c.store.Len(), c.dp.UplinkTEIDs(), c.dp.DownlinkUEs(), c.h.chosen, c.nh.refs, c.pool.Allocated())
+				c.store.Len(), c.dp.UplinkFTEIDs(), c.dp.DownlinkUEs(), c.h.chosen, c.nh.refs, c.pool.Allocated())
 		}
 	})
 	if p := c.srv.Stats().Panics; p != 0 {

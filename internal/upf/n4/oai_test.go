@@ -88,7 +88,7 @@ func TestChainOAISession(t *testing.T) {
 	// downlink FAR forwards to the gNB's tunnel.
 	established := func(step string, teid uint32, downlinkFAR, gnbTEID uint32) {
 		t.Helper()
-		if ul, err := c.dp.Uplink(teid); err != nil || ul.Count != 1 {
+		if ul, err := c.dp.Uplink(atN3(teid)); err != nil || ul.Count != 1 {
 			t.Errorf("%s: TEID %#x: %+v, %v; want one PDR", step, teid, ul, err)
 		}
 		if dl, err := c.dp.Downlink(ue); err != nil || dl.Count != 1 {

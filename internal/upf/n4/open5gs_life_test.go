@@ -196,7 +196,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 	r.expect(t, causeAccepted, nil, nil)
 	forwarding := chosenTEID(t, r.created(t)[5])
 	c.locked(func() {
-		set, err := c.dp.Uplink(forwarding)
+		set, err := c.dp.Uplink(atN3(forwarding))
 		if err != nil || set.Count != 1 || forwarding == teid {
 			t.Fatalf("forwarding TEID %#x: %+v, %v; want one PDR of its own", forwarding, set, err)
 		}
@@ -221,7 +221,7 @@ func TestChainOpen5GSLife(t *testing.T) {
 	}
 	modify("indirect forwarding removal", removePDR(5), removeFAR(4))
 	c.locked(func() {
-		if _, err := c.dp.Uplink(forwarding); !errors.Is(err, ebpf.ErrKeyNotExist) || c.h.chosen[forwarding] {
+		if _, err := c.dp.Uplink(atN3(forwarding)); !errors.Is(err, ebpf.ErrKeyNotExist) || c.h.chosen[forwarding] {
 			t.Errorf("forwarding TEID %#x after its removal: %v, chosen %t", forwarding, err, c.h.chosen[forwarding])
 		}
 		if far(4).ID != 0 || c.nh.refs[netip.MustParseAddr(gnb2)] != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
@@ -358,7 +359,7 @@ func (sv *Saved) Kept() []session.Kept {
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
 	h.sessions = make(map[uint64]*pfcpSession, sv.Sessions())
-	gnbs := map[netip.Addr]bool{}
+	paths := map[gtpu.Path]bool{}
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
 	sv.each(func(ss savedSession) {
@@ -372,18 +373,14 @@ func (h *Handler) restore(sv *Saved) {
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
 			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
 		}
-		for _, f := range s.fars { // as supervise would file them, without their sets
-			if o := f.OuterHeaderCreation; o != nil && f.Action == session.ActionForward {
-				gnbs[o.Peer] = true
-			}
-		}
+		maps.Copy(paths, h.paths(s)) // as supervise would file them, without their sets
 		for id, u := range s.urrs {
 			if u.timed() {
 				h.timed[meterKey{seid, id}] = true
 			}
 		}
 	})
-	h.supervise(gnbs, nil)
+	h.supervise(paths, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
 		r := sv.reports[id]
 		if h.sessions[r.seid] == nil {
@@ -553,6 +550,7 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 	e.Uint(uint64(p.FARID))
 	e.Uint(uint64(p.PDI.SourceInterface))
 	e.Uint(uint64(p.PDI.TEID))
+	e.Addr(p.PDI.LocalAddress)
 	e.Prefix(p.PDI.UEAddress)
 	e.Uint(uint64(p.PDI.QFI))
 	e.Uint(uint64(len(p.PDI.SDFFilters)))
@@ -576,7 +574,8 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 
 func decodePDR(d *n4state.Dec, sh *shard) session.PDR {
 	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
-	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), UEAddress: d.Prefix(), QFI: d.Uint8()}
+	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), LocalAddress: d.Addr(), UEAddress: d.Prefix(),
+		QFI: d.Uint8()}
 	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sh.filter(d)} })
 	if d.Bool() {
 		p.OuterHeaderRemoval = &outerHeaderRemovals[d.Uint8()]
@@ -602,20 +601,46 @@ func encodeFAR(e *n4state.Enc, f *session.FAR) {
 	e.Uint(uint64(f.DestinationInterface))
 	e.Bool(f.OuterHeaderCreation != nil)
 	if o := f.OuterHeaderCreation; o != nil {
-		e.Uint(uint64(o.TEID))
-		e.Addr(o.Peer)
-		e.Uint(uint64(o.Port))
+		encodeOHC(e, o)
 	}
 	e.Uint(uint64(f.DSCP))
 	e.Addr(f.NextHop)
+	e.Bool(f.Duplicating != nil)
+	if d := f.Duplicating; d != nil {
+		e.Uint(uint64(d.DestinationInterface))
+		e.Bool(d.OuterHeaderCreation != nil)
+		if o := d.OuterHeaderCreation; o != nil {
+			encodeOHC(e, o)
+		}
+		e.Uint(uint64(d.DSCP))
+		e.Addr(d.NextHop)
+	}
+}
+
+func encodeOHC(e *n4state.Enc, o *session.OuterHeaderCreation) {
+	e.Uint(uint64(o.TEID))
+	e.Addr(o.Peer)
+	e.Uint(uint64(o.Port))
+}
+
+func decodeOHC(d *n4state.Dec) *session.OuterHeaderCreation {
+	return &session.OuterHeaderCreation{TEID: d.Uint32(), Peer: d.Addr(), Port: d.Uint16()}
 }
 
 func decodeFAR(d *n4state.Dec) session.FAR {
 	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8()), DestinationInterface: session.Interface(d.Uint8())}
 	if d.Bool() {
-		f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: d.Uint32(), Peer: d.Addr(), Port: d.Uint16()}
+		f.OuterHeaderCreation = decodeOHC(d)
 	}
 	f.DSCP, f.NextHop = d.Uint8(), d.Addr()
+	if d.Bool() {
+		dup := session.Duplicating{DestinationInterface: session.Interface(d.Uint8())}
+		if d.Bool() {
+			dup.OuterHeaderCreation = decodeOHC(d)
+		}
+		dup.DSCP, dup.NextHop = d.Uint8(), d.Addr()
+		f.Duplicating = &dup
+	}
 	return f
 }
 

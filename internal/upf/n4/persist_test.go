@@ -31,15 +31,21 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 		version: 42,
 		pdrs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: &ohr, QERIDs: []uint32{1}, URRIDs: []uint32{3, 4},
-				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
+				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, LocalAddress: netip.MustParseAddr("192.0.2.11"),
+					UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
 					SDFFilters: []session.SDFFilter{{Filter: filter}}}},
 			{ID: 2, Precedence: 100, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore,
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
+			{ID: 3, Precedence: 200, FARID: 1, OuterHeaderRemoval: &ohr, PDI: session.PDI{SourceInterface: session.InterfaceAccess,
+				TEID: 0xabcdf0, LocalAddress: netip.MustParseAddr("2001:db8:3::10")}},
 		},
 		fars: []session.FAR{
-			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9")},
+			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9"),
+				Duplicating: &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, DSCP: 10,
+					OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x77, Peer: netip.MustParseAddr("192.0.2.99"), Port: 2152}}},
 			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152}},
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152},
+				Duplicating:         &session.Duplicating{DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.10")}},
 			{ID: 3, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
 				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x200, Peer: netip.MustParseAddr("2001:db8:5::50")}},
 		},
@@ -118,7 +124,7 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	if !rec.Restored {
 		t.Fatalf("the journal was not restored: %s", rec.Reason)
 	}
-	store := session.NewStore(e.dp, e.nh, []netip.Addr{n3}, nil)
+	store := session.NewStore(e.dp, e.nh, nil)
 	store.SetBuffers(e.buffers)
 	res, err := store.Restore(nil, saved.Kept())
 	fatalIf(t, err)
@@ -162,13 +168,19 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 	kept := establish(0x51, fqCSID("127.0.0.4", 3))
 	gone := establish(0x52)
 	e.modify("smf", kept, createBAR(5, 3), createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4("10.45.0.1", true)), farID(2)),
-		createFAR(farID(2), applyAction(aaBUFF|aaNOCP), barID(5))).expect(t, causeAccepted, nil, nil)
+		createFAR(farID(2), applyAction(aaBUFF|aaNOCP|aaDUPL), barID(5),
+			dupParams(destinationInterface(ifLIFunction), ohcGTPU(0x77, collector.String())))).expect(t, causeAccepted, nil, nil)
 	e.delete("smf", gone).expect(t, causeAccepted, nil, nil)
 
 	want := record(t, e.h, kept)
 	chosen := maps.Clone(e.h.chosen)
+	dupls, err := e.dp.Dupls()
+	fatalIf(t, err)
 
 	h, _, pool := restarted(t, e, dir)
+	if got, err := e.dp.Dupls(); err != nil || len(got) != 1 || !reflect.DeepEqual(got, dupls) {
+		t.Errorf("duplicating parameters after the restart %+v (%v), want %+v", got, err, dupls)
+	}
 	if got := record(t, h, kept); !bytes.Equal(got, want) {
 		t.Errorf("the restored session's record\n% x\nwant\n% x", got, want)
 	}

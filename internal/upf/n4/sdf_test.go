@@ -100,7 +100,7 @@ func TestEstablishOpen5GSSDFFilter(t *testing.T) {
 	withID := sdfFilterIE(sdfFlagFD|sdfFlagBID, flowDescription(desc), be32(1))
 	teid := e.establishFiltered(t, "10.60.0.1", [][]byte{withID}, [][]byte{sdfFilterFD(desc)}, desc)
 	ue := netip.MustParseAddr("10.60.0.1")
-	if s := e.sdfOf(e.dp.Uplink(teid)); s != nil {
+	if s := e.sdfOf(e.dp.Uplink(atN3(teid))); s != nil {
 		t.Errorf("uplink PDR filters %+v, want none", s)
 	}
 	if s := e.sdfOf(e.dp.Downlink(ue)); s != nil {
@@ -121,7 +121,7 @@ func TestEstablishFree5GCSDFFilter(t *testing.T) {
 		Dst: remote, DstMask: remoteMask, SportHi: 0xffff, DportLo: 8000, DportHi: 8080}
 	down := upfxdp.SDFFilter{Proto: 17, Flags: upfxdp.SDFIPv4 | upfxdp.SDFPorts, Src: remote, SrcMask: remoteMask,
 		Dst: ue, DstMask: ueMask, SportLo: 8000, SportHi: 8080, DportHi: 0xffff}
-	if s := e.sdfOf(e.dp.Uplink(teid)); s == nil || *s != (upfxdp.SDFSet{Count: 1, Filter: [4]upfxdp.SDFFilter{up}}) {
+	if s := e.sdfOf(e.dp.Uplink(atN3(teid))); s == nil || *s != (upfxdp.SDFSet{Count: 1, Filter: [4]upfxdp.SDFFilter{up}}) {
 		t.Errorf("uplink PDR filters %+v, want %+v", s, up)
 	}
 	if s := e.sdfOf(e.dp.Downlink(netip.MustParseAddr("10.1.0.1"))); s == nil ||

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
+	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 )
 
@@ -83,6 +85,13 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 		t.Fatalf("a refused establishment left %d sessions", n)
 	}
 	establish("to-firewall").expect(t, causeAccepted, nil, nil)
+	// The resolver learns the neighbour from netlink, maybe after the
+	// session took its next hop: until then the uplink goes the route's way.
+	for deadline := time.Now().Add(2 * time.Second); !resolved(e.upf.Resolver.Slots(), firewall); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the policy's next hop did not resolve")
+		}
+	}
 
 	gen, err := trafficgen.NewGenerator()
 	fatalIf(t, err)
@@ -399,4 +408,9 @@ func TestOuterHeaderRemovalGTPUUDPIP(t *testing.T) {
 	if len(sample) != 14+len(uplinkPacket) {
 		t.Errorf("the DN received a %d-byte frame, want Ethernet and the %d-byte inner packet", len(sample), len(uplinkPacket))
 	}
+}
+
+// resolved says a next-hop slot for dst is valid.
+func resolved(slots []nexthop.Slot, dst netip.Addr) bool {
+	return slices.ContainsFunc(slots, func(s nexthop.Slot) bool { return s.Dst == dst && s.Valid })
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
 	"github.com/xdp5g/xdp5g/internal/upf/sdf"
@@ -113,11 +113,11 @@ type change struct {
 	uePool *ippool.Pool
 	ueFor  []uint16
 
-	removedURRs  []uint32                      // their final usage reports go in the response
-	granted      map[uint32]grant              // URRs given quotas anew: their meters start over
-	endMarkers   []session.OuterHeaderCreation // tunnels the request moved away from (SNDEM)
-	dropBuffered bool                          // DROBU
-	queried      []uint32                      // URRs to report on in the response
+	removedURRs  []uint32         // their final usage reports go in the response
+	granted      map[uint32]grant // URRs given quotas anew: their meters start over
+	endMarkers   []endMarker      // into the tunnels the request moved away from (SNDEM)
+	dropBuffered bool             // DROBU
+	queried      []uint32         // URRs to report on in the response
 
 	// What applying the change took, given back if it fails (undo), and
 	// the usage reports of the URRs it removed.
@@ -129,7 +129,6 @@ type change struct {
 type teidChoice struct {
 	pdr    uint16
 	choice int
-	flags  uint8 // the families chosen (fteidV4, fteidV6): the F-TEID's addresses
 }
 
 // newChange starts translating a request that turns session old (nil for
@@ -482,47 +481,41 @@ func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
 	return session.SDFFilter{Filter: f}, nil
 }
 
-// localFTEID sets the TEID the UPF receives on: the SMF's, or one for the
-// UPF to choose (CH), the same for the PDRs of the request with the same
-// CHOOSE ID.
+// localFTEID sets the F-TEID the UPF receives on: the SMF's, at one of
+// its N3 or N9 addresses, or one for the UPF to choose (CH), the same for
+// the PDRs of the request with the same CHOOSE ID.
 func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 	f, err := ch.FTEID()
 	if err != nil {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
 	}
 	if !f.HasCh() {
-		// Each address given, of either family, must be ours: the data
-		// path takes the TEID's G-PDUs on every N3 address.
-		if !f.HasIPv4() && !f.HasIPv6() {
+		// One address, ours: G-PDUs are matched by TEID and the address
+		// they are sent to.
+		var a netip.Addr
+		switch {
+		case f.HasIPv4() && f.HasIPv6():
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with an IPv4 and an IPv6 address: G-PDUs are matched by one", p.ID)
+		case f.HasIPv4():
+			a = addr4(f.IPv4Address)
+		case f.HasIPv6():
+			a = addr4(f.IPv6Address)
+		default:
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID without an address", p.ID)
 		}
-		for _, a := range []struct {
-			given bool
-			ip    []byte
-		}{{f.HasIPv4(), f.IPv4Address}, {f.HasIPv6(), f.IPv6Address}} {
-			if a.given && !slices.Contains(c.cfg.N3, addr4(a.ip)) {
-				return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 address of this UPF", p.ID, net.IP(a.ip))
-			}
+		if !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, a)
 		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
 		}
-		p.PDI.TEID = f.TEID
+		p.PDI.TEID, p.PDI.LocalAddress = f.TEID, a
 		return nil
 	}
-	// The families asked for (V4, V6, both) that the UPF has an N3
-	// address of: the chosen F-TEID has one address of each.
-	var flags uint8
-	for _, a := range c.cfg.N3 {
-		if a.Is4() && f.HasIPv4() {
-			flags |= fteidV4
-		} else if a.Is6() && f.HasIPv6() {
-			flags |= fteidV6
-		}
-	}
-	if flags == 0 {
+	// One address of a family asked for (V4, V6, both) that the UPF has.
+	if p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface, f.HasIPv4(), f.HasIPv6()); !p.PDI.LocalAddress.IsValid() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption,
-			msg: fmt.Sprintf("PDR %d: no N3 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
+			msg: fmt.Sprintf("PDR %d: no N3 or N9 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
 	}
 	n, shared := c.chooseIDs[f.ChooseID]
 	if !f.HasChID() || !shared {
@@ -535,7 +528,7 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 	if c.teidChoices == nil {
 		c.teidChoices = make([]teidChoice, 0, 4) // room for a session's usual PDRs
 	}
-	c.teidChoices = append(c.teidChoices, teidChoice{p.ID, n, flags})
+	c.teidChoices = append(c.teidChoices, teidChoice{p.ID, n})
 	return nil
 }
 
@@ -613,8 +606,12 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if !create {
 		params = ie.UpdateForwardingParameters
 	}
+	dupParams := ie.DuplicatingParameters
+	if !create {
+		dupParams = ie.UpdateDuplicatingParameters
+	}
 	f, exists := farRules.get(c.s.fars, id)
-	if r := rule.check(exists, []uint16{ie.ApplyAction}, ie.FARID, ie.ApplyAction, params, ie.BARID); r != nil {
+	if r := rule.check(exists, []uint16{ie.ApplyAction}, ie.FARID, ie.ApplyAction, params, dupParams, ie.BARID); r != nil {
 		return r
 	}
 	if create {
@@ -624,11 +621,11 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	if r := c.checkBARID(id, group); r != nil {
 		return r
 	}
+	dupl := f.Duplicating != nil
 	if ch := first(group.ChildIEs, ie.ApplyAction); ch != nil {
 		forw, drop, buff := ch.HasFORW(), ch.HasDROP(), ch.HasBUFF()
+		dupl = ch.HasDUPL() // with any of the three (§8.2.26)
 		switch {
-		case ch.HasDUPL():
-			return fail("FAR %d: duplication (DUPL) is not supported", id)
 		case forw && !drop && !buff:
 			f.Action = session.ActionForward
 		case drop && !forw && !buff:
@@ -636,7 +633,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 		case buff && !forw && !drop:
 			f.Action = session.ActionBuffer
 		default:
-			return fail("FAR %d: apply action must be one of FORW, DROP and BUFF", id)
+			return fail("FAR %d: apply action must be one of FORW, DROP and BUFF, with DUPL or without", id)
 		}
 		// NOCP: the SMF wants to hear of the first packet buffered.
 		if buff && ch.HasNOCP() {
@@ -647,28 +644,79 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	}
 	if ch := first(group.ChildIEs, params); ch != nil {
 		old := f.OuterHeaderCreation
-		if r := forwarding(&f, ch.ChildIEs, create, c.cfg.ForwardingPolicies, c.cfg.N3); r != nil {
+		if r := forwarding(&f, ch.ChildIEs, create, "forwarding", c.cfg.ForwardingPolicies, c.cfg.gtpuAddresses()); r != nil {
 			return r
 		}
 		// SNDEM: the gNB moved; the old one learns that nothing more comes
 		// on the old tunnel (§5.2.1, TS 29.281 §7.3.2).
 		if flags := first(ch.ChildIEs, ie.PFCPSMReqFlags); flags != nil && flags.HasSNDEM() && old != nil &&
 			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
-			c.endMarkers = append(c.endMarkers, *old)
+			// Along the old tunnel's path: from where the session's rules
+			// before the request sent it.
+			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface, OuterHeaderCreation: old})
+			c.endMarkers = append(c.endMarkers, endMarker{gtpu.Path{Local: src, Peer: old.Peer}, old.TEID})
 		}
 	}
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
 		return fail("FAR %d forwards without forwarding parameters", id)
 	}
+	if r := duplicating(&f, group.ChildIEs, dupParams, dupl, c.cfg.ForwardingPolicies, c.cfg.gtpuAddresses()); r != nil {
+		return r
+	}
 	c.s.fars = farRules.put(c.s.fars, f)
 	return nil
 }
 
-// forwarding applies (Update) Forwarding Parameters to f.
-func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[string]netip.Addr, n3 []netip.Addr) *refusal {
+// duplicating applies the (Update) Duplicating Parameters of a FAR's IEs,
+// of type typ, to f: dupl says whether its Apply Action has DUPL. Copies
+// go to one destination.
+func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies map[string]netip.Addr, gtpu []netip.Addr) *refusal {
+	var groups []*ie.IE
+	for _, i := range ies {
+		if i.Type == typ {
+			groups = append(groups, i)
+		}
+	}
+	switch {
+	case len(groups) > 1:
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: copies go to one destination, not %d", f.ID, len(groups))
+	case !dupl && len(groups) > 0:
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: duplicating parameters without DUPL in its apply action", f.ID)
+	case !dupl:
+		f.Duplicating = nil
+		return nil
+	case len(groups) == 0 && f.Duplicating == nil:
+		// §7.5.2.3: present when the Apply Action asks for duplication.
+		return &refusal{cause: ie.CauseConditionalIEMissing, offending: ie.DuplicatingParameters,
+			msg: fmt.Sprintf("FAR %d duplicates without duplicating parameters", f.ID)}
+	case len(groups) == 0:
+		return nil
+	}
+	params := groups[0].ChildIEs
+	if bad := unsupported(params, ie.DestinationInterface, ie.OuterHeaderCreation, ie.TransportLevelMarking,
+		ie.ForwardingPolicy); bad != nil {
+		return ruleFailure(ruleFAR, f.ID, "FAR %d: duplicating parameter IE type %d is not supported", f.ID, bad.Type)
+	}
+	// The parameters are those of forwarding, read into a FAR of their own.
+	was := session.FAR{ID: f.ID}
+	if d := f.Duplicating; d != nil {
+		was = session.FAR{ID: f.ID, DestinationInterface: d.DestinationInterface, OuterHeaderCreation: d.OuterHeaderCreation,
+			DSCP: d.DSCP, NextHop: d.NextHop}
+	}
+	if r := forwarding(&was, params, f.Duplicating == nil, "duplicating", policies, gtpu); r != nil {
+		return r
+	}
+	f.Duplicating = &session.Duplicating{DestinationInterface: was.DestinationInterface,
+		OuterHeaderCreation: was.OuterHeaderCreation, DSCP: was.DSCP, NextHop: was.NextHop}
+	return nil
+}
+
+// forwarding applies (Update) Forwarding Parameters, or the Duplicating
+// Parameters (what names which), to f; gtpu are the UPF's GTP-U addresses.
+func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, policies map[string]netip.Addr, gtpu []netip.Addr) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
 	if create && first(params, ie.DestinationInterface) == nil {
-		return missing(ie.DestinationInterface, fmt.Sprintf("forwarding parameters of FAR %d", f.ID))
+		return missing(ie.DestinationInterface, fmt.Sprintf("%s parameters of FAR %d", what, f.ID))
 	}
 	// The 3GPP Interface Type only names the destination's interface.
 	if bad := unsupported(params, ie.DestinationInterface, ie.NetworkInstance, ie.OuterHeaderCreation, ie.PFCPSMReqFlags,
@@ -688,7 +736,7 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 			if err != nil {
 				return fail("FAR %d: outer header creation: %v", f.ID, err)
 			}
-			peer, ok := ohcPeer(o, n3)
+			peer, ok := ohcPeer(o, gtpu)
 			if !ok {
 				return fail("FAR %d: only GTP-U/UDP/IPv4 and GTP-U/UDP/IPv6 outer headers can be created", f.ID)
 			}
@@ -718,15 +766,15 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, policies map[strin
 
 // ohcPeer is the peer of an Outer Header Creation of GTP-U over IPv4,
 // IPv6 or, both bits set (a dual-stack peer), IPv4 when the UPF has an
-// IPv4 N3 address; false for another description.
-func ohcPeer(o *ie.OuterHeaderCreationFields, n3 []netip.Addr) (netip.Addr, bool) {
+// IPv4 GTP-U address of gtpu; false for another description.
+func ohcPeer(o *ie.OuterHeaderCreationFields, gtpu []netip.Addr) (netip.Addr, bool) {
 	switch o.OuterHeaderCreationDescription {
 	case ohcGTPUv4:
 		return addr4(o.IPv4Address), true
 	case ohcGTPUv6:
 		return addr4(o.IPv6Address), true
 	case ohcGTPUv4 | ohcGTPUv6:
-		if slices.ContainsFunc(n3, netip.Addr.Is4) {
+		if slices.ContainsFunc(gtpu, netip.Addr.Is4) {
 			return addr4(o.IPv4Address), true
 		}
 		return addr4(o.IPv6Address), true

@@ -57,6 +57,9 @@ const (
 	tVolumeQuota            = 73
 	tQuotaValidityTime      = 181
 	tForwardingPolicy       = 41
+	tDuplicatingParameters  = 5
+	tUpdateDuplicatingParam = 105
+	tTransportLevelMarking  = 30
 	tQueryURR               = 77
 	tUsageReportModResp     = 78
 	tUsageReportDelResp     = 79
@@ -101,6 +104,7 @@ const (
 	causeAccepted       = 1
 	causeNoSession      = 65 // Session context not found
 	causeMissingIE      = 66 // Mandatory IE missing
+	causeConditionalIE  = 67 // Conditional IE missing
 	causeIncorrectIE    = 69 // Mandatory IE incorrect
 	causeBadFTEIDChoice = 71 // Invalid F-TEID allocation option
 	causeNoAssociation  = 72 // No established PFCP Association
@@ -125,6 +129,7 @@ const (
 	ifAccess     = 0
 	ifCore       = 1
 	ifCPFunction = 3
+	ifLIFunction = 4
 )
 
 // Apply Action flags, octet 5 (§8.2.26).
@@ -297,6 +302,14 @@ func volumeQuota(total uint64) []byte     { return tlv(tVolumeQuota, []byte{0x01
 // timeThreshold §8.2.14 and timeQuota §8.2.51: seconds, 4 octets.
 func timeThreshold(s uint32) []byte { return tlv(tTimeThreshold, be32(s)) }
 func timeQuota(s uint32) []byte     { return tlv(tTimeQuota, be32(s)) }
+
+// dupParams §7.5.2.3-3 and updDupParams §7.5.4.3-3: where a FAR's
+// copies go.
+func dupParams(c ...[]byte) []byte    { return tlv(tDuplicatingParameters, c...) }
+func updDupParams(c ...[]byte) []byte { return tlv(tUpdateDuplicatingParam, c...) }
+
+// transportLevelMarking §8.2.12: the ToS octet and its mask.
+func transportLevelMarking(tos byte) []byte { return tlv(tTransportLevelMarking, []byte{tos, 0xfc}) }
 
 // forwardingPolicy §8.2.23: the identifier's length, then the identifier.
 func forwardingPolicy(id string) []byte {

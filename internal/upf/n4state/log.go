@@ -65,7 +65,7 @@ const (
 const DefaultCompactAfter = 64 << 20
 
 const (
-	magic       = "xdp5g PFCP st\x00\x00\x01" // the format's name and version
+	magic       = "xdp5g PFCP st\x00\x00\x02" // the format's name and version
 	frameHeader = 8
 	opHeader    = 5
 	maxEntry    = 256 << 20 // a snapshot's entries are far smaller

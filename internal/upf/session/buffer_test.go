@@ -26,7 +26,7 @@ func TestFailedInstallReleasesItsBuffer(t *testing.T) {
 	buffers, err := buffer.New(e.dp, buffer.Config{})
 	check(t, err)
 	t.Cleanup(func() { buffers.Close() })
-	store := NewStore(e.dp, unreachable{}, []netip.Addr{n3}, nil)
+	store := NewStore(e.dp, unreachable{}, nil)
 	store.SetBuffers(buffers)
 	sess := figure10()
 	sess.PDRs[0].FARID = 300

@@ -20,9 +20,13 @@ type txn struct {
 	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
 	nexthops []netip.Addr
 	statics  []Neighbour // the entries before this install took a reference
+	dupls    []uint32    // PDR slots given Duplicating Parameters
 }
 
 func (t *txn) undo() {
+	for _, slot := range t.dupls {
+		t.s.dp.DeleteDupl(slot)
+	}
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
 	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
 	for _, e := range t.in.URRSlots {
@@ -57,16 +61,24 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := Validate(&sess); err != nil {
 		return err
 	}
+	if err := s.checkAddresses(&sess); err != nil {
+		return err
+	}
 	for i, f := range sess.FARs {
 		if f.Action == ActionBuffer && s.buffers == nil {
 			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
 		}
-		if o := f.OuterHeaderCreation; o != nil && !s.localFor(o.Peer).IsValid() {
+		if o := f.OuterHeaderCreation; o != nil && !s.TunnelSource(&sess, &f).IsValid() {
 			return invalid(fmt.Sprintf("fars[%d].forwardingParameters.outerHeaderCreation", i),
-				"no N3 address of the peer %v's family to send from", o.Peer)
+				"no GTP-U address of the peer %v's family to send from", o.Peer)
+		}
+		// The copies' tunnels are IPv4 (validateDuplicating).
+		if d := f.Duplicating; d != nil && d.OuterHeaderCreation != nil && !firstOf(s.dp.N3Addresses(), false).IsValid() {
+			return invalid(fmt.Sprintf("fars[%d].duplicatingParameters.outerHeaderCreation", i),
+				"no IPv4 N3 address to send the copies' tunnel from")
 		}
 	}
-	keys := keysOf(&sess)
+	keys := s.keysOf(&sess)
 	for _, k := range keys {
 		if owner, ok := s.owner(k); ok && owner != sess.SEID {
 			return &ConflictError{fmt.Sprintf("%s is used by session %d", k, owner)}
@@ -81,7 +93,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		return err
 	}
 	for i, k := range keys {
-		set, _ := pdrSet(t.in, k)
+		set, _ := s.pdrSet(t.in, k)
 		if err := s.putKey(k, set); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
@@ -93,7 +105,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		for _, k := range keys {
 			live[k] = true
 		}
-		for _, k := range keysOf(&old.Session) {
+		for _, k := range s.keysOf(&old.Session) {
 			if !live[k] {
 				// Best effort: the key is unreachable once dropped
 				// from the owners, and a later install overwrites it.
@@ -135,10 +147,61 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	return nil
 }
 
+// checkAddresses refuses a local F-TEID at an address that is none of the
+// data path's GTP-U addresses.
+func (s *Store) checkAddresses(sess *Session) error {
+	for i := range sess.PDRs {
+		pdi := &sess.PDRs[i].PDI
+		if a := s.localAddress(pdi); sess.PDRs[i].gtpu() && !slices.Contains(s.dp.N3Addresses(), a) && !slices.Contains(s.dp.N9Addresses(), a) {
+			return invalid(fmt.Sprintf("pdrs[%d].pdi.localAddress", i), "%v is not an N3 or N9 address of this UPF", a)
+		}
+	}
+	return nil
+}
+
+// TunnelSource is the outer source address of the tunnel of FAR f of
+// sess, of its peer's family: towards an IPv4 peer, the address of the
+// session's local F-TEID on the side the FAR sends to, where the peer
+// sends the other way (the N9 one of an I-UPF's PDR from the core for a
+// FAR towards the core; the N3 one of an uplink PDR, or the N9 one at a
+// PSA, for a FAR towards access); without one, and towards an IPv6 peer
+// always (tunnels6 holds one source per peer), the first address of the
+// peer's family on that side: N9 towards the core or where the F-TEID is
+// an N9 one, if the UPF has one of that family, else N3. Invalid when the
+// UPF has no GTP-U address of that family.
+func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
+	toCore := f.DestinationInterface == InterfaceCore
+	v6 := f.OuterHeaderCreation != nil && f.OuterHeaderCreation.Peer.Is6()
+	n9 := toCore
+	for i := range sess.PDRs {
+		if p := &sess.PDRs[i]; p.gtpu() && (p.PDI.SourceInterface == InterfaceCore) == toCore {
+			a := s.localAddress(&p.PDI)
+			if a.Is4() && !v6 {
+				return a
+			}
+			n9 = slices.Contains(s.dp.N9Addresses(), a)
+			break
+		}
+	}
+	if a := firstOf(s.dp.N9Addresses(), v6); n9 && a.IsValid() {
+		return a
+	}
+	return firstOf(s.dp.N3Addresses(), v6)
+}
+
+// firstOf is the first of addrs of the family v6 says; invalid if none.
+func firstOf(addrs []netip.Addr, v6 bool) netip.Addr {
+	i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is6() == v6 })
+	if i < 0 {
+		return netip.Addr{}
+	}
+	return addrs[i]
+}
+
 // restoreKeys puts keys back the way they were before a failed install.
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	for _, k := range keys {
-		if set, ok := pdrSet(old, k); ok {
+		if set, ok := s.pdrSet(old, k); ok {
 			s.putKey(k, set)
 		} else {
 			s.deleteKey(k)
@@ -226,23 +289,27 @@ func (t *txn) writeRules() error {
 		}
 	}
 	fars := make([]upfxdp.FAR, len(sess.FARs))
+	dupls := make([]upfxdp.Dupl, len(sess.FARs))
 	for i := range sess.FARs {
+		dupls[i] = s.dataPathDupl(sess.FARs[i].Duplicating)
 		f := &sess.FARs[i]
 		buf, err := t.buffer(f)
 		if err != nil {
 			return err
 		}
-		var nh uint32
-		if dst := f.nexthop(); dst.IsValid() {
-			if nh, err = s.nh.Acquire(dst); err != nil {
-				return fmt.Errorf("next hop for %s: %w", dst, err)
-			}
-			t.nexthops = append(t.nexthops, dst)
-			if err := s.putTunnel6(f, nh); err != nil {
+		nh, err := t.acquire(f.nexthop())
+		if err != nil {
+			return err
+		}
+		if err := s.putTunnel6(sess, f, nh); err != nil {
+			return err
+		}
+		fars[i] = s.dataPathFAR(sess, f, buf, nh)
+		if d := f.Duplicating; d != nil {
+			if dupls[i].Nexthop, err = t.acquire(d.nexthop()); err != nil {
 				return err
 			}
 		}
-		fars[i] = s.dataPathFAR(f, buf, nh)
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
@@ -266,6 +333,12 @@ func (t *txn) writeRules() error {
 			}
 		}
 		far := slices.IndexFunc(sess.FARs, func(f FAR) bool { return f.ID == p.FARID }) // validated
+		if sess.FARs[far].Duplicating != nil {
+			t.dupls = append(t.dupls, slot)
+			if err := s.dp.PutDupl(slot, dupls[far]); err != nil {
+				return err
+			}
+		}
 		if err := s.dp.PutPDR(slot, dataPathPDR(p, fars[far], sess.FARs[far].DestinationInterface, t.in)); err != nil {
 			return err
 		}
@@ -273,10 +346,40 @@ func (t *txn) writeRules() error {
 	return nil
 }
 
-// dataPathFAR is a FAR as its PDRs' slots hold it: with the slot of its
-// buffer (0: none) and, for one that sends to a next hop of its own, the
-// next hop's.
-func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
+// acquire takes the next-hop slot of dst, given back by undo; 0 for none.
+func (t *txn) acquire(dst netip.Addr) (uint32, error) {
+	if !dst.IsValid() {
+		return 0, nil
+	}
+	nh, err := t.s.nh.Acquire(dst)
+	if err != nil {
+		return 0, fmt.Errorf("next hop for %s: %w", dst, err)
+	}
+	t.nexthops = append(t.nexthops, dst)
+	return nh, nil
+}
+
+// dataPathDupl is the Duplicating Parameters d as the slots of its FAR's
+// PDRs have them, but for the next hop's slot; the zero Dupl for none.
+func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
+	if d == nil {
+		return upfxdp.Dupl{}
+	}
+	dp := upfxdp.Dupl{Nexthop: upfxdp.NexthopRoute}
+	if o := d.OuterHeaderCreation; o != nil {
+		dp.Flags = upfxdp.FARGTPUv4
+		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
+		dp.Peer = upfxdp.AddrKey(o.Peer)
+		dp.Local = upfxdp.AddrKey(firstOf(s.dp.N3Addresses(), false))
+		dp.Tos = d.DSCP << 2
+	}
+	return dp
+}
+
+// dataPathFAR is a FAR of sess as its PDRs' slots hold it: with the slot
+// of its buffer (0: none) and, for one that sends to a next hop of its
+// own, the next hop's.
+func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.FAR {
 	dp := upfxdp.FAR{Nexthop: upfxdp.NexthopRoute}
 	if f.Action == ActionForward {
 		dp.Action = upfxdp.FARForward
@@ -293,30 +396,25 @@ func (s *Store) dataPathFAR(f *FAR, buf, nexthop uint32) upfxdp.FAR {
 		if o.Peer.Is4() {
 			dp.Flags = upfxdp.FARGTPUv4
 			dp.Peer = upfxdp.AddrKey(o.Peer)
-			dp.Local = upfxdp.AddrKey(s.n3)
+			dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
 		} else {
 			dp.Flags = upfxdp.FARGTPUv6 // the endpoints are at the next hop's slot: putTunnel6
 		}
 	}
-	return dp
-}
-
-// localFor is the outer source address of tunnels to peer, invalid when
-// no N3 address is of its family.
-func (s *Store) localFor(peer netip.Addr) netip.Addr {
-	if peer.Is4() {
-		return s.n3
+	if f.Duplicating != nil {
+		dp.Flags |= upfxdp.FARDuplicate
 	}
-	return s.n3v6
+	return dp
 }
 
 // putTunnel6 writes the endpoints of a forwarding FAR's tunnel to an IPv6
 // peer at the slot of its next hop, the peer's own (upfxdp.FARGTPUv6):
 // before the PDRs that carry the FAR. Rewriting them is harmless: they
-// are the same while the slot is the peer's.
-func (s *Store) putTunnel6(f *FAR, nexthop uint32) error {
+// are the same while the slot is the peer's, a peer being on one side (N3
+// or N9) of the UPF, whose first IPv6 address the tunnels leave from.
+func (s *Store) putTunnel6(sess *Session, f *FAR, nexthop uint32) error {
 	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward && o.Peer.Is6() {
-		return s.dp.PutTunnel6(nexthop, o.Peer, s.n3v6)
+		return s.dp.PutTunnel6(nexthop, o.Peer, s.TunnelSource(sess, f))
 	}
 	return nil
 }
@@ -359,7 +457,9 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 		}
 	}
 	if p.PDI.SourceInterface != InterfaceAccess {
-		if p.PDI.SourceInterface == InterfaceCPFunction {
+		// Found by TEID, yet going to the UE: from the CP function, or
+		// from the PSA over N9 at an I-UPF.
+		if p.gtpu() {
 			dp.Flags |= upfxdp.ToUE
 		}
 		for _, q := range in.QERs { // without its own, a downlink PDR marks its QERs' QFI
@@ -383,10 +483,22 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 	if p.PDI.QFI != 0 {
 		dp.Flags |= upfxdp.MatchQFI
 	}
+	switch {
 	// Indirect data forwarding, from the source gNB to the target one,
 	// which maps the packets to its radio bearers by their QFI.
-	if to == InterfaceAccess {
+	case to == InterfaceAccess:
 		dp.Flags |= upfxdp.ToUE
+		if dp.Qfi != 0 {
+			dp.Flags |= upfxdp.MarkQFI
+		}
+	// Over N9 to the next UPF, in an UL PDU Session Container with the
+	// PDR's QFI or, without, its QERs'.
+	case to == InterfaceCore && far.Flags&upfxdp.FARGTPUv4 != 0:
+		for _, q := range in.QERs {
+			if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
+				dp.Qfi = q.QFI
+			}
+		}
 		if dp.Qfi != 0 {
 			dp.Flags |= upfxdp.MarkQFI
 		}
@@ -476,14 +588,14 @@ func address(e sdf.Endpoint) netip.Prefix {
 
 // pdrSet is the set of the PDR slots of an installed session (nil: none)
 // found by key k, highest precedence first; false when no PDR is.
-func pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
+func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 	var set upfxdp.PDRSet
 	if in == nil {
 		return set, false
 	}
 	idx := make([]int, 0, upfxdp.PDRsPerKey)
 	for i := range in.PDRs {
-		if key, ok := in.PDRs[i].key(); ok && key == k {
+		if key, ok := in.PDRs[i].key(); ok && s.canonical(key) == k {
 			idx = append(idx, i)
 		}
 	}
@@ -521,14 +633,28 @@ func (s *Store) forget(in, next *installed) {
 		}
 	}
 	for i := range in.FARs {
-		if dst := in.FARs[i].nexthop(); dst.IsValid() {
+		f := &in.FARs[i]
+		if dst := f.nexthop(); dst.IsValid() {
 			s.nh.Release(dst)
+		}
+		if f.Duplicating == nil {
+			continue
+		}
+		if dst := f.Duplicating.nexthop(); dst.IsValid() {
+			s.nh.Release(dst)
+		}
+		for _, p := range in.PDRs {
+			if slot, ok := in.PDRSlots.lookup(uint32(p.ID)); ok && p.FARID == f.ID {
+				// Best effort, as the slot waits before its reuse: a
+				// packet still holding it loses its copy.
+				s.dp.DeleteDupl(slot)
+			}
 		}
 	}
 	for _, n := range in.Neighbours {
 		s.unrefStatic(n.IP)
 	}
-	for _, k := range keysOf(&in.Session) {
+	for _, k := range s.keysOf(&in.Session) {
 		if owner, ok := s.owner(k); ok && owner == in.SEID {
 			s.dropOwner(k)
 		}

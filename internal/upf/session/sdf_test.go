@@ -231,7 +231,7 @@ func TestSetFamilies(t *testing.T) {
 	v4.PDI.SDFFilters = filters(t, "permit out 17 from 198.51.100.0/24 to assigned")
 	s.PDRs = append(s.PDRs, rs, v4)
 	check(t, e.store.Create(s))
-	set, err := e.dp.Uplink(100)
+	set, err := e.dp.Uplink(atN3(100))
 	check(t, err)
 	if set.Count != 3 || set.OnlyV6 != 1<<0 || set.OnlyV4 != 1<<2 {
 		t.Fatalf("uplink set %+v: want 3 PDRs, the first IPv6 only, the last IPv4 only", set)

@@ -18,6 +18,7 @@ const (
 	InterfaceCore       Interface = 1
 	InterfaceSGiLAN     Interface = 2
 	InterfaceCPFunction Interface = 3
+	InterfaceLIFunction Interface = 4 // lawful interception: where copies go (DUPL)
 )
 
 // OuterHeaderRemoval values (TS 29.244 8.2.64) the data path implements.
@@ -63,9 +64,15 @@ type PDR struct {
 // PDI is a PDR's Packet Detection Information.
 type PDI struct {
 	SourceInterface Interface
-	TEID            uint32       // local F-TEID; access PDRs only
-	UEAddress       netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
-	QFI             uint8        // 0: any. Access PDRs match it; core PDRs mark it.
+	// TEID and LocalAddress are the local F-TEID, for a PDR of G-PDUs:
+	// from access (N3, or N9 at a PSA), from the CP function, or from the
+	// core over N9 (at an I-UPF); 0 for none. LocalAddress is one of the
+	// UPF's GTP-U addresses, N3 or N9; the zero Addr stands for the first
+	// N3 address.
+	TEID         uint32
+	LocalAddress netip.Addr   `json:",omitzero"`
+	UEAddress    netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
+	QFI          uint8        // 0: any. Access PDRs match it; core PDRs mark it.
 	// SDFFilters: a packet must match one of them, if there are any.
 	SDFFilters []SDFFilter `json:",omitempty"`
 }
@@ -108,6 +115,31 @@ type FAR struct {
 	// of the routes (a PFCP Forwarding Policy, traffic steering); invalid
 	// when the routes decide.
 	NextHop netip.Addr `json:",omitzero"`
+	// Duplicating is where copies of the FAR's packets go (Apply Action
+	// DUPL, with FORW, DROP or BUFF for the packets themselves); nil: none.
+	Duplicating *Duplicating `json:",omitempty"`
+}
+
+// Duplicating is a FAR's Duplicating Parameters. The copy of a packet is
+// the IP packet its PDR matched (outer headers removed, TTL as it came),
+// put into the GTP-U/UDP/IPv4 tunnel of OuterHeaderCreation; without one
+// it goes plain to NextHop (a Forwarding Policy), or along the route of its
+// own destination.
+type Duplicating struct {
+	DestinationInterface Interface
+	OuterHeaderCreation  *OuterHeaderCreation `json:",omitempty"`
+	DSCP                 uint8                `json:",omitempty"` // of the tunnel's outer header
+	NextHop              netip.Addr           `json:",omitzero"`
+}
+
+// nexthop is the address the copies go to through a next-hop slot of
+// their own: the tunnel's peer or the next hop; invalid when the routes
+// decide.
+func (d *Duplicating) nexthop() netip.Addr {
+	if d.OuterHeaderCreation != nil {
+		return d.OuterHeaderCreation.Peer
+	}
+	return d.NextHop
 }
 
 // nexthop is the address a forwarding FAR sends through a next-hop slot
@@ -123,12 +155,14 @@ func (f *FAR) nexthop() netip.Addr {
 	return f.NextHop
 }
 
-// OuterHeaderCreation describes the GTP-U/UDP/IP tunnel a FAR adds: over
-// IPv4 or IPv6, the peer's family.
+// OuterHeaderCreation describes the GTP-U/UDP/IP tunnel a FAR adds, over
+// IPv4 or IPv6 (the peer's family): towards access (a gNB's N3 address, or
+// an I-UPF's N9 one at a PSA), the CP function, or the core (the next
+// UPF's N9 address).
 type OuterHeaderCreation struct {
 	TEID uint32
-	Peer netip.Addr // the gNB's N3 address
-	Port uint16     // 0 or 2152: the data path always sends to 2152
+	Peer netip.Addr
+	Port uint16 // 0 or 2152: the data path always sends to 2152
 }
 
 // QER is a QoS Enforcement Rule: gates and maximum bit rates per

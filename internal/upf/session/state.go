@@ -145,7 +145,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	}
 	s.sessions = make(map[uint64]*installed, len(kept)+len(rest))
 	s.urrs = make(map[uint32]urrRef, len(kept))
-	s.teids, s.ues = make(map[uint32]uint64, len(kept)), make(map[netip.Addr]uint64, len(kept))
+	s.teids, s.ues = make(map[upfxdp.FTEID]uint64, len(kept)), make(map[netip.Addr]uint64, len(kept))
 	// In place first: that hands out no slot and changes no key.
 	ins := make([]*installed, len(kept))
 	for i := range kept {
@@ -164,7 +164,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	}
 	owned := map[dpKey]bool{}
 	for _, in := range slices.Concat(rest, repair) {
-		for _, k := range keysOf(&in.Session) {
+		for _, k := range s.keysOf(&in.Session) {
 			owned[k] = true
 		}
 	}
@@ -286,11 +286,9 @@ type inPlace struct {
 	moved    []movedNexthop
 }
 
-// checkAll checks the kept sessions against the data path: their rules,
-// on every CPU, each reading only its slots but for the next hops it
-// takes; then their keys, in one pass over the data path's, each found to
-// its session by the slot of its set's first PDR. In the order of their
-// first PDR's slot, the sessions' slots are mostly read in the maps' order.
+// checkAll checks the kept sessions against the data path (check), on
+// every CPU. In the order of their first PDR's slot, the sessions' slots
+// are mostly read in the maps' order.
 func (s *Store) checkAll(ins []*installed) []inPlace {
 	bySlot := make([]struct {
 		slot uint32
@@ -320,30 +318,6 @@ func (s *Store) checkAll(ins []*installed) []inPlace {
 	}
 	wg.Wait()
 
-	owner := make([]int32, s.pdrSlots.Size()) // the session holding each PDR slot, by index in ins + 1
-	for i, in := range ins {
-		for _, e := range in.PDRSlots {
-			if int(e.Slot) < len(owner) {
-				owner[e.Slot] = int32(i + 1)
-			}
-		}
-	}
-	matched := make([]int, len(ins)) // keys that point where the session's should
-	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
-		if set.Count == 0 || int(set.Pdr[0]) >= len(owner) || owner[set.Pdr[0]] == 0 {
-			return
-		}
-		i := owner[set.Pdr[0]] - 1
-		if j := slices.Index(found[i].keys, dpKey{teid: teid, ue: ue}); j >= 0 && found[i].sets[j] == set {
-			matched[i]++
-		}
-	})
-	for i := range found {
-		if found[i].ok && matched[i] != len(found[i].keys) {
-			s.release(found[i].nexthops)
-			found[i] = inPlace{}
-		}
-	}
 	return found
 }
 
@@ -356,14 +330,17 @@ func firstSlot(in *installed) uint32 {
 
 // check says whether the data path holds a kept session's rules as kept:
 // its PDRs' slots hold them, with the next hops the resolver gives their
-// destinations again. checkAll checks its keys.
+// destinations again, and its keys point at them.
 func (s *Store) check(in *installed) inPlace {
 	if len(in.Neighbours) > 0 {
 		return inPlace{}
 	}
-	found := inPlace{keys: keysOf(&in.Session)}
+	found := inPlace{keys: s.keysOf(&in.Session)}
 	for _, k := range found.keys {
-		set, _ := pdrSet(in, k)
+		set, _ := s.pdrSet(in, k)
+		if held, err := s.getKey(k); err != nil || held != set {
+			return inPlace{}
+		}
 		found.sets = append(found.sets, set)
 	}
 	moved, ok := s.checkRules(in, func(dst netip.Addr, hint uint32) (uint32, error) {
@@ -457,16 +434,25 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 				}
 			}
 			var err error
-			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(f, nh) != nil {
+			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(&in.Session, f, nh) != nil {
 				return nil, false
 			}
 		}
-		fars[i] = s.dataPathFAR(f, in.BufferSlots.of(f.ID), nh)
+		fars[i] = s.dataPathFAR(&in.Session, f, in.BufferSlots.of(f.ID), nh)
+	}
+	dupls, ok := s.checkDupls(in, read, adopt)
+	if !ok {
+		return nil, false
 	}
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
 		if _, ok := p.key(); !ok {
 			continue
+		}
+		if d := in.FARs[far[i]].Duplicating; d != nil {
+			if have, ok, err := s.dp.Dupl(in.PDRSlots.of(uint32(p.ID))); err != nil || !ok || have != dupls[far[i]] {
+				return nil, false
+			}
 		}
 		want := dataPathPDR(p, fars[far[i]], in.FARs[far[i]].DestinationInterface, in)
 		if nh := want.Far.Nexthop; nh != have[i].Far.Nexthop {
@@ -488,6 +474,41 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		}
 	}
 	return moved, true
+}
+
+// checkDupls is the Duplicating Parameters of a kept session's FARs, by
+// index in in.FARs, as their PDRs' slots are to hold them, taking their
+// next hops (adopt, hinted with the slot the first of those PDRs holds).
+// A next hop that moved is not written again in place: the session is
+// not in place then.
+func (s *Store) checkDupls(in *installed, read []bool,
+	adopt func(dst netip.Addr, hint uint32) (uint32, error)) ([]upfxdp.Dupl, bool) {
+	dupls := make([]upfxdp.Dupl, len(in.FARs))
+	for i := range in.FARs {
+		d := in.FARs[i].Duplicating
+		if d == nil {
+			continue
+		}
+		dupls[i] = s.dataPathDupl(d)
+		dst := d.nexthop()
+		if !dst.IsValid() {
+			continue
+		}
+		var have upfxdp.Dupl
+		held := false // by a PDR's slot
+		if j := slices.IndexFunc(in.PDRs, func(p PDR) bool { return p.FARID == in.FARs[i].ID }); j >= 0 && read[j] {
+			var err error
+			if have, held, err = s.dp.Dupl(in.PDRSlots.of(uint32(in.PDRs[j].ID))); err != nil || !held {
+				return nil, false
+			}
+		}
+		nh, err := adopt(dst, have.Nexthop)
+		if err != nil || (held && nh != have.Nexthop) {
+			return nil, false
+		}
+		dupls[i].Nexthop = nh
+	}
+	return dupls, true
 }
 
 // movedNexthop is a PDR slot whose FAR is to point at another next hop.
@@ -519,8 +540,8 @@ func (s *Store) releaseUnowned(used usedSlots) {
 // many there were.
 func (s *Store) removeStrayKeys(owned map[dpKey]bool, used *usedSlots) (int, error) {
 	var stray []dpKey
-	s.dp.EachSet(func(teid uint32, ue netip.Addr, set upfxdp.PDRSet) {
-		k := dpKey{teid: teid, ue: ue}
+	s.dp.EachSet(func(fteid upfxdp.FTEID, ue netip.Addr, set upfxdp.PDRSet) {
+		k := dpKey{fteid: fteid, ue: ue}
 		if _, taken := s.owner(k); taken {
 			return // its session's slots, which are used
 		}

@@ -64,10 +64,10 @@ func TestRestoreWithoutPFCPStateDropsPFCPSessions(t *testing.T) {
 			if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
 				t.Fatalf("restored %+v, want figure10 alone", got)
 			}
-			if _, err := e.dp.Uplink(100); err != nil {
+			if _, err := e.dp.Uplink(atN3(100)); err != nil {
 				t.Errorf("the REST session's TEID: %v", err)
 			}
-			if _, err := e.dp.Uplink(200); err == nil {
+			if _, err := e.dp.Uplink(atN3(200)); err == nil {
 				t.Error("the PFCP session's TEID is still in the data path")
 			}
 			if _, err := e.dp.Downlink(netip.MustParseAddr("10.1.3.28")); err == nil {
@@ -80,7 +80,7 @@ func TestRestoreWithoutPFCPStateDropsPFCPSessions(t *testing.T) {
 				t.Errorf("%d URR slots in use, want 0: the dropped session's URR kept its slot", n)
 			}
 			check(t, restored.Create(pfcpSession()))
-			if _, err := e.dp.Uplink(200); err != nil {
+			if _, err := e.dp.Uplink(atN3(200)); err != nil {
 				t.Errorf("TEID 200 after a new session took it: %v", err)
 			}
 		})
@@ -143,7 +143,7 @@ func TestRestoreTakesOverKeptSessionsInPlace(t *testing.T) {
 	counted := rawURR{Bytes: [3]uint64{1500, 1000, 500}, Packets: [3]uint64{3, 2, 1}}
 	check(t, e.urrMap(t).Put(urrSlot, &counted))
 	ue := netip.MustParseAddr("10.1.3.28")
-	ul, err := e.dp.Uplink(200)
+	ul, err := e.dp.Uplink(atN3(200))
 	check(t, err)
 	dl, err := e.dp.Downlink(ue)
 	check(t, err)
@@ -164,7 +164,7 @@ func TestRestoreTakesOverKeptSessionsInPlace(t *testing.T) {
 	if slots, _ := restored.Slots(2); !reflect.DeepEqual(slots, kept.Slots) {
 		t.Errorf("its slots are %+v, want %+v", slots, kept.Slots)
 	}
-	if now, err := e.dp.Uplink(200); err != nil || now != ul {
+	if now, err := e.dp.Uplink(atN3(200)); err != nil || now != ul {
 		t.Errorf("its uplink set is %+v (%v), was %+v", now, err, ul)
 	}
 	if now, err := e.dp.Downlink(ue); err != nil || now != dl || e.firstPDR(t, now) != dlPDR {
@@ -201,7 +201,7 @@ func TestRestoreTakesOverKeptSessionsInPlace(t *testing.T) {
 	moved.FARs[0].OuterHeaderCreation.TEID = 101
 	check(t, restored.Replace(moved))
 	check(t, restored.Delete(2))
-	if _, err := e.dp.Uplink(200); err == nil {
+	if _, err := e.dp.Uplink(atN3(200)); err == nil {
 		t.Error("the deleted session's TEID is still in the data path")
 	}
 }
@@ -258,10 +258,10 @@ func TestRestoreRepairsWhatTheStateDoesNotHave(t *testing.T) {
 	if usage, err := restored.URRUsage(2, 1); err != nil || usage.Bytes != counted.Bytes {
 		t.Errorf("session 2's URR counted %+v (%v), want %v bytes", usage, err, counted.Bytes)
 	}
-	if _, err := e.dp.Uplink(300); err != nil {
+	if _, err := e.dp.Uplink(atN3(300)); err != nil {
 		t.Errorf("session 3's TEID is not in the data path again: %v", err)
 	}
-	if _, err := e.dp.Uplink(301); err == nil {
+	if _, err := e.dp.Uplink(atN3(301)); err == nil {
 		t.Error("the unrecorded session's TEID is still in the data path")
 	}
 	if n, want := restored.pdrSlots.InUse(), 4; n != want {

@@ -41,11 +41,11 @@ type Store struct {
 	mu sync.Mutex
 	dp *upfxdp.Datapath
 	nh Nexthops
-	// n3 and n3v6 are the outer source addresses of the tunnels to IPv4
-	// and IPv6 peers: the first N3 address of each family.
-	n3, n3v6 netip.Addr
+	// n3 is the first N3 address, of either family: that of the local
+	// F-TEIDs that name none.
+	n3       netip.Addr
 	sessions map[uint64]*installed
-	teids    map[uint32]uint64
+	teids    map[upfxdp.FTEID]uint64
 	ues      map[netip.Addr]uint64
 	statics  map[netip.Addr]*static
 	pdrSlots *slotpool.Pool
@@ -97,18 +97,17 @@ type installed struct {
 	BufferSlots ruleSlots `json:"bufferSlots,omitempty"`
 }
 
-// NewStore returns an empty store over a data path; the first of the n3
-// addresses of each family is the source address of the tunnels it creates
-// to peers of that family. changed, if not nil, is called after
-// every successful change of a session of the REST API's, which
-// MarshalState saves (persistence).
-func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 []netip.Addr, changed func()) *Store {
+// NewStore returns an empty store over a data path, which has an N3
+// address at least. changed, if not nil, is called after every successful
+// change of a session of the REST API's, which MarshalState saves
+// (persistence).
+func NewStore(dp *upfxdp.Datapath, nh Nexthops, changed func()) *Store {
 	if changed == nil {
 		changed = func() {}
 	}
 	s := &Store{
 		dp: dp, nh: nh, changed: changed,
-		sessions: map[uint64]*installed{}, teids: map[uint32]uint64{}, ues: map[netip.Addr]uint64{},
+		sessions: map[uint64]*installed{}, teids: map[upfxdp.FTEID]uint64{}, ues: map[netip.Addr]uint64{},
 		statics: map[netip.Addr]*static{},
 		urrs:    map[uint32]urrRef{},
 		// A PDR slot's counters start at zero: zeroed once the slot is out
@@ -120,12 +119,8 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, n3 []netip.Addr, changed func())
 		sdfSlots: slotpool.New(slotpool.Config{Name: "SDF filter", First: 1, Size: dp.SDFSetCapacity()}),
 		bufSlots: slotpool.New(slotpool.Config{Name: "buffer", First: 1, Size: dp.BufferCapacity()}),
 	}
-	for _, a := range slices.Backward(n3) {
-		if a.Is4() {
-			s.n3 = a
-		} else {
-			s.n3v6 = a
-		}
+	if n3 := dp.N3Addresses(); len(n3) > 0 {
+		s.n3 = n3[0]
 	}
 	return s
 }
@@ -231,7 +226,7 @@ func (s *Store) Delete(seid uint64) error {
 	if !ok {
 		return ErrNotFound
 	}
-	keys := keysOf(&old.Session)
+	keys := s.keysOf(&old.Session)
 	for i, k := range keys {
 		if err := s.deleteKey(k); err != nil {
 			s.restoreKeys(keys[:i], old)
@@ -347,47 +342,72 @@ func (s *Store) URRBySlot(slot uint32) (seid uint64, urrID uint32, ok bool) {
 	return r.seid, r.id, ok
 }
 
-// dpKey is a data-path key: a TEID, or a UE address when ue is valid.
+// dpKey is a data-path key: a local F-TEID, or a UE address when ue is
+// valid.
 type dpKey struct {
-	teid uint32
-	ue   netip.Addr
+	fteid upfxdp.FTEID
+	ue    netip.Addr
 }
-
-func teidKey(teid uint32) dpKey { return dpKey{teid: teid} }
 
 func (k dpKey) String() string {
 	if k.ue.IsValid() {
 		return fmt.Sprintf("UE address %s", k.ue)
 	}
-	return fmt.Sprintf("TEID %d", k.teid)
+	return k.fteid.String()
 }
 
-func keysOf(sess *Session) []dpKey {
+// keysOf are the distinct keys of a session's PDRs, canonical.
+func (s *Store) keysOf(sess *Session) []dpKey {
 	keys := make([]dpKey, 0, len(sess.PDRs))
 	for i := range sess.PDRs {
-		if k, ok := sess.PDRs[i].key(); ok && !slices.Contains(keys, k) {
-			keys = append(keys, k)
+		if k, ok := sess.PDRs[i].key(); ok && !slices.Contains(keys, s.canonical(k)) {
+			keys = append(keys, s.canonical(k))
 		}
 	}
 	return keys
+}
+
+// canonical is a key with its F-TEID's address given: the first N3
+// address stands in for none.
+func (s *Store) canonical(k dpKey) dpKey {
+	if !k.ue.IsValid() && !k.fteid.Addr.IsValid() {
+		k.fteid.Addr = s.n3
+	}
+	return k
+}
+
+// localAddress is the address of a PDI's local F-TEID: the first N3
+// address when it names none.
+func (s *Store) localAddress(pdi *PDI) netip.Addr {
+	if pdi.LocalAddress.IsValid() {
+		return pdi.LocalAddress
+	}
+	return s.n3
 }
 
 func (s *Store) deleteKey(k dpKey) error {
 	if k.ue.IsValid() {
 		return s.dp.DeleteDownlink(k.ue)
 	}
-	return s.dp.DeleteUplink(k.teid)
+	return s.dp.DeleteUplink(k.fteid)
+}
+
+func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
+	if k.ue.IsValid() {
+		return s.dp.Downlink(k.ue)
+	}
+	return s.dp.Uplink(k.fteid)
 }
 
 func (s *Store) putKey(k dpKey, set upfxdp.PDRSet) error {
 	if k.ue.IsValid() {
 		return s.dp.PutDownlink(k.ue, set)
 	}
-	return s.dp.PutUplink(k.teid, set)
+	return s.dp.PutUplink(k.fteid, set)
 }
 
-// KeyOwner returns the session that owns the data-path key of p (its TEID,
-// or its UE address), if any.
+// KeyOwner returns the session that owns the data-path key of p (its
+// local F-TEID, or its UE address), if any.
 func (s *Store) KeyOwner(p PDR) (uint64, bool) {
 	k, ok := p.key()
 	if !ok {
@@ -395,7 +415,7 @@ func (s *Store) KeyOwner(p PDR) (uint64, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.owner(k)
+	return s.owner(s.canonical(k))
 }
 
 // owner returns the session that owns a key, if any.
@@ -403,7 +423,7 @@ func (s *Store) owner(k dpKey) (seid uint64, found bool) {
 	if k.ue.IsValid() {
 		seid, found = s.ues[k.ue]
 	} else {
-		seid, found = s.teids[k.teid]
+		seid, found = s.teids[k.fteid]
 	}
 	return seid, found
 }
@@ -412,7 +432,7 @@ func (s *Store) setOwner(k dpKey, seid uint64) {
 	if k.ue.IsValid() {
 		s.ues[k.ue] = seid
 	} else {
-		s.teids[k.teid] = seid
+		s.teids[k.fteid] = seid
 	}
 }
 
@@ -420,6 +440,6 @@ func (s *Store) dropOwner(k dpKey) {
 	if k.ue.IsValid() {
 		delete(s.ues, k.ue)
 	} else {
-		delete(s.teids, k.teid)
+		delete(s.teids, k.fteid)
 	}
 }

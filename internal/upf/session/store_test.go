@@ -23,6 +23,9 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
+// atN3 is a local F-TEID at the UPF's N3 address.
+func atN3(teid uint32) upfxdp.FTEID { return upfxdp.FTEID{Addr: n3, TEID: teid} }
+
 // The UPF's N3 address, and figure10's, both its UE's and its gNB's: the
 // addresses of the UPF and the peer namespace of newStoreEnv.
 var (
@@ -39,7 +42,11 @@ type storeEnv struct {
 
 // newStoreEnv gives a store over a real data path and a real resolver in a
 // throw-away namespace where figure10's gNB is reachable.
-func newStoreEnv(t *testing.T) *storeEnv {
+func newStoreEnv(t *testing.T) *storeEnv { return newStoreEnvWith(t) }
+
+// newStoreEnvWith is newStoreEnv whose data path has the N3 addresses
+// more after n3.
+func newStoreEnvWith(t *testing.T, more ...netip.Addr) *storeEnv {
 	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and BPF")
 	upf, gnb := testsupport.Netns(t, "sess"), testsupport.Netns(t, "sess")
@@ -47,7 +54,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 	check(t, upf.AddAddr("n3", netip.PrefixFrom(n3, 24).String()))
 	check(t, gnb.AddAddr("gnb", netip.PrefixFrom(figure10Addr, 24).String()))
 
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: append([]netip.Addr{n3}, more...)})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	ns, err := netns.GetFromName(upf.Name)
@@ -62,7 +69,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 }
 
 // newStore is a new store over the data path, as a restarted daemon has.
-func (e *storeEnv) newStore() *Store { return NewStore(e.dp, e.nh, []netip.Addr{n3}, nil) }
+func (e *storeEnv) newStore() *Store { return NewStore(e.dp, e.nh, nil) }
 
 // restart is a restarted daemon's store: a new store that restored what
 // e.store saved, every session of it.
@@ -89,7 +96,7 @@ func check(t *testing.T, err error) {
 // snapshot is what the data path holds for the keys of figure10.
 func (e *storeEnv) snapshot(t *testing.T) string {
 	t.Helper()
-	ul, ulErr := e.dp.Uplink(100)
+	ul, ulErr := e.dp.Uplink(atN3(100))
 	dl, dlErr := e.dp.Downlink(figure10Addr)
 	return fmt.Sprintf("%v %v %v %v %v", ul, ulErr, dl, dlErr, e.store.List())
 }
@@ -97,7 +104,7 @@ func (e *storeEnv) snapshot(t *testing.T) string {
 func TestStoreLifecycle(t *testing.T) {
 	e := newStoreEnv(t)
 	check(t, e.store.Create(figure10()))
-	ul, err := e.dp.Uplink(100)
+	ul, err := e.dp.Uplink(atN3(100))
 	check(t, err)
 	if ul.Count != 1 {
 		t.Fatalf("uplink set %+v", ul)
@@ -138,7 +145,7 @@ func TestStoreLifecycle(t *testing.T) {
 	}
 
 	check(t, e.store.Delete(1))
-	if _, err := e.dp.Uplink(100); err == nil {
+	if _, err := e.dp.Uplink(atN3(100)); err == nil {
 		t.Fatal("the TEID outlived its session")
 	}
 	if err := e.store.Delete(1); !errors.Is(err, ErrNotFound) {
@@ -187,16 +194,16 @@ func TestStoreQERs(t *testing.T) {
 func TestStoreRestore(t *testing.T) {
 	e := newStoreEnv(t)
 	check(t, e.store.Create(figure10()))
-	check(t, e.dp.PutUplink(999, upfxdp.PDRSet{})) // a key no session owns
+	check(t, e.dp.PutUplink(atN3(999), upfxdp.PDRSet{})) // a key no session owns
 
 	restored := e.restart(t)
 	if got := restored.List(); len(got) != 1 || !reflect.DeepEqual(got[0], figure10()) {
 		t.Fatalf("restored %+v", got)
 	}
-	if _, err := e.dp.Uplink(100); err != nil {
+	if _, err := e.dp.Uplink(atN3(100)); err != nil {
 		t.Fatalf("the session's TEID is gone after restore: %v", err)
 	}
-	if _, err := e.dp.Uplink(999); err == nil {
+	if _, err := e.dp.Uplink(atN3(999)); err == nil {
 		t.Fatal("a stray key survived the restore")
 	}
 }
@@ -270,7 +277,7 @@ func (e *storeEnv) urr(t *testing.T, slot uint32) rawURR {
 // uplink and downlink keys.
 func (e *storeEnv) uplinkPDR(t *testing.T) upfxdp.PDR {
 	t.Helper()
-	set, err := e.dp.Uplink(100)
+	set, err := e.dp.Uplink(atN3(100))
 	check(t, err)
 	return e.firstPDR(t, set)
 }
@@ -494,7 +501,7 @@ func TestStoreIPv6Tunnel(t *testing.T) {
 		t.Errorf("the refusal changed the data path: %s, was %s", after, before)
 	}
 
-	e.store = NewStore(e.dp, e.nh, []netip.Addr{n3, n3v6}, nil)
+	e = newStoreEnvWith(t, n3v6)
 	check(t, e.store.Create(s))
 	want := upfxdp.Tunnel6{Peer: gnb6.As16(), Local: n3v6.As16()}
 	tunnelled := func(st *Store) {
@@ -514,7 +521,7 @@ func TestStoreIPv6Tunnel(t *testing.T) {
 	saved, err := e.store.MarshalState()
 	check(t, err)
 	check(t, e.store.Delete(s.SEID))
-	restored := NewStore(e.dp, e.nh, []netip.Addr{n3, n3v6}, nil)
+	restored := e.newStore()
 	if _, err := restored.Restore(saved, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,11 @@ func Validate(s *Session) error {
 }
 
 func validateFAR(at element, f *FAR) error {
+	if d := f.Duplicating; d != nil {
+		if err := validateDuplicating(at, d); err != nil {
+			return err
+		}
+	}
 	switch f.Action {
 	case ActionDrop, ActionBuffer: // the forwarding parameters wait for the FAR to forward
 		return nil
@@ -125,29 +130,60 @@ func validateFAR(at element, f *FAR) error {
 	}
 	switch f.DestinationInterface {
 	case InterfaceAccess, InterfaceCPFunction:
-		o := f.OuterHeaderCreation
-		if o == nil {
+		if f.OuterHeaderCreation == nil {
 			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IP outer header creation")
 		}
-		if !o.Peer.IsValid() || o.Peer.Is4In6() || o.Peer.IsUnspecified() || o.Peer.IsMulticast() {
-			field := ".forwardingParameters.outerHeaderCreation.ipv4Address"
-			if o.Peer.Is6() {
-				field = ".forwardingParameters.outerHeaderCreation.ipv6Address"
-			}
-			return invalid(at.field(field), "%v is not a unicast IPv4 or IPv6 address", o.Peer)
-		}
-		if o.TEID == 0 {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
-		}
-		if o.Port != 0 && o.Port != 2152 {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
-		}
-	case InterfaceCore, InterfaceSGiLAN:
+	case InterfaceCore: // with a tunnel: to the next UPF over N9
+	case InterfaceSGiLAN:
 		if f.OuterHeaderCreation != nil {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "tunnels towards the core (N9) are not supported")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "tunnels towards SGi-LAN are not supported")
 		}
 	default:
 		return invalid(at.field(".destinationInterface"), "forwarding to interface %d is not supported", f.DestinationInterface)
+	}
+	return validateTunnel(at, f.OuterHeaderCreation)
+}
+
+// validateTunnel checks a FAR's GTP-U tunnel, if it has one.
+func validateTunnel(at element, o *OuterHeaderCreation) error {
+	switch {
+	case o == nil:
+	case !o.Peer.IsValid() || o.Peer.Is4In6() || o.Peer.IsUnspecified() || o.Peer.IsMulticast():
+		field := ".forwardingParameters.outerHeaderCreation.ipv4Address"
+		if o.Peer.Is6() {
+			field = ".forwardingParameters.outerHeaderCreation.ipv6Address"
+		}
+		return invalid(at.field(field), "%v is not a unicast IPv4 or IPv6 address", o.Peer)
+	case o.TEID == 0:
+		return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
+	case o.Port != 0 && o.Port != 2152:
+		return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
+	}
+	return nil
+}
+
+func validateDuplicating(at element, d *Duplicating) error {
+	switch d.DestinationInterface {
+	case InterfaceAccess, InterfaceCore, InterfaceSGiLAN, InterfaceCPFunction, InterfaceLIFunction:
+	default:
+		return invalid(at.field(".duplicatingParameters.destinationInterface"), "duplicating to interface %d is not supported", d.DestinationInterface)
+	}
+	if d.DSCP > 63 {
+		return invalid(at.field(".duplicatingParameters.dscp"), "DSCP %d is not in 0..63", d.DSCP)
+	}
+	if nh := d.NextHop; nh.IsValid() && (nh.IsUnspecified() || nh.IsMulticast() || !nh.Is4()) {
+		return invalid(at.field(".duplicatingParameters.nextHop"), "%v is not a unicast IPv4 address", nh)
+	}
+	o := d.OuterHeaderCreation
+	switch {
+	case o == nil:
+		return nil
+	case d.NextHop.IsValid():
+		return invalid(at.field(".duplicatingParameters.nextHop"), "the tunnel's peer is the copies' next hop")
+	case !o.Peer.Is4():
+		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
+	case o.Port != 0 && o.Port != 2152:
+		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
 	}
 	return nil
 }
@@ -171,7 +207,7 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		if p.PDI.TEID == 0 {
 			return invalid(at.field(".pdi.teid"), "a PDR of GTP-U from access or the CP function needs the local TEID")
 		}
-		if r := p.OuterHeaderRemoval; r == nil || (*r != RemoveGTPUUDPIPv4 && *r != RemoveGTPUUDPIPv6 && *r != RemoveGTPUUDPIP) {
+		if !removesGTPU(p) {
 			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
 		}
 		// The CP function's packets share the downlink FAR (Open5GS), and
@@ -188,8 +224,10 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		if !ue.IsValid() {
 			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address")
 		}
-		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 {
-			return invalid(at.field(".outerHeaderRemoval"), "a core PDR receives plain IP; nothing to remove")
+		// With a local TEID and GTP-U to remove, it is a PDR of G-PDUs
+		// from the core over N9 (an I-UPF's downlink); else of plain IP.
+		if r := p.OuterHeaderRemoval; r != nil && *r != RemoveUDPIPv4 && !p.gtpu() {
+			return invalid(at.field(".outerHeaderRemoval"), "a core PDR receives plain IP, unless it has a local TEID (N9) and removes GTP-U/UDP/IP (0, 1 or 6)")
 		}
 		if forward && far.DestinationInterface != InterfaceAccess && far.DestinationInterface != InterfaceCPFunction {
 			return invalid(at.field(".farId"), "downlink FAR %d must forward to access or to the CP function", far.ID)
@@ -222,14 +260,33 @@ func validateSDFFilters(pdr element, filters []SDFFilter) error {
 	return nil
 }
 
-// key is the data-path key a PDR is found by: a TEID for PDRs of GTP-U
-// (from access or the CP function), the UE address (IPv6: its /64) for
-// core PDRs.
-func (p *PDR) key() (dpKey, bool) {
+// removesGTPU says a PDR removes the GTP-U/UDP/IP its packets arrive in.
+func removesGTPU(p *PDR) bool {
+	r := p.OuterHeaderRemoval
+	return r != nil && (*r == RemoveGTPUUDPIPv4 || *r == RemoveGTPUUDPIPv6 || *r == RemoveGTPUUDPIP)
+}
+
+// gtpu says a PDR detects G-PDUs at its local F-TEID: from access, the CP
+// function, or the core over N9, whose PDR has a TEID and removes GTP-U
+// (a core PDR's TEID without is not looked at).
+func (p *PDR) gtpu() bool {
 	switch p.PDI.SourceInterface {
 	case InterfaceAccess, InterfaceCPFunction:
-		return teidKey(p.PDI.TEID), true
-	case InterfaceCore, InterfaceSGiLAN:
+		return true
+	case InterfaceCore:
+		return p.PDI.TEID != 0 && removesGTPU(p)
+	}
+	return false
+}
+
+// key is the data-path key a PDR is found by: its local F-TEID for PDRs
+// of G-PDUs, the UE address (IPv6: its /64) for other core PDRs. The
+// store gave the F-TEID its address (Store.withAddresses).
+func (p *PDR) key() (dpKey, bool) {
+	switch {
+	case p.gtpu():
+		return dpKey{fteid: upfxdp.FTEID{Addr: p.PDI.LocalAddress, TEID: p.PDI.TEID}}, true
+	case p.PDI.SourceInterface == InterfaceCore || p.PDI.SourceInterface == InterfaceSGiLAN:
 		return dpKey{ue: ueKey(p.PDI.UEAddress)}, true
 	}
 	return dpKey{}, false

@@ -187,10 +187,11 @@ func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	if p != nil {
 		return p, nil
 	}
-	p, err := d.loadProgram(iface, RoleCore)
+	p, copy, err := d.loadProgram(iface, RoleCore)
 	if err != nil {
 		return nil, err
 	}
+	copy.Close()
 	d.release.set(iface, p)
 	return p, nil
 }

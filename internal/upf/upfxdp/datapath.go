@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -25,7 +26,9 @@ const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 // Limits and defaults of Options.
 const (
 	DefaultMaxSessions = 65536
-	MaxN3Addresses     = int(upfLimitsMAX_N3ADDRS) // of each family: the addresses xdp_upf compares a destination with
+	// MaxGTPUAddresses bounds the N3 and N9 addresses together, of both
+	// families: those xdp_upf compares a destination with.
+	MaxGTPUAddresses = int(upfLimitsMAX_GTPU_ADDRS)
 )
 
 // Slots per session that the rule tables (PDRs, QERs, URRs) reserve.
@@ -121,7 +124,7 @@ const (
 type Role uint32
 
 const (
-	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // N3: GTP-U from gNBs
+	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // GTP-U in: N3 from gNBs, N9 from other UPFs
 	RoleCore   = Role(upfIfaceRoleROLE_CORE)   // N6: plain IP from the data network
 )
 
@@ -129,13 +132,24 @@ const (
 type Options struct {
 	PinPath     string // bpffs directory; DefaultPinPath when empty
 	MaxSessions uint32 // DefaultMaxSessions when 0
+	// N3Addresses and N9Addresses are the GTP-U addresses, IPv4 or IPv6,
+	// at most MaxGTPUAddresses in all: the data path takes G-PDUs to them on
+	// interfaces of the access role.
 	N3Addresses []netip.Addr
+	N9Addresses []netip.Addr
+}
+
+// gtpuAddresses are the N3 then the N9 addresses: the index of one is the
+// one the data path looks a G-PDU sent to it up with.
+func (o *Options) gtpuAddresses() []netip.Addr {
+	return append(slices.Clip(o.N3Addresses), o.N9Addresses...)
 }
 
 // Datapath is the loaded set of pinned maps; programs are loaded per
 // interface by Attach.
 type Datapath struct {
 	opts   Options
+	gtpu   []netip.Addr // opts.gtpuAddresses()
 	maps   upfMaps
 	routes routeTables
 	sets   pdrSets
@@ -148,6 +162,8 @@ type Datapath struct {
 	urrs        mapped[upfUrr]
 	buffers     mapped[upfBuffer]
 	release     releasers
+	// fanoutSpec is the spec of the devmaps in dupl_fanouts.
+	fanoutSpec *ebpf.MapSpec
 	// created: Open created the maps, none was pinned by a previous run;
 	// pdrWritten: a PDR has been written since.
 	created    bool
@@ -162,13 +178,17 @@ func Open(opts Options) (*Datapath, error) {
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	for _, a := range opts.N3Addresses {
-		if !a.IsValid() || a.Is4In6() {
-			return nil, fmt.Errorf("N3 address %s: neither IPv4 nor IPv6", a)
-		}
+	addrs := opts.gtpuAddresses()
+	if len(addrs) > MaxGTPUAddresses {
+		return nil, fmt.Errorf("at most %d N3 and N9 addresses in all, got %d", MaxGTPUAddresses, len(addrs))
 	}
-	if v4, v6 := n3Addresses(opts.N3Addresses); len(v4) > MaxN3Addresses || len(v6) > MaxN3Addresses {
-		return nil, fmt.Errorf("at most %d N3 addresses of each family", MaxN3Addresses)
+	for i, a := range addrs {
+		if !a.IsValid() || a.Is4In6() || a.Zone() != "" {
+			return nil, fmt.Errorf("GTP-U address %s: neither IPv4 nor IPv6", a)
+		}
+		if slices.Contains(addrs[:i], a) {
+			return nil, fmt.Errorf("GTP-U address %s is given twice", a)
+		}
 	}
 	if err := ensureBPFFS(opts.PinPath); err != nil {
 		return nil, err
@@ -178,7 +198,7 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, err
 	}
 	_, err = os.Stat(filepath.Join(opts.PinPath, specs.PdrCounters.Name))
-	d := &Datapath{opts: opts, created: errors.Is(err, fs.ErrNotExist)}
+	d := &Datapath{opts: opts, gtpu: addrs, created: errors.Is(err, fs.ErrNotExist), fanoutSpec: specs.DuplFanouts.InnerMap.Copy()}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
@@ -190,6 +210,9 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.sets.open(&d.maps); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.dropForeignTEIDs(); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
@@ -208,6 +231,20 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
+}
+
+// dropForeignTEIDs deletes the F-TEIDs a previous run with more GTP-U
+// addresses left at the addresses this run lacks: no packet finds them.
+func (d *Datapath) dropForeignTEIDs() error {
+	n := uint64(len(d.gtpu))
+	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
+		if k>>32 >= n {
+			if err := d.sets.delete(setKey{upfSetKindSET_TEID, k}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // sizedSpec is the program's spec with the maps sized for maxSessions, and
@@ -241,6 +278,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.Urrs.MaxEntries = rules
 	specs.SdfSets.MaxEntries = ruled*sdfSetsPerSession + 1 // slot 0 stands for none
 	specs.Buffers.MaxEntries = ruled + 1                   // one buffering FAR per session, and none
+	specs.Dupls.MaxEntries = rules
 	return spec, &specs, nil
 }
 
@@ -256,6 +294,11 @@ func (d *Datapath) Close() error {
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
+
+// N3Addresses and N9Addresses are the GTP-U addresses the data path was
+// opened with.
+func (d *Datapath) N3Addresses() []netip.Addr { return slices.Clip(d.opts.N3Addresses) }
+func (d *Datapath) N9Addresses() []netip.Addr { return slices.Clip(d.opts.N9Addresses) }
 
 // PinPath is the bpffs directory of this data path.
 func (d *Datapath) PinPath() string { return d.opts.PinPath }
@@ -282,8 +325,15 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	if err != nil {
 		return err
 	}
-	prog, err := d.loadProgram(slot, roles)
+	prog, copy, err := d.loadProgram(slot, roles)
 	if err != nil {
+		return err
+	}
+	// The devmaps hold the copy program; this process needs it no more.
+	err = d.setFanouts(copy)
+	copy.Close()
+	if err != nil {
+		prog.Close()
 		return err
 	}
 	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
@@ -301,34 +351,36 @@ func (d *Datapath) linkPin(ifname string) string {
 }
 
 // loadProgram loads xdp_upf with the interface's constants over the shared
-// maps.
-func (d *Datapath) loadProgram(slot uint32, roles Role) (*ebpf.Program, error) {
+// maps, and xdp_dupl_copy, which makes the copies of duplicated packets.
+func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Program, err error) {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var addrs [MaxN3Addresses]uint32
-	var addrs6 [MaxN3Addresses][4]uint32
-	v4, v6 := n3Addresses(d.opts.N3Addresses)
-	for i, a := range v4 {
-		addrs[i] = networkOrder(a.As4())
+	// One index per address, whichever its family: the other family's
+	// place stays zero.
+	var addrs [MaxGTPUAddresses]uint32
+	var addrs6 [MaxGTPUAddresses][4]uint32
+	for i, a := range d.gtpu {
+		if a.Is4() {
+			addrs[i] = networkOrder(a.As4())
+		} else {
+			addrs6[i] = words(a)
+		}
 	}
-	for i, a := range v6 {
-		addrs6[i] = words(a)
-	}
-	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.N3Addrs.Set(addrs),
-		specs.N3Addrs6.Set(addrs6),
+	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
+		specs.GtpuAddrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
-		return nil, fmt.Errorf("setting the program's constants: %w", err)
+		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
 	}
 	var progs upfPrograms
 	// Every map is pinned by name: the program gets the shared ones.
 	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
 	if err != nil {
-		return nil, fmt.Errorf("loading the XDP program: %w", err)
+		return nil, nil, fmt.Errorf("loading the XDP program: %w", err)
 	}
-	return progs.XdpUpf, nil
+	return progs.XdpUpf, progs.XdpDuplCopy, nil
 }
 
 // Detach removes the program from an interface of the calling thread's
@@ -337,7 +389,11 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	return d.releaseSlot(ifname)
+	ifindex, err := d.ifindexOf(ifname)
+	if err == nil && ifindex != 0 {
+		err = d.deleteFanouts(ifindex)
+	}
+	return errors.Join(err, d.releaseSlot(ifname))
 }
 
 // DetachAll removes every attachment pinned under pinPath without opening
@@ -349,18 +405,6 @@ func DetachAll(pinPath string) error {
 // Attached lists the interfaces with a pinned attachment.
 func (d *Datapath) Attached() ([]string, error) {
 	return xdplink.Pinned(filepath.Join(d.opts.PinPath, linksDirName))
-}
-
-// n3Addresses splits N3 addresses by family.
-func n3Addresses(all []netip.Addr) (v4, v6 []netip.Addr) {
-	for _, a := range all {
-		if a.Is4() {
-			v4 = append(v4, a)
-		} else {
-			v6 = append(v6, a)
-		}
-	}
-	return v4, v6
 }
 
 // words is an IPv6 address as four words in network order.

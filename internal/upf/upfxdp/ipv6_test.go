@@ -24,6 +24,8 @@ var (
 	gnb6     = mustAddr("2001:db8:5::10")
 	gnb6b    = mustAddr("2001:db8:5::20")
 	smf6     = mustAddr("2001:db8:6::50")
+	n9Addr6  = mustAddr("2001:db8:9::1")
+	psa6     = mustAddr("2001:db8:9::60") // the next UPF's N9 address
 )
 
 // Next-hop slots of the IPv6 peers, after testNexthops'.
@@ -31,6 +33,7 @@ const (
 	nhGNB6     = 6
 	nhGNB6VLAN = 7
 	nhSMF6     = 8
+	nhPSA6     = 9
 )
 
 var testNexthops6 = map[uint32]struct {
@@ -40,14 +43,26 @@ var testNexthops6 = map[uint32]struct {
 	nhGNB6:     {l2: l2{dst: mac(0x1a), src: mac(0x01)}, peer: gnb6, local: n3Addr6},
 	nhGNB6VLAN: {l2: l2{dst: mac(0x1b), src: mac(0x01), tci: 300}, peer: gnb6b, local: n3Addr6b},
 	nhSMF6:     {l2: l2{dst: mac(0x1c), src: mac(0x02)}, peer: smf6, local: n3Addr6},
+	nhPSA6:     {l2: l2{dst: mac(0x1d), src: mac(0x02)}, peer: psa6, local: n9Addr6},
 }
 
-// newUPF6 is newUPF with IPv6 N3 addresses besides the IPv4 ones, and the
-// tunnel endpoints of the IPv6 peers.
+// newUPF6 is newUPF with IPv6 N3 addresses besides the IPv4 ones and an
+// IPv6 N9 address, the uplink F-TEIDs of the first IPv4 N3 address at both
+// IPv6 N3 ones too, and the tunnel endpoints of the IPv6 peers.
 func newUPF6(t *testing.T, roles Role) *upf {
 	t.Helper()
-	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr6, n3Addr2, n3Addr6b}})
+	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr6, n3Addr2, n3Addr6b},
+		N9Addresses: []netip.Addr{n9Addr6}})
 	installRules(t, d)
+	for _, f := range d.UplinkFTEIDs() {
+		if f.Addr != n3Addr {
+			continue
+		}
+		set, err := d.Uplink(f)
+		check(t, err)
+		check(t, d.PutUplink(FTEID{n3Addr6, f.TEID}, set))
+		check(t, d.PutUplink(FTEID{n3Addr6b, f.TEID}, set))
+	}
 	for slot, nh := range testNexthops6 {
 		check(t, d.PutNexthop(slot, Nexthop{Ifindex: 10 + slot, VlanTci: be16(nh.l2.tci), Dmac: [6]uint8(nh.l2.dst),
 			Smac: [6]uint8(nh.l2.src), Valid: 1}))
@@ -88,6 +103,13 @@ func encap6Frame(t testing.TB, tos uint8, nh uint32, teid uint32, qfi int, inner
 	if qfi >= 0 {
 		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{dlPSC(uint8(qfi))}
 	}
+	return gpdu6Frame(t, tos, nh, g, inner)
+}
+
+// gpdu6Frame is the G-PDU g around inner in the IPv6 tunnel of next-hop
+// slot nh.
+func gpdu6Frame(t testing.TB, tos uint8, nh uint32, g *layers.GTPv1U, inner []byte) []byte {
+	t.Helper()
 	gtp := serialize(t, false, g, gopacket.Payload(inner))
 	e := testNexthops6[nh]
 	return e.l2.frame(t, layers.EthernetTypeIPv6, udp6(t, tos, 0, 64, e.local, e.peer, gtp))
@@ -118,6 +140,8 @@ func TestIPv6TransportUplink(t *testing.T) {
 	fragment := withBytes(gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS), v4.bytes(t)), ethLen+6, 44)
 	badLength := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS), v4.bytes(t))
 	badLength = with16(badLength, ethLen+40+4, uint16(len(badLength)-ethLen-40-1))
+	// A TEID is found at the address it was installed at only.
+	check(t, u.d.DeleteUplink(FTEID{n3Addr6b, teidQoS}))
 	u.runCases(t, []pktCase{
 		fwd("IPv4 UE, QFI 9", fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9)), v4, 0, nhCore),
 		fwd("IPv4 UE, no QFI, tagged next hop", fromGNB, n3Addr6, gpdu(teidQoS), v4, 0, nhCoreVLAN),
@@ -126,6 +150,7 @@ func TestIPv6TransportUplink(t *testing.T) {
 		fwd("tagged frame in", tagged, n3Addr6, gpdu(teidQoS, ulPSC(9)), v4, 0, nhCore),
 		fwd("Ethernet padding trimmed", fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 3}, 12, nhCore),
 		{name: "unknown TEID", in: gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidUnknown), v4.bytes(t)), act: xdplink.Drop, reason: "drop_unknown_teid"},
+		{name: "TEID of another address", in: gtp6Frame(t, fromGNB, n3Addr6b, gpdu(teidQoS), v4.bytes(t)), act: xdplink.Drop, reason: "drop_unknown_teid"},
 		{name: "UDP length beyond the IPv6 payload", in: badLength, act: xdplink.Drop, reason: "drop_malformed"},
 		{name: "Echo Request: the endpoint answers", in: gtp6Frame(t, fromGNB, n3Addr6, echo, nil), act: xdplink.Pass, reason: "pass_gtp_signalling"},
 		{name: "End Marker", in: gtp6Frame(t, fromGNB, n3Addr6, gtpMsg(254, teidQoS), nil), act: xdplink.Pass, reason: "pass_gtp_signalling"},
@@ -195,7 +220,8 @@ func TestIPv6TransportRelay(t *testing.T) {
 		check(t, u.d.PutPDR(slot, p))
 	}
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP), teidToV4: pdrSet(pdrToV4)} {
-		check(t, u.d.PutUplink(teid, set))
+		check(t, u.d.PutUplink(FTEID{n3Addr6, teid}, set))
+		check(t, u.d.PutUplink(onN3(teid), set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
 	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}
@@ -208,5 +234,52 @@ func TestIPv6TransportRelay(t *testing.T) {
 			act: xdplink.Redirect, reason: "relay_forward", out: encap6Frame(t, 0, nhSMF6, smfTEID, -1, rs.bytes(t))},
 		{name: "IPv6 in, IPv4 out", in: gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidToV4), ra.bytes(t)),
 			act: xdplink.Redirect, reason: "relay_forward", out: encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, ra.bytes(t))},
+	})
+}
+
+// DUPL over IPv6 transport: a G-PDU to an IPv6 N3 address whose FAR drops
+// it leaves as its copy; a downlink packet into an IPv6 tunnel is sent as
+// over IPv4, with its copy (lost here: the test interfaces have no fanout
+// to take it).
+func TestIPv6TransportDuplicate(t *testing.T) {
+	u := newUPF6(t, RoleAccess|RoleCore)
+	changePDR(t, u.d, pdrFARDrop, func(p *PDR) { p.Far.Flags |= FARDuplicate })
+	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = encap6(dlTEID, nhGNB6); p.Far.Flags |= FARDuplicate })
+	check(t, u.d.PutDupl(pdrFARDrop, Dupl{Nexthop: nhCore}))
+	check(t, u.d.PutDupl(pdrDown, Dupl{Nexthop: nhCore}))
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100, id: 7}
+	down := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100, id: 99}
+	out := u.expect(t, gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidFARDrop, ulPSC(9)), up.bytes(t)), xdplink.Redirect,
+		"drop_far", "duplicate")
+	testsupport.EqualFrames(t, out, up.frame(t, nhL2(nhCore)))
+	out = u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward", "drop_duplicate")
+	testsupport.EqualFrames(t, out, encap6Frame(t, 0, nhGNB6, dlTEID, 9, down.hop().bytes(t)))
+}
+
+// N9 over IPv6: an I-UPF relays the gNB's uplink to its IPv6 N3 address
+// over N9 to an IPv6 PSA, in an UL PDU Session Container, from its IPv6 N9
+// address; the same TEID value at the N9 address is another F-TEID, whose
+// downlink from the PSA goes to the gNB. The inner packets are untouched.
+func TestIPv6TransportN9(t *testing.T) {
+	u := newUPF6(t, RoleAccess)
+	const pdrToPSA6, pdrFromPSA6 = testPDRs, testPDRs + 1
+	for slot, p := range map[uint32]PDR{
+		pdrToPSA6:   {Flags: MarkQFI, Qfi: 9, Far: encap6(psaTEID, nhPSA6)},
+		pdrFromPSA6: {Flags: ToUE | MarkQFI, Qfi: 5, Far: encap6(dlTEID, nhGNB6)},
+	} {
+		p.Id = uint16(slot + 1)
+		check(t, u.d.PutPDR(slot, p))
+	}
+	check(t, u.d.PutUplink(FTEID{n3Addr6, teidShared}, pdrSet(pdrToPSA6)))
+	check(t, u.d.PutUplink(FTEID{n9Addr6, teidShared}, pdrSet(pdrFromPSA6)))
+	up := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 40}
+	down := ipPacket{src: dn4, dst: ue4, ttl: 63, size: 60}
+	u.runCases(t, []pktCase{
+		{name: "uplink over N9", in: gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidShared, ulPSC(1)), up.bytes(t)), act: xdplink.Redirect,
+			reason: "relay_forward", out: gpdu6Frame(t, 0, nhPSA6, gpdu(psaTEID, ulPSC(9)), up.bytes(t))},
+		{name: "downlink from N9, same TEID value", in: gtp6Frame(t, fromGNB, n9Addr6, gpdu(teidShared, dlPSC(9)), down.bytes(t)),
+			act: xdplink.Redirect, reason: "relay_forward", out: encap6Frame(t, 0, nhGNB6, dlTEID, 5, down.bytes(t))},
+		{name: "the TEID at the second IPv6 N3 address", in: gtp6Frame(t, fromGNB, n3Addr6b, gpdu(teidShared), up.bytes(t)),
+			act: xdplink.Drop, reason: "drop_unknown_teid"},
 	})
 }

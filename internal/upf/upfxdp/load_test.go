@@ -27,9 +27,10 @@ func TestProgramPassesVerifier(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 1024})
 	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
 		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
-			prog, err := d.loadProgram(0, roles)
+			prog, copy, err := d.loadProgram(0, roles)
 			testsupport.CheckLoad(t, err)
 			prog.Close()
+			copy.Close()
 		})
 	}
 }

@@ -279,8 +279,9 @@ func newMutationUPF(t *testing.T) *upf {
 		p.Id = uint16(slot + 1)
 		check(t, u.d.PutPDR(slot, p))
 	}
-	check(t, u.d.PutUplink(teidRelay, pdrSet(pdrRelay)))
-	check(t, u.d.PutUplink(teidRelay6, pdrSet(pdrRelay6)))
+	check(t, u.d.PutUplink(onN3(teidRelay), pdrSet(pdrRelay)))
+	check(t, u.d.PutUplink(FTEID{n3Addr6, teidRelay}, pdrSet(pdrRelay)))
+	check(t, u.d.PutUplink(FTEID{n3Addr6, teidRelay6}, pdrSet(pdrRelay6)))
 	check(t, u.d.PutDownlink(ue4v6, pdrSet(pdrDownV6)))
 	return u
 }

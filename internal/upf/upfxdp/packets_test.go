@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -242,10 +243,11 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := d.loadProgram(slot, roles)
+	prog, copy, err := d.loadProgram(slot, roles)
 	if err != nil {
 		t.Fatal(err)
 	}
+	copy.Close()
 	t.Cleanup(func() { prog.Close() })
 	return &upf{d: d, prog: prog, ifindex: ifindex}
 }
@@ -279,22 +281,24 @@ func (u *upf) counters(t testing.TB) map[string]Counter {
 	return nil
 }
 
-// expect runs in and checks the verdict and that exactly one counter, reason,
-// counted the frame.
-func (u *upf) expect(t testing.TB, in []byte, act xdplink.Action, reason string) []byte {
+// expect runs in and checks the verdict and that exactly the counters of
+// reasons (one, but for the copies of duplicating FARs) counted the frame.
+func (u *upf) expect(t testing.TB, in []byte, act xdplink.Action, reasons ...string) []byte {
 	t.Helper()
 	before := u.counters(t)
-	if _, ok := before[reason]; !ok {
-		t.Fatalf("no reason %q", reason)
+	for _, reason := range reasons {
+		if _, ok := before[reason]; !ok {
+			t.Fatalf("no reason %q", reason)
+		}
 	}
 	got, out := u.run(t, in)
 	if got != act {
-		t.Errorf("%d-byte frame: %v, want %v (%s)", len(in), got, act, reason)
+		t.Errorf("%d-byte frame: %v, want %v (%s)", len(in), got, act, reasons)
 	}
 	for name, c := range u.counters(t) {
 		diff := Counter{Packets: c.Packets - before[name].Packets, Bytes: c.Bytes - before[name].Bytes}
 		want := Counter{}
-		if name == reason {
+		if slices.Contains(reasons, name) {
 			want = Counter{Packets: 1, Bytes: uint64(len(in))}
 		}
 		if diff != want {

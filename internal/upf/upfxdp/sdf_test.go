@@ -140,8 +140,8 @@ func installSDFRules(t *testing.T, d *Datapath) {
 		check(t, d.PutSDFSet(slot, r.sdf))
 		check(t, d.PutPDR(slot, r.pdr))
 	}
-	check(t, d.PutUplink(teidSDF, pdrSet(pdrSDFPorts, pdrSDFFromUE)))
-	check(t, d.PutUplink(teidSDF6, pdrSet(pdrSDF6)))
+	check(t, d.PutUplink(onN3(teidSDF), pdrSet(pdrSDFPorts, pdrSDFFromUE)))
+	check(t, d.PutUplink(onN3(teidSDF6), pdrSet(pdrSDF6)))
 	check(t, d.PutDownlink(ueSDF, pdrSet(pdrSDFDownPorts, pdrSDFDown)))
 	check(t, d.PutDownlink(ueSDF6, pdrSet(pdrSDFDown6Ports, pdrSDFDown6TCP)))
 }
@@ -248,7 +248,7 @@ func TestSDFFamilyInTheSet(t *testing.T) {
 	check(t, u.d.PutSDFSet(pdrV6Only, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
 	set := pdrSet(pdrV6Only, pdrAny)
 	set.OnlyV6 = 1 << 0
-	check(t, u.d.PutUplink(teidFamily, set))
+	check(t, u.d.PutUplink(onN3(teidFamily), set))
 	v4 := flowPacket{src: ue4, dst: dn4, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
 	u.runCases(t, []pktCase{

@@ -13,6 +13,9 @@ import (
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
+// teidKey is the key of a TEID at the first GTP-U address, index 0.
+func teidKey(teid uint32) setKey { return setKey{upfSetKindSET_TEID, uint64(NetworkOrder32(teid))} }
+
 // sameBucket returns n TEIDs from first on whose sets share one bucket.
 func sameBucket(d *Datapath, n int, first uint32) []uint32 {
 	want := d.sets.bucket(teidKey(first))
@@ -70,7 +73,7 @@ func (u *upf) placeOf(t *testing.T, teid uint32) place {
 func TestSetTag(t *testing.T) {
 	u := setsUPF(t, 16)
 	const teid = 0x2000
-	check(t, u.d.PutUplink(teid, pdrSet(1)))
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
 	u.expectUplink(t, teid, 2)
 	at := u.placeOf(t, teid)
 	placed := u.d.sets.loadIndex(at.index)
@@ -94,7 +97,7 @@ func TestOverflowOnlyForFullBuckets(t *testing.T) {
 	u := setsUPF(t, 16)
 	teids := sameBucket(u.d, 2, 0x3000)
 	for i, teid := range teids {
-		check(t, u.d.PutUplink(teid, pdrSet(uint32(i))))
+		check(t, u.d.PutUplink(onN3(teid), pdrSet(uint32(i))))
 	}
 	// The second key's set, moved by hand from its place to set_overflow.
 	moved := u.placeOf(t, teids[1])
@@ -123,7 +126,7 @@ func TestSetOverflow(t *testing.T) {
 	freeBefore := len(u.d.sets.free)
 	teids := sameBucket(u.d, 3, 0x1000)
 	for i, teid := range teids {
-		if err := u.d.PutUplink(teid, pdrSet(uint32(i))); err != nil {
+		if err := u.d.PutUplink(onN3(teid), pdrSet(uint32(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +140,7 @@ func TestSetOverflow(t *testing.T) {
 		u.expectUplink(t, teid, uint32(i)+1)
 	}
 
-	if err := u.d.DeleteUplink(teids[0]); err != nil {
+	if err := u.d.DeleteUplink(onN3(teids[0])); err != nil {
 		t.Fatal(err)
 	}
 	u.expectUplink(t, teids[0], 0)
@@ -145,7 +148,7 @@ func TestSetOverflow(t *testing.T) {
 	if at := u.placeOf(t, teids[2]); at.index == noPlace || len(u.d.sets.overflowed) != 0 {
 		t.Fatalf("the bucket's overflowed key stayed in set_overflow (%+v, %v) when a place freed", at, u.d.sets.overflowed)
 	}
-	if err := u.d.PutUplink(teids[2], pdrSet(0)); err != nil {
+	if err := u.d.PutUplink(onN3(teids[2]), pdrSet(0)); err != nil {
 		t.Fatal(err)
 	}
 	if u.placeOf(t, teids[2]).index == noPlace {
@@ -159,7 +162,7 @@ func TestSetOverflow(t *testing.T) {
 	u.expectUplink(t, teids[2], 1)
 
 	for _, teid := range teids[1:] {
-		if err := u.d.DeleteUplink(teid); err != nil {
+		if err := u.d.DeleteUplink(onN3(teid)); err != nil {
 			t.Fatal(err)
 		}
 		u.expectUplink(t, teid, 0)
@@ -178,19 +181,19 @@ func TestSetOverflow(t *testing.T) {
 // frees the old one.
 func TestSetReplace(t *testing.T) {
 	u := setsUPF(t, 16)
-	if err := u.d.PutUplink(0x77, pdrSet(0)); err != nil {
+	if err := u.d.PutUplink(onN3(0x77), pdrSet(0)); err != nil {
 		t.Fatal(err)
 	}
 	before := u.placeOf(t, 0x77)
 	free := len(u.d.sets.free)
-	if err := u.d.PutUplink(0x77, pdrSet(1, 0)); err != nil {
+	if err := u.d.PutUplink(onN3(0x77), pdrSet(1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	after := u.placeOf(t, 0x77)
 	if after.index != before.index || after.slot == before.slot || len(u.d.sets.free) != free {
 		t.Errorf("replaced: %+v -> %+v, free slots %d -> %d", before, after, free, len(u.d.sets.free))
 	}
-	if got, err := u.d.Uplink(0x77); err != nil || got != pdrSet(1, 0) {
+	if got, err := u.d.Uplink(onN3(0x77)); err != nil || got != pdrSet(1, 0) {
 		t.Errorf("Uplink = %+v, %v", got, err)
 	}
 	u.expectUplink(t, 0x77, 2)
@@ -202,7 +205,7 @@ func TestSetsFull(t *testing.T) {
 	u := setsUPF(t, 1)
 	var n uint32
 	for ; int(n) < u.d.sets.maxKeys; n++ {
-		if err := u.d.PutUplink(n, pdrSet(0)); err != nil {
+		if err := u.d.PutUplink(onN3(n), pdrSet(0)); err != nil {
 			t.Fatalf("key %d of %d: %v", n, u.d.sets.maxKeys, err)
 		}
 	}
@@ -212,7 +215,7 @@ func TestSetsFull(t *testing.T) {
 	if _, err := u.d.Downlink(ue4); !errors.Is(err, ebpf.ErrKeyNotExist) {
 		t.Errorf("the refused key is there: %v", err)
 	}
-	if err := u.d.PutUplink(0, pdrSet(1)); err != nil {
+	if err := u.d.PutUplink(onN3(0), pdrSet(1)); err != nil {
 		t.Errorf("replacing in a full table: %v", err)
 	}
 	u.expectUplink(t, 0, 2)
@@ -225,7 +228,7 @@ func TestSetsReopen(t *testing.T) {
 	d := u.d
 	teids := sameBucket(d, 3, 0x2000)
 	for i, teid := range teids {
-		if err := d.PutUplink(teid, pdrSet(uint32(i))); err != nil {
+		if err := d.PutUplink(onN3(teid), pdrSet(uint32(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,10 +261,16 @@ func TestSetsReopen(t *testing.T) {
 	if again.sets.loadIndex(strayPos) != 0 {
 		t.Error("the stray index entry survived")
 	}
-	got := again.UplinkTEIDs()
+	var got []uint32
+	for _, f := range again.UplinkFTEIDs() {
+		if f.Addr != n3Addr {
+			t.Errorf("UplinkFTEIDs has %v, at no address installed", f)
+		}
+		got = append(got, f.TEID)
+	}
 	slices.Sort(got)
 	if !slices.Equal(got, teids) {
-		t.Errorf("UplinkTEIDs = %v, want %v", got, teids)
+		t.Errorf("UplinkFTEIDs have TEIDs %v, want %v", got, teids)
 	}
 	ues := again.DownlinkUEs()
 	if len(ues) != 2 || !slices.Contains(ues, ue4) || !slices.Contains(ues, netip.MustParseAddr("2001:db8:5::")) {

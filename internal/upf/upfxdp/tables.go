@@ -85,11 +85,33 @@ func (d *Datapath) QER(slot uint32) (QER, error) {
 // QERCapacity is the number of QER slots.
 func (d *Datapath) QERCapacity() uint32 { return d.maps.Qers.MaxEntries() }
 
-// PutUplink points a TEID at its PDRs.
-func (d *Datapath) PutUplink(teid uint32, set PDRSet) error { return d.sets.put(teidKey(teid), set) }
+// FTEID is a local F-TEID: a TEID at one of the GTP-U addresses (N3 or
+// N9) the data path was opened with.
+type FTEID struct {
+	Addr netip.Addr
+	TEID uint32
+}
 
-// DeleteUplink removes a TEID; a missing one is not an error.
-func (d *Datapath) DeleteUplink(teid uint32) error { return d.sets.delete(teidKey(teid)) }
+func (f FTEID) String() string { return fmt.Sprintf("TEID %d at %s", f.TEID, f.Addr) }
+
+// PutUplink points a local F-TEID at its PDRs: those of the G-PDUs sent
+// to it.
+func (d *Datapath) PutUplink(f FTEID, set PDRSet) error {
+	k, err := d.teidKey(f)
+	if err != nil {
+		return err
+	}
+	return d.sets.put(k, set)
+}
+
+// DeleteUplink removes a local F-TEID; a missing one is not an error.
+func (d *Datapath) DeleteUplink(f FTEID) error {
+	k, err := d.teidKey(f)
+	if err != nil {
+		return err
+	}
+	return d.sets.delete(k)
+}
 
 // PutDownlink points a UE address (IPv4) or /64 prefix (IPv6) at its PDRs.
 func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error { return d.sets.put(ueKey(ue), set) }
@@ -99,11 +121,25 @@ func (d *Datapath) DeleteDownlink(ue netip.Addr) error { return d.sets.delete(ue
 
 // Uplink and Downlink read back what a key points at (for reconciliation
 // and tests); ebpf.ErrKeyNotExist when nothing.
-func (d *Datapath) Uplink(teid uint32) (PDRSet, error) { return d.sets.get(teidKey(teid)) }
+func (d *Datapath) Uplink(f FTEID) (PDRSet, error) {
+	k, err := d.teidKey(f)
+	if err != nil {
+		return PDRSet{}, err
+	}
+	return d.sets.get(k)
+}
 
 func (d *Datapath) Downlink(ue netip.Addr) (PDRSet, error) { return d.sets.get(ueKey(ue)) }
 
-func teidKey(teid uint32) setKey { return setKey{upfSetKindSET_TEID, uint64(NetworkOrder32(teid))} }
+// teidKey is the key of a local F-TEID: its TEID as the packet carries it,
+// and above it the index of its address (enum set_kind).
+func (d *Datapath) teidKey(f FTEID) (setKey, error) {
+	i := slices.Index(d.gtpu, f.Addr)
+	if i < 0 {
+		return setKey{}, fmt.Errorf("%v: not a GTP-U address of the data path", f)
+	}
+	return setKey{upfSetKindSET_TEID, uint64(NetworkOrder32(f.TEID)) | uint64(i)<<32}, nil
+}
 
 func ueKey(ue netip.Addr) setKey {
 	if ue.Is4() {
@@ -112,13 +148,13 @@ func ueKey(ue netip.Addr) setKey {
 	return setKey{upfSetKindSET_UE6, Prefix64Key(ue)}
 }
 
-// UplinkTEIDs and DownlinkUEs list every installed key.
-func (d *Datapath) UplinkTEIDs() []uint32 {
-	var teids []uint32
+// UplinkFTEIDs and DownlinkUEs list every installed key.
+func (d *Datapath) UplinkFTEIDs() []FTEID {
+	var fteids []FTEID
 	for _, k := range d.sets.keys(upfSetKindSET_TEID) {
-		teids = append(teids, teidOf(k))
+		fteids = append(fteids, d.fteidOf(k))
 	}
-	return teids
+	return fteids
 }
 
 func (d *Datapath) DownlinkUEs() []netip.Addr {
@@ -131,21 +167,24 @@ func (d *Datapath) DownlinkUEs() []netip.Addr {
 	return ues
 }
 
-// EachSet calls f with every installed key, an uplink TEID or (ue valid)
-// a downlink UE address, and what it points at, in no order. f must not
-// change the keys.
-func (d *Datapath) EachSet(f func(teid uint32, ue netip.Addr, set PDRSet)) {
+// EachSet calls f with every installed key, an uplink local F-TEID or (ue
+// valid) a downlink UE address, and what it points at, in no order. f
+// must not change the keys.
+func (d *Datapath) EachSet(f func(fteid FTEID, ue netip.Addr, set PDRSet)) {
 	d.sets.each(func(k setKey, set PDRSet) {
 		if k.kind == upfSetKindSET_TEID {
-			f(teidOf(k.key), netip.Addr{}, set)
+			f(d.fteidOf(k.key), netip.Addr{}, set)
 		} else {
-			f(0, ueOf(k), set)
+			f(FTEID{}, ueOf(k), set)
 		}
 	})
 }
 
-// teidOf is the TEID of an uplink key: the swap is its own inverse.
-func teidOf(key uint64) uint32 { return NetworkOrder32(uint32(key)) }
+// fteidOf is the local F-TEID of an uplink key (the swap is its own
+// inverse); Open dropped the keys of indexes beyond the addresses.
+func (d *Datapath) fteidOf(key uint64) FTEID {
+	return FTEID{Addr: d.gtpu[key>>32], TEID: NetworkOrder32(uint32(key))}
+}
 
 // ueOf is the UE address (IPv4) or /64 prefix (IPv6) of a downlink key.
 func ueOf(k setKey) netip.Addr {

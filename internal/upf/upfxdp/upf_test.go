@@ -19,6 +19,9 @@ import (
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
+// onN3 is a local F-TEID at the first N3 address, where the tests send.
+func onN3(teid uint32) FTEID { return FTEID{n3Addr, teid} }
+
 // The test network.
 var (
 	n3Addr  = mustAddr("192.0.2.1")
@@ -26,6 +29,7 @@ var (
 	gnb     = mustAddr("198.51.100.10")
 	gnb2    = mustAddr("198.51.100.20")
 	notN3   = mustAddr("192.0.2.9")
+	n9Addr  = mustAddr("192.0.2.3")
 
 	ue4          = mustAddr("10.45.0.2") // uplink pdrQoS and pdrUE4, downlink pdrDown
 	ue4b         = mustAddr("10.45.0.3") // downlink pdrDownVLAN
@@ -176,8 +180,11 @@ func installRules(t *testing.T, d *Datapath) {
 		teidQoS: pdrSet(pdrQoS, pdrUE4), teidV6: pdrSet(pdrUE6), teidFARDrop: pdrSet(pdrFARDrop),
 		teidNoNexthop: pdrSet(pdrNoNexthop), teidRoute: pdrSet(pdrRoute), teidEmpty: pdrSet(),
 	} {
-		check(d.PutUplink(teid, set))
+		check(d.PutUplink(onN3(teid), set))
 	}
+	// The second N3 address has an F-TEID of its own: a TEID names a set
+	// at one address only.
+	check(d.PutUplink(FTEID{n3Addr2, teidQoS}, pdrSet(pdrQoS, pdrUE4)))
 	for ue, set := range map[netip.Addr]PDRSet{
 		ue4: pdrSet(pdrDown), ue4b: pdrSet(pdrDownVLAN), ue6: pdrSet(pdrDown6), ue4FARDrop: pdrSet(pdrDownFARDrop),
 		ue4NoGTP: pdrSet(pdrDownNoGTP), ue4NoNexthop: pdrSet(pdrDownNoNexthop), ue4Empty: pdrSet(),
@@ -229,7 +236,7 @@ func TestUplinkForward(t *testing.T) {
 		fwd("two-word extension before the PSC", fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), v4, nhCore),
 		fwd("PSC before a two-word extension", fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9), ext(extRAN, 2)), v4, nhCore),
 		fwd("eight extensions", fromGNB, n3Addr, gpdu(teidQoS, append(seven, ulPSC(9))...), v4, nhCore),
-		fwd("second N3 address", fromGNB, n3Addr2, gpdu(teidQoS, ulPSC(9)), v4, nhCore),
+		fwd("second N3 address, its own F-TEID", fromGNB, n3Addr2, gpdu(teidQoS, ulPSC(9)), v4, nhCore),
 		fwd("tagged frame in", tagged, n3Addr, gpdu(teidQoS, ulPSC(9)), v4, nhCore),
 		fwd("tagged in and out", tagged, n3Addr, gpdu(teidQoS), v4, nhCoreVLAN),
 		fwd("inner IPv4 options", fromGNB, n3Addr, gpdu(teidQoS), opts, nhCoreVLAN),
@@ -311,6 +318,8 @@ func TestUplinkOutcomes(t *testing.T) {
 	tagged.tci = 7
 	u.runCases(t, []pktCase{
 		{name: "unknown TEID", in: up(gpdu(teidUnknown), v4), act: xdplink.Drop, reason: "drop_unknown_teid", out: nil},
+		{name: "TEID of the first N3 address at the second", in: gtpFrame(t, fromGNB, n3Addr2, gpdu(teidV6), v4.bytes(t)),
+			act: xdplink.Drop, reason: "drop_unknown_teid", out: nil},
 		{name: "empty PDR set", in: up(gpdu(teidEmpty, ulPSC(9)), v4), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
 		{name: "UE mismatch", in: up(gpdu(teidQoS), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
 		{name: "QFI and UE mismatch", in: up(gpdu(teidQoS, ulPSC(1)), ipPacket{src: ue4b, dst: dn4, ttl: 64}), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
@@ -692,7 +701,7 @@ func TestRelay(t *testing.T) {
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP),
 		teidNoNexthop: pdrSet(pdrRelayNoNexthop), teidGateClosed: pdrSet(pdrGateClosed), teidBuffering: pdrSet(pdrBuffering),
 		teidForwarded: pdrSet(pdrForwarded)} {
-		check(t, u.d.PutUplink(teid, set))
+		check(t, u.d.PutUplink(onN3(teid), set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
 	rs := ipPacket{src: ue6, dst: mustAddr("ff02::2"), ttl: 255, size: 8}

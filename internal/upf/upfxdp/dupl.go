@@ -1,0 +1,153 @@
+package upfxdp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/cilium/ebpf"
+)
+
+// Dupl is a FAR's Duplicating Parameters as one of its PDRs' slots has
+// them (see struct dupl in bpf/upf/structs.h).
+type Dupl = upfDupl
+
+// FARDuplicate is the FAR.Flags bit of a FAR that duplicates (DUPL): the
+// copies go where the Dupl put for its PDR's slot says.
+const FARDuplicate = uint8(upfFarFlagsFAR_DUPLICATE)
+
+// PutDupl writes the Duplicating Parameters of the PDR in slot, before the
+// PDR that duplicates.
+func (d *Datapath) PutDupl(slot uint32, p Dupl) error {
+	if err := d.maps.Dupls.Put(slot, p); err != nil {
+		return fmt.Errorf("duplicating parameters of PDR slot %d: %w", slot, err)
+	}
+	return nil
+}
+
+// DeleteDupl removes the Duplicating Parameters of a PDR slot, if it has
+// any: its PDR no longer duplicates.
+func (d *Datapath) DeleteDupl(slot uint32) error {
+	if err := d.maps.Dupls.Delete(slot); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("duplicating parameters of PDR slot %d: %w", slot, err)
+	}
+	return nil
+}
+
+// Dupl reads the Duplicating Parameters of a PDR slot; ok is false when
+// it has none.
+func (d *Datapath) Dupl(slot uint32) (p Dupl, ok bool, err error) {
+	err = d.maps.Dupls.Lookup(slot, &p)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return p, false, nil
+	}
+	return p, err == nil, err
+}
+
+// Dupls are the Duplicating Parameters the data path holds, by PDR slot.
+func (d *Datapath) Dupls() (map[uint32]Dupl, error) {
+	out := map[uint32]Dupl{}
+	var slot uint32
+	var p Dupl
+	it := d.maps.Dupls.Iterate()
+	for it.Next(&slot, &p) {
+		out[slot] = p
+	}
+	return out, it.Err()
+}
+
+// devmapEntry is a devmap's value (struct bpf_devmap_val): the interface,
+// and the program that runs on each frame before it leaves; -1 for none.
+type devmapEntry struct {
+	Ifindex uint32
+	ProgFD  int32
+}
+
+// setFanouts writes the fanout of every pair of attached interfaces, the
+// ifindex's among them, with copy making the copies: XDP copies a frame
+// only by broadcasting it through a devmap, and a packet whose copy leaves
+// one interface and itself another needs a devmap of just those two. Each
+// attachment writes them all again, so that they all run the program of
+// the latest.
+func (d *Datapath) setFanouts(copy *ebpf.Program) error {
+	ifindexes, err := d.attachedIfindexes()
+	if err != nil {
+		return err
+	}
+	for _, orig := range ifindexes {
+		for _, to := range ifindexes {
+			if err := d.putFanout(orig, to, copy); err != nil {
+				return fmt.Errorf("fanout of interfaces %d and %d: %w", orig, to, err)
+			}
+		}
+	}
+	return nil
+}
+
+func fanoutKey(orig, copy uint32) uint64 { return uint64(copy)<<32 | uint64(orig) }
+
+func (d *Datapath) putFanout(orig, to uint32, copy *ebpf.Program) error {
+	inner, err := ebpf.NewMap(d.fanoutSpec)
+	if err != nil {
+		return err
+	}
+	defer inner.Close() // the outer map holds it
+	if err := errors.Join(inner.Put(uint32(upfDuplFanoutKeyFANOUT_ORIGINAL), devmapEntry{orig, -1}),
+		inner.Put(uint32(upfDuplFanoutKeyFANOUT_COPY), devmapEntry{to, int32(copy.FD())})); err != nil {
+		return err
+	}
+	return d.maps.DuplFanouts.Put(fanoutKey(orig, to), inner)
+}
+
+// deleteFanouts removes the fanouts of an interface being detached.
+func (d *Datapath) deleteFanouts(ifindex uint32) error {
+	var key uint64
+	var keys []uint64
+	var id uint32 // of the inner map
+	it := d.maps.DuplFanouts.Iterate()
+	for it.Next(&key, &id) {
+		if uint32(key) == ifindex || uint32(key>>32) == ifindex {
+			keys = append(keys, key)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := d.maps.DuplFanouts.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ifindexOf is the interface index the counter slot of the interface
+// named name was claimed with; 0 for none.
+func (d *Datapath) ifindexOf(name string) (uint32, error) {
+	for slot := uint32(0); slot < maxIfaces; slot++ {
+		var info upfIface
+		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
+			return 0, err
+		}
+		if info.Ifindex != 0 && ifaceName(info) == name {
+			return info.Ifindex, nil
+		}
+	}
+	return 0, nil
+}
+
+// attachedIfindexes are the interfaces that hold a counter slot and are
+// in the calling thread's namespace: a slot may outlive its interface.
+func (d *Datapath) attachedIfindexes() ([]uint32, error) {
+	var out []uint32
+	for slot := uint32(0); slot < maxIfaces; slot++ {
+		var info upfIface
+		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
+			return nil, err
+		}
+		if iface, err := net.InterfaceByIndex(int(info.Ifindex)); info.Ifindex != 0 && err == nil && iface.Name == ifaceName(info) {
+			out = append(out, info.Ifindex)
+		}
+	}
+	return out, nil
+}
