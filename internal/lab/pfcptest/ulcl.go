@@ -1,9 +1,10 @@
 package pfcptest
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"slices"
+
+	"github.com/xdp5g/xdp5g/internal/lab/pfcpwire"
 )
 
 // The PFCP messages a free5GC SMF sends to set up a PDU session with an
@@ -67,8 +68,8 @@ func (s Step) Message(seid uint64, seq uint32) []byte {
 	if s.Establishment {
 		typ = 50
 	}
-	body := slices.Concat(be64(seid), be32(seq<<8), s.ies)
-	b := slices.Concat([]byte{0x21, typ}, be16(uint16(len(body))), body)
+	body := slices.Concat(pfcpwire.U64(seid), pfcpwire.U32(seq<<8), s.ies)
+	b := slices.Concat([]byte{0x21, typ}, pfcpwire.U16(uint16(len(body))), body)
 	if !s.Establishment {
 		b[0], b[15] = b[0]|0x02, 12<<4 // MP, priority 12
 	}
@@ -90,109 +91,100 @@ func (u *ULCL) Steps() []Step {
 		urrMBQE      = 0x01 | 0x10 // Measurement Information: MBQE, MNOP
 		urrMAQE      = 0x10
 	)
-	ni := tlvIE(22, []byte{8}, []byte("internet")) // Network Instance, as a DNN
+	ni := pfcpwire.IE(22, []byte{8}, []byte("internet")) // Network Instance, as a DNN
 	ue := func(sd bool) []byte {
 		flags := byte(0x02)
 		if sd {
 			flags |= 0x04
 		}
-		return tlvIE(93, []byte{flags}, addr4(u.UE))
+		return pfcpwire.IE(93, []byte{flags}, pfcpwire.IP4(u.UE))
 	}
-	fteid := func(teid uint32, at netip.Addr) []byte { return tlvIE(21, []byte{0x01}, be32(teid), addr4(at)) }
-	ohc := func(teid uint32, to netip.Addr) []byte { return tlvIE(84, be16(0x0100), be32(teid), addr4(to)) }
+	fteid := func(teid uint32, at netip.Addr) []byte {
+		return pfcpwire.IE(21, []byte{0x01}, pfcpwire.U32(teid), pfcpwire.IP4(at))
+	}
+	ohc := func(teid uint32, to netip.Addr) []byte {
+		return pfcpwire.IE(84, pfcpwire.U16(0x0100), pfcpwire.U32(teid), pfcpwire.IP4(to))
+	}
 	ids := func(typ uint16, ids ...uint32) []byte {
 		var b []byte
 		for _, id := range ids {
-			b = append(b, tlvIE(typ, be32(id))...)
+			b = append(b, pfcpwire.IE(typ, pfcpwire.U32(id))...)
 		}
 		return b
 	}
 	// pdr is a Create (or Update, 9) PDR's content.
 	pdr := func(id uint16, prec uint32, pdi []byte, ohr bool, far uint32, urrs, qers []uint32) []byte {
-		b := slices.Concat(tlvIE(56, be16(id)), tlvIE(29, be32(prec)), tlvIE(2, pdi))
+		b := slices.Concat(pfcpwire.IE(56, pfcpwire.U16(id)), pfcpwire.IE(29, pfcpwire.U32(prec)), pfcpwire.IE(2, pdi))
 		if ohr {
-			b = append(b, tlvIE(95, []byte{0})...)
+			b = append(b, pfcpwire.IE(95, []byte{0})...)
 		}
-		return slices.Concat(b, tlvIE(108, be32(far)), ids(81, urrs...), ids(109, qers...))
+		return slices.Concat(b, pfcpwire.IE(108, pfcpwire.U32(far)), ids(81, urrs...), ids(109, qers...))
 	}
 	far := func(typ uint16, id uint32, params ...[]byte) []byte {
 		fwd := uint16(4)
 		if typ == 10 { // Update FAR: Update Forwarding Parameters
 			fwd = 11
 		}
-		return tlvIE(typ, tlvIE(108, be32(id)), tlvIE(44, []byte{forw}), tlvIE(fwd, params...))
+		return pfcpwire.IE(typ, pfcpwire.IE(108, pfcpwire.U32(id)), pfcpwire.IE(44, []byte{forw}), pfcpwire.IE(fwd, params...))
 	}
 	urr := func(id uint32, measurement byte) []byte {
-		return tlvIE(6, tlvIE(81, be32(id)), tlvIE(62, []byte{0x02}), tlvIE(37, []byte{0x03, 0, 0}), // VOLUM; PERIO, VOLTH
-			tlvIE(64, be32(u.URRPeriod)), tlvIE(31, []byte{0x06}, be64(u.URRThreshold), be64(u.URRThreshold)),
-			tlvIE(100, []byte{measurement}))
+		return pfcpwire.IE(6, pfcpwire.IE(81, pfcpwire.U32(id)), pfcpwire.IE(62, []byte{0x02}), pfcpwire.IE(37, []byte{0x03, 0, 0}), // VOLUM; PERIO, VOLTH
+			pfcpwire.IE(64, pfcpwire.U32(u.URRPeriod)), pfcpwire.IE(31, []byte{0x06}, pfcpwire.U64(u.URRThreshold), pfcpwire.U64(u.URRThreshold)),
+			pfcpwire.IE(100, []byte{measurement}))
 	}
 	qer := func(id uint32, ambr bool) []byte {
-		b := slices.Concat(tlvIE(109, be32(id)), tlvIE(25, []byte{0}))
+		b := slices.Concat(pfcpwire.IE(109, pfcpwire.U32(id)), pfcpwire.IE(25, []byte{0}))
 		if ambr {
-			b = append(b, tlvIE(26, be64(u.AMBRKbps[0])[3:], be64(u.AMBRKbps[1])[3:])...)
+			b = append(b, pfcpwire.IE(26, pfcpwire.U64(u.AMBRKbps[0])[3:], pfcpwire.U64(u.AMBRKbps[1])[3:])...)
 		}
-		return tlvIE(7, b, tlvIE(124, []byte{u.QFI}))
+		return pfcpwire.IE(7, b, pfcpwire.IE(124, []byte{u.QFI}))
 	}
 	node := func(cpSEID uint64) []byte {
-		return slices.Concat(tlvIE(60, []byte{0}, addr4(u.SMF)), u.fseid(cpSEID))
+		return slices.Concat(pfcpwire.IE(60, []byte{0}, pfcpwire.IP4(u.SMF)), u.fseid(cpSEID))
 	}
-	pdnType := tlvIE(113, []byte{1})
-	gnbFAR := [][]byte{tlvIE(42, []byte{access}), ni, ohc(u.GNBTEID, u.GNB)}
+	pdnType := pfcpwire.IE(113, []byte{1})
+	gnbFAR := [][]byte{pfcpwire.IE(42, []byte{access}), ni, ohc(u.GNBTEID, u.GNB)}
 	iupfDown := func(id uint16, far uint32, qers ...uint32) []byte {
-		return pdr(id, precedence, slices.Concat(tlvIE(20, []byte{core}), fteid(u.DLTEID, u.IUPFN9), ni, ue(true)), true, far,
+		return pdr(id, precedence, slices.Concat(pfcpwire.IE(20, []byte{core}), fteid(u.DLTEID, u.IUPFN9), ni, ue(true)), true, far,
 			[]uint32{5, 6}, qers)
 	}
 	psaUp := func(psa int, qers ...uint32) []byte {
-		return tlvIE(1, pdr(1, precedence, slices.Concat(tlvIE(20, []byte{access}), fteid(u.ULTEID, u.PSAN9[psa]), ni, ue(false)), true, 1,
+		return pfcpwire.IE(1, pdr(1, precedence, slices.Concat(pfcpwire.IE(20, []byte{access}), fteid(u.ULTEID, u.PSAN9[psa]), ni, ue(false)), true, 1,
 			[]uint32{3, 4}, qers))
 	}
 	psaDown := func(qers ...uint32) []byte {
-		return tlvIE(1, pdr(2, precedence, slices.Concat(tlvIE(20, []byte{core}), ni, ue(true)), false, 2, []uint32{3, 4}, qers))
+		return pfcpwire.IE(1, pdr(2, precedence, slices.Concat(pfcpwire.IE(20, []byte{core}), ni, ue(true)), false, 2, []uint32{3, 4}, qers))
 	}
-	psaUpFAR := far(3, 1, tlvIE(42, []byte{core}), ni)
-	psaDownFAR := far(3, 2, tlvIE(42, []byte{access}), ohc(u.DLTEID, u.IUPFN9))
+	psaUpFAR := far(3, 1, pfcpwire.IE(42, []byte{core}), ni)
+	psaDownFAR := far(3, 2, pfcpwire.IE(42, []byte{access}), ohc(u.DLTEID, u.IUPFN9))
 	cp := func(upf int) uint64 { return u.CPSEID + uint64(upf) }
 	flow := "permit out ip from " + u.Local.String() + " to " + u.UE.String()
 	return []Step{
 		{Name: "the default path at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), Establishment: true, ies: slices.Concat(node(cp(IUPF)),
-			tlvIE(1, pdr(1, precedence, slices.Concat(tlvIE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false)), true, 1,
+			pfcpwire.IE(1, pdr(1, precedence, slices.Concat(pfcpwire.IE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false)), true, 1,
 				[]uint32{5, 6}, []uint32{2, 1})),
-			tlvIE(1, iupfDown(2, 2, 2, 1)),
-			far(3, 1, tlvIE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[0])), far(3, 2, tlvIE(42, []byte{access})),
+			pfcpwire.IE(1, iupfDown(2, 2, 2, 1)),
+			far(3, 1, pfcpwire.IE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[0])), far(3, 2, pfcpwire.IE(42, []byte{access})),
 			urr(5, urrMBQE), urr(6, urrMAQE), qer(1, true), qer(2, false), pdnType)},
 		{Name: "the default path at the central PSA", UPF: CentralPSA, CPSEID: cp(CentralPSA), Establishment: true,
 			ies: slices.Concat(node(cp(CentralPSA)), psaUp(0, 2, 1), psaDown(2, 1), psaUpFAR, psaDownFAR,
 				urr(3, urrMBQE), urr(4, urrMAQE), qer(1, true), qer(2, false), pdnType)},
 		{Name: "the gNB's tunnel at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), ies: slices.Concat(u.fseid(cp(IUPF)),
-			tlvIE(9, iupfDown(2, 2, 2, 1)), far(10, 2, append(gnbFAR, tlvIE(49, []byte{0}))...))}, // PFCPSMReq-Flags: no SNDEM
+			pfcpwire.IE(9, iupfDown(2, 2, 2, 1)), far(10, 2, append(gnbFAR, pfcpwire.IE(49, []byte{0}))...))}, // PFCPSMReq-Flags: no SNDEM
 		{Name: "the uplink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), Establishment: true,
 			ies: slices.Concat(node(cp(LocalPSA)), psaUp(1, 1), psaUpFAR,
 				urr(3, urrMBQE), urr(4, urrMAQE), qer(1, true), pdnType)},
 		{Name: "the branching point at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), ies: slices.Concat(u.fseid(cp(IUPF)),
-			tlvIE(1, pdr(3, branching, slices.Concat(tlvIE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false),
-				tlvIE(23, []byte{0x01, 0}, be16(uint16(len(flow))), []byte(flow))), true, 3, []uint32{5, 6}, []uint32{1})),
-			tlvIE(1, iupfDown(4, 4, 1)),
-			far(3, 3, tlvIE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[1])), far(3, 4, gnbFAR...))},
+			pfcpwire.IE(1, pdr(3, branching, slices.Concat(pfcpwire.IE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false),
+				pfcpwire.IE(23, []byte{0x01, 0}, pfcpwire.U16(uint16(len(flow))), []byte(flow))), true, 3, []uint32{5, 6}, []uint32{1})),
+			pfcpwire.IE(1, iupfDown(4, 4, 1)),
+			far(3, 3, pfcpwire.IE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[1])), far(3, 4, gnbFAR...))},
 		{Name: "the downlink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), ies: slices.Concat(u.fseid(cp(LocalPSA)),
 			psaDown(1), psaDownFAR)},
 	}
 }
 
 // fseid is the CP F-SEID IE: V4, the SEID, the SMF's address.
-func (u *ULCL) fseid(seid uint64) []byte { return tlvIE(57, []byte{0x02}, be64(seid), addr4(u.SMF)) }
-
-// tlvIE is an IE: type, length of the value, the value.
-func tlvIE(typ uint16, value ...[]byte) []byte {
-	v := slices.Concat(value...)
-	return slices.Concat(be16(typ), be16(uint16(len(v))), v)
-}
-
-func be16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
-func addr4(a netip.Addr) []byte {
-	b := a.As4()
-	return b[:]
+func (u *ULCL) fseid(seid uint64) []byte {
+	return pfcpwire.IE(57, []byte{0x02}, pfcpwire.U64(seid), pfcpwire.IP4(u.SMF))
 }

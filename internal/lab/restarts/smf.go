@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/lab/pfcpwire"
 )
 
 // The SMF of the restarts: its PFCP messages are built octet by octet from
@@ -88,47 +90,6 @@ const (
 	smReqQAURR   = 0x04 // PFCPSMReq-Flags (§8.2.59): query all URRs
 	ntpToUnix    = 2208988800
 )
-
-// ie is an IE with its value; a grouped one's value is its IEs.
-func ie(typ uint16, value ...[]byte) []byte {
-	b := binary.BigEndian.AppendUint16(nil, typ)
-	n := 0
-	for _, v := range value {
-		n += len(v)
-	}
-	b = binary.BigEndian.AppendUint16(b, uint16(n))
-	for _, v := range value {
-		b = append(b, v...)
-	}
-	return b
-}
-
-func u8(v uint8) []byte   { return []byte{v} }
-func u16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-func ip4(a netip.Addr) []byte {
-	b := a.As4()
-	return b[:]
-}
-
-// message is a PFCP message (§7.2.2): a session message when session is
-// set, with seid in its header.
-func message(typ uint8, session bool, seid uint64, seq uint32, ies ...[]byte) []byte {
-	var body []byte
-	for _, i := range ies {
-		body = append(body, i...)
-	}
-	flags := byte(1 << 5) // version 1
-	head := []byte{flags, typ, 0, 0}
-	if session {
-		head[0] |= 0x01 // S
-		head = append(head, u64(seid)...)
-	}
-	head = append(head, byte(seq>>16), byte(seq>>8), byte(seq), 0)
-	binary.BigEndian.PutUint16(head[2:], uint16(len(head)-4+len(body)))
-	return append(head, body...)
-}
 
 // parsed is a message read by hand: its header and its IEs.
 type parsed struct {
@@ -259,7 +220,7 @@ func (s *smf) close() {
 	<-s.done
 }
 
-func (s *smf) nodeID() []byte { return ie(ieNodeID, u8(0), ip4(s.addr)) }
+func (s *smf) nodeID() []byte { return pfcpwire.IE(ieNodeID, pfcpwire.U8(0), pfcpwire.IP4(s.addr)) }
 
 // request sends a request and returns its response, retransmitting it
 // every T1, N1 times at most.
@@ -275,7 +236,7 @@ func (s *smf) request(typ uint8, session bool, seid uint64, ies ...[]byte) (pars
 		delete(s.waiting, seq)
 		s.mu.Unlock()
 	}()
-	b := message(typ, session, seid, seq, ies...)
+	b := pfcpwire.Message(typ, session, seid, seq, ies...)
 	for range s.n1 + 1 {
 		if _, err := s.conn.WriteToUDPAddrPort(b, s.upf); err != nil {
 			return parsed{}, err
@@ -360,16 +321,16 @@ func (s *smf) answer(m parsed, to netip.AddrPort) {
 // respond makes the response to a request seen for the first time, and
 // counts the usage it reports; under mu.
 func (s *smf) respond(m parsed) []byte {
-	accepted := ie(ieCause, u8(causeAccepted))
+	accepted := pfcpwire.IE(ieCause, pfcpwire.U8(causeAccepted))
 	switch m.typ {
 	case msgHeartbeatRequest:
-		return message(m.typ+1, false, 0, m.seq, ie(ieRecoveryTimeStamp, u32(s.recovery)))
+		return pfcpwire.Message(m.typ+1, false, 0, m.seq, pfcpwire.IE(ieRecoveryTimeStamp, pfcpwire.U32(s.recovery)))
 	case msgReportRequest:
 		s.reports++
 		s.count(m.seid, m.ies, ieUsageReportReport)
-		return message(m.typ+1, true, m.seid, m.seq, accepted)
+		return pfcpwire.Message(m.typ+1, true, m.seid, m.seq, accepted)
 	}
-	return message(m.typ+1, false, 0, m.seq, s.nodeID(), accepted)
+	return pfcpwire.Message(m.typ+1, false, 0, m.seq, s.nodeID(), accepted)
 }
 
 // count adds the usage reports of type typ among ies to a session's; a
@@ -419,13 +380,13 @@ func (s *smf) reported(cpSEID uint64, urr uint32) uint64 {
 
 // associate sets up the association (§7.4.4.1).
 func (s *smf) associate() error {
-	_, err := s.accepted("association setup", msgAssociationSetupRequest, false, 0, s.nodeID(), ie(ieRecoveryTimeStamp, u32(s.recovery)))
+	_, err := s.accepted("association setup", msgAssociationSetupRequest, false, 0, s.nodeID(), pfcpwire.IE(ieRecoveryTimeStamp, pfcpwire.U32(s.recovery)))
 	return err
 }
 
 // heartbeat returns the daemon's Recovery Time Stamp.
 func (s *smf) heartbeat() (uint32, error) {
-	m, err := s.request(msgHeartbeatRequest, false, 0, ie(ieRecoveryTimeStamp, u32(s.recovery)))
+	m, err := s.request(msgHeartbeatRequest, false, 0, pfcpwire.IE(ieRecoveryTimeStamp, pfcpwire.U32(s.recovery)))
 	if err != nil {
 		return 0, err
 	}
@@ -467,39 +428,39 @@ type established struct {
 }
 
 func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, error) {
-	fteid := ie(ieFTEID, u8(0x05)) // V4, CH
+	fteid := pfcpwire.IE(ieFTEID, pfcpwire.U8(0x05)) // V4, CH
 	if spec.teid != 0 {
-		fteid = ie(ieFTEID, u8(0x01), u32(spec.teid), ip4(n3))
+		fteid = pfcpwire.IE(ieFTEID, pfcpwire.U8(0x01), pfcpwire.U32(spec.teid), pfcpwire.IP4(n3))
 	}
-	uplinkUE, downlinkUE := ie(ieUEIPAddress, u8(0x12)), ie(ieUEIPAddress, u8(0x16)) // V4, CHV4; S/D
+	uplinkUE, downlinkUE := pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x12)), pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x16)) // V4, CHV4; S/D
 	if spec.ue.IsValid() {
-		uplinkUE, downlinkUE = ie(ieUEIPAddress, u8(0x02), ip4(spec.ue)), ie(ieUEIPAddress, u8(0x06), ip4(spec.ue))
+		uplinkUE, downlinkUE = pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x02), pfcpwire.IP4(spec.ue)), pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x06), pfcpwire.IP4(spec.ue))
 	}
 	action := []byte{actionFORW, 0}
 	gnbFAR := []byte(nil)
 	if spec.buffer {
 		action = []byte{actionBUFF | actionNOCP, 0}
-		gnbFAR = ie(ieBARID, u8(barID))
+		gnbFAR = pfcpwire.IE(ieBARID, pfcpwire.U8(barID))
 	}
 	m, err := s.accepted("establishment", msgEstablishmentRequest, true, 0, s.nodeID(),
-		ie(ieFSEID, u8(0x02), u64(spec.cpSEID), ip4(s.addr)),
-		ie(ieCreatePDR, ie(iePDRID, u16(1)), ie(iePrecedence, u32(255)),
-			ie(iePDI, ie(ieSourceInterface, u8(0)), fteid, uplinkUE, ie(ieQFI, u8(9))),
-			ie(ieOuterHeaderRemoval, u8(0)), ie(ieFARID, u32(uplinkFAR)), ie(ieQERID, u32(1)), ie(ieURRID, u32(urrID))),
-		ie(ieCreatePDR, ie(iePDRID, u16(2)), ie(iePrecedence, u32(255)),
-			ie(iePDI, ie(ieSourceInterface, u8(1)), downlinkUE),
-			ie(ieFARID, u32(downlinkFAR)), ie(ieQERID, u32(1)), ie(ieURRID, u32(urrID))),
-		ie(ieCreateFAR, ie(ieFARID, u32(uplinkFAR)), ie(ieApplyAction, []byte{actionFORW, 0}),
-			ie(ieForwardingParameters, ie(ieDestinationInterface, u8(1)))),
-		ie(ieCreateFAR, ie(ieFARID, u32(downlinkFAR)), ie(ieApplyAction, action),
-			ie(ieForwardingParameters, ie(ieDestinationInterface, u8(0)),
-				ie(ieOuterHeaderCreation, u16(0x0100), u32(spec.gnbTEID), ip4(gnb))), gnbFAR),
-		ie(ieCreateQER, ie(ieQERID, u32(1)), ie(ieGateStatus, u8(0)),
-			ie(ieMBR, kbps(10_000_000), kbps(10_000_000)), ie(ieQFI, u8(9))),
-		ie(ieCreateURR, ie(ieURRID, u32(urrID)), ie(ieMeasurementMethod, u8(0x02)),
-			ie(ieReportingTriggers, u8(triggerPERIO|triggerVOLTH), u8(0), u8(0)),
-			ie(ieMeasurementPeriod, u32(periodSecond)), ie(ieVolumeThreshold, u8(0x01), u64(threshold))),
-		ie(ieCreateBAR, ie(ieBARID, u8(barID)), ie(ieSuggestedBuffering, u8(16))))
+		pfcpwire.IE(ieFSEID, pfcpwire.U8(0x02), pfcpwire.U64(spec.cpSEID), pfcpwire.IP4(s.addr)),
+		pfcpwire.IE(ieCreatePDR, pfcpwire.IE(iePDRID, pfcpwire.U16(1)), pfcpwire.IE(iePrecedence, pfcpwire.U32(255)),
+			pfcpwire.IE(iePDI, pfcpwire.IE(ieSourceInterface, pfcpwire.U8(0)), fteid, uplinkUE, pfcpwire.IE(ieQFI, pfcpwire.U8(9))),
+			pfcpwire.IE(ieOuterHeaderRemoval, pfcpwire.U8(0)), pfcpwire.IE(ieFARID, pfcpwire.U32(uplinkFAR)), pfcpwire.IE(ieQERID, pfcpwire.U32(1)), pfcpwire.IE(ieURRID, pfcpwire.U32(urrID))),
+		pfcpwire.IE(ieCreatePDR, pfcpwire.IE(iePDRID, pfcpwire.U16(2)), pfcpwire.IE(iePrecedence, pfcpwire.U32(255)),
+			pfcpwire.IE(iePDI, pfcpwire.IE(ieSourceInterface, pfcpwire.U8(1)), downlinkUE),
+			pfcpwire.IE(ieFARID, pfcpwire.U32(downlinkFAR)), pfcpwire.IE(ieQERID, pfcpwire.U32(1)), pfcpwire.IE(ieURRID, pfcpwire.U32(urrID))),
+		pfcpwire.IE(ieCreateFAR, pfcpwire.IE(ieFARID, pfcpwire.U32(uplinkFAR)), pfcpwire.IE(ieApplyAction, []byte{actionFORW, 0}),
+			pfcpwire.IE(ieForwardingParameters, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(1)))),
+		pfcpwire.IE(ieCreateFAR, pfcpwire.IE(ieFARID, pfcpwire.U32(downlinkFAR)), pfcpwire.IE(ieApplyAction, action),
+			pfcpwire.IE(ieForwardingParameters, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(0)),
+				pfcpwire.IE(ieOuterHeaderCreation, pfcpwire.U16(0x0100), pfcpwire.U32(spec.gnbTEID), pfcpwire.IP4(gnb))), gnbFAR),
+		pfcpwire.IE(ieCreateQER, pfcpwire.IE(ieQERID, pfcpwire.U32(1)), pfcpwire.IE(ieGateStatus, pfcpwire.U8(0)),
+			pfcpwire.IE(ieMBR, kbps(10_000_000), kbps(10_000_000)), pfcpwire.IE(ieQFI, pfcpwire.U8(9))),
+		pfcpwire.IE(ieCreateURR, pfcpwire.IE(ieURRID, pfcpwire.U32(urrID)), pfcpwire.IE(ieMeasurementMethod, pfcpwire.U8(0x02)),
+			pfcpwire.IE(ieReportingTriggers, pfcpwire.U8(triggerPERIO|triggerVOLTH), pfcpwire.U8(0), pfcpwire.U8(0)),
+			pfcpwire.IE(ieMeasurementPeriod, pfcpwire.U32(periodSecond)), pfcpwire.IE(ieVolumeThreshold, pfcpwire.U8(0x01), pfcpwire.U64(threshold))),
+		pfcpwire.IE(ieCreateBAR, pfcpwire.IE(ieBARID, pfcpwire.U8(barID)), pfcpwire.IE(ieSuggestedBuffering, pfcpwire.U8(16))))
 	if err != nil {
 		return established{}, err
 	}
@@ -530,20 +491,20 @@ func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, erro
 }
 
 // kbps is a bit rate of an MBR (§8.2.8): 5 octets.
-func kbps(v uint64) []byte { return u64(v)[3:] }
+func kbps(v uint64) []byte { return pfcpwire.U64(v)[3:] }
 
 // forward moves a session's downlink FAR to forward to a gNB tunnel.
 func (s *smf) forward(upSEID uint64, gnbTEID uint32, gnb netip.Addr) error {
 	_, err := s.accepted("modification", msgModificationRequest, true, upSEID,
-		ie(ieUpdateFAR, ie(ieFARID, u32(downlinkFAR)), ie(ieApplyAction, []byte{actionFORW, 0}),
-			ie(ieUpdateForwarding, ie(ieDestinationInterface, u8(0)),
-				ie(ieOuterHeaderCreation, u16(0x0100), u32(gnbTEID), ip4(gnb)))))
+		pfcpwire.IE(ieUpdateFAR, pfcpwire.IE(ieFARID, pfcpwire.U32(downlinkFAR)), pfcpwire.IE(ieApplyAction, []byte{actionFORW, 0}),
+			pfcpwire.IE(ieUpdateForwarding, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(0)),
+				pfcpwire.IE(ieOuterHeaderCreation, pfcpwire.U16(0x0100), pfcpwire.U32(gnbTEID), pfcpwire.IP4(gnb)))))
 	return err
 }
 
 // query asks for a session's usage now (QAURR) and counts it.
 func (s *smf) query(cpSEID, upSEID uint64) error {
-	m, err := s.accepted("query", msgModificationRequest, true, upSEID, ie(iePFCPSMReqFlags, u8(smReqQAURR)))
+	m, err := s.accepted("query", msgModificationRequest, true, upSEID, pfcpwire.IE(iePFCPSMReqFlags, pfcpwire.U8(smReqQAURR)))
 	if err == nil {
 		s.countResponse(cpSEID, m, ieUsageReportModResp)
 	}
