@@ -32,6 +32,53 @@ INLINE __u16 csum_replace4(__u16 check, __be32 from, __be32 to)
 	return csum_fold(sum);
 }
 
+/* The one's complement sum of the bytes from p to end, the packet's end,
+ * unfolded: whole chunks of 256 bytes by bpf_csum_diff (the kernel's
+ * csum_partial), the rest by 8-byte words, then the last bytes, cheaper than
+ * a helper call for the less than 256 bytes a small packet has. Bytes are
+ * summed as 16-bit words in memory order (little-endian): the folded sum
+ * stored as is is the checksum in network order. -1 when the packet is
+ * longer than CSUM_CHUNKS chunks, more than a single-buffer XDP frame
+ * holds. */
+#define CSUM_CHUNK 256
+#define CSUM_CHUNKS 16
+INLINE __s64 csum_to_end(void *p, void *end)
+{
+	__s64 sum = 0;
+	for (int i = 0; i < CSUM_CHUNKS; i++) {
+		/* Kept in a register of its own: computed from i instead, the
+		 * pointer would lose the bounds the verifier learnt of it. */
+		asm volatile("" : "+r"(p));
+		if (p + CSUM_CHUNK > end)
+			break;
+		sum = bpf_csum_diff(NULL, 0, p, CSUM_CHUNK, sum);
+		p += CSUM_CHUNK;
+	}
+	if (p + CSUM_CHUNK <= end || sum < 0)
+		return -1;
+	__u64 acc = (__u32)sum;
+	for (int i = 0; i < CSUM_CHUNK / 8; i++) {
+		asm volatile("" : "+r"(p));
+		if (p + 8 > end)
+			break;
+		__u64 w = *(__u64 *)p;
+		acc += (w & 0xffffffff) + (w >> 32);
+		p += 8;
+	}
+	if (p + 4 <= end) {
+		acc += *(__u32 *)p;
+		p += 4;
+	}
+	if (p + 2 <= end) {
+		acc += *(__u16 *)p;
+		p += 2;
+	}
+	if (p + 1 <= end)
+		acc += *(__u8 *)p; /* the low byte of a little-endian word: padded with zero */
+	acc = (acc & 0xffffffff) + (acc >> 32);
+	return (__u32)((acc & 0xffffffff) + (acc >> 32));
+}
+
 /* A UDP checksum updated for an address of its pseudo-header changed; a
  * checksum of 0 (none, over IPv4) stays. */
 INLINE void udp_readdress(struct udphdr *udp, const void *from, const void *to, __u32 size)

@@ -13,6 +13,30 @@ INLINE __u64 ipv6_prefix64(const struct in6_addr *a)
 	return p;
 }
 
+/* Writes the IPv6 header of a UDP datagram of payload_len bytes, hop
+ * limit 64, flow label 0 (RFC 6437: a tunnel endpoint may leave it so). */
+INLINE void ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass, const struct in6_addr *saddr,
+			   const struct in6_addr *daddr)
+{
+	*(__be32 *)ip6 = bpf_htonl(0x60000000 | (__u32)tclass << 20);
+	ip6->payload_len = bpf_htons(payload_len);
+	ip6->nexthdr = IPPROTO_UDP;
+	ip6->hop_limit = 64;
+	ip6->saddr = *saddr;
+	ip6->daddr = *daddr;
+}
+
+/* The sum of an IPv6 pseudo-header (RFC 8200 8.1) as csum_to_end sums:
+ * addresses, upper-layer length and next header, in memory order. */
+INLINE __u64 ipv6_pseudo_sum(const struct in6_addr *saddr, const struct in6_addr *daddr, __u32 len, __u8 proto)
+{
+	__u64 sum = (__u64)bpf_htonl(len) + bpf_htonl(proto);
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		sum += (__u64)saddr->in6_u.u6_addr32[i] + daddr->in6_u.u6_addr32[i];
+	return sum;
+}
+
 /* Extension headers skipped to find the upper-layer header; a longer chain
  * is left unparsed. */
 #define IPV6_MAX_EXT 4

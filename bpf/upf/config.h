@@ -8,9 +8,12 @@
 
 volatile const __u32 iface_slot = 0;
 volatile const __u32 iface_roles = 0; /* enum iface_role bits */
-/* The GTP-U addresses, N3's then N9's: a G-PDU's TEID is looked up with
- * the index of the address it was sent to (set_kind SET_TEID). */
+/* The GTP-U addresses, N3's then N9's, IPv4 in gtpu_addrs and IPv6 (in
+ * words) in gtpu_addrs6 at the same index, the other family's place zero:
+ * a G-PDU's TEID is looked up with the index of the address it was sent
+ * to (set_kind SET_TEID). */
 volatile const __be32 gtpu_addrs[MAX_GTPU_ADDRS] = {};
+volatile const __be32 gtpu_addrs6[MAX_GTPU_ADDRS][4] = {};
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
 volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */

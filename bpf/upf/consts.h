@@ -14,6 +14,7 @@ enum limits {
 	SET_WAYS = 2,              /* places of a set_index bucket */
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
 	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */
+	NEXTHOP_SLOTS = 1024,      /* of nexthops, and of tunnels6 by the same slot */
 };
 
 enum iface_role {
@@ -46,9 +47,13 @@ enum far_action {
 
 enum far_flags {
 	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
+	/* GTP-U/UDP/IPv6: the endpoints are in tunnels6, at the slot of the
+	 * FAR's next hop (one per peer); peer and local are unused. */
+	FAR_GTPU_IPV6 = 2,
 	/* DUPL: a copy of each packet goes where the PDR's dupls entry says */
 	FAR_DUPLICATE = 4,
 };
+#define FAR_GTPU (FAR_GTPU_IPV4 | FAR_GTPU_IPV6)
 
 /* Next-hop slots that name no next hop. */
 enum nexthop_slot {

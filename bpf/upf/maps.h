@@ -127,9 +127,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
 	__type(value, struct nexthop);
-	__uint(max_entries, 1024);
+	__uint(max_entries, NEXTHOP_SLOTS);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } nexthops SEC(".maps");
+
+/* The IPv6 tunnel endpoints of FARs, by the slot of their next hop (in
+ * nexthops): as many. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tunnel6);
+	__uint(max_entries, NEXTHOP_SLOTS);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} tunnels6 SEC(".maps");
 
 /* The IPv4 routes flattened DIR-24-8 style: one value per /24, and for the
  * /24s that hold longer routes one value per address in a group of

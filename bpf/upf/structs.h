@@ -10,11 +10,11 @@
 struct far {
 	__u8 action; /* enum far_action */
 	__u8 flags;  /* enum far_flags */
-	__u8 tos;    /* outer IPv4 ToS: DSCP << 2 (Transport Level Marking) */
+	__u8 tos;    /* outer ToS or traffic class: DSCP << 2 (Transport Level Marking) */
 	__u8 pad;
 	__be32 teid;  /* outer TEID */
-	__be32 peer;  /* outer destination */
-	__be32 local; /* outer source: our N3 address */
+	__be32 peer;  /* outer IPv4 destination */
+	__be32 local; /* outer IPv4 source: our N3 or N9 address */
 	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE */
 	__u32 buffer;  /* FAR_BUFFER: slot in buffers */
 };
@@ -141,6 +141,16 @@ struct buffered_packet {
 struct release_meta {
 	__u32 magic; /* RELEASE_MAGIC */
 	__u32 ifindex; /* out: the interface the frame is redirected to */
+};
+
+/* The endpoints of the GTP-U/UDP/IPv6 tunnels to one peer (FAR_GTPU_IPV6):
+ * 32 bytes would not fit in the FAR, whose copy fills the PDR's line. The
+ * FAR's next hop is the peer's own slot, so the same slot finds them: no
+ * lookup of a slot of their own, and their entry lives as long as the next
+ * hop's. */
+struct tunnel6 {
+	__u8 peer[16];
+	__u8 local[16];
 };
 
 /* A FAR's Duplicating Parameters as the packets of one of its PDRs see

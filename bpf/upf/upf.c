@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The UPF data path: GTP-U uplink decapsulation on access interfaces (N3,
  * N9), downlink encapsulation on core interfaces (N6), GTP-U relays (N9),
- * GTP-U echo. One instance is loaded per interface with its slot, roles and
+ * GTP-U over IPv4 or IPv6, GTP-U echo. One instance is loaded per interface with its slot, roles and
  * GTP-U addresses as constants; all instances share the pinned maps. */
 #include "../lib/parser.h"
 #include "config.h"
@@ -39,11 +39,12 @@ const struct upf_exports {
 	struct dupl_meta dupl_meta;
 } upf_exports __attribute__((unused)) = {};
 
-#define GTPU_DL_ENCAP_LEN (sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
-#define GTPU_DL_ENCAP_QFI_LEN \
-	(GTPU_DL_ENCAP_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+/* What a tunnel adds after the IP header: UDP, GTP-U and the PDU Session
+ * Container when there is a QFI. */
+#define GTPU_ENCAP_LEN (sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
+#define GTPU_ENCAP_QFI_LEN (GTPU_ENCAP_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
 /* Bounds where a copied packet starts in its frame, for the verifier: past
- * Ethernet, IPv4 with options, UDP and GTP-U with its extensions. */
+ * Ethernet, IPv4 with options or IPv6, UDP and GTP-U with its extensions. */
 #define DUPL_INNER_OFF_MAX 255
 
 INLINE int finish(__u32 len, enum reason r, int action)
@@ -70,6 +71,20 @@ INLINE int gtpu_addr_index(__be32 addr)
 	for (int i = 0; i < MAX_GTPU_ADDRS; i++)
 		if (gtpu_addrs[i] && gtpu_addrs[i] == addr)
 			return i;
+	return -1;
+}
+
+/* The index of addr in gtpu_addrs6; -1 when it is none of them. An unset
+ * place is all zeros, an address no packet is sent to. */
+INLINE int gtpu_addr_index6(const struct in6_addr *addr)
+{
+	const __u32 *a = addr->in6_u.u6_addr32;
+#pragma unroll
+	for (int i = 0; i < MAX_GTPU_ADDRS; i++) {
+		const volatile __u32 *n = gtpu_addrs6[i];
+		if (n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3] && (n[0] | n[1] | n[2] | n[3]))
+			return i;
+	}
 	return -1;
 }
 
@@ -265,12 +280,12 @@ __attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int
 }
 
 /* Applies a matched PDR (in slot) to a packet of len inner bytes going in
- * direction dir (QER_UL or QER_DL): its QERs, its FAR, which
- * must forward with the flags far_flags the path needs (a buffering FAR
- * forwards what its buffer let pass: buffer_passed), and its URRs, which
- * count only what the FAR forwards, unless they measure before QoS
- * enforcement: those count first. Returns 0 to forward, else the reason
- * to drop. The PDR counts what its QERs and URRs let through. */
+ * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
+ * (a buffering FAR forwards what its buffer let pass: buffer_passed), with
+ * one of the flags far_flags when the path needs one (a tunnel: FAR_GTPU),
+ * and its URRs, which count only what the FAR forwards, unless they
+ * measure before QoS enforcement: those count first. Returns 0 to forward,
+ * else the reason to drop. The PDR counts what its QERs and URRs let through. */
 INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
 {
@@ -284,7 +299,7 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 		return reason;
 	const struct far *far = &pdr->far;
 	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
-	    (far->flags & far_flags) != far_flags) {
+	    (far_flags && !(far->flags & far_flags))) {
 		count_pdr(slot, len);
 		return REASON_DROP_FAR;
 	}
@@ -402,23 +417,29 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 	return 0;
 }
 
-/* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
- * the IPv4 header on, gtp_len after the GTP-U header, in the tunnel from
- * local to peer with teid; the caller has checked that they fit. */
-INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u32 gtp_len, __u8 tos, __be32 local, __be32 peer,
-		       __be32 teid)
+/* Writes the UDP and GTP-U headers of a G-PDU of udp_len bytes from the
+ * UDP header on, with teid and no checksum; the caller has checked that
+ * they fit. */
+INLINE void write_udp_gtpu(struct udphdr *udp, __u32 udp_len, __be32 teid)
 {
-	struct udphdr *udp = (void *)(ip + 1);
 	struct gtpu_hdr *h = (void *)(udp + 1);
-	ipv4_write_udp(ip, tot_len, tos, local, peer);
 	udp->source = bpf_htons(GTPU_PORT);
 	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(tot_len - sizeof(*ip));
+	udp->len = bpf_htons(udp_len);
 	udp->check = 0;
 	h->flags = GTPU_V1 | GTPU_PT;
 	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(gtp_len);
+	h->length = bpf_htons(udp_len - GTPU_ENCAP_LEN);
 	h->teid = teid;
+}
+
+/* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
+ * the IPv4 header on, in the tunnel from local to peer with teid; the
+ * caller has checked that they fit. */
+INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u8 tos, __be32 local, __be32 peer, __be32 teid)
+{
+	ipv4_write_udp(ip, tot_len, tos, local, peer);
+	write_udp_gtpu((void *)(ip + 1), tot_len - sizeof(*ip), teid);
 }
 
 /* The next hop of a copy: its Duplicating Parameters' own, or the route
@@ -474,7 +495,7 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	}
 	__be16 tci = nh->vlan_tci;
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
-	__u32 encap = d->flags & FAR_GTPU_IPV4 ? GTPU_DL_ENCAP_LEN : 0;
+	__u32 encap = d->flags & FAR_GTPU_IPV4 ? sizeof(struct iphdr) + GTPU_ENCAP_LEN : 0;
 	__be16 proto = encap || v4 ? bpf_htons(ETH_P_IP) : bpf_htons(ETH_P_IPV6);
 	if (trim_to(ctx, end - data, inner_off + inner_len) ||
 	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, proto))
@@ -484,9 +505,9 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
 	struct iphdr *ip = data + new_l2;
-	if ((void *)ip + GTPU_DL_ENCAP_LEN > end)
+	if ((void *)ip + sizeof(struct iphdr) + GTPU_ENCAP_LEN > end)
 		return -1;
-	write_gpdu(ip, encap + inner_len, inner_len, d->tos, d->local, d->peer, d->teid);
+	write_gpdu(ip, encap + inner_len, d->tos, d->local, d->peer, d->teid);
 	return 0;
 }
 
@@ -529,37 +550,70 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct dupl_meta *copy
 	return bpf_redirect(nh->ifindex, 0);
 }
 
-/* Puts the packet of inner_len bytes at inner_off into the FAR's
- * GTP-U/UDP/IPv4 tunnel (with a PDU Session Container of psc_type,
- * GTPU_PSC_DL or GTPU_PSC_UL, when the PDR carries a QFI) and sends it to
- * the FAR's next hop, and a copy when it duplicates: the downlink, packets relayed between the gNB and
- * the CP function (N4-u), and over N9 between UPFs both ways. */
-INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type)
+/* The UDP checksum over IPv6 of the datagram at udp_off to the end of the
+ * frame, its check field zero, between the endpoints of tunnel t: 0 when
+ * the frame is too long to sum. A global function, so that the verifier
+ * checks its loops once. */
+__attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, const struct tunnel6 *t)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	if (!t)
+		return 0;
+	/* At most ETH_HLEN_VLAN + 40: the mask bounds it for the verifier. */
+	void *udp = data + (udp_off & 63);
+	__s64 sum = csum_to_end(udp, end);
+	if (sum < 0)
+		return 0;
+	__u64 all = sum + ipv6_pseudo_sum((void *)t->local, (void *)t->peer, end - udp, IPPROTO_UDP);
+	all = (all & 0xffffffff) + (all >> 32);
+	__u16 check = csum_fold((all & 0xffffffff) + (all >> 32));
+	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
+}
+
+/* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
+ * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
+ * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
+ * when the PDR carries a QFI) and sends it to the FAR's next hop, and a
+ * copy when it duplicates: the downlink, packets relayed between the gNB
+ * and the CP function (N4-u), and over N9 between UPFs both ways. */
+INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
+		     __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, const int v6)
 {
 	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
 	if (!nh || !nh->valid)
 		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
+	const struct tunnel6 *t6 = NULL;
+	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnels6, &far->nexthop)))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
 	/* Read once: the control plane may rewrite the slot meanwhile. */
 	__be16 tci = nh->vlan_tci;
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
-	__u32 encap = with_qfi ? GTPU_DL_ENCAP_QFI_LEN : GTPU_DL_ENCAP_LEN;
+	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	__u32 encap = ip_len + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
-	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(ETH_P_IP)))
+	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	struct iphdr *ip = data + new_l2;
-	struct gtpu_hdr *h = (void *)ip + sizeof(*ip) + sizeof(struct udphdr);
+	void *ip = data + new_l2;
+	struct udphdr *udp = ip + ip_len;
+	struct gtpu_hdr *h = (void *)(udp + 1);
 	struct gtpu_opt *o = (void *)(h + 1);
 	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
 	if ((void *)(psc + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	write_gpdu(ip, encap + inner_len, inner_len + encap - GTPU_DL_ENCAP_LEN, far->tos, far->local, far->peer, far->teid);
+	__u32 udp_len = encap - ip_len + inner_len;
+	if (v6) {
+		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
+		write_udp_gtpu(udp, udp_len, far->teid);
+	} else {
+		write_gpdu(ip, encap + inner_len, far->tos, far->local, far->peer, far->teid);
+	}
 	if (with_qfi) {
 		h->flags |= GTPU_E;
 		o->seq = 0;
@@ -570,6 +624,10 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
 		psc->qfi = qfi;
 		psc->next_ext = 0;
 	}
+	/* Over IPv6 the checksum is mandatory: summed over the whole datagram,
+	 * the inner packet's own checksums not trusted. */
+	if (v6 && !(udp->check = udp6_check(ctx, new_l2 + ip_len, t6)))
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	if (far->action == FAR_BUFFER) {
 		struct release_meta *m = release_meta(ctx);
 		if (m) {
@@ -582,12 +640,35 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
 	return send(ctx, pdr, slot, nh->ifindex, copy, pkt_len);
 }
 
-/* Uplink: the G-PDU's inner packet leaves through the core next hop. */
-INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, void *inner,
-		  __u32 inner_off, __u32 pkt_len, __u32 addr_index)
+INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
+		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type)
 {
+	if (pdr->far.flags & FAR_GTPU_IPV6)
+		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 1);
+	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 0);
+}
+
+/* Uplink: the inner packet of a G-PDU leaves through the core next hop.
+ * key is the G-PDU's TEID | the index of the address it was sent to << 32
+ * (set_kind SET_TEID). The packet lies at inner_off, the GTP-U payload_len
+ * bytes from there; psc_qfi is the PDU Session Container's QFI | 0x100, 0
+ * without one. A global function, verified once for G-PDUs over IPv4 and
+ * over IPv6: twice inline, it exceeded what the verifier explores. */
+__attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_len,
+				     __u32 inner_off)
+{
+	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	struct pdr_set *set = find_set(SET_TEID, g->hdr->teid | (__u64)addr_index << 32);
+	__u32 pkt_len = end - data;
+	struct gtpu_info info = { .qfi = psc_qfi & 0xff, .has_qfi = psc_qfi >> 8, .payload_len = payload_len };
+	struct gtpu_info *g = &info;
+	struct ethhdr *eth = data;
+	/* A frame (a single buffer) is shorter than 16 KiB: the mask bounds
+	 * the offset for the verifier, which needs room above it. */
+	void *inner = data + (inner_off & 0x3fff);
+	if ((void *)(eth + 1) > end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	struct pdr_set *set = find_set(SET_TEID, key);
 	if (!set)
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
@@ -633,7 +714,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
 		.check = v4 ? ip4->check : 0,
 	};
-	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU_IPV4 : 0, 0);
+	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, 0);
 	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
@@ -643,7 +724,7 @@ INLINE int uplink(struct xdp_md *ctx, struct ethhdr *eth, struct gtpu_info *g, v
 	/* A relay between the gNB and the CP function, between two gNBs, or
 	 * over N9 between UPFs: the packet is theirs, hop limit included
 	 * (neighbour discovery needs 255). */
-	if (far->flags & FAR_GTPU_IPV4)
+	if (far->flags & FAR_GTPU)
 		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, REASON_RELAY_FORWARD,
 			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL);
 
@@ -734,28 +815,32 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
 }
 
-/* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address
- * gtpu_addrs[addr_index]. */
-INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
-			  struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
+/* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address of
+ * index addr_index (gtpu_addrs, gtpu_addrs6), in an IPv4 packet ip or,
+ * when ip is NULL (a constant), an IPv6 one whose header and payload have
+ * ip_hdr_len and ip_payload bytes. The UDP checksum is left to whoever
+ * receives the inner packet. */
+INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip, __u32 ip_hdr_len,
+			  __u32 ip_payload, struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
 			  __u32 addr_index)
 {
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
 	__u32 udp_len = bpf_ntohs(udp->len);
 	struct gtpu_info g;
-	if (udp_len != bpf_ntohs(ip->tot_len) - ip->ihl * 4 || parse_gtpu(c, &g) ||
-	    sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
+	if (udp_len != ip_payload || parse_gtpu(c, &g) || sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
-	if (g.hdr->type == GTPU_ECHO_REQUEST)
+	/* Over IPv6 the endpoint in user space answers, with the checksum the
+	 * kernel computes. */
+	if (g.hdr->type == GTPU_ECHO_REQUEST && ip)
 		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len);
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
-	__u32 inner_off = l2_len + ip->ihl * 4 + sizeof(*udp) + g.hdr_len;
-	return uplink(ctx, eth, &g, c->pos, inner_off, pkt_len, addr_index);
+	return uplink(ctx, g.hdr->teid | (__u64)addr_index << 32, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
+		      l2_len + ip_hdr_len + sizeof(*udp) + g.hdr_len);
 }
 
-/* Downlink: add GTP-U/UDP/IPv4 (and a PDU Session Container when the PDR
+/* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR
  * carries a QFI) and send it to the gNB. */
 INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphdr *ip4,
 		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
@@ -779,7 +864,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
 	}
-	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU_IPV4, 1);
+	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU, 1);
 	if (dropped == REASON_DROP_FAR && duplicates) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
@@ -819,7 +904,8 @@ int xdp_upf(struct xdp_md *ctx)
 				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
-				return access_ingress(ctx, eth, ip, udp, &c, l2_len, pkt_len, addr_index);
+				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
+						      &c, l2_len, pkt_len, addr_index);
 		}
 		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = find_set(SET_UE4, ip->daddr);
@@ -830,7 +916,21 @@ int xdp_upf(struct xdp_md *ctx)
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6;
-		if (!parse_ipv6(&c, &ip6) && (iface_roles & ROLE_CORE)) {
+		if (parse_ipv6(&c, &ip6))
+			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
+		/* G-PDUs come with no extension header: a fragment is the
+		 * kernel's to reassemble. */
+		int addr_index;
+		if ((iface_roles & ROLE_ACCESS) && (ip6->nexthdr == IPPROTO_UDP || ip6->nexthdr == IPPROTO_FRAGMENT) &&
+		    (addr_index = gtpu_addr_index6(&ip6->daddr)) >= 0) {
+			if (ip6->nexthdr == IPPROTO_FRAGMENT)
+				return finish(pkt_len, REASON_PASS_FRAGMENT, XDP_PASS);
+			struct udphdr *udp = cursor_take(&c, struct udphdr);
+			if (udp && udp->dest == bpf_htons(GTPU_PORT))
+				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
+						      l2_len, pkt_len, addr_index);
+		}
+		if (iface_roles & ROLE_CORE) {
 			struct pdr_set *set = find_set(SET_UE6, ipv6_prefix64(&ip6->daddr));
 			if (set)
 				return downlink(ctx, set, 0, NULL, ip6, l2_len, pkt_len);

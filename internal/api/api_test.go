@@ -69,6 +69,7 @@ const upfIface = "n3n6"
 
 var (
 	n3       = netip.MustParseAddr("10.1.2.1")
+	n3v6     = netip.MustParseAddr("2001:db8:1:2::1")
 	fig10UE  = netip.MustParseAddr("10.1.3.27")
 	secondUE = netip.MustParseAddr("10.1.3.28")
 )
@@ -98,7 +99,7 @@ func newEnv(t *testing.T) *env {
 	must(t, e.upf.AddAddr(upfIface, "10.1.3.1/24"))
 	must(t, e.peer.AddAddr("gnb", "10.1.3.2/24"))
 
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3, n3v6}})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	must(t, e.upf.Do(func() error { return dp.Attach(upfIface, upfxdp.RoleAccess|upfxdp.RoleCore, xdplink.ModeNative) }))
@@ -254,6 +255,28 @@ func TestFig10RoundTrip(t *testing.T) {
 	}
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/sessions", ""), `{"sessions": [`+fig10Installed+`]}`)
 
+	// So do a tunnel to an IPv6 peer and the removal of GTP-U/UDP/IPv6.
+	tunnel6 := variant(t, second, map[string]any{"seid": 3, "pdrs.0.pdi.teid": 203, "pdrs.0.pdi.ueIPAddress": "10.1.3.29",
+		"pdrs.1.pdi.ueIPAddress": "10.1.3.29", "pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6",
+		"fars.1.forwardingParameters.outerHeaderCreation": map[string]any{"outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6",
+			"ipv6Address": "2001:db8:1:3::2", "teid": 303}})
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", tunnel6)
+	var doc6 struct {
+		PDRs []struct {
+			OuterHeaderRemoval string `json:"outerHeaderRemoval"`
+		} `json:"pdrs"`
+		FARs []struct {
+			ForwardingParameters struct {
+				OuterHeaderCreation outerHeaderCreation `json:"outerHeaderCreation"`
+			} `json:"forwardingParameters"`
+		} `json:"fars"`
+	}
+	must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/3", ""), &doc6))
+	if o := doc6.FARs[1].ForwardingParameters.OuterHeaderCreation; len(doc6.FARs) != 2 || o.Description != createGTPU6 ||
+		o.IPv4Address != nil || o.IPv6Address == nil || *o.IPv6Address != "2001:db8:1:3::2" || doc6.PDRs[0].OuterHeaderRemoval != "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6" {
+		t.Errorf("the IPv6 tunnel's session: %+v", doc6)
+	}
+
 	// A steering next hop goes in and comes back.
 	steered := variant(t, second, map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "10.1.3.9"}})
 	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", steered)
@@ -397,7 +420,7 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "no source interface", edits: map[string]any{"pdrs.1.pdi.sourceInterface": remove}, field: "pdrs[1].pdi.sourceInterface"},
 		{name: "unknown interface", edits: map[string]any{"pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_N9"}, field: "pdrs[0].pdi.sourceInterface"},
 		{name: "interface number out of range", edits: map[string]any{"pdrs.1.pdi.sourceInterface": 4}, field: "pdrs[1].pdi.sourceInterface"},
-		{name: "IPv6 header removal", edits: map[string]any{"pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6"}, field: "pdrs[0].outerHeaderRemoval"},
+		{name: "unknown header removal", edits: map[string]any{"pdrs.0.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_UDP_IPV6"}, field: "pdrs[0].outerHeaderRemoval"},
 		{name: "bad UE address", edits: map[string]any{"pdrs.1.pdi.ueIPAddress": "10.1.3"}, field: "pdrs[1].pdi.ueIPAddress"},
 		{name: "access PDR without TEID", edits: map[string]any{"pdrs.0.pdi.teid": remove}, field: "pdrs[0].pdi.teid"},
 		{name: "unknown FAR", edits: map[string]any{"pdrs.0.farId": 9}, field: "pdrs[0].farId"},
@@ -421,8 +444,11 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "next hop not an address", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "gw"}}, field: "fars[0].forwardingParameters.nextHop"},
 		{name: "multicast next hop", edits: map[string]any{"fars.0.forwardingParameters": map[string]any{"nextHop": "224.0.0.1"}}, field: "fars[0].forwardingParameters.nextHop"},
 		{name: "next hop towards access", edits: map[string]any{"fars.1.forwardingParameters.nextHop": "10.0.0.9"}, field: "fars[1].forwardingParameters.nextHop"},
-		{name: "unknown header creation", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, field: ohcField + ".outerHeaderCreationDescription"},
-		{name: "IPv6 tunnel peer", edits: map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, field: ohcField + ".ipv4Address"},
+		{name: "unknown header creation", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_UDP_IPV6"}, field: ohcField + ".outerHeaderCreationDescription"},
+		{name: "IPv6 tunnel peer as IPv4 address", edits: map[string]any{ohc + ".ipv4Address": "2001:db8::1"}, field: ohcField + ".ipv4Address"},
+		{name: "IPv6 tunnel without its peer", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"}, field: ohcField + ".ipv6Address"},
+		{name: "IPv4 peer of an IPv6 tunnel", edits: map[string]any{ohc + ".outerHeaderCreationDescription": "OUTER_HEADER_CREATION_GTPU_UDP_IPV6", ohc + ".ipv6Address": "10.1.3.2"},
+			field: ohcField + ".ipv6Address"},
 		{name: "no TEID to default to", edits: map[string]any{ohc + ".teid": remove, "pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_CP_FUNCTION"}, field: ohcField + ".teid"},
 		{name: "copies nowhere", edits: map[string]any{"fars.0.duplicatingParameters": map[string]any{"nextHop": "10.1.3.9"}},
 			field: "fars[0].duplicatingParameters.destinationInterface"},

@@ -101,6 +101,8 @@ type forwardingParameters struct {
 type outerHeaderCreation struct {
 	Description creation `json:"outerHeaderCreationDescription" required:"true"`
 	IPv4Address *string  `json:"ipv4Address,omitempty"`
+	// IPv6Address is the peer of a GTP-U/UDP/IPv6 tunnel.
+	IPv6Address *string `json:"ipv6Address,omitempty"`
 	// PortNumber is accepted and ignored: GTP-U always goes to port 2152
 	// (Fig. 10 gives 1234).
 	PortNumber uint16 `json:"portNumber,omitempty"`
@@ -255,15 +257,12 @@ type removal uint8
 
 var removalNames = enum{
 	session.RemoveGTPUUDPIPv4: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV4",
-	session.RemoveGTPUUDPIPv6: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6", // shown for SMFs' sessions only
+	session.RemoveGTPUUDPIPv6: "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6",
 	session.RemoveUDPIPv4:     "OUTER_HEADER_REMOVAL_UDP_IPV4",
 	session.RemoveGTPUUDPIP:   "OUTER_HEADER_REMOVAL_GTPU_UDP_IP",
 }
 
 func (r *removal) fromJSON(v any) error {
-	if v == removalNames[session.RemoveGTPUUDPIPv6] || v == json.Number("1") {
-		return errors.New("GTP-U/UDP/IPv6 is not supported: N3 is IPv4")
-	}
 	n, err := removalNames.parse(v)
 	*r = removal(n)
 	return err
@@ -275,15 +274,16 @@ func (r removal) MarshalJSON() ([]byte, error) { return json.Marshal(removalName
 type creation string
 
 const (
-	createGTPU creation = "OUTER_HEADER_CREATION_GTPU_UDP_IPV4"
+	createGTPU  creation = "OUTER_HEADER_CREATION_GTPU_UDP_IPV4"
+	createGTPU6 creation = "OUTER_HEADER_CREATION_GTPU_UDP_IPV6"
 	// createUDP towards the core is Fig. 10's way of saying "plain IP":
 	// the UPF forwards to N6 without adding anything.
 	createUDP creation = "OUTER_HEADER_CREATION_UDP_IPV4"
 )
 
 func (c *creation) fromJSON(v any) error {
-	if v != string(createGTPU) && v != string(createUDP) {
-		return fmt.Errorf("must be %s or %s", createGTPU, createUDP)
+	if v != string(createGTPU) && v != string(createGTPU6) && v != string(createUDP) {
+		return fmt.Errorf("must be %s, %s or %s", createGTPU, createGTPU6, createUDP)
 	}
 	*c = creation(v.(string))
 	return nil
@@ -480,11 +480,16 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	far.DSCP = fp.DSCP
 	o := fp.OuterHeaderCreation
 	ohc := field + ".forwardingParameters.outerHeaderCreation"
+	// The peer is the address of the description's family.
+	peerField, given, family := ohc+".ipv4Address", o.IPv4Address, "IPv4"
+	if o.Description == createGTPU6 {
+		peerField, given, family = ohc+".ipv6Address", o.IPv6Address, "IPv6"
+	}
 	var peer netip.Addr
-	if o.IPv4Address != nil {
-		a, err := netip.ParseAddr(*o.IPv4Address)
-		if err != nil || !a.Is4() {
-			return far, fielderr.New(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
+	if given != nil {
+		a, err := netip.ParseAddr(*given)
+		if err != nil || a.Is4() != (family == "IPv4") || a.Is4In6() || a.Zone() != "" {
+			return far, fielderr.New(peerField, "%q is not an %s address", *given, family)
 		}
 		peer = a
 	}
@@ -493,7 +498,7 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 		return far, nil
 	}
 	if !peer.IsValid() {
-		return far, fielderr.New(ohc+".ipv4Address", "is required for a GTP-U tunnel")
+		return far, fielderr.New(peerField, "is required for a GTP-U tunnel")
 	}
 	var teid uint32
 	switch {
@@ -587,9 +592,11 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 		}
 		if o := f.OuterHeaderCreation; o != nil {
 			peer, teid := o.Peer.String(), o.TEID
-			fd.ForwardingParameters = &forwardingParameters{OuterHeaderCreation: &outerHeaderCreation{
-				Description: createGTPU, IPv4Address: &peer, TEID: &teid,
-			}, DSCP: f.DSCP}
+			doc := &outerHeaderCreation{Description: createGTPU, IPv4Address: &peer, TEID: &teid}
+			if o.Peer.Is6() {
+				doc.Description, doc.IPv4Address, doc.IPv6Address = createGTPU6, nil, &peer
+			}
+			fd.ForwardingParameters = &forwardingParameters{OuterHeaderCreation: doc, DSCP: f.DSCP}
 		}
 		if f.NextHop.IsValid() {
 			fd.ForwardingParameters = &forwardingParameters{NextHop: f.NextHop.String()}

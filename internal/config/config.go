@@ -55,11 +55,12 @@ type Config struct {
 	// with a cuup section may leave out interfaces and n3_addresses to run
 	// a CU-UP alone). See UPF.
 	Interfaces []Interface
-	// N3Addresses are the UPF's GTP-U addresses towards gNBs; the first is
-	// the source of downlink tunnels. Empty without a UPF.
+	// N3Addresses are the UPF's GTP-U addresses towards gNBs, IPv4 and
+	// IPv6; the first of a family is the source of tunnels to peers of that
+	// family towards access. Empty without a UPF.
 	N3Addresses []netip.Addr
-	// N9Addresses are the UPF's GTP-U addresses towards other UPFs (N9):
-	// an I-UPF's and a PSA's. May be empty.
+	// N9Addresses are the UPF's GTP-U addresses towards other UPFs (N9),
+	// IPv4 and IPv6: an I-UPF's and a PSA's. May be empty.
 	N9Addresses []netip.Addr
 	// XDPMode is the mode of every XDP program the daemon attaches: the
 	// UPF's, the classifier's and the CU-UP's.
@@ -441,15 +442,15 @@ func parseN3Addresses(f *file, cfg *Config) error {
 		}
 		return nil
 	}
-	switch n := len(f.N3Addresses); {
-	case n == 0:
+	if len(f.N3Addresses) == 0 {
 		return invalid("n3_addresses", "at least one N3 (GTP-U) address is needed")
-	case n+len(f.N9Addresses) > upfxdp.MaxGTPUAddresses:
+	}
+	if n := len(f.N3Addresses) + len(f.N9Addresses); n > upfxdp.MaxGTPUAddresses {
 		field := "n9_addresses"
 		if len(f.N9Addresses) == 0 {
 			field = "n3_addresses"
 		}
-		return invalid(field, "at most %d N3 and N9 addresses in all, got %d", upfxdp.MaxGTPUAddresses, n+len(f.N9Addresses))
+		return invalid(field, "at most %d N3 and N9 addresses in all, got %d", upfxdp.MaxGTPUAddresses, n)
 	}
 	var err error
 	if cfg.N3Addresses, err = gtpuAddresses("n3_addresses", f.N3Addresses, nil); err != nil {
@@ -459,15 +460,16 @@ func parseN3Addresses(f *file, cfg *Config) error {
 	return err
 }
 
-// gtpuAddresses reads the GTP-U addresses of key, none of them twice nor
-// one of taken.
+// gtpuAddresses reads the GTP-U addresses of key, IPv4 or IPv6, none of
+// them twice nor one of taken.
 func gtpuAddresses(key string, in []string, taken []netip.Addr) ([]netip.Addr, error) {
 	var out []netip.Addr
 	for i, s := range in {
 		field := fmt.Sprintf("%s[%d]", key, i)
 		a, err := netip.ParseAddr(s)
-		if err != nil || !a.Is4() || a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-			return nil, invalid(field, "%q is not a unicast IPv4 address", s)
+		if err != nil || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() || a.IsMulticast() ||
+			a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+			return nil, invalid(field, "%q is not a unicast IPv4 or IPv6 address", s)
 		}
 		if slices.Contains(out, a) || slices.Contains(taken, a) {
 			return nil, invalid(field, "%s is listed twice", a)

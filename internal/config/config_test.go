@@ -52,7 +52,7 @@ interfaces:
     roles: [access]
   - name: n6
     roles: [core]
-n3_addresses: [192.0.2.1, 198.51.100.1]
+n3_addresses: [192.0.2.1, 198.51.100.1, "2001:db8:3::1"]
 xdp_mode: generic
 netns: upf
 api:
@@ -106,7 +106,7 @@ cuup:
 	}
 	want := &Config{
 		Interfaces:  []Interface{{Name: "n3", Roles: upfxdp.RoleAccess}, {Name: "n6", Roles: upfxdp.RoleCore}},
-		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1")},
+		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8:3::1")},
 		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
 		API: API{Listen: "[2001:db8::1]:8080", TokenFile: "/etc/xdp5g/token",
@@ -340,10 +340,14 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
 		{name: "no N3 address", yaml: "n3_addresses: []", field: "n3_addresses"},
 		{name: "nine N3 addresses", yaml: "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5, 192.0.2.6, 192.0.2.7, 192.0.2.8, 192.0.2.9]", field: "n3_addresses"},
-		{name: "nine N3 and N9 addresses", yaml: "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5]\nn9_addresses: [192.0.2.6, 192.0.2.7, 192.0.2.8, 192.0.2.9]", field: "n9_addresses"},
+		{name: "nine N3 addresses of both families", yaml: "n3_addresses: [192.0.2.1, '2001:db8::1', '2001:db8::2', '2001:db8::3', '2001:db8::4', '2001:db8::5', '2001:db8::6', '2001:db8::7', '2001:db8::8']", field: "n3_addresses"},
+		{name: "nine N3 and N9 addresses", yaml: "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5]\nn9_addresses: [192.0.2.6, 192.0.2.7, '2001:db8::8', 192.0.2.9]", field: "n9_addresses"},
 		{name: "N9 address that is an N3 one", yaml: "n3_addresses: [192.0.2.1]\nn9_addresses: [192.0.2.1]", field: "n9_addresses[0]"},
-		{name: "IPv6 N9 address", yaml: "n3_addresses: [192.0.2.1]\nn9_addresses: ['2001:db8::1']", field: "n9_addresses[0]"},
-		{name: "IPv6 N3 address", yaml: "n3_addresses: [192.0.2.1, '2001:db8::1']", field: "n3_addresses[1]"},
+		{name: "IPv6 N9 address that is an N3 one", yaml: "n3_addresses: ['2001:db8::1']\nn9_addresses: ['2001:db8::1']", field: "n9_addresses[0]"},
+		{name: "multicast IPv6 N3 address", yaml: "n3_addresses: [192.0.2.1, 'ff02::1']", field: "n3_addresses[1]"},
+		{name: "multicast IPv6 N9 address", yaml: "n3_addresses: [192.0.2.1]\nn9_addresses: ['ff02::1']", field: "n9_addresses[0]"},
+		{name: "IPv4-mapped N3 address", yaml: "n3_addresses: ['::ffff:192.0.2.1']", field: "n3_addresses[0]"},
+		{name: "N3 address with a zone", yaml: "n3_addresses: ['fe80::1%eth0']", field: "n3_addresses[0]"},
 		{name: "unspecified N3 address", yaml: "n3_addresses: [0.0.0.0]", field: "n3_addresses[0]"},
 		{name: "garbage N3 address", yaml: "n3_addresses: [192.0.2]", field: "n3_addresses[0]"},
 		{name: "N3 address twice", yaml: "n3_addresses: [192.0.2.1, 192.0.2.1]", field: "n3_addresses[1]"},

@@ -32,6 +32,12 @@ var (
 	DN6Addr = netip.MustParseAddr("2001:db8:6::2") // the source of IPv6 downlink packets
 	UEAddr  = netip.MustParseAddr("10.45.0.2")
 	UE6Addr = netip.MustParseAddr("2001:db8:45::2") // in the UE's /64
+
+	// The links' IPv6 addresses, which EnableIPv6 adds: GTP-U over IPv6
+	// on N3, the IPv6 UEs' uplink on N6.
+	GNB6Addr = netip.MustParseAddr("2001:db8:3::1")
+	N3Addr6  = netip.MustParseAddr("2001:db8:3::2") // the UPF's IPv6 N3 address
+	N6Addr6  = netip.MustParseAddr("2001:db8:6::1")
 )
 
 const (
@@ -108,7 +114,7 @@ func NewTestbed() (_ *Testbed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}
+	gtpu := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort} // over IPv4 or IPv6
 	if tb.GNBSink, err = trafficgen.NewSink(tb.GNB, N3, gtpu, false); err != nil {
 		return nil, err
 	}
@@ -120,6 +126,23 @@ func NewTestbed() (_ *Testbed, err error) {
 }
 
 func cidr(a netip.Addr, bits int) string { return netip.PrefixFrom(a, bits).String() }
+
+// EnableIPv6 turns IPv6 on for the links (the testbed leaves it off) and
+// gives them IPv6 addresses: N3 between GNB6Addr and N3Addr6, N6 between
+// N6Addr6 and DN6Addr, each /64, the UPF's neighbours static as for IPv4.
+func (tb *Testbed) EnableIPv6() error {
+	var errs []error
+	for _, end := range []struct {
+		ns     *namespace.Netns
+		ifname string
+		addr   netip.Addr
+	}{{tb.GNB, N3, GNB6Addr}, {tb.UPF, N3, N3Addr6}, {tb.UPF, N6, N6Addr6}, {tb.DN, N6, DN6Addr}} {
+		errs = append(errs, end.ns.Sysctl("net.ipv6.conf."+end.ifname+".disable_ipv6", "0"),
+			end.ns.AddAddr(end.ifname, cidr(end.addr, 64)))
+	}
+	errs = append(errs, tb.UPF.SetNeigh(N3, GNB6Addr.String(), tb.GNBMAC), tb.UPF.SetNeigh(N6, DN6Addr.String(), tb.DNMAC))
+	return errors.Join(errs...)
+}
 
 // Close detaches the sinks and deletes the namespaces, and with them the
 // links and whatever is attached to them.
@@ -191,13 +214,29 @@ func Ethernet(dst, src net.HardwareAddr, ip []byte) []byte {
 func (tb *Testbed) UplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
 	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
 		SrcIP: GNBAddr.AsSlice(), DstIP: N3Addr.AsSlice()}
+	// UDP checksum 0: GTP-U over IPv4 need not carry one.
+	ip := Serialize(true, outer, gopacket.Payload(Serialize(false,
+		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gopacket.Payload(uplinkGTPU(teid, qfi, inner)))))
+	return Ethernet(tb.N3MAC, tb.GNBMAC, ip)
+}
+
+// UplinkFrame6 is UplinkFrame over IPv6, from GNB6Addr to N3Addr6, with
+// the UDP checksum IPv6 requires.
+func (tb *Testbed) UplinkFrame6(teid uint32, qfi uint8, inner []byte) []byte {
+	outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+		SrcIP: GNB6Addr.AsSlice(), DstIP: N3Addr6.AsSlice()}
+	udp := &layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}
+	udp.SetNetworkLayerForChecksum(outer)
+	return Ethernet(tb.N3MAC, tb.GNBMAC, Serialize(true, outer, udp, gopacket.Payload(uplinkGTPU(teid, qfi, inner))))
+}
+
+// uplinkGTPU is a G-PDU with an UL PDU Session Container (TS 38.415)
+// carrying qfi.
+func uplinkGTPU(teid uint32, qfi uint8, inner []byte) []byte {
 	const ulPDUSessionInformation = 0x10
 	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
 		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: PDUSessionContainer, Content: []byte{ulPDUSessionInformation, qfi}}}}
-	// UDP checksum 0: GTP-U over IPv4 need not carry one.
-	ip := Serialize(true, outer, gopacket.Payload(Serialize(false,
-		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gtp, gopacket.Payload(inner))))
-	return Ethernet(tb.N3MAC, tb.GNBMAC, ip)
+	return Serialize(false, gtp, gopacket.Payload(inner))
 }
 
 // DownlinkFrame is what the DN sends towards the UE.

@@ -90,7 +90,9 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 			err = errors.Join(err, u.Close())
 		}
 	}()
-	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: []netip.Addr{N3Addr}})
+	// The IPv6 address is the testbed's after EnableIPv6.
+	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions,
+		N3Addresses: []netip.Addr{N3Addr, N3Addr6}})
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,8 @@ type config struct {
 	packets  uint64
 	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
-	dupl bool // measure duplication (DUPL) instead
+	ipv6Transport bool // GTP-U over IPv6 between the gNB and the UPF
+	dupl          bool // measure duplication (DUPL) instead
 
 	classify      bool // measure the classifier instead
 	classifyRules []int
@@ -78,6 +79,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
+	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
 	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with --pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
@@ -152,6 +154,9 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
+	if cfg.ipv6Transport && (cfg.pfcp || cfg.classify || cfg.slicing || cfg.cuup || cfg.restarts > 0) {
+		return cfg, errors.New("--ipv6-transport applies to the per-packet cost and the rate alone")
+	}
 	if cfg.restarts < 0 || cfg.restartsRate < 1 {
 		return cfg, errors.New("--restarts must not be negative, --restarts-rate must be positive")
 	}
@@ -203,6 +208,12 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, tb.Close()) }()
+	if cfg.ipv6Transport {
+		if err := tb.EnableIPv6(); err != nil {
+			return err
+		}
+		overIPv6 = true
+	}
 	if cfg.restarts > 0 {
 		return runRestarts(ctx, w, args, tb, cfg, since)
 	}

@@ -52,7 +52,8 @@ func attachedProgram(ns *namespace.Netns, ifname string) (*ebpf.Program, error) 
 
 // benchSession is session i: the demo session's shape (uplink TEID and UE
 // address match with QFI, downlink tunnel to the gNB marked with QFI),
-// IPv4 only, with a TEID and a UE address of its own.
+// IPv4 UEs (the tunnels over IPv6 with --ipv6-transport), with a TEID and
+// a UE address of its own.
 func benchSession(i int) session.Session {
 	removeGTPU := session.RemoveGTPUUDPIPv4
 	ue := netip.PrefixFrom(ueAddr(i), 32)
@@ -61,14 +62,14 @@ func benchSession(i int) session.Session {
 		SEID: uint64(i) + 1,
 		PDRs: []session.PDR{
 			{ID: 1, FARID: uplinkFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
-				SourceInterface: session.InterfaceAccess, TEID: teid(i), UEAddress: ue, QFI: demo.QFI}},
+				SourceInterface: session.InterfaceAccess, TEID: teid(i), LocalAddress: n3Addr(), UEAddress: ue, QFI: demo.QFI}},
 			{ID: 2, FARID: downlinkFAR, PDI: session.PDI{
 				SourceInterface: session.InterfaceCore, UEAddress: ue, QFI: demo.QFI}},
 		},
 		FARs: []session.FAR{
 			{ID: uplinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
 			{ID: downlinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid(i), Peer: demo.GNBAddr}},
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid(i), Peer: gnbAddr()}},
 		},
 	}
 }
@@ -85,10 +86,35 @@ func ueAddr(i int) netip.Addr {
 	return netip.AddrFrom4(b)
 }
 
+// overIPv6 says that the tunnels between the gNB and the UPF are over IPv6
+// (--ipv6-transport): set by Run before it measures.
+var overIPv6 bool
+
+// n3Addr is the UPF's end of the tunnels: the address of the uplink
+// F-TEIDs.
+func n3Addr() netip.Addr {
+	if overIPv6 {
+		return demo.N3Addr6
+	}
+	return demo.N3Addr
+}
+
+// gnbAddr is the gNB's end of the tunnels.
+func gnbAddr() netip.Addr {
+	if overIPv6 {
+		return demo.GNB6Addr
+	}
+	return demo.GNBAddr
+}
+
 // uplinkFrame and downlinkFrame are what the gNB and the DN send for
 // session i, whose uplink TEID is teid.
 func uplinkFrame(tb *demo.Testbed, teid uint32, i int) []byte {
-	return tb.UplinkFrame(teid, demo.QFI, demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL))
+	inner := demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL)
+	if overIPv6 {
+		return tb.UplinkFrame6(teid, demo.QFI, inner)
+	}
+	return tb.UplinkFrame(teid, demo.QFI, inner)
 }
 
 func downlinkFrame(tb *demo.Testbed, i int) []byte {

@@ -25,6 +25,7 @@ const (
 	// uplinkChooseID is the CHOOSE ID of the uplink F-TEID.
 	uplinkChooseID = 1
 	ohcGTPUv4      = 0x0100 // Outer Header Creation: GTP-U/UDP/IPv4
+	ohcGTPUv6      = 0x0200 // and GTP-U/UDP/IPv6
 	forward        = 0x02   // Apply Action: FORW
 	dnn            = "internet"
 )
@@ -248,7 +249,7 @@ func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Ses
 func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
 	const (
 		ohrGTPUv4      = 0
-		fteidV4CH      = 0x01 | 0x04
+		fteidChoose    = 0x01 | 0x02 | 0x04 // V4, V6 and CH: the UPF picks of what it has, as Open5GS's SMF asks
 		chid           = 0x08
 		cpPrecedence   = 255   // OGS_PFCP_UP2CP_PDR_PRECEDENCE, OGS_PFCP_CP2UP_PDR_PRECEDENCE
 		userPrecedence = 65535 // OGS_PFCP_DEFAULT_PDR_PRECEDENCE
@@ -271,7 +272,7 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 			ie.NewForwardingParameters(
 				ie.NewDestinationInterface(ie.DstInterfaceAccess),
 				ie.NewNetworkInstance(dnn),
-				ie.NewOuterHeaderCreation(ohcGTPUv4, gnbTEID, gnb.String(), "", 0, 0, 0),
+				gtpuTunnel(gnbTEID, gnb),
 			),
 		),
 	)
@@ -279,7 +280,7 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 		ie.NewCreatePDR(
 			ie.NewPDRID(5),
 			ie.NewPrecedence(cpPrecedence),
-			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(fteidV4CH, 0, nil, nil, 0)),
+			ie.NewPDI(ie.NewSourceInterface(ie.SrcInterfaceCPFunction), ie.NewFTEID(fteidChoose, 0, nil, nil, 0)),
 			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
 			ie.NewFARID(2),
 		),
@@ -288,7 +289,7 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 			ie.NewPrecedence(cpPrecedence),
 			ie.NewPDI(
 				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewFTEID(fteidV4CH|chid, 0, nil, nil, uplinkChooseID),
+				ie.NewFTEID(fteidChoose|chid, 0, nil, nil, uplinkChooseID),
 				ie.NewSDFFilter("permit out 58 from ff02::2/128 to assigned", "", "", "", 0),
 			),
 			ie.NewOuterHeaderRemoval(ohrGTPUv4, 0),
@@ -315,14 +316,19 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 // is the one it chooses for CHOOSE ID 1.
 func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi uint8, pdi ...*ie.IE) []*ie.IE {
 	const (
-		ohrGTPUv4              = 0
-		ueV4, ueCHV4, ueDst    = 0x02, 0x10, 0x04
-		fteidV4, fteidCH, chid = 0x01, 0x04, 0x08
+		ohrGTPUv4           = 0
+		ueV4, ueCHV4, ueDst = 0x02, 0x10, 0x04
+		fteidV4, fteidV6    = 0x01, 0x02
+		fteidCH, chid       = 0x04, 0x08
+		ueV6                = 0x01
 	)
 	// The UE address is the source of uplink packets, the destination
 	// (S/D) of downlink ones.
 	ueIE := func(sd uint8) *ie.IE {
-		if ue.IsValid() {
+		switch {
+		case ue.Is6():
+			return ie.NewUEIPAddress(ueV6|sd, "", ue.String(), 0, 0)
+		case ue.IsValid():
 			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
 		}
 		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
@@ -333,7 +339,7 @@ func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi 
 			ie.NewPrecedence(precedence),
 			ie.NewPDI(append([]*ie.IE{
 				ie.NewSourceInterface(ie.SrcInterfaceAccess),
-				ie.NewFTEID(fteidV4|fteidCH|chid, 0, nil, nil, uplinkChooseID),
+				ie.NewFTEID(fteidV4|fteidV6|fteidCH|chid, 0, nil, nil, uplinkChooseID),
 				ie.NewNetworkInstance(dnn),
 				ueIE(0),
 				ie.NewQFI(qfi),
@@ -377,6 +383,9 @@ func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 		}
 		sess.TEID = fteid.TEID
 		sess.N3, _ = netip.AddrFromSlice(fteid.IPv4Address.To4())
+		if !fteid.HasIPv4() {
+			sess.N3, _ = netip.AddrFromSlice(fteid.IPv6Address)
+		}
 		ue, err := c.UEIPAddress()
 		switch {
 		case err == nil:
@@ -389,6 +398,15 @@ func created(resp *message.SessionEstablishmentResponse) (Session, error) {
 	return sess, errors.New("no Created PDR for PDR 1")
 }
 
+// gtpuTunnel is the Outer Header Creation of a GTP-U tunnel to peer, over
+// the peer's family.
+func gtpuTunnel(teid uint32, peer netip.Addr) *ie.IE {
+	if peer.Is6() {
+		return ie.NewOuterHeaderCreation(ohcGTPUv6, teid, "", peer.String(), 0, 0, 0)
+	}
+	return ie.NewOuterHeaderCreation(ohcGTPUv4, teid, peer.String(), "", 0, 0, 0)
+}
+
 // HandoverRequest is the Session Modification Request that moves the
 // downlink tunnel of a session PDUSessionRequest established, by the UPF's
 // SEID, to gnb and gnbTEID.
@@ -399,7 +417,7 @@ func HandoverRequest(seid uint64, gnb netip.Addr, gnbTEID uint32) *message.Sessi
 			ie.NewApplyAction(forward),
 			ie.NewUpdateForwardingParameters(
 				ie.NewDestinationInterface(ie.DstInterfaceAccess),
-				ie.NewOuterHeaderCreation(ohcGTPUv4, gnbTEID, gnb.String(), "", 0, 0, 0),
+				gtpuTunnel(gnbTEID, gnb),
 			),
 		),
 	)

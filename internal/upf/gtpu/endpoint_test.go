@@ -26,16 +26,22 @@ const timeout = 5 * time.Second // for what must happen, on a loaded machine
 
 // n3 is a gNB and a UPF namespace joined by a veth pair, with no XDP: the
 // kernel delivers GTP-U to the sockets as the data path's XDP_PASS would.
-type n3 struct{ gnb, upf *namespace.Netns }
+type n3 struct {
+	gnb, upf *namespace.Netns
+	gnbAddr  netip.Addr
+}
 
-func newN3(t *testing.T) n3 {
-	l := n3{gnb: testsupport.Netns(t, "gtpu-gnb"), upf: testsupport.Netns(t, "gtpu-upf")}
-	for _, err := range []error{
-		namespace.Veth(l.gnb, "n3", l.upf, "n3"),
-		l.gnb.AddAddr("n3", netip.PrefixFrom(gnbAddr, 24).String()),
-		l.upf.AddAddr("n3", netip.PrefixFrom(n3Addr, 24).String()),
-		l.upf.AddAddr("n3", netip.PrefixFrom(n3Addr2, 24).String()),
-	} {
+func newN3(t *testing.T) n3 { return newN3Of(t, 24, gnbAddr, n3Addr, n3Addr2) }
+
+// newN3Of is newN3 with the gNB's address and the UPF's, of a subnet of
+// bits.
+func newN3Of(t *testing.T, bits int, gnb netip.Addr, upf ...netip.Addr) n3 {
+	l := n3{gnb: testsupport.Netns(t, "gtpu-gnb"), upf: testsupport.Netns(t, "gtpu-upf"), gnbAddr: gnb}
+	errs := []error{namespace.Veth(l.gnb, "n3", l.upf, "n3"), l.gnb.AddAddr("n3", netip.PrefixFrom(gnb, bits).String())}
+	for _, a := range upf {
+		errs = append(errs, l.upf.AddAddr("n3", netip.PrefixFrom(a, bits).String()))
+	}
+	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +68,7 @@ func (l n3) open(t *testing.T, cfg Config) *Endpoint {
 func (l n3) gnbSocket(t *testing.T, port uint16) *net.UDPConn {
 	var conn *net.UDPConn
 	err := l.gnb.Do(func() (err error) {
-		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(gnbAddr, port)))
+		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(l.gnbAddr, port)))
 		return err
 	})
 	if err != nil {

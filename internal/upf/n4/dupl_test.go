@@ -293,4 +293,20 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 	if got := reasons(t, e.upf.Datapath, "drop_duplicate"); len(got) != 0 {
 		t.Errorf("copies lost %v, want none", got)
 	}
+
+	// The downlink into a tunnel over IPv6: copied as into one over IPv4.
+	fatalIf(t, e.tb.EnableIPv6())
+	e.modify("smf", seid, updateFAR(farID(2), updFwdParams(ohcOf(0x0200, demo.DownlinkTEID, netip.Addr{}, demo.GNB6Addr)))).
+		expect(t, causeAccepted, nil, nil)
+	t.Run("downlink into an IPv6 tunnel", func(t *testing.T) {
+		// The gNB's sample is the first downlink packet's, over IPv4.
+		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), copies(t, li)},
+			[][]byte{nil, li.Tunnelled(dlTEID, dl)})
+	})
+	if got, want := reasons(t, e.upf.Datapath, "duplicate"), map[string]uint64{demo.N3: 2 * packets, demo.N6: 3*packets + held}; !reflect.DeepEqual(got, want) {
+		t.Errorf("copies counted %v, want %v", got, want)
+	}
+	if in, ok := e.upf.Store.Get(seid); !ok || !in.FARs[1].OuterHeaderCreation.Peer.Is6() {
+		t.Errorf("FAR 2 of session %d: %+v, want a tunnel to %v", seid, in.FARs, demo.GNB6Addr)
+	}
 }

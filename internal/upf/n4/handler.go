@@ -36,10 +36,11 @@ import (
 // Config sets up a Handler.
 type Config struct {
 	Store *session.Store
-	// N3 and N9 are the UPF's GTP-U addresses. The F-TEIDs it chooses
-	// are at the first N3 address for PDRs from access or the CP function
-	// and at the first N9 one, if any, for PDRs from the core (an I-UPF's
-	// downlink from the PSA). The first N3 address is its F-SEID's.
+	// N3 and N9 are the UPF's GTP-U addresses, IPv4 and IPv6. The F-TEID
+	// it chooses has one address: the first N9 one of a family the request
+	// asks for, if any, for PDRs from the core (an I-UPF's downlink from
+	// the PSA), else the first such N3 one. The first N3 address is its
+	// F-SEID's.
 	N3, N9 []netip.Addr
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
@@ -143,13 +144,25 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 	return c.UEPool
 }
 
+// gtpuAddresses are the N3 then the N9 addresses.
+func (c *Config) gtpuAddresses() []netip.Addr { return append(slices.Clip(c.N3), c.N9...) }
+
 // chosenAddress is the address of an F-TEID the UPF chooses for a PDR
-// from source.
-func (c *Config) chosenAddress(source session.Interface) netip.Addr {
-	if source == session.InterfaceCore && len(c.N9) > 0 {
-		return c.N9[0]
+// from source, of a family the request asks for (v4, v6): the first such
+// N9 address for a PDR from the core, else the first such N3 one; invalid
+// when there is none. Asked for both, the order of the addresses decides.
+func (c *Config) chosenAddress(source session.Interface, v4, v6 bool) netip.Addr {
+	first := func(addrs []netip.Addr) netip.Addr {
+		i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is4() && v4 || a.Is6() && v6 })
+		if i < 0 {
+			return netip.Addr{}
+		}
+		return addrs[i]
 	}
-	return c.N3[0]
+	if a := first(c.N9); source == session.InterfaceCore && a.IsValid() {
+		return a
+	}
+	return first(c.N3)
 }
 
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE
@@ -267,7 +280,7 @@ func (h *Handler) establish(peer pfcp.Peer, req *message.SessionEstablishmentReq
 	if r := h.settle(&c, r, "establishment", "peer", peer.NodeID, "cp_seid", c.s.cpSEID); r != nil {
 		return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, r.ies()...)
 	}
-	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), ie.NewFSEID(c.s.seid, h.n3IP(), nil)}
+	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), h.upFSEID(c.s.seid)}
 	ies = append(ies, h.createdPDRs(c.s, req.CreatePDR)...)
 	return message.NewSessionEstablishmentResponse(0, 0, 0, 0, 0, ies...)
 }
@@ -431,7 +444,7 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 		}
 		children := []*ie.IE{ie.NewPDRID(id)}
 		if chosenTEID {
-			children = append(children, ie.NewFTEID(0x01, p.PDI.TEID, net.IP(p.PDI.LocalAddress.AsSlice()), nil, 0))
+			children = append(children, chosenFTEID(&p))
 		}
 		if chosenUE {
 			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
@@ -449,7 +462,24 @@ func sdFlag(p *session.PDR) uint8 {
 	return 0x04
 }
 
-func (h *Handler) n3IP() net.IP { return net.IP(h.cfg.N3[0].AsSlice()) }
+// chosenFTEID is the F-TEID the UPF chose for PDR p: its TEID at its one
+// address, of either family.
+func chosenFTEID(p *session.PDR) *ie.IE {
+	a := p.PDI.LocalAddress
+	if a.Is6() {
+		return ie.NewFTEID(fteidV6, p.PDI.TEID, nil, net.IP(a.AsSlice()), 0)
+	}
+	return ie.NewFTEID(fteidV4, p.PDI.TEID, net.IP(a.AsSlice()), nil, 0)
+}
+
+// upFSEID is the UP F-SEID of session seid, with the first N3 address.
+func (h *Handler) upFSEID(seid uint64) *ie.IE {
+	a := net.IP(h.cfg.N3[0].AsSlice())
+	if h.cfg.N3[0].Is6() {
+		return ie.NewFSEID(seid, nil, a)
+	}
+	return ie.NewFSEID(seid, a, nil)
+}
 
 // ies are the IEs of a rejection: the cause, and what it concerns.
 func (r *refusal) ies() []*ie.IE {

@@ -63,8 +63,14 @@ func newEnv(t testing.TB) *env { return newSizedEnv(t, 64) }
 // newSizedEnv is newEnv with a data path for maxSessions.
 func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	t.Helper()
+	return newEnvOn(t, maxSessions, n3)
+}
+
+// newEnvOn is newSizedEnv with the N3 addresses n3s.
+func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
+	t.Helper()
 	testsupport.NeedRoot(t, "BPF")
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: []netip.Addr{n3},
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: n3s,
 		N9Addresses: []netip.Addr{n9}})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
@@ -80,7 +86,7 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
 	e.store = session.NewStore(dp, e.nh, nil)
 	e.store.SetBuffers(buffers)
-	e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, N9: []netip.Addr{n9}, UEPool: pool, Buffers: buffers})
+	e.h = New(Config{Store: e.store, N3: n3s, N9: []netip.Addr{n9}, UEPool: pool, Buffers: buffers})
 	return e
 }
 

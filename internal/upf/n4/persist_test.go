@@ -36,6 +36,8 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 					SDFFilters: []session.SDFFilter{{Filter: filter}}}},
 			{ID: 2, Precedence: 100, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore,
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},
+			{ID: 3, Precedence: 200, FARID: 1, OuterHeaderRemoval: &ohr, PDI: session.PDI{SourceInterface: session.InterfaceAccess,
+				TEID: 0xabcdf0, LocalAddress: netip.MustParseAddr("2001:db8:3::10")}},
 		},
 		fars: []session.FAR{
 			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.9"),
@@ -44,6 +46,8 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 			{ID: 2, Action: session.ActionBuffer, DestinationInterface: session.InterfaceAccess, DSCP: 46,
 				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x100, Peer: netip.MustParseAddr("192.0.2.50"), Port: 2152},
 				Duplicating:         &session.Duplicating{DestinationInterface: session.InterfaceCore, NextHop: netip.MustParseAddr("10.100.6.10")}},
+			{ID: 3, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x200, Peer: netip.MustParseAddr("2001:db8:5::50")}},
 		},
 		qers: []session.QER{{ID: 1, GateULClosed: true, MBRUL: 1e6, MBRDL: 2e6, GBRUL: 3e5, GBRDL: 4e5, QFI: 9, RQI: true}},
 		urrs: map[uint32]urr{

@@ -330,10 +330,17 @@ func (h *Handler) ErrorIndication(ei gtpu.ErrorIndication) {
 func (h *Handler) errorIndication(ei gtpu.ErrorIndication, peer netip.Addr) {
 	for _, seid := range h.tunnelIndex().sessions(gnbTunnel{ei.TEID, peer}) {
 		s := h.sessions[seid]
-		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0),
-			ie.NewErrorIndicationReport(ie.NewFTEID(0x01, ei.TEID, net.IP(peer.AsSlice()), nil, 0))}
+		ies := []*ie.IE{ie.NewReportType(0, 1, 0, 0), ie.NewErrorIndicationReport(remoteFTEID(ei.TEID, peer))}
 		h.newReport(s, ies...)
 	}
+}
+
+// remoteFTEID is the F-TEID of a peer's tunnel, of the peer's family.
+func remoteFTEID(teid uint32, peer netip.Addr) *ie.IE {
+	if peer.Is6() {
+		return ie.NewFTEID(fteidV6, teid, nil, net.IP(peer.AsSlice()), 0)
+	}
+	return ie.NewFTEID(fteidV4, teid, net.IP(peer.AsSlice()), nil, 0)
 }
 
 // finalReports are the usage reports of URRs that end (removed, or their

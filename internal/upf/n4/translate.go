@@ -38,7 +38,16 @@ const (
 )
 
 // Outer Header Creation description bits (§8.2.56), first two octets.
-const ohcGTPUv4 = 0x0100
+const (
+	ohcGTPUv4 = 0x0100
+	ohcGTPUv6 = 0x0200
+)
+
+// F-TEID flags (§8.2.3).
+const (
+	fteidV4 = 0x01
+	fteidV6 = 0x02
+)
 
 // The SDF Filter flag of a Flow Description (§8.2.5), first octet.
 const sdfFD = 0x01
@@ -481,9 +490,21 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
 	}
 	if !f.HasCh() {
-		a := addr4(f.IPv4Address)
-		if !f.HasIPv4() || !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
-			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, f.IPv4Address)
+		// One address, ours: G-PDUs are matched by TEID and the address
+		// they are sent to.
+		var a netip.Addr
+		switch {
+		case f.HasIPv4() && f.HasIPv6():
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with an IPv4 and an IPv6 address: G-PDUs are matched by one", p.ID)
+		case f.HasIPv4():
+			a = addr4(f.IPv4Address)
+		case f.HasIPv6():
+			a = addr4(f.IPv6Address)
+		default:
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID without an address", p.ID)
+		}
+		if !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, a)
 		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
@@ -491,10 +512,11 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		p.PDI.TEID, p.PDI.LocalAddress = f.TEID, a
 		return nil
 	}
-	if !f.HasIPv4() {
-		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption, msg: fmt.Sprintf("PDR %d: only IPv4 F-TEIDs can be chosen", p.ID)}
+	// One address of a family asked for (V4, V6, both) that the UPF has.
+	if p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface, f.HasIPv4(), f.HasIPv6()); !p.PDI.LocalAddress.IsValid() {
+		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption,
+			msg: fmt.Sprintf("PDR %d: no N3 or N9 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
 	}
-	p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface)
 	n, shared := c.chooseIDs[f.ChooseID]
 	if !f.HasChID() || !shared {
 		n = c.choices
@@ -622,7 +644,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	}
 	if ch := first(group.ChildIEs, params); ch != nil {
 		old := f.OuterHeaderCreation
-		if r := forwarding(&f, ch.ChildIEs, create, "forwarding", c.cfg.ForwardingPolicies); r != nil {
+		if r := forwarding(&f, ch.ChildIEs, create, "forwarding", c.cfg.ForwardingPolicies, c.cfg.gtpuAddresses()); r != nil {
 			return r
 		}
 		// SNDEM: the gNB moved; the old one learns that nothing more comes
@@ -631,14 +653,14 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
 			// Along the old tunnel's path: from where the session's rules
 			// before the request sent it.
-			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface})
+			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface, OuterHeaderCreation: old})
 			c.endMarkers = append(c.endMarkers, endMarker{gtpu.Path{Local: src, Peer: old.Peer}, old.TEID})
 		}
 	}
 	if f.Action == session.ActionForward && create && first(group.ChildIEs, params) == nil {
 		return fail("FAR %d forwards without forwarding parameters", id)
 	}
-	if r := duplicating(&f, group.ChildIEs, dupParams, dupl, c.cfg.ForwardingPolicies); r != nil {
+	if r := duplicating(&f, group.ChildIEs, dupParams, dupl, c.cfg.ForwardingPolicies, c.cfg.gtpuAddresses()); r != nil {
 		return r
 	}
 	c.s.fars = farRules.put(c.s.fars, f)
@@ -648,7 +670,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 // duplicating applies the (Update) Duplicating Parameters of a FAR's IEs,
 // of type typ, to f: dupl says whether its Apply Action has DUPL. Copies
 // go to one destination.
-func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies map[string]netip.Addr) *refusal {
+func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies map[string]netip.Addr, gtpu []netip.Addr) *refusal {
 	var groups []*ie.IE
 	for _, i := range ies {
 		if i.Type == typ {
@@ -681,7 +703,7 @@ func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies m
 		was = session.FAR{ID: f.ID, DestinationInterface: d.DestinationInterface, OuterHeaderCreation: d.OuterHeaderCreation,
 			DSCP: d.DSCP, NextHop: d.NextHop}
 	}
-	if r := forwarding(&was, params, f.Duplicating == nil, "duplicating", policies); r != nil {
+	if r := forwarding(&was, params, f.Duplicating == nil, "duplicating", policies, gtpu); r != nil {
 		return r
 	}
 	f.Duplicating = &session.Duplicating{DestinationInterface: was.DestinationInterface,
@@ -690,8 +712,8 @@ func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies m
 }
 
 // forwarding applies (Update) Forwarding Parameters, or the Duplicating
-// Parameters (what names which), to f.
-func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, policies map[string]netip.Addr) *refusal {
+// Parameters (what names which), to f; gtpu are the UPF's GTP-U addresses.
+func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, policies map[string]netip.Addr, gtpu []netip.Addr) *refusal {
 	fail := func(format string, args ...any) *refusal { return ruleFailure(ruleFAR, f.ID, format, args...) }
 	if create && first(params, ie.DestinationInterface) == nil {
 		return missing(ie.DestinationInterface, fmt.Sprintf("%s parameters of FAR %d", what, f.ID))
@@ -714,10 +736,11 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, polic
 			if err != nil {
 				return fail("FAR %d: outer header creation: %v", f.ID, err)
 			}
-			if o.OuterHeaderCreationDescription != ohcGTPUv4 {
-				return fail("FAR %d: only GTP-U/UDP/IPv4 outer headers can be created", f.ID)
+			peer, ok := ohcPeer(o, gtpu)
+			if !ok {
+				return fail("FAR %d: only GTP-U/UDP/IPv4 and GTP-U/UDP/IPv6 outer headers can be created", f.ID)
 			}
-			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: addr4(o.IPv4Address), Port: o.PortNumber}
+			f.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: o.TEID, Peer: peer, Port: o.PortNumber}
 		case ie.TransportLevelMarking:
 			// ToS octet and its mask (§8.2.12): the DSCP is what the
 			// mask keeps of the upper six bits.
@@ -739,6 +762,24 @@ func forwarding(f *session.FAR, params []*ie.IE, create bool, what string, polic
 		}
 	}
 	return nil
+}
+
+// ohcPeer is the peer of an Outer Header Creation of GTP-U over IPv4,
+// IPv6 or, both bits set (a dual-stack peer), IPv4 when the UPF has an
+// IPv4 GTP-U address of gtpu; false for another description.
+func ohcPeer(o *ie.OuterHeaderCreationFields, gtpu []netip.Addr) (netip.Addr, bool) {
+	switch o.OuterHeaderCreationDescription {
+	case ohcGTPUv4:
+		return addr4(o.IPv4Address), true
+	case ohcGTPUv6:
+		return addr4(o.IPv6Address), true
+	case ohcGTPUv4 | ohcGTPUv6:
+		if slices.ContainsFunc(gtpu, netip.Addr.Is4) {
+			return addr4(o.IPv4Address), true
+		}
+		return addr4(o.IPv6Address), true
+	}
+	return netip.Addr{}, false
 }
 
 // checkBARID refuses a FAR that names a BAR the session does not have.
@@ -1047,6 +1088,7 @@ func (s *pfcpSession) queried(req *message.SessionModificationRequest) ([]uint32
 	return ids, nil
 }
 
+// addr4 reads an address of an IE: four octets, or sixteen for IPv6.
 func addr4(ip []byte) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()

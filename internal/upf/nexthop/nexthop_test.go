@@ -223,8 +223,13 @@ func TestAcquireResolvesThroughTheKernel(t *testing.T) {
 
 	s6 := e.acquire(t, "fd77::2")
 	eventually(t, "IPv6 destination", func() string { return e.check(t, s6, direct) })
+	// An IPv6 gNB behind a gateway (GTP-U over IPv6): the gateway's MAC
+	// address, from the kernel's neighbour table (NDP).
+	must(t, e.a.AddRoute("2001:db8:5::/48", "fd77::2", "va"))
+	s6gw := e.acquire(t, "2001:db8:5::10")
+	eventually(t, "IPv6 destination behind a gateway", func() string { return e.check(t, s6gw, direct) })
 
-	if got := e.r.Slots(); len(got) < 4 {
+	if got := e.r.Slots(); len(got) < 5 {
 		t.Errorf("Slots() = %+v", got)
 	}
 

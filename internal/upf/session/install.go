@@ -68,6 +68,15 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 		if f.Action == ActionBuffer && s.buffers == nil {
 			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
 		}
+		if o := f.OuterHeaderCreation; o != nil && !s.TunnelSource(&sess, &f).IsValid() {
+			return invalid(fmt.Sprintf("fars[%d].forwardingParameters.outerHeaderCreation", i),
+				"no GTP-U address of the peer %v's family to send from", o.Peer)
+		}
+		// The copies' tunnels are IPv4 (validateDuplicating).
+		if d := f.Duplicating; d != nil && d.OuterHeaderCreation != nil && !firstOf(s.dp.N3Addresses(), false).IsValid() {
+			return invalid(fmt.Sprintf("fars[%d].duplicatingParameters.outerHeaderCreation", i),
+				"no IPv4 N3 address to send the copies' tunnel from")
+		}
 	}
 	keys := s.keysOf(&sess)
 	for _, k := range keys {
@@ -151,23 +160,42 @@ func (s *Store) checkAddresses(sess *Session) error {
 }
 
 // TunnelSource is the outer source address of the tunnel of FAR f of
-// sess: the address
-// of the session's local F-TEID on the side the FAR sends to, where the
-// peer sends the other way (the N9 one of an I-UPF's PDR from the core
-// for a FAR towards the core; the N3 one of an uplink PDR, or the N9 one
-// at a PSA, for a FAR towards access); without one, the first N9 address
-// towards the core and the first N3 address elsewhere.
+// sess, of its peer's family: towards an IPv4 peer, the address of the
+// session's local F-TEID on the side the FAR sends to, where the peer
+// sends the other way (the N9 one of an I-UPF's PDR from the core for a
+// FAR towards the core; the N3 one of an uplink PDR, or the N9 one at a
+// PSA, for a FAR towards access); without one, and towards an IPv6 peer
+// always (tunnels6 holds one source per peer), the first address of the
+// peer's family on that side: N9 towards the core or where the F-TEID is
+// an N9 one, if the UPF has one of that family, else N3. Invalid when the
+// UPF has no GTP-U address of that family.
 func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
 	toCore := f.DestinationInterface == InterfaceCore
+	v6 := f.OuterHeaderCreation != nil && f.OuterHeaderCreation.Peer.Is6()
+	n9 := toCore
 	for i := range sess.PDRs {
 		if p := &sess.PDRs[i]; p.gtpu() && (p.PDI.SourceInterface == InterfaceCore) == toCore {
-			return s.localAddress(&p.PDI)
+			a := s.localAddress(&p.PDI)
+			if a.Is4() && !v6 {
+				return a
+			}
+			n9 = slices.Contains(s.dp.N9Addresses(), a)
+			break
 		}
 	}
-	if toCore && s.n9.IsValid() {
-		return s.n9
+	if a := firstOf(s.dp.N9Addresses(), v6); n9 && a.IsValid() {
+		return a
 	}
-	return s.n3
+	return firstOf(s.dp.N3Addresses(), v6)
+}
+
+// firstOf is the first of addrs of the family v6 says; invalid if none.
+func firstOf(addrs []netip.Addr, v6 bool) netip.Addr {
+	i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is6() == v6 })
+	if i < 0 {
+		return netip.Addr{}
+	}
+	return addrs[i]
 }
 
 // restoreKeys puts keys back the way they were before a failed install.
@@ -273,6 +301,9 @@ func (t *txn) writeRules() error {
 		if err != nil {
 			return err
 		}
+		if err := s.putTunnel6(sess, f, nh); err != nil {
+			return err
+		}
 		fars[i] = s.dataPathFAR(sess, f, buf, nh)
 		if d := f.Duplicating; d != nil {
 			if dupls[i].Nexthop, err = t.acquire(d.nexthop()); err != nil {
@@ -339,7 +370,7 @@ func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
 		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
 		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(s.n3)
+		dp.Local = upfxdp.AddrKey(firstOf(s.dp.N3Addresses(), false))
 		dp.Tos = d.DSCP << 2
 	}
 	return dp
@@ -360,16 +391,32 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 		dp.Nexthop = nexthop
 	}
 	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward {
-		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
-		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
 		dp.Tos = f.DSCP << 2
+		if o.Peer.Is4() {
+			dp.Flags = upfxdp.FARGTPUv4
+			dp.Peer = upfxdp.AddrKey(o.Peer)
+			dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
+		} else {
+			dp.Flags = upfxdp.FARGTPUv6 // the endpoints are at the next hop's slot: putTunnel6
+		}
 	}
 	if f.Duplicating != nil {
 		dp.Flags |= upfxdp.FARDuplicate
 	}
 	return dp
+}
+
+// putTunnel6 writes the endpoints of a forwarding FAR's tunnel to an IPv6
+// peer at the slot of its next hop, the peer's own (upfxdp.FARGTPUv6):
+// before the PDRs that carry the FAR. Rewriting them is harmless: they
+// are the same while the slot is the peer's, a peer being on one side (N3
+// or N9) of the UPF, whose first IPv6 address the tunnels leave from.
+func (s *Store) putTunnel6(sess *Session, f *FAR, nexthop uint32) error {
+	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward && o.Peer.Is6() {
+		return s.dp.PutTunnel6(nexthop, o.Peer, s.TunnelSource(sess, f))
+	}
+	return nil
 }
 
 // qerBurst is how long a QER's bucket lets a flow send at line rate. It

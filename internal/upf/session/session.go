@@ -23,9 +23,10 @@ const (
 
 // OuterHeaderRemoval values (TS 29.244 8.2.64) the data path implements.
 const (
+	// The three remove GTP-U/UDP/IP of either family: the data path takes
+	// the G-PDUs of a TEID on every N3 address, and Open5GS asks for 1 by
+	// the PDU session's type, whatever carries the tunnel.
 	RemoveGTPUUDPIPv4 uint8 = 0
-	// RemoveGTPUUDPIPv6 is accepted as 6: Open5GS asks for it by the PDU
-	// session's type, whatever carries the tunnel (IPv4 on this N3).
 	RemoveGTPUUDPIPv6 uint8 = 1
 	RemoveUDPIPv4     uint8 = 2
 	RemoveGTPUUDPIP   uint8 = 6
@@ -108,7 +109,7 @@ type FAR struct {
 	DestinationInterface Interface
 	// OuterHeaderCreation is nil when no tunnel is added.
 	OuterHeaderCreation *OuterHeaderCreation
-	// DSCP marks the tunnel's outer IPv4 header (Transport Level Marking).
+	// DSCP marks the tunnel's outer IP header (Transport Level Marking).
 	DSCP uint8 `json:",omitempty"`
 	// NextHop steers packets to the core through this neighbour instead
 	// of the routes (a PFCP Forwarding Policy, traffic steering); invalid
@@ -154,9 +155,10 @@ func (f *FAR) nexthop() netip.Addr {
 	return f.NextHop
 }
 
-// OuterHeaderCreation describes the GTP-U/UDP/IPv4 tunnel a FAR adds:
-// towards access (a gNB's N3 address, or an I-UPF's N9 one at a PSA), the
-// CP function, or the core (the next UPF's N9 address).
+// OuterHeaderCreation describes the GTP-U/UDP/IP tunnel a FAR adds, over
+// IPv4 or IPv6 (the peer's family): towards access (a gNB's N3 address, or
+// an I-UPF's N9 one at a PSA), the CP function, or the core (the next
+// UPF's N9 address).
 type OuterHeaderCreation struct {
 	TEID uint32
 	Peer netip.Addr

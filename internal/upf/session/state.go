@@ -434,7 +434,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 				}
 			}
 			var err error
-			if nh, err = adopt(dst, hint); err != nil {
+			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(&in.Session, f, nh) != nil {
 				return nil, false
 			}
 		}

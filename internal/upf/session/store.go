@@ -41,10 +41,9 @@ type Store struct {
 	mu sync.Mutex
 	dp *upfxdp.Datapath
 	nh Nexthops
-	// n3 and n9 are the first N3 and N9 addresses (n9 invalid without):
-	// the outer sources of tunnels whose session has no F-TEID to send
-	// from (tunnelSource).
-	n3, n9   netip.Addr
+	// n3 is the first N3 address, of either family: that of the local
+	// F-TEIDs that name none.
+	n3       netip.Addr
 	sessions map[uint64]*installed
 	teids    map[upfxdp.FTEID]uint64
 	ues      map[netip.Addr]uint64
@@ -122,9 +121,6 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, changed func()) *Store {
 	}
 	if n3 := dp.N3Addresses(); len(n3) > 0 {
 		s.n3 = n3[0]
-	}
-	if n9 := dp.N9Addresses(); len(n9) > 0 {
-		s.n9 = n9[0]
 	}
 	return s
 }

@@ -42,7 +42,11 @@ type storeEnv struct {
 
 // newStoreEnv gives a store over a real data path and a real resolver in a
 // throw-away namespace where figure10's gNB is reachable.
-func newStoreEnv(t *testing.T) *storeEnv {
+func newStoreEnv(t *testing.T) *storeEnv { return newStoreEnvWith(t) }
+
+// newStoreEnvWith is newStoreEnv whose data path has the N3 addresses
+// more after n3.
+func newStoreEnvWith(t *testing.T, more ...netip.Addr) *storeEnv {
 	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and BPF")
 	upf, gnb := testsupport.Netns(t, "sess"), testsupport.Netns(t, "sess")
@@ -50,7 +54,7 @@ func newStoreEnv(t *testing.T) *storeEnv {
 	check(t, upf.AddAddr("n3", netip.PrefixFrom(n3, 24).String()))
 	check(t, gnb.AddAddr("gnb", netip.PrefixFrom(figure10Addr, 24).String()))
 
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: []netip.Addr{n3}})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: append([]netip.Addr{n3}, more...)})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	ns, err := netns.GetFromName(upf.Name)
@@ -477,4 +481,49 @@ func (r ruleSlots) sorted() []uint32 {
 	}
 	slices.Sort(slots)
 	return slots
+}
+
+// A tunnel to an IPv6 peer: its FAR says FARGTPUv6, and the slot of its
+// next hop holds the endpoints, the peer and the first IPv6 N3 address; a
+// restarted store that restores the session writes them again. A store
+// without an IPv6 N3 address refuses it and changes nothing.
+func TestStoreIPv6Tunnel(t *testing.T) {
+	e := newStoreEnv(t)
+	gnb6, n3v6 := netip.MustParseAddr("fd13::27"), netip.MustParseAddr("fd13::1")
+	s := figure10()
+	s.FARs[0].OuterHeaderCreation.Peer = gnb6
+	before := e.snapshot(t)
+	var fe *fielderr.Error
+	if err := e.store.Create(s); !errors.As(err, &fe) || fe.Field != "fars[0].forwardingParameters.outerHeaderCreation" {
+		t.Fatalf("without an IPv6 N3 address: %v", err)
+	}
+	if after := e.snapshot(t); after != before {
+		t.Errorf("the refusal changed the data path: %s, was %s", after, before)
+	}
+
+	e = newStoreEnvWith(t, n3v6)
+	check(t, e.store.Create(s))
+	want := upfxdp.Tunnel6{Peer: gnb6.As16(), Local: n3v6.As16()}
+	tunnelled := func(st *Store) {
+		t.Helper()
+		dl, err := e.dp.Downlink(figure10Addr)
+		check(t, err)
+		p, err := e.dp.PDR(dl.Pdr[0])
+		check(t, err)
+		if p.Far.Flags != upfxdp.FARGTPUv6 || p.Far.Peer != 0 || p.Far.Local != 0 {
+			t.Fatalf("downlink FAR %+v", p.Far)
+		}
+		if got, err := e.dp.Tunnel6(p.Far.Nexthop); err != nil || got != want {
+			t.Errorf("the endpoints at next hop %d: %+v, %v; want %+v", p.Far.Nexthop, got, err, want)
+		}
+	}
+	tunnelled(e.store)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	check(t, e.store.Delete(s.SEID))
+	restored := e.newStore()
+	if _, err := restored.Restore(saved, nil); err != nil {
+		t.Fatal(err)
+	}
+	tunnelled(restored)
 }

@@ -131,7 +131,7 @@ func validateFAR(at element, f *FAR) error {
 	switch f.DestinationInterface {
 	case InterfaceAccess, InterfaceCPFunction:
 		if f.OuterHeaderCreation == nil {
-			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IPv4 outer header creation")
+			return invalid(at.field(".forwardingParameters.outerHeaderCreation"), "forwarding to access or the CP function needs GTP-U/UDP/IP outer header creation")
 		}
 	case InterfaceCore: // with a tunnel: to the next UPF over N9
 	case InterfaceSGiLAN:
@@ -148,8 +148,12 @@ func validateFAR(at element, f *FAR) error {
 func validateTunnel(at element, o *OuterHeaderCreation) error {
 	switch {
 	case o == nil:
-	case !o.Peer.Is4():
-		return invalid(at.field(".forwardingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
+	case !o.Peer.IsValid() || o.Peer.Is4In6() || o.Peer.IsUnspecified() || o.Peer.IsMulticast():
+		field := ".forwardingParameters.outerHeaderCreation.ipv4Address"
+		if o.Peer.Is6() {
+			field = ".forwardingParameters.outerHeaderCreation.ipv6Address"
+		}
+		return invalid(at.field(field), "%v is not a unicast IPv4 or IPv6 address", o.Peer)
 	case o.TEID == 0:
 		return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
 	case o.Port != 0 && o.Port != 2152:

@@ -60,7 +60,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{field: "pdrs[0].pdi.sourceInterface", mutate: func(s *Session) { s.PDRs[0].PDI.SourceInterface = 9 }},
 		{field: "fars[0].forwardingParameters.outerHeaderCreation", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation = nil }},
 		{field: "fars[0].forwardingParameters.outerHeaderCreation.ipv4Address", mutate: func(s *Session) {
-			s.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("2001:db8::1")
+			s.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("224.0.0.5")
+		}},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation.ipv4Address", mutate: func(s *Session) {
+			s.FARs[0].OuterHeaderCreation.Peer = netip.Addr{}
+		}},
+		{field: "fars[0].forwardingParameters.outerHeaderCreation.ipv6Address", mutate: func(s *Session) {
+			s.FARs[0].OuterHeaderCreation.Peer = netip.MustParseAddr("ff02::1")
 		}},
 		{field: "fars[0].forwardingParameters.outerHeaderCreation.teid", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation.TEID = 0 }},
 		{field: "fars[0].forwardingParameters.outerHeaderCreation.portNumber", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation.Port = 1234 }},

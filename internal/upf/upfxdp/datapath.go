@@ -26,8 +26,8 @@ const DefaultPinPath = "/sys/fs/bpf/xdp5g"
 // Limits and defaults of Options.
 const (
 	DefaultMaxSessions = 65536
-	// MaxGTPUAddresses bounds the N3 and N9 addresses together: those
-	// xdp_upf compares a destination with.
+	// MaxGTPUAddresses bounds the N3 and N9 addresses together, of both
+	// families: those xdp_upf compares a destination with.
 	MaxGTPUAddresses = int(upfLimitsMAX_GTPU_ADDRS)
 )
 
@@ -54,6 +54,7 @@ type (
 	PDRSet  = upfPdrSet
 	FAR     = upfFar
 	Nexthop = upfNexthop
+	Tunnel6 = upfTunnel6
 	Counter = upfCounter
 	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
 	// bpf/upf/structs.h for how they match.
@@ -94,6 +95,9 @@ const (
 	FARForward = uint8(upfFarActionFAR_FORWARD)
 	FARBuffer  = uint8(upfFarActionFAR_BUFFER)
 	FARGTPUv4  = uint8(upfFarFlagsFAR_GTPU_IPV4)
+	// FARGTPUv6: the tunnel's endpoints are the Tunnel6 at the FAR's
+	// next-hop slot (PutTunnel6).
+	FARGTPUv6 = uint8(upfFarFlagsFAR_GTPU_IPV6)
 )
 
 // Next-hop slots that name no next hop (enum nexthop_slot): KernelSlot is
@@ -128,8 +132,8 @@ const (
 type Options struct {
 	PinPath     string // bpffs directory; DefaultPinPath when empty
 	MaxSessions uint32 // DefaultMaxSessions when 0
-	// N3Addresses and N9Addresses are the GTP-U addresses, IPv4, at most
-	// MaxGTPUAddresses in all: the data path takes G-PDUs to them on
+	// N3Addresses and N9Addresses are the GTP-U addresses, IPv4 or IPv6,
+	// at most MaxGTPUAddresses in all: the data path takes G-PDUs to them on
 	// interfaces of the access role.
 	N3Addresses []netip.Addr
 	N9Addresses []netip.Addr
@@ -179,8 +183,8 @@ func Open(opts Options) (*Datapath, error) {
 		return nil, fmt.Errorf("at most %d N3 and N9 addresses in all, got %d", MaxGTPUAddresses, len(addrs))
 	}
 	for i, a := range addrs {
-		if !a.Is4() {
-			return nil, fmt.Errorf("GTP-U address %s: only IPv4 is supported", a)
+		if !a.IsValid() || a.Is4In6() || a.Zone() != "" {
+			return nil, fmt.Errorf("GTP-U address %s: neither IPv4 nor IPv6", a)
 		}
 		if slices.Contains(addrs[:i], a) {
 			return nil, fmt.Errorf("GTP-U address %s is given twice", a)
@@ -353,11 +357,19 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Progra
 	if err != nil {
 		return nil, nil, err
 	}
+	// One index per address, whichever its family: the other family's
+	// place stays zero.
 	var addrs [MaxGTPUAddresses]uint32
+	var addrs6 [MaxGTPUAddresses][4]uint32
 	for i, a := range d.gtpu {
-		addrs[i] = networkOrder(a.As4())
+		if a.Is4() {
+			addrs[i] = networkOrder(a.As4())
+		} else {
+			addrs6[i] = words(a)
+		}
 	}
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
+		specs.GtpuAddrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
@@ -393,6 +405,15 @@ func DetachAll(pinPath string) error {
 // Attached lists the interfaces with a pinned attachment.
 func (d *Datapath) Attached() ([]string, error) {
 	return xdplink.Pinned(filepath.Join(d.opts.PinPath, linksDirName))
+}
+
+// words is an IPv6 address as four words in network order.
+func words(a netip.Addr) (w [4]uint32) {
+	b := a.As16()
+	for i := range w {
+		w[i] = networkOrder([4]byte(b[4*i:]))
+	}
+	return w
 }
 
 // networkOrder returns the uint32 whose in-memory bytes are b, the way the

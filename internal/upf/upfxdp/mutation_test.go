@@ -25,11 +25,16 @@ import (
 const (
 	mutantsPerSeed = 500
 	// The most the program adds: a VLAN tag where there was none and
-	// IPv4/UDP/GTP-U with a PDU Session Container (GTPU_DL_ENCAP_QFI_LEN).
-	maxGrowth = 4 + 20 + 8 + 8 + 4 + 4
-	// Relay rule added to the fixture: from the CP function to the UE.
-	teidRelay = 0x700
+	// IPv6/UDP/GTP-U with a PDU Session Container.
+	maxGrowth = 4 + 40 + 8 + 8 + 4 + 4
+	// Rules added to the fixture: a relay from the CP function to the UE,
+	// into an IPv4 tunnel and into an IPv6 one; a UE whose downlink goes
+	// into an IPv6 tunnel.
+	teidRelay  = 0x700
+	teidRelay6 = 0x701
 )
+
+var ue4v6 = mustAddr("10.45.0.8")
 
 // lenField is a length field of a seed frame.
 type lenField struct {
@@ -74,6 +79,9 @@ func mutationSeeds(t *testing.T) []seedFrame {
 	up := func(name string, l l2, g *layers.GTPv1U, p ipPacket, reason string) seedFrame {
 		return seedFrame{name: name, frame: gtpFrame(t, l, n3Addr, g, p.bytes(t)), reason: reason}
 	}
+	up6 := func(name string, l l2, g *layers.GTPv1U, p ipPacket, reason string) seedFrame {
+		return seedFrame{name: name, frame: gtp6Frame(t, l, n3Addr6, g, p.bytes(t)), reason: reason}
+	}
 	down := func(name string, l l2, p ipPacket) seedFrame {
 		return seedFrame{name: name, frame: p.frame(t, l), reason: "downlink_forward"}
 	}
@@ -90,6 +98,12 @@ func mutationSeeds(t *testing.T) []seedFrame {
 		down("downlink IPv4, tagged next hop", fromDN, down4b),
 		down("downlink IPv4 with options, tagged", taggedDN, down4opts),
 		down("downlink IPv6", fromDN, down6),
+		up6("uplink IPv4 over IPv6, PSC", fromGNB, gpdu(teidQoS, ulPSC(9)), v4, "uplink_forward"),
+		up6("uplink IPv6 over IPv6, tagged", tagged, gpdu(teidV6, ulPSC(1)), v6, "uplink_forward"),
+		up6("relay over IPv6 to an IPv4 tunnel", fromGNB, gpdu(teidRelay, ulPSC(9)), ra, "relay_forward"),
+		up6("relay over IPv6 to an IPv6 tunnel", fromGNB, gpdu(teidRelay6), ra, "relay_forward"),
+		down("downlink IPv4 into an IPv6 tunnel", fromDN, ipPacket{src: dn4, dst: ue4v6, ttl: 64, size: 40, id: 3}),
+		down("downlink IPv4 into an IPv6 tunnel, tagged", taggedDN, ipPacket{src: dn4, dst: ue4v6, ttl: 9, size: 12}),
 		{name: "echo request", frame: gtpFrame(t, fromGNB, n3Addr, echo, nil), reason: "echo_response"},
 		{name: "echo request with a Private Extension", reason: "echo_response",
 			frame: gtpFrame(t, tagged, n3Addr2, echoIE, []byte{255, 0, 4, 0x12, 0x34, 0xab, 0xcd})},
@@ -116,10 +130,15 @@ func lengthFields(b []byte) []lenField {
 		}
 	}
 	ip(off, etype == uint16(layers.EthernetTypeIPv4))
-	if etype != uint16(layers.EthernetTypeIPv4) || b[off+9] != uint8(layers.IPProtocolUDP) {
+	var udp int
+	switch {
+	case etype == uint16(layers.EthernetTypeIPv4) && b[off+9] == uint8(layers.IPProtocolUDP):
+		udp = off + int(b[off]&0xf)*4
+	case etype == uint16(layers.EthernetTypeIPv6) && b[off+6] == uint8(layers.IPProtocolUDP):
+		udp = off + 40
+	default:
 		return fs
 	}
-	udp := off + int(b[off]&0xf)*4
 	gtp := udp + 8
 	fs = append(fs, lenField{off: udp + 4, kind: '2', tracks: true}, lenField{off: gtp + 2, kind: '2', tracks: true})
 	pos := gtp + 8
@@ -246,14 +265,24 @@ func TestMutatedFrames(t *testing.T) {
 	}
 }
 
-// newMutationUPF is the fixture of upf_test.go with a relay rule, so that
-// mutants reach the tunnel from the uplink side too.
+// newMutationUPF is the fixture of ipv6_test.go (upf_test.go's with IPv6
+// N3 addresses) with relay rules, so that mutants reach the tunnels from
+// the uplink side too, and a downlink into an IPv6 tunnel.
 func newMutationUPF(t *testing.T) *upf {
-	u := newUPF(t, RoleAccess|RoleCore)
-	const pdrRelay = testPDRs
-	relay := PDR{Flags: ToUE | MarkQFI, Qfi: 9, Far: encap(dlTEID, n3Addr, gnb, nhGNB), Id: pdrRelay + 1}
-	check(t, u.d.PutPDR(pdrRelay, relay))
+	u := newUPF6(t, RoleAccess|RoleCore)
+	const pdrRelay, pdrRelay6, pdrDownV6 = testPDRs, testPDRs + 1, testPDRs + 2
+	for slot, p := range map[uint32]PDR{
+		pdrRelay:  {Flags: ToUE | MarkQFI, Qfi: 9, Far: encap(dlTEID, n3Addr, gnb, nhGNB)},
+		pdrRelay6: {Flags: ToUE, Far: encap6(dlTEID, nhGNB6VLAN)},
+		pdrDownV6: {Flags: MarkQFI, Qfi: 5, Far: encap6(dlTEID2, nhGNB6)},
+	} {
+		p.Id = uint16(slot + 1)
+		check(t, u.d.PutPDR(slot, p))
+	}
 	check(t, u.d.PutUplink(onN3(teidRelay), pdrSet(pdrRelay)))
+	check(t, u.d.PutUplink(FTEID{n3Addr6, teidRelay}, pdrSet(pdrRelay)))
+	check(t, u.d.PutUplink(FTEID{n3Addr6, teidRelay6}, pdrSet(pdrRelay6)))
+	check(t, u.d.PutDownlink(ue4v6, pdrSet(pdrDownV6)))
 	return u
 }
 
@@ -371,7 +400,8 @@ func checkIPv4(ip *layers.IPv4, pkt []byte) error {
 }
 
 // gtpuFrame decodes a GTP-U frame the program wrote and checks its outer
-// IPv4 header (checksum, IHL 5, total length) and its UDP length; it
+// IPv4 header (checksum, IHL 5, total length) or IPv6 header (payload
+// length, hop limit 64, the UDP checksum verifying) and its UDP length; it
 // returns the UDP and GTP-U layers and the bytes after the GTP-U header.
 func gtpuFrame(out []byte) (*layers.UDP, *layers.GTPv1U, int, error) {
 	p, err := decoded(out, layers.LayerTypeGTPv1U)
@@ -382,14 +412,32 @@ func gtpuFrame(out []byte) (*layers.UDP, *layers.GTPv1U, int, error) {
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 	udp := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
-	if err := checkIPv4(ip, out[l2:]); err != nil {
-		return nil, nil, 0, fmt.Errorf("outer %v", err)
+	ipLen := 20
+	if ip, ok := p.NetworkLayer().(*layers.IPv6); ok { // the outer one: the inner may be IPv6 too
+		ipLen = 40
+		if int(ip.Length) != len(out)-l2-40 || ip.HopLimit != 64 || ip.NextHeader != layers.IPProtocolUDP {
+			return nil, nil, 0, fmt.Errorf("outer IPv6 payload length %d, hop limit %d, next header %d; %d bytes",
+				ip.Length, ip.HopLimit, ip.NextHeader, len(out)-l2-40)
+		}
+		if !udp6ChecksumOK(out[l2-ethLen:]) {
+			return nil, nil, 0, fmt.Errorf("outer UDP checksum %#04x does not verify", udp.Checksum)
+		}
+	} else {
+		ip, ok := p.NetworkLayer().(*layers.IPv4)
+		if !ok {
+			return nil, nil, 0, fmt.Errorf("outer %v", p.NetworkLayer().LayerType())
+		}
+		if err := checkIPv4(ip, out[l2:]); err != nil {
+			return nil, nil, 0, fmt.Errorf("outer %v", err)
+		}
+		if ip.IHL != 5 {
+			return nil, nil, 0, fmt.Errorf("outer IHL %d", ip.IHL)
+		}
 	}
-	after := len(out) - l2 - 28 - 8
-	if ip.IHL != 5 || int(udp.Length) != 16+after {
-		return nil, nil, 0, fmt.Errorf("outer IHL %d, UDP length %d, %d bytes", ip.IHL, udp.Length, 16+after)
+	after := len(out) - l2 - ipLen - 8 - 8
+	if int(udp.Length) != 16+after {
+		return nil, nil, 0, fmt.Errorf("outer UDP length %d, %d bytes", udp.Length, 16+after)
 	}
 	return udp, p.Layer(layers.LayerTypeGTPv1U).(*layers.GTPv1U), after, nil
 }

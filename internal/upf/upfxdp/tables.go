@@ -208,6 +208,22 @@ func ignoreMissing(err error) error {
 	return err
 }
 
+// PutTunnel6 writes the endpoints of the IPv6 tunnels (FARGTPUv6) whose
+// FARs send through next-hop slot: the peer that slot is for and the local
+// N3 address. Written before the FARs that use it.
+func (d *Datapath) PutTunnel6(slot uint32, peer, local netip.Addr) error {
+	if !peer.Is6() || peer.Is4In6() || !local.Is6() || local.Is4In6() {
+		return fmt.Errorf("tunnel endpoints %v and %v: not IPv6 addresses", peer, local)
+	}
+	return d.maps.Tunnels6.Put(slot, Tunnel6{Peer: peer.As16(), Local: local.As16()})
+}
+
+// Tunnel6 reads the IPv6 tunnel endpoints of a next-hop slot.
+func (d *Datapath) Tunnel6(slot uint32) (Tunnel6, error) {
+	var t Tunnel6
+	return t, d.maps.Tunnels6.Lookup(slot, &t)
+}
+
 // NexthopCapacity is the number of next-hop slots.
 func (d *Datapath) NexthopCapacity() uint32 { return d.maps.Nexthops.MaxEntries() }
 

@@ -1,0 +1,60 @@
+package gtpu
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// GTP-U signalling over IPv6: Echo Requests answered, Error Indications
+// with an IPv6 GTP-U Peer Address reported, End Markers sent and paths
+// supervised from an IPv6 N3 address.
+func TestSignallingOverIPv6(t *testing.T) {
+	gnb6, upf6 := netip.MustParseAddr("2001:db8:203::1"), netip.MustParseAddr("2001:db8:203::2")
+	l := newN3Of(t, 64, gnb6, upf6)
+	got := make(chan ErrorIndication, 1)
+	const interval = 100 * time.Millisecond
+	e := l.open(t, Config{Local: []netip.Addr{upf6}, EchoInterval: interval, OnErrorIndication: func(ind ErrorIndication) { got <- ind }})
+	gnb := l.gnbSocket(t, Port)
+	to := netip.AddrPortFrom(upf6, Port)
+
+	echo := serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x6666}, nil)
+	if _, err := gnb.WriteToUDPAddrPort(echo, to); err != nil {
+		t.Fatal(err)
+	}
+	g, from, err := receive(gnb, timeout)
+	if err != nil || from != to || g.MessageType != MsgEchoResponse || g.SequenceNumber != 0x6666 || !bytes.Equal(g.Payload, recovery) {
+		t.Fatalf("Echo Response from %v: %+v, %v", from, g, err)
+	}
+
+	peer := netip.MustParseAddr("2001:db8:203::99")
+	if _, err := gnb.WriteToUDPAddrPort(errorIndication(t, 0x600d, peer, nil), to); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ind := <-got:
+		if want := (ErrorIndication{From: gnb6, TEID: 0x600d, PeerAddr: peer}); ind != want {
+			t.Errorf("got %+v, want %+v", ind, want)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no Error Indication reported")
+	}
+
+	if err := e.SendEndMarker(upf6, gnb6, 0xfeed0006); err != nil {
+		t.Fatal(err)
+	}
+	if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0xfeed0006 {
+		t.Fatalf("End Marker from %v: %+v, %v", from, g, err)
+	}
+
+	if err := e.Watch(Path{Local: upf6, Peer: gnb6}); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Unwatch(Path{Local: upf6, Peer: gnb6})
+	if g, from, err := receive(gnb, interval+timeout); err != nil || from != to || g.MessageType != MsgEchoRequest {
+		t.Fatalf("Echo Request from %v: %+v, %v", from, g, err)
+	}
+}
