@@ -88,7 +88,8 @@ func TestULCLFree5GC(t *testing.T) {
 		Local: netip.PrefixFrom(ulclLocalD, 32), ULTEID: ulTEID, DLTEID: dlTEID, QFI: qfi,
 		AMBRKbps: [2]uint64{1_000_000, 1_000_000}, URRPeriod: 3600, URRThreshold: 1 << 40}
 	smfs := associatedSMFs(t, ulcl.SMF, cfgs)
-	seids := establish(t, smfs, ulcl.Steps())
+	seids := make([]uint64, len(smfs))
+	establish(t, smfs, seids, ulcl.Steps())
 
 	const ttl = demo.UETTL
 	upCentral, upLocal := demo.UEPacket(ulclUE, ulclCentralD, true, ttl), demo.UEPacket(ulclUE, ulclLocalD, true, ttl)

@@ -201,11 +201,10 @@ func associatedSMFs(t *testing.T, node netip.Addr, cfgs []*config.Config) []*pfc
 	return smfs
 }
 
-// establish sends a session's steps, each to its UPF's SMF, and returns
-// the session's UP SEID at each UPF.
-func establish(t *testing.T, smfs []*pfcptest.SMF, steps []pfcptest.Step) []uint64 {
+// establish sends steps of a session, each to its UPF's SMF, and keeps
+// the session's UP SEID at each UPF in seids.
+func establish(t *testing.T, smfs []*pfcptest.SMF, seids []uint64, steps []pfcptest.Step) {
 	t.Helper()
-	seids := make([]uint64, len(smfs))
 	for _, step := range steps {
 		seid, err := smfs[step.UPF].Step(step, seids[step.UPF])
 		if err != nil {
@@ -213,5 +212,4 @@ func establish(t *testing.T, smfs []*pfcptest.SMF, steps []pfcptest.Step) []uint
 		}
 		seids[step.UPF] = seid
 	}
-	return seids
 }
