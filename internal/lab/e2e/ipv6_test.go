@@ -99,17 +99,10 @@ func smfOverIPv6(req *message.SessionEstablishmentRequest) {
 }
 
 // encapsulated6 is the downlink frame the gNB must receive over IPv6: the
-// inner packet in a G-PDU with teid and a DL PDU Session Container with the
-// QFI, from the UPF's IPv6 N3 address to the gNB's, hop limit 64.
+// inner packet in a G-PDU with teid and the QFI, from the UPF's IPv6 N3
+// address to the gNB's.
 func encapsulated6(tb *demo.Testbed, teid uint32, inner []byte) []byte {
-	const dlPDUSessionInformation = 0x00
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{dlPDUSessionInformation, demo.QFI}}}}
-	outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
-		SrcIP: demo.N3Addr6.AsSlice(), DstIP: demo.GNB6Addr.AsSlice()}
-	udp := &layers.UDP{SrcPort: 2152, DstPort: 2152}
-	udp.SetNetworkLayerForChecksum(outer)
-	return demo.Ethernet(tb.GNBMAC, tb.N3MAC, demo.Serialize(true, outer, udp, gtp, gopacket.Payload(inner)))
+	return gtpuFrame(tb.GNBMAC, tb.N3MAC, demo.N3Addr6, demo.GNB6Addr, teid, dlPDUSession, demo.QFI, inner)
 }
 
 // udp6ChecksumVerifies sums an IPv6 frame's UDP datagram with its

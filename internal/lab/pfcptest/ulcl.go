@@ -29,7 +29,9 @@ const (
 	LocalPSA
 )
 
-// ULCL is a PDU session with an uplink classifier at the I-UPF.
+// ULCL is a PDU session with an uplink classifier at the I-UPF. The
+// tunnels' addresses are all IPv4 or all IPv6 (F-TEIDs, Outer Header
+// Creation and Removal of that family); the UE's is either.
 type ULCL struct {
 	SMF      netip.Addr // Node ID and CP F-SEID address
 	CPSEID   uint64     // the first UPF's CP SEID; the others' follow it
@@ -93,17 +95,28 @@ func (u *ULCL) Steps() []Step {
 	)
 	ni := pfcpwire.IE(22, []byte{8}, []byte("internet")) // Network Instance, as a DNN
 	ue := func(sd bool) []byte {
-		flags := byte(0x02)
+		flags := byte(0x02) // V4
+		if u.UE.Is6() {
+			flags = 0x01 // V6
+		}
 		if sd {
 			flags |= 0x04
 		}
-		return pfcpwire.IE(93, []byte{flags}, pfcpwire.IP4(u.UE))
+		return pfcpwire.IE(93, []byte{flags}, u.UE.AsSlice())
 	}
 	fteid := func(teid uint32, at netip.Addr) []byte {
-		return pfcpwire.IE(21, []byte{0x01}, pfcpwire.U32(teid), pfcpwire.IP4(at))
+		flags := byte(0x01) // V4
+		if at.Is6() {
+			flags = 0x02 // V6
+		}
+		return pfcpwire.IE(21, []byte{flags}, pfcpwire.U32(teid), at.AsSlice())
 	}
 	ohc := func(teid uint32, to netip.Addr) []byte {
-		return pfcpwire.IE(84, pfcpwire.U16(0x0100), pfcpwire.U32(teid), pfcpwire.IP4(to))
+		desc := uint16(0x0100) // GTP-U/UDP/IPv4
+		if to.Is6() {
+			desc = 0x0200 // GTP-U/UDP/IPv6
+		}
+		return pfcpwire.IE(84, pfcpwire.U16(desc), pfcpwire.U32(teid), to.AsSlice())
 	}
 	ids := func(typ uint16, ids ...uint32) []byte {
 		var b []byte
@@ -115,8 +128,8 @@ func (u *ULCL) Steps() []Step {
 	// pdr is a Create (or Update, 9) PDR's content.
 	pdr := func(id uint16, prec uint32, pdi []byte, ohr bool, far uint32, urrs, qers []uint32) []byte {
 		b := slices.Concat(pfcpwire.IE(56, pfcpwire.U16(id)), pfcpwire.IE(29, pfcpwire.U32(prec)), pfcpwire.IE(2, pdi))
-		if ohr {
-			b = append(b, pfcpwire.IE(95, []byte{0})...)
+		if ohr { // GTP-U/UDP/IPv4, or IPv6 over an IPv6 transport
+			b = append(b, pfcpwire.IE(95, []byte{u.removal()})...)
 		}
 		return slices.Concat(b, pfcpwire.IE(108, pfcpwire.U32(far)), ids(81, urrs...), ids(109, qers...))
 	}
@@ -142,7 +155,10 @@ func (u *ULCL) Steps() []Step {
 	node := func(cpSEID uint64) []byte {
 		return slices.Concat(pfcpwire.IE(60, []byte{0}, pfcpwire.IP4(u.SMF)), u.fseid(cpSEID))
 	}
-	pdnType := pfcpwire.IE(113, []byte{1})
+	pdnType := pfcpwire.IE(113, []byte{1}) // IPv4
+	if u.UE.Is6() {
+		pdnType = pfcpwire.IE(113, []byte{2})
+	}
 	gnbFAR := [][]byte{pfcpwire.IE(42, []byte{access}), ni, ohc(u.GNBTEID, u.GNB)}
 	iupfDown := func(id uint16, far uint32, qers ...uint32) []byte {
 		return pdr(id, precedence, slices.Concat(pfcpwire.IE(20, []byte{core}), fteid(u.DLTEID, u.IUPFN9), ni, ue(true)), true, far,
@@ -182,6 +198,21 @@ func (u *ULCL) Steps() []Step {
 		{Name: "the downlink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), ies: slices.Concat(u.fseid(cp(LocalPSA)),
 			psaDown(1), psaDownFAR)},
 	}
+}
+
+// DefaultPath are the first three of Steps, a chain of two UPFs: the
+// sessions of the I-UPF and the central PSA, and the gNB's tunnel.
+func (u *ULCL) DefaultPath() []Step {
+	return u.Steps()[:3]
+}
+
+// removal is the Outer Header Removal of the tunnels' family: free5GC
+// asks for GTP-U/UDP/IPv4 (0); over IPv6 it is GTP-U/UDP/IPv6 (1).
+func (u *ULCL) removal() byte {
+	if u.IUPFN3.Is6() {
+		return 1
+	}
+	return 0
 }
 
 // fseid is the CP F-SEID IE: V4, the SEID, the SMF's address.

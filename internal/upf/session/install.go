@@ -493,7 +493,7 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 		}
 	// Over N9 to the next UPF, in an UL PDU Session Container with the
 	// PDR's QFI or, without, its QERs'.
-	case to == InterfaceCore && far.Flags&upfxdp.FARGTPUv4 != 0:
+	case to == InterfaceCore && far.Flags&(upfxdp.FARGTPUv4|upfxdp.FARGTPUv6) != 0:
 		for _, q := range in.QERs {
 			if dp.Qfi == 0 && slices.Contains(p.QERIDs, q.ID) {
 				dp.Qfi = q.QFI

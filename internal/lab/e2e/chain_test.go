@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+)
+
+// The I-UPF chain over IPv6: a gNB, an I-UPF and a PSA, each UPF a daemon
+// of its own in its namespace, every link between them IPv6 only; the data
+// network behind the PSA has both families, for UEs of either.
+//
+//	gNB ─n3─ I-UPF ─n9─ PSA ─n6─ DN
+var (
+	chainGNB    = netip.MustParseAddr("2001:db8:c3::1")
+	chainIUPFN3 = netip.MustParseAddr("2001:db8:c3::2")
+	chainIUPFN9 = netip.MustParseAddr("2001:db8:c9::1")
+	chainPSAN9  = netip.MustParseAddr("2001:db8:c9::2")
+	chainPSAN3  = netip.MustParseAddr("2001:db8:c99::1") // a PSA serves no gNB; it has an N3 address all the same
+	chainPSAN6  = []netip.Addr{netip.MustParseAddr("10.220.6.1"), netip.MustParseAddr("2001:db8:c6::1")}
+	chainDN     = []netip.Addr{netip.MustParseAddr("10.220.6.2"), netip.MustParseAddr("2001:db8:c6::2")}
+)
+
+// The default path of free5GC's SMF, gNB to I-UPF to PSA, over IPv6
+// transport: its message sequence as in TestULCLFree5GC but with IPv6
+// F-TEIDs and Outer Header Creation GTP-U/UDP/IPv6, for an IPv4 UE and an
+// IPv6 UE. Before the PSA starts, the I-UPF's uplink relay is caught on
+// N9: the gNB's G-PDU in a tunnel from the I-UPF's N9 address to the
+// PSA's, the inner packet untouched, its QFI kept. Then the gNB's uplink
+// over IPv6 leaves the PSA's N6 as the UE sent it, the hop limit (TTL)
+// one less; the downlink from the DN reaches the gNB in GTP-U/UDP/IPv6
+// with its session's QFI. Tunnels are compared byte for byte with what
+// gopacket builds, the UDP checksum also verified on its own; each UPF
+// reports exactly what it carried of each session.
+func TestChainOverIPv6(t *testing.T) {
+	n := newUPFNet(t)
+	gnb, iupf, psa, dn := n.netns(t, "chain-gnb"), n.netns(t, "chain-iupf"), n.netns(t, "chain-psa"), n.netns(t, "chain-dn")
+	n.link(t, netEnd{gnb, "gnb", "n3", []netip.Addr{chainGNB}}, netEnd{iupf, "iupf/n3", "n3", []netip.Addr{chainIUPFN3}})
+	n.link(t, netEnd{iupf, "iupf/n9", "n9", []netip.Addr{chainIUPFN9}}, netEnd{psa, "psa/n9", "n9", []netip.Addr{chainPSAN9}})
+	n.link(t, netEnd{psa, "psa/n6", "n6", chainPSAN6}, netEnd{dn, "dn", "n6", chainDN})
+	check(t, psa.AddAddr("lo", netip.PrefixFrom(chainPSAN3, 128).String()))
+
+	// free5GC's TEIDs, the same at every UPF of a path; two sessions, each
+	// of its own QoS flow.
+	sessions := []struct {
+		pfcptest.ULCL
+		dn     netip.Addr
+		family string
+	}{
+		{ULCL: pfcptest.ULCL{CPSEID: 0x2001, UE: netip.MustParseAddr("10.61.0.1"), ULTEID: 0x6a01, DLTEID: 0x6a02, GNBTEID: 0xa001, QFI: 5},
+			dn: chainDN[0], family: "IPv4 UE"},
+		{ULCL: pfcptest.ULCL{CPSEID: 0x2011, UE: netip.MustParseAddr("2001:db8:61::1"), ULTEID: 0x6b01, DLTEID: 0x6b02, GNBTEID: 0xa002, QFI: 9},
+			dn: chainDN[1], family: "IPv6 UE"},
+	}
+	smfNode := netip.MustParseAddr("127.0.0.1")
+	for i := range sessions {
+		s := &sessions[i]
+		s.SMF, s.IUPFN3, s.IUPFN9, s.PSAN9[0], s.GNB = smfNode, chainIUPFN3, chainIUPFN9, chainPSAN9, chainGNB
+		s.AMBRKbps, s.URRPeriod, s.URRThreshold = [2]uint64{1_000_000, 1_000_000}, 3600, 1<<40
+	}
+	const ttl = demo.UETTL
+	uplink := func(ue, dn netip.Addr, teid uint32, qfi uint8) []byte {
+		return gtpuFrame(n.mac["iupf/n3"], n.mac["gnb"], chainGNB, chainIUPFN3, teid, ulPDUSession, qfi, demo.UEPacket(ue, dn, true, ttl))
+	}
+	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv6), IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}
+
+	// The I-UPF alone, with each session's first step: the PSA's end of N9
+	// is free for a sink.
+	smfs := make([]*pfcptest.SMF, 2)
+	seids := make([][]uint64, len(sessions))
+	smfs[pfcptest.IUPF] = associatedSMFs(t, smfNode, []*config.Config{upfDaemon(t, iupf,
+		[]string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"}, chainIUPFN3, chainIUPFN9)})[0]
+	steps := make([][]pfcptest.Step, len(sessions))
+	var relays []netFlow
+	for i, s := range sessions {
+		steps[i], seids[i] = s.DefaultPath(), make([]uint64, len(smfs))
+		establish(t, smfs, seids[i], steps[i][:1])
+		relays = append(relays, netFlow{name: s.family + " uplink relay", from: gnb, fromKey: "gnb", to: psa, toLink: "n9", filter: gtpu,
+			in: uplink(s.UE, s.dn, s.ULTEID, s.QFI),
+			want: gtpuFrame(n.mac["psa/n9"], n.mac["iupf/n9"], chainIUPFN9, chainPSAN9, s.ULTEID, ulPDUSession, s.QFI,
+				demo.UEPacket(s.UE, s.dn, true, ttl)),
+			check: udp6Checksum})
+	}
+	n.carries(t, relays)
+
+	smfs[pfcptest.CentralPSA] = associatedSMFs(t, smfNode, []*config.Config{upfDaemon(t, psa,
+		[]string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"}, chainPSAN3, chainPSAN9)})[0]
+	var flows []netFlow
+	for i, s := range sessions {
+		establish(t, smfs, seids[i], steps[i][1:])
+		flows = append(flows,
+			netFlow{name: s.family + " uplink", from: gnb, fromKey: "gnb", to: dn, toLink: "n6", filter: appFilter,
+				in:   uplink(s.UE, s.dn, s.ULTEID, s.QFI),
+				want: demo.Ethernet(n.mac["dn"], n.mac["psa/n6"], demo.UEPacket(s.UE, s.dn, true, ttl-1))},
+			netFlow{name: s.family + " downlink", from: dn, fromKey: "dn", to: gnb, toLink: "n3", filter: gtpu,
+				in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(s.UE, s.dn, false, ttl)),
+				want: gtpuFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, s.GNBTEID, dlPDUSession, s.QFI,
+					demo.UEPacket(s.UE, s.dn, false, ttl-1)),
+				check: udp6Checksum})
+	}
+	n.carries(t, flows)
+
+	// The I-UPF carried the uplink twice, relayed alone and end to end.
+	for i, s := range sessions {
+		size := uint64(len(demo.UEPacket(s.UE, s.dn, true, ttl)))
+		want := []volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, pfcpPackets),
+			pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
+		for upf, smf := range smfs {
+			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], want[upf])
+		}
+	}
+}
+
+// udp6Checksum checks the UDP checksum of a frame over IPv6.
+func udp6Checksum(frame []byte) error {
+	if !udp6ChecksumVerifies(frame) {
+		return errors.New("the UDP checksum does not verify")
+	}
+	return nil
+}

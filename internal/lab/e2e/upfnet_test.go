@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// upfNet is a network of namespaces joined by veth links, for sessions
+// that several UPFs carry, each a daemon of its own in its namespace: the
+// links' ends' indexes and MAC addresses by the end's key ("iupf/n3": the
+// I-UPF's n3).
+type upfNet struct {
+	mac   map[string]net.HardwareAddr
+	index map[string]int
+}
+
+func newUPFNet(t *testing.T) *upfNet {
+	t.Helper()
+	testsupport.NeedRoot(t, "namespaces, XDP")
+	return &upfNet{mac: map[string]net.HardwareAddr{}, index: map[string]int{}}
+}
+
+// netns is a namespace of the network, with IPv6 off on the links that
+// get no IPv6 address.
+func (n *upfNet) netns(t *testing.T, name string) *namespace.Netns {
+	t.Helper()
+	ns := testsupport.Netns(t, name)
+	check(t, ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1"))
+	return ns
+}
+
+// netEnd is one end of a link: its namespace, its key, the link's name
+// there and its addresses.
+type netEnd struct {
+	ns    *namespace.Netns
+	key   string
+	link  string
+	addrs []netip.Addr
+}
+
+// link joins two ends with a veth pair and gives each its addresses, IPv4
+// ones /24, IPv6 ones /64 (IPv6 on for that link). Each end knows the
+// other's addresses: next hops resolve without ARP or NDP.
+func (n *upfNet) link(t *testing.T, a, b netEnd) {
+	t.Helper()
+	check(t, namespace.Veth(a.ns, a.link, b.ns, b.link))
+	ends := [2]netEnd{a, b}
+	for _, e := range ends {
+		i, mac, err := e.ns.Link(e.link)
+		check(t, err)
+		n.mac[e.key], n.index[e.key] = mac, i
+		for _, addr := range e.addrs {
+			bits := 24
+			if addr.Is6() {
+				bits = 64
+				check(t, e.ns.Sysctl("net.ipv6.conf."+e.link+".disable_ipv6", "0"))
+			}
+			check(t, e.ns.AddAddr(e.link, netip.PrefixFrom(addr, bits).String()))
+		}
+	}
+	for i, e := range ends {
+		other := ends[1-i]
+		for _, addr := range other.addrs {
+			check(t, e.ns.SetNeigh(e.link, addr.String(), n.mac[other.key]))
+		}
+	}
+}
+
+// upfDaemon starts a UPF daemon in ns serving PFCP on a loopback port of
+// its own, and returns its configuration.
+func upfDaemon(t *testing.T, ns *namespace.Netns, interfaces []string, n3, n9 netip.Addr) *config.Config {
+	t.Helper()
+	cfg := writeConfig(t, ns.Name, interfaces, []netip.Addr{n3}, []netip.Addr{n9}, pfcpSection(freeLoopbackUDP(t), "heartbeat_interval: 1h"))
+	startDaemon(t, cfg)
+	return cfg
+}
+
+// PDU Session Container types (TS 38.415 §5.5.2), its first octet's high
+// nibble.
+const (
+	dlPDUSession = 0x00
+	ulPDUSession = 0x10
+)
+
+// gtpuFrame is a G-PDU of inner from src to dst with teid and a PDU
+// Session Container of pduType carrying qfi, hop limit (TTL) 64, in
+// UDP/IPv6 with the checksum IPv6 requires or in UDP/IPv4 with none (GTP-U
+// over IPv4 need not carry one).
+func gtpuFrame(to, from net.HardwareAddr, src, dst netip.Addr, teid uint32, pduType, qfi uint8, inner []byte) []byte {
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
+		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{pduType, qfi}}}}
+	udp := &layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}
+	if src.Is6() {
+		outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+		udp.SetNetworkLayerForChecksum(outer)
+		return demo.Ethernet(to, from, demo.Serialize(true, outer, udp, gtp, gopacket.Payload(inner)))
+	}
+	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+	return demo.Ethernet(to, from, demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false, udp, gtp, gopacket.Payload(inner)))))
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appFilter matches the UE's uplink packets to the DN application.
+var appFilter = trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: demo.AppPort}
+
+// netFlow is a flow through a upfNet: a frame sent from an end, where it
+// must arrive (a sink of this filter on toLink) and as what.
+type netFlow struct {
+	name    string
+	from    *namespace.Netns
+	fromKey string
+	in      []byte
+	to      *namespace.Netns
+	toLink  string
+	filter  trafficgen.Filter
+	want    []byte
+	// check, if set, checks the frame that arrived further.
+	check func(frame []byte) error
+}
+
+// carries sends pfcpPackets of each flow and checks that all arrive, the
+// first one as the flow wants.
+func (n *upfNet) carries(t *testing.T, flows []netFlow) {
+	t.Helper()
+	for _, f := range flows {
+		t.Run(f.name, func(t *testing.T) {
+			// A sink of its own: its sample is this flow's first frame.
+			sink, err := trafficgen.NewSink(f.to, f.toLink, f.filter, false)
+			testsupport.CheckLoad(t, err)
+			defer sink.Close()
+			if got := send(t, demo.NewDirection(f.name, f.toLink, f.from, n.index[f.fromKey], sink), f.in); got != pfcpPackets {
+				t.Errorf("%d of %d packets delivered", got, pfcpPackets)
+			}
+			got, err := sink.Sample()
+			check(t, err)
+			testsupport.EqualFrames(t, got, f.want)
+			if f.check != nil {
+				if err := f.check(got); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// usedExactly deletes a session and checks its usage reports: two (a URR
+// that measures before QoS enforcement and one after, as free5GC's SMF
+// asks for), each of want.
+func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, want volumes) {
+	t.Helper()
+	reports, err := smf.DeleteUsage(seid)
+	check(t, err)
+	if len(reports) != 2 {
+		t.Errorf("%s: %d usage reports, want 2 (a URR before and one after QoS enforcement)", what, len(reports))
+	}
+	for _, r := range reports {
+		u, err := pfcptest.ParseUsageReport(r)
+		check(t, err)
+		if got := volumesOf(u.Volume); u.Volume.Flags&allVolumes != allVolumes || got != want {
+			t.Errorf("%s, URR %d: measured %v (flags %#x), want %v", what, u.URRID, got, u.Volume.Flags, want)
+		}
+	}
+}
+
+// packetVolumes are the volumes of up and down packets of size octets
+// each.
+func packetVolumes(size, up, down uint64) volumes {
+	return volumes{(up + down) * size, up * size, down * size, up + down, up, down}
+}
+
+// associatedSMFs are an SMF of node for each daemon running cfgs,
+// associated with it.
+func associatedSMFs(t *testing.T, node netip.Addr, cfgs []*config.Config) []*pfcptest.SMF {
+	t.Helper()
+	smfs := make([]*pfcptest.SMF, len(cfgs))
+	for upf, cfg := range cfgs {
+		smf, err := pfcptest.NewSMF(node.String(), netip.MustParseAddrPort(cfg.PFCP.Listen))
+		check(t, err)
+		t.Cleanup(func() { smf.Close() })
+		_, err = smf.Associate()
+		check(t, err)
+		smfs[upf] = smf
+	}
+	return smfs
+}
+
+// establish sends steps of a session, each to its UPF's SMF, and keeps
+// the session's UP SEID at each UPF in seids.
+func establish(t *testing.T, smfs []*pfcptest.SMF, seids []uint64, steps []pfcptest.Step) {
+	t.Helper()
+	for _, step := range steps {
+		seid, err := smfs[step.UPF].Step(step, seids[step.UPF])
+		if err != nil {
+			t.Fatalf("%s: %v", step.Name, err)
+		}
+		seids[step.UPF] = seid
+	}
+}
