@@ -229,14 +229,20 @@ func enforced(fars []session.FAR) []session.FAR {
 // UPFs, each from the address its tunnels leave from; none for nil.
 func (h *Handler) paths(s *pfcpSession) map[gtpu.Path]bool {
 	paths := map[gtpu.Path]bool{}
-	if s != nil {
-		for i := range s.fars {
-			if f := &s.fars[i]; f.OuterHeaderCreation != nil && f.Action == session.ActionForward {
-				paths[gtpu.Path{Local: h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, f), Peer: f.OuterHeaderCreation.Peer}] = true
-			}
+	h.addPaths(paths, s)
+	return paths
+}
+
+// addPaths adds the paths of a session (nil: none) to paths.
+func (h *Handler) addPaths(paths map[gtpu.Path]bool, s *pfcpSession) {
+	if s == nil {
+		return
+	}
+	for i := range s.fars {
+		if f := &s.fars[i]; f.OuterHeaderCreation != nil && f.Action == session.ActionForward {
+			paths[gtpu.Path{Local: h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, f), Peer: f.OuterHeaderCreation.Peer}] = true
 		}
 	}
-	return paths
 }
 
 // tunnels are the gNB tunnels a session's FARs send into; none for nil.

@@ -373,7 +373,7 @@ func (h *Handler) restore(sv *Saved) {
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
 			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
 		}
-		maps.Copy(paths, h.paths(s)) // as supervise would file them, without their sets
+		h.addPaths(paths, s) // as supervise would file them, without their sets
 		for id, u := range s.urrs {
 			if u.timed() {
 				h.timed[meterKey{seid, id}] = true
@@ -598,23 +598,31 @@ func init() {
 func encodeFAR(e *n4state.Enc, f *session.FAR) {
 	e.Uint(uint64(f.ID))
 	e.Uint(uint64(f.Action))
-	e.Uint(uint64(f.DestinationInterface))
-	e.Bool(f.OuterHeaderCreation != nil)
-	if o := f.OuterHeaderCreation; o != nil {
-		encodeOHC(e, o)
-	}
-	e.Uint(uint64(f.DSCP))
-	e.Addr(f.NextHop)
+	encodeForwarding(e, f.DestinationInterface, f.OuterHeaderCreation, f.DSCP, f.NextHop)
 	e.Bool(f.Duplicating != nil)
 	if d := f.Duplicating; d != nil {
-		e.Uint(uint64(d.DestinationInterface))
-		e.Bool(d.OuterHeaderCreation != nil)
-		if o := d.OuterHeaderCreation; o != nil {
-			encodeOHC(e, o)
-		}
-		e.Uint(uint64(d.DSCP))
-		e.Addr(d.NextHop)
+		encodeForwarding(e, d.DestinationInterface, d.OuterHeaderCreation, d.DSCP, d.NextHop)
 	}
+}
+
+// encodeForwarding encodes where a FAR, or its copies, go.
+func encodeForwarding(e *n4state.Enc, dst session.Interface, o *session.OuterHeaderCreation, dscp uint8, nexthop netip.Addr) {
+	e.Uint(uint64(dst))
+	e.Bool(o != nil)
+	if o != nil {
+		encodeOHC(e, o)
+	}
+	e.Uint(uint64(dscp))
+	e.Addr(nexthop)
+}
+
+// decodeForwarding decodes what encodeForwarding encoded.
+func decodeForwarding(d *n4state.Dec) (dst session.Interface, o *session.OuterHeaderCreation, dscp uint8, nexthop netip.Addr) {
+	dst = session.Interface(d.Uint8())
+	if d.Bool() {
+		o = decodeOHC(d)
+	}
+	return dst, o, d.Uint8(), d.Addr()
 }
 
 func encodeOHC(e *n4state.Enc, o *session.OuterHeaderCreation) {
@@ -628,17 +636,11 @@ func decodeOHC(d *n4state.Dec) *session.OuterHeaderCreation {
 }
 
 func decodeFAR(d *n4state.Dec) session.FAR {
-	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8()), DestinationInterface: session.Interface(d.Uint8())}
+	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8())}
+	f.DestinationInterface, f.OuterHeaderCreation, f.DSCP, f.NextHop = decodeForwarding(d)
 	if d.Bool() {
-		f.OuterHeaderCreation = decodeOHC(d)
-	}
-	f.DSCP, f.NextHop = d.Uint8(), d.Addr()
-	if d.Bool() {
-		dup := session.Duplicating{DestinationInterface: session.Interface(d.Uint8())}
-		if d.Bool() {
-			dup.OuterHeaderCreation = decodeOHC(d)
-		}
-		dup.DSCP, dup.NextHop = d.Uint8(), d.Addr()
+		var dup session.Duplicating
+		dup.DestinationInterface, dup.OuterHeaderCreation, dup.DSCP, dup.NextHop = decodeForwarding(d)
 		f.Duplicating = &dup
 	}
 	return f
