@@ -171,8 +171,16 @@ func upfScrape(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A peer that never answers: the UPF retransmits, then gives up.
-	silentPeer := testsupport.FreeAddr(t, "udp")
+	// A peer that never answers: the UPF retransmits, then gives up. It has
+	// an address of its own: the UPF takes an association from a peer's
+	// address as that peer's, so on the SMF's address it could wait on the
+	// SMF's instead of asking. Its port stays bound, for nobody to answer.
+	silent, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	silentPeer := silent.LocalAddr().String()
 	dir := t.TempDir()
 	cfg := load(t, dir, fmt.Sprintf(`interfaces: [{name: n3n6, roles: [access, core]}]
 n3_addresses: [10.1.2.1]
