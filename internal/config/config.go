@@ -205,6 +205,10 @@ type PFCP struct {
 	// have their own, by the name SMFs give in a PDI's Network Instance;
 	// UEPool serves the others. No two pools overlap.
 	UEPools map[string]netip.Prefix
+	// N9NetworkInstances are the network instances whose F-TEIDs are on
+	// N9: a PDR whose PDI names one is a PDR of G-PDUs from other UPFs,
+	// whatever its source interface (a PSA's uplink from the I-UPF).
+	N9NetworkInstances []string
 	// ForwardingPolicies are the next hops of traffic steering (TRST), by
 	// the Forwarding Policy identifiers SMFs name in FARs.
 	ForwardingPolicies map[string]netip.Addr
@@ -323,6 +327,7 @@ type pfcpSettings struct {
 	GTPUEchoRetries    *int              `yaml:"gtpu_echo_retries"`
 	UEPool             string            `yaml:"ue_pool"`
 	UEPools            map[string]string `yaml:"ue_pools"`
+	N9NetworkInstances []string          `yaml:"n9_network_instances"`
 	ForwardingPolicies map[string]string `yaml:"forwarding_policies"`
 	StateDir           string            `yaml:"state_dir"`
 	StateSync          bool              `yaml:"state_sync"`
@@ -719,6 +724,9 @@ func parsePFCP(f *file, cfg *Config) error {
 	if err := parseUEPools(p, slices.Concat(cfg.N3Addresses, cfg.N9Addresses), out); err != nil {
 		return err
 	}
+	if err := parseN9NetworkInstances(p.N9NetworkInstances, len(cfg.N9Addresses) > 0, out); err != nil {
+		return err
+	}
 	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
 		return err
 	}
@@ -857,6 +865,26 @@ func parseUEPools(p *pfcpSettings, gtpu []netip.Addr, out *PFCP) error {
 			out.UEPools = map[string]netip.Prefix{}
 		}
 		out.UEPools[name] = pool
+	}
+	return nil
+}
+
+// parseN9NetworkInstances reads the network instances whose F-TEIDs are
+// on N9, which needs N9 addresses.
+func parseN9NetworkInstances(names []string, n9 bool, out *PFCP) error {
+	for i, name := range names {
+		field := fmt.Sprintf("pfcp.n9_network_instances[%d]", i)
+		switch {
+		case !n9:
+			return invalid(field, "puts F-TEIDs on N9: give n9_addresses too")
+		case len(name) == 0 || len(name) > maxNetworkInstance:
+			return invalid(field, "a network instance has 1 to %d octets", maxNetworkInstance)
+		case slices.Contains(names[:i], name):
+			return invalid(field, "%q is listed twice", name)
+		}
+	}
+	if len(names) > 0 {
+		out.N9NetworkInstances = names
 	}
 	return nil
 }

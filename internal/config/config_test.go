@@ -53,6 +53,7 @@ interfaces:
   - name: n6
     roles: [core]
 n3_addresses: [192.0.2.1, 198.51.100.1, "2001:db8:3::1"]
+n9_addresses: [192.0.2.9]
 xdp_mode: generic
 netns: upf
 api:
@@ -80,6 +81,7 @@ pfcp:
   gtpu_echo_retries: 5
   ue_pool: 10.45.0.0/16
   ue_pools: {ims: 10.46.0.0/16, internet.mnc001: 10.47.0.0/24}
+  n9_network_instances: [n9, roaming.mnc001]
   forwarding_policies: {to-firewall: 198.51.100.9, "video optimiser": "2001:db8:6::9"}
   state_dir: /tmp/upf2/n4/
   state_sync: true
@@ -107,6 +109,7 @@ cuup:
 	want := &Config{
 		Interfaces:  []Interface{{Name: "n3", Roles: upfxdp.RoleAccess}, {Name: "n6", Roles: upfxdp.RoleCore}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8:3::1")},
+		N9Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.9")},
 		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
 		API: API{Listen: "[2001:db8::1]:8080", TokenFile: "/etc/xdp5g/token",
@@ -129,6 +132,7 @@ cuup:
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 			UEPools: map[string]netip.Prefix{"ims": netip.MustParsePrefix("10.46.0.0/16"),
 				"internet.mnc001": netip.MustParsePrefix("10.47.0.0/24")},
+			N9NetworkInstances: []string{"n9", "roaming.mnc001"},
 			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
 				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
 			StateDir:  "/tmp/upf2/n4",
@@ -395,6 +399,9 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "instance's UE pool in the default", yaml: "pfcp: {node_id: upf.example, ue_pool: 10.45.0.0/16, ue_pools: {ims: 10.45.128.0/17}}", field: `pfcp.ue_pools["ims"]`},
 		{name: "instances' UE pools overlapping", yaml: "pfcp: {node_id: upf.example, ue_pools: {a: 10.46.0.0/16, b: 10.46.9.0/24}}", field: `pfcp.ue_pools["b"]`},
 		{name: "UE pool of no instance", yaml: `pfcp: {node_id: upf.example, ue_pools: {"": 10.46.0.0/16}}`, field: `pfcp.ue_pools[""]`},
+		{name: "N9 instance without N9 addresses", yaml: "pfcp: {node_id: upf.example, n9_network_instances: [n9]}", field: "pfcp.n9_network_instances[0]"},
+		{name: "empty N9 instance", yaml: "n9_addresses: [192.0.2.9]\npfcp: {node_id: upf.example, n9_network_instances: ['']}", field: "pfcp.n9_network_instances[0]"},
+		{name: "N9 instance twice", yaml: "n9_addresses: [192.0.2.9]\npfcp: {node_id: upf.example, n9_network_instances: [n9, n9]}", field: "pfcp.n9_network_instances[1]"},
 		{name: "forwarding policy to a name", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "forwarding policy to multicast", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "empty forwarding policy identifier", yaml: `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, field: `pfcp.forwarding_policies[""]`},
