@@ -98,6 +98,10 @@ const (
 	// FARGTPUv6: the tunnel's endpoints are the Tunnel6 at the FAR's
 	// next-hop slot (PutTunnel6).
 	FARGTPUv6 = uint8(upfFarFlagsFAR_GTPU_IPV6)
+	// FARToCPFunction: the tunnel goes to the CP function (N4-u), and a
+	// relayed packet's QFI is not kept in it as it is towards a gNB or
+	// another UPF.
+	FARToCPFunction = uint8(upfFarFlagsFAR_TO_CP_FUNCTION)
 )
 
 // Next-hop slots that name no next hop (enum nexthop_slot): KernelSlot is

@@ -127,6 +127,12 @@ func encap(teid uint32, local, peer netip.Addr, nh uint32) FAR {
 	return FAR{Action: FARForward, Flags: FARGTPUv4, Teid: NetworkOrder32(teid), Local: AddrKey(local), Peer: AddrKey(peer), Nexthop: nh}
 }
 
+// toCPFunction is FAR f tunnelling to the CP function (N4-u).
+func toCPFunction(f FAR) FAR {
+	f.Flags |= FARToCPFunction
+	return f
+}
+
 // pdrUE is pdr.ue for an address: network order, IPv4 in ue[0].
 func pdrUE(a netip.Addr) (ue [4]uint32) {
 	b := a.As16()
@@ -687,7 +693,7 @@ func TestRelay(t *testing.T) {
 		far FAR
 	}{
 		pdrFromCP:         {pdr: PDR{Flags: ToUE | MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
-		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
+		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: toCPFunction(encap(smfTEID, n3Addr, smf, nhCoreVLAN))},
 		pdrRelayNoNexthop: {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
 		pdrGateClosed:     {pdr: PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{qerDownClosed}}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
 		pdrBuffering:      {pdr: PDR{Flags: ToUE}, far: FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
