@@ -361,6 +361,16 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
 	return REASON_BUFFERED;
 }
 
+/* A FAR that buffered forwards again once its buffer is released: the
+ * packets it never buffers (relayed ones) then pass it too. */
+INLINE int buffer_released(const struct far *far)
+{
+	if (far->action != FAR_BUFFER)
+		return 0;
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	return b && (b->state & BUFFER_RELEASED);
+}
+
 /* Next-hop slot of the longest matching route to an uplink destination;
  * KERNEL_SLOT when there is none. */
 INLINE __u32 route4(__be32 dst)
@@ -723,7 +733,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
 		.check = v4 ? ip4->check : 0,
 	};
-	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, 0);
+	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, buffer_released(far));
 	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
