@@ -383,7 +383,7 @@ func parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore}
+var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore, "copies": upfxdp.RoleCopies}
 
 func parseInterfaces(f *file, cfg *Config) error {
 	if !f.upf() {
@@ -404,16 +404,18 @@ func parseInterfaces(f *file, cfg *Config) error {
 		}
 		seen[in.Name] = true
 		if len(in.Roles) == 0 {
-			return invalid(field+".roles", "give access, core or both")
+			return invalid(field+".roles", "give access, core or both, or copies")
 		}
 		var roles upfxdp.Role
 		for j, name := range in.Roles {
 			role, ok := roleNames[name]
-			if !ok {
-				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "unknown role %q (access or core)", name)
-			}
-			if roles&role != 0 {
+			switch {
+			case !ok:
+				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "unknown role %q (access, core or copies)", name)
+			case slices.Contains(in.Roles[:j], name):
 				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "%s is listed twice", name)
+			case len(in.Roles) > 1 && role == upfxdp.RoleCopies:
+				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "copies is an interface's only role: it takes no traffic")
 			}
 			roles |= role
 		}

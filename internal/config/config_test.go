@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -304,6 +305,18 @@ func TestLoopbackAndPeersOnly(t *testing.T) {
 	}
 }
 
+// An interface of the role copies has no role of the data path's.
+func TestCopiesRole(t *testing.T) {
+	cfg, err := parse([]byte("interfaces: [{name: eth0, roles: [access, core]}, {name: li, roles: [copies]}]\nn3_addresses: [192.0.2.1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore}, {Name: "li", Roles: upfxdp.RoleCopies}}
+	if !reflect.DeepEqual(cfg.Interfaces, want) || !slices.Equal(cfg.CoreInterfaces(), []string{"eth0"}) {
+		t.Errorf("interfaces %+v, core %v; want %+v, [eth0]", cfg.Interfaces, cfg.CoreInterfaces(), want)
+	}
+}
+
 func TestClassifyDefaults(t *testing.T) {
 	cfg, err := parse([]byte(minimal + "state_file: /srv/upf/state.json\nclassify: {interfaces: [edge0]}\n"))
 	if err != nil {
@@ -341,6 +354,8 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "no roles", yaml: "interfaces: [{name: a}]", field: "interfaces[0].roles"},
 		{name: "unknown role", yaml: "interfaces: [{name: a, roles: [access, n9]}]", field: "interfaces[0].roles[1]"},
 		{name: "role twice", yaml: "interfaces: [{name: a, roles: [core, core]}]", field: "interfaces[0].roles[1]"},
+		{name: "copies and another role", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [core, copies]}]", field: "interfaces[1].roles[1]"},
+		{name: "copies alone", yaml: "interfaces: [{name: li, roles: [copies]}]", field: "interfaces"},
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
 		{name: "no N3 address", yaml: "n3_addresses: []", field: "n3_addresses"},
 		{name: "nine N3 addresses", yaml: "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5, 192.0.2.6, 192.0.2.7, 192.0.2.8, 192.0.2.9]", field: "n3_addresses"},

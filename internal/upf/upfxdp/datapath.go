@@ -130,6 +130,10 @@ type Role uint32
 const (
 	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // GTP-U in: N3 from gNBs, N9 from other UPFs
 	RoleCore   = Role(upfIfaceRoleROLE_CORE)   // N6: plain IP from the data network
+	// RoleCopies is neither: the interface only sends the copies of
+	// duplicated packets (DUPL) out, towards an LI collector; the program
+	// passes whatever comes in to the kernel.
+	RoleCopies Role = 0
 )
 
 // Options size and place the data path.
