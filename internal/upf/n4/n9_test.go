@@ -224,3 +224,55 @@ func TestN9ByInterfaceTypeAndInstance(t *testing.T) {
 	seid++
 	c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, ifAccess, "10.60.3.2", fteid(0x4105, n3.String()), interfaceType(itN9Roaming))...).upSEID(t)
 }
+
+// The refusals of multi-UPF shapes that other tests do not send (the
+// F-TEIDs' sides, IPv6 and DUPL have theirs), each with its cause and
+// failed rule; none changes anything.
+func TestMultiUPFRefusals(t *testing.T) {
+	e := newEnv(t)
+	const sgiLAN = 2
+	// iupf is iupfSession with its element i replaced.
+	iupf := func(i int, with []byte) [][]byte {
+		ies := iupfSession(0x4001, pathTEID, pathTEID+1)
+		ies[i] = with
+		return ies
+	}
+	// Nine uplink PDRs at one F-TEID: a branching point of one more than
+	// the data path's set holds.
+	branching := iupfSession(0x4001, pathTEID, pathTEID+1)
+	for id := uint16(3); id <= 10; id++ {
+		branching = append(branching, createPDR(pdrID(id), precedence(uint32(id)), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()),
+			ueIPv4(iupfUE, false), sdfFilterFD(fmt.Sprintf("permit out ip from 198.51.100.%d to %s", id, iupfUE))), outerHeaderRemoval(0), farID(1)))
+	}
+	before := e.state()
+	for _, c := range []struct {
+		name       string
+		ies        [][]byte
+		failedRule []byte
+	}{
+		{name: "an uplink PDR that removes no GTP-U, its FAR forwarding", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String())), farID(1)))},
+		{name: "a PDR from the core at its N9 F-TEID without a UE address, removing no GTP-U, its FAR forwarding", failedRule: failedPDR(2),
+			ies: iupf(3, createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), fteid(pathTEID+1, n9.String())), farID(2)))},
+		{name: "an uplink FAR that buffers", failedRule: failedPDR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaBUFF)))},
+		{name: "a 3GPP Interface Type without its value", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()), tlv(160)),
+				outerHeaderRemoval(0), farID(1)))},
+		{name: "a tunnel towards SGi-LAN", failedRule: failedFAR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(sgiLAN), ohcGTPU(psaTEID, psaN9))))},
+		{name: "GTP-U removed from a PDR from the core without an F-TEID", failedRule: failedPDR(2),
+			ies: iupf(3, createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(iupfUE, true)), outerHeaderRemoval(0), farID(2)))},
+		{name: "nine PDRs at one F-TEID", failedRule: failedPDR(10), ies: branching},
+		{name: "a UDP/IPv4 tunnel over N9", failedRule: failedFAR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(ifCore), ohc(0x0400, psaTEID, psaN9))))},
+		{name: "an IPv6 UE prefix for the UPF to choose (CHV6)", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()),
+				tlv(tUEIPAddress, []byte{0x01 | 0x20})), outerHeaderRemoval(0), farID(1)))}, // §8.2.62: V6, CHV6
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.establish("smf1", c.ies...).expect(t, causeRuleFailure, c.failedRule, nil)
+			e.unchanged(before)
+		})
+	}
+}
