@@ -106,7 +106,7 @@ INLINE void walk_rtp(struct cursor *c, struct classify_key *k)
 
 /* UDP: a tunnel by its destination port, else the innermost header, with
  * RTP looked for in its payload. */
-INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k)
+INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent extent)
 {
 	struct udphdr *u = cursor_take(c, struct udphdr);
 	if (!u)
@@ -132,7 +132,7 @@ INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k)
 	} else if (u->dest == bpf_htons(GTPU_PORT)) {
 		struct cursor t = *c;
 		struct gtpu_info g;
-		if (!parse_gtpu(&t, &g) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
+		if (!parse_gtpu_in(&t, &g, extent) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
 		    enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
 			if (g.has_qfi)
 				k->qfi = g.qfi;
@@ -171,11 +171,11 @@ INLINE __u8 walk_gre(struct cursor *c, struct classify_key *k)
 }
 
 /* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
 {
 	switch (proto) {
 	case IPPROTO_UDP:
-		return walk_udp(c, k);
+		return walk_udp(c, k, extent);
 	case IPPROTO_GRE:
 		return walk_gre(c, k);
 	case IPPROTO_TCP:
@@ -207,17 +207,21 @@ INLINE int fragmented(const struct classify_state *st)
 	return st->first || st->frag;
 }
 
-/* An IPv4 or IPv6 header, then what it carries. */
+/* An IPv4 or IPv6 header, then what it carries. Inside the first fragment
+ * of a fragmented packet, the headers' lengths claim more than the frame
+ * holds: they are taken as they are, and the packet classified by the
+ * headers the frame shows. */
 INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 {
 	struct classify_key *k = &st->key;
+	enum parse_extent extent = st->first ? PARSE_CUT : PARSE_WHOLE; /* as the headers outside say */
 	__u8 *v = c->pos;
 	__u8 proto;
 	if ((void *)(v + 1) > c->end)
 		return CLASSIFY_NEXT_DONE;
 	if (*v >> 4 == 4) {
 		struct iphdr *ip;
-		if (parse_ipv4(c, &ip))
+		if (parse_ipv4_in(c, &ip, extent))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			set_addr4(k->outer_src, ip->saddr);
@@ -239,7 +243,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 		}
 	} else {
 		struct ipv6hdr *ip6;
-		if (parse_ipv6(c, &ip6))
+		if (parse_ipv6_in(c, &ip6, extent))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			__builtin_memcpy(k->outer_src, &ip6->saddr, 16);
@@ -265,7 +269,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 	k->dst_port = 0;
 	if (st->frag)
 		return CLASSIFY_NEXT_DONE;
-	return walk_l4(c, k, proto);
+	return walk_l4(c, k, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
 }
 
 /* One step of the walk: the header group at st->off. A function of its own

@@ -1,6 +1,7 @@
 package classifyxdp
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -369,6 +370,113 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
 	if action, _ := strict.run(t, orphan); action != xdplink.Drop {
 		t.Errorf("an orphan with orphans dropped: action %d", action)
+	}
+}
+
+// fragmentIP splits an IP packet built whole into fragments at the given
+// offsets of its payload (multiples of 8), by hand: the header copied with
+// the fragment offset, the More Fragments flag and its lengths set; for
+// IPv6 a Fragment header after the fixed header.
+func fragmentIP(t *testing.T, ip []byte, id uint32, cuts ...int) [][]byte {
+	t.Helper()
+	hlen, v6 := int(ip[0]&0x0f)*4, ip[0]>>4 == 6
+	if v6 {
+		hlen = 40
+	}
+	payload := ip[hlen:]
+	bounds := append(append([]int{0}, cuts...), len(payload))
+	var out [][]byte
+	for i := range len(bounds) - 1 {
+		piece, more, offset := payload[bounds[i]:bounds[i+1]], i < len(bounds)-2, uint16(bounds[i]/8)
+		var frame []byte
+		if v6 {
+			var outer layers.IPv6
+			if err := outer.DecodeFromBytes(ip, gopacket.NilDecodeFeedback); err != nil {
+				t.Fatal(err)
+			}
+			next := outer.NextHeader
+			outer.NextHeader = layers.IPProtocolIPv6Fragment
+			frame = demo.Serialize(false, eth(layers.EthernetTypeIPv6), &outer,
+				&layers.IPv6Fragment{NextHeader: next, FragmentOffset: offset, MoreFragments: more, Identification: id}, gopacket.Payload(piece))
+		} else {
+			var outer layers.IPv4
+			if err := outer.DecodeFromBytes(ip, gopacket.NilDecodeFeedback); err != nil {
+				t.Fatal(err)
+			}
+			outer.Id, outer.FragOffset, outer.Flags = uint16(id), offset, 0
+			if more {
+				outer.Flags = layers.IPv4MoreFragments
+			}
+			frame = demo.Serialize(true, eth(layers.EthernetTypeIPv4), &outer, gopacket.Payload(piece))
+		}
+		out = append(out, frame)
+	}
+	return out
+}
+
+// A tunnel whose outer IP packet is fragmented in three, every header in
+// the first fragment: the first fragment gives the key of the packet
+// whole (although its inner IP header, and GTP-U's length, claim more than
+// it holds), and all three get the verdict of a rule on the tunnel and the
+// inner flow, as the packet whole does.
+func TestFragmentedTunnelsAreClassified(t *testing.T) {
+	const ue, dn = "10.45.0.2", "10.100.6.2"
+	inner := []gopacket.SerializableLayer{ipv4(ue, dn, layers.IPProtocolUDP), udp(40000, 5004), demo.RTPH265(0xcafe, 19, 1, 1),
+		gopacket.Payload(make([]byte, 200))}
+	vxlan := slices.Concat([]gopacket.SerializableLayer{udp(50000, 4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100},
+		eth(layers.EthernetTypeIPv4)}, inner)
+	gtpu := slices.Concat([]gopacket.SerializableLayer{udp(2152, 2152), &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255,
+		TEID: 0x100, GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 9}}}}}, inner)
+	outer4 := func(ls []gopacket.SerializableLayer) []byte {
+		return demo.Serialize(false, slices.Concat([]gopacket.SerializableLayer{ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP)}, ls)...)
+	}
+	outer6 := func(ls []gopacket.SerializableLayer) []byte {
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+			SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+		return demo.Serialize(false, slices.Concat([]gopacket.SerializableLayer{ip}, ls)...)
+	}
+	flow := []Match{{Field: "innerSrc", Prefix: netip.MustParsePrefix(ue + "/32")}, {Field: "innerDst", Prefix: netip.MustParsePrefix(dn + "/32")},
+		{Field: "proto", Value: 17, Mask: 0xff}, {Field: "srcPort", Value: 40000, Mask: 0xffff}, {Field: "dstPort", Value: 5004, Mask: 0xffff}}
+	tunnel := func(typ uint8, id uint64, more ...Match) []Match {
+		return slices.Concat([]Match{{Field: "tunnels", Value: 1, Mask: 0xff}, {Field: "tunnel1", Value: uint64(typ), Mask: 0xff},
+			{Field: "tunnel1Id", Value: id, Mask: 0xffffffff}}, more, flow)
+	}
+	for i, c := range []struct {
+		name string
+		ip   []byte
+		rule []Match
+	}{
+		{name: "VXLAN in IPv4", ip: outer4(vxlan), rule: tunnel(TunnelVXLAN, 100)},
+		{name: "VXLAN in IPv6", ip: outer6(vxlan), rule: tunnel(TunnelVXLAN, 100)},
+		{name: "GTP-U in IPv4", ip: outer4(gtpu), rule: tunnel(TunnelGTPU, 0x100, Match{Field: "qfi", Value: 9, Mask: 0x3f})},
+		{name: "GTP-U in IPv6", ip: outer6(gtpu), rule: tunnel(TunnelGTPU, 0x100, Match{Field: "qfi", Value: 9, Mask: 0x3f})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newParser(t)
+			whole := demo.Ethernet(macB, macA, c.ip)
+			wholeKey := p.parse(t, whole).Key
+			// What the packet would be taken for if its tunnel were not
+			// read: a higher rule that must not match.
+			untunnelled := Rule{ID: 2, Priority: 9, Action: ActionPass, Matches: []Match{{Field: "tunnels", Value: 0, Mask: 0xff}}}
+			if err := p.Add(Rule{ID: 1, Priority: 1, Action: ActionDrop, Matches: c.rule}, untunnelled); err != nil {
+				t.Fatal(err)
+			}
+			if action, st := p.run(t, whole); action != xdplink.Drop || st.Rule != p.slots[1] {
+				t.Fatalf("the packet whole: action %d, rule slot %d", action, st.Rule)
+			}
+			for j, frame := range fragmentIP(t, c.ip, uint32(0x4000+i), 80, 160) {
+				action, st := p.run(t, frame)
+				if action != xdplink.Drop || st.Rule != p.slots[1] {
+					t.Errorf("fragment %d: action %d, rule slot %d; want XDP_DROP by rule 1 (slot %d)", j+1, action, st.Rule, p.slots[1])
+				}
+				if got, want := bytesOf(st.Key), bytesOf(wholeKey); j == 0 && !bytes.Equal(got, want) {
+					t.Errorf("the first fragment's key differs from the packet's:%s", describe(got, want))
+				}
+			}
+			if n, _, _ := p.Counters(1); n != 4 {
+				t.Errorf("rule 1 counted %d packets, want the packet whole and its 3 fragments", n)
+			}
+		})
 	}
 }
 
