@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -144,6 +145,59 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	if _, err := os.Stat(drops); !os.IsNotExist(err) {
 		t.Errorf("the queue-drop link outlives the classify section: %v", err)
 	}
+}
+
+// A configuration with only the classifier (and the REST API's settings)
+// runs the classifier alone: no UPF on any interface, no PFCP, rules over
+// REST enforced and counted, the figures on /metrics.
+func TestClassifierAlone(t *testing.T) {
+	e := newEnv(t)
+	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
+	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
+	var dropped, passed net.PacketConn
+	must(t, e.upf.Do(func() (err error) {
+		if dropped, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, droppedPort)); err == nil {
+			passed, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, passedPort))
+		}
+		return err
+	}))
+	defer dropped.Close()
+	defer passed.Close()
+
+	e.noUPF = true
+	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
+	cfg := e.config(t)
+	if cfg.UPF() {
+		t.Fatal("the configuration asks for a UPF")
+	}
+	client, stop := runDaemon(t, cfg)
+	ctx := context.Background()
+	for _, rule := range []string{
+		`{"id": 1, "priority": 10, "action": "drop", "match": {"proto": 17, "dstPort": 9999}}`,
+		`{"id": 2, "action": "count", "match": {"innerDst": "10.9.0.1"}}`,
+	} {
+		_, err := client.AddRule(ctx, []byte(rule))
+		must(t, err)
+	}
+	e.classified(t, dropped, passed)
+	if n := ruleCounter(t, client, 1); n != 1 {
+		t.Errorf("the drop rule counted %d packets, want 1", n)
+	}
+	if testsupport.XDPAttached(t, e.upf, "n3n6") {
+		t.Error("n3n6 runs an XDP program: the daemon started a UPF")
+	}
+	if _, err := client.Sessions(ctx); err == nil {
+		t.Error("the sessions resource answers without a UPF")
+	}
+	resp, err := http.Get("http://" + cfg.API.Listen + "/metrics")
+	must(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must(t, err)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "xdp5g_classify_rules ") {
+		t.Errorf("/metrics answered %d without the classifier's figures:\n%s", resp.StatusCode, body)
+	}
+	must(t, stop())
 }
 
 // zeroCounters is a rules document with every counter at zero.
