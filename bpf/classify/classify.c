@@ -314,12 +314,21 @@ INLINE int beats(const struct classify_verdict *a, const struct classify_verdict
 	return !b->rule || a->priority > b->priority || (a->priority == b->priority && a->order < b->order);
 }
 
-/* The best rule for a key in the half the epoch names: one probe per mask,
- * in the order of their best priority, until no mask left can win. A
- * function of its own so that the verifier checks it once. */
-__noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_verdict *best)
+/* Whether a count or mirror rule hands a packet on to the best rule below. */
+INLINE int hands_on(__u8 action)
 {
-	if (!key || !best)
+	return action == CLASSIFY_COUNT || action == CLASSIFY_MIRROR;
+}
+
+/* The best rule for a key in the half the epoch names that ranks below
+ * after (any rule when after->rule is 0): one probe per mask, in the order
+ * of their best priority, until no mask left can win; past a mask's rules
+ * that rank above after, the next levels of its entry. A function of its
+ * own so that the verifier checks it once. */
+__noinline int classify_search(const struct classify_key *key, __u32 epoch, const struct classify_verdict *after,
+			       struct classify_verdict *best)
+{
+	if (!key || !after || !best)
 		return 0;
 	__u32 h = epoch & 1;
 	struct classify_half *half = bpf_map_lookup_elem(&classify_masks, &h);
@@ -338,15 +347,21 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, stru
 		for (int w = 0; w < sizeof(*key) / 8; w++)
 			v[w] = k[w] & mk[w];
 		ek.mask = slot;
+		ek.level = 0;
 		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
-		if (found && beats(found, best))
+		/* The rules this packet met already rank at or above after. */
+		for (__u32 l = 1; l < CLASSIFY_MAX_CHAIN && found && after->rule && !beats(after, found); l++) {
+			ek.level = l;
+			found = bpf_map_lookup_elem(&classify_entries, &ek);
+		}
+		if (found && (!after->rule || beats(after, found)) && beats(found, best))
 			*best = *found;
 	}
 	return 0;
 }
 
-/* The verdict for a key: from the flow cache while the epoch holds. */
-INLINE int classify_verdict(const struct classify_key *key, struct classify_verdict *best)
+/* The outcome for a key: from the flow cache while the epoch holds. */
+INLINE int classify_outcome(const struct classify_key *key, struct classify_outcome *out)
 {
 	__u32 zero = 0;
 	__u32 *ep = bpf_map_lookup_elem(&classify_epoch, &zero);
@@ -355,12 +370,23 @@ INLINE int classify_verdict(const struct classify_key *key, struct classify_verd
 	__u32 epoch = *(volatile __u32 *)ep;
 	struct classify_cached *c = bpf_map_lookup_elem(&classify_cache, key);
 	if (c && c->epoch == epoch) {
-		*best = c->verdict;
+		*out = c->outcome;
 		return 0;
 	}
-	__builtin_memset(best, 0, sizeof(*best));
-	classify_search(key, epoch, best);
-	struct classify_cached fresh = {.epoch = epoch, .verdict = *best};
+	struct classify_cached fresh = {.epoch = epoch};
+	struct classify_verdict after = {};
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
+		struct classify_verdict best = {};
+		classify_search(key, epoch, &after, &best);
+		if (!best.rule)
+			break;
+		fresh.outcome.rule[i] = best.rule;
+		fresh.outcome.action[i] = best.action;
+		if (!hands_on(best.action))
+			break;
+		after = best;
+	}
+	*out = fresh.outcome;
 	bpf_map_update_elem(&classify_cache, key, &fresh, BPF_ANY);
 	return 0;
 }
@@ -369,31 +395,58 @@ SEC("xdp")
 int xdp_classify(struct xdp_md *ctx)
 {
 	struct classify_state *st = classify_parse(ctx);
-	struct classify_verdict v = {};
+	struct classify_outcome o = {};
 	if (!st)
 		return XDP_ABORTED;
 	if (!st->ips) /* rules are about IP traffic: ARP and the like go on */
 		return XDP_PASS;
 	if (st->frag && !st->first) { /* what follows a first fragment */
-		struct classify_verdict *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
+		struct classify_outcome *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
 		if (first)
-			v = *first;
+			o = *first;
 		else
-			v.action = orphan_fragment_action;
+			o.action[0] = orphan_fragment_action;
 	} else {
-		if (classify_verdict(&st->key, &v))
+		if (classify_outcome(&st->key, &o))
 			return XDP_ABORTED;
 		if (st->first)
-			bpf_map_update_elem(&classify_frags, &st->frag_id, &v, BPF_ANY);
+			bpf_map_update_elem(&classify_frags, &st->frag_id, &o, BPF_ANY);
 	}
-	st->rule = v.rule;
-	if (v.rule)
-		count_packet(&classify_counters, &v.rule, ctx->data_end - ctx->data);
-	switch (v.action) {
+	/* Every rule met counts the packet; the last decides, unless it hands
+	 * the packet on too: then it goes on as if no rule matched. */
+	struct classify_mirror_meta mirror = {};
+	__u32 mirrors = 0, rule = 0;
+	__u8 action = o.action[0];
+	__u64 len = ctx->data_end - ctx->data;
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN && o.rule[i]; i++) {
+		rule = o.rule[i];
+		action = o.action[i];
+		count_packet(&classify_counters, &rule, len);
+		if (action == CLASSIFY_MIRROR) {
+			mirror.mirror[i] = rule;
+			mirrors++;
+		}
+	}
+	st->rule = rule;
+	if (mirrors) {
+		/* XDP cannot copy a packet: the metadata asks the TC program of
+		 * the same interface to, and to drop or redirect the packet
+		 * after the copies when the rule below says so. */
+		struct classify_mirror_meta *m;
+		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
+			mirror.then = rule;
+			mirror.then_action = action;
+			action = CLASSIFY_PASS;
+		}
+		mirror.magic = CLASSIFY_MIRROR_MAGIC;
+		if (push_meta(ctx, m))
+			*m = mirror;
+	}
+	switch (action) {
 	case CLASSIFY_DROP:
 		return XDP_DROP;
 	case CLASSIFY_REDIRECT: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
 		struct ethhdr *eth = (void *)(long)ctx->data;
 		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
 			return XDP_ABORTED;
@@ -401,18 +454,8 @@ int xdp_classify(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
 		return bpf_redirect(out->ifindex, 0);
 	}
-	case CLASSIFY_MIRROR: {
-		/* XDP cannot copy a packet: the metadata asks the TC program of
-		 * the same interface to. */
-		struct classify_mirror_meta *m;
-		if (push_meta(ctx, m)) {
-			m->magic = CLASSIFY_MIRROR_MAGIC;
-			m->rule = v.rule;
-		}
-		return XDP_PASS;
-	}
 	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
 		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
 	}
 	}
@@ -445,25 +488,46 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The copies of mirrored packets, at TC ingress behind xdp_classify: one
- * out of the rule's interface with its Ethernet addresses, the packet
- * itself on as usual. */
+/* The copies of mirrored packets, at TC ingress behind xdp_classify (on the
+ * CPU steering sent the packet to, if it did): one out of each mirroring
+ * rule's interface with its Ethernet addresses; then the packet itself
+ * on as usual, or dropped or redirected as the rule below the mirroring
+ * ones says. */
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
-	struct classify_mirror_meta *m;
-	if (!read_meta(skb, m) || m->magic != CLASSIFY_MIRROR_MAGIC)
+	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	struct slice_meta *sm = meta;
+	if ((void *)(sm + 1) <= data && sm->magic == SLICE_META_MAGIC)
+		meta = sm + 1;
+	struct classify_mirror_meta *mp = meta;
+	if ((void *)(mp + 1) > data || mp->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
-	__u32 rule = m->rule;
-	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	struct classify_mirror_meta m = *mp; /* the metadata goes with the first store */
 	struct ethhdr eth;
-	if (!out || !out->ifindex || bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		return TC_ACT_OK;
-	/* The copy takes the egress's addresses, the packet gets its own back. */
-	bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
-	bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
-	bpf_clone_redirect(skb, out->ifindex, 0);
-	bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
+		__u32 rule = m.mirror[i];
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+		if (!rule || !out || !out->ifindex)
+			continue;
+		/* The copy takes the egress's addresses, the packet gets its own back. */
+		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		bpf_clone_redirect(skb, out->ifindex, 0);
+		bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+	}
+	if (m.then_action == CLASSIFY_DROP)
+		return TC_ACT_SHOT;
+	if (m.then_action == CLASSIFY_REDIRECT) {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &m.then);
+		if (!out || !out->ifindex)
+			return TC_ACT_SHOT;
+		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		return bpf_redirect(out->ifindex, 0);
+	}
 	return TC_ACT_OK;
 }
 

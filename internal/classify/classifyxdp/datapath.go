@@ -448,26 +448,42 @@ func (d *Datapath) placeMasks() (gone map[Key]uint16) {
 }
 
 // write brings one half up to the table for the placed ternaries: the
-// entries first, then the masks that lead to them. An entry whose mask is
-// gone, or has another slot now, goes.
+// entries first, then the masks that lead to them. An entry's levels are
+// its rules, best first, down to the first that decides a packet (not
+// count nor mirror, which hand it on), maxChain at most; the levels
+// beyond go, and so does every level of an entry whose mask is gone or
+// has another slot now.
 func (d *Datapath) write(half uint32, placed []placement) error {
 	for _, p := range placed {
 		key := classifyClassifyEntryKey{Half: uint16(half), Mask: p.slot, Value: *rawKey(&p.value)}
-		var e *entry
+		var list []*entry
 		if slot, ok := d.masks[p.mask]; ok && slot == p.slot {
-			e = d.table.best(p.mask, p.value)
+			list = d.table.rulesOf(p.mask, p.value)
 		}
-		if e == nil {
-			if err := d.objs.ClassifyEntries.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		for i, e := range list {
+			if i == maxChain {
+				break
+			}
+			key.Level = uint32(i)
+			v := classifyClassifyVerdict{Rule: d.slots[e.rule.ID], Priority: e.rule.Priority, Order: uint32(e.order),
+				Action: uint8(e.rule.Action)}
+			if err := d.objs.ClassifyEntries.Put(&key, &v); err != nil {
+				return fmt.Errorf("writing a rule's entry: the data path holds %d entries (masked values and the levels below count and mirror rules) per half: %w",
+					d.objs.ClassifyEntries.MaxEntries()/2, err)
+			}
+			key.Level++
+			if !e.rule.Action.handsOn() {
+				break
+			}
+		}
+		// The levels are contiguous from 0: the first missing one ends
+		// those of a longer list before.
+		for ; key.Level < uint32(maxChain); key.Level++ {
+			if err := d.objs.ClassifyEntries.Delete(&key); errors.Is(err, ebpf.ErrKeyNotExist) {
+				break
+			} else if err != nil {
 				return err
 			}
-			continue
-		}
-		v := classifyClassifyVerdict{Rule: d.slots[e.rule.ID], Priority: e.rule.Priority, Order: uint32(e.order),
-			Action: uint8(e.rule.Action)}
-		if err := d.objs.ClassifyEntries.Put(&key, &v); err != nil {
-			return fmt.Errorf("writing a rule's entry: the data path holds %d entries (masked values) per half: %w",
-				d.objs.ClassifyEntries.MaxEntries()/2, err)
 		}
 	}
 	var h classifyClassifyHalf

@@ -2,6 +2,7 @@ package classifyxdp
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -101,7 +102,7 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 		}
 		return m
 	}
-	matched := map[uint32]uint64{} // runs each rule won
+	met := map[uint32]uint64{} // runs that met each rule
 	compare := func(what string) {
 		t.Helper()
 		bySlot := ruleOf()
@@ -113,7 +114,7 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 				want, ok := referenceLookup(rules, &key)
 				got, gotOK := bySlot[st.Rule]
 				if ok != gotOK || got != want.ID {
-					t.Fatalf("%s: frame %d, run %d: the data path found rule %d (%t), the reference %d (%t); key % x",
+					t.Fatalf("%s: frame %d, run %d: the data path's last rule is %d (%t), the reference's %d (%t); key % x",
 						what, i, pass, got, gotOK, want.ID, ok, key[:])
 				}
 				if wantAction := xdplink.Pass; ok && want.Action == ActionDrop && action != xdplink.Drop || (!ok || want.Action != ActionDrop) && action != wantAction {
@@ -121,7 +122,9 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 				}
 				if gotOK {
 					winners[got] = true
-					matched[got]++
+				}
+				for _, r := range referenceChain(rules, &key) {
+					met[r.ID]++
 				}
 			}
 		}
@@ -139,15 +142,27 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 	}
 	compare("half deleted")
 
-	// Every run counted against the rule it matched, and only there.
+	// Every run counted by every rule it met, and only there.
+	handedOn := 0
 	for _, r := range rules {
 		n, _, err := p.Counters(r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != matched[r.ID] {
-			t.Errorf("rule %d counted %d packets, matched %d", r.ID, n, matched[r.ID])
+		if n != met[r.ID] {
+			t.Errorf("rule %d counted %d packets, met %d", r.ID, n, met[r.ID])
 		}
+	}
+	for _, frame := range frames {
+		_, st := p.run(t, frame)
+		key := Key(bytesOf(st.Key))
+		if chain := referenceChain(rules, &key); len(chain) > 1 && !chain[len(chain)-1].Action.handsOn() {
+			handedOn++
+		}
+	}
+	t.Logf("%d of %d frames met a count rule and then one that decided", handedOn, len(frames))
+	if handedOn < len(frames)/20 {
+		t.Errorf("only %d of %d frames met a count rule and then one that decided: the test shows little", handedOn, len(frames))
 	}
 }
 
@@ -370,6 +385,102 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
 	if action, _ := strict.run(t, orphan); action != xdplink.Drop {
 		t.Errorf("an orphan with orphans dropped: action %d", action)
+	}
+}
+
+// A count or mirror rule hands the packet on to the best rule below it,
+// which acts as if the count or mirror rule had not matched; every rule a
+// packet meets counts it. A mirror with a drop or redirect below passes the
+// packet to TC with the copies and that rule in its metadata.
+func TestCountAndMirrorHandOn(t *testing.T) {
+	frame := demo.Serialize(false, eth(layers.EthernetTypeIPv4), ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP),
+		udp(40000, 5004), gopacket.Payload(make([]byte, 32)))
+	port := Match{Field: "dstPort", Value: 5004, Mask: 0xffff}
+	udpProto := Match{Field: "proto", Value: 17, Mask: 0xff}
+	dst := Match{Field: "innerDst", Prefix: netip.MustParsePrefix("10.100.6.0/24")}
+	out := &Egress{Interface: "lo", Ifindex: 1, DstMAC: macB, SrcMAC: macA}
+	rule := func(id, priority uint32, a ActionKind, m ...Match) Rule {
+		r := Rule{ID: id, Priority: priority, Action: a, Matches: m}
+		if a == ActionMirror || a == ActionRedirect {
+			r.Out = out
+		}
+		return r
+	}
+	const drop, redirect = uint8(ActionDrop), uint8(ActionRedirect)
+	for _, c := range []struct {
+		name   string
+		rules  []Rule
+		action xdplink.Action
+		met    []uint32 // the rules that count the packet, in order
+		// then is the rule below the mirrors that TC applies, thenAction
+		// its action; mirrors the mirroring rules. No metadata without.
+		mirrors    []uint32
+		then       uint32
+		thenAction uint8
+	}{
+		{name: "count, then a drop of another mask", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, udpProto)},
+			action: xdplink.Drop, met: []uint32{1, 2}},
+		{name: "count, then a drop of the same match", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, port)},
+			action: xdplink.Drop, met: []uint32{1, 2}},
+		{name: "two counts of one match, a count between, then a drop", rules: []Rule{rule(1, 30, ActionCount, port),
+			rule(2, 20, ActionDrop, port), rule(3, 25, ActionCount, dst), rule(4, 28, ActionCount, port), rule(5, 10, ActionPass)},
+			action: xdplink.Drop, met: []uint32{1, 4, 3, 2}},
+		{name: "counts, then a pass above a drop", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 25, ActionCount, dst),
+			rule(3, 20, ActionPass, udpProto), rule(4, 10, ActionDrop)}, action: xdplink.Pass, met: []uint32{1, 2, 3}},
+		{name: "count, then a redirect", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionRedirect, dst)},
+			action: xdplink.Redirect, met: []uint32{1, 2}},
+		{name: "count alone", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, Match{Field: "proto", Value: 6, Mask: 0xff})},
+			action: xdplink.Pass, met: []uint32{1}},
+		{name: "a count above the last rule a packet meets is not applied", rules: []Rule{rule(1, 40, ActionCount, port),
+			rule(2, 30, ActionCount, port), rule(3, 20, ActionCount, port), rule(4, 10, ActionCount, port), rule(5, 0, ActionDrop, port)},
+			action: xdplink.Pass, met: []uint32{1, 2, 3, 4}},
+		{name: "a mirror, then a drop", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 20, ActionDrop, dst)},
+			action: xdplink.Pass, met: []uint32{1, 2}, mirrors: []uint32{1}, then: 2, thenAction: drop},
+		{name: "a mirror, a count, a mirror, then a redirect", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 25, ActionCount, dst),
+			rule(3, 22, ActionMirror, udpProto), rule(4, 20, ActionRedirect, port)},
+			action: xdplink.Pass, met: []uint32{1, 2, 3, 4}, mirrors: []uint32{1, 0, 3}, then: 4, thenAction: redirect},
+		{name: "a mirror, then a pass", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 20, ActionPass, dst)},
+			action: xdplink.Pass, met: []uint32{1, 2}, mirrors: []uint32{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newParser(t)
+			if err := p.Add(c.rules...); err != nil {
+				t.Fatal(err)
+			}
+			for run := range 2 { // the second from the flow cache
+				action, st := p.run(t, frame)
+				if last := c.met[len(c.met)-1]; action != c.action || st.Rule != p.slots[last] {
+					t.Errorf("run %d: action %d, last rule slot %d; want %d, rule %d (slot %d)", run, action, st.Rule, c.action, last, p.slots[last])
+				}
+			}
+			for _, r := range c.rules {
+				want := uint64(0)
+				if slices.Contains(c.met, r.ID) {
+					want = 2
+				}
+				if n, _, _ := p.Counters(r.ID); n != want {
+					t.Errorf("rule %d counted %d packets, want %d", r.ID, n, want)
+				}
+			}
+			_, left := p.runOut(t, frame)
+			meta := left[:len(left)-len(frame)]
+			want := []byte{}
+			if c.mirrors != nil {
+				want = binary.NativeEndian.AppendUint32(want, 0x6d697272) // CLASSIFY_MIRROR_MAGIC
+				for i := range maxChain {
+					var slot uint32
+					if i < len(c.mirrors) && c.mirrors[i] != 0 {
+						slot = p.slots[c.mirrors[i]]
+					}
+					want = binary.NativeEndian.AppendUint32(want, slot)
+				}
+				want = binary.NativeEndian.AppendUint32(want, p.slots[c.then])
+				want = append(want, c.thenAction, 0, 0, 0)
+			}
+			if !bytes.Equal(meta, want) {
+				t.Errorf("metadata % x, want % x", meta, want)
+			}
+		})
 	}
 }
 
