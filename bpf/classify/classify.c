@@ -330,6 +330,7 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, cons
 {
 	if (!key || !after || !best)
 		return 0;
+	const struct classify_verdict bound = *after;
 	__u32 h = epoch & 1;
 	struct classify_half *half = bpf_map_lookup_elem(&classify_masks, &h);
 	if (!half)
@@ -350,11 +351,11 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, cons
 		ek.level = 0;
 		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
 		/* The rules this packet met already rank at or above after. */
-		for (__u32 l = 1; l < CLASSIFY_MAX_CHAIN && found && after->rule && !beats(after, found); l++) {
+		for (__u32 l = 1; l < CLASSIFY_MAX_CHAIN && found && bound.rule && !beats(&bound, found); l++) {
 			ek.level = l;
 			found = bpf_map_lookup_elem(&classify_entries, &ek);
 		}
-		if (found && (!after->rule || beats(after, found)) && beats(found, best))
+		if (found && (!bound.rule || beats(&bound, found)) && beats(found, best))
 			*best = *found;
 	}
 	return 0;
@@ -414,33 +415,35 @@ int xdp_classify(struct xdp_md *ctx)
 	}
 	/* Every rule met counts the packet; the last decides, unless it hands
 	 * the packet on too: then it goes on as if no rule matched. */
-	struct classify_mirror_meta mirror = {};
-	__u32 mirrors = 0, rule = 0;
+	__u32 rule = 0, mirrored = 0; /* bit i: rule i mirrors */
 	__u8 action = o.action[0];
 	__u64 len = ctx->data_end - ctx->data;
 	for (int i = 0; i < CLASSIFY_MAX_CHAIN && o.rule[i]; i++) {
 		rule = o.rule[i];
 		action = o.action[i];
 		count_packet(&classify_counters, &rule, len);
-		if (action == CLASSIFY_MIRROR) {
-			mirror.mirror[i] = rule;
-			mirrors++;
-		}
+		if (action == CLASSIFY_MIRROR)
+			mirrored |= 1 << i;
 	}
 	st->rule = rule;
-	if (mirrors) {
+	if (mirrored) {
 		/* XDP cannot copy a packet: the metadata asks the TC program of
 		 * the same interface to, and to drop or redirect the packet
 		 * after the copies when the rule below says so. */
 		struct classify_mirror_meta *m;
-		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
-			mirror.then = rule;
-			mirror.then_action = action;
-			action = CLASSIFY_PASS;
+		if (push_meta(ctx, m)) {
+			__builtin_memset(m, 0, sizeof(*m));
+			m->magic = CLASSIFY_MIRROR_MAGIC;
+			for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++)
+				if (mirrored & 1 << i)
+					m->mirror[i] = o.rule[i];
+			if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
+				m->then = rule;
+				m->then_action = action;
+			}
 		}
-		mirror.magic = CLASSIFY_MIRROR_MAGIC;
-		if (push_meta(ctx, m))
-			*m = mirror;
+		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT)
+			action = CLASSIFY_PASS;
 	}
 	switch (action) {
 	case CLASSIFY_DROP:
