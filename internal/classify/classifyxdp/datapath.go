@@ -51,8 +51,12 @@ type Datapath struct {
 	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
 	masks     map[Key]uint16 // mask to its slot in the halves
-	changed   func()         // Config.Changed
-	slices    map[uint32]Slice
+	// deep are, per half, the entries written with more than one level
+	// (struct classify_entry_key), and how many: the levels a shorter
+	// list must delete. Every other entry has one level, or none.
+	deep    [2]map[placedValue]uint32
+	changed func() // Config.Changed
+	slices  map[uint32]Slice
 	// queueDrops attaches slice_queue_drops to the CPU map's tracepoint.
 	queueDrops link.Link
 }
@@ -61,6 +65,12 @@ type Datapath struct {
 type placement struct {
 	ternary
 	slot uint16
+}
+
+// placedValue is a masked value under its mask's slot: an entry of a half.
+type placedValue struct {
+	slot  uint16
+	value Key
 }
 
 // Config sets up a Datapath.
@@ -117,7 +127,8 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 		return nil, err
 	}
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
-		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed}
+		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed,
+		deep: [2]map[placedValue]uint32{{}, {}}}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
@@ -476,14 +487,20 @@ func (d *Datapath) write(half uint32, placed []placement) error {
 				break
 			}
 		}
-		// The levels are contiguous from 0: the first missing one ends
-		// those of a longer list before.
-		for ; key.Level < uint32(maxChain); key.Level++ {
-			if err := d.objs.ClassifyEntries.Delete(&key); errors.Is(err, ebpf.ErrKeyNotExist) {
-				break
-			} else if err != nil {
+		written, at := key.Level, placedValue{p.slot, p.value}
+		had, ok := d.deep[half][at]
+		if !ok {
+			had = max(written, 1) // one level, or none: deleting it costs nothing then
+		}
+		for ; key.Level < had; key.Level++ {
+			if err := d.objs.ClassifyEntries.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return err
 			}
+		}
+		if written > 1 {
+			d.deep[half][at] = written
+		} else {
+			delete(d.deep[half], at)
 		}
 	}
 	var h classifyClassifyHalf

@@ -462,6 +462,18 @@ func TestCountAndMirrorHandOn(t *testing.T) {
 					t.Errorf("rule %d counted %d packets, want %d", r.ID, n, want)
 				}
 			}
+			p.checkEntries(t, "with the rules")
+			// A rule above them all that decides: every list of its value
+			// is one level now.
+			top := Rule{ID: 99, Priority: 99, Action: ActionDrop, Matches: c.rules[0].Matches}
+			if err := p.Add(top); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "with a drop above")
+			if err := p.Delete(top.ID); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "without it")
 			_, left := p.runOut(t, frame)
 			meta := left[:len(left)-len(frame)]
 			want := []byte{}
@@ -480,7 +492,44 @@ func TestCountAndMirrorHandOn(t *testing.T) {
 			if !bytes.Equal(meta, want) {
 				t.Errorf("metadata % x, want % x", meta, want)
 			}
+			if err := p.Clear(); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "cleared")
 		})
+	}
+}
+
+// checkEntries brings the half packets do not use up to date and checks
+// that the entries of both are those of the table: each masked value's
+// rules, best first, down to the first that neither counts nor mirrors.
+func (p *parser) checkEntries(t *testing.T, what string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, g := range p.table.groups {
+		for _, list := range g.values {
+			levels := 0
+			for _, e := range list {
+				levels++
+				if levels == maxChain || !e.rule.Action.handsOn() {
+					break
+				}
+			}
+			want += 2 * levels
+		}
+	}
+	got := 0
+	var k classifyClassifyEntryKey
+	for it := p.objs.ClassifyEntries.Iterate(); it.Next(&k, new(classifyClassifyVerdict)); {
+		got++
+	}
+	if got != want {
+		t.Errorf("%s: %d entries in the data path, want %d", what, got, want)
 	}
 }
 
