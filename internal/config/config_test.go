@@ -161,22 +161,28 @@ cuup:
   f1u: {interface: f1u, address: 10.62.0.2}
 `
 
+// withoutUPF is the configuration of a file with no UPF and no section:
+// every setting at its default.
+func withoutUPF() *Config {
+	return &Config{
+		XDPMode:   xdplink.ModeNative,
+		API:       API{Listen: "127.0.0.1:9880"},
+		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
+		StateFile: "/var/lib/xdp5g/sessions.json",
+	}
+}
+
 // A daemon may run a CU-UP without a UPF; the AF_XDP path is the default.
 func TestCUUPAlone(t *testing.T) {
 	cfg, err := parse([]byte(cuupOnly))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
-		XDPMode:   xdplink.ModeNative,
-		API:       API{Listen: "127.0.0.1:9880"},
-		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
-		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
-		StateFile: "/var/lib/xdp5g/sessions.json",
-		CUUP: &CUUP{N3: CUUPInterface{Interface: "n3", Address: netip.MustParseAddr("10.61.0.2")},
-			F1U: CUUPInterface{Interface: "f1u", Address: netip.MustParseAddr("10.62.0.2")},
-			IO:  CUUPAFXDP, Queues: []int{0}, Frames: 8192},
-	}
+	want := withoutUPF()
+	want.CUUP = &CUUP{N3: CUUPInterface{Interface: "n3", Address: netip.MustParseAddr("10.61.0.2")},
+		F1U: CUUPInterface{Interface: "f1u", Address: netip.MustParseAddr("10.62.0.2")},
+		IO:  CUUPAFXDP, Queues: []int{0}, Frames: 8192}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
 	}
@@ -319,15 +325,10 @@ func TestClassifyAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
-		XDPMode:   xdplink.ModeNative,
-		API:       API{Listen: "127.0.0.1:9881"},
-		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
-		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
-		StateFile: "/var/lib/xdp5g/sessions.json",
-		Classify: &Classify{Interfaces: []string{"edge0"}, MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
-			RulesFile: "/var/lib/xdp5g/rules.json", ReportInterval: 10 * time.Second},
-	}
+	want := withoutUPF()
+	want.API.Listen = "127.0.0.1:9881"
+	want.Classify = &Classify{Interfaces: []string{"edge0"}, MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
+		RulesFile: "/var/lib/xdp5g/rules.json", ReportInterval: 10 * time.Second}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
 	}

@@ -54,6 +54,26 @@ func (e *env) classified(t *testing.T, dropped, passed net.PacketConn) {
 	}
 }
 
+// newClassifiedEnv is an env with the spare link addressed, and the
+// sockets of the dropped and the passed port on the classified side.
+func newClassifiedEnv(t *testing.T) (e *env, dropped, passed net.PacketConn) {
+	t.Helper()
+	e = newEnv(t)
+	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
+	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
+	must(t, e.upf.Do(func() (err error) {
+		if dropped, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, droppedPort)); err == nil {
+			passed, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, passedPort))
+		}
+		return err
+	}))
+	t.Cleanup(func() {
+		dropped.Close()
+		passed.Close()
+	})
+	return e, dropped, passed
+}
+
 func ruleCounter(t *testing.T, client *api.Client, id uint32) uint64 {
 	t.Helper()
 	doc, err := client.Rule(context.Background(), id)
@@ -67,18 +87,7 @@ func ruleCounter(t *testing.T, client *api.Client, id uint32) uint64 {
 // REST, are saved, and go on being enforced while the daemon is down and
 // after it restarts; without the classify section the next run removes it.
 func TestClassifierRulesSurviveRestarts(t *testing.T) {
-	e := newEnv(t)
-	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
-	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
-	var dropped, passed net.PacketConn
-	must(t, e.upf.Do(func() (err error) {
-		if dropped, err = net.ListenPacket("udp4", classifiedAddr+":9999"); err == nil {
-			passed, err = net.ListenPacket("udp4", classifiedAddr+":9998")
-		}
-		return err
-	}))
-	defer dropped.Close()
-	defer passed.Close()
+	e, dropped, passed := newClassifiedEnv(t)
 
 	// The rules file in a directory of its own, which the daemon makes.
 	e.classify = fmt.Sprintf("{interfaces: [spare], max_masks: 8, rules_file: %s}", filepath.Join(e.dir, "rules", "rules.json"))
@@ -151,19 +160,7 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 // runs the classifier alone: no UPF on any interface, no PFCP, rules over
 // REST enforced and counted, the figures on /metrics.
 func TestClassifierAlone(t *testing.T) {
-	e := newEnv(t)
-	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
-	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
-	var dropped, passed net.PacketConn
-	must(t, e.upf.Do(func() (err error) {
-		if dropped, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, droppedPort)); err == nil {
-			passed, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, passedPort))
-		}
-		return err
-	}))
-	defer dropped.Close()
-	defer passed.Close()
-
+	e, dropped, passed := newClassifiedEnv(t)
 	e.noUPF = true
 	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
 	cfg := e.config(t)
