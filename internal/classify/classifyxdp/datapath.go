@@ -490,7 +490,9 @@ func (d *Datapath) write(half uint32, placed []placement) error {
 		written, at := key.Level, placedValue{p.slot, p.value}
 		had, ok := d.deep[half][at]
 		if !ok {
-			had = max(written, 1) // one level, or none: deleting it costs nothing then
+			// One level at most: the one just written, or one to delete
+			// when the list is empty now.
+			had = max(written, 1)
 		}
 		for ; key.Level < had; key.Level++ {
 			if err := d.objs.ClassifyEntries.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
