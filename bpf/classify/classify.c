@@ -320,21 +320,37 @@ INLINE int hands_on(__u8 action)
 	return action == CLASSIFY_COUNT || action == CLASSIFY_MIRROR;
 }
 
-/* The best rule for a key in the half the epoch names that ranks below
- * after (any rule when after->rule is 0): one probe per mask, in the order
- * of their best priority, until no mask left can win; past a mask's rules
- * that rank above after, the next levels of its entry. A function of its
- * own so that the verifier checks it once. */
-__noinline int classify_search(const struct classify_key *key, __u32 epoch, const struct classify_verdict *after,
-			       struct classify_verdict *best)
+/* Takes a rule that hands packets on into the best CLASSIFY_MAX_CHAIN of
+ * them, best first (rule 0 for none), which it beats the last of. */
+INLINE void keep(struct classify_verdict *kept, const struct classify_verdict *v)
 {
-	if (!key || !after || !best)
+	kept[CLASSIFY_MAX_CHAIN - 1] = *v;
+#pragma unroll
+	for (int i = CLASSIFY_MAX_CHAIN - 1; i > 0; i--) {
+		if (beats(&kept[i], &kept[i - 1])) {
+			struct classify_verdict t = kept[i - 1];
+			kept[i - 1] = kept[i];
+			kept[i] = t;
+		}
+	}
+}
+
+/* The rules a key meets in the half the epoch names, in one pass over the
+ * masks: the best rule that decides (neither counts nor mirrors), and the
+ * best rules that hand packets on, those of them above it first. One
+ * probe per mask, in the order of their best priority, until no mask left
+ * holds a rule above the decision found; in a mask whose rule for the key
+ * hands packets on, the next levels of its entry too. A function of its
+ * own so that the verifier checks it once. */
+__noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_outcome *out)
+{
+	if (!key || !out)
 		return 0;
-	const struct classify_verdict bound = *after;
 	__u32 h = epoch & 1;
 	struct classify_half *half = bpf_map_lookup_elem(&classify_masks, &h);
 	if (!half)
 		return 0;
+	struct classify_verdict best = {}, kept[CLASSIFY_MAX_CHAIN] = {};
 	struct classify_entry_key ek = {.half = h};
 	const __u64 *k = (const __u64 *)key;
 	__u64 *v = (__u64 *)&ek.value;
@@ -342,21 +358,40 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, cons
 	for (int i = 0; i < CLASSIFY_MAX_MASKS && i < n; i++) {
 		__u32 slot = half->order[i] & (CLASSIFY_MAX_MASKS - 1);
 		struct classify_mask *m = &half->masks[slot];
-		if (best->rule && best->priority > m->max_priority)
+		if (best.rule && best.priority > m->max_priority)
 			break;
 		const __u64 *mk = (const __u64 *)&m->mask;
 		for (int w = 0; w < sizeof(*key) / 8; w++)
 			v[w] = k[w] & mk[w];
 		ek.mask = slot;
-		ek.level = 0;
-		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
-		/* The rules this packet met already rank at or above after. */
-		for (__u32 l = 1; l < CLASSIFY_MAX_CHAIN && found && bound.rule && !beats(&bound, found); l++) {
+		for (__u32 l = 0; l < CLASSIFY_MAX_CHAIN; l++) {
 			ek.level = l;
-			found = bpf_map_lookup_elem(&classify_entries, &ek);
+			struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
+			/* The levels below rank lower still. */
+			if (!found || !beats(found, &best))
+				break;
+			if (!hands_on(found->action)) {
+				best = *found;
+				break;
+			}
+			if (!beats(found, &kept[CLASSIFY_MAX_CHAIN - 1]))
+				break;
+			keep(kept, found);
 		}
-		if (found && (!bound.rule || beats(&bound, found)) && beats(found, best))
-			*best = *found;
+	}
+	/* The rules that hand packets on above the decision, then it. */
+	int done = 0;
+#pragma unroll
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
+		if (done)
+			continue;
+		struct classify_verdict *r = &kept[i];
+		if (!r->rule || !beats(r, &best)) {
+			r = &best;
+			done = 1;
+		}
+		out->rule[i] = r->rule;
+		out->action[i] = r->action;
 	}
 	return 0;
 }
@@ -375,18 +410,7 @@ INLINE int classify_outcome(const struct classify_key *key, struct classify_outc
 		return 0;
 	}
 	struct classify_cached fresh = {.epoch = epoch};
-	struct classify_verdict after = {};
-	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
-		struct classify_verdict best = {};
-		classify_search(key, epoch, &after, &best);
-		if (!best.rule)
-			break;
-		fresh.outcome.rule[i] = best.rule;
-		fresh.outcome.action[i] = best.action;
-		if (!hands_on(best.action))
-			break;
-		after = best;
-	}
+	classify_search(key, epoch, &fresh.outcome);
 	*out = fresh.outcome;
 	bpf_map_update_elem(&classify_cache, key, &fresh, BPF_ANY);
 	return 0;
