@@ -106,7 +106,7 @@ INLINE void walk_rtp(struct cursor *c, struct classify_key *k)
 
 /* UDP: a tunnel by its destination port, else the innermost header, with
  * RTP looked for in its payload. */
-INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k)
+INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent extent)
 {
 	struct udphdr *u = cursor_take(c, struct udphdr);
 	if (!u)
@@ -132,7 +132,7 @@ INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k)
 	} else if (u->dest == bpf_htons(GTPU_PORT)) {
 		struct cursor t = *c;
 		struct gtpu_info g;
-		if (!parse_gtpu(&t, &g) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
+		if (!parse_gtpu_in(&t, &g, extent) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
 		    enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
 			if (g.has_qfi)
 				k->qfi = g.qfi;
@@ -171,11 +171,11 @@ INLINE __u8 walk_gre(struct cursor *c, struct classify_key *k)
 }
 
 /* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
 {
 	switch (proto) {
 	case IPPROTO_UDP:
-		return walk_udp(c, k);
+		return walk_udp(c, k, extent);
 	case IPPROTO_GRE:
 		return walk_gre(c, k);
 	case IPPROTO_TCP:
@@ -207,17 +207,21 @@ INLINE int fragmented(const struct classify_state *st)
 	return st->first || st->frag;
 }
 
-/* An IPv4 or IPv6 header, then what it carries. */
+/* An IPv4 or IPv6 header, then what it carries. Inside the first fragment
+ * of a fragmented packet, the headers' lengths claim more than the frame
+ * holds: they are taken as they are, and the packet classified by the
+ * headers the frame shows. */
 INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 {
 	struct classify_key *k = &st->key;
+	enum parse_extent extent = st->first ? PARSE_CUT : PARSE_WHOLE; /* as the headers outside say */
 	__u8 *v = c->pos;
 	__u8 proto;
 	if ((void *)(v + 1) > c->end)
 		return CLASSIFY_NEXT_DONE;
 	if (*v >> 4 == 4) {
 		struct iphdr *ip;
-		if (parse_ipv4(c, &ip))
+		if (parse_ipv4_in(c, &ip, extent))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			set_addr4(k->outer_src, ip->saddr);
@@ -239,7 +243,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 		}
 	} else {
 		struct ipv6hdr *ip6;
-		if (parse_ipv6(c, &ip6))
+		if (parse_ipv6_in(c, &ip6, extent))
 			return CLASSIFY_NEXT_DONE;
 		if (!st->ips) {
 			__builtin_memcpy(k->outer_src, &ip6->saddr, 16);
@@ -265,7 +269,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 	k->dst_port = 0;
 	if (st->frag)
 		return CLASSIFY_NEXT_DONE;
-	return walk_l4(c, k, proto);
+	return walk_l4(c, k, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
 }
 
 /* One step of the walk: the header group at st->off. A function of its own
@@ -310,17 +314,43 @@ INLINE int beats(const struct classify_verdict *a, const struct classify_verdict
 	return !b->rule || a->priority > b->priority || (a->priority == b->priority && a->order < b->order);
 }
 
-/* The best rule for a key in the half the epoch names: one probe per mask,
- * in the order of their best priority, until no mask left can win. A
- * function of its own so that the verifier checks it once. */
-__noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_verdict *best)
+/* Whether a count or mirror rule hands a packet on to the best rule below. */
+INLINE int hands_on(__u8 action)
 {
-	if (!key || !best)
+	return action == CLASSIFY_COUNT || action == CLASSIFY_MIRROR;
+}
+
+/* Takes a rule that hands packets on into the best CLASSIFY_MAX_CHAIN of
+ * them, best first (rule 0 for none), which it beats the last of. */
+INLINE void keep(struct classify_verdict *kept, const struct classify_verdict *v)
+{
+	kept[CLASSIFY_MAX_CHAIN - 1] = *v;
+#pragma unroll
+	for (int i = CLASSIFY_MAX_CHAIN - 1; i > 0; i--) {
+		if (beats(&kept[i], &kept[i - 1])) {
+			struct classify_verdict t = kept[i - 1];
+			kept[i - 1] = kept[i];
+			kept[i] = t;
+		}
+	}
+}
+
+/* The rules a key meets in the half the epoch names, in one pass over the
+ * masks: the best rule that decides (neither counts nor mirrors), and the
+ * best rules that hand packets on, those of them above it first. One
+ * probe per mask, in the order of their best priority, until no mask left
+ * holds a rule above the decision found; in a mask whose rule for the key
+ * hands packets on, the next levels of its entry too. A function of its
+ * own so that the verifier checks it once. */
+__noinline int classify_search(const struct classify_key *key, __u32 epoch, struct classify_outcome *out)
+{
+	if (!key || !out)
 		return 0;
 	__u32 h = epoch & 1;
 	struct classify_half *half = bpf_map_lookup_elem(&classify_masks, &h);
 	if (!half)
 		return 0;
+	struct classify_verdict best = {}, kept[CLASSIFY_MAX_CHAIN] = {};
 	struct classify_entry_key ek = {.half = h};
 	const __u64 *k = (const __u64 *)key;
 	__u64 *v = (__u64 *)&ek.value;
@@ -328,21 +358,46 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, stru
 	for (int i = 0; i < CLASSIFY_MAX_MASKS && i < n; i++) {
 		__u32 slot = half->order[i] & (CLASSIFY_MAX_MASKS - 1);
 		struct classify_mask *m = &half->masks[slot];
-		if (best->rule && best->priority > m->max_priority)
+		if (best.rule && best.priority > m->max_priority)
 			break;
 		const __u64 *mk = (const __u64 *)&m->mask;
 		for (int w = 0; w < sizeof(*key) / 8; w++)
 			v[w] = k[w] & mk[w];
 		ek.mask = slot;
-		struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
-		if (found && beats(found, best))
-			*best = *found;
+		for (__u32 l = 0; l < CLASSIFY_MAX_CHAIN; l++) {
+			ek.level = l;
+			struct classify_verdict *found = bpf_map_lookup_elem(&classify_entries, &ek);
+			/* The levels below rank lower still. */
+			if (!found || !beats(found, &best))
+				break;
+			if (!hands_on(found->action)) {
+				best = *found;
+				break;
+			}
+			if (!beats(found, &kept[CLASSIFY_MAX_CHAIN - 1]))
+				break;
+			keep(kept, found);
+		}
+	}
+	/* The rules that hand packets on above the decision, then it. */
+	int done = 0;
+#pragma unroll
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
+		if (done)
+			continue;
+		struct classify_verdict *r = &kept[i];
+		if (!r->rule || !beats(r, &best)) {
+			r = &best;
+			done = 1;
+		}
+		out->rule[i] = r->rule;
+		out->action[i] = r->action;
 	}
 	return 0;
 }
 
-/* The verdict for a key: from the flow cache while the epoch holds. */
-INLINE int classify_verdict(const struct classify_key *key, struct classify_verdict *best)
+/* The outcome for a key: from the flow cache while the epoch holds. */
+INLINE int classify_outcome(const struct classify_key *key, struct classify_outcome *out)
 {
 	__u32 zero = 0;
 	__u32 *ep = bpf_map_lookup_elem(&classify_epoch, &zero);
@@ -351,12 +406,12 @@ INLINE int classify_verdict(const struct classify_key *key, struct classify_verd
 	__u32 epoch = *(volatile __u32 *)ep;
 	struct classify_cached *c = bpf_map_lookup_elem(&classify_cache, key);
 	if (c && c->epoch == epoch) {
-		*best = c->verdict;
+		*out = c->outcome;
 		return 0;
 	}
-	__builtin_memset(best, 0, sizeof(*best));
-	classify_search(key, epoch, best);
-	struct classify_cached fresh = {.epoch = epoch, .verdict = *best};
+	struct classify_cached fresh = {.epoch = epoch};
+	classify_search(key, epoch, &fresh.outcome);
+	*out = fresh.outcome;
 	bpf_map_update_elem(&classify_cache, key, &fresh, BPF_ANY);
 	return 0;
 }
@@ -365,31 +420,60 @@ SEC("xdp")
 int xdp_classify(struct xdp_md *ctx)
 {
 	struct classify_state *st = classify_parse(ctx);
-	struct classify_verdict v = {};
+	struct classify_outcome o = {};
 	if (!st)
 		return XDP_ABORTED;
 	if (!st->ips) /* rules are about IP traffic: ARP and the like go on */
 		return XDP_PASS;
 	if (st->frag && !st->first) { /* what follows a first fragment */
-		struct classify_verdict *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
+		struct classify_outcome *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
 		if (first)
-			v = *first;
+			o = *first;
 		else
-			v.action = orphan_fragment_action;
+			o.action[0] = orphan_fragment_action;
 	} else {
-		if (classify_verdict(&st->key, &v))
+		if (classify_outcome(&st->key, &o))
 			return XDP_ABORTED;
 		if (st->first)
-			bpf_map_update_elem(&classify_frags, &st->frag_id, &v, BPF_ANY);
+			bpf_map_update_elem(&classify_frags, &st->frag_id, &o, BPF_ANY);
 	}
-	st->rule = v.rule;
-	if (v.rule)
-		count_packet(&classify_counters, &v.rule, ctx->data_end - ctx->data);
-	switch (v.action) {
+	/* Every rule met counts the packet; the last decides, unless it hands
+	 * the packet on too: then it goes on as if no rule matched. */
+	__u32 rule = 0, mirrored = 0; /* bit i: rule i mirrors */
+	__u8 action = o.action[0];
+	__u64 len = ctx->data_end - ctx->data;
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN && o.rule[i]; i++) {
+		rule = o.rule[i];
+		action = o.action[i];
+		count_packet(&classify_counters, &rule, len);
+		if (action == CLASSIFY_MIRROR)
+			mirrored |= 1 << i;
+	}
+	st->rule = rule;
+	if (mirrored) {
+		/* XDP cannot copy a packet: the metadata asks the TC program of
+		 * the same interface to, and to drop or redirect the packet
+		 * after the copies when the rule below says so. */
+		struct classify_mirror_meta *m;
+		if (push_meta(ctx, m)) {
+			__builtin_memset(m, 0, sizeof(*m));
+			m->magic = CLASSIFY_MIRROR_MAGIC;
+			for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++)
+				if (mirrored & 1 << i)
+					m->mirror[i] = o.rule[i];
+			if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
+				m->then = rule;
+				m->then_action = action;
+			}
+		}
+		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT)
+			action = CLASSIFY_PASS;
+	}
+	switch (action) {
 	case CLASSIFY_DROP:
 		return XDP_DROP;
 	case CLASSIFY_REDIRECT: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
 		struct ethhdr *eth = (void *)(long)ctx->data;
 		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
 			return XDP_ABORTED;
@@ -397,18 +481,8 @@ int xdp_classify(struct xdp_md *ctx)
 		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
 		return bpf_redirect(out->ifindex, 0);
 	}
-	case CLASSIFY_MIRROR: {
-		/* XDP cannot copy a packet: the metadata asks the TC program of
-		 * the same interface to. */
-		struct classify_mirror_meta *m;
-		if (push_meta(ctx, m)) {
-			m->magic = CLASSIFY_MIRROR_MAGIC;
-			m->rule = v.rule;
-		}
-		return XDP_PASS;
-	}
 	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
 		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
 	}
 	}
@@ -441,25 +515,46 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The copies of mirrored packets, at TC ingress behind xdp_classify: one
- * out of the rule's interface with its Ethernet addresses, the packet
- * itself on as usual. */
+/* The copies of mirrored packets, at TC ingress behind xdp_classify (on the
+ * CPU steering sent the packet to, if it did): one out of each mirroring
+ * rule's interface with its Ethernet addresses; then the packet itself
+ * on as usual, or dropped or redirected as the rule below the mirroring
+ * ones says. */
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
-	struct classify_mirror_meta *m;
-	if (!read_meta(skb, m) || m->magic != CLASSIFY_MIRROR_MAGIC)
+	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	struct slice_meta *sm = meta;
+	if ((void *)(sm + 1) <= data && sm->magic == SLICE_META_MAGIC)
+		meta = sm + 1;
+	struct classify_mirror_meta *mp = meta;
+	if ((void *)(mp + 1) > data || mp->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
-	__u32 rule = m->rule;
-	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	struct classify_mirror_meta m = *mp; /* the metadata goes with the first store */
 	struct ethhdr eth;
-	if (!out || !out->ifindex || bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		return TC_ACT_OK;
-	/* The copy takes the egress's addresses, the packet gets its own back. */
-	bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
-	bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
-	bpf_clone_redirect(skb, out->ifindex, 0);
-	bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
+		__u32 rule = m.mirror[i];
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+		if (!rule || !out || !out->ifindex)
+			continue;
+		/* The copy takes the egress's addresses, the packet gets its own back. */
+		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		bpf_clone_redirect(skb, out->ifindex, 0);
+		bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+	}
+	if (m.then_action == CLASSIFY_DROP)
+		return TC_ACT_SHOT;
+	if (m.then_action == CLASSIFY_REDIRECT) {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &m.then);
+		if (!out || !out->ifindex)
+			return TC_ACT_SHOT;
+		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		return bpf_redirect(out->ifindex, 0);
+	}
 	return TC_ACT_OK;
 }
 

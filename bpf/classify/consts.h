@@ -11,6 +11,9 @@ enum classify_limits {
 	 * table of masked keys. */
 	CLASSIFY_MAX_MASKS = 32,
 	CLASSIFY_MAX_RULES = 65536,
+	/* Rules one packet meets: count and mirror rules, each handing it on
+	 * to the next rule below, then one that decides. */
+	CLASSIFY_MAX_CHAIN = 4,
 	CLASSIFY_MAX_SLICES = 256,
 	/* A slice's flows spread over its CPUs by the hash of the innermost
 	 * flow and the tunnel ids: bucket (hash % SLICE_BUCKETS) to CPU. */

@@ -31,7 +31,8 @@ struct {
 	__uint(max_entries, 2);
 } classify_masks SEC(".maps");
 
-/* Every (half, mask, masked key) that some rule has: its best rule. */
+/* Every (half, mask, level, masked key) that some rule has: its rule of
+ * that level (struct classify_entry_key). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, struct classify_entry_key);
@@ -40,7 +41,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } classify_entries SEC(".maps");
 
-/* Verdicts of the keys seen lately, per CPU. */
+/* Outcomes of the keys seen lately, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct classify_key);
@@ -49,11 +50,11 @@ struct {
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 } classify_cache SEC(".maps");
 
-/* The verdicts of first fragments, for the fragments that follow. */
+/* The outcomes of first fragments, for the fragments that follow. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct classify_frag_id);
-	__type(value, struct classify_verdict);
+	__type(value, struct classify_outcome);
 	__uint(max_entries, 16384);
 } classify_frags SEC(".maps");
 

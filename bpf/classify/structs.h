@@ -42,7 +42,7 @@ struct classify_state {
 	__u8 ips;   /* IP headers seen */
 	__u8 frag;  /* 1: a fragment other than the first ended the walk */
 	__u8 first; /* 1: the packet is the first fragment of a fragmented one */
-	__u32 rule; /* the slot of the rule that matched; 0: none */
+	__u32 rule; /* the slot of the last rule the packet met; 0: none */
 	struct classify_frag_id frag_id; /* of the outermost fragmented header */
 };
 
@@ -57,7 +57,7 @@ struct classify_egress {
 	__u32 slice;
 };
 
-/* Where a masked key leads: the best rule with that mask and value. */
+/* Where a masked key leads: a rule with that mask and value. */
 struct classify_verdict {
 	__u32 rule;     /* slot, 1 to CLASSIFY_MAX_RULES: its counters */
 	__u32 priority; /* the highest wins */
@@ -81,24 +81,43 @@ struct classify_half {
 	__u32 n;
 };
 
+/* The rules of one mask and masked value, best first, are entries of
+ * levels 0, 1, ...: down to the first that decides (not count nor
+ * mirror), CLASSIFY_MAX_CHAIN at most. Level 0 is the best; the next
+ * levels serve the search for the rule a count or mirror rule hands a
+ * packet on to. */
 struct classify_entry_key {
 	__u16 half;
 	__u16 mask; /* its slot in the half's masks */
-	__u32 pad;
+	__u32 level;
 	struct classify_key value; /* the packet's key under the mask */
 };
 
-/* The flow cache: a key's verdict, valid in the epoch it was found in. */
-struct classify_cached {
-	__u32 epoch;
-	struct classify_verdict verdict;
+/* The rules a packet meets, in order: count and mirror rules, each handing
+ * it on to the best rule below, up to the one that decides; rule 0 past
+ * the last. */
+struct classify_outcome {
+	__u32 rule[CLASSIFY_MAX_CHAIN];  /* slots */
+	__u8 action[CLASSIFY_MAX_CHAIN]; /* enum classify_action */
 };
 
-/* What xdp_classify leaves in a packet's metadata for tc_classify_mirror:
- * the slot of the rule that mirrors it. */
+/* The flow cache: a key's outcome, valid in the epoch it was found in. */
+struct classify_cached {
+	__u32 epoch;
+	struct classify_outcome outcome;
+};
+
+/* What xdp_classify leaves in the metadata of a packet that rules mirror,
+ * for tc_classify_mirror (behind steering's, when the packet is steered):
+ * the slots of the mirroring rules, a copy each, and the rule below them
+ * that drops or redirects the packet, which XDP, sending it to TC for the
+ * copies, left to TC. */
 struct classify_mirror_meta {
-	__u32 magic; /* CLASSIFY_MIRROR_MAGIC */
-	__u32 rule;
+	__u32 magic;                           /* CLASSIFY_MIRROR_MAGIC */
+	__u32 mirror[CLASSIFY_MAX_CHAIN];      /* by place in the outcome; 0: not a mirroring rule */
+	__u32 then;                            /* a drop or redirect rule's slot; 0: none */
+	__u8 then_action;                      /* its action */
+	__u8 pad[3];
 };
 
 /* A slice: its CPU per hash bucket. */

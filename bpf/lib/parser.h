@@ -51,33 +51,54 @@ INLINE int parse_eth_qinq(struct cursor *c, struct ethhdr **eth, __be16 *proto)
 	return 0;
 }
 
-/* An IPv4 header with its options. The total length must fit inside the
- * frame (the frame may carry padding). */
-INLINE int parse_ipv4(struct cursor *c, struct iphdr **iph)
+/* Whether a header's length field may claim more than the frame holds:
+ * PARSE_WHOLE for a packet that must be whole, PARSE_CUT for one inside
+ * the first fragment of a fragmented packet, which holds only its start.
+ * Callers pass a constant, so the check is compiled in or out. */
+enum parse_extent {
+	PARSE_WHOLE,
+	PARSE_CUT,
+};
+
+/* parse_ipv4, the total length checked as extent says. */
+INLINE int parse_ipv4_in(struct cursor *c, struct iphdr **iph, enum parse_extent extent)
 {
 	struct iphdr *ip = c->pos;
 	if ((void *)(ip + 1) > c->end || ip->version != 4 || ip->ihl < 5)
 		return -1;
 	__u32 hlen = ip->ihl * 4;
 	__u32 tot = bpf_ntohs(ip->tot_len);
-	if (tot < hlen || (void *)ip + tot > c->end)
+	if (tot < hlen || (extent == PARSE_WHOLE && (void *)ip + tot > c->end))
 		return -1;
 	c->pos = (void *)ip + hlen;
 	*iph = ip;
 	return 0;
 }
 
-/* An IPv6 fixed header, whose payload must fit inside the frame. */
-INLINE int parse_ipv6(struct cursor *c, struct ipv6hdr **iph)
+/* An IPv4 header with its options. The total length must fit inside the
+ * frame (the frame may carry padding). */
+INLINE int parse_ipv4(struct cursor *c, struct iphdr **iph)
+{
+	return parse_ipv4_in(c, iph, PARSE_WHOLE);
+}
+
+/* parse_ipv6, the payload length checked as extent says. */
+INLINE int parse_ipv6_in(struct cursor *c, struct ipv6hdr **iph, enum parse_extent extent)
 {
 	struct ipv6hdr *ip6 = c->pos;
 	if ((void *)(ip6 + 1) > c->end || ip6->version != 6)
 		return -1;
-	if ((void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end)
+	if (extent == PARSE_WHOLE && (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end)
 		return -1;
 	c->pos = ip6 + 1;
 	*iph = ip6;
 	return 0;
+}
+
+/* An IPv6 fixed header, whose payload must fit inside the frame. */
+INLINE int parse_ipv6(struct cursor *c, struct ipv6hdr **iph)
+{
+	return parse_ipv6_in(c, iph, PARSE_WHOLE);
 }
 
 /* The extension headers that precede the upper-layer header (RFC 8200
@@ -127,10 +148,9 @@ struct gtpu_info {
 	__u32 payload_len; /* bytes after hdr_len */
 };
 
-/* A GTPv1-U header, its optional fields and the whole extension-header
- * chain, each extension skipped by its length field (units of four
- * octets); the cursor is left at the payload, g->hdr at the header. */
-INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
+/* parse_gtpu, the length checked as extent says: a cut G-PDU need hold
+ * only its header and extension chain. */
+INLINE int parse_gtpu_in(struct cursor *c, struct gtpu_info *g, enum parse_extent extent)
 {
 	struct gtpu_hdr *h = cursor_take(c, struct gtpu_hdr);
 	if (!h || (h->flags & (GTPU_VERSION_MASK | GTPU_PT)) != (GTPU_V1 | GTPU_PT))
@@ -141,7 +161,7 @@ INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
 	g->ran_off = 0;
 	g->ran_len = 0;
 	__u32 len = bpf_ntohs(h->length);
-	if ((void *)(h + 1) + len > c->end)
+	if (extent == PARSE_WHOLE && (void *)(h + 1) + len > c->end)
 		return -1;
 	if (!(h->flags & (GTPU_E | GTPU_S | GTPU_PN))) {
 		g->hdr_len = sizeof(*h);
@@ -184,6 +204,14 @@ INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
 	g->hdr_len = sizeof(*h) + used;
 	g->payload_len = len - used;
 	return 0;
+}
+
+/* A GTPv1-U header, its optional fields and the whole extension-header
+ * chain, each extension skipped by its length field (units of four
+ * octets); the cursor is left at the payload, g->hdr at the header. */
+INLINE int parse_gtpu(struct cursor *c, struct gtpu_info *g)
+{
+	return parse_gtpu_in(c, g, PARSE_WHOLE);
 }
 
 #endif

@@ -52,8 +52,8 @@ const (
 // Config is a validated configuration.
 type Config struct {
 	// Interfaces are the UPF's; empty when the daemon runs no UPF (a file
-	// with a cuup section may leave out interfaces and n3_addresses to run
-	// a CU-UP alone). See UPF.
+	// with a cuup or a classify section may leave out interfaces and
+	// n3_addresses to run a CU-UP or a classifier without a UPF). See UPF.
 	Interfaces []Interface
 	// N3Addresses are the UPF's GTP-U addresses towards gNBs, IPv4 and
 	// IPv6; the first of a family is the source of tunnels to peers of that
@@ -266,9 +266,10 @@ type file struct {
 }
 
 // upf tells whether the file asks for the UPF: it does unless it has a
-// cuup section and gives neither interfaces nor N3 addresses.
+// cuup or a classify section and gives neither interfaces nor N3
+// addresses (a CU-UP or a classifier alone).
 func (f *file) upf() bool {
-	return f.CUUP == nil || len(f.Interfaces) > 0 || len(f.N3Addresses) > 0
+	return f.CUUP == nil && f.Classify == nil || len(f.Interfaces) > 0 || len(f.N3Addresses) > 0
 }
 
 type cuupSettings struct {

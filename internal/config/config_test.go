@@ -166,22 +166,28 @@ cuup:
   f1u: {interface: f1u, address: 10.62.0.2}
 `
 
+// withoutUPF is the configuration of a file with no UPF and no section:
+// every setting at its default.
+func withoutUPF() *Config {
+	return &Config{
+		XDPMode:   xdplink.ModeNative,
+		API:       API{Listen: "127.0.0.1:9880"},
+		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
+		StateFile: "/var/lib/xdp5g/sessions.json",
+	}
+}
+
 // A daemon may run a CU-UP without a UPF; the AF_XDP path is the default.
 func TestCUUPAlone(t *testing.T) {
 	cfg, err := parse([]byte(cuupOnly))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &Config{
-		XDPMode:   xdplink.ModeNative,
-		API:       API{Listen: "127.0.0.1:9880"},
-		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
-		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
-		StateFile: "/var/lib/xdp5g/sessions.json",
-		CUUP: &CUUP{N3: CUUPInterface{Interface: "n3", Address: netip.MustParseAddr("10.61.0.2")},
-			F1U: CUUPInterface{Interface: "f1u", Address: netip.MustParseAddr("10.62.0.2")},
-			IO:  CUUPAFXDP, Queues: []int{0}, Frames: 8192},
-	}
+	want := withoutUPF()
+	want.CUUP = &CUUP{N3: CUUPInterface{Interface: "n3", Address: netip.MustParseAddr("10.61.0.2")},
+		F1U: CUUPInterface{Interface: "f1u", Address: netip.MustParseAddr("10.62.0.2")},
+		IO:  CUUPAFXDP, Queues: []int{0}, Frames: 8192}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("got %+v\nwant %+v", cfg, want)
 	}
@@ -326,6 +332,41 @@ func TestClassifyDefaults(t *testing.T) {
 		RulesFile: "/srv/upf/rules.json", ReportInterval: 10 * time.Second}
 	if !reflect.DeepEqual(cfg.Classify, want) {
 		t.Errorf("got %+v\nwant %+v", cfg.Classify, want)
+	}
+}
+
+// A daemon may run the classifier without a UPF: no interfaces, N3
+// addresses nor PFCP; a UPF's or PFCP's settings then ask for the UPF.
+func TestClassifyAlone(t *testing.T) {
+	cfg, err := parse([]byte("api: {listen: '127.0.0.1:9881'}\nclassify: {interfaces: [edge0]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := withoutUPF()
+	want.API.Listen = "127.0.0.1:9881"
+	want.Classify = &Classify{Interfaces: []string{"edge0"}, MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
+		RulesFile: "/var/lib/xdp5g/rules.json", ReportInterval: 10 * time.Second}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got %+v\nwant %+v", cfg, want)
+	}
+	if cfg.UPF() {
+		t.Error("UPF() = true without the UPF's interfaces")
+	}
+	for _, c := range []struct{ name, yaml, field string }{
+		{name: "PFCP", yaml: "pfcp: {node_id: upf.example}", field: "pfcp"},
+		{name: "N9 addresses", yaml: "n9_addresses: [192.0.2.9]", field: "n9_addresses"},
+		{name: "interfaces without N3 addresses", yaml: "interfaces: [{name: eth0, roles: [access, core]}]", field: "n3_addresses"},
+		{name: "N3 addresses without interfaces", yaml: "n3_addresses: [192.0.2.1]", field: "interfaces"},
+		{name: "no classifier interfaces", yaml: "classify: {interfaces: []}", field: "classify.interfaces"},
+	} {
+		doc := "classify: {interfaces: [edge0]}\n" + c.yaml
+		if strings.HasPrefix(c.yaml, "classify:") {
+			doc = c.yaml
+		}
+		var fe *fielderr.Error
+		if _, err := parse([]byte(doc)); !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%s: error %v, want one naming %s", c.name, err, c.field)
+		}
 	}
 }
 

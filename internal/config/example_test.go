@@ -80,6 +80,34 @@ func TestExampleHoldsTheDefaults(t *testing.T) {
 	}
 }
 
+// The example's classify section, and its cuup section, each run alone
+// with the REST API's settings, as the example's comments say: without
+// the UPF.
+func TestExampleSectionsRunAlone(t *testing.T) {
+	root := exampleRoot(t)
+	for _, section := range []string{"classify", "cuup"} {
+		alone := &yaml.Node{Kind: yaml.MappingNode, Tag: root.Tag}
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if key := root.Content[i].Value; key == section || key == "api" {
+				alone.Content = append(alone.Content, root.Content[i], root.Content[i+1])
+			}
+		}
+		doc, err := yaml.Marshal(alone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := parse(doc)
+		if err != nil {
+			t.Errorf("the example's %s section alone: %v", section, err)
+			continue
+		}
+		if cfg.UPF() || cfg.PFCP != nil || (cfg.Classify != nil) != (section == "classify") || (cfg.CUUP != nil) != (section == "cuup") {
+			t.Errorf("the example's %s section alone: UPF %v, pfcp %v, classify %v, cuup %v", section,
+				cfg.UPF(), cfg.PFCP != nil, cfg.Classify != nil, cfg.CUUP != nil)
+		}
+	}
+}
+
 // exampleRoot is the example's top-level mapping.
 func exampleRoot(t *testing.T) *yaml.Node {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,26 @@ func (e *env) classified(t *testing.T, dropped, passed net.PacketConn) {
 	}
 }
 
+// newClassifiedEnv is an env with the spare link addressed, and the
+// sockets of the dropped and the passed port on the classified side.
+func newClassifiedEnv(t *testing.T) (e *env, dropped, passed net.PacketConn) {
+	t.Helper()
+	e = newEnv(t)
+	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
+	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
+	must(t, e.upf.Do(func() (err error) {
+		if dropped, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, droppedPort)); err == nil {
+			passed, err = net.ListenPacket("udp4", fmt.Sprintf("%s:%d", classifiedAddr, passedPort))
+		}
+		return err
+	}))
+	t.Cleanup(func() {
+		dropped.Close()
+		passed.Close()
+	})
+	return e, dropped, passed
+}
+
 func ruleCounter(t *testing.T, client *api.Client, id uint32) uint64 {
 	t.Helper()
 	doc, err := client.Rule(context.Background(), id)
@@ -66,18 +87,7 @@ func ruleCounter(t *testing.T, client *api.Client, id uint32) uint64 {
 // REST, are saved, and go on being enforced while the daemon is down and
 // after it restarts; without the classify section the next run removes it.
 func TestClassifierRulesSurviveRestarts(t *testing.T) {
-	e := newEnv(t)
-	must(t, e.upf.AddAddr("spare", classifiedAddr+"/24"))
-	must(t, e.peer.AddAddr("spare", peerAddr+"/24"))
-	var dropped, passed net.PacketConn
-	must(t, e.upf.Do(func() (err error) {
-		if dropped, err = net.ListenPacket("udp4", classifiedAddr+":9999"); err == nil {
-			passed, err = net.ListenPacket("udp4", classifiedAddr+":9998")
-		}
-		return err
-	}))
-	defer dropped.Close()
-	defer passed.Close()
+	e, dropped, passed := newClassifiedEnv(t)
 
 	// The rules file in a directory of its own, which the daemon makes.
 	e.classify = fmt.Sprintf("{interfaces: [spare], max_masks: 8, rules_file: %s}", filepath.Join(e.dir, "rules", "rules.json"))
@@ -144,6 +154,47 @@ func TestClassifierRulesSurviveRestarts(t *testing.T) {
 	if _, err := os.Stat(drops); !os.IsNotExist(err) {
 		t.Errorf("the queue-drop link outlives the classify section: %v", err)
 	}
+}
+
+// A configuration with only the classifier (and the REST API's settings)
+// runs the classifier alone: no UPF on any interface, no PFCP, rules over
+// REST enforced and counted, the figures on /metrics.
+func TestClassifierAlone(t *testing.T) {
+	e, dropped, passed := newClassifiedEnv(t)
+	e.noUPF = true
+	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
+	cfg := e.config(t)
+	if cfg.UPF() {
+		t.Fatal("the configuration asks for a UPF")
+	}
+	client, stop := runDaemon(t, cfg)
+	ctx := context.Background()
+	for _, rule := range []string{
+		`{"id": 1, "priority": 10, "action": "drop", "match": {"proto": 17, "dstPort": 9999}}`,
+		`{"id": 2, "action": "count", "match": {"innerDst": "10.9.0.1"}}`,
+	} {
+		_, err := client.AddRule(ctx, []byte(rule))
+		must(t, err)
+	}
+	e.classified(t, dropped, passed)
+	if n := ruleCounter(t, client, 1); n != 1 {
+		t.Errorf("the drop rule counted %d packets, want 1", n)
+	}
+	if testsupport.XDPAttached(t, e.upf, "n3n6") {
+		t.Error("n3n6 runs an XDP program: the daemon started a UPF")
+	}
+	if _, err := client.Sessions(ctx); err == nil || !strings.Contains(err.Error(), "the UPF is not configured") {
+		t.Errorf("the sessions resource without a UPF: %v", err)
+	}
+	resp, err := http.Get("http://" + cfg.API.Listen + "/metrics")
+	must(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must(t, err)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "xdp5g_classify_rules ") {
+		t.Errorf("/metrics answered %d without the classifier's figures:\n%s", resp.StatusCode, body)
+	}
+	must(t, stop())
 }
 
 // zeroCounters is a rules document with every counter at zero.

@@ -51,6 +51,8 @@ type env struct {
 	// pfcp and classify are the sections config writes, as YAML flow
 	// mappings; none when empty.
 	pfcp, classify string
+	// noUPF leaves the UPF's interfaces and N3 addresses out of config.
+	noUPF bool
 	// api are settings of the api section besides its listen, "key: value"
 	// each.
 	api []string
@@ -74,11 +76,14 @@ func newEnv(t *testing.T) *env {
 func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	t.Helper()
 	var yaml strings.Builder
-	fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]}\n")
-	for _, name := range ifaces {
-		fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
+	if !e.noUPF {
+		fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]}\n")
+		for _, name := range ifaces {
+			fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
+		}
+		fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\n")
 	}
-	fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\nxdp_mode: native\nnetns: %s\napi: {%s}\n", e.upf.Name,
+	fmt.Fprintf(&yaml, "xdp_mode: native\nnetns: %s\napi: {%s}\n", e.upf.Name,
 		strings.Join(append([]string{fmt.Sprintf("listen: %q", e.listen)}, e.api...), ", "))
 	fmt.Fprintf(&yaml, "datapath: {pin_path: %s, max_sessions: 1024}\nstate_file: %s\n", e.pin, filepath.Join(e.dir, "state", "sessions.json"))
 	if e.pfcp != "" {

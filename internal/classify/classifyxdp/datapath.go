@@ -51,8 +51,12 @@ type Datapath struct {
 	cooling   []uint32 // slots of rules gone, until packets of the old half are through
 	nextSlot  uint32
 	masks     map[Key]uint16 // mask to its slot in the halves
-	changed   func()         // Config.Changed
-	slices    map[uint32]Slice
+	// deep are, per half, the entries written with more than one level
+	// (struct classify_entry_key), and how many: the levels a shorter
+	// list must delete. Every other entry has one level, or none.
+	deep    [2]map[placedValue]uint32
+	changed func() // Config.Changed
+	slices  map[uint32]Slice
 	// queueDrops attaches slice_queue_drops to the CPU map's tracepoint.
 	queueDrops link.Link
 }
@@ -61,6 +65,12 @@ type Datapath struct {
 type placement struct {
 	ternary
 	slot uint16
+}
+
+// placedValue is a masked value under its mask's slot: an entry of a half.
+type placedValue struct {
+	slot  uint16
+	value Key
 }
 
 // Config sets up a Datapath.
@@ -117,7 +127,8 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 		return nil, err
 	}
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
-		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed}
+		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed,
+		deep: [2]map[placedValue]uint32{{}, {}}}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
@@ -448,26 +459,50 @@ func (d *Datapath) placeMasks() (gone map[Key]uint16) {
 }
 
 // write brings one half up to the table for the placed ternaries: the
-// entries first, then the masks that lead to them. An entry whose mask is
-// gone, or has another slot now, goes.
+// entries first, then the masks that lead to them. An entry's levels are
+// its rules, best first, down to the first that decides a packet (not
+// count nor mirror, which hand it on), maxChain at most; the levels
+// beyond go, and so does every level of an entry whose mask is gone or
+// has another slot now.
 func (d *Datapath) write(half uint32, placed []placement) error {
 	for _, p := range placed {
 		key := classifyClassifyEntryKey{Half: uint16(half), Mask: p.slot, Value: *rawKey(&p.value)}
-		var e *entry
+		var list []*entry
 		if slot, ok := d.masks[p.mask]; ok && slot == p.slot {
-			e = d.table.best(p.mask, p.value)
+			list = d.table.rulesOf(p.mask, p.value)
 		}
-		if e == nil {
+		for i, e := range list {
+			if i == maxChain {
+				break
+			}
+			key.Level = uint32(i)
+			v := classifyClassifyVerdict{Rule: d.slots[e.rule.ID], Priority: e.rule.Priority, Order: uint32(e.order),
+				Action: uint8(e.rule.Action)}
+			if err := d.objs.ClassifyEntries.Put(&key, &v); err != nil {
+				return fmt.Errorf("writing a rule's entry: the data path holds %d entries (masked values and the levels below count and mirror rules) per half: %w",
+					d.objs.ClassifyEntries.MaxEntries()/2, err)
+			}
+			key.Level++
+			if !e.rule.Action.handsOn() {
+				break
+			}
+		}
+		written, at := key.Level, placedValue{p.slot, p.value}
+		had, ok := d.deep[half][at]
+		if !ok {
+			// One level at most: the one just written, or one to delete
+			// when the list is empty now.
+			had = max(written, 1)
+		}
+		for ; key.Level < had; key.Level++ {
 			if err := d.objs.ClassifyEntries.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				return err
 			}
-			continue
 		}
-		v := classifyClassifyVerdict{Rule: d.slots[e.rule.ID], Priority: e.rule.Priority, Order: uint32(e.order),
-			Action: uint8(e.rule.Action)}
-		if err := d.objs.ClassifyEntries.Put(&key, &v); err != nil {
-			return fmt.Errorf("writing a rule's entry: the data path holds %d entries (masked values) per half: %w",
-				d.objs.ClassifyEntries.MaxEntries()/2, err)
+		if written > 1 {
+			d.deep[half][at] = written
+		} else {
+			delete(d.deep[half], at)
 		}
 	}
 	var h classifyClassifyHalf

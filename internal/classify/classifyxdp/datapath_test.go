@@ -1,6 +1,8 @@
 package classifyxdp
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -100,7 +102,7 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 		}
 		return m
 	}
-	matched := map[uint32]uint64{} // runs each rule won
+	met := map[uint32]uint64{} // runs that met each rule
 	compare := func(what string) {
 		t.Helper()
 		bySlot := ruleOf()
@@ -112,7 +114,7 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 				want, ok := referenceLookup(rules, &key)
 				got, gotOK := bySlot[st.Rule]
 				if ok != gotOK || got != want.ID {
-					t.Fatalf("%s: frame %d, run %d: the data path found rule %d (%t), the reference %d (%t); key % x",
+					t.Fatalf("%s: frame %d, run %d: the data path's last rule is %d (%t), the reference's %d (%t); key % x",
 						what, i, pass, got, gotOK, want.ID, ok, key[:])
 				}
 				if wantAction := xdplink.Pass; ok && want.Action == ActionDrop && action != xdplink.Drop || (!ok || want.Action != ActionDrop) && action != wantAction {
@@ -120,7 +122,9 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 				}
 				if gotOK {
 					winners[got] = true
-					matched[got]++
+				}
+				for _, r := range referenceChain(rules, &key) {
+					met[r.ID]++
 				}
 			}
 		}
@@ -138,15 +142,27 @@ func TestDatapathAgreesWithReference(t *testing.T) {
 	}
 	compare("half deleted")
 
-	// Every run counted against the rule it matched, and only there.
+	// Every run counted by every rule it met, and only there.
+	handedOn := 0
 	for _, r := range rules {
 		n, _, err := p.Counters(r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n != matched[r.ID] {
-			t.Errorf("rule %d counted %d packets, matched %d", r.ID, n, matched[r.ID])
+		if n != met[r.ID] {
+			t.Errorf("rule %d counted %d packets, met %d", r.ID, n, met[r.ID])
 		}
+	}
+	for _, frame := range frames {
+		_, st := p.run(t, frame)
+		key := Key(bytesOf(st.Key))
+		if chain := referenceChain(rules, &key); len(chain) > 1 && !chain[len(chain)-1].Action.handsOn() {
+			handedOn++
+		}
+	}
+	t.Logf("%d of %d frames met a count rule and then one that decided", handedOn, len(frames))
+	if handedOn < len(frames)/20 {
+		t.Errorf("only %d of %d frames met a count rule and then one that decided: the test shows little", handedOn, len(frames))
 	}
 }
 
@@ -369,6 +385,258 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	strict := newParserWith(t, Config{OrphanFragments: ActionDrop})
 	if action, _ := strict.run(t, orphan); action != xdplink.Drop {
 		t.Errorf("an orphan with orphans dropped: action %d", action)
+	}
+}
+
+// A count or mirror rule hands the packet on to the best rule below it,
+// which acts as if the count or mirror rule had not matched; every rule a
+// packet meets counts it. A mirror with a drop or redirect below passes the
+// packet to TC with the copies and that rule in its metadata.
+func TestCountAndMirrorHandOn(t *testing.T) {
+	frame := demo.Serialize(false, eth(layers.EthernetTypeIPv4), ipv4("10.45.0.2", "10.100.6.2", layers.IPProtocolUDP),
+		udp(40000, 5004), gopacket.Payload(make([]byte, 32)))
+	port := Match{Field: "dstPort", Value: 5004, Mask: 0xffff}
+	udpProto := Match{Field: "proto", Value: 17, Mask: 0xff}
+	dst := Match{Field: "innerDst", Prefix: netip.MustParsePrefix("10.100.6.0/24")}
+	out := &Egress{Interface: "lo", Ifindex: 1, DstMAC: macB, SrcMAC: macA}
+	rule := func(id, priority uint32, a ActionKind, m ...Match) Rule {
+		r := Rule{ID: id, Priority: priority, Action: a, Matches: m}
+		if a == ActionMirror || a == ActionRedirect {
+			r.Out = out
+		}
+		return r
+	}
+	const drop, redirect = uint8(ActionDrop), uint8(ActionRedirect)
+	for _, c := range []struct {
+		name   string
+		rules  []Rule
+		action xdplink.Action
+		met    []uint32 // the rules that count the packet, in order
+		// then is the rule below the mirrors that TC applies, thenAction
+		// its action; mirrors the mirroring rules. No metadata without.
+		mirrors    []uint32
+		then       uint32
+		thenAction uint8
+	}{
+		{name: "count, then a drop of another mask", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, udpProto)},
+			action: xdplink.Drop, met: []uint32{1, 2}},
+		{name: "count, then a drop of the same match", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, port)},
+			action: xdplink.Drop, met: []uint32{1, 2}},
+		{name: "two counts of one match, a count between, then a drop", rules: []Rule{rule(1, 30, ActionCount, port),
+			rule(2, 20, ActionDrop, port), rule(3, 25, ActionCount, dst), rule(4, 28, ActionCount, port), rule(5, 10, ActionPass)},
+			action: xdplink.Drop, met: []uint32{1, 4, 3, 2}},
+		{name: "counts, then a pass above a drop", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 25, ActionCount, dst),
+			rule(3, 20, ActionPass, udpProto), rule(4, 10, ActionDrop)}, action: xdplink.Pass, met: []uint32{1, 2, 3}},
+		{name: "count, then a redirect", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionRedirect, dst)},
+			action: xdplink.Redirect, met: []uint32{1, 2}},
+		{name: "count alone", rules: []Rule{rule(1, 30, ActionCount, port), rule(2, 20, ActionDrop, Match{Field: "proto", Value: 6, Mask: 0xff})},
+			action: xdplink.Pass, met: []uint32{1}},
+		{name: "a count above the last rule a packet meets is not applied", rules: []Rule{rule(1, 40, ActionCount, port),
+			rule(2, 30, ActionCount, port), rule(3, 20, ActionCount, port), rule(4, 10, ActionCount, port), rule(5, 0, ActionDrop, port)},
+			action: xdplink.Pass, met: []uint32{1, 2, 3, 4}},
+		{name: "a mirror, then a drop", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 20, ActionDrop, dst)},
+			action: xdplink.Pass, met: []uint32{1, 2}, mirrors: []uint32{1}, then: 2, thenAction: drop},
+		{name: "a mirror, a count, a mirror, then a redirect", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 25, ActionCount, dst),
+			rule(3, 22, ActionMirror, udpProto), rule(4, 20, ActionRedirect, port)},
+			action: xdplink.Pass, met: []uint32{1, 2, 3, 4}, mirrors: []uint32{1, 0, 3}, then: 4, thenAction: redirect},
+		{name: "a mirror, then a pass", rules: []Rule{rule(1, 30, ActionMirror, port), rule(2, 20, ActionPass, dst)},
+			action: xdplink.Pass, met: []uint32{1, 2}, mirrors: []uint32{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newParser(t)
+			if err := p.Add(c.rules...); err != nil {
+				t.Fatal(err)
+			}
+			for run := range 2 { // the second from the flow cache
+				action, st := p.run(t, frame)
+				if last := c.met[len(c.met)-1]; action != c.action || st.Rule != p.slots[last] {
+					t.Errorf("run %d: action %d, last rule slot %d; want %d, rule %d (slot %d)", run, action, st.Rule, c.action, last, p.slots[last])
+				}
+			}
+			for _, r := range c.rules {
+				want := uint64(0)
+				if slices.Contains(c.met, r.ID) {
+					want = 2
+				}
+				if n, _, _ := p.Counters(r.ID); n != want {
+					t.Errorf("rule %d counted %d packets, want %d", r.ID, n, want)
+				}
+			}
+			p.checkEntries(t, "with the rules")
+			// A rule above them all that decides: every list of its value
+			// is one level now.
+			top := Rule{ID: 99, Priority: 99, Action: ActionDrop, Matches: c.rules[0].Matches}
+			if err := p.Add(top); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "with a drop above")
+			if err := p.Delete(top.ID); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "without it")
+			_, left := p.runOut(t, frame)
+			meta := left[:len(left)-len(frame)]
+			want := []byte{}
+			if c.mirrors != nil {
+				want = binary.NativeEndian.AppendUint32(want, 0x6d697272) // CLASSIFY_MIRROR_MAGIC
+				for i := range maxChain {
+					var slot uint32
+					if i < len(c.mirrors) && c.mirrors[i] != 0 {
+						slot = p.slots[c.mirrors[i]]
+					}
+					want = binary.NativeEndian.AppendUint32(want, slot)
+				}
+				want = binary.NativeEndian.AppendUint32(want, p.slots[c.then])
+				want = append(want, c.thenAction, 0, 0, 0)
+			}
+			if !bytes.Equal(meta, want) {
+				t.Errorf("metadata % x, want % x", meta, want)
+			}
+			if err := p.Clear(); err != nil {
+				t.Fatal(err)
+			}
+			p.checkEntries(t, "cleared")
+		})
+	}
+}
+
+// checkEntries brings the half packets do not use up to date and checks
+// that the entries of both are those of the table: each masked value's
+// rules, best first, down to the first that neither counts nor mirrors.
+func (p *parser) checkEntries(t *testing.T, what string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, g := range p.table.groups {
+		for _, list := range g.values {
+			levels := 0
+			for _, e := range list {
+				levels++
+				if levels == maxChain || !e.rule.Action.handsOn() {
+					break
+				}
+			}
+			want += 2 * levels
+		}
+	}
+	got := 0
+	var k classifyClassifyEntryKey
+	for it := p.objs.ClassifyEntries.Iterate(); it.Next(&k, new(classifyClassifyVerdict)); {
+		got++
+	}
+	if got != want {
+		t.Errorf("%s: %d entries in the data path, want %d", what, got, want)
+	}
+}
+
+// fragmentIP splits an IP packet built whole into fragments at the given
+// offsets of its payload (multiples of 8), by hand: the header copied with
+// the fragment offset, the More Fragments flag and its lengths set; for
+// IPv6 a Fragment header after the fixed header.
+func fragmentIP(t *testing.T, ip []byte, id uint32, cuts ...int) [][]byte {
+	t.Helper()
+	hlen, v6 := int(ip[0]&0x0f)*4, ip[0]>>4 == 6
+	if v6 {
+		hlen = 40
+	}
+	payload := ip[hlen:]
+	bounds := append(append([]int{0}, cuts...), len(payload))
+	var out [][]byte
+	for i := range len(bounds) - 1 {
+		piece, more, offset := payload[bounds[i]:bounds[i+1]], i < len(bounds)-2, uint16(bounds[i]/8)
+		var frame []byte
+		if v6 {
+			var outer layers.IPv6
+			if err := outer.DecodeFromBytes(ip, gopacket.NilDecodeFeedback); err != nil {
+				t.Fatal(err)
+			}
+			next := outer.NextHeader
+			outer.NextHeader = layers.IPProtocolIPv6Fragment
+			frame = demo.Serialize(false, eth(layers.EthernetTypeIPv6), &outer,
+				&layers.IPv6Fragment{NextHeader: next, FragmentOffset: offset, MoreFragments: more, Identification: id}, gopacket.Payload(piece))
+		} else {
+			var outer layers.IPv4
+			if err := outer.DecodeFromBytes(ip, gopacket.NilDecodeFeedback); err != nil {
+				t.Fatal(err)
+			}
+			outer.Id, outer.FragOffset, outer.Flags = uint16(id), offset, 0
+			if more {
+				outer.Flags = layers.IPv4MoreFragments
+			}
+			frame = demo.Serialize(true, eth(layers.EthernetTypeIPv4), &outer, gopacket.Payload(piece))
+		}
+		out = append(out, frame)
+	}
+	return out
+}
+
+// A tunnel whose outer IP packet is fragmented in three, every header in
+// the first fragment: the first fragment gives the key of the packet
+// whole (although its inner IP header, and GTP-U's length, claim more than
+// it holds), and all three get the verdict of a rule on the tunnel and the
+// inner flow, as the packet whole does.
+func TestFragmentedTunnelsAreClassified(t *testing.T) {
+	const ue, dn = "10.45.0.2", "10.100.6.2"
+	inner := []gopacket.SerializableLayer{ipv4(ue, dn, layers.IPProtocolUDP), udp(40000, 5004), demo.RTPH265(0xcafe, 19, 1, 1),
+		gopacket.Payload(make([]byte, 200))}
+	vxlan := slices.Concat([]gopacket.SerializableLayer{udp(50000, 4789), &layers.VXLAN{ValidIDFlag: true, VNI: 100},
+		eth(layers.EthernetTypeIPv4)}, inner)
+	gtpu := slices.Concat([]gopacket.SerializableLayer{udp(2152, 2152), &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255,
+		TEID: 0x100, GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 9}}}}}, inner)
+	outer4 := func(ls []gopacket.SerializableLayer) []byte {
+		return demo.Serialize(false, slices.Concat([]gopacket.SerializableLayer{ipv4("192.0.2.1", "192.0.2.2", layers.IPProtocolUDP)}, ls)...)
+	}
+	outer6 := func(ls []gopacket.SerializableLayer) []byte {
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+			SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+		return demo.Serialize(false, slices.Concat([]gopacket.SerializableLayer{ip}, ls)...)
+	}
+	flow := []Match{{Field: "innerSrc", Prefix: netip.MustParsePrefix(ue + "/32")}, {Field: "innerDst", Prefix: netip.MustParsePrefix(dn + "/32")},
+		{Field: "proto", Value: 17, Mask: 0xff}, {Field: "srcPort", Value: 40000, Mask: 0xffff}, {Field: "dstPort", Value: 5004, Mask: 0xffff}}
+	tunnel := func(typ uint8, id uint64, more ...Match) []Match {
+		return slices.Concat([]Match{{Field: "tunnels", Value: 1, Mask: 0xff}, {Field: "tunnel1", Value: uint64(typ), Mask: 0xff},
+			{Field: "tunnel1Id", Value: id, Mask: 0xffffffff}}, more, flow)
+	}
+	for i, c := range []struct {
+		name string
+		ip   []byte
+		rule []Match
+	}{
+		{name: "VXLAN in IPv4", ip: outer4(vxlan), rule: tunnel(TunnelVXLAN, 100)},
+		{name: "VXLAN in IPv6", ip: outer6(vxlan), rule: tunnel(TunnelVXLAN, 100)},
+		{name: "GTP-U in IPv4", ip: outer4(gtpu), rule: tunnel(TunnelGTPU, 0x100, Match{Field: "qfi", Value: 9, Mask: 0x3f})},
+		{name: "GTP-U in IPv6", ip: outer6(gtpu), rule: tunnel(TunnelGTPU, 0x100, Match{Field: "qfi", Value: 9, Mask: 0x3f})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newParser(t)
+			whole := demo.Ethernet(macB, macA, c.ip)
+			wholeKey := p.parse(t, whole).Key
+			// What the packet would be taken for if its tunnel were not
+			// read: a higher rule that must not match.
+			untunnelled := Rule{ID: 2, Priority: 9, Action: ActionPass, Matches: []Match{{Field: "tunnels", Value: 0, Mask: 0xff}}}
+			if err := p.Add(Rule{ID: 1, Priority: 1, Action: ActionDrop, Matches: c.rule}, untunnelled); err != nil {
+				t.Fatal(err)
+			}
+			if action, st := p.run(t, whole); action != xdplink.Drop || st.Rule != p.slots[1] {
+				t.Fatalf("the packet whole: action %d, rule slot %d", action, st.Rule)
+			}
+			for j, frame := range fragmentIP(t, c.ip, uint32(0x4000+i), 80, 160) {
+				action, st := p.run(t, frame)
+				if action != xdplink.Drop || st.Rule != p.slots[1] {
+					t.Errorf("fragment %d: action %d, rule slot %d; want XDP_DROP by rule 1 (slot %d)", j+1, action, st.Rule, p.slots[1])
+				}
+				if got, want := bytesOf(st.Key), bytesOf(wholeKey); j == 0 && !bytes.Equal(got, want) {
+					t.Errorf("the first fragment's key differs from the packet's:%s", describe(got, want))
+				}
+			}
+			if n, _, _ := p.Counters(1); n != 4 {
+				t.Errorf("rule 1 counted %d packets, want the packet whole and its 3 fragments", n)
+			}
+		})
 	}
 }
 

@@ -27,11 +27,19 @@ type ActionKind uint8
 const (
 	ActionDrop     = ActionKind(classifyClassifyActionCLASSIFY_DROP)
 	ActionPass     = ActionKind(classifyClassifyActionCLASSIFY_PASS)     // to the kernel
-	ActionMirror   = ActionKind(classifyClassifyActionCLASSIFY_MIRROR)   // forwarded as usual, a copy out of a mirror interface
+	ActionMirror   = ActionKind(classifyClassifyActionCLASSIFY_MIRROR)   // a copy out of a mirror interface, then on to the rules below
 	ActionRedirect = ActionKind(classifyClassifyActionCLASSIFY_REDIRECT) // out of an interface
 	ActionSteer    = ActionKind(classifyClassifyActionCLASSIFY_STEER)    // to a CPU of a slice
-	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on as if no rule matched
+	ActionCount    = ActionKind(classifyClassifyActionCLASSIFY_COUNT)    // counted, then on to the rules below
 )
+
+// maxChain is the most rules one packet meets: count and mirror rules,
+// each handing it on to the best rule below, then one that decides.
+const maxChain = int(classifyClassifyLimitsCLASSIFY_MAX_CHAIN)
+
+// handsOn tells whether a rule with the action hands the packets it
+// matches on to the best rule below it, as if it had not matched.
+func (a ActionKind) handsOn() bool { return a == ActionCount || a == ActionMirror }
 
 // ActionNames name the actions as rules write them: enum classify_action's
 // names in lower case, without CLASSIFY_. CLASSIFY_NONE, the verdict of no

@@ -142,12 +142,10 @@ func (t *Table) group(mask Key) *group {
 	return nil
 }
 
-// best is the entry that wins for a value under a mask; nil for none.
-func (t *Table) best(mask, value Key) *entry {
+// rulesOf are the entries of a value under a mask, best first.
+func (t *Table) rulesOf(mask, value Key) []*entry {
 	if g := t.group(mask); g != nil {
-		if list := g.values[value]; len(list) > 0 {
-			return list[0]
-		}
+		return g.values[value]
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func benchRules(n int, ordered bool) []classifyxdp.Rule {
 		if ordered {
 			priority = uint32(s)<<16 | uint32(j)
 		}
-		rules[i] = classifyxdp.Rule{ID: uint32(i + 1), Priority: priority, Action: classifyxdp.ActionCount, Matches: []classifyxdp.Match{
+		rules[i] = classifyxdp.Rule{ID: uint32(i + 1), Priority: priority, Action: classifyxdp.ActionPass, Matches: []classifyxdp.Match{
 			{Field: "innerDst", Prefix: netip.PrefixFrom(dst, 32)}, {Field: "dstPort", Value: 5004 & mask, Mask: mask}}}
 	}
 	return rules
@@ -229,7 +229,7 @@ func reportClassify(w io.Writer, args []string, cfg config, res classifyResult) 
 	p("%s", headline(args, res.elapsed))
 	p("\n### Classification: per-packet cost by BPF_PROG_TEST_RUN (ns/packet)\n")
 	p("xdp_classify on frames of each traffic type (%s octets: %v), every frame matching one rule of each", strings.Join(trafficTypes, ", "), res.frameLens)
-	p("of the %d masks when rules are installed (action count, so that the verdict is XDP_PASS). One flow: the same frame", benchMasks)
+	p("of the %d masks when rules are installed (action pass, so that the verdict is XDP_PASS and one rule decides). One flow: the same frame", benchMasks)
 	p("every run, its verdict in the flow cache. New flows: %d flows in turn, more than the flow cache holds, so every packet", freshFlows)
 	p("misses the cache; every mask holds rules of higher priority than the frame's, so every packet is looked up in every")
 	p("mask. Ordered: the same with the rules' priorities rising with their mask's (see benchRules), so that the first mask")

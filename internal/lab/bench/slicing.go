@@ -201,12 +201,13 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 
 // steerServices has rule 1 take the prioritised services and rule 2 the
 // others. Over cpus, they steer them to a prioritised slice and another,
-// with an alternative node; without, they only count them.
+// with an alternative node; without, they pass them to the kernel, counted
+// (a count rule would hand rule 1's packets on to rule 2).
 func steerServices(d *classifyxdp.Datapath, cpus []int, alt classifyxdp.Alternative) error {
 	rules := []classifyxdp.Rule{
-		{ID: 1, Priority: 2, Action: classifyxdp.ActionCount,
+		{ID: 1, Priority: 2, Action: classifyxdp.ActionPass,
 			Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: prioTEID, Mask: ^uint64(prioFirst-1) & 0xffffffff}}},
-		{ID: 2, Priority: 1, Action: classifyxdp.ActionCount,
+		{ID: 2, Priority: 1, Action: classifyxdp.ActionPass,
 			Matches: []classifyxdp.Match{{Field: "tunnel1", Value: uint64(classifyxdp.TunnelGTPU), Mask: 0xff}}}}
 	if cpus == nil {
 		return d.Add(rules...)

@@ -135,42 +135,72 @@ func TestRedirectToMonitor(t *testing.T) {
 	}
 }
 
-// A rule mirrors the enhancement layer: the router forwards every packet
-// to the sink as usual, and the TC program behind the classifier sends a
-// copy of each enhancement-layer packet to the monitor, with its Ethernet
-// addresses.
+// A rule mirrors the enhancement layer: the TC program behind the
+// classifier sends a copy of each enhancement-layer packet to the monitor,
+// with its Ethernet addresses, and the packet goes on to the rule below:
+// none, and the router forwards every packet to the sink as usual; a drop,
+// and the sink gets the base layer only; a steer, and the copies are made
+// on the slice's CPU, the packets forwarded from there.
 func TestMirrorToMonitor(t *testing.T) {
-	p := newClassifier(t)
-	n := newVideoNet(t, p)
-	edge, _, err := n.Router.Link("edge")
-	if err != nil {
-		t.Fatal(err)
+	enhancement := []classifyxdp.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}
+	for _, c := range []struct {
+		name  string
+		slice *classifyxdp.Slice
+		below []classifyxdp.Rule
+		// packets of each layer sent at rate; layers of them the sink gets
+		packets, rate, layers uint64
+	}{
+		{name: "alone", packets: 10000, rate: 500_000, layers: 2},
+		{name: "above a drop", below: []classifyxdp.Rule{{ID: 2, Action: classifyxdp.ActionDrop, Matches: enhancement}},
+			packets: 10000, rate: 500_000, layers: 1},
+		// Bursts shorter than a CPU's queue, so that the slice's CPU drops none.
+		{name: "above a steer", slice: &classifyxdp.Slice{ID: 3, CPUs: []int{0}},
+			below:   []classifyxdp.Rule{{ID: 2, Action: classifyxdp.ActionSteer, Slice: 3, Matches: enhancement}},
+			packets: 2000, rate: 10_000, layers: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newClassifier(t)
+			n := newVideoNet(t, p)
+			edge, _, err := n.Router.Link("edge")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tc link.Link
+			if err := n.Router.Do(func() (err error) {
+				tc, err = link.AttachTCX(link.TCXOptions{Interface: edge, Program: p.MirrorProgram(), Attach: ebpf.AttachTCXIngress})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			defer tc.Close()
+			out := toMonitor(t, n)
+			if c.slice != nil {
+				if err := p.SetSlice(*c.slice); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mirror := classifyxdp.Rule{ID: 1, Priority: 1, Action: classifyxdp.ActionMirror, Out: out, Matches: enhancement}
+			if err := p.Add(append([]classifyxdp.Rule{mirror}, c.below...)...); err != nil {
+				t.Fatal(err)
+			}
+			for _, layer := range []byte{0, 1} {
+				frame, _ := n.Frame(VXLAN, layer)
+				if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, c.packets, trafficgen.Options{Rate: c.rate}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sunk, tapped := settled(t, n.Counter), settled(t, n.Tapped)
+			if sunk.MatchPackets != c.layers*c.packets || tapped.MatchPackets != c.packets {
+				t.Errorf("the sink got %d packets and the monitor %d copies; want %d and %d", sunk.MatchPackets, tapped.MatchPackets, c.layers*c.packets, c.packets)
+			}
+			for _, r := range c.below {
+				if n, _, err := p.Counters(r.ID); err != nil || n != c.packets {
+					t.Errorf("rule %d counted %d packets (%v), want %d", r.ID, n, err, c.packets)
+				}
+			}
+			checkMonitorSample(t, n, out)
+		})
 	}
-	var tc link.Link
-	if err := n.Router.Do(func() (err error) {
-		tc, err = link.AttachTCX(link.TCXOptions{Interface: edge, Program: p.MirrorProgram(), Attach: ebpf.AttachTCXIngress})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	out := toMonitor(t, n)
-	if err := p.Add(classifyxdp.Rule{ID: 1, Action: classifyxdp.ActionMirror, Out: out,
-		Matches: []classifyxdp.Match{{Field: "layerId", Value: 1, Mask: 0x3f}}}); err != nil {
-		t.Fatal(err)
-	}
-	const packets = 10000
-	for _, layer := range []byte{0, 1} {
-		frame, _ := n.Frame(VXLAN, layer)
-		if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, frame, packets, trafficgen.Options{Rate: 500_000}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sunk, tapped := settled(t, n.Counter), settled(t, n.Tapped)
-	if sunk.MatchPackets != 2*packets || tapped.MatchPackets != packets {
-		t.Errorf("the sink got %d packets and the monitor %d copies; want %d and %d", sunk.MatchPackets, tapped.MatchPackets, 2*packets, packets)
-	}
-	checkMonitorSample(t, n, out)
 }
 
 // toMonitor is the egress out of the router's tap to the monitor.
