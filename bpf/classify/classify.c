@@ -8,6 +8,7 @@
  * parser (lib/parser.h) into the key and return the step that follows
  * (enum classify_next). */
 #include <linux/pkt_cls.h>
+#include "../lib/chain.h"
 #include "../lib/geneve.h"
 #include "../lib/gre.h"
 #include "../lib/parser.h"
@@ -361,42 +362,63 @@ INLINE int classify_verdict(const struct classify_key *key, struct classify_verd
 	return 0;
 }
 
-SEC("xdp")
-int xdp_classify(struct xdp_md *ctx)
+/* Classifies a packet: 1 with its verdict in *v, its walk in *stp; 0 for
+ * a packet that is not IP (rules are about IP traffic: ARP and the like go
+ * on); -1 when a map fails. */
+INLINE int classify_packet(struct xdp_md *ctx, struct classify_state **stp, struct classify_verdict *v)
 {
 	struct classify_state *st = classify_parse(ctx);
-	struct classify_verdict v = {};
+	__builtin_memset(v, 0, sizeof(*v));
+	*stp = st;
 	if (!st)
-		return XDP_ABORTED;
-	if (!st->ips) /* rules are about IP traffic: ARP and the like go on */
-		return XDP_PASS;
+		return -1;
+	if (!st->ips)
+		return 0;
 	if (st->frag && !st->first) { /* what follows a first fragment */
 		struct classify_verdict *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
 		if (first)
-			v = *first;
+			*v = *first;
 		else
-			v.action = orphan_fragment_action;
+			v->action = orphan_fragment_action;
 	} else {
-		if (classify_verdict(&st->key, &v))
-			return XDP_ABORTED;
+		if (classify_verdict(&st->key, v))
+			return -1;
 		if (st->first)
-			bpf_map_update_elem(&classify_frags, &st->frag_id, &v, BPF_ANY);
+			bpf_map_update_elem(&classify_frags, &st->frag_id, v, BPF_ANY);
 	}
-	st->rule = v.rule;
-	if (v.rule)
-		count_packet(&classify_counters, &v.rule, ctx->data_end - ctx->data);
+	st->rule = v->rule;
+	if (v->rule)
+		count_packet(&classify_counters, &v->rule, ctx->data_end - ctx->data);
+	return 1;
+}
+
+/* Out of the interface of a redirecting rule, with its Ethernet addresses. */
+INLINE int redirect_rule(struct xdp_md *ctx, __u32 rule)
+{
+	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	struct ethhdr *eth = (void *)(long)ctx->data;
+	if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
+	return bpf_redirect(out->ifindex, 0);
+}
+
+SEC("xdp")
+int xdp_classify(struct xdp_md *ctx)
+{
+	struct classify_state *st;
+	struct classify_verdict v;
+	int found = classify_packet(ctx, &st, &v);
+	if (found < 0 || !st)
+		return XDP_ABORTED;
+	if (!found)
+		return XDP_PASS;
 	switch (v.action) {
 	case CLASSIFY_DROP:
 		return XDP_DROP;
-	case CLASSIFY_REDIRECT: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
-		struct ethhdr *eth = (void *)(long)ctx->data;
-		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
-			return XDP_ABORTED;
-		__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
-		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
-		return bpf_redirect(out->ifindex, 0);
-	}
+	case CLASSIFY_REDIRECT:
+		return redirect_rule(ctx, v.rule);
 	case CLASSIFY_MIRROR: {
 		/* XDP cannot copy a packet: the metadata asks the TC program of
 		 * the same interface to. */
@@ -409,22 +431,106 @@ int xdp_classify(struct xdp_md *ctx)
 	}
 	case CLASSIFY_STEER: {
 		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
-		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
+		return out ? steer(ctx, &st->key, out->slice, 0) : XDP_ABORTED;
 	}
 	}
 	return XDP_PASS;
 }
 
+/* Steers a packet of a chain to a CPU of the slice, where the stage after
+ * steering runs (xdp_slice_cpu); here, when that CPU has no queue. */
+INLINE int chain_steer(struct xdp_md *ctx, struct classify_state *st, __u32 slot, __u32 slice)
+{
+	int act = steer(ctx, &st->key, slice, slot + 1);
+	if (act != XDP_PASS)
+		return act;
+	drop_meta(ctx);
+	chain_next(ctx, slot, STAGE_STEER);
+	return XDP_PASS;
+}
+
+/* The classify stage of a chain: a rule's drop, redirect and pass end the
+ * packet there; a steering rule sends it to its slice's CPUs, where the
+ * later stages run; a counted packet, and one no rule matched, goes on to
+ * the next stage as if nothing had matched. */
+SEC("xdp")
+int xdp_classify_stage(struct xdp_md *ctx)
+{
+	struct chain_iface *ci = chain_of(ctx);
+	if (!ci)
+		return XDP_PASS;
+	__u32 slot = ci->slot;
+	struct classify_state *st;
+	struct classify_verdict v;
+	int found = classify_packet(ctx, &st, &v);
+	if (found < 0 || !st)
+		return XDP_ABORTED;
+	switch (found ? v.action : CLASSIFY_NONE) {
+	case CLASSIFY_DROP:
+		return XDP_DROP;
+	case CLASSIFY_PASS:
+		return XDP_PASS;
+	case CLASSIFY_REDIRECT:
+		return redirect_rule(ctx, v.rule);
+	case CLASSIFY_STEER: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
+		return out ? chain_steer(ctx, st, slot, out->slice) : XDP_ABORTED;
+	}
+	}
+	chain_next(ctx, slot, STAGE_CLASSIFY);
+	return XDP_PASS;
+}
+
+/* Whether the steer stage sends a packet to another CPU: IP, not a
+ * fragment after the first (it lacks the ports of its flow), not GTP-U
+ * signalling (an echo is answered where it arrives). */
+INLINE int steerable(const struct classify_state *st)
+{
+	const struct classify_key *k = &st->key;
+	return st->ips && !st->frag &&
+	       !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
+}
+
+/* The steer stage, on the walk st of the packet: to a CPU of the
+ * interface's slice by the hash of its innermost flow. */
+INLINE int steer_stage(struct xdp_md *ctx, struct classify_state *st)
+{
+	struct chain_iface *ci = chain_of(ctx);
+	if (!ci)
+		return XDP_PASS;
+	__u32 slot = ci->slot, slice = ci->slice;
+	if (st && steerable(st))
+		return chain_steer(ctx, st, slot, slice);
+	chain_next(ctx, slot, STAGE_STEER);
+	return XDP_PASS;
+}
+
+/* The steer stage after the classify stage, whose walk it takes. */
+SEC("xdp")
+int xdp_steer_stage(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	return steer_stage(ctx, bpf_map_lookup_elem(&classify_walk, &zero));
+}
+
+/* The steer stage first in its chain: it walks the packet itself. */
+SEC("xdp")
+int xdp_steer_entry(struct xdp_md *ctx)
+{
+	return steer_stage(ctx, classify_parse(ctx));
+}
+
 /* On the CPU a packet was steered to, before the kernel takes it: takes it
  * off the CPU's queue count and counts it for its slice and its flow
- * there. */
+ * there; a chain's packet goes on to the interface's stage after
+ * steering. */
 SEC("xdp/cpumap")
 int xdp_slice_cpu(struct xdp_md *ctx)
 {
 	struct slice_meta *m;
 	if (!read_meta(ctx, m) || m->magic != SLICE_META_MAGIC)
 		return XDP_PASS;
-	__u32 id = m->slice, hash = m->hash, cpu = bpf_get_smp_processor_id();
+	__u32 id = m->slice, hash = m->hash, next = m->next, cpu = bpf_get_smp_processor_id();
 	__u64 len = ctx->data_end - ctx->data;
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (load)
@@ -437,6 +543,10 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	} else {
 		struct counter first = {1, len};
 		bpf_map_update_elem(&flow_cpu_counters, &hash, &first, BPF_ANY);
+	}
+	if (next) { /* a chain's: its stage after steering runs here */
+		drop_meta(ctx);
+		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
 	}
 	return XDP_PASS;
 }

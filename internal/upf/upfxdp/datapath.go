@@ -317,6 +317,13 @@ func (d *Datapath) PDRCapacity() uint32 { return d.maps.Pdrs.MaxEntries() }
 // namespace and attaches it, or atomically replaces the program of an
 // attachment a previous run left pinned (so a restart drops nothing).
 func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
+	return d.AttachChain(ifname, roles, mode, Chain{})
+}
+
+// AttachChain is Attach with the stages of c before the UPF's. A running
+// interface changes its chain in place: each stage added or removed is one
+// atomic update, the other stages stay.
+func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c Chain) error {
 	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return err
@@ -325,24 +332,33 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	if err != nil {
 		return err
 	}
-	prog, copy, err := d.loadProgram(slot, roles)
+	progs, cpu, err := d.loadProgram(slot, roles, c.Steer != nil)
 	if err != nil {
 		return err
 	}
-	// The devmaps hold the copy program; this process needs it no more.
-	err = d.setFanouts(copy)
-	copy.Close()
-	if err != nil {
-		prog.Close()
-		return err
+	// The devmaps hold the copy program, the chain the UPF's CPU-map
+	// variant; this process needs neither.
+	defer progs.Copy.Close()
+	if cpu != nil {
+		defer cpu.Close()
 	}
-	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
-		prog.Close()
+	err = d.setFanouts(progs.Copy)
+	if err == nil && !c.alone() {
+		err = d.setChain(uint32(iface.Index), slot, c, progs.UPF, cpu)
+	}
+	if err == nil {
+		err = xdplink.XDP(d.linkPin(ifname), c.entry(progs.UPF), ifname, mode)
+	}
+	if err == nil && c.alone() {
+		err = d.clearChain(uint32(iface.Index), slot)
+	}
+	if err != nil {
+		progs.UPF.Close()
 		return err
 	}
 	// Kept to release the interface's buffered frames: loading a program
 	// when paging ends would hold the first release for a verifier run.
-	d.release.set(slot, prog)
+	d.release.set(slot, progs.UPF)
 	return nil
 }
 
@@ -350,9 +366,17 @@ func (d *Datapath) linkPin(ifname string) string {
 	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
 }
 
-// loadProgram loads xdp_upf with the interface's constants over the shared
-// maps, and xdp_dupl_copy, which makes the copies of duplicated packets.
-func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Program, err error) {
+// ifacePrograms are the programs loaded for one interface: xdp_upf;
+// xdp_dupl_copy, which makes the copies of duplicated packets; and, for a
+// chain that steers, xdp_upf_cpu, the UPF behind the CPU map.
+type ifacePrograms struct {
+	UPF  *ebpf.Program `ebpf:"xdp_upf"`
+	Copy *ebpf.Program `ebpf:"xdp_dupl_copy"`
+}
+
+// loadProgram loads the interface's programs with its constants over the
+// shared maps; xdp_upf_cpu when steered.
+func (d *Datapath) loadProgram(slot uint32, roles Role, steered bool) (progs *ifacePrograms, cpu *ebpf.Program, err error) {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
 		return nil, nil, err
@@ -374,13 +398,23 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Progra
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
 	}
-	var progs upfPrograms
 	// Every map is pinned by name: the program gets the shared ones.
-	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}}
+	progs = &ifacePrograms{}
+	if steered {
+		var all struct {
+			ifacePrograms
+			CPU *ebpf.Program `ebpf:"xdp_upf_cpu"`
+		}
+		err = spec.LoadAndAssign(&all, opts)
+		*progs, cpu = all.ifacePrograms, all.CPU
+	} else {
+		err = spec.LoadAndAssign(progs, opts)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the XDP program: %w", err)
 	}
-	return progs.XdpUpf, progs.XdpDuplCopy, nil
+	return progs, cpu, nil
 }
 
 // Detach removes the program from an interface of the calling thread's
@@ -389,9 +423,9 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	ifindex, err := d.ifindexOf(ifname)
+	slot, ifindex, err := d.slotOf(ifname)
 	if err == nil && ifindex != 0 {
-		err = d.deleteFanouts(ifindex)
+		err = errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot))
 	}
 	return errors.Join(err, d.releaseSlot(ifname))
 }

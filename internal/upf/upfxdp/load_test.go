@@ -27,10 +27,12 @@ func TestProgramPassesVerifier(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 1024})
 	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
 		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
-			prog, copy, err := d.loadProgram(0, roles)
+			// With the CPU-map variant, which a chain that steers runs.
+			progs, cpu, err := d.loadProgram(0, roles, true)
 			testsupport.CheckLoad(t, err)
-			prog.Close()
-			copy.Close()
+			progs.UPF.Close()
+			progs.Copy.Close()
+			cpu.Close()
 		})
 	}
 }

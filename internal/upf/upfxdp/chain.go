@@ -1,0 +1,119 @@
+package upfxdp
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cilium/ebpf"
+)
+
+// Chain is what runs before the UPF on an interface, each stage a program
+// of the classifier's (classifyxdp.Datapath.Stages): nil for a stage the
+// interface does not run. The zero Chain is the UPF alone, whose program
+// is then the interface's own, as without chains.
+type Chain struct {
+	Classify *ebpf.Program // the classify stage
+	// Steer is the steer stage behind the classify stage, SteerFirst the
+	// same first in the chain: it parses the packet itself.
+	Steer, SteerFirst *ebpf.Program
+	Slice             uint32 // the slice Steer sends packets to
+}
+
+func (c Chain) alone() bool { return c.Classify == nil && c.Steer == nil }
+
+// entry is the program attached to the interface: the first stage.
+func (c Chain) entry(upf *ebpf.Program) *ebpf.Program {
+	switch {
+	case c.Classify != nil:
+		return c.Classify
+	case c.Steer != nil:
+		return c.SteerFirst
+	}
+	return upf
+}
+
+// Stages of a chain (enum chain_stage): their places in chain_stages.
+const (
+	stageClassify = uint32(upfChainStageSTAGE_CLASSIFY)
+	stageSteer    = uint32(upfChainStageSTAGE_STEER)
+	stageUPF      = uint32(upfChainStageSTAGE_UPF)
+	stageCount    = uint32(upfChainStageSTAGE_COUNT)
+)
+
+// queueDrain is how long a packet steered to a CPU may wait in its queue:
+// far longer than a queue of 2048 packets takes to drain. The UPF stage
+// behind the CPU map stays that long after steering goes.
+const queueDrain = 10 * time.Millisecond
+
+// ChainMaps are the maps the stages of the classifier share with the UPF's
+// (classifyxdp.Config.Chain).
+func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
+		upfMapChainIfaces: d.maps.ChainIfaces}
+}
+
+// setChain puts the stages of the interface in slot, the UPF's program upf
+// (and upfCPU, its CPU-map variant, with a steer stage) last, and returns
+// the program to attach. Later stages are in place before earlier ones
+// lead to them; a stage that goes is deleted once the one before it no
+// longer leads to it, so that no packet meets a half-built chain.
+func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Program) error {
+	base := slot * stageCount
+	if c.alone() {
+		return d.clearChain(ifindex, slot)
+	}
+	if err := d.maps.ChainIfaces.Put(ifindex, upfChainIface{Slot: slot, Slice: c.Slice}); err != nil {
+		return err
+	}
+	if upfCPU != nil {
+		if err := d.maps.ChainCpuStages.Put(slot, upfCPU); err != nil {
+			return err
+		}
+	}
+	for _, s := range []struct {
+		stage uint32
+		prog  *ebpf.Program
+	}{{stageUPF, upf}, {stageSteer, c.Steer}, {stageClassify, c.Classify}} {
+		if err := d.putStage(base+s.stage, s.prog); err != nil {
+			return err
+		}
+	}
+	if upfCPU == nil {
+		time.Sleep(queueDrain)
+		return deleteStage(d.maps.ChainCpuStages, slot)
+	}
+	return nil
+}
+
+// putStage writes a stage's place, or deletes it for nil.
+func (d *Datapath) putStage(place uint32, prog *ebpf.Program) error {
+	if prog == nil {
+		return deleteStage(d.maps.ChainStages, place)
+	}
+	return d.maps.ChainStages.Put(place, prog)
+}
+
+func deleteStage(m *ebpf.Map, place uint32) error {
+	if err := m.Delete(place); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// clearChain removes every stage of the interface in slot: it runs the
+// UPF's program alone, attached already.
+func (d *Datapath) clearChain(ifindex, slot uint32) error {
+	var errs []error
+	for s := range stageCount {
+		errs = append(errs, deleteStage(d.maps.ChainStages, slot*stageCount+s))
+	}
+	if err := d.maps.ChainIfaces.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
+	var id uint32
+	if d.maps.ChainCpuStages.Lookup(slot, &id) == nil {
+		time.Sleep(queueDrain)
+		errs = append(errs, deleteStage(d.maps.ChainCpuStages, slot))
+	}
+	return errors.Join(errs...)
+}
