@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/demo/demotest"
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// innerFlows are the UE's flows in the one tunnel of the gNB: its
+// source ports.
+const innerFlows = 64
+
+// stagedUPF is the testbed's UPF with the session installed and the
+// classifier, whose stages run in the UPF's chains, with a slice over
+// every CPU.
+func stagedUPF(t *testing.T) (*demo.Testbed, *demo.UPF, *classifyxdp.Datapath, classifyxdp.Slice) {
+	t.Helper()
+	tb := demotest.Testbed(t)
+	upf := demotest.UPF(t, tb)
+	if err := upf.Install(); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: upf.Datapath.ChainMaps()})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { rules.Close() })
+	slice := classifyxdp.Slice{ID: 1}
+	for cpu := range runtime.NumCPU() {
+		slice.CPUs = append(slice.CPUs, cpu)
+	}
+	if err := rules.SetSlice(slice); err != nil {
+		t.Fatal(err)
+	}
+	return tb, upf, rules, slice
+}
+
+// chainN3 runs the chain on the UPF's N3: classify when classify, then
+// steer to slice when steer, then the UPF.
+func chainN3(t *testing.T, tb *demo.Testbed, upf *demo.UPF, rules *classifyxdp.Datapath, classify, steer bool, slice uint32) {
+	t.Helper()
+	var c upfxdp.Chain
+	classifyStage, steerStage, steerFirst := rules.Stages()
+	if classify {
+		c.Classify = classifyStage
+	}
+	if steer {
+		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
+	}
+	if err := tb.UPF.Do(func() error {
+		return upf.Datapath.AttachChain(demo.N3, upfxdp.RoleAccess, xdplink.ModeNative, c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// uplinkFlows is the gNB's uplink G-PDU and the offset of the inner UDP
+// source port, which the generator cycles through innerFlows values.
+func uplinkFlows(tb *demo.Testbed) (frame []byte, portAt int) {
+	inner := demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)
+	frame = tb.UplinkFrame(demo.UplinkTEID, demo.QFI, inner)
+	return frame, len(frame) - len(inner) + 20 // behind the inner IPv4 header, without options
+}
+
+// With the steer stage on N3, the inner flows of one gNB's tunnel (one
+// outer 5-tuple, which a NIC's receive-side scaling keeps on one CPU)
+// spread over the slice's CPUs, where the UPF forwards them: every packet
+// reaches the data network once, the UPF counts every one as forwarded,
+// and the per-CPU counters show each flow on exactly one CPU, so no flow
+// is reordered.
+func TestSteerSpreadsUplinkOverCPUs(t *testing.T) {
+	tb, upf, rules, slice := stagedUPF(t)
+	if len(slice.CPUs) < 2 {
+		t.Skip("steering needs two CPUs")
+	}
+	chainN3(t, tb, upf, rules, false, true, slice.ID)
+	frame, portAt := uplinkFlows(tb)
+	dir := tb.Uplink()
+	sent, _, err := dir.Send(newGenerator(t), frame, packets, trafficgen.Options{Rate: rate, FlowOffset: portAt, Flows: innerFlows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered, err := dir.Delivered(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != packets || delivered != packets {
+		t.Errorf("sent %d, delivered %d; want %d both", sent, delivered, packets)
+	}
+	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != packets {
+		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, packets)
+	}
+	flows, err := rules.FlowCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != innerFlows {
+		t.Errorf("%d flows steered, want %d", len(flows), innerFlows)
+	}
+	perCPU := map[int]uint64{}
+	var total uint64
+	for hash, cpus := range flows {
+		on := 0
+		for cpu, c := range cpus {
+			if c.Packets > 0 {
+				on++
+				perCPU[cpu] += c.Packets
+				total += c.Packets
+			}
+		}
+		if on != 1 {
+			t.Errorf("flow %#x ran on %d CPUs, want 1", hash, on)
+		}
+	}
+	if total != packets {
+		t.Errorf("the CPUs took %d packets, want %d", total, packets)
+	}
+	if len(perCPU) < 2 {
+		t.Errorf("the flows ran on CPUs %v, want every CPU of the slice %v", perCPU, slice.CPUs)
+	}
+	t.Logf("packets per CPU: %v", perCPU)
+}
+
+// Stages added to and removed from N3 while the gNB sends lose nothing:
+// each change is one atomic update, and the packets queued for a CPU
+// still find the UPF there.
+func TestStagesChangeUnderTraffic(t *testing.T) {
+	tb, upf, rules, slice := stagedUPF(t)
+	frame, portAt := uplinkFlows(tb)
+	dir := tb.Uplink()
+	// Each change loads the UPF's program anew, the verifier busy on a CPU
+	// for up to a second: paced as the restart benchmark is, so that the
+	// queues in front of the programs ride that out, and longer than the
+	// changes take.
+	const changeRate, count = 10_000, 100_000
+	var sent uint64
+	var sendErr error
+	var sending atomic.Bool
+	sending.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sent, _, sendErr = dir.Send(newGenerator(t), frame, count, trafficgen.Options{Rate: changeRate, FlowOffset: portAt,
+			Flows: innerFlows})
+		sending.Store(false)
+	}()
+	// Each chain in turn.
+	chains := []struct{ classify, steer bool }{{true, false}, {true, true}, {false, true}, {false, false}, {false, true},
+		{true, true}, {false, false}}
+	for _, c := range chains {
+		time.Sleep(50 * time.Millisecond)
+		start := time.Now()
+		chainN3(t, tb, upf, rules, c.classify, c.steer, slice.ID)
+		t.Logf("classify %v, steer %v: %v", c.classify, c.steer, time.Since(start))
+	}
+	if !sending.Load() {
+		t.Error("the send ended before the last change: the changes were not under traffic")
+	}
+	<-done
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	delivered, err := dir.Delivered(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != count || delivered != count {
+		t.Errorf("sent %d, delivered %d; want %d both", sent, delivered, count)
+	}
+	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != count {
+		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, count)
+	}
+}
