@@ -10,7 +10,6 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
-	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -55,7 +54,7 @@ func chainN3(t *testing.T, tb *demo.Testbed, upf *demo.UPF, rules *classifyxdp.D
 		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
 	}
 	if err := tb.UPF.Do(func() error {
-		return upf.Datapath.AttachChain(demo.N3, upfxdp.RoleAccess, xdplink.ModeNative, c)
+		return upf.Datapath.SetStages(demo.N3, c)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +134,7 @@ func TestStagesChangeUnderTraffic(t *testing.T) {
 	tb, upf, rules, slice := stagedUPF(t)
 	frame, portAt := uplinkFlows(tb)
 	dir := tb.Uplink()
-	// Each change loads the UPF's program anew, the verifier busy on a CPU
-	// for up to a second: paced as the restart benchmark is, so that the
-	// queues in front of the programs ride that out, and longer than the
-	// changes take.
-	const changeRate, count = 10_000, 100_000
+	const changeRate, count = rate / 2, 2 * packets
 	var sent uint64
 	var sendErr error
 	var sending atomic.Bool

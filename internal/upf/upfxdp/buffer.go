@@ -187,8 +187,8 @@ func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	if p != nil {
 		return p, nil
 	}
-	progs, _, err := d.loadProgram(iface, RoleCore, false)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(iface, RoleCore, &progs); err != nil {
 		return nil, err
 	}
 	progs.Copy.Close()

@@ -2,9 +2,13 @@ package upfxdp
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // Chain is what runs before the UPF on an interface, each stage a program
@@ -79,10 +83,20 @@ func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Pro
 		}
 	}
 	if upfCPU == nil {
-		time.Sleep(queueDrain)
-		return deleteStage(d.maps.ChainCpuStages, slot)
+		return d.dropCPUStage(slot)
 	}
 	return nil
+}
+
+// dropCPUStage deletes the UPF stage behind the CPU map of the interface
+// in slot, if there is one, once the packets queued for it are through.
+func (d *Datapath) dropCPUStage(slot uint32) error {
+	var id uint32
+	if d.maps.ChainCpuStages.Lookup(slot, &id) != nil {
+		return nil
+	}
+	time.Sleep(queueDrain)
+	return deleteStage(d.maps.ChainCpuStages, slot)
 }
 
 // putStage writes a stage's place, or deletes it for nil.
@@ -110,10 +124,101 @@ func (d *Datapath) clearChain(ifindex, slot uint32) error {
 	if err := d.maps.ChainIfaces.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, err)
 	}
-	var id uint32
-	if d.maps.ChainCpuStages.Lookup(slot, &id) == nil {
-		time.Sleep(queueDrain)
-		errs = append(errs, deleteStage(d.maps.ChainCpuStages, slot))
+	return errors.Join(append(errs, d.dropCPUStage(slot))...)
+}
+
+// stagedIface is an interface this process attached, with the programs
+// its chain runs as the UPF's stage.
+type stagedIface struct {
+	name          string
+	ifindex, slot uint32
+	roles         Role
+	mode          xdplink.Mode
+	upf           *ebpf.Program
+	cpu           *ebpf.Program // xdp_upf_cpu, loaded once a chain steers
+	chain         Chain
+}
+
+func (s *stagedIface) close() {
+	s.upf.Close()
+	if s.cpu != nil {
+		s.cpu.Close()
 	}
-	return errors.Join(errs...)
+}
+
+// stagedIfaces are the interfaces this process attached, by name.
+type stagedIfaces struct {
+	mu     sync.Mutex
+	ifaces map[string]*stagedIface
+}
+
+// set records an interface, in place of what it ran before.
+func (s *stagedIfaces) set(i *stagedIface) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.ifaces[i.name]; old != nil {
+		old.close()
+	}
+	if s.ifaces == nil {
+		s.ifaces = map[string]*stagedIface{}
+	}
+	s.ifaces[i.name] = i
+}
+
+func (s *stagedIfaces) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.ifaces[name]; old != nil {
+		old.close()
+		delete(s.ifaces, name)
+	}
+}
+
+func (s *stagedIfaces) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range s.ifaces {
+		i.close()
+	}
+	s.ifaces = nil
+}
+
+// SetStages changes the stages before the UPF on an interface this process
+// attached, leaving its UPF's program as it is: each stage added or
+// removed is one atomic update, the other stages stay, and no packet sees
+// a half-built chain. Only the first chain that steers loads a program:
+// the UPF's variant behind the CPU map.
+func (d *Datapath) SetStages(ifname string, c Chain) error {
+	d.staged.mu.Lock()
+	defer d.staged.mu.Unlock()
+	i := d.staged.ifaces[ifname]
+	if i == nil {
+		return fmt.Errorf("%s: not attached by this process", ifname)
+	}
+	return d.stage(i, c)
+}
+
+// stage runs chain c on the interface i: its stages' places, then its
+// XDP program (the first stage), then, for the UPF alone, the places
+// cleared.
+func (d *Datapath) stage(i *stagedIface, c Chain) error {
+	if c.Steer != nil && i.cpu == nil {
+		var cpu cpuProgram
+		if err := d.loadPrograms(i.slot, i.roles, &cpu); err != nil {
+			return err
+		}
+		i.cpu = cpu.CPU
+	}
+	if !c.alone() {
+		if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
+			return err
+		}
+	}
+	if err := xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode); err != nil {
+		return err
+	}
+	if c.alone() {
+		return d.clearChain(i.ifindex, i.slot)
+	}
+	return nil
 }

@@ -162,6 +162,7 @@ type Datapath struct {
 	urrs        mapped[upfUrr]
 	buffers     mapped[upfBuffer]
 	release     releasers
+	staged      stagedIfaces
 	// fanoutSpec is the spec of the devmaps in dupl_fanouts.
 	fanoutSpec *ebpf.MapSpec
 	// created: Open created the maps, none was pinned by a previous run;
@@ -291,6 +292,7 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
+	d.staged.close()
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
@@ -320,9 +322,8 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	return d.AttachChain(ifname, roles, mode, Chain{})
 }
 
-// AttachChain is Attach with the stages of c before the UPF's. A running
-// interface changes its chain in place: each stage added or removed is one
-// atomic update, the other stages stay.
+// AttachChain is Attach with the stages of c before the UPF's (see
+// SetStages).
 func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c Chain) error {
 	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
@@ -332,33 +333,31 @@ func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c C
 	if err != nil {
 		return err
 	}
-	progs, cpu, err := d.loadProgram(slot, roles, c.Steer != nil)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		return err
 	}
-	// The devmaps hold the copy program, the chain the UPF's CPU-map
-	// variant; this process needs neither.
-	defer progs.Copy.Close()
-	if cpu != nil {
-		defer cpu.Close()
-	}
+	// The devmaps hold the copy program; this process needs it no more.
 	err = d.setFanouts(progs.Copy)
-	if err == nil && !c.alone() {
-		err = d.setChain(uint32(iface.Index), slot, c, progs.UPF, cpu)
-	}
-	if err == nil {
-		err = xdplink.XDP(d.linkPin(ifname), c.entry(progs.UPF), ifname, mode)
-	}
-	if err == nil && c.alone() {
-		err = d.clearChain(uint32(iface.Index), slot)
-	}
+	progs.Copy.Close()
 	if err != nil {
 		progs.UPF.Close()
 		return err
 	}
+	staged := &stagedIface{name: ifname, ifindex: uint32(iface.Index), slot: slot, roles: roles, mode: mode, upf: progs.UPF}
+	if err := d.stage(staged, c); err != nil {
+		staged.close()
+		return err
+	}
 	// Kept to release the interface's buffered frames: loading a program
 	// when paging ends would hold the first release for a verifier run.
-	d.release.set(slot, progs.UPF)
+	release, err := progs.UPF.Clone()
+	if err != nil {
+		staged.close()
+		return err
+	}
+	d.release.set(slot, release)
+	d.staged.set(staged)
 	return nil
 }
 
@@ -366,20 +365,25 @@ func (d *Datapath) linkPin(ifname string) string {
 	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
 }
 
-// ifacePrograms are the programs loaded for one interface: xdp_upf;
-// xdp_dupl_copy, which makes the copies of duplicated packets; and, for a
-// chain that steers, xdp_upf_cpu, the UPF behind the CPU map.
+// ifacePrograms are the programs loaded for one interface: xdp_upf, and
+// xdp_dupl_copy, which makes the copies of duplicated packets.
 type ifacePrograms struct {
 	UPF  *ebpf.Program `ebpf:"xdp_upf"`
 	Copy *ebpf.Program `ebpf:"xdp_dupl_copy"`
 }
 
-// loadProgram loads the interface's programs with its constants over the
-// shared maps; xdp_upf_cpu when steered.
-func (d *Datapath) loadProgram(slot uint32, roles Role, steered bool) (progs *ifacePrograms, cpu *ebpf.Program, err error) {
+// cpuProgram is the UPF behind the CPU map, which a chain that steers
+// runs.
+type cpuProgram struct {
+	CPU *ebpf.Program `ebpf:"xdp_upf_cpu"`
+}
+
+// loadPrograms loads the programs that into (ifacePrograms, cpuProgram)
+// names with the interface's constants over the shared maps.
+func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	// One index per address, whichever its family: the other family's
 	// place stays zero.
@@ -396,25 +400,13 @@ func (d *Datapath) loadProgram(slot uint32, roles Role, steered bool) (progs *if
 		specs.GtpuAddrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
-		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
+		return fmt.Errorf("setting the program's constants: %w", err)
 	}
 	// Every map is pinned by name: the program gets the shared ones.
-	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}}
-	progs = &ifacePrograms{}
-	if steered {
-		var all struct {
-			ifacePrograms
-			CPU *ebpf.Program `ebpf:"xdp_upf_cpu"`
-		}
-		err = spec.LoadAndAssign(&all, opts)
-		*progs, cpu = all.ifacePrograms, all.CPU
-	} else {
-		err = spec.LoadAndAssign(progs, opts)
+	if err := spec.LoadAndAssign(into, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}}); err != nil {
+		return fmt.Errorf("loading the XDP program: %w", err)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the XDP program: %w", err)
-	}
-	return progs, cpu, nil
+	return nil
 }
 
 // Detach removes the program from an interface of the calling thread's
@@ -427,6 +419,7 @@ func (d *Datapath) Detach(ifname string) error {
 	if err == nil && ifindex != 0 {
 		err = errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot))
 	}
+	d.staged.remove(ifname)
 	return errors.Join(err, d.releaseSlot(ifname))
 }
 

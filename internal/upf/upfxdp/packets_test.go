@@ -247,8 +247,8 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	progs, _, err := d.loadProgram(slot, roles, false)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		t.Fatal(err)
 	}
 	progs.Copy.Close()
