@@ -437,11 +437,12 @@ int xdp_classify(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* Steers a packet of a chain to a CPU of the slice, where the stage after
- * steering runs (xdp_slice_cpu); here, when that CPU has no queue. */
-INLINE int chain_steer(struct xdp_md *ctx, struct classify_state *st, __u32 slot, __u32 slice)
+/* Steers a packet of a chain, its key k, to a CPU of the slice, where
+ * the stage after steering runs (xdp_slice_cpu); here, when that CPU has
+ * no queue. */
+INLINE int chain_steer(struct xdp_md *ctx, const struct classify_key *k, __u32 slot, __u32 slice)
 {
-	int act = steer(ctx, &st->key, slice, slot + 1);
+	int act = steer(ctx, k, slice, slot + 1);
 	if (act != XDP_PASS)
 		return act;
 	drop_meta(ctx);
@@ -474,35 +475,40 @@ int xdp_classify_stage(struct xdp_md *ctx)
 		return redirect_rule(ctx, v.rule);
 	case CLASSIFY_STEER: {
 		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &v.rule);
-		return out ? chain_steer(ctx, st, slot, out->slice) : XDP_ABORTED;
+		return out ? chain_steer(ctx, &st->key, slot, out->slice) : XDP_ABORTED;
 	}
 	}
 	chain_next(ctx, slot, STAGE_CLASSIFY);
 	return XDP_PASS;
 }
 
-/* Whether the steer stage sends a packet to another CPU: IP, not a
- * fragment after the first (it lacks the ports of its flow), not GTP-U
- * signalling (an echo is answered where it arrives). */
-INLINE int steerable(const struct classify_state *st)
+/* Whether the steer stage sends a packet of key k to another CPU: not
+ * GTP-U signalling (an echo is answered where it arrives). */
+INLINE int steerable(const struct classify_key *k)
 {
-	const struct classify_key *k = &st->key;
-	return st->ips && !st->frag &&
-	       !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
+	return !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
 }
 
-/* The steer stage, on the walk st of the packet: to a CPU of the
- * interface's slice by the hash of its innermost flow. */
-INLINE int steer_stage(struct xdp_md *ctx, struct classify_state *st)
+/* The steer stage, on the key k of the packet, NULL for one that is not
+ * steered (not IP, a fragment after the first, which lacks the ports of
+ * its flow): to a CPU of the interface's slice by the hash of its
+ * innermost flow. */
+INLINE int steer_stage(struct xdp_md *ctx, const struct classify_key *k)
 {
 	struct chain_iface *ci = chain_of(ctx);
 	if (!ci)
 		return XDP_PASS;
 	__u32 slot = ci->slot, slice = ci->slice;
-	if (st && steerable(st))
-		return chain_steer(ctx, st, slot, slice);
+	if (k && steerable(k))
+		return chain_steer(ctx, k, slot, slice);
 	chain_next(ctx, slot, STAGE_STEER);
 	return XDP_PASS;
+}
+
+/* The key of a walk for the steer stage: NULL when not steered. */
+INLINE const struct classify_key *walked_key(const struct classify_state *st)
+{
+	return st && st->ips && !st->frag ? &st->key : NULL;
 }
 
 /* The steer stage after the classify stage, whose walk it takes. */
@@ -510,14 +516,119 @@ SEC("xdp")
 int xdp_steer_stage(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
-	return steer_stage(ctx, bpf_map_lookup_elem(&classify_walk, &zero));
+	return steer_stage(ctx, walked_key(bpf_map_lookup_elem(&classify_walk, &zero)));
 }
 
-/* The steer stage first in its chain: it walks the packet itself. */
+/* The steering parse of an IP header: its addresses into k as the walk
+ * writes them, its upper-layer protocol into *proto; -1 for a fragment,
+ * IPv6 extension headers or no IP, which the walk takes. */
+INLINE int steer_ip(struct cursor *c, struct classify_key *k, __u8 *proto)
+{
+	__u8 *v = c->pos;
+	if ((void *)(v + 1) > c->end)
+		return -1;
+	if (*v >> 4 == 4) {
+		struct iphdr *ip;
+		if (parse_ipv4(c, &ip) || ipv4_is_fragment(ip))
+			return -1;
+		set_addr4(k->inner_src, ip->saddr);
+		set_addr4(k->inner_dst, ip->daddr);
+		*proto = ip->protocol;
+		return 0;
+	}
+	struct ipv6hdr *ip6;
+	if (parse_ipv6(c, &ip6))
+		return -1;
+	*proto = ip6->nexthdr;
+	switch (*proto) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_FRAGMENT:
+	case IPPROTO_DSTOPTS:
+		return -1;
+	}
+	__builtin_memcpy(k->inner_src, &ip6->saddr, 16);
+	__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
+	return 0;
+}
+
+/* The steering parse of the ports after an IP header, as the walk takes
+ * them; -1 for a header the walk would go on from (a tunnel), 1 for a
+ * G-PDU's UDP header (outer, when outer). */
+INLINE int steer_ports(struct cursor *c, struct classify_key *k, __u8 proto, int outer)
+{
+	k->proto = proto;
+	k->src_port = 0;
+	k->dst_port = 0;
+	switch (proto) {
+	case IPPROTO_UDP: {
+		struct udphdr *u = cursor_take(c, struct udphdr);
+		if (!u)
+			return 0;
+		k->src_port = u->source;
+		k->dst_port = u->dest;
+		if (u->dest == bpf_htons(GTPU_PORT))
+			return outer ? 1 : -1;
+		return u->dest == bpf_htons(VXLAN_PORT) || u->dest == bpf_htons(GENEVE_PORT) ? -1 : 0;
+	}
+	case IPPROTO_TCP:
+	case IPPROTO_SCTP: {
+		struct sctp_common_hdr *p = c->pos;
+		if ((void *)&p->vtag <= c->end) {
+			k->src_port = p->source;
+			k->dst_port = p->dest;
+		}
+		return 0;
+	}
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6: {
+		__u8 *t = c->pos;
+		if ((void *)(t + 2) <= c->end) {
+			k->src_port = bpf_htons(t[0]);
+			k->dst_port = bpf_htons(t[1]);
+		}
+		return 0;
+	}
+	case IPPROTO_GRE:
+		return -1;
+	}
+	return 0;
+}
+
+/* The fields of k that flow_hash reads, for the packets a UPF's interface
+ * carries: IP, and IP in a G-PDU, neither fragmented nor in a further
+ * tunnel; as the walk would have them, so that a flow keeps its CPU
+ * whether the classify stage runs or not, at a fraction of the walk's
+ * cost. -1 for any other packet, which the walk takes. */
+INLINE int steer_parse(struct xdp_md *ctx, struct classify_key *k)
+{
+	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
+	struct ethhdr *eth;
+	__be16 proto;
+	__u8 l4;
+	if (parse_eth_qinq(&c, &eth, &proto) || steer_ip(&c, k, &l4))
+		return -1;
+	int gtpu = steer_ports(&c, k, l4, 1);
+	if (gtpu <= 0)
+		return gtpu;
+	struct gtpu_info g;
+	if (parse_gtpu(&c, &g) || g.hdr->type != GTPU_G_PDU || !g.payload_len)
+		return 0; /* GTP-U signalling, as the walk leaves it */
+	k->tunnels = 1;
+	k->tunnel_id[0] = g.hdr->teid;
+	if (steer_ip(&c, k, &l4))
+		return -1;
+	return steer_ports(&c, k, l4, 0) < 0 ? -1 : 0;
+}
+
+/* The steer stage first in its chain: it parses the packet itself. */
 SEC("xdp")
 int xdp_steer_entry(struct xdp_md *ctx)
 {
-	return steer_stage(ctx, classify_parse(ctx));
+	struct classify_key k = {};
+	if (!steer_parse(ctx, &k))
+		return steer_stage(ctx, &k);
+	return steer_stage(ctx, walked_key(classify_parse(ctx)));
 }
 
 /* On the CPU a packet was steered to, before the kernel takes it: takes it

@@ -1,6 +1,8 @@
 package upfxdp
 
 import (
+	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -156,4 +158,81 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// The steer stage first in a chain parses the packets of a UPF's
+// interfaces itself, without the classifier's walk, yet hashes each flow
+// as the steer stage behind the classify stage does (on the walk's key):
+// a flow keeps its CPU when the classify stage comes or goes. The hash is
+// in the metadata the steer stage leaves for the CPU it steers to.
+func TestSteerParseHashesAsTheWalk(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { rules.Close() })
+	const slice = 1
+	if err := rules.SetSlice(classifyxdp.Slice{ID: slice, CPUs: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	classify, steer, steerFirst := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(t *testing.T, c Chain, in []byte) uint32 {
+		t.Helper()
+		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, nil); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, len(in)+256)
+		var ctx xdplink.Context
+		ret, err := c.entry(u.prog).Run(&ebpf.RunOptions{Data: in, DataOut: out,
+			Context: xdplink.Context{DataEnd: uint32(len(in))}, ContextOut: &ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The output begins with the metadata: struct slice_meta, its
+		// hash the third word.
+		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 16 {
+			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 16", xdplink.Action(ret), ctx.Data)
+		}
+		return binary.NativeEndian.Uint32(out[8:])
+	}
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	v6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 20}
+	opts := v4
+	opts.options = true
+	tagged := fromGNB
+	tagged.tci = 42
+	cases := []struct {
+		name   string
+		in     []byte
+		sameAs string // the flow of an earlier case; "": a flow of its own
+	}{
+		{name: "uplink", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t))},
+		{name: "uplink, another TEID", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), v4.bytes(t))},
+		{name: "uplink, inner IPv6", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), v6.bytes(t))},
+		{name: "downlink", in: ipPacket{src: dn4, dst: ue4, ttl: 64, size: 10}.frame(t, fromGNB)},
+		{name: "downlink IPv6", in: ipPacket{src: dn6, dst: ue6, ttl: 64, size: 10}.frame(t, fromGNB)},
+		{name: "uplink, tagged", in: gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), v4.bytes(t)), sameAs: "uplink"},
+		{name: "uplink, inner options", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), opts.bytes(t)),
+			sameAs: "uplink"},
+	}
+	hashes := map[string]uint32{} // by flow: a case's sameAs, or its name
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			walked := hash(t, Chain{Classify: classify, Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
+			parsed := hash(t, Chain{Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
+			if parsed != walked {
+				t.Errorf("the steer stage first hashes the flow %#x, behind the classify stage %#x", parsed, walked)
+			}
+			flow := cmp.Or(c.sameAs, c.name)
+			for other, h := range hashes {
+				if (h == walked) != (other == flow) {
+					t.Errorf("hash %#x, the flow of %s %#x", walked, other, h)
+				}
+			}
+			hashes[flow] = walked
+		})
+	}
 }
