@@ -169,7 +169,11 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id, __u
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (!load)
 		return XDP_ABORTED;
-	if (offloads(hash, backlog(load), prioritised)) {
+	/* Without an alternative node no flow leaves: no flow's route to
+	 * look up. */
+	__u32 zero = 0;
+	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
+	if (alts && alts->n && offloads(hash, backlog(load), prioritised)) {
 		int act = offload(ctx, hash);
 		if (act >= 0) {
 			count_packet(&slice_offloaded, &id, len);
