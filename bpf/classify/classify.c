@@ -171,14 +171,10 @@ INLINE __u8 walk_gre(struct cursor *c, struct classify_key *k)
 	return next;
 }
 
-/* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+/* The ports of a TCP or SCTP header, the type and code of an ICMP one. */
+INLINE void take_ports(struct cursor *c, struct classify_key *k, __u8 proto)
 {
 	switch (proto) {
-	case IPPROTO_UDP:
-		return walk_udp(c, k);
-	case IPPROTO_GRE:
-		return walk_gre(c, k);
 	case IPPROTO_TCP:
 	case IPPROTO_SCTP: {
 		/* Both begin with the source and destination ports. */
@@ -199,6 +195,18 @@ INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
 		break;
 	}
 	}
+}
+
+/* The upper-layer header of an IP packet. */
+INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return walk_udp(c, k);
+	case IPPROTO_GRE:
+		return walk_gre(c, k);
+	}
+	take_ports(c, k, proto);
 	return CLASSIFY_NEXT_DONE;
 }
 
@@ -571,27 +579,10 @@ INLINE int steer_ports(struct cursor *c, struct classify_key *k, __u8 proto, int
 			return outer ? 1 : -1;
 		return u->dest == bpf_htons(VXLAN_PORT) || u->dest == bpf_htons(GENEVE_PORT) ? -1 : 0;
 	}
-	case IPPROTO_TCP:
-	case IPPROTO_SCTP: {
-		struct sctp_common_hdr *p = c->pos;
-		if ((void *)&p->vtag <= c->end) {
-			k->src_port = p->source;
-			k->dst_port = p->dest;
-		}
-		return 0;
-	}
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6: {
-		__u8 *t = c->pos;
-		if ((void *)(t + 2) <= c->end) {
-			k->src_port = bpf_htons(t[0]);
-			k->dst_port = bpf_htons(t[1]);
-		}
-		return 0;
-	}
 	case IPPROTO_GRE:
 		return -1;
 	}
+	take_ports(c, k, proto);
 	return 0;
 }
 

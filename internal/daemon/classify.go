@@ -114,16 +114,9 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 // chainOf is the chain of the stages an interface runs before the UPF, the
 // classifier c's (config checks that there is one when any is named).
 func chainOf(i config.Interface, c *api.Classifier) upfxdp.Chain {
-	var chain upfxdp.Chain
 	if c == nil {
-		return chain
+		return upfxdp.Chain{}
 	}
-	classify, steer, steerFirst := c.Rules.Stages()
-	if slices.Contains(i.Stages, config.StageClassify) {
-		chain.Classify = classify
-	}
-	if slices.Contains(i.Stages, config.StageSteer) {
-		chain.Steer, chain.SteerFirst, chain.Slice = steer, steerFirst, i.Slice
-	}
-	return chain
+	return upfxdp.NewChain(c.Rules, slices.Contains(i.Stages, config.StageClassify),
+		slices.Contains(i.Stages, config.StageSteer), i.Slice)
 }

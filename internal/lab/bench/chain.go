@@ -97,19 +97,6 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 	return res, nil
 }
 
-// chainOf is the chain of the classifier's stages named.
-func chainOf(rules *classifyxdp.Datapath, classify, steer bool) upfxdp.Chain {
-	var c upfxdp.Chain
-	classifyStage, steerStage, steerFirst := rules.Stages()
-	if classify {
-		c.Classify = classifyStage
-	}
-	if steer {
-		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, chainSlice
-	}
-	return c
-}
-
 // openChainClassifier is a classifier whose stages run in u's chains, with
 // n rules that the frames do not match and a slice over every CPU.
 func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
@@ -159,7 +146,7 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 		})
 		return figures, err
 	}
-	c := chainOf(rules, true, false)
+	c := upfxdp.NewChain(rules, true, false, chainSlice)
 	ns, err := measure(c, subject{"classify, upf", c.Classify, frames, xdplink.Redirect})
 	if err != nil {
 		return row, err
@@ -167,7 +154,7 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 	row.empty, row.tx, row.upf, row.classify, row.classUPF = ns[0], ns[1], ns[2], ns[3], ns[4]
 	// Steered, the packet goes to a CPU map, which a test run does not
 	// carry out: its verdict is the redirect.
-	c = chainOf(rules, false, true)
+	c = upfxdp.NewChain(rules, false, true, chainSlice)
 	if ns, err = measure(c, subject{"steer, upf", c.SteerFirst, frames, xdplink.Redirect}); err != nil {
 		return row, err
 	}
@@ -184,7 +171,8 @@ func measureBalance(tb *demo.Testbed, u *demo.UPF, packets uint64) (bal chainBal
 		return bal, err
 	}
 	defer rules.Close()
-	if err := tb.UPF.Do(func() error { return u.Datapath.SetStages(demo.N3, chainOf(rules, false, true)) }); err != nil {
+	steer := upfxdp.NewChain(rules, false, true, chainSlice)
+	if err := tb.UPF.Do(func() error { return u.Datapath.SetStages(demo.N3, steer) }); err != nil {
 		return bal, err
 	}
 	defer func() {

@@ -53,14 +53,7 @@ func stagedUPF(t *testing.T) (*demo.Testbed, *demo.UPF, *classifyxdp.Datapath, c
 // steer to slice when steer, then the UPF.
 func chainN3(t *testing.T, tb *demo.Testbed, upf *demo.UPF, rules *classifyxdp.Datapath, classify, steer bool, slice uint32) {
 	t.Helper()
-	var c upfxdp.Chain
-	classifyStage, steerStage, steerFirst := rules.Stages()
-	if classify {
-		c.Classify = classifyStage
-	}
-	if steer {
-		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
-	}
+	c := upfxdp.NewChain(rules, classify, steer, slice)
 	if err := tb.UPF.Do(func() error {
 		return upf.Datapath.SetStages(demo.N3, c)
 	}); err != nil {
@@ -95,16 +88,7 @@ func TestSteerSpreadsUplinkOverCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delivered, err := dir.Delivered(sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sent != steerPackets || delivered != steerPackets {
-		t.Errorf("sent %d, delivered %d; want %d both", sent, delivered, steerPackets)
-	}
-	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != steerPackets {
-		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, steerPackets)
-	}
+	checkForwarded(t, upf, dir, sent, steerPackets)
 	flows, err := rules.FlowCPUs()
 	if err != nil {
 		t.Fatal(err)
@@ -171,14 +155,21 @@ func TestStagesChangeUnderTraffic(t *testing.T) {
 	if sendErr != nil {
 		t.Fatal(sendErr)
 	}
+	checkForwarded(t, upf, dir, sent, count)
+}
+
+// checkForwarded checks that want packets were sent the way dir goes, that
+// the UPF forwarded each from N3 and that each arrived.
+func checkForwarded(t *testing.T, upf *demo.UPF, dir demo.Direction, sent, want uint64) {
+	t.Helper()
 	delivered, err := dir.Delivered(sent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent != count || delivered != count {
-		t.Errorf("sent %d, delivered %d; want %d both", sent, delivered, count)
+	if sent != want || delivered != want {
+		t.Errorf("sent %d, delivered %d; want %d both", sent, delivered, want)
 	}
-	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != count {
-		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, count)
+	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != want {
+		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, want)
 	}
 }

@@ -23,6 +23,26 @@ type Chain struct {
 	Slice             uint32 // the slice Steer sends packets to
 }
 
+// Stages is what has the classify and steer stages:
+// classifyxdp.Datapath.
+type Stages interface {
+	Stages() (classify, steer, steerFirst *ebpf.Program)
+}
+
+// NewChain is the chain of the stages of s that classify and steer name,
+// the steer stage sending packets to slice.
+func NewChain(s Stages, classify, steer bool, slice uint32) Chain {
+	var c Chain
+	classifyStage, steerStage, steerFirst := s.Stages()
+	if classify {
+		c.Classify = classifyStage
+	}
+	if steer {
+		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
+	}
+	return c
+}
+
 func (c Chain) alone() bool { return c.Classify == nil && c.Steer == nil }
 
 // entry is the program attached to the interface: the first stage.
