@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
@@ -171,5 +174,67 @@ func checkForwarded(t *testing.T, upf *demo.UPF, dir demo.Direction, sent, want 
 	}
 	if got := reasonCount(t, upf.Datapath, demo.N3, "uplink_forward"); got != want {
 		t.Errorf("uplink_forward on N3 counted %d packets, want %d", got, want)
+	}
+}
+
+// An intent that names the gNB's tunnel (its TEID) applies to the UPF's
+// traffic on N3 through the classify stage: a SLICE intent on one CPU
+// sends each of the tunnel's flows there, where the UPF forwards it; an
+// intent naming another TEID leaves the traffic alone.
+func TestIntentsApplyToUPFTraffic(t *testing.T) {
+	tb, upf, rules, _ := stagedUPF(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("the slice's CPU must differ from the one the traffic comes in on")
+	}
+	const cpu = 1
+	intents := intent.NewStore(rules, func(name string) (*net.Interface, error) {
+		return nil, fmt.Errorf("no interface %s here", name)
+	}, nil)
+	sliceOf := func(teid uint32) string {
+		return fmt.Sprintf(`{"Resources": [{"encapsulationType1": "gtp", "encapsulationID1": "%08x"}],
+			"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "%d"}}`, teid, cpu)
+	}
+	other, _, err := intents.Apply([]byte(sliceOf(demo.UplinkTEID + 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, _, err := intents.Apply([]byte(sliceOf(demo.UplinkTEID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainN3(t, tb, upf, rules, true, false, 0)
+	frame, portAt := uplinkFlows(tb)
+	dir := tb.Uplink()
+	sent, _, err := dir.Send(newGenerator(t), frame, steerPackets, trafficgen.Options{Rate: steerRate, FlowOffset: portAt,
+		Flows: innerFlows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkForwarded(t, upf, dir, sent, steerPackets)
+	flows, err := rules.FlowCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != innerFlows {
+		t.Errorf("%d flows steered, want %d", len(flows), innerFlows)
+	}
+	for hash, cpus := range flows {
+		for c, n := range cpus {
+			if (n.Packets > 0) != (c == cpu) {
+				t.Errorf("flow %#x: %d packets on CPU %d, want them all on CPU %d", hash, n.Packets, c, cpu)
+			}
+		}
+	}
+	for _, c := range []struct {
+		id      uint32
+		packets uint64
+	}{{ours.ID, steerPackets}, {other.ID, 0}} {
+		st, err := intents.Get(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stats.Packets != c.packets {
+			t.Errorf("intent %d counted %d packets, want %d", c.id, st.Stats.Packets, c.packets)
+		}
 	}
 }

@@ -155,8 +155,7 @@ type stagedIface struct {
 	roles         Role
 	mode          xdplink.Mode
 	upf           *ebpf.Program
-	cpu           *ebpf.Program // xdp_upf_cpu, loaded once a chain steers
-	chain         Chain
+	cpu           *ebpf.Program // xdp_upf_cpu, loaded with the first chain of more than the UPF
 }
 
 func (s *stagedIface) close() {
@@ -206,8 +205,9 @@ func (s *stagedIfaces) close() {
 // SetStages changes the stages before the UPF on an interface this process
 // attached, leaving its UPF's program as it is: each stage added or
 // removed is one atomic update, the other stages stay, and no packet sees
-// a half-built chain. Only the first chain that steers loads a program:
-// the UPF's variant behind the CPU map.
+// a half-built chain. Only the interface's first chain of more than the
+// UPF loads a program: the UPF's variant behind the CPU map, where the
+// steer stage and the classify stage's steering rules send packets.
 func (d *Datapath) SetStages(ifname string, c Chain) error {
 	d.staged.mu.Lock()
 	defer d.staged.mu.Unlock()
@@ -222,7 +222,8 @@ func (d *Datapath) SetStages(ifname string, c Chain) error {
 // XDP program (the first stage), then, for the UPF alone, the places
 // cleared.
 func (d *Datapath) stage(i *stagedIface, c Chain) error {
-	if c.Steer != nil && i.cpu == nil {
+	// A steering rule of the classify stage steers too.
+	if !c.alone() && i.cpu == nil {
 		var cpu cpuProgram
 		if err := d.loadPrograms(i.slot, i.roles, &cpu); err != nil {
 			return err
