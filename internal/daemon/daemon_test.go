@@ -51,6 +51,8 @@ type env struct {
 	// pfcp and classify are the sections config writes, as YAML flow
 	// mappings; none when empty.
 	pfcp, classify string
+	// stages are n3n6's, as a YAML flow sequence; none when empty.
+	stages string
 	// api are settings of the api section besides its listen, "key: value"
 	// each.
 	api []string
@@ -74,7 +76,11 @@ func newEnv(t *testing.T) *env {
 func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	t.Helper()
 	var yaml strings.Builder
-	fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]}\n")
+	stages := ""
+	if e.stages != "" {
+		stages = ", stages: " + e.stages
+	}
+	fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]%s}\n", stages)
 	for _, name := range ifaces {
 		fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
 	}
