@@ -678,7 +678,7 @@ func parseClassify(f *file, cfg *Config) error {
 			return invalid(field, "%s is listed twice", name)
 		}
 		if slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return i.Name == name }) {
-			return invalid(field, "%s runs the UPF, and an interface runs one XDP program", name)
+			return invalid(field, "%s runs the UPF, and an interface runs one XDP program: give it the classify stage (stages) instead", name)
 		}
 		out.Interfaces = append(out.Interfaces, name)
 	}
