@@ -64,6 +64,10 @@ const (
 	stageCount    = uint32(upfChainStageSTAGE_COUNT)
 )
 
+// chainPlaces are the places of chain_ifaces: an interface's is its index
+// modulo their number.
+const chainPlaces = uint32(upfChainLimitsCHAIN_PLACES)
+
 // queueDrain is how long a packet steered to a CPU may wait in its queue:
 // far longer than a queue of 2048 packets takes to drain. The UPF stage
 // behind the CPU map stays that long after steering goes.
@@ -86,7 +90,16 @@ func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Pro
 	if c.alone() {
 		return d.clearChain(ifindex, slot)
 	}
-	if err := d.maps.ChainIfaces.Put(ifindex, upfChainIface{Slot: slot, Slice: c.Slice}); err != nil {
+	place := ifindex & (chainPlaces - 1)
+	var held upfChainIface
+	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
+		return err
+	}
+	if held.Ifindex != 0 && held.Ifindex != ifindex {
+		return fmt.Errorf("interface %d runs a chain already at the place of interface %d (its index modulo %d): "+
+			"one of them can run the UPF alone", held.Ifindex, ifindex, chainPlaces)
+	}
+	if err := d.maps.ChainIfaces.Put(place, upfChainIface{Ifindex: ifindex, Slot: slot, Slice: c.Slice}); err != nil {
 		return err
 	}
 	if upfCPU != nil {
@@ -141,8 +154,12 @@ func (d *Datapath) clearChain(ifindex, slot uint32) error {
 	for s := range stageCount {
 		errs = append(errs, deleteStage(d.maps.ChainStages, slot*stageCount+s))
 	}
-	if err := d.maps.ChainIfaces.Delete(ifindex); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	place := ifindex & (chainPlaces - 1)
+	var held upfChainIface
+	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
 		errs = append(errs, err)
+	} else if held.Ifindex == ifindex {
+		errs = append(errs, d.maps.ChainIfaces.Put(place, upfChainIface{}))
 	}
 	return errors.Join(append(errs, d.dropCPUStage(slot))...)
 }

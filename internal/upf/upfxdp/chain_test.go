@@ -236,3 +236,27 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 		})
 	}
 }
+
+// Interfaces with chains take their places in the table of chains by
+// their index modulo its size: an interface whose place another holds is
+// refused, and the other's chain stays.
+func TestChainPlaceTaken(t *testing.T) {
+	u, rules := chainUPF(t, RoleAccess|RoleCore)
+	classify, _, _ := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, nil); err == nil {
+		t.Fatal("a chain at a place another interface holds was accepted")
+	}
+	// The first interface's chain runs on: the classify stage takes the
+	// packet on to the UPF.
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Redirect, "uplink_forward")
+	// Gone from its place, the chain takes a packet no further.
+	if err := u.d.clearChain(fakeIfindex, slot); err != nil {
+		t.Fatal(err)
+	}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Pass)
+}
