@@ -84,21 +84,7 @@ func TestSteerSpreadsUplinkOverCPUs(t *testing.T) {
 		t.Skip("steering needs two CPUs")
 	}
 	chainN3(t, tb, upf, rules, false, true, slice.ID)
-	frame, portAt := uplinkFlows(tb)
-	dir := tb.Uplink()
-	sent, _, err := dir.Send(newGenerator(t), frame, steerPackets, trafficgen.Options{Rate: steerRate, FlowOffset: portAt,
-		Flows: innerFlows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkForwarded(t, upf, dir, sent, steerPackets)
-	flows, err := rules.FlowCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(flows) != innerFlows {
-		t.Errorf("%d flows steered, want %d", len(flows), innerFlows)
-	}
+	flows := sendInnerFlows(t, tb, upf, rules)
 	perCPU := map[int]uint64{}
 	var total uint64
 	for hash, cpus := range flows {
@@ -161,6 +147,29 @@ func TestStagesChangeUnderTraffic(t *testing.T) {
 	checkForwarded(t, upf, dir, sent, count)
 }
 
+// sendInnerFlows sends steerPackets of the innerFlows flows in the gNB's
+// tunnel, checks that the UPF forwarded each packet once and returns
+// where each flow was steered, by its hash.
+func sendInnerFlows(t *testing.T, tb *demo.Testbed, upf *demo.UPF, rules *classifyxdp.Datapath) map[uint32][]classifyxdp.Counter {
+	t.Helper()
+	frame, portAt := uplinkFlows(tb)
+	dir := tb.Uplink()
+	sent, _, err := dir.Send(newGenerator(t), frame, steerPackets, trafficgen.Options{Rate: steerRate, FlowOffset: portAt,
+		Flows: innerFlows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkForwarded(t, upf, dir, sent, steerPackets)
+	flows, err := rules.FlowCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != innerFlows {
+		t.Errorf("%d flows steered, want %d", len(flows), innerFlows)
+	}
+	return flows
+}
+
 // checkForwarded checks that want packets were sent the way dir goes, that
 // the UPF forwarded each from N3 and that each arrived.
 func checkForwarded(t *testing.T, upf *demo.UPF, dir demo.Direction, sent, want uint64) {
@@ -203,21 +212,7 @@ func TestIntentsApplyToUPFTraffic(t *testing.T) {
 		t.Fatal(err)
 	}
 	chainN3(t, tb, upf, rules, true, false, 0)
-	frame, portAt := uplinkFlows(tb)
-	dir := tb.Uplink()
-	sent, _, err := dir.Send(newGenerator(t), frame, steerPackets, trafficgen.Options{Rate: steerRate, FlowOffset: portAt,
-		Flows: innerFlows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkForwarded(t, upf, dir, sent, steerPackets)
-	flows, err := rules.FlowCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(flows) != innerFlows {
-		t.Errorf("%d flows steered, want %d", len(flows), innerFlows)
-	}
+	flows := sendInnerFlows(t, tb, upf, rules)
 	for hash, cpus := range flows {
 		for c, n := range cpus {
 			if (n.Packets > 0) != (c == cpu) {
