@@ -14,6 +14,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/session"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -29,9 +30,8 @@ const (
 	steerPackets = 500 * innerFlows
 )
 
-// stagedUPF is the testbed's UPF with the session installed and the
-// classifier, whose stages run in the UPF's chains, with a slice over
-// every CPU.
+// stagedUPF is the testbed's UPF with the demo's session installed, and
+// stagesOf its classifier.
 func stagedUPF(t *testing.T) (*demo.Testbed, *demo.UPF, *classifyxdp.Datapath, classifyxdp.Slice) {
 	t.Helper()
 	tb := demotest.Testbed(t)
@@ -39,6 +39,14 @@ func stagedUPF(t *testing.T) (*demo.Testbed, *demo.UPF, *classifyxdp.Datapath, c
 	if err := upf.Install(); err != nil {
 		t.Fatal(err)
 	}
+	rules, slice := stagesOf(t, upf)
+	return tb, upf, rules, slice
+}
+
+// stagesOf is a classifier whose stages run in the chains of upf, with
+// a slice over every CPU.
+func stagesOf(t *testing.T, upf *demo.UPF) (*classifyxdp.Datapath, classifyxdp.Slice) {
+	t.Helper()
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: upf.Datapath.ChainMaps()})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { rules.Close() })
@@ -49,7 +57,7 @@ func stagedUPF(t *testing.T) (*demo.Testbed, *demo.UPF, *classifyxdp.Datapath, c
 	if err := rules.SetSlice(slice); err != nil {
 		t.Fatal(err)
 	}
-	return tb, upf, rules, slice
+	return rules, slice
 }
 
 // chainN3 runs the chain on the UPF's N3: classify when classify, then
@@ -231,5 +239,43 @@ func TestIntentsApplyToUPFTraffic(t *testing.T) {
 		if st.Stats.Packets != c.packets {
 			t.Errorf("intent %d counted %d packets, want %d", c.id, st.Stats.Packets, c.packets)
 		}
+	}
+}
+
+// Behind the steer stage the UPF runs on the flow's CPU with all it does
+// there: a FAR that duplicates (DUPL) sends each steered packet on and
+// its copy to the LI collector.
+func TestSteeredUplinkDuplicated(t *testing.T) {
+	tb := demotest.Testbed(t)
+	upf := demotest.UPF(t, tb)
+	collector, err := tb.NewCollector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.Cleanup(t, collector.Close)
+	if err := upf.AttachCollector(); err != nil {
+		t.Fatal(err)
+	}
+	s := demo.Session()
+	for i := range s.FARs {
+		s.FARs[i].Duplicating = &session.Duplicating{DestinationInterface: session.InterfaceLIFunction,
+			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0xd0d0, Peer: demo.CollectorAddr}}
+	}
+	if err := upf.Store.Create(s); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := collector.Copies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testsupport.Cleanup(t, copies.Sink.Close)
+	rules, slice := stagesOf(t, upf)
+	chainN3(t, tb, upf, rules, false, true, slice.ID)
+	sendInnerFlows(t, tb, upf, rules)
+	if n, err := copies.Delivered(steerPackets); err != nil || n != steerPackets {
+		t.Errorf("%d copies reached the collector (%v), want %d", n, err, steerPackets)
+	}
+	if got := reasonCount(t, upf.Datapath, demo.N3, "duplicate"); got != steerPackets {
+		t.Errorf("duplicate on N3 counted %d packets, want %d", got, steerPackets)
 	}
 }
