@@ -23,11 +23,11 @@ import (
 const innerFlows = 64
 
 // Steered packets wait on their CPU for its queue's kernel thread, which
-// the other work of a loaded host delays: paced as the restart benchmark
-// is, a queue of 2048 packets rides out 200 ms of that.
+// the other work of a loaded host delays: at this pace a queue of 2048
+// packets rides out a second of that.
 const (
-	steerRate    = 10_000 // packets per second
-	steerPackets = 500 * innerFlows
+	steerRate    = 4_000 // packets per second
+	steerPackets = 200 * innerFlows
 )
 
 // stagedUPF is the testbed's UPF with the demo's session installed, and
