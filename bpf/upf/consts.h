@@ -52,6 +52,8 @@ enum far_flags {
 	FAR_GTPU_IPV6 = 2,
 	/* DUPL: a copy of each packet goes where the PDR's dupls entry says */
 	FAR_DUPLICATE = 4,
+	/* towards the CP function (N4-u): a relayed packet's QFI is not kept */
+	FAR_TO_CP_FUNCTION = 8,
 };
 #define FAR_GTPU (FAR_GTPU_IPV4 | FAR_GTPU_IPV6)
 

@@ -366,6 +366,16 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
 	return REASON_BUFFERED;
 }
 
+/* A FAR that buffered forwards again once its buffer is released: the
+ * packets it never buffers (relayed ones) then pass it too. */
+INLINE int buffer_released(const struct far *far)
+{
+	if (far->action != FAR_BUFFER)
+		return 0;
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	return b && (b->state & BUFFER_RELEASED);
+}
+
 /* Next-hop slot of the longest matching route to an uplink destination;
  * KERNEL_SLOT when there is none. */
 INLINE __u32 route4(__be32 dst)
@@ -579,11 +589,14 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, cons
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
  * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
  * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
- * when the PDR carries a QFI) and sends it to the FAR's next hop, and a
- * copy when it duplicates: the downlink, packets relayed between the gNB
- * and the CP function (N4-u), and over N9 between UPFs both ways. */
+ * when the PDR carries a QFI, or else a relayed packet came with one:
+ * psc_qfi is its QFI | 0x100, 0 without) and sends it to the FAR's next
+ * hop, and a copy when it duplicates: the downlink, packets relayed
+ * between the gNB and the CP function (N4-u), and over N9 between UPFs
+ * both ways. */
 INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		     __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, const int v6)
+		     __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi,
+		     const int v6)
 {
 	const struct far *far = &pdr->far;
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
@@ -594,6 +607,12 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
+	/* A relay without QoS rules of its own (Open5GS's V-UPF in home-routed
+	 * roaming) keeps the QoS flow the packet came in, but towards the SMF. */
+	if (!with_qfi && psc_qfi >> 8 && !(far->flags & FAR_TO_CP_FUNCTION)) {
+		with_qfi = 1;
+		qfi = psc_qfi & 0x3f;
+	}
 	/* Read once: the control plane may rewrite the slot meanwhile. */
 	__be16 tci = nh->vlan_tci;
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
@@ -646,11 +665,11 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 }
 
 INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type)
+		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi)
 {
 	if (pdr->far.flags & FAR_GTPU_IPV6)
-		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 1);
-	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, 0);
+		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, psc_qfi, 1);
+	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, psc_qfi, 0);
 }
 
 /* Uplink: the inner packet of a G-PDU leaves through the core next hop.
@@ -719,7 +738,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
 		.check = v4 ? ip4->check : 0,
 	};
-	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, 0);
+	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, buffer_released(far));
 	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
@@ -731,7 +750,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	 * (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU)
 		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, REASON_RELAY_FORWARD,
-			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL);
+			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL, psc_qfi);
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
@@ -882,7 +901,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL);
+	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL, 0);
 }
 
 /* The UPF: a frame from the wire, or the UPF stage of a chain. */

@@ -219,6 +219,10 @@ type PFCP struct {
 	// have their own, by the name SMFs give in a PDI's Network Instance;
 	// UEPool serves the others. No two pools overlap.
 	UEPools map[string]netip.Prefix
+	// N9NetworkInstances are the network instances whose F-TEIDs are on
+	// N9: a PDR whose PDI names one is a PDR of G-PDUs from other UPFs,
+	// whatever its source interface (a PSA's uplink from the I-UPF).
+	N9NetworkInstances []string
 	// ForwardingPolicies are the next hops of traffic steering (TRST), by
 	// the Forwarding Policy identifiers SMFs name in FARs.
 	ForwardingPolicies map[string]netip.Addr
@@ -339,6 +343,7 @@ type pfcpSettings struct {
 	GTPUEchoRetries    *int              `yaml:"gtpu_echo_retries"`
 	UEPool             string            `yaml:"ue_pool"`
 	UEPools            map[string]string `yaml:"ue_pools"`
+	N9NetworkInstances []string          `yaml:"n9_network_instances"`
 	ForwardingPolicies map[string]string `yaml:"forwarding_policies"`
 	StateDir           string            `yaml:"state_dir"`
 	StateSync          bool              `yaml:"state_sync"`
@@ -394,7 +399,7 @@ func parse(data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore}
+var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore, "copies": upfxdp.RoleCopies}
 
 func parseInterfaces(f *file, cfg *Config) error {
 	if !f.upf() {
@@ -415,16 +420,18 @@ func parseInterfaces(f *file, cfg *Config) error {
 		}
 		seen[in.Name] = true
 		if len(in.Roles) == 0 {
-			return invalid(field+".roles", "give access, core or both")
+			return invalid(field+".roles", "give access, core or both, or copies")
 		}
 		var roles upfxdp.Role
 		for j, name := range in.Roles {
 			role, ok := roleNames[name]
-			if !ok {
-				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "unknown role %q (access or core)", name)
-			}
-			if roles&role != 0 {
+			switch {
+			case !ok:
+				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "unknown role %q (access, core or copies)", name)
+			case slices.Contains(in.Roles[:j], name):
 				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "%s is listed twice", name)
+			case len(in.Roles) > 1 && role == upfxdp.RoleCopies:
+				return invalid(fmt.Sprintf("%s.roles[%d]", field, j), "copies is an interface's only role: it takes no traffic")
 			}
 			roles |= role
 		}
@@ -432,6 +439,9 @@ func parseInterfaces(f *file, cfg *Config) error {
 		stages, err := parseStages(field+".stages", in.Stages)
 		if err != nil {
 			return err
+		}
+		if roles == upfxdp.RoleCopies && len(stages) > 1 {
+			return invalid(field+".stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
 		}
 		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles, Stages: stages, Slice: in.Slice})
 	}
@@ -774,6 +784,9 @@ func parsePFCP(f *file, cfg *Config) error {
 	if err := parseUEPools(p, slices.Concat(cfg.N3Addresses, cfg.N9Addresses), out); err != nil {
 		return err
 	}
+	if err := parseN9NetworkInstances(p.N9NetworkInstances, len(cfg.N9Addresses) > 0, out); err != nil {
+		return err
+	}
 	if err := parseForwardingPolicies(p.ForwardingPolicies, out); err != nil {
 		return err
 	}
@@ -912,6 +925,26 @@ func parseUEPools(p *pfcpSettings, gtpu []netip.Addr, out *PFCP) error {
 			out.UEPools = map[string]netip.Prefix{}
 		}
 		out.UEPools[name] = pool
+	}
+	return nil
+}
+
+// parseN9NetworkInstances reads the network instances whose F-TEIDs are
+// on N9, which needs N9 addresses.
+func parseN9NetworkInstances(names []string, n9 bool, out *PFCP) error {
+	for i, name := range names {
+		field := fmt.Sprintf("pfcp.n9_network_instances[%d]", i)
+		switch {
+		case !n9:
+			return invalid(field, "puts F-TEIDs on N9: give n9_addresses too")
+		case len(name) == 0 || len(name) > maxNetworkInstance:
+			return invalid(field, "a network instance has 1 to %d octets", maxNetworkInstance)
+		case slices.Contains(names[:i], name):
+			return invalid(field, "%q is listed twice", name)
+		}
+	}
+	if len(names) > 0 {
+		out.N9NetworkInstances = names
 	}
 	return nil
 }

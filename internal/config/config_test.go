@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ interfaces:
     roles: [core]
     stages: [classify, upf]
 n3_addresses: [192.0.2.1, 198.51.100.1, "2001:db8:3::1"]
+n9_addresses: [192.0.2.9]
 xdp_mode: generic
 netns: upf
 api:
@@ -83,6 +85,7 @@ pfcp:
   gtpu_echo_retries: 5
   ue_pool: 10.45.0.0/16
   ue_pools: {ims: 10.46.0.0/16, internet.mnc001: 10.47.0.0/24}
+  n9_network_instances: [n9, roaming.mnc001]
   forwarding_policies: {to-firewall: 198.51.100.9, "video optimiser": "2001:db8:6::9"}
   state_dir: /tmp/upf2/n4/
   state_sync: true
@@ -111,6 +114,7 @@ cuup:
 		Interfaces: []Interface{{Name: "n3", Roles: upfxdp.RoleAccess, Stages: []string{StageClassify, StageSteer, StageUPF}, Slice: 3},
 			{Name: "n6", Roles: upfxdp.RoleCore, Stages: []string{StageClassify, StageUPF}}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8:3::1")},
+		N9Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.9")},
 		XDPMode:     xdplink.ModeGeneric,
 		Netns:       "upf",
 		API: API{Listen: "[2001:db8::1]:8080", TokenFile: "/etc/xdp5g/token",
@@ -133,6 +137,7 @@ cuup:
 			UEPool:            netip.MustParsePrefix("10.45.0.0/16"),
 			UEPools: map[string]netip.Prefix{"ims": netip.MustParsePrefix("10.46.0.0/16"),
 				"internet.mnc001": netip.MustParsePrefix("10.47.0.0/24")},
+			N9NetworkInstances: []string{"n9", "roaming.mnc001"},
 			ForwardingPolicies: map[string]netip.Addr{"to-firewall": netip.MustParseAddr("198.51.100.9"),
 				"video optimiser": netip.MustParseAddr("2001:db8:6::9")},
 			StateDir:  "/tmp/upf2/n4",
@@ -304,6 +309,19 @@ func TestLoopbackAndPeersOnly(t *testing.T) {
 	}
 }
 
+// An interface of the role copies has no role of the data path's.
+func TestCopiesRole(t *testing.T) {
+	cfg, err := parse([]byte("interfaces: [{name: eth0, roles: [access, core]}, {name: li, roles: [copies]}]\nn3_addresses: [192.0.2.1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore, Stages: []string{StageUPF}},
+		{Name: "li", Roles: upfxdp.RoleCopies, Stages: []string{StageUPF}}}
+	if !reflect.DeepEqual(cfg.Interfaces, want) || !slices.Equal(cfg.CoreInterfaces(), []string{"eth0"}) {
+		t.Errorf("interfaces %+v, core %v; want %+v, [eth0]", cfg.Interfaces, cfg.CoreInterfaces(), want)
+	}
+}
+
 func TestClassifyDefaults(t *testing.T) {
 	cfg, err := parse([]byte(minimal + "state_file: /srv/upf/state.json\nclassify: {interfaces: [edge0]}\n"))
 	if err != nil {
@@ -346,6 +364,9 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "stage twice", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, classify, upf]}]", field: "interfaces[0].stages[1]"},
 		{name: "UPF not last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify]}]", field: "interfaces[0].stages"},
 		{name: "classify stage without the classifier", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, upf]}]", field: "interfaces[0].stages"},
+		{name: "copies and another role", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [core, copies]}]", field: "interfaces[1].roles[1]"},
+		{name: "stages on copies", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [copies], stages: [steer, upf]}]", field: "interfaces[1].stages"},
+		{name: "copies alone", yaml: "interfaces: [{name: li, roles: [copies]}]", field: "interfaces"},
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
 		{name: "no N3 address", yaml: "n3_addresses: []", field: "n3_addresses"},
 		{name: "nine N3 addresses", yaml: "n3_addresses: [192.0.2.1, 192.0.2.2, 192.0.2.3, 192.0.2.4, 192.0.2.5, 192.0.2.6, 192.0.2.7, 192.0.2.8, 192.0.2.9]", field: "n3_addresses"},
@@ -404,6 +425,9 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "instance's UE pool in the default", yaml: "pfcp: {node_id: upf.example, ue_pool: 10.45.0.0/16, ue_pools: {ims: 10.45.128.0/17}}", field: `pfcp.ue_pools["ims"]`},
 		{name: "instances' UE pools overlapping", yaml: "pfcp: {node_id: upf.example, ue_pools: {a: 10.46.0.0/16, b: 10.46.9.0/24}}", field: `pfcp.ue_pools["b"]`},
 		{name: "UE pool of no instance", yaml: `pfcp: {node_id: upf.example, ue_pools: {"": 10.46.0.0/16}}`, field: `pfcp.ue_pools[""]`},
+		{name: "N9 instance without N9 addresses", yaml: "pfcp: {node_id: upf.example, n9_network_instances: [n9]}", field: "pfcp.n9_network_instances[0]"},
+		{name: "empty N9 instance", yaml: "n9_addresses: [192.0.2.9]\npfcp: {node_id: upf.example, n9_network_instances: ['']}", field: "pfcp.n9_network_instances[0]"},
+		{name: "N9 instance twice", yaml: "n9_addresses: [192.0.2.9]\npfcp: {node_id: upf.example, n9_network_instances: [n9, n9]}", field: "pfcp.n9_network_instances[1]"},
 		{name: "forwarding policy to a name", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: gw.example}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "forwarding policy to multicast", yaml: "pfcp: {node_id: upf.example, forwarding_policies: {fw: 224.0.0.9}}", field: `pfcp.forwarding_policies["fw"]`},
 		{name: "empty forwarding policy identifier", yaml: `pfcp: {node_id: upf.example, forwarding_policies: {"": 192.0.2.9}}`, field: `pfcp.forwarding_policies[""]`},

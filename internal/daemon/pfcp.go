@@ -81,7 +81,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 				}
 			}
 		})
-	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, N9Instances: p.N9NetworkInstances, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
 		Journal: st.log, Restored: st.sessions,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
@@ -163,6 +163,9 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 	}
 	if len(pools) > 0 {
 		attrs = append(attrs, "ue_pools", p.UEPools)
+	}
+	if len(p.N9NetworkInstances) > 0 {
+		attrs = append(attrs, "n9_network_instances", p.N9NetworkInstances)
 	}
 	log.Info("serving PFCP", attrs...)
 	return &api.PFCP{Server: server, Sessions: h}, stop, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // The LI collector's link from the UPF, in both namespaces, and its
@@ -90,7 +91,7 @@ func GPDU(dst netip.Addr, teid uint32, inner []byte) []byte {
 // AttachCollector puts xdp_upf on the collector's link too, so that the
 // copies can leave by it; Detach takes it off with the others.
 func (u *UPF) AttachCollector() error {
-	if err := u.ns.Do(func() error { return u.Datapath.Attach(CollectorLink, 0, xdplink.ModeNative) }); err != nil {
+	if err := u.ns.Do(func() error { return u.Datapath.Attach(CollectorLink, upfxdp.RoleCopies, xdplink.ModeNative) }); err != nil {
 		return err
 	}
 	u.attached = append(u.attached, CollectorLink)

@@ -114,7 +114,7 @@ func TestChainOverIPv6(t *testing.T) {
 		want := []volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, pfcpPackets),
 			pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
 		for upf, smf := range smfs {
-			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], want[upf])
+			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, want[upf])
 		}
 	}
 }

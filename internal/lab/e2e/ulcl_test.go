@@ -116,7 +116,7 @@ func TestULCLFree5GC(t *testing.T) {
 	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets),
 		pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
 	for upf, smf := range smfs {
-		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], want[upf])
+		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], 2, want[upf])
 	}
 }
 

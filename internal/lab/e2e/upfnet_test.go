@@ -160,15 +160,15 @@ func (n *upfNet) carries(t *testing.T, flows []netFlow) {
 	}
 }
 
-// usedExactly deletes a session and checks its usage reports: two (a URR
-// that measures before QoS enforcement and one after, as free5GC's SMF
-// asks for), each of want.
-func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, want volumes) {
+// usedExactly deletes a session and checks its usage reports: n (free5GC
+// asks for two URRs, one measuring before QoS enforcement and one after),
+// each of want.
+func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, n int, want volumes) {
 	t.Helper()
 	reports, err := smf.DeleteUsage(seid)
 	check(t, err)
-	if len(reports) != 2 {
-		t.Errorf("%s: %d usage reports, want 2 (a URR before and one after QoS enforcement)", what, len(reports))
+	if len(reports) != n {
+		t.Errorf("%s: %d usage reports, want %d", what, len(reports), n)
 	}
 	for _, r := range reports {
 		u, err := pfcptest.ParseUsageReport(r)

@@ -120,31 +120,59 @@ func (s *SMF) roundTrip(b []byte, what string) (message.Message, error) {
 	}
 }
 
-// Step sends a step of a free5GC ULCL session to its UPF, whose SEID of
-// the session is seid (0 for its establishment), and returns that SEID.
+// Step sends a step of a session set up by hand (a free5GC ULCL, Open5GS
+// home-routed roaming) to its UPF, whose SEID of the session is seid (0
+// for its establishment), and returns that SEID.
 func (s *SMF) Step(st Step, seid uint64) (uint64, error) {
+	seid, _, err := s.StepCreated(st, seid)
+	return seid, err
+}
+
+// FTEID is a local F-TEID the UPF chose: its TEID at its address.
+type FTEID struct {
+	TEID uint32
+	Addr netip.Addr
+}
+
+// StepCreated is Step, returning also the F-TEIDs of an establishment's
+// Created PDRs, by PDR ID.
+func (s *SMF) StepCreated(st Step, seid uint64) (uint64, map[uint16]FTEID, error) {
 	s.seq++
 	resp, err := s.roundTrip(st.Message(seid, s.seq), st.Name)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	switch r := resp.(type) {
 	case *message.SessionEstablishmentResponse:
 		if err := Accepted(st.Name, r.Cause); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if r.UPFSEID == nil {
-			return 0, fmt.Errorf("%s: no UP F-SEID", st.Name)
+			return 0, nil, fmt.Errorf("%s: no UP F-SEID", st.Name)
 		}
 		f, err := r.UPFSEID.FSEID()
 		if err != nil {
-			return 0, fmt.Errorf("%s: UP F-SEID: %w", st.Name, err)
+			return 0, nil, fmt.Errorf("%s: UP F-SEID: %w", st.Name, err)
 		}
-		return f.SEID, nil
+		fteids := map[uint16]FTEID{}
+		for _, c := range r.CreatedPDR {
+			id, err := c.PDRID()
+			if err != nil {
+				return 0, nil, fmt.Errorf("%s: Created PDR: %w", st.Name, err)
+			}
+			if ft, err := c.FTEID(); err == nil {
+				a, _ := netip.AddrFromSlice(ft.IPv4Address.To4())
+				if !ft.HasIPv4() {
+					a, _ = netip.AddrFromSlice(ft.IPv6Address)
+				}
+				fteids[id] = FTEID{ft.TEID, a}
+			}
+		}
+		return f.SEID, fteids, nil
 	case *message.SessionModificationResponse:
-		return seid, Accepted(st.Name, r.Cause)
+		return seid, nil, Accepted(st.Name, r.Cause)
 	}
-	return 0, fmt.Errorf("%s answered with %s", st.Name, resp.MessageTypeName())
+	return 0, nil, fmt.Errorf("%s answered with %s", st.Name, resp.MessageTypeName())
 }
 
 // Heartbeat sends a Heartbeat Request.

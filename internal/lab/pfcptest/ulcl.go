@@ -20,7 +20,10 @@ import (
 // enforcement), marks every QER with the default QFI, and writes IEs in
 // the order of its pfcp library's structs (URR IDs before QER IDs in a
 // PDR, Create URR before Create QER, PDN Type last). Modifications have
-// message priority 12.
+// message priority 12 (free5GCPriority).
+
+// free5GCPriority is the message priority of free5GC's modifications.
+const free5GCPriority = 12
 
 // The UPFs of a ULCL session, indexes of ULCL.Steps' UPF.
 const (
@@ -60,7 +63,9 @@ type Step struct {
 	// Establishment: a Session Establishment Request; else a
 	// modification of the session Establishment made at the same UPF.
 	Establishment bool
-	ies           []byte
+	// Priority is a modification's message priority (MP set); 0: none.
+	Priority uint8
+	ies      []byte
 }
 
 // Message encodes the step's request with the header SEID (0 for an
@@ -72,8 +77,8 @@ func (s Step) Message(seid uint64, seq uint32) []byte {
 	}
 	body := slices.Concat(pfcpwire.U64(seid), pfcpwire.U32(seq<<8), s.ies)
 	b := slices.Concat([]byte{0x21, typ}, pfcpwire.U16(uint16(len(body))), body)
-	if !s.Establishment {
-		b[0], b[15] = b[0]|0x02, 12<<4 // MP, priority 12
+	if !s.Establishment && s.Priority != 0 {
+		b[0], b[15] = b[0]|0x02, s.Priority<<4 // MP
 	}
 	return b
 }
@@ -185,17 +190,17 @@ func (u *ULCL) Steps() []Step {
 		{Name: "the default path at the central PSA", UPF: CentralPSA, CPSEID: cp(CentralPSA), Establishment: true,
 			ies: slices.Concat(node(cp(CentralPSA)), psaUp(0, 2, 1), psaDown(2, 1), psaUpFAR, psaDownFAR,
 				urr(3, urrMBQE), urr(4, urrMAQE), qer(1, true), qer(2, false), pdnType)},
-		{Name: "the gNB's tunnel at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), ies: slices.Concat(u.fseid(cp(IUPF)),
+		{Name: "the gNB's tunnel at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), Priority: free5GCPriority, ies: slices.Concat(u.fseid(cp(IUPF)),
 			pfcpwire.IE(9, iupfDown(2, 2, 2, 1)), far(10, 2, append(gnbFAR, pfcpwire.IE(49, []byte{0}))...))}, // PFCPSMReq-Flags: no SNDEM
 		{Name: "the uplink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), Establishment: true,
 			ies: slices.Concat(node(cp(LocalPSA)), psaUp(1, 1), psaUpFAR,
 				urr(3, urrMBQE), urr(4, urrMAQE), qer(1, true), pdnType)},
-		{Name: "the branching point at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), ies: slices.Concat(u.fseid(cp(IUPF)),
+		{Name: "the branching point at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), Priority: free5GCPriority, ies: slices.Concat(u.fseid(cp(IUPF)),
 			pfcpwire.IE(1, pdr(3, branching, slices.Concat(pfcpwire.IE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false),
 				pfcpwire.IE(23, []byte{0x01, 0}, pfcpwire.U16(uint16(len(flow))), []byte(flow))), true, 3, []uint32{5, 6}, []uint32{1})),
 			pfcpwire.IE(1, iupfDown(4, 4, 1)),
 			far(3, 3, pfcpwire.IE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[1])), far(3, 4, gnbFAR...))},
-		{Name: "the downlink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), ies: slices.Concat(u.fseid(cp(LocalPSA)),
+		{Name: "the downlink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), Priority: free5GCPriority, ies: slices.Concat(u.fseid(cp(LocalPSA)),
 			psaDown(1), psaDownFAR)},
 	}
 }

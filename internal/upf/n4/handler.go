@@ -37,11 +37,13 @@ import (
 type Config struct {
 	Store *session.Store
 	// N3 and N9 are the UPF's GTP-U addresses, IPv4 and IPv6. The F-TEID
-	// it chooses has one address: the first N9 one of a family the request
-	// asks for, if any, for PDRs from the core (an I-UPF's downlink from
-	// the PSA), else the first such N3 one. The first N3 address is its
-	// F-SEID's.
+	// it chooses has one address: the first of a family the request asks
+	// for on the PDR's side (see side), N9's if it has one of the family,
+	// else N3's. The first N3 address is its F-SEID's.
 	N3, N9 []netip.Addr
+	// N9Instances are the network instances whose F-TEIDs are on N9:
+	// a PDR whose PDI names one is on N9 whatever its source interface.
+	N9Instances []string
 	// UEPool hands out UE IPv4 addresses when an SMF asks (CHV4); nil
 	// refuses such requests.
 	UEPool *ippool.Pool
@@ -147,11 +149,11 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 // gtpuAddresses are the N3 then the N9 addresses.
 func (c *Config) gtpuAddresses() []netip.Addr { return append(slices.Clip(c.N3), c.N9...) }
 
-// chosenAddress is the address of an F-TEID the UPF chooses for a PDR
-// from source, of a family the request asks for (v4, v6): the first such
-// N9 address for a PDR from the core, else the first such N3 one; invalid
-// when there is none. Asked for both, the order of the addresses decides.
-func (c *Config) chosenAddress(source session.Interface, v4, v6 bool) netip.Addr {
+// chosenAddress is the address of an F-TEID the UPF chooses on side n9
+// (else N3), of a family the request asks for (v4, v6): the first such
+// address of that side, N3's when N9 has none; invalid when there is
+// none. Asked for both, the order of the addresses decides.
+func (c *Config) chosenAddress(n9, v4, v6 bool) netip.Addr {
 	first := func(addrs []netip.Addr) netip.Addr {
 		i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is4() && v4 || a.Is6() && v6 })
 		if i < 0 {
@@ -159,10 +161,21 @@ func (c *Config) chosenAddress(source session.Interface, v4, v6 bool) netip.Addr
 		}
 		return addrs[i]
 	}
-	if a := first(c.N9); source == session.InterfaceCore && a.IsValid() {
+	if a := first(c.N9); n9 && a.IsValid() {
 		return a
 	}
 	return first(c.N3)
+}
+
+// otherSide says whether a, one of the UPF's GTP-U addresses, is on the
+// other side than n9 says, when that side has an address of a's family
+// (else the other side's addresses serve it too).
+func (c *Config) otherSide(a netip.Addr, n9 bool) bool {
+	want := c.N3
+	if n9 {
+		want = c.N9
+	}
+	return !slices.Contains(want, a) && slices.ContainsFunc(want, func(w netip.Addr) bool { return w.Is4() == a.Is4() })
 }
 
 // chosenTEID and chosenUE say that the UPF chose a PDR's F-TEID or UE

@@ -2,6 +2,7 @@ package n4
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -130,4 +131,148 @@ func TestN9ChosenFTEID(t *testing.T) {
 		outerHeaderRemoval(0), farID(2))
 	e.establish("smf1", bad...).expect(t, causeRuleFailure, failedPDR(2), nil)
 	e.unchanged(before)
+}
+
+// 3GPP Interface Types of N9 (§8.2.118); itN3 and itN6 are Open5GS's.
+const (
+	itN9        = 15
+	itN9Roaming = 21
+)
+
+// sideSession is a session of one PDR from source with PDI extras at
+// F-TEID f, UE ue: one from access forwards to the core, one from the
+// core to access (no tunnel yet).
+func sideSession(cpSEID uint64, source byte, ue string, f []byte, extras ...[]byte) [][]byte {
+	dest := byte(ifCore)
+	if source == ifCore {
+		dest = ifAccess
+	}
+	return [][]byte{nodeIDv4(smfNode), cpFSEID(cpSEID, smfNode),
+		createPDR(pdrID(1), precedence(255), pdi(slices.Concat([][]byte{sourceInterface(source), f, ueIPv4(ue, source == ifCore)},
+			extras)...), outerHeaderRemoval(6), farID(1)),
+		createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(dest)))}
+}
+
+// Which side an F-TEID is on, over the PFCP server: a PDI's 3GPP Interface
+// Type of N9 (Open5GS's H-SMF gives its H-UPF's uplink PDR, from access,
+// N9 for roaming), or a Network Instance of N9Instances, put it on N9
+// whatever the source interface; an N3 type puts it on N3; with neither,
+// the source interface says, as before. The UPF chooses there; a given
+// F-TEID at an address of the other side is refused, the request changing
+// nothing. Without an N9 address of the family, N3's serve N9.
+func TestN9ByInterfaceTypeAndInstance(t *testing.T) {
+	c := newChain(t)
+	c.locked(func() { c.h.cfg.N9Instances = []string{"n9.internet"} })
+	choose := fteidChooseV4V6(5) // as Open5GS asks (ftup)
+	seid := uint64(0x4000)
+	for i, tc := range []struct {
+		name   string
+		source byte
+		extras [][]byte
+		want   netip.Addr
+	}{
+		{name: "from access, N9 for roaming", source: ifAccess, extras: [][]byte{interfaceType(itN9Roaming)}, want: n9},
+		{name: "from access, N9", source: ifAccess, extras: [][]byte{internet, interfaceType(itN9)}, want: n9},
+		{name: "from access, an N9 network instance", source: ifAccess, extras: [][]byte{networkInstance("n9.internet")}, want: n9},
+		{name: "an N9 network instance, an N3 type", source: ifAccess, extras: [][]byte{networkInstance("n9.internet"), interfaceType(itN3)}, want: n9},
+		{name: "from access, N3", source: ifAccess, extras: [][]byte{internet, interfaceType(itN3)}, want: n3},
+		{name: "from access, N6 (no side)", source: ifAccess, extras: [][]byte{interfaceType(itN6)}, want: n3},
+		{name: "from access, another network instance", source: ifAccess, extras: [][]byte{internet}, want: n3},
+		{name: "from the core", source: ifCore, want: n9},
+		{name: "from the core, N3", source: ifCore, extras: [][]byte{interfaceType(itN3)}, want: n3},
+	} {
+		seid++
+		r := c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, tc.source, fmt.Sprintf("10.60.1.%d", i+1), choose, tc.extras...)...)
+		f := one(t, r.created(t)[1], tFTEID)
+		if len(f) != 9 || f[0] != fteidFlagV4 || !bytes.Equal(f[5:], tc.want.AsSlice()) {
+			t.Errorf("%s: Created PDR F-TEID % x, want V4 at %s", tc.name, f, tc.want)
+			continue
+		}
+		c.locked(func() {
+			if set, err := c.dp.Uplink(upfxdp.FTEID{Addr: tc.want, TEID: binaryUint32(f[1:5])}); err != nil || set.Count != 1 {
+				t.Errorf("%s: %+v, %v", tc.name, set, err)
+			}
+		})
+	}
+
+	var before state
+	c.locked(func() { before = c.state() })
+	for i, tc := range []struct {
+		name   string
+		f      []byte
+		extras [][]byte
+	}{
+		{name: "N9 for roaming at the N3 address", f: fteid(0x4101, n3.String()), extras: [][]byte{interfaceType(itN9Roaming)}},
+		{name: "N3 at the N9 address", f: fteid(0x4102, n9.String()), extras: [][]byte{interfaceType(itN3)}},
+		{name: "an N9 network instance at the N3 address", f: fteid(0x4103, n3.String()), extras: [][]byte{networkInstance("n9.internet")}},
+	} {
+		seid++
+		c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, ifAccess, fmt.Sprintf("10.60.2.%d", i+1), tc.f, tc.extras...)...).
+			expect(t, causeRuleFailure, failedPDR(1), nil)
+	}
+	c.locked(func() { c.unchanged(before) })
+	seid++
+	c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, ifAccess, "10.60.2.9", fteid(0x4104, n9.String()), interfaceType(itN9Roaming))...).upSEID(t)
+
+	// A UPF without N9 addresses: N3's serve N9.
+	c.locked(func() { c.h.cfg.N9 = nil })
+	seid++
+	r := c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, ifAccess, "10.60.3.1", choose, interfaceType(itN9Roaming))...)
+	if f := one(t, r.created(t)[1], tFTEID); len(f) != 9 || !bytes.Equal(f[5:], n3.AsSlice()) {
+		t.Errorf("N9 for roaming on a UPF without N9 addresses: Created PDR F-TEID % x, want one at %s", f, n3)
+	}
+	seid++
+	c.session(t, mSessionEstablishmentRequest, 0, sideSession(seid, ifAccess, "10.60.3.2", fteid(0x4105, n3.String()), interfaceType(itN9Roaming))...).upSEID(t)
+}
+
+// The refusals of multi-UPF shapes that other tests do not send (the
+// F-TEIDs' sides, IPv6 and DUPL have theirs), each with its cause and
+// failed rule; none changes anything.
+func TestMultiUPFRefusals(t *testing.T) {
+	e := newEnv(t)
+	const sgiLAN = 2
+	// iupf is iupfSession with its element i replaced.
+	iupf := func(i int, with []byte) [][]byte {
+		ies := iupfSession(0x4001, pathTEID, pathTEID+1)
+		ies[i] = with
+		return ies
+	}
+	// Nine uplink PDRs at one F-TEID: a branching point of one more than
+	// the data path's set holds.
+	branching := iupfSession(0x4001, pathTEID, pathTEID+1)
+	for id := uint16(3); id <= 10; id++ {
+		branching = append(branching, createPDR(pdrID(id), precedence(uint32(id)), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()),
+			ueIPv4(iupfUE, false), sdfFilterFD(fmt.Sprintf("permit out ip from 198.51.100.%d to %s", id, iupfUE))), outerHeaderRemoval(0), farID(1)))
+	}
+	before := e.state()
+	for _, c := range []struct {
+		name       string
+		ies        [][]byte
+		failedRule []byte
+	}{
+		{name: "an uplink PDR that removes no GTP-U, its FAR forwarding", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String())), farID(1)))},
+		{name: "a PDR from the core at its N9 F-TEID without a UE address, removing no GTP-U, its FAR forwarding", failedRule: failedPDR(2),
+			ies: iupf(3, createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), fteid(pathTEID+1, n9.String())), farID(2)))},
+		{name: "an uplink FAR that buffers", failedRule: failedPDR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaBUFF)))},
+		{name: "a 3GPP Interface Type without its value", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()), tlv(160)),
+				outerHeaderRemoval(0), farID(1)))},
+		{name: "a tunnel towards SGi-LAN", failedRule: failedFAR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(sgiLAN), ohcGTPU(psaTEID, psaN9))))},
+		{name: "GTP-U removed from a PDR from the core without an F-TEID", failedRule: failedPDR(2),
+			ies: iupf(3, createPDR(pdrID(2), precedence(255), pdi(sourceInterface(ifCore), ueIPv4(iupfUE, true)), outerHeaderRemoval(0), farID(2)))},
+		{name: "nine PDRs at one F-TEID", failedRule: failedPDR(10), ies: branching},
+		{name: "a UDP/IPv4 tunnel over N9", failedRule: failedFAR(1),
+			ies: iupf(4, createFAR(farID(1), applyAction1(aaFORW), fwdParams(destinationInterface(ifCore), ohc(0x0400, psaTEID, psaN9))))},
+		{name: "an IPv6 UE prefix for the UPF to choose (CHV6)", failedRule: failedPDR(1),
+			ies: iupf(2, createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteid(pathTEID, n3.String()),
+				tlv(tUEIPAddress, []byte{0x01 | 0x20})), outerHeaderRemoval(0), farID(1)))}, // §8.2.62: V6, CHV6
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e.establish("smf1", c.ies...).expect(t, causeRuleFailure, c.failedRule, nil)
+			e.unchanged(before)
+		})
+	}
 }

@@ -394,8 +394,6 @@ func (c *change) translatePDI(p *session.PDR, group *ie.IE) *refusal {
 	if first(pdi, ie.SourceInterface) == nil {
 		return missing(ie.SourceInterface, fmt.Sprintf("PDI of PDR %d", p.ID))
 	}
-	// The 3GPP Interface Type (§8.2.118) only names the interface the
-	// packets come from (Open5GS sends it since 2.7.3): nothing to enforce.
 	if bad := unsupported(pdi, ie.SourceInterface, ie.FTEID, ie.NetworkInstance, ie.UEIPAddress, ie.QFI, ie.SDFFilter,
 		ie.TGPPInterfaceType); bad != nil {
 		return fail("PDR %d: PDI IE type %d is not supported", p.ID, bad.Type)
@@ -424,21 +422,65 @@ func (c *change) translatePDI(p *session.PDR, group *ie.IE) *refusal {
 			p.PDI.SDFFilters = append(p.PDI.SDFFilters, f)
 		}
 	}
+	instance := ""
+	if n := first(pdi, ie.NetworkInstance); n != nil {
+		instance = instanceName(n)
+	}
 	if ch := first(pdi, ie.FTEID); ch != nil {
-		if r := c.localFTEID(p, ch); r != nil {
+		s, r := c.side(p, pdi, instance)
+		if r != nil {
+			return r
+		}
+		if r := c.localFTEID(p, ch, s); r != nil {
 			return r
 		}
 	}
 	if ch := first(pdi, ie.UEIPAddress); ch != nil {
-		instance := ""
-		if n := first(pdi, ie.NetworkInstance); n != nil {
-			instance = instanceName(n)
-		}
 		if r := c.ueAddress(p, ch, instance); r != nil {
 			return r
 		}
 	}
 	return nil
+}
+
+// fteidSide is the side of the UPF a PDR's local F-TEID is on, and what
+// says so.
+type fteidSide struct {
+	n9  bool
+	why string // the PDI's 3GPP Interface Type or Network Instance; "" when only its source interface says
+}
+
+// The 3GPP Interface Types (§8.2.118) of each side: N9 and S5/S8-U, its
+// counterpart between an SGW-U and a PGW-U, towards other UPFs; N3 and
+// S1-U towards the RAN. The others (N6, SGi, the data-forwarding types of
+// the SGW/UPF, …) say nothing of the side.
+var (
+	n9InterfaceTypes = map[uint8]string{1: "S5/S8-U", 15: "N9", 19: "S8-U", 21: "N9 for roaming", 23: "N9 for data forwarding"}
+	n3InterfaceTypes = map[uint8]string{0: "S1-U", 11: "N3 3GPP Access", 12: "N3 Trusted Non-3GPP Access",
+		13: "N3 Untrusted Non-3GPP Access", 14: "N3 for data forwarding"}
+)
+
+// side says on which side a PDR's local F-TEID is: N9 when its PDI's 3GPP
+// Interface Type is an N9 one or its Network Instance one of N9Instances,
+// N3 when the type is an N3 one, else N9 for a PDR from the core (an
+// I-UPF's downlink from the PSA) and N3 otherwise.
+func (c *change) side(p *session.PDR, pdi []*ie.IE, instance string) (fteidSide, *refusal) {
+	if ch := first(pdi, ie.TGPPInterfaceType); ch != nil {
+		v, err := ch.TGPPInterfaceType()
+		if err != nil {
+			return fteidSide{}, ruleFailure(rulePDR, uint32(p.ID), "PDR %d: 3GPP interface type: %v", p.ID, err)
+		}
+		if name, ok := n9InterfaceTypes[v]; ok {
+			return fteidSide{n9: true, why: "3GPP interface type " + name}, nil
+		}
+		if name, ok := n3InterfaceTypes[v]; ok && !slices.Contains(c.cfg.N9Instances, instance) {
+			return fteidSide{why: "3GPP interface type " + name}, nil
+		}
+	}
+	if instance != "" && slices.Contains(c.cfg.N9Instances, instance) {
+		return fteidSide{n9: true, why: fmt.Sprintf("network instance %q", instance)}, nil
+	}
+	return fteidSide{n9: p.PDI.SourceInterface == session.InterfaceCore}, nil
 }
 
 // instanceName reads a Network Instance IE's name. SMFs write it as a
@@ -482,9 +524,10 @@ func sdfFilter(id uint16, c *ie.IE) (session.SDFFilter, *refusal) {
 }
 
 // localFTEID sets the F-TEID the UPF receives on: the SMF's, at one of
-// its N3 or N9 addresses, or one for the UPF to choose (CH), the same for
-// the PDRs of the request with the same CHOOSE ID.
-func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
+// its N3 or N9 addresses (on side s when the PDI says which), or one for
+// the UPF to choose (CH) on side s, the same for the PDRs of the request
+// with the same CHOOSE ID.
+func (c *change) localFTEID(p *session.PDR, ch *ie.IE, s fteidSide) *refusal {
 	f, err := ch.FTEID()
 	if err != nil {
 		return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID: %v", p.ID, err)
@@ -506,6 +549,10 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		if !slices.Contains(c.cfg.N3, a) && !slices.Contains(c.cfg.N9, a) {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an N3 or N9 address of this UPF", p.ID, a)
 		}
+		if s.why != "" && c.cfg.otherSide(a, s.n9) {
+			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID %v is not an %s address of this UPF, as its %s says",
+				p.ID, a, map[bool]string{false: "N3", true: "N9"}[s.n9], s.why)
+		}
 		if f.TEID == 0 {
 			return ruleFailure(rulePDR, uint32(p.ID), "PDR %d: F-TEID with TEID 0", p.ID)
 		}
@@ -513,7 +560,7 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE) *refusal {
 		return nil
 	}
 	// One address of a family asked for (V4, V6, both) that the UPF has.
-	if p.PDI.LocalAddress = c.cfg.chosenAddress(p.PDI.SourceInterface, f.HasIPv4(), f.HasIPv6()); !p.PDI.LocalAddress.IsValid() {
+	if p.PDI.LocalAddress = c.cfg.chosenAddress(s.n9, f.HasIPv4(), f.HasIPv6()); !p.PDI.LocalAddress.IsValid() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption,
 			msg: fmt.Sprintf("PDR %d: no N3 or N9 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
 	}

@@ -400,6 +400,9 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 		} else {
 			dp.Flags = upfxdp.FARGTPUv6 // the endpoints are at the next hop's slot: putTunnel6
 		}
+		if f.DestinationInterface == InterfaceCPFunction {
+			dp.Flags |= upfxdp.FARToCPFunction
+		}
 	}
 	if f.Duplicating != nil {
 		dp.Flags |= upfxdp.FARDuplicate

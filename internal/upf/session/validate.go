@@ -207,8 +207,11 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		if p.PDI.TEID == 0 {
 			return invalid(at.field(".pdi.teid"), "a PDR of GTP-U from access or the CP function needs the local TEID")
 		}
+		if p.waiting() && !forward {
+			return nil
+		}
 		if !removesGTPU(p) {
-			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6)")
+			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6) to forward")
 		}
 		// The CP function's packets share the downlink FAR (Open5GS), and
 		// are dropped while it buffers.
@@ -221,8 +224,11 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 			return invalid(at.field(".farId"), "FAR %d of packets from the CP function must forward to access", far.ID)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
-		if !ue.IsValid() {
-			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address")
+		switch {
+		case p.waiting() && !forward:
+			return nil
+		case !ue.IsValid() && (p.PDI.TEID == 0 || !removesGTPU(p)):
+			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address, or a local F-TEID (N9) and GTP-U/UDP/IP to remove")
 		}
 		// With a local TEID and GTP-U to remove, it is a PDR of G-PDUs
 		// from the core over N9 (an I-UPF's downlink); else of plain IP.
@@ -268,15 +274,35 @@ func removesGTPU(p *PDR) bool {
 
 // gtpu says a PDR detects G-PDUs at its local F-TEID: from access, the CP
 // function, or the core over N9, whose PDR has a TEID and removes GTP-U
-// (a core PDR's TEID without is not looked at).
+// or has no UE address to be found by (a core PDR's TEID is otherwise not
+// looked at).
 func (p *PDR) gtpu() bool {
 	switch p.PDI.SourceInterface {
 	case InterfaceAccess, InterfaceCPFunction:
 		return true
 	case InterfaceCore:
-		return p.PDI.TEID != 0 && removesGTPU(p)
+		return p.PDI.TEID != 0 && (removesGTPU(p) || !p.PDI.UEAddress.IsValid())
 	}
 	return false
+}
+
+// waiting says a PDR at a local F-TEID waits for the SMF to say what
+// outer header to remove: one from access, or from the core without a UE
+// address, that removes no GTP-U. Open5GS's V-SMF creates its PDRs so
+// (home-routed roaming), their FARs buffering, and adds the removal when
+// the H-SMF has answered and the gNB's tunnel is known. Such a PDR owns
+// its F-TEID, and its FAR must not forward: XDP drops what it takes.
+func (p *PDR) waiting() bool {
+	switch p.PDI.SourceInterface {
+	case InterfaceAccess:
+	case InterfaceCore:
+		if p.PDI.UEAddress.IsValid() {
+			return false
+		}
+	default:
+		return false
+	}
+	return p.PDI.TEID != 0 && !removesGTPU(p)
 }
 
 // key is the data-path key a PDR is found by: its local F-TEID for PDRs

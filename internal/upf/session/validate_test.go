@@ -41,6 +41,29 @@ func TestValidateAcceptsFigure10(t *testing.T) {
 	}
 }
 
+// PDRs at F-TEIDs that remove no outer header yet, whose FARs do not
+// forward, as Open5GS's V-SMF first creates them (home-routed roaming):
+// an uplink one whose FAR buffers, a downlink one from the core without
+// a UE address. They must not forward so.
+func TestValidateWaitingPDRs(t *testing.T) {
+	s := figure10()
+	s.PDRs[0].PDI.UEAddress, s.PDRs[1].OuterHeaderRemoval = netip.Prefix{}, nil
+	s.FARs[0].Action, s.FARs[1].Action = ActionBuffer, ActionBuffer
+	if err := Validate(&s); err != nil {
+		t.Fatal(err)
+	}
+	// FAR i buffers, the other one forwards the other PDR.
+	for i, field := range []string{"pdrs[1].outerHeaderRemoval", "pdrs[0].pdi.ueIPAddress"} {
+		s := figure10()
+		s.PDRs[0].PDI.UEAddress, s.PDRs[1].OuterHeaderRemoval = netip.Prefix{}, nil
+		s.FARs[i].Action = ActionBuffer
+		var fe *fielderr.Error
+		if err := Validate(&s); !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("FAR %d buffering, the other forwarding: %v, want an error naming %s", i, err, field)
+		}
+	}
+}
+
 func TestValidateNamesTheField(t *testing.T) {
 	cases := []struct {
 		field  string

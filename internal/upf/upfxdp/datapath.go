@@ -98,6 +98,10 @@ const (
 	// FARGTPUv6: the tunnel's endpoints are the Tunnel6 at the FAR's
 	// next-hop slot (PutTunnel6).
 	FARGTPUv6 = uint8(upfFarFlagsFAR_GTPU_IPV6)
+	// FARToCPFunction: the tunnel goes to the CP function (N4-u), and a
+	// relayed packet's QFI is not kept in it as it is towards a gNB or
+	// another UPF.
+	FARToCPFunction = uint8(upfFarFlagsFAR_TO_CP_FUNCTION)
 )
 
 // Next-hop slots that name no next hop (enum nexthop_slot): KernelSlot is
@@ -126,6 +130,10 @@ type Role uint32
 const (
 	RoleAccess = Role(upfIfaceRoleROLE_ACCESS) // GTP-U in: N3 from gNBs, N9 from other UPFs
 	RoleCore   = Role(upfIfaceRoleROLE_CORE)   // N6: plain IP from the data network
+	// RoleCopies is neither: the interface only sends the copies of
+	// duplicated packets (DUPL) out, towards an LI collector; the program
+	// passes whatever comes in to the kernel.
+	RoleCopies Role = 0
 )
 
 // Options size and place the data path.

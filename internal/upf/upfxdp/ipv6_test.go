@@ -213,7 +213,7 @@ func TestIPv6TransportRelay(t *testing.T) {
 	)
 	for slot, p := range map[uint32]PDR{
 		pdrFromCP: {Flags: ToUE | MarkQFI, Qfi: 9, Far: encap6(dlTEID, nhGNB6)},
-		pdrToCP:   {Flags: MatchUEv6, Ue: pdrUE(ue6), Far: encap6(smfTEID, nhSMF6)},
+		pdrToCP:   {Flags: MatchUEv6, Ue: pdrUE(ue6), Far: toCPFunction(encap6(smfTEID, nhSMF6))},
 		pdrToV4:   {Flags: ToUE, Far: encap(dlTEID2, n3Addr2, gnb2, nhGNBVLAN)},
 	} {
 		p.Id = uint16(slot + 1)

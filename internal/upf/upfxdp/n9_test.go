@@ -27,6 +27,8 @@ const (
 	iupfTEID   = 0x70000001 // the I-UPF's N9 F-TEID, towards which a PSA sends
 	teidAtPSA  = 0x88       // a PSA's N9 F-TEID
 	teidBranch = 0x99       // a branching point's N3 F-TEID
+	teidVUp    = 0xaa       // a V-UPF's N3 F-TEID (home-routed roaming)
+	teidVDown  = 0xbb       // its N9 F-TEID
 )
 
 const (
@@ -36,6 +38,8 @@ const (
 	pdrPSADown                     // a PSA's: from N6 to the I-UPF over N9
 	pdrBreakout                    // teidBranch, first: to local's /24, out of N6
 	pdrBranchPSA                   // teidBranch, then: the rest over N9 to the PSA
+	pdrVUp                         // teidVUp: over N9 to the H-UPF, no QFI of its own
+	pdrVDown                       // teidVDown: to the gNB, no QFI of its own
 )
 
 // newN9UPF is newUPF with an N9 address and the rules of the tests below.
@@ -54,6 +58,8 @@ func newN9UPF(t *testing.T) *upf {
 		pdrPSADown:   {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(iupfTEID, n9Addr, iupf, nhGNB)},
 		pdrBreakout:  {pdr: PDR{}, far: forward(nhCoreVLAN), sdf: sdfSet(sdfFilter(0, "", local.String()+"/24"))},
 		pdrBranchPSA: {pdr: PDR{Flags: MarkQFI, Qfi: 9}, far: encap(psaTEID, n9Addr, psa, nhCore)},
+		pdrVUp:       {pdr: PDR{}, far: encap(psaTEID, n9Addr, psa, nhCore)},
+		pdrVDown:     {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		if r.sdf.Count > 0 {
@@ -66,6 +72,8 @@ func newN9UPF(t *testing.T) *upf {
 	check(t, d.PutUplink(FTEID{n9Addr, teidShared}, pdrSet(pdrFromPSA)))
 	check(t, d.PutUplink(FTEID{n9Addr, teidAtPSA}, pdrSet(pdrPSAUp)))
 	check(t, d.PutUplink(FTEID{n3Addr, teidBranch}, pdrSet(pdrBreakout, pdrBranchPSA)))
+	check(t, d.PutUplink(FTEID{n3Addr, teidVUp}, pdrSet(pdrVUp)))
+	check(t, d.PutUplink(FTEID{n9Addr, teidVDown}, pdrSet(pdrVDown)))
 	check(t, d.PutDownlink(ue4c, pdrSet(pdrPSADown)))
 	return attachTest(t, d, fakeIfindex, "lo", RoleAccess|RoleCore)
 }
@@ -110,6 +118,26 @@ func TestN9Relay(t *testing.T) {
 			t.Errorf("PDR slot %d counted %+v, %v; want %d packets", slot, c, err, want)
 		}
 	}
+}
+
+// A relay without QoS rules, as Open5GS's V-SMF sets its V-UPF up for
+// home-routed roaming: the packet keeps the QFI it came with, in a
+// container of its new direction; without one it gets none.
+func TestN9RelayKeepsQFI(t *testing.T) {
+	u := newN9UPF(t)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 40}
+	down := ipPacket{src: dn4, dst: ue4, ttl: 63, size: 60}
+	ulQFI1, dlQFI1 := ulPSC(1), dlPSC(1)
+	u.runCases(t, []pktCase{
+		{name: "uplink over N9", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidVUp, ulPSC(1)), up.bytes(t)), act: xdplink.Redirect,
+			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI1, up.bytes(t))},
+		{name: "downlink from N9", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidVDown, dlPSC(1)), down.bytes(t)), act: xdplink.Redirect,
+			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
+		{name: "downlink from N9 in an UL container", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidVDown, ulPSC(1)), down.bytes(t)),
+			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
+		{name: "uplink without a container", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidVUp), up.bytes(t)), act: xdplink.Redirect,
+			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, nil, up.bytes(t))},
+	})
 }
 
 // A PSA: the uplink from the I-UPF's N9 tunnel leaves decapsulated to the

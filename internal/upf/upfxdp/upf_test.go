@@ -127,6 +127,18 @@ func encap(teid uint32, local, peer netip.Addr, nh uint32) FAR {
 	return FAR{Action: FARForward, Flags: FARGTPUv4, Teid: NetworkOrder32(teid), Local: AddrKey(local), Peer: AddrKey(peer), Nexthop: nh}
 }
 
+// buffered is FAR f buffering in buffer slot buf.
+func buffered(f FAR, buf uint32) FAR {
+	f.Action, f.Buffer = FARBuffer, buf
+	return f
+}
+
+// toCPFunction is FAR f tunnelling to the CP function (N4-u).
+func toCPFunction(f FAR) FAR {
+	f.Flags |= FARToCPFunction
+	return f
+}
+
 // pdrUE is pdr.ue for an address: network order, IPv4 in ue[0].
 func pdrUE(a netip.Addr) (ue [4]uint32) {
 	b := a.As16()
@@ -680,27 +692,34 @@ func TestRelay(t *testing.T) {
 		pdrGateClosed
 		pdrBuffering
 		pdrForwarded
+		pdrReleased
 	)
+	const releasedBuffer = 1
 	const qerDownClosed = 1
 	for slot, r := range map[uint32]struct {
 		pdr PDR
 		far FAR
 	}{
 		pdrFromCP:         {pdr: PDR{Flags: ToUE | MarkQFI, Qfi: 9}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
-		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: encap(smfTEID, n3Addr, smf, nhCoreVLAN)},
+		pdrToCP:           {pdr: PDR{Flags: MatchUEv6, Ue: pdrUE(ue6)}, far: toCPFunction(encap(smfTEID, n3Addr, smf, nhCoreVLAN))},
 		pdrRelayNoNexthop: {pdr: PDR{Flags: ToUE}, far: encap(dlTEID, n3Addr, gnb, nhInvalid)},
 		pdrGateClosed:     {pdr: PDR{Flags: ToUE, Qer: [QERsPerPDR]uint32{qerDownClosed}}, far: encap(dlTEID, n3Addr, gnb, nhGNB)},
 		pdrBuffering:      {pdr: PDR{Flags: ToUE}, far: FAR{Action: FARBuffer, Nexthop: NexthopRoute}},
 		pdrForwarded:      {pdr: PDR{Flags: ToUE | MatchQFI | MarkQFI, Qfi: 1}, far: encap(fwdTEID, n3Addr, gnb, nhGNB)},
+		pdrReleased:       {pdr: PDR{Flags: ToUE}, far: buffered(encap(dlTEID, n3Addr, gnb, nhGNB), releasedBuffer)},
 	} {
 		r.pdr.Far, r.pdr.Id = r.far, uint16(slot+1)
 		check(t, u.d.PutPDR(slot, r.pdr))
 	}
 	check(t, u.d.PutQER(qerDownClosed, QER{GateClosed: 1 << QERDownlink}))
-	const teidNoNexthop, teidGateClosed, teidBuffering = 0x900, 0xa00, 0xb00
+	check(t, u.d.ResetBuffer(releasedBuffer))
+	if ok, err := u.d.ReleaseBuffer(releasedBuffer, 0); !ok || err != nil {
+		t.Fatalf("releasing the empty buffer: %v, %v", ok, err)
+	}
+	const teidNoNexthop, teidGateClosed, teidBuffering, teidReleased = 0x900, 0xa00, 0xb00, 0xd00
 	for teid, set := range map[uint32]PDRSet{teidFromCP: pdrSet(pdrFromCP), teidToCP: pdrSet(pdrToCP),
 		teidNoNexthop: pdrSet(pdrRelayNoNexthop), teidGateClosed: pdrSet(pdrGateClosed), teidBuffering: pdrSet(pdrBuffering),
-		teidForwarded: pdrSet(pdrForwarded)} {
+		teidForwarded: pdrSet(pdrForwarded), teidReleased: pdrSet(pdrReleased)} {
 		check(t, u.d.PutUplink(onN3(teid), set))
 	}
 	ra := ipPacket{src: mustAddr("fe80::1"), dst: ue6, ttl: 255, size: 40}
@@ -721,6 +740,9 @@ func TestRelay(t *testing.T) {
 		{name: "forwarded, another QFI", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidForwarded, dlPSC(2)), ra.bytes(t)), act: xdplink.Drop, reason: "drop_no_pdr", out: nil},
 		// The UE is idle: not routed to the core as an uplink packet would be.
 		{name: "FAR buffering", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBuffering), ra.bytes(t)), act: xdplink.Drop, reason: "drop_far", out: nil},
+		// Its buffer released, the FAR forwards: relayed packets pass.
+		{name: "FAR buffered, its buffer released", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidReleased), ra.bytes(t)), act: xdplink.Redirect,
+			reason: "relay_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, -1, ra.bytes(t))},
 	})
 	// The relayed packet from the CP function went the downlink way.
 	if c, err := u.d.PDRCounter(pdrFromCP); err != nil || c.Packets != 2 {
