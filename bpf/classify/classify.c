@@ -8,6 +8,7 @@
  * parser (lib/parser.h) into the key and return the step that follows
  * (enum classify_next). */
 #include <linux/pkt_cls.h>
+#include "../lib/chain.h"
 #include "../lib/geneve.h"
 #include "../lib/gre.h"
 #include "../lib/parser.h"
@@ -170,14 +171,10 @@ INLINE __u8 walk_gre(struct cursor *c, struct classify_key *k)
 	return next;
 }
 
-/* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
+/* The ports of a TCP or SCTP header, the type and code of an ICMP one. */
+INLINE void take_ports(struct cursor *c, struct classify_key *k, __u8 proto)
 {
 	switch (proto) {
-	case IPPROTO_UDP:
-		return walk_udp(c, k, extent);
-	case IPPROTO_GRE:
-		return walk_gre(c, k);
 	case IPPROTO_TCP:
 	case IPPROTO_SCTP: {
 		/* Both begin with the source and destination ports. */
@@ -198,6 +195,18 @@ INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum p
 		break;
 	}
 	}
+}
+
+/* The upper-layer header of an IP packet. */
+INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
+{
+	switch (proto) {
+	case IPPROTO_UDP:
+		return walk_udp(c, k, extent);
+	case IPPROTO_GRE:
+		return walk_gre(c, k);
+	}
+	take_ports(c, k, proto);
 	return CLASSIFY_NEXT_DONE;
 }
 
@@ -416,89 +425,300 @@ INLINE int classify_outcome(const struct classify_key *key, struct classify_outc
 	return 0;
 }
 
-SEC("xdp")
-int xdp_classify(struct xdp_md *ctx)
+/* What the rules a packet meets make of it: every one counts it; the last
+ * decides, unless it hands the packet on too (count, mirror): then it goes
+ * on as if no rule matched. */
+struct classify_decision {
+	struct classify_outcome met; /* the rules met, best first */
+	__u32 rule;                  /* the last, 0 for none */
+	__u8 action;                 /* what it does */
+	__u8 mirrored;               /* bit i: the i-th rule met mirrors */
+};
+
+/* Classifies a packet: 1 with the rules' decision in *d, its walk in *stp;
+ * 0 for a packet that is not IP (rules are about IP traffic: ARP and the
+ * like go on); -1 when a map fails. Counts the packet for every rule met. */
+INLINE int classify_packet(struct xdp_md *ctx, struct classify_state **stp, struct classify_decision *d)
 {
 	struct classify_state *st = classify_parse(ctx);
-	struct classify_outcome o = {};
+	struct classify_outcome *o = &d->met;
+	__builtin_memset(d, 0, sizeof(*d));
+	*stp = st;
 	if (!st)
-		return XDP_ABORTED;
-	if (!st->ips) /* rules are about IP traffic: ARP and the like go on */
-		return XDP_PASS;
+		return -1;
+	if (!st->ips)
+		return 0;
 	if (st->frag && !st->first) { /* what follows a first fragment */
 		struct classify_outcome *first = bpf_map_lookup_elem(&classify_frags, &st->frag_id);
 		if (first)
-			o = *first;
+			*o = *first;
 		else
-			o.action[0] = orphan_fragment_action;
+			o->action[0] = orphan_fragment_action;
 	} else {
-		if (classify_outcome(&st->key, &o))
-			return XDP_ABORTED;
+		if (classify_outcome(&st->key, o))
+			return -1;
 		if (st->first)
-			bpf_map_update_elem(&classify_frags, &st->frag_id, &o, BPF_ANY);
+			bpf_map_update_elem(&classify_frags, &st->frag_id, o, BPF_ANY);
 	}
-	/* Every rule met counts the packet; the last decides, unless it hands
-	 * the packet on too: then it goes on as if no rule matched. */
-	__u32 rule = 0, mirrored = 0; /* bit i: rule i mirrors */
-	__u8 action = o.action[0];
 	__u64 len = ctx->data_end - ctx->data;
-	for (int i = 0; i < CLASSIFY_MAX_CHAIN && o.rule[i]; i++) {
-		rule = o.rule[i];
-		action = o.action[i];
-		count_packet(&classify_counters, &rule, len);
-		if (action == CLASSIFY_MIRROR)
-			mirrored |= 1 << i;
+	d->action = o->action[0];
+	for (int i = 0; i < CLASSIFY_MAX_CHAIN && o->rule[i]; i++) {
+		d->rule = o->rule[i];
+		d->action = o->action[i];
+		count_packet(&classify_counters, &d->rule, len);
+		if (d->action == CLASSIFY_MIRROR)
+			d->mirrored |= 1 << i;
 	}
-	st->rule = rule;
-	if (mirrored) {
-		/* XDP cannot copy a packet: the metadata asks the TC program of
-		 * the same interface to, and to drop or redirect the packet
-		 * after the copies when the rule below says so. */
-		struct classify_mirror_meta *m;
-		if (push_meta(ctx, m)) {
-			__builtin_memset(m, 0, sizeof(*m));
-			m->magic = CLASSIFY_MIRROR_MAGIC;
-			for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++)
-				if (mirrored & 1 << i)
-					m->mirror[i] = o.rule[i];
-			if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
-				m->then = rule;
-				m->then_action = action;
-			}
+	st->rule = d->rule;
+	return 1;
+}
+
+/* Out of the interface of a redirecting rule, with its Ethernet addresses. */
+INLINE int redirect_rule(struct xdp_md *ctx, __u32 rule)
+{
+	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	struct ethhdr *eth = (void *)(long)ctx->data;
+	if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_ABORTED;
+	__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
+	return bpf_redirect(out->ifindex, 0);
+}
+
+/* XDP cannot copy a packet: the metadata asks the TC program of the same
+ * interface to, and to drop or redirect the packet after the copies when
+ * the rule below the mirroring ones says so. The action left to XDP. */
+INLINE __u8 ask_for_copies(struct xdp_md *ctx, const struct classify_decision *d)
+{
+	__u8 action = d->action;
+	struct classify_mirror_meta *m;
+	if (push_meta(ctx, m)) {
+		__builtin_memset(m, 0, sizeof(*m));
+		m->magic = CLASSIFY_MIRROR_MAGIC;
+		for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++)
+			if (d->mirrored & 1 << i)
+				m->mirror[i] = d->met.rule[i];
+		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT) {
+			m->then = d->rule;
+			m->then_action = action;
 		}
-		if (action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT)
-			action = CLASSIFY_PASS;
 	}
+	return action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT ? CLASSIFY_PASS : action;
+}
+
+SEC("xdp")
+int xdp_classify(struct xdp_md *ctx)
+{
+	struct classify_state *st;
+	struct classify_decision d;
+	int found = classify_packet(ctx, &st, &d);
+	if (found < 0 || !st)
+		return XDP_ABORTED;
+	if (!found)
+		return XDP_PASS;
+	__u8 action = d.mirrored ? ask_for_copies(ctx, &d) : d.action;
 	switch (action) {
 	case CLASSIFY_DROP:
 		return XDP_DROP;
-	case CLASSIFY_REDIRECT: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
-		struct ethhdr *eth = (void *)(long)ctx->data;
-		if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
-			return XDP_ABORTED;
-		__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
-		__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
-		return bpf_redirect(out->ifindex, 0);
-	}
+	case CLASSIFY_REDIRECT:
+		return redirect_rule(ctx, d.rule);
 	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
-		return out ? steer(ctx, &st->key, out->slice) : XDP_ABORTED;
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &d.rule);
+		return out ? steer(ctx, &st->key, out->slice, 0) : XDP_ABORTED;
 	}
 	}
 	return XDP_PASS;
 }
 
+/* Steers a packet of a chain, its key k, to a CPU of the slice, where
+ * the stage after steering runs (xdp_slice_cpu); here, when that CPU has
+ * no queue. */
+INLINE int chain_steer(struct xdp_md *ctx, const struct classify_key *k, __u32 slot, __u32 slice)
+{
+	int act = steer(ctx, k, slice, slot + 1);
+	if (act != XDP_PASS)
+		return act;
+	drop_meta(ctx);
+	chain_next(ctx, slot, STAGE_STEER);
+	return XDP_PASS;
+}
+
+/* The classify stage of a chain: a rule's drop, redirect and pass end the
+ * packet there; a steering rule sends it to its slice's CPUs, where the
+ * later stages run; a counted or mirrored packet, and one no rule matched,
+ * goes on to the next stage as if nothing had matched. Mirroring rules
+ * count here but copy nothing: the packet does not go by TC. */
+SEC("xdp")
+int xdp_classify_stage(struct xdp_md *ctx)
+{
+	struct chain_iface *ci = chain_of(ctx);
+	if (!ci)
+		return XDP_PASS;
+	__u32 slot = ci->slot;
+	struct classify_state *st;
+	struct classify_decision d;
+	int found = classify_packet(ctx, &st, &d);
+	if (found < 0 || !st)
+		return XDP_ABORTED;
+	switch (found ? d.action : CLASSIFY_NONE) {
+	case CLASSIFY_DROP:
+		return XDP_DROP;
+	case CLASSIFY_PASS:
+		return XDP_PASS;
+	case CLASSIFY_REDIRECT:
+		return redirect_rule(ctx, d.rule);
+	case CLASSIFY_STEER: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &d.rule);
+		return out ? chain_steer(ctx, &st->key, slot, out->slice) : XDP_ABORTED;
+	}
+	}
+	chain_next(ctx, slot, STAGE_CLASSIFY);
+	return XDP_PASS;
+}
+
+/* Whether the steer stage sends a packet of key k to another CPU: not
+ * GTP-U signalling (an echo is answered where it arrives). */
+INLINE int steerable(const struct classify_key *k)
+{
+	return !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
+}
+
+/* The steer stage, on the key k of the packet, NULL for one that is not
+ * steered (not IP, a fragment after the first, which lacks the ports of
+ * its flow): to a CPU of the interface's slice by the hash of its
+ * innermost flow. */
+INLINE int steer_stage(struct xdp_md *ctx, const struct classify_key *k)
+{
+	struct chain_iface *ci = chain_of(ctx);
+	if (!ci)
+		return XDP_PASS;
+	__u32 slot = ci->slot, slice = ci->slice;
+	if (k && steerable(k))
+		return chain_steer(ctx, k, slot, slice);
+	chain_next(ctx, slot, STAGE_STEER);
+	return XDP_PASS;
+}
+
+/* The key of a walk for the steer stage: NULL when not steered. */
+INLINE const struct classify_key *walked_key(const struct classify_state *st)
+{
+	return st && st->ips && !st->frag ? &st->key : NULL;
+}
+
+/* The steer stage after the classify stage, whose walk it takes. */
+SEC("xdp")
+int xdp_steer_stage(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	return steer_stage(ctx, walked_key(bpf_map_lookup_elem(&classify_walk, &zero)));
+}
+
+/* The steering parse of an IP header: its addresses into k as the walk
+ * writes them, its upper-layer protocol into *proto; -1 for a fragment,
+ * IPv6 extension headers or no IP, which the walk takes. */
+INLINE int steer_ip(struct cursor *c, struct classify_key *k, __u8 *proto)
+{
+	__u8 *v = c->pos;
+	if ((void *)(v + 1) > c->end)
+		return -1;
+	if (*v >> 4 == 4) {
+		struct iphdr *ip;
+		if (parse_ipv4(c, &ip) || ipv4_is_fragment(ip))
+			return -1;
+		set_addr4(k->inner_src, ip->saddr);
+		set_addr4(k->inner_dst, ip->daddr);
+		*proto = ip->protocol;
+		return 0;
+	}
+	struct ipv6hdr *ip6;
+	if (parse_ipv6(c, &ip6))
+		return -1;
+	*proto = ip6->nexthdr;
+	switch (*proto) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_FRAGMENT:
+	case IPPROTO_DSTOPTS:
+		return -1;
+	}
+	__builtin_memcpy(k->inner_src, &ip6->saddr, 16);
+	__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
+	return 0;
+}
+
+/* The steering parse of the ports after an IP header, as the walk takes
+ * them; -1 for a header the walk would go on from (a tunnel), 1 for a
+ * G-PDU's UDP header (outer, when outer). */
+INLINE int steer_ports(struct cursor *c, struct classify_key *k, __u8 proto, int outer)
+{
+	k->proto = proto;
+	k->src_port = 0;
+	k->dst_port = 0;
+	switch (proto) {
+	case IPPROTO_UDP: {
+		struct udphdr *u = cursor_take(c, struct udphdr);
+		if (!u)
+			return 0;
+		k->src_port = u->source;
+		k->dst_port = u->dest;
+		if (u->dest == bpf_htons(GTPU_PORT))
+			return outer ? 1 : -1;
+		return u->dest == bpf_htons(VXLAN_PORT) || u->dest == bpf_htons(GENEVE_PORT) ? -1 : 0;
+	}
+	case IPPROTO_GRE:
+		return -1;
+	}
+	take_ports(c, k, proto);
+	return 0;
+}
+
+/* The fields of k that flow_hash reads, for the packets a UPF's interface
+ * carries: IP, and IP in a G-PDU, neither fragmented nor in a further
+ * tunnel; as the walk would have them, so that a flow keeps its CPU
+ * whether the classify stage runs or not, at a fraction of the walk's
+ * cost. -1 for any other packet, which the walk takes. */
+INLINE int steer_parse(struct xdp_md *ctx, struct classify_key *k)
+{
+	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
+	struct ethhdr *eth;
+	__be16 proto;
+	__u8 l4;
+	if (parse_eth_qinq(&c, &eth, &proto) || steer_ip(&c, k, &l4))
+		return -1;
+	int gtpu = steer_ports(&c, k, l4, 1);
+	if (gtpu <= 0)
+		return gtpu;
+	struct gtpu_info g;
+	if (parse_gtpu(&c, &g) || g.hdr->type != GTPU_G_PDU || !g.payload_len)
+		return 0; /* GTP-U signalling, as the walk leaves it */
+	k->tunnels = 1;
+	k->tunnel_id[0] = g.hdr->teid;
+	if (steer_ip(&c, k, &l4))
+		return -1;
+	return steer_ports(&c, k, l4, 0) < 0 ? -1 : 0;
+}
+
+/* The steer stage first in its chain: it parses the packet itself. */
+SEC("xdp")
+int xdp_steer_entry(struct xdp_md *ctx)
+{
+	struct classify_key k = {};
+	if (!steer_parse(ctx, &k))
+		return steer_stage(ctx, &k);
+	return steer_stage(ctx, walked_key(classify_parse(ctx)));
+}
+
 /* On the CPU a packet was steered to, before the kernel takes it: takes it
  * off the CPU's queue count and counts it for its slice and its flow
- * there. */
+ * there; a chain's packet goes on to the interface's stage after
+ * steering. */
 SEC("xdp/cpumap")
 int xdp_slice_cpu(struct xdp_md *ctx)
 {
 	struct slice_meta *m;
 	if (!read_meta(ctx, m) || m->magic != SLICE_META_MAGIC)
 		return XDP_PASS;
-	__u32 id = m->slice, hash = m->hash, cpu = bpf_get_smp_processor_id();
+	__u32 id = m->slice, hash = m->hash, next = m->next, cpu = bpf_get_smp_processor_id();
 	__u64 len = ctx->data_end - ctx->data;
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (load)
@@ -511,6 +731,10 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	} else {
 		struct counter first = {1, len};
 		bpf_map_update_elem(&flow_cpu_counters, &hash, &first, BPF_ANY);
+	}
+	if (next) { /* a chain's: its stage after steering runs here */
+		drop_meta(ctx);
+		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
 	}
 	return XDP_PASS;
 }

@@ -144,10 +144,11 @@ INLINE int within_rate(const struct slice *sl, __u32 id, __u64 len)
 }
 
 /* Sends a packet of a slice to the CPU of its flow (a prioritised flow's
- * own, else its bucket's), with the slice and the hash in its metadata for
- * xdp_slice_cpu there; or to an alternative node when that CPU's queue is
- * too full for it. */
-INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
+ * own, else its bucket's), with the slice, the hash and next (a chain's
+ * slot + 1, 0 for none) in its metadata for xdp_slice_cpu there; or to an
+ * alternative node when that CPU's queue is too full for it. XDP_PASS when
+ * that CPU has no queue. */
+INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id, __u32 next)
 {
 	struct slice *sl = bpf_map_lookup_elem(&slices, &id);
 	if (!sl)
@@ -168,7 +169,11 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
 	struct cpu_load *load = bpf_map_lookup_elem(&cpu_loads, &cpu);
 	if (!load)
 		return XDP_ABORTED;
-	if (offloads(hash, backlog(load), prioritised)) {
+	/* Without an alternative node no flow leaves: no flow's route to
+	 * look up. */
+	__u32 zero = 0;
+	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
+	if (alts && alts->n && offloads(hash, backlog(load), prioritised)) {
 		int act = offload(ctx, hash);
 		if (act >= 0) {
 			count_packet(&slice_offloaded, &id, len);
@@ -180,6 +185,7 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id)
 		m->magic = SLICE_META_MAGIC;
 		m->slice = id;
 		m->hash = hash;
+		m->next = next;
 	}
 	/* On to the kernel on that CPU; here if it has no queue. */
 	int act = bpf_redirect_map(&slice_cpus, cpu, XDP_PASS);

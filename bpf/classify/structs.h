@@ -178,6 +178,7 @@ struct slice_meta {
 	__u32 magic; /* SLICE_META_MAGIC */
 	__u32 slice;
 	__u32 hash;
+	__u32 next; /* a chain's interface slot + 1: the stage to run there; 0: none */
 };
 
 #endif

@@ -3,12 +3,15 @@
  * N9), downlink encapsulation on core interfaces (N6), GTP-U relays (N9),
  * GTP-U over IPv4 or IPv6, GTP-U echo. One instance is loaded per interface with its slot, roles and
  * GTP-U addresses as constants; all instances share the pinned maps. */
+#include "../lib/chain.h"
 #include "../lib/parser.h"
 #include "config.h"
 #include "maps.h"
 #include "sdf.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+_Static_assert(CHAIN_IFACES == MAX_IFACES, "a chain's slot is its interface's");
 
 /* What only the Go side reads, put into BTF for bpf2go (-type in
  * internal/upf/upfxdp/gen.go): the constants and the records of the rings
@@ -33,6 +36,8 @@ const struct upf_exports {
 	enum route_value route_value;
 	enum dupl_magic dupl_magic;
 	enum dupl_fanout_key dupl_fanout_key;
+	enum chain_stage chain_stage;
+	enum chain_limits chain_limits;
 	struct urr_event urr_event;
 	struct buffered_packet buffered_packet;
 	struct release_meta release_meta;
@@ -899,8 +904,8 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL, 0);
 }
 
-SEC("xdp")
-int xdp_upf(struct xdp_md *ctx)
+/* The UPF: a frame from the wire, or the UPF stage of a chain. */
+INLINE int upf(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -957,6 +962,22 @@ int xdp_upf(struct xdp_md *ctx)
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
+}
+
+SEC("xdp")
+int xdp_upf(struct xdp_md *ctx)
+{
+	return upf(ctx);
+}
+
+/* The UPF stage of a chain on the CPU steering sent a packet to, behind
+ * the CPU map: there is no XDP_TX there, an echo's response leaves by
+ * redirect to the port it came in on. */
+SEC("xdp/cpumap")
+int xdp_upf_cpu(struct xdp_md *ctx)
+{
+	int act = upf(ctx);
+	return act == XDP_TX ? bpf_redirect(ctx->ingress_ifindex, 0) : act;
 }
 
 /* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,

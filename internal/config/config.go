@@ -154,7 +154,21 @@ type Classify struct {
 type Interface struct {
 	Name  string
 	Roles upfxdp.Role
+	// Stages run on it in this order (StageNames): the UPF last, alone
+	// by default.
+	Stages []string
+	Slice  uint32 // the slice the steer stage sends packets to
 }
+
+// Stages of an interface, in the order they run in.
+const (
+	StageClassify = "classify"
+	StageSteer    = "steer"
+	StageUPF      = "upf"
+)
+
+// StageNames are the stages an interface may run, in the order they run in.
+var StageNames = []string{StageClassify, StageSteer, StageUPF}
 
 // API is where the REST API listens, and how it is protected.
 type API struct {
@@ -302,8 +316,10 @@ type classifySettings struct {
 }
 
 type ifaceSettings struct {
-	Name  string   `yaml:"name"`
-	Roles []string `yaml:"roles"`
+	Name   string   `yaml:"name"`
+	Roles  []string `yaml:"roles"`
+	Stages []string `yaml:"stages"`
+	Slice  uint32   `yaml:"slice"`
 }
 
 type apiSettings struct {
@@ -375,7 +391,7 @@ func parse(data []byte) (*Config, error) {
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
-	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseAPI, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify, parseCUUP}
+	steps := []func(*file, *Config) error{parseInterfaces, parseN3Addresses, parseXDPMode, parseNetns, parseAPI, parseDatapath, parseBuffering, parseStateFile, parsePFCP, parseClassify, checkStages, parseCUUP}
 	for _, step := range steps {
 		if err := step(&f, cfg); err != nil {
 			return nil, err
@@ -421,7 +437,14 @@ func parseInterfaces(f *file, cfg *Config) error {
 			roles |= role
 		}
 		all |= roles
-		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles})
+		stages, err := parseStages(field+".stages", in.Stages)
+		if err != nil {
+			return err
+		}
+		if roles == upfxdp.RoleCopies && len(stages) > 1 {
+			return invalid(field+".stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
+		}
+		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles, Stages: stages, Slice: in.Slice})
 	}
 	if all != upfxdp.RoleAccess|upfxdp.RoleCore {
 		return invalid("interfaces", "a UPF needs an access (N3) and a core (N6) interface; one interface may have both roles")
@@ -610,6 +633,41 @@ func parseStateFile(f *file, cfg *Config) error {
 	return nil
 }
 
+// parseStages checks an interface's stages: known ones, in their order,
+// the UPF last.
+func parseStages(field string, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return []string{StageUPF}, nil
+	}
+	last := -1
+	for j, name := range names {
+		i := slices.Index(StageNames, name)
+		switch {
+		case i < 0:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "unknown stage %q (%s)", name, strings.Join(StageNames, ", "))
+		case i <= last:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s must come before %s and only once (%s)", names[j-1], name,
+				strings.Join(StageNames, ", "))
+		}
+		last = i
+	}
+	if names[len(names)-1] != StageUPF {
+		return nil, invalid(field, "the UPF is the last stage")
+	}
+	return slices.Clone(names), nil
+}
+
+// checkStages refuses the classify and steer stages without the
+// classifier, which runs them.
+func checkStages(_ *file, cfg *Config) error {
+	for i, in := range cfg.Interfaces {
+		if cfg.Classify == nil && len(in.Stages) > 1 {
+			return invalid(fmt.Sprintf("interfaces[%d].stages", i), "%s needs the classify section", in.Stages[0])
+		}
+	}
+	return nil
+}
+
 var orphanFragmentActions = map[string]classifyxdp.ActionKind{"pass": classifyxdp.ActionPass, "drop": classifyxdp.ActionDrop}
 
 func parseClassify(f *file, cfg *Config) error {
@@ -631,7 +689,7 @@ func parseClassify(f *file, cfg *Config) error {
 			return invalid(field, "%s is listed twice", name)
 		}
 		if slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return i.Name == name }) {
-			return invalid(field, "%s runs the UPF, and an interface runs one XDP program", name)
+			return invalid(field, "%s runs the UPF, and an interface runs one XDP program: give it the classify stage (stages) instead", name)
 		}
 		out.Interfaces = append(out.Interfaces, name)
 	}

@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		Interfaces:  []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore}},
+		Interfaces:  []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore, Stages: []string{StageUPF}}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
 		XDPMode:     xdplink.ModeNative,
 		API:         API{Listen: "127.0.0.1:9880"},
@@ -51,8 +51,11 @@ func TestLoadEverySetting(t *testing.T) {
 interfaces:
   - name: n3
     roles: [access]
+    stages: [classify, steer, upf]
+    slice: 3
   - name: n6
     roles: [core]
+    stages: [classify, upf]
 n3_addresses: [192.0.2.1, 198.51.100.1, "2001:db8:3::1"]
 n9_addresses: [192.0.2.9]
 xdp_mode: generic
@@ -108,7 +111,8 @@ cuup:
 		t.Fatal(err)
 	}
 	want := &Config{
-		Interfaces:  []Interface{{Name: "n3", Roles: upfxdp.RoleAccess}, {Name: "n6", Roles: upfxdp.RoleCore}},
+		Interfaces: []Interface{{Name: "n3", Roles: upfxdp.RoleAccess, Stages: []string{StageClassify, StageSteer, StageUPF}, Slice: 3},
+			{Name: "n6", Roles: upfxdp.RoleCore, Stages: []string{StageClassify, StageUPF}}},
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("2001:db8:3::1")},
 		N9Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.9")},
 		XDPMode:     xdplink.ModeGeneric,
@@ -317,7 +321,8 @@ func TestCopiesRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore}, {Name: "li", Roles: upfxdp.RoleCopies}}
+	want := []Interface{{Name: "eth0", Roles: upfxdp.RoleAccess | upfxdp.RoleCore, Stages: []string{StageUPF}},
+		{Name: "li", Roles: upfxdp.RoleCopies, Stages: []string{StageUPF}}}
 	if !reflect.DeepEqual(cfg.Interfaces, want) || !slices.Equal(cfg.CoreInterfaces(), []string{"eth0"}) {
 		t.Errorf("interfaces %+v, core %v; want %+v, [eth0]", cfg.Interfaces, cfg.CoreInterfaces(), want)
 	}
@@ -395,7 +400,13 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "no roles", yaml: "interfaces: [{name: a}]", field: "interfaces[0].roles"},
 		{name: "unknown role", yaml: "interfaces: [{name: a, roles: [access, n9]}]", field: "interfaces[0].roles[1]"},
 		{name: "role twice", yaml: "interfaces: [{name: a, roles: [core, core]}]", field: "interfaces[0].roles[1]"},
+		{name: "unknown stage", yaml: "interfaces: [{name: a, roles: [access, core], stages: [police, upf]}]", field: "interfaces[0].stages[0]"},
+		{name: "stages out of order", yaml: "interfaces: [{name: a, roles: [access, core], stages: [steer, classify, upf]}]", field: "interfaces[0].stages[1]"},
+		{name: "stage twice", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, classify, upf]}]", field: "interfaces[0].stages[1]"},
+		{name: "UPF not last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify]}]", field: "interfaces[0].stages"},
+		{name: "classify stage without the classifier", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, upf]}]", field: "interfaces[0].stages"},
 		{name: "copies and another role", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [core, copies]}]", field: "interfaces[1].roles[1]"},
+		{name: "stages on copies", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [copies], stages: [steer, upf]}]", field: "interfaces[1].stages"},
 		{name: "copies alone", yaml: "interfaces: [{name: li, roles: [copies]}]", field: "interfaces"},
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
 		{name: "no N3 address", yaml: "n3_addresses: []", field: "n3_addresses"},

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/api"
@@ -17,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // classifyLinks is where, under the pin path, the classifier's links live.
@@ -24,16 +26,18 @@ func classifyLinks(cfg *config.Config) string {
 	return filepath.Join(cfg.Datapath.PinPath, "classify")
 }
 
-// openClassifier loads the classifier with the rules of the rules file
-// (saved, nil for none), keeps that file in step with the rules and
+// openClassifier loads the classifier, its stages to run in the UPF's
+// chains (chain: upfxdp.Datapath.ChainMaps, nil without the UPF), with
+// the rules of the rules file (saved, nil for none), keeps that file in step with the rules and
 // reports its figures from then on, until stop.
-func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, ns netns.NsHandle, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
+func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, chain map[string]*ebpf.Map, ns netns.NsHandle,
+	log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
 	}
 	state := &stateFile{path: cfg.Classify.RulesFile, log: log}
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{MaxMasks: cfg.Classify.MaxMasks,
-		OrphanFragments: cfg.Classify.OrphanFragments, Changed: state.changed})
+		OrphanFragments: cfg.Classify.OrphanFragments, Changed: state.changed, Chain: chain})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,4 +109,14 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 		}
 		return nil
 	})
+}
+
+// chainOf is the chain of the stages an interface runs before the UPF, the
+// classifier c's (config checks that there is one when any is named).
+func chainOf(i config.Interface, c *api.Classifier) upfxdp.Chain {
+	if c == nil {
+		return upfxdp.Chain{}
+	}
+	return upfxdp.NewChain(c.Rules, slices.Contains(i.Stages, config.StageClassify),
+		slices.Contains(i.Stages, config.StageSteer), i.Slice)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // Addresses of the spare link, where the classifier runs.
@@ -194,6 +195,61 @@ func TestClassifierAlone(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "xdp5g_classify_rules ") {
 		t.Errorf("/metrics answered %d without the classifier's figures:\n%s", resp.StatusCode, body)
 	}
+	must(t, stop())
+}
+
+// With the classify stage in front of the UPF on n3n6, the classifier's
+// rules apply to the UPF's downlink: a counted packet is forwarded, a
+// dropped one is not; the next run without the stage forwards them all.
+func TestClassifyStageInFrontOfTheUPF(t *testing.T) {
+	e := newEnv(t)
+	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
+	e.stages = "[classify, upf]"
+	cfg := e.config(t)
+	client, stop := runDaemon(t, cfg)
+	ctx := context.Background()
+	_, err := client.Create(ctx, []byte(doc))
+	must(t, err)
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	const counted, dropped = 1, 2
+	_, err = client.AddRule(ctx, []byte(fmt.Sprintf(`{"id": %d, "action": "count", "match": {"innerDst": %q}}`, counted, ue)))
+	must(t, err)
+	e.sendDownlink(t, dp)
+	if ruleCounter(t, client, counted) == 0 {
+		t.Error("the count rule counted none of the forwarded packets")
+	}
+	_, err = client.AddRule(ctx, []byte(fmt.Sprintf(`{"id": %d, "priority": 10, "action": "drop", "match": {"innerDst": %q, "dstPort": 9}}`, dropped, ue)))
+	must(t, err)
+	before := forwarded(t, dp)
+	var conn net.PacketConn
+	must(t, e.peer.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", ":0")
+		return err
+	}))
+	defer conn.Close()
+	const sent = 5
+	for range sent {
+		_, err := conn.WriteTo([]byte("hello"), &net.UDPAddr{IP: net.ParseIP(ue), Port: 9})
+		must(t, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ruleCounter(t, client, dropped) < sent && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := ruleCounter(t, client, dropped); n != sent {
+		t.Errorf("the drop rule counted %d packets, want %d", n, sent)
+	}
+	if n := forwarded(t, dp); n != before {
+		t.Errorf("the UPF forwarded %d dropped packets", n-before)
+	}
+	must(t, stop())
+
+	// The next run has no classify stage on n3n6: the UPF forwards what
+	// the rule dropped.
+	e.stages = ""
+	_, stop = runDaemon(t, e.config(t))
+	e.sendDownlink(t, dp)
 	must(t, stop())
 }
 

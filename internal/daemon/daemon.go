@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
@@ -125,7 +126,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	if cfg.Classify != nil {
 		rest.gate.Starting("starting: restoring the classifier's rules")
 		var stopClassifier func() error
-		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, ns, log); err != nil {
+		var chain map[string]*ebpf.Map // the UPF's interfaces' chains, which the classifier's stages run in
+		if u != nil {
+			chain = u.dp.ChainMaps()
+		}
+		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, chain, ns, log); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
@@ -133,7 +138,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	rest.gate.Starting("starting: attaching the data path")
 	if u != nil {
-		if err := attach(u.dp, ns, cfg, log); err != nil {
+		if err := attach(u.dp, services.Classifier, ns, cfg, log); err != nil {
 			return err
 		}
 	}
@@ -302,17 +307,18 @@ func readState(path string) ([]byte, error) {
 	return data, nil
 }
 
-// attach attaches every configured interface (replacing a previous run's
-// program without a gap) and detaches the ones a previous run attached that
-// the configuration no longer lists.
-func attach(dp *upfxdp.Datapath, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
+// attach attaches every configured interface with its stages, the
+// classifier's from c (replacing a previous run's programs without a gap),
+// and detaches the ones a previous run attached that the configuration no
+// longer lists.
+func attach(dp *upfxdp.Datapath, c *api.Classifier, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
 	return inNetns(ns, func() error {
 		var names []string
 		for _, i := range cfg.Interfaces {
-			if err := dp.Attach(i.Name, i.Roles, cfg.XDPMode); err != nil {
+			if err := dp.AttachChain(i.Name, i.Roles, cfg.XDPMode, chainOf(i, c)); err != nil {
 				return fmt.Errorf("interface %s: %w", i.Name, err)
 			}
-			log.Info("attached", "interface", i.Name, "mode", cfg.XDPMode)
+			log.Info("attached", "interface", i.Name, "mode", cfg.XDPMode, "stages", i.Stages)
 			names = append(names, i.Name)
 		}
 		attached, err := dp.Attached()

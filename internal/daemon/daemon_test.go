@@ -53,6 +53,8 @@ type env struct {
 	pfcp, classify string
 	// noUPF leaves the UPF's interfaces and N3 addresses out of config.
 	noUPF bool
+	// stages are n3n6's, as a YAML flow sequence; none when empty.
+	stages string
 	// api are settings of the api section besides its listen, "key: value"
 	// each.
 	api []string
@@ -77,7 +79,11 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 	t.Helper()
 	var yaml strings.Builder
 	if !e.noUPF {
-		fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]}\n")
+		stages := ""
+		if e.stages != "" {
+			stages = ", stages: " + e.stages
+		}
+		fmt.Fprintf(&yaml, "interfaces:\n  - {name: n3n6, roles: [access, core]%s}\n", stages)
 		for _, name := range ifaces {
 			fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
 		}

@@ -89,6 +89,10 @@ type Config struct {
 	// OffloadHold is how long a flow sent to an alternative node stays
 	// away at least: DefaultOffloadHold for 0.
 	OffloadHold time.Duration
+	// Chain, if set, are the maps of the chains on the UPF's interfaces
+	// (upfxdp.Datapath.ChainMaps), for the stages (Stages) to run in;
+	// without it they run in none.
+	Chain map[string]*ebpf.Map
 }
 
 // MaxMasks is the most distinct masks the data path takes.
@@ -129,7 +133,13 @@ func OpenDatapath(cfg Config) (*Datapath, error) {
 	d := &Datapath{table: NewTable(cfg.MaxMasks), grace: DefaultGrace, slots: map[uint32]uint32{}, nextSlot: 1,
 		masks: map[Key]uint16{}, slices: map[uint32]Slice{}, changed: cfg.Changed,
 		deep: [2]map[placedValue]uint32{{}, {}}}
-	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
+	opts := &ebpf.CollectionOptions{MapReplacements: cfg.Chain}
+	for _, name := range chainMaps {
+		if cfg.Chain[name] == nil {
+			spec.Maps[name].Pinning = ebpf.PinNone // a chain of none: the classifier's own
+		}
+	}
+	if err := spec.LoadAndAssign(&d.objs, opts); err != nil {
 		return nil, fmt.Errorf("loading the classifier: %w", err)
 	}
 	if err := d.watchQueueDrops(); err != nil {
@@ -209,6 +219,15 @@ func (d *Datapath) Close() error { return errors.Join(d.queueDrops.Close(), d.ob
 
 // Program is the XDP program.
 func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
+
+// chainMaps are the maps of bpf/lib/chain.h.
+var chainMaps = []string{classifyMapChainStages, classifyMapChainCpuStages, classifyMapChainIfaces}
+
+// Stages are the classifier's stages of a chain: the classify stage, and
+// the steer stage behind it and first in a chain.
+func (d *Datapath) Stages() (classify, steer, steerFirst *ebpf.Program) {
+	return d.objs.XdpClassifyStage, d.objs.XdpSteerStage, d.objs.XdpSteerEntry
+}
 
 // MirrorProgram is the TC ingress program that sends the copies of the
 // packets that mirroring rules match: it goes on every interface that runs

@@ -35,6 +35,8 @@ type config struct {
 	classify      bool // measure the classifier instead
 	classifyRules []int
 
+	chain bool // measure the UPF's chains of stages instead
+
 	slicing bool   // measure slicing, steering and offload instead
 	charts  string // directory for the charts of --slicing; none if empty
 
@@ -92,6 +94,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&cfg.dupl, "dupl", false, "measure duplication (DUPL) instead: per-packet cost and rate of FARs that copy every packet to an LI collector, against the same FARs without")
 	fs.BoolVar(&cfg.classify, "classify", false, "measure the classifier instead: per-packet cost by traffic type and rule count, rule insertion")
 	fs.StringVar(&f.classifyRules, "classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
+	fs.BoolVar(&cfg.chain, "chain", false, "measure the UPF's chains of stages instead: the classifier and the steer stage in front of the UPF per packet (with --classify-rules), and the balance of one tunnel's inner flows over the CPUs")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
 	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of --slicing to, as SVG")
 	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2")
@@ -154,7 +157,7 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
-	if cfg.ipv6Transport && (cfg.pfcp || cfg.classify || cfg.slicing || cfg.cuup || cfg.restarts > 0) {
+	if cfg.ipv6Transport && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.cuup || cfg.restarts > 0) {
 		return cfg, errors.New("--ipv6-transport applies to the per-packet cost and the rate alone")
 	}
 	if cfg.restarts < 0 || cfg.restartsRate < 1 {
@@ -257,6 +260,15 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 		}
 		d.elapsed = since()
 		reportDupl(w, args, cfg, d)
+		return nil
+	}
+	if cfg.chain {
+		c, err := measureChain(ctx, tb, b, cfg)
+		if err != nil {
+			return err
+		}
+		c.elapsed = since()
+		reportChain(w, args, cfg, c)
 		return nil
 	}
 	if cfg.classify {

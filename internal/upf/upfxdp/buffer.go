@@ -187,11 +187,11 @@ func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	if p != nil {
 		return p, nil
 	}
-	p, copy, err := d.loadProgram(iface, RoleCore)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(iface, RoleCore, &progs); err != nil {
 		return nil, err
 	}
-	copy.Close()
-	d.release.set(iface, p)
-	return p, nil
+	progs.Copy.Close()
+	d.release.set(iface, progs.UPF)
+	return progs.UPF, nil
 }

@@ -170,6 +170,7 @@ type Datapath struct {
 	urrs        mapped[upfUrr]
 	buffers     mapped[upfBuffer]
 	release     releasers
+	staged      stagedIfaces
 	// fanoutSpec is the spec of the devmaps in dupl_fanouts.
 	fanoutSpec *ebpf.MapSpec
 	// created: Open created the maps, none was pinned by a previous run;
@@ -299,6 +300,7 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
 	d.release.close()
+	d.staged.close()
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
@@ -325,6 +327,12 @@ func (d *Datapath) PDRCapacity() uint32 { return d.maps.Pdrs.MaxEntries() }
 // namespace and attaches it, or atomically replaces the program of an
 // attachment a previous run left pinned (so a restart drops nothing).
 func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
+	return d.AttachChain(ifname, roles, mode, Chain{})
+}
+
+// AttachChain is Attach with the stages of c before the UPF's (see
+// SetStages).
+func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c Chain) error {
 	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return err
@@ -333,24 +341,31 @@ func (d *Datapath) Attach(ifname string, roles Role, mode xdplink.Mode) error {
 	if err != nil {
 		return err
 	}
-	prog, copy, err := d.loadProgram(slot, roles)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		return err
 	}
 	// The devmaps hold the copy program; this process needs it no more.
-	err = d.setFanouts(copy)
-	copy.Close()
+	err = d.setFanouts(progs.Copy)
+	progs.Copy.Close()
 	if err != nil {
-		prog.Close()
+		progs.UPF.Close()
 		return err
 	}
-	if err := xdplink.XDP(d.linkPin(ifname), prog, ifname, mode); err != nil {
-		prog.Close()
+	staged := &stagedIface{name: ifname, ifindex: uint32(iface.Index), slot: slot, roles: roles, mode: mode, upf: progs.UPF}
+	if err := d.stage(staged, c); err != nil {
+		staged.close()
 		return err
 	}
 	// Kept to release the interface's buffered frames: loading a program
 	// when paging ends would hold the first release for a verifier run.
-	d.release.set(slot, prog)
+	release, err := progs.UPF.Clone()
+	if err != nil {
+		staged.close()
+		return err
+	}
+	d.release.set(slot, release)
+	d.staged.set(staged)
 	return nil
 }
 
@@ -358,12 +373,25 @@ func (d *Datapath) linkPin(ifname string) string {
 	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
 }
 
-// loadProgram loads xdp_upf with the interface's constants over the shared
-// maps, and xdp_dupl_copy, which makes the copies of duplicated packets.
-func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Program, err error) {
+// ifacePrograms are the programs loaded for one interface: xdp_upf, and
+// xdp_dupl_copy, which makes the copies of duplicated packets.
+type ifacePrograms struct {
+	UPF  *ebpf.Program `ebpf:"xdp_upf"`
+	Copy *ebpf.Program `ebpf:"xdp_dupl_copy"`
+}
+
+// cpuProgram is the UPF behind the CPU map, which a chain that steers
+// runs.
+type cpuProgram struct {
+	CPU *ebpf.Program `ebpf:"xdp_upf_cpu"`
+}
+
+// loadPrograms loads the programs that into (ifacePrograms, cpuProgram)
+// names with the interface's constants over the shared maps.
+func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	// One index per address, whichever its family: the other family's
 	// place stays zero.
@@ -380,15 +408,13 @@ func (d *Datapath) loadProgram(slot uint32, roles Role) (prog, copy *ebpf.Progra
 		specs.GtpuAddrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
-		return nil, nil, fmt.Errorf("setting the program's constants: %w", err)
+		return fmt.Errorf("setting the program's constants: %w", err)
 	}
-	var progs upfPrograms
 	// Every map is pinned by name: the program gets the shared ones.
-	err = spec.LoadAndAssign(&progs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}})
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the XDP program: %w", err)
+	if err := spec.LoadAndAssign(into, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: d.opts.PinPath}}); err != nil {
+		return fmt.Errorf("loading the XDP program: %w", err)
 	}
-	return progs.XdpUpf, progs.XdpDuplCopy, nil
+	return nil
 }
 
 // Detach removes the program from an interface of the calling thread's
@@ -397,10 +423,11 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	ifindex, err := d.ifindexOf(ifname)
+	slot, ifindex, err := d.slotOf(ifname)
 	if err == nil && ifindex != 0 {
-		err = d.deleteFanouts(ifindex)
+		err = errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot))
 	}
+	d.staged.remove(ifname)
 	return errors.Join(err, d.releaseSlot(ifname))
 }
 

@@ -121,19 +121,19 @@ func (d *Datapath) deleteFanouts(ifindex uint32) error {
 	return nil
 }
 
-// ifindexOf is the interface index the counter slot of the interface
-// named name was claimed with; 0 for none.
-func (d *Datapath) ifindexOf(name string) (uint32, error) {
+// slotOf is the counter slot of the interface named name and the
+// interface index it was claimed with; ifindex 0 for none.
+func (d *Datapath) slotOf(name string) (slot, ifindex uint32, err error) {
 	for slot := uint32(0); slot < maxIfaces; slot++ {
 		var info upfIface
 		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if info.Ifindex != 0 && ifaceName(info) == name {
-			return info.Ifindex, nil
+			return slot, info.Ifindex, nil
 		}
 	}
-	return 0, nil
+	return 0, 0, nil
 }
 
 // attachedIfindexes are the interfaces that hold a counter slot and are

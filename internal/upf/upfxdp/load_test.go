@@ -27,10 +27,14 @@ func TestProgramPassesVerifier(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 1024})
 	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
 		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
-			prog, copy, err := d.loadProgram(0, roles)
-			testsupport.CheckLoad(t, err)
-			prog.Close()
-			copy.Close()
+			var progs ifacePrograms
+			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &progs))
+			progs.UPF.Close()
+			progs.Copy.Close()
+			// The CPU-map variant, which a chain that steers runs.
+			var cpu cpuProgram
+			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &cpu))
+			cpu.CPU.Close()
 		})
 	}
 }

@@ -93,8 +93,9 @@ func pad(b []byte, n int) []byte { return append(bytes.Clone(b), make([]byte, n)
 // ipPacket is a UE's UDP packet, IPv4 or IPv6 after its addresses.
 type ipPacket struct {
 	src, dst netip.Addr
-	ttl      uint8 // hop limit for IPv6
-	size     int   // UDP payload bytes
+	ttl      uint8  // hop limit for IPv6
+	size     int    // UDP payload bytes
+	payload  []byte // the UDP payload; nil: size bytes 0, 1, 2, ...
 	id       uint16
 	options  bool // IPv4: a Router Alert option (IHL 6)
 }
@@ -103,9 +104,12 @@ func (p ipPacket) hop() ipPacket { p.ttl--; return p }
 
 func (p ipPacket) bytes(t testing.TB) []byte {
 	t.Helper()
-	payload := make(gopacket.Payload, p.size)
-	for i := range payload {
-		payload[i] = byte(i)
+	payload := gopacket.Payload(p.payload)
+	if p.payload == nil {
+		payload = make(gopacket.Payload, p.size)
+		for i := range payload {
+			payload[i] = byte(i)
+		}
 	}
 	udp := &layers.UDP{SrcPort: 40000, DstPort: 53}
 	if p.src.Is4() {
@@ -243,13 +247,13 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, copy, err := d.loadProgram(slot, roles)
-	if err != nil {
+	var progs ifacePrograms
+	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		t.Fatal(err)
 	}
-	copy.Close()
-	t.Cleanup(func() { prog.Close() })
-	return &upf{d: d, prog: prog, ifindex: ifindex}
+	progs.Copy.Close()
+	t.Cleanup(func() { progs.UPF.Close() })
+	return &upf{d: d, prog: progs.UPF, ifindex: ifindex}
 }
 
 // run runs the program once on in and returns its verdict and frame. The

@@ -1,0 +1,94 @@
+/* Stages chained on one interface: classify, steer and upf, always in that
+ * order, each a program of its own, loaded once. An interface with one
+ * stage runs that stage's program alone; with more, the first configured
+ * stage is the interface's XDP program and each stage goes on by a tail
+ * call into the first later stage chain_stages holds for the interface: a
+ * stage is added or removed by writing or deleting its slot there (or, for
+ * the first, by replacing the attached program), one atomic update each.
+ * A stage not configured costs a tail call that fails (a bounds check and
+ * a NULL test). Programs of the CPU-map hook cannot tail-call into a
+ * program array owned by plain XDP programs: the stages that run on the
+ * CPU a packet was steered to are the CPU-map variants in
+ * chain_cpu_stages. Shared by the UPF's and the classifier's objects (the
+ * loaders hand one object's maps to the other), so every map is pinned
+ * by name with the UPF's. */
+#ifndef XDP5G_CHAIN_H
+#define XDP5G_CHAIN_H
+
+#include "common.h"
+
+enum chain_stage {
+	STAGE_CLASSIFY,
+	STAGE_STEER,
+	STAGE_UPF,
+	STAGE_COUNT,
+};
+
+enum chain_limits {
+	CHAIN_IFACES = 64,   /* interfaces with a chain: the UPF's interface slots */
+	CHAIN_PLACES = 4096, /* of chain_ifaces, a power of 2 */
+};
+
+/* An interface that runs a chain: its slot, whose STAGE_COUNT places in
+ * chain_stages hold its stages and whose place in chain_cpu_stages its
+ * stage after steering; the slice its steer stage sends packets to. */
+struct chain_iface {
+	__u32 ifindex; /* 0: the place is free */
+	__u32 slot;
+	__u32 slice;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, CHAIN_IFACES * STAGE_COUNT);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} chain_stages SEC(".maps");
+
+/* By slot: the UPF stage's CPU-map variant, run where steering sent a
+ * packet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(max_entries, CHAIN_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} chain_cpu_stages SEC(".maps");
+
+/* The interfaces that run a chain of more than one stage, each at its
+ * ifindex modulo CHAIN_PLACES: an array's read costs a few ns where a
+ * hash table's cost 8 to 10 more, in every stage. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct chain_iface);
+	__uint(max_entries, CHAIN_PLACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} chain_ifaces SEC(".maps");
+
+/* The chain of the interface a packet came in on; NULL when it has none. */
+INLINE struct chain_iface *chain_of(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex, place = ifindex & (CHAIN_PLACES - 1);
+	struct chain_iface *c = bpf_map_lookup_elem(&chain_ifaces, &place);
+	return c && c->ifindex == ifindex ? c : NULL;
+}
+
+/* Goes on to the first stage after `after` that the interface in slot
+ * runs; returns only when there is none. */
+INLINE void chain_next(struct xdp_md *ctx, __u32 slot, enum chain_stage after)
+{
+	for (int s = after + 1; s < STAGE_COUNT; s++)
+		bpf_tail_call(ctx, &chain_stages, slot * STAGE_COUNT + s);
+}
+
+/* Removes the metadata before the packet, if any. */
+INLINE void drop_meta(struct xdp_md *ctx)
+{
+	int len = (int)(ctx->data - ctx->data_meta);
+	if (len > 0)
+		bpf_xdp_adjust_meta(ctx, len);
+}
+
+#endif

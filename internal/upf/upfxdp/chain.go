@@ -1,0 +1,262 @@
+package upfxdp
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+)
+
+// Chain is what runs before the UPF on an interface, each stage a program
+// of the classifier's (classifyxdp.Datapath.Stages): nil for a stage the
+// interface does not run. The zero Chain is the UPF alone, whose program
+// is then the interface's own, as without chains.
+type Chain struct {
+	Classify *ebpf.Program // the classify stage
+	// Steer is the steer stage behind the classify stage, SteerFirst the
+	// same first in the chain: it parses the packet itself.
+	Steer, SteerFirst *ebpf.Program
+	Slice             uint32 // the slice Steer sends packets to
+}
+
+// Stages is what has the classify and steer stages:
+// classifyxdp.Datapath.
+type Stages interface {
+	Stages() (classify, steer, steerFirst *ebpf.Program)
+}
+
+// NewChain is the chain of the stages of s that classify and steer name,
+// the steer stage sending packets to slice.
+func NewChain(s Stages, classify, steer bool, slice uint32) Chain {
+	var c Chain
+	classifyStage, steerStage, steerFirst := s.Stages()
+	if classify {
+		c.Classify = classifyStage
+	}
+	if steer {
+		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
+	}
+	return c
+}
+
+func (c Chain) alone() bool { return c.Classify == nil && c.Steer == nil }
+
+// entry is the program attached to the interface: the first stage.
+func (c Chain) entry(upf *ebpf.Program) *ebpf.Program {
+	switch {
+	case c.Classify != nil:
+		return c.Classify
+	case c.Steer != nil:
+		return c.SteerFirst
+	}
+	return upf
+}
+
+// Stages of a chain (enum chain_stage): their places in chain_stages.
+const (
+	stageClassify = uint32(upfChainStageSTAGE_CLASSIFY)
+	stageSteer    = uint32(upfChainStageSTAGE_STEER)
+	stageUPF      = uint32(upfChainStageSTAGE_UPF)
+	stageCount    = uint32(upfChainStageSTAGE_COUNT)
+)
+
+// chainPlaces are the places of chain_ifaces: an interface's is its index
+// modulo their number.
+const chainPlaces = uint32(upfChainLimitsCHAIN_PLACES)
+
+// queueDrain is how long a packet steered to a CPU may wait in its queue:
+// far longer than a queue of 2048 packets takes to drain. The UPF stage
+// behind the CPU map stays that long after steering goes.
+const queueDrain = 10 * time.Millisecond
+
+// ChainMaps are the maps the stages of the classifier share with the UPF's
+// (classifyxdp.Config.Chain).
+func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
+	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
+		upfMapChainIfaces: d.maps.ChainIfaces}
+}
+
+// setChain puts the stages of the interface in slot, the UPF's program upf
+// (and upfCPU, its CPU-map variant, with a steer stage) last, and returns
+// the program to attach. Later stages are in place before earlier ones
+// lead to them; a stage that goes is deleted once the one before it no
+// longer leads to it, so that no packet meets a half-built chain.
+func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Program) error {
+	base := slot * stageCount
+	if c.alone() {
+		return d.clearChain(ifindex, slot)
+	}
+	place := ifindex & (chainPlaces - 1)
+	var held upfChainIface
+	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
+		return err
+	}
+	if held.Ifindex != 0 && held.Ifindex != ifindex {
+		return fmt.Errorf("interface %d runs a chain already at the place of interface %d (its index modulo %d): "+
+			"one of them can run the UPF alone", held.Ifindex, ifindex, chainPlaces)
+	}
+	if err := d.maps.ChainIfaces.Put(place, upfChainIface{Ifindex: ifindex, Slot: slot, Slice: c.Slice}); err != nil {
+		return err
+	}
+	if upfCPU != nil {
+		if err := d.maps.ChainCpuStages.Put(slot, upfCPU); err != nil {
+			return err
+		}
+	}
+	for _, s := range []struct {
+		stage uint32
+		prog  *ebpf.Program
+	}{{stageUPF, upf}, {stageSteer, c.Steer}, {stageClassify, c.Classify}} {
+		if err := d.putStage(base+s.stage, s.prog); err != nil {
+			return err
+		}
+	}
+	if upfCPU == nil {
+		return d.dropCPUStage(slot)
+	}
+	return nil
+}
+
+// dropCPUStage deletes the UPF stage behind the CPU map of the interface
+// in slot, if there is one, once the packets queued for it are through.
+func (d *Datapath) dropCPUStage(slot uint32) error {
+	var id uint32
+	if d.maps.ChainCpuStages.Lookup(slot, &id) != nil {
+		return nil
+	}
+	time.Sleep(queueDrain)
+	return deleteStage(d.maps.ChainCpuStages, slot)
+}
+
+// putStage writes a stage's place, or deletes it for nil.
+func (d *Datapath) putStage(place uint32, prog *ebpf.Program) error {
+	if prog == nil {
+		return deleteStage(d.maps.ChainStages, place)
+	}
+	return d.maps.ChainStages.Put(place, prog)
+}
+
+func deleteStage(m *ebpf.Map, place uint32) error {
+	if err := m.Delete(place); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
+// clearChain removes every stage of the interface in slot: it runs the
+// UPF's program alone, attached already.
+func (d *Datapath) clearChain(ifindex, slot uint32) error {
+	var errs []error
+	for s := range stageCount {
+		errs = append(errs, deleteStage(d.maps.ChainStages, slot*stageCount+s))
+	}
+	place := ifindex & (chainPlaces - 1)
+	var held upfChainIface
+	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
+		errs = append(errs, err)
+	} else if held.Ifindex == ifindex {
+		errs = append(errs, d.maps.ChainIfaces.Put(place, upfChainIface{}))
+	}
+	return errors.Join(append(errs, d.dropCPUStage(slot))...)
+}
+
+// stagedIface is an interface this process attached, with the programs
+// its chain runs as the UPF's stage.
+type stagedIface struct {
+	name          string
+	ifindex, slot uint32
+	roles         Role
+	mode          xdplink.Mode
+	upf           *ebpf.Program
+	cpu           *ebpf.Program // xdp_upf_cpu, loaded with the first chain of more than the UPF
+}
+
+func (s *stagedIface) close() {
+	s.upf.Close()
+	if s.cpu != nil {
+		s.cpu.Close()
+	}
+}
+
+// stagedIfaces are the interfaces this process attached, by name.
+type stagedIfaces struct {
+	mu     sync.Mutex
+	ifaces map[string]*stagedIface
+}
+
+// set records an interface, in place of what it ran before.
+func (s *stagedIfaces) set(i *stagedIface) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.ifaces[i.name]; old != nil {
+		old.close()
+	}
+	if s.ifaces == nil {
+		s.ifaces = map[string]*stagedIface{}
+	}
+	s.ifaces[i.name] = i
+}
+
+func (s *stagedIfaces) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.ifaces[name]; old != nil {
+		old.close()
+		delete(s.ifaces, name)
+	}
+}
+
+func (s *stagedIfaces) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range s.ifaces {
+		i.close()
+	}
+	s.ifaces = nil
+}
+
+// SetStages changes the stages before the UPF on an interface this process
+// attached, leaving its UPF's program as it is: each stage added or
+// removed is one atomic update, the other stages stay, and no packet sees
+// a half-built chain. Only the interface's first chain of more than the
+// UPF loads a program: the UPF's variant behind the CPU map, where the
+// steer stage and the classify stage's steering rules send packets.
+func (d *Datapath) SetStages(ifname string, c Chain) error {
+	d.staged.mu.Lock()
+	defer d.staged.mu.Unlock()
+	i := d.staged.ifaces[ifname]
+	if i == nil {
+		return fmt.Errorf("%s: not attached by this process", ifname)
+	}
+	return d.stage(i, c)
+}
+
+// stage runs chain c on the interface i: its stages' places, then its
+// XDP program (the first stage), then, for the UPF alone, the places
+// cleared.
+func (d *Datapath) stage(i *stagedIface, c Chain) error {
+	// A steering rule of the classify stage steers too.
+	if !c.alone() && i.cpu == nil {
+		var cpu cpuProgram
+		if err := d.loadPrograms(i.slot, i.roles, &cpu); err != nil {
+			return err
+		}
+		i.cpu = cpu.CPU
+	}
+	if !c.alone() {
+		if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
+			return err
+		}
+	}
+	if err := xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode); err != nil {
+		return err
+	}
+	if c.alone() {
+		return d.clearChain(i.ifindex, i.slot)
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package upfxdp
+
+import (
+	"cmp"
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// chainUPF is newUPF with the classifier in front: the chain classify,
+// upf on the interface a test run's packets come in on (the loopback of
+// the test's namespace, fakeIfindex).
+func chainUPF(t *testing.T, roles Role) (*upf, *classifyxdp.Datapath) {
+	t.Helper()
+	u := newUPF(t, roles)
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { rules.Close() })
+	classify, _, _ := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, u.prog, nil); err != nil {
+		t.Fatal(err)
+	}
+	return &upf{d: u.d, prog: classify, ifindex: u.ifindex}, rules
+}
+
+// The chain with only the UPF is the UPF's program, alone on the
+// interface; a chain of more stages runs the UPF's program unchanged as
+// its last stage: with no rule, every frame comes out as from the UPF
+// alone, byte for byte, counted the same.
+func TestChainForwardsAsTheUPF(t *testing.T) {
+	if prog := new(ebpf.Program); (Chain{}).entry(prog) != prog {
+		t.Fatal("the chain of the UPF alone does not attach the UPF's program")
+	}
+	alone := newUPF(t, RoleAccess|RoleCore)
+	chained, _ := chainUPF(t, RoleAccess|RoleCore)
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100, id: 7}
+	frames := map[string][]byte{
+		"uplink":            gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)),
+		"uplink IPv6":       gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), ipPacket{src: ue6, dst: dn6, ttl: 64, size: 100}.bytes(t)),
+		"unknown TEID":      gtpFrame(t, fromGNB, n3Addr, gpdu(0xdead), v4.bytes(t)),
+		"echo":              gtpFrame(t, fromGNB, n3Addr, gtpMsg(1, 0), nil),
+		"downlink":          ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}.frame(t, fromGNB),
+		"not ours":          ipPacket{src: dn4, dst: ue4Unknown, ttl: 64, size: 10}.frame(t, fromGNB),
+		"malformed GTP-U":   withBytes(gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), v4.bytes(t)), gtpOffset, 0x20),
+		"uplink FAR drops":  gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), v4.bytes(t)),
+		"downlink with PSC": ipPacket{src: dn6, dst: ue6, ttl: 64, size: 30}.frame(t, fromGNB),
+	}
+	for name, in := range frames {
+		t.Run(name, func(t *testing.T) {
+			before := alone.counters(t)
+			act, want := alone.run(t, in)
+			var reasons []string
+			for r, c := range alone.counters(t) {
+				if c != before[r] {
+					reasons = append(reasons, r)
+				}
+			}
+			out := chained.expect(t, in, act, reasons...)
+			testsupport.EqualFrames(t, out, want)
+		})
+	}
+}
+
+// h265RTP is an RTP packet of payload type 96 with an H.265 NAL unit of
+// the layer given (0, the base layer; above, enhancement layers).
+func h265RTP(layer uint8) []byte {
+	const nalType = 1 // a coded slice
+	return []byte{
+		0x80, 96, 0, 1, 0, 0, 0, 9, 0xca, 0xfe, 0, 1, // RTP: version 2, PT 96, sequence, timestamp, SSRC
+		nalType<<1 | layer>>5, (layer&0x1f)<<3 | 1, // NAL unit header: TID 0
+		0xaa, 0xbb, 0xcc}
+}
+
+// In front of the UPF, a rule that drops the enhancement layers of H.265
+// inside GTP-U drops exactly those (the UPF never sees them), and the UPF
+// forwards the rest; a counting rule counts a packet that the UPF then
+// forwards.
+func TestChainClassifyInFrontOfUPF(t *testing.T) {
+	u, rules := chainUPF(t, RoleAccess|RoleCore)
+	const dropEnhancement, countTEID = 1, 2
+	err := rules.Add(
+		classifyxdp.Rule{ID: dropEnhancement, Priority: 10, Action: classifyxdp.ActionDrop, Matches: []classifyxdp.Match{
+			{Field: "tunnel1", Value: uint64(classifyxdp.TunnelGTPU), Mask: 0xff},
+			{Field: "h265", Value: 1, Mask: 1},
+			{Field: "layerId", Ranged: true, Lo: 1, Hi: 63}}},
+		classifyxdp.Rule{ID: countTEID, Priority: 5, Action: classifyxdp.ActionCount, Matches: []classifyxdp.Match{
+			{Field: "tunnel1Id", Value: uint64(teidQoS), Mask: 0xffffffff},
+			{Field: "innerSrc", Prefix: netip.PrefixFrom(ue4, 32)}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := ipPacket{src: ue4, dst: dn4, ttl: 64, payload: h265RTP(0), id: 1}
+	enhancement := base
+	enhancement.payload = h265RTP(1)
+	top := base
+	top.payload = h265RTP(63)
+	downlink := ipPacket{src: dn4, dst: ue4, ttl: 64, payload: h265RTP(2)}
+	cases := []struct {
+		name    string
+		in      []byte
+		act     xdplink.Action
+		reason  string // the UPF's, "" for none
+		out     []byte
+		dropped bool // by the drop rule
+		counted bool // by the count rule
+	}{
+		{name: "base layer", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), base.bytes(t)),
+			act: xdplink.Redirect, reason: "uplink_forward", out: base.hop().frame(t, nhL2(nhCore)), counted: true},
+		{name: "enhancement layer 1", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), enhancement.bytes(t)),
+			act: xdplink.Drop, dropped: true},
+		{name: "enhancement layer 63", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), top.bytes(t)),
+			act: xdplink.Drop, dropped: true},
+		// Not in GTP-U: the drop rule asks for a tunnel.
+		{name: "enhancement layer downlink", in: downlink.frame(t, fromGNB), act: xdplink.Redirect,
+			reason: "downlink_forward", out: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, downlink.hop().bytes(t))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			counts := func(id uint32) uint64 {
+				p, _, err := rules.Counters(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			dropped, counted := counts(dropEnhancement), counts(countTEID)
+			var reasons []string
+			if c.reason != "" {
+				reasons = append(reasons, c.reason)
+			}
+			out := u.expect(t, c.in, c.act, reasons...)
+			if c.out != nil {
+				testsupport.EqualFrames(t, out, c.out)
+			}
+			if got := counts(dropEnhancement) - dropped; got != b2u(c.dropped) {
+				t.Errorf("the drop rule counted %d packets, want %d", got, b2u(c.dropped))
+			}
+			if got := counts(countTEID) - counted; got != b2u(c.counted) {
+				t.Errorf("the count rule counted %d packets, want %d", got, b2u(c.counted))
+			}
+		})
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// The steer stage first in a chain parses the packets of a UPF's
+// interfaces itself, without the classifier's walk, yet hashes each flow
+// as the steer stage behind the classify stage does (on the walk's key):
+// a flow keeps its CPU when the classify stage comes or goes. The hash is
+// in the metadata the steer stage leaves for the CPU it steers to.
+func TestSteerParseHashesAsTheWalk(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { rules.Close() })
+	const slice = 1
+	if err := rules.SetSlice(classifyxdp.Slice{ID: slice, CPUs: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	classify, steer, steerFirst := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(t *testing.T, c Chain, in []byte) uint32 {
+		t.Helper()
+		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, nil); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, len(in)+256)
+		var ctx xdplink.Context
+		ret, err := c.entry(u.prog).Run(&ebpf.RunOptions{Data: in, DataOut: out,
+			Context: xdplink.Context{DataEnd: uint32(len(in))}, ContextOut: &ctx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The output begins with the metadata: struct slice_meta, its
+		// hash the third word.
+		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 16 {
+			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 16", xdplink.Action(ret), ctx.Data)
+		}
+		return binary.NativeEndian.Uint32(out[8:])
+	}
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	v6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 20}
+	opts := v4
+	opts.options = true
+	tagged := fromGNB
+	tagged.tci = 42
+	cases := []struct {
+		name   string
+		in     []byte
+		sameAs string // the flow of an earlier case; "": a flow of its own
+	}{
+		{name: "uplink", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t))},
+		{name: "uplink, another TEID", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), v4.bytes(t))},
+		{name: "uplink, inner IPv6", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidV6), v6.bytes(t))},
+		{name: "downlink", in: ipPacket{src: dn4, dst: ue4, ttl: 64, size: 10}.frame(t, fromGNB)},
+		{name: "downlink IPv6", in: ipPacket{src: dn6, dst: ue6, ttl: 64, size: 10}.frame(t, fromGNB)},
+		{name: "uplink, tagged", in: gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), v4.bytes(t)), sameAs: "uplink"},
+		{name: "uplink, inner options", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), opts.bytes(t)),
+			sameAs: "uplink"},
+	}
+	hashes := map[string]uint32{} // by flow: a case's sameAs, or its name
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			walked := hash(t, Chain{Classify: classify, Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
+			parsed := hash(t, Chain{Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
+			if parsed != walked {
+				t.Errorf("the steer stage first hashes the flow %#x, behind the classify stage %#x", parsed, walked)
+			}
+			flow := cmp.Or(c.sameAs, c.name)
+			for other, h := range hashes {
+				if (h == walked) != (other == flow) {
+					t.Errorf("hash %#x, the flow of %s %#x", walked, other, h)
+				}
+			}
+			hashes[flow] = walked
+		})
+	}
+}
+
+// Interfaces with chains take their places in the table of chains by
+// their index modulo its size: an interface whose place another holds is
+// refused, and the other's chain stays.
+func TestChainPlaceTaken(t *testing.T) {
+	u, rules := chainUPF(t, RoleAccess|RoleCore)
+	classify, _, _ := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, nil); err == nil {
+		t.Fatal("a chain at a place another interface holds was accepted")
+	}
+	// The first interface's chain runs on: the classify stage takes the
+	// packet on to the UPF.
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Redirect, "uplink_forward")
+	// Gone from its place, the chain takes a packet no further.
+	if err := u.d.clearChain(fakeIfindex, slot); err != nil {
+		t.Fatal(err)
+	}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Pass)
+}
