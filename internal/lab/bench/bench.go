@@ -25,7 +25,7 @@ import (
 type config struct {
 	sessions []int
 	runs     int
-	flows    int
+	flows    []int
 	packets  uint64
 	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
@@ -63,10 +63,11 @@ var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "p
 // Flags are the flags of `xdp5g-lab bench`, declared on a flag set by
 // AddFlags; Run measures as they were given.
 type Flags struct {
-	fs                                 *pflag.FlagSet
-	cfg                                config
-	sessions, classifyRules, cuupFlows string
-	quick                              bool
+	fs                             *pflag.FlagSet
+	cfg                            config
+	sessions, flows, classifyRules string
+	cuupFlows                      string
+	quick                          bool
 }
 
 // AddFlags declares the flags of `xdp5g-lab bench` on fs.
@@ -76,7 +77,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	cfg := &f.cfg
 	fs.StringVar(&f.sessions, "sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
-	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
+	fs.StringVar(&f.flows, "flows", "4096,65536", "`counts` of sessions the per-packet cost's frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
@@ -139,6 +140,9 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.sessions, err = counts("sessions", f.sessions, 1); err != nil {
 		return cfg, err
 	}
+	if cfg.flows, err = counts("flows", f.flows, 1); err != nil {
+		return cfg, err
+	}
 	if cfg.classifyRules, err = counts("classify-rules", f.classifyRules, 0); err != nil {
 		return cfg, err
 	}
@@ -160,8 +164,8 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.restarts < 0 || cfg.restartsRate < 1 {
 		return cfg, errors.New("--restarts must not be negative, --restarts-rate must be positive")
 	}
-	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
-		return cfg, errors.New("--runs, --flows and --packets must be positive")
+	if cfg.runs < 1 || cfg.packets < 1 {
+		return cfg, errors.New("--runs and --packets must be positive")
 	}
 	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 || cfg.steady <= 0 {
 		return cfg, errors.New("--pfcp-sessions, --pfcp-rounds, --pfcp-paced-rounds, --pfcp-window, --pfcp-rate and --pfcp-steady must be positive")
