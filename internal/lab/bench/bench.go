@@ -30,6 +30,7 @@ type config struct {
 	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
 	ipv6Transport bool // GTP-U over IPv6 between the gNB and the UPF
+	open5gs       bool // sessions of Open5GS's whole shape
 	dupl          bool // measure duplication (DUPL) instead
 
 	classify      bool // measure the classifier instead
@@ -81,6 +82,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
+	fs.BoolVar(&cfg.open5gs, "open5gs", false, "install sessions of Open5GS's whole shape in the per-packet cost and the rate: 4 PDRs (2 of the SMF's own), 3 FARs, a QER and a URR")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
 	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with --pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
@@ -158,8 +160,9 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
-	if cfg.ipv6Transport && (cfg.pfcp || cfg.classify || cfg.slicing || cfg.cuup || cfg.restarts > 0) {
-		return cfg, errors.New("--ipv6-transport applies to the per-packet cost and the rate alone")
+	if (cfg.ipv6Transport || cfg.open5gs) && (cfg.pfcp || cfg.classify || cfg.slicing || cfg.cuup || cfg.restarts > 0) ||
+		cfg.open5gs && cfg.dupl {
+		return cfg, errors.New("--ipv6-transport and --open5gs apply to the per-packet cost and the rate alone")
 	}
 	if cfg.restarts < 0 || cfg.restartsRate < 1 {
 		return cfg, errors.New("--restarts must not be negative, --restarts-rate must be positive")
@@ -217,6 +220,9 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 			return err
 		}
 		overIPv6 = true
+	}
+	if cfg.open5gs {
+		shape = open5gsSession
 	}
 	if cfg.restarts > 0 {
 		return runRestarts(ctx, w, args, tb, cfg, since)

@@ -63,7 +63,7 @@ var verdict = map[bool]string{true: "met", false: "**not met**"}
 
 func report(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
-	header(p, args, res)
+	header(p, args, cfg, res)
 	costTables(p, cfg, res.costs)
 	n9Table(p, res.costs)
 
@@ -113,7 +113,7 @@ func perSession(bytes int64, sessions int) string {
 // reportPFCP is the report of `xdp5g-lab bench --pfcp`.
 func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
-	header(p, args, res)
+	header(p, args, cfg, res)
 	r := res.pfcp
 	n := r.cost.sessions
 	p("\n### PFCP session establishment\n")
@@ -306,11 +306,16 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3)
 
 // header is the report's first lines: the command, the machine and the
 // frames.
-func header(p printer, args []string, res results) {
+func header(p printer, args []string, cfg config, res results) {
 	p("%s", headline(args, res.elapsed))
 	p("\nUplink frames are G-PDUs with an UL PDU Session Container around a UDP/IPv4 packet (%d bytes), downlink frames", res.frameLens[0])
 	p("that UDP/IPv4 packet (%d bytes); every session has one uplink PDR (TEID, UE address, QFI) and one downlink PDR", res.frameLens[1])
 	p("(UE address, marks the QFI), uplink forwarded by the route to the DN, downlink tunnelled to the gNB.")
+	if cfg.open5gs {
+		p("The sessions have Open5GS's whole shape (--open5gs): those two PDRs at precedence 65535 under a QER (the session's")
+		p("AMBR, 10 Gbit/s) and a URR (volume, no limits), and the SMF's own: a PDR from the CP function on an F-TEID of its own,")
+		p("and one of router solicitations on the uplink F-TEID (an SDF filter, precedence 255), tunnelled to the SMF.")
+	}
 }
 
 // costTables are the per-packet costs with the sessions of each row
