@@ -335,7 +335,8 @@ func costTables(p printer, cfg config, costs []costRow) {
 			r.uplink.median(), r.uplink.per(r.tx), r.uplink.per(r.redirect),
 			r.downlink.median(), r.downlink.per(r.tx), r.downlink.per(r.redirect))
 	}
-	p("\nThe same rounds with the UPF's frames cycling over min(sessions, --flows) sessions spread evenly over those installed:")
+	p("\nThe same rounds with the UPF's frames cycling over min(sessions, --flows) sessions, a random sample of those installed in")
+	p("random order:")
 	p("every packet another session, so the figures add the cache and TLB misses of the session tables. ×1 miss and ×2 misses:")
 	p("the ratio to the memory floor's one and two dependent reads over a table of the UPF's PDR table's size, with the")
 	p("downlink's frames (below).\n")
