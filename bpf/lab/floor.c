@@ -27,6 +27,21 @@ struct {
 	__uint(max_entries, 1);
 } lines SEC(".maps");
 
+/* A packet and byte count per line and CPU, a CPU's row after another's,
+ * as the UPF counts per PDR: sized lines * CPUs by the control plane. */
+struct count {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct count);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+} counts SEC(".maps");
+
 /* The lines of the table, max_entries of lines: read-only, so that the
  * verifier knows it. */
 volatile const __u32 line_count = 1;
@@ -109,4 +124,28 @@ int xdp_floor_two_near(struct xdp_md *ctx)
 	if (v < 0)
 		return XDP_DROP;
 	return bounce(eth, read_line(first ^ PAGE_LINES / 2 ^ ((__u32)v & (PAGE_LINES / 2 - 1))));
+}
+
+/* Two reads, then a count in the second line's row of this CPU's: what a
+ * counter that misses the cache adds when nothing waits for it. */
+SEC("xdp")
+int xdp_floor_two_count(struct xdp_md *ctx)
+{
+	struct ethhdr *eth;
+	__s64 key = frame_key(ctx, &eth);
+	if (key < 0)
+		return XDP_DROP;
+	__u32 first = spread(key);
+	__s64 v = read_line(first);
+	if (v < 0)
+		return XDP_DROP;
+	__u32 second = spread(first + (__u32)v + 1);
+	__s64 w = read_line(second);
+	__u32 row = bpf_get_smp_processor_id() * line_count + second;
+	struct count *c = bpf_map_lookup_elem(&counts, &row);
+	if (c) {
+		c->packets++;
+		c->bytes += ctx->data_end - ctx->data;
+	}
+	return bounce(eth, w);
 }

@@ -17,7 +17,10 @@ type Floor struct {
 	One     *ebpf.Program // one read
 	Two     *ebpf.Program // two, the second anywhere in the table
 	TwoNear *ebpf.Program // two, the second in the first's 4 KiB page: no second page walk
-	lines   *ebpf.Map
+	// Two, then a count per line and CPU (as the UPF counts per PDR)
+	// that nothing waits for.
+	TwoCount      *ebpf.Program
+	lines, counts *ebpf.Map
 }
 
 // LineSize is the size of a line of the floor's table: a cache line.
@@ -42,7 +45,15 @@ func LoadFloor(lines uint32, mmapable bool) (*Floor, error) {
 	if err := spec.Assign(&specs); err != nil {
 		return nil, err
 	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(lines)*uint64(cpus) > 1<<31 {
+		return nil, fmt.Errorf("a floor of %d lines counts on %d CPUs: more than a map holds", lines, cpus)
+	}
 	specs.Lines.MaxEntries = lines
+	specs.Counts.MaxEntries = lines * uint32(cpus)
 	if mmapable {
 		specs.Lines.Flags |= unix.BPF_F_MMAPABLE
 	}
@@ -53,12 +64,13 @@ func LoadFloor(lines uint32, mmapable bool) (*Floor, error) {
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return nil, fmt.Errorf("load the memory floor (%d lines): %w", lines, err)
 	}
-	return &Floor{One: objs.XdpFloorOne, Two: objs.XdpFloorTwo, TwoNear: objs.XdpFloorTwoNear, lines: objs.Lines}, nil
+	return &Floor{One: objs.XdpFloorOne, Two: objs.XdpFloorTwo, TwoNear: objs.XdpFloorTwoNear, TwoCount: objs.XdpFloorTwoCount,
+		lines: objs.Lines, counts: objs.Counts}, nil
 }
 
 // Lines is how many lines the table holds.
 func (f *Floor) Lines() uint32 { return f.lines.MaxEntries() }
 
 func (f *Floor) Close() error {
-	return errors.Join(f.One.Close(), f.Two.Close(), f.TwoNear.Close(), f.lines.Close())
+	return errors.Join(f.One.Close(), f.Two.Close(), f.TwoNear.Close(), f.TwoCount.Close(), f.lines.Close(), f.counts.Close())
 }

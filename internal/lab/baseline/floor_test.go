@@ -14,7 +14,7 @@ import (
 // Every floor program bounces an IPv4 frame with its MAC addresses swapped
 // and the last value it read in the new source's last octet, whatever line
 // its address picks, and drops a frame too short for an IPv4 header; the
-// table is whole pages of lines.
+// table is whole pages of lines. The counting one counts what it bounces.
 func TestFloor(t *testing.T) {
 	testsupport.NeedRoot(t, "BPF")
 	if _, err := LoadFloor(0, true); err == nil {
@@ -37,7 +37,7 @@ func TestFloor(t *testing.T) {
 		dmac, smac := net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}
 		for _, dst := range []net.IP{{100, 64, 0, 1}, {100, 64, 0, 2}, {255, 255, 255, 255}} {
 			in, want := ipv4Frame(t, dmac, smac, dst), ipv4Frame(t, smac, net.HardwareAddr{2, 0, 0, 0, 0, 1 ^ 0x15}, dst)
-			for name, prog := range map[string]*ebpf.Program{"one": f.One, "two": f.Two, "two near": f.TwoNear} {
+			for name, prog := range map[string]*ebpf.Program{"one": f.One, "two": f.Two, "two near": f.TwoNear, "two, counted": f.TwoCount} {
 				out := make([]byte, len(in))
 				ret, err := prog.Run(&ebpf.RunOptions{Data: in, DataOut: out})
 				if err != nil {
@@ -51,6 +51,18 @@ func TestFloor(t *testing.T) {
 					t.Errorf("%s: a frame short of an IPv4 header: verdict %d (%v), want XDP_DROP", name, ret, err)
 				}
 			}
+		}
+		// The counting program counted each frame it bounced, once.
+		var packets uint64
+		for i := range f.counts.MaxEntries() {
+			var c [2]uint64
+			if err := f.counts.Lookup(i, &c); err != nil {
+				t.Fatal(err)
+			}
+			packets += c[0]
+		}
+		if packets != 3 {
+			t.Errorf("mmapable %v: %d packets counted, want 3", mmapable, packets)
 		}
 	}
 }

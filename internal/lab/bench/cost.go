@@ -51,10 +51,11 @@ type spreadCost struct {
 }
 
 // floorCost is the memory floor's (baseline.Floor) over a table of the
-// UPF's PDR table's size: one read, two, two in one page, and two over a
-// table without BPF_F_MMAPABLE (measured with spread frames only).
+// UPF's PDR table's size: one read, two, and measured with spread frames
+// only, two in one page, two with a count per line and CPU, and two over
+// a table without BPF_F_MMAPABLE.
 type floorCost struct {
-	one, two, twoNear, twoPlain rounds
+	one, two, twoNear, twoCount, twoPlain rounds
 }
 
 // rounds are a measurement's figures, one per round; the figures compared
@@ -183,6 +184,7 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 			subject{"floor, one read" + name, floor.One, dl, xdplink.TX},
 			subject{"floor, two reads" + name, floor.Two, dl, xdplink.TX},
 			subject{"floor, two reads in a page" + name, floor.TwoNear, dl, xdplink.TX},
+			subject{"floor, two reads counted" + name, floor.TwoCount, dl, xdplink.TX},
 			subject{"floor, two reads, not mmapable" + name, plain.Two, dl, xdplink.TX})
 	}
 	n9At := len(subjects)
@@ -202,7 +204,7 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 	for f, k := range spreads {
 		at := ns[spreadAt[f]:]
 		row.spread = append(row.spread, spreadCost{flows: k, uplink: at[0], downlink: at[1],
-			floor: floorCost{one: at[2], two: at[3], twoNear: at[4], twoPlain: at[5]}})
+			floor: floorCost{one: at[2], two: at[3], twoNear: at[4], twoCount: at[5], twoPlain: at[6]}})
 	}
 	if n9 != nil {
 		at := ns[n9At:]

@@ -375,10 +375,11 @@ func floorTable(p printer, costs []costRow) {
 	p("line chosen by the frame's UE address, each next by the value the one before returned: the least a lookup of one or two")
 	p("reads can cost. With one session's frame every read hits the cache; spread over many sessions, each misses it, and")
 	p("once the table outgrows what the TLB maps, each walks the page table too. Two in a page: the second read in the first's")
-	p("4 KiB page, another cache line but no second page walk. Not mmapable: the two reads over the same table created")
+	p("4 KiB page, another cache line but no second page walk. Counted: the two reads, then a packet and byte count in the")
+	p("second line's row of the CPU's, as the UPF counts per PDR. Not mmapable: the two reads over the same table created")
 	p("without BPF_F_MMAPABLE (the UPF's lookup tables have it).\n")
-	p("| Sessions | Lines | Flows | XDP_TX | One read | Two reads | Two in a page | Two, not mmapable |")
-	p("|---:|---:|---|---:|---:|---:|---:|---:|")
+	p("| Sessions | Lines | Flows | XDP_TX | One read | Two reads | Two in a page | Two, counted | Two, not mmapable |")
+	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range costs {
 		own := func(x rounds) string {
 			if len(x) == 0 {
@@ -387,10 +388,10 @@ func floorTable(p printer, costs []costRow) {
 			return fmt.Sprintf("%.1f", x.minus(r.empty).median())
 		}
 		tx := own(r.tx)
-		p("| %d | %d | 1 session | %s | %s | %s | – | – |", r.sessions, r.floorLines, tx, own(r.floor.one), own(r.floor.two))
+		p("| %d | %d | 1 session | %s | %s | %s | – | – | – |", r.sessions, r.floorLines, tx, own(r.floor.one), own(r.floor.two))
 		for _, sp := range r.spread {
-			p("| %d | %d | %d | %s | %s | %s | %s | %s |", r.sessions, r.floorLines, sp.flows, tx, own(sp.floor.one),
-				own(sp.floor.two), own(sp.floor.twoNear), own(sp.floor.twoPlain))
+			p("| %d | %d | %d | %s | %s | %s | %s | %s | %s |", r.sessions, r.floorLines, sp.flows, tx, own(sp.floor.one),
+				own(sp.floor.two), own(sp.floor.twoNear), own(sp.floor.twoCount), own(sp.floor.twoPlain))
 		}
 	}
 }
