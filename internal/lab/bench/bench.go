@@ -82,7 +82,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
-	fs.BoolVar(&cfg.open5gs, "open5gs", false, "install sessions of Open5GS's whole shape in the per-packet cost and the rate: 4 PDRs (2 of the SMF's own), 3 FARs, a QER and a URR")
+	fs.BoolVar(&cfg.open5gs, "open5gs", false, "install sessions of Open5GS's whole shape in the per-packet cost and the rate: 4 PDRs (2 of the SMF's own), 3 FARs, a QER and a URR (and no N9 sessions)")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
 	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with --pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
@@ -291,7 +291,7 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 	}
 	for _, n := range cfg.sessions {
 		progress("per-packet cost with %d sessions", n)
-		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs)
+		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs, !cfg.open5gs)
 		if err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}

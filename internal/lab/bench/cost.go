@@ -84,10 +84,14 @@ func (r rounds) minus(base rounds) rounds {
 }
 
 // measureCost installs n sessions into a fresh data path and measures their
-// per-packet cost (measureInstalled).
-func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flows []int, nRounds int) (row costRow, err error) {
+// per-packet cost (measureInstalled), with the N9 sessions if withN9: their
+// branches are compared with sessions of their own shape, two PDRs.
+func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flows []int, nRounds int, withN9 bool) (row costRow, err error) {
 	row.sessions = n
-	k := n9Count(n, flows)
+	k := 0
+	if withN9 {
+		k = n9Count(n, flows)
+	}
 	u, err := tb.OpenUPF(uint32(n + 2*k))
 	if err != nil {
 		return row, err
@@ -95,6 +99,9 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flo
 	defer func() { err = errors.Join(err, u.Close()) }()
 	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
+	}
+	if !withN9 {
+		return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, nil)
 	}
 	n9, err := installN9(ctx, tb, u, n, k)
 	if err != nil {

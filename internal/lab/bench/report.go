@@ -399,6 +399,9 @@ func floorTable(p printer, costs []costRow) {
 // n9Table is the per-packet cost of the N9 sessions, of the rows that
 // measured it.
 func n9Table(p printer, costs []costRow) {
+	if !slices.ContainsFunc(costs, func(r costRow) bool { return r.n9 != nil }) {
+		return
+	}
 	p("\n### Per-packet cost of the N9 sessions, by BPF_PROG_TEST_RUN (ns/packet)\n")
 	p("The same rounds, with min(sessions, the fewest of --flows) sessions of two more kinds installed after the others: an I-UPF's, whose")
 	p("uplink is relayed over N9 (GTP-U in, GTP-U out, in an UL PDU Session Container), and a branching point's, whose")
