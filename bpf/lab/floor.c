@@ -72,7 +72,8 @@ INLINE __s64 frame_key(struct xdp_md *ctx, struct ethhdr **eth)
 	return *eth && ip ? (__s64)bpf_ntohl(ip->daddr) : -1;
 }
 
-/* The chain's last value goes into the frame, so that no read is dead. */
+/* The chain's last value goes into the frame, so that no read is dead; a
+ * negative one drops it. */
 INLINE int bounce(struct ethhdr *eth, __s64 v)
 {
 	if (v < 0)
@@ -82,15 +83,29 @@ INLINE int bounce(struct ethhdr *eth, __s64 v)
 	return XDP_TX;
 }
 
+/* The first read, of the line the frame's address picks (in *first): its
+ * value, or -1 for a frame without an IPv4 destination. */
+INLINE __s64 first_read(struct xdp_md *ctx, struct ethhdr **eth, __u32 *first)
+{
+	__s64 key = frame_key(ctx, eth);
+	if (key < 0)
+		return -1;
+	*first = spread(key);
+	return read_line(*first);
+}
+
+/* The line of a second read anywhere in the table, after the first read's
+ * v. */
+#define anywhere(first, v) spread((first) + (__u32)(v) + 1)
+
 /* One read: a lookup's single miss. */
 SEC("xdp")
 int xdp_floor_one(struct xdp_md *ctx)
 {
 	struct ethhdr *eth;
-	__s64 key = frame_key(ctx, &eth);
-	if (key < 0)
-		return XDP_DROP;
-	return bounce(eth, read_line(spread(key)));
+	__u32 first;
+	__s64 v = first_read(ctx, &eth, &first);
+	return bounce(eth, v);
 }
 
 /* Two reads, the second anywhere in the table: two misses, and a TLB miss
@@ -99,14 +114,9 @@ SEC("xdp")
 int xdp_floor_two(struct xdp_md *ctx)
 {
 	struct ethhdr *eth;
-	__s64 key = frame_key(ctx, &eth);
-	if (key < 0)
-		return XDP_DROP;
-	__u32 first = spread(key);
-	__s64 v = read_line(first);
-	if (v < 0)
-		return XDP_DROP;
-	return bounce(eth, read_line(spread(first + (__u32)v + 1)));
+	__u32 first;
+	__s64 v = first_read(ctx, &eth, &first);
+	return v < 0 ? XDP_DROP : bounce(eth, read_line(anywhere(first, v)));
 }
 
 /* Two reads, the second half a page from the first (another cache line,
@@ -116,14 +126,9 @@ SEC("xdp")
 int xdp_floor_two_near(struct xdp_md *ctx)
 {
 	struct ethhdr *eth;
-	__s64 key = frame_key(ctx, &eth);
-	if (key < 0)
-		return XDP_DROP;
-	__u32 first = spread(key);
-	__s64 v = read_line(first);
-	if (v < 0)
-		return XDP_DROP;
-	return bounce(eth, read_line(first ^ PAGE_LINES / 2 ^ ((__u32)v & (PAGE_LINES / 2 - 1))));
+	__u32 first;
+	__s64 v = first_read(ctx, &eth, &first);
+	return v < 0 ? XDP_DROP : bounce(eth, read_line(first ^ PAGE_LINES / 2 ^ ((__u32)v & (PAGE_LINES / 2 - 1))));
 }
 
 /* Two reads, then a count in the second line's row of this CPU's: what a
@@ -132,14 +137,11 @@ SEC("xdp")
 int xdp_floor_two_count(struct xdp_md *ctx)
 {
 	struct ethhdr *eth;
-	__s64 key = frame_key(ctx, &eth);
-	if (key < 0)
-		return XDP_DROP;
-	__u32 first = spread(key);
-	__s64 v = read_line(first);
+	__u32 first;
+	__s64 v = first_read(ctx, &eth, &first);
 	if (v < 0)
 		return XDP_DROP;
-	__u32 second = spread(first + (__u32)v + 1);
+	__u32 second = anywhere(first, v);
 	__s64 w = read_line(second);
 	__u32 row = bpf_get_smp_processor_id() * line_count + second;
 	struct count *c = bpf_map_lookup_elem(&counts, &row);
