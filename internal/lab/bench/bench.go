@@ -25,11 +25,12 @@ import (
 type config struct {
 	sessions []int
 	runs     int
-	flows    int
+	flows    []int
 	packets  uint64
 	paced    time.Duration // of the testbed rate, or with pfcp of the heartbeats and the forced collection
 
 	ipv6Transport bool // GTP-U over IPv6 between the gNB and the UPF
+	open5gs       bool // sessions of Open5GS's whole shape
 	dupl          bool // measure duplication (DUPL) instead
 
 	classify      bool // measure the classifier instead
@@ -65,10 +66,11 @@ var quickValues = map[string]string{"sessions": "1,1000,100000", "runs": "5", "p
 // Flags are the flags of `xdp5g-lab bench`, declared on a flag set by
 // AddFlags; Run measures as they were given.
 type Flags struct {
-	fs                                 *pflag.FlagSet
-	cfg                                config
-	sessions, classifyRules, cuupFlows string
-	quick                              bool
+	fs                             *pflag.FlagSet
+	cfg                            config
+	sessions, flows, classifyRules string
+	cuupFlows                      string
+	quick                          bool
 }
 
 // AddFlags declares the flags of `xdp5g-lab bench` on fs.
@@ -78,10 +80,11 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	cfg := &f.cfg
 	fs.StringVar(&f.sessions, "sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
-	fs.IntVar(&cfg.flows, "flows", 4096, "sessions the per-packet cost frames cycle over")
+	fs.StringVar(&f.flows, "flows", "4096,65536", "`counts` of sessions the per-packet cost's frames cycle over")
 	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
+	fs.BoolVar(&cfg.open5gs, "open5gs", false, "install sessions of Open5GS's whole shape in the per-packet cost and the rate: 4 PDRs (2 of the SMF's own), 3 FARs, a QER and a URR (and no N9 sessions)")
 	fs.BoolVar(&cfg.pfcp, "pfcp", false, "measure PFCP session handling instead: establishment rate, per-packet cost, paced request latency")
 	fs.IntVar(&cfg.pfcpSessions, "pfcp-sessions", 1_000_000, "sessions established over PFCP with --pfcp")
 	fs.IntVar(&cfg.pfcpRounds, "pfcp-rounds", 3, "rounds of establishing the sessions, each over a fresh data path; the median rate is reported")
@@ -142,6 +145,9 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.sessions, err = counts("sessions", f.sessions, 1); err != nil {
 		return cfg, err
 	}
+	if cfg.flows, err = counts("flows", f.flows, 1); err != nil {
+		return cfg, err
+	}
 	if cfg.classifyRules, err = counts("classify-rules", f.classifyRules, 0); err != nil {
 		return cfg, err
 	}
@@ -157,14 +163,15 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
-	if cfg.ipv6Transport && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.cuup || cfg.restarts > 0) {
-		return cfg, errors.New("--ipv6-transport applies to the per-packet cost and the rate alone")
+	if (cfg.ipv6Transport || cfg.open5gs) && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.cuup || cfg.restarts > 0) ||
+		cfg.open5gs && cfg.dupl {
+		return cfg, errors.New("--ipv6-transport and --open5gs apply to the per-packet cost and the rate alone")
 	}
 	if cfg.restarts < 0 || cfg.restartsRate < 1 {
 		return cfg, errors.New("--restarts must not be negative, --restarts-rate must be positive")
 	}
-	if cfg.runs < 1 || cfg.flows < 1 || cfg.packets < 1 {
-		return cfg, errors.New("--runs, --flows and --packets must be positive")
+	if cfg.runs < 1 || cfg.packets < 1 {
+		return cfg, errors.New("--runs and --packets must be positive")
 	}
 	if cfg.pfcpSessions < 1 || cfg.pfcpRounds < 1 || cfg.pacedRounds < 1 || cfg.window < 1 || cfg.rate < 1 || cfg.steady <= 0 {
 		return cfg, errors.New("--pfcp-sessions, --pfcp-rounds, --pfcp-paced-rounds, --pfcp-window, --pfcp-rate and --pfcp-steady must be positive")
@@ -216,6 +223,9 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 			return err
 		}
 		overIPv6 = true
+	}
+	if cfg.open5gs {
+		shape = open5gsSession
 	}
 	if cfg.restarts > 0 {
 		return runRestarts(ctx, w, args, tb, cfg, since)
@@ -293,7 +303,7 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 	}
 	for _, n := range cfg.sessions {
 		progress("per-packet cost with %d sessions", n)
-		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs)
+		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs, !cfg.open5gs)
 		if err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
+	"github.com/xdp5g/xdp5g/internal/lab/baseline"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -29,13 +31,31 @@ type subject struct {
 // costRow is the per-packet cost of every program, in nanoseconds, with a
 // number of sessions installed: the UPF's with the frames of one session,
 // and with frames cycling over many (spread), which adds cache and TLB
-// misses.
+// misses; next to each, the memory floor's with the same frames.
 type costRow struct {
 	sessions                              int
 	install                               time.Duration
+	floorLines                            uint32 // of the floor's table: the UPF's PDR table's
 	empty, tx, redirect, uplink, downlink rounds
-	uplinkSpread, downlinkSpread          rounds
-	n9                                    *n9Cost // nil: not measured
+	floor                                 floorCost
+	spread                                []spreadCost // by --flows
+	n9                                    *n9Cost      // nil: not measured
+}
+
+// spreadCost is the per-packet cost with frames cycling over flows
+// sessions spread evenly over those installed.
+type spreadCost struct {
+	flows            int
+	uplink, downlink rounds
+	floor            floorCost
+}
+
+// floorCost is the memory floor's (baseline.Floor) over a table of the
+// UPF's PDR table's size: one read, two, and measured with spread frames
+// only, two in one page, two with a count per line and CPU, and two over
+// a table without BPF_F_MMAPABLE.
+type floorCost struct {
+	one, two, twoNear, twoCount, twoPlain rounds
 }
 
 // rounds are a measurement's figures, one per round; the figures compared
@@ -64,10 +84,14 @@ func (r rounds) minus(base rounds) rounds {
 }
 
 // measureCost installs n sessions into a fresh data path and measures their
-// per-packet cost (measureInstalled).
-func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, nRounds int) (row costRow, err error) {
+// per-packet cost (measureInstalled), with the N9 sessions if withN9: their
+// branches are compared with sessions of their own shape, two PDRs.
+func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flows []int, nRounds int, withN9 bool) (row costRow, err error) {
 	row.sessions = n
-	k := min(n, flows) // N9 sessions of each kind
+	k := 0
+	if withN9 {
+		k = n9Count(n, flows)
+	}
 	u, err := tb.OpenUPF(uint32(n + 2*k))
 	if err != nil {
 		return row, err
@@ -76,6 +100,9 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
 	}
+	if !withN9 {
+		return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, nil)
+	}
 	n9, err := installN9(ctx, tb, u, n, k)
 	if err != nil {
 		return row, err
@@ -83,13 +110,31 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n, flows, 
 	return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, &n9)
 }
 
+// n9Count is how many sessions of each N9 kind a row installs: as many
+// as the fewest frames spread over.
+func n9Count(n int, flows []int) int { return min(n, slices.Min(flows)) }
+
 // measureInstalled attaches the UPF with row.sessions sessions installed,
 // session i's uplink TEID teidOf(i), and measures its programs next to the
-// baselines, with the frames of the last session installed, and cycling
-// over up to flows sessions spread evenly over the installed ones; and the
-// N9 sessions' frames, if any.
+// baselines and the memory floor, with the frames of the last session
+// installed, and cycling over each count of flows sessions spread evenly
+// over the installed ones; and the N9 sessions' frames, if any.
 func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, row *costRow,
-	teidOf func(int) uint32, flows, nRounds int, n9 *n9Frames) error {
+	teidOf func(int) uint32, flows []int, nRounds int, n9 *n9Frames) error {
+	// The floor's table is the size of the UPF's PDR table, whose lines
+	// are PDRs, and mapped as it is; the same without BPF_F_MMAPABLE says
+	// what that choice costs.
+	row.floorLines = u.Datapath.PDRCapacity()
+	floor, err := baseline.LoadFloor(row.floorLines, true)
+	if err != nil {
+		return err
+	}
+	defer floor.Close()
+	plain, err := baseline.LoadFloor(row.floorLines, false)
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
 	// Installing a million sessions leaves a collection due, which marks
 	// their heap for seconds on the other CPU and evicts the data path's
 	// tables from the cache the CPUs share: with one running, uplink 3.2-3.4
@@ -108,13 +153,6 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 		defer progs[i].Close()
 	}
 	n := row.sessions
-	k := min(n, flows)
-	var ul, dl [][]byte
-	for j := range k {
-		i := j * (n / k)
-		ul = append(ul, uplinkFrame(tb, teidOf(i), i))
-		dl = append(dl, downlinkFrame(tb, i))
-	}
 	ulOne, dlOne := [][]byte{uplinkFrame(tb, teidOf(n-1), n-1)}, [][]byte{downlinkFrame(tb, n-1)}
 	subjects := []subject{
 		{"empty program", b.pass, dlOne, xdplink.Pass},
@@ -122,9 +160,41 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 		{"redirect baseline", b.toDN, dlOne, xdplink.Redirect},
 		{"uplink", progs[0], ulOne, xdplink.Redirect},
 		{"downlink", progs[1], dlOne, xdplink.Redirect},
-		{"uplink, spread", progs[0], ul, xdplink.Redirect},
-		{"downlink, spread", progs[1], dl, xdplink.Redirect},
+		{"floor, one read", floor.One, dlOne, xdplink.TX},
+		{"floor, two reads", floor.Two, dlOne, xdplink.TX},
 	}
+	// The floor's frames are the downlink's: its first line follows from
+	// the UE address.
+	var spreads []int // distinct counts of sessions the frames cycle over
+	for _, count := range flows {
+		if k := min(n, count); !slices.Contains(spreads, k) {
+			spreads = append(spreads, k)
+		}
+	}
+	spreadAt := make([]int, len(spreads))
+	for f, k := range spreads {
+		// A random sample of the sessions in random order, as subscribers
+		// come. Sessions evenly spaced, taken in the order of their slots,
+		// walk every table in address order, the next frame's page-table
+		// entries and lines often fetched already: at a million sessions
+		// they cost half what these do.
+		var ul, dl [][]byte
+		for _, i := range rand.New(rand.NewPCG(uint64(n), uint64(k))).Perm(n)[:k] {
+			ul = append(ul, uplinkFrame(tb, teidOf(i), i))
+			dl = append(dl, downlinkFrame(tb, i))
+		}
+		spreadAt[f] = len(subjects)
+		name := fmt.Sprintf(", spread over %d", k)
+		subjects = append(subjects,
+			subject{"uplink" + name, progs[0], ul, xdplink.Redirect},
+			subject{"downlink" + name, progs[1], dl, xdplink.Redirect},
+			subject{"floor, one read" + name, floor.One, dl, xdplink.TX},
+			subject{"floor, two reads" + name, floor.Two, dl, xdplink.TX},
+			subject{"floor, two reads in a page" + name, floor.TwoNear, dl, xdplink.TX},
+			subject{"floor, two reads counted" + name, floor.TwoCount, dl, xdplink.TX},
+			subject{"floor, two reads, not mmapable" + name, plain.Two, dl, xdplink.TX})
+	}
+	n9At := len(subjects)
 	if n9 != nil {
 		subjects = append(subjects,
 			subject{"N9 relay", progs[0], n9.relayOne, xdplink.Redirect},
@@ -137,9 +207,15 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 		return err
 	}
 	row.empty, row.tx, row.redirect, row.uplink, row.downlink = ns[0], ns[1], ns[2], ns[3], ns[4]
-	row.uplinkSpread, row.downlinkSpread = ns[5], ns[6]
+	row.floor = floorCost{one: ns[5], two: ns[6]}
+	for f, k := range spreads {
+		at := ns[spreadAt[f]:]
+		row.spread = append(row.spread, spreadCost{flows: k, uplink: at[0], downlink: at[1],
+			floor: floorCost{one: at[2], two: at[3], twoNear: at[4], twoCount: at[5], twoPlain: at[6]}})
+	}
 	if n9 != nil {
-		row.n9 = &n9Cost{relay: ns[7], relaySpread: ns[8], branchLocal: ns[9], branchCentral: ns[10]}
+		at := ns[n9At:]
+		row.n9 = &n9Cost{relay: at[0], relaySpread: at[1], branchLocal: at[2], branchCentral: at[3]}
 	}
 	return nil
 }

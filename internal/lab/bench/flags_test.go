@@ -64,3 +64,19 @@ func TestFlagHelp(t *testing.T) {
 		}
 	})
 }
+
+// --flows takes counts of sessions, each at least one.
+func TestFlows(t *testing.T) {
+	cfg, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{4096, 65536}; !slices.Equal(cfg.flows, want) {
+		t.Errorf("--flows by default: %v, want %v", cfg.flows, want)
+	}
+	for _, bad := range []string{"0", "4096,", "many"} {
+		if _, err := parseFlags([]string{"--flows", bad}); err == nil || !strings.Contains(err.Error(), "--flows") {
+			t.Errorf("--flows %q: %v, want an error naming --flows", bad, err)
+		}
+	}
+}

@@ -63,7 +63,7 @@ var verdict = map[bool]string{true: "met", false: "**not met**"}
 
 func report(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
-	header(p, args, res)
+	header(p, args, cfg, res)
 	costTables(p, cfg, res.costs)
 	n9Table(p, res.costs)
 
@@ -113,7 +113,7 @@ func perSession(bytes int64, sessions int) string {
 // reportPFCP is the report of `xdp5g-lab bench --pfcp`.
 func reportPFCP(w io.Writer, args []string, cfg config, res results) {
 	p := linesTo(w)
-	header(p, args, res)
+	header(p, args, cfg, res)
 	r := res.pfcp
 	n := r.cost.sessions
 	p("\n### PFCP session establishment\n")
@@ -306,11 +306,16 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", d.Seconds()*1e3)
 
 // header is the report's first lines: the command, the machine and the
 // frames.
-func header(p printer, args []string, res results) {
+func header(p printer, args []string, cfg config, res results) {
 	p("%s", headline(args, res.elapsed))
 	p("\nUplink frames are G-PDUs with an UL PDU Session Container around a UDP/IPv4 packet (%d bytes), downlink frames", res.frameLens[0])
 	p("that UDP/IPv4 packet (%d bytes); every session has one uplink PDR (TEID, UE address, QFI) and one downlink PDR", res.frameLens[1])
 	p("(UE address, marks the QFI), uplink forwarded by the route to the DN, downlink tunnelled to the gNB.")
+	if cfg.open5gs {
+		p("The sessions have Open5GS's whole shape (--open5gs): those two PDRs at precedence 65535 under a QER (the session's")
+		p("AMBR, 10 Gbit/s) and a URR (volume, no limits), and the SMF's own: a PDR from the CP function on an F-TEID of its own,")
+		p("and one of router solicitations on the uplink F-TEID (an SDF filter, precedence 255), tunnelled to the SMF.")
+	}
 }
 
 // costTables are the per-packet costs with the sessions of each row
@@ -330,32 +335,75 @@ func costTables(p printer, cfg config, costs []costRow) {
 			r.uplink.median(), r.uplink.per(r.tx), r.uplink.per(r.redirect),
 			r.downlink.median(), r.downlink.per(r.tx), r.downlink.per(r.redirect))
 	}
-	p("\nThe same rounds with the UPF's frames cycling over min(sessions, %d) sessions spread evenly over those installed:", cfg.flows)
-	p("every packet another session, so the figures add the cache and TLB misses of the session tables.\n")
-	p("| Sessions | Uplink | ×TX | ×Redirect | Downlink | ×TX | ×Redirect |")
-	p("|---:|---:|---:|---:|---:|---:|---:|")
+	p("\nThe same rounds with the UPF's frames cycling over min(sessions, --flows) sessions, a random sample of those installed in")
+	p("random order:")
+	p("every packet another session, so the figures add the cache and TLB misses of the session tables. ×1 miss and ×2 misses:")
+	p("the ratio to the memory floor's one and two dependent reads over a table of the UPF's PDR table's size, with the")
+	p("downlink's frames (below).\n")
+	p("| Sessions | Flows | Uplink | ×TX | ×1 miss | ×2 misses | Downlink | ×TX | ×1 miss | ×2 misses |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range costs {
-		p("| %d | %.1f | %.2f | %.2f | %.1f | %.2f | %.2f |", r.sessions,
-			r.uplinkSpread.median(), r.uplinkSpread.per(r.tx), r.uplinkSpread.per(r.redirect),
-			r.downlinkSpread.median(), r.downlinkSpread.per(r.tx), r.downlinkSpread.per(r.redirect))
+		for _, sp := range r.spread {
+			p("| %d | %d | %.1f | %.2f | %.2f | %.2f | %.1f | %.2f | %.2f | %.2f |", r.sessions, sp.flows,
+				sp.uplink.median(), sp.uplink.per(r.tx), sp.uplink.per(sp.floor.one), sp.uplink.per(sp.floor.two),
+				sp.downlink.median(), sp.downlink.per(r.tx), sp.downlink.per(sp.floor.one), sp.downlink.per(sp.floor.two))
+		}
 	}
 	p("\nThe same less the empty program: what the programs themselves cost. XDP_TX is within the noise of the empty")
-	p("program here, so ratios to it would mean nothing.\n")
-	p("| Sessions | XDP_TX | Redirect | Uplink | ×Redirect | Downlink | ×Redirect | Uplink, spread | Downlink, spread |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("program here, so ratios to it would mean nothing; the spread figures' ratios are to the one-session figure.\n")
+	p("| Sessions | XDP_TX | Redirect | Uplink | ×Redirect | Downlink | ×Redirect | Flows | Uplink, spread | ×1 session | Downlink, spread | ×1 session |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range costs {
 		rd, ul, dl := r.redirect.minus(r.empty), r.uplink.minus(r.empty), r.downlink.minus(r.empty)
-		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |", r.sessions, r.tx.minus(r.empty).median(), rd.median(),
-			ul.median(), ul.per(rd), dl.median(), dl.per(rd),
-			r.uplinkSpread.minus(r.empty).median(), r.downlinkSpread.minus(r.empty).median())
+		for i, sp := range r.spread {
+			first := fmt.Sprintf("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f", r.sessions, r.tx.minus(r.empty).median(), rd.median(),
+				ul.median(), ul.per(rd), dl.median(), dl.per(rd))
+			if i > 0 {
+				first = "| | | | | | |"
+			}
+			sul, sdl := sp.uplink.minus(r.empty), sp.downlink.minus(r.empty)
+			p("%s | %d | %.1f | %.2f | %.1f | %.2f |", first, sp.flows, sul.median(), sul.per(ul), sdl.median(), sdl.per(dl))
+		}
+	}
+	floorTable(p, costs)
+}
+
+// floorTable is the memory floor of every row, less the empty program.
+func floorTable(p printer, costs []costRow) {
+	p("\n### The memory floor (ns/packet, less the empty program)\n")
+	p("XDP_TX after a chain of dependent reads of 64-byte lines of an array as large as the UPF's PDR table (Lines), the first")
+	p("line chosen by the frame's UE address, each next by the value the one before returned: the least a lookup of one or two")
+	p("reads can cost. With one session's frame every read hits the cache; spread over many sessions, each misses it, and")
+	p("once the table outgrows what the TLB maps, each walks the page table too. Two in a page: the second read in the first's")
+	p("4 KiB page, another cache line but no second page walk. Counted: the two reads, then a packet and byte count in the")
+	p("second line's row of the CPU's, as the UPF counts per PDR. Not mmapable: the two reads over the same table created")
+	p("without BPF_F_MMAPABLE (the UPF's lookup tables have it).\n")
+	p("| Sessions | Lines | Flows | XDP_TX | One read | Two reads | Two in a page | Two, counted | Two, not mmapable |")
+	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		own := func(x rounds) string {
+			if len(x) == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f", x.minus(r.empty).median())
+		}
+		tx := own(r.tx)
+		p("| %d | %d | 1 session | %s | %s | %s | – | – | – |", r.sessions, r.floorLines, tx, own(r.floor.one), own(r.floor.two))
+		for _, sp := range r.spread {
+			p("| %d | %d | %d | %s | %s | %s | %s | %s | %s |", r.sessions, r.floorLines, sp.flows, tx, own(sp.floor.one),
+				own(sp.floor.two), own(sp.floor.twoNear), own(sp.floor.twoCount), own(sp.floor.twoPlain))
+		}
 	}
 }
 
 // n9Table is the per-packet cost of the N9 sessions, of the rows that
 // measured it.
 func n9Table(p printer, costs []costRow) {
+	if !slices.ContainsFunc(costs, func(r costRow) bool { return r.n9 != nil }) {
+		return
+	}
 	p("\n### Per-packet cost of the N9 sessions, by BPF_PROG_TEST_RUN (ns/packet)\n")
-	p("The same rounds, with min(sessions, --flows) sessions of two more kinds installed after the others: an I-UPF's, whose")
+	p("The same rounds, with min(sessions, the fewest of --flows) sessions of two more kinds installed after the others: an I-UPF's, whose")
 	p("uplink is relayed over N9 (GTP-U in, GTP-U out, in an UL PDU Session Container), and a branching point's, whose")
 	p("uplink F-TEID has two PDRs, the first (precedence 30, an SDF filter of the local destination) out of N6, the second")
 	p("over N9. The relay is compared with XDP_TX; each branch with the single PDR doing the same: the local one with the")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
+	"github.com/xdp5g/xdp5g/internal/upf/sdf"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 )
 
@@ -22,7 +23,7 @@ func install(ctx context.Context, u *demo.UPF, n int) (time.Duration, error) {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		if err := u.Store.Create(benchSession(i)); err != nil {
+		if err := u.Store.Create(shape(i)); err != nil {
 			return 0, fmt.Errorf("installing session %d of %d: %w", i+1, n, err)
 		}
 	}
@@ -73,6 +74,56 @@ func benchSession(i int) session.Session {
 		},
 	}
 }
+
+// shape is the session the per-packet cost and the rates install as
+// session i: benchSession, or with --open5gs open5gsSession (set by Run
+// before it measures).
+var shape = benchSession
+
+// open5gsSession is session i shaped as Open5GS's SMF establishes a PDU
+// session (as pfcptest's PDUSessionRequest, which the PFCP suite sends):
+// benchSession's uplink and downlink PDRs, at Open5GS's default
+// precedence, under the session's QER (its AMBR, the gate open) and URR
+// (volume, no limit); the SMF's own PDRs, one from the CP function on an
+// F-TEID of its own to the downlink FAR, one of router solicitations on
+// the uplink F-TEID (an SDF filter, precedence 255: it comes first) to a
+// FAR tunnelling to the SMF.
+func open5gsSession(i int) session.Session {
+	const (
+		qer, urr                     = 1, 1
+		cpFAR                        = 3
+		cpPrecedence, userPrecedence = 255, 65535
+		ambr                         = 10_000_000_000 // bits/s: no bench packet waits for it
+	)
+	s := benchSession(i)
+	removeGTPU := session.RemoveGTPUUDPIPv4
+	routerSolicitations, err := sdf.Parse("permit out 58 from ff02::2/128 to assigned")
+	if err != nil {
+		panic(err) // a constant
+	}
+	for k := range s.PDRs {
+		s.PDRs[k].Precedence, s.PDRs[k].QERIDs, s.PDRs[k].URRIDs = userPrecedence, []uint32{qer}, []uint32{urr}
+	}
+	uplink, downlinkFAR := s.PDRs[0].PDI, s.PDRs[1].FARID
+	s.PDRs = append(s.PDRs,
+		session.PDR{ID: 5, Precedence: cpPrecedence, FARID: downlinkFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
+			SourceInterface: session.InterfaceCPFunction, TEID: cpTEID(i), LocalAddress: n3Addr()}},
+		session.PDR{ID: 6, Precedence: cpPrecedence, FARID: cpFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
+			SourceInterface: session.InterfaceAccess, TEID: uplink.TEID, LocalAddress: uplink.LocalAddress,
+			SDFFilters: []session.SDFFilter{{Filter: routerSolicitations}}}})
+	s.FARs = append(s.FARs, session.FAR{ID: cpFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCPFunction,
+		OuterHeaderCreation: &session.OuterHeaderCreation{TEID: uint32(i) + 1, Peer: smfAddr}})
+	s.QERs = []session.QER{{ID: qer, MBRUL: ambr, MBRDL: ambr, QFI: demo.QFI}}
+	s.URRs = []session.URR{{ID: urr}}
+	return s
+}
+
+// smfAddr is where the SMF's own traffic with the UEs goes.
+var smfAddr = netip.MustParseAddr("192.0.2.10")
+
+// cpTEID is the TEID of session i's F-TEID for the SMF's packets to the
+// UE, apart from every uplink TEID.
+func cpTEID(i int) uint32 { return 1<<31 | uint32(i) + 1 }
 
 // teid is session i's TEID, the same both ways (they are different
 // peers' TEIDs).
