@@ -45,7 +45,11 @@ func (h *Handler) record(t *n4state.Txn) {
 		}
 		s.version = v
 		slots, _ := h.cfg.Store.Slots(seid)
-		t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, v, slots) })
+		t.Put(n4state.KindSession, func(e *n4state.Enc) {
+			at := len(e.B)
+			encodeSession(e, s, v, slots)
+			s.record = slices.Clone(e.B[at:])
+		})
 	}
 	clear(h.touched)
 	for _, id := range h.answered {
@@ -95,22 +99,37 @@ func (h *Handler) apartLocked(f func()) {
 
 // Snapshot writes the handler's part of the state into a compaction of
 // its journal (n4state.Log.Compact): every session and unanswered report,
-// a thousand sessions an entry, so that requests wait little for h.mu.
+// a thousand sessions an entry. A session's record is the value of its
+// last one, taken under h.mu and copied after: requests wait little for
+// h.mu. A session restored and not recorded since is encoded afresh, with
+// the slots the store holds its rules in now.
 func (h *Handler) Snapshot(l *n4state.Log) {
 	h.mu.Lock()
 	seids := slices.Collect(maps.Keys(h.sessions))
 	h.mu.Unlock()
 	var last uint64
+	records := make([][]byte, 0, 1000)
 	for chunk := range slices.Chunk(seids, 1000) {
-		t := l.Txn()
+		records = records[:0]
 		h.mu.Lock()
 		for _, seid := range chunk {
 			if s := h.sessions[seid]; s != nil {
-				slots, _ := h.cfg.Store.Slots(seid)
-				t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, s.version, slots) })
+				if s.record == nil {
+					slots, _ := h.cfg.Store.Slots(seid)
+					var e n4state.Enc
+					encodeSession(&e, s, s.version, slots)
+					s.record = e.B
+				}
+				records = append(records, s.record)
 			}
 		}
 		h.mu.Unlock()
+		// Reserved after a later record of the same session, maybe: the
+		// versions order them.
+		t := l.Txn()
+		for _, r := range records {
+			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r...) })
+		}
 		last = max(last, t.Commit())
 	}
 	t := l.Txn()
@@ -136,6 +155,13 @@ type Saved struct {
 	reports  map[uint64]*report
 	reportID uint64
 	version  uint64 // of the last session record, once Finish read them
+	// The handler's index of the sessions, which Kept starts building
+	// while the store takes them over: by UP SEID, the URRs with clock
+	// triggers, and the sessions with a UE address or a buffer limit.
+	indexing sync.Once
+	bySEID   map[uint64]*pfcpSession
+	timed    []meterKey
+	reserved []*pfcpSession
 }
 
 type savedSession struct {
@@ -348,7 +374,27 @@ func (sv *Saved) Kept() []session.Kept {
 		})
 	}
 	wg.Wait()
+	go sv.index()
 	return slices.Concat(kept...)
+}
+
+// index builds the handler's index of the sessions, once.
+func (sv *Saved) index() {
+	sv.indexing.Do(func() {
+		sv.bySEID = make(map[uint64]*pfcpSession, sv.Sessions())
+		sv.each(func(ss savedSession) {
+			s := ss.s
+			sv.bySEID[s.seid] = s
+			for id, u := range s.urrs {
+				if u.timed() {
+					sv.timed = append(sv.timed, meterKey{s.seid, id})
+				}
+			}
+			if s.ue4.IsValid() || s.bufferLimit() != 0 {
+				sv.reserved = append(sv.reserved, s)
+			}
+		})
+	})
 }
 
 // restore takes up the sessions and reports of a previous run, which the
@@ -358,28 +404,40 @@ func (sv *Saved) Kept() []session.Kept {
 // an Error Indication needs it.
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
-	h.sessions = make(map[uint64]*pfcpSession, sv.Sessions())
-	paths := map[gtpu.Path]bool{}
+	// The paths on every CPU, a map for each shard, while the index is
+	// done.
+	shardPaths := make([]map[gtpu.Path]bool, len(sv.shards))
+	var wg sync.WaitGroup
+	for i, sh := range sv.shards {
+		wg.Go(func() {
+			shardPaths[i] = map[gtpu.Path]bool{}
+			for _, ss := range sh.sessions {
+				h.addPaths(shardPaths[i], ss.s) // as supervise would file them, without their sets
+			}
+		})
+	}
+	sv.index()
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
-	sv.each(func(ss savedSession) {
-		s, seid := ss.s, ss.s.seid
-		h.sessions[seid] = s
+	h.sessions = sv.bySEID
+	for _, k := range sv.timed {
+		h.timed[k] = true
+	}
+	for _, s := range sv.reserved {
 		if s.ue4.IsValid() {
 			if err := h.reserveUE(s.ue4); err != nil {
-				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", seid, "ue", s.ue4, "err", err)
+				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", s.seid, "ue", s.ue4, "err", err)
 			}
 		}
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
-			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
+			h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 		}
-		h.addPaths(paths, s) // as supervise would file them, without their sets
-		for id, u := range s.urrs {
-			if u.timed() {
-				h.timed[meterKey{seid, id}] = true
-			}
-		}
-	})
+	}
+	wg.Wait()
+	paths := map[gtpu.Path]bool{}
+	for _, p := range shardPaths {
+		maps.Copy(paths, p)
+	}
 	h.supervise(paths, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
 		r := sv.reports[id]
