@@ -170,15 +170,36 @@ type savedSession struct {
 }
 
 // shard reads the records of the sessions whose UP SEID it is given.
+// It keeps them in the order it read them, which is the order they are in
+// memory: the store and the handler go through them so, a million
+// sessions' memory taking far longer to read in any other order.
 type shard struct {
-	batches  chan batch
-	filling  batch
-	peers    map[string][]pfcp.Peer // by Node ID: one copy of each
-	filters  map[string]sdf.Filter  // by flow description: parsed once
-	sessions map[uint64]savedSession
-	gone     map[uint64]uint64 // version of the record of a session gone
-	version  uint64
-	err      error
+	batches chan batch
+	filling batch
+	peers   map[string][]pfcp.Peer // by Node ID: one copy of each
+	filters map[string]sdf.Filter  // by flow description: parsed once
+	order   []savedSession         // as read; those replaced since or gone are zero
+	at      map[uint64]int         // the index in order of each session
+	gone    map[uint64]uint64      // version of the record of a session gone
+	version uint64
+	err     error
+}
+
+// sessions calls f with the shard's sessions, in the order it read them.
+func (sh *shard) sessions(f func(savedSession)) {
+	for _, ss := range sh.order {
+		if ss.s != nil {
+			f(ss)
+		}
+	}
+}
+
+// saved is the session with UP SEID seid; zero when none.
+func (sh *shard) saved(seid uint64) savedSession {
+	if i, ok := sh.at[seid]; ok {
+		return sh.order[i]
+	}
+	return savedSession{}
 }
 
 // batch is records for a shard: their kinds and values, one after another.
@@ -194,7 +215,7 @@ func NewSaved() *Saved {
 	sv := &Saved{reports: map[uint64]*report{}}
 	for range runtime.GOMAXPROCS(0) {
 		sh := &shard{batches: make(chan batch, 4), peers: map[string][]pfcp.Peer{}, filters: map[string]sdf.Filter{},
-			sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{}}
+			at: map[uint64]int{}, gone: map[uint64]uint64{}}
 		sv.shards = append(sv.shards, sh)
 	}
 	return sv
@@ -204,7 +225,7 @@ func NewSaved() *Saved {
 func (sv *Saved) Sessions() int {
 	n := 0
 	for _, sh := range sv.shards {
-		n += len(sh.sessions)
+		n += len(sh.at)
 	}
 	return n
 }
@@ -212,9 +233,7 @@ func (sv *Saved) Sessions() int {
 // each calls f with every session saved.
 func (sv *Saved) each(f func(savedSession)) {
 	for _, sh := range sv.shards {
-		for _, ss := range sh.sessions {
-			f(ss)
-		}
+		sh.sessions(f)
 	}
 }
 
@@ -303,8 +322,8 @@ func (sh *shard) record(kind byte, value []byte) error {
 	d := n4state.NewDec(value)
 	if kind == n4state.KindSessionGone {
 		seid, v := d.Uint(), d.Uint()
-		if v > sh.sessions[seid].version() {
-			delete(sh.sessions, seid)
+		if v > sh.saved(seid).version() {
+			sh.forget(seid)
 			sh.gone[seid] = v
 		}
 		sh.version = max(sh.version, v)
@@ -314,11 +333,21 @@ func (sh *shard) record(kind byte, value []byte) error {
 	if err := d.Done(); err != nil {
 		return fmt.Errorf("session record: %w", err)
 	}
-	if v > sh.sessions[s.seid].version() && v > sh.gone[s.seid] {
-		sh.sessions[s.seid] = savedSession{s, slots}
+	if v > sh.saved(s.seid).version() && v > sh.gone[s.seid] {
+		sh.forget(s.seid)
+		sh.at[s.seid] = len(sh.order)
+		sh.order = append(sh.order, savedSession{s, slots})
 	}
 	sh.version = max(sh.version, v)
 	return nil
+}
+
+// forget drops the session with UP SEID seid, if read.
+func (sh *shard) forget(seid uint64) {
+	if i, ok := sh.at[seid]; ok {
+		sh.order[i] = savedSession{}
+		delete(sh.at, seid)
+	}
 }
 
 // filter reads an SDF filter, whose flow description other sessions' PDRs
@@ -367,10 +396,10 @@ func (sv *Saved) Kept() []session.Kept {
 	var wg sync.WaitGroup
 	for i, sh := range sv.shards {
 		wg.Go(func() {
-			kept[i] = make([]session.Kept, 0, len(sh.sessions))
-			for _, ss := range sh.sessions {
+			kept[i] = make([]session.Kept, 0, len(sh.at))
+			sh.sessions(func(ss savedSession) {
 				kept[i] = append(kept[i], session.Kept{Session: ss.s.rules(), Slots: ss.slots})
-			}
+			})
 		})
 	}
 	wg.Wait()
@@ -411,9 +440,9 @@ func (h *Handler) restore(sv *Saved) {
 	for i, sh := range sv.shards {
 		wg.Go(func() {
 			shardPaths[i] = map[gtpu.Path]bool{}
-			for _, ss := range sh.sessions {
+			sh.sessions(func(ss savedSession) {
 				h.addPaths(shardPaths[i], ss.s) // as supervise would file them, without their sets
-			}
+			})
 		})
 	}
 	sv.index()
