@@ -111,6 +111,7 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 	records := make([][]byte, 0, 1000)
 	for chunk := range slices.Chunk(seids, 1000) {
 		records = records[:0]
+		size := 0
 		h.mu.Lock()
 		for _, seid := range chunk {
 			if s := h.sessions[seid]; s != nil {
@@ -121,12 +122,13 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 					s.record = e.B
 				}
 				records = append(records, s.record)
+				size += n4state.OpSize(len(s.record))
 			}
 		}
 		h.mu.Unlock()
 		// Reserved after a later record of the same session, maybe: the
 		// versions order them.
-		t := l.Txn()
+		t := l.SizedTxn(size)
 		for _, r := range records {
 			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r...) })
 		}

@@ -70,6 +70,11 @@ const (
 	opHeader    = 5
 	maxEntry    = 256 << 20 // a snapshot's entries are far smaller
 	iovMax      = 1024
+	// Entries written give their buffers to those reserved next, up to
+	// maxSpare of them of spareSize octets at most: a request's entry
+	// then allocates nothing.
+	spareSize   = 4096
+	maxSpare    = 1024
 	markName    = "written"
 	filePrefix  = "journal-"
 	fileSuffix  = ".log"
@@ -104,7 +109,8 @@ type Log struct {
 	flushing bool      // a goroutine writes the queue's complete entries
 	written  uint64
 	failed   error
-	current  *Txn // of the request the PFCP server serves
+	spare    [][]byte // buffers of entries written, for the next ones
+	current  *Txn     // of the request the PFCP server serves
 	closed   bool
 	// Compaction: its parts, whether one runs; the bytes of entries
 	// written, where the last snapshot began and ended, and its size.
@@ -134,17 +140,25 @@ type entry struct {
 // Txn gathers ops into one entry, which it reserves with its first op.
 // A nil *Txn does nothing.
 type Txn struct {
-	log *Log
-	e   *entry
+	log  *Log
+	e    *entry
+	size int // of its ops, if known
 }
 
 // Txn starts a transaction.
-func (l *Log) Txn() *Txn {
+func (l *Log) Txn() *Txn { return l.SizedTxn(0) }
+
+// SizedTxn starts a transaction whose ops take size octets, values and
+// their headers (OpSize), so that its entry is allocated once.
+func (l *Log) SizedTxn(size int) *Txn {
 	if l == nil {
 		return nil
 	}
-	return &Txn{log: l}
+	return &Txn{log: l, size: size}
 }
+
+// OpSize is what an op whose value takes n octets adds to an entry.
+func OpSize(n int) int { return opHeader + n }
 
 // Begin starts the transaction of a PFCP request, which Request returns
 // until End: the PFCP server brackets its handler's calls with them, so
@@ -186,7 +200,7 @@ func (t *Txn) Put(kind byte, write func(*Enc)) {
 		return
 	}
 	if t.e == nil {
-		t.e = t.log.reserve()
+		t.e = t.log.reserve(t.size)
 	}
 	e := Enc{B: append(t.e.buf, kind, 0, 0, 0, 0)}
 	at := len(e.B)
@@ -263,10 +277,16 @@ func (l *Log) Wait(lsn uint64) {
 	}
 }
 
-func (l *Log) reserve() *entry {
+// reserve reserves an entry for ops of size octets (0: unknown).
+func (l *Log) reserve(size int) *entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := &entry{lsn: l.next, buf: make([]byte, frameHeader, 256)}
+	e := &entry{lsn: l.next}
+	if n := len(l.spare); n > 0 && size <= spareSize/2 {
+		e.buf, l.spare = l.spare[n-1][:frameHeader], l.spare[:n-1]
+	} else {
+		e.buf = make([]byte, frameHeader, max(256, frameHeader+binary.MaxVarintLen64+size))
+	}
 	e.buf = binary.AppendUvarint(e.buf, e.lsn)
 	l.next++
 	l.queue = append(l.queue, e)
@@ -308,6 +328,10 @@ func (l *Log) flush() {
 			if e.complete {
 				l.snapshotBytes, l.snapshotEnded = l.total-l.snapshotBegan, l.total
 			}
+			if cap(e.buf) <= spareSize && len(l.spare) < maxSpare {
+				l.spare = append(l.spare, e.buf)
+			}
+			e.buf = nil
 		}
 		l.cond.Broadcast()
 		l.maybeCompact()
