@@ -117,6 +117,7 @@ type Log struct {
 	parts                        []func(*Log)
 	compacting                   bool
 	compacted                    sync.WaitGroup
+	removing                     sync.Mutex // while the files before a snapshot go
 	total                        int64
 	snapshotBegan, snapshotEnded int64
 	snapshotBytes                int64
@@ -356,7 +357,15 @@ func (l *Log) write(batch []*entry) error {
 			return err
 		}
 		if slices.ContainsFunc(batch[:n], func(e *entry) bool { return e.complete }) {
-			l.removeOlder()
+			// Apart: unlinking a file of hundreds of megabytes would hold
+			// back the entries waiting to be written. A file left by a
+			// crash meanwhile goes at the next start (resume).
+			gen := l.gen
+			l.removing.Lock() // held until they are gone
+			go func() {
+				defer l.removing.Unlock()
+				l.removeOlder(gen)
+			}()
 		}
 		batch = batch[n:]
 	}
@@ -432,7 +441,7 @@ func (l *Log) maybeCompact() {
 }
 
 // CompactNow writes a snapshot now, after the one under way if any, and
-// waits for it.
+// waits for it, and for the files before it to go.
 func (l *Log) CompactNow() {
 	l.mu.Lock()
 	for l.compacting {
@@ -443,6 +452,13 @@ func (l *Log) CompactNow() {
 	l.compacting = true
 	l.mu.Unlock()
 	l.compact()
+	l.removed()
+}
+
+// removed waits until the files a snapshot replaced are gone.
+func (l *Log) removed() {
+	l.removing.Lock()
+	l.removing.Unlock()
 }
 
 // compact writes a snapshot into a new file.
@@ -477,6 +493,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.compacted.Wait()
 	l.flush()
+	l.removed()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := len(l.queue); n > 0 {
@@ -553,11 +570,11 @@ func genOf(name string) uint64 {
 	return gen
 }
 
-// removeOlder removes the files before the current one.
-func (l *Log) removeOlder() {
+// removeOlder removes the files before generation gen.
+func (l *Log) removeOlder(gen uint64) {
 	for _, name := range l.files() {
-		if genOf(name) < l.gen {
-			if err := os.Remove(name); err != nil {
+		if genOf(name) < gen {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.opts.Log.Warn("removing an old PFCP state file", "file", name, "err", err)
 			}
 		}
