@@ -44,8 +44,8 @@ func (h *Handler) record(t *n4state.Txn) {
 			continue
 		}
 		s.version = v
-		slots, _ := h.cfg.Store.Slots(seid)
-		t.Put(n4state.KindSession, func(e *n4state.Enc) {
+		t.Put(n4state.KindSession, func(e *n4state.Enc) { // not called without a journal
+			slots, _ := h.cfg.Store.Slots(seid)
 			at := len(e.B)
 			encodeSession(e, s, v, slots)
 			s.record = slices.Clone(e.B[at:])
