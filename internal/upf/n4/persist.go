@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -98,20 +99,24 @@ func (h *Handler) apartLocked(f func()) {
 }
 
 // Snapshot writes the handler's part of the state into a compaction of
-// its journal (n4state.Log.Compact): every session and unanswered report,
-// a thousand sessions an entry. A session's record is the value of its
-// last one, taken under h.mu and copied after: requests wait little for
-// h.mu. A session restored and not recorded since is encoded afresh, with
-// the slots the store holds its rules in now.
+// its journal (n4state.Log.Compact): every session and unanswered report.
+// A session's record is the value of its last one, taken under h.mu a
+// thousand sessions at a time and copied after, so that requests wait
+// little for h.mu; a session restored and not recorded since is encoded
+// afresh, with the slots its rules hold now. The records go in the order
+// of their versions, the order the sessions last changed in, which is
+// mostly that of the data path's slots their rules took: a restore reads
+// those slots in that order. A thousand sessions an entry.
 func (h *Handler) Snapshot(l *n4state.Log) {
 	h.mu.Lock()
 	seids := slices.Collect(maps.Keys(h.sessions))
 	h.mu.Unlock()
-	var last uint64
-	records := make([][]byte, 0, 1000)
+	type taken struct {
+		version uint64
+		record  []byte
+	}
+	records := make([]taken, 0, len(seids))
 	for chunk := range slices.Chunk(seids, 1000) {
-		records = records[:0]
-		size := 0
 		h.mu.Lock()
 		for _, seid := range chunk {
 			if s := h.sessions[seid]; s != nil {
@@ -121,16 +126,23 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 					encodeSession(&e, s, s.version, slots)
 					s.record = e.B
 				}
-				records = append(records, s.record)
-				size += n4state.OpSize(len(s.record))
+				records = append(records, taken{s.version, s.record})
 			}
 		}
 		h.mu.Unlock()
+	}
+	slices.SortFunc(records, func(a, b taken) int { return cmp.Compare(a.version, b.version) })
+	var last uint64
+	for chunk := range slices.Chunk(records, 1000) {
+		size := 0
+		for _, r := range chunk {
+			size += n4state.OpSize(len(r.record))
+		}
 		// Reserved after a later record of the same session, maybe: the
 		// versions order them.
 		t := l.SizedTxn(size)
-		for _, r := range records {
-			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r...) })
+		for _, r := range chunk {
+			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r.record...) })
 		}
 		last = max(last, t.Commit())
 	}
