@@ -141,9 +141,10 @@ type entry struct {
 // Txn gathers ops into one entry, which it reserves with its first op.
 // A nil *Txn does nothing.
 type Txn struct {
-	log  *Log
-	e    *entry
-	size int // of its ops, if known
+	log      *Log
+	e        *entry
+	size     int  // of its ops, if known
+	complete bool // its entry's buffer may be another's once written
 }
 
 // Txn starts a transaction.
@@ -237,11 +238,16 @@ func (t *Txn) Commit() uint64 {
 
 // Complete completes the entry without writing it: a Flush after the
 // entries completed together writes them with one call (group commit).
+// Completing it again does nothing.
 func (t *Txn) Complete() uint64 {
 	if t.Empty() {
 		return 0
 	}
 	l, e := t.log, t.e
+	if t.complete {
+		return e.lsn
+	}
+	t.complete = true
 	frame := e.buf[frameHeader:]
 	binary.LittleEndian.PutUint32(e.buf, uint32(len(frame)))
 	binary.LittleEndian.PutUint32(e.buf[4:], crc32.Checksum(frame, castagnoli))
