@@ -132,7 +132,8 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 		h.mu.Unlock()
 	}
 	slices.SortFunc(records, func(a, b taken) int { return cmp.Compare(a.version, b.version) })
-	var last uint64
+	// Each entry written before the next is made: requests' entries,
+	// written after those made before them, wait for one at most.
 	for chunk := range slices.Chunk(records, 1000) {
 		size := 0
 		for _, r := range chunk {
@@ -144,7 +145,7 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 		for _, r := range chunk {
 			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r.record...) })
 		}
-		last = max(last, t.Commit())
+		l.Wait(t.Commit())
 	}
 	t := l.Txn()
 	h.mu.Lock()
@@ -152,7 +153,7 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 		t.Put(n4state.KindReport, func(e *n4state.Enc) { encodeReport(e, r) })
 	}
 	h.mu.Unlock()
-	l.Wait(max(last, t.Commit()))
+	l.Wait(t.Commit())
 }
 
 // Saved is the sessions and reports of a previous run's journal: replay the
