@@ -128,6 +128,7 @@ type pfcpSession struct {
 	notify       map[uint32]bool // FARs whose first buffered packet is reported (NOCP)
 	csids        csidSets        // its connection sets, for Session Set Deletion
 	version      uint64          // of its last record (persist.go)
+	record       []byte          // that record's value, never changed: a compaction copies it
 }
 
 // gnbTunnel is a GTP-U tunnel towards a gNB: the TEID it receives on, at

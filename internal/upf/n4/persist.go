@@ -1,6 +1,7 @@
 package n4
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,8 +45,12 @@ func (h *Handler) record(t *n4state.Txn) {
 			continue
 		}
 		s.version = v
-		slots, _ := h.cfg.Store.Slots(seid)
-		t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, v, slots) })
+		t.Put(n4state.KindSession, func(e *n4state.Enc) { // not called without a journal
+			slots, _ := h.cfg.Store.Slots(seid)
+			at := len(e.B)
+			encodeSession(e, s, v, slots)
+			s.record = slices.Clone(e.B[at:])
+		})
 	}
 	clear(h.touched)
 	for _, id := range h.answered {
@@ -94,24 +99,53 @@ func (h *Handler) apartLocked(f func()) {
 }
 
 // Snapshot writes the handler's part of the state into a compaction of
-// its journal (n4state.Log.Compact): every session and unanswered report,
-// a thousand sessions an entry, so that requests wait little for h.mu.
+// its journal (n4state.Log.Compact): every session and unanswered report.
+// A session's record is the value of its last one, taken under h.mu a
+// thousand sessions at a time and copied after, so that requests wait
+// little for h.mu; a session restored and not recorded since is encoded
+// afresh, with the slots its rules hold now. The records go in the order
+// of their versions, the order the sessions last changed in, which is
+// mostly that of the data path's slots their rules took: a restore reads
+// those slots in that order. A thousand sessions an entry.
 func (h *Handler) Snapshot(l *n4state.Log) {
 	h.mu.Lock()
 	seids := slices.Collect(maps.Keys(h.sessions))
 	h.mu.Unlock()
-	var last uint64
+	type taken struct {
+		version uint64
+		record  []byte
+	}
+	records := make([]taken, 0, len(seids))
 	for chunk := range slices.Chunk(seids, 1000) {
-		t := l.Txn()
 		h.mu.Lock()
 		for _, seid := range chunk {
 			if s := h.sessions[seid]; s != nil {
-				slots, _ := h.cfg.Store.Slots(seid)
-				t.Put(n4state.KindSession, func(e *n4state.Enc) { encodeSession(e, s, s.version, slots) })
+				if s.record == nil {
+					slots, _ := h.cfg.Store.Slots(seid)
+					var e n4state.Enc
+					encodeSession(&e, s, s.version, slots)
+					s.record = e.B
+				}
+				records = append(records, taken{s.version, s.record})
 			}
 		}
 		h.mu.Unlock()
-		last = max(last, t.Commit())
+	}
+	slices.SortFunc(records, func(a, b taken) int { return cmp.Compare(a.version, b.version) })
+	// Each entry written before the next is made: requests' entries,
+	// written after those made before them, wait for one at most.
+	for chunk := range slices.Chunk(records, 1000) {
+		size := 0
+		for _, r := range chunk {
+			size += n4state.OpSize(len(r.record))
+		}
+		// Reserved after a later record of the same session, maybe: the
+		// versions order them.
+		t := l.SizedTxn(size)
+		for _, r := range chunk {
+			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r.record...) })
+		}
+		l.Wait(t.Commit())
 	}
 	t := l.Txn()
 	h.mu.Lock()
@@ -119,7 +153,7 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 		t.Put(n4state.KindReport, func(e *n4state.Enc) { encodeReport(e, r) })
 	}
 	h.mu.Unlock()
-	l.Wait(max(last, t.Commit()))
+	l.Wait(t.Commit())
 }
 
 // Saved is the sessions and reports of a previous run's journal: replay the
@@ -136,6 +170,13 @@ type Saved struct {
 	reports  map[uint64]*report
 	reportID uint64
 	version  uint64 // of the last session record, once Finish read them
+	// The handler's index of the sessions, which Kept starts building
+	// while the store takes them over: by UP SEID, the URRs with clock
+	// triggers, and the sessions with a UE address or a buffer limit.
+	indexing sync.Once
+	bySEID   map[uint64]*pfcpSession
+	timed    []meterKey
+	reserved []*pfcpSession
 }
 
 type savedSession struct {
@@ -144,15 +185,36 @@ type savedSession struct {
 }
 
 // shard reads the records of the sessions whose UP SEID it is given.
+// It keeps them in the order it read them, which is the order they are in
+// memory: the store and the handler go through them so, a million
+// sessions' memory taking far longer to read in any other order.
 type shard struct {
-	batches  chan batch
-	filling  batch
-	peers    map[string][]pfcp.Peer // by Node ID: one copy of each
-	filters  map[string]sdf.Filter  // by flow description: parsed once
-	sessions map[uint64]savedSession
-	gone     map[uint64]uint64 // version of the record of a session gone
-	version  uint64
-	err      error
+	batches chan batch
+	filling batch
+	peers   map[string][]pfcp.Peer // by Node ID: one copy of each
+	filters map[string]sdf.Filter  // by flow description: parsed once
+	order   []savedSession         // as read; those replaced since or gone are zero
+	at      map[uint64]int         // the index in order of each session
+	gone    map[uint64]uint64      // version of the record of a session gone
+	version uint64
+	err     error
+}
+
+// sessions calls f with the shard's sessions, in the order it read them.
+func (sh *shard) sessions(f func(savedSession)) {
+	for _, ss := range sh.order {
+		if ss.s != nil {
+			f(ss)
+		}
+	}
+}
+
+// saved is the session with UP SEID seid; zero when none.
+func (sh *shard) saved(seid uint64) savedSession {
+	if i, ok := sh.at[seid]; ok {
+		return sh.order[i]
+	}
+	return savedSession{}
 }
 
 // batch is records for a shard: their kinds and values, one after another.
@@ -168,7 +230,7 @@ func NewSaved() *Saved {
 	sv := &Saved{reports: map[uint64]*report{}}
 	for range runtime.GOMAXPROCS(0) {
 		sh := &shard{batches: make(chan batch, 4), peers: map[string][]pfcp.Peer{}, filters: map[string]sdf.Filter{},
-			sessions: map[uint64]savedSession{}, gone: map[uint64]uint64{}}
+			at: map[uint64]int{}, gone: map[uint64]uint64{}}
 		sv.shards = append(sv.shards, sh)
 	}
 	return sv
@@ -178,7 +240,7 @@ func NewSaved() *Saved {
 func (sv *Saved) Sessions() int {
 	n := 0
 	for _, sh := range sv.shards {
-		n += len(sh.sessions)
+		n += len(sh.at)
 	}
 	return n
 }
@@ -186,9 +248,7 @@ func (sv *Saved) Sessions() int {
 // each calls f with every session saved.
 func (sv *Saved) each(f func(savedSession)) {
 	for _, sh := range sv.shards {
-		for _, ss := range sh.sessions {
-			f(ss)
-		}
+		sh.sessions(f)
 	}
 }
 
@@ -277,8 +337,8 @@ func (sh *shard) record(kind byte, value []byte) error {
 	d := n4state.NewDec(value)
 	if kind == n4state.KindSessionGone {
 		seid, v := d.Uint(), d.Uint()
-		if v > sh.sessions[seid].version() {
-			delete(sh.sessions, seid)
+		if v > sh.saved(seid).version() {
+			sh.forget(seid)
 			sh.gone[seid] = v
 		}
 		sh.version = max(sh.version, v)
@@ -288,11 +348,21 @@ func (sh *shard) record(kind byte, value []byte) error {
 	if err := d.Done(); err != nil {
 		return fmt.Errorf("session record: %w", err)
 	}
-	if v > sh.sessions[s.seid].version() && v > sh.gone[s.seid] {
-		sh.sessions[s.seid] = savedSession{s, slots}
+	if v > sh.saved(s.seid).version() && v > sh.gone[s.seid] {
+		sh.forget(s.seid)
+		sh.at[s.seid] = len(sh.order)
+		sh.order = append(sh.order, savedSession{s, slots})
 	}
 	sh.version = max(sh.version, v)
 	return nil
+}
+
+// forget drops the session with UP SEID seid, if read.
+func (sh *shard) forget(seid uint64) {
+	if i, ok := sh.at[seid]; ok {
+		sh.order[i] = savedSession{}
+		delete(sh.at, seid)
+	}
 }
 
 // filter reads an SDF filter, whose flow description other sessions' PDRs
@@ -341,14 +411,34 @@ func (sv *Saved) Kept() []session.Kept {
 	var wg sync.WaitGroup
 	for i, sh := range sv.shards {
 		wg.Go(func() {
-			kept[i] = make([]session.Kept, 0, len(sh.sessions))
-			for _, ss := range sh.sessions {
+			kept[i] = make([]session.Kept, 0, len(sh.at))
+			sh.sessions(func(ss savedSession) {
 				kept[i] = append(kept[i], session.Kept{Session: ss.s.rules(), Slots: ss.slots})
-			}
+			})
 		})
 	}
 	wg.Wait()
+	go sv.index()
 	return slices.Concat(kept...)
+}
+
+// index builds the handler's index of the sessions, once.
+func (sv *Saved) index() {
+	sv.indexing.Do(func() {
+		sv.bySEID = make(map[uint64]*pfcpSession, sv.Sessions())
+		sv.each(func(ss savedSession) {
+			s := ss.s
+			sv.bySEID[s.seid] = s
+			for id, u := range s.urrs {
+				if u.timed() {
+					sv.timed = append(sv.timed, meterKey{s.seid, id})
+				}
+			}
+			if s.ue4.IsValid() || s.bufferLimit() != 0 {
+				sv.reserved = append(sv.reserved, s)
+			}
+		})
+	})
 }
 
 // restore takes up the sessions and reports of a previous run, which the
@@ -358,28 +448,40 @@ func (sv *Saved) Kept() []session.Kept {
 // an Error Indication needs it.
 func (h *Handler) restore(sv *Saved) {
 	h.version, h.reportID = sv.version, sv.reportID
-	h.sessions = make(map[uint64]*pfcpSession, sv.Sessions())
-	paths := map[gtpu.Path]bool{}
+	// The paths on every CPU, a map for each shard, while the index is
+	// done.
+	shardPaths := make([]map[gtpu.Path]bool, len(sv.shards))
+	var wg sync.WaitGroup
+	for i, sh := range sv.shards {
+		wg.Go(func() {
+			shardPaths[i] = map[gtpu.Path]bool{}
+			sh.sessions(func(ss savedSession) {
+				h.addPaths(shardPaths[i], ss.s) // as supervise would file them, without their sets
+			})
+		})
+	}
+	sv.index()
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
-	sv.each(func(ss savedSession) {
-		s, seid := ss.s, ss.s.seid
-		h.sessions[seid] = s
+	h.sessions = sv.bySEID
+	for _, k := range sv.timed {
+		h.timed[k] = true
+	}
+	for _, s := range sv.reserved {
 		if s.ue4.IsValid() {
 			if err := h.reserveUE(s.ue4); err != nil {
-				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", seid, "ue", s.ue4, "err", err)
+				h.cfg.Log.Warn("a restored session's UE address is not in a pool any more", "seid", s.seid, "ue", s.ue4, "err", err)
 			}
 		}
 		if h.cfg.Buffers != nil && s.bufferLimit() != 0 {
-			h.cfg.Buffers.SetLimit(seid, s.bufferLimit())
+			h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
 		}
-		h.addPaths(paths, s) // as supervise would file them, without their sets
-		for id, u := range s.urrs {
-			if u.timed() {
-				h.timed[meterKey{seid, id}] = true
-			}
-		}
-	})
+	}
+	wg.Wait()
+	paths := map[gtpu.Path]bool{}
+	for _, p := range shardPaths {
+		maps.Copy(paths, p)
+	}
 	h.supervise(paths, nil)
 	for _, id := range slices.Sorted(maps.Keys(sv.reports)) {
 		r := sv.reports[id]

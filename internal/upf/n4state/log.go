@@ -70,6 +70,11 @@ const (
 	opHeader    = 5
 	maxEntry    = 256 << 20 // a snapshot's entries are far smaller
 	iovMax      = 1024
+	// Entries written give their buffers to those reserved next, up to
+	// maxSpare of them of spareSize octets at most: a request's entry
+	// then allocates nothing.
+	spareSize   = 4096
+	maxSpare    = 1024
 	markName    = "written"
 	filePrefix  = "journal-"
 	fileSuffix  = ".log"
@@ -104,13 +109,15 @@ type Log struct {
 	flushing bool      // a goroutine writes the queue's complete entries
 	written  uint64
 	failed   error
-	current  *Txn // of the request the PFCP server serves
+	spare    [][]byte // buffers of entries written, for the next ones
+	current  *Txn     // of the request the PFCP server serves
 	closed   bool
 	// Compaction: its parts, whether one runs; the bytes of entries
 	// written, where the last snapshot began and ended, and its size.
 	parts                        []func(*Log)
 	compacting                   bool
 	compacted                    sync.WaitGroup
+	removing                     sync.Mutex // while the files before a snapshot go
 	total                        int64
 	snapshotBegan, snapshotEnded int64
 	snapshotBytes                int64
@@ -134,17 +141,26 @@ type entry struct {
 // Txn gathers ops into one entry, which it reserves with its first op.
 // A nil *Txn does nothing.
 type Txn struct {
-	log *Log
-	e   *entry
+	log      *Log
+	e        *entry
+	size     int  // of its ops, if known
+	complete bool // its entry's buffer may be another's once written
 }
 
 // Txn starts a transaction.
-func (l *Log) Txn() *Txn {
+func (l *Log) Txn() *Txn { return l.SizedTxn(0) }
+
+// SizedTxn starts a transaction whose ops take size octets, values and
+// their headers (OpSize), so that its entry is allocated once.
+func (l *Log) SizedTxn(size int) *Txn {
 	if l == nil {
 		return nil
 	}
-	return &Txn{log: l}
+	return &Txn{log: l, size: size}
 }
+
+// OpSize is what an op whose value takes n octets adds to an entry.
+func OpSize(n int) int { return opHeader + n }
 
 // Begin starts the transaction of a PFCP request, which Request returns
 // until End: the PFCP server brackets its handler's calls with them, so
@@ -186,7 +202,7 @@ func (t *Txn) Put(kind byte, write func(*Enc)) {
 		return
 	}
 	if t.e == nil {
-		t.e = t.log.reserve()
+		t.e = t.log.reserve(t.size)
 	}
 	e := Enc{B: append(t.e.buf, kind, 0, 0, 0, 0)}
 	at := len(e.B)
@@ -222,11 +238,16 @@ func (t *Txn) Commit() uint64 {
 
 // Complete completes the entry without writing it: a Flush after the
 // entries completed together writes them with one call (group commit).
+// Completing it again does nothing.
 func (t *Txn) Complete() uint64 {
 	if t.Empty() {
 		return 0
 	}
 	l, e := t.log, t.e
+	if t.complete {
+		return e.lsn
+	}
+	t.complete = true
 	frame := e.buf[frameHeader:]
 	binary.LittleEndian.PutUint32(e.buf, uint32(len(frame)))
 	binary.LittleEndian.PutUint32(e.buf[4:], crc32.Checksum(frame, castagnoli))
@@ -263,10 +284,16 @@ func (l *Log) Wait(lsn uint64) {
 	}
 }
 
-func (l *Log) reserve() *entry {
+// reserve reserves an entry for ops of size octets (0: unknown).
+func (l *Log) reserve(size int) *entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := &entry{lsn: l.next, buf: make([]byte, frameHeader, 256)}
+	e := &entry{lsn: l.next}
+	if n := len(l.spare); n > 0 && size <= spareSize/2 {
+		e.buf, l.spare = l.spare[n-1][:frameHeader], l.spare[:n-1]
+	} else {
+		e.buf = make([]byte, frameHeader, max(256, frameHeader+binary.MaxVarintLen64+size))
+	}
 	e.buf = binary.AppendUvarint(e.buf, e.lsn)
 	l.next++
 	l.queue = append(l.queue, e)
@@ -308,6 +335,10 @@ func (l *Log) flush() {
 			if e.complete {
 				l.snapshotBytes, l.snapshotEnded = l.total-l.snapshotBegan, l.total
 			}
+			if cap(e.buf) <= spareSize && len(l.spare) < maxSpare {
+				l.spare = append(l.spare, e.buf)
+			}
+			e.buf = nil
 		}
 		l.cond.Broadcast()
 		l.maybeCompact()
@@ -332,7 +363,15 @@ func (l *Log) write(batch []*entry) error {
 			return err
 		}
 		if slices.ContainsFunc(batch[:n], func(e *entry) bool { return e.complete }) {
-			l.removeOlder()
+			// Apart: unlinking a file of hundreds of megabytes would hold
+			// back the entries waiting to be written. A file left by a
+			// crash meanwhile goes at the next start (resume).
+			gen := l.gen
+			l.removing.Lock() // held until they are gone
+			go func() {
+				defer l.removing.Unlock()
+				l.removeOlder(gen)
+			}()
 		}
 		batch = batch[n:]
 	}
@@ -408,7 +447,7 @@ func (l *Log) maybeCompact() {
 }
 
 // CompactNow writes a snapshot now, after the one under way if any, and
-// waits for it.
+// waits for it, and for the files before it to go.
 func (l *Log) CompactNow() {
 	l.mu.Lock()
 	for l.compacting {
@@ -419,6 +458,13 @@ func (l *Log) CompactNow() {
 	l.compacting = true
 	l.mu.Unlock()
 	l.compact()
+	l.removed()
+}
+
+// removed waits until the files a snapshot replaced are gone.
+func (l *Log) removed() {
+	l.removing.Lock()
+	l.removing.Unlock()
 }
 
 // compact writes a snapshot into a new file.
@@ -453,6 +499,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.compacted.Wait()
 	l.flush()
+	l.removed()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := len(l.queue); n > 0 {
@@ -529,11 +576,11 @@ func genOf(name string) uint64 {
 	return gen
 }
 
-// removeOlder removes the files before the current one.
-func (l *Log) removeOlder() {
+// removeOlder removes the files before generation gen.
+func (l *Log) removeOlder(gen uint64) {
 	for _, name := range l.files() {
-		if genOf(name) < l.gen {
-			if err := os.Remove(name); err != nil {
+		if genOf(name) < gen {
+			if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.opts.Log.Warn("removing an old PFCP state file", "file", name, "err", err)
 			}
 		}

@@ -135,6 +135,29 @@ func TestReplayAfterCompactions(t *testing.T) {
 	s.set(l, 1, "after") // and the journal goes on
 }
 
+// An entry completed again once written (a deferred Complete after a
+// Commit) changes nothing, though its buffer went to the entries after it.
+func TestCompletingAgainChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	l, s, _ := open(t, dir, 0)
+	first := l.Txn()
+	first.Put(KindSession, func(e *Enc) { e.Uint(1); e.String("one") })
+	first.Commit()
+	first.Wait()
+	s.set(l, 2, "two") // reuses the first entry's buffer
+	if lsn := first.Complete(); lsn != first.LSN() {
+		t.Errorf("completing again returned %d, not the entry's %d", lsn, first.LSN())
+	}
+	s.set(l, 3, "three")
+	closeLog(t, l)
+
+	l, s, rec := open(t, dir, 0)
+	defer closeLog(t, l)
+	if want := map[uint64]string{1: "one", 2: "two", 3: "three"}; !rec.Restored || !maps.Equal(s.m, want) {
+		t.Errorf("restored %v (%s), want %v", s.m, rec.Reason, want)
+	}
+}
+
 // damage writes a state of some entries, closes it, and applies f to its
 // journal file and its mark.
 func damage(t *testing.T, f func(journal string, size int64)) (dir string) {

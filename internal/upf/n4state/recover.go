@@ -84,6 +84,7 @@ func (l *Log) Discard() error {
 
 // restart sets the files aside and starts the log empty in generation gen.
 func (l *Log) restart(gen uint64) error {
+	l.removed()
 	for _, name := range l.files() {
 		if err := os.Rename(name, name+asideSuffix); err != nil {
 			return err

@@ -74,17 +74,26 @@ func (c *responseCache) forget(k cacheKey) {
 	delete(c.previous, k)
 }
 
-// each calls f with every response cached and not expired.
+// each calls f with every response cached and not expired, after taking
+// them: requests wait for c.mu only while they are taken.
 func (c *responseCache) each(f func(cacheKey, cachedResponse)) {
+	type cached struct {
+		k cacheKey
+		r cachedResponse
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := time.Now()
+	live := make([]cached, 0, len(c.previous)+len(c.current))
 	for _, m := range []map[cacheKey]cachedResponse{c.previous, c.current} {
 		for k, r := range m {
 			if r.encoded != nil && now.Before(r.expires) {
-				f(k, r)
+				live = append(live, cached{k, r})
 			}
 		}
+	}
+	c.mu.Unlock()
+	for _, e := range live {
+		f(e.k, e.r)
 	}
 }
 

@@ -292,16 +292,38 @@ func (p *pdrSets) delete(k setKey) error {
 	return nil
 }
 
+// get is k's set, looked up first as the packet does, in k's bucket of
+// set_index: a restore looks up millions of keys, and the bucket and the
+// set are two cache lines where p.where takes more.
 func (p *pdrSets) get(k setKey) (PDRSet, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	at, ok := p.where[k]
+	slot, ok := p.indexed(k)
 	if !ok {
-		return PDRSet{}, ebpf.ErrKeyNotExist
+		at, ok := p.where[k]
+		if !ok {
+			return PDRSet{}, ebpf.ErrKeyNotExist
+		}
+		slot = at.slot
 	}
-	set := *p.set(at.slot)
+	set := *p.set(slot)
 	set.Key, set.Kind = 0, 0 // the caller's view: which PDRs
 	return set, nil
+}
+
+// indexed is the slot of k's set if set_index publishes it.
+func (p *pdrSets) indexed(k setKey) (uint32, bool) {
+	tag := p.placed(k, 0)
+	for way := range setWays {
+		placed := p.loadIndex(p.bucket(k)*setWays + way)
+		slot := placed & (1<<p.slotBits - 1)
+		if placed != 0 && placed^slot == tag {
+			if set := p.set(slot); set.Key == k.key && upfSetKind(set.Kind) == k.kind {
+				return slot, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // inUse is the number of keys with a set.
