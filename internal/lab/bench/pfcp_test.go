@@ -73,12 +73,13 @@ func TestPFCPBench(t *testing.T) {
 				}
 			}
 			// The last responses may reach the SMF before their handling
-			// is counted.
+			// is counted: a run may miss a few of its own and count a few
+			// of the run before it.
 			var handled uint64
 			for _, n := range run.handling {
 				handled += n
 			}
-			if handled < uint64(requests)-10 || handled > uint64(requests) {
+			if handled < uint64(requests)-10 || handled > uint64(requests)+10 {
 				t.Errorf("%s: %d requests in the UPF's handling times, want the %d of the run", pacedRuns[i].name, handled, requests)
 			}
 		}
