@@ -14,6 +14,8 @@ PODMAN ?= podman
 export CONTAINERS_CONF ?= $(CURDIR)/deploy/podman/containers.conf
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# What `xdp5g --version`, the daemon's log and xdp5g_build_info say.
+STAMP := -X github.com/xdp5g/xdp5g/internal/platform/version.stamped=$(VERSION)
 OCI_ANNOTATIONS := org.opencontainers.image.source=https://github.com/xdp5g/xdp5g \
 	org.opencontainers.image.revision=$(REVISION) org.opencontainers.image.version=$(VERSION) \
 	org.opencontainers.image.title=xdp5g
@@ -37,12 +39,12 @@ $(GENERATED): $(BPF_SOURCES) $(shell find internal -name gen.go)
 generate: setup $(GENERATED)
 
 build: generate
-	$(GO) build -o bin/ ./cmd/xdp5g ./cmd/xdp5g-lab
+	$(GO) build -ldflags='$(STAMP)' -o bin/ ./cmd/xdp5g ./cmd/xdp5g-lab
 
 # A static binary (its BPF objects embedded by bpf2go) on an empty base.
 image: generate
 	@mkdir -p bin/image
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/image/xdp5g ./cmd/xdp5g
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(STAMP)' -o bin/image/xdp5g ./cmd/xdp5g
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/
 	@# The image it replaces goes, unless a container uses it.
 	old=$$($(PODMAN) image inspect --format '{{.Id}}' $(IMAGE) 2>/dev/null); \

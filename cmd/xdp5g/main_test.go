@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -147,5 +148,18 @@ func TestArgumentErrors(t *testing.T) {
 			t.Errorf("xdp5g %s: status %d, stdout %q, stderr %q, want status 1 and %q",
 				strings.Join(c.args, " "), status, stdout, stderr, c.err)
 		}
+	}
+}
+
+// --version says the version `make build` stamps into the binary.
+func TestVersionIsStamped(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "xdp5g")
+	build := exec.Command("go", "build", "-ldflags=-X github.com/xdp5g/xdp5g/internal/platform/version.stamped=1.2.3-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || string(out) != "xdp5g version 1.2.3-test\n" {
+		t.Errorf("xdp5g --version: %v, %q", err, out)
 	}
 }

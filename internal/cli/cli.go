@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/xdp5g/xdp5g/internal/platform/version"
 )
 
 // Main runs root with the process's arguments and exits with its status.
@@ -34,6 +36,7 @@ func Main(root *cobra.Command) {
 // the command line matches no usage.
 func Run(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SilenceErrors, root.SilenceUsage = true, true
+	root.Version = version.String()
 	cobra.EnableCommandSorting = false // helps list the commands as declared
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

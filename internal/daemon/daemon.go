@@ -26,6 +26,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
+	"github.com/xdp5g/xdp5g/internal/platform/version"
 	"github.com/xdp5g/xdp5g/internal/telemetry"
 	"github.com/xdp5g/xdp5g/internal/upf/buffer"
 	"github.com/xdp5g/xdp5g/internal/upf/nexthop"
@@ -53,6 +54,7 @@ const shutdownTimeout = 5 * time.Second
 // leave with it. cfg is valid, as config.Load returns it.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) {
 	started := time.Now()
+	log.Info("starting", "version", version.String())
 	pins := pinsStay
 	if cfg.UPF() || cfg.Classify != nil {
 		if pins, err = checkPins(cfg.Datapath, log); err != nil {

@@ -7,16 +7,23 @@ package telemetry
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/xdp5g/xdp5g/internal/platform/version"
 )
 
 // Namespace prefixes every metric name of xdp5g.
 const Namespace = "xdp5g"
 
 // NewRegistry is a daemon's registry, with the Go runtime's and the
-// process's metrics; each part the daemon runs adds its collector.
+// process's metrics and xdp5g_build_info (1, labelled with the version, as
+// Prometheus's own build_info is); each part the daemon runs adds its
+// collector.
 func NewRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
+		Help: "Always 1: the running build's version in its label.", ConstLabels: prometheus.Labels{"version": version.String()}})
+	buildInfo.Set(1)
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo)
 	return r
 }
 

@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/restarts"
+	"github.com/xdp5g/xdp5g/internal/platform/version"
 )
 
 // runRestarts restarts xdp5g, the binary next to this one, cfg.restarts
@@ -22,8 +24,8 @@ func runRestarts(ctx context.Context, w io.Writer, args []string, tb *demo.Testb
 		return err
 	}
 	xdp5g := filepath.Join(filepath.Dir(self), "xdp5g")
-	if _, err := os.Stat(xdp5g); err != nil {
-		return fmt.Errorf("--restarts runs %s, which `make build` builds: %w", xdp5g, err)
+	if err := sameBuild(xdp5g); err != nil {
+		return fmt.Errorf("--restarts runs %s, which `make build` builds with this one: %w", xdp5g, err)
 	}
 	res, err := restarts.Run(ctx, tb, restarts.Config{Restarts: cfg.restarts, Rate: cfg.restartsRate, Progress: progress,
 		Daemon: func(file string) *exec.Cmd { return exec.Command(xdp5g, "run", "--config", file) }})
@@ -35,6 +37,20 @@ func runRestarts(ctx context.Context, w io.Writer, args []string, tb *demo.Testb
 		return fmt.Errorf("%d problems; the daemon's log: %s", len(res.Problems), res.Log)
 	}
 	return res.Remove()
+}
+
+// sameBuild checks that the binary at path is of this binary's build: a
+// daemon of another build would measure something else.
+func sameBuild(path string) error {
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return err
+	}
+	got := strings.TrimSpace(string(out))
+	if want := "xdp5g version " + version.String(); got != want {
+		return fmt.Errorf("it says %q, this lab is version %s", got, version.String())
+	}
+	return nil
 }
 
 func reportRestarts(w io.Writer, args []string, e elapsed, res restarts.Result) {
