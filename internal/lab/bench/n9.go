@@ -57,7 +57,7 @@ func installN9(ctx context.Context, tb *demo.Testbed, u *demo.UPF, n, k int) (f 
 	last := n + 2*k - 1
 	f.relayOne = [][]byte{uplinkFrame(tb, teid(n+k-1), n+k-1)}
 	f.branchLocal = [][]byte{uplinkFrame(tb, teid(last), last)}
-	f.branchCentral = [][]byte{tb.UplinkFrame(teid(last), demo.QFI, demo.UEPacket(ueAddr(last), centralAddr, true, demo.UETTL))}
+	f.branchCentral = [][]byte{uplinkFrameTo(tb, teid(last), last, centralAddr)}
 	return f, nil
 }
 

@@ -161,7 +161,12 @@ func gnbAddr() netip.Addr {
 // uplinkFrame and downlinkFrame are what the gNB and the DN send for
 // session i, whose uplink TEID is teid.
 func uplinkFrame(tb *demo.Testbed, teid uint32, i int) []byte {
-	inner := demo.UEPacket(ueAddr(i), demo.DNAddr, true, demo.UETTL)
+	return uplinkFrameTo(tb, teid, i, demo.DNAddr)
+}
+
+// uplinkFrameTo is uplinkFrame of a packet to dst.
+func uplinkFrameTo(tb *demo.Testbed, teid uint32, i int, dst netip.Addr) []byte {
+	inner := demo.UEPacket(ueAddr(i), dst, true, demo.UETTL)
 	if overIPv6 {
 		return tb.UplinkFrame6(teid, demo.QFI, inner)
 	}
