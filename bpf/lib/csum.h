@@ -14,6 +14,13 @@ INLINE __u16 csum_fold(__u32 sum)
 	return (__u16)~sum;
 }
 
+/* A sum of 32-bit words folded into the 32 bits csum_fold takes. */
+INLINE __u32 csum_fold64(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	return (sum & 0xffffffff) + (sum >> 32);
+}
+
 /* Checksum of an option-less IPv4 header whose check field is zero. */
 INLINE __u16 ipv4_csum(struct iphdr *ip)
 {
@@ -75,8 +82,7 @@ INLINE __s64 csum_to_end(void *p, void *end)
 	}
 	if (p + 1 <= end)
 		acc += *(__u8 *)p; /* the low byte of a little-endian word: padded with zero */
-	acc = (acc & 0xffffffff) + (acc >> 32);
-	return (__u32)((acc & 0xffffffff) + (acc >> 32));
+	return csum_fold64(acc);
 }
 
 /* A UDP checksum updated for an address of its pseudo-header changed; a

@@ -1,9 +1,11 @@
-/* IPv4 headers: fragments, the header the encapsulation writes, TTL. */
+/* IPv4 headers: fragments, the header the encapsulation writes, TTL; an
+ * IP packet's sum from its own checksums. */
 #ifndef XDP5G_IPV4_H
 #define XDP5G_IPV4_H
 
 #include "common.h"
 #include "csum.h"
+#include "ipv6.h"
 #include <linux/ip.h>
 
 #define IP_MF 0x2000
@@ -32,6 +34,63 @@ INLINE void ipv4_write_udp(struct iphdr *ip, __u16 tot_len, __u8 tos, __be32 sad
 INLINE int ipv4_is_fragment(const struct iphdr *ip)
 {
 	return ip->frag_off & bpf_htons(IP_MF | IP_OFFSET);
+}
+
+/* The one's complement sum of the bytes of the IP packet at ip, as
+ * csum_to_end sums them (unfolded), derived from the packet's own checksums
+ * instead of read, as Linux's local checksum offload does: a valid IPv4
+ * header sums to zero, an ICMP message too, a TCP or UDP segment or an
+ * ICMPv6 message to the negation of its pseudo-header. -1 where the packet
+ * does not say: a fragment, a UDP datagram without a checksum or shorter
+ * than its packet's payload, another protocol, an IPv6 extension header.
+ * A packet whose own checksum is wrong gets a wrong sum: a tunnel checksum
+ * made of it fails at the tunnel's other end, which drops the packet as
+ * its destination would have. */
+INLINE __s64 ip_packet_sum(void *ip, void *end)
+{
+	if (ip + 1 > end)
+		return -1;
+	int v6 = (*(__u8 *)ip >> 4) == 6;
+	__u64 header = 0, pseudo; /* an IPv4 header sums to zero */
+	__u8 proto;
+	__u32 l4_len;
+	void *l4;
+	if (v6) {
+		struct ipv6hdr *h = ip;
+		if ((void *)(h + 1) > end)
+			return -1;
+		proto = h->nexthdr;
+		__u32 *w = ip;
+#pragma unroll
+		for (int i = 0; i < (int)sizeof(*h) / 4; i++)
+			header += w[i];
+		l4_len = bpf_ntohs(h->payload_len);
+		pseudo = ipv6_pseudo_sum(&h->saddr, &h->daddr, l4_len, proto);
+		l4 = h + 1;
+	} else {
+		struct iphdr *h = ip;
+		if ((void *)(h + 1) > end || ipv4_is_fragment(h))
+			return -1;
+		proto = h->protocol;
+		if (proto == IPPROTO_ICMP)
+			return 0;
+		__u32 hlen = h->ihl * 4;
+		l4_len = bpf_ntohs(h->tot_len) - hlen;
+		if (hlen < sizeof(*h) || l4_len > 0xffff)
+			return -1;
+		pseudo = (__u64)h->saddr + h->daddr + bpf_htonl(proto) + bpf_htonl(l4_len);
+		l4 = ip + (hlen & 0x3c);
+	}
+	if (proto == IPPROTO_UDP) {
+		struct udphdr *udp = l4;
+		/* Its checksum covers its own length, which may be shorter. */
+		if ((void *)(udp + 1) > end || !udp->check || bpf_ntohs(udp->len) != l4_len)
+			return -1;
+	} else if (proto != IPPROTO_TCP && !(v6 && proto == IPPROTO_ICMPV6)) {
+		return -1;
+	}
+	/* csum_fold negates: the header's sum less the pseudo-header's. */
+	return (__u64)csum_fold64(header) + csum_fold(csum_fold64(pseudo));
 }
 
 /* TTL decrement with the checksum adjusted as the kernel's ip_decrease_ttl

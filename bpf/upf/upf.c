@@ -566,23 +566,31 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct dupl_meta *copy
 }
 
 /* The UDP checksum over IPv6 of the datagram at udp_off to the end of the
- * frame, its check field zero, between the endpoints of tunnel t: 0 when
- * the frame is too long to sum. A global function, so that the verifier
- * checks its loops once. */
-__attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, const struct tunnel6 *t)
+ * frame, its check field zero, between the endpoints of tunnel t: its
+ * headers (UDP and GTP-U, hdr_len bytes: 16, or 24 with a PDU Session
+ * Container) summed, the IP packet they carry summed by its own checksums
+ * where it has them (ip_packet_sum), else read; 0 when the frame is too
+ * long to sum. A global function, so that the verifier checks its loops
+ * once. */
+__attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, __u32 hdr_len, const struct tunnel6 *t)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	if (!t)
 		return 0;
 	/* At most ETH_HLEN_VLAN + 40: the mask bounds it for the verifier. */
-	void *udp = data + (udp_off & 63);
-	__s64 sum = csum_to_end(udp, end);
+	__u32 *udp = data + (udp_off & 63);
+	if ((void *)(udp + GTPU_ENCAP_QFI_LEN / 4) > end)
+		return 0;
+	int with_qfi = hdr_len == GTPU_ENCAP_QFI_LEN;
+	__s64 sum = ip_packet_sum((void *)udp + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN), end);
+	if (sum >= 0)
+		sum += (__u64)udp[0] + udp[1] + udp[2] + udp[3] + (with_qfi ? (__u64)udp[4] + udp[5] : 0);
+	else
+		sum = csum_to_end(udp, end);
 	if (sum < 0)
 		return 0;
-	__u64 all = sum + ipv6_pseudo_sum((void *)t->local, (void *)t->peer, end - udp, IPPROTO_UDP);
-	all = (all & 0xffffffff) + (all >> 32);
-	__u16 check = csum_fold((all & 0xffffffff) + (all >> 32));
+	__u16 check = csum_fold(csum_fold64(sum + ipv6_pseudo_sum((void *)t->local, (void *)t->peer, end - (void *)udp, IPPROTO_UDP)));
 	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
 }
 
@@ -648,9 +656,8 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 		psc->qfi = qfi;
 		psc->next_ext = 0;
 	}
-	/* Over IPv6 the checksum is mandatory: summed over the whole datagram,
-	 * the inner packet's own checksums not trusted. */
-	if (v6 && !(udp->check = udp6_check(ctx, new_l2 + ip_len, t6)))
+	/* Over IPv6 the checksum is mandatory. */
+	if (v6 && !(udp->check = udp6_check(ctx, new_l2 + ip_len, encap - ip_len, t6)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	if (far->action == FAR_BUFFER) {
 		struct release_meta *m = release_meta(ctx);

@@ -182,22 +182,122 @@ func TestIPv6TransportDownlink(t *testing.T) {
 	})
 }
 
-// The checksum sums every length a frame can have: the chunks of 256, 64,
-// 16 and 4 bytes and the odd bytes after them, up to the largest frame a
-// test run takes.
+// Where the packet inside cannot vouch for its bytes (here: UDP over IPv4
+// without a checksum), the checksum sums every length a frame can have:
+// the chunks of 256, 64, 16 and 4 bytes and the odd bytes after them, up to
+// the largest frame a test run takes.
 func TestIPv6TransportChecksumEverySize(t *testing.T) {
 	u := newUPF6(t, RoleCore)
 	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = encap6(dlTEID, nhGNB6) })
+	const udpCheck = 20 + 6
 	for size := range 3400 {
 		if size > 600 && size%7 != 0 {
 			continue
 		}
 		p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: size, id: uint16(size)}
-		act, out := u.run(t, p.frame(t, fromDN))
-		want := encap6Frame(t, 0, nhGNB6, dlTEID, 9, p.hop().bytes(t))
+		act, out := u.run(t, fromDN.ipFrame(t, with16(p.bytes(t), udpCheck, 0)))
+		want := encap6Frame(t, 0, nhGNB6, dlTEID, 9, with16(p.hop().bytes(t), udpCheck, 0))
 		if diff := testsupport.FrameDiff(out, want); act != xdplink.Redirect || diff != "" || !udp6ChecksumOK(out) {
 			t.Fatalf("UDP payload of %d bytes: %v, checksum verifies: %v %s", size, act, udp6ChecksumOK(out), diff)
 		}
+	}
+}
+
+// A packet whose own checksums cover it (TCP, UDP, ICMP, ICMPv6) gets the
+// tunnel's checksum from them rather than from its bytes; the others are
+// summed. Either way the checksum is gopacket's, over the bytes.
+func TestIPv6TransportChecksumOfEachProtocol(t *testing.T) {
+	u := newUPF6(t, RoleCore)
+	changePDR(t, u.d, pdrDown, func(p *PDR) { p.Far = encap6(dlTEID, nhGNB6) })
+	changePDR(t, u.d, pdrDown6, func(p *PDR) { p.Far = encap6(dlTEID6, nhGNB6) })
+	// packet is IPv4 or IPv6 from the DN to the UE with TTL ttl around
+	// transport, the payload of size bytes behind it.
+	packet := func(v6 bool, ttl uint8, transport func(gopacket.NetworkLayer) gopacket.SerializableLayer, size int, options ...layers.IPv4Option) []byte {
+		payload := make(gopacket.Payload, size)
+		for i := range payload {
+			payload[i] = byte(3*i + 1)
+		}
+		var ip interface {
+			gopacket.NetworkLayer
+			gopacket.SerializableLayer
+		}
+		if v6 {
+			ip = &layers.IPv6{Version: 6, HopLimit: ttl, SrcIP: ipOf(dn6), DstIP: ipOf(ue6)}
+		} else {
+			ip = &layers.IPv4{Version: 4, TTL: ttl, Id: uint16(size), SrcIP: ipOf(dn4), DstIP: ipOf(ue4), Options: options}
+		}
+		l4 := transport(ip)
+		switch l := l4.(type) {
+		case *layers.UDP:
+			setProto(ip, layers.IPProtocolUDP)
+			check(t, l.SetNetworkLayerForChecksum(ip))
+		case *layers.TCP:
+			setProto(ip, layers.IPProtocolTCP)
+			check(t, l.SetNetworkLayerForChecksum(ip))
+		case *layers.ICMPv4:
+			setProto(ip, layers.IPProtocolICMPv4)
+		case *layers.ICMPv6:
+			setProto(ip, layers.IPProtocolICMPv6)
+			check(t, l.SetNetworkLayerForChecksum(ip))
+		case *layers.IPv6HopByHop:
+			setProto(ip, layers.IPProtocolIPv6HopByHop)
+			after := &layers.UDP{SrcPort: 9, DstPort: 9}
+			check(t, after.SetNetworkLayerForChecksum(ip))
+			return serialize(t, true, ip, l, after, payload)
+		}
+		return serialize(t, true, ip, l4, payload)
+	}
+	udp := func(gopacket.NetworkLayer) gopacket.SerializableLayer {
+		return &layers.UDP{SrcPort: 40000, DstPort: 53}
+	}
+	tcp := func(gopacket.NetworkLayer) gopacket.SerializableLayer {
+		return &layers.TCP{SrcPort: 443, DstPort: 50000, Seq: 0x01020304, Ack: 7, DataOffset: 5, ACK: true, PSH: true, Window: 512}
+	}
+	icmp := func(gopacket.NetworkLayer) gopacket.SerializableLayer {
+		return &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoReply, 0), Id: 1, Seq: 2}
+	}
+	icmp6 := func(gopacket.NetworkLayer) gopacket.SerializableLayer {
+		return &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeEchoReply, 0)}
+	}
+	hopByHop := func(gopacket.NetworkLayer) gopacket.SerializableLayer {
+		h := &layers.IPv6HopByHop{}
+		h.NextHeader = layers.IPProtocolUDP
+		h.Options = []*layers.IPv6HopByHopOption{{OptionType: 1, OptionLength: 4, OptionData: []byte{0, 0, 0, 0}}}
+		return h
+	}
+	routerAlert := layers.IPv4Option{OptionType: 0x94, OptionLength: 4, OptionData: []byte{0, 0}}
+	for _, size := range []int{0, 1, 57, 1000, 1400} {
+		for name, p := range map[string]func(ttl uint8) []byte{
+			"UDP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, udp, size) },
+			"UDP over IPv4, no checksum": func(ttl uint8) []byte { return with16(packet(false, ttl, udp, size), 20+6, 0) },
+			"TCP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, tcp, size) },
+			"TCP over IPv4 with options": func(ttl uint8) []byte { return packet(false, ttl, tcp, size, routerAlert) },
+			"ICMP":                       func(ttl uint8) []byte { return packet(false, ttl, icmp, size) },
+			"UDP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, udp, size) },
+			"TCP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, tcp, size) },
+			"ICMPv6":                     func(ttl uint8) []byte { return packet(true, ttl, icmp6, size) },
+			"IPv6 hop-by-hop options":    func(ttl uint8) []byte { return packet(true, ttl, hopByHop, size) },
+		} {
+			teid, qfi := uint32(dlTEID), 9
+			if p(64)[0]>>4 == 6 {
+				teid, qfi = dlTEID6, 0x40|5
+			}
+			act, out := u.run(t, fromDN.ipFrame(t, p(64)))
+			want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
+			if diff := testsupport.FrameDiff(out, want); act != xdplink.Redirect || diff != "" || !udp6ChecksumOK(out) {
+				t.Errorf("%s, %d bytes: %v, checksum verifies: %v %s", name, size, act, udp6ChecksumOK(out), diff)
+			}
+		}
+	}
+}
+
+// setProto sets the protocol an IPv4 or IPv6 header says follows it.
+func setProto(ip gopacket.NetworkLayer, proto layers.IPProtocol) {
+	switch ip := ip.(type) {
+	case *layers.IPv4:
+		ip.Protocol = proto
+	case *layers.IPv6:
+		ip.NextHeader = proto
 	}
 }
 

@@ -420,7 +420,7 @@ func gtpuFrame(out []byte) (*layers.UDP, *layers.GTPv1U, int, error) {
 			return nil, nil, 0, fmt.Errorf("outer IPv6 payload length %d, hop limit %d, next header %d; %d bytes",
 				ip.Length, ip.HopLimit, ip.NextHeader, len(out)-l2-40)
 		}
-		if !udp6ChecksumOK(out[l2-ethLen:]) {
+		if !udp6ChecksumOK(out[l2-ethLen:]) && !innerDamaged(p) {
 			return nil, nil, 0, fmt.Errorf("outer UDP checksum %#04x does not verify", udp.Checksum)
 		}
 	} else {
@@ -440,6 +440,38 @@ func gtpuFrame(out []byte) (*layers.UDP, *layers.GTPv1U, int, error) {
 		return nil, nil, 0, fmt.Errorf("outer UDP length %d, %d bytes", udp.Length, 16+after)
 	}
 	return udp, p.Layer(layers.LayerTypeGTPv1U).(*layers.GTPv1U), after, nil
+}
+
+// innerDamaged says the packet inside a GTP-U frame shows itself damaged:
+// one of its own checksums (IPv4 header, TCP, UDP, ICMP, ICMPv6) fails.
+// Over IPv6 the program derives the tunnel's checksum from these, so such a
+// packet's tunnel checksum fails too: it stays detectably damaged.
+func innerDamaged(p gopacket.Packet) bool {
+	var network gopacket.NetworkLayer
+	inside := false
+	for _, l := range p.Layers() {
+		switch l := l.(type) {
+		case *layers.GTPv1U:
+			inside = true
+			continue
+		case gopacket.NetworkLayer:
+			network = l
+		case interface {
+			SetNetworkLayerForChecksum(gopacket.NetworkLayer) error
+		}:
+			if network == nil || l.SetNetworkLayerForChecksum(network) != nil {
+				return false
+			}
+		}
+		if v, ok := l.(interface {
+			VerifyChecksum() (error, gopacket.ChecksumVerificationResult)
+		}); ok && inside {
+			if err, res := v.VerifyChecksum(); err == nil && !res.Valid {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkTunnel checks a GTP-U frame the program built: outer IPv4 and UDP,
