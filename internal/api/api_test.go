@@ -230,6 +230,23 @@ func TestN9RoundTrip(t *testing.T) {
 	}
 }
 
+// A session whose F-TEID is at an IPv6 N3 address, as GET reports it,
+// goes back with PUT unchanged.
+func TestIPv6FTEIDRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	at6 := variant(t, fig10, map[string]any{"pdrs.1.pdi.localAddress": n3v6.String(), "pdrs.1.outerHeaderRemoval": "OUTER_HEADER_REMOVAL_GTPU_UDP_IPV6"})
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", at6)
+	if set, err := e.dp.Uplink(upfxdp.FTEID{Addr: n3v6, TEID: 100}); err != nil || set.Count != 1 {
+		t.Errorf("TEID 100 at %v: %+v, %v; want one PDR", n3v6, set, err)
+	}
+	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
+	before, _ := e.store.Get(1)
+	sameJSON(t, e.expect(t, http.StatusOK, "PUT", "/api/v1/sessions/1", string(got)), string(got))
+	if after, _ := e.store.Get(1); !reflect.DeepEqual(before, after) {
+		t.Errorf("PUT of the GET document changed the session:\n%+v\n%+v", before, after)
+	}
+}
+
 func TestFig10RoundTrip(t *testing.T) {
 	e := newEnv(t)
 	if got := e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", fig10); len(got) == 0 {

@@ -387,8 +387,8 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	}
 	if s := p.PDI.LocalAddress; s != nil {
 		a, err := netip.ParseAddr(*s)
-		if err != nil || !a.Is4() {
-			return pdr, fielderr.New(field+".pdi.localAddress", "%q is not an IPv4 address", *s)
+		if err != nil || a.Zone() != "" {
+			return pdr, fielderr.New(field+".pdi.localAddress", "%q is not an IP address", *s)
 		}
 		pdr.PDI.LocalAddress = a
 	}
