@@ -198,8 +198,11 @@ func setIn[K comparable, V any](m *map[K]V, k K, v V) {
 	(*m)[k] = v
 }
 
+// clone is a copy of s to change; it has no record of its own until one
+// is written (a compaction encodes it afresh otherwise).
 func (s *pfcpSession) clone() *pfcpSession {
 	c := *s
+	c.record = nil
 	c.pdrs, c.fars, c.qers = slices.Clone(s.pdrs), slices.Clone(s.fars), slices.Clone(s.qers)
 	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
 	c.chosenTEIDs, c.notify = slices.Clone(s.chosenTEIDs), maps.Clone(s.notify)
