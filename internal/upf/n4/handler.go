@@ -150,24 +150,6 @@ func (c *Config) uePool(instance string) *ippool.Pool {
 // gtpuAddresses are the N3 then the N9 addresses.
 func (c *Config) gtpuAddresses() []netip.Addr { return append(slices.Clip(c.N3), c.N9...) }
 
-// chosenAddress is the address of an F-TEID the UPF chooses on side n9
-// (else N3), of a family the request asks for (v4, v6): the first such
-// address of that side, N3's when N9 has none; invalid when there is
-// none. Asked for both, the order of the addresses decides.
-func (c *Config) chosenAddress(n9, v4, v6 bool) netip.Addr {
-	first := func(addrs []netip.Addr) netip.Addr {
-		i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is4() && v4 || a.Is6() && v6 })
-		if i < 0 {
-			return netip.Addr{}
-		}
-		return addrs[i]
-	}
-	if a := first(c.N9); n9 && a.IsValid() {
-		return a
-	}
-	return first(c.N3)
-}
-
 // otherSide says whether a, one of the UPF's GTP-U addresses, is on the
 // other side than n9 says, when that side has an address of a's family
 // (else the other side's addresses serve it too).

@@ -559,8 +559,10 @@ func (c *change) localFTEID(p *session.PDR, ch *ie.IE, s fteidSide) *refusal {
 		p.PDI.TEID, p.PDI.LocalAddress = f.TEID, a
 		return nil
 	}
-	// One address of a family asked for (V4, V6, both) that the UPF has.
-	if p.PDI.LocalAddress = c.cfg.chosenAddress(s.n9, f.HasIPv4(), f.HasIPv6()); !p.PDI.LocalAddress.IsValid() {
+	// The first address of a family asked for (V4, V6, both; the order of
+	// the addresses decides between them) on side s, N3's when N9 has none.
+	fits := func(a netip.Addr) bool { return a.Is4() && f.HasIPv4() || a.Is6() && f.HasIPv6() }
+	if p.PDI.LocalAddress = session.SideAddress(c.cfg.N3, c.cfg.N9, s.n9, fits); !p.PDI.LocalAddress.IsValid() {
 		return &refusal{cause: ie.CauseInvalidFTEIDAllocationOption,
 			msg: fmt.Sprintf("PDR %d: no N3 or N9 address of the family the F-TEID is to be chosen of (V4, V6)", p.ID)}
 	}

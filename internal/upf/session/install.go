@@ -73,7 +73,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 				"no GTP-U address of the peer %v's family to send from", o.Peer)
 		}
 		// The copies' tunnels are IPv4 (validateDuplicating).
-		if d := f.Duplicating; d != nil && d.OuterHeaderCreation != nil && !firstOf(s.dp.N3Addresses(), false).IsValid() {
+		if d := f.Duplicating; d != nil && d.OuterHeaderCreation != nil && !SideAddress(s.dp.N3Addresses(), nil, false, netip.Addr.Is4).IsValid() {
 			return invalid(fmt.Sprintf("fars[%d].duplicatingParameters.outerHeaderCreation", i),
 				"no IPv4 N3 address to send the copies' tunnel from")
 		}
@@ -183,19 +183,23 @@ func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
 			break
 		}
 	}
-	if a := firstOf(s.dp.N9Addresses(), v6); n9 && a.IsValid() {
-		return a
-	}
-	return firstOf(s.dp.N3Addresses(), v6)
+	return SideAddress(s.dp.N3Addresses(), s.dp.N9Addresses(), n9, func(a netip.Addr) bool { return a.Is6() == v6 })
 }
 
-// firstOf is the first of addrs of the family v6 says; invalid if none.
-func firstOf(addrs []netip.Addr, v6 bool) netip.Addr {
-	i := slices.IndexFunc(addrs, func(a netip.Addr) bool { return a.Is6() == v6 })
-	if i < 0 {
+// SideAddress is the first address that fits of a side of the UPF: of the
+// N9 addresses n9 when onN9 says so and one fits, else of the N3 ones n3;
+// invalid when none fits.
+func SideAddress(n3, n9 []netip.Addr, onN9 bool, fits func(netip.Addr) bool) netip.Addr {
+	first := func(addrs []netip.Addr) netip.Addr {
+		if i := slices.IndexFunc(addrs, fits); i >= 0 {
+			return addrs[i]
+		}
 		return netip.Addr{}
 	}
-	return addrs[i]
+	if a := first(n9); onN9 && a.IsValid() {
+		return a
+	}
+	return first(n3)
 }
 
 // restoreKeys puts keys back the way they were before a failed install.
@@ -370,7 +374,7 @@ func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
 		dp.Flags = upfxdp.FARGTPUv4
 		dp.Teid = upfxdp.NetworkOrder32(o.TEID)
 		dp.Peer = upfxdp.AddrKey(o.Peer)
-		dp.Local = upfxdp.AddrKey(firstOf(s.dp.N3Addresses(), false))
+		dp.Local = upfxdp.AddrKey(SideAddress(s.dp.N3Addresses(), nil, false, netip.Addr.Is4))
 		dp.Tos = d.DSCP << 2
 	}
 	return dp
