@@ -19,8 +19,9 @@ type txn struct {
 	in       *installed
 	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
 	nexthops []netip.Addr
-	statics  []Neighbour // the entries before this install took a reference
-	dupls    []uint32    // PDR slots given Duplicating Parameters
+	statics  []Neighbour  // the entries before this install took a reference
+	dupls    []uint32     // PDR slots given Duplicating Parameters
+	sources  []netip.Addr // each FAR's TunnelSource, invalid for one without a tunnel
 }
 
 func (t *txn) undo() {
@@ -64,11 +65,12 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := s.checkAddresses(&sess); err != nil {
 		return err
 	}
+	sources := s.tunnelSources(&sess)
 	for i, f := range sess.FARs {
 		if f.Action == ActionBuffer && s.buffers == nil {
 			return invalid(fmt.Sprintf("fars[%d].applyAction", i), "buffering is not available")
 		}
-		if o := f.OuterHeaderCreation; o != nil && !s.TunnelSource(&sess, &f).IsValid() {
+		if o := f.OuterHeaderCreation; o != nil && !sources[i].IsValid() {
 			return invalid(fmt.Sprintf("fars[%d].forwardingParameters.outerHeaderCreation", i),
 				"no GTP-U address of the peer %v's family to send from", o.Peer)
 		}
@@ -87,7 +89,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, keep: keep, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
+	t := &txn{s: s, keep: keep, sources: sources, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -184,6 +186,18 @@ func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
 		}
 	}
 	return SideAddress(s.dp.N3Addresses(), s.dp.N9Addresses(), n9, func(a netip.Addr) bool { return a.Is6() == v6 })
+}
+
+// tunnelSources are the TunnelSource of each FAR of sess with a tunnel,
+// by index; invalid for the others.
+func (s *Store) tunnelSources(sess *Session) []netip.Addr {
+	sources := make([]netip.Addr, len(sess.FARs))
+	for i := range sess.FARs {
+		if sess.FARs[i].OuterHeaderCreation != nil {
+			sources[i] = s.TunnelSource(sess, &sess.FARs[i])
+		}
+	}
+	return sources
 }
 
 // SideAddress is the first address that fits of a side of the UPF: of the
@@ -305,10 +319,10 @@ func (t *txn) writeRules() error {
 		if err != nil {
 			return err
 		}
-		if err := s.putTunnel6(sess, f, nh); err != nil {
+		if err := s.putTunnel6(f, nh, t.sources[i]); err != nil {
 			return err
 		}
-		fars[i] = s.dataPathFAR(sess, f, buf, nh)
+		fars[i] = dataPathFAR(f, buf, nh, t.sources[i])
 		if d := f.Duplicating; d != nil {
 			if dupls[i].Nexthop, err = t.acquire(d.nexthop()); err != nil {
 				return err
@@ -380,10 +394,10 @@ func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
 	return dp
 }
 
-// dataPathFAR is a FAR of sess as its PDRs' slots hold it: with the slot
-// of its buffer (0: none) and, for one that sends to a next hop of its
-// own, the next hop's.
-func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.FAR {
+// dataPathFAR is a FAR as its PDRs' slots hold it: with the slot of its
+// buffer (0: none), for one that sends to a next hop of its own the next
+// hop's, and its tunnel's source address.
+func dataPathFAR(f *FAR, buf, nexthop uint32, source netip.Addr) upfxdp.FAR {
 	dp := upfxdp.FAR{Nexthop: upfxdp.NexthopRoute}
 	if f.Action == ActionForward {
 		dp.Action = upfxdp.FARForward
@@ -400,7 +414,7 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 		if o.Peer.Is4() {
 			dp.Flags = upfxdp.FARGTPUv4
 			dp.Peer = upfxdp.AddrKey(o.Peer)
-			dp.Local = upfxdp.AddrKey(s.TunnelSource(sess, f))
+			dp.Local = upfxdp.AddrKey(source)
 		} else {
 			dp.Flags = upfxdp.FARGTPUv6 // the endpoints are at the next hop's slot: putTunnel6
 		}
@@ -415,13 +429,14 @@ func (s *Store) dataPathFAR(sess *Session, f *FAR, buf, nexthop uint32) upfxdp.F
 }
 
 // putTunnel6 writes the endpoints of a forwarding FAR's tunnel to an IPv6
-// peer at the slot of its next hop, the peer's own (upfxdp.FARGTPUv6):
+// peer, from source, at the slot of its next hop, the peer's own
+// (upfxdp.FARGTPUv6):
 // before the PDRs that carry the FAR. Rewriting them is harmless: they
 // are the same while the slot is the peer's, a peer being on one side (N3
 // or N9) of the UPF, whose first IPv6 address the tunnels leave from.
-func (s *Store) putTunnel6(sess *Session, f *FAR, nexthop uint32) error {
+func (s *Store) putTunnel6(f *FAR, nexthop uint32, source netip.Addr) error {
 	if o := f.OuterHeaderCreation; o != nil && f.Action == ActionForward && o.Peer.Is6() {
-		return s.dp.PutTunnel6(nexthop, o.Peer, s.TunnelSource(sess, f))
+		return s.dp.PutTunnel6(nexthop, o.Peer, source)
 	}
 	return nil
 }

@@ -412,7 +412,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		}
 		have[i], read[i] = entry, true
 	}
-	fars := make([]upfxdp.FAR, len(in.FARs))
+	fars, sources := make([]upfxdp.FAR, len(in.FARs)), s.tunnelSources(&in.Session)
 	for i := range in.FARs {
 		f := &in.FARs[i]
 		var nh uint32
@@ -426,11 +426,11 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 				}
 			}
 			var err error
-			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(&in.Session, f, nh) != nil {
+			if nh, err = adopt(dst, hint); err != nil || s.putTunnel6(f, nh, sources[i]) != nil {
 				return nil, false
 			}
 		}
-		fars[i] = s.dataPathFAR(&in.Session, f, in.BufferSlots.of(f.ID), nh)
+		fars[i] = dataPathFAR(f, in.BufferSlots.of(f.ID), nh, sources[i])
 	}
 	dupls, ok := s.checkDupls(in, read, adopt)
 	if !ok {
