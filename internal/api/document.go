@@ -515,8 +515,8 @@ func (f *farDoc) far(field string, accessTEIDs []uint32) (session.FAR, error) {
 	return far, nil
 }
 
-func (d *duplicatingParameters) duplicating(field string) (*session.Duplicating, error) {
-	dup := &session.Duplicating{DestinationInterface: session.Interface(d.DestinationInterface), DSCP: d.DSCP}
+func (d *duplicatingParameters) duplicating(field string) (*session.Forwarding, error) {
+	dup := &session.Forwarding{DestinationInterface: session.Interface(d.DestinationInterface), DSCP: d.DSCP}
 	if d.NextHop != "" {
 		a, err := netip.ParseAddr(d.NextHop)
 		if err != nil {
@@ -631,7 +631,7 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 	return d
 }
 
-func duplicatingDoc(dup *session.Duplicating) *duplicatingParameters {
+func duplicatingDoc(dup *session.Forwarding) *duplicatingParameters {
 	d := &duplicatingParameters{DestinationInterface: iface(dup.DestinationInterface), DSCP: dup.DSCP}
 	if dup.NextHop.IsValid() {
 		d.NextHop = dup.NextHop.String()

@@ -44,9 +44,9 @@ func Session() session.Session {
 			downlink(3, netip.PrefixFrom(UE6Addr, 64).Masked()),
 		},
 		FARs: []session.FAR{
-			{ID: uplinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
-			{ID: downlinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: DownlinkTEID, Peer: GNBAddr, Port: gtpuPort}},
+			{ID: uplinkFAR, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCore}},
+			{ID: downlinkFAR, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: DownlinkTEID, Peer: GNBAddr, Port: gtpuPort}}},
 		},
 	}
 }

@@ -24,7 +24,7 @@ const duplTEID = 0xd0d0
 func duplicating(i int) session.Session {
 	s := benchSession(i)
 	for j := range s.FARs {
-		s.FARs[j].Duplicating = &session.Duplicating{DestinationInterface: session.InterfaceLIFunction,
+		s.FARs[j].Duplicating = &session.Forwarding{DestinationInterface: session.InterfaceLIFunction,
 			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: duplTEID, Peer: demo.CollectorAddr}}
 	}
 	return s

@@ -80,6 +80,6 @@ func branchingSession(i int) session.Session {
 	local.ID, local.FARID, local.Precedence = 3, 3, 30
 	local.PDI.SDFFilters = []session.SDFFilter{{Filter: filter}}
 	s.PDRs = append(s.PDRs, local)
-	s.FARs = append(s.FARs, session.FAR{ID: 3, Action: session.ActionForward, DestinationInterface: session.InterfaceCore})
+	s.FARs = append(s.FARs, session.FAR{ID: 3, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCore}})
 	return s
 }

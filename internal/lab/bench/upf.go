@@ -68,9 +68,9 @@ func benchSession(i int) session.Session {
 				SourceInterface: session.InterfaceCore, UEAddress: ue, QFI: demo.QFI}},
 		},
 		FARs: []session.FAR{
-			{ID: uplinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
-			{ID: downlinkFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid(i), Peer: gnbAddr()}},
+			{ID: uplinkFAR, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCore}},
+			{ID: downlinkFAR, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid(i), Peer: gnbAddr()}}},
 		},
 	}
 }
@@ -111,8 +111,8 @@ func open5gsSession(i int) session.Session {
 		session.PDR{ID: 6, Precedence: cpPrecedence, FARID: cpFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
 			SourceInterface: session.InterfaceAccess, TEID: uplink.TEID, LocalAddress: uplink.LocalAddress,
 			SDFFilters: []session.SDFFilter{{Filter: routerSolicitations}}}})
-	s.FARs = append(s.FARs, session.FAR{ID: cpFAR, Action: session.ActionForward, DestinationInterface: session.InterfaceCPFunction,
-		OuterHeaderCreation: &session.OuterHeaderCreation{TEID: uint32(i) + 1, Peer: smfAddr}})
+	s.FARs = append(s.FARs, session.FAR{ID: cpFAR, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCPFunction,
+		OuterHeaderCreation: &session.OuterHeaderCreation{TEID: uint32(i) + 1, Peer: smfAddr}}})
 	s.QERs = []session.QER{{ID: qer, MBRUL: ambr, MBRDL: ambr, QFI: demo.QFI}}
 	s.URRs = []session.URR{{ID: urr}}
 	return s

@@ -258,7 +258,7 @@ func TestSteeredUplinkDuplicated(t *testing.T) {
 	}
 	s := demo.Session()
 	for i := range s.FARs {
-		s.FARs[i].Duplicating = &session.Duplicating{DestinationInterface: session.InterfaceLIFunction,
+		s.FARs[i].Duplicating = &session.Forwarding{DestinationInterface: session.InterfaceLIFunction,
 			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0xd0d0, Peer: demo.CollectorAddr}}
 	}
 	if err := upf.Store.Create(s); err != nil {

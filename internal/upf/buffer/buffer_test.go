@@ -39,8 +39,8 @@ func downlinkSession(seid uint64, ue netip.Addr, action session.Action) session.
 	return session.Session{SEID: seid,
 		PDRs: []session.PDR{{ID: 1, Precedence: 100, FARID: 1,
 			PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: netip.PrefixFrom(ue, 32)}}},
-		FARs: []session.FAR{{ID: 1, Action: action, DestinationInterface: session.InterfaceAccess,
-			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x200 + uint32(seid), Peer: demo.GNBAddr}}},
+		FARs: []session.FAR{{ID: 1, Action: action, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceAccess,
+			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x200 + uint32(seid), Peer: demo.GNBAddr}}}},
 	}
 }
 

@@ -19,7 +19,7 @@ var collector = demo.CollectorAddr
 // FAR ID; absent: not at all), and that the data path holds, for every
 // PDR slot of a duplicating FAR and no other, the parameters that
 // dataPath gives that FAR's: with the duplicating flag in the PDR's FAR.
-func (e *env) duplicating(seid uint64, want map[uint32]*session.Duplicating, dataPath map[uint32]upfxdp.Dupl) {
+func (e *env) duplicating(seid uint64, want map[uint32]*session.Forwarding, dataPath map[uint32]upfxdp.Dupl) {
 	e.t.Helper()
 	s, _ := e.store.Get(seid)
 	for _, f := range s.FARs {
@@ -71,11 +71,11 @@ func TestDuplicatingParameters(t *testing.T) {
 		return upfxdp.Dupl{Flags: upfxdp.FARGTPUv4, Tos: 46 << 2, Teid: upfxdp.NetworkOrder32(teid),
 			Peer: upfxdp.AddrKey(collector), Local: upfxdp.AddrKey(n3), Nexthop: 1}
 	}
-	tunnelled := func(teid uint32) *session.Duplicating {
-		return &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, DSCP: 46,
+	tunnelled := func(teid uint32) *session.Forwarding {
+		return &session.Forwarding{DestinationInterface: session.InterfaceLIFunction, DSCP: 46,
 			OuterHeaderCreation: &session.OuterHeaderCreation{TEID: teid, Peer: collector}}
 	}
-	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x99)}, map[uint32]upfxdp.Dupl{1: tunnel(0x99)})
+	e.duplicating(seid, map[uint32]*session.Forwarding{1: tunnelled(0x99)}, map[uint32]upfxdp.Dupl{1: tunnel(0x99)})
 	if e.nh.refs[collector] != 1 {
 		t.Errorf("the collector's next hop has %d references, want 1", e.nh.refs[collector])
 	}
@@ -83,8 +83,8 @@ func TestDuplicatingParameters(t *testing.T) {
 	// The downlink is dropped, its copies go plain to the policy's next hop.
 	e.modify("smf1", seid, updateFAR(farID(2), applyAction(aaDROP|aaDUPL),
 		updDupParams(destinationInterface(ifLIFunction), forwardingPolicy("to-li")))).expect(t, causeAccepted, nil, nil)
-	plain := &session.Duplicating{DestinationInterface: session.InterfaceLIFunction, NextHop: collector}
-	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x99), 2: plain},
+	plain := &session.Forwarding{DestinationInterface: session.InterfaceLIFunction, NextHop: collector}
+	e.duplicating(seid, map[uint32]*session.Forwarding{1: tunnelled(0x99), 2: plain},
 		map[uint32]upfxdp.Dupl{1: tunnel(0x99), 2: {Nexthop: 1}})
 	if s, _ := e.store.Get(seid); s.FARs[1].Action != session.ActionDrop {
 		t.Errorf("FAR 2's action %d, want drop", s.FARs[1].Action)
@@ -92,11 +92,11 @@ func TestDuplicatingParameters(t *testing.T) {
 
 	// Update Duplicating Parameters alone: the FAR keeps DUPL.
 	e.modify("smf1", seid, updateFAR(farID(1), updDupParams(ohcGTPU(0x98, collector.String())))).expect(t, causeAccepted, nil, nil)
-	e.duplicating(seid, map[uint32]*session.Duplicating{1: tunnelled(0x98), 2: plain},
+	e.duplicating(seid, map[uint32]*session.Forwarding{1: tunnelled(0x98), 2: plain},
 		map[uint32]upfxdp.Dupl{1: tunnel(0x98), 2: {Nexthop: 1}})
 
 	e.modify("smf1", seid, updateFAR(farID(1), applyAction(aaFORW))).expect(t, causeAccepted, nil, nil)
-	e.duplicating(seid, map[uint32]*session.Duplicating{2: plain}, map[uint32]upfxdp.Dupl{2: {Nexthop: 1}})
+	e.duplicating(seid, map[uint32]*session.Forwarding{2: plain}, map[uint32]upfxdp.Dupl{2: {Nexthop: 1}})
 	if e.nh.refs[collector] != 1 {
 		t.Errorf("the collector's next hop has %d references, want 1", e.nh.refs[collector])
 	}

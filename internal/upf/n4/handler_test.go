@@ -393,11 +393,11 @@ func TestEstablishOpen5GSSession(t *testing.T) {
 				SDFFilters: []session.SDFFilter{{Filter: rsFilter}}}},
 		},
 		FARs: []session.FAR{
-			{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore},
-			{ID: 2, Action: session.ActionForward, DestinationInterface: session.InterfaceAccess,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x0a0b0c0d, Peer: netip.MustParseAddr(gnb)}},
-			{ID: 10, Action: session.ActionForward, DestinationInterface: session.InterfaceCPFunction,
-				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x5f01, Peer: netip.MustParseAddr(smfGTPU)}},
+			{ID: 1, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCore}},
+			{ID: 2, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceAccess,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x0a0b0c0d, Peer: netip.MustParseAddr(gnb)}}},
+			{ID: 10, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCPFunction,
+				OuterHeaderCreation: &session.OuterHeaderCreation{TEID: 0x5f01, Peer: netip.MustParseAddr(smfGTPU)}}},
 		}}
 	if got, ok := e.store.Get(seid); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("stored session\n%+v\nwant\n%+v", got, want)

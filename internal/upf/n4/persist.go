@@ -700,31 +700,32 @@ func init() {
 func encodeFAR(e *n4state.Enc, f *session.FAR) {
 	e.Uint(uint64(f.ID))
 	e.Uint(uint64(f.Action))
-	encodeForwarding(e, f.DestinationInterface, f.OuterHeaderCreation, f.DSCP, f.NextHop)
+	encodeForwarding(e, &f.Forwarding)
 	e.Bool(f.Duplicating != nil)
 	if d := f.Duplicating; d != nil {
-		encodeForwarding(e, d.DestinationInterface, d.OuterHeaderCreation, d.DSCP, d.NextHop)
+		encodeForwarding(e, d)
 	}
 }
 
 // encodeForwarding encodes where a FAR, or its copies, go.
-func encodeForwarding(e *n4state.Enc, dst session.Interface, o *session.OuterHeaderCreation, dscp uint8, nexthop netip.Addr) {
-	e.Uint(uint64(dst))
-	e.Bool(o != nil)
-	if o != nil {
+func encodeForwarding(e *n4state.Enc, f *session.Forwarding) {
+	e.Uint(uint64(f.DestinationInterface))
+	e.Bool(f.OuterHeaderCreation != nil)
+	if o := f.OuterHeaderCreation; o != nil {
 		encodeOHC(e, o)
 	}
-	e.Uint(uint64(dscp))
-	e.Addr(nexthop)
+	e.Uint(uint64(f.DSCP))
+	e.Addr(f.NextHop)
 }
 
 // decodeForwarding decodes what encodeForwarding encoded.
-func decodeForwarding(d *n4state.Dec) (dst session.Interface, o *session.OuterHeaderCreation, dscp uint8, nexthop netip.Addr) {
-	dst = session.Interface(d.Uint8())
+func decodeForwarding(d *n4state.Dec) session.Forwarding {
+	f := session.Forwarding{DestinationInterface: session.Interface(d.Uint8())}
 	if d.Bool() {
-		o = decodeOHC(d)
+		f.OuterHeaderCreation = decodeOHC(d)
 	}
-	return dst, o, d.Uint8(), d.Addr()
+	f.DSCP, f.NextHop = d.Uint8(), d.Addr()
+	return f
 }
 
 func encodeOHC(e *n4state.Enc, o *session.OuterHeaderCreation) {
@@ -739,10 +740,9 @@ func decodeOHC(d *n4state.Dec) *session.OuterHeaderCreation {
 
 func decodeFAR(d *n4state.Dec) session.FAR {
 	f := session.FAR{ID: d.Uint32(), Action: session.Action(d.Uint8())}
-	f.DestinationInterface, f.OuterHeaderCreation, f.DSCP, f.NextHop = decodeForwarding(d)
+	f.Forwarding = decodeForwarding(d)
 	if d.Bool() {
-		var dup session.Duplicating
-		dup.DestinationInterface, dup.OuterHeaderCreation, dup.DSCP, dup.NextHop = decodeForwarding(d)
+		dup := decodeForwarding(d)
 		f.Duplicating = &dup
 	}
 	return f

@@ -702,7 +702,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 			(f.OuterHeaderCreation == nil || *old != *f.OuterHeaderCreation) {
 			// Along the old tunnel's path: from where the session's rules
 			// before the request sent it.
-			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{DestinationInterface: f.DestinationInterface, OuterHeaderCreation: old})
+			src := c.cfg.Store.TunnelSource(&session.Session{PDRs: c.old.pdrs}, &session.FAR{Forwarding: session.Forwarding{DestinationInterface: f.DestinationInterface, OuterHeaderCreation: old}})
 			c.endMarkers = append(c.endMarkers, endMarker{gtpu.Path{Local: src, Peer: old.Peer}, old.TEID})
 		}
 	}
@@ -749,14 +749,12 @@ func duplicating(f *session.FAR, ies []*ie.IE, typ uint16, dupl bool, policies m
 	// The parameters are those of forwarding, read into a FAR of their own.
 	was := session.FAR{ID: f.ID}
 	if d := f.Duplicating; d != nil {
-		was = session.FAR{ID: f.ID, DestinationInterface: d.DestinationInterface, OuterHeaderCreation: d.OuterHeaderCreation,
-			DSCP: d.DSCP, NextHop: d.NextHop}
+		was.Forwarding = *d
 	}
 	if r := forwarding(&was, params, f.Duplicating == nil, "duplicating", policies, gtpu); r != nil {
 		return r
 	}
-	f.Duplicating = &session.Duplicating{DestinationInterface: was.DestinationInterface,
-		OuterHeaderCreation: was.OuterHeaderCreation, DSCP: was.DSCP, NextHop: was.NextHop}
+	f.Duplicating = &was.Forwarding
 	return nil
 }
 

@@ -379,7 +379,7 @@ func (t *txn) acquire(dst netip.Addr) (uint32, error) {
 
 // dataPathDupl is the Duplicating Parameters d as the slots of its FAR's
 // PDRs have them, but for the next hop's slot; the zero Dupl for none.
-func (s *Store) dataPathDupl(d *Duplicating) upfxdp.Dupl {
+func (s *Store) dataPathDupl(d *Forwarding) upfxdp.Dupl {
 	if d == nil {
 		return upfxdp.Dupl{}
 	}

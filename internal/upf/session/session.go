@@ -104,55 +104,47 @@ const (
 
 // FAR is a Forwarding Action Rule.
 type FAR struct {
-	ID                   uint32
-	Action               Action
+	ID     uint32
+	Action Action
+	Forwarding
+	// Duplicating is where copies of the FAR's packets go, its Duplicating
+	// Parameters (Apply Action DUPL, with FORW, DROP or BUFF for the
+	// packets themselves); nil: none. The copy of a packet is the IP
+	// packet its PDR matched (outer headers removed, TTL as it came), put
+	// into a GTP-U/UDP/IPv4 tunnel; without one it goes plain to NextHop
+	// (a Forwarding Policy), or along the route of its own destination.
+	Duplicating *Forwarding `json:",omitempty"`
+}
+
+// Forwarding is where a FAR sends packets, or their copies.
+type Forwarding struct {
 	DestinationInterface Interface
 	// OuterHeaderCreation is nil when no tunnel is added.
 	OuterHeaderCreation *OuterHeaderCreation
 	// DSCP marks the tunnel's outer IP header (Transport Level Marking).
 	DSCP uint8 `json:",omitempty"`
-	// NextHop steers packets to the core through this neighbour instead
-	// of the routes (a PFCP Forwarding Policy, traffic steering); invalid
-	// when the routes decide.
+	// NextHop steers packets through this neighbour instead of the routes
+	// (a PFCP Forwarding Policy, traffic steering); invalid when the
+	// routes decide.
 	NextHop netip.Addr `json:",omitzero"`
-	// Duplicating is where copies of the FAR's packets go (Apply Action
-	// DUPL, with FORW, DROP or BUFF for the packets themselves); nil: none.
-	Duplicating *Duplicating `json:",omitempty"`
 }
 
-// Duplicating is a FAR's Duplicating Parameters. The copy of a packet is
-// the IP packet its PDR matched (outer headers removed, TTL as it came),
-// put into the GTP-U/UDP/IPv4 tunnel of OuterHeaderCreation; without one
-// it goes plain to NextHop (a Forwarding Policy), or along the route of its
-// own destination.
-type Duplicating struct {
-	DestinationInterface Interface
-	OuterHeaderCreation  *OuterHeaderCreation `json:",omitempty"`
-	DSCP                 uint8                `json:",omitempty"` // of the tunnel's outer header
-	NextHop              netip.Addr           `json:",omitzero"`
-}
-
-// nexthop is the address the copies go to through a next-hop slot of
-// their own: the tunnel's peer or the next hop; invalid when the routes
-// decide.
-func (d *Duplicating) nexthop() netip.Addr {
-	if d.OuterHeaderCreation != nil {
-		return d.OuterHeaderCreation.Peer
-	}
-	return d.NextHop
-}
-
-// nexthop is the address a forwarding FAR sends through a next-hop slot
-// of its own: its tunnel's peer or its steering next hop; invalid when
-// the routes decide or the FAR does not forward.
-func (f *FAR) nexthop() netip.Addr {
-	switch {
-	case f.Action != ActionForward:
-		return netip.Addr{}
-	case f.OuterHeaderCreation != nil:
+// nexthop is the address sent to through a next-hop slot of its own: the
+// tunnel's peer or the next hop; invalid when the routes decide.
+func (f *Forwarding) nexthop() netip.Addr {
+	if f.OuterHeaderCreation != nil {
 		return f.OuterHeaderCreation.Peer
 	}
 	return f.NextHop
+}
+
+// nexthop is the address a forwarding FAR sends through a next-hop slot
+// of its own (Forwarding.nexthop); invalid when the FAR does not forward.
+func (f *FAR) nexthop() netip.Addr {
+	if f.Action != ActionForward {
+		return netip.Addr{}
+	}
+	return f.Forwarding.nexthop()
 }
 
 // OuterHeaderCreation describes the GTP-U/UDP/IP tunnel a FAR adds, over

@@ -162,7 +162,7 @@ func validateTunnel(at element, o *OuterHeaderCreation) error {
 	return nil
 }
 
-func validateDuplicating(at element, d *Duplicating) error {
+func validateDuplicating(at element, d *Forwarding) error {
 	switch d.DestinationInterface {
 	case InterfaceAccess, InterfaceCore, InterfaceSGiLAN, InterfaceCPFunction, InterfaceLIFunction:
 	default:

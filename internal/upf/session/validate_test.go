@@ -22,9 +22,9 @@ func figure10() Session {
 				PDI: PDI{SourceInterface: InterfaceAccess, TEID: 100, UEAddress: netip.MustParsePrefix("10.1.3.27/32")}},
 		},
 		FARs: []FAR{
-			{ID: 200, Action: ActionForward, DestinationInterface: InterfaceAccess,
-				OuterHeaderCreation: &OuterHeaderCreation{TEID: 100, Peer: netip.MustParseAddr("10.1.3.27"), Port: 2152}},
-			{ID: 100, Action: ActionForward, DestinationInterface: InterfaceCore},
+			{ID: 200, Action: ActionForward, Forwarding: Forwarding{DestinationInterface: InterfaceAccess,
+				OuterHeaderCreation: &OuterHeaderCreation{TEID: 100, Peer: netip.MustParseAddr("10.1.3.27"), Port: 2152}}},
+			{ID: 100, Action: ActionForward, Forwarding: Forwarding{DestinationInterface: InterfaceCore}},
 		},
 	}
 }
