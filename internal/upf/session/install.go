@@ -153,8 +153,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 // data path's GTP-U addresses.
 func (s *Store) checkAddresses(sess *Session) error {
 	for i := range sess.PDRs {
-		pdi := &sess.PDRs[i].PDI
-		if a := s.localAddress(pdi); sess.PDRs[i].gtpu() && !slices.Contains(s.dp.N3Addresses(), a) && !slices.Contains(s.dp.N9Addresses(), a) {
+		if a := s.localAddress(sess.PDRs[i].PDI.LocalAddress); sess.PDRs[i].gtpu() && !slices.Contains(s.dp.N3Addresses(), a) && !slices.Contains(s.dp.N9Addresses(), a) {
 			return invalid(fmt.Sprintf("pdrs[%d].pdi.localAddress", i), "%v is not an N3 or N9 address of this UPF", a)
 		}
 	}
@@ -177,7 +176,7 @@ func (s *Store) TunnelSource(sess *Session, f *FAR) netip.Addr {
 	n9 := toCore
 	for i := range sess.PDRs {
 		if p := &sess.PDRs[i]; p.gtpu() && (p.PDI.SourceInterface == InterfaceCore) == toCore {
-			a := s.localAddress(&p.PDI)
+			a := s.localAddress(p.PDI.LocalAddress)
 			if a.Is4() && !v6 {
 				return a
 			}

@@ -38,12 +38,9 @@ type Nexthops interface {
 // Store is the set of installed sessions. Every change is all or nothing:
 // a rejected one leaves the maps and the store as they were.
 type Store struct {
-	mu sync.Mutex
-	dp *upfxdp.Datapath
-	nh Nexthops
-	// n3 is the first N3 address, of either family: that of the local
-	// F-TEIDs that name none.
-	n3       netip.Addr
+	mu       sync.Mutex
+	dp       *upfxdp.Datapath
+	nh       Nexthops
 	sessions map[uint64]*installed
 	teids    map[upfxdp.FTEID]uint64
 	ues      map[netip.Addr]uint64
@@ -118,9 +115,6 @@ func NewStore(dp *upfxdp.Datapath, nh Nexthops, changed func()) *Store {
 		urrSlots: slotpool.New(slotpool.Config{Name: "URR", First: 1, Size: dp.URRCapacity()}), // and no URR
 		sdfSlots: slotpool.New(slotpool.Config{Name: "SDF filter", First: 1, Size: dp.SDFSetCapacity()}),
 		bufSlots: slotpool.New(slotpool.Config{Name: "buffer", First: 1, Size: dp.BufferCapacity()}),
-	}
-	if n3 := dp.N3Addresses(); len(n3) > 0 {
-		s.n3 = n3[0]
 	}
 	return s
 }
@@ -360,29 +354,30 @@ func (k dpKey) String() string {
 func (s *Store) keysOf(sess *Session) []dpKey {
 	keys := make([]dpKey, 0, len(sess.PDRs))
 	for i := range sess.PDRs {
-		if k, ok := sess.PDRs[i].key(); ok && !slices.Contains(keys, s.canonical(k)) {
-			keys = append(keys, s.canonical(k))
+		if k, ok := sess.PDRs[i].key(); ok {
+			if k = s.canonical(k); !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 		}
 	}
 	return keys
 }
 
-// canonical is a key with its F-TEID's address given: the first N3
-// address stands in for none.
+// canonical is a key with its F-TEID's address given (localAddress).
 func (s *Store) canonical(k dpKey) dpKey {
-	if !k.ue.IsValid() && !k.fteid.Addr.IsValid() {
-		k.fteid.Addr = s.n3
+	if !k.ue.IsValid() {
+		k.fteid.Addr = s.localAddress(k.fteid.Addr)
 	}
 	return k
 }
 
-// localAddress is the address of a PDI's local F-TEID: the first N3
-// address when it names none.
-func (s *Store) localAddress(pdi *PDI) netip.Addr {
-	if pdi.LocalAddress.IsValid() {
-		return pdi.LocalAddress
+// localAddress is the address of a local F-TEID at a: a, or the first N3
+// address, of either family, when a is none.
+func (s *Store) localAddress(a netip.Addr) netip.Addr {
+	if n3 := s.dp.N3Addresses(); !a.IsValid() && len(n3) > 0 {
+		return n3[0]
 	}
-	return s.n3
+	return a
 }
 
 func (s *Store) deleteKey(k dpKey) error {
