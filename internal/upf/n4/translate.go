@@ -465,6 +465,7 @@ var (
 // N3 when the type is an N3 one, else N9 for a PDR from the core (an
 // I-UPF's downlink from the PSA) and N3 otherwise.
 func (c *change) side(p *session.PDR, pdi []*ie.IE, instance string) (fteidSide, *refusal) {
+	n9Instance := slices.Contains(c.cfg.N9Instances, instance) // none is named ""
 	if ch := first(pdi, ie.TGPPInterfaceType); ch != nil {
 		v, err := ch.TGPPInterfaceType()
 		if err != nil {
@@ -473,11 +474,11 @@ func (c *change) side(p *session.PDR, pdi []*ie.IE, instance string) (fteidSide,
 		if name, ok := n9InterfaceTypes[v]; ok {
 			return fteidSide{n9: true, why: "3GPP interface type " + name}, nil
 		}
-		if name, ok := n3InterfaceTypes[v]; ok && !slices.Contains(c.cfg.N9Instances, instance) {
+		if name, ok := n3InterfaceTypes[v]; ok && !n9Instance {
 			return fteidSide{why: "3GPP interface type " + name}, nil
 		}
 	}
-	if instance != "" && slices.Contains(c.cfg.N9Instances, instance) {
+	if n9Instance {
 		return fteidSide{n9: true, why: fmt.Sprintf("network instance %q", instance)}, nil
 	}
 	return fteidSide{n9: p.PDI.SourceInterface == session.InterfaceCore}, nil

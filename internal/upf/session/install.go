@@ -653,6 +653,7 @@ func (s *Store) forget(in, next *installed) {
 			s.bufSlots.Release(e.Slot)
 		}
 	}
+	var duplicating []uint32 // the FARs that duplicate
 	for i := range in.FARs {
 		f := &in.FARs[i]
 		if dst := f.nexthop(); dst.IsValid() {
@@ -661,15 +662,19 @@ func (s *Store) forget(in, next *installed) {
 		if f.Duplicating == nil {
 			continue
 		}
+		duplicating = append(duplicating, f.ID)
 		if dst := f.Duplicating.nexthop(); dst.IsValid() {
 			s.nh.Release(dst)
 		}
-		for _, p := range in.PDRs {
-			if slot, ok := in.PDRSlots.lookup(uint32(p.ID)); ok && p.FARID == f.ID {
-				// Best effort, as the slot waits before its reuse: a
-				// packet still holding it loses its copy.
-				s.dp.DeleteDupl(slot)
-			}
+	}
+	for _, p := range in.PDRs {
+		if !slices.Contains(duplicating, p.FARID) {
+			continue
+		}
+		if slot, ok := in.PDRSlots.lookup(uint32(p.ID)); ok {
+			// Best effort, as the slot waits before its reuse: a packet
+			// still holding it loses its copy.
+			s.dp.DeleteDupl(slot)
 		}
 	}
 	for _, n := range in.Neighbours {

@@ -390,9 +390,11 @@ func (s *Store) takeOver(in *installed, found inPlace) bool {
 // whose slot the resolver could not keep (one it had not written, say)
 // has another: moved says which PDR slots are to point at which.
 func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32) (uint32, error)) (moved []movedNexthop, ok bool) {
-	// The PDRs' slots, by index in in.PDRs, and whether they were read:
+	// The PDRs' slots, by index in in.PDRs, the Duplicating Parameters
+	// they hold for a FAR that duplicates, and whether they were read:
 	// those without a key have none.
 	have, read := make([]upfxdp.PDR, len(in.PDRs)), make([]bool, len(in.PDRs))
+	dupl := make([]upfxdp.Dupl, len(in.PDRs))
 	far := make([]int, len(in.PDRs)) // the index of each PDR's FAR
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
@@ -409,6 +411,12 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		entry, err := s.dp.PDR(slot)
 		if err != nil {
 			return nil, false
+		}
+		if in.FARs[far[i]].Duplicating != nil {
+			var held bool
+			if dupl[i], held, err = s.dp.Dupl(slot); err != nil || !held {
+				return nil, false
+			}
 		}
 		have[i], read[i] = entry, true
 	}
@@ -432,7 +440,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		}
 		fars[i] = dataPathFAR(f, in.BufferSlots.of(f.ID), nh, sources[i])
 	}
-	dupls, ok := s.checkDupls(in, read, adopt)
+	dupls, ok := s.checkDupls(in, read, dupl, adopt)
 	if !ok {
 		return nil, false
 	}
@@ -441,10 +449,8 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		if _, ok := p.key(); !ok {
 			continue
 		}
-		if d := in.FARs[far[i]].Duplicating; d != nil {
-			if have, ok, err := s.dp.Dupl(in.PDRSlots.of(uint32(p.ID))); err != nil || !ok || have != dupls[far[i]] {
-				return nil, false
-			}
+		if in.FARs[far[i]].Duplicating != nil && dupl[i] != dupls[far[i]] {
+			return nil, false
 		}
 		want := dataPathPDR(p, fars[far[i]], in.FARs[far[i]].DestinationInterface, in)
 		if nh := want.Far.Nexthop; nh != have[i].Far.Nexthop {
@@ -470,10 +476,11 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 
 // checkDupls is the Duplicating Parameters of a kept session's FARs, by
 // index in in.FARs, as their PDRs' slots are to hold them, taking their
-// next hops (adopt, hinted with the slot the first of those PDRs holds).
+// next hops (adopt, hinted with the slot the first of those PDRs holds:
+// held, by index in in.PDRs, for those read).
 // A next hop that moved is not written again in place: the session is
 // not in place then.
-func (s *Store) checkDupls(in *installed, read []bool,
+func (s *Store) checkDupls(in *installed, read []bool, held []upfxdp.Dupl,
 	adopt func(dst netip.Addr, hint uint32) (uint32, error)) ([]upfxdp.Dupl, bool) {
 	dupls := make([]upfxdp.Dupl, len(in.FARs))
 	for i := range in.FARs {
@@ -487,15 +494,13 @@ func (s *Store) checkDupls(in *installed, read []bool,
 			continue
 		}
 		var have upfxdp.Dupl
-		held := false // by a PDR's slot
-		if j := slices.IndexFunc(in.PDRs, func(p PDR) bool { return p.FARID == in.FARs[i].ID }); j >= 0 && read[j] {
-			var err error
-			if have, held, err = s.dp.Dupl(in.PDRSlots.of(uint32(in.PDRs[j].ID))); err != nil || !held {
-				return nil, false
-			}
+		j := slices.IndexFunc(in.PDRs, func(p PDR) bool { return p.FARID == in.FARs[i].ID })
+		inSlot := j >= 0 && read[j] // a PDR's slot holds the copies' next hop
+		if inSlot {
+			have = held[j]
 		}
 		nh, err := adopt(dst, have.Nexthop)
-		if err != nil || (held && nh != have.Nexthop) {
+		if err != nil || (inSlot && nh != have.Nexthop) {
 			return nil, false
 		}
 		dupls[i].Nexthop = nh

@@ -141,23 +141,25 @@ func validateFAR(at element, f *FAR) error {
 	default:
 		return invalid(at.field(".destinationInterface"), "forwarding to interface %d is not supported", f.DestinationInterface)
 	}
-	return validateTunnel(at, f.OuterHeaderCreation)
+	return validateTunnel(at, ".forwardingParameters", f.OuterHeaderCreation)
 }
 
-// validateTunnel checks a FAR's GTP-U tunnel, if it has one.
-func validateTunnel(at element, o *OuterHeaderCreation) error {
+// validateTunnel checks the GTP-U tunnel, if any, of a FAR's forwarding
+// or duplicating parameters (params).
+func validateTunnel(at element, params string, o *OuterHeaderCreation) error {
+	ohc := params + ".outerHeaderCreation"
 	switch {
 	case o == nil:
 	case !o.Peer.IsValid() || o.Peer.Is4In6() || o.Peer.IsUnspecified() || o.Peer.IsMulticast():
-		field := ".forwardingParameters.outerHeaderCreation.ipv4Address"
+		field := ohc + ".ipv4Address"
 		if o.Peer.Is6() {
-			field = ".forwardingParameters.outerHeaderCreation.ipv6Address"
+			field = ohc + ".ipv6Address"
 		}
 		return invalid(at.field(field), "%v is not a unicast IPv4 or IPv6 address", o.Peer)
 	case o.TEID == 0:
-		return invalid(at.field(".forwardingParameters.outerHeaderCreation.teid"), "must not be 0")
+		return invalid(at.field(ohc+".teid"), "must not be 0")
 	case o.Port != 0 && o.Port != 2152:
-		return invalid(at.field(".forwardingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
+		return invalid(at.field(ohc+".portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
 	}
 	return nil
 }
@@ -182,10 +184,8 @@ func validateDuplicating(at element, d *Forwarding) error {
 		return invalid(at.field(".duplicatingParameters.nextHop"), "the tunnel's peer is the copies' next hop")
 	case !o.Peer.Is4():
 		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.ipv4Address"), "must be an IPv4 address")
-	case o.Port != 0 && o.Port != 2152:
-		return invalid(at.field(".duplicatingParameters.outerHeaderCreation.portNumber"), "GTP-U is sent to port 2152, not %d", o.Port)
 	}
-	return nil
+	return validateTunnel(at, ".duplicatingParameters", o)
 }
 
 func validatePDR(at element, p *PDR, far *FAR) error {
@@ -200,15 +200,15 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		return invalid(at.field(".pdi.ueIPAddress"), "must be an IPv4 address or an IPv6 prefix of /64 or longer")
 	}
 	forward := far.Action == ActionForward
+	if p.waiting() && !forward {
+		return nil
+	}
 	switch p.PDI.SourceInterface {
 	case InterfaceAccess, InterfaceCPFunction:
 		// Both arrive as G-PDUs on N3: from the gNB, or from the CP
 		// function on its way to the UE (N4-u).
 		if p.PDI.TEID == 0 {
 			return invalid(at.field(".pdi.teid"), "a PDR of GTP-U from access or the CP function needs the local TEID")
-		}
-		if p.waiting() && !forward {
-			return nil
 		}
 		if !removesGTPU(p) {
 			return invalid(at.field(".outerHeaderRemoval"), "a PDR of GTP-U from access or the CP function must remove GTP-U/UDP/IP (0, 1 or 6) to forward")
@@ -224,10 +224,7 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 			return invalid(at.field(".farId"), "FAR %d of packets from the CP function must forward to access", far.ID)
 		}
 	case InterfaceCore, InterfaceSGiLAN:
-		switch {
-		case p.waiting() && !forward:
-			return nil
-		case !ue.IsValid() && (p.PDI.TEID == 0 || !removesGTPU(p)):
+		if !ue.IsValid() && (p.PDI.TEID == 0 || !removesGTPU(p)) {
 			return invalid(at.field(".pdi.ueIPAddress"), "a core PDR needs the UE address, or a local F-TEID (N9) and GTP-U/UDP/IP to remove")
 		}
 		// With a local TEID and GTP-U to remove, it is a PDR of G-PDUs
