@@ -29,10 +29,11 @@ const LineSize = 64
 // pageLines is how many lines a 4 KiB page holds.
 const pageLines = 4096 / LineSize
 
-// LoadFloor loads the floor's programs over a table of at least lines
-// cache lines (whole pages of them), created with BPF_F_MMAPABLE if
-// mmapable, as the UPF's lookup tables are.
-func LoadFloor(lines uint32, mmapable bool) (*Floor, error) {
+// LoadFloor loads the floor's programs, or with twoOnly Two alone (the
+// others nil), over a table of at least lines cache lines (whole pages of
+// them), created with BPF_F_MMAPABLE if mmapable, as the UPF's lookup
+// tables are.
+func LoadFloor(lines uint32, mmapable, twoOnly bool) (*Floor, error) {
 	if lines == 0 || lines > 1<<31 {
 		return nil, fmt.Errorf("a floor of %d lines: want 1 to 2^31", lines)
 	}
@@ -61,8 +62,19 @@ func LoadFloor(lines uint32, mmapable bool) (*Floor, error) {
 		return nil, err
 	}
 	var objs floorObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+	var two struct { // what LoadAndAssign loads of the floor with twoOnly
+		floorMaps
+		XdpFloorTwo *ebpf.Program `ebpf:"xdp_floor_two"`
+	}
+	into := any(&objs)
+	if twoOnly {
+		into = &two
+	}
+	if err := spec.LoadAndAssign(into, nil); err != nil {
 		return nil, fmt.Errorf("load the memory floor (%d lines): %w", lines, err)
+	}
+	if twoOnly {
+		objs.floorMaps, objs.XdpFloorTwo = two.floorMaps, two.XdpFloorTwo
 	}
 	return &Floor{One: objs.XdpFloorOne, Two: objs.XdpFloorTwo, TwoNear: objs.XdpFloorTwoNear, TwoCount: objs.XdpFloorTwoCount,
 		lines: objs.Lines, counts: objs.Counts}, nil

@@ -15,13 +15,14 @@ import (
 // and the last value it read in the new source's last octet, whatever line
 // its address picks, and drops a frame too short for an IPv4 header; the
 // table is whole pages of lines. The counting one counts what it bounces.
+// Loaded with two reads alone, the floor has no other program.
 func TestFloor(t *testing.T) {
 	testsupport.NeedRoot(t, "BPF")
-	if _, err := LoadFloor(0, true); err == nil {
+	if _, err := LoadFloor(0, true, false); err == nil {
 		t.Error("a floor of 0 lines loaded")
 	}
 	for _, mmapable := range []bool{true, false} {
-		f, err := LoadFloor(100, mmapable)
+		f, err := LoadFloor(100, mmapable, false)
 		testsupport.CheckLoad(t, err)
 		testsupport.Cleanup(t, f.Close)
 		if f.Lines() != 128 {
@@ -64,6 +65,16 @@ func TestFloor(t *testing.T) {
 		if packets != 3 {
 			t.Errorf("mmapable %v: %d packets counted, want 3", mmapable, packets)
 		}
+	}
+	two, err := LoadFloor(100, false, true)
+	testsupport.CheckLoad(t, err)
+	testsupport.Cleanup(t, two.Close)
+	if two.Two == nil || two.One != nil || two.TwoNear != nil || two.TwoCount != nil || two.Lines() != 128 {
+		t.Errorf("the floor of two reads alone: %+v, %d lines; want Two alone over 128", two, two.Lines())
+	}
+	in := ipv4Frame(t, net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.IP{100, 64, 0, 1})
+	if ret, err := two.Two.Run(&ebpf.RunOptions{Data: in}); err != nil || ret != 3 {
+		t.Errorf("two reads alone: verdict %d (%v), want XDP_TX", ret, err)
 	}
 }
 

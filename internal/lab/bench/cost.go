@@ -35,7 +35,7 @@ type subject struct {
 type costRow struct {
 	sessions                              int
 	install                               time.Duration
-	floorLines                            uint32 // of the floor's table: the UPF's PDR table's
+	floorLines                            uint32 // of the floor's table: the UPF's PDR table's, in whole pages
 	empty, tx, redirect, uplink, downlink rounds
 	floor                                 floorCost
 	spread                                []spreadCost // by --flows
@@ -122,15 +122,15 @@ func n9Count(n int, flows []int) int { return min(n, slices.Min(flows)) }
 func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, row *costRow,
 	teidOf func(int) uint32, flows []int, nRounds int, n9 *n9Frames) error {
 	// The floor's table is the size of the UPF's PDR table, whose lines
-	// are PDRs, and mapped as it is; the same without BPF_F_MMAPABLE says
-	// what that choice costs.
-	row.floorLines = u.Datapath.PDRCapacity()
-	floor, err := baseline.LoadFloor(row.floorLines, true)
+	// are PDRs, in whole pages, and mapped as it is; two reads over the
+	// same without BPF_F_MMAPABLE say what that choice costs.
+	floor, err := baseline.LoadFloor(u.Datapath.PDRCapacity(), true, false)
 	if err != nil {
 		return err
 	}
 	defer floor.Close()
-	plain, err := baseline.LoadFloor(row.floorLines, false)
+	row.floorLines = floor.Lines()
+	plain, err := baseline.LoadFloor(row.floorLines, false, true)
 	if err != nil {
 		return err
 	}
