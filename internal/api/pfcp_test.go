@@ -190,13 +190,7 @@ var (
 // uplinkFrame is inner as the gNB sends it: in a G-PDU to the UPF's N3
 // address on teid, with an UL PDU Session Container carrying qfi.
 func uplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
-	const ulPDUSessionInformation = 0x10
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{ulPDUSessionInformation, qfi}}}}
-	// The outer UDP checksum is 0: GTP-U over IPv4 need not carry one.
-	ip := demo.Serialize(true, &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: gnb.AsSlice(), DstIP: n3.AsSlice()},
-		gopacket.Payload(demo.Serialize(false, &layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))))
-	return demo.Ethernet(upfMAC, gnbMAC, ip)
+	return demo.GTPUFrame(upfMAC, gnbMAC, gnb, n3, teid, []byte{demo.ULPDUSession, qfi}, inner)
 }
 
 // downlinkFrame is inner as it comes from the data network (the same peer

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
@@ -74,19 +73,10 @@ func (c *Collector) Copies() (Direction, error) {
 // Tunnelled is the frame of a copy of inner in a GTP-U tunnel with teid
 // from the UPF's N3 address to the collector; Plain of one without.
 func (c *Collector) Tunnelled(teid uint32, inner []byte) []byte {
-	return Ethernet(c.MAC, c.UPFMAC, GPDU(CollectorAddr, teid, inner))
+	return GTPUFrame(c.MAC, c.UPFMAC, N3Addr, CollectorAddr, teid, nil, inner)
 }
 
 func (c *Collector) Plain(inner []byte) []byte { return Ethernet(c.MAC, c.UPFMAC, inner) }
-
-// GPDU is inner in a G-PDU with teid, without extension headers, from the
-// UPF's N3 address to dst.
-func GPDU(dst netip.Addr, teid uint32, inner []byte) []byte {
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: N3Addr.AsSlice(), DstIP: dst.AsSlice()}
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
-	return Serialize(true, outer, gopacket.Payload(Serialize(false,
-		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gtp, gopacket.Payload(inner))))
-}
 
 // AttachCollector puts xdp_upf on the collector's link too, so that the
 // copies can leave by it; Detach takes it off with the others.

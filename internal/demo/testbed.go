@@ -49,6 +49,10 @@ const (
 	// PDUSessionContainer is the GTP-U extension header type that carries
 	// the QFI (TS 29.281 5.2.1).
 	PDUSessionContainer = 0x85
+	// DLPDUSession and ULPDUSession are the PDU types of a PDU Session
+	// Container (TS 38.415), the high nibble of its first octet.
+	DLPDUSession = 0x00
+	ULPDUSession = 0x10
 )
 
 // Testbed is the demo network with a traffic sink at each far end: veth
@@ -209,34 +213,35 @@ func Ethernet(dst, src net.HardwareAddr, ip []byte) []byte {
 	return Serialize(false, &layers.Ethernet{DstMAC: dst, SrcMAC: src, EthernetType: etype}, gopacket.Payload(ip))
 }
 
-// UplinkFrame is what the gNB sends for an uplink packet of the UE: a G-PDU
-// with an UL PDU Session Container (TS 38.415) carrying qfi.
-func (tb *Testbed) UplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
-		SrcIP: GNBAddr.AsSlice(), DstIP: N3Addr.AsSlice()}
-	// UDP checksum 0: GTP-U over IPv4 need not carry one.
-	ip := Serialize(true, outer, gopacket.Payload(Serialize(false,
-		&layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}, gopacket.Payload(uplinkGTPU(teid, qfi, inner)))))
-	return Ethernet(tb.N3MAC, tb.GNBMAC, ip)
-}
-
-// UplinkFrame6 is UplinkFrame over IPv6, from GNB6Addr to N3Addr6, with
-// the UDP checksum IPv6 requires.
-func (tb *Testbed) UplinkFrame6(teid uint32, qfi uint8, inner []byte) []byte {
-	outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
-		SrcIP: GNB6Addr.AsSlice(), DstIP: N3Addr6.AsSlice()}
+// GTPUFrame is the frame from MAC address from to to of inner in a G-PDU
+// with teid from src to dst, TTL (hop limit) 64: in UDP/IPv6 with the
+// checksum IPv6 requires, or in UDP/IPv4 with none (GTP-U over IPv4 need
+// not carry one). psc is the content of its PDU Session Container (TS
+// 38.415), the PDU type then the QFI; nil: none.
+func GTPUFrame(to, from net.HardwareAddr, src, dst netip.Addr, teid uint32, psc []byte, inner []byte) []byte {
+	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid}
+	if psc != nil {
+		gtp.GTPExtensionHeaders = []layers.GTPExtensionHeader{{Type: PDUSessionContainer, Content: psc}}
+	}
 	udp := &layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}
-	udp.SetNetworkLayerForChecksum(outer)
-	return Ethernet(tb.N3MAC, tb.GNBMAC, Serialize(true, outer, udp, gopacket.Payload(uplinkGTPU(teid, qfi, inner))))
+	if src.Is6() {
+		outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+		udp.SetNetworkLayerForChecksum(outer)
+		return Ethernet(to, from, Serialize(true, outer, udp, gtp, gopacket.Payload(inner)))
+	}
+	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+	return Ethernet(to, from, Serialize(true, outer, gopacket.Payload(Serialize(false, udp, gtp, gopacket.Payload(inner)))))
 }
 
-// uplinkGTPU is a G-PDU with an UL PDU Session Container (TS 38.415)
-// carrying qfi.
-func uplinkGTPU(teid uint32, qfi uint8, inner []byte) []byte {
-	const ulPDUSessionInformation = 0x10
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: PDUSessionContainer, Content: []byte{ulPDUSessionInformation, qfi}}}}
-	return Serialize(false, gtp, gopacket.Payload(inner))
+// UplinkFrame is what the gNB sends for an uplink packet of the UE: a G-PDU
+// with an UL PDU Session Container carrying qfi.
+func (tb *Testbed) UplinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
+	return GTPUFrame(tb.N3MAC, tb.GNBMAC, GNBAddr, N3Addr, teid, []byte{ULPDUSession, qfi}, inner)
+}
+
+// UplinkFrame6 is UplinkFrame over IPv6, from GNB6Addr to N3Addr6.
+func (tb *Testbed) UplinkFrame6(teid uint32, qfi uint8, inner []byte) []byte {
+	return GTPUFrame(tb.N3MAC, tb.GNBMAC, GNB6Addr, N3Addr6, teid, []byte{ULPDUSession, qfi}, inner)
 }
 
 // DownlinkFrame is what the DN sends towards the UE.

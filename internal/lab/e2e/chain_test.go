@@ -68,7 +68,7 @@ func TestChainOverIPv6(t *testing.T) {
 	}
 	const ttl = demo.UETTL
 	uplink := func(ue, dn netip.Addr, teid uint32, qfi uint8) []byte {
-		return gtpuFrame(n.mac["iupf/n3"], n.mac["gnb"], chainGNB, chainIUPFN3, teid, ulPDUSession, qfi, demo.UEPacket(ue, dn, true, ttl))
+		return demo.GTPUFrame(n.mac["iupf/n3"], n.mac["gnb"], chainGNB, chainIUPFN3, teid, []byte{demo.ULPDUSession, qfi}, demo.UEPacket(ue, dn, true, ttl))
 	}
 	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv6), IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}
 
@@ -85,7 +85,7 @@ func TestChainOverIPv6(t *testing.T) {
 		establish(t, smfs, seids[i], steps[i][:1])
 		relays = append(relays, netFlow{name: s.family + " uplink relay", from: gnb, fromKey: "gnb", to: psa, toLink: "n9", filter: gtpu,
 			in: uplink(s.UE, s.dn, s.ULTEID, s.QFI),
-			want: gtpuFrame(n.mac["psa/n9"], n.mac["iupf/n9"], chainIUPFN9, chainPSAN9, s.ULTEID, ulPDUSession, s.QFI,
+			want: demo.GTPUFrame(n.mac["psa/n9"], n.mac["iupf/n9"], chainIUPFN9, chainPSAN9, s.ULTEID, []byte{demo.ULPDUSession, s.QFI},
 				demo.UEPacket(s.UE, s.dn, true, ttl)),
 			check: udp6Checksum})
 	}
@@ -102,7 +102,7 @@ func TestChainOverIPv6(t *testing.T) {
 				want: demo.Ethernet(n.mac["dn"], n.mac["psa/n6"], demo.UEPacket(s.UE, s.dn, true, ttl-1))},
 			netFlow{name: s.family + " downlink", from: dn, fromKey: "dn", to: gnb, toLink: "n3", filter: gtpu,
 				in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(s.UE, s.dn, false, ttl)),
-				want: gtpuFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, s.GNBTEID, dlPDUSession, s.QFI,
+				want: demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, s.GNBTEID, []byte{demo.DLPDUSession, s.QFI},
 					demo.UEPacket(s.UE, s.dn, false, ttl-1)),
 				check: udp6Checksum})
 	}

@@ -6,9 +6,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
@@ -106,15 +103,9 @@ func decapsulated(tb *demo.Testbed, inner []byte) []byte {
 
 // encapsulated is the downlink frame the gNB must receive: the inner packet
 // in a G-PDU with the session's TEID and a DL PDU Session Container with
-// its QFI, from the UPF's N3 address to the gNB's, UDP checksum 0.
+// its QFI, from the UPF's N3 address to the gNB's.
 func encapsulated(tb *demo.Testbed, inner []byte) []byte {
-	const dlPDUSessionInformation = 0x00
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: demo.DownlinkTEID,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{dlPDUSessionInformation, demo.QFI}}}}
-	udp := demo.Serialize(false, &layers.UDP{SrcPort: 2152, DstPort: 2152}, gtp, gopacket.Payload(inner))
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP,
-		SrcIP: demo.N3Addr.AsSlice(), DstIP: demo.GNBAddr.AsSlice()}
-	return demo.Ethernet(tb.GNBMAC, tb.N3MAC, demo.Serialize(true, outer, gopacket.Payload(udp)))
+	return demo.GTPUFrame(tb.GNBMAC, tb.N3MAC, demo.N3Addr, demo.GNBAddr, demo.DownlinkTEID, []byte{demo.DLPDUSession, demo.QFI}, inner)
 }
 
 // reasonCount is the number of packets the data path counted for a reason

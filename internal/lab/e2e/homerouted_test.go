@@ -83,10 +83,10 @@ func TestHomeRoutedRoamingOpen5GS(t *testing.T) {
 	up, down := demo.UEPacket(hrUE, hrDN, true, ttl), demo.UEPacket(hrUE, hrDN, false, ttl)
 	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
 	n.carries(t, []netFlow{
-		{name: "uplink", from: gnb, fromKey: "gnb", in: gtpuFrame(n.mac["vupf/n3"], n.mac["gnb"], hrGNB, hrVN3, vUp.TEID, ulPDUSession, qfi, up),
+		{name: "uplink", from: gnb, fromKey: "gnb", in: demo.GTPUFrame(n.mac["vupf/n3"], n.mac["gnb"], hrGNB, hrVN3, vUp.TEID, []byte{demo.ULPDUSession, qfi}, up),
 			to: dn, toLink: "n6", filter: appFilter, want: demo.Ethernet(n.mac["dn"], n.mac["hupf/n6"], demo.UEPacket(hrUE, hrDN, true, ttl-1))},
 		{name: "downlink", from: dn, fromKey: "dn", in: demo.Ethernet(n.mac["hupf/n6"], n.mac["dn"], down), to: gnb, toLink: "n3", filter: gtpu,
-			want: gtpuFrame(n.mac["gnb"], n.mac["vupf/n3"], hrVN3, hrGNB, gnbTEID, dlPDUSession, qfi, demo.UEPacket(hrUE, hrDN, false, ttl-1))},
+			want: demo.GTPUFrame(n.mac["gnb"], n.mac["vupf/n3"], hrVN3, hrGNB, gnbTEID, []byte{demo.DLPDUSession, qfi}, demo.UEPacket(hrUE, hrDN, false, ttl-1))},
 	})
 
 	// The H-UPF's one URR measures the downlink PDR's octets (no packet

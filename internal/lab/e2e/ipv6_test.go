@@ -102,7 +102,7 @@ func smfOverIPv6(req *message.SessionEstablishmentRequest) {
 // inner packet in a G-PDU with teid and the QFI, from the UPF's IPv6 N3
 // address to the gNB's.
 func encapsulated6(tb *demo.Testbed, teid uint32, inner []byte) []byte {
-	return gtpuFrame(tb.GNBMAC, tb.N3MAC, demo.N3Addr6, demo.GNB6Addr, teid, dlPDUSession, demo.QFI, inner)
+	return demo.GTPUFrame(tb.GNBMAC, tb.N3MAC, demo.N3Addr6, demo.GNB6Addr, teid, []byte{demo.DLPDUSession, demo.QFI}, inner)
 }
 
 // udp6ChecksumVerifies sums an IPv6 frame's UDP datagram with its

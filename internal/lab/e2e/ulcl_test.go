@@ -122,10 +122,10 @@ func TestULCLFree5GC(t *testing.T) {
 
 // uplinkFrame is the gNB's G-PDU of inner to the I-UPF.
 func (n *ulclNet) uplinkFrame(teid uint32, inner []byte) []byte {
-	return gtpuFrame(n.mac["iupf/n3"], n.mac["gnb"], ulclGNB, ulclIUPFN3, teid, ulPDUSession, 9, inner)
+	return demo.GTPUFrame(n.mac["iupf/n3"], n.mac["gnb"], ulclGNB, ulclIUPFN3, teid, []byte{demo.ULPDUSession, 9}, inner)
 }
 
 // downlinkFrame is the I-UPF's G-PDU of inner to the gNB, carrying qfi.
 func (n *ulclNet) downlinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
-	return gtpuFrame(n.mac["gnb"], n.mac["iupf/n3"], ulclIUPFN3, ulclGNB, teid, dlPDUSession, qfi, inner)
+	return demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], ulclIUPFN3, ulclGNB, teid, []byte{demo.DLPDUSession, qfi}, inner)
 }

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/xdp5g/xdp5g/internal/config"
@@ -84,30 +83,6 @@ func upfDaemon(t *testing.T, ns *namespace.Netns, interfaces []string, n3, n9 ne
 	cfg := writeConfig(t, ns.Name, interfaces, []netip.Addr{n3}, []netip.Addr{n9}, pfcpSection(freeLoopbackUDP(t), "heartbeat_interval: 1h"))
 	startDaemon(t, cfg)
 	return cfg
-}
-
-// PDU Session Container types (TS 38.415 §5.5.2), its first octet's high
-// nibble.
-const (
-	dlPDUSession = 0x00
-	ulPDUSession = 0x10
-)
-
-// gtpuFrame is a G-PDU of inner from src to dst with teid and a PDU
-// Session Container of pduType carrying qfi, hop limit (TTL) 64, in
-// UDP/IPv6 with the checksum IPv6 requires or in UDP/IPv4 with none (GTP-U
-// over IPv4 need not carry one).
-func gtpuFrame(to, from net.HardwareAddr, src, dst netip.Addr, teid uint32, pduType, qfi uint8, inner []byte) []byte {
-	gtp := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: teid,
-		GTPExtensionHeaders: []layers.GTPExtensionHeader{{Type: demo.PDUSessionContainer, Content: []byte{pduType, qfi}}}}
-	udp := &layers.UDP{SrcPort: gtpuPort, DstPort: gtpuPort}
-	if src.Is6() {
-		outer := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		udp.SetNetworkLayerForChecksum(outer)
-		return demo.Ethernet(to, from, demo.Serialize(true, outer, udp, gtp, gopacket.Payload(inner)))
-	}
-	outer := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-	return demo.Ethernet(to, from, demo.Serialize(true, outer, gopacket.Payload(demo.Serialize(false, udp, gtp, gopacket.Payload(inner)))))
 }
 
 func check(t *testing.T, err error) {

@@ -238,7 +238,7 @@ func TestDuplicatesReachTheCollector(t *testing.T) {
 			[][]byte{forwarded, li.Tunnelled(ulTEID, ul)})
 	})
 	t.Run("downlink", func(t *testing.T) {
-		forwarded := demo.Ethernet(e.tb.GNBMAC, e.tb.N3MAC, demo.GPDU(demo.GNBAddr, demo.DownlinkTEID, demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL-1)))
+		forwarded := demo.GTPUFrame(e.tb.GNBMAC, e.tb.N3MAC, demo.N3Addr, demo.GNBAddr, demo.DownlinkTEID, nil, demo.UEPacket(demo.UEAddr, demo.DNAddr, false, demo.UETTL-1))
 		arrive(t, gen, e.tb.Downlink(), e.tb.DownlinkFrame(dl), packets, []demo.Direction{e.tb.Downlink(), copies(t, li)},
 			[][]byte{forwarded, li.Tunnelled(dlTEID, dl)})
 	})
