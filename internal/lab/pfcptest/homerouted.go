@@ -95,10 +95,8 @@ func hrFAR(typ uint16, id uint32, action byte, rest ...[]byte) []byte {
 	return pfcpwire.IE(typ, slices.Concat([][]byte{hrU32(108, id), pfcpwire.IE(44, []byte{action, 0})}, rest)...)
 }
 
-// hrTunnel is an Outer Header Creation GTP-U/UDP/IPv4 to an F-TEID.
-func hrTunnel(to FTEID) []byte {
-	return pfcpwire.IE(84, pfcpwire.U16(0x0100), pfcpwire.U32(to.TEID), pfcpwire.IP4(to.Addr))
-}
+// hrTunnel is an Outer Header Creation to an F-TEID.
+func hrTunnel(to FTEID) []byte { return pfcpwire.OuterHeaderCreation(to.TEID, to.Addr) }
 
 // hrSession is what both SMFs add to an establishment: PDN Type IPv4, the
 // User ID (IMSI 001010000000001), the DNN, the S-NSSAI (SST 1).
@@ -106,7 +104,7 @@ var hrSession = slices.Concat(hrU8(113, 1), pfcpwire.IE(141, []byte{0x01, 8, 0x0
 	pfcpwire.IE(159, []byte("\x08internet")), pfcpwire.IE(257, []byte{1, 0xff, 0xff, 0xff}))
 
 func (h *HomeRouted) node(seid uint64) []byte {
-	return slices.Concat(pfcpwire.IE(60, []byte{0}, pfcpwire.IP4(h.SMF)), pfcpwire.IE(57, []byte{0x02}, pfcpwire.U64(seid), pfcpwire.IP4(h.SMF)))
+	return slices.Concat(pfcpwire.NodeID(h.SMF), pfcpwire.FSEID(seid, h.SMF))
 }
 
 // VEstablishment is the V-SMF's Session Establishment Request: the V-UPF
@@ -127,17 +125,17 @@ func (h *HomeRouted) VEstablishment() Step {
 // the V-UPF, FAR 2 to N6, FAR 3 to the SMF; URR 1 measures the downlink,
 // QER 1 the session AMBR with the flow's QFI; BAR 1.
 func (h *HomeRouted) HEstablishment(vDown FTEID) Step {
-	ue := pfcpwire.IE(93, []byte{0x02 | 0x04}, pfcpwire.IP4(h.UE)) // V4, S/D: destination
+	ue := pfcpwire.UEIPAddress(h.UE, true)
 	rs := "permit out 58 from ff02::2/128 to assigned"
 	qfi := hrU8(124, h.QFI)
-	mbr := pfcpwire.IE(26, pfcpwire.U64(h.AMBRKbps[0])[3:], pfcpwire.U64(h.AMBRKbps[1])[3:])
+	mbr := pfcpwire.MBR(h.AMBRKbps[0], h.AMBRKbps[1])
 	return Step{Name: "the session at the H-UPF", UPF: HUPF, CPSEID: h.HCPSEID, Establishment: true, ies: slices.Concat(h.node(h.HCPSEID),
 		hrPDR(1, o5gsPrecedence, slices.Concat(hrU8(20, hrCore), hrDNN, ue, hrU8(160, itN6)), hrU32(108, 1), hrU32(81, 1), hrU32(109, 1)),
 		hrPDR(2, o5gsPrecedence, slices.Concat(hrU8(20, hrAccess), hrChooseFlow, hrDNN, qfi, hrU8(160, itN9Roaming)),
 			hrOHR, hrU32(108, 2), hrU32(109, 1)),
 		hrPDR(3, o5gsCPPrecedence, slices.Concat(hrU8(20, hrCPFunction), hrChooseAny), hrOHR, hrU32(108, 1)),
 		hrPDR(4, o5gsCPPrecedence, slices.Concat(hrU8(20, hrAccess), hrChooseFlow, hrDNN,
-			pfcpwire.IE(23, []byte{0x01, 0}, pfcpwire.U16(uint16(len(rs))), []byte(rs)), hrU8(160, itN9Roaming)), hrOHR, hrU32(108, 3)),
+			pfcpwire.SDFFilter(rs), hrU8(160, itN9Roaming)), hrOHR, hrU32(108, 3)),
 		hrFAR(3, 1, aaFORW, pfcpwire.IE(4, hrU8(42, hrAccess), hrDNN, hrTunnel(vDown), hrU8(160, itN9Roaming))),
 		hrFAR(3, 2, aaFORW, pfcpwire.IE(4, hrU8(42, hrCore), hrDNN, hrU8(160, itN6))),
 		hrFAR(3, 3, aaFORW, pfcpwire.IE(4, hrU8(42, hrCPFunction), hrTunnel(FTEID{uint32(h.HCPSEID), h.SMF}))),

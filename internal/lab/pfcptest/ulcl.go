@@ -71,14 +71,13 @@ type Step struct {
 // Message encodes the step's request with the header SEID (0 for an
 // establishment, the UP SEID for a modification) and sequence number.
 func (s Step) Message(seid uint64, seq uint32) []byte {
-	typ := byte(52) // Session Modification Request
+	typ := uint8(52) // Session Modification Request
 	if s.Establishment {
 		typ = 50
 	}
-	body := slices.Concat(pfcpwire.U64(seid), pfcpwire.U32(seq<<8), s.ies)
-	b := slices.Concat([]byte{0x21, typ}, pfcpwire.U16(uint16(len(body))), body)
+	b := pfcpwire.Message(typ, true, seid, seq, s.ies)
 	if !s.Establishment && s.Priority != 0 {
-		b[0], b[15] = b[0]|0x02, s.Priority<<4 // MP
+		b[0], b[15] = b[0]|0x02, s.Priority<<4 // MP, and the priority in the header's last octet
 	}
 	return b
 }
@@ -99,30 +98,8 @@ func (u *ULCL) Steps() []Step {
 		urrMAQE      = 0x10
 	)
 	ni := pfcpwire.IE(22, []byte{8}, []byte("internet")) // Network Instance, as a DNN
-	ue := func(sd bool) []byte {
-		flags := byte(0x02) // V4
-		if u.UE.Is6() {
-			flags = 0x01 // V6
-		}
-		if sd {
-			flags |= 0x04
-		}
-		return pfcpwire.IE(93, []byte{flags}, u.UE.AsSlice())
-	}
-	fteid := func(teid uint32, at netip.Addr) []byte {
-		flags := byte(0x01) // V4
-		if at.Is6() {
-			flags = 0x02 // V6
-		}
-		return pfcpwire.IE(21, []byte{flags}, pfcpwire.U32(teid), at.AsSlice())
-	}
-	ohc := func(teid uint32, to netip.Addr) []byte {
-		desc := uint16(0x0100) // GTP-U/UDP/IPv4
-		if to.Is6() {
-			desc = 0x0200 // GTP-U/UDP/IPv6
-		}
-		return pfcpwire.IE(84, pfcpwire.U16(desc), pfcpwire.U32(teid), to.AsSlice())
-	}
+	ue := func(sd bool) []byte { return pfcpwire.UEIPAddress(u.UE, sd) }
+	fteid, ohc := pfcpwire.FTEID, pfcpwire.OuterHeaderCreation
 	ids := func(typ uint16, ids ...uint32) []byte {
 		var b []byte
 		for _, id := range ids {
@@ -153,12 +130,12 @@ func (u *ULCL) Steps() []Step {
 	qer := func(id uint32, ambr bool) []byte {
 		b := slices.Concat(pfcpwire.IE(109, pfcpwire.U32(id)), pfcpwire.IE(25, []byte{0}))
 		if ambr {
-			b = append(b, pfcpwire.IE(26, pfcpwire.U64(u.AMBRKbps[0])[3:], pfcpwire.U64(u.AMBRKbps[1])[3:])...)
+			b = append(b, pfcpwire.MBR(u.AMBRKbps[0], u.AMBRKbps[1])...)
 		}
 		return pfcpwire.IE(7, b, pfcpwire.IE(124, []byte{u.QFI}))
 	}
 	node := func(cpSEID uint64) []byte {
-		return slices.Concat(pfcpwire.IE(60, []byte{0}, pfcpwire.IP4(u.SMF)), u.fseid(cpSEID))
+		return slices.Concat(pfcpwire.NodeID(u.SMF), u.fseid(cpSEID))
 	}
 	pdnType := pfcpwire.IE(113, []byte{1}) // IPv4
 	if u.UE.Is6() {
@@ -197,7 +174,7 @@ func (u *ULCL) Steps() []Step {
 				urr(3, urrMBQE), urr(4, urrMAQE), qer(1, true), pdnType)},
 		{Name: "the branching point at the I-UPF", UPF: IUPF, CPSEID: cp(IUPF), Priority: free5GCPriority, ies: slices.Concat(u.fseid(cp(IUPF)),
 			pfcpwire.IE(1, pdr(3, branching, slices.Concat(pfcpwire.IE(20, []byte{access}), fteid(u.ULTEID, u.IUPFN3), ni, ue(false),
-				pfcpwire.IE(23, []byte{0x01, 0}, pfcpwire.U16(uint16(len(flow))), []byte(flow))), true, 3, []uint32{5, 6}, []uint32{1})),
+				pfcpwire.SDFFilter(flow)), true, 3, []uint32{5, 6}, []uint32{1})),
 			pfcpwire.IE(1, iupfDown(4, 4, 1)),
 			far(3, 3, pfcpwire.IE(42, []byte{core}), ni, ohc(u.ULTEID, u.PSAN9[1])), far(3, 4, gnbFAR...))},
 		{Name: "the downlink at the local PSA", UPF: LocalPSA, CPSEID: cp(LocalPSA), Priority: free5GCPriority, ies: slices.Concat(u.fseid(cp(LocalPSA)),
@@ -220,7 +197,5 @@ func (u *ULCL) removal() byte {
 	return 0
 }
 
-// fseid is the CP F-SEID IE: V4, the SEID, the SMF's address.
-func (u *ULCL) fseid(seid uint64) []byte {
-	return pfcpwire.IE(57, []byte{0x02}, pfcpwire.U64(seid), pfcpwire.IP4(u.SMF))
-}
+// fseid is the CP F-SEID IE at the SMF's address.
+func (u *ULCL) fseid(seid uint64) []byte { return pfcpwire.FSEID(seid, u.SMF) }

@@ -47,7 +47,6 @@ const (
 	ieSourceInterface      = 20
 	ieFTEID                = 21
 	ieGateStatus           = 25
-	ieMBR                  = 26
 	iePrecedence           = 29
 	ieVolumeThreshold      = 31
 	ieReportingTriggers    = 37
@@ -56,7 +55,6 @@ const (
 	iePFCPSMReqFlags       = 49
 	iePDRID                = 56
 	ieFSEID                = 57
-	ieNodeID               = 60
 	ieMeasurementMethod    = 62
 	ieMeasurementPeriod    = 64
 	ieVolumeMeasurement    = 66
@@ -64,7 +62,6 @@ const (
 	ieUsageReportDelResp   = 79
 	ieUsageReportReport    = 80
 	ieURRID                = 81
-	ieOuterHeaderCreation  = 84
 	ieCreateBAR            = 85
 	ieBARID                = 88
 	ieUEIPAddress          = 93
@@ -220,7 +217,7 @@ func (s *smf) close() {
 	<-s.done
 }
 
-func (s *smf) nodeID() []byte { return pfcpwire.IE(ieNodeID, pfcpwire.U8(0), pfcpwire.IP4(s.addr)) }
+func (s *smf) nodeID() []byte { return pfcpwire.NodeID(s.addr) }
 
 // request sends a request and returns its response, retransmitting it
 // every T1, N1 times at most.
@@ -430,11 +427,11 @@ type established struct {
 func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, error) {
 	fteid := pfcpwire.IE(ieFTEID, pfcpwire.U8(0x05)) // V4, CH
 	if spec.teid != 0 {
-		fteid = pfcpwire.IE(ieFTEID, pfcpwire.U8(0x01), pfcpwire.U32(spec.teid), pfcpwire.IP4(n3))
+		fteid = pfcpwire.FTEID(spec.teid, n3)
 	}
 	uplinkUE, downlinkUE := pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x12)), pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x16)) // V4, CHV4; S/D
 	if spec.ue.IsValid() {
-		uplinkUE, downlinkUE = pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x02), pfcpwire.IP4(spec.ue)), pfcpwire.IE(ieUEIPAddress, pfcpwire.U8(0x06), pfcpwire.IP4(spec.ue))
+		uplinkUE, downlinkUE = pfcpwire.UEIPAddress(spec.ue, false), pfcpwire.UEIPAddress(spec.ue, true)
 	}
 	action := []byte{actionFORW, 0}
 	gnbFAR := []byte(nil)
@@ -443,7 +440,7 @@ func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, erro
 		gnbFAR = pfcpwire.IE(ieBARID, pfcpwire.U8(barID))
 	}
 	m, err := s.accepted("establishment", msgEstablishmentRequest, true, 0, s.nodeID(),
-		pfcpwire.IE(ieFSEID, pfcpwire.U8(0x02), pfcpwire.U64(spec.cpSEID), pfcpwire.IP4(s.addr)),
+		pfcpwire.FSEID(spec.cpSEID, s.addr),
 		pfcpwire.IE(ieCreatePDR, pfcpwire.IE(iePDRID, pfcpwire.U16(1)), pfcpwire.IE(iePrecedence, pfcpwire.U32(255)),
 			pfcpwire.IE(iePDI, pfcpwire.IE(ieSourceInterface, pfcpwire.U8(0)), fteid, uplinkUE, pfcpwire.IE(ieQFI, pfcpwire.U8(9))),
 			pfcpwire.IE(ieOuterHeaderRemoval, pfcpwire.U8(0)), pfcpwire.IE(ieFARID, pfcpwire.U32(uplinkFAR)), pfcpwire.IE(ieQERID, pfcpwire.U32(1)), pfcpwire.IE(ieURRID, pfcpwire.U32(urrID))),
@@ -454,9 +451,9 @@ func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, erro
 			pfcpwire.IE(ieForwardingParameters, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(1)))),
 		pfcpwire.IE(ieCreateFAR, pfcpwire.IE(ieFARID, pfcpwire.U32(downlinkFAR)), pfcpwire.IE(ieApplyAction, action),
 			pfcpwire.IE(ieForwardingParameters, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(0)),
-				pfcpwire.IE(ieOuterHeaderCreation, pfcpwire.U16(0x0100), pfcpwire.U32(spec.gnbTEID), pfcpwire.IP4(gnb))), gnbFAR),
+				pfcpwire.OuterHeaderCreation(spec.gnbTEID, gnb)), gnbFAR),
 		pfcpwire.IE(ieCreateQER, pfcpwire.IE(ieQERID, pfcpwire.U32(1)), pfcpwire.IE(ieGateStatus, pfcpwire.U8(0)),
-			pfcpwire.IE(ieMBR, kbps(10_000_000), kbps(10_000_000)), pfcpwire.IE(ieQFI, pfcpwire.U8(9))),
+			pfcpwire.MBR(10_000_000, 10_000_000), pfcpwire.IE(ieQFI, pfcpwire.U8(9))),
 		pfcpwire.IE(ieCreateURR, pfcpwire.IE(ieURRID, pfcpwire.U32(urrID)), pfcpwire.IE(ieMeasurementMethod, pfcpwire.U8(0x02)),
 			pfcpwire.IE(ieReportingTriggers, pfcpwire.U8(triggerPERIO|triggerVOLTH), pfcpwire.U8(0), pfcpwire.U8(0)),
 			pfcpwire.IE(ieMeasurementPeriod, pfcpwire.U32(periodSecond)), pfcpwire.IE(ieVolumeThreshold, pfcpwire.U8(0x01), pfcpwire.U64(threshold))),
@@ -490,15 +487,12 @@ func (s *smf) establish(spec sessionSpec, n3, gnb netip.Addr) (established, erro
 	return e, nil
 }
 
-// kbps is a bit rate of an MBR (§8.2.8): 5 octets.
-func kbps(v uint64) []byte { return pfcpwire.U64(v)[3:] }
-
 // forward moves a session's downlink FAR to forward to a gNB tunnel.
 func (s *smf) forward(upSEID uint64, gnbTEID uint32, gnb netip.Addr) error {
 	_, err := s.accepted("modification", msgModificationRequest, true, upSEID,
 		pfcpwire.IE(ieUpdateFAR, pfcpwire.IE(ieFARID, pfcpwire.U32(downlinkFAR)), pfcpwire.IE(ieApplyAction, []byte{actionFORW, 0}),
 			pfcpwire.IE(ieUpdateForwarding, pfcpwire.IE(ieDestinationInterface, pfcpwire.U8(0)),
-				pfcpwire.IE(ieOuterHeaderCreation, pfcpwire.U16(0x0100), pfcpwire.U32(gnbTEID), pfcpwire.IP4(gnb)))))
+				pfcpwire.OuterHeaderCreation(gnbTEID, gnb))))
 	return err
 }
 
