@@ -42,11 +42,9 @@ var (
 // reports exactly what it carried of each session.
 func TestChainOverIPv6(t *testing.T) {
 	n := newUPFNet(t)
-	gnb, iupf, psa, dn := n.netns(t, "chain-gnb"), n.netns(t, "chain-iupf"), n.netns(t, "chain-psa"), n.netns(t, "chain-dn")
-	n.link(t, netEnd{gnb, "gnb", "n3", []netip.Addr{chainGNB}}, netEnd{iupf, "iupf/n3", "n3", []netip.Addr{chainIUPFN3}})
-	n.link(t, netEnd{iupf, "iupf/n9", "n9", []netip.Addr{chainIUPFN9}}, netEnd{psa, "psa/n9", "n9", []netip.Addr{chainPSAN9}})
-	n.link(t, netEnd{psa, "psa/n6", "n6", chainPSAN6}, netEnd{dn, "dn", "n6", chainDN})
-	check(t, psa.AddAddr("lo", netip.PrefixFrom(chainPSAN3, 128).String()))
+	gnb, iupf, psa, dn := n.path(t, upfPath{gnb: pathNode{"chain-gnb", "gnb"}, first: pathNode{"chain-iupf", "iupf"},
+		second: pathNode{"chain-psa", "psa"}, dn: pathNode{"chain-dn", "dn"}, gnbAddr: chainGNB, firstN3: chainIUPFN3,
+		firstN9: chainIUPFN9, secondN9: chainPSAN9, secondN3: chainPSAN3, secondN6: chainPSAN6, dnAddrs: chainDN})
 
 	// free5GC's TEIDs, the same at every UPF of a path; two sessions, each
 	// of its own QoS flow.
@@ -114,7 +112,7 @@ func TestChainOverIPv6(t *testing.T) {
 		want := []volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, pfcpPackets),
 			pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
 		for upf, smf := range smfs {
-			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, want[upf])
+			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, allVolumes, want[upf])
 		}
 	}
 }

@@ -37,15 +37,11 @@ var (
 // with the flow's QFI; the H-UPF reports the downlink it measured
 // exactly, the V-UPF nothing.
 func TestHomeRoutedRoamingOpen5GS(t *testing.T) {
-	n := &ulclNet{upfNet: newUPFNet(t)} // the ends' MACs and indexes
-	gnb, vupf, hupf, dn := n.netns(t, "hr-gnb"), n.netns(t, "hr-vupf"), n.netns(t, "hr-hupf"), n.netns(t, "hr-dn")
-	addrs := func(a netip.Addr) []netip.Addr { return []netip.Addr{a} }
-	n.link(t, netEnd{gnb, "gnb", "n3", addrs(hrGNB)}, netEnd{vupf, "vupf/n3", "n3", addrs(hrVN3)})
-	n.link(t, netEnd{vupf, "vupf/n9", "n9", addrs(hrVN9)}, netEnd{hupf, "hupf/n9", "n9", addrs(hrHN9)})
-	n.link(t, netEnd{hupf, "hupf/n6", "n6", addrs(hrHN6)}, netEnd{dn, "dn", "n6", addrs(hrDN)})
-	// The H-UPF serves no gNB; it has an N3 address all the same.
+	n := newUPFNet(t)
 	hN3 := netip.MustParseAddr("10.220.99.1")
-	check(t, hupf.AddAddr("lo", netip.PrefixFrom(hN3, 32).String()))
+	gnb, vupf, hupf, dn := n.path(t, upfPath{gnb: pathNode{"hr-gnb", "gnb"}, first: pathNode{"hr-vupf", "vupf"},
+		second: pathNode{"hr-hupf", "hupf"}, dn: pathNode{"hr-dn", "dn"}, gnbAddr: hrGNB, firstN3: hrVN3, firstN9: hrVN9,
+		secondN9: hrHN9, secondN3: hN3, secondN6: []netip.Addr{hrHN6}, dnAddrs: []netip.Addr{hrDN}})
 	cfgs := []*config.Config{
 		pfcptest.VUPF: upfDaemon(t, vupf, []string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"}, hrVN3, hrVN9),
 		pfcptest.HUPF: upfDaemon(t, hupf, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"}, hN3, hrHN9),
@@ -91,18 +87,7 @@ func TestHomeRoutedRoamingOpen5GS(t *testing.T) {
 
 	// The H-UPF's one URR measures the downlink PDR's octets (no packet
 	// counts: Open5GS asks for none); the V-UPF has none.
-	reports, err := smfs[pfcptest.HUPF].DeleteUsage(hSEID)
-	check(t, err)
 	dl := uint64(len(down)) * pfcpPackets
-	if len(reports) != 1 {
-		t.Errorf("the H-UPF: %d usage reports, want 1", len(reports))
-	}
-	for _, r := range reports {
-		u, err := pfcptest.ParseUsageReport(r)
-		check(t, err)
-		if got, want := volumesOf(u.Volume), (volumes{dl, 0, dl, 0, 0, 0}); u.Volume.Flags != 0x07 || got != want { // TOVOL, ULVOL, DLVOL
-			t.Errorf("the H-UPF, URR %d: measured %v (flags %#x), want %v (flags 0x7)", u.URRID, got, u.Volume.Flags, want)
-		}
-	}
-	usedExactly(t, "the V-UPF", smfs[pfcptest.VUPF], vSEID, 0, volumes{})
+	usedExactly(t, "the H-UPF", smfs[pfcptest.HUPF], hSEID, 1, 0x07, volumes{dl, 0, dl, 0, 0, 0}) // TOVOL, ULVOL, DLVOL
+	usedExactly(t, "the V-UPF", smfs[pfcptest.VUPF], vSEID, 0, 0, volumes{})
 }

@@ -32,6 +32,7 @@ var (
 	ulclLocalN   = netip.MustParseAddr("10.210.16.1")
 	ulclLocalD   = netip.MustParseAddr("10.210.16.2") // the local destination
 	ulclUE       = netip.MustParseAddr("10.60.0.1")
+	ulclPSAN3    = netip.MustParseAddr("10.210.99.1") // each PSA's, on its loopback
 )
 
 // ulclNet is the namespaces of the ULCL network and its links.
@@ -43,19 +44,14 @@ type ulclNet struct {
 func newULCLNet(t *testing.T) *ulclNet {
 	t.Helper()
 	n := &ulclNet{upfNet: newUPFNet(t)}
-	for _, ns := range []struct {
-		p    **namespace.Netns
-		name string
-	}{{&n.gnb, "ulcl-gnb"}, {&n.iupf, "ulcl-iupf"}, {&n.central, "ulcl-psa1"}, {&n.local, "ulcl-psa2"},
-		{&n.centralDN, "ulcl-dn1"}, {&n.localDN, "ulcl-dn2"}} {
-		*ns.p = n.netns(t, ns.name)
-	}
-	addrs := func(a netip.Addr) []netip.Addr { return []netip.Addr{a} }
-	n.link(t, netEnd{n.gnb, "gnb", "n3", addrs(ulclGNB)}, netEnd{n.iupf, "iupf/n3", "n3", addrs(ulclIUPFN3)})
-	n.link(t, netEnd{n.iupf, "iupf/n9a", "n9a", addrs(ulclIUPFN9)}, netEnd{n.central, "central/n9", "n9", addrs(ulclCentral)})
-	n.link(t, netEnd{n.iupf, "iupf/n9b", "n9b", addrs(ulclIUPFN9b)}, netEnd{n.local, "local/n9", "n9", addrs(ulclLocal)})
-	n.link(t, netEnd{n.central, "central/n6", "n6", addrs(ulclCentralN)}, netEnd{n.centralDN, "centralDN", "n6", addrs(ulclCentralD)})
-	n.link(t, netEnd{n.local, "local/n6", "n6", addrs(ulclLocalN)}, netEnd{n.localDN, "localDN", "n6", addrs(ulclLocalD)})
+	n.gnb, n.iupf, n.central, n.centralDN = n.path(t, upfPath{gnb: pathNode{"ulcl-gnb", "gnb"}, first: pathNode{"ulcl-iupf", "iupf"},
+		second: pathNode{"ulcl-psa1", "central"}, dn: pathNode{"ulcl-dn1", "centralDN"}, firstN9Link: "n9a",
+		gnbAddr: ulclGNB, firstN3: ulclIUPFN3, firstN9: ulclIUPFN9, secondN9: ulclCentral, secondN3: ulclPSAN3,
+		secondN6: []netip.Addr{ulclCentralN}, dnAddrs: []netip.Addr{ulclCentralD}})
+	n.local, n.localDN = n.netns(t, "ulcl-psa2"), n.netns(t, "ulcl-dn2")
+	n.link(t, netEnd{n.iupf, "iupf/n9b", "n9b", []netip.Addr{ulclIUPFN9b}}, netEnd{n.local, "local/n9", "n9", []netip.Addr{ulclLocal}})
+	n.link(t, netEnd{n.local, "local/n6", "n6", []netip.Addr{ulclLocalN}}, netEnd{n.localDN, "localDN", "n6", []netip.Addr{ulclLocalD}})
+	check(t, n.local.AddAddr("lo", netip.PrefixFrom(ulclPSAN3, 32).String()))
 	// The local PSA reaches the I-UPF's N9 address over n9b.
 	check(t, n.local.AddRoute(netip.PrefixFrom(ulclIUPFN9, 32).String(), ulclIUPFN9b.String(), "n9"))
 	return n
@@ -69,18 +65,13 @@ func newULCLNet(t *testing.T) *ulclNet {
 // it carried.
 func TestULCLFree5GC(t *testing.T) {
 	n := newULCLNet(t)
-	// A PSA serves no gNB; it has an N3 address all the same.
-	psaN3 := netip.MustParseAddr("10.210.99.1")
-	for _, ns := range []*namespace.Netns{n.central, n.local} {
-		check(t, ns.AddAddr("lo", netip.PrefixFrom(psaN3, 32).String()))
-	}
 	cfgs := []*config.Config{
 		pfcptest.IUPF: upfDaemon(t, n.iupf, []string{"{name: n3, roles: [access]}", "{name: n9a, roles: [access, core]}",
 			"{name: n9b, roles: [access]}"}, ulclIUPFN3, ulclIUPFN9),
 		pfcptest.CentralPSA: upfDaemon(t, n.central, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
-			psaN3, ulclCentral),
+			ulclPSAN3, ulclCentral),
 		pfcptest.LocalPSA: upfDaemon(t, n.local, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
-			psaN3, ulclLocal),
+			ulclPSAN3, ulclLocal),
 	}
 	const qfi, ulTEID, dlTEID, gnbTEID = 9, 0x5a01, 0x5a02, 0x9001
 	ulcl := pfcptest.ULCL{SMF: netip.MustParseAddr("127.0.0.1"), CPSEID: 0x1001, IUPFN3: ulclIUPFN3, IUPFN9: ulclIUPFN9,
@@ -116,7 +107,7 @@ func TestULCLFree5GC(t *testing.T) {
 	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets),
 		pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
 	for upf, smf := range smfs {
-		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], 2, want[upf])
+		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], 2, allVolumes, want[upf])
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
 	"testing"
@@ -76,6 +77,36 @@ func (n *upfNet) link(t *testing.T, a, b netEnd) {
 	}
 }
 
+// pathNode is a node of a upfPath: its namespace's name, and the key of
+// its links' ends (a UPF's: key/link).
+type pathNode struct{ name, key string }
+
+// upfPath is a path through two UPFs with its links' addresses,
+//
+//	gNB ─n3─ first ─n9─ second ─n6─ DN
+//
+// the first's N9 link named firstN9Link ("": n9), the second's N3 address
+// on its loopback: a PSA serves no gNB; it has an N3 address all the same.
+type upfPath struct {
+	gnb, first, second, dn                        pathNode
+	firstN9Link                                   string
+	gnbAddr, firstN3, firstN9, secondN9, secondN3 netip.Addr
+	secondN6, dnAddrs                             []netip.Addr
+}
+
+// path makes the namespaces of p and their links, and returns the
+// namespaces: the gNB's, the first UPF's, the second's, the DN's.
+func (n *upfNet) path(t *testing.T, p upfPath) (gnb, first, second, dn *namespace.Netns) {
+	t.Helper()
+	gnb, first, second, dn = n.netns(t, p.gnb.name), n.netns(t, p.first.name), n.netns(t, p.second.name), n.netns(t, p.dn.name)
+	n9 := cmp.Or(p.firstN9Link, "n9")
+	n.link(t, netEnd{gnb, p.gnb.key, "n3", []netip.Addr{p.gnbAddr}}, netEnd{first, p.first.key + "/n3", "n3", []netip.Addr{p.firstN3}})
+	n.link(t, netEnd{first, p.first.key + "/" + n9, n9, []netip.Addr{p.firstN9}}, netEnd{second, p.second.key + "/n9", "n9", []netip.Addr{p.secondN9}})
+	n.link(t, netEnd{second, p.second.key + "/n6", "n6", p.secondN6}, netEnd{dn, p.dn.key, "n6", p.dnAddrs})
+	check(t, second.AddAddr("lo", netip.PrefixFrom(p.secondN3, p.secondN3.BitLen()).String()))
+	return gnb, first, second, dn
+}
+
 // upfDaemon starts a UPF daemon in ns serving PFCP on a loopback port of
 // its own, and returns its configuration.
 func upfDaemon(t *testing.T, ns *namespace.Netns, interfaces []string, n3, n9 netip.Addr) *config.Config {
@@ -137,8 +168,8 @@ func (n *upfNet) carries(t *testing.T, flows []netFlow) {
 
 // usedExactly deletes a session and checks its usage reports: n (free5GC
 // asks for two URRs, one measuring before QoS enforcement and one after),
-// each of want.
-func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, n int, want volumes) {
+// each of want, measured as flags say (Volume Measurement flags).
+func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, n int, flags uint8, want volumes) {
 	t.Helper()
 	reports, err := smf.DeleteUsage(seid)
 	check(t, err)
@@ -148,8 +179,8 @@ func usedExactly(t *testing.T, what string, smf *pfcptest.SMF, seid uint64, n in
 	for _, r := range reports {
 		u, err := pfcptest.ParseUsageReport(r)
 		check(t, err)
-		if got := volumesOf(u.Volume); u.Volume.Flags&allVolumes != allVolumes || got != want {
-			t.Errorf("%s, URR %d: measured %v (flags %#x), want %v", what, u.URRID, got, u.Volume.Flags, want)
+		if got := volumesOf(u.Volume); u.Volume.Flags != flags || got != want {
+			t.Errorf("%s, URR %d: measured %v (flags %#x), want %v (flags %#x)", what, u.URRID, got, u.Volume.Flags, want, flags)
 		}
 	}
 }
