@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/gopacket/gopacket"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -183,4 +184,22 @@ func FrameDiff(got, want []byte) string {
 		i++
 	}
 	return fmt.Sprintf("frames differ from byte %d\ngot %d bytes:\n%swant %d bytes:\n%s", i, len(got), hex.Dump(got), len(want), hex.Dump(want))
+}
+
+// UDP6Checksum checks on its own the UDP checksum of an untagged Ethernet
+// frame of IPv6: not 0, and the sum over the pseudo-header and the
+// datagram all ones.
+func UDP6Checksum(frame []byte) error {
+	const ethLen, ipv6Len, udpProto = 14, 40, 17
+	if len(frame) < ethLen+ipv6Len+8 {
+		return fmt.Errorf("a frame of %d bytes holds no UDP/IPv6 header", len(frame))
+	}
+	ip := frame[ethLen:]
+	udp := ip[ipv6Len:]
+	pseudo := append(append([]byte{}, ip[8:ipv6Len]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, udpProto)
+	sum := gopacket.FoldChecksum(gopacket.ComputeChecksum(udp, gopacket.ComputeChecksum(pseudo, 0)))
+	if udp[6] == 0 && udp[7] == 0 || sum != 0 {
+		return fmt.Errorf("UDP checksum %#04x does not verify", uint16(udp[6])<<8|uint16(udp[7]))
+	}
+	return nil
 }

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // FrameDiff is empty for the same bytes, and else names the first byte
@@ -68,5 +72,39 @@ func TestGo(t *testing.T) {
 	})
 	if !errors.Is(returned, context.Canceled) {
 		t.Errorf("Go's function returned after %v, want its context cancelled", returned)
+	}
+}
+
+// UDP6Checksum takes the checksum gopacket computes, and refuses one off
+// by a bit, 0, and a frame too short for the headers.
+func TestUDP6Checksum(t *testing.T) {
+	ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+	udp := &layers.UDP{SrcPort: 2152, DstPort: 2152}
+	if err := udp.SetNetworkLayerForChecksum(ip); err != nil {
+		t.Fatal(err)
+	}
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		&layers.Ethernet{DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv6}, ip, udp, gopacket.Payload("payload")); err != nil {
+		t.Fatal(err)
+	}
+	frame := buf.Bytes()
+	if err := UDP6Checksum(frame); err != nil {
+		t.Errorf("gopacket's checksum: %v", err)
+	}
+	const at = 14 + 40 + 6 // the checksum's offset
+	for name, edit := range map[string]func(f []byte){
+		"off by a bit": func(f []byte) { f[at+1] ^= 1 },
+		"0":            func(f []byte) { f[at], f[at+1] = 0, 0 },
+	} {
+		f := slices.Clone(frame)
+		edit(f)
+		if err := UDP6Checksum(f); err == nil {
+			t.Errorf("a checksum %s verifies", name)
+		}
+	}
+	if err := UDP6Checksum(frame[:at]); err == nil {
+		t.Error("a frame short of a UDP header verifies")
 	}
 }

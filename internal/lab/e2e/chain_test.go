@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // The I-UPF chain over IPv6: a gNB, an I-UPF and a PSA, each UPF a daemon
@@ -85,7 +85,7 @@ func TestChainOverIPv6(t *testing.T) {
 			in: uplink(s.UE, s.dn, s.ULTEID, s.QFI),
 			want: demo.GTPUFrame(n.mac["psa/n9"], n.mac["iupf/n9"], chainIUPFN9, chainPSAN9, s.ULTEID, []byte{demo.ULPDUSession, s.QFI},
 				demo.UEPacket(s.UE, s.dn, true, ttl)),
-			check: udp6Checksum})
+			check: testsupport.UDP6Checksum})
 	}
 	n.carries(t, relays)
 
@@ -102,7 +102,7 @@ func TestChainOverIPv6(t *testing.T) {
 				in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(s.UE, s.dn, false, ttl)),
 				want: demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, s.GNBTEID, []byte{demo.DLPDUSession, s.QFI},
 					demo.UEPacket(s.UE, s.dn, false, ttl-1)),
-				check: udp6Checksum})
+				check: testsupport.UDP6Checksum})
 	}
 	n.carries(t, flows)
 
@@ -115,12 +115,4 @@ func TestChainOverIPv6(t *testing.T) {
 			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, allVolumes, want[upf])
 		}
 	}
-}
-
-// udp6Checksum checks the UDP checksum of a frame over IPv6.
-func udp6Checksum(frame []byte) error {
-	if !udp6ChecksumVerifies(frame) {
-		return errors.New("the UDP checksum does not verify")
-	}
-	return nil
 }

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 
@@ -71,8 +68,8 @@ func TestIPv6Transport(t *testing.T) {
 				t.Fatal(err)
 			}
 			testsupport.EqualFrames(t, sample, encapsulated6(tb, gnbTEID, demo.UEPacket(ue, c.dn, false, demo.UETTL-1)))
-			if !udp6ChecksumVerifies(sample) {
-				t.Error("the downlink's UDP checksum does not verify")
+			if err := testsupport.UDP6Checksum(sample); err != nil {
+				t.Errorf("the downlink: %v", err)
 			}
 			if err := smf.Delete(sess.SEID); err != nil {
 				t.Fatal(err)
@@ -103,14 +100,4 @@ func smfOverIPv6(req *message.SessionEstablishmentRequest) {
 // address to the gNB's.
 func encapsulated6(tb *demo.Testbed, teid uint32, inner []byte) []byte {
 	return demo.GTPUFrame(tb.GNBMAC, tb.N3MAC, demo.N3Addr6, demo.GNB6Addr, teid, []byte{demo.DLPDUSession, demo.QFI}, inner)
-}
-
-// udp6ChecksumVerifies sums an IPv6 frame's UDP datagram with its
-// pseudo-header: all ones when the checksum is right.
-func udp6ChecksumVerifies(frame []byte) bool {
-	ip := frame[14:]
-	udp := ip[40:]
-	pseudo := append(append([]byte{}, ip[8:40]...), 0, 0, 0, 0, 0, 0, 0, byte(layers.IPProtocolUDP))
-	binary.BigEndian.PutUint16(pseudo[34:], uint16(len(udp)))
-	return gopacket.FoldChecksum(gopacket.ComputeChecksum(udp, gopacket.ComputeChecksum(pseudo, 0))) == 0
 }

@@ -6,7 +6,6 @@ package upfxdp
 // checksum included.
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"testing"
 
@@ -115,16 +114,6 @@ func gpdu6Frame(t testing.TB, tos uint8, nh uint32, g *layers.GTPv1U, inner []by
 	return e.l2.frame(t, layers.EthernetTypeIPv6, udp6(t, tos, 0, 64, e.local, e.peer, gtp))
 }
 
-// udp6ChecksumOK verifies the UDP checksum of an untagged IPv6 frame on
-// its own: the sum over the pseudo-header and the datagram is all ones.
-func udp6ChecksumOK(frame []byte) bool {
-	ip := frame[ethLen:]
-	udp := ip[40:]
-	pseudo := append(append([]byte{}, ip[8:40]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, 17)
-	sum := gopacket.ComputeChecksum(pseudo, 0)
-	return binary.BigEndian.Uint16(udp[6:]) != 0 && gopacket.FoldChecksum(gopacket.ComputeChecksum(udp, sum)) == 0
-}
-
 func TestIPv6TransportUplink(t *testing.T) {
 	u := newUPF6(t, RoleAccess|RoleCore)
 	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100, id: 7}
@@ -197,8 +186,8 @@ func TestIPv6TransportChecksumEverySize(t *testing.T) {
 		p := ipPacket{src: dn4, dst: ue4, ttl: 64, size: size, id: uint16(size)}
 		act, out := u.run(t, fromDN.ipFrame(t, with16(p.bytes(t), udpCheck, 0)))
 		want := encap6Frame(t, 0, nhGNB6, dlTEID, 9, with16(p.hop().bytes(t), udpCheck, 0))
-		if diff := testsupport.FrameDiff(out, want); act != xdplink.Redirect || diff != "" || !udp6ChecksumOK(out) {
-			t.Fatalf("UDP payload of %d bytes: %v, checksum verifies: %v %s", size, act, udp6ChecksumOK(out), diff)
+		if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
+			t.Fatalf("UDP payload of %d bytes: %v, checksum: %v %s", size, act, sum, diff)
 		}
 	}
 }
@@ -284,8 +273,8 @@ func TestIPv6TransportChecksumOfEachProtocol(t *testing.T) {
 			}
 			act, out := u.run(t, fromDN.ipFrame(t, p(64)))
 			want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
-			if diff := testsupport.FrameDiff(out, want); act != xdplink.Redirect || diff != "" || !udp6ChecksumOK(out) {
-				t.Errorf("%s, %d bytes: %v, checksum verifies: %v %s", name, size, act, udp6ChecksumOK(out), diff)
+			if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
+				t.Errorf("%s, %d bytes: %v, checksum: %v %s", name, size, act, sum, diff)
 			}
 		}
 	}

@@ -420,8 +420,8 @@ func gtpuFrame(out []byte) (*layers.UDP, *layers.GTPv1U, int, error) {
 			return nil, nil, 0, fmt.Errorf("outer IPv6 payload length %d, hop limit %d, next header %d; %d bytes",
 				ip.Length, ip.HopLimit, ip.NextHeader, len(out)-l2-40)
 		}
-		if !udp6ChecksumOK(out[l2-ethLen:]) && !innerDamaged(p) {
-			return nil, nil, 0, fmt.Errorf("outer UDP checksum %#04x does not verify", udp.Checksum)
+		if err := testsupport.UDP6Checksum(out[l2-ethLen:]); err != nil && !innerDamaged(p) {
+			return nil, nil, 0, fmt.Errorf("outer %w", err)
 		}
 	} else {
 		ip, ok := p.NetworkLayer().(*layers.IPv4)
