@@ -4,9 +4,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -80,18 +77,6 @@ func newN9UPF(t *testing.T) *upf {
 
 var ue4c = mustAddr("10.45.0.12") // a PSA's UE, downlink pdrPSADown
 
-// tunnelFrame is a G-PDU from local to peer carrying inner, with an
-// extension header psc (nil: none): what a relay sends.
-func tunnelFrame(t testing.TB, l l2, local, peer netip.Addr, teid uint32, psc *layers.GTPExtensionHeader, inner []byte) []byte {
-	t.Helper()
-	g := gpdu(teid)
-	if psc != nil {
-		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{*psc}
-	}
-	gtp := serialize(t, false, g, gopacket.Payload(inner))
-	return l.frame(t, layers.EthernetTypeIPv4, udp4(t, ip4(local, peer, 64, 0), gtpuPort, gtpuPort, gtp))
-}
-
 // An I-UPF: the gNB's uplink goes over N9 to the PSA in an UL PDU Session
 // Container with the PDR's QFI, from the N9 address; the PSA's downlink to
 // the same TEID value at the N9 address goes to the gNB in a DL one, from
@@ -103,13 +88,13 @@ func TestN9Relay(t *testing.T) {
 	ulQFI9, dlQFI5 := ulPSC(9), dlPSC(5)
 	u.runCases(t, []pktCase{
 		{name: "uplink over N9", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidShared, ulPSC(1)), up.bytes(t)), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, up.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, up.bytes(t))},
 		{name: "downlink from N9, same TEID value", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidShared, dlPSC(9)), down.bytes(t)),
-			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI5, down.bytes(t))},
+			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI5, down.bytes(t))},
 		{name: "downlink from N9 without a container", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidShared), down.bytes(t)),
-			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI5, down.bytes(t))},
+			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI5, down.bytes(t))},
 		{name: "padding trimmed", in: pad(gtpFrame(t, fromGNB, n3Addr, gpdu(teidShared), up.bytes(t)), 14), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, up.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, up.bytes(t))},
 		{name: "the TEID at the second N3 address", in: gtpFrame(t, fromGNB, n3Addr2, gpdu(teidShared), up.bytes(t)),
 			act: xdplink.Drop, reason: "drop_unknown_teid"},
 	})
@@ -130,13 +115,13 @@ func TestN9RelayKeepsQFI(t *testing.T) {
 	ulQFI1, dlQFI1 := ulPSC(1), dlPSC(1)
 	u.runCases(t, []pktCase{
 		{name: "uplink over N9", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidVUp, ulPSC(1)), up.bytes(t)), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI1, up.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI1, up.bytes(t))},
 		{name: "downlink from N9", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidVDown, dlPSC(1)), down.bytes(t)), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
 		{name: "downlink from N9 in an UL container", in: gtpFrame(t, fromGNB, n9Addr, gpdu(teidVDown, ulPSC(1)), down.bytes(t)),
-			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
+			act: xdplink.Redirect, reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhGNB), n3Addr, gnb, dlTEID, &dlQFI1, down.bytes(t))},
 		{name: "uplink without a container", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidVUp), up.bytes(t)), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, nil, up.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhCore), n9Addr, psa, psaTEID, nil, up.bytes(t))},
 	})
 }
 
@@ -167,6 +152,6 @@ func TestN9Branching(t *testing.T) {
 		{name: "local breakout", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBranch, ulPSC(9)), toLocal.bytes(t)), act: xdplink.Redirect,
 			reason: "uplink_forward", out: toLocal.hop().frame(t, nhL2(nhCoreVLAN))},
 		{name: "to the central PSA", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBranch, ulPSC(9)), toCentral.bytes(t)), act: xdplink.Redirect,
-			reason: "relay_forward", out: tunnelFrame(t, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, toCentral.bytes(t))},
+			reason: "relay_forward", out: tunnelFrame(t, 0, nhL2(nhCore), n9Addr, psa, psaTEID, &ulQFI9, toCentral.bytes(t))},
 	})
 }

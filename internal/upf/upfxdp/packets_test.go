@@ -196,9 +196,22 @@ func encapFrame(t testing.TB, l l2, local, peer netip.Addr, teid uint32, qfi int
 // markedEncapFrame is encapFrame with the outer IPv4 ToS tos.
 func markedEncapFrame(t testing.TB, tos uint8, l l2, local, peer netip.Addr, teid uint32, qfi int, inner []byte) []byte {
 	t.Helper()
-	g := gpdu(teid)
+	var psc *layers.GTPExtensionHeader
 	if qfi >= 0 {
-		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{dlPSC(uint8(qfi))}
+		h := dlPSC(uint8(qfi))
+		psc = &h
+	}
+	return tunnelFrame(t, tos, l, local, peer, teid, psc, inner)
+}
+
+// tunnelFrame is a G-PDU from local to peer carrying inner, with an
+// extension header psc (nil: none) and the outer IPv4 ToS tos: what the
+// UPF sends into a tunnel over IPv4.
+func tunnelFrame(t testing.TB, tos uint8, l l2, local, peer netip.Addr, teid uint32, psc *layers.GTPExtensionHeader, inner []byte) []byte {
+	t.Helper()
+	g := gpdu(teid)
+	if psc != nil {
+		g.GTPExtensionHeaders = []layers.GTPExtensionHeader{*psc}
 	}
 	gtp := serialize(t, false, g, gopacket.Payload(inner))
 	outer := ip4(local, peer, 64, 0)
