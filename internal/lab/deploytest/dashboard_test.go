@@ -28,6 +28,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/ran/cellsite"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/testsupport/daemontest"
 )
 
 const dashboard = "../../../deploy/grafana/xdp5g.json"
@@ -182,7 +183,7 @@ func upfScrape(t *testing.T) []string {
 	t.Cleanup(func() { silent.Close() })
 	silentPeer := silent.LocalAddr().String()
 	dir := t.TempDir()
-	cfg := load(t, dir, fmt.Sprintf(`interfaces: [{name: n3n6, roles: [access, core]}]
+	cfg := daemontest.Config(t, dir, fmt.Sprintf(`interfaces: [{name: n3n6, roles: [access, core]}]
 n3_addresses: [10.1.2.1]
 netns: %s
 api: {listen: %q}
@@ -256,7 +257,7 @@ func cuupScrape(t *testing.T) []string {
 	}
 	testsupport.Cleanup(t, site.Close)
 	dir := t.TempDir()
-	cfg := load(t, dir, fmt.Sprintf(`netns: %s
+	cfg := daemontest.Config(t, dir, fmt.Sprintf(`netns: %s
 api: {listen: %q}
 datapath: {pin_path: %s}
 state_file: %s
@@ -265,24 +266,6 @@ cuup: {n3: {interface: %s, address: %s}, f1u: {interface: %s, address: %s}, io: 
 		cellsite.N3, cellsite.CUN3Addr, cellsite.F1U, cellsite.CUF1UAddr))
 	run(t, cfg)
 	return scrape(t, cfg.API.Listen)
-}
-
-func load(t *testing.T, dir, yaml string) *config.Config {
-	t.Helper()
-	path := filepath.Join(dir, "xdp5g.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := daemon.Detach(cfg); err != nil {
-			t.Error(err)
-		}
-	})
-	return cfg
 }
 
 // run runs the daemon until the test ends, and waits until it is ready.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/netip"
 	"slices"
 	"testing"
 
@@ -24,9 +23,7 @@ func TestDuplicatesLeaveByTheCopiesInterface(t *testing.T) {
 	li, err := tb.NewCollector()
 	check(t, err)
 	testsupport.Cleanup(t, li.Close)
-	cfg := writeConfig(t, tb.UPF.Name, []string{"{name: " + demo.N3 + ", roles: [access]}", "{name: " + demo.N6 + ", roles: [core]}",
-		"{name: " + demo.CollectorLink + ", roles: [copies]}"}, []netip.Addr{demo.N3Addr}, nil,
-		pfcpSection(freeLoopbackUDP(t), "heartbeat_interval: 1h", "ue_pool: "+uePool.String()))
+	cfg := daemonConfig(t, tb, servedPFCP(t, uePool), "{name: "+demo.CollectorLink+", roles: [copies]}")
 	client, _ := startDaemon(t, cfg)
 	smf := associatedSMF(t, cfg)
 	sess, err := smf.EstablishPDUSession(0x5ee1, demo.GNBAddr, demo.DownlinkTEID, demo.QFI)

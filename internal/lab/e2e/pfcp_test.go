@@ -80,12 +80,19 @@ func TestPFCPSessionCarriesTraffic(t *testing.T) {
 	}
 }
 
-// pfcpConfig is daemonConfig with PFCP served on a free loopback port and
-// UE addresses from pool, and more pfcp settings, "key: value" each.
+// pfcpConfig is daemonConfig with PFCP served (servedPFCP).
 func pfcpConfig(t *testing.T, tb *demo.Testbed, pool netip.Prefix, settings ...string) *config.Config {
 	t.Helper()
+	return daemonConfig(t, tb, servedPFCP(t, pool, settings...))
+}
+
+// servedPFCP is the pfcp section of a daemon serving PFCP on a free
+// loopback port with UE addresses from pool, and more settings, "key:
+// value" each.
+func servedPFCP(t *testing.T, pool netip.Prefix, settings ...string) string {
+	t.Helper()
 	// No heartbeats during the test: they would go to port 8805.
-	return daemonConfig(t, tb, pfcpSection(freeLoopbackUDP(t), append([]string{"heartbeat_interval: 1h", "ue_pool: " + pool.String()}, settings...)...))
+	return pfcpSection(freeLoopbackUDP(t), append([]string{"heartbeat_interval: 1h", "ue_pool: " + pool.String()}, settings...)...)
 }
 
 // pfcpSection is the pfcp section of a daemon serving PFCP on listen, with

@@ -29,6 +29,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/testsupport/daemontest"
 )
 
 // The traffic lasts trafficTime; the daemon restarts every restartEvery
@@ -351,11 +352,12 @@ func withFTEID(req *message.SessionEstablishmentRequest, teid uint32, n3 netip.A
 }
 
 // daemonConfig writes and loads the configuration of a daemon that drives
-// the testbed's UPF namespace (writeConfig), with the pfcp section given as
-// a YAML flow mapping, if any.
-func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string) *config.Config {
+// the testbed's UPF namespace (writeConfig), its N3 and N6 interfaces and
+// more (YAML flow mappings), with the pfcp section given as a YAML flow
+// mapping, if any.
+func daemonConfig(t *testing.T, tb *demo.Testbed, pfcp string, more ...string) *config.Config {
 	t.Helper()
-	return writeConfig(t, tb.UPF.Name, []string{"{name: " + demo.N3 + ", roles: [access]}", "{name: " + demo.N6 + ", roles: [core]}"},
+	return writeConfig(t, tb.UPF.Name, append([]string{"{name: " + demo.N3 + ", roles: [access]}", "{name: " + demo.N6 + ", roles: [core]}"}, more...),
 		[]netip.Addr{demo.N3Addr}, nil, pfcp)
 }
 
@@ -392,20 +394,7 @@ state_file: %s
 	if pfcp != "" {
 		yaml += "pfcp: " + pfcp + "\n"
 	}
-	path := filepath.Join(dir, "xdp5g.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := daemon.Detach(cfg); err != nil {
-			t.Error(err)
-		}
-	})
-	return cfg
+	return daemontest.Config(t, dir, yaml)
 }
 
 // startDaemon runs the daemon in-process until its API answers. stop
