@@ -537,8 +537,8 @@ func (d *duplicatingParameters) duplicating(field string) (*session.Forwarding, 
 	case o.TEID == nil:
 		return nil, fielderr.New(ohc+".teid", "is required for a GTP-U tunnel")
 	}
-	peer, err := netip.ParseAddr(*o.IPv4Address)
-	if err != nil || !peer.Is4() {
+	peer, err := netip.ParseAddr(*o.IPv4Address) // of the family session.Validate wants
+	if err != nil {
 		return nil, fielderr.New(ohc+".ipv4Address", "%q is not an IPv4 address", *o.IPv4Address)
 	}
 	dup.OuterHeaderCreation = &session.OuterHeaderCreation{TEID: *o.TEID, Peer: peer}
