@@ -325,6 +325,15 @@ INLINE struct release_meta *release_meta(struct xdp_md *ctx)
 	return m;
 }
 
+/* The buffer of a buffering FAR, NULL when it is missing; *released says
+ * whether it is released. */
+INLINE struct buffer *far_buffer(const struct far *far, int *released)
+{
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	*released = b && (b->state & BUFFER_RELEASED);
+	return b;
+}
+
 /* Hands a downlink frame of pkt_len bytes to the buffer of its buffering
  * FAR: returns the reason to count it by, or 0 to forward it when the
  * buffer is released or the frame is being released from it. */
@@ -332,10 +341,11 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
 {
 	if (release_meta(ctx))
 		return 0;
-	struct buffer *b = bpf_map_lookup_elem(&buffers, &pdr->far.buffer);
+	int released;
+	struct buffer *b = far_buffer(&pdr->far, &released);
 	if (!b)
 		return REASON_DROP_INTERNAL;
-	if (b->state & BUFFER_RELEASED)
+	if (released)
 		return 0;
 	struct buffered_packet *p = NULL;
 	/* The mask bounds the length for the verifier; frames it would cut
@@ -370,10 +380,10 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
  * packets it never buffers (relayed ones) then pass it too. */
 INLINE int buffer_released(const struct far *far)
 {
-	if (far->action != FAR_BUFFER)
-		return 0;
-	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
-	return b && (b->state & BUFFER_RELEASED);
+	int released = 0;
+	if (far->action == FAR_BUFFER)
+		far_buffer(far, &released);
+	return released;
 }
 
 /* Next-hop slot of the longest matching route to an uplink destination;
