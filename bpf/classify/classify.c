@@ -634,13 +634,8 @@ INLINE int steer_ip(struct cursor *c, struct classify_key *k, __u8 *proto)
 	if (parse_ipv6(c, &ip6))
 		return -1;
 	*proto = ip6->nexthdr;
-	switch (*proto) {
-	case IPPROTO_HOPOPTS:
-	case IPPROTO_ROUTING:
-	case IPPROTO_FRAGMENT:
-	case IPPROTO_DSTOPTS:
+	if (ipv6_is_ext(*proto))
 		return -1;
-	}
 	__builtin_memcpy(k->inner_src, &ip6->saddr, 16);
 	__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
 	return 0;

@@ -103,15 +103,9 @@ INLINE int offload(struct xdp_md *ctx, const struct alt_nodes *alts, __u32 hash)
 		struct ipv6hdr *ip6;
 		if (parse_ipv6(&c, &ip6))
 			return -1;
-		/* Behind extension headers a UDP checksum is out of reach. */
-		switch (ip6->nexthdr) {
-		case IPPROTO_HOPOPTS:
-		case IPPROTO_ROUTING:
-		case IPPROTO_FRAGMENT:
-		case IPPROTO_DSTOPTS:
-		case IPPROTO_AH:
+		/* Behind extension headers and AH a UDP checksum is out of reach. */
+		if (ipv6_is_ext(ip6->nexthdr) || ip6->nexthdr == IPPROTO_AH)
 			return -1;
-		}
 		struct udphdr *udp = ip6->nexthdr == IPPROTO_UDP ? cursor_take(&c, struct udphdr) : NULL;
 		if (udp)
 			udp_readdress(udp, &ip6->daddr, alt->addr, sizeof(ip6->daddr));
