@@ -587,6 +587,8 @@ int xdp_classify_stage(struct xdp_md *ctx)
 	int act = end_action(ctx, found ? d.action : CLASSIFY_NONE, d.rule, &st->key, ci);
 	if (act >= 0)
 		return act;
+	st->chain_slot = ci->slot;
+	st->chain_slice = ci->slice;
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
 	return XDP_PASS;
 }
@@ -598,16 +600,12 @@ INLINE int steerable(const struct classify_key *k)
 	return !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
 }
 
-/* The steer stage, on the key k of the packet, NULL for one that is not
- * steered (not IP, a fragment after the first, which lacks the ports of
- * its flow): to a CPU of the interface's slice by the hash of its
+/* The steer stage of the chain in slot, on the key k of the packet, NULL
+ * for one that is not steered (not IP, a fragment after the first, which
+ * lacks the ports of its flow): to a CPU of the slice by the hash of its
  * innermost flow. */
-INLINE int steer_stage(struct xdp_md *ctx, const struct classify_key *k)
+INLINE int steer_stage(struct xdp_md *ctx, __u32 slot, __u32 slice, const struct classify_key *k)
 {
-	struct chain_iface *ci = chain_of(ctx);
-	if (!ci)
-		return XDP_PASS;
-	__u32 slot = ci->slot, slice = ci->slice;
 	if (k && steerable(k))
 		return chain_steer(ctx, k, slot, slice);
 	chain_next(ctx, slot, STAGE_STEER);
@@ -620,12 +618,16 @@ INLINE const struct classify_key *walked_key(const struct classify_state *st)
 	return st && st->ips && !st->frag ? &st->key : NULL;
 }
 
-/* The steer stage after the classify stage, whose walk it takes. */
+/* The steer stage after the classify stage, whose walk it takes, and the
+ * chain the classify stage found. */
 SEC("xdp")
 int xdp_steer_stage(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
-	return steer_stage(ctx, walked_key(bpf_map_lookup_elem(&classify_walk, &zero)));
+	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
+	if (!st)
+		return XDP_PASS;
+	return steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
 }
 
 /* The steering parse of an IP header: its addresses into k as the walk
@@ -713,9 +715,9 @@ SEC("xdp")
 int xdp_steer_entry(struct xdp_md *ctx)
 {
 	struct classify_key k = {};
-	if (!steer_parse(ctx, &k))
-		return steer_stage(ctx, &k);
-	return steer_stage(ctx, walked_key(classify_parse(ctx)));
+	const struct classify_key *key = steer_parse(ctx, &k) ? walked_key(classify_parse(ctx)) : &k;
+	struct chain_iface *ci = chain_of(ctx);
+	return ci ? steer_stage(ctx, ci->slot, ci->slice, key) : XDP_PASS;
 }
 
 /* On the CPU a packet was steered to, before the kernel takes it: takes it
