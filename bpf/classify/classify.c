@@ -473,15 +473,26 @@ INLINE int classify_packet(struct xdp_md *ctx, struct classify_state **stp, stru
 	return 1;
 }
 
+_Static_assert(__builtin_offsetof(struct classify_egress, src) ==
+		       __builtin_offsetof(struct classify_egress, dst) + ETH_ALEN,
+	       "an egress's addresses lie as an Ethernet header's do");
+
+/* Where a rule that redirects or mirrors sends packets; NULL when it names
+ * no interface. */
+INLINE struct classify_egress *egress_of(__u32 rule)
+{
+	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	return out && out->ifindex ? out : NULL;
+}
+
 /* Out of the interface of a redirecting rule, with its Ethernet addresses. */
 INLINE int redirect_rule(struct xdp_md *ctx, __u32 rule)
 {
-	struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+	struct classify_egress *out = egress_of(rule);
 	struct ethhdr *eth = (void *)(long)ctx->data;
-	if (!out || !out->ifindex || (void *)(eth + 1) > (void *)(long)ctx->data_end)
+	if (!out || (void *)(eth + 1) > (void *)(long)ctx->data_end)
 		return XDP_ABORTED;
-	__builtin_memcpy(eth->h_dest, out->dst, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, out->src, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, out->dst, 2 * ETH_ALEN);
 	return bpf_redirect(out->ifindex, 0);
 }
 
@@ -506,30 +517,6 @@ INLINE __u8 ask_for_copies(struct xdp_md *ctx, const struct classify_decision *d
 	return action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT ? CLASSIFY_PASS : action;
 }
 
-SEC("xdp")
-int xdp_classify(struct xdp_md *ctx)
-{
-	struct classify_state *st;
-	struct classify_decision d;
-	int found = classify_packet(ctx, &st, &d);
-	if (found < 0 || !st)
-		return XDP_ABORTED;
-	if (!found)
-		return XDP_PASS;
-	__u8 action = d.mirrored ? ask_for_copies(ctx, &d) : d.action;
-	switch (action) {
-	case CLASSIFY_DROP:
-		return XDP_DROP;
-	case CLASSIFY_REDIRECT:
-		return redirect_rule(ctx, d.rule);
-	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &d.rule);
-		return out ? steer(ctx, &st->key, out->slice, 0) : XDP_ABORTED;
-	}
-	}
-	return XDP_PASS;
-}
-
 /* Steers a packet of a chain, its key k, to a CPU of the slice, where
  * the stage after steering runs (xdp_slice_cpu); here, when that CPU has
  * no queue. */
@@ -543,6 +530,44 @@ INLINE int chain_steer(struct xdp_md *ctx, const struct classify_key *k, __u32 s
 	return XDP_PASS;
 }
 
+/* The XDP action of the packet of key k that a rule's action ends there:
+ * drop, pass, redirect, or steer to a CPU of the rule's slice (the chain
+ * ci's stages after steering running there, when ci is not NULL); -1 for
+ * one that lets it go on (none, count, mirror). */
+INLINE int end_action(struct xdp_md *ctx, __u8 action, __u32 rule, const struct classify_key *k,
+		      const struct chain_iface *ci)
+{
+	switch (action) {
+	case CLASSIFY_DROP:
+		return XDP_DROP;
+	case CLASSIFY_PASS:
+		return XDP_PASS;
+	case CLASSIFY_REDIRECT:
+		return redirect_rule(ctx, rule);
+	case CLASSIFY_STEER: {
+		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
+		if (!out)
+			return XDP_ABORTED;
+		return ci ? chain_steer(ctx, k, ci->slot, out->slice) : steer(ctx, k, out->slice, 0);
+	}
+	}
+	return -1;
+}
+
+SEC("xdp")
+int xdp_classify(struct xdp_md *ctx)
+{
+	struct classify_state *st;
+	struct classify_decision d;
+	int found = classify_packet(ctx, &st, &d);
+	if (found < 0 || !st)
+		return XDP_ABORTED;
+	if (!found)
+		return XDP_PASS;
+	int act = end_action(ctx, d.mirrored ? ask_for_copies(ctx, &d) : d.action, d.rule, &st->key, NULL);
+	return act < 0 ? XDP_PASS : act;
+}
+
 /* The classify stage of a chain: a rule's drop, redirect and pass end the
  * packet there; a steering rule sends it to its slice's CPUs, where the
  * later stages run; a counted or mirrored packet, and one no rule matched,
@@ -554,25 +579,17 @@ int xdp_classify_stage(struct xdp_md *ctx)
 	struct chain_iface *ci = chain_of(ctx);
 	if (!ci)
 		return XDP_PASS;
-	__u32 slot = ci->slot;
 	struct classify_state *st;
 	struct classify_decision d;
 	int found = classify_packet(ctx, &st, &d);
 	if (found < 0 || !st)
 		return XDP_ABORTED;
-	switch (found ? d.action : CLASSIFY_NONE) {
-	case CLASSIFY_DROP:
-		return XDP_DROP;
-	case CLASSIFY_PASS:
-		return XDP_PASS;
-	case CLASSIFY_REDIRECT:
-		return redirect_rule(ctx, d.rule);
-	case CLASSIFY_STEER: {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &d.rule);
-		return out ? chain_steer(ctx, &st->key, slot, out->slice) : XDP_ABORTED;
-	}
-	}
-	chain_next(ctx, slot, STAGE_CLASSIFY);
+	int act = end_action(ctx, found ? d.action : CLASSIFY_NONE, d.rule, &st->key, ci);
+	if (act >= 0)
+		return act;
+	st->chain_slot = ci->slot;
+	st->chain_slice = ci->slice;
+	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
 	return XDP_PASS;
 }
 
@@ -583,16 +600,12 @@ INLINE int steerable(const struct classify_key *k)
 	return !(!k->tunnels && k->proto == IPPROTO_UDP && k->dst_port == bpf_htons(GTPU_PORT));
 }
 
-/* The steer stage, on the key k of the packet, NULL for one that is not
- * steered (not IP, a fragment after the first, which lacks the ports of
- * its flow): to a CPU of the interface's slice by the hash of its
+/* The steer stage of the chain in slot, on the key k of the packet, NULL
+ * for one that is not steered (not IP, a fragment after the first, which
+ * lacks the ports of its flow): to a CPU of the slice by the hash of its
  * innermost flow. */
-INLINE int steer_stage(struct xdp_md *ctx, const struct classify_key *k)
+INLINE int steer_stage(struct xdp_md *ctx, __u32 slot, __u32 slice, const struct classify_key *k)
 {
-	struct chain_iface *ci = chain_of(ctx);
-	if (!ci)
-		return XDP_PASS;
-	__u32 slot = ci->slot, slice = ci->slice;
 	if (k && steerable(k))
 		return chain_steer(ctx, k, slot, slice);
 	chain_next(ctx, slot, STAGE_STEER);
@@ -605,12 +618,16 @@ INLINE const struct classify_key *walked_key(const struct classify_state *st)
 	return st && st->ips && !st->frag ? &st->key : NULL;
 }
 
-/* The steer stage after the classify stage, whose walk it takes. */
+/* The steer stage after the classify stage, whose walk it takes, and the
+ * chain the classify stage found. */
 SEC("xdp")
 int xdp_steer_stage(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
-	return steer_stage(ctx, walked_key(bpf_map_lookup_elem(&classify_walk, &zero)));
+	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
+	if (!st)
+		return XDP_PASS;
+	return steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
 }
 
 /* The steering parse of an IP header: its addresses into k as the walk
@@ -634,13 +651,8 @@ INLINE int steer_ip(struct cursor *c, struct classify_key *k, __u8 *proto)
 	if (parse_ipv6(c, &ip6))
 		return -1;
 	*proto = ip6->nexthdr;
-	switch (*proto) {
-	case IPPROTO_HOPOPTS:
-	case IPPROTO_ROUTING:
-	case IPPROTO_FRAGMENT:
-	case IPPROTO_DSTOPTS:
+	if (ipv6_is_ext(*proto))
 		return -1;
-	}
 	__builtin_memcpy(k->inner_src, &ip6->saddr, 16);
 	__builtin_memcpy(k->inner_dst, &ip6->daddr, 16);
 	return 0;
@@ -703,9 +715,9 @@ SEC("xdp")
 int xdp_steer_entry(struct xdp_md *ctx)
 {
 	struct classify_key k = {};
-	if (!steer_parse(ctx, &k))
-		return steer_stage(ctx, &k);
-	return steer_stage(ctx, walked_key(classify_parse(ctx)));
+	const struct classify_key *key = steer_parse(ctx, &k) ? walked_key(classify_parse(ctx)) : &k;
+	struct chain_iface *ci = chain_of(ctx);
+	return ci ? steer_stage(ctx, ci->slot, ci->slice, key) : XDP_PASS;
 }
 
 /* On the CPU a packet was steered to, before the kernel takes it: takes it
@@ -760,23 +772,21 @@ int tc_classify_mirror(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
 		__u32 rule = m.mirror[i];
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &rule);
-		if (!rule || !out || !out->ifindex)
+		struct classify_egress *out = rule ? egress_of(rule) : NULL;
+		if (!out)
 			continue;
 		/* The copy takes the egress's addresses, the packet gets its own back. */
-		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
-		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, 0, out->dst, 2 * ETH_ALEN, 0);
 		bpf_clone_redirect(skb, out->ifindex, 0);
 		bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
 	}
 	if (m.then_action == CLASSIFY_DROP)
 		return TC_ACT_SHOT;
 	if (m.then_action == CLASSIFY_REDIRECT) {
-		struct classify_egress *out = bpf_map_lookup_elem(&classify_targets, &m.then);
-		if (!out || !out->ifindex)
+		struct classify_egress *out = egress_of(m.then);
+		if (!out)
 			return TC_ACT_SHOT;
-		bpf_skb_store_bytes(skb, 0, out->dst, ETH_ALEN, 0);
-		bpf_skb_store_bytes(skb, ETH_ALEN, out->src, ETH_ALEN, 0);
+		bpf_skb_store_bytes(skb, 0, out->dst, 2 * ETH_ALEN, 0);
 		return bpf_redirect(out->ifindex, 0);
 	}
 	return TC_ACT_OK;

@@ -75,18 +75,14 @@ INLINE int offloads(__u32 hash, __u64 queued, int prioritised)
 	return 1;
 }
 
-/* Sends a packet to an alternative node: outer destination MAC and
- * address rewritten, the IPv4 and (when there is one) UDP checksums fixed,
- * the source MAC the port's own (the packet's destination MAC). Returns -1
- * when it cannot: no alternative, or an outer header of another family
- * than the alternative's (or neither IPv4 nor IPv6). */
-INLINE int offload(struct xdp_md *ctx, __u32 hash)
+/* Sends a packet to one of the alternative nodes alts, which are some:
+ * outer destination MAC and address rewritten, the IPv4 and (when there is
+ * one) UDP checksums fixed, the source MAC the port's own (the packet's
+ * destination MAC). Returns -1 when it cannot: an outer header of another
+ * family than the alternative's (or neither IPv4 nor IPv6). */
+INLINE int offload(struct xdp_md *ctx, const struct alt_nodes *alts, __u32 hash)
 {
-	__u32 zero = 0;
-	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
-	if (!alts || !alts->n)
-		return -1;
-	struct alt_node *alt = &alts->node[(hash % alts->n) & (ALT_MAX - 1)];
+	const struct alt_node *alt = &alts->node[(hash % alts->n) & (ALT_MAX - 1)];
 	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
 	struct ethhdr *eth;
 	__be16 proto;
@@ -107,15 +103,9 @@ INLINE int offload(struct xdp_md *ctx, __u32 hash)
 		struct ipv6hdr *ip6;
 		if (parse_ipv6(&c, &ip6))
 			return -1;
-		/* Behind extension headers a UDP checksum is out of reach. */
-		switch (ip6->nexthdr) {
-		case IPPROTO_HOPOPTS:
-		case IPPROTO_ROUTING:
-		case IPPROTO_FRAGMENT:
-		case IPPROTO_DSTOPTS:
-		case IPPROTO_AH:
+		/* Behind extension headers and AH a UDP checksum is out of reach. */
+		if (ipv6_is_ext(ip6->nexthdr) || ip6->nexthdr == IPPROTO_AH)
 			return -1;
-		}
 		struct udphdr *udp = ip6->nexthdr == IPPROTO_UDP ? cursor_take(&c, struct udphdr) : NULL;
 		if (udp)
 			udp_readdress(udp, &ip6->daddr, alt->addr, sizeof(ip6->daddr));
@@ -174,7 +164,7 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id, __u
 	__u32 zero = 0;
 	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
 	if (alts && alts->n && offloads(hash, backlog(load), prioritised)) {
-		int act = offload(ctx, hash);
+		int act = offload(ctx, alts, hash);
 		if (act >= 0) {
 			count_packet(&slice_offloaded, &id, len);
 			return act;

@@ -167,18 +167,25 @@ struct dupl {
 	__u32 nexthop; /* slot in nexthops, or NEXTHOP_ROUTE: the copy's own destination's */
 };
 
-/* XDP metadata of a frame broadcast through a dupl_fanouts devmap, for
- * xdp_dupl_copy: where the IP packet the PDR matched lies in the frame,
+/* The IP packet a PDR matched, for its copy: where it lies in the frame,
  * and its TTL (hop limit) and IPv4 checksum as they were before the
  * forwarding changed them. */
-struct dupl_meta {
-	__u32 magic; /* DUPL_MAGIC */
-	__u32 pdr;   /* slot in pdrs: its dupls entry */
+struct copied_packet {
 	__u16 inner_off;
 	__u16 inner_len;
 	__u16 check;
 	__u8 ttl;
 	__u8 pad;
+};
+
+/* XDP metadata of a frame broadcast through a dupl_fanouts devmap, for
+ * xdp_dupl_copy: the packet to copy, and the PDR's Duplicating Parameters
+ * as xdp_upf found them, so that the copy looks neither them nor its
+ * route up again. 32 bytes, all the metadata XDP allows. */
+struct dupl_meta {
+	__u32 magic; /* DUPL_MAGIC */
+	struct copied_packet packet;
+	struct dupl dupl; /* its nexthop resolved: never NEXTHOP_ROUTE */
 };
 
 struct nexthop {

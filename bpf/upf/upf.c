@@ -325,6 +325,15 @@ INLINE struct release_meta *release_meta(struct xdp_md *ctx)
 	return m;
 }
 
+/* The buffer of a buffering FAR, NULL when it is missing; *released says
+ * whether it is released. */
+INLINE struct buffer *far_buffer(const struct far *far, int *released)
+{
+	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
+	*released = b && (b->state & BUFFER_RELEASED);
+	return b;
+}
+
 /* Hands a downlink frame of pkt_len bytes to the buffer of its buffering
  * FAR: returns the reason to count it by, or 0 to forward it when the
  * buffer is released or the frame is being released from it. */
@@ -332,10 +341,11 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
 {
 	if (release_meta(ctx))
 		return 0;
-	struct buffer *b = bpf_map_lookup_elem(&buffers, &pdr->far.buffer);
+	int released;
+	struct buffer *b = far_buffer(&pdr->far, &released);
 	if (!b)
 		return REASON_DROP_INTERNAL;
-	if (b->state & BUFFER_RELEASED)
+	if (released)
 		return 0;
 	struct buffered_packet *p = NULL;
 	/* The mask bounds the length for the verifier; frames it would cut
@@ -370,10 +380,10 @@ INLINE int hold(struct xdp_md *ctx, const struct pdr *pdr, __u32 pkt_len)
  * packets it never buffers (relayed ones) then pass it too. */
 INLINE int buffer_released(const struct far *far)
 {
-	if (far->action != FAR_BUFFER)
-		return 0;
-	struct buffer *b = bpf_map_lookup_elem(&buffers, &far->buffer);
-	return b && (b->state & BUFFER_RELEASED);
+	int released = 0;
+	if (far->action == FAR_BUFFER)
+		far_buffer(far, &released);
+	return released;
 }
 
 /* Next-hop slot of the longest matching route to an uplink destination;
@@ -457,38 +467,41 @@ INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u8 tos, __be32 local, 
 	write_udp_gtpu((void *)(ip + 1), tot_len - sizeof(*ip), teid);
 }
 
-/* The next hop of a copy: its Duplicating Parameters' own, or the route
- * of the copied packet's destination (the IP packet at inner_off). NULL
- * while there is none. */
-INLINE struct nexthop *copy_nexthop(struct xdp_md *ctx, const struct dupl *d, __u32 inner_off)
+/* The next-hop slot of a copy: its Duplicating Parameters' own, or the
+ * route of the copied packet's destination (the IP packet at inner_off);
+ * KERNEL_SLOT, never valid, when there is none. */
+INLINE __u32 copy_slot(struct xdp_md *ctx, const struct dupl *d, __u32 inner_off)
 {
-	__u32 slot = d->nexthop;
-	if (slot == NEXTHOP_ROUTE) {
-		void *end = (void *)(long)ctx->data_end;
-		if (inner_off > DUPL_INNER_OFF_MAX)
-			return NULL;
-		void *inner = (void *)(long)ctx->data + inner_off;
-		struct iphdr *ip4 = inner;
-		struct ipv6hdr *ip6 = inner;
-		if ((void *)(ip4 + 1) > end)
-			return NULL;
-		if (ip4->version == 4)
-			slot = route4(ip4->daddr);
-		else if ((void *)(ip6 + 1) <= end)
-			slot = route6(&ip6->daddr);
-		else
-			return NULL;
-	}
+	if (d->nexthop != NEXTHOP_ROUTE)
+		return d->nexthop;
+	void *end = (void *)(long)ctx->data_end;
+	if (inner_off > DUPL_INNER_OFF_MAX)
+		return KERNEL_SLOT;
+	void *inner = (void *)(long)ctx->data + inner_off;
+	struct iphdr *ip4 = inner;
+	struct ipv6hdr *ip6 = inner;
+	if ((void *)(ip4 + 1) > end)
+		return KERNEL_SLOT;
+	if (ip4->version == 4)
+		return route4(ip4->daddr);
+	if ((void *)(ip6 + 1) <= end)
+		return route6(&ip6->daddr);
+	return KERNEL_SLOT;
+}
+
+/* The next hop in slot; NULL while it is not valid. */
+INLINE struct nexthop *valid_nexthop(__u32 slot)
+{
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &slot);
 	return nh && nh->valid ? nh : NULL;
 }
 
-/* Makes the frame the copy that m describes of the IP packet in it: the
+/* Makes the frame the copy of the IP packet m in it: the
  * packet as the PDR matched it (its TTL or hop limit and IPv4 checksum put
  * back), put into the tunnel of the Duplicating Parameters d when they ask
  * for one, behind the Ethernet header of the next hop nh. */
 INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct nexthop *nh,
-		     const struct dupl_meta *m)
+		     const struct copied_packet *m)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -531,23 +544,25 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
  * broadcast through the fanout of the two interfaces, whose copy entry
  * makes the copy. A copy that cannot be made (no next hop yet, no fanout)
  * is counted lost; the frame leaves all the same. */
-INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct dupl_meta *copy,
+INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct copied_packet *copy,
 		__u32 pkt_len)
 {
 	if (!(pdr->far.flags & FAR_DUPLICATE))
 		return bpf_redirect(ifindex, 0);
 	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
-	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
+	__u32 nh_slot = d ? copy_slot(ctx, d, copy->inner_off) : KERNEL_SLOT;
+	struct nexthop *nh = valid_nexthop(nh_slot);
 	__u64 key = nh ? (__u64)nh->ifindex << 32 | ifindex : 0;
 	void *fanout = nh ? bpf_map_lookup_elem(&dupl_fanouts, &key) : NULL;
 	struct dupl_meta *m;
-	if (!fanout || !push_meta(ctx, m)) {
+	if (!d || !fanout || !push_meta(ctx, m)) {
 		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
 		return bpf_redirect(ifindex, 0);
 	}
-	*m = *copy;
 	m->magic = DUPL_MAGIC;
-	m->pdr = slot;
+	m->packet = *copy;
+	m->dupl = *d;
+	m->dupl.nexthop = nh_slot;
 	finish(pkt_len, REASON_DUPLICATE, 0);
 	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
 }
@@ -555,11 +570,11 @@ INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifi
 /* The frame of a packet its FAR does not forward (it drops or buffers it)
  * becomes the packet's copy, sent out of the copy's interface: the
  * frame's action, XDP_DROP when no copy can be made. */
-INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct dupl_meta *copy, __u32 pkt_len)
+INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct copied_packet *copy, __u32 pkt_len)
 {
 	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
-	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy->inner_off) : NULL;
-	if (!nh || make_copy(ctx, d, nh, copy))
+	struct nexthop *nh = valid_nexthop(d ? copy_slot(ctx, d, copy->inner_off) : KERNEL_SLOT);
+	if (!d || !nh || make_copy(ctx, d, nh, copy))
 		return finish(pkt_len, REASON_DROP_DUPLICATE, XDP_DROP);
 	finish(pkt_len, REASON_DUPLICATE, 0);
 	return bpf_redirect(nh->ifindex, 0);
@@ -603,7 +618,7 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, __u3
  * between the gNB and the CP function (N4-u), and over N9 between UPFs
  * both ways. */
 INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		     __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi,
+		     __u32 pkt_len, struct copied_packet *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi,
 		     const int v6)
 {
 	const struct far *far = &pdr->far;
@@ -672,7 +687,7 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 }
 
 INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, struct dupl_meta *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi)
+		  __u32 pkt_len, struct copied_packet *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi)
 {
 	if (pdr->far.flags & FAR_GTPU_IPV6)
 		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, psc_qfi, 1);
@@ -739,7 +754,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	 * the UE: it goes into a tunnel to the gNB, or nowhere while the FAR
 	 * buffers. */
 	int to_ue = pdr->flags & PDR_TO_UE;
-	struct dupl_meta copy = {
+	struct copied_packet copy = {
 		.inner_off = inner_off,
 		.inner_len = inner_len,
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
@@ -881,7 +896,7 @@ INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphd
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
-	struct dupl_meta copy = {
+	struct copied_packet copy = {
 		.inner_off = l2_len,
 		.inner_len = inner_len,
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
@@ -996,11 +1011,10 @@ int xdp_dupl_copy(struct xdp_md *ctx)
 	if (!read_meta(ctx, m) || m->magic != DUPL_MAGIC)
 		return XDP_DROP;
 	struct dupl_meta copy = *m;
-	struct dupl *d = bpf_map_lookup_elem(&dupls, &copy.pdr);
-	struct nexthop *nh = d ? copy_nexthop(ctx, d, copy.inner_off) : NULL;
+	struct nexthop *nh = valid_nexthop(copy.dupl.nexthop);
 	/* The next hop moved since xdp_upf chose this fanout: the copy is
 	 * lost, not sent to the wrong neighbour. */
-	if (!nh || nh->ifindex != ctx->egress_ifindex || make_copy(ctx, d, nh, &copy))
+	if (!nh || nh->ifindex != ctx->egress_ifindex || make_copy(ctx, &copy.dupl, nh, &copy.packet))
 		return XDP_DROP;
 	return XDP_PASS;
 }

@@ -191,7 +191,6 @@ func (d *Datapath) releaser(iface uint32) (*ebpf.Program, error) {
 	if err := d.loadPrograms(iface, RoleCore, &progs); err != nil {
 		return nil, err
 	}
-	progs.Copy.Close()
 	d.release.set(iface, progs.UPF)
 	return progs.UPF, nil
 }

@@ -80,16 +80,12 @@ func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
 		upfMapChainIfaces: d.maps.ChainIfaces}
 }
 
-// setChain puts the stages of the interface in slot, the UPF's program upf
-// (and upfCPU, its CPU-map variant, with a steer stage) last, and returns
-// the program to attach. Later stages are in place before earlier ones
+// setChain puts the stages of the interface in slot, a chain of more than
+// the UPF, with the UPF's program upf last (and upfCPU, its CPU-map
+// variant, behind steering). Later stages are in place before earlier ones
 // lead to them; a stage that goes is deleted once the one before it no
 // longer leads to it, so that no packet meets a half-built chain.
 func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Program) error {
-	base := slot * stageCount
-	if c.alone() {
-		return d.clearChain(ifindex, slot)
-	}
 	place := ifindex & (chainPlaces - 1)
 	var held upfChainIface
 	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
@@ -102,21 +98,16 @@ func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Pro
 	if err := d.maps.ChainIfaces.Put(place, upfChainIface{Ifindex: ifindex, Slot: slot, Slice: c.Slice}); err != nil {
 		return err
 	}
-	if upfCPU != nil {
-		if err := d.maps.ChainCpuStages.Put(slot, upfCPU); err != nil {
-			return err
-		}
+	if err := d.maps.ChainCpuStages.Put(slot, upfCPU); err != nil {
+		return err
 	}
 	for _, s := range []struct {
 		stage uint32
 		prog  *ebpf.Program
 	}{{stageUPF, upf}, {stageSteer, c.Steer}, {stageClassify, c.Classify}} {
-		if err := d.putStage(base+s.stage, s.prog); err != nil {
+		if err := d.putStage(slot*stageCount+s.stage, s.prog); err != nil {
 			return err
 		}
-	}
-	if upfCPU == nil {
-		return d.dropCPUStage(slot)
 	}
 	return nil
 }
@@ -236,27 +227,26 @@ func (d *Datapath) SetStages(ifname string, c Chain) error {
 }
 
 // stage runs chain c on the interface i: its stages' places, then its
-// XDP program (the first stage), then, for the UPF alone, the places
-// cleared.
+// XDP program (the first stage); for the UPF alone, its program, then the
+// places cleared.
 func (d *Datapath) stage(i *stagedIface, c Chain) error {
+	attach := func() error { return xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode) }
+	if c.alone() {
+		if err := attach(); err != nil {
+			return err
+		}
+		return d.clearChain(i.ifindex, i.slot)
+	}
 	// A steering rule of the classify stage steers too.
-	if !c.alone() && i.cpu == nil {
+	if i.cpu == nil {
 		var cpu cpuProgram
 		if err := d.loadPrograms(i.slot, i.roles, &cpu); err != nil {
 			return err
 		}
 		i.cpu = cpu.CPU
 	}
-	if !c.alone() {
-		if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
-			return err
-		}
-	}
-	if err := xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode); err != nil {
+	if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
 		return err
 	}
-	if c.alone() {
-		return d.clearChain(i.ifindex, i.slot)
-	}
-	return nil
+	return attach()
 }

@@ -27,10 +27,20 @@ func chainUPF(t *testing.T, roles Role) (*upf, *classifyxdp.Datapath) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, u.prog, nil); err != nil {
+	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, u.prog, cpuStage(t, u.d, slot, roles)); err != nil {
 		t.Fatal(err)
 	}
 	return &upf{d: u.d, prog: classify, ifindex: u.ifindex}, rules
+}
+
+// cpuStage loads the UPF's CPU-map variant for the interface in slot,
+// closed with the test.
+func cpuStage(t *testing.T, d *Datapath, slot uint32, roles Role) *ebpf.Program {
+	t.Helper()
+	var cpu cpuProgram
+	testsupport.CheckLoad(t, d.loadPrograms(slot, roles, &cpu))
+	t.Cleanup(func() { cpu.CPU.Close() })
+	return cpu.CPU
 }
 
 // The chain with only the UPF is the UPF's program, alone on the
@@ -179,9 +189,10 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
 	hash := func(t *testing.T, c Chain, in []byte) uint32 {
 		t.Helper()
-		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, nil); err != nil {
+		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, cpu); err != nil {
 			t.Fatal(err)
 		}
 		out := make([]byte, len(in)+256)
@@ -247,7 +258,8 @@ func TestChainPlaceTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, nil); err == nil {
+	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
+	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, cpu); err == nil {
 		t.Fatal("a chain at a place another interface holds was accepted")
 	}
 	// The first interface's chain runs on: the classify stage takes the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -171,6 +172,10 @@ type Datapath struct {
 	buffers     mapped[upfBuffer]
 	release     releasers
 	staged      stagedIfaces
+	copy        struct {
+		mu   sync.Mutex
+		prog *ebpf.Program // copyProgram's; nil until then
+	}
 	// fanoutSpec is the spec of the devmaps in dupl_fanouts.
 	fanoutSpec *ebpf.MapSpec
 	// created: Open created the maps, none was pinned by a previous run;
@@ -301,6 +306,9 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 func (d *Datapath) Close() error {
 	d.release.close()
 	d.staged.close()
+	if d.copy.prog != nil {
+		d.copy.prog.Close()
+	}
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
 		d.urrs.close(), d.buffers.close(), d.maps.Close())
 }
@@ -345,9 +353,10 @@ func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c C
 	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		return err
 	}
-	// The devmaps hold the copy program; this process needs it no more.
-	err = d.setFanouts(progs.Copy)
-	progs.Copy.Close()
+	copier, err := d.copyProgram()
+	if err == nil {
+		err = d.setFanouts(uint32(iface.Index), copier)
+	}
 	if err != nil {
 		progs.UPF.Close()
 		return err
@@ -373,11 +382,30 @@ func (d *Datapath) linkPin(ifname string) string {
 	return filepath.Join(d.opts.PinPath, linksDirName, ifname)
 }
 
-// ifacePrograms are the programs loaded for one interface: xdp_upf, and
-// xdp_dupl_copy, which makes the copies of duplicated packets.
+// ifacePrograms is the program loaded for one interface.
 type ifacePrograms struct {
-	UPF  *ebpf.Program `ebpf:"xdp_upf"`
+	UPF *ebpf.Program `ebpf:"xdp_upf"`
+}
+
+// copyPrograms is xdp_dupl_copy, which makes the copies of duplicated
+// packets in every fanout: it reads none of an interface's constants.
+type copyPrograms struct {
 	Copy *ebpf.Program `ebpf:"xdp_dupl_copy"`
+}
+
+// copyProgram is the copy program of the fanouts, loaded with the first
+// attachment.
+func (d *Datapath) copyProgram() (*ebpf.Program, error) {
+	d.copy.mu.Lock()
+	defer d.copy.mu.Unlock()
+	if d.copy.prog == nil {
+		var progs copyPrograms
+		if err := d.loadPrograms(0, 0, &progs); err != nil {
+			return nil, err
+		}
+		d.copy.prog = progs.Copy
+	}
+	return d.copy.prog, nil
 }
 
 // cpuProgram is the UPF behind the CPU map, which a chain that steers
@@ -423,12 +451,12 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	slot, ifindex, err := d.slotOf(ifname)
-	if err == nil && ifindex != 0 {
-		err = errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot))
-	}
 	d.staged.remove(ifname)
-	return errors.Join(err, d.releaseSlot(ifname))
+	slot, ifindex, err := d.slotOf(ifname)
+	if err != nil || ifindex == 0 {
+		return err
+	}
+	return errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot), d.releaseSlot(slot))
 }
 
 // DetachAll removes every attachment pinned under pinPath without opening

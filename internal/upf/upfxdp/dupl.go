@@ -63,22 +63,24 @@ type devmapEntry struct {
 	ProgFD  int32
 }
 
-// setFanouts writes the fanout of every pair of attached interfaces, the
-// ifindex's among them, with copy making the copies: XDP copies a frame
-// only by broadcasting it through a devmap, and a packet whose copy leaves
-// one interface and itself another needs a devmap of just those two. Each
-// attachment writes them all again, so that they all run the program of
-// the latest.
-func (d *Datapath) setFanouts(copy *ebpf.Program) error {
+// setFanouts writes the fanouts of the interface ifindex with every
+// attached interface, itself included, both ways, with copy making the
+// copies: XDP copies a frame only by broadcasting it through a devmap, and
+// a packet whose copy leaves one interface and itself another needs a
+// devmap of just those two. The pairs of other interfaces stay as they
+// are.
+func (d *Datapath) setFanouts(ifindex uint32, copy *ebpf.Program) error {
 	ifindexes, err := d.attachedIfindexes()
 	if err != nil {
 		return err
 	}
-	for _, orig := range ifindexes {
-		for _, to := range ifindexes {
-			if err := d.putFanout(orig, to, copy); err != nil {
-				return fmt.Errorf("fanout of interfaces %d and %d: %w", orig, to, err)
-			}
+	for _, other := range ifindexes {
+		err := d.putFanout(ifindex, other, copy)
+		if err == nil && other != ifindex {
+			err = d.putFanout(other, ifindex, copy)
+		}
+		if err != nil {
+			return fmt.Errorf("fanouts of interfaces %d and %d: %w", ifindex, other, err)
 		}
 	}
 	return nil
@@ -124,14 +126,12 @@ func (d *Datapath) deleteFanouts(ifindex uint32) error {
 // slotOf is the counter slot of the interface named name and the
 // interface index it was claimed with; ifindex 0 for none.
 func (d *Datapath) slotOf(name string) (slot, ifindex uint32, err error) {
-	for slot := uint32(0); slot < maxIfaces; slot++ {
-		var info upfIface
-		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
-			return 0, 0, err
-		}
-		if info.Ifindex != 0 && ifaceName(info) == name {
-			return slot, info.Ifindex, nil
-		}
+	ifaces, err := d.slotIfaces()
+	if err != nil {
+		return 0, 0, err
+	}
+	if slot := slotNamed(ifaces, name); slot >= 0 {
+		return uint32(slot), ifaces[slot].Ifindex, nil
 	}
 	return 0, 0, nil
 }
@@ -139,12 +139,12 @@ func (d *Datapath) slotOf(name string) (slot, ifindex uint32, err error) {
 // attachedIfindexes are the interfaces that hold a counter slot and are
 // in the calling thread's namespace: a slot may outlive its interface.
 func (d *Datapath) attachedIfindexes() ([]uint32, error) {
+	ifaces, err := d.slotIfaces()
+	if err != nil {
+		return nil, err
+	}
 	var out []uint32
-	for slot := uint32(0); slot < maxIfaces; slot++ {
-		var info upfIface
-		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
-			return nil, err
-		}
+	for _, info := range ifaces {
 		if iface, err := net.InterfaceByIndex(int(info.Ifindex)); info.Ifindex != 0 && err == nil && iface.Name == ifaceName(info) {
 			out = append(out, info.Ifindex)
 		}

@@ -25,12 +25,14 @@ func openTest(t *testing.T, opts Options) *Datapath {
 
 func TestProgramPassesVerifier(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 1024})
+	// The copy program, one for every interface.
+	_, err := d.copyProgram()
+	testsupport.CheckLoad(t, err)
 	for _, roles := range []Role{RoleAccess, RoleCore, RoleAccess | RoleCore} {
 		t.Run(fmt.Sprintf("roles %d", roles), func(t *testing.T) {
 			var progs ifacePrograms
 			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &progs))
 			progs.UPF.Close()
-			progs.Copy.Close()
 			// The CPU-map variant, which a chain that steers runs.
 			var cpu cpuProgram
 			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &cpu))

@@ -264,7 +264,6 @@ func attachTest(t *testing.T, d *Datapath, ifindex uint32, name string, roles Ro
 	if err := d.loadPrograms(slot, roles, &progs); err != nil {
 		t.Fatal(err)
 	}
-	progs.Copy.Close()
 	t.Cleanup(func() { progs.UPF.Close() })
 	return &upf{d: d, prog: progs.UPF, ifindex: ifindex}
 }

@@ -2,55 +2,62 @@ package upfxdp
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 )
 
+// slotIfaces are the interfaces of the counter slots, by slot: Ifindex 0
+// where the slot is free.
+func (d *Datapath) slotIfaces() ([]upfIface, error) {
+	ifaces := make([]upfIface, maxIfaces)
+	for slot := range ifaces {
+		if err := d.maps.Ifaces.Lookup(uint32(slot), &ifaces[slot]); err != nil {
+			return nil, err
+		}
+	}
+	return ifaces, nil
+}
+
+// slotNamed is the slot of the interface named name among ifaces; -1 for
+// none.
+func slotNamed(ifaces []upfIface, name string) int {
+	return slices.IndexFunc(ifaces, func(info upfIface) bool { return info.Ifindex != 0 && ifaceName(info) == name })
+}
+
 // claimSlot returns the counter slot of an interface, reusing the one a
 // previous run gave it, or the first free one (with its counters zeroed).
 func (d *Datapath) claimSlot(ifindex uint32, name string) (uint32, error) {
-	free := uint32(maxIfaces)
-	for slot := uint32(0); slot < maxIfaces; slot++ {
-		var info upfIface
-		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
-			return 0, err
-		}
-		if info.Ifindex != 0 && ifaceName(info) == name {
-			if info.Ifindex != ifindex {
-				info.Ifindex = ifindex
-				return slot, d.maps.Ifaces.Put(slot, info)
-			}
-			return slot, nil
-		}
-		if info.Ifindex == 0 && free == maxIfaces {
-			free = slot
-		}
+	ifaces, err := d.slotIfaces()
+	if err != nil {
+		return 0, err
 	}
-	if free == maxIfaces {
+	if slot := slotNamed(ifaces, name); slot >= 0 {
+		info := ifaces[slot]
+		if info.Ifindex != ifindex {
+			info.Ifindex = ifindex
+			return uint32(slot), d.maps.Ifaces.Put(uint32(slot), info)
+		}
+		return uint32(slot), nil
+	}
+	free := slices.IndexFunc(ifaces, func(info upfIface) bool { return info.Ifindex == 0 })
+	if free < 0 {
 		return 0, fmt.Errorf("all %d interface slots are in use", maxIfaces)
 	}
-	if err := d.zeroCounters(free); err != nil {
+	if err := d.zeroCounters(uint32(free)); err != nil {
 		return 0, err
 	}
 	info := upfIface{Ifindex: ifindex}
 	for i := 0; i < len(name) && i < ifaceNameSize-1; i++ {
 		info.Name[i] = int8(name[i])
 	}
-	return free, d.maps.Ifaces.Put(free, info)
+	return uint32(free), d.maps.Ifaces.Put(uint32(free), info)
 }
 
-func (d *Datapath) releaseSlot(name string) error {
-	for slot := uint32(0); slot < maxIfaces; slot++ {
-		var info upfIface
-		if err := d.maps.Ifaces.Lookup(slot, &info); err != nil {
-			return err
-		}
-		if info.Ifindex != 0 && ifaceName(info) == name {
-			d.release.set(slot, nil)
-			return d.maps.Ifaces.Put(slot, upfIface{})
-		}
-	}
-	return nil
+// releaseSlot frees a counter slot.
+func (d *Datapath) releaseSlot(slot uint32) error {
+	d.release.set(slot, nil)
+	return d.maps.Ifaces.Put(slot, upfIface{})
 }
 
 func (d *Datapath) zeroCounters(slot uint32) error {
