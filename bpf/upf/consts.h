@@ -23,8 +23,11 @@ enum iface_role {
 };
 
 enum pdr_flags {
-	PDR_MATCH_UE_V4 = 1, /* uplink: inner source is ue[0] */
-	PDR_MATCH_UE_V6 = 2, /* uplink: inner source is in the /64 ue[0..1] */
+	/* uplink: an IPv4 packet's source is ue[2], an IPv6 one's is in the
+	 * /64 ue[0..1]; with both flags (a dual-stack UE) each packet is held
+	 * to its own family's, with one the other family's never match */
+	PDR_MATCH_UE_V4 = 1,
+	PDR_MATCH_UE_V6 = 2,
 	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */
 	PDR_MARK_QFI = 8,    /* downlink: add a PDU Session Container with qfi */
 	PDR_MARK_RQI = 16,   /* downlink: set the container's RQI (reflective QoS) */

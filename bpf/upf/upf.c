@@ -132,9 +132,14 @@ INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, co
 {
 	if ((p->flags & PDR_MATCH_QFI) && (!g->has_qfi || g->qfi != p->qfi))
 		return 0;
-	if ((p->flags & PDR_MATCH_UE_V4) && (!ip4 || ip4->saddr != p->ue[0]))
-		return 0;
-	return !(p->flags & PDR_MATCH_UE_V6) || (ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)p->ue);
+	/* A dual-stack UE's PDR has both flags: each packet is held to the
+	 * address of its own family. */
+	__u8 ue = p->flags & (PDR_MATCH_UE_V4 | PDR_MATCH_UE_V6);
+	if (!ue)
+		return 1;
+	if (ip4)
+		return (ue & PDR_MATCH_UE_V4) && ip4->saddr == p->ue[2];
+	return (ue & PDR_MATCH_UE_V6) && ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)p->ue;
 }
 
 /* Highest-precedence PDR of a set whose PDI matches; the IP packet is at

@@ -55,6 +55,9 @@ type pdiDoc struct {
 	LocalAddress    *string `json:"localAddress,omitempty"`
 	SourceInterface iface   `json:"sourceInterface" required:"true"`
 	UEIPAddress     *string `json:"ueIPAddress,omitempty"`
+	// UEIPv6Prefix is a dual-stack UE's IPv6 prefix, beside its IPv4
+	// ueIPAddress.
+	UEIPv6Prefix *string `json:"ueIPv6Prefix,omitempty"`
 	// QFI: access PDRs match it in the PDU Session Container, core PDRs
 	// mark it in the downlink one.
 	QFI uint8 `json:"qfi,omitempty"`
@@ -395,12 +398,19 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	if r := p.OuterHeaderRemoval; r != nil {
 		pdr.OuterHeaderRemoval = (*uint8)(r)
 	}
-	if s := p.PDI.UEIPAddress; s != nil {
-		ue, err := parseUE(*s)
-		if err != nil {
-			return pdr, fielderr.New(field+".pdi.ueIPAddress", "%q is not an IP address or prefix", *s)
+	for _, ue := range []struct {
+		doc   *string
+		to    *netip.Prefix
+		field string
+	}{{p.PDI.UEIPAddress, &pdr.PDI.UEAddress, ".pdi.ueIPAddress"}, {p.PDI.UEIPv6Prefix, &pdr.PDI.UEIPv6Prefix, ".pdi.ueIPv6Prefix"}} {
+		if ue.doc == nil {
+			continue
 		}
-		pdr.PDI.UEAddress = ue
+		a, err := parseUE(*ue.doc)
+		if err != nil {
+			return pdr, fielderr.New(field+ue.field, "%q is not an IP address or prefix", *ue.doc)
+		}
+		*ue.to = a
 	}
 	for i, desc := range p.PDI.SDFFilters {
 		f, err := sdf.Parse(desc)
@@ -423,6 +433,19 @@ func parseUE(s string) (netip.Prefix, error) {
 		return netip.Prefix{}, errors.New("not an address")
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// ueDoc is a UE address as the document has it: an address alone, not as
+// a prefix; nil for none.
+func ueDoc(ue netip.Prefix) *string {
+	if !ue.IsValid() {
+		return nil
+	}
+	s := ue.String()
+	if ue.IsSingleIP() {
+		s = ue.Addr().String()
+	}
+	return &s
 }
 
 // accessTEIDs lists the distinct TEIDs of the document's access PDRs.
@@ -561,13 +584,7 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 			s := a.String()
 			pd.PDI.LocalAddress = &s
 		}
-		if ue := p.PDI.UEAddress; ue.IsValid() {
-			s := ue.String()
-			if ue.IsSingleIP() {
-				s = ue.Addr().String()
-			}
-			pd.PDI.UEIPAddress = &s
-		}
+		pd.PDI.UEIPAddress, pd.PDI.UEIPv6Prefix = ueDoc(p.PDI.UEAddress), ueDoc(p.PDI.UEIPv6Prefix)
 		for _, f := range p.PDI.SDFFilters {
 			pd.PDI.SDFFilters = append(pd.PDI.SDFFilters, f.String())
 		}

@@ -118,15 +118,29 @@ func NewTestbed() (_ *Testbed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return tb, tb.NewSinks()
+}
+
+// NewSinks attaches fresh sinks at the far ends, in place of those there
+// (closed): a sink samples the first frame it matches, a fresh one the
+// next.
+func (tb *Testbed) NewSinks() error {
+	for _, s := range []*trafficgen.Sink{tb.GNBSink, tb.DNSink} {
+		if s != nil {
+			if err := s.Close(); err != nil {
+				return err
+			}
+		}
+	}
+	tb.GNBSink, tb.DNSink = nil, nil
+	var err error
 	gtpu := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort} // over IPv4 or IPv6
 	if tb.GNBSink, err = trafficgen.NewSink(tb.GNB, N3, gtpu, false); err != nil {
-		return nil, err
+		return err
 	}
 	app := trafficgen.Filter{IPProto: uint8(layers.IPProtocolUDP), DstPort: AppPort}
-	if tb.DNSink, err = trafficgen.NewSink(tb.DN, N6, app, false); err != nil {
-		return nil, err
-	}
-	return tb, nil
+	tb.DNSink, err = trafficgen.NewSink(tb.DN, N6, app, false)
+	return err
 }
 
 func cidr(a netip.Addr, bits int) string { return netip.PrefixFrom(a, bits).String() }

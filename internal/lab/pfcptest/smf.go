@@ -275,6 +275,42 @@ func established(cpSEID uint64, resp *message.SessionEstablishmentResponse) (Ses
 // F-TEID, to FAR 3, a tunnel to the SMF's address with the low half of
 // cpSEID as TEID.
 func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
+	return s.pduSessionRequest(cpSEID, ie.PDNTypeIPv4, singleUE(ue), gnb, gnbTEID, qfi)
+}
+
+// DualStackPDUSessionRequest is PDUSessionRequest's for an IPv4v6 PDU
+// session, as Open5GS's SMF sends it: the UE IP Address of PDRs 1 and 2
+// has both families, the IPv4 address ue4 (CHV4 when invalid: the UPF
+// chooses it) and the IPv6 prefix ue6, whose /64 Open5GS gives without a
+// prefix length.
+func (s *SMF) DualStackPDUSessionRequest(cpSEID uint64, ue4 netip.Addr, ue6 netip.Prefix, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
+	ueIE := func(sd uint8) *ie.IE {
+		if ue4.IsValid() {
+			return ie.NewUEIPAddress(ueV4|ueV6|sd, ue4.String(), ue6.Addr().String(), 0, 0)
+		}
+		return ie.NewUEIPAddress(ueV4|ueV6|ueCHV4|sd, "", ue6.Addr().String(), 0, 0)
+	}
+	return s.pduSessionRequest(cpSEID, ie.PDNTypeIPv4v6, ueIE, gnb, gnbTEID, qfi)
+}
+
+// Flags of the UE IP Address IE (TS 29.244 8.2.62).
+const ueV6, ueV4, ueDst, ueCHV4 = 0x01, 0x02, 0x04, 0x10
+
+// singleUE makes the UE IP Address of a PDR, with its S/D flag, of the
+// address ue, or CHV4 when ue is invalid.
+func singleUE(ue netip.Addr) func(sd uint8) *ie.IE {
+	return func(sd uint8) *ie.IE {
+		switch {
+		case ue.Is6():
+			return ie.NewUEIPAddress(ueV6|sd, "", ue.String(), 0, 0)
+		case ue.IsValid():
+			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
+		}
+		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
+	}
+}
+
+func (s *SMF) pduSessionRequest(cpSEID uint64, pdnType uint8, ueIE func(sd uint8) *ie.IE, gnb netip.Addr, gnbTEID uint32, qfi uint8) *message.SessionEstablishmentRequest {
 	const (
 		ohrGTPUv4      = 0
 		fteidChoose    = 0x01 | 0x02 | 0x04 // V4, V6 and CH: the UPF picks of what it has, as Open5GS's SMF asks
@@ -283,8 +319,8 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 		userPrecedence = 65535 // OGS_PFCP_DEFAULT_PDR_PRECEDENCE
 	)
 	self := s.conn.LocalAddr().(*net.UDPAddr).IP
-	ies := []*ie.IE{s.nodeIDIE(), ie.NewFSEID(cpSEID, self.To4(), nil), ie.NewPDNType(ie.PDNTypeIPv4)}
-	ies = append(ies, PDRPair(1, 2, userPrecedence, ue, qfi)...)
+	ies := []*ie.IE{s.nodeIDIE(), ie.NewFSEID(cpSEID, self.To4(), nil), ie.NewPDNType(pdnType)}
+	ies = append(ies, pdrPair(1, 2, userPrecedence, ueIE, qfi)...)
 	ies = append(ies,
 		ie.NewCreateFAR(
 			ie.NewFARID(1),
@@ -343,24 +379,17 @@ func (s *SMF) PDUSessionRequest(cpSEID uint64, ue, gnb netip.Addr, gnbTEID uint3
 // ue if valid, else the one the UPF chooses for the session; the F-TEID
 // is the one it chooses for CHOOSE ID 1.
 func PDRPair(uplinkID, downlinkID uint16, precedence uint32, ue netip.Addr, qfi uint8, pdi ...*ie.IE) []*ie.IE {
+	return pdrPair(uplinkID, downlinkID, precedence, singleUE(ue), qfi, pdi...)
+}
+
+// pdrPair is PDRPair's with the UE IP Address ueIE makes: the UE address
+// is the source of uplink packets, the destination (S/D) of downlink ones.
+func pdrPair(uplinkID, downlinkID uint16, precedence uint32, ueIE func(sd uint8) *ie.IE, qfi uint8, pdi ...*ie.IE) []*ie.IE {
 	const (
-		ohrGTPUv4           = 0
-		ueV4, ueCHV4, ueDst = 0x02, 0x10, 0x04
-		fteidV4, fteidV6    = 0x01, 0x02
-		fteidCH, chid       = 0x04, 0x08
-		ueV6                = 0x01
+		ohrGTPUv4        = 0
+		fteidV4, fteidV6 = 0x01, 0x02
+		fteidCH, chid    = 0x04, 0x08
 	)
-	// The UE address is the source of uplink packets, the destination
-	// (S/D) of downlink ones.
-	ueIE := func(sd uint8) *ie.IE {
-		switch {
-		case ue.Is6():
-			return ie.NewUEIPAddress(ueV6|sd, "", ue.String(), 0, 0)
-		case ue.IsValid():
-			return ie.NewUEIPAddress(ueV4|sd, ue.String(), "", 0, 0)
-		}
-		return ie.NewUEIPAddress(ueV4|ueCHV4|sd, "", "", 0, 0)
-	}
 	return []*ie.IE{
 		ie.NewCreatePDR(
 			ie.NewPDRID(uplinkID),

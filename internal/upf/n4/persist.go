@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -646,14 +647,25 @@ func decodeUints[T uint16 | uint32](d *n4state.Dec) []T {
 	})
 }
 
+// dualStack, beside a PDR's source interface, says its UE's IPv6 prefix
+// follows its UE address: records of single-address PDRs read as before.
+const dualStack = 1 << 8
+
 func encodePDR(e *n4state.Enc, p *session.PDR) {
 	e.Uint(uint64(p.ID))
 	e.Uint(uint64(p.Precedence))
 	e.Uint(uint64(p.FARID))
-	e.Uint(uint64(p.PDI.SourceInterface))
+	iface := uint64(p.PDI.SourceInterface)
+	if p.PDI.UEIPv6Prefix.IsValid() {
+		iface |= dualStack
+	}
+	e.Uint(iface)
 	e.Uint(uint64(p.PDI.TEID))
 	e.Addr(p.PDI.LocalAddress)
 	e.Prefix(p.PDI.UEAddress)
+	if iface&dualStack != 0 {
+		e.Prefix(p.PDI.UEIPv6Prefix)
+	}
 	e.Uint(uint64(p.PDI.QFI))
 	e.Uint(uint64(len(p.PDI.SDFFilters)))
 	for _, f := range p.PDI.SDFFilters {
@@ -676,8 +688,15 @@ func encodePDR(e *n4state.Enc, p *session.PDR) {
 
 func decodePDR(d *n4state.Dec, sh *shard) session.PDR {
 	p := session.PDR{ID: d.Uint16(), Precedence: d.Uint32(), FARID: d.Uint32()}
-	p.PDI = session.PDI{SourceInterface: session.Interface(d.Uint8()), TEID: d.Uint32(), LocalAddress: d.Addr(), UEAddress: d.Prefix(),
-		QFI: d.Uint8()}
+	iface := d.Uint()
+	if iface > math.MaxUint8|dualStack {
+		d.Fail(n4state.ErrCorrupt)
+	}
+	p.PDI = session.PDI{SourceInterface: session.Interface(iface), TEID: d.Uint32(), LocalAddress: d.Addr(), UEAddress: d.Prefix()}
+	if iface&dualStack != 0 {
+		p.PDI.UEIPv6Prefix = d.Prefix()
+	}
+	p.PDI.QFI = d.Uint8()
 	p.PDI.SDFFilters = decodeList(d, func(d *n4state.Dec) session.SDFFilter { return session.SDFFilter{Filter: sh.filter(d)} })
 	if d.Bool() {
 		p.OuterHeaderRemoval = &outerHeaderRemovals[d.Uint8()]

@@ -32,7 +32,7 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 		pdrs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: &ohr, QERIDs: []uint32{1}, URRIDs: []uint32{3, 4},
 				PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: 0xabcdef, LocalAddress: netip.MustParseAddr("192.0.2.11"),
-					UEAddress: netip.MustParsePrefix("10.45.0.3/32"), QFI: 9,
+					UEAddress: netip.MustParsePrefix("10.45.0.3/32"), UEIPv6Prefix: netip.MustParsePrefix("2001:db8:45:3::/64"), QFI: 9,
 					SDFFilters: []session.SDFFilter{{Filter: filter}}}},
 			{ID: 2, Precedence: 100, FARID: 2, PDI: session.PDI{SourceInterface: session.InterfaceCore,
 				UEAddress: netip.MustParsePrefix("2001:db8:1:2::/64")}},

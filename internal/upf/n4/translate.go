@@ -598,10 +598,24 @@ func (c *change) ueAddress(p *session.PDR, ch *ie.IE, instance string) *refusal 
 		return fail("PDR %d: the UE address of a PDR from interface %d must be its %s (S/D flag)", p.ID, p.PDI.SourceInterface,
 			map[bool]string{false: "source", true: "destination"}[wantSD])
 	}
-	switch {
-	case ch.HasCHV6():
+	if ch.HasCHV6() {
 		return fail("PDR %d: IPv6 UE prefixes are not allocated by this UPF", p.ID)
+	}
+	// A dual-stack UE's IE has both families (Open5GS's for an IPv4v6
+	// PDU session): the IPv6 prefix goes beside the IPv4 address, given
+	// or chosen.
+	var ue6 netip.Prefix
+	if f.IPv6Address != nil {
+		bits := 64
+		if ch.HasIP6PL() {
+			bits = int(f.IPv6PrefixLength)
+		}
+		a, _ := netip.AddrFromSlice(f.IPv6Address)
+		ue6 = netip.PrefixFrom(a, bits)
+	}
+	switch {
 	case ch.HasCHV4():
+		p.PDI.UEIPv6Prefix = ue6
 		pool := c.cfg.uePool(instance)
 		switch {
 		case pool == nil:
@@ -624,14 +638,9 @@ func (c *change) ueAddress(p *session.PDR, ch *ie.IE, instance string) *refusal 
 		}
 		c.ueFor = append(c.ueFor, p.ID)
 	case f.IPv4Address != nil:
-		p.PDI.UEAddress = netip.PrefixFrom(addr4(f.IPv4Address), 32)
-	case f.IPv6Address != nil:
-		bits := 64
-		if ch.HasIP6PL() {
-			bits = int(f.IPv6PrefixLength)
-		}
-		a, _ := netip.AddrFromSlice(f.IPv6Address)
-		p.PDI.UEAddress = netip.PrefixFrom(a, bits)
+		p.PDI.UEAddress, p.PDI.UEIPv6Prefix = netip.PrefixFrom(addr4(f.IPv4Address), 32), ue6
+	case ue6.IsValid():
+		p.PDI.UEAddress = ue6
 	default:
 		return fail("PDR %d: UE IP address IE without an address", p.ID)
 	}

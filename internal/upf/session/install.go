@@ -330,7 +330,7 @@ func (t *txn) writeRules() error {
 	}
 	for i := range sess.PDRs {
 		p := &sess.PDRs[i]
-		if _, ok := p.key(); !ok {
+		if pk := p.keys(); pk.n == 0 {
 			continue
 		}
 		slot, err := s.pdrSlots.Alloc()
@@ -524,17 +524,8 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 			dp.Flags |= upfxdp.MarkQFI
 		}
 	}
-	if ue := p.PDI.UEAddress; ue.IsValid() {
-		b := ue.Addr().As16()
-		if ue.Addr().Is4() {
-			dp.Flags |= upfxdp.MatchUEv4
-			dp.Ue[0] = upfxdp.AddrKey(ue.Addr())
-		} else {
-			dp.Flags |= upfxdp.MatchUEv6
-			dp.Ue[0] = upfxdp.AddrKey(netip.AddrFrom4([4]byte(b[0:4])))
-			dp.Ue[1] = upfxdp.AddrKey(netip.AddrFrom4([4]byte(b[4:8])))
-		}
-	}
+	ue, flags := upfxdp.PDRUE(p.PDI.UEAddress, p.PDI.UEIPv6Prefix)
+	dp.Ue, dp.Flags = ue, dp.Flags|flags
 	return dp
 }
 
@@ -616,7 +607,8 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 	}
 	idx := make([]int, 0, upfxdp.PDRsPerKey)
 	for i := range in.PDRs {
-		if key, ok := in.PDRs[i].key(); ok && s.canonical(key) == k {
+		pk := in.PDRs[i].keys()
+		if slices.ContainsFunc(pk.all(), func(key dpKey) bool { return s.canonical(key) == k }) {
 			idx = append(idx, i)
 		}
 	}

@@ -72,6 +72,10 @@ type PDI struct {
 	TEID         uint32
 	LocalAddress netip.Addr   `json:",omitzero"`
 	UEAddress    netip.Prefix // /32 for IPv4, /64 (or longer) for IPv6; invalid when absent
+	// UEIPv6Prefix is a dual-stack UE's IPv6 prefix (/64 or longer),
+	// beside its IPv4 UEAddress: the PDR takes the packets of both;
+	// invalid when absent.
+	UEIPv6Prefix netip.Prefix `json:",omitzero"`
 	QFI          uint8        // 0: any. Access PDRs match it; core PDRs mark it.
 	// SDFFilters: a packet must match one of them, if there are any.
 	SDFFilters []SDFFilter `json:",omitempty"`

@@ -401,7 +401,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 		if far[i] = slices.IndexFunc(in.FARs, func(f FAR) bool { return f.ID == p.FARID }); far[i] < 0 {
 			return nil, false
 		}
-		if _, ok := p.key(); !ok {
+		if pk := p.keys(); pk.n == 0 {
 			continue
 		}
 		slot, ok := in.PDRSlots.lookup(uint32(p.ID))
@@ -446,7 +446,7 @@ func (s *Store) checkRules(in *installed, adopt func(dst netip.Addr, hint uint32
 	}
 	for i := range in.PDRs {
 		p := &in.PDRs[i]
-		if _, ok := p.key(); !ok {
+		if pk := p.keys(); pk.n == 0 {
 			continue
 		}
 		if in.FARs[far[i]].Duplicating != nil && dupl[i] != dupls[far[i]] {

@@ -354,7 +354,8 @@ func (k dpKey) String() string {
 func (s *Store) keysOf(sess *Session) []dpKey {
 	keys := make([]dpKey, 0, len(sess.PDRs))
 	for i := range sess.PDRs {
-		if k, ok := sess.PDRs[i].key(); ok {
+		pk := sess.PDRs[i].keys()
+		for _, k := range pk.all() {
 			if k = s.canonical(k); !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
@@ -401,16 +402,18 @@ func (s *Store) putKey(k dpKey, set upfxdp.PDRSet) error {
 	return s.dp.PutUplink(k.fteid, set)
 }
 
-// KeyOwner returns the session that owns the data-path key of p (its
-// local F-TEID, or its UE address), if any.
+// KeyOwner returns a session that owns a data-path key of p (its local
+// F-TEID, or a UE address), if any.
 func (s *Store) KeyOwner(p PDR) (uint64, bool) {
-	k, ok := p.key()
-	if !ok {
-		return 0, false
-	}
+	pk := p.keys()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.owner(s.canonical(k))
+	for _, k := range pk.all() {
+		if seid, ok := s.owner(s.canonical(k)); ok {
+			return seid, true
+		}
+	}
+	return 0, false
 }
 
 // owner returns the session that owns a key, if any.

@@ -96,7 +96,8 @@ func Validate(s *Session) error {
 		if err := validatePDR(at, p, far); err != nil {
 			return err
 		}
-		if key, ok := p.key(); ok {
+		keys := p.keys()
+		for _, key := range keys.all() {
 			if perKey[key]++; perKey[key] > upfxdp.PDRsPerKey {
 				return invalid(at.field(""), "more than %d PDRs share the key %v", upfxdp.PDRsPerKey, key)
 			}
@@ -196,8 +197,15 @@ func validatePDR(at element, p *PDR, far *FAR) error {
 		return err
 	}
 	ue := p.PDI.UEAddress
-	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !(ue.Addr().Is6() && ue.Bits() >= 64) {
+	if ue.IsValid() && !(ue.Addr().Is4() && ue.Bits() == 32) && !ipv6Prefix(ue) {
 		return invalid(at.field(".pdi.ueIPAddress"), "must be an IPv4 address or an IPv6 prefix of /64 or longer")
+	}
+	switch ue6 := p.PDI.UEIPv6Prefix; {
+	case !ue6.IsValid():
+	case !ipv6Prefix(ue6):
+		return invalid(at.field(".pdi.ueIPv6Prefix"), "must be an IPv6 prefix of /64 or longer")
+	case !ue.Addr().Is4():
+		return invalid(at.field(".pdi.ueIPv6Prefix"), "goes beside an IPv4 ueIPAddress: one address per family")
 	}
 	forward := far.Action == ActionForward
 	if p.waiting() && !forward {
@@ -302,17 +310,34 @@ func (p *PDR) waiting() bool {
 	return p.PDI.TEID != 0 && !removesGTPU(p)
 }
 
-// key is the data-path key a PDR is found by: its local F-TEID for PDRs
-// of G-PDUs, the UE address (IPv6: its /64) for other core PDRs. The
-// store gave the F-TEID its address (Store.withAddresses).
-func (p *PDR) key() (dpKey, bool) {
+// ipv6Prefix says p is an IPv6 prefix a UE may have: /64 or longer.
+func ipv6Prefix(p netip.Prefix) bool { return p.Addr().Is6() && p.Bits() >= 64 }
+
+// pdrKeys are the data-path keys a PDR is found by: none, one, or a
+// dual-stack UE's two.
+type pdrKeys struct {
+	key [2]dpKey
+	n   int
+}
+
+func (k *pdrKeys) all() []dpKey { return k.key[:k.n] }
+
+// keys are the data-path keys a PDR is found by: its local F-TEID for PDRs
+// of G-PDUs, the UE address (IPv6: its /64) for other core PDRs, and the
+// IPv6 prefix's /64 too for a dual-stack UE. The store gave the F-TEID its
+// address (Store.withAddresses).
+func (p *PDR) keys() pdrKeys {
 	switch {
 	case p.gtpu():
-		return dpKey{fteid: upfxdp.FTEID{Addr: p.PDI.LocalAddress, TEID: p.PDI.TEID}}, true
+		return pdrKeys{key: [2]dpKey{{fteid: upfxdp.FTEID{Addr: p.PDI.LocalAddress, TEID: p.PDI.TEID}}}, n: 1}
 	case p.PDI.SourceInterface == InterfaceCore || p.PDI.SourceInterface == InterfaceSGiLAN:
-		return dpKey{ue: ueKey(p.PDI.UEAddress)}, true
+		k := pdrKeys{key: [2]dpKey{{ue: ueKey(p.PDI.UEAddress)}}, n: 1}
+		if ue6 := p.PDI.UEIPv6Prefix; ue6.IsValid() {
+			k.key[1], k.n = dpKey{ue: ueKey(ue6)}, 2
+		}
+		return k
 	}
-	return dpKey{}, false
+	return pdrKeys{}
 }
 
 // ueKey is the address the downlink maps are keyed by.

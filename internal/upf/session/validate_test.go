@@ -79,6 +79,12 @@ func TestValidateNamesTheField(t *testing.T) {
 		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.Prefix{} }},
 		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("10.1.3.0/24") }},
 		{field: "pdrs[0].pdi.ueIPAddress", mutate: func(s *Session) { s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("2001:db8::/48") }},
+		{field: "pdrs[0].pdi.ueIPv6Prefix", mutate: func(s *Session) { s.PDRs[0].PDI.UEIPv6Prefix = netip.MustParsePrefix("2001:db8::/48") }},
+		{field: "pdrs[0].pdi.ueIPv6Prefix", mutate: func(s *Session) { s.PDRs[0].PDI.UEIPv6Prefix = netip.MustParsePrefix("10.1.3.28/32") }},
+		{field: "pdrs[0].pdi.ueIPv6Prefix", mutate: func(s *Session) { // one address per family
+			s.PDRs[0].PDI.UEAddress = netip.MustParsePrefix("2001:db8:1::/64")
+			s.PDRs[0].PDI.UEIPv6Prefix = netip.MustParsePrefix("2001:db8:2::/64")
+		}},
 		{field: "pdrs[1].pdi.qfi", mutate: func(s *Session) { s.PDRs[1].PDI.QFI = 64 }},
 		{field: "pdrs[0].pdi.sourceInterface", mutate: func(s *Session) { s.PDRs[0].PDI.SourceInterface = 9 }},
 		{field: "fars[0].forwardingParameters.outerHeaderCreation", mutate: func(s *Session) { s.FARs[0].OuterHeaderCreation = nil }},

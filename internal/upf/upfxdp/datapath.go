@@ -493,6 +493,24 @@ func NetworkOrder32(v uint32) uint32 {
 // AddrKey is the in-memory form of an IPv4 address in the maps.
 func AddrKey(a netip.Addr) uint32 { return networkOrder(a.As4()) }
 
+// PDRUE is how an uplink PDR holds the UE addresses its packets must come
+// from (PDR.Ue), one per family, and the flags that ask for them: an IPv4
+// address in word 2, the /64 of an IPv6 prefix in words 0 and 1. Invalid
+// prefixes are none.
+func PDRUE(ues ...netip.Prefix) (ue [4]uint32, flags uint8) {
+	for _, p := range ues {
+		switch a := p.Addr(); {
+		case !p.IsValid():
+		case a.Is4():
+			ue[2], flags = AddrKey(a), flags|MatchUEv4
+		default:
+			b := a.As16()
+			ue[0], ue[1], flags = networkOrder([4]byte(b[0:4])), networkOrder([4]byte(b[4:8])), flags|MatchUEv6
+		}
+	}
+	return ue, flags
+}
+
 // SDFPrefix is a prefix as an SDF filter holds it: address and mask words
 // in network order (IPv4 in word 0) and the family's flag, SDFIPv4 or
 // SDFIPv6. The zero Prefix, any address, is all zeros.

@@ -140,15 +140,8 @@ func toCPFunction(f FAR) FAR {
 }
 
 // pdrUE is pdr.ue for an address: network order, IPv4 in ue[0].
-func pdrUE(a netip.Addr) (ue [4]uint32) {
-	b := a.As16()
-	if a.Is4() {
-		ue[0] = AddrKey(a)
-		return ue
-	}
-	for i := range ue {
-		ue[i] = networkOrder([4]byte(b[4*i:]))
-	}
+func pdrUE(a netip.Addr) [4]uint32 {
+	ue, _ := PDRUE(netip.PrefixFrom(a, a.BitLen()))
 	return ue
 }
 
