@@ -23,9 +23,10 @@ enum iface_role {
 };
 
 enum pdr_flags {
-	/* uplink: an IPv4 packet's source is ue[2], an IPv6 one's is in the
-	 * /64 ue[0..1]; with both flags (a dual-stack UE) each packet is held
-	 * to its own family's, with one the other family's never match */
+	/* uplink: an IPv4 packet's source is ue[0], an IPv6 one's is in the
+	 * /64 ue[0..1], or ue[2..3] with both flags (a dual-stack UE, each
+	 * packet held to its own family's); with one flag the other family's
+	 * packets never match */
 	PDR_MATCH_UE_V4 = 1,
 	PDR_MATCH_UE_V6 = 2,
 	PDR_MATCH_QFI = 4,   /* uplink: PDU Session Container QFI equals qfi */

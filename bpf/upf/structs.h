@@ -27,7 +27,7 @@ struct pdr {
 	__u16 id;    /* PDR ID, for reports */
 	__u8 flags;  /* enum pdr_flags */
 	__u8 qfi;
-	__u32 ue[4]; /* network order: IPv6 /64 in 0..1, IPv4 in 2 */
+	__u32 ue[4]; /* network order (enum pdr_flags says where) */
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */

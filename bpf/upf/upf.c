@@ -138,8 +138,9 @@ INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, co
 	if (!ue)
 		return 1;
 	if (ip4)
-		return (ue & PDR_MATCH_UE_V4) && ip4->saddr == p->ue[2];
-	return (ue & PDR_MATCH_UE_V6) && ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)p->ue;
+		return (ue & PDR_MATCH_UE_V4) && ip4->saddr == p->ue[0];
+	const __u32 *prefix = ue == (PDR_MATCH_UE_V4 | PDR_MATCH_UE_V6) ? &p->ue[2] : p->ue;
+	return (ue & PDR_MATCH_UE_V6) && ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)prefix;
 }
 
 /* Highest-precedence PDR of a set whose PDI matches; the IP packet is at

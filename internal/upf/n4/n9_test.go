@@ -70,14 +70,14 @@ func TestN9Sessions(t *testing.T) {
 		want  upfxdp.PDR
 	}{
 		{name: "the I-UPF's uplink", fteid: upfxdp.FTEID{Addr: n3, TEID: pathTEID},
-			want: upfxdp.PDR{Id: 1, Flags: upfxdp.MatchUEv4 | upfxdp.MarkQFI, Qfi: 9, Ue: [4]uint32{2: upfxdp.AddrKey(netip.MustParseAddr(iupfUE))},
+			want: upfxdp.PDR{Id: 1, Flags: upfxdp.MatchUEv4 | upfxdp.MarkQFI, Qfi: 9, Ue: [4]uint32{upfxdp.AddrKey(netip.MustParseAddr(iupfUE))},
 				Far: upfxdp.FAR{Action: upfxdp.FARForward, Flags: upfxdp.FARGTPUv4,
 					Teid: upfxdp.NetworkOrder32(psaTEID), Peer: upfxdp.AddrKey(netip.MustParseAddr(psaN9)), Local: upfxdp.AddrKey(n9), Nexthop: 1}}},
 		{name: "the I-UPF's downlink", fteid: upfxdp.FTEID{Addr: n9, TEID: pathTEID + 1},
 			want: upfxdp.PDR{Id: 2, Flags: upfxdp.ToUE | upfxdp.MarkQFI, Qfi: 9, Far: upfxdp.FAR{Action: upfxdp.FARForward, Flags: upfxdp.FARGTPUv4,
 				Teid: upfxdp.NetworkOrder32(0x100), Peer: upfxdp.AddrKey(netip.MustParseAddr(gnb)), Local: upfxdp.AddrKey(n3), Nexthop: 1}}},
 		{name: "the PSA's uplink, same TEID at N9", fteid: upfxdp.FTEID{Addr: n9, TEID: pathTEID},
-			want: upfxdp.PDR{Id: 1, Flags: upfxdp.MatchUEv4, Ue: [4]uint32{2: upfxdp.AddrKey(netip.MustParseAddr("10.60.0.22"))},
+			want: upfxdp.PDR{Id: 1, Flags: upfxdp.MatchUEv4, Ue: [4]uint32{upfxdp.AddrKey(netip.MustParseAddr("10.60.0.22"))},
 				Far: upfxdp.FAR{Action: upfxdp.FARForward, Nexthop: upfxdp.NexthopRoute}}},
 	} {
 		set, err := e.dp.Uplink(c.fteid)

@@ -495,18 +495,26 @@ func AddrKey(a netip.Addr) uint32 { return networkOrder(a.As4()) }
 
 // PDRUE is how an uplink PDR holds the UE addresses its packets must come
 // from (PDR.Ue), one per family, and the flags that ask for them: an IPv4
-// address in word 2, the /64 of an IPv6 prefix in words 0 and 1. Invalid
-// prefixes are none.
+// address in word 0, the /64 of an IPv6 prefix in words 0 and 1, or in
+// words 2 and 3 behind a dual-stack UE's IPv4 address. The single-family
+// places are those of the builds before dual-stack UEs, whose PDRs a
+// restarted daemon finds pinned. Invalid prefixes are none.
 func PDRUE(ues ...netip.Prefix) (ue [4]uint32, flags uint8) {
+	var v6 []uint32
 	for _, p := range ues {
 		switch a := p.Addr(); {
 		case !p.IsValid():
 		case a.Is4():
-			ue[2], flags = AddrKey(a), flags|MatchUEv4
+			ue[0], flags = AddrKey(a), flags|MatchUEv4
 		default:
 			b := a.As16()
-			ue[0], ue[1], flags = networkOrder([4]byte(b[0:4])), networkOrder([4]byte(b[4:8])), flags|MatchUEv6
+			v6, flags = []uint32{networkOrder([4]byte(b[0:4])), networkOrder([4]byte(b[4:8]))}, flags|MatchUEv6
 		}
+	}
+	if flags&MatchUEv4 != 0 {
+		copy(ue[2:], v6)
+	} else {
+		copy(ue[:], v6)
 	}
 	return ue, flags
 }
