@@ -60,7 +60,7 @@ func (d *Datapath) zeroCounters(slot uint32) error {
 			return err
 		}
 	}
-	return nil
+	return d.maps.ColdPackets.Put(slot, zero)
 }
 
 func ifaceName(info upfIface) string {
