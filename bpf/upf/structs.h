@@ -113,8 +113,9 @@ struct set_record {
 	__u32 kind; /* enum set_kind; 0: none */
 	__u64 key;
 	__u32 pdr_slot; /* the copy's slot in pdrs: its counters and duplicates */
+	__u32 set;      /* the key's set's slot in pdr_sets, which a restart checks the record by */
 	__u8 families;  /* enum record_families */
-	__u8 pad[43];
+	__u8 pad[39];
 	struct pdr pdr;
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");

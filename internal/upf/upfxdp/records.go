@@ -131,11 +131,12 @@ func (r *records) unref(pos int) {
 	}
 }
 
-// recordOf is the record of k, whose set is set: the PDR that the
+// recordOf is the record of k, whose set is in slot: the PDR that the
 // packets of a family take first when the PDRs above it are all skipped
 // for that family and it has no SDF filter (then its PDI checks, on the
 // copy, decide). ok is false when no family has one.
-func recordOf(k setKey, set *PDRSet, pdrs mapped[PDR]) (rec upfSetRecord, ok bool) {
+func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
+	set, pdrs := p.set(slot), p.pdrs
 	for _, f := range [...]struct {
 		family uint8
 		skip   uint8 // the uplink PDRs the family's packets skip
@@ -158,7 +159,7 @@ func recordOf(k setKey, set *PDRSet, pdrs mapped[PDR]) (rec upfSetRecord, ok boo
 		rec.Families |= f.family
 		rec.PdrSlot, rec.Pdr = slot, *pdr
 	}
-	rec.Kind, rec.Key = uint32(k.kind), k.key
+	rec.Kind, rec.Key, rec.Set = uint32(k.kind), k.key, slot
 	return rec, rec.Families != 0
 }
 
@@ -171,10 +172,13 @@ func (p *pdrSets) keepRecord(k setKey) {
 		return
 	}
 	own, free := r.find(k)
+	if own < 0 && free < 0 {
+		return // the bucket is full
+	}
 	at, ok := p.where[k]
 	var rec upfSetRecord
 	if ok {
-		rec, ok = recordOf(k, p.set(at.slot), p.pdrs)
+		rec, ok = p.recordOf(k, at.slot)
 	}
 	pos := own
 	if pos < 0 {
@@ -203,36 +207,56 @@ func (p *pdrSets) pdrWritten(slot uint32) {
 	}
 }
 
-// rebuildRecords makes exact the records a previous run left: a record
-// goes when its key has no set or is not of its bucket, and a key's is
-// written unless it holds what it should, so that the packets of a key
-// whose record stays never take the cold path meanwhile.
-func (p *pdrSets) rebuildRecords() {
+// rebuildRecords makes exact the records a previous run left, the sets
+// published being those of used (by slot): a key's record stays if it is
+// what its set makes of it, the others go, and the keys left without one
+// get theirs. The records that stay are not written: their packets never
+// take the cold path meanwhile. The sets are read in the order of their
+// slots, near that of their PDRs: the records, in the order of no other
+// table, are read once at random and once in order.
+func (p *pdrSets) rebuildRecords(used []bool) {
 	r := &p.records
 	if r.bits == 0 {
 		return
 	}
-	for pos := range int(r.recs.len()) {
-		rec := r.recs.at(uint32(pos))
-		if rec.Kind == 0 {
+	kept := make([]bool, r.recs.len()) // by place
+	var unrecorded []setKey
+	var touched uint32
+	for slot, u := range used {
+		if !u || slot == 0 {
 			continue
 		}
-		k := setKey{upfSetKind(rec.Kind), rec.Key}
-		if _, ok := p.where[k]; !ok || r.first(k) != pos-pos%setWays {
-			r.clear(pos)
-		} else if own, _ := r.find(k); own != pos {
-			r.clear(pos) // a second record of k in its bucket
+		// The buckets of the next sets, read ahead in a loop of reads
+		// that wait for no other: their misses overlap.
+		if slot%readAhead == 0 {
+			for ahead := slot; ahead < min(slot+readAhead, len(used)); ahead++ {
+				set := p.set(uint32(ahead))
+				touched += r.recs.at(uint32(r.first(setKey{upfSetKind(set.Kind), set.Key}))).Kind
+			}
 		}
-	}
-	for k, at := range p.where {
+		set := p.set(uint32(slot))
+		k := setKey{upfSetKind(set.Kind), set.Key}
 		if own, _ := r.find(k); own >= 0 {
-			want, ok := recordOf(k, p.set(at.slot), p.pdrs)
+			want, ok := p.recordOf(k, uint32(slot))
 			have := r.recs.at(uint32(own))
 			want.Seq = have.Seq
-			if ok && *have == want && r.ref(own, want.PdrSlot) {
+			if ok && want == *have && r.ref(own, want.PdrSlot) {
+				kept[own] = true
 				continue
 			}
 		}
+		unrecorded = append(unrecorded, k)
+	}
+	for pos, keep := range kept {
+		if !keep {
+			r.clear(pos)
+		}
+	}
+	for _, k := range unrecorded {
 		p.keepRecord(k)
 	}
+	runtime.KeepAlive(touched)
 }
+
+// readAhead is how many sets' buckets a rebuild reads ahead.
+const readAhead = 32

@@ -140,7 +140,7 @@ func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR]) (err error) {
 			p.free = append(p.free, uint32(slot))
 		}
 	}
-	p.rebuildRecords()
+	p.rebuildRecords(used)
 	return nil
 }
 
