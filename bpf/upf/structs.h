@@ -31,7 +31,7 @@ struct pdr {
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
-};
+} __attribute__((aligned(8))); /* copied 8 bytes at a time */
 _Static_assert(sizeof(struct pdr) == 64, "a PDR fills one cache line");
 
 /* An SDF filter as the packets of its PDR see it: an uplink PDR's comes

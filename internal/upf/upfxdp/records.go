@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -19,9 +20,10 @@ const (
 // enough. Elsewhere every packet finds its PDRs in its set.
 const recordsWritten = runtime.GOARCH == "amd64"
 
-// recordBucketBits sizes set_records to a bucket (setWays records) per
-// two sessions: a session's TEID and UE address fill one bucket's worth,
-// 256 bytes a session, 512 MiB at a million.
+// recordBucketBits sizes set_records to two buckets (of setWays records)
+// a session at least, a bucket for each of its TEID and UE address: 512
+// MiB at a million sessions, where a tenth of the keys find their bucket
+// full.
 func recordBucketBits(maxSessions uint32) uint {
 	if !recordsWritten {
 		return 0
@@ -167,6 +169,12 @@ func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 // says, or takes it away when no PDR of the set serves a record or k's
 // bucket has no room.
 func (p *pdrSets) keepRecord(k setKey) {
+	at, ok := p.where[k]
+	p.recordSet(k, at.slot, ok)
+}
+
+// recordSet is keepRecord with k's set in slot, published or not.
+func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	r := &p.records
 	if r.bits == 0 {
 		return
@@ -175,10 +183,10 @@ func (p *pdrSets) keepRecord(k setKey) {
 	if own < 0 && free < 0 {
 		return // the bucket is full
 	}
-	at, ok := p.where[k]
 	var rec upfSetRecord
+	ok := published
 	if ok {
-		rec, ok = p.recordOf(k, at.slot)
+		rec, ok = p.recordOf(k, slot)
 	}
 	pos := own
 	if pos < 0 {
@@ -211,28 +219,54 @@ func (p *pdrSets) pdrWritten(slot uint32) {
 // published being those of used (by slot): a key's record stays if it is
 // what its set makes of it, the others go, and the keys left without one
 // get theirs. The records that stay are not written: their packets never
-// take the cold path meanwhile. The sets are read in the order of their
-// slots, near that of their PDRs: the records, in the order of no other
-// table, are read once at random and once in order.
+// take the cold path meanwhile.
 func (p *pdrSets) rebuildRecords(used []bool) {
 	r := &p.records
 	if r.bits == 0 {
 		return
 	}
-	kept := make([]bool, r.recs.len()) // by place
-	var unrecorded []setKey
-	var touched uint32
-	for slot, u := range used {
-		if !u || slot == 0 {
-			continue
+	// Checking reads only: the CPUs share it, each a range of set slots.
+	kept := make([]bool, r.recs.len()) // by place: a key's exact record
+	workers := runtime.GOMAXPROCS(0)
+	unrecorded := make([][]uint32, workers) // set slots
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			unrecorded[w] = p.checkRecords(used, len(used)*w/workers, len(used)*(w+1)/workers, kept)
+		})
+	}
+	wg.Wait()
+	for pos := range kept {
+		if rec := r.recs.at(uint32(pos)); !kept[pos] || !r.ref(pos, rec.PdrSlot) {
+			r.clear(pos)
 		}
-		// The buckets of the next sets, read ahead in a loop of reads
-		// that wait for no other: their misses overlap.
-		if slot%readAhead == 0 {
-			for ahead := slot; ahead < min(slot+readAhead, len(used)); ahead++ {
+	}
+	for _, slots := range unrecorded {
+		for _, slot := range slots {
+			set := p.set(slot)
+			p.recordSet(setKey{upfSetKind(set.Kind), set.Key}, slot, true)
+		}
+	}
+}
+
+// checkRecords marks in kept the records of the sets in slots from to to
+// (those of used) that are what their sets make of them, and returns the
+// slots of the sets whose record is not. The sets are read in the order of their slots,
+// near that of their PDRs; the records' buckets, in no such order, are
+// read ahead a few sets at a time in a loop of reads that wait for no
+// other, so that their misses overlap.
+func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecorded []uint32) {
+	r := &p.records
+	var touched uint32
+	for slot := max(from, 1); slot < to; slot++ {
+		if (slot-from)%readAhead == 0 {
+			for ahead := slot; ahead < min(slot+readAhead, to); ahead++ {
 				set := p.set(uint32(ahead))
 				touched += r.recs.at(uint32(r.first(setKey{upfSetKind(set.Kind), set.Key}))).Kind
 			}
+		}
+		if !used[slot] {
+			continue
 		}
 		set := p.set(uint32(slot))
 		k := setKey{upfSetKind(set.Kind), set.Key}
@@ -240,22 +274,15 @@ func (p *pdrSets) rebuildRecords(used []bool) {
 			want, ok := p.recordOf(k, uint32(slot))
 			have := r.recs.at(uint32(own))
 			want.Seq = have.Seq
-			if ok && want == *have && r.ref(own, want.PdrSlot) {
+			if ok && want == *have {
 				kept[own] = true
 				continue
 			}
 		}
-		unrecorded = append(unrecorded, k)
-	}
-	for pos, keep := range kept {
-		if !keep {
-			r.clear(pos)
-		}
-	}
-	for _, k := range unrecorded {
-		p.keepRecord(k)
+		unrecorded = append(unrecorded, uint32(slot))
 	}
 	runtime.KeepAlive(touched)
+	return unrecorded
 }
 
 // readAhead is how many sets' buckets a rebuild reads ahead.
