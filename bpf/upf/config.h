@@ -16,6 +16,10 @@ volatile const __be32 gtpu_addrs[MAX_GTPU_ADDRS] = {};
 volatile const __be32 gtpu_addrs6[MAX_GTPU_ADDRS][4] = {};
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
+/* set_records has 1 << record_bits buckets; 0: no records, every packet
+ * finds its PDRs in its set (records are written on x86-64 only, whose
+ * loads keep their order: see find_record). */
+volatile const __u32 record_bits = 0;
 volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */
 
 #endif

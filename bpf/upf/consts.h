@@ -125,6 +125,15 @@ enum set_hash {
 };
 #define SET_HASH ((__u64)SET_HASH_HI << 32 | SET_HASH_LO)
 
+/* Which packets of a key its record's PDR copy is for (struct
+ * set_record). A key's bucket of set_records, of SET_WAYS records, is
+ * the top record_bits bits of the hash its set_index bucket is taken from
+ * (enum set_hash). */
+enum record_families {
+	RECORD_IPV4 = 1,
+	RECORD_IPV6 = 2,
+};
+
 /* A buffer's state (struct buffer): the packets handed over, and the bit
  * the control plane sets to release it. */
 enum buffer_state {

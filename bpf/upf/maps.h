@@ -41,6 +41,18 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } set_overflow SEC(".maps");
 
+/* The records of the keys whose common case a PDR copy serves (struct
+ * set_record), in front of set_index: a bucket of SET_WAYS records, 256
+ * bytes, per key hash. Written by the control plane through mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct set_record);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} set_records SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
@@ -221,6 +233,28 @@ struct {
 	__uint(max_entries, MAX_IFACES);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ifaces SEC(".maps");
+
+/* A CPU's copy of the PDR its packet takes, from a record or the packet's
+ * PDR set: the stack has no room for it beside the frames of the calls.
+ * One a CPU serves: every run of the program, in NAPI, the CPU map or a
+ * test run, has bottom halves off, so no other starts on its CPU before it
+ * ends. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct pdr);
+	__uint(max_entries, 1);
+} pdr_copies SEC(".maps");
+
+/* By interface slot: the packets of installed keys that no record served
+ * (taken through their PDR set), when there are records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct counter);
+	__uint(max_entries, MAX_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cold_packets SEC(".maps");
 
 /* Index: interface slot * REASON_COUNT + reason. */
 struct {

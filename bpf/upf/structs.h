@@ -31,7 +31,7 @@ struct pdr {
 	__u32 qer[QERS_PER_PDR]; /* slots in qers, every one applies; 0: none */
 	__u32 urr[URRS_PER_PDR]; /* slots in urrs, every one counts; 0: none */
 	__u32 sdf; /* slot in sdf_sets: one of its filters must match; 0: none */
-};
+} __attribute__((aligned(8))); /* copied 8 bytes at a time */
 _Static_assert(sizeof(struct pdr) == 64, "a PDR fills one cache line");
 
 /* An SDF filter as the packets of its PDR see it: an uplink PDR's comes
@@ -99,6 +99,26 @@ struct pdr_set {
 	__u8 only_v6;
 	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
 };
+
+/* What the common case of a key needs, in the table the key hashes into
+ * (set_records): the key, and a copy of the PDR its packets take first,
+ * so that such a packet reads one record, a pair of lines in one page,
+ * and no other table of its session. families says which packets the copy
+ * is first for: those whose set's higher PDRs they all skip (only_v4,
+ * only_v6) and whose copy has no SDF filter. The control plane makes seq
+ * odd while it writes the record; a packet that reads another seq after
+ * its copy than before, or an odd one, takes the PDR set instead. */
+struct set_record {
+	__u32 seq;
+	__u32 kind; /* enum set_kind; 0: none */
+	__u64 key;
+	__u32 pdr_slot; /* the copy's slot in pdrs: its counters and duplicates */
+	__u32 set;      /* the key's set's slot in pdr_sets, which a restart checks the record by */
+	__u8 families;  /* enum record_families */
+	__u8 pad[39];
+	struct pdr pdr;
+};
+_Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
 /* Key of set_overflow, the sets whose index places were taken. */
 struct set_key {

@@ -31,6 +31,7 @@ const struct upf_exports {
 	enum urr_event_kind urr_event_kind;
 	enum set_kind set_kind;
 	enum set_hash set_hash;
+	enum record_families record_families;
 	enum buffer_state buffer_state;
 	enum release_magic release_magic;
 	enum route_value route_value;
@@ -93,11 +94,62 @@ INLINE int gtpu_addr_index6(const struct in6_addr *addr)
 	return -1;
 }
 
+/* A key's hash, whose top bits are its buckets (enum set_hash). */
+INLINE __u64 key_hash(enum set_kind kind, __u64 key)
+{
+	__u64 h = (key + ((__u64)kind << 56)) * SET_HASH;
+	return (h ^ h >> 32) * SET_HASH;
+}
+
+/* The record of a key: the families (enum record_families) whose packets
+ * take the PDR it copies, copied into *pdr with its slot; 0 when the key
+ * has none or the control plane is writing it. x86-64 keeps loads in
+ * their order, so the compiler's barriers order the reads of seq around
+ * the copy; the control plane writes records there only (record_bits). */
+INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *slot)
+{
+	if (!record_bits)
+		return 0;
+	__u32 first = (key_hash(kind, key) >> (64 - record_bits)) * SET_WAYS;
+#pragma unroll
+	for (int way = 0; way < SET_WAYS; way++) {
+		__u32 at = first + way;
+		struct set_record *r = bpf_map_lookup_elem(&set_records, &at);
+		if (!r)
+			return 0;
+		__u32 seq = *(volatile __u32 *)&r->seq;
+		asm volatile("" ::: "memory");
+		if (r->key != key || r->kind != kind)
+			continue;
+		__u8 families = r->families;
+		*pdr = r->pdr;
+		*slot = r->pdr_slot;
+		asm volatile("" ::: "memory");
+		return (seq & 1) || *(volatile __u32 *)&r->seq != seq ? 0 : families;
+	}
+	return 0;
+}
+
+/* The CPU's copy of the PDR its packet takes (pdr_copies). */
+INLINE struct pdr *pdr_copy(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&pdr_copies, &zero);
+}
+
+/* Counts a packet of an installed key that no record served. */
+INLINE void count_cold(__u32 len)
+{
+	if (record_bits) {
+		__u32 key = iface_slot;
+		count_packet(&cold_packets, &key, len);
+	}
+}
+
 /* The PDR set of a key: in its bucket of set_index, else in set_overflow. */
 INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 {
-	__u64 h = (key + ((__u64)kind << 56)) * SET_HASH;
-	h = (h ^ h >> 32) * SET_HASH;
+	__u64 h = key_hash(kind, key);
 	__u32 bucket = h >> (64 - index_bits);
 	__u32 below = h << index_bits >> 32; /* the tag's bits */
 	struct set_bucket *b = bpf_map_lookup_elem(&set_index, &bucket);
@@ -226,7 +278,7 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
 }
 
 /* Counts a packet of len inner bytes going in direction dir (URR_UL or
- * URR_DL) into the URRs of the PDR in pdr_slot that before_qos says (those
+ * URR_DL) into the URRs of pdr that before_qos says (those
  * with their PDR_URR_BEFORE_QOS bit, or the others when 0): 0 to go on,
  * else the reason to drop it. A global function, so that the verifier
  * checks it once: its branches, on every path through both calls and the
@@ -235,9 +287,8 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
  * packet counts nowhere. Without a lock, the check and the add are apart:
  * CPUs counting at once may each overshoot a quota by one packet. The add
  * returns the count it added to, so exactly one packet crosses a limit. */
-__attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int before_qos)
+__attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 len, int before_qos)
 {
-	const struct pdr *pdr = bpf_map_lookup_elem(&pdrs, &pdr_slot);
 	if (!pdr)
 		return REASON_DROP_INTERNAL;
 	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
@@ -303,7 +354,7 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
 	__u8 before_qos = pdr->flags & (PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1));
 	int reason;
-	if (before_qos && (reason = count_urrs(slot, urr_dir, len, 1)))
+	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
 		return reason;
 	reason = enforce_qers(pdr, dir, len);
 	if (reason)
@@ -315,7 +366,7 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 		return REASON_DROP_FAR;
 	}
 	/* A PDR without URRs pays this test and the flags' above. */
-	if (pdr->urr[0] && (reason = count_urrs(slot, urr_dir, len, 0)))
+	if (pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
 		return reason;
 	count_pdr(slot, len);
 	return 0;
@@ -720,8 +771,15 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	void *inner = data + (inner_off & 0x3fff);
 	if ((void *)(eth + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	struct pdr_set *set = find_set(SET_TEID, key);
-	if (!set)
+	/* The PDR the packet takes, copied: from the key's record, else from
+	 * its set. */
+	struct pdr *pdr = pdr_copy();
+	if (!pdr)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	__u32 slot;
+	__u8 fast = find_record(SET_TEID, key, pdr, &slot);
+	struct pdr_set *set = NULL;
+	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
 	/* The verifier learns packet bounds only from data_end, so the inner
@@ -751,10 +809,17 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	if (inner_len > g->payload_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
-	__u32 slot;
-	struct pdr *pdr = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
-	if (!pdr)
-		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+	/* A record's PDI checks run on its copy; a packet they refuse tries
+	 * every PDR of the set. */
+	if (!(fast & (v4 ? RECORD_IPV4 : RECORD_IPV6)) || !uplink_pdi_matches(pdr, g, ip4, ip6)) {
+		if (!set && !(set = find_set(SET_TEID, key)))
+			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+		count_cold(pkt_len);
+		struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
+		if (!p)
+			return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+		*pdr = *p;
+	}
 	const struct far *far = &pdr->far;
 	/* From the CP function or the source gNB, the packet is on its way to
 	 * the UE: it goes into a tunnel to the gNB, or nowhere while the FAR
@@ -892,13 +957,30 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 		      l2_len + ip_hdr_len + sizeof(*udp) + g.hdr_len);
 }
 
-/* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR
- * carries a QFI) and send it to the gNB. */
-INLINE int downlink(struct xdp_md *ctx, struct pdr_set *set, int v4, struct iphdr *ip4,
+/* The PDR a downlink packet of a UE address key (family its record's
+ * bit) takes, copied into *pdr with its slot: 1, or 0 when no set has the
+ * key, -1 when none of the set's PDRs matches. */
+INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
+			struct pdr *pdr, __u32 *slot)
+{
+	if (find_record(kind, key, pdr, slot) & family)
+		return 1;
+	struct pdr_set *set = find_set(kind, key);
+	if (!set)
+		return 0;
+	count_cold(ctx->data_end - ctx->data);
+	struct pdr *p = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, slot);
+	if (!p)
+		return -1;
+	*pdr = *p;
+	return 1;
+}
+
+/* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR,
+ * NULL when none matched, carries a QFI) and send it to the gNB. */
+INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v4, struct iphdr *ip4,
 		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
 {
-	__u32 slot;
-	struct pdr *pdr = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, &slot);
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 	__u32 inner_len = v4 ? bpf_ntohs(ip4->tot_len) : sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
@@ -944,6 +1026,9 @@ INLINE int upf(struct xdp_md *ctx)
 	if (parse_eth(&c, &eth, &proto))
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	__u32 l2_len = c.pos - data;
+	struct pdr *rule;
+	__u32 slot;
+	int found;
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip;
@@ -959,11 +1044,9 @@ INLINE int upf(struct xdp_md *ctx)
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
 						      &c, l2_len, pkt_len, addr_index);
 		}
-		if (iface_roles & ROLE_CORE) {
-			struct pdr_set *set = find_set(SET_UE4, ip->daddr);
-			if (set)
-				return downlink(ctx, set, 1, ip, NULL, l2_len, pkt_len);
-		}
+		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
+			return downlink(ctx, found > 0 ? rule : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
@@ -982,11 +1065,9 @@ INLINE int upf(struct xdp_md *ctx)
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
 						      l2_len, pkt_len, addr_index);
 		}
-		if (iface_roles & ROLE_CORE) {
-			struct pdr_set *set = find_set(SET_UE6, ipv6_prefix64(&ip6->daddr));
-			if (set)
-				return downlink(ctx, set, 0, NULL, ip6, l2_len, pkt_len);
-		}
+		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
+			return downlink(ctx, found > 0 ? rule : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);

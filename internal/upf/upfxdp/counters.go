@@ -41,6 +41,11 @@ type IfaceCounters struct {
 	Name    string             `json:"name"`
 	Ifindex uint32             `json:"ifindex"`
 	Reasons map[string]Counter `json:"reasons"`
+	// Cold are the packets of installed keys that no record served (on
+	// x86-64, where the data path has records): those found through their
+	// PDR set, whose common case reads several tables where a record's
+	// reads one.
+	Cold Counter `json:"cold"`
 }
 
 // Counters sums the per-CPU counters of every interface slot in use.
@@ -62,6 +67,11 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 			}
 			c.Reasons[name] = sum
 		}
+		cold, err := percpu.Sum[Counter](d.maps.ColdPackets, slot)
+		if err != nil {
+			return nil, err
+		}
+		c.Cold = cold
 		out = append(out, c)
 	}
 	return out, nil

@@ -223,13 +223,13 @@ func Open(opts Options) (*Datapath, error) {
 	if err := d.routes.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if err := d.sets.open(&d.maps); err != nil {
+	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.sets.open(&d.maps, d.pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.dropForeignTEIDs(); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
-	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrCounters, err = mapArray[Counter](d.maps.PdrCounters); err != nil {
@@ -286,6 +286,9 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.PdrSets.MaxEntries = sets
 	specs.SetIndex.MaxEntries = 1 << indexBits(sets)
 	specs.SetOverflow.MaxEntries = sets
+	if b := recordBucketBits(maxSessions); b > 0 {
+		specs.SetRecords.MaxEntries = uint32(setWays) << b
+	}
 	specs.Pdrs.MaxEntries = rules
 	specs.PdrCounters.MaxEntries = rules * uint32(cpus)
 	specs.Qers.MaxEntries = rules
@@ -435,6 +438,7 @@ func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
 		specs.GtpuAddrs6.Set(addrs6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
+		specs.RecordBits.Set(uint32(d.sets.records.bits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return fmt.Errorf("setting the program's constants: %w", err)
 	}

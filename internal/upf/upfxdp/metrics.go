@@ -11,6 +11,8 @@ var (
 		"Packets the UPF's data path received on an interface, by where they ended (reason).", "interface", "reason")
 	bytesMetric = telemetry.Counter("upf_bytes_total",
 		"Octets of the packets the UPF's data path received on an interface, by where they ended (reason).", "interface", "reason")
+	coldMetric = telemetry.Counter("upf_cold_packets_total",
+		"Packets of installed keys on an interface that no fast-path record served: found through their PDR set.", "interface")
 	urrEventsLostMetric = telemetry.Counter("upf_urr_events_lost_total",
 		"URR events the data path had no room for: a URR may have passed a limit unreported.")
 )
@@ -18,7 +20,7 @@ var (
 // Metrics collects the data path's counters at scrape time: every
 // attached interface's by reason, and the URR events lost.
 func (d *Datapath) Metrics() prometheus.Collector {
-	return &telemetry.Collector{Families: []telemetry.Family{packetsMetric, bytesMetric, urrEventsLostMetric},
+	return &telemetry.Collector{Families: []telemetry.Family{packetsMetric, bytesMetric, coldMetric, urrEventsLostMetric},
 		Read: func(ch chan<- prometheus.Metric) {
 			if ifaces, err := d.Counters(); err != nil {
 				packetsMetric.Fail(ch, err)
@@ -29,6 +31,7 @@ func (d *Datapath) Metrics() prometheus.Collector {
 						packetsMetric.Emit(ch, float64(c.Packets), i.Name, reason)
 						bytesMetric.Emit(ch, float64(c.Bytes), i.Name, reason)
 					}
+					coldMetric.Emit(ch, float64(i.Cold.Packets), i.Name)
 				}
 			}
 			if lost, err := d.URREventsLost(); err != nil {

@@ -47,7 +47,8 @@ type place struct {
 // a key not installed looks into it only when its bucket is full. A set is
 // never rewritten while published: a new slot is written, then published,
 // then the old slot freed, so a packet reads either the old set or the new
-// one.
+// one. A key's record (records.go) follows its set: written after the set
+// is published, taken away before it is withdrawn.
 type pdrSets struct {
 	mu       sync.RWMutex // readers (get, each, keys) share it
 	sets     mapped[PDRSet]
@@ -60,13 +61,19 @@ type pdrSets struct {
 	where      map[setKey]place
 	free       []uint32 // free slots, least recently freed first
 	maxKeys    int
+	pdrs       mapped[PDR] // what the records copy
+	records    records
 }
 
 // indexBits sizes set_index to a bucket per set: places for twice the sets.
 func indexBits(sets uint32) uint { return uint(bits.Len32(sets - 1)) }
 
-func (p *pdrSets) open(m *upfMaps) (err error) {
+func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR]) (err error) {
 	if p.sets, err = mapArray[PDRSet](m.PdrSets); err != nil {
+		return err
+	}
+	p.pdrs = pdrs
+	if err := p.records.open(m, pdrs.len()); err != nil {
 		return err
 	}
 	if p.index, err = mmap(m.SetIndex); err != nil {
@@ -133,6 +140,7 @@ func (p *pdrSets) open(m *upfMaps) (err error) {
 			p.free = append(p.free, uint32(slot))
 		}
 	}
+	p.rebuildRecords(used)
 	return nil
 }
 
@@ -149,7 +157,7 @@ func (p *pdrSets) owner(slot uint32, used []bool) (setKey, bool) {
 }
 
 func (p *pdrSets) close() error {
-	err := p.sets.close()
+	err := errors.Join(p.sets.close(), p.records.close())
 	if p.index != nil {
 		err = errors.Join(err, unix.Munmap(p.index))
 	}
@@ -243,6 +251,7 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 		}
 		p.free = append(p.free, old.slot)
 	}
+	p.keepRecord(k)
 	return nil
 }
 
@@ -284,10 +293,13 @@ func (p *pdrSets) delete(k setKey) error {
 	if !had {
 		return nil
 	}
+	delete(p.where, k)
+	p.keepRecord(k) // takes it away
 	if err := p.unpublish(k, old); err != nil {
+		p.where[k] = old
+		p.keepRecord(k)
 		return err
 	}
-	delete(p.where, k)
 	p.free = append(p.free, old.slot)
 	return nil
 }

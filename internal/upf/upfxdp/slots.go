@@ -67,7 +67,7 @@ func (d *Datapath) zeroCounters(slot uint32) error {
 			return err
 		}
 	}
-	return nil
+	return d.maps.ColdPackets.Put(slot, zero)
 }
 
 func ifaceName(info upfIface) string {

@@ -24,7 +24,11 @@ func (d *Datapath) PutPDR(slot uint32, p PDR) error {
 	if !d.pdrWritten.Load() {
 		d.pdrWritten.Store(true)
 	}
-	return d.pdrs.put(slot, &p)
+	if err := d.pdrs.put(slot, &p); err != nil {
+		return err
+	}
+	d.sets.pdrWritten(slot)
+	return nil
 }
 
 // SetPDRNexthop points the FAR of a PDR slot in use at another next-hop
@@ -34,6 +38,7 @@ func (d *Datapath) SetPDRNexthop(slot, nexthop uint32) error {
 		return fmt.Errorf("%s: slot %d is not in 0..%d", d.pdrs.name, slot, int64(d.pdrs.len())-1)
 	}
 	atomic.StoreUint32(&d.pdrs.at(slot).Far.Nexthop, nexthop)
+	d.sets.pdrWritten(slot)
 	return nil
 }
 

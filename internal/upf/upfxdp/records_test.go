@@ -1,0 +1,260 @@
+package upfxdp
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// cold is the number of packets of u's interface that no record served.
+func (u *upf) cold(t *testing.T) uint64 {
+	t.Helper()
+	all, err := u.d.Counters()
+	check(t, err)
+	for _, c := range all {
+		if c.Ifindex == u.ifindex {
+			return c.Cold.Packets
+		}
+	}
+	t.Fatalf("Counters() has no interface %d", u.ifindex)
+	return 0
+}
+
+// record is k's record, failing when k has none.
+func (u *upf) record(t *testing.T, k setKey) *upfSetRecord {
+	t.Helper()
+	own, _ := u.d.sets.records.find(k)
+	if own < 0 {
+		t.Fatalf("%+v has no record", k)
+	}
+	return u.d.sets.records.recs.at(uint32(own))
+}
+
+// expectPath runs a frame as expect does, checks the frame it leaves and
+// whether a record served it.
+func (u *upf) expectPath(t *testing.T, fast bool, in []byte, act xdplink.Action, reason string, out []byte) {
+	t.Helper()
+	before := u.cold(t)
+	testsupport.EqualFrames(t, u.expect(t, in, act, reason), out)
+	if went := u.cold(t) - before; went != map[bool]uint64{true: 0, false: 1}[fast] {
+		t.Errorf("%d packets went the cold path, want fast %v", went, fast)
+	}
+}
+
+func needRecords(t *testing.T) {
+	t.Helper()
+	if !recordsWritten {
+		t.Skip("the data path has records on x86-64 only")
+	}
+}
+
+// A key's record serves its packets as its set would, and a record the
+// control plane is writing (odd sequence word) sends them through the
+// set: both ways leave the same frame.
+func TestRecordAndSetAgree(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess|RoleCore)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100, id: 7}
+	down := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100, id: 99}
+	down6 := ipPacket{src: dn6, dst: ue6, ttl: 64, size: 100}
+	for _, c := range []struct {
+		name   string
+		key    setKey
+		in     []byte
+		reason string
+		out    []byte
+	}{
+		{"uplink", teidKey(teidRoute), gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), "uplink_forward",
+			up.hop().frame(t, nhL2(nhCore))},
+		{"uplink, QFI", teidKey(teidQoS), gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), up.bytes(t)), "uplink_forward",
+			up.hop().frame(t, nhL2(nhCore))},
+		{"downlink", ueKey(ue4), down.frame(t, fromDN), "downlink_forward",
+			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t))},
+		{"downlink IPv6", ueKey(ue6), down6.frame(t, fromDN), "downlink_forward",
+			encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID6, 0x40|5, down6.hop().bytes(t))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u.expectPath(t, true, c.in, xdplink.Redirect, c.reason, c.out)
+			rec := u.record(t, c.key)
+			atomic.AddUint32(&rec.Seq, 1)
+			u.expectPath(t, false, c.in, xdplink.Redirect, c.reason, c.out)
+			atomic.AddUint32(&rec.Seq, 1)
+			u.expectPath(t, true, c.in, xdplink.Redirect, c.reason, c.out)
+		})
+	}
+}
+
+// A record's PDI checks run on its copy: a packet they refuse tries the
+// set's lower PDRs.
+func TestRecordPDIRefused(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess|RoleCore)
+	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
+	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t)), xdplink.Redirect, "uplink_forward",
+		p.hop().frame(t, nhL2(nhCoreVLAN)))
+}
+
+// Open5GS puts a PDR for IPv6 router solicitations, with an IPv6 SDF
+// filter, before a session's uplink PDR: IPv4 packets pass it by in the
+// set, so the record serves them; IPv6 packets take the set.
+func TestRecordOpen5GSShape(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess)
+	const teid = 0x7200
+	const (
+		pdrRS = testPDRs + iota
+		pdrDefault
+	)
+	check(t, u.d.PutPDR(pdrRS, PDR{Id: 1, Sdf: pdrRS, Far: forward(nhCore)}))
+	check(t, u.d.PutPDR(pdrDefault, PDR{Id: 2, Far: forward(nhCoreVLAN)}))
+	check(t, u.d.PutSDFSet(pdrRS, sdfSet(sdfFilter(58, "", "ff02::2/128"))))
+	set := pdrSet(pdrRS, pdrDefault)
+	set.OnlyV6 = 1 << 0
+	check(t, u.d.PutUplink(onN3(teid), set))
+	if rec := u.record(t, teidKey(teid)); rec.Families != recordIPv4 || rec.PdrSlot != pdrDefault {
+		t.Fatalf("record for families %#x, PDR %d; want IPv4's, PDR %d", rec.Families, rec.PdrSlot, pdrDefault)
+	}
+	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	v6 := flowPacket{src: ue6, dst: dn6, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
+	u.expectPath(t, true, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), v4.bytes(t)), xdplink.Redirect, "uplink_forward",
+		v4.hop().frame(t, nhL2(nhCoreVLAN)))
+	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), v6.bytes(t)), xdplink.Redirect, "uplink_forward",
+		nhL2(nhCoreVLAN).ipFrame(t, v6.hop().bytes(t)))
+}
+
+// A set whose first PDR has an SDF filter has no record; a key whose
+// bucket is full neither: their packets take the set.
+func TestRecordNone(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 16)
+	check(t, u.d.PutPDR(3, PDR{Sdf: 1, Far: forward(1)}))
+	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "0.0.0.0/0"))))
+	check(t, u.d.PutUplink(onN3(0x3000), pdrSet(3)))
+	if own, _ := u.d.sets.records.find(teidKey(0x3000)); own >= 0 {
+		t.Error("a set with SDF filters first has a record")
+	}
+	u.expectColdUplink(t, 0x3000, 1)
+
+	// setWays+1 keys of one record bucket: the last finds it full.
+	var teids []uint32
+	want := u.d.sets.records.first(teidKey(0x4000))
+	for teid := uint32(0x4000); len(teids) <= setWays; teid++ {
+		if u.d.sets.records.first(teidKey(teid)) == want {
+			teids = append(teids, teid)
+			check(t, u.d.PutUplink(onN3(teid), pdrSet(uint32(len(teids)-1)%3)))
+		}
+	}
+	for i, teid := range teids[:setWays] {
+		u.record(t, teidKey(teid))
+		before := u.cold(t)
+		u.expectUplink(t, teid, uint32(i%3)+1)
+		if u.cold(t) != before {
+			t.Errorf("TEID %#x with a record went the cold path", teid)
+		}
+	}
+	last := teids[setWays]
+	u.expectColdUplink(t, last, uint32(setWays%3)+1)
+	// A place freed goes to the next key written.
+	check(t, u.d.DeleteUplink(onN3(teids[0])))
+	check(t, u.d.PutUplink(onN3(last), pdrSet(0)))
+	u.record(t, teidKey(last))
+	u.expectUplink(t, last, 1)
+}
+
+func (u *upf) expectColdUplink(t *testing.T, teid, nh uint32) {
+	t.Helper()
+	before := u.cold(t)
+	u.expectUplink(t, teid, nh)
+	if u.cold(t) != before+1 {
+		t.Errorf("TEID %#x: the packet did not go the cold path", teid)
+	}
+}
+
+// Every write leaves the records exact: a packet after a change of the
+// set, of the PDR the record copies, or of its next hop sees the change,
+// and after a delete no record is left.
+func TestRecordFollowsWrites(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 16)
+	const teid = 0x5000
+	k := teidKey(teid)
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(0)))
+	u.expectUplink(t, teid, 1)
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
+	u.expectUplink(t, teid, 2)
+	check(t, u.d.PutPDR(1, PDR{Far: forward(3)}))
+	u.expectUplink(t, teid, 3)
+	check(t, u.d.SetPDRNexthop(1, 1))
+	u.expectUplink(t, teid, 1)
+	if rec := u.record(t, k); rec.Pdr.Far.Nexthop != 1 || rec.Seq&1 != 0 {
+		t.Errorf("record next hop %d, sequence %d", rec.Pdr.Far.Nexthop, rec.Seq)
+	}
+	// The PDR gains an SDF filter: the record goes.
+	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "0.0.0.0/0"))))
+	check(t, u.d.PutPDR(1, PDR{Sdf: 1, Far: forward(2)}))
+	if own, _ := u.d.sets.records.find(k); own >= 0 {
+		t.Error("a record copies a PDR with SDF filters")
+	}
+	u.expectColdUplink(t, teid, 2)
+	// Without them again, the record is back when the set is written.
+	check(t, u.d.PutPDR(1, PDR{Far: forward(2)}))
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
+	u.record(t, k)
+	check(t, u.d.DeleteUplink(onN3(teid)))
+	if own, _ := u.d.sets.records.find(k); own >= 0 {
+		t.Error("a deleted key keeps its record")
+	}
+	if refs := u.d.sets.records.copiedBy[1]; refs != [2]uint32{} {
+		t.Errorf("PDR 1 is still copied by %v", refs)
+	}
+	u.expectUplink(t, teid, 0)
+}
+
+// A restart from the pinned maps keeps the records that are exact, writes
+// those missing and takes away those of no key.
+func TestRecordsAfterRestart(t *testing.T) {
+	needRecords(t)
+	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
+	check(t, d.PutPDR(0, PDR{Far: forward(1)}))
+	check(t, d.PutPDR(1, PDR{Far: forward(2)}))
+	for teid := range uint32(4) {
+		check(t, d.PutUplink(onN3(0x6000+teid), pdrSet(teid%2)))
+	}
+	kept := teidKey(0x6000)
+	own, _ := d.sets.records.find(kept)
+	seq := d.sets.records.recs.at(uint32(own)).Seq
+	// What a previous run may leave: a record of no key, one gone.
+	stray, _ := d.sets.records.find(teidKey(0x7000))
+	d.sets.records.write(stray, upfSetRecord{Kind: uint32(upfSetKindSET_TEID), Key: teidKey(0x7000).key, Families: recordIPv4})
+	gone, _ := d.sets.records.find(teidKey(0x6001))
+	d.sets.records.clear(gone)
+	check(t, d.Close())
+
+	d, err := Open(d.opts)
+	check(t, err)
+	defer d.Close()
+	if rec := d.sets.records.recs.at(uint32(own)); rec.Seq != seq {
+		t.Errorf("an exact record was rewritten: sequence %d, was %d", rec.Seq, seq)
+	}
+	if own, _ := d.sets.records.find(teidKey(0x7000)); own >= 0 {
+		t.Error("the record of no key stayed")
+	}
+	for teid := range uint32(4) {
+		own, _ := d.sets.records.find(teidKey(0x6000 + teid))
+		if own < 0 {
+			t.Fatalf("TEID %#x has no record", 0x6000+teid)
+		}
+		if rec := d.sets.records.recs.at(uint32(own)); rec.PdrSlot != teid%2 || rec.Pdr.Far.Nexthop != teid%2+1 {
+			t.Errorf("TEID %#x: record of PDR %d to next hop %d", 0x6000+teid, rec.PdrSlot, rec.Pdr.Far.Nexthop)
+		}
+	}
+	if refs := d.sets.records.copiedBy[0]; refs[0] == 0 || refs[1] == 0 {
+		t.Errorf("PDR 0 is copied by %v, want two records", refs)
+	}
+}
