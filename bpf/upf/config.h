@@ -16,6 +16,8 @@ volatile const __be32 gtpu_addrs[MAX_GTPU_ADDRS] = {};
 volatile const __be32 gtpu_addrs6[MAX_GTPU_ADDRS][4] = {};
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
-volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */
+/* entries of pdrs, qers and urrs: the length of a CPU's row of
+ * pdr_counters, qer_credits and urr_counts */
+volatile const __u32 pdr_slots = 1;
 
 #endif

@@ -164,13 +164,57 @@ INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtp
 	return NULL;
 }
 
+/* How much more than a packet needs a CPU takes from a QER's bucket at
+ * once, as a shift of the bucket's size: a sixteenth (2.5 ms of the rate
+ * for the 40 ms the control plane gives a bucket), so that the CPUs
+ * together let at most that much a CPU more through than the bucket
+ * alone would, and take the lock once in many packets. */
+#define QER_CHUNK_SHIFT 4
+
+/* Takes len bytes' tokens for a packet from what this CPU holds of a
+ * QER's bucket in direction dir; when that runs short, tops it up from
+ * the bucket under the lock, a chunk more than the packet needs. Returns
+ * whether the packet passes; one that does not takes nothing. */
+INLINE int qer_take(struct qer *q, __u32 slot, int dir, __u32 len)
+{
+	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+	struct qer_credit *c = bpf_map_lookup_elem(&qer_credits, &key);
+	if (!c)
+		return 0;
+	__u64 *credit = &c->tokens[dir];
+	__u64 need = (__u64)len * NSEC_PER_SEC, held = *credit;
+	if (held >= need) {
+		*credit = held - need;
+		return 1;
+	}
+	/* The tick-resolution clock costs a few ns where the precise one
+	 * costs tens here; the bucket holds many ticks' worth. */
+	__u64 now = bpf_ktime_get_coarse_ns();
+	struct token_bucket *b = &q->bucket[dir];
+	__u64 want = need - held, taken = 0;
+	bpf_spin_lock(&q->lock);
+	bucket_refill(b, now);
+	if (b->tokens >= want) {
+		taken = want + (b->burst >> QER_CHUNK_SHIFT);
+		if (taken > b->tokens)
+			taken = b->tokens;
+		b->tokens -= taken;
+	}
+	bpf_spin_unlock(&q->lock);
+	if (!taken)
+		return 0;
+	*credit = held + taken - need;
+	return 1;
+}
+
 /* Applies the gates and maximum bit rates of a PDR's QERs in one direction
  * to a packet of len bytes: 0 to go on, else the reason to drop it. A packet
  * that one QER lets through and a later one drops has taken the first one's
- * tokens: a bucket is locked alone, never two at once. */
+ * tokens: a bucket is locked alone, never two at once. A packet reads the
+ * gate from the QER itself, so a closed gate drops the next packet. */
 INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 {
-	__u64 now = 0;
+	dir &= 1;
 	for (int i = 0; i < QERS_PER_PDR; i++) {
 		__u32 slot = pdr->qer[i];
 		if (!slot)
@@ -180,17 +224,7 @@ INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 			return REASON_DROP_INTERNAL;
 		if (q->gate_closed & (1 << dir))
 			return REASON_DROP_QER_GATE;
-		struct token_bucket *b = &q->bucket[dir & 1];
-		if (!b->rate)
-			continue;
-		/* The tick-resolution clock costs a few ns where the precise one
-		 * costs tens here; the bucket holds many ticks' worth. */
-		if (!now)
-			now = bpf_ktime_get_coarse_ns();
-		bpf_spin_lock(&q->lock);
-		int pass = bucket_take(b, now, len);
-		bpf_spin_unlock(&q->lock);
-		if (!pass)
+		if (q->bucket[dir].rate && !qer_take(q, slot, dir, len))
 			return REASON_DROP_QER_MBR;
 	}
 	return 0;
@@ -219,23 +253,46 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
 		urr_event(slot, URR_EVENT_QUOTA);
 }
 
+/* Counts a packet of len bytes into a URR with limits (URR_SHARED),
+ * shared by every CPU: the add returns the count it added to, so exactly
+ * one packet crosses a limit. */
+INLINE void count_shared(struct urr *u, __u32 slot, int dir, __u32 len)
+{
+	for (int j = 0; j < 2; j++) {
+		int i = j ? dir : URR_TOTAL;
+		__u64 before = __sync_fetch_and_add(&u->bytes[i], len) + u->row_bytes[i];
+		__u64 after = before + len;
+		__sync_fetch_and_add(&u->packets[i], 1);
+		__u64 threshold = u->threshold[i], quota = u->quota[i];
+		if (threshold && before < threshold && threshold <= after)
+			urr_event(slot, URR_EVENT_THRESHOLD);
+		if (quota && before < quota && quota <= after)
+			quota_reached(u, slot, i);
+	}
+}
+
 /* Counts a packet of len inner bytes going in direction dir (URR_UL or
  * URR_DL) into the URRs of the PDR in pdr_slot that before_qos says (those
  * with their PDR_URR_BEFORE_QOS bit, or the others when 0): 0 to go on,
  * else the reason to drop it. A global function, so that the verifier
  * checks it once: its branches, on every path through both calls and the
  * QERs between them, exceed what the verifier explores.
- * All quotas are checked before anything is counted, so that a dropped
- * packet counts nowhere. Without a lock, the check and the add are apart:
- * CPUs counting at once may each overshoot a quota by one packet. The add
- * returns the count it added to, so exactly one packet crosses a limit. */
+ * A URR without limits counts in this CPU's row of urr_counts with plain
+ * adds: the packet waits for no other CPU's line. One with limits counts
+ * in its shared counters (count_shared). All quotas are checked before
+ * anything is counted, so that a dropped packet counts nowhere. Without a
+ * lock, the check and the add are apart: CPUs counting at once may each
+ * overshoot a quota by one packet. */
 __attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int before_qos)
 {
 	const struct pdr *pdr = bpf_map_lookup_elem(&pdrs, &pdr_slot);
 	if (!pdr)
 		return REASON_DROP_INTERNAL;
 	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
-	struct urr *found[URRS_PER_PDR] = {};
+	/* bit n: urr[n] counts; bit n + URRS_PER_PDR: in its shared counters.
+	 * The second loop looks the URRs up again, from the cache: pointers
+	 * kept would take stack the calls before this one need. */
+	int counts = 0;
 #pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
 		__u32 slot = pdr->urr[n];
@@ -246,37 +303,44 @@ __attribute__((noinline)) int count_urrs(__u32 pdr_slot, int dir, __u32 len, int
 		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
 		if (!u)
 			return REASON_DROP_INTERNAL;
+		counts |= 1 << n;
+		if (!(u->flags & URR_SHARED))
+			continue;
+		counts |= 1 << (n + URRS_PER_PDR);
 		for (int j = 0; j < 2; j++) {
 			int i = j ? dir : URR_TOTAL;
 			__u64 quota = u->quota[i];
-			if (quota && u->bytes[i] + len > quota) {
+			if (quota && u->bytes[i] + u->row_bytes[i] + len > quota) {
 				quota_reached(u, slot, i);
 				return REASON_DROP_URR_QUOTA;
 			}
 		}
-		found[n] = u;
 	}
 	__u64 now = bpf_ktime_get_coarse_ns();
 #pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
-		struct urr *u = found[n];
-		if (!u)
+		if (!(counts & (1 << n)))
 			continue;
 		__u32 slot = pdr->urr[n];
-		for (int j = 0; j < 2; j++) {
-			int i = j ? dir : URR_TOTAL;
-			__u64 before = __sync_fetch_and_add(&u->bytes[i], len);
-			__u64 after = before + len;
-			__sync_fetch_and_add(&u->packets[i], 1);
-			__u64 threshold = u->threshold[i], quota = u->quota[i];
-			if (threshold && before < threshold && threshold <= after)
-				urr_event(slot, URR_EVENT_THRESHOLD);
-			if (quota && before < quota && quota <= after)
-				quota_reached(u, slot, i);
+		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		if (!u)
+			return REASON_DROP_INTERNAL;
+		if (counts & (1 << (n + URRS_PER_PDR))) {
+			count_shared(u, slot, dir, len);
+		} else {
+			__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+			struct urr_count *c = bpf_map_lookup_elem(&urr_counts, &key);
+			if (c) {
+				c->dir[dir - URR_UL].packets++;
+				c->dir[dir - URR_UL].bytes += len;
+			}
 		}
 		if (!u->first_packet)
 			__sync_val_compare_and_swap(&u->first_packet, 0, now);
-		u->last_packet = now;
+		/* Written once a tick of the clock: the line stays shared
+		 * between the CPUs that read it. */
+		if (u->last_packet != now)
+			u->last_packet = now;
 		if ((u->flags & URR_NOTIFY_START) &&
 		    (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START))
 			urr_event(slot, URR_EVENT_START);

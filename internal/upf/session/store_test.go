@@ -254,8 +254,8 @@ func TestStaticNeighbourConflicts(t *testing.T) {
 // rawURR is a slot of the urrs map (struct urr, bpf/upf/structs.h), read and written here
 // the way the data path does.
 type rawURR struct {
-	Bytes, Packets, Threshold, Quota [3]uint64
-	FirstPacket, LastPacket, Flags   uint64
+	Bytes, Packets, RowBytes, Threshold, Quota [3]uint64
+	FirstPacket, LastPacket, Flags             uint64
 }
 
 func (e *storeEnv) urrMap(t *testing.T) *ebpf.Map {
