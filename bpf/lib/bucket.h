@@ -17,7 +17,9 @@ struct token_bucket {
  * other CPUs out of the bucket (a lock, or a bucket per CPU). */
 INLINE void bucket_refill(struct token_bucket *b, __u64 now)
 {
-	__u64 elapsed = now - b->last;
+	/* A CPU that read the clock before another refilled the bucket finds
+	 * it refilled already: now - last would wrap to a full second's. */
+	__u64 elapsed = now > b->last ? now - b->last : 0;
 	if (elapsed > NSEC_PER_SEC) /* keeps elapsed × rate in 64 bits */
 		elapsed = NSEC_PER_SEC;
 	if (now > b->last)
