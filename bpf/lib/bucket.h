@@ -13,22 +13,30 @@ struct token_bucket {
 	__u64 last;   /* bpf_ktime_get_coarse_ns() of the last refill */
 };
 
-/* Refills a bucket for the time since its last refill, then takes len
- * bytes from it if it holds them; returns whether it did. The caller keeps
+/* Refills a bucket for the time since its last refill. The caller keeps
  * other CPUs out of the bucket (a lock, or a bucket per CPU). */
-INLINE int bucket_take(struct token_bucket *b, __u64 now, __u32 len)
+INLINE void bucket_refill(struct token_bucket *b, __u64 now)
 {
-	__u64 elapsed = now - b->last;
+	/* A CPU that read the clock before another refilled the bucket finds
+	 * it refilled already: now - last would wrap to a full second's. */
+	__u64 elapsed = now > b->last ? now - b->last : 0;
 	if (elapsed > NSEC_PER_SEC) /* keeps elapsed × rate in 64 bits */
 		elapsed = NSEC_PER_SEC;
 	if (now > b->last)
 		b->last = now;
 	__u64 tokens = b->tokens + elapsed * b->rate;
-	if (tokens > b->burst)
-		tokens = b->burst;
+	b->tokens = tokens > b->burst ? b->burst : tokens;
+}
+
+/* Refills a bucket, then takes len bytes from it if it holds them;
+ * returns whether it did. The caller keeps other CPUs out, as above. */
+INLINE int bucket_take(struct token_bucket *b, __u64 now, __u32 len)
+{
+	bucket_refill(b, now);
 	__u64 need = (__u64)len * NSEC_PER_SEC;
-	int pass = tokens >= need;
-	b->tokens = pass ? tokens - need : tokens;
+	int pass = b->tokens >= need;
+	if (pass)
+		b->tokens -= need;
 	return pass;
 }
 

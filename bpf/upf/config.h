@@ -20,6 +20,8 @@ volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (en
  * finds its PDRs in its set (records are written on x86-64 only, whose
  * loads keep their order: see find_record). */
 volatile const __u32 record_bits = 0;
-volatile const __u32 pdr_slots = 1;  /* entries of pdrs: the length of a CPU's row of pdr_counters */
+/* entries of pdrs, qers and urrs: the length of a CPU's row of
+ * pdr_counters, qer_credits and urr_counts */
+volatile const __u32 pdr_slots = 1;
 
 #endif

@@ -91,6 +91,9 @@ enum urr_flags {
 	/* << index: the quota's event is sent; cleared when the control plane
 	 * writes the limits, so that a quota is reported once. */
 	URR_QUOTA_REPORTED = 2,
+	/* counted in the shared counters of struct urr, not in the CPUs'
+	 * rows: set while it has limits */
+	URR_SHARED = 16,
 };
 
 enum urr_event_kind {

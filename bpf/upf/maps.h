@@ -79,6 +79,30 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urrs SEC(".maps");
 
+/* Tokens of QERs' buckets CPUs hold (struct qer_credit): a row of
+ * pdr_slots (as many as QER slots) per CPU, written only by that CPU
+ * (upf.c, qer_take). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct qer_credit);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} qer_credits SEC(".maps");
+
+/* What the URRs without limits counted (struct urr_count): a row of
+ * pdr_slots (as many as URR slots) per CPU, written only by that CPU
+ * (upf.c, count_urrs). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct urr_count);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} urr_counts SEC(".maps");
+
 /* struct urr_event records, read by the control plane. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

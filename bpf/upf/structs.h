@@ -5,6 +5,7 @@
 
 #include "../lib/common.h"
 #include "../lib/bucket.h"
+#include "../lib/counter.h"
 #include "consts.h"
 
 struct far {
@@ -58,17 +59,27 @@ struct sdf_set {
 };
 
 /* A QoS Enforcement Rule: gate and maximum bit rate per direction (enum
- * qer_dir), shared by every PDR that names it and updated under the lock
- * from every CPU. */
+ * qer_dir), shared by every PDR that names it. A packet reads it; a CPU
+ * takes tokens from a bucket under the lock in chunks (qer_credits) and
+ * spends them without it. */
 struct qer {
 	struct bpf_spin_lock lock;
 	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
 	struct token_bucket bucket[2];
 };
 
-/* A Usage Reporting Rule: what the packets of its PDRs amount to, shared by
- * every CPU and counted with atomic adds, no lock. The control plane writes
- * the limits and reads the counters through mmap. */
+/* The tokens (nanobytes) one CPU took from a QER's buckets and has not
+ * spent yet, by enum qer_dir. */
+struct qer_credit {
+	__u64 tokens[2];
+};
+
+/* A Usage Reporting Rule: what the packets of its PDRs amount to. A URR
+ * without limits counts in the CPUs' rows of urr_counts, with plain adds;
+ * one with a threshold or a quota (URR_SHARED) counts here, shared by
+ * every CPU, with atomic adds whose results tell the packet that crosses
+ * a limit. Its usage is the sum of both. The control plane writes the
+ * limits and reads the counters through mmap. */
 struct urr {
 	__u64 bytes[3];     /* by enum urr_index: inner IP packet octets since reset */
 	__u64 packets[3];
@@ -77,6 +88,12 @@ struct urr {
 	__u64 first_packet; /* bpf_ktime_get_coarse_ns() of the first counted packet; 0: none yet */
 	__u64 last_packet;
 	__u64 flags; /* enum urr_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
+};
+
+/* What one CPU counted of a URR without limits, by direction: URR_UL - 1,
+ * URR_DL - 1. */
+struct urr_count {
+	struct counter dir[2];
 };
 
 /* What urr_events carries: the control plane reads the URR's counters. */

@@ -222,13 +222,57 @@ INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtp
 	return NULL;
 }
 
+/* How much more than a packet needs a CPU takes from a QER's bucket at
+ * once, as a shift of the bucket's size: a sixteenth (2.5 ms of the rate
+ * for the 40 ms the control plane gives a bucket), so that the CPUs
+ * together let at most that much a CPU more through than the bucket
+ * alone would, and take the lock once in many packets. */
+#define QER_CHUNK_SHIFT 4
+
+/* Takes len bytes' tokens for a packet from what this CPU holds of a
+ * QER's bucket in direction dir; when that runs short, tops it up from
+ * the bucket under the lock, a chunk more than the packet needs. Returns
+ * whether the packet passes; one that does not takes nothing. */
+INLINE int qer_take(struct qer *q, __u32 slot, int dir, __u32 len)
+{
+	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+	struct qer_credit *c = bpf_map_lookup_elem(&qer_credits, &key);
+	if (!c)
+		return 0;
+	__u64 *credit = &c->tokens[dir];
+	__u64 need = (__u64)len * NSEC_PER_SEC, held = *credit;
+	if (held >= need) {
+		*credit = held - need;
+		return 1;
+	}
+	/* The tick-resolution clock costs a few ns where the precise one
+	 * costs tens here; the bucket holds many ticks' worth. */
+	__u64 now = bpf_ktime_get_coarse_ns();
+	struct token_bucket *b = &q->bucket[dir];
+	__u64 want = need - held, taken = 0;
+	bpf_spin_lock(&q->lock);
+	bucket_refill(b, now);
+	if (b->tokens >= want) {
+		taken = want + (b->burst >> QER_CHUNK_SHIFT);
+		if (taken > b->tokens)
+			taken = b->tokens;
+		b->tokens -= taken;
+	}
+	bpf_spin_unlock(&q->lock);
+	if (!taken)
+		return 0;
+	*credit = held + taken - need;
+	return 1;
+}
+
 /* Applies the gates and maximum bit rates of a PDR's QERs in one direction
  * to a packet of len bytes: 0 to go on, else the reason to drop it. A packet
  * that one QER lets through and a later one drops has taken the first one's
- * tokens: a bucket is locked alone, never two at once. */
+ * tokens: a bucket is locked alone, never two at once. A packet reads the
+ * gate from the QER itself, so a closed gate drops the next packet. */
 INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 {
-	__u64 now = 0;
+	dir &= 1;
 	for (int i = 0; i < QERS_PER_PDR; i++) {
 		__u32 slot = pdr->qer[i];
 		if (!slot)
@@ -238,17 +282,7 @@ INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 			return REASON_DROP_INTERNAL;
 		if (q->gate_closed & (1 << dir))
 			return REASON_DROP_QER_GATE;
-		struct token_bucket *b = &q->bucket[dir & 1];
-		if (!b->rate)
-			continue;
-		/* The tick-resolution clock costs a few ns where the precise one
-		 * costs tens here; the bucket holds many ticks' worth. */
-		if (!now)
-			now = bpf_ktime_get_coarse_ns();
-		bpf_spin_lock(&q->lock);
-		int pass = bucket_take(b, now, len);
-		bpf_spin_unlock(&q->lock);
-		if (!pass)
+		if (q->bucket[dir].rate && !qer_take(q, slot, dir, len))
 			return REASON_DROP_QER_MBR;
 	}
 	return 0;
@@ -277,22 +311,45 @@ INLINE void quota_reached(struct urr *u, __u32 slot, int i)
 		urr_event(slot, URR_EVENT_QUOTA);
 }
 
+/* Counts a packet of len bytes into a URR with limits (URR_SHARED),
+ * shared by every CPU: the add returns the count it added to, so exactly
+ * one packet crosses a limit. */
+INLINE void count_shared(struct urr *u, __u32 slot, int dir, __u32 len)
+{
+	for (int j = 0; j < 2; j++) {
+		int i = j ? dir : URR_TOTAL;
+		__u64 before = __sync_fetch_and_add(&u->bytes[i], len);
+		__u64 after = before + len;
+		__sync_fetch_and_add(&u->packets[i], 1);
+		__u64 threshold = u->threshold[i], quota = u->quota[i];
+		if (threshold && before < threshold && threshold <= after)
+			urr_event(slot, URR_EVENT_THRESHOLD);
+		if (quota && before < quota && quota <= after)
+			quota_reached(u, slot, i);
+	}
+}
+
 /* Counts a packet of len inner bytes going in direction dir (URR_UL or
  * URR_DL) into the URRs of pdr that before_qos says (those
  * with their PDR_URR_BEFORE_QOS bit, or the others when 0): 0 to go on,
  * else the reason to drop it. A global function, so that the verifier
  * checks it once: its branches, on every path through both calls and the
  * QERs between them, exceed what the verifier explores.
- * All quotas are checked before anything is counted, so that a dropped
- * packet counts nowhere. Without a lock, the check and the add are apart:
- * CPUs counting at once may each overshoot a quota by one packet. The add
- * returns the count it added to, so exactly one packet crosses a limit. */
+ * A URR without limits counts in this CPU's row of urr_counts with plain
+ * adds: the packet waits for no other CPU's line. One with limits counts
+ * in its shared counters (count_shared). All quotas are checked before
+ * anything is counted, so that a dropped packet counts nowhere. Without a
+ * lock, the check and the add are apart: CPUs counting at once may each
+ * overshoot a quota by one packet. */
 __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 len, int before_qos)
 {
 	if (!pdr)
 		return REASON_DROP_INTERNAL;
 	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
-	struct urr *found[URRS_PER_PDR] = {};
+	/* bit n: urr[n] counts; bit n + URRS_PER_PDR: in its shared counters.
+	 * The second loop looks the URRs up again, from the cache: pointers
+	 * kept would take stack the calls before this one need. */
+	int counts = 0;
 #pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
 		__u32 slot = pdr->urr[n];
@@ -303,6 +360,10 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
 		if (!u)
 			return REASON_DROP_INTERNAL;
+		counts |= 1 << n;
+		if (!(u->flags & URR_SHARED))
+			continue;
+		counts |= 1 << (n + URRS_PER_PDR);
 		for (int j = 0; j < 2; j++) {
 			int i = j ? dir : URR_TOTAL;
 			__u64 quota = u->quota[i];
@@ -311,29 +372,32 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 				return REASON_DROP_URR_QUOTA;
 			}
 		}
-		found[n] = u;
 	}
 	__u64 now = bpf_ktime_get_coarse_ns();
 #pragma unroll
 	for (int n = 0; n < URRS_PER_PDR; n++) {
-		struct urr *u = found[n];
-		if (!u)
+		if (!(counts & (1 << n)))
 			continue;
 		__u32 slot = pdr->urr[n];
-		for (int j = 0; j < 2; j++) {
-			int i = j ? dir : URR_TOTAL;
-			__u64 before = __sync_fetch_and_add(&u->bytes[i], len);
-			__u64 after = before + len;
-			__sync_fetch_and_add(&u->packets[i], 1);
-			__u64 threshold = u->threshold[i], quota = u->quota[i];
-			if (threshold && before < threshold && threshold <= after)
-				urr_event(slot, URR_EVENT_THRESHOLD);
-			if (quota && before < quota && quota <= after)
-				quota_reached(u, slot, i);
+		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		if (!u)
+			return REASON_DROP_INTERNAL;
+		if (counts & (1 << (n + URRS_PER_PDR))) {
+			count_shared(u, slot, dir, len);
+		} else {
+			__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+			struct urr_count *c = bpf_map_lookup_elem(&urr_counts, &key);
+			if (c) {
+				c->dir[dir - URR_UL].packets++;
+				c->dir[dir - URR_UL].bytes += len;
+			}
 		}
 		if (!u->first_packet)
 			__sync_val_compare_and_swap(&u->first_packet, 0, now);
-		u->last_packet = now;
+		/* Written once a tick of the clock: the line stays shared
+		 * between the CPUs that read it. */
+		if (u->last_packet != now)
+			u->last_packet = now;
 		if ((u->flags & URR_NOTIFY_START) &&
 		    (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START))
 			urr_event(slot, URR_EVENT_START);
@@ -885,9 +949,10 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 }
 
 /* Echo Response with a Recovery IE (TS 29.281 7.2.2), sent back where the
- * request came from. */
+ * request came from: behind the CPU map (a constant), which has no XDP_TX,
+ * by a redirect to the port it came in on. */
 INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip,
-			 struct udphdr *udp, __be16 seq, __u32 l2_len, __u32 pkt_len)
+			 struct udphdr *udp, __be16 seq, __u32 l2_len, __u32 pkt_len, const int behind_cpumap)
 {
 	const __u32 gtp_len = sizeof(struct gtpu_hdr) + sizeof(struct gtpu_opt) + 2;
 	if (ip->ihl != 5)
@@ -929,7 +994,7 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 	o->next_ext = 0;
 	ie[0] = GTPU_IE_RECOVERY;
 	ie[1] = 0; /* restart counter: always 0 for GTP-U (TS 29.281 8.2) */
-	return finish(pkt_len, REASON_ECHO_RESPONSE, XDP_TX);
+	return finish(pkt_len, REASON_ECHO_RESPONSE, behind_cpumap ? bpf_redirect(ctx->ingress_ifindex, 0) : XDP_TX);
 }
 
 /* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address of
@@ -939,7 +1004,7 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
  * receives the inner packet. */
 INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip, __u32 ip_hdr_len,
 			  __u32 ip_payload, struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
-			  __u32 addr_index)
+			  __u32 addr_index, const int behind_cpumap)
 {
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
@@ -950,7 +1015,7 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	/* Over IPv6 the endpoint in user space answers, with the checksum the
 	 * kernel computes. */
 	if (g.hdr->type == GTPU_ECHO_REQUEST && ip)
-		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len);
+		return echo_response(ctx, eth, ip, udp, g.seq, l2_len, pkt_len, behind_cpumap);
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
 	return uplink(ctx, g.hdr->teid | (__u64)addr_index << 32, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
@@ -1014,8 +1079,9 @@ INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v
 	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL, 0);
 }
 
-/* The UPF: a frame from the wire, or the UPF stage of a chain. */
-INLINE int upf(struct xdp_md *ctx)
+/* The UPF: a frame from the wire, or the UPF stage of a chain, behind the
+ * CPU map when behind_cpumap (a constant). */
+INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
@@ -1042,7 +1108,7 @@ INLINE int upf(struct xdp_md *ctx)
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
-						      &c, l2_len, pkt_len, addr_index);
+						      &c, l2_len, pkt_len, addr_index, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
@@ -1063,7 +1129,7 @@ INLINE int upf(struct xdp_md *ctx)
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
-						      l2_len, pkt_len, addr_index);
+						      l2_len, pkt_len, addr_index, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
@@ -1076,17 +1142,15 @@ INLINE int upf(struct xdp_md *ctx)
 SEC("xdp")
 int xdp_upf(struct xdp_md *ctx)
 {
-	return upf(ctx);
+	return upf(ctx, 0);
 }
 
 /* The UPF stage of a chain on the CPU steering sent a packet to, behind
- * the CPU map: there is no XDP_TX there, an echo's response leaves by
- * redirect to the port it came in on. */
+ * the CPU map. */
 SEC("xdp/cpumap")
 int xdp_upf_cpu(struct xdp_md *ctx)
 {
-	int act = upf(ctx);
-	return act == XDP_TX ? bpf_redirect(ctx->ingress_ifindex, 0) : act;
+	return upf(ctx, 1);
 }
 
 /* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,

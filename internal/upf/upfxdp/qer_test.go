@@ -1,10 +1,20 @@
 package upfxdp
 
 import (
+	"errors"
+	"runtime"
 	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
+
+// qerBurst is how long a QER's bucket lets a flow send at line rate, as
+// the session layer sizes it.
+const qerBurst = 40 * time.Millisecond
 
 // QER slots of the tests.
 const (
@@ -84,5 +94,84 @@ func check(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The CPUs share a QER's bucket: each takes a sixteenth of it more than a
+// packet needs and spends that without the lock, so that the two together
+// let through what the bucket holds, no more, and what one CPU holds only
+// it spends. A rewritten QER leaves the CPUs nothing of the one before.
+func TestQERBucketSharedByCPUs(t *testing.T) {
+	testCPUs(t)
+	u := newUPF(t, RoleAccess|RoleCore)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	inner := uint64(len(up.bytes(t)))
+	// 64 packets, refilled at a byte a second: none more in the test.
+	check(t, u.d.PutQER(qerLimited, QER{Bucket: [2]upfTokenBucket{QERBucket(1, 64*inner)}}))
+	qerPDRs(t, u.d, qerLimited)
+	frame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
+	passed := func(cpu int) (n int) {
+		onCPU(t, cpu, func() {
+			for {
+				if act, _ := u.run(t, frame); act != xdplink.Redirect {
+					return
+				}
+				n++
+			}
+		})
+		return n
+	}
+	onCPU(t, 0, func() { u.expect(t, frame, xdplink.Redirect, "uplink_forward") }) // takes 5 packets' tokens
+	if n := passed(1); n != 59 {
+		t.Errorf("CPU 1 let %d packets through, want the 59 CPU 0 left in the bucket", n)
+	}
+	if n := passed(0); n != 4 {
+		t.Errorf("CPU 0 let %d more packets through, want the 4 it held", n)
+	}
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 64 {
+		t.Errorf("PDR counter: %+v, %v; want the bucket's 64 packets", c, err)
+	}
+
+	check(t, u.d.PutQER(qerLimited, QER{Bucket: [2]upfTokenBucket{QERBucket(1, 64*inner)}}))
+	onCPU(t, 0, func() { u.expect(t, frame, xdplink.Redirect, "uplink_forward") })
+	check(t, u.d.PutQER(qerLimited, QER{Bucket: [2]upfTokenBucket{QERBucket(1, 0)}}))
+	onCPU(t, 0, func() { u.expect(t, frame, xdplink.Drop, "drop_qer_mbr") })
+}
+
+// Under packets from both CPUs at once, a QER lets through no more than
+// its bucket and its rate over the time, and what the CPUs hold: a
+// sixteenth of the bucket each.
+func TestQERRateHoldsOnEveryCPU(t *testing.T) {
+	testCPUs(t)
+	u := newUPF(t, RoleAccess|RoleCore)
+	const rate = 4_000_000 // bytes/s: a fraction of what a test run passes
+	burst := uint64(rate * qerBurst / time.Second)
+	check(t, u.d.PutQER(qerLimited, QER{Bucket: [2]upfTokenBucket{QERBucket(rate, burst)}}))
+	qerPDRs(t, u.d, qerLimited)
+	frame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t))
+	const lasting = 200 * time.Millisecond
+	start := time.Now()
+	errs := make(chan error, 2)
+	for cpu := range 2 {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+			var one unix.CPUSet
+			one.Set(cpu)
+			err := unix.SchedSetaffinity(0, &one)
+			for err == nil && time.Since(start) < lasting {
+				_, err = u.prog.Run(&ebpf.RunOptions{Data: frame})
+			}
+			errs <- err
+		}()
+	}
+	check(t, errors.Join(<-errs, <-errs))
+	// The coarse clock refills by ticks, up to one behind.
+	elapsed := time.Since(start) + 10*time.Millisecond
+	c, err := u.d.PDRCounter(pdrRoute)
+	check(t, err)
+	most := burst + uint64(rate*elapsed.Seconds()) + 2*burst/16
+	if c.Bytes > most || c.Bytes < burst || u.counters(t)["drop_qer_mbr"].Packets == 0 {
+		t.Errorf("%d bytes let through in %v, %d dropped: want at least the bucket's %d, the rate's drops, and at most %d",
+			c.Bytes, elapsed, u.counters(t)["drop_qer_mbr"].Packets, burst, most)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // before the keys that reference them and keys are removed before their
 // slots are reused, so a packet never sees a half-written rule. PDRs (each
 // with its FAR) and SDF sets are written through mmap; a QER, whose
-// buckets the data path locks, cannot be mmapped.
+// buckets the data path locks, cannot be mmapped (the tokens the CPUs
+// took from them, in qer_credits, are).
 
 // PutPDR writes a PDR slot. Its counters are left as they are: a slot
 // taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
@@ -61,12 +62,25 @@ func QERBucket(rate, burst uint64) upfTokenBucket {
 	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }
 
-// PutQER writes a QER slot; its token buckets start full.
+// PutQER writes a QER slot; its token buckets start full, and no CPU holds
+// tokens of it. No packet may use the slot meanwhile (the slot pool's reuse
+// delay): a CPU adding to what it holds would keep the old QER's tokens.
 func (d *Datapath) PutQER(slot uint32, q QER) error {
+	if slot >= d.QERCapacity() {
+		return fmt.Errorf("QER slot %d is not in 0..%d", slot, d.QERCapacity()-1)
+	}
 	for i := range q.Bucket {
 		q.Bucket[i].Tokens = q.Bucket[i].Burst
 	}
-	return d.maps.Qers.Put(slot, &q)
+	if err := d.maps.Qers.Put(slot, &q); err != nil {
+		return err
+	}
+	for cpu := range d.counterRows() {
+		for i := range 2 {
+			atomic.StoreUint64(&d.qerCredits.at(cpu*d.pdrs.len() + slot).Tokens[i], 0)
+		}
+	}
+	return nil
 }
 
 // PutSDFSet writes a slot of SDF filters.

@@ -13,9 +13,12 @@ import (
 )
 
 // Usage Reporting Rules: the data path counts what the FARs of a URR's PDRs
-// forward into the URR's slot of urrs (struct urr). The map is mmapped:
-// counters are read and limits written with atomic 64-bit accesses while
-// packets count, without a system call.
+// forward. A URR without limits counts in the CPUs' rows of urr_counts,
+// each CPU in its own, with plain adds; a URR with a threshold or a quota
+// counts in its slot of urrs (struct urr), shared by the CPUs, with atomic
+// adds that tell the packet which crosses a limit. Its usage is the sum of
+// both. The maps are mmapped: counters are read and limits written with
+// atomic 64-bit accesses while packets count, without a system call.
 
 // Indexes of the URRUsage and URRLimits arrays (enum urr_index).
 const (
@@ -53,12 +56,15 @@ func (d *Datapath) urr(slot uint32) (*upfUrr, error) {
 	return d.urrs.at(slot), nil
 }
 
-// ResetURR zeroes a URR's counters and times and sets its limits.
+// ResetURR zeroes a URR's counters and times and sets its limits. No
+// packet may count in the slot: a new one, or one out of use for the slot
+// pool's reuse delay.
 func (d *Datapath) ResetURR(slot uint32, l URRLimits) error {
 	u, err := d.urr(slot)
 	if err != nil {
 		return err
 	}
+	d.zeroURRRows(slot)
 	for i := range u.Bytes {
 		atomic.StoreUint64(&u.Bytes[i], 0)
 		atomic.StoreUint64(&u.Packets[i], 0)
@@ -69,13 +75,59 @@ func (d *Datapath) ResetURR(slot uint32, l URRLimits) error {
 	return nil
 }
 
-// SetURRLimits changes a URR's limits and keeps its counters.
+// SetURRLimits changes a URR's limits and keeps its counters. A URR that
+// gets limits while it has none first takes to counting in its shared
+// counters (shareURR).
 func (d *Datapath) SetURRLimits(slot uint32, l URRLimits) error {
 	u, err := d.urr(slot)
 	if err != nil {
 		return err
 	}
+	if l.limited() && atomic.LoadUint64(&u.Flags)&urrShared == 0 {
+		if err := d.shareURR(slot, u); err != nil {
+			return err
+		}
+	}
 	setURRLimits(u, l)
+	return nil
+}
+
+const urrShared = uint64(upfUrrFlagsURR_SHARED)
+
+// limited says the data path must see every packet of the URR's sum: it
+// has a threshold or a quota.
+func (l URRLimits) limited() bool { return l.Threshold != [3]uint64{} || l.Quota != [3]uint64{} }
+
+// shareURR makes a URR count in its shared counters, so that each packet
+// sees the sum its limits apply to: once the packets that took it for
+// one counting in the rows are done, the rows stop growing, and what they
+// hold moves into the shared counters, out of the sight of the readers of
+// its usage. Its limits are still none meanwhile.
+func (d *Datapath) shareURR(slot uint32, u *upfUrr) error {
+	atomic.OrUint64(&u.Flags, urrShared)
+	if err := waitForPackets(); err != nil {
+		atomic.AndUint64(&u.Flags, ^urrShared)
+		return err
+	}
+	d.urrMu.Lock()
+	defer d.urrMu.Unlock()
+	bytes, packets := d.urrRows(slot)
+	for i := range bytes {
+		atomic.AddUint64(&u.Bytes[i], bytes[i])
+		atomic.AddUint64(&u.Packets[i], packets[i])
+	}
+	d.zeroURRRows(slot)
+	return nil
+}
+
+// waitForPackets returns once every run of the data path under way when
+// it was called has ended: the kernel runs XDP programs in RCU read-side
+// critical sections, whose end MEMBARRIER_CMD_GLOBAL waits for.
+func waitForPackets() error {
+	const membarrierCmdGlobal = 1 // linux/membarrier.h
+	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
+		return fmt.Errorf("waiting for the packets under way (membarrier): %w", errno)
+	}
 	return nil
 }
 
@@ -91,7 +143,43 @@ func setURRLimits(u *upfUrr, l URRLimits) {
 	if l.NotifyStart {
 		flags = uint64(upfUrrFlagsURR_NOTIFY_START)
 	}
+	if l.limited() {
+		flags |= urrShared
+	}
 	atomic.StoreUint64(&u.Flags, flags)
+}
+
+// urrRows sums what the CPUs' rows of urr_counts hold of a URR slot, by
+// URRTotal, URRUplink, URRDownlink.
+func (d *Datapath) urrRows(slot uint32) (bytes, packets [3]uint64) {
+	for cpu := range d.counterRows() {
+		for dir := range 2 {
+			c := &d.urrCount(cpu, slot).Dir[dir]
+			b, p := atomic.LoadUint64(&c.Bytes), atomic.LoadUint64(&c.Packets)
+			bytes[URRUplink+dir] += b
+			packets[URRUplink+dir] += p
+			bytes[URRTotal] += b
+			packets[URRTotal] += p
+		}
+	}
+	return bytes, packets
+}
+
+// zeroURRRows zeroes what the CPUs' rows hold of a URR slot, which no
+// packet may be counting in.
+func (d *Datapath) zeroURRRows(slot uint32) {
+	for cpu := range d.counterRows() {
+		for dir := range 2 {
+			c := &d.urrCount(cpu, slot).Dir[dir]
+			atomic.StoreUint64(&c.Packets, 0)
+			atomic.StoreUint64(&c.Bytes, 0)
+		}
+	}
+}
+
+// urrCount is where CPU cpu counts a URR slot without limits.
+func (d *Datapath) urrCount(cpu, slot uint32) *upfUrrCount {
+	return d.urrCounts.at(cpu*d.pdrs.len() + slot)
 }
 
 // URRLimits reads a URR's limits back.
@@ -109,16 +197,19 @@ func (d *Datapath) URRLimits(slot uint32) (URRLimits, error) {
 	return l, nil
 }
 
-// URRUsage reads a URR's counters.
+// URRUsage reads a URR's counters: its shared ones and the CPUs' rows.
 func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
 	u, err := d.urr(slot)
 	if err != nil {
 		return URRUsage{}, err
 	}
 	var usage URRUsage
+	d.urrMu.RLock()
+	defer d.urrMu.RUnlock()
+	usage.Bytes, usage.Packets = d.urrRows(slot)
 	for i := range u.Bytes {
-		usage.Bytes[i] = atomic.LoadUint64(&u.Bytes[i])
-		usage.Packets[i] = atomic.LoadUint64(&u.Packets[i])
+		usage.Bytes[i] += atomic.LoadUint64(&u.Bytes[i])
+		usage.Packets[i] += atomic.LoadUint64(&u.Packets[i])
 	}
 	first, last := atomic.LoadUint64(&u.FirstPacket), atomic.LoadUint64(&u.LastPacket)
 	if first == 0 {

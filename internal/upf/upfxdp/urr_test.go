@@ -323,3 +323,87 @@ func TestURRSlotBounds(t *testing.T) {
 		}
 	}
 }
+
+// A URR without limits counts in each CPU's row, and its usage is their
+// sum; with limits it counts in its shared counters, where the packet
+// that crosses one sees what every CPU counted before, in the rows too;
+// without them again, it counts in the rows, and its usage is the sum of
+// both. ResetURR zeroes it on every CPU.
+func TestURRCountsOnEveryCPU(t *testing.T) {
+	testCPUs(t)
+	u := newURRTest(t, URRLimits{})
+	var want URRUsage
+	send := func(cpu int, dir int, act xdplink.Action, reason string) {
+		t.Helper()
+		in := map[int][]byte{URRUplink: u.up, URRDownlink: u.down}[dir]
+		onCPU(t, cpu, func() { u.expect(t, in, act, reason) })
+		if act == xdplink.Redirect {
+			for _, i := range []int{URRTotal, dir} {
+				want.Bytes[i] += u.inner
+				want.Packets[i]++
+			}
+		}
+	}
+	forward := func(cpu, dir int) {
+		t.Helper()
+		send(cpu, dir, xdplink.Redirect, map[int]string{URRUplink: "uplink_forward", URRDownlink: "downlink_forward"}[dir])
+	}
+	// row is what CPU cpu counted of testURR: packets up and down.
+	row := func(cpu int) [2]uint64 {
+		c := u.d.urrCount(uint32(cpu), testURR).Dir
+		if c[0].Bytes != c[0].Packets*u.inner || c[1].Bytes != c[1].Packets*u.inner {
+			t.Fatalf("CPU %d counted %v, not packets of %d bytes", cpu, c, u.inner)
+		}
+		return [2]uint64{c[0].Packets, c[1].Packets}
+	}
+	forward(0, URRUplink)
+	forward(0, URRUplink)
+	forward(1, URRDownlink)
+	forward(1, URRUplink)
+	equalCounts(t, u.usage(t, testURR), want)
+	if r0, r1 := row(0), row(1); r0 != [2]uint64{2, 0} || r1 != [2]uint64{1, 1} {
+		t.Fatalf("rows of CPU 0 %v and CPU 1 %v: not what each counted", r0, r1)
+	}
+
+	// 4 packets so far, 3 of them uplink: the sixth crosses the
+	// threshold, the sixth uplink packet reaches the quota.
+	var l URRLimits
+	l.Threshold[URRTotal] = 5*u.inner + u.inner/2
+	l.Quota[URRUplink] = 6 * u.inner
+	check(t, u.d.SetURRLimits(testURR, l))
+	forward(0, URRDownlink)
+	u.wantSent(t, "before the threshold")
+	forward(1, URRUplink)
+	u.wantSent(t, "of the packet crossing the threshold", URREvent{Slot: testURR, Kind: URREventThreshold})
+	forward(0, URRUplink)
+	forward(1, URRUplink)
+	u.wantSent(t, "of the packet reaching the quota", URREvent{Slot: testURR, Kind: URREventQuota})
+	send(0, URRUplink, xdplink.Drop, "drop_urr_quota")
+	send(1, URRUplink, xdplink.Drop, "drop_urr_quota")
+	u.wantSent(t, "after the quota")
+	equalCounts(t, u.usage(t, testURR), want)
+	if r0, r1 := row(0), row(1); r0 != [2]uint64{} || r1 != [2]uint64{} {
+		t.Fatalf("rows of CPU 0 %v and CPU 1 %v: not moved into the shared counters, or counted with limits", r0, r1)
+	}
+
+	check(t, u.d.SetURRLimits(testURR, URRLimits{}))
+	forward(0, URRUplink)
+	forward(1, URRDownlink)
+	equalCounts(t, u.usage(t, testURR), want)
+	if r0, r1 := row(0), row(1); r0 != [2]uint64{1, 0} || r1 != [2]uint64{0, 1} {
+		t.Fatalf("rows of CPU 0 %v and CPU 1 %v: limits gone, the rows count again", r0, r1)
+	}
+
+	// Reopened, as by a restarted daemon: the pinned maps keep the counts.
+	again, err := Open(u.d.opts)
+	check(t, err)
+	defer again.Close()
+	got, err := again.URRUsage(testURR)
+	check(t, err)
+	equalCounts(t, got, want)
+
+	check(t, u.d.ResetURR(testURR, URRLimits{}))
+	if got := u.usage(t, testURR); got != (URRUsage{}) || row(0) != [2]uint64{} || row(1) != [2]uint64{} {
+		t.Fatalf("after ResetURR: %+v, rows %v %v", got, row(0), row(1))
+	}
+}
