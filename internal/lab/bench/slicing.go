@@ -108,14 +108,16 @@ func gtpFrame(routerMAC net.HardwareAddr, dst string, size int) []byte {
 }
 
 // prioRouter is the router of one measurement: videonet's segment, the
-// classifier whose rules take the services (steerServices), and the G-PDUs'
-// outer destination.
+// classifier whose rules take the services (steerServices), if it runs
+// one, and the G-PDUs' outer destination.
 type prioRouter struct {
-	n         *videonet.Net
-	d         *classifyxdp.Datapath
-	unsteered classifyxdp.ActionKind // what the rules do without steering
-	to        string
-	close     func() error // removes it all
+	n  *videonet.Net
+	d  *classifyxdp.Datapath
+	to string
+	// received counts the packets of each class (prioritised, other) that
+	// the router's first program saw.
+	received func() ([2]uint64, error)
+	close    func() error // removes it all
 }
 
 // prioOpen opens a router steering over cpus, or without steering for none.
@@ -126,7 +128,18 @@ type prioOpen func(cpus []int) (prioRouter, error)
 // G-PDUs as they came.
 func classifierRouter([]int) (prioRouter, error) {
 	d, n, closeAll, err := newSegment()
-	return prioRouter{n: n, d: d, unsteered: classifyxdp.ActionPass, to: videonet.SinkAddr, close: closeAll}, err
+	return prioRouter{n: n, d: d, to: videonet.SinkAddr, received: func() ([2]uint64, error) { return ruleCounts(d) },
+		close: closeAll}, err
+}
+
+// ruleCounts are the packets steerServices' rules 1 and 2 took.
+func ruleCounts(d *classifyxdp.Datapath) (received [2]uint64, err error) {
+	for i := range received {
+		if received[i], _, err = d.Counters(uint32(i + 1)); err != nil {
+			return received, err
+		}
+	}
+	return received, nil
 }
 
 // measurePrio runs Table 1 through videonet's segment with the routers
@@ -183,9 +196,11 @@ func (r prioRouter) measure(cpus []int, size int, rate uint64) (p prioPoint, err
 	if err := n.ReceiveOn(prioReceiveCPU, prioOthersCPU); err != nil {
 		return p, err
 	}
-	alt := classifyxdp.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}
-	if err := steerServices(d, cpus, alt, r.unsteered); err != nil {
-		return p, err
+	if d != nil {
+		alt := classifyxdp.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}
+		if err := steerServices(d, cpus, alt); err != nil {
+			return p, err
+		}
 	}
 	count := uint64(float64(rate) * prioSpan.Seconds())
 	if rate == 0 {
@@ -215,11 +230,9 @@ func (r prioRouter) measure(cpus []int, size int, rate uint64) (p prioPoint, err
 	if err != nil {
 		return p, err
 	}
-	var received [2]uint64
-	for i := range received {
-		if received[i], _, err = d.Counters(uint32(i + 1)); err != nil {
-			return p, err
-		}
+	received, err := r.received()
+	if err != nil {
+		return p, err
 	}
 	if p.outDropped, err = n.OutDropped(); err != nil {
 		return p, err
@@ -236,17 +249,15 @@ const (
 )
 
 // steerServices has rule 1 take the prioritised services and rule 2 the
-// others, each counting its own. Over cpus, they steer them to a
-// prioritised slice and another, with an alternative node; without, they
-// do as unsteered says: pass them to the kernel, or count them and hand
-// them on to the chain's next stage.
-func steerServices(d *classifyxdp.Datapath, cpus []int, alt classifyxdp.Alternative, unsteered classifyxdp.ActionKind) error {
-	services := func(first uint64) []classifyxdp.Match {
-		return []classifyxdp.Match{{Field: "tunnel1Id", Value: first, Mask: ^uint64(prioFirst-1) & 0xffffffff}}
-	}
+// others. Over cpus, they steer them to a prioritised slice and another,
+// with an alternative node; without, they pass them to the kernel, counted
+// (a count rule would hand rule 1's packets on to rule 2).
+func steerServices(d *classifyxdp.Datapath, cpus []int, alt classifyxdp.Alternative) error {
 	rules := []classifyxdp.Rule{
-		{ID: 1, Priority: 2, Action: unsteered, Matches: services(prioTEID)},
-		{ID: 2, Priority: 1, Action: unsteered, Matches: services(prioTEID + prioFirst)}}
+		{ID: 1, Priority: 2, Action: classifyxdp.ActionPass,
+			Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: prioTEID, Mask: ^uint64(prioFirst-1) & 0xffffffff}}},
+		{ID: 2, Priority: 1, Action: classifyxdp.ActionPass,
+			Matches: []classifyxdp.Match{{Field: "tunnel1", Value: uint64(classifyxdp.TunnelGTPU), Mask: 0xff}}}}
 	if cpus == nil {
 		return d.Add(rules...)
 	}
