@@ -20,9 +20,10 @@ func newRoot() *cobra.Command {
 
 Bench measures what the UPF's data path costs per packet and how many packets
 it forwards, each next to minimal XDP forwarders measured in the same run; or,
-with --pfcp, --classify, --slicing or --cuup, that part of the product instead.
-It needs root: it builds network namespaces and loads XDP programs, and removes
-what it built before it returns. Progress goes to the standard error.`, cobra.NoArgs,
+with --pfcp, --classify, --slicing, --slicing-upf or --cuup, that part of the
+product instead. It needs root: it builds network namespaces and loads XDP
+programs, and removes what it built before it returns. Progress goes to the
+standard error.`, cobra.NoArgs,
 		func(c *cobra.Command, _ []string) error {
 			gcpace.Tune() // the benchmarks measure the daemon's code, so with its collector
 			return flags.Run(c.Context(), c.OutOrStdout())

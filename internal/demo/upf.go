@@ -83,25 +83,31 @@ func (tb *Testbed) StartUPF() (*UPF, error) {
 
 // OpenUPF opens maps sized for maxSessions and starts resolving next hops;
 // Attach puts xdp_upf on the interfaces; Close undoes it all.
-func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
-	u := &UPF{ns: tb.UPF, pinPath: filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-demo-"))}
+func (tb *Testbed) OpenUPF(maxSessions uint32) (*UPF, error) {
+	// The IPv6 address is the testbed's after EnableIPv6.
+	return OpenUPF(tb.UPF, []netip.Addr{N3Addr, N3Addr6}, N6, maxSessions)
+}
+
+// OpenUPF opens a UPF in ns whose N3 addresses are n3 and whose N6
+// interface is core, with maps sized for maxSessions, and starts resolving
+// its next hops; AttachChain puts it on interfaces; Close undoes it all.
+func OpenUPF(ns *namespace.Netns, n3 []netip.Addr, core string, maxSessions uint32) (_ *UPF, err error) {
+	u := &UPF{ns: ns, pinPath: filepath.Join("/sys/fs/bpf", namespace.UniqueName("xdp5g-demo-"))}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, u.Close())
 		}
 	}()
-	// The IPv6 address is the testbed's after EnableIPv6.
-	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions,
-		N3Addresses: []netip.Addr{N3Addr, N3Addr6}})
+	u.Datapath, err = upfxdp.Open(upfxdp.Options{PinPath: u.pinPath, MaxSessions: maxSessions, N3Addresses: n3})
 	if err != nil {
 		return nil, err
 	}
-	ns, err := netns.GetFromName(tb.UPF.Name)
+	handle, err := netns.GetFromName(ns.Name)
 	if err != nil {
 		return nil, err
 	}
-	defer ns.Close() // the resolver keeps a duplicate
-	if u.Resolver, err = nexthop.New(u.Datapath, ns, []string{N6}); err != nil {
+	defer handle.Close() // the resolver keeps a duplicate
+	if u.Resolver, err = nexthop.New(u.Datapath, handle, []string{core}); err != nil {
 		return nil, err
 	}
 	u.Store = session.NewStore(u.Datapath, u.Resolver, nil)
@@ -111,11 +117,20 @@ func (tb *Testbed) OpenUPF(maxSessions uint32) (_ *UPF, err error) {
 // Attach puts xdp_upf on N3 (access) and N6 (core) in native mode.
 func (u *UPF) Attach() error {
 	for _, iface := range Interfaces {
-		if err := u.ns.Do(func() error { return u.Datapath.Attach(iface.Name, iface.Role, xdplink.ModeNative) }); err != nil {
+		if err := u.AttachChain(iface.Name, iface.Role, upfxdp.Chain{}); err != nil {
 			return err
 		}
-		u.attached = append(u.attached, iface.Name)
 	}
+	return nil
+}
+
+// AttachChain puts the UPF, with the stages of c before it, on an
+// interface of its namespace in native mode.
+func (u *UPF) AttachChain(ifname string, roles upfxdp.Role, c upfxdp.Chain) error {
+	if err := u.ns.Do(func() error { return u.Datapath.AttachChain(ifname, roles, xdplink.ModeNative, c) }); err != nil {
+		return err
+	}
+	u.attached = append(u.attached, ifname)
 	return nil
 }
 

@@ -40,6 +40,8 @@ type config struct {
 
 	slicing bool   // measure slicing, steering and offload instead
 	charts  string // directory for the charts of --slicing; none if empty
+	// measure priority and offload with GTP-U through the UPF instead
+	slicingUPF bool
 
 	cuup        bool // measure the CU-UP instead
 	cuupFlows   []int
@@ -99,6 +101,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&f.classifyRules, "classify-rules", "0,1,512,8192,65536", "installed `counts` of rules to measure the classifier with")
 	fs.BoolVar(&cfg.chain, "chain", false, "measure the UPF's chains of stages instead: the classifier and the steer stage in front of the UPF per packet (with --classify-rules), and the balance of one tunnel's inner flows over the CPUs")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
+	fs.BoolVar(&cfg.slicingUPF, "slicing-upf", false, "measure priority and offload with GTP-U through the UPF instead: the UPF on the receiving interface with the stages classify, steer, upf, one session per service")
 	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of --slicing to, as SVG")
 	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2")
 	fs.StringVar(&f.cuupFlows, "cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
@@ -163,7 +166,7 @@ func (f *Flags) config() (cfg config, err error) {
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
 	}
-	if (cfg.ipv6Transport || cfg.open5gs) && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.cuup || cfg.restarts > 0) ||
+	if (cfg.ipv6Transport || cfg.open5gs) && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.slicingUPF || cfg.cuup || cfg.restarts > 0) ||
 		cfg.open5gs && cfg.dupl {
 		return cfg, errors.New("--ipv6-transport and --open5gs apply to the per-packet cost and the rate alone")
 	}
@@ -238,7 +241,7 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 
 	res := results{frameLens: [2]int{len(uplinkFrame(tb, teid(0), 0)), len(downlinkFrame(tb, 0))}}
 	if cfg.slicing {
-		points, err := measurePrio()
+		points, err := measurePrio("priority and offload", classifierRouter)
 		if err != nil {
 			return err
 		}
@@ -251,7 +254,7 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 			return err
 		}
 		fmt.Fprintln(w, headline(args, since()))
-		reportPrio(w, points)
+		reportPrio(w, points, classifierText)
 		reportDelays(w, delays)
 		reportReactions(w, reactions)
 		if cfg.charts != "" {
@@ -261,6 +264,17 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 			}
 			fmt.Fprintf(w, "\nCharts: %s in %s.\n", strings.Join(names, ", "), cfg.charts)
 		}
+		return nil
+	}
+	if cfg.slicingUPF {
+		load := loadAvg()
+		points, err := measurePrio("priority and offload through the UPF", upfRouter)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, headline(args, since()))
+		fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) before: %s; after: %s.\n", load, loadAvg())
+		reportPrio(w, points, upfText)
 		return nil
 	}
 	if cfg.dupl {

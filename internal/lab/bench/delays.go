@@ -85,7 +85,7 @@ func measureDelayPoint(slices int, steer bool) (rows []delayRow, err error) {
 	count := uint64(delayRate * delaySpan.Seconds())
 	opts := trafficgen.Options{FlowOffset: gtpTEIDLowAt, Flows: slices * usersPerSlice, FlowsPerSlice: usersPerSlice,
 		StampOffset: gtpStampAt, Rate: delayRate}
-	if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, 256), count, opts); err != nil {
+	if _, _, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, videonet.SinkAddr, 256), count, opts); err != nil {
 		return nil, err
 	}
 	if _, err := videonet.Settled(n.Counter); err != nil {

@@ -101,7 +101,7 @@ func measureReaction(rate uint64) (after time.Duration, err error) {
 		}
 		hogged <- err
 	}()
-	_, _, err = n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, 256), uint64(float64(rate)*reactionSpan.Seconds()),
+	_, _, err = n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, videonet.SinkAddr, 256), uint64(float64(rate)*reactionSpan.Seconds()),
 		trafficgen.Options{FlowOffset: gtpTEIDLowAt, Flows: prioServices, FlowsPerSlice: prioServices, StampOffset: gtpStampAt, Rate: rate})
 	close(done)
 	if err := errors.Join(err, <-hogged); err != nil {

@@ -91,14 +91,14 @@ func (f layerFate) lostInRing() uint64 { return f.sent - min(f.sent, f.received)
 // neither forwarded nor offloaded.
 func (f layerFate) lostAfterRing() uint64 { return f.received - min(f.received, f.local+f.offloaded) }
 
-// gtpFrame is a G-PDU of a service to the sink, size octets in all, the
-// stamp inside the user's UDP payload.
-func gtpFrame(routerMAC net.HardwareAddr, size int) []byte {
+// gtpFrame is a G-PDU of a service to dst, size octets in all, the stamp
+// inside the user's UDP payload.
+func gtpFrame(routerMAC net.HardwareAddr, dst string, size int) []byte {
 	ip := func(src, dst string) *layers.IPv4 {
 		return &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
 	}
 	frame := demo.Serialize(false, &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 9}, DstMAC: routerMAC, EthernetType: layers.EthernetTypeIPv4},
-		ip(videonet.SenderAddr, videonet.SinkAddr), &layers.UDP{SrcPort: 2152, DstPort: 2152},
+		ip(videonet.SenderAddr, dst), &layers.UDP{SrcPort: 2152, DstPort: 2152},
 		&layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: prioTEID},
 		ip(videonet.UEAddr, videonet.ServerAddr), &layers.UDP{SrcPort: videonet.FirstPort, DstPort: 5004},
 		gopacket.Payload(make([]byte, size-gtpStampAt)))
@@ -107,9 +107,44 @@ func gtpFrame(routerMAC net.HardwareAddr, size int) []byte {
 	return frame
 }
 
-// measurePrio runs Table 1 through videonet's segment, the generator on
-// CPU 0.
-func measurePrio() (points []prioPoint, err error) {
+// prioRouter is the router of one measurement: videonet's segment, the
+// classifier whose rules take the services (steerServices), if it runs
+// one, and the G-PDUs' outer destination.
+type prioRouter struct {
+	n  *videonet.Net
+	d  *classifyxdp.Datapath
+	to string
+	// received counts the packets of each class (prioritised, other) that
+	// the router's first program saw.
+	received func() ([2]uint64, error)
+	close    func() error // removes it all
+}
+
+// prioOpen opens a router steering over cpus, or without steering for none.
+type prioOpen func(cpus []int) (prioRouter, error)
+
+// classifierRouter is the classifier alone at the router's edge: its rules
+// pass the services to the kernel, which forwards them to the sink,
+// G-PDUs as they came.
+func classifierRouter([]int) (prioRouter, error) {
+	d, n, closeAll, err := newSegment()
+	return prioRouter{n: n, d: d, to: videonet.SinkAddr, received: func() ([2]uint64, error) { return ruleCounts(d) },
+		close: closeAll}, err
+}
+
+// ruleCounts are the packets steerServices' rules 1 and 2 took.
+func ruleCounts(d *classifyxdp.Datapath) (received [2]uint64, err error) {
+	for i := range received {
+		if received[i], _, err = d.Counters(uint32(i + 1)); err != nil {
+			return received, err
+		}
+	}
+	return received, nil
+}
+
+// measurePrio runs Table 1 through videonet's segment with the routers
+// open opens, the generator on CPU 0.
+func measurePrio(name string, open prioOpen) (points []prioPoint, err error) {
 	restore, err := videonet.OnCPU0()
 	if err != nil {
 		return nil, err
@@ -118,8 +153,8 @@ func measurePrio() (points []prioPoint, err error) {
 	for _, setup := range prioSetups {
 		for _, size := range prioFrameSizes {
 			for _, rate := range prioRates {
-				progress("priority and offload: %s, %d-octet frames, %s", setup.name, size, rateName(rate))
-				p, err := measurePrioPoint(setup.cpus, size, rate)
+				progress("%s: %s, %d-octet frames, %s", name, setup.name, size, rateName(rate))
+				p, err := measurePrioPoint(open, setup.cpus, size, rate)
 				if err != nil {
 					return nil, err
 				}
@@ -137,25 +172,35 @@ func newSegment() (d *classifyxdp.Datapath, n *videonet.Net, closeAll func() err
 	if d, err = classifyxdp.OpenDatapath(classifyxdp.Config{}); err != nil {
 		return nil, nil, nil, err
 	}
-	if n, err = videonet.New(d.Program(), gtpStampAt); err != nil {
+	if n, err = videonet.New(d.Program(), videonet.Stamps{Forwarded: gtpStampAt, Offloaded: gtpStampAt}); err != nil {
 		return nil, nil, nil, errors.Join(err, d.Close())
 	}
 	return d, n, func() error { return errors.Join(n.Close(), d.Close()) }, nil
 }
 
 // measurePrioPoint measures one setup, size and rate on a fresh segment.
-func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error) {
-	p.size, p.rate = size, rate
-	d, n, closeAll, err := newSegment()
+func measurePrioPoint(open prioOpen, cpus []int, size int, rate uint64) (p prioPoint, err error) {
+	r, err := open(cpus)
 	if err != nil {
 		return p, err
 	}
-	defer func() { err = errors.Join(err, closeAll()) }()
+	defer func() { err = errors.Join(err, r.close()) }()
+	return r.measure(cpus, size, rate)
+}
+
+// measure has the router steer over cpus, or not for none, and sends the
+// services' frames of size octets at rate.
+func (r prioRouter) measure(cpus []int, size int, rate uint64) (p prioPoint, err error) {
+	p.size, p.rate = size, rate
+	n, d := r.n, r.d
 	if err := n.ReceiveOn(prioReceiveCPU, prioOthersCPU); err != nil {
 		return p, err
 	}
-	if err := steerServices(d, cpus, classifyxdp.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}); err != nil {
-		return p, err
+	if d != nil {
+		alt := classifyxdp.Alternative{MAC: n.AltMAC, Addr: netip.MustParseAddr("192.0.2.99"), Ifindex: n.AltIndex}
+		if err := steerServices(d, cpus, alt); err != nil {
+			return p, err
+		}
 	}
 	count := uint64(float64(rate) * prioSpan.Seconds())
 	if rate == 0 {
@@ -165,7 +210,7 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 	// The segment before this one goes on being torn down in the kernel's
 	// workers, on any CPU, after it is deleted.
 	time.Sleep(prioSettle)
-	frames, elapsed, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, size), count, opts)
+	frames, elapsed, err := n.Gen.Send(n.Sender, n.SenderIndex, gtpFrame(n.RouterMAC, r.to, size), count, opts)
 	if err != nil {
 		return p, err
 	}
@@ -185,11 +230,9 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 	if err != nil {
 		return p, err
 	}
-	var received [2]uint64
-	for i := range received {
-		if received[i], _, err = d.Counters(uint32(i + 1)); err != nil {
-			return p, err
-		}
+	received, err := r.received()
+	if err != nil {
+		return p, err
 	}
 	if p.outDropped, err = n.OutDropped(); err != nil {
 		return p, err
@@ -198,6 +241,12 @@ func measurePrioPoint(cpus []int, size int, rate uint64) (p prioPoint, err error
 	p.other = layerFate{sent: sent[1], received: received[1], local: local[1].Received, offloaded: away[1].Received}
 	return p, nil
 }
+
+// The slices of steerServices.
+const (
+	prioSlice  = 1
+	otherSlice = 2
+)
 
 // steerServices has rule 1 take the prioritised services and rule 2 the
 // others. Over cpus, they steer them to a prioritised slice and another,
@@ -212,7 +261,7 @@ func steerServices(d *classifyxdp.Datapath, cpus []int, alt classifyxdp.Alternat
 	if cpus == nil {
 		return d.Add(rules...)
 	}
-	for i, s := range []classifyxdp.Slice{{ID: 1, CPUs: cpus, Prioritised: true}, {ID: 2, CPUs: cpus}} {
+	for i, s := range []classifyxdp.Slice{{ID: prioSlice, CPUs: cpus, Prioritised: true}, {ID: otherSlice, CPUs: cpus}} {
 		if err := d.SetSlice(s); err != nil {
 			return err
 		}
@@ -238,26 +287,52 @@ func percent(part, whole uint64) float64 {
 	return 100 * float64(part) / float64(whole)
 }
 
-func reportPrio(w io.Writer, points []prioPoint) {
+// prioText is what the report of Table 1 says of a router.
+type prioText struct {
+	heading string // the section's
+	router  string // what the router does with the services' frames
+	// what runs on the receiving CPU, and what the classifier is in the
+	// loss after the ring
+	receiving, classifier string
+	setups                string // the setups, in order
+	local                 string // what the local packets are
+}
+
+// classifierText describes the classifier alone at the router's edge.
+var classifierText = prioText{
+	heading:    "Priority and offload (Table 1 of " + smartNIC + ")",
+	receiving:  "its classifier, and what the kernel does with what it passes,",
+	classifier: "its classifier",
+	setups: fmt.Sprintf("Baseline: no steering, all of the router's work on CPU %d. xdp5g, 1 CPU: the prioritised services in a "+
+		"prioritised slice, the others in another, both on CPU %d, the baseline's one CPU. xdp5g, 2 CPUs: both slices over "+
+		"CPUs 0 and 1, CPU 0 shared with the generator and the sinks.", prioReceiveCPU, prioReceiveCPU),
+	local: "forwarded by the host to the sink",
+}
+
+func reportPrio(w io.Writer, points []prioPoint, t prioText) {
 	p := linesTo(w)
-	p("\n### Priority and offload (Table 1 of %s)\n", smartNIC)
+	p("\n### %s\n", t.heading)
 	p("Through videonet's segment (sender → router → sink, the alternative node behind the router's alt port): %d services", prioServices)
 	p("told apart by their GTP-U TEID, %d of them prioritised, each sending the same share; every frame stamped with its", prioFirst)
-	p("group (prioritised or not), counted where it arrives. %s per point, on a fresh segment, %s after the last one was", prioSpan, prioSettle)
-	p("deleted. The router receives on CPU %d in a thread of real-time priority, as from a NIC's one receive queue (RSS", prioReceiveCPU)
-	p("sees one flow in GTP-U): its classifier, and what the kernel does with what it passes, run there. The generator, on")
-	p("CPU %d, only fills the router's 256-frame receive ring; the sink and the alternative node receive on CPU %d too.", prioOthersCPU, prioOthersCPU)
-	p("Baseline: no steering, all of the router's work on CPU %d. xdp5g, 1 CPU: the prioritised services in a prioritised", prioReceiveCPU)
-	p("slice, the others in another, both on CPU %d, the baseline's one CPU. xdp5g, 2 CPUs: both slices over CPUs 0 and 1,", prioReceiveCPU)
-	p("CPU 0 shared with the generator and the sinks. A flow leaves for the alternative node when its CPU's queue is three")
-	p("quarters full (prioritised: a batch short of full). Offered: packets/s the generator managed, the frames sent over")
-	p("the time from its start to the last frame; paced, it catches up at most 64 frames at once after falling behind")
-	p("(between its test runs, or while CPU %d served other work), so it may offer less than asked. Local, forwarded by the", prioOthersCPU)
-	p("host to the sink; offloaded, arrived at the alternative node; lost in the ring, dropped by the router's receive")
-	p("ring, its CPU behind, before its classifier saw them; lost after it, seen by the classifier and neither forwarded")
-	p("nor offloaded: each %% of the class's packets sent. Out: packets (of either class) the router's veths to the sink")
-	p("and the alternative dropped, their receivers' rings full: the test bed's loss.\n")
-	p("| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost in the ring | Prio lost after it | Other local | Other offloaded | Other lost in the ring | Other lost after it | Dropped on the way out |")
+	p("group (prioritised or not), counted where it arrives.%s %s per point, on a fresh segment, %s after the last one", t.router, prioSpan, prioSettle)
+	p("was deleted. The router receives on CPU %d in a thread of real-time priority, as from a NIC's one receive queue", prioReceiveCPU)
+	p("(RSS sees one flow in GTP-U): %s run there. The generator, on CPU %d, only fills the router's 256-frame", t.receiving, prioOthersCPU)
+	p("receive ring; the sink and the alternative node receive on CPU %d too. %s", prioOthersCPU, t.setups)
+	p("A flow leaves for the alternative node when its CPU's queue is three quarters full (prioritised: a batch short of")
+	p("full). Offered: packets/s the generator managed, the frames sent over the time from its start to the last frame;")
+	p("paced, it catches up at most 64 frames at once after falling behind (between its test runs, or while CPU %d served", prioOthersCPU)
+	p("other work), so it may offer less than asked. Local, %s; offloaded, arrived at the alternative node;", t.local)
+	p("lost in the ring, dropped by the router's receive ring, its CPU behind, before %s saw them; lost after", t.classifier)
+	p("it, seen by %s and neither forwarded nor offloaded: each %% of the class's packets sent. Out: packets (of", t.classifier)
+	p("either class) the router's veths to the sink and the alternative dropped, their receivers' rings full: the test")
+	p("bed's loss.")
+	reportPrioTable(w, points)
+}
+
+// reportPrioTable is the table of Table 1's points and its verdicts.
+func reportPrioTable(w io.Writer, points []prioPoint) {
+	p := linesTo(w)
+	p("\n| Setup | Frame | Offered | Prio local | Prio offloaded | Prio lost in the ring | Prio lost after it | Other local | Other offloaded | Other lost in the ring | Other lost after it | Dropped on the way out |")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, pt := range points {
 		p("| %s | %d | %.0f | %.1f%% | %.1f%% | %.3f%% | %.3f%% | %.1f%% | %.1f%% | %.3f%% | %.3f%% | %d |", pt.setup, pt.size, pt.offered,
@@ -273,7 +348,7 @@ func reportPrio(w io.Writer, points []prioPoint) {
 		worst         float64
 	}
 	inRing := map[string]*ringLoss{}
-	var xdp5g, lossless, byLinks int
+	var xdp5g, lossless, byLinks, local int
 	for _, pt := range points {
 		r := inRing[pt.setup]
 		if r == nil {
@@ -289,6 +364,9 @@ func reportPrio(w io.Writer, points []prioPoint) {
 			continue
 		}
 		xdp5g++
+		if pt.prio.offloaded == 0 {
+			local++
+		}
 		switch {
 		case pt.prio.lostAfterRing() == 0:
 			lossless++
@@ -299,6 +377,7 @@ func reportPrio(w io.Writer, points []prioPoint) {
 	p("\n- 0%% prioritised loss by xdp5g's data path (after the receive ring): %s (%d of %d points without any; at %d more",
 		verdict[lossless+byLinks == xdp5g], lossless, xdp5g, byLinks)
 	p("  the links out of the router dropped at least as many packets as went missing)")
+	p("- prioritised services kept local by xdp5g (none offloaded): at %d of %d points", local, xdp5g)
 	for _, setup := range prioSetups {
 		r := inRing[setup.name]
 		p("- prioritised packets lost in the receive ring, %s: at %d of %d points, up to %.3f%%", setup.name, r.lossy, r.points, r.worst)

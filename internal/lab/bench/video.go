@@ -34,7 +34,7 @@ func measureVideo() (rows []videoRow, err error) {
 		return nil, err
 	}
 	defer d.Close()
-	n, err := videonet.New(d.Program(), 0)
+	n, err := videonet.New(d.Program(), videonet.Stamps{})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,7 @@ func (k Kind) String() string { return [...]string{"IP", "VXLAN", "GTP-U in VXLA
 // sink, and the UE's flows inside the tunnels.
 const (
 	SenderAddr = "198.51.100.2"
+	RouterAddr = "198.51.100.1" // of edge: a UPF's N3 address
 	SinkAddr   = "203.0.113.2"
 	UEAddr     = "10.45.0.2"
 	ServerAddr = "10.200.0.2"
@@ -58,7 +59,8 @@ const (
 )
 
 // Net is a sender whose frames the generator forges, a router whose edge
-// ingress runs a classifier and whose kernel forwards what passes, a sink
+// ingress runs a classifier (or a UPF with its stages) and whose kernel
+// forwards what passes, a sink
 // that counts what arrives, a monitor behind the router's tap interface
 // that counts what rules send there, and an alternative node behind the
 // router's alt interface that counts what the router offloads to it.
@@ -75,9 +77,20 @@ type Net struct {
 	closers                    []func() error
 }
 
-// New builds the segment with classifier at the router's edge. The sinks
-// read the stamps of frames at stampOffset (trafficgen.Filter), if not 0.
-func New(classifier *ebpf.Program, stampOffset int) (n *Net, err error) {
+// Stamps are where the frames arriving at the sinks carry the
+// generator's stamps (trafficgen.Filter.StampOffset), 0 for none: Forwarded
+// at the sink and the monitor, Offloaded at the alternative node. They
+// differ where the router takes headers off what it forwards, as a UPF
+// does, and sends the alternative node the frames as they came.
+type Stamps struct {
+	Forwarded, Offloaded int
+}
+
+// New builds the segment with edge, a classifier, at the router's edge, or
+// none if nil: the caller attaches the router's program, a UPF's say. The
+// router forwards the UE's flows inside the tunnels (to ServerAddr) to the
+// sink too.
+func New(edge *ebpf.Program, stamps Stamps) (n *Net, err error) {
 	n = &Net{}
 	defer func() {
 		if err != nil {
@@ -101,6 +114,7 @@ func New(classifier *ebpf.Program, stampOffset int) (n *Net, err error) {
 		func() error { return n.Router.AddAddr("core", "203.0.113.1/24") },
 		func() error { return n.Sink.AddAddr("in", SinkAddr+"/24") },
 		func() error { return n.Router.Sysctl("net.ipv4.ip_forward", "1") },
+		func() error { return n.Router.AddRoute(ServerAddr+"/24", SinkAddr, "core") },
 		func() error {
 			_, sinkMAC, err := n.Sink.Link("in")
 			if err == nil {
@@ -110,23 +124,27 @@ func New(classifier *ebpf.Program, stampOffset int) (n *Net, err error) {
 		},
 		func() (err error) { _, n.RouterMAC, err = n.Router.Link("edge"); return err },
 		func() (err error) { n.SenderIndex, _, err = n.Sender.Link("out"); return err },
-		func() error { return n.attach(n.Router.AttachXDP("edge", classifier, false)) },
+	}
+	if edge != nil {
+		steps = append(steps, func() error { return n.attach(n.Router.AttachXDP("edge", edge, false)) })
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return n, err
 		}
 	}
-	udpOnly := trafficgen.Filter{EtherType: 0x0800, IPProto: 17, StampOffset: stampOffset}
-	if n.Counter, err = trafficgen.NewSink(n.Sink, "in", udpOnly, false); err != nil {
+	udpOnly := func(stampOffset int) trafficgen.Filter {
+		return trafficgen.Filter{EtherType: 0x0800, IPProto: 17, StampOffset: stampOffset}
+	}
+	if n.Counter, err = trafficgen.NewSink(n.Sink, "in", udpOnly(stamps.Forwarded), false); err != nil {
 		return n, err
 	}
 	n.closers = append(n.closers, n.Counter.Close)
-	if n.Tapped, err = trafficgen.NewSink(n.Monitor, "in", udpOnly, false); err != nil {
+	if n.Tapped, err = trafficgen.NewSink(n.Monitor, "in", udpOnly(stamps.Forwarded), false); err != nil {
 		return n, err
 	}
 	n.closers = append(n.closers, n.Tapped.Close)
-	if n.Offloaded, err = trafficgen.NewSink(n.Alt, "in", udpOnly, false); err != nil {
+	if n.Offloaded, err = trafficgen.NewSink(n.Alt, "in", udpOnly(stamps.Offloaded), false); err != nil {
 		return n, err
 	}
 	n.closers = append(n.closers, n.Offloaded.Close)

@@ -31,7 +31,7 @@ func newClassifier(t *testing.T) *classifyxdp.Datapath {
 // newVideoNet is the segment with the classifier at the router's edge.
 func newVideoNet(t *testing.T, p *classifyxdp.Datapath) *Net {
 	t.Helper()
-	n, err := New(p.Program(), 0)
+	n, err := New(p.Program(), Stamps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +567,7 @@ func TestFullQueueDropsAreCounted(t *testing.T) {
 func TestReceiveOn(t *testing.T) {
 	needTwoCPUs(t)
 	p := newClassifier(t)
-	n, err := New(p.Program(), 0)
+	n, err := New(p.Program(), Stamps{})
 	if err != nil {
 		t.Fatal(err)
 	}
