@@ -94,7 +94,7 @@ func serviceSession(i int) session.Session {
 		PDRs: []session.PDR{{ID: 1, FARID: 1, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
 			SourceInterface: session.InterfaceAccess, TEID: prioTEID + uint32(i),
 			LocalAddress: netip.MustParseAddr(videonet.RouterAddr)}}},
-		FARs: []session.FAR{{ID: 1, Action: session.ActionForward, DestinationInterface: session.InterfaceCore}},
+		FARs: []session.FAR{{ID: 1, Action: session.ActionForward, Forwarding: session.Forwarding{DestinationInterface: session.InterfaceCore}}},
 	}
 }
 
