@@ -301,3 +301,19 @@ func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecord
 // readAhead is how many sets' buckets a rebuild reads ahead.
 const readAhead = 32
 
+// Records is how many keys have a record: the others' packets all take
+// their PDR sets.
+func (d *Datapath) Records() int {
+	p := &d.sets
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n := 0
+	for _, refs := range p.records.copiedBy {
+		for _, ref := range refs {
+			if ref != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
