@@ -12,6 +12,7 @@ enum limits {
 	URRS_PER_PDR = 2,
 	SDF_PER_PDR = 4,
 	SET_WAYS = 2,              /* places of a set_index bucket */
+	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
 	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */
 	NEXTHOP_SLOTS = 1024,      /* of nexthops, and of tunnels6 by the same slot */
@@ -131,7 +132,9 @@ enum set_hash {
 /* Which packets of a key its record's PDR copy is for (struct
  * set_record). A key's bucket of set_records, of SET_WAYS records, is
  * the top record_bits bits of the hash its set_index bucket is taken from
- * (enum set_hash). */
+ * (enum set_hash); its record is there or, when that bucket is full, in
+ * the bucket beside it (the bucket number's lowest bit flipped), in the
+ * same page. */
 enum record_families {
 	RECORD_IPV4 = 1,
 	RECORD_IPV6 = 2,

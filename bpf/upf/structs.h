@@ -130,7 +130,9 @@ struct set_record {
 	__u32 kind; /* enum set_kind; 0: none */
 	__u64 key;
 	__u32 pdr_slot; /* the copy's slot in pdrs: its counters and duplicates */
-	__u32 set;      /* the key's set's slot in pdr_sets, which a restart checks the record by */
+	/* The key's set's slot in pdr_sets: a packet the copy does not serve
+	 * takes the set there; a restart checks the record by it. */
+	__u32 set;
 	__u8 families;  /* enum record_families */
 	__u8 pad[39];
 	struct pdr pdr;

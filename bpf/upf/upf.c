@@ -102,32 +102,45 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 }
 
 /* The record of a key: the families (enum record_families) whose packets
- * take the PDR it copies, copied into *pdr with its slot; 0 when the key
- * has none or the control plane is writing it. x86-64 keeps loads in
- * their order, so the compiler's barriers order the reads of seq around
- * the copy; the control plane writes records there only (record_bits). */
-INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *slot)
+ * take the PDR it copies, copied into *pdr with its slot, and its set's
+ * slot in *set; 0 and no set (0) when the key has none or the control
+ * plane is writing it. The key's record is in its bucket or in the
+ * bucket beside it, in the same page (RECORD_BUCKETS). x86-64 keeps loads
+ * in their order, so the compiler's barriers order the reads of seq
+ * around the copy; the control plane writes records there only
+ * (record_bits). */
+INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *slot, __u32 *set)
 {
+	*set = 0;
 	if (!record_bits)
 		return 0;
-	__u32 first = (key_hash(kind, key) >> (64 - record_bits)) * SET_WAYS;
+	__u32 bucket = key_hash(kind, key) >> (64 - record_bits);
+	struct set_record *r = NULL;
+	__u32 seq = 0;
 #pragma unroll
-	for (int way = 0; way < SET_WAYS; way++) {
-		__u32 at = first + way;
-		struct set_record *r = bpf_map_lookup_elem(&set_records, &at);
-		if (!r)
+	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
+		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
+		struct set_record *w = bpf_map_lookup_elem(&set_records, &at);
+		if (!w)
 			return 0;
-		__u32 seq = *(volatile __u32 *)&r->seq;
+		seq = *(volatile __u32 *)&w->seq;
 		asm volatile("" ::: "memory");
-		if (r->key != key || r->kind != kind)
-			continue;
-		__u8 families = r->families;
-		*pdr = r->pdr;
-		*slot = r->pdr_slot;
-		asm volatile("" ::: "memory");
-		return (seq & 1) || *(volatile __u32 *)&r->seq != seq ? 0 : families;
+		if (w->key == key && w->kind == kind) {
+			r = w;
+			break;
+		}
 	}
-	return 0;
+	if (!r)
+		return 0;
+	__u8 families = r->families;
+	__u32 in = r->set;
+	*pdr = r->pdr;
+	*slot = r->pdr_slot;
+	asm volatile("" ::: "memory");
+	if ((seq & 1) || *(volatile __u32 *)&r->seq != seq)
+		return 0;
+	*set = in;
+	return families;
 }
 
 /* The CPU's copy of the PDR its packet takes (pdr_copies). */
@@ -176,6 +189,14 @@ INLINE struct pdr_set *find_set(enum set_kind kind, __u64 key)
 	struct set_key k = { .key = key, .kind = kind };
 	__u32 *slot = bpf_map_lookup_elem(&set_overflow, &k);
 	return slot ? bpf_map_lookup_elem(&pdr_sets, slot) : NULL;
+}
+
+/* The PDR set of a key whose record named its slot (0: none); find_set's
+ * when the slot holds another key's set by now. */
+INLINE struct pdr_set *recorded_set(enum set_kind kind, __u64 key, __u32 slot)
+{
+	struct pdr_set *set = slot ? bpf_map_lookup_elem(&pdr_sets, &slot) : NULL;
+	return set && set->key == key && set->kind == kind ? set : find_set(kind, key);
 }
 
 /* The QFI and UE address an uplink PDR may ask of its packets. */
@@ -840,8 +861,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	struct pdr *pdr = pdr_copy();
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	__u32 slot;
-	__u8 fast = find_record(SET_TEID, key, pdr, &slot);
+	__u32 slot, recorded;
+	__u8 fast = find_record(SET_TEID, key, pdr, &slot, &recorded);
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
@@ -876,7 +897,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* A record's PDI checks run on its copy; a packet they refuse tries
 	 * every PDR of the set. */
 	if (!(fast & (v4 ? RECORD_IPV4 : RECORD_IPV6)) || !uplink_pdi_matches(pdr, g, ip4, ip6)) {
-		if (!set && !(set = find_set(SET_TEID, key)))
+		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 		count_cold(pkt_len);
 		struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
@@ -1028,9 +1049,10 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
 			struct pdr *pdr, __u32 *slot)
 {
-	if (find_record(kind, key, pdr, slot) & family)
+	__u32 recorded;
+	if (find_record(kind, key, pdr, slot, &recorded) & family)
 		return 1;
-	struct pdr_set *set = find_set(kind, key);
+	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
 		return 0;
 	count_cold(ctx->data_end - ctx->data);

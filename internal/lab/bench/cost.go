@@ -35,6 +35,7 @@ type subject struct {
 type costRow struct {
 	sessions                              int
 	install                               time.Duration
+	keys, records                         int    // PDR sets installed, and those with a record
 	floorLines                            uint32 // of the floor's table: the UPF's PDR table's, in whole pages
 	empty, tx, redirect, uplink, downlink rounds
 	floor                                 floorCost
@@ -100,6 +101,8 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flo
 	if row.install, err = install(ctx, u, n); err != nil {
 		return row, err
 	}
+	row.keys, _ = u.Datapath.PDRSets()
+	row.records = u.Datapath.Records()
 	if !withN9 {
 		return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, nil)
 	}

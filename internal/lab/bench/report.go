@@ -335,6 +335,10 @@ func costTables(p printer, cfg config, costs []costRow) {
 			r.uplink.median(), r.uplink.per(r.tx), r.uplink.per(r.redirect),
 			r.downlink.median(), r.downlink.per(r.tx), r.downlink.per(r.redirect))
 	}
+	p("\nThe keys (TEIDs and UE addresses) without a record, whose packets all take their PDR set:")
+	for _, r := range costs {
+		p("- %d of the %d keys with %d installed", r.keys-r.records, r.keys, r.sessions)
+	}
 	p("\nThe same rounds with the UPF's frames cycling over min(sessions, --flows) sessions, a random sample of those installed in")
 	p("random order:")
 	p("every packet another session, so the figures add the cache and TLB misses of the session tables. ×1 miss and ×2 misses:")

@@ -22,8 +22,8 @@ const recordsWritten = runtime.GOARCH == "amd64"
 
 // recordBucketBits sizes set_records to two buckets (of setWays records)
 // a session at least, a bucket for each of its TEID and UE address: 512
-// MiB at a million sessions, where a tenth of the keys find their bucket
-// full.
+// MiB at a million sessions, where about one key in thirty finds its
+// bucket and the one beside it full.
 func recordBucketBits(maxSessions uint32) uint {
 	if !recordsWritten {
 		return 0
@@ -56,14 +56,27 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 
 func (r *records) close() error { return r.recs.close() }
 
-// first is the place of the first record of k's bucket.
-func (r *records) first(k setKey) int { return int(hash(k)>>(64-r.bits)) * setWays }
+// recordBuckets are the buckets a key's record may be in: its own, then
+// the one beside it in the same page (bpf/upf/consts.h).
+const recordBuckets = int(upfLimitsRECORD_BUCKETS)
 
-// find is the place of k's record and of the first free place in its
-// bucket, each -1 for none.
+// bucket is k's own bucket of records.
+func (r *records) bucket(k setKey) int { return int(hash(k) >> (64 - r.bits)) }
+
+// places are the places k's record may take, in the order a packet looks.
+func (r *records) places(k setKey) (places [recordBuckets * setWays]int) {
+	b := r.bucket(k)
+	for i := range places {
+		places[i] = (b^i/setWays)*setWays + i%setWays
+	}
+	return places
+}
+
+// find is the place of k's record and of the first free place it may
+// take, each -1 for none.
 func (r *records) find(k setKey) (own, free int) {
 	own, free = -1, -1
-	for pos := r.first(k); pos < r.first(k)+setWays; pos++ {
+	for _, pos := range r.places(k) {
 		rec := r.recs.at(uint32(pos))
 		switch {
 		case rec.Kind == uint32(k.kind) && rec.Key == k.key:
@@ -262,7 +275,7 @@ func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecord
 		if (slot-from)%readAhead == 0 {
 			for ahead := slot; ahead < min(slot+readAhead, to); ahead++ {
 				set := p.set(uint32(ahead))
-				touched += r.recs.at(uint32(r.first(setKey{upfSetKind(set.Kind), set.Key}))).Kind
+				touched += r.recs.at(uint32(r.places(setKey{upfSetKind(set.Kind), set.Key})[0])).Kind
 			}
 		}
 		if !used[slot] {
@@ -287,3 +300,20 @@ func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecord
 
 // readAhead is how many sets' buckets a rebuild reads ahead.
 const readAhead = 32
+
+// Records is how many keys have a record: the others' packets all take
+// their PDR sets.
+func (d *Datapath) Records() int {
+	p := &d.sets
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n := 0
+	for _, refs := range p.records.copiedBy {
+		for _, ref := range refs {
+			if ref != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -100,6 +100,33 @@ func TestRecordPDIRefused(t *testing.T) {
 		p.hop().frame(t, nhL2(nhCoreVLAN)))
 }
 
+// A packet whose key's record does not serve it takes the set the record
+// names, without the index: with the key's index place withdrawn, it
+// leaves the frame it left through the index; a slot that holds another
+// key's set by then is not taken.
+func TestRecordNamesSet(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess|RoleCore)
+	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
+	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
+	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t))
+	out := p.hop().frame(t, nhL2(nhCoreVLAN))
+	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
+
+	k, sets := teidKey(teidQoS), &u.d.sets
+	pos := sets.where[k].index
+	placed := sets.loadIndex(pos)
+	sets.storeIndex(pos, 0)
+	defer sets.storeIndex(pos, placed)
+	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
+
+	rec := u.record(t, k)
+	slot := rec.Set
+	rec.Set = sets.where[teidKey(teidRoute)].slot
+	defer func() { rec.Set = slot }()
+	u.expect(t, in, xdplink.Drop, "drop_unknown_teid")
+}
+
 // Open5GS puts a PDR for IPv6 router solicitations, with an IPv6 SDF
 // filter, before a session's uplink PDR: IPv4 packets pass it by in the
 // set, so the record serves them; IPv6 packets take the set.
@@ -141,16 +168,18 @@ func TestRecordNone(t *testing.T) {
 	}
 	u.expectColdUplink(t, 0x3000, 1)
 
-	// setWays+1 keys of one record bucket: the last finds it full.
+	// Keys of one record bucket: those beyond its places take the bucket
+	// beside it, and the one after finds both full.
 	var teids []uint32
-	want := u.d.sets.records.first(teidKey(0x4000))
-	for teid := uint32(0x4000); len(teids) <= setWays; teid++ {
-		if u.d.sets.records.first(teidKey(teid)) == want {
+	want := u.d.sets.records.bucket(teidKey(0x4000))
+	for teid := uint32(0x4000); len(teids) <= recordBuckets*setWays; teid++ {
+		if u.d.sets.records.bucket(teidKey(teid)) == want {
 			teids = append(teids, teid)
 			check(t, u.d.PutUplink(onN3(teid), pdrSet(uint32(len(teids)-1)%3)))
 		}
 	}
-	for i, teid := range teids[:setWays] {
+	full := len(teids) - 1
+	for i, teid := range teids[:full] {
 		u.record(t, teidKey(teid))
 		before := u.cold(t)
 		u.expectUplink(t, teid, uint32(i%3)+1)
@@ -158,8 +187,8 @@ func TestRecordNone(t *testing.T) {
 			t.Errorf("TEID %#x with a record went the cold path", teid)
 		}
 	}
-	last := teids[setWays]
-	u.expectColdUplink(t, last, uint32(setWays%3)+1)
+	last := teids[full]
+	u.expectColdUplink(t, last, uint32(full%3)+1)
 	// A place freed goes to the next key written.
 	check(t, u.d.DeleteUplink(onN3(teids[0])))
 	check(t, u.d.PutUplink(onN3(last), pdrSet(0)))
