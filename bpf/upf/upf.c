@@ -216,19 +216,22 @@ INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, co
 	return (ue & PDR_MATCH_UE_V6) && ip6 && ipv6_prefix64(&ip6->saddr) == *(__u64 *)prefix;
 }
 
-/* Highest-precedence PDR of a set whose PDI matches; the IP packet is at
- * ip_off. Uplink gives the GTP-U header and the inner IP header, ip4 or
- * ip6; downlink gives NULLs: the UE address that found the set and the SDF
- * filters are the whole PDI of a downlink PDR. */
+#define NO_PDR 0xffffffff /* no slot of pdrs */
+
+/* Highest-precedence PDR of a set whose PDI matches, but the one in slot
+ * refused (the PDR of the packet's record, which refused it; NO_PDR: none); the
+ * IP packet is at ip_off. Uplink gives the GTP-U header and the inner IP
+ * header, ip4 or ip6; downlink gives NULLs: the UE address that found the
+ * set and the SDF filters are the whole PDI of a downlink PDR. */
 INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g,
-			     struct iphdr *ip4, struct ipv6hdr *ip6, __u32 ip_off, __u32 *slot)
+			     struct iphdr *ip4, struct ipv6hdr *ip6, __u32 ip_off, __u32 refused, __u32 *slot)
 {
 	/* Uplink PDRs whose filters are all of a family the packet is not. */
 	__u8 skip = !g ? 0 : (ip4 ? 0 : set->only_v4) | (ip6 ? 0 : set->only_v6);
 	for (int i = 0; i < PDRS_PER_KEY; i++) {
 		if (i >= set->count)
 			break;
-		if (skip & (1 << i))
+		if ((skip & (1 << i)) || set->pdr[i] == refused)
 			continue;
 		*slot = set->pdr[i];
 		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
@@ -894,13 +897,14 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	if (inner_len > g->payload_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
-	/* A record's PDI checks run on its copy; a packet they refuse tries
-	 * every PDR of the set. */
-	if (!(fast & (v4 ? RECORD_IPV4 : RECORD_IPV6)) || !uplink_pdi_matches(pdr, g, ip4, ip6)) {
+	/* A record's PDI checks and SDF filters run on its copy; a packet
+	 * they refuse tries every PDR of the set. */
+	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
+	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) || (pdr->sdf && !sdf_match(ctx, inner_off, pdr->sdf))) {
 		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 		count_cold(pkt_len);
-		struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, inner_off, &slot);
+		struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, &slot);
 		if (!p)
 			return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 		*pdr = *p;
@@ -1050,13 +1054,14 @@ INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 
 			struct pdr *pdr, __u32 *slot)
 {
 	__u32 recorded;
-	if (find_record(kind, key, pdr, slot, &recorded) & family)
+	int served = find_record(kind, key, pdr, slot, &recorded) & family;
+	if (served && (!pdr->sdf || sdf_match(ctx, l2_len, pdr->sdf)))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
 		return 0;
 	count_cold(ctx->data_end - ctx->data);
-	struct pdr *p = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, slot);
+	struct pdr *p = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, served ? *slot : NO_PDR, slot);
 	if (!p)
 		return -1;
 	*pdr = *p;

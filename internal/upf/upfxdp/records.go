@@ -148,8 +148,9 @@ func (r *records) unref(pos int) {
 
 // recordOf is the record of k, whose set is in slot: the PDR that the
 // packets of a family take first when the PDRs above it are all skipped
-// for that family and it has no SDF filter (then its PDI checks, on the
-// copy, decide). ok is false when no family has one.
+// for that family (then its PDI checks and SDF filters, on the copy,
+// decide; a packet they refuse takes the set). ok is false when no family
+// has one.
 func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 	set, pdrs := p.set(slot), p.pdrs
 	for _, f := range [...]struct {
@@ -168,7 +169,7 @@ func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 		}
 		slot := set.Pdr[i]
 		pdr := pdrs.at(slot)
-		if pdr.Sdf != 0 || (rec.Families != 0 && slot != rec.PdrSlot) {
+		if rec.Families != 0 && slot != rec.PdrSlot {
 			continue
 		}
 		rec.Families |= f.family

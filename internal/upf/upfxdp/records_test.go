@@ -155,17 +155,25 @@ func TestRecordOpen5GSShape(t *testing.T) {
 		nhL2(nhCoreVLAN).ipFrame(t, v6.hop().bytes(t)))
 }
 
-// A set whose first PDR has an SDF filter has no record; a key whose
-// bucket is full neither: their packets take the set.
+// A set whose first PDR has an SDF filter has a record, whose copy's
+// filter takes the packets it matches; the others take the set. A key
+// whose bucket and the one beside it are full has none: its packets take
+// the set.
 func TestRecordNone(t *testing.T) {
 	needRecords(t)
 	u := setsUPF(t, 16)
-	check(t, u.d.PutPDR(3, PDR{Sdf: 1, Far: forward(1)}))
+	check(t, u.d.PutPDR(3, PDR{Sdf: 1, Far: forward(3)}))
 	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "0.0.0.0/0"))))
-	check(t, u.d.PutUplink(onN3(0x3000), pdrSet(3)))
-	if own, _ := u.d.sets.records.find(teidKey(0x3000)); own >= 0 {
-		t.Error("a set with SDF filters first has a record")
+	check(t, u.d.PutUplink(onN3(0x3000), pdrSet(3, 0)))
+	if rec := u.record(t, teidKey(0x3000)); rec.Pdr.Sdf != 1 {
+		t.Errorf("the record copies SDF set %d, want 1", rec.Pdr.Sdf)
 	}
+	before := u.cold(t)
+	u.expectUplink(t, 0x3000, 3)
+	if u.cold(t) != before {
+		t.Error("a packet the record's filter matches went the cold path")
+	}
+	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "198.18.0.0/15"))))
 	u.expectColdUplink(t, 0x3000, 1)
 
 	// Keys of one record bucket: those beyond its places take the bucket
@@ -224,13 +232,15 @@ func TestRecordFollowsWrites(t *testing.T) {
 	if rec := u.record(t, k); rec.Pdr.Far.Nexthop != 1 || rec.Seq&1 != 0 {
 		t.Errorf("record next hop %d, sequence %d", rec.Pdr.Far.Nexthop, rec.Seq)
 	}
-	// The PDR gains an SDF filter: the record goes.
-	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "0.0.0.0/0"))))
+	// The PDR gains an SDF filter that refuses the packet: the record
+	// copies it, and the packet finds no PDR.
+	check(t, u.d.PutSDFSet(1, sdfSet(sdfFilter(0, "", "198.18.0.0/15"))))
 	check(t, u.d.PutPDR(1, PDR{Sdf: 1, Far: forward(2)}))
-	if own, _ := u.d.sets.records.find(k); own >= 0 {
-		t.Error("a record copies a PDR with SDF filters")
+	if rec := u.record(t, k); rec.Pdr.Sdf != 1 {
+		t.Errorf("the record copies SDF set %d, want 1", rec.Pdr.Sdf)
 	}
-	u.expectColdUplink(t, teid, 2)
+	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 40}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t)), xdplink.Drop, "drop_no_pdr")
 	// Without them again, the record is back when the set is written.
 	check(t, u.d.PutPDR(1, PDR{Far: forward(2)}))
 	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
