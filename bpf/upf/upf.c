@@ -218,6 +218,12 @@ INLINE int uplink_pdi_matches(const struct pdr *p, const struct gtpu_info *g, co
 
 #define NO_PDR 0xffffffff /* no slot of pdrs */
 
+/* Whether the IP packet at ip_off passes PDR p's SDF filters, if it has any. */
+INLINE int sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p)
+{
+	return !p->sdf || sdf_match(ctx, ip_off, p->sdf);
+}
+
 /* Highest-precedence PDR of a set whose PDI matches, but the one in slot
  * refused (the PDR of the packet's record, which refused it; NO_PDR: none); the
  * IP packet is at ip_off. Uplink gives the GTP-U header and the inner IP
@@ -239,11 +245,25 @@ INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtp
 			continue;
 		if (g && !uplink_pdi_matches(p, g, ip4, ip6))
 			continue;
-		if (p->sdf && !sdf_match(ctx, ip_off, p->sdf))
+		if (!sdf_passes(ctx, ip_off, p))
 			continue;
 		return p;
 	}
 	return NULL;
+}
+
+/* The PDR of a packet its key's record did not serve, from the key's set
+ * (refused: the record's PDR, which refused it, else NO_PDR), copied into
+ * *pdr with its slot: 0 when none matches. */
+INLINE int pdr_from_set(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_info *g, struct iphdr *ip4,
+			struct ipv6hdr *ip6, __u32 ip_off, __u32 refused, struct pdr *pdr, __u32 *slot)
+{
+	count_cold(ctx->data_end - ctx->data);
+	struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, ip_off, refused, slot);
+	if (!p)
+		return 0;
+	*pdr = *p;
+	return 1;
 }
 
 /* How much more than a packet needs a CPU takes from a QER's bucket at
@@ -900,14 +920,11 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* A record's PDI checks and SDF filters run on its copy; a packet
 	 * they refuse tries every PDR of the set. */
 	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
-	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) || (pdr->sdf && !sdf_match(ctx, inner_off, pdr->sdf))) {
+	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) || !sdf_passes(ctx, inner_off, pdr)) {
 		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
-		count_cold(pkt_len);
-		struct pdr *p = match_pdr(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, &slot);
-		if (!p)
+		if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, pdr, &slot))
 			return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
-		*pdr = *p;
 	}
 	const struct far *far = &pdr->far;
 	/* From the CP function or the source gNB, the packet is on its way to
@@ -1055,17 +1072,12 @@ INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 
 {
 	__u32 recorded;
 	int served = find_record(kind, key, pdr, slot, &recorded) & family;
-	if (served && (!pdr->sdf || sdf_match(ctx, l2_len, pdr->sdf)))
+	if (served && sdf_passes(ctx, l2_len, pdr))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
 		return 0;
-	count_cold(ctx->data_end - ctx->data);
-	struct pdr *p = match_pdr(ctx, set, NULL, NULL, NULL, l2_len, served ? *slot : NO_PDR, slot);
-	if (!p)
-		return -1;
-	*pdr = *p;
-	return 1;
+	return pdr_from_set(ctx, set, NULL, NULL, NULL, l2_len, served ? *slot : NO_PDR, pdr, slot) ? 1 : -1;
 }
 
 /* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR,
