@@ -16,9 +16,9 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// timeout bounds the wait for a response; the UPF answers over loopback or
-// a veth, so nothing is retransmitted.
-const timeout = 3 * time.Second
+// timeout bounds the wait for a response, generously for a busy host; the
+// UPF answers over loopback or a veth, so nothing is retransmitted.
+const timeout = 15 * time.Second
 
 // Values of the IEs the requests carry.
 const (
