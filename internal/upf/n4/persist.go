@@ -133,21 +133,13 @@ func (h *Handler) Snapshot(l *n4state.Log) {
 		h.mu.Unlock()
 	}
 	slices.SortFunc(records, func(a, b taken) int { return cmp.Compare(a.version, b.version) })
-	// Each entry written before the next is made: requests' entries,
-	// written after those made before them, wait for one at most.
-	for chunk := range slices.Chunk(records, 1000) {
-		size := 0
-		for _, r := range chunk {
-			size += n4state.OpSize(len(r.record))
-		}
-		// Reserved after a later record of the same session, maybe: the
-		// versions order them.
-		t := l.SizedTxn(size)
-		for _, r := range chunk {
-			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r.record...) })
-		}
-		l.Wait(t.Commit())
+	values := make([][]byte, len(records))
+	for i, r := range records {
+		values[i] = r.record
 	}
+	// Reserved after a later record of the same session, maybe: the
+	// versions order them.
+	l.PutValues(n4state.KindSession, values)
 	t := l.Txn()
 	h.mu.Lock()
 	for _, r := range h.unanswered {
