@@ -149,8 +149,10 @@ func TestQoSAndUsageUnderTraffic(t *testing.T) {
 	}
 	// What a policer of the MBR lets through of the packets as they were
 	// sent, late ones (a busy host) included: the sender must have offered
-	// more than the MBR for the count to tell a policer from none.
-	want := float64(conforming(sentAt, mbrKbps*1000/8, size))
+	// more than the MBR for the count to tell a policer from none. The
+	// bucket holds 40 ms at the rate.
+	const qerBurst = 40 * time.Millisecond
+	want := float64(testsupport.Policed(sentAt, mbrKbps*1000/8, size, qerBurst))
 	elapsed := sentAt[len(sentAt)-1]
 	t.Logf("uplink at the MBR: %d packets in %v, %.4f of the expected %.0f", upDelivered, elapsed, float64(upDelivered)/want, want)
 	if want > 0.75*float64(up) {
@@ -254,23 +256,6 @@ func sendSmoothly(t *testing.T, tb *demo.Testbed, frame []byte, rate int) (sentA
 		return nil
 	})
 	return sentAt
-}
-
-// conforming is how many packets of size octets, sent at sentAt, a token
-// bucket lets through that refills at rate octets a second and holds 40 ms
-// of it, full at the start: the QER's policer.
-func conforming(sentAt []time.Duration, rate, size uint64) uint64 {
-	depth := float64(rate) * 0.04
-	tokens, last, passed := depth, time.Duration(0), uint64(0)
-	for _, at := range sentAt {
-		tokens = min(depth, tokens+float64(rate)*(at-last).Seconds())
-		last = at
-		if tokens >= float64(size) {
-			tokens -= float64(size)
-			passed++
-		}
-	}
-	return passed
 }
 
 // sendRaw has frames send its frames, as they are, out of an interface of a
