@@ -568,6 +568,8 @@ func encodeSession(e *n4state.Enc, s *pfcpSession, v uint64, slots session.Slots
 			e.Uint(uint64(r.Slot))
 		}
 	}
+	e.Addr(s.cpAddrs[0])
+	e.Addr(s.cpAddrs[1])
 }
 
 func decodeSession(d *n4state.Dec, sh *shard) (*pfcpSession, uint64, session.Slots) {
@@ -601,6 +603,9 @@ func decodeSession(d *n4state.Dec, sh *shard) (*pfcpSession, uint64, session.Slo
 	var slots session.Slots
 	for _, to := range []*[]session.RuleSlot{&slots.PDR, &slots.QER, &slots.URR, &slots.SDF, &slots.Buffer} {
 		*to = decodeList(d, func(d *n4state.Dec) session.RuleSlot { return session.RuleSlot{ID: d.Uint32(), Slot: d.Uint32()} })
+	}
+	if d.Len() > 0 { // records of earlier versions end before
+		s.cpAddrs = [2]netip.Addr{d.Addr(), d.Addr()}
 	}
 	return s, v, slots
 }

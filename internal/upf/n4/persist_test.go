@@ -27,7 +27,7 @@ func everyField(t *testing.T) (*pfcpSession, session.Slots) {
 	ohr := uint8(0)
 	at := func(s int64) time.Time { return time.Unix(1_800_000_000+s, 250) }
 	s := &pfcpSession{
-		seid: 0x1234_5678_9abc, cpSEID: 0xfeed, smf: pfcp.Peer{NodeID: "smf.example", Addr: netip.MustParseAddrPort("192.0.2.7:8805")},
+		seid: 0x1234_5678_9abc, cpSEID: 0xfeed, cpAddrs: [2]netip.Addr{netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("2001:db8::7")}, smf: pfcp.Peer{NodeID: "smf.example", Addr: netip.MustParseAddrPort("192.0.2.7:8805")},
 		version: 42,
 		pdrs: []session.PDR{
 			{ID: 1, Precedence: 255, FARID: 1, OuterHeaderRemoval: &ohr, QERIDs: []uint32{1}, URRIDs: []uint32{3, 4},
@@ -88,9 +88,16 @@ func TestSessionRecordRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(gotSlots, slots) {
 		t.Errorf("slots read back %+v, want %+v", gotSlots, slots)
 	}
-	for cut := range len(e.B) { // and a record cut short is refused, not misread
+	// A record of an earlier version ends before the CP F-SEID's
+	// addresses, and reads without them.
+	earlier := len(e.B) - 2 - len(s.cpAddrs[0].AsSlice()) - len(s.cpAddrs[1].AsSlice())
+	for cut := range len(e.B) { // and a record cut short elsewhere is refused, not misread
 		d := n4state.NewDec(e.B[:cut])
-		if decodeSession(d, NewSaved().shards[0]); d.Done() == nil {
+		got, _, _ := decodeSession(d, NewSaved().shards[0])
+		switch err := d.Done(); {
+		case cut == earlier && (err != nil || got.cpAddrs != [2]netip.Addr{}):
+			t.Errorf("a record of an earlier version read back with CP F-SEID addresses %v, %v", got.cpAddrs, err)
+		case cut != earlier && err == nil:
 			t.Fatalf("a record cut at %d of %d octets read without an error", cut, len(e.B))
 		}
 	}
