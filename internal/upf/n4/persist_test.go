@@ -210,3 +210,51 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 		expect(t, causeAccepted, nil, nil)
 	e.delete("smf", kept).expect(t, causeAccepted, nil, nil)
 }
+
+// A compaction that runs while sessions come and go writes every session
+// that was there when it began and is still there (taken a thousand at a
+// time, not at once): the handler restarted from the compacted journal has
+// exactly the sessions it had.
+func TestCompactionWhileSessionsChange(t *testing.T) {
+	e := newSizedEnv(t, 4096)
+	dir := journaled(t, e)
+	l := e.h.cfg.Journal
+	l.Compact(e.h.Snapshot)
+	establish := func(cpSEID uint64) uint64 {
+		return e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(cpSEID, "127.0.0.4"),
+			createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChooseAny()), outerHeaderRemoval(0), farID(1)),
+			createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore)))).upSEID(t)
+	}
+	var seids []uint64
+	for i := range 2500 {
+		seids = append(seids, establish(uint64(i+1)))
+	}
+	compacted := make(chan struct{})
+	go func() { l.CompactNow(); close(compacted) }()
+	changed := 0
+	for ; ; changed++ {
+		select {
+		case <-compacted:
+		default:
+			seids = append(seids, establish(uint64(2500+changed+1)))
+			e.delete("smf", seids[0]).expect(t, causeAccepted, nil, nil)
+			seids = seids[1:]
+			continue
+		}
+		break
+	}
+	t.Logf("%d sessions established and as many deleted while the compaction ran", changed)
+	want := map[uint64][]byte{}
+	for _, seid := range seids {
+		want[seid] = record(t, e.h, seid)
+	}
+	h, _, _ := restarted(t, e, dir)
+	if len(h.sessions) != len(want) {
+		t.Errorf("the restored handler has %d sessions, want %d", len(h.sessions), len(want))
+	}
+	for seid, rec := range want {
+		if got := record(t, h, seid); !bytes.Equal(got, rec) {
+			t.Fatalf("session %#x restored as\n% x\nwant\n% x", seid, got, rec)
+		}
+	}
+}
