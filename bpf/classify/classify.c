@@ -597,6 +597,10 @@ INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
 		return -1;
 	if (d->action == CLASSIFY_DROP)
 		return redirect_rule(ctx, rule);
+	/* The UPF stage takes metadata of exactly this size for a copy's:
+	 * none other goes with it (a live test run's recycled frame may
+	 * carry what its last receiver left). */
+	drop_meta(ctx);
 	struct chain_mirror *m;
 	if (push_meta(ctx, m))
 		__builtin_memcpy(m, out, sizeof(*m));
