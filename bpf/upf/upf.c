@@ -719,8 +719,9 @@ _Static_assert(sizeof(struct mirror_meta) == 32 && sizeof(struct copied_packet) 
 static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifindex, __u64 copy, __u32 pkt_len)
 {
 	struct mirror_meta *m;
-	if (!chain_mirror_of(ctx) ||
-	    bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(m->mirror))) || !read_meta(ctx, m)) {
+	if (!chain_mirror_of(ctx)) /* the release of a buffered frame's: it stays */
+		return bpf_redirect(ifindex, 0);
+	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(m->mirror))) || !read_meta(ctx, m)) {
 		drop_meta(ctx);
 		return bpf_redirect(ifindex, 0);
 	}
@@ -752,7 +753,8 @@ INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifi
 		__builtin_memcpy(&packet, copy, sizeof(packet));
 		return send_mirrored(ctx, ifindex, packet, pkt_len);
 	}
-	drop_meta(ctx); /* DUPL's copy before a mirroring rule's */
+	if (chain_mirror_of(ctx))
+		drop_meta(ctx); /* DUPL's copy before a mirroring rule's */
 	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
 	__u32 nh_slot = d ? copy_slot(ctx, d, copy->inner_off) : KERNEL_SLOT;
 	struct nexthop *nh = valid_nexthop(nh_slot);
