@@ -517,6 +517,15 @@ INLINE __u8 ask_for_copies(struct xdp_md *ctx, const struct classify_decision *d
 	return action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT ? CLASSIFY_PASS : action;
 }
 
+/* Removes steering's metadata before a packet, if there, and keeps what
+ * lies behind it: the chain_mirror of a packet to copy. */
+INLINE void drop_slice_meta(struct xdp_md *ctx)
+{
+	struct slice_meta *m;
+	if (read_meta(ctx, m) && m->magic == SLICE_META_MAGIC)
+		bpf_xdp_adjust_meta(ctx, sizeof(*m));
+}
+
 /* Steers a packet of a chain, its key k, to a CPU of the slice, where
  * the stage after steering runs (xdp_slice_cpu); here, when that CPU has
  * no queue. */
@@ -525,7 +534,7 @@ INLINE int chain_steer(struct xdp_md *ctx, const struct classify_key *k, __u32 s
 	int act = steer(ctx, k, slice, slot + 1);
 	if (act != XDP_PASS)
 		return act;
-	drop_meta(ctx);
+	drop_slice_meta(ctx);
 	chain_next(ctx, slot, STAGE_STEER);
 	return XDP_PASS;
 }
@@ -568,11 +577,41 @@ int xdp_classify(struct xdp_md *ctx)
 	return act < 0 ? XDP_PASS : act;
 }
 
+_Static_assert(__builtin_offsetof(struct classify_egress, dst) == __builtin_offsetof(struct chain_mirror, dst) &&
+		       __builtin_offsetof(struct classify_egress, src) == __builtin_offsetof(struct chain_mirror, src),
+	       "a chain_mirror is the start of an egress");
+
+/* In a chain the UPF sends packets on in XDP, where TC never sees them: a
+ * mirrored packet carries the egress of the best mirroring rule it met in
+ * its metadata to the UPF stage, which sends the copy beside the packet.
+ * A packet the rule below drops leaves as its own copy. The packet's XDP
+ * action when that ends it, else -1. */
+INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
+{
+	__u32 rule = 0;
+	for (int i = CLASSIFY_MAX_CHAIN - 1; i >= 0; i--)
+		if (d->mirrored & 1 << i)
+			rule = d->met.rule[i];
+	struct classify_egress *out = egress_of(rule);
+	if (!out)
+		return -1;
+	if (d->action == CLASSIFY_DROP)
+		return redirect_rule(ctx, rule);
+	/* The UPF stage takes metadata of exactly this size for a copy's:
+	 * none other goes with it (a live test run's recycled frame may
+	 * carry what its last receiver left). */
+	drop_meta(ctx);
+	struct chain_mirror *m;
+	if (push_meta(ctx, m))
+		__builtin_memcpy(m, out, sizeof(*m));
+	return -1;
+}
+
 /* The classify stage of a chain: a rule's drop, redirect and pass end the
  * packet there; a steering rule sends it to its slice's CPUs, where the
  * later stages run; a counted or mirrored packet, and one no rule matched,
- * goes on to the next stage as if nothing had matched. Mirroring rules
- * count here but copy nothing: the packet does not go by TC. */
+ * goes on to the next stage as if nothing had matched. A mirrored packet
+ * that goes on asks the UPF stage for its copy (chain_mirror). */
 SEC("xdp")
 int xdp_classify_stage(struct xdp_md *ctx)
 {
@@ -584,6 +623,11 @@ int xdp_classify_stage(struct xdp_md *ctx)
 	int found = classify_packet(ctx, &st, &d);
 	if (found < 0 || !st)
 		return XDP_ABORTED;
+	if (d.mirrored) {
+		int act = chain_mirror(ctx, &d);
+		if (act >= 0)
+			return act;
+	}
 	int act = end_action(ctx, found ? d.action : CLASSIFY_NONE, d.rule, &st->key, ci);
 	if (act >= 0)
 		return act;
@@ -745,7 +789,7 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 		bpf_map_update_elem(&flow_cpu_counters, &hash, &first, BPF_ANY);
 	}
 	if (next) { /* a chain's: its stage after steering runs here */
-		drop_meta(ctx);
+		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror behind it stays */
 		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
 	}
 	return XDP_PASS;

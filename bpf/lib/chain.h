@@ -83,6 +83,26 @@ INLINE void chain_next(struct xdp_md *ctx, __u32 slot, enum chain_stage after)
 		bpf_tail_call(ctx, &chain_stages, slot * STAGE_COUNT + s);
 }
 
+/* What the classify stage leaves in the metadata of a packet that a
+ * mirroring rule met, for the UPF stage: where the copy goes (the best
+ * mirroring rule's interface) and its Ethernet addresses. Steering's
+ * metadata goes before it on the way to another CPU: 16 bytes each, the 32
+ * XDP allows. */
+struct chain_mirror {
+	__u32 ifindex;
+	__u8 dst[ETH_ALEN];
+	__u8 src[ETH_ALEN];
+};
+
+/* The copy a packet asks for, NULL for none: its metadata is exactly a
+ * chain_mirror (the UPF's own metadata, the release of a buffered frame's,
+ * is shorter). */
+INLINE struct chain_mirror *chain_mirror_of(struct xdp_md *ctx)
+{
+	struct chain_mirror *m = (void *)(long)ctx->data_meta;
+	return (void *)(m + 1) == (void *)(long)ctx->data ? m : NULL;
+}
+
 /* Removes the metadata before the packet, if any. */
 INLINE void drop_meta(struct xdp_md *ctx)
 {

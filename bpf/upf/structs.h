@@ -5,6 +5,7 @@
 
 #include "../lib/common.h"
 #include "../lib/bucket.h"
+#include "../lib/chain.h"
 #include "../lib/counter.h"
 #include "consts.h"
 
@@ -225,6 +226,19 @@ struct dupl_meta {
 	__u32 magic; /* DUPL_MAGIC */
 	struct copied_packet packet;
 	struct dupl dupl; /* its nexthop resolved: never NEXTHOP_ROUTE */
+};
+
+/* XDP metadata of a frame broadcast through a dupl_fanouts devmap for the
+ * copy a mirroring rule of the chain asks for, for xdp_dupl_copy: the
+ * packet to copy, and where the copy goes. The classify stage's
+ * chain_mirror stays where it was, the rest goes before it. */
+struct mirror_meta {
+	__u32 magic; /* MIRROR_MAGIC */
+	struct copied_packet packet;
+	/* The frame's interface, then the copy's: in memory, the key of
+	 * their fanout. */
+	__u32 egress;
+	struct chain_mirror mirror;
 };
 
 struct nexthop {

@@ -704,6 +704,40 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	return 0;
 }
 
+_Static_assert(sizeof(struct mirror_meta) == 32 && sizeof(struct copied_packet) == sizeof(__u64) &&
+		       __builtin_offsetof(struct mirror_meta, mirror) == __builtin_offsetof(struct mirror_meta, egress) + 4,
+	       "a mirror_meta fills the metadata, the fanout's key in it; a copied_packet goes by value");
+
+/* Sends the frame, ready for the interface ifindex, there, and the copy a
+ * mirroring rule of the chain asks for (chain_mirror) beside it, as DUPL's:
+ * a broadcast through the fanout of the two interfaces, whose copy entry
+ * makes the copy of the packet copy (a struct copied_packet) describes. A
+ * copy without a fanout (its interface is not one of the UPF's) is counted
+ * lost; the frame leaves all the same. Out of line, the packet by value:
+ * the packets that no rule mirrors pay a test of their metadata, not the
+ * registers or stack of this. */
+static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifindex, __u64 copy, __u32 pkt_len)
+{
+	struct mirror_meta *m;
+	if (!chain_mirror_of(ctx)) /* the release of a buffered frame's: it stays */
+		return bpf_redirect(ifindex, 0);
+	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(m->mirror))) || !read_meta(ctx, m)) {
+		drop_meta(ctx);
+		return bpf_redirect(ifindex, 0);
+	}
+	m->magic = MIRROR_MAGIC;
+	__builtin_memcpy(&m->packet, &copy, sizeof(m->packet));
+	m->egress = ifindex;
+	void *fanout = bpf_map_lookup_elem(&dupl_fanouts, &m->egress);
+	if (!fanout) {
+		drop_meta(ctx);
+		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
+		return bpf_redirect(ifindex, 0);
+	}
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
+}
+
 /* Sends the frame, ready for the interface ifindex, there, and the copy
  * of its packet that copy describes too when the PDR's FAR duplicates: a
  * broadcast through the fanout of the two interfaces, whose copy entry
@@ -712,8 +746,15 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct copied_packet *copy,
 		__u32 pkt_len)
 {
-	if (!(pdr->far.flags & FAR_DUPLICATE))
-		return bpf_redirect(ifindex, 0);
+	if (!(pdr->far.flags & FAR_DUPLICATE)) {
+		if (ctx->data_meta == ctx->data) /* no rule of a chain mirrors it */
+			return bpf_redirect(ifindex, 0);
+		__u64 packet;
+		__builtin_memcpy(&packet, copy, sizeof(packet));
+		return send_mirrored(ctx, ifindex, packet, pkt_len);
+	}
+	if (chain_mirror_of(ctx))
+		drop_meta(ctx); /* DUPL's copy before a mirroring rule's */
 	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
 	__u32 nh_slot = d ? copy_slot(ctx, d, copy->inner_off) : KERNEL_SLOT;
 	struct nexthop *nh = valid_nexthop(nh_slot);
@@ -1192,13 +1233,34 @@ int xdp_upf_cpu(struct xdp_md *ctx)
 	return upf(ctx, 1);
 }
 
+/* The copy a mirroring rule of a chain asked for (send_mirrored): the IP
+ * packet as the PDR matched it, behind the rule's Ethernet addresses. */
+INLINE int mirror_copy(struct xdp_md *ctx)
+{
+	struct mirror_meta *m;
+	if (!read_meta(ctx, m))
+		return XDP_DROP;
+	struct mirror_meta copy = *m;
+	struct nexthop nh = {};
+	struct dupl plain = {};
+	__builtin_memcpy(nh.dmac, copy.mirror.dst, ETH_ALEN);
+	__builtin_memcpy(nh.smac, copy.mirror.src, ETH_ALEN);
+	if (copy.mirror.ifindex != ctx->egress_ifindex || make_copy(ctx, &plain, &nh, &copy.packet))
+		return XDP_DROP;
+	return XDP_PASS;
+}
+
 /* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,
  * its copy, out of the entry's interface. */
 SEC("xdp/devmap")
 int xdp_dupl_copy(struct xdp_md *ctx)
 {
 	struct dupl_meta *m;
-	if (!read_meta(ctx, m) || m->magic != DUPL_MAGIC)
+	if (!read_meta(ctx, m))
+		return XDP_DROP;
+	if (m->magic == MIRROR_MAGIC)
+		return mirror_copy(ctx);
+	if (m->magic != DUPL_MAGIC)
 		return XDP_DROP;
 	struct dupl_meta copy = *m;
 	struct nexthop *nh = valid_nexthop(copy.dupl.nexthop);

@@ -36,6 +36,9 @@ type chainRow struct {
 	rules                              int
 	empty, tx, upf, classify, classUPF rounds
 	steerUPF, steerOnly                rounds // the steer stage's rounds, with their own UPF alone
+	// Rounds with a mirroring rule that one session's packets match: the
+	// chain for another session's packet, and for that session's.
+	unmirrored, mirrored rounds
 }
 
 // chainBalance is how the steer stage spread one gNB's inner flows over
@@ -98,9 +101,10 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 }
 
 // openChainClassifier is a classifier whose stages run in u's chains, with
-// n rules that the frames do not match and a slice over every CPU.
+// n rules that the frames do not match and a slice over every CPU; room
+// for the mask of the mirroring rule of measureMirrored.
 func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
-	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.Datapath.ChainMaps()})
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.Datapath.ChainMaps(), MaxMasks: benchMasks + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -130,18 +134,17 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 	defer upf.Close()
 	// A test run's packet comes in on the loopback of the thread's
 	// namespace: the chains' interface.
-	measure := func(c upfxdp.Chain, entry subject) (figures []rounds, err error) {
+	measure := func(c upfxdp.Chain, entries ...subject) (figures []rounds, err error) {
 		err = tb.UPF.Do(func() error {
 			if err := u.Datapath.SetStages(loopback, c); err != nil {
 				return err
 			}
-			figures, err = perPacketNs(ctx, []subject{
+			figures, err = perPacketNs(ctx, append([]subject{
 				{"empty program", b.pass, frames, xdplink.Pass},
 				{"XDP_TX baseline", b.tx, frames, xdplink.TX},
 				{"UPF alone", upf, frames, xdplink.Redirect},
 				{"classifier alone", rules.Program(), frames, xdplink.Pass},
-				entry,
-			}, runs)
+			}, entries...), runs)
 			return err
 		})
 		return figures, err
@@ -159,7 +162,39 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 		return row, err
 	}
 	row.steerUPF, row.steerOnly = ns[2], ns[4]
+	if row.unmirrored, row.mirrored, err = measureMirrored(tb, rules, n, measure); err != nil {
+		return row, err
+	}
 	return row, tb.UPF.Do(func() error { return u.Datapath.SetStages(loopback, upfxdp.Chain{}) })
+}
+
+// measureMirrored measures the chain classify, upf with one more rule, a
+// mirroring rule on the tunnel of the session before the measured one,
+// whose copies would leave by N6 (a test run sends none): for the measured
+// session's packet, and for the mirrored session's.
+func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
+	measure func(upfxdp.Chain, ...subject) ([]rounds, error)) (unmirrored, mirrored rounds, err error) {
+	mirroredSession := chainSessions - 2
+	port, mac, err := tb.UPF.Link(demo.N6)
+	if err != nil {
+		return nil, nil, err
+	}
+	id := uint32(n + 1) // past benchRules' IDs
+	if err := rules.Add(classifyxdp.Rule{ID: id, Priority: uint32(n + 1), Action: classifyxdp.ActionMirror,
+		Out:     &classifyxdp.Egress{Ifindex: port, DstMAC: mac, SrcMAC: mac},
+		Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: uint64(teid(mirroredSession)), Mask: 0xffffffff}}}); err != nil {
+		return nil, nil, err
+	}
+	defer func() { err = errors.Join(err, rules.Delete(id)) }()
+	c := upfxdp.NewChain(rules, true, false, chainSlice)
+	last := chainSessions - 1
+	ns, err := measure(c, subject{"classify, upf", c.Classify, [][]byte{uplinkFrame(tb, teid(last), last)}, xdplink.Redirect},
+		subject{"classify (mirror), upf", c.Classify, [][]byte{uplinkFrame(tb, teid(mirroredSession), mirroredSession)},
+			xdplink.Redirect})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ns[4], ns[5], nil
 }
 
 // measureBalance sends packets of chainFlows inner flows in the session's
@@ -256,6 +291,15 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |", r.rules, r.empty.median(), r.tx.median(),
 			r.upf.median(), r.classify.median(), r.classUPF.median(), r.classUPF.per(sum), r.classUPF.minus(sum).median(),
 			r.steerOnly.median(), r.steerOnly.per(r.steerUPF))
+	}
+	p("\nWith one more rule, a mirror rule on another session's tunnel (copies out of N6), in rounds of their own: the")
+	p("chain for the measured session's packet, and for the mirrored session's, whose figure holds the metadata, the")
+	p("fanout's lookup and the broadcast's verdict, not the copy (a test run carries out no redirect).\n")
+	p("| Rules | classify, upf | classify (mirror), upf | ×unmirrored | Difference |")
+	p("|---:|---:|---:|---:|---:|")
+	for _, r := range res.rows {
+		p("| %d | %.1f | %.1f | %.2f | %.1f |", r.rules+1, r.unmirrored.median(), r.mirrored.median(), r.mirrored.per(r.unmirrored),
+			r.mirrored.minus(r.unmirrored).median())
 	}
 	b := res.balance
 	p("\n### Balance of %d inner flows of one tunnel, steered over %d CPUs\n", chainFlows, runtime.NumCPU())
