@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"bytes"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -90,14 +91,29 @@ func TestRecordAndSetAgree(t *testing.T) {
 }
 
 // A record's PDI checks run on its copy: a packet they refuse tries the
-// set's lower PDRs.
+// PDR after it, which the record names, then the set's lower PDRs; a
+// record that names none (as an older build's) sends it to the set.
 func TestRecordPDIRefused(t *testing.T) {
 	needRecords(t)
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
-	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t)), xdplink.Redirect, "uplink_forward",
-		p.hop().frame(t, nhL2(nhCoreVLAN)))
+	in, out := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t)), p.hop().frame(t, nhL2(nhCoreVLAN))
+	rec := u.record(t, teidKey(teidQoS))
+	if rec.Branch.Next != pdrUE4 {
+		t.Fatalf("the record names PDR %d after its own, want %d", rec.Branch.Next, pdrUE4)
+	}
+	u.expectPath(t, true, in, xdplink.Redirect, "uplink_forward", out)
+	withoutNext(t, rec)
+	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
+}
+
+// withoutNext takes from rec the PDR it names after its own until the
+// test ends: its refused packets take the set.
+func withoutNext(t *testing.T, rec *upfSetRecord) {
+	next := rec.Branch.Next
+	rec.Branch.Next = 0
+	t.Cleanup(func() { rec.Branch.Next = next })
 }
 
 // A packet whose key's record does not serve it takes the set the record
@@ -111,9 +127,10 @@ func TestRecordNamesSet(t *testing.T) {
 	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t))
 	out := p.hop().frame(t, nhL2(nhCoreVLAN))
+	k, sets := teidKey(teidQoS), &u.d.sets
+	withoutNext(t, u.record(t, k))
 	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
 
-	k, sets := teidKey(teidQoS), &u.d.sets
 	pos := sets.where[k].index
 	placed := sets.loadIndex(pos)
 	sets.storeIndex(pos, 0)
@@ -295,5 +312,70 @@ func TestRecordsAfterRestart(t *testing.T) {
 	}
 	if refs := d.sets.records.copiedBy[0]; refs[0] == 0 || refs[1] == 0 {
 		t.Errorf("PDR 0 is copied by %v, want two records", refs)
+	}
+}
+
+// A record that holds its PDR's SDF filter matches an IPv4 packet against
+// it as the SDF set would: every packet leaves as it does when the record
+// leaves the filter to the set. Filters with ports or of IPv6 addresses
+// stay in the set.
+func TestRecordHoldsFilter(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess)
+	const teid = 0x7300
+	const (
+		pdrFiltered = testPDRs + iota // to nhCore, its SDF set in its slot
+		pdrRest                       // to nhCoreVLAN
+	)
+	check(t, u.d.PutPDR(pdrFiltered, PDR{Id: 1, Sdf: pdrFiltered, Far: forward(nhCore)}))
+	check(t, u.d.PutPDR(pdrRest, PDR{Id: 2, Far: forward(nhCoreVLAN)}))
+	check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(sdfFilter(0, "", "203.0.113.0/24"))))
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(pdrFiltered, pdrRest)))
+	pkt := func(proto layers.IPProtocol, src, dst netip.Addr) flowPacket {
+		return flowPacket{src: src, dst: dst, proto: proto, sport: 40000, dport: 53, ttl: 64}
+	}
+	udp, tcp := layers.IPProtocolUDP, layers.IPProtocolTCP
+	fragment := pkt(udp, ue4, dn4)
+	fragment.fragOffset = 100
+	otherUE := mustAddr("10.45.0.200")
+	packets := []flowPacket{pkt(udp, ue4, dn4), pkt(udp, ue4, dn4b), pkt(udp, ue4, other4), pkt(udp, otherUE, dn4),
+		pkt(tcp, ue4, dn4), pkt(layers.IPProtocolICMPv4, ue4, dn4), fragment, pkt(udp, ue6, dn6)}
+	for _, c := range []struct {
+		name   string
+		filter SDFFilter
+		held   bool
+		takes  int // of the packets
+	}{
+		{"to a /24", sdfFilter(0, "", "203.0.113.0/24"), true, 6},
+		{"UDP from the UE to an address", sdfFilter(17, ue4.String()+"/32", dn4.String()+"/32"), true, 2},
+		{"TCP, any address", sdfFilter(6, "", ""), true, 1},
+		{"any packet", SDFFilter{}, true, len(packets)},
+		{"with ports", sdfFilter(17, "", "203.0.113.0/24", 0, 0xffff, 1, 100), false, 3},
+		{"IPv6", sdfFilter(0, "", "2001:db8:ff::/48"), false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(c.filter)))
+			rec := u.record(t, teidKey(teid))
+			if held := rec.Branch.SdfV4 == 1; held != c.held {
+				t.Fatalf("the record holds the filter: %v, want %v", held, c.held)
+			}
+			taken := 0
+			for _, p := range packets {
+				in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
+				act, out := u.run(t, in)
+				rec.Branch.SdfV4 = 0
+				setAct, setOut := u.run(t, in)
+				rec.Branch.SdfV4 = map[bool]uint8{true: 1}[c.held]
+				if act != setAct || !testsupport.EqualFrames(t, out, setOut) {
+					t.Errorf("%v to %v: %v with the record's filter, %v with the set's", p.src, p.dst, act, setAct)
+				}
+				if bytes.Equal(out, nhL2(nhCore).ipFrame(t, p.hop().bytes(t))) {
+					taken++
+				}
+			}
+			if taken != c.takes {
+				t.Errorf("the filter took %d of %d packets, want %d", taken, len(packets), c.takes)
+			}
+		})
 	}
 }
