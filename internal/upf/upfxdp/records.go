@@ -166,6 +166,7 @@ func (r *records) unref(pos int) {
 // is false when no family has one.
 func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 	set, pdrs := p.set(slot), p.pdrs
+	at, skipped := 0, uint8(0) // the copy's place in the set; the PDRs a family it serves skips
 	for _, f := range [...]struct {
 		family uint8
 		skip   uint8 // the uplink PDRs the family's packets skip
@@ -187,21 +188,22 @@ func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 		}
 		rec.Families |= f.family
 		rec.PdrSlot, rec.Pdr = slot, *pdr
+		at, skipped = i, skipped|f.skip
 	}
 	rec.Kind, rec.Key, rec.Set = uint32(k.kind), k.key, slot
 	if rec.Families != 0 {
-		rec.Branch = p.branchOf(set, rec.PdrSlot, &rec.Pdr)
+		rec.Branch = p.branchOf(set, at, skipped, &rec.Pdr)
 	}
 	return rec, rec.Families != 0
 }
 
-// branchOf is what the record copying pdr, in slot of set, says of its SDF
-// filters and of the PDR after it (struct record_branch). A PDR in slot 0
-// is never the one after: its packets take the set.
-func (p *pdrSets) branchOf(set *PDRSet, slot uint32, pdr *PDR) (b upfRecordBranch) {
-	n := min(int(set.Count), PDRsPerKey)
-	if i := slices.Index(set.Pdr[:n], slot); i >= 0 && i+1 < n {
-		b.Next = set.Pdr[i+1]
+// branchOf is what the record copying pdr, at place at of set, says of its
+// SDF filters and of the PDR after it (struct record_branch): none when
+// the packets of a family the record serves skip that PDR (skipped), as
+// the set has them do, or when it is in slot 0.
+func (p *pdrSets) branchOf(set *PDRSet, at int, skipped uint8, pdr *PDR) (b upfRecordBranch) {
+	if next := at + 1; next < min(int(set.Count), PDRsPerKey) && skipped&(1<<next) == 0 {
+		b.Next = set.Pdr[next]
 	}
 	if pdr.Sdf == 0 || pdr.Sdf >= p.sdfSets.len() {
 		return b

@@ -379,3 +379,33 @@ func TestRecordHoldsFilter(t *testing.T) {
 		})
 	}
 }
+
+// A record names no PDR after its own when the packets of a family it
+// serves skip that PDR in the set (its filters all of the other family):
+// they go on as the set has them, past it.
+func TestRecordNextHonoursSkips(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess)
+	const teid = 0x7400
+	const (
+		pdrFiltered = testPDRs + iota // to nhCore
+		pdrV6Only                     // to nhCore too, any UDP packet, marked IPv6's alone in the set
+		pdrRest                       // to the routes: dn4b's is nhCoreVLAN
+	)
+	for slot, pdr := range map[uint32]PDR{pdrFiltered: {Sdf: pdrFiltered, Far: forward(nhCore)},
+		pdrV6Only: {Sdf: pdrV6Only, Far: forward(nhCore)}, pdrRest: {Far: forward(NexthopRoute)}} {
+		pdr.Id = uint16(slot)
+		check(t, u.d.PutPDR(slot, pdr))
+	}
+	check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(sdfFilter(0, "", "198.18.0.0/15"))))
+	check(t, u.d.PutSDFSet(pdrV6Only, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
+	set := pdrSet(pdrFiltered, pdrV6Only, pdrRest)
+	set.OnlyV6 = 1 << 1
+	check(t, u.d.PutUplink(onN3(teid), set))
+	if rec := u.record(t, teidKey(teid)); rec.PdrSlot != pdrFiltered || rec.Branch.Next != 0 {
+		t.Fatalf("record of PDR %d, then PDR %d; want %d, then none", rec.PdrSlot, rec.Branch.Next, pdrFiltered)
+	}
+	p := flowPacket{src: ue4, dst: dn4b, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
+	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t)), xdplink.Redirect, "uplink_forward",
+		nhL2(nhCoreVLAN).ipFrame(t, p.hop().bytes(t)))
+}
