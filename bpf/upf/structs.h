@@ -130,7 +130,7 @@ struct record_branch {
 	__u8 sdf_v4; /* 1: the filter above stands for the copy's SDF set */
 	__u16 pad;
 	__u32 next; /* slot in pdrs of the PDR after the copy's in the set; 0: none */
-};
+} __attribute__((aligned(8))); /* copied 8 bytes at a time */
 
 /* What the common case of a key needs, in the table the key hashes into
  * (set_records): the key, and a copy of the PDR its packets take first,
@@ -151,9 +151,9 @@ struct set_record {
 	 * takes the set there; a restart checks the record by it. */
 	__u32 set;
 	__u8 families;  /* enum record_families */
-	__u8 pad[3];
+	__u8 pad[7];
 	struct record_branch branch; /* in what older builds left zero */
-	__u8 pad2[12];
+	__u8 pad2[8];
 	struct pdr pdr;
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
