@@ -409,3 +409,46 @@ func TestRecordNextHonoursSkips(t *testing.T) {
 	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t)), xdplink.Redirect, "uplink_forward",
 		nhL2(nhCoreVLAN).ipFrame(t, p.hop().bytes(t)))
 }
+
+// A record an older build left, without its filter and next PDR, is made
+// whole by a restart, and one of this build's is kept as it is; the
+// restarted daemon keeps the filter either holds exact.
+func TestRecordBranchAfterRestart(t *testing.T) {
+	needRecords(t)
+	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
+	// By TEID: the slot of its first PDR and of that PDR's SDF set.
+	const older, kept = 0x6100, 0x6101
+	first := map[uint32]uint32{older: 1, kept: 3}
+	check(t, d.PutPDR(2, PDR{Far: forward(2)}))
+	places := map[uint32]int{}
+	for teid, slot := range first {
+		check(t, d.PutSDFSet(slot, sdfSet(sdfFilter(0, "", "198.51.100.0/24"))))
+		check(t, d.PutPDR(slot, PDR{Sdf: slot, Far: forward(1)}))
+		check(t, d.PutUplink(onN3(teid), pdrSet(slot, 2)))
+		places[teid], _ = d.sets.records.find(teidKey(teid))
+	}
+	rec := *d.sets.records.recs.at(uint32(places[older]))
+	rec.Branch = upfRecordBranch{}
+	d.sets.records.write(places[older], rec)
+	seq := d.sets.records.recs.at(uint32(places[kept])).Seq
+	check(t, d.Close())
+
+	d, err := Open(d.opts)
+	check(t, err)
+	defer d.Close()
+	if rec := d.sets.records.recs.at(uint32(places[kept])); rec.Seq != seq {
+		t.Errorf("an exact record was rewritten: sequence %d, was %d", rec.Seq, seq)
+	}
+	for _, c := range []struct {
+		filter, dst string
+	}{{"", "198.51.100.0"}, {"203.0.113.0/24", "203.0.113.0"}} {
+		for teid, place := range places {
+			if c.filter != "" {
+				check(t, d.PutSDFSet(first[teid], sdfSet(sdfFilter(0, "", c.filter))))
+			}
+			if b := d.sets.records.recs.at(uint32(place)).Branch; b.Next != 2 || b.SdfV4 != 1 || b.Dst != AddrKey(mustAddr(c.dst)) {
+				t.Errorf("TEID %#x, filter to %s: the record holds %+v", teid, c.dst, b)
+			}
+		}
+	}
+}
