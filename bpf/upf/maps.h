@@ -270,6 +270,15 @@ struct {
 	__uint(max_entries, 1);
 } pdr_copies SEC(".maps");
 
+/* A CPU's copy of what its packet's record says of the PDR after the
+ * copy's (struct record_branch), beside pdr_copies for the same reason. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct record_branch);
+	__uint(max_entries, 1);
+} branch_copies SEC(".maps");
+
 /* By interface slot: the packets of installed keys that no record served
  * (taken through their PDR set), when there are records. */
 struct {

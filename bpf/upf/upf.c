@@ -102,14 +102,16 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 }
 
 /* The record of a key: the families (enum record_families) whose packets
- * take the PDR it copies, copied into *pdr with its slot, and its set's
- * slot in *set; 0 and no set (0) when the key has none or the control
- * plane is writing it. The key's record is in its bucket or in the
+ * take the PDR it copies, copied into *pdr with its slot and what the
+ * record says of the PDR after it into *branch, and its set's slot in
+ * *set; 0 and no set (0) when the key has none or the control plane is
+ * writing it. The key's record is in its bucket or in the
  * bucket beside it, in the same page (RECORD_BUCKETS). x86-64 keeps loads
  * in their order, so the compiler's barriers order the reads of seq
  * around the copy; the control plane writes records there only
  * (record_bits). */
-INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *slot, __u32 *set)
+INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct record_branch *branch, __u32 *slot,
+			__u32 *set)
 {
 	*set = 0;
 	if (!record_bits)
@@ -135,6 +137,7 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *s
 	__u8 families = r->families;
 	__u32 in = r->set;
 	*pdr = r->pdr;
+	*branch = r->branch;
 	*slot = r->pdr_slot;
 	asm volatile("" ::: "memory");
 	if ((seq & 1) || *(volatile __u32 *)&r->seq != seq)
@@ -148,6 +151,14 @@ INLINE struct pdr *pdr_copy(void)
 {
 	__u32 zero = 0;
 	return bpf_map_lookup_elem(&pdr_copies, &zero);
+}
+
+/* The CPU's copy of what its packet's record says of the PDR after the
+ * copy's (branch_copies). */
+INLINE struct record_branch *branch_copy(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&branch_copies, &zero);
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -224,6 +235,26 @@ INLINE int sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p)
 	return !p->sdf || sdf_match(ctx, ip_off, p->sdf);
 }
 
+/* sdf_passes for the PDR copy of a record that says what its filter is
+ * (b->sdf_v4), with the packet's IPv4 header ip4 (NULL: an IPv6 packet):
+ * on the record's line, without the SDF set or a parse of the packet. */
+INLINE int record_sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p, const struct record_branch *b,
+			     const struct iphdr *ip4)
+{
+	if (ip4 && b->sdf_v4)
+		return (!b->proto || b->proto == ip4->protocol) &&
+		       !(((ip4->saddr & b->src_mask) ^ b->src) | ((ip4->daddr & b->dst_mask) ^ b->dst));
+	return sdf_passes(ctx, ip_off, p);
+}
+
+/* Whether PDR p takes the IP packet at ip_off: its PDI (uplink: g, ip4 or
+ * ip6; downlink: NULLs, the UE address that found it) and SDF filters. */
+INLINE int pdr_takes(struct xdp_md *ctx, const struct pdr *p, struct gtpu_info *g, struct iphdr *ip4,
+		     struct ipv6hdr *ip6, __u32 ip_off)
+{
+	return (!g || uplink_pdi_matches(p, g, ip4, ip6)) && sdf_passes(ctx, ip_off, p);
+}
+
 /* Highest-precedence PDR of a set whose PDI matches, but the one in slot
  * refused (the PDR of the packet's record, which refused it; NO_PDR: none); the
  * IP packet is at ip_off. Uplink gives the GTP-U header and the inner IP
@@ -241,13 +272,8 @@ INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtp
 			continue;
 		*slot = set->pdr[i];
 		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
-		if (!p)
-			continue;
-		if (g && !uplink_pdi_matches(p, g, ip4, ip6))
-			continue;
-		if (!sdf_passes(ctx, ip_off, p))
-			continue;
-		return p;
+		if (p && pdr_takes(ctx, p, g, ip4, ip6, ip_off))
+			return p;
 	}
 	return NULL;
 }
@@ -263,6 +289,21 @@ INLINE int pdr_from_set(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_inf
 	if (!p)
 		return 0;
 	*pdr = *p;
+	return 1;
+}
+
+/* The PDR after a record's (next, its slot in pdrs; 0: none), for a packet
+ * the record's PDR refused, copied into *pdr with its slot when it takes
+ * the packet (pdr_takes): the set's next PDR, as match_pdr would try it,
+ * read without the set. */
+INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g, struct iphdr *ip4,
+			    struct ipv6hdr *ip6, __u32 ip_off, struct pdr *pdr, __u32 *slot)
+{
+	struct pdr *p = next ? bpf_map_lookup_elem(&pdrs, &next) : NULL;
+	if (!p || !pdr_takes(ctx, p, g, ip4, ip6, ip_off))
+		return 0;
+	*pdr = *p;
+	*slot = next;
 	return 1;
 }
 
@@ -923,10 +964,11 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
 	struct pdr *pdr = pdr_copy();
-	if (!pdr)
+	struct record_branch *branch = branch_copy();
+	if (!pdr || !branch)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 slot, recorded;
-	__u8 fast = find_record(SET_TEID, key, pdr, &slot, &recorded);
+	__u8 fast = find_record(SET_TEID, key, pdr, branch, &slot, &recorded);
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
@@ -959,9 +1001,11 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
 	/* A record's PDI checks and SDF filters run on its copy; a packet
-	 * they refuse tries every PDR of the set. */
+	 * they refuse tries the PDR after it, then the set's others. */
 	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
-	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) || !sdf_passes(ctx, inner_off, pdr)) {
+	if ((!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
+	     !record_sdf_passes(ctx, inner_off, pdr, branch, v4 ? ip4 : NULL)) &&
+	    !(served && pdr_after_record(ctx, branch->next, g, ip4, ip6, inner_off, pdr, &slot))) {
 		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 		if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, pdr, &slot))
@@ -1112,8 +1156,12 @@ INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 
 			struct pdr *pdr, __u32 *slot)
 {
 	__u32 recorded;
-	int served = find_record(kind, key, pdr, slot, &recorded) & family;
-	if (served && sdf_passes(ctx, l2_len, pdr))
+	struct record_branch *branch = branch_copy();
+	if (!branch)
+		return 0;
+	int served = find_record(kind, key, pdr, branch, slot, &recorded) & family;
+	if (served && (sdf_passes(ctx, l2_len, pdr) ||
+		       pdr_after_record(ctx, branch->next, NULL, NULL, NULL, l2_len, pdr, slot)))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)

@@ -233,16 +233,16 @@ func Open(opts Options) (*Datapath, error) {
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if err := d.sets.open(&d.maps, d.pdrs); err != nil {
+	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.sets.open(&d.maps, d.pdrs, d.sdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.dropForeignTEIDs(); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrCounters, err = mapArray[Counter](d.maps.PdrCounters); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
-	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.urrs, err = mapArray[upfUrr](d.maps.Urrs); err != nil {
