@@ -47,7 +47,7 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 			cli.Command("get ID", "print a rule with its counters", one, showByID(idOf("a rule"), (*api.Client).Rule)),
 			cli.Command("add FILE", "install the rule of a JSON document (- for stdin)", one, send((*api.Client).AddRule)),
 			cli.Command("delete ID", "remove a rule", one, deleteByID(idOf("a rule"), (*api.Client).DeleteRule)),
-			cli.Command("clear", "remove every rule", none,
+			cli.Command("clear", "remove every rule but those intents installed", none,
 				withClient(func(c *cobra.Command, cl *api.Client, _ []string) error { return cl.ClearRules(c.Context()) })),
 			cli.Command("count", "print the number of rules", none, show((*api.Client).RuleCount))),
 		cli.Group("slices", "the slices steer rules spread flows over",
