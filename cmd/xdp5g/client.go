@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -176,6 +177,9 @@ func clientFlags(c *cobra.Command) {
 func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) action {
 	return func(c *cobra.Command, args []string) error {
 		url, _ := c.Flags().GetString("api")
+		if u, err := neturl.Parse(url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--api: %q is not an http or https URL such as %s", url, api.DefaultURL)
+		}
 		tokenFile, _ := c.Flags().GetString("token-file")
 		caFile, _ := c.Flags().GetString("ca-file")
 		cl := &api.Client{URL: url, Token: os.Getenv(tokenVariable)}
