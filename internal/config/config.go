@@ -403,8 +403,9 @@ func parse(data []byte) (*Config, error) {
 
 // yamlProblem is how yaml.v3 words an unknown key or a value of the wrong
 // type: "line 6: field port not found in type config.apiSettings",
-// "line 6: cannot unmarshal !!str `lots` into uint32".
-var yamlProblem = regexp.MustCompile("^line ([0-9]+): (?:field (\\S+) not found in type|cannot unmarshal !!\\w+ `(.*)` into (\\S+))")
+// "line 6: cannot unmarshal !!str `lots` into uint32", "line 6: cannot
+// unmarshal !!seq into map[string]string".
+var yamlProblem = regexp.MustCompile("^line ([0-9]+): (?:field (\\S+) not found in type|cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+))")
 
 // nameTheKey turns yaml.v3's first type error into one that names the key
 // at fault, as every other error of the configuration does; other errors
@@ -420,7 +421,7 @@ func nameTheKey(data []byte, err error) error {
 		return err
 	}
 	line, _ := strconv.Atoi(m[1])
-	unknown, value := m[2], strings.TrimSuffix(m[3], "...")
+	unknown, tag, value := m[2], m[3], strings.TrimSuffix(m[4], "...")
 	var found string
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -446,7 +447,7 @@ func nameTheKey(data []byte, err error) error {
 				walk(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
-		if found == "" && unknown == "" && n.Line == line && strings.HasPrefix(n.Value, value) && n.Kind != yaml.MappingNode {
+		if found == "" && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
 			found = path
 		}
 	}
@@ -457,7 +458,11 @@ func nameTheKey(data []byte, err error) error {
 	case unknown != "":
 		return invalid(found, "line %d: unknown key", line)
 	default:
-		return invalid(found, "line %d: %s is not %s", line, strconv.Quote(value), yamlKind(m[4]))
+		what, ok := map[string]string{"!!seq": "a list", "!!map": "a mapping"}[tag]
+		if !ok {
+			what = strconv.Quote(value)
+		}
+		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[5]))
 	}
 }
 

@@ -518,6 +518,9 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"syntax":             {yaml: "interfaces: [\n", want: "line"},
 		"roles not a list":   {yaml: "interfaces:\n  - name: a\n    roles: access\n", want: `interfaces[0].roles: line 3: "access" is not a list`},
 		"second list item":   {yaml: "interfaces: [{name: a, roles: [access]}, {name: b, mtu: 9000}]\n", want: "interfaces[1].mtu: line 1: unknown key"},
+		"list for a mapping": {yaml: minimal + "pfcp: {node_id: upf.example, ue_pools: [ims]}\n", want: "pfcp.ue_pools: line 6: a list is not a mapping of keys"},
+		"mapping for a list": {yaml: minimal + "n9_addresses: {a: 1}\n", want: "n9_addresses: line 6: a mapping is not a list"},
+		"empty number":       {yaml: minimal + "buffering: {total_packets: ''}\n", want: `buffering.total_packets: line 6: "" is not a whole number`},
 		"flag not a boolean": {yaml: minimal + "datapath:\n  ephemeral: sometimes\n", want: `datapath.ephemeral: line 7: "sometimes" is not true or false`},
 	}
 	for name, tt := range tests {
