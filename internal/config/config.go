@@ -403,9 +403,10 @@ func parse(data []byte) (*Config, error) {
 
 // yamlProblem is how yaml.v3 words an unknown key or a value of the wrong
 // type: "line 6: field port not found in type config.apiSettings",
+// a key set twice: "line 7: mapping key \"api\" already defined at line 3",
 // "line 6: cannot unmarshal !!str `lots` into uint32", "line 6: cannot
 // unmarshal !!seq into map[string]string".
-var yamlProblem = regexp.MustCompile("^line ([0-9]+): (?:field (\\S+) not found in type|cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+))")
+var yamlProblem = regexp.MustCompile("^line ([0-9]+): (?:field (\\S+) not found in type|mapping key \"(\\S+)\" already defined at line ([0-9]+)|cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+))")
 
 // nameTheKey turns yaml.v3's first type error into one that names the key
 // at fault, as every other error of the configuration does; other errors
@@ -421,7 +422,8 @@ func nameTheKey(data []byte, err error) error {
 		return err
 	}
 	line, _ := strconv.Atoi(m[1])
-	unknown, tag, value := m[2], m[3], strings.TrimSuffix(m[4], "...")
+	twice, first := m[3], m[4]
+	unknown, tag, value := m[2]+twice, m[5], strings.TrimSuffix(m[6], "...")
 	var found string
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
@@ -455,6 +457,8 @@ func nameTheKey(data []byte, err error) error {
 	switch {
 	case found == "":
 		return err
+	case twice != "":
+		return invalid(found, "line %d: set twice (first at line %s)", line, first)
 	case unknown != "":
 		return invalid(found, "line %d: unknown key", line)
 	default:
@@ -462,7 +466,7 @@ func nameTheKey(data []byte, err error) error {
 		if !ok {
 			what = strconv.Quote(value)
 		}
-		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[5]))
+		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[7]))
 	}
 }
 

@@ -521,6 +521,8 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"list for a mapping": {yaml: minimal + "pfcp: {node_id: upf.example, ue_pools: [ims]}\n", want: "pfcp.ue_pools: line 6: a list is not a mapping of keys"},
 		"mapping for a list": {yaml: minimal + "n9_addresses: {a: 1}\n", want: "n9_addresses: line 6: a mapping is not a list"},
 		"empty number":       {yaml: minimal + "buffering: {total_packets: ''}\n", want: `buffering.total_packets: line 6: "" is not a whole number`},
+		"key twice":          {yaml: minimal + "api: {listen: 127.0.0.1:1}\napi: {}\n", want: "api: line 7: set twice (first at line 6)"},
+		"nested key twice":   {yaml: minimal + "api: {listen: 127.0.0.1:1, listen: 127.0.0.1:2}\n", want: "api.listen: line 6: set twice (first at line 6)"},
 		"flag not a boolean": {yaml: minimal + "datapath:\n  ephemeral: sometimes\n", want: `datapath.ephemeral: line 7: "sometimes" is not true or false`},
 	}
 	for name, tt := range tests {
