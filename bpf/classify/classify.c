@@ -795,34 +795,50 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* Sends the copy of a packet out of the interface of e, with its Ethernet
+ * addresses, and gives the packet its own back (eth). */
+INLINE void clone_to(struct __sk_buff *skb, const struct chain_mirror *e, const struct ethhdr *eth)
+{
+	bpf_skb_store_bytes(skb, 0, e->dst, 2 * ETH_ALEN, 0);
+	bpf_clone_redirect(skb, e->ifindex, 0);
+	bpf_skb_store_bytes(skb, 0, eth, 2 * ETH_ALEN, 0);
+}
+
 /* The copies of mirrored packets, at TC ingress behind xdp_classify (on the
  * CPU steering sent the packet to, if it did): one out of each mirroring
  * rule's interface with its Ethernet addresses; then the packet itself
  * on as usual, or dropped or redirected as the rule below the mirroring
- * ones says. */
+ * ones says. In a chain, a packet the UPF stage or a rule below passes to
+ * the kernel carries the classify stage's chain_mirror, all its metadata:
+ * its copy is made here, as the UPF stage would have. */
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	struct ethhdr eth;
+	struct chain_mirror *cm = meta;
+	if ((void *)(cm + 1) > data)
+		return TC_ACT_OK; /* too short for either */
 	struct slice_meta *sm = meta;
-	if ((void *)(sm + 1) <= data && sm->magic == SLICE_META_MAGIC)
+	if (sm->magic == SLICE_META_MAGIC) {
 		meta = sm + 1;
+	} else if ((void *)(cm + 1) == data) {
+		struct chain_mirror e = *cm; /* the metadata goes with the first store */
+		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+			clone_to(skb, &e, &eth);
+		return TC_ACT_OK;
+	}
 	struct classify_mirror_meta *mp = meta;
 	if ((void *)(mp + 1) > data || mp->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
 	struct classify_mirror_meta m = *mp; /* the metadata goes with the first store */
-	struct ethhdr eth;
 	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		return TC_ACT_OK;
 	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
 		__u32 rule = m.mirror[i];
 		struct classify_egress *out = rule ? egress_of(rule) : NULL;
-		if (!out)
-			continue;
-		/* The copy takes the egress's addresses, the packet gets its own back. */
-		bpf_skb_store_bytes(skb, 0, out->dst, 2 * ETH_ALEN, 0);
-		bpf_clone_redirect(skb, out->ifindex, 0);
-		bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+		if (out)
+			clone_to(skb, (struct chain_mirror *)out, &eth);
 	}
 	if (m.then_action == CLASSIFY_DROP)
 		return TC_ACT_SHOT;

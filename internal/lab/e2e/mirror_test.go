@@ -1,9 +1,17 @@
 package e2e
 
 import (
+	"errors"
+	"net"
 	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
@@ -30,6 +38,29 @@ func otherSession() session.Session {
 	return s
 }
 
+// ipReceived is the IP packets the calling thread's namespace took in.
+func ipReceived() (uint64, error) {
+	b, err := os.ReadFile("/proc/thread-self/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(strings.TrimPrefix(line, "Ip:"))
+		if !strings.HasPrefix(line, "Ip:") {
+			continue
+		}
+		if names == nil {
+			names = fields
+			continue
+		}
+		if i := slices.Index(names, "InReceives"); i >= 0 && i < len(fields) {
+			return strconv.ParseUint(fields[i], 10, 64)
+		}
+	}
+	return 0, errors.New("no InReceives in /proc/thread-self/net/snmp")
+}
+
 // downlinkTo is the DN's UDP datagram from AppPort to port of the UE ue.
 func downlinkTo(ue netip.Addr, port uint16) []byte {
 	ip := &layers.IPv4{Version: 4, TTL: demo.UETTL, Protocol: layers.IPProtocolUDP, SrcIP: demo.DNAddr.AsSlice(), DstIP: ue.AsSlice()}
@@ -45,6 +76,9 @@ func downlinkTo(ue netip.Addr, port uint16) []byte {
 // Ethernet addresses; the packets themselves reach the gNB as without the
 // rule; the UE's other flow and the other UE are not copied. With a drop
 // rule below the mirror the copies still leave, and the packets do not.
+// Packets passed to the kernel, by a pass rule below or by the UPF (to a
+// UE without a session), are copied at TC ingress, whose program goes
+// with the classify stage.
 // Sinks sample the first frame they take: each phase has fresh ones.
 func TestChainMirrorsOneUE(t *testing.T) {
 	tb := demotest.Testbed(t)
@@ -116,18 +150,19 @@ func TestChainMirrorsOneUE(t *testing.T) {
 	}
 	unmirrored := sample(down)
 
-	const mirror, drop = 1, 2
+	const mirror, drop, pass, unknownMirror = 1, 2, 3, 4
 	check(t, rules.Add(classifyxdp.Rule{ID: mirror, Priority: 10, Action: classifyxdp.ActionMirror,
 		Out: &classifyxdp.Egress{Ifindex: port, DstMAC: monitor.MAC, SrcMAC: monitor.UPFMAC},
 		Matches: []classifyxdp.Match{{Field: "innerDst", Prefix: netip.PrefixFrom(demo.UEAddr, 32)},
 			{Field: "dstPort", Value: flowPort, Mask: 0xffff}}}))
-	for _, c := range []struct {
+	chains := []struct {
 		name  string
 		chain upfxdp.Chain
 	}{
 		{"classify, upf", upfxdp.NewChain(rules, true, false, 0)},
 		{"classify, steer, upf", upfxdp.NewChain(rules, true, true, slice.ID)},
-	} {
+	}
+	for _, c := range chains {
 		t.Run(c.name, func(t *testing.T) {
 			setChain(c.chain)
 			down, copies := freshSinks(t)
@@ -150,10 +185,76 @@ func TestChainMirrorsOneUE(t *testing.T) {
 			Matches: []classifyxdp.Match{{Field: "innerDst", Prefix: netip.PrefixFrom(demo.UEAddr, 32)}}}))
 		sendWatched(t, 0)
 	})
+
+	// Packets passed to the kernel, by a rule below or by the UPF stage,
+	// leave their copies at TC ingress.
+	received := func(t *testing.T) uint64 {
+		t.Helper()
+		var n uint64
+		check(t, tb.UPF.Do(func() (err error) { n, err = ipReceived(); return err }))
+		return n
+	}
+	t.Run("a pass rule below", func(t *testing.T) {
+		check(t, rules.Delete(drop))
+		check(t, rules.Add(classifyxdp.Rule{ID: pass, Priority: 5, Action: classifyxdp.ActionPass,
+			Matches: []classifyxdp.Match{{Field: "innerDst", Prefix: netip.PrefixFrom(demo.UEAddr, 32)}}}))
+		before := received(t)
+		sendWatched(t, 0)
+		if got := received(t) - before; got < pfcpPackets {
+			t.Errorf("the kernel took %d packets, want the %d passed", got, pfcpPackets)
+		}
+		check(t, rules.Delete(pass))
+	})
+	noSession := netip.MustParseAddr("10.45.0.99")
+	check(t, rules.Add(classifyxdp.Rule{ID: unknownMirror, Priority: 10, Action: classifyxdp.ActionMirror,
+		Out:     &classifyxdp.Egress{Ifindex: port, DstMAC: monitor.MAC, SrcMAC: monitor.UPFMAC},
+		Matches: []classifyxdp.Match{{Field: "innerDst", Prefix: netip.PrefixFrom(noSession, 32)}}}))
+	for _, c := range chains {
+		t.Run("a UE without a session in "+c.name, func(t *testing.T) {
+			setChain(c.chain)
+			down, copies := freshSinks(t)
+			inner := downlinkTo(noSession, flowPort)
+			before := received(t)
+			if got := send(t, down, tb.DownlinkFrame(inner)); got != 0 {
+				t.Errorf("%d packets without a session reached the gNB", got)
+			}
+			if got, err := copies.Delivered(pfcpPackets); err != nil || got != pfcpPackets {
+				t.Errorf("%d copies reached the monitor (%v), want %d", got, err, pfcpPackets)
+			}
+			testsupport.EqualFrames(t, sample(copies), monitor.Plain(inner))
+			if got := received(t) - before; got < pfcpPackets {
+				t.Errorf("the kernel took %d packets, want the %d passed", got, pfcpPackets)
+			}
+		})
+	}
+	// The TC program goes with the classify stage.
+	tcPrograms := func() int {
+		t.Helper()
+		var n int
+		check(t, tb.UPF.Do(func() error {
+			iface, err := net.InterfaceByName(demo.N6)
+			if err != nil {
+				return err
+			}
+			q, err := link.QueryPrograms(link.QueryOptions{Target: iface.Index, Attach: ebpf.AttachTCXIngress})
+			if err == nil {
+				n = len(q.Programs)
+			}
+			return err
+		}))
+		return n
+	}
+	if n := tcPrograms(); n != 1 {
+		t.Errorf("%d programs at TC ingress of N6 with the classify stage, want 1", n)
+	}
+	setChain(upfxdp.NewChain(rules, false, true, slice.ID))
+	if n := tcPrograms(); n != 0 {
+		t.Errorf("%d programs at TC ingress of N6 without the classify stage, want none", n)
+	}
 	packets, _, err := rules.Counters(mirror)
 	check(t, err)
-	if packets != 3*pfcpPackets {
-		t.Errorf("the mirror rule counted %d packets, want %d", packets, 3*pfcpPackets)
+	if packets != 4*pfcpPackets {
+		t.Errorf("the mirror rule counted %d packets, want %d", packets, 4*pfcpPackets)
 	}
 	if got := reasonCount(t, upf.Datapath, demo.N6, "duplicate"); got != 2*pfcpPackets {
 		t.Errorf("duplicate on N6 counted %d packets, want %d", got, 2*pfcpPackets)

@@ -121,8 +121,9 @@ const (
 )
 
 const (
-	linksDirName  = "links"
-	ifaceNameSize = len(upfIface{}.Name)
+	linksDirName       = "links"
+	mirrorLinksDirName = "tc-mirror" // the TC links of chains' mirror programs
+	ifaceNameSize      = len(upfIface{}.Name)
 )
 
 // Role says which traffic an interface carries.
@@ -471,6 +472,9 @@ func (d *Datapath) Detach(ifname string) error {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	d.staged.remove(ifname)
+	if err := d.detachMirror(ifname); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
 	slot, ifindex, err := d.slotOf(ifname)
 	if err != nil || ifindex == 0 {
 		return err
@@ -481,7 +485,8 @@ func (d *Datapath) Detach(ifname string) error {
 // DetachAll removes every attachment pinned under pinPath without opening
 // the maps, so it works for maps of another size or version too.
 func DetachAll(pinPath string) error {
-	return xdplink.DetachAll(filepath.Join(pinPath, linksDirName))
+	return errors.Join(xdplink.DetachAll(filepath.Join(pinPath, linksDirName)),
+		xdplink.DetachAll(filepath.Join(pinPath, mirrorLinksDirName)))
 }
 
 // Attached lists the interfaces with a pinned attachment.
