@@ -533,6 +533,9 @@ func parseInterfaces(f *file, cfg *Config) error {
 		if roles == upfxdp.RoleCopies && len(stages) > 1 {
 			return invalid(field+".stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
 		}
+		if in.Slice >= classifyxdp.MaxSlices {
+			return invalid(field+".slice", "slices are numbered 0 to %d", classifyxdp.MaxSlices-1)
+		}
 		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles, Stages: stages, Slice: in.Slice})
 	}
 	if all != upfxdp.RoleAccess|upfxdp.RoleCore {

@@ -406,6 +406,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "UPF not last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify]}]", field: "interfaces[0].stages"},
 		{name: "classify stage without the classifier", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, upf]}]", field: "interfaces[0].stages"},
 		{name: "copies and another role", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [core, copies]}]", field: "interfaces[1].roles[1]"},
+		{name: "slice beyond the last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [steer, upf], slice: 256}]", field: "interfaces[0].slice"},
 		{name: "stages on copies", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [copies], stages: [steer, upf]}]", field: "interfaces[1].stages"},
 		{name: "copies alone", yaml: "interfaces: [{name: li, roles: [copies]}]", field: "interfaces"},
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
