@@ -77,7 +77,7 @@ const queueDrain = 10 * time.Millisecond
 // (classifyxdp.Config.Chain).
 func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
-		upfMapChainIfaces: d.maps.ChainIfaces}
+		upfMapChainIfaces: d.maps.ChainIfaces, upfMapChainParses: d.maps.ChainParses}
 }
 
 // setChain puts the stages of the interface in slot, a chain of more than

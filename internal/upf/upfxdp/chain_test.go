@@ -18,7 +18,12 @@ import (
 // the test's namespace, fakeIfindex).
 func chainUPF(t *testing.T, roles Role) (*upf, *classifyxdp.Datapath) {
 	t.Helper()
-	u := newUPF(t, roles)
+	return chainOn(t, newUPF(t, roles), roles)
+}
+
+// chainOn puts the classifier in front of u, whose program has roles.
+func chainOn(t *testing.T, u *upf, roles Role) (*upf, *classifyxdp.Datapath) {
+	t.Helper()
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { rules.Close() })
