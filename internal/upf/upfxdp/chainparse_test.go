@@ -11,7 +11,6 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
-	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // Offsets of the GTP-U header behind an option-less outer IP header.
@@ -37,24 +36,6 @@ func handedParse(t *testing.T, d *Datapath) upfChainParse {
 func clearParses(t *testing.T, d *Datapath) {
 	t.Helper()
 	check(t, d.maps.ChainParses.Put(uint32(0), make([]upfChainParse, ebpf.MustPossibleCPU())))
-}
-
-// sameAsAlone runs in on the UPF alone and on the chain, on parseCPU:
-// the same verdict, the same outcome counters, the same frame, byte for
-// byte.
-func sameAsAlone(t *testing.T, alone, chained *upf, in []byte) {
-	t.Helper()
-	onCPU(t, parseCPU, func() {
-		before := alone.counters(t)
-		act, want := alone.run(t, in)
-		var reasons []string
-		for r, c := range alone.counters(t) {
-			if c != before[r] {
-				reasons = append(reasons, r)
-			}
-		}
-		testsupport.EqualFrames(t, chained.expect(t, in, act, reasons...), want)
-	})
 }
 
 // Behind the classify stage, the UPF takes the classify stage's parse of
@@ -145,7 +126,7 @@ func TestChainSharedParseAsTheUPF(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clearParses(t, chained.d)
-			sameAsAlone(t, alone, chained, c.in)
+			onCPU(t, parseCPU, func() { sameAsAlone(t, alone, chained, c.in) })
 			got := handedParse(t, chained.d)
 			if got.Ifindex != 0 || int(got.Gtpu.Off) != c.handed {
 				t.Errorf("left behind: interface %d, GTP-U header at %d; want none, at %d", got.Ifindex, got.Gtpu.Off, c.handed)
