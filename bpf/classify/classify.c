@@ -105,10 +105,11 @@ INLINE void walk_rtp(struct cursor *c, struct classify_key *k)
 	k->temporal_id = H265_TID_PLUS1(p[1]) - 1;
 }
 
-/* UDP: a tunnel by its destination port, else the innermost header, with
- * RTP looked for in its payload. */
-INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent extent)
+/* UDP at offset off: a tunnel by its destination port, else the innermost
+ * header, with RTP looked for in its payload. */
+INLINE __u8 walk_udp(struct cursor *c, struct classify_state *st, __u32 off, enum parse_extent extent)
 {
+	struct classify_key *k = &st->key;
 	struct udphdr *u = cursor_take(c, struct udphdr);
 	if (!u)
 		return CLASSIFY_NEXT_DONE;
@@ -133,8 +134,11 @@ INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent
 	} else if (u->dest == bpf_htons(GTPU_PORT)) {
 		struct cursor t = *c;
 		struct gtpu_info g;
-		if (!parse_gtpu_in(&t, &g, extent) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
-		    enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
+		int parsed = !parse_gtpu_in(&t, &g, extent);
+		/* The outermost message, whole: the UPF stage's. */
+		if (parsed && !k->tunnels && extent == PARSE_WHOLE)
+			chain_keep_gtpu(&st->outer_gtpu, off + sizeof(*u), &g);
+		if (parsed && g.hdr->type == GTPU_G_PDU && g.payload_len && enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
 			if (g.has_qfi)
 				k->qfi = g.qfi;
 			*c = t;
@@ -197,12 +201,13 @@ INLINE void take_ports(struct cursor *c, struct classify_key *k, __u8 proto)
 	}
 }
 
-/* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
+/* The upper-layer header of an IP packet, at offset off. */
+INLINE __u8 walk_l4(struct cursor *c, struct classify_state *st, __u32 off, __u8 proto, enum parse_extent extent)
 {
+	struct classify_key *k = &st->key;
 	switch (proto) {
 	case IPPROTO_UDP:
-		return walk_udp(c, k, extent);
+		return walk_udp(c, st, off, extent);
 	case IPPROTO_GRE:
 		return walk_gre(c, k);
 	}
@@ -278,7 +283,8 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 	k->dst_port = 0;
 	if (st->frag)
 		return CLASSIFY_NEXT_DONE;
-	return walk_l4(c, k, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
+	__u32 l4_off = st->off + (c->pos - (void *)v); /* the walk's steps start at st->off */
+	return walk_l4(c, st, l4_off, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
 }
 
 /* One step of the walk: the header group at st->off. A function of its own
@@ -633,7 +639,9 @@ int xdp_classify_stage(struct xdp_md *ctx)
 		return act;
 	st->chain_slot = ci->slot;
 	st->chain_slice = ci->slice;
+	chain_hand_parse(ctx, &st->outer_gtpu);
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
+	chain_drop_parse(); /* no later stage took it */
 	return XDP_PASS;
 }
 
@@ -671,7 +679,9 @@ int xdp_steer_stage(struct xdp_md *ctx)
 	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
 	if (!st)
 		return XDP_PASS;
-	return steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
+	int act = steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
+	chain_drop_parse(); /* steered to another CPU, or no later stage */
+	return act;
 }
 
 /* The steering parse of an IP header: its addresses into k as the walk

@@ -1136,8 +1136,10 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
 	__u32 udp_len = bpf_ntohs(udp->len);
+	__u32 gtpu_off = l2_len + ip_hdr_len + sizeof(*udp);
 	struct gtpu_info g;
-	if (udp_len != ip_payload || parse_gtpu(c, &g) || sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
+	if (udp_len != ip_payload || chain_parse_gtpu(c, gtpu_off, !behind_cpumap, &g) ||
+	    sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Over IPv6 the endpoint in user space answers, with the checksum the
 	 * kernel computes. */
@@ -1146,7 +1148,7 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
 	return uplink(ctx, g.hdr->teid | (__u64)addr_index << 32, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
-		      l2_len + ip_hdr_len + sizeof(*udp) + g.hdr_len);
+		      gtpu_off + g.hdr_len);
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's
@@ -1214,6 +1216,10 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
+	/* A classify stage in front on this CPU may have parsed the GTP-U
+	 * message; behind the CPU map the packet is on another. */
+	if (!behind_cpumap)
+		chain_claim_parse(ctx);
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth;
 	__be16 proto;

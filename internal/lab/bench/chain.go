@@ -35,6 +35,7 @@ const (
 type chainRow struct {
 	rules                              int
 	empty, tx, upf, classify, classUPF rounds
+	ownParse                           rounds // the chain with the UPF parsing the packet again
 	steerUPF, steerOnly                rounds // the steer stage's rounds, with their own UPF alone
 	// Rounds with a mirroring rule that one session's packets match: the
 	// chain for another session's packet, and for that session's.
@@ -101,10 +102,15 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 }
 
 // openChainClassifier is a classifier whose stages run in u's chains, with
-// n rules that the frames do not match and a slice over every CPU; room
-// for the mask of the mirroring rule of measureMirrored.
-func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
-	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.Datapath.ChainMaps(), MaxMasks: benchMasks + 1})
+// n rules that the frames do not match and a slice over every CPU, room
+// for the mask of the mirroring rule of measureMirrored; its classify
+// stage hands its parse on to the UPF stage when shared.
+func openChainClassifier(u *demo.UPF, n int, shared bool) (*classifyxdp.Datapath, error) {
+	maps := u.Datapath.ChainMaps()
+	if !shared {
+		delete(maps, upfxdp.ChainParseMap)
+	}
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: maps, MaxMasks: benchMasks + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +127,16 @@ func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
 func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, n int, frame []byte,
 	runs int) (row chainRow, err error) {
 	row.rules = n
-	rules, err := openChainClassifier(u, n)
+	rules, err := openChainClassifier(u, n, true)
 	if err != nil {
 		return row, err
 	}
 	defer rules.Close()
+	unshared, err := openChainClassifier(u, n, false)
+	if err != nil {
+		return row, err
+	}
+	defer unshared.Close()
 	frames := [][]byte{frame}
 	upf, err := attachedProgram(tb.UPF, demo.N3)
 	if err != nil {
@@ -149,12 +160,16 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 		})
 		return figures, err
 	}
+	// The classify stage of the classifier that keeps its parse runs the
+	// same chain: the interface's stages are in the shared maps.
 	c := upfxdp.NewChain(rules, true, false, chainSlice)
-	ns, err := measure(c, subject{"classify, upf", c.Classify, frames, xdplink.Redirect})
+	own, _, _ := unshared.Stages()
+	ns, err := measure(c, subject{"classify, upf", c.Classify, frames, xdplink.Redirect},
+		subject{"classify, upf, the UPF parsing again", own, frames, xdplink.Redirect})
 	if err != nil {
 		return row, err
 	}
-	row.empty, row.tx, row.upf, row.classify, row.classUPF = ns[0], ns[1], ns[2], ns[3], ns[4]
+	row.empty, row.tx, row.upf, row.classify, row.classUPF, row.ownParse = ns[0], ns[1], ns[2], ns[3], ns[4], ns[5]
 	// Steered, the packet goes to a CPU map, which a test run does not
 	// carry out: its verdict is the redirect.
 	c = upfxdp.NewChain(rules, false, true, chainSlice)
@@ -201,7 +216,7 @@ func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
 // tunnel from the gNB through N3 with the chain steer, upf, paced below
 // what the testbed carries, and reads where each flow ran.
 func measureBalance(tb *demo.Testbed, u *demo.UPF, packets uint64) (bal chainBalance, err error) {
-	rules, err := openChainClassifier(u, 0)
+	rules, err := openChainClassifier(u, 0, true)
 	if err != nil {
 		return bal, err
 	}
@@ -276,20 +291,23 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 	p("with the rules (none matching the packet, its verdict in the flow cache). \"classify, upf\" is the chain: the")
 	p("classify stage, a tail call, the UPF's program. Each figure holds a test run's fixed cost once, which the empty")
 	p("program's figure is: \"overhead\" is the chain less the classifier and the UPF alone plus the empty program, round by")
-	p("round: the interface's chain lookup and the tail call, less what the stages share (the UPF parses its own headers,")
-	p("so no parse is shared). \"steer, upf\" is the steer stage first (it walks the packet itself), to the CPU map, which a")
-	p("test run does not carry out, so the UPF behind it is not in its figure; it runs in rounds of its own with their own")
-	p("UPF alone. A test run never dequeues, so the steer stage finds its CPU's queue full and looks the flow up for")
-	p("offloading, with no alternative node: an upper bound. Median of %d rounds, ratios the median of the rounds' ratios.\n", cfg.runs)
-	p("| Rules | Empty | XDP_TX | UPF alone | Classifier alone | classify, upf | ×(classifier + UPF) | Overhead | steer, upf (steer stage) | ×UPF alone |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("round: the interface's chain lookup and the tail call, less what the stages share: the UPF takes the classify stage's")
+	p("parse of the GTP-U message. \"Own parse\" is the same chain with a classify stage that keeps its parse, the UPF")
+	p("parsing the message again; \"saved\", what the shared parse saves against it, round by round. \"steer, upf\" is the")
+	p("steer stage first (it walks the packet itself), to the CPU map, which a test run does not carry out, so the UPF")
+	p("behind it is not in its figure; it runs in rounds of its own with their own UPF alone. A test run never dequeues, so")
+	p("the steer stage finds its CPU's queue full and looks the flow up for offloading, with no alternative node: an upper")
+	p("bound. Median of %d rounds, ratios the median of the rounds' ratios.\n", cfg.runs)
+	p("| Rules | Empty | XDP_TX | UPF alone | Classifier alone | classify, upf | ×(classifier + UPF) | Overhead | Own parse | ×(classifier + UPF) | Saved | steer, upf (steer stage) | ×UPF alone |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range res.rows {
 		sum := make(rounds, len(r.upf))
 		for i := range sum {
 			sum[i] = r.upf[i] + r.classify[i] - r.empty[i]
 		}
-		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |", r.rules, r.empty.median(), r.tx.median(),
-			r.upf.median(), r.classify.median(), r.classUPF.median(), r.classUPF.per(sum), r.classUPF.minus(sum).median(),
+		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |", r.rules, r.empty.median(),
+			r.tx.median(), r.upf.median(), r.classify.median(), r.classUPF.median(), r.classUPF.per(sum),
+			r.classUPF.minus(sum).median(), r.ownParse.median(), r.ownParse.per(sum), r.ownParse.minus(r.classUPF).median(),
 			r.steerOnly.median(), r.steerOnly.per(r.steerUPF))
 	}
 	p("\nWith one more rule, a mirror rule on another session's tunnel (copies out of N6), in rounds of their own: the")

@@ -81,11 +81,16 @@ const chainPlaces = uint32(upfChainLimitsCHAIN_PLACES)
 // behind the CPU map stays that long after steering goes.
 const queueDrain = 10 * time.Millisecond
 
+// ChainParseMap is the chain map through which the classify stage hands
+// its parse of a packet to the UPF stage: a classifier loaded without it
+// keeps its parse, and the UPF parses the packet again.
+const ChainParseMap = upfMapChainParses
+
 // ChainMaps are the maps the stages of the classifier share with the UPF's
 // (classifyxdp.Config.Chain).
 func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
-		upfMapChainIfaces: d.maps.ChainIfaces}
+		upfMapChainIfaces: d.maps.ChainIfaces, upfMapChainParses: d.maps.ChainParses}
 }
 
 // setChain puts the stages of the interface in slot, a chain of more than

@@ -19,7 +19,12 @@ import (
 // the test's namespace, fakeIfindex).
 func chainUPF(t *testing.T, roles Role) (*upf, *classifyxdp.Datapath) {
 	t.Helper()
-	u := newUPF(t, roles)
+	return chainOn(t, newUPF(t, roles), roles)
+}
+
+// chainOn puts the classifier in front of u, whose program has roles.
+func chainOn(t *testing.T, u *upf, roles Role) (*upf, *classifyxdp.Datapath) {
+	t.Helper()
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { rules.Close() })
@@ -67,19 +72,23 @@ func TestChainForwardsAsTheUPF(t *testing.T) {
 		"downlink with PSC": ipPacket{src: dn6, dst: ue6, ttl: 64, size: 30}.frame(t, fromGNB),
 	}
 	for name, in := range frames {
-		t.Run(name, func(t *testing.T) {
-			before := alone.counters(t)
-			act, want := alone.run(t, in)
-			var reasons []string
-			for r, c := range alone.counters(t) {
-				if c != before[r] {
-					reasons = append(reasons, r)
-				}
-			}
-			out := chained.expect(t, in, act, reasons...)
-			testsupport.EqualFrames(t, out, want)
-		})
+		t.Run(name, func(t *testing.T) { sameAsAlone(t, alone, chained, in) })
 	}
+}
+
+// sameAsAlone runs in on the UPF alone and on the chain: the same verdict,
+// the same outcome counters, the same frame, byte for byte.
+func sameAsAlone(t *testing.T, alone, chained *upf, in []byte) {
+	t.Helper()
+	before := alone.counters(t)
+	act, want := alone.run(t, in)
+	var reasons []string
+	for r, c := range alone.counters(t) {
+		if c != before[r] {
+			reasons = append(reasons, r)
+		}
+	}
+	testsupport.EqualFrames(t, chained.expect(t, in, act, reasons...), want)
 }
 
 // h265RTP is an RTP packet of payload type 96 with an H.265 NAL unit of
