@@ -183,10 +183,11 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 	return row, tb.UPF.Do(func() error { return u.Datapath.SetStages(loopback, upfxdp.Chain{}) })
 }
 
-// measureMirrored measures the chain classify, upf with one more rule, a
-// mirroring rule on the tunnel of the session before the measured one,
-// whose copies would leave by N6 (a test run sends none): for the measured
-// session's packet, and for the mirrored session's.
+// measureMirrored measures the chain classify, upf with one more rule (in
+// the last one's place when the table is full), a mirroring rule on the
+// tunnel of the session before the measured one, whose copies would leave
+// by N6 (a test run sends none): for the measured session's packet, and
+// for the mirrored session's.
 func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
 	measure func(upfxdp.Chain, ...subject) ([]rounds, error)) (unmirrored, mirrored rounds, err error) {
 	mirroredSession := chainSessions - 2
@@ -195,6 +196,14 @@ func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
 		return nil, nil, err
 	}
 	id := uint32(n + 1) // past benchRules' IDs
+	if n >= classifyxdp.MaxRules {
+		// A full table: the mirroring rule takes the last rule's place.
+		last := benchRules(n, false)[n-1]
+		if err := rules.Delete(last.ID); err != nil {
+			return nil, nil, err
+		}
+		defer func() { err = errors.Join(err, rules.Add(last)) }()
+	}
 	if err := rules.Add(classifyxdp.Rule{ID: id, Priority: uint32(n + 1), Action: classifyxdp.ActionMirror,
 		Out:     &classifyxdp.Egress{Ifindex: port, DstMAC: mac, SrcMAC: mac},
 		Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: uint64(teid(mirroredSession)), Mask: 0xffffffff}}}); err != nil {
