@@ -325,7 +325,7 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 	p("| Rules | classify, upf | classify (mirror), upf | ×unmirrored | Difference |")
 	p("|---:|---:|---:|---:|---:|")
 	for _, r := range res.rows {
-		p("| %d | %.1f | %.1f | %.2f | %.1f |", r.rules+1, r.unmirrored.median(), r.mirrored.median(), r.mirrored.per(r.unmirrored),
+		p("| %d | %.1f | %.1f | %.2f | %.1f |", min(r.rules+1, classifyxdp.MaxRules), r.unmirrored.median(), r.mirrored.median(), r.mirrored.per(r.unmirrored),
 			r.mirrored.minus(r.unmirrored).median())
 	}
 	b := res.balance
