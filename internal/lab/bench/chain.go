@@ -319,7 +319,8 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 			r.classUPF.minus(sum).median(), r.ownParse.median(), r.ownParse.per(sum), r.ownParse.minus(r.classUPF).median(),
 			r.steerOnly.median(), r.steerOnly.per(r.steerUPF))
 	}
-	p("\nWith one more rule, a mirror rule on another session's tunnel (copies out of N6), in rounds of their own: the")
+	p("\nWith one more rule (at a full table, in the last one's place), a mirror rule on another session's tunnel (copies")
+	p("out of N6), in rounds of their own: the")
 	p("chain for the measured session's packet, and for the mirrored session's, whose figure holds the metadata, the")
 	p("fanout's lookup and the broadcast's verdict, not the copy (a test run carries out no redirect).\n")
 	p("| Rules | classify, upf | classify (mirror), upf | ×unmirrored | Difference |")
