@@ -159,6 +159,13 @@ struct set_record {
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
+/* What a packet copies of its record, or of its set: the PDR it takes and
+ * what the record says of the PDR after it (record_copies). */
+struct record_copy {
+	struct pdr pdr;
+	struct record_branch branch;
+};
+
 /* Key of set_overflow, the sets whose index places were taken. */
 struct set_key {
 	__u64 key;

@@ -146,19 +146,12 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct r
 	return families;
 }
 
-/* The CPU's copy of the PDR its packet takes (pdr_copies). */
-INLINE struct pdr *pdr_copy(void)
+/* The CPU's copy of the PDR its packet takes and of its record's branch
+ * (record_copies). */
+INLINE struct record_copy *record_copy(void)
 {
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&pdr_copies, &zero);
-}
-
-/* The CPU's copy of what its packet's record says of the PDR after the
- * copy's (branch_copies). */
-INLINE struct record_branch *branch_copy(void)
-{
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&branch_copies, &zero);
+	return bpf_map_lookup_elem(&record_copies, &zero);
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -963,10 +956,11 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
-	struct pdr *pdr = pdr_copy();
-	struct record_branch *branch = branch_copy();
-	if (!pdr || !branch)
+	struct record_copy *rc = record_copy();
+	if (!rc)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	struct pdr *pdr = &rc->pdr;
+	struct record_branch *branch = &rc->branch;
 	__u32 slot, recorded;
 	__u8 fast = find_record(SET_TEID, key, pdr, branch, &slot, &recorded);
 	struct pdr_set *set = NULL;
@@ -1155,15 +1149,13 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
  * bit) takes, copied into *pdr with its slot: 1, or 0 when no set has the
  * key, -1 when none of the set's PDRs matches. */
 INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
-			struct pdr *pdr, __u32 *slot)
+			struct record_copy *rc, __u32 *slot)
 {
 	__u32 recorded;
-	struct record_branch *branch = branch_copy();
-	if (!branch)
-		return 0;
-	int served = find_record(kind, key, pdr, branch, slot, &recorded) & family;
+	struct pdr *pdr = &rc->pdr;
+	int served = find_record(kind, key, pdr, &rc->branch, slot, &recorded) & family;
 	if (served && (sdf_passes(ctx, l2_len, pdr) ||
-		       pdr_after_record(ctx, branch->next, NULL, NULL, NULL, l2_len, pdr, slot)))
+		       pdr_after_record(ctx, rc->branch.next, NULL, NULL, NULL, l2_len, pdr, slot)))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
@@ -1226,7 +1218,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 	if (parse_eth(&c, &eth, &proto))
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	__u32 l2_len = c.pos - data;
-	struct pdr *rule;
+	struct record_copy *rule;
 	__u32 slot;
 	int found;
 
@@ -1244,9 +1236,9 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
 						      &c, l2_len, pkt_len, addr_index, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? rule : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
+			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
@@ -1265,9 +1257,9 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
 						      l2_len, pkt_len, addr_index, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? rule : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
+			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
