@@ -391,12 +391,21 @@ func (h *Handler) SetDelete(peer pfcp.Peer, req *message.SessionSetDeletionReque
 	return message.NewSessionSetDeletionResponse(0, nil, ie.NewCause(cause), nil)
 }
 
-// DropPeer removes an SMF's sessions but those whose CP F-SEID has an
-// address among keep (PFCP session retention, TS 29.244 §6.2.6.2.2); a
+// DropPeer removes every session of an SMF.
+func (h *Handler) DropPeer(nodeID string) {
+	h.logDropped(nodeID, h.dropPeer(nodeID, func(*pfcpSession) bool { return true }))
+}
+
+// DropPeerExcept removes an SMF's sessions but those whose CP F-SEID has an
+// address among entities (PFCP session retention, TS 29.244 §6.2.6.2.2); a
 // session restored from a record that does not have its CP F-SEID's
 // address is kept too.
-func (h *Handler) DropPeer(nodeID string, keep []netip.Addr) {
-	if err := h.dropPeer(nodeID, func(s *pfcpSession) bool { return !s.controlledFrom(keep) }); err != nil {
+func (h *Handler) DropPeerExcept(nodeID string, entities []netip.Addr) {
+	h.logDropped(nodeID, h.dropPeer(nodeID, func(s *pfcpSession) bool { return !s.controlledFrom(entities) }))
+}
+
+func (h *Handler) logDropped(nodeID string, err error) {
+	if err != nil {
 		h.cfg.Log.Error("removing the sessions of a PFCP peer", "peer", nodeID, "err", err)
 	}
 }
