@@ -71,6 +71,25 @@ var malformed = []struct {
 		0x00, 0x60, 0x00, 0x08, // Recovery Time Stamp, length 8: 4 octets past the end
 		0xe8, 0x00, 0x00, 0x01,
 	}},
+	// go-pfcp reads an IE header that ends what holds it as an IE without
+	// a value, whatever its length says.
+	{name: "IE header ending the message", reason: "undecodable", datagram: []byte{
+		0x20,       // version 1
+		0x01,       // Heartbeat Request
+		0x00, 0x10, // length 16
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		0x00, 0x60, 0x00, 0x04, 0xe8, 0x00, 0x00, 0x01, // Recovery Time Stamp
+		0x00, 0x60, 0x00, 0x04, // Recovery Time Stamp, length 4: its value missing
+	}},
+	{name: "IE header ending a grouped IE", reason: "undecodable", datagram: []byte{
+		0x21,       // version 1, S flag
+		0x36,       // Session Deletion Request
+		0x00, 0x14, // length 20
+		0, 0, 0, 0, 0, 0, 0, 1, // SEID
+		0x00, 0x00, 0x01, 0x00, // sequence number 1, spare
+		0x00, 0x01, 0x00, 0x04, // Create PDR, length 4:
+		0x00, 0x38, 0x00, 0x02, // PDR ID, length 2: its value missing
+	}},
 	{name: "unexpected response", reason: "unmatched_response", datagram: reply(wire{seq: 5}, heartbeatResponse)},
 }
 
@@ -105,7 +124,7 @@ func TestGarbageIsCountedAndDropped(t *testing.T) {
 	m.sendDropped(garbage)
 
 	st := s.Stats()
-	want := Stats{Truncated: 3, BadLength: 4, BadVersion: 1, BadHeader: 1, UnknownType: 1, Undecodable: 1, UnmatchedResponses: 1}
+	want := Stats{Truncated: 3, BadLength: 4, BadVersion: 1, BadHeader: 1, UnknownType: 1, Undecodable: 3, UnmatchedResponses: 1}
 	dropped := st.Truncated + st.BadLength + st.BadVersion + st.BadHeader + st.UnknownType + st.Undecodable + st.UnmatchedResponses
 	if st.Received != 2*uint64(len(garbage)) || dropped != uint64(len(garbage)) || st.Panics != 0 ||
 		st.Truncated < want.Truncated || st.BadLength < want.BadLength || st.BadVersion < want.BadVersion ||

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 
+	"github.com/wmnsk/go-pfcp/ie"
 	"github.com/wmnsk/go-pfcp/message"
 )
 
@@ -22,6 +23,7 @@ var (
 	errTruncated  = errors.New("shorter than a PFCP header")
 	errBadLength  = errors.New("length field does not match the datagram")
 	errBadVersion = errors.New("not PFCP version 1")
+	errIEPastEnd  = errors.New("an IE's length goes past what holds it")
 )
 
 // nextMessage takes the first PFCP message off a datagram. go-pfcp's own
@@ -132,6 +134,26 @@ func topLevelIEs(body []byte) iter.Seq2[uint16, []byte] {
 			body = body[end:]
 		}
 	}
+}
+
+// framed says whether every IE of a message body, those in grouped IEs
+// included, ends within what holds it: go-pfcp reads an IE header that ends
+// the body as an IE without a value, whatever its length says.
+func framed(body []byte) bool {
+	for len(body) > 0 {
+		if len(body) < 4 {
+			return false
+		}
+		end := 4 + int(binary.BigEndian.Uint16(body[2:4]))
+		if end > len(body) {
+			return false
+		}
+		if (&ie.IE{Type: binary.BigEndian.Uint16(body)}).IsGrouped() && !framed(body[4:end]) {
+			return false
+		}
+		body = body[end:]
+	}
+	return true
 }
 
 func encode(m message.Message) ([]byte, error) {

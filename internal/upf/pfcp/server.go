@@ -316,6 +316,9 @@ func (s *Server) receiveMessage(b []byte, from netip.AddrPort, read time.Time) {
 		return
 	}
 	msg, err := message.Parse(b)
+	if err == nil && !framed(b[headerLen(b):]) {
+		err = errIEPastEnd
+	}
 	if err != nil {
 		s.stats.undecodable.Add(1)
 		s.log.Debug("PFCP message undecodable", "from", from, "type", b[1], "err", err)
