@@ -98,7 +98,7 @@ func (s *Store) install(in *Intent) (err error) {
 		}
 		slice := classifyxdp.Slice{ID: id, CPUs: in.CPUs, Prioritised: in.Prioritised, Rate: in.Rate}
 		if err := s.dp.SetSlice(slice); err != nil {
-			return asError("Action", err)
+			return asError(sliceField(in.Kind, err), err)
 		}
 		undo = append(undo, func() error { return s.dp.DeleteSlice(id) })
 		priority := uint32(slicePriority)
@@ -132,6 +132,19 @@ func asError(field string, err error) error {
 		return invalid(field, "%s", re.Reason)
 	}
 	return err
+}
+
+// sliceField is the field of the Action a refusal of its slice is about.
+func sliceField(kind string, err error) string {
+	var re *fielderr.Error
+	switch {
+	case !errors.As(err, &re):
+	case strings.HasPrefix(re.Field, "cpus") && kind == PrioQueue:
+		return "Action.rx_queue"
+	case strings.HasPrefix(re.Field, "cpus"):
+		return "Action.cpus"
+	}
+	return "Action"
 }
 
 // freeSlice is the highest slice ID no slice has: the intents take them
