@@ -292,8 +292,11 @@ func openNetns(name string) (netns.NsHandle, error) {
 		return netns.None(), nil
 	}
 	ns, err := netns.GetFromName(name)
-	if err != nil {
-		return ns, fmt.Errorf("netns %s: %w", name, err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ns, fmt.Errorf("netns: there is no network namespace %s under /run/netns", name)
+	case err != nil:
+		return ns, fmt.Errorf("netns: %s: %w", name, err)
 	}
 	return ns, nil
 }

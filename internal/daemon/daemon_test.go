@@ -315,6 +315,11 @@ func TestMissingInterfaceStopsTheStart(t *testing.T) {
 	}{
 		{cfg: upfMissing, want: "interfaces[1].name: there is no interface nosuch0 in netns " + e.upf.Name},
 		{cfg: e.config(t), want: "classify.interfaces[1]: there is no interface nosuch1 in netns " + e.upf.Name},
+		{cfg: func() *config.Config {
+			cfg := e.config(t)
+			cfg.Netns = "xdp5g-nosuch"
+			return cfg
+		}(), want: "netns: there is no network namespace xdp5g-nosuch under /run/netns"},
 	} {
 		err := Run(context.Background(), tt.cfg, slog.New(slog.DiscardHandler))
 		if err == nil || err.Error() != tt.want {

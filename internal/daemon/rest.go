@@ -65,6 +65,10 @@ func serveREST(cfg config.API, log *slog.Logger) (*rest, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 			defer cancel()
 			err = r.srv.Shutdown(ctx)
+			// Serve may not hold the listener yet, and would then close it
+			// only after Run returned: a start right after a failed one
+			// found the port busy.
+			_ = ln.Close() // closed already when Serve held it
 		})
 		return err
 	}
