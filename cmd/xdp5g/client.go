@@ -186,7 +186,7 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 		if tokenFile != "" {
 			data, err := os.ReadFile(tokenFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("--token-file: %w", err)
 			}
 			cl.Token = strings.TrimSpace(string(data))
 		}
@@ -194,14 +194,14 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 		if caFile != "" {
 			pem, err := os.ReadFile(caFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("--ca-file: %w", err)
 			}
 			roots, err := x509.SystemCertPool()
 			if err != nil {
 				return err
 			}
 			if !roots.AppendCertsFromPEM(pem) {
-				return fmt.Errorf("%s holds no PEM certificate", caFile)
+				return fmt.Errorf("--ca-file: %s holds no PEM certificate", caFile)
 			}
 			transport.TLSClientConfig = &tls.Config{RootCAs: roots}
 		}

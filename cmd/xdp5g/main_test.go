@@ -163,6 +163,26 @@ func TestAPIMustBeAURL(t *testing.T) {
 	}
 }
 
+// A --token-file or --ca-file that cannot be read is named by its flag.
+func TestClientFilesAreNamed(t *testing.T) {
+	notPEM := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, c := range []struct {
+		flag, file, want string
+	}{
+		{flag: "--token-file", file: missing, want: "xdp5g: --token-file: open " + missing + ": no such file or directory\n"},
+		{flag: "--ca-file", file: missing, want: "xdp5g: --ca-file: open " + missing + ": no such file or directory\n"},
+		{flag: "--ca-file", file: notPEM, want: "xdp5g: --ca-file: " + notPEM + " holds no PEM certificate\n"},
+	} {
+		if status, stdout, stderr := xdp5g("", "rules", "list", "--api", "http://192.0.2.1:1", c.flag, c.file); status != 1 || stdout != "" || stderr != c.want {
+			t.Errorf("%s %s: status %d, stdout %q, stderr %q, want status 1 and %q", c.flag, c.file, status, stdout, stderr, c.want)
+		}
+	}
+}
+
 // --version says the version `make build` stamps into the binary.
 func TestVersionIsStamped(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "xdp5g")
