@@ -97,6 +97,16 @@ enum urr_flags {
 	URR_SHARED = 16,
 };
 
+/* What a usage line (struct usage_line) says of its QER and its URR. */
+enum line_flags {
+	LINE_QER_KNOWN = 1, /* the bits of the QER are written */
+	LINE_GATE_CLOSED = 2, /* << enum qer_dir */
+	LINE_MBR = 8,         /* << enum qer_dir: the bucket has a rate */
+	LINE_URR_KNOWN = 32,  /* the bits of the URR are written */
+	LINE_URR_NOTIFY_START = 64,
+	LINE_URR_SHARED = 128,
+};
+
 enum urr_event_kind {
 	URR_EVENT_THRESHOLD = 1,
 	URR_EVENT_QUOTA = 2, /* reached, or first exceeded by a dropped packet */

@@ -16,7 +16,7 @@ import (
 // slots are reused, so a packet never sees a half-written rule. PDRs (each
 // with its FAR) and SDF sets are written through mmap; a QER, whose
 // buckets the data path locks, cannot be mmapped (the tokens the CPUs
-// took from them, in qer_credits, are).
+// took from them, in usage_lines, are).
 
 // PutPDR writes a PDR slot. Its counters are left as they are: a slot
 // taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
@@ -75,10 +75,21 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	if err := d.maps.Qers.Put(slot, &q); err != nil {
 		return err
 	}
-	for cpu := range d.counterRows() {
-		for i := range 2 {
-			atomic.StoreUint64(&d.qerCredits.at(cpu*d.pdrs.len() + slot).Tokens[i], 0)
+	flags := lineQERKnown
+	for dir := range q.Bucket {
+		if q.GateClosed&(1<<dir) != 0 {
+			flags |= lineGateClosed << dir
 		}
+		if q.Bucket[dir].Rate != 0 {
+			flags |= lineMBR << dir
+		}
+	}
+	for cpu := range d.counterRows() {
+		l := d.usageLine(cpu, slot)
+		for i := range l.Credit {
+			atomic.StoreUint64(&l.Credit[i], 0)
+		}
+		setLineFlags(l, lineQERFlags, flags)
 	}
 	return nil
 }
