@@ -507,8 +507,8 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	int reason;
 	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
 		return reason;
-	reason = enforce_qers(pdr, dir, len);
-	if (reason)
+	/* A PDR without QERs pays this test, not the call. */
+	if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
 		return reason;
 	const struct far *far = &pdr->far;
 	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
