@@ -79,7 +79,9 @@ struct urr {
 	__u64 packets[3];
 	__u64 threshold[3]; /* bytes; the packet that reaches one sends an event; 0: none */
 	__u64 quota[3];     /* bytes; a packet that would exceed one is dropped; 0: none */
-	__u64 first_packet; /* bpf_ktime_get_coarse_ns() of the first counted packet; 0: none yet */
+	/* bpf_ktime_get_coarse_ns() of the first and last packets a build
+	 * before the usage lines counted (they hold them now); 0: none */
+	__u64 first_packet;
 	__u64 last_packet;
 	__u64 flags; /* enum urr_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
 };

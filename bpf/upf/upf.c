@@ -267,13 +267,6 @@ INLINE int pdr_from_set(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_inf
 	return 1;
 }
 
-/* How much more than a packet needs a CPU takes from a QER's bucket at
- * once, as a shift of the bucket's size: a sixteenth (2.5 ms of the rate
- * for the 40 ms the control plane gives a bucket), so that the CPUs
- * together let at most that much a CPU more through than the bucket
- * alone would, and take the lock once in many packets. */
-#define QER_CHUNK_SHIFT 4
-
 /* This CPU's usage line of a QER or URR slot, and in *rule the QER or
  * URR of the slot, in rules (qers or urrs): one key on the stack for
  * both lookups, which the uplink path has no room for two of. */
@@ -472,11 +465,11 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 			line->count.dir[dir - URR_UL].packets++;
 			line->count.dir[dir - URR_UL].bytes += len;
 		}
-		/* This CPU's first packet since the reset: the URR's first,
-		 * unless another CPU's came before. */
+		/* This CPU's first packet since the reset: its time goes into
+		 * the line's flags, beside the bits the control plane writes. */
 		__u64 last = line->last_packet;
-		if (!last && !u->first_packet)
-			__sync_val_compare_and_swap(&u->first_packet, 0, now);
+		if (!last)
+			__sync_fetch_and_or(&line->flags, now & -(__u64)LINE_FIRST_PACKET);
 		if (last != now)
 			line->last_packet = now;
 		/* The line's bit goes first: the control plane sets the URR's

@@ -62,9 +62,12 @@ func QERBucket(rate, burst uint64) upfTokenBucket {
 	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }
 
-// PutQER writes a QER slot; its token buckets start full, and no CPU holds
-// tokens of it. No packet may use the slot meanwhile (the slot pool's reuse
-// delay): a CPU adding to what it holds would keep the old QER's tokens.
+// PutQER writes a QER slot; its token buckets start full, and each CPU
+// holds a chunk of tokens beside them, as much as it takes from a bucket
+// at once beyond a packet's need: the first packet on each CPU reads no
+// QER, and the QER's bound across CPUs is the same. No packet may use the
+// slot meanwhile (the slot pool's reuse delay): a CPU adding to what it
+// holds would keep the old QER's tokens.
 func (d *Datapath) PutQER(slot uint32, q QER) error {
 	if slot >= d.QERCapacity() {
 		return fmt.Errorf("QER slot %d is not in 0..%d", slot, d.QERCapacity()-1)
@@ -86,8 +89,8 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	}
 	for cpu := range d.counterRows() {
 		l := d.usageLine(cpu, slot)
-		for i := range l.Credit {
-			atomic.StoreUint64(&l.Credit[i], 0)
+		for dir := range l.Credit {
+			atomic.StoreUint64(&l.Credit[dir], q.Bucket[dir].Burst>>qerChunkShift)
 		}
 		setLineFlags(l, lineQERFlags, flags)
 	}

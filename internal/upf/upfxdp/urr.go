@@ -20,8 +20,8 @@ import (
 // the CPUs, with atomic adds that tell the packet which crosses a limit.
 // Its usage is the sum of both, and of the rows of urr_counts a previous
 // build counted in. A CPU's usage line of a URR also holds when the CPU
-// counted its last packet, and its flags (enum line_flags), so that a
-// packet reads the URR only when it has limits. The maps are mmapped:
+// counted its first and its last packet, and the URR's flags (enum
+// line_flags), so that a packet reads the URR only when it has limits. The maps are mmapped:
 // counters are read and limits written with atomic 64-bit accesses while
 // packets count, without a system call.
 
@@ -77,7 +77,9 @@ func (d *Datapath) ResetURR(slot uint32, l URRLimits) error {
 	atomic.StoreUint64(&u.FirstPacket, 0)
 	atomic.StoreUint64(&u.LastPacket, 0)
 	for cpu := range d.counterRows() {
-		atomic.StoreUint64(&d.usageLine(cpu, slot).LastPacket, 0)
+		l := d.usageLine(cpu, slot)
+		atomic.StoreUint64(&l.LastPacket, 0)
+		atomic.AndUint64(&l.Flags, lineFirstPacket-1)
 	}
 	d.setURRLimits(slot, u, l)
 	return nil
@@ -178,6 +180,8 @@ const (
 	lineURRNotifyStart = uint64(upfLineFlagsLINE_URR_NOTIFY_START)
 	lineURRShared      = uint64(upfLineFlagsLINE_URR_SHARED)
 	lineURRFlags       = lineURRKnown | lineURRNotifyStart | lineURRShared
+	lineFirstPacket    = uint64(upfLineFlagsLINE_FIRST_PACKET)
+	qerChunkShift      = uint64(upfLimitsQER_CHUNK_SHIFT)
 )
 
 // setLineFlags replaces the bits of mask in a usage line's flags with
@@ -273,9 +277,14 @@ func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
 		usage.Bytes[i] += atomic.LoadUint64(&u.Bytes[i])
 		usage.Packets[i] += atomic.LoadUint64(&u.Packets[i])
 	}
+	// A build before the usage lines kept the times in the URR alone.
 	first, last := atomic.LoadUint64(&u.FirstPacket), atomic.LoadUint64(&u.LastPacket)
 	for cpu := range d.counterRows() {
-		last = max(last, atomic.LoadUint64(&d.usageLine(cpu, slot).LastPacket))
+		l := d.usageLine(cpu, slot)
+		if f := atomic.LoadUint64(&l.Flags) &^ (lineFirstPacket - 1); f != 0 && (first == 0 || f < first) {
+			first = f
+		}
+		last = max(last, atomic.LoadUint64(&l.LastPacket))
 	}
 	if first == 0 {
 		return usage, nil
