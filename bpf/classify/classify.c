@@ -105,10 +105,11 @@ INLINE void walk_rtp(struct cursor *c, struct classify_key *k)
 	k->temporal_id = H265_TID_PLUS1(p[1]) - 1;
 }
 
-/* UDP: a tunnel by its destination port, else the innermost header, with
- * RTP looked for in its payload. */
-INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent extent)
+/* UDP at offset off: a tunnel by its destination port, else the innermost
+ * header, with RTP looked for in its payload. */
+INLINE __u8 walk_udp(struct cursor *c, struct classify_state *st, __u32 off, enum parse_extent extent)
 {
+	struct classify_key *k = &st->key;
 	struct udphdr *u = cursor_take(c, struct udphdr);
 	if (!u)
 		return CLASSIFY_NEXT_DONE;
@@ -133,8 +134,11 @@ INLINE __u8 walk_udp(struct cursor *c, struct classify_key *k, enum parse_extent
 	} else if (u->dest == bpf_htons(GTPU_PORT)) {
 		struct cursor t = *c;
 		struct gtpu_info g;
-		if (!parse_gtpu_in(&t, &g, extent) && g.hdr->type == GTPU_G_PDU && g.payload_len &&
-		    enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
+		int parsed = !parse_gtpu_in(&t, &g, extent);
+		/* The outermost message, whole: the UPF stage's. */
+		if (parsed && !k->tunnels && extent == PARSE_WHOLE)
+			chain_keep_gtpu(&st->outer_gtpu, off + sizeof(*u), &g);
+		if (parsed && g.hdr->type == GTPU_G_PDU && g.payload_len && enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
 			if (g.has_qfi)
 				k->qfi = g.qfi;
 			*c = t;
@@ -197,12 +201,13 @@ INLINE void take_ports(struct cursor *c, struct classify_key *k, __u8 proto)
 	}
 }
 
-/* The upper-layer header of an IP packet. */
-INLINE __u8 walk_l4(struct cursor *c, struct classify_key *k, __u8 proto, enum parse_extent extent)
+/* The upper-layer header of an IP packet, at offset off. */
+INLINE __u8 walk_l4(struct cursor *c, struct classify_state *st, __u32 off, __u8 proto, enum parse_extent extent)
 {
+	struct classify_key *k = &st->key;
 	switch (proto) {
 	case IPPROTO_UDP:
-		return walk_udp(c, k, extent);
+		return walk_udp(c, st, off, extent);
 	case IPPROTO_GRE:
 		return walk_gre(c, k);
 	}
@@ -278,7 +283,8 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 	k->dst_port = 0;
 	if (st->frag)
 		return CLASSIFY_NEXT_DONE;
-	return walk_l4(c, k, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
+	__u32 l4_off = st->off + (c->pos - (void *)v); /* the walk's steps start at st->off */
+	return walk_l4(c, st, l4_off, proto, st->first ? PARSE_CUT : PARSE_WHOLE); /* this header's fragment included */
 }
 
 /* One step of the walk: the header group at st->off. A function of its own
@@ -517,6 +523,15 @@ INLINE __u8 ask_for_copies(struct xdp_md *ctx, const struct classify_decision *d
 	return action == CLASSIFY_DROP || action == CLASSIFY_REDIRECT ? CLASSIFY_PASS : action;
 }
 
+/* Removes steering's metadata before a packet, if there, and keeps what
+ * lies behind it: the chain_mirror of a packet to copy. */
+INLINE void drop_slice_meta(struct xdp_md *ctx)
+{
+	struct slice_meta *m;
+	if (read_meta(ctx, m) && m->magic == SLICE_META_MAGIC)
+		bpf_xdp_adjust_meta(ctx, sizeof(*m));
+}
+
 /* Steers a packet of a chain, its key k, to a CPU of the slice, where
  * the stage after steering runs (xdp_slice_cpu); here, when that CPU has
  * no queue. */
@@ -525,7 +540,7 @@ INLINE int chain_steer(struct xdp_md *ctx, const struct classify_key *k, __u32 s
 	int act = steer(ctx, k, slice, slot + 1);
 	if (act != XDP_PASS)
 		return act;
-	drop_meta(ctx);
+	drop_slice_meta(ctx);
 	chain_next(ctx, slot, STAGE_STEER);
 	return XDP_PASS;
 }
@@ -568,11 +583,41 @@ int xdp_classify(struct xdp_md *ctx)
 	return act < 0 ? XDP_PASS : act;
 }
 
+_Static_assert(__builtin_offsetof(struct classify_egress, dst) == __builtin_offsetof(struct chain_mirror, dst) &&
+		       __builtin_offsetof(struct classify_egress, src) == __builtin_offsetof(struct chain_mirror, src),
+	       "a chain_mirror is the start of an egress");
+
+/* In a chain the UPF sends packets on in XDP, where TC never sees them: a
+ * mirrored packet carries the egress of the best mirroring rule it met in
+ * its metadata to the UPF stage, which sends the copy beside the packet.
+ * A packet the rule below drops leaves as its own copy. The packet's XDP
+ * action when that ends it, else -1. */
+INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
+{
+	__u32 rule = 0;
+	for (int i = CLASSIFY_MAX_CHAIN - 1; i >= 0; i--)
+		if (d->mirrored & 1 << i)
+			rule = d->met.rule[i];
+	struct classify_egress *out = egress_of(rule);
+	if (!out)
+		return -1;
+	if (d->action == CLASSIFY_DROP)
+		return redirect_rule(ctx, rule);
+	/* The UPF stage takes metadata of exactly this size for a copy's:
+	 * none other goes with it (a live test run's recycled frame may
+	 * carry what its last receiver left). */
+	drop_meta(ctx);
+	struct chain_mirror *m;
+	if (push_meta(ctx, m))
+		__builtin_memcpy(m, out, sizeof(*m));
+	return -1;
+}
+
 /* The classify stage of a chain: a rule's drop, redirect and pass end the
  * packet there; a steering rule sends it to its slice's CPUs, where the
  * later stages run; a counted or mirrored packet, and one no rule matched,
- * goes on to the next stage as if nothing had matched. Mirroring rules
- * count here but copy nothing: the packet does not go by TC. */
+ * goes on to the next stage as if nothing had matched. A mirrored packet
+ * that goes on asks the UPF stage for its copy (chain_mirror). */
 SEC("xdp")
 int xdp_classify_stage(struct xdp_md *ctx)
 {
@@ -584,12 +629,19 @@ int xdp_classify_stage(struct xdp_md *ctx)
 	int found = classify_packet(ctx, &st, &d);
 	if (found < 0 || !st)
 		return XDP_ABORTED;
+	if (d.mirrored) {
+		int act = chain_mirror(ctx, &d);
+		if (act >= 0)
+			return act;
+	}
 	int act = end_action(ctx, found ? d.action : CLASSIFY_NONE, d.rule, &st->key, ci);
 	if (act >= 0)
 		return act;
 	st->chain_slot = ci->slot;
 	st->chain_slice = ci->slice;
+	chain_hand_parse(ctx, &st->outer_gtpu);
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
+	chain_drop_parse(); /* no later stage took it */
 	return XDP_PASS;
 }
 
@@ -627,7 +679,9 @@ int xdp_steer_stage(struct xdp_md *ctx)
 	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
 	if (!st)
 		return XDP_PASS;
-	return steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
+	int act = steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
+	chain_drop_parse(); /* steered to another CPU, or no later stage */
+	return act;
 }
 
 /* The steering parse of an IP header: its addresses into k as the walk
@@ -745,40 +799,56 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 		bpf_map_update_elem(&flow_cpu_counters, &hash, &first, BPF_ANY);
 	}
 	if (next) { /* a chain's: its stage after steering runs here */
-		drop_meta(ctx);
+		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror behind it stays */
 		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
 	}
 	return XDP_PASS;
+}
+
+/* Sends the copy of a packet out of the interface of e, with its Ethernet
+ * addresses, and gives the packet its own back (eth). */
+INLINE void clone_to(struct __sk_buff *skb, const struct chain_mirror *e, const struct ethhdr *eth)
+{
+	bpf_skb_store_bytes(skb, 0, e->dst, 2 * ETH_ALEN, 0);
+	bpf_clone_redirect(skb, e->ifindex, 0);
+	bpf_skb_store_bytes(skb, 0, eth, 2 * ETH_ALEN, 0);
 }
 
 /* The copies of mirrored packets, at TC ingress behind xdp_classify (on the
  * CPU steering sent the packet to, if it did): one out of each mirroring
  * rule's interface with its Ethernet addresses; then the packet itself
  * on as usual, or dropped or redirected as the rule below the mirroring
- * ones says. */
+ * ones says. In a chain, a packet the UPF stage or a rule below passes to
+ * the kernel carries the classify stage's chain_mirror, all its metadata:
+ * its copy is made here, as the UPF stage would have. */
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
+	struct ethhdr eth;
+	struct chain_mirror *cm = meta;
+	if ((void *)(cm + 1) > data)
+		return TC_ACT_OK; /* too short for either */
 	struct slice_meta *sm = meta;
-	if ((void *)(sm + 1) <= data && sm->magic == SLICE_META_MAGIC)
+	if (sm->magic == SLICE_META_MAGIC) {
 		meta = sm + 1;
+	} else if ((void *)(cm + 1) == data) {
+		struct chain_mirror e = *cm; /* the metadata goes with the first store */
+		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
+			clone_to(skb, &e, &eth);
+		return TC_ACT_OK;
+	}
 	struct classify_mirror_meta *mp = meta;
 	if ((void *)(mp + 1) > data || mp->magic != CLASSIFY_MIRROR_MAGIC)
 		return TC_ACT_OK;
 	struct classify_mirror_meta m = *mp; /* the metadata goes with the first store */
-	struct ethhdr eth;
 	if (bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 		return TC_ACT_OK;
 	for (int i = 0; i < CLASSIFY_MAX_CHAIN; i++) {
 		__u32 rule = m.mirror[i];
 		struct classify_egress *out = rule ? egress_of(rule) : NULL;
-		if (!out)
-			continue;
-		/* The copy takes the egress's addresses, the packet gets its own back. */
-		bpf_skb_store_bytes(skb, 0, out->dst, 2 * ETH_ALEN, 0);
-		bpf_clone_redirect(skb, out->ifindex, 0);
-		bpf_skb_store_bytes(skb, 0, &eth, 2 * ETH_ALEN, 0);
+		if (out)
+			clone_to(skb, (struct chain_mirror *)out, &eth);
 	}
 	if (m.then_action == CLASSIFY_DROP)
 		return TC_ACT_SHOT;

@@ -3,7 +3,7 @@
 #ifndef XDP5G_CLASSIFY_STRUCTS_H
 #define XDP5G_CLASSIFY_STRUCTS_H
 
-#include "../lib/common.h"
+#include "../lib/chain.h"
 #include "../lib/counter.h"
 #include "consts.h"
 
@@ -48,6 +48,7 @@ struct classify_state {
 	 * classify stage found for the steer stage after it. */
 	__u32 chain_slot;
 	__u32 chain_slice;
+	struct chain_gtpu outer_gtpu; /* the outermost GTP-U message, for a chain's UPF stage */
 };
 
 /* Where a rule that redirects sends packets, or one that mirrors their

@@ -16,6 +16,7 @@
 #define XDP5G_CHAIN_H
 
 #include "common.h"
+#include "parser.h"
 
 enum chain_stage {
 	STAGE_CLASSIFY,
@@ -81,6 +82,126 @@ INLINE void chain_next(struct xdp_md *ctx, __u32 slot, enum chain_stage after)
 {
 	for (int s = after + 1; s < STAGE_COUNT; s++)
 		bpf_tail_call(ctx, &chain_stages, slot * STAGE_COUNT + s);
+}
+
+/* What the classify stage leaves in the metadata of a packet that a
+ * mirroring rule met, for the UPF stage: where the copy goes (the best
+ * mirroring rule's interface) and its Ethernet addresses. Steering's
+ * metadata goes before it on the way to another CPU: 16 bytes each, the 32
+ * XDP allows. */
+struct chain_mirror {
+	__u32 ifindex;
+	__u8 dst[ETH_ALEN];
+	__u8 src[ETH_ALEN];
+};
+
+/* The copy a packet asks for, NULL for none: its metadata is exactly a
+ * chain_mirror (the UPF's own metadata, the release of a buffered frame's,
+ * is shorter). */
+INLINE struct chain_mirror *chain_mirror_of(struct xdp_md *ctx)
+{
+	struct chain_mirror *m = (void *)(long)ctx->data_meta;
+	return (void *)(m + 1) == (void *)(long)ctx->data ? m : NULL;
+}
+
+/* A GTP-U message the classify stage's walk parsed whole in a packet's
+ * outermost UDP datagram: parse_gtpu's result, which the UPF stage takes
+ * in place of parsing the message again. */
+struct chain_gtpu {
+	__u16 off;         /* of its header from the packet's start; 0: none */
+	__u16 hdr_len;     /* header, optional fields and extension chain */
+	__u32 payload_len; /* bytes after hdr_len */
+	__be16 seq;        /* 0 when the S flag is clear */
+	__u16 psc_qfi;     /* the PDU Session Container's QFI | 0x100; 0: none */
+};
+
+/* What the classify stage hands the later stages on its CPU of the packet
+ * it goes on with. It is set right before the tail call; the UPF stage
+ * claims it as it starts, and it is cleared wherever the packet's run on
+ * the CPU ends without the UPF stage, so that no other packet meets it.
+ * The interface and length tell the packet besides: a test run, which the
+ * kernel may interrupt for a packet from the wire, is not alone on its
+ * CPU. A packet steered to another CPU finds none there and is parsed
+ * there. */
+struct chain_parse {
+	__u32 ifindex; /* the packet's interface; 0: none, or claimed */
+	__u32 len;     /* its length */
+	struct chain_gtpu gtpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct chain_parse);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} chain_parses SEC(".maps");
+
+INLINE struct chain_parse *chain_parse_here(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&chain_parses, &zero);
+}
+
+/* Keeps the message g whose header is at off for the UPF stage. */
+INLINE void chain_keep_gtpu(struct chain_gtpu *o, __u32 off, const struct gtpu_info *g)
+{
+	o->off = off;
+	o->hdr_len = g->hdr_len;
+	o->payload_len = g->payload_len;
+	o->seq = g->seq;
+	o->psc_qfi = g->has_qfi ? 0x100 | g->qfi : 0;
+}
+
+/* Hands the walk's GTP-U message g (none when g->off is 0) on to the
+ * later stages on this CPU. */
+INLINE void chain_hand_parse(struct xdp_md *ctx, const struct chain_gtpu *g)
+{
+	struct chain_parse *p = chain_parse_here();
+	if (!p)
+		return;
+	p->gtpu = *g;
+	p->len = ctx->data_end - ctx->data;
+	p->ifindex = g->off ? ctx->ingress_ifindex : 0;
+}
+
+/* Clears what the classify stage handed on: no later stage took it. */
+INLINE void chain_drop_parse(void)
+{
+	struct chain_parse *p = chain_parse_here();
+	if (p)
+		p->ifindex = 0;
+}
+
+/* Claims for the packet the UPF stage starts on what the classify stage
+ * handed on of it, or clears what is there: chain_parse_gtpu reads it
+ * later without holding it. */
+INLINE void chain_claim_parse(struct xdp_md *ctx)
+{
+	struct chain_parse *p = chain_parse_here();
+	if (!p)
+		return;
+	if (p->ifindex == ctx->ingress_ifindex && p->len == ctx->data_end - ctx->data)
+		p->ifindex = 0;
+	else if (p->gtpu.off)
+		p->gtpu.off = 0;
+}
+
+/* The GTP-U message at the cursor, at offset off: parse_gtpu's result,
+ * from the classify stage's parse of it when the packet claimed one
+ * (chain_claim_parse) and claimed is 1 (a constant). */
+INLINE int chain_parse_gtpu(struct cursor *c, __u32 off, const int claimed, struct gtpu_info *g)
+{
+	const struct chain_parse *p = claimed ? chain_parse_here() : NULL;
+	if (!p || p->gtpu.off != off)
+		return parse_gtpu(c, g);
+	g->hdr = cursor_take(c, struct gtpu_hdr);
+	g->seq = p->gtpu.seq;
+	g->qfi = p->gtpu.psc_qfi;
+	g->has_qfi = p->gtpu.psc_qfi >> 8;
+	g->hdr_len = p->gtpu.hdr_len;
+	g->payload_len = p->gtpu.payload_len;
+	return !g->hdr;
 }
 
 /* Removes the metadata before the packet, if any. */

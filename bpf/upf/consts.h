@@ -173,9 +173,10 @@ enum release_magic {
 	RELEASE_MAGIC = 0x78356272, /* "rb5x" */
 };
 
-/* What struct dupl_meta begins with. */
+/* What struct dupl_meta and struct mirror_meta begin with. */
 enum dupl_magic {
-	DUPL_MAGIC = 0x6c707564, /* "dupl" */
+	DUPL_MAGIC = 0x6c707564,   /* "dupl" */
+	MIRROR_MAGIC = 0x726d7075, /* "upmr" */
 };
 
 /* The entries of a dupl_fanouts devmap: the frame itself, and the copy

@@ -259,16 +259,17 @@ struct {
 } ifaces SEC(".maps");
 
 /* A CPU's copy of the PDR its packet takes, from a record or the packet's
- * PDR set: the stack has no room for it beside the frames of the calls.
- * One a CPU serves: every run of the program, in NAPI, the CPU map or a
- * test run, has bottom halves off, so no other starts on its CPU before it
- * ends. */
+ * PDR set, and of what the record says of the PDR after it (struct
+ * record_copy): the stack has no room for them beside the frames of the
+ * calls. One a CPU serves: every run of the program, in NAPI, the CPU map
+ * or a test run, has bottom halves off, so no other starts on its CPU
+ * before it ends. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct pdr);
+	__type(value, struct record_copy);
 	__uint(max_entries, 1);
-} pdr_copies SEC(".maps");
+} record_copies SEC(".maps");
 
 /* By interface slot: the packets of installed keys that no record served
  * (taken through their PDR set), when there are records. */

@@ -5,6 +5,7 @@
 
 #include "../lib/common.h"
 #include "../lib/bucket.h"
+#include "../lib/chain.h"
 #include "../lib/counter.h"
 #include "consts.h"
 
@@ -129,14 +130,31 @@ struct pdr_set {
 	__u32 pdr[PDRS_PER_KEY]; /* slots in pdrs */
 };
 
+/* What a record says of its PDR copy's SDF filters and of the PDR after
+ * it, for a branching point, whose packets the copy's filter refuses go
+ * to the set's next PDR: a packet checks the filter on the record's line
+ * and reads that PDR where it lies, without the set. */
+struct record_branch {
+	/* The copy's SDF filters when they are one filter of IPv4 addresses
+	 * without ports (free5GC's branching PDR), for IPv4 packets: src and
+	 * dst masked must equal them, proto 0 is any. */
+	__be32 src, src_mask, dst, dst_mask;
+	__u8 proto;
+	__u8 sdf_v4; /* 1: the filter above stands for the copy's SDF set */
+	__u16 pad;
+	__u32 next; /* slot in pdrs of the PDR after the copy's in the set; 0: none */
+} __attribute__((aligned(8))); /* copied 8 bytes at a time */
+
 /* What the common case of a key needs, in the table the key hashes into
  * (set_records): the key, and a copy of the PDR its packets take first,
  * so that such a packet reads one record, a pair of lines in one page,
  * and no other table of its session. families says which packets the copy
  * is first for: those whose set's higher PDRs they all skip (only_v4,
- * only_v6) and whose copy has no SDF filter. The control plane makes seq
- * odd while it writes the record; a packet that reads another seq after
- * its copy than before, or an odd one, takes the PDR set instead. */
+ * only_v6); the copy's PDI checks and SDF filters decide on the copy, and
+ * a packet they refuse tries the PDR after it (branch), then the set.
+ * The control plane makes seq odd while it writes the record; a packet
+ * that reads another seq after its copy than before, or an odd one,
+ * takes the PDR set instead. */
 struct set_record {
 	__u32 seq;
 	__u32 kind; /* enum set_kind; 0: none */
@@ -146,10 +164,19 @@ struct set_record {
 	 * takes the set there; a restart checks the record by it. */
 	__u32 set;
 	__u8 families;  /* enum record_families */
-	__u8 pad[39];
+	__u8 pad[7];
+	struct record_branch branch; /* in what older builds left zero */
+	__u8 pad2[8];
 	struct pdr pdr;
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
+
+/* What a packet copies of its record, or of its set: the PDR it takes and
+ * what the record says of the PDR after it (record_copies). */
+struct record_copy {
+	struct pdr pdr;
+	struct record_branch branch;
+};
 
 /* Key of set_overflow, the sets whose index places were taken. */
 struct set_key {
@@ -237,6 +264,19 @@ struct dupl_meta {
 	__u32 magic; /* DUPL_MAGIC */
 	struct copied_packet packet;
 	struct dupl dupl; /* its nexthop resolved: never NEXTHOP_ROUTE */
+};
+
+/* XDP metadata of a frame broadcast through a dupl_fanouts devmap for the
+ * copy a mirroring rule of the chain asks for, for xdp_dupl_copy: the
+ * packet to copy, and where the copy goes. The classify stage's
+ * chain_mirror stays where it was, the rest goes before it. */
+struct mirror_meta {
+	__u32 magic; /* MIRROR_MAGIC */
+	struct copied_packet packet;
+	/* The frame's interface, then the copy's: in memory, the key of
+	 * their fanout. */
+	__u32 egress;
+	struct chain_mirror mirror;
 };
 
 struct nexthop {

@@ -103,14 +103,16 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 }
 
 /* The record of a key: the families (enum record_families) whose packets
- * take the PDR it copies, copied into *pdr with its slot, and its set's
- * slot in *set; 0 and no set (0) when the key has none or the control
- * plane is writing it. The key's record is in its bucket or in the
+ * take the PDR it copies, copied into *pdr with its slot and what the
+ * record says of the PDR after it into *branch, and its set's slot in
+ * *set; 0 and no set (0) when the key has none or the control plane is
+ * writing it. The key's record is in its bucket or in the
  * bucket beside it, in the same page (RECORD_BUCKETS). x86-64 keeps loads
  * in their order, so the compiler's barriers order the reads of seq
  * around the copy; the control plane writes records there only
  * (record_bits). */
-INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *slot, __u32 *set)
+INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct record_branch *branch, __u32 *slot,
+			__u32 *set)
 {
 	*set = 0;
 	if (!record_bits)
@@ -136,6 +138,7 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *s
 	__u8 families = r->families;
 	__u32 in = r->set;
 	*pdr = r->pdr;
+	*branch = r->branch;
 	*slot = r->pdr_slot;
 	asm volatile("" ::: "memory");
 	if ((seq & 1) || *(volatile __u32 *)&r->seq != seq)
@@ -144,11 +147,12 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, __u32 *s
 	return families;
 }
 
-/* The CPU's copy of the PDR its packet takes (pdr_copies). */
-INLINE struct pdr *pdr_copy(void)
+/* The CPU's copy of the PDR its packet takes and of its record's branch
+ * (record_copies). */
+INLINE struct record_copy *record_copy(void)
 {
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&pdr_copies, &zero);
+	return bpf_map_lookup_elem(&record_copies, &zero);
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -225,6 +229,26 @@ INLINE int sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p)
 	return !p->sdf || sdf_match(ctx, ip_off, p->sdf);
 }
 
+/* sdf_passes for the PDR copy of a record that says what its filter is
+ * (b->sdf_v4), with the packet's IPv4 header ip4 (NULL: an IPv6 packet):
+ * on the record's line, without the SDF set or a parse of the packet. */
+INLINE int record_sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p, const struct record_branch *b,
+			     const struct iphdr *ip4)
+{
+	if (ip4 && b->sdf_v4)
+		return (!b->proto || b->proto == ip4->protocol) &&
+		       !(((ip4->saddr & b->src_mask) ^ b->src) | ((ip4->daddr & b->dst_mask) ^ b->dst));
+	return sdf_passes(ctx, ip_off, p);
+}
+
+/* Whether PDR p takes the IP packet at ip_off: its PDI (uplink: g, ip4 or
+ * ip6; downlink: NULLs, the UE address that found it) and SDF filters. */
+INLINE int pdr_takes(struct xdp_md *ctx, const struct pdr *p, struct gtpu_info *g, struct iphdr *ip4,
+		     struct ipv6hdr *ip6, __u32 ip_off)
+{
+	return (!g || uplink_pdi_matches(p, g, ip4, ip6)) && sdf_passes(ctx, ip_off, p);
+}
+
 /* Highest-precedence PDR of a set whose PDI matches, but the one in slot
  * refused (the PDR of the packet's record, which refused it; NO_PDR: none); the
  * IP packet is at ip_off. Uplink gives the GTP-U header and the inner IP
@@ -242,13 +266,8 @@ INLINE struct pdr *match_pdr(struct xdp_md *ctx, struct pdr_set *set, struct gtp
 			continue;
 		*slot = set->pdr[i];
 		struct pdr *p = bpf_map_lookup_elem(&pdrs, slot);
-		if (!p)
-			continue;
-		if (g && !uplink_pdi_matches(p, g, ip4, ip6))
-			continue;
-		if (!sdf_passes(ctx, ip_off, p))
-			continue;
-		return p;
+		if (p && pdr_takes(ctx, p, g, ip4, ip6, ip_off))
+			return p;
 	}
 	return NULL;
 }
@@ -264,6 +283,21 @@ INLINE int pdr_from_set(struct xdp_md *ctx, struct pdr_set *set, struct gtpu_inf
 	if (!p)
 		return 0;
 	*pdr = *p;
+	return 1;
+}
+
+/* The PDR after a record's (next, its slot in pdrs; 0: none), for a packet
+ * the record's PDR refused, copied into *pdr with its slot when it takes
+ * the packet (pdr_takes): the set's next PDR, as match_pdr would try it,
+ * read without the set. */
+INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g, struct iphdr *ip4,
+			    struct ipv6hdr *ip6, __u32 ip_off, struct pdr *pdr, __u32 *slot)
+{
+	struct pdr *p = next ? bpf_map_lookup_elem(&pdrs, &next) : NULL;
+	if (!p || !pdr_takes(ctx, p, g, ip4, ip6, ip_off))
+		return 0;
+	*pdr = *p;
+	*slot = next;
 	return 1;
 }
 
@@ -740,6 +774,40 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	return 0;
 }
 
+_Static_assert(sizeof(struct mirror_meta) == 32 && sizeof(struct copied_packet) == sizeof(__u64) &&
+		       __builtin_offsetof(struct mirror_meta, mirror) == __builtin_offsetof(struct mirror_meta, egress) + 4,
+	       "a mirror_meta fills the metadata, the fanout's key in it; a copied_packet goes by value");
+
+/* Sends the frame, ready for the interface ifindex, there, and the copy a
+ * mirroring rule of the chain asks for (chain_mirror) beside it, as DUPL's:
+ * a broadcast through the fanout of the two interfaces, whose copy entry
+ * makes the copy of the packet copy (a struct copied_packet) describes. A
+ * copy without a fanout (its interface is not one of the UPF's) is counted
+ * lost; the frame leaves all the same. Out of line, the packet by value:
+ * the packets that no rule mirrors pay a test of their metadata, not the
+ * registers or stack of this. */
+static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifindex, __u64 copy, __u32 pkt_len)
+{
+	struct mirror_meta *m;
+	if (!chain_mirror_of(ctx)) /* the release of a buffered frame's: it stays */
+		return bpf_redirect(ifindex, 0);
+	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(m->mirror))) || !read_meta(ctx, m)) {
+		drop_meta(ctx);
+		return bpf_redirect(ifindex, 0);
+	}
+	m->magic = MIRROR_MAGIC;
+	__builtin_memcpy(&m->packet, &copy, sizeof(m->packet));
+	m->egress = ifindex;
+	void *fanout = bpf_map_lookup_elem(&dupl_fanouts, &m->egress);
+	if (!fanout) {
+		drop_meta(ctx);
+		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
+		return bpf_redirect(ifindex, 0);
+	}
+	finish(pkt_len, REASON_DUPLICATE, 0);
+	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
+}
+
 /* Sends the frame, ready for the interface ifindex, there, and the copy
  * of its packet that copy describes too when the PDR's FAR duplicates: a
  * broadcast through the fanout of the two interfaces, whose copy entry
@@ -748,8 +816,15 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct copied_packet *copy,
 		__u32 pkt_len)
 {
-	if (!(pdr->far.flags & FAR_DUPLICATE))
-		return bpf_redirect(ifindex, 0);
+	if (!(pdr->far.flags & FAR_DUPLICATE)) {
+		if (ctx->data_meta == ctx->data) /* no rule of a chain mirrors it */
+			return bpf_redirect(ifindex, 0);
+		__u64 packet;
+		__builtin_memcpy(&packet, copy, sizeof(packet));
+		return send_mirrored(ctx, ifindex, packet, pkt_len);
+	}
+	if (chain_mirror_of(ctx))
+		drop_meta(ctx); /* DUPL's copy before a mirroring rule's */
 	struct dupl *d = bpf_map_lookup_elem(&dupls, &slot);
 	__u32 nh_slot = d ? copy_slot(ctx, d, copy->inner_off) : KERNEL_SLOT;
 	struct nexthop *nh = valid_nexthop(nh_slot);
@@ -917,11 +992,13 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
-	struct pdr *pdr = pdr_copy();
-	if (!pdr)
+	struct record_copy *rc = record_copy();
+	if (!rc)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	struct pdr *pdr = &rc->pdr;
+	struct record_branch *branch = &rc->branch;
 	__u32 slot, recorded;
-	__u8 fast = find_record(SET_TEID, key, pdr, &slot, &recorded);
+	__u8 fast = find_record(SET_TEID, key, pdr, branch, &slot, &recorded);
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
@@ -954,9 +1031,11 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 
 	/* A record's PDI checks and SDF filters run on its copy; a packet
-	 * they refuse tries every PDR of the set. */
+	 * they refuse tries the PDR after it, then the set's others. */
 	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
-	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) || !sdf_passes(ctx, inner_off, pdr)) {
+	if ((!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
+	     !record_sdf_passes(ctx, inner_off, pdr, branch, v4 ? ip4 : NULL)) &&
+	    !(served && pdr_after_record(ctx, branch->next, g, ip4, ip6, inner_off, pdr, &slot))) {
 		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 		if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, pdr, &slot))
@@ -1087,8 +1166,10 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
 	__u32 udp_len = bpf_ntohs(udp->len);
+	__u32 gtpu_off = l2_len + ip_hdr_len + sizeof(*udp);
 	struct gtpu_info g;
-	if (udp_len != ip_payload || parse_gtpu(c, &g) || sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
+	if (udp_len != ip_payload || chain_parse_gtpu(c, gtpu_off, !behind_cpumap, &g) ||
+	    sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Over IPv6 the endpoint in user space answers, with the checksum the
 	 * kernel computes. */
@@ -1097,18 +1178,20 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 	if (g.hdr->type != GTPU_G_PDU)
 		return finish(pkt_len, REASON_PASS_GTP_SIGNALLING, XDP_PASS);
 	return uplink(ctx, g.hdr->teid | (__u64)addr_index << 32, g.has_qfi ? 0x100 | g.qfi : 0, g.payload_len,
-		      l2_len + ip_hdr_len + sizeof(*udp) + g.hdr_len);
+		      gtpu_off + g.hdr_len);
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's
  * bit) takes, copied into *pdr with its slot: 1, or 0 when no set has the
  * key, -1 when none of the set's PDRs matches. */
 INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
-			struct pdr *pdr, __u32 *slot)
+			struct record_copy *rc, __u32 *slot)
 {
 	__u32 recorded;
-	int served = find_record(kind, key, pdr, slot, &recorded) & family;
-	if (served && sdf_passes(ctx, l2_len, pdr))
+	struct pdr *pdr = &rc->pdr;
+	int served = find_record(kind, key, pdr, &rc->branch, slot, &recorded) & family;
+	if (served && (sdf_passes(ctx, l2_len, pdr) ||
+		       pdr_after_record(ctx, rc->branch.next, NULL, NULL, NULL, l2_len, pdr, slot)))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
@@ -1161,13 +1244,17 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
+	/* A classify stage in front on this CPU may have parsed the GTP-U
+	 * message; behind the CPU map the packet is on another. */
+	if (!behind_cpumap)
+		chain_claim_parse(ctx);
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth;
 	__be16 proto;
 	if (parse_eth(&c, &eth, &proto))
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	__u32 l2_len = c.pos - data;
-	struct pdr *rule;
+	struct record_copy *rule;
 	__u32 slot;
 	int found;
 
@@ -1185,9 +1272,9 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
 						      &c, l2_len, pkt_len, addr_index, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? rule : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
+			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
@@ -1206,9 +1293,9 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
 						      l2_len, pkt_len, addr_index, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = pdr_copy()) &&
+		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? rule : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
+			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);
@@ -1228,13 +1315,34 @@ int xdp_upf_cpu(struct xdp_md *ctx)
 	return upf(ctx, 1);
 }
 
+/* The copy a mirroring rule of a chain asked for (send_mirrored): the IP
+ * packet as the PDR matched it, behind the rule's Ethernet addresses. */
+INLINE int mirror_copy(struct xdp_md *ctx)
+{
+	struct mirror_meta *m;
+	if (!read_meta(ctx, m))
+		return XDP_DROP;
+	struct mirror_meta copy = *m;
+	struct nexthop nh = {};
+	struct dupl plain = {};
+	__builtin_memcpy(nh.dmac, copy.mirror.dst, ETH_ALEN);
+	__builtin_memcpy(nh.smac, copy.mirror.src, ETH_ALEN);
+	if (copy.mirror.ifindex != ctx->egress_ifindex || make_copy(ctx, &plain, &nh, &copy.packet))
+		return XDP_DROP;
+	return XDP_PASS;
+}
+
 /* The copy entry of a dupl_fanouts devmap: of the frame xdp_upf broadcast,
  * its copy, out of the entry's interface. */
 SEC("xdp/devmap")
 int xdp_dupl_copy(struct xdp_md *ctx)
 {
 	struct dupl_meta *m;
-	if (!read_meta(ctx, m) || m->magic != DUPL_MAGIC)
+	if (!read_meta(ctx, m))
+		return XDP_DROP;
+	if (m->magic == MIRROR_MAGIC)
+		return mirror_copy(ctx);
+	if (m->magic != DUPL_MAGIC)
 		return XDP_DROP;
 	struct dupl_meta copy = *m;
 	struct nexthop *nh = valid_nexthop(copy.dupl.nexthop);

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 			cli.Command("get ID", "print a rule with its counters", one, showByID(idOf("a rule"), (*api.Client).Rule)),
 			cli.Command("add FILE", "install the rule of a JSON document (- for stdin)", one, send((*api.Client).AddRule)),
 			cli.Command("delete ID", "remove a rule", one, deleteByID(idOf("a rule"), (*api.Client).DeleteRule)),
-			cli.Command("clear", "remove every rule", none,
+			cli.Command("clear", "remove every rule but those intents installed", none,
 				withClient(func(c *cobra.Command, cl *api.Client, _ []string) error { return cl.ClearRules(c.Context()) })),
 			cli.Command("count", "print the number of rules", none, show((*api.Client).RuleCount))),
 		cli.Group("slices", "the slices steer rules spread flows over",
@@ -176,6 +177,9 @@ func clientFlags(c *cobra.Command) {
 func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) action {
 	return func(c *cobra.Command, args []string) error {
 		url, _ := c.Flags().GetString("api")
+		if u, err := neturl.Parse(url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--api: %q is not an http or https URL such as %s", url, api.DefaultURL)
+		}
 		tokenFile, _ := c.Flags().GetString("token-file")
 		caFile, _ := c.Flags().GetString("ca-file")
 		cl := &api.Client{URL: url, Token: os.Getenv(tokenVariable)}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +148,17 @@ func TestArgumentErrors(t *testing.T) {
 		if status, stdout, stderr := xdp5g("", args...); status != 1 || stdout != "" || stderr != c.err {
 			t.Errorf("xdp5g %s: status %d, stdout %q, stderr %q, want status 1 and %q",
 				strings.Join(c.args, " "), status, stdout, stderr, c.err)
+		}
+	}
+}
+
+// An --api that is not a URL (a bare host:port) is named, not passed to
+// the HTTP client to fail obscurely.
+func TestAPIMustBeAURL(t *testing.T) {
+	for _, api := range []string{"127.0.0.1:9880", "ftp://127.0.0.1:9880", "http://"} {
+		want := fmt.Sprintf("xdp5g: --api: %q is not an http or https URL such as http://127.0.0.1:9880\n", api)
+		if status, stdout, stderr := xdp5g("", "rules", "list", "--api", api); status != 1 || stdout != "" || stderr != want {
+			t.Errorf("--api %s: status %d, stdout %q, stderr %q, want status 1 and %q", api, status, stdout, stderr, want)
 		}
 	}
 }

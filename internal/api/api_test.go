@@ -688,3 +688,22 @@ func TestBufferingFARShowsItsBuffer(t *testing.T) {
 		t.Errorf("GET %s\nwant FAR 2's buffer %+v and none for FAR 1", body, want)
 	}
 }
+
+// A path no resource has, or a method a resource does not take, is
+// refused in the API's JSON like every other error.
+func TestUnknownResourceAnswersJSON(t *testing.T) {
+	e := &env{url: serveAPI(t, Services{})}
+	for _, tt := range []struct {
+		method, path string
+		status       int
+		msg          string
+	}{
+		{method: "GET", path: "/api/v1/nothing", status: http.StatusNotFound, msg: "no resource /api/v1/nothing"},
+		{method: "PATCH", path: "/api/v1/rules", status: http.StatusMethodNotAllowed, msg: "/api/v1/rules takes DELETE, GET, HEAD, POST, not PATCH"},
+	} {
+		var got Error
+		if err := json.Unmarshal(e.expect(t, tt.status, tt.method, tt.path, ""), &got); err != nil || got.Msg != tt.msg {
+			t.Errorf("%s %s: %+v (%v), want the error %q", tt.method, tt.path, got, err, tt.msg)
+		}
+	}
+}

@@ -80,9 +80,10 @@ func (a *ruleAction) fromJSON(v any) error {
 func (a ruleAction) MarshalJSON() ([]byte, error) { return json.Marshal(ruleActions[uint8(a)]) }
 
 // isTunnelType says whether a field is a level's tunnel type (tunnel1 to
-// tunnel4), which documents may name.
+// tunnel4), which documents may name; tunnels, the count of levels, is not.
 func isTunnelType(field string) bool {
-	return len(field) == len("tunnel1") && strings.HasPrefix(field, "tunnel")
+	level, ok := strings.CutPrefix(field, "tunnel")
+	return ok && len(level) == 1 && level >= "1" && level <= "9"
 }
 
 // tunnelType is the tunnel type a name names; 0 (TunnelNone) for none.
@@ -144,7 +145,9 @@ func parseMatch(name string, v any) (classifyxdp.Match, error) {
 	}
 	all := uint64(1)<<(8*f.Size) - 1
 	number := func(v any) (uint64, error) {
-		if s, ok := v.(string); ok && isTunnelType(name) && tunnelType(s) != 0 {
+		// tunnels too: earlier builds wrote its count as a tunnel type's
+		// name in rules files, which must still restore.
+		if s, ok := v.(string); ok && (isTunnelType(name) || name == "tunnels") && tunnelType(s) != 0 {
 			return tunnelType(s), nil
 		}
 		n, ok := v.(json.Number)

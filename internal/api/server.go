@@ -226,8 +226,33 @@ func NewHandler(sv Services) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(sv.Metrics, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError}))
 	}
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			// The mux's own 404 and 405 answer plain text; the API's errors are JSON.
+			w = &jsonRefusal{ResponseWriter: w, r: r}
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
+
+// jsonRefusal turns the mux's answer to a request no resource takes (404,
+// or 405 with its Allow header) into the API's JSON error.
+type jsonRefusal struct {
+	http.ResponseWriter
+	r *http.Request
+}
+
+func (w *jsonRefusal) WriteHeader(status int) {
+	msg := "no resource " + w.r.URL.Path
+	if status == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("%s takes %s, not %s", w.r.URL.Path, w.Header().Get("Allow"), w.r.Method)
+	}
+	w.Header().Del("X-Content-Type-Options")
+	writeJSON(w.ResponseWriter, status, &Error{Msg: msg})
+}
+
+// Write drops the mux's plain-text body.
+func (w *jsonRefusal) Write(b []byte) (int, error) { return len(b), nil }
 
 // handlerFunc answers a request with a status and a body to encode (none
 // when nil), or an error.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -379,7 +380,7 @@ func parse(data []byte) (*Config, error) {
 	dec.KnownFields(true)
 	var f file
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, nameTheKey(data, err)
 	}
 	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("a configuration is one YAML document")
@@ -398,6 +399,94 @@ func parse(data []byte) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// yamlProblem is how yaml.v3 words an unknown key or a value of the wrong
+// type: "line 6: field port not found in type config.apiSettings",
+// a key set twice: "line 7: mapping key \"api\" already defined at line 3",
+// "line 6: cannot unmarshal !!str `lots` into uint32", "line 6: cannot
+// unmarshal !!seq into map[string]string".
+var yamlProblem = regexp.MustCompile("^line ([0-9]+): (?:field (\\S+) not found in type|mapping key \"(\\S+)\" already defined at line ([0-9]+)|cannot unmarshal (!!\\w+)(?: `(.*)`)? into (\\S+))")
+
+// nameTheKey turns yaml.v3's first type error into one that names the key
+// at fault, as every other error of the configuration does; other errors
+// (syntax) it returns as they are.
+func nameTheKey(data []byte, err error) error {
+	var te *yaml.TypeError
+	var root yaml.Node
+	if !errors.As(err, &te) || len(te.Errors) == 0 || yaml.Unmarshal(data, &root) != nil {
+		return err
+	}
+	m := yamlProblem.FindStringSubmatch(te.Errors[0])
+	if m == nil {
+		return err
+	}
+	line, _ := strconv.Atoi(m[1])
+	twice, first := m[3], m[4]
+	unknown, tag, value := m[2]+twice, m[5], strings.TrimSuffix(m[6], "...")
+	var found string
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if found == "" && unknown != "" && k.Line == line && k.Value == unknown {
+					found = p
+				}
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+		if found == "" && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
+			found = path
+		}
+	}
+	walk(&root, "")
+	switch {
+	case found == "":
+		return err
+	case twice != "":
+		return invalid(found, "line %d: set twice (first at line %s)", line, first)
+	case unknown != "":
+		return invalid(found, "line %d: unknown key", line)
+	default:
+		what, ok := map[string]string{"!!seq": "a list", "!!map": "a mapping"}[tag]
+		if !ok {
+			what = strconv.Quote(value)
+		}
+		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[7]))
+	}
+}
+
+// yamlKind says in words what a setting of the Go type goType takes.
+func yamlKind(goType string) string {
+	switch {
+	case goType == "time.Duration":
+		return "a duration such as 10s"
+	case goType == "bool":
+		return "true or false"
+	case goType == "int":
+		return "a whole number"
+	case strings.HasPrefix(goType, "uint"):
+		return "a whole number from 0 on"
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	case goType == "string":
+		return "a string"
+	}
+	return "a mapping of keys"
 }
 
 var roleNames = map[string]upfxdp.Role{"access": upfxdp.RoleAccess, "core": upfxdp.RoleCore, "copies": upfxdp.RoleCopies}
@@ -443,6 +532,9 @@ func parseInterfaces(f *file, cfg *Config) error {
 		}
 		if roles == upfxdp.RoleCopies && len(stages) > 1 {
 			return invalid(field+".stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
+		}
+		if in.Slice >= classifyxdp.MaxSlices {
+			return invalid(field+".slice", "slices are numbered 0 to %d", classifyxdp.MaxSlices-1)
 		}
 		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles, Stages: stages, Slice: in.Slice})
 	}

@@ -406,6 +406,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "UPF not last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify]}]", field: "interfaces[0].stages"},
 		{name: "classify stage without the classifier", yaml: "interfaces: [{name: a, roles: [access, core], stages: [classify, upf]}]", field: "interfaces[0].stages"},
 		{name: "copies and another role", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [core, copies]}]", field: "interfaces[1].roles[1]"},
+		{name: "slice beyond the last", yaml: "interfaces: [{name: a, roles: [access, core], stages: [steer, upf], slice: 256}]", field: "interfaces[0].slice"},
 		{name: "stages on copies", yaml: "interfaces: [{name: a, roles: [access, core]}, {name: li, roles: [copies], stages: [steer, upf]}]", field: "interfaces[1].stages"},
 		{name: "copies alone", yaml: "interfaces: [{name: li, roles: [copies]}]", field: "interfaces"},
 		{name: "no access role", yaml: "interfaces: [{name: a, roles: [core]}]\nn3_addresses: [192.0.2.1]", field: "interfaces"},
@@ -507,17 +508,23 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 
 func TestMalformedFilesAreRejected(t *testing.T) {
 	tests := map[string]struct{ yaml, want string }{
-		"unknown field":  {yaml: minimal + "listen: 127.0.0.1:1\n", want: "listen"},
-		"unknown nested": {yaml: minimal + "api: {port: 1}\n", want: "port"},
-		"wrong type":     {yaml: minimal + "datapath: {max_sessions: lots}\n", want: "line 6"},
-		"negative":       {yaml: minimal + "datapath: {max_sessions: -1}\n", want: "-1"},
-		"two documents":  {yaml: minimal + "---\n" + minimal, want: "one YAML document"},
-		"unknown PFCP":   {yaml: minimal + "pfcp: {node_id: upf.example, port: 1}\n", want: "port"},
-		"unknown CU-UP":  {yaml: cuupOnly + "  mode: native\n", want: "mode"},
-		"T1 in numbers":  {yaml: minimal + "pfcp: {node_id: upf.example, t1: 3}\n", want: "line 6"},
-		"syntax":         {yaml: "interfaces: [\n", want: "line"},
-		// yaml.v3 places type errors by line.
-		"roles not a list": {yaml: "interfaces:\n  - name: a\n    roles: access\n", want: "line 3"},
+		"unknown field":      {yaml: minimal + "listen: 127.0.0.1:1\n", want: "listen: line 6: unknown key"},
+		"unknown nested":     {yaml: minimal + "api: {port: 1}\n", want: "api.port: line 6: unknown key"},
+		"wrong type":         {yaml: minimal + "datapath: {max_sessions: lots}\n", want: `datapath.max_sessions: line 6: "lots" is not a whole number from 0 on`},
+		"negative":           {yaml: minimal + "datapath: {max_sessions: -1}\n", want: `datapath.max_sessions: line 6: "-1" is not a whole number from 0 on`},
+		"two documents":      {yaml: minimal + "---\n" + minimal, want: "one YAML document"},
+		"unknown PFCP":       {yaml: minimal + "pfcp: {node_id: upf.example, port: 1}\n", want: "pfcp.port: line 6: unknown key"},
+		"unknown CU-UP":      {yaml: cuupOnly + "  mode: native\n", want: "cuup.mode: line 5: unknown key"},
+		"T1 in numbers":      {yaml: minimal + "pfcp: {node_id: upf.example, t1: 3}\n", want: `pfcp.t1: line 6: "3" is not a duration such as 10s`},
+		"syntax":             {yaml: "interfaces: [\n", want: "line"},
+		"roles not a list":   {yaml: "interfaces:\n  - name: a\n    roles: access\n", want: `interfaces[0].roles: line 3: "access" is not a list`},
+		"second list item":   {yaml: "interfaces: [{name: a, roles: [access]}, {name: b, mtu: 9000}]\n", want: "interfaces[1].mtu: line 1: unknown key"},
+		"list for a mapping": {yaml: minimal + "pfcp: {node_id: upf.example, ue_pools: [ims]}\n", want: "pfcp.ue_pools: line 6: a list is not a mapping of keys"},
+		"mapping for a list": {yaml: minimal + "n9_addresses: {a: 1}\n", want: "n9_addresses: line 6: a mapping is not a list"},
+		"empty number":       {yaml: minimal + "buffering: {total_packets: ''}\n", want: `buffering.total_packets: line 6: "" is not a whole number`},
+		"key twice":          {yaml: minimal + "api: {listen: 127.0.0.1:1}\napi: {}\n", want: "api: line 7: set twice (first at line 6)"},
+		"nested key twice":   {yaml: minimal + "api: {listen: 127.0.0.1:1, listen: 127.0.0.1:2}\n", want: "api.listen: line 6: set twice (first at line 6)"},
+		"flag not a boolean": {yaml: minimal + "datapath:\n  ephemeral: sometimes\n", want: `datapath.ephemeral: line 7: "sometimes" is not true or false`},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

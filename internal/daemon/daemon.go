@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -92,6 +93,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		return err
 	}
 	defer ns.Close()
+	if err := checkInterfaces(cfg, ns); err != nil {
+		return err
+	}
 
 	// Every part adds its collector once it runs: /metrics has each
 	// part's figures from the first scrape.
@@ -292,6 +296,37 @@ func openNetns(name string) (netns.NsHandle, error) {
 		return ns, fmt.Errorf("netns %s: %w", name, err)
 	}
 	return ns, nil
+}
+
+// checkInterfaces makes sure the UPF's and the classifier's interfaces
+// exist before the data path is touched: a missing one would otherwise
+// stop the start halfway through attaching.
+func checkInterfaces(cfg *config.Config, ns netns.NsHandle) error {
+	where := "the daemon's network namespace"
+	if cfg.Netns != "" {
+		where = "netns " + cfg.Netns
+	}
+	return inNetns(ns, func() error {
+		exists := func(key, name string) error {
+			if _, err := net.InterfaceByName(name); err != nil {
+				return fmt.Errorf("%s: there is no interface %s in %s", key, name, where)
+			}
+			return nil
+		}
+		for i, in := range cfg.Interfaces {
+			if err := exists(fmt.Sprintf("interfaces[%d].name", i), in.Name); err != nil {
+				return err
+			}
+		}
+		if cfg.Classify != nil {
+			for i, name := range cfg.Classify.Interfaces {
+				if err := exists(fmt.Sprintf("classify.interfaces[%d]", i), name); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // readState reads the state file of a previous run; nil when there is none.

@@ -302,6 +302,30 @@ func TestBusyPFCPPortStopsTheStart(t *testing.T) {
 	}
 }
 
+// A configured interface that does not exist stops the start, named by its
+// key, before the data path is touched (the interfaces listed before it are
+// not attached).
+func TestMissingInterfaceStopsTheStart(t *testing.T) {
+	e := newEnv(t)
+	upfMissing := e.config(t, "nosuch0")
+	e.classify = "{interfaces: [spare, nosuch1]}"
+	for _, tt := range []struct {
+		cfg  *config.Config
+		want string
+	}{
+		{cfg: upfMissing, want: "interfaces[1].name: there is no interface nosuch0 in netns " + e.upf.Name},
+		{cfg: e.config(t), want: "classify.interfaces[1]: there is no interface nosuch1 in netns " + e.upf.Name},
+	} {
+		err := Run(context.Background(), tt.cfg, slog.New(slog.DiscardHandler))
+		if err == nil || err.Error() != tt.want {
+			t.Fatalf("Run = %v, want %q", err, tt.want)
+		}
+		if _, err := os.Stat(e.pin); !os.IsNotExist(err) {
+			t.Errorf("Run opened the data path before failing: %v", err)
+		}
+	}
+}
+
 func TestCorruptStateFileStopsTheStart(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config(t)

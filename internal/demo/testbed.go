@@ -320,9 +320,16 @@ func bindToOneCPU() error {
 }
 
 // Delivered waits until the sink has matched want packets in all, or until
-// its count stops growing, and returns how many it matched.
+// its count stops growing for 2 s, and returns how many it matched. The
+// count must stand still for long: on a busy host packets may wait their
+// turn in a queue (a CPU's, a veth's) for hundreds of milliseconds.
 func (d Direction) Delivered(want uint64) (uint64, error) {
-	const quiet, poll = 300 * time.Millisecond, 10 * time.Millisecond
+	return d.DeliveredQuiet(want, 2*time.Second)
+}
+
+// DeliveredQuiet is Delivered with the count standing still for quiet.
+func (d Direction) DeliveredQuiet(want uint64, quiet time.Duration) (uint64, error) {
+	const poll = 10 * time.Millisecond
 	var last uint64
 	lastChange := time.Now()
 	for {

@@ -221,7 +221,8 @@ func (d *Datapath) Close() error { return errors.Join(d.queueDrops.Close(), d.ob
 func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
 
 // chainMaps are the maps of bpf/lib/chain.h.
-var chainMaps = []string{classifyMapChainStages, classifyMapChainCpuStages, classifyMapChainIfaces}
+var chainMaps = []string{classifyMapChainStages, classifyMapChainCpuStages, classifyMapChainIfaces,
+	classifyMapChainParses}
 
 // Stages are the classifier's stages of a chain: the classify stage, and
 // the steer stage behind it and first in a chain.

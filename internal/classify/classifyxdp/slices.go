@@ -24,6 +24,9 @@ const steerQueue = 2048
 // flows leave for an alternative node.
 const OffloadBacklog = steerQueue * 3 / 4
 
+// MaxSlices is how many slices there are, numbered from 0.
+const MaxSlices = uint32(classifyClassifyLimitsCLASSIFY_MAX_SLICES)
+
 // Slice is a set of CPUs that rules steer packets to: the innermost flow
 // and the tunnel ids of a packet pick one of them, the same for every
 // packet of a flow while the set stays. When a CPU's queue fills, flows

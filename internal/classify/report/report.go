@@ -161,7 +161,7 @@ func (r *Reporter) send(ctx context.Context, rep *Report) {
 	for _, url := range r.webhooks {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			r.log.Error("reporting", "webhook", url, "err", err)
+			r.log.Error("report not sent to a webhook", "webhook", url, "err", err)
 			continue
 		}
 		req.Header.Set("Content-Type", "application/json")
@@ -173,7 +173,7 @@ func (r *Reporter) send(ctx context.Context, rep *Report) {
 			}
 		}
 		if err != nil {
-			r.log.Warn("reporting", "webhook", url, "err", err)
+			r.log.Warn("report not sent to a webhook", "webhook", url, "err", err)
 		}
 	}
 }

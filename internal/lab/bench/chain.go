@@ -35,7 +35,11 @@ const (
 type chainRow struct {
 	rules                              int
 	empty, tx, upf, classify, classUPF rounds
+	ownParse                           rounds // the chain with the UPF parsing the packet again
 	steerUPF, steerOnly                rounds // the steer stage's rounds, with their own UPF alone
+	// Rounds with a mirroring rule that one session's packets match: the
+	// chain for another session's packet, and for that session's.
+	unmirrored, mirrored rounds
 }
 
 // chainBalance is how the steer stage spread one gNB's inner flows over
@@ -98,9 +102,15 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 }
 
 // openChainClassifier is a classifier whose stages run in u's chains, with
-// n rules that the frames do not match and a slice over every CPU.
-func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
-	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.Datapath.ChainMaps()})
+// n rules that the frames do not match and a slice over every CPU, room
+// for the mask of the mirroring rule of measureMirrored; its classify
+// stage hands its parse on to the UPF stage when shared.
+func openChainClassifier(u *demo.UPF, n int, shared bool) (*classifyxdp.Datapath, error) {
+	maps := u.Datapath.ChainMaps()
+	if !shared {
+		delete(maps, upfxdp.ChainParseMap)
+	}
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: maps, MaxMasks: benchMasks + 1})
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +127,16 @@ func openChainClassifier(u *demo.UPF, n int) (*classifyxdp.Datapath, error) {
 func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, n int, frame []byte,
 	runs int) (row chainRow, err error) {
 	row.rules = n
-	rules, err := openChainClassifier(u, n)
+	rules, err := openChainClassifier(u, n, true)
 	if err != nil {
 		return row, err
 	}
 	defer rules.Close()
+	unshared, err := openChainClassifier(u, n, false)
+	if err != nil {
+		return row, err
+	}
+	defer unshared.Close()
 	frames := [][]byte{frame}
 	upf, err := attachedProgram(tb.UPF, demo.N3)
 	if err != nil {
@@ -130,28 +145,31 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 	defer upf.Close()
 	// A test run's packet comes in on the loopback of the thread's
 	// namespace: the chains' interface.
-	measure := func(c upfxdp.Chain, entry subject) (figures []rounds, err error) {
+	measure := func(c upfxdp.Chain, entries ...subject) (figures []rounds, err error) {
 		err = tb.UPF.Do(func() error {
 			if err := u.Datapath.SetStages(loopback, c); err != nil {
 				return err
 			}
-			figures, err = perPacketNs(ctx, []subject{
+			figures, err = perPacketNs(ctx, append([]subject{
 				{"empty program", b.pass, frames, xdplink.Pass},
 				{"XDP_TX baseline", b.tx, frames, xdplink.TX},
 				{"UPF alone", upf, frames, xdplink.Redirect},
 				{"classifier alone", rules.Program(), frames, xdplink.Pass},
-				entry,
-			}, runs)
+			}, entries...), runs)
 			return err
 		})
 		return figures, err
 	}
+	// The classify stage of the classifier that keeps its parse runs the
+	// same chain: the interface's stages are in the shared maps.
 	c := upfxdp.NewChain(rules, true, false, chainSlice)
-	ns, err := measure(c, subject{"classify, upf", c.Classify, frames, xdplink.Redirect})
+	own, _, _ := unshared.Stages()
+	ns, err := measure(c, subject{"classify, upf", c.Classify, frames, xdplink.Redirect},
+		subject{"classify, upf, the UPF parsing again", own, frames, xdplink.Redirect})
 	if err != nil {
 		return row, err
 	}
-	row.empty, row.tx, row.upf, row.classify, row.classUPF = ns[0], ns[1], ns[2], ns[3], ns[4]
+	row.empty, row.tx, row.upf, row.classify, row.classUPF, row.ownParse = ns[0], ns[1], ns[2], ns[3], ns[4], ns[5]
 	// Steered, the packet goes to a CPU map, which a test run does not
 	// carry out: its verdict is the redirect.
 	c = upfxdp.NewChain(rules, false, true, chainSlice)
@@ -159,14 +177,55 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 		return row, err
 	}
 	row.steerUPF, row.steerOnly = ns[2], ns[4]
+	if row.unmirrored, row.mirrored, err = measureMirrored(tb, rules, n, measure); err != nil {
+		return row, err
+	}
 	return row, tb.UPF.Do(func() error { return u.Datapath.SetStages(loopback, upfxdp.Chain{}) })
+}
+
+// measureMirrored measures the chain classify, upf with one more rule (in
+// the last one's place when the table is full), a mirroring rule on the
+// tunnel of the session before the measured one, whose copies would leave
+// by N6 (a test run sends none): for the measured session's packet, and
+// for the mirrored session's.
+func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
+	measure func(upfxdp.Chain, ...subject) ([]rounds, error)) (unmirrored, mirrored rounds, err error) {
+	mirroredSession := chainSessions - 2
+	port, mac, err := tb.UPF.Link(demo.N6)
+	if err != nil {
+		return nil, nil, err
+	}
+	id := uint32(n + 1) // past benchRules' IDs
+	if n >= classifyxdp.MaxRules {
+		// A full table: the mirroring rule takes the last rule's place.
+		last := benchRules(n, false)[n-1]
+		if err := rules.Delete(last.ID); err != nil {
+			return nil, nil, err
+		}
+		defer func() { err = errors.Join(err, rules.Add(last)) }()
+	}
+	if err := rules.Add(classifyxdp.Rule{ID: id, Priority: uint32(n + 1), Action: classifyxdp.ActionMirror,
+		Out:     &classifyxdp.Egress{Ifindex: port, DstMAC: mac, SrcMAC: mac},
+		Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: uint64(teid(mirroredSession)), Mask: 0xffffffff}}}); err != nil {
+		return nil, nil, err
+	}
+	defer func() { err = errors.Join(err, rules.Delete(id)) }()
+	c := upfxdp.NewChain(rules, true, false, chainSlice)
+	last := chainSessions - 1
+	ns, err := measure(c, subject{"classify, upf", c.Classify, [][]byte{uplinkFrame(tb, teid(last), last)}, xdplink.Redirect},
+		subject{"classify (mirror), upf", c.Classify, [][]byte{uplinkFrame(tb, teid(mirroredSession), mirroredSession)},
+			xdplink.Redirect})
+	if err != nil {
+		return nil, nil, err
+	}
+	return ns[4], ns[5], nil
 }
 
 // measureBalance sends packets of chainFlows inner flows in the session's
 // tunnel from the gNB through N3 with the chain steer, upf, paced below
 // what the testbed carries, and reads where each flow ran.
 func measureBalance(tb *demo.Testbed, u *demo.UPF, packets uint64) (bal chainBalance, err error) {
-	rules, err := openChainClassifier(u, 0)
+	rules, err := openChainClassifier(u, 0, true)
 	if err != nil {
 		return bal, err
 	}
@@ -241,21 +300,34 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 	p("with the rules (none matching the packet, its verdict in the flow cache). \"classify, upf\" is the chain: the")
 	p("classify stage, a tail call, the UPF's program. Each figure holds a test run's fixed cost once, which the empty")
 	p("program's figure is: \"overhead\" is the chain less the classifier and the UPF alone plus the empty program, round by")
-	p("round: the interface's chain lookup and the tail call, less what the stages share (the UPF parses its own headers,")
-	p("so no parse is shared). \"steer, upf\" is the steer stage first (it walks the packet itself), to the CPU map, which a")
-	p("test run does not carry out, so the UPF behind it is not in its figure; it runs in rounds of its own with their own")
-	p("UPF alone. A test run never dequeues, so the steer stage finds its CPU's queue full and looks the flow up for")
-	p("offloading, with no alternative node: an upper bound. Median of %d rounds, ratios the median of the rounds' ratios.\n", cfg.runs)
-	p("| Rules | Empty | XDP_TX | UPF alone | Classifier alone | classify, upf | ×(classifier + UPF) | Overhead | steer, upf (steer stage) | ×UPF alone |")
-	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("round: the interface's chain lookup and the tail call, less what the stages share: the UPF takes the classify stage's")
+	p("parse of the GTP-U message. \"Own parse\" is the same chain with a classify stage that keeps its parse, the UPF")
+	p("parsing the message again; \"saved\", what the shared parse saves against it, round by round. \"steer, upf\" is the")
+	p("steer stage first (it walks the packet itself), to the CPU map, which a test run does not carry out, so the UPF")
+	p("behind it is not in its figure; it runs in rounds of its own with their own UPF alone. A test run never dequeues, so")
+	p("the steer stage finds its CPU's queue full and looks the flow up for offloading, with no alternative node: an upper")
+	p("bound. Median of %d rounds, ratios the median of the rounds' ratios.\n", cfg.runs)
+	p("| Rules | Empty | XDP_TX | UPF alone | Classifier alone | classify, upf | ×(classifier + UPF) | Overhead | Own parse | ×(classifier + UPF) | Saved | steer, upf (steer stage) | ×UPF alone |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range res.rows {
 		sum := make(rounds, len(r.upf))
 		for i := range sum {
 			sum[i] = r.upf[i] + r.classify[i] - r.empty[i]
 		}
-		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |", r.rules, r.empty.median(), r.tx.median(),
-			r.upf.median(), r.classify.median(), r.classUPF.median(), r.classUPF.per(sum), r.classUPF.minus(sum).median(),
+		p("| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |", r.rules, r.empty.median(),
+			r.tx.median(), r.upf.median(), r.classify.median(), r.classUPF.median(), r.classUPF.per(sum),
+			r.classUPF.minus(sum).median(), r.ownParse.median(), r.ownParse.per(sum), r.ownParse.minus(r.classUPF).median(),
 			r.steerOnly.median(), r.steerOnly.per(r.steerUPF))
+	}
+	p("\nWith one more rule (at a full table, in the last one's place), a mirror rule on another session's tunnel (copies")
+	p("out of N6), in rounds of their own: the")
+	p("chain for the measured session's packet, and for the mirrored session's, whose figure holds the metadata, the")
+	p("fanout's lookup and the broadcast's verdict, not the copy (a test run carries out no redirect).\n")
+	p("| Rules | classify, upf | classify (mirror), upf | ×unmirrored | Difference |")
+	p("|---:|---:|---:|---:|---:|")
+	for _, r := range res.rows {
+		p("| %d | %.1f | %.1f | %.2f | %.1f |", min(r.rules+1, classifyxdp.MaxRules), r.unmirrored.median(), r.mirrored.median(), r.mirrored.per(r.unmirrored),
+			r.mirrored.minus(r.unmirrored).median())
 	}
 	b := res.balance
 	p("\n### Balance of %d inner flows of one tunnel, steered over %d CPUs\n", chainFlows, runtime.NumCPU())

@@ -16,9 +16,9 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 )
 
-// timeout bounds the wait for a response; the UPF answers over loopback or
-// a veth, so nothing is retransmitted.
-const timeout = 3 * time.Second
+// timeout bounds the wait for a response, generously for a busy host; the
+// UPF answers over loopback or a veth, so nothing is retransmitted.
+const timeout = 15 * time.Second
 
 // Values of the IEs the requests carry.
 const (
@@ -187,12 +187,19 @@ func (s *SMF) HeartbeatRequest() *message.HeartbeatRequest {
 
 // Associate sets up an association, and fails unless the UPF accepts it.
 func (s *SMF) Associate() (*message.AssociationSetupResponse, error) {
-	resp, err := request[*message.AssociationSetupResponse](s, message.NewAssociationSetupRequest(0,
-		s.nodeIDIE(), ie.NewRecoveryTimeStamp(s.start), ie.NewCPFunctionFeatures(0)))
+	resp, err := s.AssociationSetup()
 	if err != nil {
 		return nil, err
 	}
 	return resp, Accepted("association setup", resp.Cause)
+}
+
+// AssociationSetup sends an Association Setup Request with more IEs after
+// the SMF's own, such as PFCP Session Retention Information, and returns
+// the response, whatever its cause.
+func (s *SMF) AssociationSetup(more ...*ie.IE) (*message.AssociationSetupResponse, error) {
+	return request[*message.AssociationSetupResponse](s, message.NewAssociationSetupRequest(0,
+		append([]*ie.IE{s.nodeIDIE(), ie.NewRecoveryTimeStamp(s.start), ie.NewCPFunctionFeatures(0)}, more...)...))
 }
 
 // ReleaseAsked says whether the UPF asked the SMF to release the

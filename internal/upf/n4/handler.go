@@ -116,6 +116,7 @@ type Handler struct {
 // pfcpSession is a session as its SMF sees it.
 type pfcpSession struct {
 	seid, cpSEID uint64
+	cpAddrs      [2]netip.Addr // the CP F-SEID's IPv4 and IPv6 addresses, invalid when absent
 	smf          pfcp.Peer
 	pdrs         []session.PDR // sorted by ID, as the store keeps them: see rulelist.go
 	fars         []session.FAR
@@ -189,6 +190,15 @@ func (s *pfcpSession) clone() *pfcpSession {
 	c.urrs, c.meters = maps.Clone(s.urrs), maps.Clone(s.meters)
 	c.chosenTEIDs, c.notify = slices.Clone(s.chosenTEIDs), maps.Clone(s.notify)
 	return &c
+}
+
+// controlledFrom says whether the session's CP F-SEID has an address
+// among addrs, or none known.
+func (s *pfcpSession) controlledFrom(addrs []netip.Addr) bool {
+	if s.cpAddrs == [2]netip.Addr{} {
+		return true
+	}
+	return slices.ContainsFunc(addrs, func(a netip.Addr) bool { return a == s.cpAddrs[0] || a == s.cpAddrs[1] })
 }
 
 // rules is the session in the store's terms, each kind of rule by ID.
@@ -374,26 +384,29 @@ func (h *Handler) SetDelete(peer pfcp.Peer, req *message.SessionSetDeletionReque
 		}
 	}
 	cause := ie.CauseRequestAccepted
-	if err := h.dropPeer(peer.NodeID, sets); err != nil {
+	if err := h.dropPeer(peer.NodeID, func(s *pfcpSession) bool { return sets == nil || sets.meets(s.csids) }); err != nil {
 		h.cfg.Log.Error("PFCP session set deletion failed", "peer", peer.NodeID, "err", err)
 		cause = ie.CauseSystemFailure
 	}
 	return message.NewSessionSetDeletionResponse(0, nil, ie.NewCause(cause), nil)
 }
 
-// DropPeer removes every session of an SMF.
-func (h *Handler) DropPeer(nodeID string) {
-	if err := h.dropPeer(nodeID, nil); err != nil {
+// DropPeer removes an SMF's sessions but those whose CP F-SEID has an
+// address among keep (PFCP session retention, TS 29.244 §6.2.6.2.2); a
+// session restored from a record that does not have its CP F-SEID's
+// address is kept too.
+func (h *Handler) DropPeer(nodeID string, keep []netip.Addr) {
+	if err := h.dropPeer(nodeID, func(s *pfcpSession) bool { return !s.controlledFrom(keep) }); err != nil {
 		h.cfg.Log.Error("removing the sessions of a PFCP peer", "peer", nodeID, "err", err)
 	}
 }
 
-// dropPeer removes an SMF's sessions: those in sets, or all for nil.
-func (h *Handler) dropPeer(nodeID string, sets csidSets) error {
+// dropPeer removes the SMF's sessions that drop says.
+func (h *Handler) dropPeer(nodeID string, drop func(*pfcpSession) bool) error {
 	var errs []error
 	h.inRequest(func() {
 		for _, s := range h.sessions {
-			if s.smf.NodeID == nodeID && (sets == nil || sets.meets(s.csids)) {
+			if s.smf.NodeID == nodeID && drop(s) {
 				_, err := h.remove(s)
 				errs = append(errs, err)
 			}

@@ -664,14 +664,14 @@ func TestDeletion(t *testing.T) {
 	e.installed(c.teid, c.ue)
 
 	d := establish("smf1", 0x1003, "10.60.0.4")
-	e.h.DropPeer("smf2")
+	e.h.DropPeer("smf2", nil)
 	if exists(c) || !exists(d) {
 		t.Error("dropping smf2 removed the wrong sessions")
 	}
 	e.gone(c.teid, c.ue)
 	e.installed(d.teid, d.ue)
 
-	e.h.DropPeer("smf1")
+	e.h.DropPeer("smf1", nil)
 	if s := e.state(); !reflect.DeepEqual(s, state{Uplink: map[upfxdp.FTEID]upfxdp.PDRSet{}, Downlink: map[netip.Addr]upfxdp.PDRSet{},
 		Sessions: []session.Session{}, Nexthops: map[netip.Addr]int{}, Dupls: map[uint32]upfxdp.Dupl{}}) {
 		t.Errorf("after every peer is gone: %+v", s)

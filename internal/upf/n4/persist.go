@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"net/netip"
@@ -109,45 +110,45 @@ func (h *Handler) apartLocked(f func()) {
 // mostly that of the data path's slots their rules took: a restore reads
 // those slots in that order. A thousand sessions an entry.
 func (h *Handler) Snapshot(l *n4state.Log) {
-	h.mu.Lock()
-	seids := slices.Collect(maps.Keys(h.sessions))
-	h.mu.Unlock()
 	type taken struct {
 		version uint64
 		record  []byte
 	}
-	records := make([]taken, 0, len(seids))
-	for chunk := range slices.Chunk(seids, 1000) {
+	var records []taken
+	// Not even the sessions' keys are taken at once: at a million
+	// sessions that held requests back for tens of milliseconds. A
+	// session established meanwhile may be left out: its own entry,
+	// after the snapshot began, records it.
+	h.mu.Lock()
+	next, stop := iter.Pull2(maps.All(h.sessions))
+	h.mu.Unlock()
+	defer stop()
+	for more := true; more; {
 		h.mu.Lock()
-		for _, seid := range chunk {
-			if s := h.sessions[seid]; s != nil {
-				if s.record == nil {
-					slots, _ := h.cfg.Store.Slots(seid)
-					var e n4state.Enc
-					encodeSession(&e, s, s.version, slots)
-					s.record = e.B
-				}
-				records = append(records, taken{s.version, s.record})
+		for range 1000 {
+			seid, s, ok := next()
+			if !ok {
+				more = false
+				break
 			}
+			if s.record == nil {
+				slots, _ := h.cfg.Store.Slots(seid)
+				var e n4state.Enc
+				encodeSession(&e, s, s.version, slots)
+				s.record = e.B
+			}
+			records = append(records, taken{s.version, s.record})
 		}
 		h.mu.Unlock()
 	}
 	slices.SortFunc(records, func(a, b taken) int { return cmp.Compare(a.version, b.version) })
-	// Each entry written before the next is made: requests' entries,
-	// written after those made before them, wait for one at most.
-	for chunk := range slices.Chunk(records, 1000) {
-		size := 0
-		for _, r := range chunk {
-			size += n4state.OpSize(len(r.record))
-		}
-		// Reserved after a later record of the same session, maybe: the
-		// versions order them.
-		t := l.SizedTxn(size)
-		for _, r := range chunk {
-			t.Put(n4state.KindSession, func(e *n4state.Enc) { e.B = append(e.B, r.record...) })
-		}
-		l.Wait(t.Commit())
+	values := make([][]byte, len(records))
+	for i, r := range records {
+		values[i] = r.record
 	}
+	// Reserved after a later record of the same session, maybe: the
+	// versions order them.
+	l.PutValues(n4state.KindSession, values)
 	t := l.Txn()
 	h.mu.Lock()
 	for _, r := range h.unanswered {
@@ -576,6 +577,8 @@ func encodeSession(e *n4state.Enc, s *pfcpSession, v uint64, slots session.Slots
 			e.Uint(uint64(r.Slot))
 		}
 	}
+	e.Addr(s.cpAddrs[0])
+	e.Addr(s.cpAddrs[1])
 }
 
 func decodeSession(d *n4state.Dec, sh *shard) (*pfcpSession, uint64, session.Slots) {
@@ -609,6 +612,9 @@ func decodeSession(d *n4state.Dec, sh *shard) (*pfcpSession, uint64, session.Slo
 	var slots session.Slots
 	for _, to := range []*[]session.RuleSlot{&slots.PDR, &slots.QER, &slots.URR, &slots.SDF, &slots.Buffer} {
 		*to = decodeList(d, func(d *n4state.Dec) session.RuleSlot { return session.RuleSlot{ID: d.Uint32(), Slot: d.Uint32()} })
+	}
+	if d.Len() > 0 { // records of earlier versions end before
+		s.cpAddrs = [2]netip.Addr{d.Addr(), d.Addr()}
 	}
 	return s, v, slots
 }

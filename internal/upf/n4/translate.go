@@ -142,7 +142,7 @@ func (h *Handler) newChange(old, s *pfcpSession) change {
 func (h *Handler) translateEstablishment(peer pfcp.Peer, req *message.SessionEstablishmentRequest) (change, *refusal) {
 	f, _ := req.CPFSEID.FSEID() // checked by the server
 	// Room for the rules created, which come in any order.
-	c := h.newChange(nil, &pfcpSession{cpSEID: f.SEID, smf: peer, pdrs: slices.Grow([]session.PDR(nil), len(req.CreatePDR)),
+	c := h.newChange(nil, &pfcpSession{cpSEID: f.SEID, cpAddrs: fseidAddrs(f), smf: peer, pdrs: slices.Grow([]session.PDR(nil), len(req.CreatePDR)),
 		fars: slices.Grow([]session.FAR(nil), len(req.CreateFAR)), qers: slices.Grow([]session.QER(nil), len(req.CreateQER))})
 	r := cmp.Or(notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
 		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation))),
@@ -156,13 +156,24 @@ func (h *Handler) translateEstablishment(peer pfcp.Peer, req *message.SessionEst
 	return c, r
 }
 
+// fseidAddrs are an F-SEID's IPv4 and IPv6 addresses, invalid when absent.
+func fseidAddrs(f *ie.FSEIDFields) (addrs [2]netip.Addr) {
+	if a, ok := netip.AddrFromSlice(f.IPv4Address); ok {
+		addrs[0] = a.Unmap()
+	}
+	if a, ok := netip.AddrFromSlice(f.IPv6Address); ok {
+		addrs[1] = a
+	}
+	return addrs
+}
+
 // translateModification translates a Session Modification Request of
 // session old.
 func (h *Handler) translateModification(old *pfcpSession, req *message.SessionModificationRequest) (change, *refusal) {
 	c := h.newChange(old, old.clone())
 	if req.CPFSEID != nil { // the SMF moved the session to another address or SEID
 		if f, err := req.CPFSEID.FSEID(); err == nil {
-			c.s.cpSEID = f.SEID
+			c.s.cpSEID, c.s.cpAddrs = f.SEID, fseidAddrs(f)
 		}
 	}
 	r := cmp.Or(notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,

@@ -213,6 +213,25 @@ func (t *Txn) Put(kind byte, write func(*Enc)) {
 	t.e.buf = e.B
 }
 
+// PutValues writes ops of a kind whose values are encoded already, a
+// thousand an entry, each entry written before the next is reserved: as
+// entries are written in the order they are reserved, one that takes long
+// to fill holds back every entry reserved after it, a request's
+// included. A compaction's parts write the bulk of their state so.
+func (l *Log) PutValues(kind byte, values [][]byte) {
+	for chunk := range slices.Chunk(values, 1000) {
+		size := 0
+		for _, v := range chunk {
+			size += OpSize(len(v))
+		}
+		t := l.SizedTxn(size)
+		for _, v := range chunk {
+			t.Put(kind, func(e *Enc) { e.B = append(e.B, v...) })
+		}
+		l.Wait(t.Commit())
+	}
+}
+
 // LSN is the number of the transaction's entry, 0 before its first op.
 func (t *Txn) LSN() uint64 {
 	if t.Empty() {

@@ -104,7 +104,9 @@ func (r *recorder) SetDelete(p Peer, _ *message.SessionSetDeletionRequest) *mess
 	return message.NewSessionSetDeletionResponse(0, nil, ie.NewCause(ie.CauseRequestAccepted), nil)
 }
 
-func (r *recorder) DropPeer(nodeID string) { r.record("drop " + nodeID) }
+func (r *recorder) DropPeer(nodeID string, keep []netip.Addr) {
+	r.record(strings.TrimSpace(fmt.Sprintf("drop %s %s", nodeID, strings.Trim(fmt.Sprint(keep), "[]"))))
+}
 
 func (r *recorder) SessionPeer(uint64) (string, bool) { return "", false }
 

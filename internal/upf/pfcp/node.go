@@ -2,6 +2,9 @@ package pfcp
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -72,7 +75,7 @@ func (s *Server) peerRestarted(a *association) {
 	}
 	s.log.Warn("PFCP peer restarted: association and sessions dropped", "node", a.nodeID)
 	s.notify(s.cfg.OnPeerRestarted, a.nodeID)
-	s.handler.DropPeer(a.nodeID)
+	s.handler.DropPeer(a.nodeID, nil)
 }
 
 func (s *Server) associationSetup(req *message.AssociationSetupRequest, from netip.AddrPort) message.Message {
@@ -84,8 +87,12 @@ func (s *Server) associationSetup(req *message.AssociationSetupRequest, from net
 	if err != nil {
 		return s.reject(req, ie.CauseMandatoryIEIncorrect, ie.RecoveryTimeStamp)
 	}
+	retain, err := retention(req.PFCPSessionRetentionInformation)
+	if err != nil {
+		s.log.Warn("PFCP Association Setup Request refused: its PFCP Session Retention Information is malformed", "from", from, "err", err)
+		return s.reject(req, ie.CauseMandatoryIEIncorrect, ie.PFCPSessionRetentionInformation)
+	}
 	// Requests go to the PFCP port whatever the source port (§4.2.2).
-	retain := req.PFCPSessionRetentionInformation != nil
 	_, retained := s.establish(nodeID, netip.AddrPortFrom(from.Addr(), DefaultPort), recovery, true, retain)
 	ies := []*ie.IE{ie.NewCause(ie.CauseRequestAccepted), s.recovery}
 	if retained {
@@ -98,14 +105,51 @@ func (s *Server) associationSetup(req *message.AssociationSetupRequest, from net
 // (§8.2.134): the sessions of the association replaced were kept.
 const flagPSREI = 0x01
 
+// retainAll is the retention asked by PFCP Session Retention Information
+// that lists no CP PFCP Entity IP Address.
+var retainAll = []netip.Addr{}
+
+// retention is what PFCP Session Retention Information (§7.4.4.1) asks to
+// retain: nil without it, the sessions whose CP F-SEID has one of the CP
+// PFCP Entity IP Addresses it lists, or all of them (retainAll) when it
+// lists none. An address without V4 or V6, or shorter than its flags say,
+// makes it malformed.
+func retention(info *ie.IE) ([]netip.Addr, error) {
+	if info == nil {
+		return nil, nil
+	}
+	children, err := info.PFCPSessionRetentionInformation()
+	if err != nil {
+		return nil, err
+	}
+	addrs := retainAll
+	for _, child := range children {
+		if child.Type != ie.CPPFCPEntityIPAddress {
+			continue // an IE of a later release
+		}
+		f, err := child.CPPFCPEntityIPAddress()
+		if err != nil {
+			return nil, fmt.Errorf("CP PFCP Entity IP Address: %w", err)
+		}
+		if !f.HasIPv4() && !f.HasIPv6() {
+			return nil, errors.New("CP PFCP Entity IP Address with neither an IPv4 nor an IPv6 address")
+		}
+		for _, ip := range []net.IP{f.IPv4Address, f.IPv6Address} {
+			if a, ok := netip.AddrFromSlice(ip); ok {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+	}
+	return addrs, nil
+}
+
 // establish records an association, as a job. An association the peer
 // already had is replaced, whatever the Recovery Time Stamp (TS 29.244
-// §6.2.6.2.2, TS 23.007 §19A): its sessions are kept when retain (the
-// request carried PFCP Session Retention Information; all of them, whatever
-// CP PFCP Entity IP Addresses it lists) and retained says so, else dropped;
-// when the stamp changed, and the caller wants it compared, the peer
-// restarted.
-func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, compareRecovery, retain bool) (_ *association, retained bool) {
+// §6.2.6.2.2, TS 23.007 §19A): with retain (see retention) the sessions it
+// names are kept, and retained says so, the others dropped; without, all
+// are dropped and, when the stamp changed and the caller wants it
+// compared, the peer restarted.
+func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, compareRecovery bool, retain []netip.Addr) (_ *association, retained bool) {
 	ctx, stop := context.WithCancel(s.ctx)
 	a := &association{
 		nodeID:         nodeID,
@@ -121,7 +165,12 @@ func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, 
 	s.log.Info("PFCP association established", "node", nodeID, "addr", addr)
 	switch {
 	case old == nil:
-	case retain:
+	case len(retain) > 0:
+		s.log.Info("PFCP association replaced: the sessions of the CP PFCP entities listed kept, the others dropped, as the request asked",
+			"node", nodeID, "old_addr", old.addr, "addr", addr, "cp_pfcp_entities", retain)
+		s.handler.DropPeer(nodeID, retain)
+		return a, true
+	case retain != nil:
 		s.log.Info("PFCP association replaced: its sessions kept, as the request asked", "node", nodeID, "old_addr", old.addr, "addr", addr)
 		return a, true
 	default:
@@ -129,7 +178,7 @@ func (s *Server) establish(nodeID string, addr netip.AddrPort, recovery uint32, 
 		if compareRecovery && old.recovery != recovery {
 			s.notify(s.cfg.OnPeerRestarted, nodeID)
 		}
-		s.handler.DropPeer(nodeID)
+		s.handler.DropPeer(nodeID, nil)
 	}
 	return a, false
 }
@@ -151,7 +200,7 @@ func (s *Server) associationRelease(req *message.AssociationReleaseRequest, from
 	if rejection != nil {
 		return rejection
 	}
-	s.handler.DropPeer(a.nodeID)
+	s.handler.DropPeer(a.nodeID, nil)
 	s.assocs.remove(a)
 	s.log.Info("PFCP association released", "node", a.nodeID)
 	return message.NewAssociationReleaseResponse(0, s.nodeID, ie.NewCause(ie.CauseRequestAccepted))

@@ -3,6 +3,7 @@ package pfcp
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -273,8 +274,9 @@ func TestConfiguredPeersAreAllowed(t *testing.T) {
 
 // An Association Setup for a Node ID associated from another address
 // replaces the association (TS 29.244 §6.2.6.2.2): with PFCP Session
-// Retention Information its sessions stay, the response says so (PSREI)
-// and the sessions' reports go to the new address; without, they go.
+// Retention Information the sessions of the CP PFCP entity it lists stay
+// (the others go), the response says so (PSREI) and the sessions' reports
+// go to the new address; without, they all go.
 func TestSetupFromAnotherAddress(t *testing.T) {
 	s, rec := startServer(t, nil)
 	m := newSMF(t, s.Addr())
@@ -291,8 +293,8 @@ func TestSetupFromAnotherAddress(t *testing.T) {
 		ie.Cause:          {ie.CauseRequestAccepted},
 		ie.PFCPASRspFlags: {0x01},
 	})
-	if a := s.Associations(); len(a) != 1 || a[0].Addr != moved.addr() || rec.String() != "[]" {
-		t.Fatalf("associations %+v, calls %v; want the SMF's at %s, its sessions kept", a, rec, moved.addr())
+	if a := s.Associations(); len(a) != 1 || a[0].Addr != moved.addr() || rec.String() != "[drop "+smfName+" 192.0.2.30]" {
+		t.Fatalf("associations %+v, calls %v; want the SMF's at %s, the sessions of 192.0.2.30 kept", a, rec, moved.addr())
 	}
 	go s.SendSessionReport(t.Context(), Peer{NodeID: smfName, Addr: m.addr()}, message.NewSessionReportRequest(0, 0, 7, 0, 0))
 	if report := parseWire(t, moved.recv()); report.msgType != message.MsgTypeSessionReportRequest || report.seid != 7 {
@@ -306,5 +308,66 @@ func TestSetupFromAnotherAddress(t *testing.T) {
 	})
 	if a := s.Associations(); len(a) != 1 || a[0].Addr.Addr() != again.addr().Addr() || rec.count("drop "+smfName) != 1 {
 		t.Errorf("associations %+v, calls %v; want the SMF's at %s, its sessions dropped", a, rec, again.addr().Addr())
+	}
+}
+
+// What PFCP Session Retention Information asks of an association set up
+// again (TS 29.244 §6.2.6.2.2, §7.4.4.1): the sessions whose CP F-SEID has
+// one of the CP PFCP Entity IP Addresses listed kept and the others
+// dropped, or all kept when it lists none, with PSREI in the response; one
+// that is malformed is refused with cause 69 naming it, and changes
+// nothing. For a Node ID not associated yet there is nothing to retain.
+func TestSetupRetention(t *testing.T) {
+	entity := func(v4, v6 string) *ie.IE {
+		return ie.NewCPPFCPEntityIPAddress(net.ParseIP(v4), net.ParseIP(v6))
+	}
+	retaining := func(entities ...*ie.IE) *ie.IE {
+		return ie.NewGroupedIE(ie.PFCPSessionRetentionInformation, entities...)
+	}
+	for _, c := range []struct {
+		name       string
+		associated bool // before the request
+		info       *ie.IE
+		cause      uint8
+		flags      []byte // PFCPASRsp-Flags, nil for none
+		calls      string
+	}{
+		{name: "listing entities", associated: true, info: retaining(entity("192.0.2.30", ""), entity("192.0.2.31", "2001:db8::31")),
+			cause: ie.CauseRequestAccepted, flags: []byte{flagPSREI}, calls: "[drop " + smfName + " 192.0.2.30 192.0.2.31 2001:db8::31]"},
+		{name: "listing none", associated: true, info: retaining(), cause: ie.CauseRequestAccepted, flags: []byte{flagPSREI}, calls: "[]"},
+		{name: "not associated", info: retaining(entity("192.0.2.30", "")), cause: ie.CauseRequestAccepted, calls: "[]"},
+		{name: "without, restarted", associated: true, cause: ie.CauseRequestAccepted, calls: "[restarted " + smfName + ", drop " + smfName + "]"},
+		{name: "an address short of its flags", associated: true, info: retaining(ie.New(ie.CPPFCPEntityIPAddress, []byte{0x02, 192, 0, 2})),
+			cause: ie.CauseMandatoryIEIncorrect, calls: "[]"},
+		{name: "an address of neither version", associated: true, info: retaining(ie.New(ie.CPPFCPEntityIPAddress, []byte{0x00, 192, 0, 2, 30})),
+			cause: ie.CauseMandatoryIEIncorrect, calls: "[]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, rec := startServer(t, nil)
+			m := newSMF(t, s.Addr())
+			if c.associated {
+				m.associate()
+			}
+			before := s.Associations()
+			ies := []*ie.IE{ie.NewNodeID("", "", smfName), ie.NewRecoveryTimeStamp(time.Unix(1700000000, 0))}
+			if c.info != nil {
+				ies = append(ies, c.info)
+			}
+			req, err := message.NewAssociationSetupRequest(2, ies...).Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[uint16][]byte{ie.Cause: {c.cause}, ie.PFCPASRspFlags: c.flags, ie.OffendingIE: nil}
+			if c.cause != ie.CauseRequestAccepted {
+				want[ie.OffendingIE] = []byte{0x00, 0xb7} // PFCP Session Retention Information
+			}
+			m.exchange(req).check(t, message.MsgTypeAssociationSetupResponse, 2, want)
+			if rec.String() != c.calls {
+				t.Errorf("calls %v, want %s", rec, c.calls)
+			}
+			if after := s.Associations(); c.cause != ie.CauseRequestAccepted && !slices.Equal(after, before) {
+				t.Errorf("the refused request changed the associations: %+v, were %+v", after, before)
+			}
+		})
 	}
 }

@@ -70,7 +70,7 @@ func (s *Server) associate(peer string) (*association, error) {
 	}
 	var a *association
 	// The stamp in a setup response tells of no restart (TS 23.007 §19A).
-	if !s.onWorker(func() { a, _ = s.establish(nodeID, addr, recovery, false, false) }) {
+	if !s.onWorker(func() { a, _ = s.establish(nodeID, addr, recovery, false, nil) }) {
 		return nil, fmt.Errorf("pfcp: association with %s not recorded", peer)
 	}
 	return a, nil

@@ -27,8 +27,10 @@ type SessionHandler interface {
 	Delete(Peer, *message.SessionDeletionRequest) *message.SessionDeletionResponse
 	SetDelete(Peer, *message.SessionSetDeletionRequest) *message.SessionSetDeletionResponse
 	// DropPeer deletes every session of a peer whose association was
-	// released or replaced, or which restarted (TS 23.007 §19A).
-	DropPeer(nodeID string)
+	// released or replaced, or which restarted (TS 23.007 §19A), but
+	// those whose CP F-SEID has an address among keep: the peer asked to
+	// retain the sessions of those PFCP entities (TS 29.244 §6.2.6.2.2).
+	DropPeer(nodeID string, keep []netip.Addr)
 	// SessionPeer returns the Node ID of the peer whose session seid (a
 	// UP SEID) is; false for no session.
 	SessionPeer(seid uint64) (nodeID string, ok bool)

@@ -125,7 +125,11 @@ func (s *Server) restore(st *State) {
 	s.cache.keep(st.responses, time.Now())
 }
 
-// snapshot writes the server's part of the state, for compaction.
+// snapshot writes the server's part of the state, for compaction. The
+// responses cached (hundreds of thousands while SMFs establish sessions at
+// full speed) are encoded before they are written, a thousand an entry: in
+// one entry, filled as they were encoded, they held back every request's
+// response until the last was encoded.
 func (s *Server) snapshot(l *n4state.Log) {
 	txn := l.Txn()
 	ts, _ := recoveryStamp(s.recovery)
@@ -135,11 +139,15 @@ func (s *Server) snapshot(l *n4state.Log) {
 		txn.Put(n4state.KindAssociation, func(e *n4state.Enc) { encodeAssociation(e, a) })
 	}
 	s.assocs.mu.Unlock()
-	s.cache.each(func(k cacheKey, r cachedResponse) {
-		txn.Put(n4state.KindResponse, func(e *n4state.Enc) { encodeResponse(e, k, r) })
-	})
 	txn.Commit()
 	txn.Wait()
+	var responses [][]byte
+	s.cache.each(func(k cacheKey, r cachedResponse) {
+		var e n4state.Enc
+		encodeResponse(&e, k, r)
+		responses = append(responses, e.B)
+	})
+	l.PutValues(n4state.KindResponse, responses)
 }
 
 func encodeResponse(e *n4state.Enc, k cacheKey, r cachedResponse) {

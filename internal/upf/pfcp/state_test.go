@@ -2,10 +2,16 @@ package pfcp
 
 import (
 	"bytes"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/wmnsk/go-pfcp/message"
 
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 )
 
@@ -27,19 +33,7 @@ func (j journaling) Establish(p Peer, req *message.SessionEstablishmentRequest) 
 // after the restart gets again rather than being served twice.
 func TestRestartKeepsTheNode(t *testing.T) {
 	dir := t.TempDir()
-	open := func(st *State) *n4state.Log {
-		l, _, err := n4state.Open(n4state.Options{Dir: dir}, func(kind byte, value []byte) error {
-			if st == nil {
-				return nil
-			}
-			_, err := st.Replay(kind, value)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
+	open := func(st *State) *n4state.Log { return openJournal(t, dir, st, 0) }
 	l := open(nil)
 	before, _ := startServer(t, func(c *Config) { c.Journal, c.Handler = l, journaling{c.Handler.(*recorder), l} })
 	m := newSMF(t, before.Addr())
@@ -68,4 +62,101 @@ func TestRestartKeepsTheNode(t *testing.T) {
 	if !bytes.Equal(first.raw, again.raw) || rec.count("establish "+smfName) != 0 {
 		t.Errorf("the retransmission was served %d times more, answered\n% x\nfirst\n% x", rec.count("establish "+smfName), again.raw, first.raw)
 	}
+}
+
+// openJournal opens the journal in dir, replaying it into st (nil: none),
+// compacting after compactAfter octets (0: the default).
+func openJournal(t *testing.T, dir string, st *State, compactAfter int64) *n4state.Log {
+	t.Helper()
+	l, _, err := n4state.Open(n4state.Options{Dir: dir, CompactAfter: compactAfter}, func(kind byte, value []byte) error {
+		if st == nil {
+			return nil
+		}
+		_, err := st.Replay(kind, value)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// The server of TestKilledServerKeepsWhatItAnswered, in a process of its
+// own: it journals into the directory the environment names, compacting
+// every few dozen requests, until killed.
+const killedDirEnv, killedListenEnv = "XDP5G_PFCP_KILLED_DIR", "XDP5G_PFCP_KILLED_LISTEN"
+
+// A server killed (SIGKILL) while an SMF establishes sessions, its journal
+// compacted again and again meanwhile (snapshots of the responses cached
+// included), restarts with every request it answered: each one sent again
+// gets the very response it got, and none is served twice.
+func TestKilledServerKeepsWhatItAnswered(t *testing.T) {
+	if dir := os.Getenv(killedDirEnv); dir != "" {
+		l := openJournal(t, dir, nil, 32<<10)
+		s, _ := startServer(t, func(c *Config) {
+			c.Listen, c.Journal, c.Handler = os.Getenv(killedListenEnv), l, journaling{c.Handler.(*recorder), l}
+		})
+		l.Compact(s.Snapshot)
+		select {} // until killed
+	}
+	dir, listen := t.TempDir(), netip.MustParseAddrPort(testsupport.FreeAddr(t, "udp"))
+	child := exec.Command(os.Args[0], "-test.run=^TestKilledServerKeepsWhatItAnswered$")
+	child.Env = append(os.Environ(), killedDirEnv+"="+dir, killedListenEnv+"="+listen.String())
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Process.Kill(); child.Wait() })
+	m := newSMF(t, listen)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		m.send(associationSetupRequest(1, smfRecovery))
+		m.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, _, err := m.conn.ReadFromUDPAddrPort(make([]byte, maxDatagram)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server in the child process does not answer")
+		}
+	}
+	// Killed after an answer, while the next request is on its way, at a
+	// point of the compactions that differs from run to run.
+	answered := map[uint32][]byte{}
+	seq := uint32(2)
+	for kill := seq + 2000 + rand.Uint32N(2000); seq < kill; seq++ {
+		answered[seq] = m.exchange(establishmentNumbered(seq)).raw
+	}
+	m.send(establishmentNumbered(seq))
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	// The response to the last request, if the server sent it before it
+	// died, is not for what follows.
+	for m.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); ; {
+		if _, _, err := m.conn.ReadFromUDPAddrPort(make([]byte, maxDatagram)); err != nil {
+			break
+		}
+	}
+
+	st := NewState()
+	l := openJournal(t, dir, st, 0)
+	t.Cleanup(func() { l.Close() })
+	_, rec := startServer(t, func(c *Config) {
+		c.Listen, c.Journal, c.Restored, c.Handler = listen.String(), l, st, journaling{c.Handler.(*recorder), l}
+	})
+	for seq, raw := range answered {
+		if again := m.exchange(establishmentNumbered(seq)); !bytes.Equal(again.raw, raw) {
+			t.Fatalf("establishment %d, answered before the kill, answered otherwise after it:\n% x\nwas\n% x", seq, again.raw, raw)
+		}
+	}
+	if n := rec.count("establish " + smfName); n != 0 {
+		t.Errorf("%d of %d establishments answered before the kill served again after it", n, len(answered))
+	}
+}
+
+// establishmentNumbered is sessionEstablishmentRequest with sequence
+// number seq.
+func establishmentNumbered(seq uint32) []byte {
+	b := sessionEstablishmentRequest(0)
+	b[12], b[13], b[14] = byte(seq>>16), byte(seq>>8), byte(seq)
+	return b
 }

@@ -38,7 +38,8 @@ func ensureBPFFS(pinPath string) error {
 			}
 		}
 	}
-	return os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755)
+	return errors.Join(os.MkdirAll(filepath.Join(pinPath, linksDirName), 0o755),
+		os.MkdirAll(filepath.Join(pinPath, mirrorLinksDirName), 0o755))
 }
 
 // PinsOutlive tells whether what is pinned under pinPath outlives this

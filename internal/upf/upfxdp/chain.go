@@ -3,6 +3,9 @@ package upfxdp
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -21,12 +24,17 @@ type Chain struct {
 	// same first in the chain: it parses the packet itself.
 	Steer, SteerFirst *ebpf.Program
 	Slice             uint32 // the slice Steer sends packets to
+	// Mirror goes at TC ingress with the classify stage: it makes the
+	// copies of the mirrored packets passed to the kernel, which the UPF
+	// stage does not send.
+	Mirror *ebpf.Program
 }
 
-// Stages is what has the classify and steer stages:
-// classifyxdp.Datapath.
+// Stages is what has the classify and steer stages, and the mirror
+// program: classifyxdp.Datapath.
 type Stages interface {
 	Stages() (classify, steer, steerFirst *ebpf.Program)
+	MirrorProgram() *ebpf.Program
 }
 
 // NewChain is the chain of the stages of s that classify and steer name,
@@ -35,7 +43,7 @@ func NewChain(s Stages, classify, steer bool, slice uint32) Chain {
 	var c Chain
 	classifyStage, steerStage, steerFirst := s.Stages()
 	if classify {
-		c.Classify = classifyStage
+		c.Classify, c.Mirror = classifyStage, s.MirrorProgram()
 	}
 	if steer {
 		c.Steer, c.SteerFirst, c.Slice = steerStage, steerFirst, slice
@@ -73,11 +81,16 @@ const chainPlaces = uint32(upfChainLimitsCHAIN_PLACES)
 // behind the CPU map stays that long after steering goes.
 const queueDrain = 10 * time.Millisecond
 
+// ChainParseMap is the chain map through which the classify stage hands
+// its parse of a packet to the UPF stage: a classifier loaded without it
+// keeps its parse, and the UPF parses the packet again.
+const ChainParseMap = upfMapChainParses
+
 // ChainMaps are the maps the stages of the classifier share with the UPF's
 // (classifyxdp.Config.Chain).
 func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
-		upfMapChainIfaces: d.maps.ChainIfaces}
+		upfMapChainIfaces: d.maps.ChainIfaces, upfMapChainParses: d.maps.ChainParses}
 }
 
 // setChain puts the stages of the interface in slot, a chain of more than
@@ -226,16 +239,22 @@ func (d *Datapath) SetStages(ifname string, c Chain) error {
 	return d.stage(i, c)
 }
 
-// stage runs chain c on the interface i: its stages' places, then its
-// XDP program (the first stage); for the UPF alone, its program, then the
-// places cleared.
+// stage runs chain c on the interface i: its mirror program, its stages'
+// places, then its XDP program (the first stage); for the UPF alone, its
+// program, then the places cleared. A mirror program c does not have goes
+// last, once no packet gets the metadata it reads.
 func (d *Datapath) stage(i *stagedIface, c Chain) error {
 	attach := func() error { return xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode) }
+	if c.Mirror != nil {
+		if err := xdplink.TCIngress(d.mirrorPin(i.name), c.Mirror, i.name); err != nil {
+			return err
+		}
+	}
 	if c.alone() {
 		if err := attach(); err != nil {
 			return err
 		}
-		return d.clearChain(i.ifindex, i.slot)
+		return errors.Join(d.clearChain(i.ifindex, i.slot), d.detachMirror(i.name))
 	}
 	// A steering rule of the classify stage steers too.
 	if i.cpu == nil {
@@ -248,5 +267,23 @@ func (d *Datapath) stage(i *stagedIface, c Chain) error {
 	if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
 		return err
 	}
-	return attach()
+	if err := attach(); err != nil || c.Mirror != nil {
+		return err
+	}
+	return d.detachMirror(i.name)
+}
+
+// mirrorPin is the pin of the TC link of the mirror program of an
+// interface's chain.
+func (d *Datapath) mirrorPin(ifname string) string {
+	return filepath.Join(d.opts.PinPath, mirrorLinksDirName, ifname)
+}
+
+// detachMirror removes the mirror program of an interface's chain, if it
+// has one.
+func (d *Datapath) detachMirror(ifname string) error {
+	if _, err := os.Stat(d.mirrorPin(ifname)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return xdplink.Detach(d.mirrorPin(ifname))
 }

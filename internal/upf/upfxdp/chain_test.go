@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"net/netip"
@@ -18,7 +19,12 @@ import (
 // the test's namespace, fakeIfindex).
 func chainUPF(t *testing.T, roles Role) (*upf, *classifyxdp.Datapath) {
 	t.Helper()
-	u := newUPF(t, roles)
+	return chainOn(t, newUPF(t, roles), roles)
+}
+
+// chainOn puts the classifier in front of u, whose program has roles.
+func chainOn(t *testing.T, u *upf, roles Role) (*upf, *classifyxdp.Datapath) {
+	t.Helper()
 	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { rules.Close() })
@@ -66,19 +72,23 @@ func TestChainForwardsAsTheUPF(t *testing.T) {
 		"downlink with PSC": ipPacket{src: dn6, dst: ue6, ttl: 64, size: 30}.frame(t, fromGNB),
 	}
 	for name, in := range frames {
-		t.Run(name, func(t *testing.T) {
-			before := alone.counters(t)
-			act, want := alone.run(t, in)
-			var reasons []string
-			for r, c := range alone.counters(t) {
-				if c != before[r] {
-					reasons = append(reasons, r)
-				}
-			}
-			out := chained.expect(t, in, act, reasons...)
-			testsupport.EqualFrames(t, out, want)
-		})
+		t.Run(name, func(t *testing.T) { sameAsAlone(t, alone, chained, in) })
 	}
+}
+
+// sameAsAlone runs in on the UPF alone and on the chain: the same verdict,
+// the same outcome counters, the same frame, byte for byte.
+func sameAsAlone(t *testing.T, alone, chained *upf, in []byte) {
+	t.Helper()
+	before := alone.counters(t)
+	act, want := alone.run(t, in)
+	var reasons []string
+	for r, c := range alone.counters(t) {
+		if c != before[r] {
+			reasons = append(reasons, r)
+		}
+	}
+	testsupport.EqualFrames(t, chained.expect(t, in, act, reasons...), want)
 }
 
 // h265RTP is an RTP packet of payload type 96 with an H.265 NAL unit of
@@ -271,4 +281,120 @@ func TestChainPlaceTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Pass)
+}
+
+// A mirroring rule in front of the UPF: the UPF forwards the packet as
+// without the rule and broadcasts it through the fanout of its interface
+// and the rule's, with what the copy needs in its metadata (where the UE's
+// packet lies in the frame, its length, TTL and checksum as they came, the
+// two interfaces and the rule's addresses), counted as a copy sent, on the
+// downlink and the uplink alike; without that fanout the copy is counted
+// lost and the packet goes all the same. The UE's other traffic and other
+// UEs' pass uncopied. A packet that a lower rule drops leaves as its own
+// copy: the frame as it came, behind the rule's Ethernet addresses, out of
+// the rule's interface.
+func TestChainMirror(t *testing.T) {
+	u, rules := chainUPF(t, RoleAccess|RoleCore)
+	// The next hops' interface and the mirror port are the loopback: a
+	// test run sends nothing, but a fanout must name devices.
+	const port = fakeIfindex
+	for _, slot := range []uint32{nhGNB, nhCore} {
+		hop := testNexthops[slot].l2
+		check(t, u.d.PutNexthop(slot, Nexthop{Ifindex: port, Dmac: [6]uint8(hop.dst), Smac: [6]uint8(hop.src), Valid: 1}))
+	}
+	copier, err := u.d.copyProgram()
+	testsupport.CheckLoad(t, err)
+	check(t, u.d.putFanout(port, port, copier))
+	monitor := l2{dst: mac(0x77), src: mac(0x78)}
+	out := &classifyxdp.Egress{Ifindex: port, DstMAC: monitor.dst, SrcMAC: monitor.src}
+	const mirrorUE, dropOther, mirrorTunnel = 1, 2, 3
+	check(t, rules.Add(
+		classifyxdp.Rule{ID: mirrorUE, Priority: 10, Action: classifyxdp.ActionMirror, Out: out, Matches: []classifyxdp.Match{
+			{Field: "innerDst", Prefix: netip.PrefixFrom(ue4, 32)},
+			{Field: "innerSrc", Prefix: netip.PrefixFrom(dn4, 24)}}},
+		classifyxdp.Rule{ID: dropOther, Priority: 5, Action: classifyxdp.ActionDrop, Matches: []classifyxdp.Match{
+			{Field: "innerSrc", Prefix: netip.PrefixFrom(dn4b, 32)}}},
+		classifyxdp.Rule{ID: mirrorTunnel, Priority: 10, Action: classifyxdp.ActionMirror, Out: out, Matches: []classifyxdp.Match{
+			{Field: "tunnel1Id", Value: uint64(teidQoS), Mask: 0xffffffff}}},
+	))
+	down := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 60, id: 3}
+	up := ipPacket{src: ue4, dst: dn4, ttl: 9, size: 30, id: 4}
+	counts := func(id uint32) uint64 {
+		p, _, err := rules.Counters(id)
+		check(t, err)
+		return p
+	}
+	for _, c := range []struct {
+		name      string
+		rule      uint32
+		in        []byte
+		packet    []byte // the UE's
+		forwarded []byte
+		reason    string
+	}{
+		{name: "downlink", rule: mirrorUE, in: down.frame(t, fromDN), packet: down.bytes(t), reason: "downlink_forward",
+			forwarded: encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t))},
+		{name: "uplink", rule: mirrorTunnel, in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), up.bytes(t)),
+			packet: up.bytes(t), reason: "uplink_forward", forwarded: up.hop().frame(t, nhL2(nhCore))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := counts(c.rule)
+			got := u.expect(t, c.in, xdplink.Redirect, c.reason, "duplicate")
+			const metaLen = 32
+			if len(got) < metaLen {
+				t.Fatalf("%d bytes out, want the metadata and the frame", len(got))
+			}
+			testsupport.EqualFrames(t, got[metaLen:], c.forwarded)
+			le, m := binary.LittleEndian, got[:metaLen]
+			for _, f := range []struct {
+				name      string
+				got, want uint64
+			}{
+				{"magic", uint64(le.Uint32(m)), uint64(upfDuplMagicMIRROR_MAGIC)},
+				{"packet offset", uint64(le.Uint16(m[4:])), uint64(len(c.forwarded) - len(c.packet))},
+				{"packet length", uint64(le.Uint16(m[6:])), uint64(len(c.packet))},
+				{"checksum", uint64(binary.BigEndian.Uint16(m[8:])), uint64(binary.BigEndian.Uint16(c.packet[10:]))},
+				{"TTL", uint64(m[10]), uint64(c.packet[8])},
+				{"packet's interface", uint64(le.Uint32(m[12:])), port},
+				{"copy's interface", uint64(le.Uint32(m[16:])), port},
+			} {
+				if f.got != f.want {
+					t.Errorf("metadata: %s %d, want %d", f.name, f.got, f.want)
+				}
+			}
+			if !bytes.Equal(m[20:26], monitor.dst) || !bytes.Equal(m[26:32], monitor.src) {
+				t.Errorf("metadata: the copy's addresses %x, want %s then %s", m[20:32], monitor.dst, monitor.src)
+			}
+			if got := counts(c.rule) - before; got != 1 {
+				t.Errorf("the mirror rule counted %d packets, want 1", got)
+			}
+		})
+	}
+	t.Run("no fanout", func(t *testing.T) {
+		check(t, u.d.deleteFanouts(port))
+		defer func() { check(t, u.d.putFanout(port, port, copier)) }()
+		got := u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward", "drop_duplicate")
+		testsupport.EqualFrames(t, got, encapFrame(t, nhL2(nhGNB), n3Addr, gnb, dlTEID, 9, down.hop().bytes(t)))
+	})
+	for name, p := range map[string]ipPacket{
+		"other source": {src: dn4NoRoute, dst: ue4, ttl: 64, size: 20},
+		"other UE":     {src: dn4, dst: ue4b, ttl: 64, size: 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := counts(mirrorUE)
+			u.expect(t, p.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+			if got := counts(mirrorUE) - before; got != 0 {
+				t.Errorf("the mirror rule counted %d packets, want none", got)
+			}
+		})
+	}
+	t.Run("dropped below", func(t *testing.T) {
+		dropped := ipPacket{src: dn4b, dst: ue4, ttl: 64, size: 40}
+		before := counts(dropOther)
+		got := u.expect(t, dropped.frame(t, fromDN), xdplink.Redirect)
+		testsupport.EqualFrames(t, got, dropped.frame(t, monitor))
+		if got := counts(dropOther) - before; got != 1 {
+			t.Errorf("the drop rule counted %d packets, want 1", got)
+		}
+	})
 }

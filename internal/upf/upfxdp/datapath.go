@@ -121,8 +121,9 @@ const (
 )
 
 const (
-	linksDirName  = "links"
-	ifaceNameSize = len(upfIface{}.Name)
+	linksDirName       = "links"
+	mirrorLinksDirName = "tc-mirror" // the TC links of chains' mirror programs
+	ifaceNameSize      = len(upfIface{}.Name)
 )
 
 // Role says which traffic an interface carries.
@@ -233,16 +234,16 @@ func Open(opts Options) (*Datapath, error) {
 	if d.pdrs, err = mapArray[PDR](d.maps.Pdrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if err := d.sets.open(&d.maps, d.pdrs); err != nil {
+	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	if err := d.sets.open(&d.maps, d.pdrs, d.sdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.dropForeignTEIDs(); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.pdrCounters, err = mapArray[Counter](d.maps.PdrCounters); err != nil {
-		return nil, errors.Join(err, d.Close())
-	}
-	if d.sdfSets, err = mapArray[SDFSet](d.maps.SdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.urrs, err = mapArray[upfUrr](d.maps.Urrs); err != nil {
@@ -471,6 +472,9 @@ func (d *Datapath) Detach(ifname string) error {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	d.staged.remove(ifname)
+	if err := d.detachMirror(ifname); err != nil {
+		return fmt.Errorf("%s: %w", ifname, err)
+	}
 	slot, ifindex, err := d.slotOf(ifname)
 	if err != nil || ifindex == 0 {
 		return err
@@ -481,7 +485,8 @@ func (d *Datapath) Detach(ifname string) error {
 // DetachAll removes every attachment pinned under pinPath without opening
 // the maps, so it works for maps of another size or version too.
 func DetachAll(pinPath string) error {
-	return xdplink.DetachAll(filepath.Join(pinPath, linksDirName))
+	return errors.Join(xdplink.DetachAll(filepath.Join(pinPath, linksDirName)),
+		xdplink.DetachAll(filepath.Join(pinPath, mirrorLinksDirName)))
 }
 
 // Attached lists the interfaces with a pinned attachment.

@@ -41,6 +41,10 @@ type records struct {
 	// it (0: none). A PDR is the first of two sets at most (a UE's IPv4
 	// address and IPv6 prefix); a third set's key goes without a record.
 	copiedBy [][2]uint32
+	// filteredBy are, by SDF set slot, the PDR slots whose records hold
+	// that set's filter (record_branch): rewritten when it is. A slot
+	// no longer copied stays until then, and its rewrite changes nothing.
+	filteredBy map[uint32][]uint32
 }
 
 func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
@@ -50,6 +54,7 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	if n := m.SetRecords.MaxEntries(); n >= uint32(setWays) {
 		r.bits = uint(bits.Len32(n/uint32(setWays) - 1))
 		r.copiedBy = make([][2]uint32, pdrSlots)
+		r.filteredBy = map[uint32][]uint32{}
 	}
 	return nil
 }
@@ -100,7 +105,15 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 	rec.Seq = seq
 	*at = rec
 	atomic.StoreUint32(&at.Seq, seq+1)
+	r.noteFilter(&rec)
 	return true
+}
+
+// noteFilter notes that rec holds its PDR's SDF filter, if it does.
+func (r *records) noteFilter(rec *upfSetRecord) {
+	if sdf := rec.Pdr.Sdf; rec.Branch.SdfV4 != 0 && !slices.Contains(r.filteredBy[sdf], rec.PdrSlot) {
+		r.filteredBy[sdf] = append(r.filteredBy[sdf], rec.PdrSlot)
+	}
 }
 
 // clear empties the record at pos.
@@ -149,10 +162,11 @@ func (r *records) unref(pos int) {
 // recordOf is the record of k, whose set is in slot: the PDR that the
 // packets of a family take first when the PDRs above it are all skipped
 // for that family (then its PDI checks and SDF filters, on the copy,
-// decide; a packet they refuse takes the set). ok is false when no family
-// has one.
+// decide; a packet they refuse tries the PDR after it, then the set). ok
+// is false when no family has one.
 func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 	set, pdrs := p.set(slot), p.pdrs
+	at, skipped := 0, uint8(0) // the copy's place in the set; the PDRs a family it serves skips
 	for _, f := range [...]struct {
 		family uint8
 		skip   uint8 // the uplink PDRs the family's packets skip
@@ -174,9 +188,47 @@ func (p *pdrSets) recordOf(k setKey, slot uint32) (rec upfSetRecord, ok bool) {
 		}
 		rec.Families |= f.family
 		rec.PdrSlot, rec.Pdr = slot, *pdr
+		at, skipped = i, skipped|f.skip
 	}
 	rec.Kind, rec.Key, rec.Set = uint32(k.kind), k.key, slot
+	if rec.Families != 0 {
+		rec.Branch = p.branchOf(set, at, skipped, &rec.Pdr)
+	}
 	return rec, rec.Families != 0
+}
+
+// branchOf is what the record copying pdr, at place at of set, says of its
+// SDF filters and of the PDR after it (struct record_branch): none when
+// the packets of a family the record serves skip that PDR (skipped), as
+// the set has them do, or when it is in slot 0.
+func (p *pdrSets) branchOf(set *PDRSet, at int, skipped uint8, pdr *PDR) (b upfRecordBranch) {
+	if next := at + 1; next < min(int(set.Count), PDRsPerKey) && skipped&(1<<next) == 0 {
+		b.Next = set.Pdr[next]
+	}
+	if pdr.Sdf == 0 || pdr.Sdf >= p.sdfSets.len() {
+		return b
+	}
+	// One filter of IPv4 addresses (or any) without ports: the data path
+	// matches it on an IPv4 packet as sdf_filter_matches would.
+	s := p.sdfSets.at(pdr.Sdf)
+	f := &s.Filter[0]
+	if s.Count != 1 || f.Flags&(SDFIPv6|SDFPorts) != 0 || f.Src[1]|f.Src[2]|f.Src[3]|f.Dst[1]|f.Dst[2]|f.Dst[3] != 0 {
+		return b
+	}
+	b.Src, b.SrcMask, b.Dst, b.DstMask, b.Proto, b.SdfV4 = f.Src[0], f.SrcMask[0], f.Dst[0], f.DstMask[0], f.Proto, 1
+	return b
+}
+
+// sdfWritten keeps exact the records that hold the filter of SDF set
+// slot, written just now.
+func (p *pdrSets) sdfWritten(slot uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pdrs := p.records.filteredBy[slot]
+	delete(p.records.filteredBy, slot) // the records rewritten note it again
+	for _, pdr := range pdrs {
+		p.rewriteCopies(pdr)
+	}
 }
 
 // keepRecord writes k's record as its published set (none: k has none)
@@ -218,6 +270,11 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 func (p *pdrSets) pdrWritten(slot uint32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.rewriteCopies(slot)
+}
+
+// rewriteCopies writes again the records that copy PDR slot.
+func (p *pdrSets) rewriteCopies(slot uint32) {
 	if int(slot) >= len(p.records.copiedBy) {
 		return
 	}
@@ -253,6 +310,8 @@ func (p *pdrSets) rebuildRecords(used []bool) {
 	for pos := range kept {
 		if rec := r.recs.at(uint32(pos)); !kept[pos] || !r.ref(pos, rec.PdrSlot) {
 			r.clear(pos)
+		} else {
+			r.noteFilter(rec)
 		}
 	}
 	for _, slots := range unrecorded {

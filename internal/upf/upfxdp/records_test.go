@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"bytes"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -90,14 +91,29 @@ func TestRecordAndSetAgree(t *testing.T) {
 }
 
 // A record's PDI checks run on its copy: a packet they refuse tries the
-// set's lower PDRs.
+// PDR after it, which the record names, then the set's lower PDRs; a
+// record that names none (as an older build's) sends it to the set.
 func TestRecordPDIRefused(t *testing.T) {
 	needRecords(t)
 	u := newUPF(t, RoleAccess|RoleCore)
 	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
-	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t)), xdplink.Redirect, "uplink_forward",
-		p.hop().frame(t, nhL2(nhCoreVLAN)))
+	in, out := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t)), p.hop().frame(t, nhL2(nhCoreVLAN))
+	rec := u.record(t, teidKey(teidQoS))
+	if rec.Branch.Next != pdrUE4 {
+		t.Fatalf("the record names PDR %d after its own, want %d", rec.Branch.Next, pdrUE4)
+	}
+	u.expectPath(t, true, in, xdplink.Redirect, "uplink_forward", out)
+	withoutNext(t, rec)
+	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
+}
+
+// withoutNext takes from rec the PDR it names after its own until the
+// test ends: its refused packets take the set.
+func withoutNext(t *testing.T, rec *upfSetRecord) {
+	next := rec.Branch.Next
+	rec.Branch.Next = 0
+	t.Cleanup(func() { rec.Branch.Next = next })
 }
 
 // A packet whose key's record does not serve it takes the set the record
@@ -111,9 +127,10 @@ func TestRecordNamesSet(t *testing.T) {
 	// pdrQoS wants QFI 9: without it, pdrUE4 forwards to nhCoreVLAN.
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS), p.bytes(t))
 	out := p.hop().frame(t, nhL2(nhCoreVLAN))
+	k, sets := teidKey(teidQoS), &u.d.sets
+	withoutNext(t, u.record(t, k))
 	u.expectPath(t, false, in, xdplink.Redirect, "uplink_forward", out)
 
-	k, sets := teidKey(teidQoS), &u.d.sets
 	pos := sets.where[k].index
 	placed := sets.loadIndex(pos)
 	sets.storeIndex(pos, 0)
@@ -295,5 +312,143 @@ func TestRecordsAfterRestart(t *testing.T) {
 	}
 	if refs := d.sets.records.copiedBy[0]; refs[0] == 0 || refs[1] == 0 {
 		t.Errorf("PDR 0 is copied by %v, want two records", refs)
+	}
+}
+
+// A record that holds its PDR's SDF filter matches an IPv4 packet against
+// it as the SDF set would: every packet leaves as it does when the record
+// leaves the filter to the set. Filters with ports or of IPv6 addresses
+// stay in the set.
+func TestRecordHoldsFilter(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess)
+	const teid = 0x7300
+	const (
+		pdrFiltered = testPDRs + iota // to nhCore, its SDF set in its slot
+		pdrRest                       // to nhCoreVLAN
+	)
+	check(t, u.d.PutPDR(pdrFiltered, PDR{Id: 1, Sdf: pdrFiltered, Far: forward(nhCore)}))
+	check(t, u.d.PutPDR(pdrRest, PDR{Id: 2, Far: forward(nhCoreVLAN)}))
+	check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(sdfFilter(0, "", "203.0.113.0/24"))))
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(pdrFiltered, pdrRest)))
+	pkt := func(proto layers.IPProtocol, src, dst netip.Addr) flowPacket {
+		return flowPacket{src: src, dst: dst, proto: proto, sport: 40000, dport: 53, ttl: 64}
+	}
+	udp, tcp := layers.IPProtocolUDP, layers.IPProtocolTCP
+	fragment := pkt(udp, ue4, dn4)
+	fragment.fragOffset = 100
+	otherUE := mustAddr("10.45.0.200")
+	packets := []flowPacket{pkt(udp, ue4, dn4), pkt(udp, ue4, dn4b), pkt(udp, ue4, other4), pkt(udp, otherUE, dn4),
+		pkt(tcp, ue4, dn4), pkt(layers.IPProtocolICMPv4, ue4, dn4), fragment, pkt(udp, ue6, dn6)}
+	for _, c := range []struct {
+		name   string
+		filter SDFFilter
+		held   bool
+		takes  int // of the packets
+	}{
+		{"to a /24", sdfFilter(0, "", "203.0.113.0/24"), true, 6},
+		{"UDP from the UE to an address", sdfFilter(17, ue4.String()+"/32", dn4.String()+"/32"), true, 2},
+		{"TCP, any address", sdfFilter(6, "", ""), true, 1},
+		{"any packet", SDFFilter{}, true, len(packets)},
+		{"with ports", sdfFilter(17, "", "203.0.113.0/24", 0, 0xffff, 1, 100), false, 3},
+		{"IPv6", sdfFilter(0, "", "2001:db8:ff::/48"), false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(c.filter)))
+			rec := u.record(t, teidKey(teid))
+			if held := rec.Branch.SdfV4 == 1; held != c.held {
+				t.Fatalf("the record holds the filter: %v, want %v", held, c.held)
+			}
+			taken := 0
+			for _, p := range packets {
+				in := gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t))
+				act, out := u.run(t, in)
+				rec.Branch.SdfV4 = 0
+				setAct, setOut := u.run(t, in)
+				rec.Branch.SdfV4 = map[bool]uint8{true: 1}[c.held]
+				if act != setAct || !testsupport.EqualFrames(t, out, setOut) {
+					t.Errorf("%v to %v: %v with the record's filter, %v with the set's", p.src, p.dst, act, setAct)
+				}
+				if bytes.Equal(out, nhL2(nhCore).ipFrame(t, p.hop().bytes(t))) {
+					taken++
+				}
+			}
+			if taken != c.takes {
+				t.Errorf("the filter took %d of %d packets, want %d", taken, len(packets), c.takes)
+			}
+		})
+	}
+}
+
+// A record names no PDR after its own when the packets of a family it
+// serves skip that PDR in the set (its filters all of the other family):
+// they go on as the set has them, past it.
+func TestRecordNextHonoursSkips(t *testing.T) {
+	needRecords(t)
+	u := newUPF(t, RoleAccess)
+	const teid = 0x7400
+	const (
+		pdrFiltered = testPDRs + iota // to nhCore
+		pdrV6Only                     // to nhCore too, any UDP packet, marked IPv6's alone in the set
+		pdrRest                       // to the routes: dn4b's is nhCoreVLAN
+	)
+	for slot, pdr := range map[uint32]PDR{pdrFiltered: {Sdf: pdrFiltered, Far: forward(nhCore)},
+		pdrV6Only: {Sdf: pdrV6Only, Far: forward(nhCore)}, pdrRest: {Far: forward(NexthopRoute)}} {
+		pdr.Id = uint16(slot)
+		check(t, u.d.PutPDR(slot, pdr))
+	}
+	check(t, u.d.PutSDFSet(pdrFiltered, sdfSet(sdfFilter(0, "", "198.18.0.0/15"))))
+	check(t, u.d.PutSDFSet(pdrV6Only, sdfSet(sdfFilter(17, "", "", 0, 0xffff, 0, 0xffff))))
+	set := pdrSet(pdrFiltered, pdrV6Only, pdrRest)
+	set.OnlyV6 = 1 << 1
+	check(t, u.d.PutUplink(onN3(teid), set))
+	if rec := u.record(t, teidKey(teid)); rec.PdrSlot != pdrFiltered || rec.Branch.Next != 0 {
+		t.Fatalf("record of PDR %d, then PDR %d; want %d, then none", rec.PdrSlot, rec.Branch.Next, pdrFiltered)
+	}
+	p := flowPacket{src: ue4, dst: dn4b, proto: layers.IPProtocolUDP, sport: 1, dport: 53, ttl: 64}
+	u.expectPath(t, false, gtpFrame(t, fromGNB, n3Addr, gpdu(teid), p.bytes(t)), xdplink.Redirect, "uplink_forward",
+		nhL2(nhCoreVLAN).ipFrame(t, p.hop().bytes(t)))
+}
+
+// A record an older build left, without its filter and next PDR, is made
+// whole by a restart, and one of this build's is kept as it is; the
+// restarted daemon keeps the filter either holds exact.
+func TestRecordBranchAfterRestart(t *testing.T) {
+	needRecords(t)
+	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
+	// By TEID: the slot of its first PDR and of that PDR's SDF set.
+	const older, kept = 0x6100, 0x6101
+	first := map[uint32]uint32{older: 1, kept: 3}
+	check(t, d.PutPDR(2, PDR{Far: forward(2)}))
+	places := map[uint32]int{}
+	for teid, slot := range first {
+		check(t, d.PutSDFSet(slot, sdfSet(sdfFilter(0, "", "198.51.100.0/24"))))
+		check(t, d.PutPDR(slot, PDR{Sdf: slot, Far: forward(1)}))
+		check(t, d.PutUplink(onN3(teid), pdrSet(slot, 2)))
+		places[teid], _ = d.sets.records.find(teidKey(teid))
+	}
+	rec := *d.sets.records.recs.at(uint32(places[older]))
+	rec.Branch = upfRecordBranch{}
+	d.sets.records.write(places[older], rec)
+	seq := d.sets.records.recs.at(uint32(places[kept])).Seq
+	check(t, d.Close())
+
+	d, err := Open(d.opts)
+	check(t, err)
+	defer d.Close()
+	if rec := d.sets.records.recs.at(uint32(places[kept])); rec.Seq != seq {
+		t.Errorf("an exact record was rewritten: sequence %d, was %d", rec.Seq, seq)
+	}
+	for _, c := range []struct {
+		filter, dst string
+	}{{"", "198.51.100.0"}, {"203.0.113.0/24", "203.0.113.0"}} {
+		for teid, place := range places {
+			if c.filter != "" {
+				check(t, d.PutSDFSet(first[teid], sdfSet(sdfFilter(0, "", c.filter))))
+			}
+			if b := d.sets.records.recs.at(uint32(place)).Branch; b.Next != 2 || b.SdfV4 != 1 || b.Dst != AddrKey(mustAddr(c.dst)) {
+				t.Errorf("TEID %#x, filter to %s: the record holds %+v", teid, c.dst, b)
+			}
+		}
 	}
 }

@@ -61,18 +61,19 @@ type pdrSets struct {
 	where      map[setKey]place
 	free       []uint32 // free slots, least recently freed first
 	maxKeys    int
-	pdrs       mapped[PDR] // what the records copy
+	pdrs       mapped[PDR]    // what the records copy
+	sdfSets    mapped[SDFSet] // the filters records hold (record_branch)
 	records    records
 }
 
 // indexBits sizes set_index to a bucket per set: places for twice the sets.
 func indexBits(sets uint32) uint { return uint(bits.Len32(sets - 1)) }
 
-func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR]) (err error) {
+func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR], sdfSets mapped[SDFSet]) (err error) {
 	if p.sets, err = mapArray[PDRSet](m.PdrSets); err != nil {
 		return err
 	}
-	p.pdrs = pdrs
+	p.pdrs, p.sdfSets = pdrs, sdfSets
 	if err := p.records.open(m, pdrs.len()); err != nil {
 		return err
 	}

@@ -97,8 +97,14 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	return nil
 }
 
-// PutSDFSet writes a slot of SDF filters.
-func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error { return d.sdfSets.put(slot, &s) }
+// PutSDFSet writes a slot of SDF filters, and the records that hold them.
+func (d *Datapath) PutSDFSet(slot uint32, s SDFSet) error {
+	if err := d.sdfSets.put(slot, &s); err != nil {
+		return err
+	}
+	d.sets.sdfWritten(slot)
+	return nil
+}
 
 // SDFSetCapacity is the number of SDF filter slots.
 func (d *Datapath) SDFSetCapacity() uint32 { return d.maps.SdfSets.MaxEntries() }
