@@ -312,6 +312,15 @@ INLINE struct usage_line *usage_line(void *rules, __u32 slot, void **rule)
 	return bpf_map_lookup_elem(&usage_lines, &key);
 }
 
+/* This CPU's usage line of a URR slot alone: a packet whose line says
+ * the URR's flags looks the URR up only to count in it (URR_SHARED) or
+ * to report its start. */
+INLINE struct usage_line *urr_line(__u32 slot)
+{
+	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+	return bpf_map_lookup_elem(&usage_lines, &key);
+}
+
 /* Takes len bytes' tokens for a packet from what this CPU holds of a
  * QER's bucket in direction dir (its usage line's credit); when that runs
  * short, tops it up from the bucket under the lock, a chunk more than the
@@ -444,8 +453,7 @@ INLINE __u64 urr_state(const struct usage_line *line, const struct urr *u)
  * QERs between them, exceed what the verifier explores.
  * A URR without limits counts in this CPU's usage line with plain adds:
  * the packet waits for no other CPU's line and, when the line knows the
- * URR's flags, reads no URR but once a CPU since its reset, for the time
- * of its first packet. One with limits counts in its shared counters
+ * URR's flags, neither reads nor looks up the URR. One with limits counts in its shared counters
  * (count_shared). All quotas are checked before anything is counted, so
  * that a dropped packet counts nowhere. Without a lock, the check and the
  * add are apart: CPUs counting at once may each overshoot a quota by one
@@ -456,7 +464,7 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		return REASON_DROP_INTERNAL;
 	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
 	/* bit n: urr[n] counts; bit n + URRS_PER_PDR: in its shared counters.
-	 * The second loop looks the URRs up again, from the cache: pointers
+	 * The second loop looks the lines up again, from the cache: pointers
 	 * kept would take stack the calls before this one need. */
 	int counts = 0;
 #pragma unroll
@@ -466,11 +474,16 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 			break;
 		if (!(pdr->flags & (PDR_URR_BEFORE_QOS << n)) != !before_qos)
 			continue;
-		struct urr *u;
-		struct usage_line *line = usage_line(&urrs, slot, (void **)&u);
-		if (!line || !u)
+		struct usage_line *line = urr_line(slot);
+		if (!line)
 			return REASON_DROP_INTERNAL;
 		counts |= 1 << n;
+		__u64 f = line->flags;
+		if ((f & LINE_URR_KNOWN) && !(f & LINE_URR_SHARED))
+			continue;
+		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
+		if (!u)
+			return REASON_DROP_INTERNAL;
 		if (!(urr_state(line, u) & URR_SHARED))
 			continue;
 		counts |= 1 << (n + URRS_PER_PDR);
@@ -489,11 +502,18 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		if (!(counts & (1 << n)))
 			continue;
 		__u32 slot = pdr->urr[n];
-		struct urr *u;
-		struct usage_line *line = usage_line(&urrs, slot, (void **)&u);
-		if (!line || !u)
+		struct usage_line *line = urr_line(slot);
+		if (!line)
 			return REASON_DROP_INTERNAL;
-		if (counts & (1 << (n + URRS_PER_PDR))) {
+		int shared = counts & (1 << (n + URRS_PER_PDR));
+		__u64 f = line->flags;
+		struct urr *u = NULL;
+		if (shared || !(f & LINE_URR_KNOWN) || (f & LINE_URR_NOTIFY_START)) {
+			u = bpf_map_lookup_elem(&urrs, &slot);
+			if (!u)
+				return REASON_DROP_INTERNAL;
+		}
+		if (u && shared) {
 			count_shared(u, slot, dir, len);
 		} else {
 			line->count.dir[dir - URR_UL].packets++;
@@ -509,7 +529,7 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		/* The line's bit goes first: the control plane sets the URR's
 		 * before it, so that a bit it sets again is either seen in the
 		 * URR now or left in the line for the next packet. */
-		if (urr_state(line, u) & URR_NOTIFY_START) {
+		if (u && (urr_state(line, u) & URR_NOTIFY_START)) {
 			if (line->flags & LINE_URR_KNOWN)
 				__sync_fetch_and_and(&line->flags, ~(__u64)LINE_URR_NOTIFY_START);
 			if (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START)
