@@ -21,7 +21,7 @@ volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (en
  * loads keep their order: see find_record). */
 volatile const __u32 record_bits = 0;
 /* entries of pdrs, qers and urrs: the length of a CPU's row of
- * pdr_counters, qer_credits and urr_counts */
+ * pdr_counters, usage_lines and urr_counts */
 volatile const __u32 pdr_slots = 1;
 
 #endif

@@ -16,6 +16,13 @@ enum limits {
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
 	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */
 	NEXTHOP_SLOTS = 1024,      /* of nexthops, and of tunnels6 by the same slot */
+	/* How much more than a packet needs a CPU takes from a QER's bucket
+	 * at once, as a shift of the bucket's size: a sixteenth (2.5 ms of
+	 * the rate for the 40 ms the control plane gives a bucket), so that
+	 * the CPUs together let at most that much a CPU more through than
+	 * the bucket alone would, and take the lock once in many packets.
+	 * A new QER gives each CPU that much to start with. */
+	QER_CHUNK_SHIFT = 4,
 };
 
 enum iface_role {
@@ -95,6 +102,20 @@ enum urr_flags {
 	/* counted in the shared counters of struct urr, not in the CPUs'
 	 * rows: set while it has limits */
 	URR_SHARED = 16,
+};
+
+/* What a usage line (struct usage_line) says of its QER and its URR. */
+enum line_flags {
+	LINE_QER_KNOWN = 1, /* the bits of the QER are written */
+	LINE_GATE_CLOSED = 2, /* << enum qer_dir */
+	LINE_MBR = 8,         /* << enum qer_dir: the bucket has a rate */
+	LINE_URR_KNOWN = 32,  /* the bits of the URR are written */
+	LINE_URR_NOTIFY_START = 64,
+	LINE_URR_SHARED = 128,
+	/* the bits above: when the CPU counted its first packet of the URR
+	 * since its reset (bpf_ktime_get_coarse_ns() without these bits); 0:
+	 * none */
+	LINE_FIRST_PACKET = 256,
 };
 
 enum urr_event_kind {

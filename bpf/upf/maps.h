@@ -79,21 +79,21 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urrs SEC(".maps");
 
-/* Tokens of QERs' buckets CPUs hold (struct qer_credit): a row of
- * pdr_slots (as many as QER slots) per CPU, written only by that CPU
- * (upf.c, qer_take). */
+/* The CPUs' usage lines (struct usage_line): a row of pdr_slots (as many
+ * as QER and URR slots) per CPU, written by the packets only of that CPU
+ * (upf.c, enforce_qers and count_urrs). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
-	__type(value, struct qer_credit);
+	__type(value, struct usage_line);
 	__uint(max_entries, 1);
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} qer_credits SEC(".maps");
+} usage_lines SEC(".maps");
 
-/* What the URRs without limits counted (struct urr_count): a row of
- * pdr_slots (as many as URR slots) per CPU, written only by that CPU
- * (upf.c, count_urrs). */
+/* What the URRs without limits counted (struct urr_count) under a build
+ * that counted here, not in usage_lines: a row of pdr_slots per CPU,
+ * which the control plane adds to their usage. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);

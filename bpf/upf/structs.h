@@ -60,23 +60,17 @@ struct sdf_set {
 };
 
 /* A QoS Enforcement Rule: gate and maximum bit rate per direction (enum
- * qer_dir), shared by every PDR that names it. A packet reads it; a CPU
- * takes tokens from a bucket under the lock in chunks (qer_credits) and
- * spends them without it. */
+ * qer_dir), shared by every PDR that names it. A CPU takes tokens from a
+ * bucket under the lock in chunks (struct usage_line) and spends them
+ * without it. */
 struct qer {
 	struct bpf_spin_lock lock;
 	__u32 gate_closed; /* bit QER_UL, bit QER_DL */
 	struct token_bucket bucket[2];
 };
 
-/* The tokens (nanobytes) one CPU took from a QER's buckets and has not
- * spent yet, by enum qer_dir. */
-struct qer_credit {
-	__u64 tokens[2];
-};
-
 /* A Usage Reporting Rule: what the packets of its PDRs amount to. A URR
- * without limits counts in the CPUs' rows of urr_counts, with plain adds;
+ * without limits counts in the CPUs' usage lines, with plain adds;
  * one with a threshold or a quota (URR_SHARED) counts here, shared by
  * every CPU, with atomic adds whose results tell the packet that crosses
  * a limit. Its usage is the sum of both. The control plane writes the
@@ -86,7 +80,9 @@ struct urr {
 	__u64 packets[3];
 	__u64 threshold[3]; /* bytes; the packet that reaches one sends an event; 0: none */
 	__u64 quota[3];     /* bytes; a packet that would exceed one is dropped; 0: none */
-	__u64 first_packet; /* bpf_ktime_get_coarse_ns() of the first counted packet; 0: none yet */
+	/* bpf_ktime_get_coarse_ns() of the first and last packets a build
+	 * before the usage lines counted (they hold them now); 0: none */
+	__u64 first_packet;
 	__u64 last_packet;
 	__u64 flags; /* enum urr_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
 };
@@ -96,6 +92,22 @@ struct urr {
 struct urr_count {
 	struct counter dir[2];
 };
+
+/* One CPU's line of a QER slot and of the URR slot of the same number
+ * (usage_lines): what a packet of a session whose QER and URR share their
+ * slot number writes, and the state of both it needs, in one line, so
+ * that it reads neither the QER nor the URR. The control plane writes
+ * flags with atomic ors and ands; without LINE_QER_KNOWN (LINE_URR_KNOWN)
+ * the packet reads the QER (URR) itself. */
+struct usage_line {
+	/* the QER's: tokens (nanobytes) this CPU took from its buckets and
+	 * has not spent yet, by enum qer_dir */
+	__u64 credit[2];
+	struct urr_count count; /* the URR's without limits */
+	__u64 last_packet;      /* the URR's: this CPU's last counted packet; 0: none since its reset */
+	__u64 flags;            /* enum line_flags; 64 bits: 32-bit atomics need -mcpu=v3 */
+};
+_Static_assert(sizeof(struct usage_line) == 64, "a usage line fills one cache line");
 
 /* What urr_events carries: the control plane reads the URR's counters. */
 struct urr_event {

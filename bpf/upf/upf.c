@@ -28,6 +28,7 @@ const struct upf_exports {
 	enum qer_dir qer_dir;
 	enum urr_index urr_index;
 	enum urr_flags urr_flags;
+	enum line_flags line_flags;
 	enum urr_event_kind urr_event_kind;
 	enum set_kind set_kind;
 	enum set_hash set_hash;
@@ -300,24 +301,34 @@ INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g,
 	return 1;
 }
 
-/* How much more than a packet needs a CPU takes from a QER's bucket at
- * once, as a shift of the bucket's size: a sixteenth (2.5 ms of the rate
- * for the 40 ms the control plane gives a bucket), so that the CPUs
- * together let at most that much a CPU more through than the bucket
- * alone would, and take the lock once in many packets. */
-#define QER_CHUNK_SHIFT 4
+/* This CPU's usage line of a QER or URR slot, and in *rule the QER or
+ * URR of the slot, in rules (qers or urrs): one key on the stack for
+ * both lookups, which the uplink path has no room for two of. */
+INLINE struct usage_line *usage_line(void *rules, __u32 slot, void **rule)
+{
+	__u32 key = slot;
+	*rule = bpf_map_lookup_elem(rules, &key);
+	key = bpf_get_smp_processor_id() * pdr_slots + slot;
+	return bpf_map_lookup_elem(&usage_lines, &key);
+}
 
-/* Takes len bytes' tokens for a packet from what this CPU holds of a
- * QER's bucket in direction dir; when that runs short, tops it up from
- * the bucket under the lock, a chunk more than the packet needs. Returns
- * whether the packet passes; one that does not takes nothing. */
-INLINE int qer_take(struct qer *q, __u32 slot, int dir, __u32 len)
+/* This CPU's usage line of a URR slot alone: a packet whose line says
+ * the URR's flags looks the URR up only to count in it (URR_SHARED) or
+ * to report its start. */
+INLINE struct usage_line *urr_line(__u32 slot)
 {
 	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
-	struct qer_credit *c = bpf_map_lookup_elem(&qer_credits, &key);
-	if (!c)
-		return 0;
-	__u64 *credit = &c->tokens[dir];
+	return bpf_map_lookup_elem(&usage_lines, &key);
+}
+
+/* Takes len bytes' tokens for a packet from what this CPU holds of a
+ * QER's bucket in direction dir (its usage line's credit); when that runs
+ * short, tops it up from the bucket under the lock, a chunk more than the
+ * packet needs. Returns whether the packet passes; one that does not
+ * takes nothing. */
+INLINE int qer_take(struct qer *q, struct usage_line *line, int dir, __u32 len)
+{
+	__u64 *credit = &line->credit[dir];
 	__u64 need = (__u64)len * NSEC_PER_SEC, held = *credit;
 	if (held >= need) {
 		*credit = held - need;
@@ -346,21 +357,37 @@ INLINE int qer_take(struct qer *q, __u32 slot, int dir, __u32 len)
 /* Applies the gates and maximum bit rates of a PDR's QERs in one direction
  * to a packet of len bytes: 0 to go on, else the reason to drop it. A packet
  * that one QER lets through and a later one drops has taken the first one's
- * tokens: a bucket is locked alone, never two at once. A packet reads the
- * gate from the QER itself, so a closed gate drops the next packet. */
-INLINE int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
+ * tokens: a bucket is locked alone, never two at once. The CPU's usage
+ * line of a QER says its gates and whether it has a rate (the control
+ * plane writes them before a PDR names the QER, which does not change
+ * while one does): a packet its credit pays for reads no QER. A global
+ * function, as count_urrs: inline, its lookups took stack the uplink
+ * path has no room for. */
+__attribute__((noinline)) int enforce_qers(const struct pdr *pdr, int dir, __u32 len)
 {
+	if (!pdr)
+		return REASON_DROP_INTERNAL;
 	dir &= 1;
 	for (int i = 0; i < QERS_PER_PDR; i++) {
 		__u32 slot = pdr->qer[i];
 		if (!slot)
 			break;
-		struct qer *q = bpf_map_lookup_elem(&qers, &slot);
-		if (!q)
+		struct qer *q;
+		struct usage_line *line = usage_line(&qers, slot, (void **)&q);
+		if (!line || !q)
 			return REASON_DROP_INTERNAL;
-		if (q->gate_closed & (1 << dir))
+		__u64 flags = line->flags;
+		int closed, limited;
+		if (flags & LINE_QER_KNOWN) {
+			closed = flags & (LINE_GATE_CLOSED << dir);
+			limited = flags & (LINE_MBR << dir);
+		} else {
+			closed = q->gate_closed & (1 << dir);
+			limited = q->bucket[dir].rate != 0;
+		}
+		if (closed)
 			return REASON_DROP_QER_GATE;
-		if (q->bucket[dir].rate && !qer_take(q, slot, dir, len))
+		if (limited && !qer_take(q, line, dir, len))
 			return REASON_DROP_QER_MBR;
 	}
 	return 0;
@@ -407,25 +434,37 @@ INLINE void count_shared(struct urr *u, __u32 slot, int dir, __u32 len)
 	}
 }
 
+/* A URR's flags URR_SHARED and URR_NOTIFY_START, as this CPU's usage
+ * line of it says them when it does (the control plane writes them there
+ * after the URR's), else as the URR does. */
+INLINE __u64 urr_state(const struct usage_line *line, const struct urr *u)
+{
+	__u64 f = line->flags;
+	if (!(f & LINE_URR_KNOWN))
+		return u->flags;
+	return (f & LINE_URR_SHARED ? URR_SHARED : 0) | (f & LINE_URR_NOTIFY_START ? URR_NOTIFY_START : 0);
+}
+
 /* Counts a packet of len inner bytes going in direction dir (URR_UL or
  * URR_DL) into the URRs of pdr that before_qos says (those
  * with their PDR_URR_BEFORE_QOS bit, or the others when 0): 0 to go on,
  * else the reason to drop it. A global function, so that the verifier
  * checks it once: its branches, on every path through both calls and the
  * QERs between them, exceed what the verifier explores.
- * A URR without limits counts in this CPU's row of urr_counts with plain
- * adds: the packet waits for no other CPU's line. One with limits counts
- * in its shared counters (count_shared). All quotas are checked before
- * anything is counted, so that a dropped packet counts nowhere. Without a
- * lock, the check and the add are apart: CPUs counting at once may each
- * overshoot a quota by one packet. */
+ * A URR without limits counts in this CPU's usage line with plain adds:
+ * the packet waits for no other CPU's line and, when the line knows the
+ * URR's flags, neither reads nor looks up the URR. One with limits counts in its shared counters
+ * (count_shared). All quotas are checked before anything is counted, so
+ * that a dropped packet counts nowhere. Without a lock, the check and the
+ * add are apart: CPUs counting at once may each overshoot a quota by one
+ * packet. */
 __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 len, int before_qos)
 {
 	if (!pdr)
 		return REASON_DROP_INTERNAL;
 	dir = dir == URR_DL ? URR_DL : URR_UL; /* bounds the index for the verifier */
 	/* bit n: urr[n] counts; bit n + URRS_PER_PDR: in its shared counters.
-	 * The second loop looks the URRs up again, from the cache: pointers
+	 * The second loop looks the lines up again, from the cache: pointers
 	 * kept would take stack the calls before this one need. */
 	int counts = 0;
 #pragma unroll
@@ -435,11 +474,17 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 			break;
 		if (!(pdr->flags & (PDR_URR_BEFORE_QOS << n)) != !before_qos)
 			continue;
+		struct usage_line *line = urr_line(slot);
+		if (!line)
+			return REASON_DROP_INTERNAL;
+		counts |= 1 << n;
+		__u64 f = line->flags;
+		if ((f & LINE_URR_KNOWN) && !(f & LINE_URR_SHARED))
+			continue;
 		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
 		if (!u)
 			return REASON_DROP_INTERNAL;
-		counts |= 1 << n;
-		if (!(u->flags & URR_SHARED))
+		if (!(urr_state(line, u) & URR_SHARED))
 			continue;
 		counts |= 1 << (n + URRS_PER_PDR);
 		for (int j = 0; j < 2; j++) {
@@ -457,28 +502,39 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		if (!(counts & (1 << n)))
 			continue;
 		__u32 slot = pdr->urr[n];
-		struct urr *u = bpf_map_lookup_elem(&urrs, &slot);
-		if (!u)
+		struct usage_line *line = urr_line(slot);
+		if (!line)
 			return REASON_DROP_INTERNAL;
-		if (counts & (1 << (n + URRS_PER_PDR))) {
+		int shared = counts & (1 << (n + URRS_PER_PDR));
+		__u64 f = line->flags;
+		struct urr *u = NULL;
+		if (shared || !(f & LINE_URR_KNOWN) || (f & LINE_URR_NOTIFY_START)) {
+			u = bpf_map_lookup_elem(&urrs, &slot);
+			if (!u)
+				return REASON_DROP_INTERNAL;
+		}
+		if (u && shared) {
 			count_shared(u, slot, dir, len);
 		} else {
-			__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
-			struct urr_count *c = bpf_map_lookup_elem(&urr_counts, &key);
-			if (c) {
-				c->dir[dir - URR_UL].packets++;
-				c->dir[dir - URR_UL].bytes += len;
-			}
+			line->count.dir[dir - URR_UL].packets++;
+			line->count.dir[dir - URR_UL].bytes += len;
 		}
-		if (!u->first_packet)
-			__sync_val_compare_and_swap(&u->first_packet, 0, now);
-		/* Written once a tick of the clock: the line stays shared
-		 * between the CPUs that read it. */
-		if (u->last_packet != now)
-			u->last_packet = now;
-		if ((u->flags & URR_NOTIFY_START) &&
-		    (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START))
-			urr_event(slot, URR_EVENT_START);
+		/* This CPU's first packet since the reset: its time goes into
+		 * the line's flags, beside the bits the control plane writes. */
+		__u64 last = line->last_packet;
+		if (!last)
+			__sync_fetch_and_or(&line->flags, now & -(__u64)LINE_FIRST_PACKET);
+		if (last != now)
+			line->last_packet = now;
+		/* The line's bit goes first: the control plane sets the URR's
+		 * before it, so that a bit it sets again is either seen in the
+		 * URR now or left in the line for the next packet. */
+		if (u && (urr_state(line, u) & URR_NOTIFY_START)) {
+			if (line->flags & LINE_URR_KNOWN)
+				__sync_fetch_and_and(&line->flags, ~(__u64)LINE_URR_NOTIFY_START);
+			if (__sync_fetch_and_and(&u->flags, ~(__u64)URR_NOTIFY_START) & URR_NOTIFY_START)
+				urr_event(slot, URR_EVENT_START);
+		}
 	}
 	return 0;
 }
@@ -498,8 +554,8 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	int reason;
 	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
 		return reason;
-	reason = enforce_qers(pdr, dir, len);
-	if (reason)
+	/* A PDR without QERs pays this test, not the call. */
+	if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
 		return reason;
 	const struct far *far = &pdr->far;
 	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||

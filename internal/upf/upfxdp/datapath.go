@@ -170,10 +170,10 @@ type Datapath struct {
 	pdrCounters mapped[Counter]
 	sdfSets     mapped[SDFSet]
 	urrs        mapped[upfUrr]
-	// qerCredits and urrCounts are a row of as many QER and URR slots per
+	// usageLines and urrCounts are a row of as many QER and URR slots per
 	// possible CPU.
-	qerCredits mapped[upfQerCredit]
-	urrCounts  mapped[upfUrrCount]
+	usageLines   mapped[upfUsageLine]
+	urrCountRows mapped[upfUrrCount]
 	// urrMu keeps readers of a URR's usage out while shareURR moves its
 	// rows' counts into its shared counters.
 	urrMu   sync.RWMutex
@@ -249,10 +249,10 @@ func Open(opts Options) (*Datapath, error) {
 	if d.urrs, err = mapArray[upfUrr](d.maps.Urrs); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if d.qerCredits, err = mapArray[upfQerCredit](d.maps.QerCredits); err != nil {
+	if d.usageLines, err = mapArray[upfUsageLine](d.maps.UsageLines); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
-	if d.urrCounts, err = mapArray[upfUrrCount](d.maps.UrrCounts); err != nil {
+	if d.urrCountRows, err = mapArray[upfUrrCount](d.maps.UrrCounts); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
 	if d.buffers, err = mapArray[upfBuffer](d.maps.Buffers); err != nil {
@@ -307,7 +307,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.PdrCounters.MaxEntries = rules * uint32(cpus)
 	specs.Qers.MaxEntries = rules
 	specs.Urrs.MaxEntries = rules
-	specs.QerCredits.MaxEntries = rules * uint32(cpus)
+	specs.UsageLines.MaxEntries = rules * uint32(cpus)
 	specs.UrrCounts.MaxEntries = rules * uint32(cpus)
 	specs.SdfSets.MaxEntries = ruled*sdfSetsPerSession + 1 // slot 0 stands for none
 	specs.Buffers.MaxEntries = ruled + 1                   // one buffering FAR per session, and none
@@ -329,7 +329,7 @@ func (d *Datapath) Close() error {
 		d.copy.prog.Close()
 	}
 	return errors.Join(d.routes.close(), d.sets.close(), d.pdrs.close(), d.pdrCounters.close(), d.sdfSets.close(),
-		d.urrs.close(), d.qerCredits.close(), d.urrCounts.close(), d.buffers.close(), d.maps.Close())
+		d.urrs.close(), d.usageLines.close(), d.urrCountRows.close(), d.buffers.close(), d.maps.Close())
 }
 
 // N3Addresses and N9Addresses are the GTP-U addresses the data path was

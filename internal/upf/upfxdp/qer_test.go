@@ -97,10 +97,12 @@ func check(t *testing.T, err error) {
 	}
 }
 
-// The CPUs share a QER's bucket: each takes a sixteenth of it more than a
-// packet needs and spends that without the lock, so that the two together
-// let through what the bucket holds, no more, and what one CPU holds only
-// it spends. A rewritten QER leaves the CPUs nothing of the one before.
+// The CPUs share a QER's bucket: each starts with a sixteenth of it of its
+// own, takes that much more than a packet needs when it runs short and
+// spends that without the lock, so that the two together let through what
+// the bucket holds and a sixteenth each, no more, and what one CPU holds
+// only it spends. A rewritten QER leaves the CPUs nothing of the one
+// before.
 func TestQERBucketSharedByCPUs(t *testing.T) {
 	testCPUs(t)
 	u := newUPF(t, RoleAccess|RoleCore)
@@ -121,15 +123,15 @@ func TestQERBucketSharedByCPUs(t *testing.T) {
 		})
 		return n
 	}
-	onCPU(t, 0, func() { u.expect(t, frame, xdplink.Redirect, "uplink_forward") }) // takes 5 packets' tokens
-	if n := passed(1); n != 59 {
-		t.Errorf("CPU 1 let %d packets through, want the 59 CPU 0 left in the bucket", n)
+	onCPU(t, 0, func() { u.expect(t, frame, xdplink.Redirect, "uplink_forward") }) // spends 1 of its 4 packets' tokens
+	if n := passed(1); n != 68 {
+		t.Errorf("CPU 1 let %d packets through, want the 4 it held and the bucket's 64", n)
 	}
-	if n := passed(0); n != 4 {
-		t.Errorf("CPU 0 let %d more packets through, want the 4 it held", n)
+	if n := passed(0); n != 3 {
+		t.Errorf("CPU 0 let %d more packets through, want the 3 it held", n)
 	}
-	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 64 {
-		t.Errorf("PDR counter: %+v, %v; want the bucket's 64 packets", c, err)
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != 72 {
+		t.Errorf("PDR counter: %+v, %v; want the bucket's 64 packets and 4 each CPU held", c, err)
 	}
 
 	check(t, u.d.PutQER(qerLimited, QER{Bucket: [2]upfTokenBucket{QERBucket(1, 64*inner)}}))

@@ -16,7 +16,7 @@ import (
 // slots are reused, so a packet never sees a half-written rule. PDRs (each
 // with its FAR) and SDF sets are written through mmap; a QER, whose
 // buckets the data path locks, cannot be mmapped (the tokens the CPUs
-// took from them, in qer_credits, are).
+// took from them, in usage_lines, are).
 
 // PutPDR writes a PDR slot. Its counters are left as they are: a slot
 // taken for a new PDR must have them zeroed (ZeroPDRCounters) once no
@@ -62,9 +62,12 @@ func QERBucket(rate, burst uint64) upfTokenBucket {
 	return upfTokenBucket{Rate: rate, Burst: burst * uint64(time.Second)}
 }
 
-// PutQER writes a QER slot; its token buckets start full, and no CPU holds
-// tokens of it. No packet may use the slot meanwhile (the slot pool's reuse
-// delay): a CPU adding to what it holds would keep the old QER's tokens.
+// PutQER writes a QER slot; its token buckets start full, and each CPU
+// holds a chunk of tokens beside them, as much as it takes from a bucket
+// at once beyond a packet's need: the first packet on each CPU reads no
+// QER, and the QER's bound across CPUs is the same. No packet may use the
+// slot meanwhile (the slot pool's reuse delay): a CPU adding to what it
+// holds would keep the old QER's tokens.
 func (d *Datapath) PutQER(slot uint32, q QER) error {
 	if slot >= d.QERCapacity() {
 		return fmt.Errorf("QER slot %d is not in 0..%d", slot, d.QERCapacity()-1)
@@ -75,10 +78,21 @@ func (d *Datapath) PutQER(slot uint32, q QER) error {
 	if err := d.maps.Qers.Put(slot, &q); err != nil {
 		return err
 	}
-	for cpu := range d.counterRows() {
-		for i := range 2 {
-			atomic.StoreUint64(&d.qerCredits.at(cpu*d.pdrs.len() + slot).Tokens[i], 0)
+	flags := lineQERKnown
+	for dir := range q.Bucket {
+		if q.GateClosed&(1<<dir) != 0 {
+			flags |= lineGateClosed << dir
 		}
+		if q.Bucket[dir].Rate != 0 {
+			flags |= lineMBR << dir
+		}
+	}
+	for cpu := range d.counterRows() {
+		l := d.usageLine(cpu, slot)
+		for dir := range l.Credit {
+			atomic.StoreUint64(&l.Credit[dir], q.Bucket[dir].Burst>>qerChunkShift)
+		}
+		setLineFlags(l, lineQERFlags, flags)
 	}
 	return nil
 }

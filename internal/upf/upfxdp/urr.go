@@ -3,6 +3,7 @@ package upfxdp
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"sync/atomic"
 	"time"
 
@@ -13,12 +14,16 @@ import (
 )
 
 // Usage Reporting Rules: the data path counts what the FARs of a URR's PDRs
-// forward. A URR without limits counts in the CPUs' rows of urr_counts,
-// each CPU in its own, with plain adds; a URR with a threshold or a quota
-// counts in its slot of urrs (struct urr), shared by the CPUs, with atomic
-// adds that tell the packet which crosses a limit. Its usage is the sum of
-// both. The maps are mmapped: counters are read and limits written with
-// atomic 64-bit accesses while packets count, without a system call.
+// forward. A URR without limits counts in the CPUs' usage lines
+// (usage_lines), each CPU in its own, with plain adds; a URR with a
+// threshold or a quota counts in its slot of urrs (struct urr), shared by
+// the CPUs, with atomic adds that tell the packet which crosses a limit.
+// Its usage is the sum of both, and of the rows of urr_counts a previous
+// build counted in. A CPU's usage line of a URR also holds when the CPU
+// counted its first and its last packet, and the URR's flags (enum
+// line_flags), so that a packet reads the URR only when it has limits. The maps are mmapped:
+// counters are read and limits written with atomic 64-bit accesses while
+// packets count, without a system call.
 
 // Indexes of the URRUsage and URRLimits arrays (enum urr_index).
 const (
@@ -71,7 +76,12 @@ func (d *Datapath) ResetURR(slot uint32, l URRLimits) error {
 	}
 	atomic.StoreUint64(&u.FirstPacket, 0)
 	atomic.StoreUint64(&u.LastPacket, 0)
-	setURRLimits(u, l)
+	for cpu := range d.counterRows() {
+		l := d.usageLine(cpu, slot)
+		atomic.StoreUint64(&l.LastPacket, 0)
+		atomic.AndUint64(&l.Flags, lineFirstPacket-1)
+	}
+	d.setURRLimits(slot, u, l)
 	return nil
 }
 
@@ -88,7 +98,7 @@ func (d *Datapath) SetURRLimits(slot uint32, l URRLimits) error {
 			return err
 		}
 	}
-	setURRLimits(u, l)
+	d.setURRLimits(slot, u, l)
 	return nil
 }
 
@@ -105,8 +115,10 @@ func (l URRLimits) limited() bool { return l.Threshold != [3]uint64{} || l.Quota
 // its usage. Its limits are still none meanwhile.
 func (d *Datapath) shareURR(slot uint32, u *upfUrr) error {
 	atomic.OrUint64(&u.Flags, urrShared)
+	d.orURRLines(slot, lineURRShared)
 	if err := waitForPackets(); err != nil {
 		atomic.AndUint64(&u.Flags, ^urrShared)
+		d.andURRLines(slot, ^lineURRShared)
 		return err
 	}
 	d.urrMu.Lock()
@@ -133,8 +145,9 @@ func waitForPackets() error {
 
 // setURRLimits writes the flags after the quotas: clearing a quota's
 // reported bit before its new value is in place would let a packet the old
-// one drops in between report it and set the bit for the new one.
-func setURRLimits(u *upfUrr, l URRLimits) {
+// one drops in between report it and set the bit for the new one. The
+// usage lines' flags follow the URR's (count_urrs says why).
+func (d *Datapath) setURRLimits(slot uint32, u *upfUrr, l URRLimits) {
 	for i := range u.Threshold {
 		atomic.StoreUint64(&u.Threshold[i], l.Threshold[i])
 		atomic.StoreUint64(&u.Quota[i], l.Quota[i])
@@ -143,19 +156,61 @@ func setURRLimits(u *upfUrr, l URRLimits) {
 	if l.NotifyStart {
 		flags = uint64(upfUrrFlagsURR_NOTIFY_START)
 	}
+	line := lineURRKnown
+	if l.NotifyStart {
+		line |= lineURRNotifyStart
+	}
 	if l.limited() {
 		flags |= urrShared
+		line |= lineURRShared
 	}
 	atomic.StoreUint64(&u.Flags, flags)
+	for cpu := range d.counterRows() {
+		setLineFlags(d.usageLine(cpu, slot), lineURRFlags, line)
+	}
 }
 
-// urrRows sums what the CPUs' rows of urr_counts hold of a URR slot, by
-// URRTotal, URRUplink, URRDownlink.
-func (d *Datapath) urrRows(slot uint32) (bytes, packets [3]uint64) {
+// Bits of a usage line's flags (enum line_flags).
+const (
+	lineQERKnown       = uint64(upfLineFlagsLINE_QER_KNOWN)
+	lineGateClosed     = uint64(upfLineFlagsLINE_GATE_CLOSED)
+	lineMBR            = uint64(upfLineFlagsLINE_MBR)
+	lineQERFlags       = lineQERKnown | (lineGateClosed|lineMBR)*3 // both directions
+	lineURRKnown       = uint64(upfLineFlagsLINE_URR_KNOWN)
+	lineURRNotifyStart = uint64(upfLineFlagsLINE_URR_NOTIFY_START)
+	lineURRShared      = uint64(upfLineFlagsLINE_URR_SHARED)
+	lineURRFlags       = lineURRKnown | lineURRNotifyStart | lineURRShared
+	lineFirstPacket    = uint64(upfLineFlagsLINE_FIRST_PACKET)
+	qerChunkShift      = uint64(upfLimitsQER_CHUNK_SHIFT)
+)
+
+// setLineFlags replaces the bits of mask in a usage line's flags with
+// those of flags, in two atomic steps, the QER's or the URR's alone: in
+// between the line says nothing of them, and the packet reads the QER or
+// the URR.
+func setLineFlags(l *upfUsageLine, mask, flags uint64) {
+	atomic.AndUint64(&l.Flags, ^mask)
+	atomic.OrUint64(&l.Flags, flags)
+}
+
+func (d *Datapath) orURRLines(slot uint32, bits uint64) {
 	for cpu := range d.counterRows() {
-		for dir := range 2 {
-			c := &d.urrCount(cpu, slot).Dir[dir]
-			b, p := atomic.LoadUint64(&c.Bytes), atomic.LoadUint64(&c.Packets)
+		atomic.OrUint64(&d.usageLine(cpu, slot).Flags, bits)
+	}
+}
+
+func (d *Datapath) andURRLines(slot uint32, bits uint64) {
+	for cpu := range d.counterRows() {
+		atomic.AndUint64(&d.usageLine(cpu, slot).Flags, bits)
+	}
+}
+
+// urrRows sums what the CPUs' usage lines and rows of urr_counts hold of
+// a URR slot, by URRTotal, URRUplink, URRDownlink.
+func (d *Datapath) urrRows(slot uint32) (bytes, packets [3]uint64) {
+	for c := range d.urrCounts(slot) {
+		for dir := range c.Dir {
+			b, p := atomic.LoadUint64(&c.Dir[dir].Bytes), atomic.LoadUint64(&c.Dir[dir].Packets)
 			bytes[URRUplink+dir] += b
 			packets[URRUplink+dir] += p
 			bytes[URRTotal] += b
@@ -165,21 +220,32 @@ func (d *Datapath) urrRows(slot uint32) (bytes, packets [3]uint64) {
 	return bytes, packets
 }
 
-// zeroURRRows zeroes what the CPUs' rows hold of a URR slot, which no
-// packet may be counting in.
+// zeroURRRows zeroes what the CPUs' usage lines and rows hold of a URR
+// slot's counts, which no packet may be counting in.
 func (d *Datapath) zeroURRRows(slot uint32) {
-	for cpu := range d.counterRows() {
-		for dir := range 2 {
-			c := &d.urrCount(cpu, slot).Dir[dir]
-			atomic.StoreUint64(&c.Packets, 0)
-			atomic.StoreUint64(&c.Bytes, 0)
+	for c := range d.urrCounts(slot) {
+		for dir := range c.Dir {
+			atomic.StoreUint64(&c.Dir[dir].Packets, 0)
+			atomic.StoreUint64(&c.Dir[dir].Bytes, 0)
 		}
 	}
 }
 
-// urrCount is where CPU cpu counts a URR slot without limits.
-func (d *Datapath) urrCount(cpu, slot uint32) *upfUrrCount {
-	return d.urrCounts.at(cpu*d.pdrs.len() + slot)
+// urrCounts yields where each CPU counts a URR slot without limits, and
+// where it counted under a previous build.
+func (d *Datapath) urrCounts(slot uint32) iter.Seq[*upfUrrCount] {
+	return func(yield func(*upfUrrCount) bool) {
+		for cpu := range d.counterRows() {
+			if !yield(&d.usageLine(cpu, slot).Count) || !yield(d.urrCountRows.at(cpu*d.pdrs.len()+slot)) {
+				return
+			}
+		}
+	}
+}
+
+// usageLine is CPU cpu's line of a QER and URR slot.
+func (d *Datapath) usageLine(cpu, slot uint32) *upfUsageLine {
+	return d.usageLines.at(cpu*d.pdrs.len() + slot)
 }
 
 // URRLimits reads a URR's limits back.
@@ -211,7 +277,15 @@ func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
 		usage.Bytes[i] += atomic.LoadUint64(&u.Bytes[i])
 		usage.Packets[i] += atomic.LoadUint64(&u.Packets[i])
 	}
+	// A build before the usage lines kept the times in the URR alone.
 	first, last := atomic.LoadUint64(&u.FirstPacket), atomic.LoadUint64(&u.LastPacket)
+	for cpu := range d.counterRows() {
+		l := d.usageLine(cpu, slot)
+		if f := atomic.LoadUint64(&l.Flags) &^ (lineFirstPacket - 1); f != 0 && (first == 0 || f < first) {
+			first = f
+		}
+		last = max(last, atomic.LoadUint64(&l.LastPacket))
+	}
 	if first == 0 {
 		return usage, nil
 	}

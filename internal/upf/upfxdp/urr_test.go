@@ -350,7 +350,7 @@ func TestURRCountsOnEveryCPU(t *testing.T) {
 	}
 	// row is what CPU cpu counted of testURR: packets up and down.
 	row := func(cpu int) [2]uint64 {
-		c := u.d.urrCount(uint32(cpu), testURR).Dir
+		c := u.d.usageLine(uint32(cpu), testURR).Count.Dir
 		if c[0].Bytes != c[0].Packets*u.inner || c[1].Bytes != c[1].Packets*u.inner {
 			t.Fatalf("CPU %d counted %v, not packets of %d bytes", cpu, c, u.inner)
 		}
