@@ -33,20 +33,20 @@ func chainOn(t *testing.T, u *upf, roles Role) (*upf, *classifyxdp.Datapath) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, u.prog, cpuStage(t, u.d, slot, roles)); err != nil {
+	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, chainStage(t, u.d, slot, roles)); err != nil {
 		t.Fatal(err)
 	}
 	return &upf{d: u.d, prog: classify, ifindex: u.ifindex}, rules
 }
 
-// cpuStage loads the UPF's CPU-map variant for the interface in slot,
-// closed with the test.
-func cpuStage(t *testing.T, d *Datapath, slot uint32, roles Role) *ebpf.Program {
+// chainStage loads the UPF's stage and its CPU-map variant for the
+// interface in slot, closed with the test.
+func chainStage(t *testing.T, d *Datapath, slot uint32, roles Role) chainPrograms {
 	t.Helper()
-	var cpu cpuProgram
-	testsupport.CheckLoad(t, d.loadPrograms(slot, roles, &cpu))
-	t.Cleanup(func() { cpu.CPU.Close() })
-	return cpu.CPU
+	var stage chainPrograms
+	testsupport.CheckLoad(t, d.loadPrograms(slot, roles, &stage))
+	t.Cleanup(stage.close)
+	return stage
 }
 
 // The chain with only the UPF is the UPF's program, alone on the
@@ -199,10 +199,10 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
 	hash := func(t *testing.T, c Chain, in []byte) uint32 {
 		t.Helper()
-		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, cpu); err != nil {
+		if err := u.d.setChain(fakeIfindex, slot, c, stage); err != nil {
 			t.Fatal(err)
 		}
 		out := make([]byte, len(in)+256)
@@ -213,11 +213,11 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The output begins with the metadata: struct slice_meta, its
-		// hash the third word.
-		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 16 {
-			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 16", xdplink.Action(ret), ctx.Data)
+		// hash the second word.
+		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 12 {
+			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 12", xdplink.Action(ret), ctx.Data)
 		}
-		return binary.NativeEndian.Uint32(out[8:])
+		return binary.NativeEndian.Uint32(out[4:])
 	}
 	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	v6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 20}
@@ -268,8 +268,8 @@ func TestChainPlaceTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
-	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, cpu); err == nil {
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
+	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, stage); err == nil {
 		t.Fatal("a chain at a place another interface holds was accepted")
 	}
 	// The first interface's chain runs on: the classify stage takes the

@@ -25,17 +25,17 @@ const parseCPU = 0
 
 // handedParse is what the classify stage left for the UPF stage on
 // parseCPU.
-func handedParse(t *testing.T, d *Datapath) upfChainParse {
+func handedParse(t *testing.T, d *Datapath) upfChainHandoff {
 	t.Helper()
-	var all []upfChainParse
-	check(t, d.maps.ChainParses.Lookup(uint32(0), &all))
+	var all []upfChainHandoff
+	check(t, d.maps.ChainHandoffs.Lookup(uint32(0), &all))
 	return all[parseCPU]
 }
 
 // clearParses empties what the classify stage left on every CPU.
 func clearParses(t *testing.T, d *Datapath) {
 	t.Helper()
-	check(t, d.maps.ChainParses.Put(uint32(0), make([]upfChainParse, ebpf.MustPossibleCPU())))
+	check(t, d.maps.ChainHandoffs.Put(uint32(0), make([]upfChainHandoff, ebpf.MustPossibleCPU())))
 }
 
 // Behind the classify stage, the UPF takes the classify stage's parse of
@@ -161,7 +161,7 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 	classify, steer, steerFirst := rules.Stages()
 	slot, _, err := u.d.slotOf("lo")
 	check(t, err)
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}.bytes(t))
 	for _, c := range []struct {
 		name  string
@@ -174,7 +174,7 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 		{name: "no stage after the classify stage", chain: Chain{Classify: classify}, act: xdplink.Pass},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			check(t, u.d.setChain(fakeIfindex, slot, c.chain, u.prog, cpu))
+			check(t, u.d.setChain(fakeIfindex, slot, c.chain, stage))
 			if !c.upf {
 				check(t, u.d.putStage(slot*stageCount+stageUPF, nil))
 			}
