@@ -93,7 +93,9 @@ struct chain_mirror {
 	__u8 src[ETH_ALEN];
 };
 
-#define CHAIN_MIRROR_MAGIC 0x636d6972 /* "cmir" */
+enum chain_magic {
+	CHAIN_MIRROR_MAGIC = 0x636d6972, /* "cmir" */
+};
 
 /* The request for a copy in a packet's metadata: a chain_mirror behind a
  * magic, so that no other metadata (a live test run's recycled frame may

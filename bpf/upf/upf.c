@@ -39,6 +39,7 @@ const struct upf_exports {
 	enum dupl_fanout_key dupl_fanout_key;
 	enum chain_stage chain_stage;
 	enum chain_limits chain_limits;
+	enum chain_magic chain_magic;
 	struct urr_event urr_event;
 	struct buffered_packet buffered_packet;
 	struct release_meta release_meta;

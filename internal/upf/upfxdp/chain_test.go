@@ -398,3 +398,54 @@ func TestChainMirror(t *testing.T) {
 		}
 	})
 }
+
+// The UPF stage sends a copy only for metadata that is a classify
+// stage's request: exactly its size, with its magic. A frame with other
+// metadata (a recycled frame's, what another program left) is forwarded
+// uncopied.
+func TestChainMirrorRequestNeedsItsMagic(t *testing.T) {
+	u, _ := chainUPF(t, RoleAccess|RoleCore)
+	const port = fakeIfindex
+	hop := testNexthops[nhGNB].l2
+	check(t, u.d.PutNexthop(nhGNB, Nexthop{Ifindex: port, Dmac: [6]uint8(hop.dst), Smac: [6]uint8(hop.src), Valid: 1}))
+	copier, err := u.d.copyProgram()
+	testsupport.CheckLoad(t, err)
+	check(t, u.d.putFanout(port, port, copier))
+	slot, _, err := u.d.slotOf("lo")
+	check(t, err)
+	stage := &upf{d: u.d, prog: chainStage(t, u.d, slot, RoleAccess|RoleCore).Stage, ifindex: u.ifindex}
+	frame := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 60, id: 3}.frame(t, fromDN)
+	request := func(magic uint32, size int) []byte {
+		m := binary.LittleEndian.AppendUint32(nil, magic)
+		m = binary.LittleEndian.AppendUint32(m, port)
+		return append(m, make([]byte, size-len(m))...)
+	}
+	for _, c := range []struct {
+		name   string
+		meta   []byte
+		copied bool
+	}{
+		{"request", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC), 20), true},
+		{"another magic", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC)+1, 20), false},
+		{"no magic, a request's size before", request(port, 16)[4:], false},
+		{"longer", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC), 24), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := stage.counters(t)
+			in := append(bytes.Clone(c.meta), frame...)
+			var ctx xdplink.Context
+			ret, err := stage.prog.Run(&ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256),
+				Context: xdplink.Context{Data: uint32(len(c.meta)), DataEnd: uint32(len(in))}, ContextOut: &ctx})
+			check(t, err)
+			after := stage.counters(t)
+			copies := after["duplicate"].Packets - before["duplicate"].Packets
+			if xdplink.Action(ret) != xdplink.Redirect || after["downlink_forward"].Packets-before["downlink_forward"].Packets != 1 ||
+				copies != b2u(c.copied) {
+				t.Errorf("%v, %d copies; want a redirect with %d", xdplink.Action(ret), copies, b2u(c.copied))
+			}
+			if c.copied && ctx.Data != 32 {
+				t.Errorf("%d bytes of metadata, want the copy's 32", ctx.Data)
+			}
+		})
+	}
+}
