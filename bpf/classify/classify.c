@@ -137,7 +137,7 @@ INLINE __u8 walk_udp(struct cursor *c, struct classify_state *st, __u32 off, enu
 		int parsed = !parse_gtpu_in(&t, &g, extent);
 		/* The outermost message, whole: the UPF stage's. */
 		if (parsed && !k->tunnels && extent == PARSE_WHOLE)
-			chain_keep_gtpu(&st->outer_gtpu, off + sizeof(*u), &g);
+			chain_keep_gtpu(&st->outer.gtpu, off + sizeof(*u), &g);
 		if (parsed && g.hdr->type == GTPU_G_PDU && g.payload_len && enter_tunnel(k, TUNNEL_GTPU, g.hdr->teid)) {
 			if (g.has_qfi)
 				k->qfi = g.qfi;
@@ -221,6 +221,15 @@ INLINE int fragmented(const struct classify_state *st)
 	return st->first || st->frag;
 }
 
+/* Keeps where the outermost IP header lies, of EtherType proto, for a
+ * chain's UPF stage: when the Ethernet header before it said so with one
+ * VLAN tag at most, as the UPF parses it. */
+INLINE void keep_outer_ip(struct classify_state *st, __be16 proto)
+{
+	if (!st->ips && st->off <= ETH_HLEN_VLAN && st->outer.proto == proto)
+		st->outer.l3_off = st->off;
+}
+
 /* An IPv4 or IPv6 header, then what it carries. Inside the first fragment
  * of a fragmented packet, the headers' lengths claim more than the frame
  * holds: they are taken as they are, and the packet classified by the
@@ -237,6 +246,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 		struct iphdr *ip;
 		if (parse_ipv4_in(c, &ip, extent))
 			return CLASSIFY_NEXT_DONE;
+		keep_outer_ip(st, bpf_htons(ETH_P_IP));
 		if (!st->ips) {
 			set_addr4(k->outer_src, ip->saddr);
 			set_addr4(k->outer_dst, ip->daddr);
@@ -259,6 +269,7 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 		struct ipv6hdr *ip6;
 		if (parse_ipv6_in(c, &ip6, extent))
 			return CLASSIFY_NEXT_DONE;
+		keep_outer_ip(st, bpf_htons(ETH_P_IPV6));
 		if (!st->ips) {
 			__builtin_memcpy(k->outer_src, &ip6->saddr, 16);
 			__builtin_memcpy(k->outer_dst, &ip6->daddr, 16);
@@ -302,6 +313,8 @@ __noinline int classify_step(struct xdp_md *ctx, struct classify_state *st)
 		if (!parse_eth_qinq(&c, &eth, &proto) &&
 		    (proto == bpf_htons(ETH_P_IP) || proto == bpf_htons(ETH_P_IPV6)))
 			next = CLASSIFY_NEXT_IP;
+		if (!st->off) /* the outermost */
+			st->outer.proto = proto;
 	} else if (st->next == CLASSIFY_NEXT_IP) {
 		next = walk_ip(&c, st);
 	}
@@ -524,7 +537,7 @@ INLINE __u8 ask_for_copies(struct xdp_md *ctx, const struct classify_decision *d
 }
 
 /* Removes steering's metadata before a packet, if there, and keeps what
- * lies behind it: the chain_mirror of a packet to copy. */
+ * lies behind it: the chain_mirror_request of a packet to copy. */
 INLINE void drop_slice_meta(struct xdp_md *ctx)
 {
 	struct slice_meta *m;
@@ -607,9 +620,11 @@ INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
 	 * none other goes with it (a live test run's recycled frame may
 	 * carry what its last receiver left). */
 	drop_meta(ctx);
-	struct chain_mirror *m;
-	if (push_meta(ctx, m))
-		__builtin_memcpy(m, out, sizeof(*m));
+	struct chain_mirror_request *m;
+	if (push_meta(ctx, m)) {
+		m->magic = CHAIN_MIRROR_MAGIC;
+		__builtin_memcpy(&m->mirror, out, sizeof(m->mirror));
+	}
 	return -1;
 }
 
@@ -617,7 +632,7 @@ INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
  * packet there; a steering rule sends it to its slice's CPUs, where the
  * later stages run; a counted or mirrored packet, and one no rule matched,
  * goes on to the next stage as if nothing had matched. A mirrored packet
- * that goes on asks the UPF stage for its copy (chain_mirror). */
+ * that goes on asks the UPF stage for its copy (chain_mirror_request). */
 SEC("xdp")
 int xdp_classify_stage(struct xdp_md *ctx)
 {
@@ -639,9 +654,9 @@ int xdp_classify_stage(struct xdp_md *ctx)
 		return act;
 	st->chain_slot = ci->slot;
 	st->chain_slice = ci->slice;
-	chain_hand_parse(ctx, &st->outer_gtpu);
+	chain_hand(ctx, &st->outer);
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
-	chain_drop_parse(); /* no later stage took it */
+	chain_drop_handoff(); /* no later stage took it */
 	return XDP_PASS;
 }
 
@@ -680,7 +695,7 @@ int xdp_steer_stage(struct xdp_md *ctx)
 	if (!st)
 		return XDP_PASS;
 	int act = steer_stage(ctx, st->chain_slot, st->chain_slice, walked_key(st));
-	chain_drop_parse(); /* steered to another CPU, or no later stage */
+	chain_drop_handoff(); /* steered to another CPU, or no later stage */
 	return act;
 }
 
@@ -799,7 +814,7 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 		bpf_map_update_elem(&flow_cpu_counters, &hash, &first, BPF_ANY);
 	}
 	if (next) { /* a chain's: its stage after steering runs here */
-		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror behind it stays */
+		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror_request behind it stays */
 		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
 	}
 	return XDP_PASS;
@@ -819,21 +834,20 @@ INLINE void clone_to(struct __sk_buff *skb, const struct chain_mirror *e, const 
  * rule's interface with its Ethernet addresses; then the packet itself
  * on as usual, or dropped or redirected as the rule below the mirroring
  * ones says. In a chain, a packet the UPF stage or a rule below passes to
- * the kernel carries the classify stage's chain_mirror, all its metadata:
- * its copy is made here, as the UPF stage would have. */
+ * the kernel carries the classify stage's chain_mirror_request, all its
+ * metadata or behind steering's: its copy is made here, as the UPF stage
+ * would have. Metadata of any other shape asks for nothing. */
 SEC("tc")
 int tc_classify_mirror(struct __sk_buff *skb)
 {
 	void *meta = (void *)(long)skb->data_meta, *data = (void *)(long)skb->data;
 	struct ethhdr eth;
-	struct chain_mirror *cm = meta;
-	if ((void *)(cm + 1) > data)
-		return TC_ACT_OK; /* too short for either */
 	struct slice_meta *sm = meta;
-	if (sm->magic == SLICE_META_MAGIC) {
+	if ((void *)(sm + 1) <= data && sm->magic == SLICE_META_MAGIC)
 		meta = sm + 1;
-	} else if ((void *)(cm + 1) == data) {
-		struct chain_mirror e = *cm; /* the metadata goes with the first store */
+	struct chain_mirror_request *cm = meta;
+	if ((void *)(cm + 1) <= data && cm->magic == CHAIN_MIRROR_MAGIC && (void *)(cm + 1) == data) {
+		struct chain_mirror e = cm->mirror; /* the metadata goes with the first store */
 		if (!bpf_skb_load_bytes(skb, 0, &eth, sizeof(eth)))
 			clone_to(skb, &e, &eth);
 		return TC_ACT_OK;

@@ -48,7 +48,7 @@ struct classify_state {
 	 * classify stage found for the steer stage after it. */
 	__u32 chain_slot;
 	__u32 chain_slice;
-	struct chain_gtpu outer_gtpu; /* the outermost GTP-U message, for a chain's UPF stage */
+	struct chain_handoff outer; /* the outermost headers, for a chain's UPF stage */
 };
 
 /* Where a rule that redirects sends packets, or one that mirrors their
@@ -181,9 +181,9 @@ struct alt_nodes {
  * xdp_slice_cpu on the CPU it goes to. */
 struct slice_meta {
 	__u32 magic; /* SLICE_META_MAGIC */
-	__u32 slice;
 	__u32 hash;
-	__u32 next; /* a chain's interface slot + 1: the stage to run there; 0: none */
+	__u16 slice;
+	__u16 next; /* a chain's interface slot + 1: the stage to run there; 0: none */
 };
 
 #endif

@@ -86,22 +86,37 @@ INLINE void chain_next(struct xdp_md *ctx, __u32 slot, enum chain_stage after)
 
 /* What the classify stage leaves in the metadata of a packet that a
  * mirroring rule met, for the UPF stage: where the copy goes (the best
- * mirroring rule's interface) and its Ethernet addresses. Steering's
- * metadata goes before it on the way to another CPU: 16 bytes each, the 32
- * XDP allows. */
+ * mirroring rule's interface) and its Ethernet addresses. */
 struct chain_mirror {
 	__u32 ifindex;
 	__u8 dst[ETH_ALEN];
 	__u8 src[ETH_ALEN];
 };
 
+enum chain_magic {
+	CHAIN_MIRROR_MAGIC = 0x636d6972, /* "cmir" */
+};
+
+/* The request for a copy in a packet's metadata: a chain_mirror behind a
+ * magic, so that no other metadata (a live test run's recycled frame may
+ * carry what its last receiver left) is taken for one. Steering's
+ * metadata goes before it on the way to another CPU: 12 and 20 bytes, the
+ * 32 XDP allows. */
+struct chain_mirror_request {
+	__u32 magic; /* CHAIN_MIRROR_MAGIC */
+	struct chain_mirror mirror;
+};
+
 /* The copy a packet asks for, NULL for none: its metadata is exactly a
- * chain_mirror (the UPF's own metadata, the release of a buffered frame's,
- * is shorter). */
-INLINE struct chain_mirror *chain_mirror_of(struct xdp_md *ctx)
+ * chain_mirror_request (the UPF's own metadata, the release of a
+ * buffered frame's, is shorter). */
+INLINE struct chain_mirror_request *chain_mirror_of(struct xdp_md *ctx)
 {
-	struct chain_mirror *m = (void *)(long)ctx->data_meta;
-	return (void *)(m + 1) == (void *)(long)ctx->data ? m : NULL;
+	struct chain_mirror_request *m;
+	/* Bounds first: the verifier learns none from an equality. */
+	if (!read_meta(ctx, m) || m->magic != CHAIN_MIRROR_MAGIC || (void *)(m + 1) != (void *)(long)ctx->data)
+		return NULL;
+	return m;
 }
 
 /* A GTP-U message the classify stage's walk parsed whole in a packet's
@@ -115,32 +130,38 @@ struct chain_gtpu {
 	__u16 psc_qfi;     /* the PDU Session Container's QFI | 0x100; 0: none */
 };
 
-/* What the classify stage hands the later stages on its CPU of the packet
- * it goes on with. It is set right before the tail call; the UPF stage
- * claims it as it starts, and it is cleared wherever the packet's run on
- * the CPU ends without the UPF stage, so that no other packet meets it.
- * The interface and length tell the packet besides: a test run, which the
- * kernel may interrupt for a packet from the wire, is not alone on its
- * CPU. A packet steered to another CPU finds none there and is parsed
- * there. */
-struct chain_parse {
+/* What the classify stage's walk found of a packet's outermost headers
+ * that the UPF stage parses: the IP header as parse_eth and parse_ipv4
+ * (parse_ipv6) would have it, and the GTP-U message in its UDP datagram.
+ * The classify stage hands it to the later stages on its CPU right before
+ * the tail call; the UPF stage behind it claims it as it starts, and it
+ * is cleared wherever the packet's run on the CPU ends without the UPF
+ * stage, so that no other packet meets it. The interface and length tell
+ * the packet besides: a test run, which the kernel may interrupt for a
+ * packet from the wire, is not alone on its CPU. A packet steered to
+ * another CPU finds none there and is parsed there. */
+struct chain_handoff {
 	__u32 ifindex; /* the packet's interface; 0: none, or claimed */
 	__u32 len;     /* its length */
+	/* Its IP header's offset: behind Ethernet with one VLAN tag at most,
+	 * the whole packet inside the frame; 0: none. */
+	__u16 l3_off;
+	__be16 proto; /* ETH_P_IP or ETH_P_IPV6: the EtherType and the header's version */
 	struct chain_gtpu gtpu;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct chain_parse);
+	__type(value, struct chain_handoff);
 	__uint(max_entries, 1);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} chain_parses SEC(".maps");
+} chain_handoffs SEC(".maps");
 
-INLINE struct chain_parse *chain_parse_here(void)
+INLINE struct chain_handoff *chain_handoff_here(void)
 {
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&chain_parses, &zero);
+	return bpf_map_lookup_elem(&chain_handoffs, &zero);
 }
 
 /* Keeps the message g whose header is at off for the UPF stage. */
@@ -153,54 +174,66 @@ INLINE void chain_keep_gtpu(struct chain_gtpu *o, __u32 off, const struct gtpu_i
 	o->psc_qfi = g->has_qfi ? 0x100 | g->qfi : 0;
 }
 
-/* Hands the walk's GTP-U message g (none when g->off is 0) on to the
+/* Hands what the walk found (none when walked->l3_off is 0) on to the
  * later stages on this CPU. */
-INLINE void chain_hand_parse(struct xdp_md *ctx, const struct chain_gtpu *g)
+INLINE void chain_hand(struct xdp_md *ctx, const struct chain_handoff *walked)
 {
-	struct chain_parse *p = chain_parse_here();
-	if (!p)
+	struct chain_handoff *h = chain_handoff_here();
+	if (!h)
 		return;
-	p->gtpu = *g;
-	p->len = ctx->data_end - ctx->data;
-	p->ifindex = g->off ? ctx->ingress_ifindex : 0;
+	if (!walked->l3_off) {
+		h->ifindex = 0;
+		return;
+	}
+	*h = *walked;
+	h->len = ctx->data_end - ctx->data;
+	h->ifindex = ctx->ingress_ifindex;
 }
 
 /* Clears what the classify stage handed on: no later stage took it. */
-INLINE void chain_drop_parse(void)
+INLINE void chain_drop_handoff(void)
 {
-	struct chain_parse *p = chain_parse_here();
-	if (p)
-		p->ifindex = 0;
+	struct chain_handoff *h = chain_handoff_here();
+	if (h)
+		h->ifindex = 0;
 }
 
-/* Claims for the packet the UPF stage starts on what the classify stage
- * handed on of it, or clears what is there: chain_parse_gtpu reads it
- * later without holding it. */
-INLINE void chain_claim_parse(struct xdp_md *ctx)
+/* What the classify stage handed on of the packet the UPF stage starts
+ * on, claimed for it; NULL when it handed on none. The UPF stage reads it
+ * as it goes, without holding it. */
+INLINE const struct chain_handoff *chain_claim(struct xdp_md *ctx)
 {
-	struct chain_parse *p = chain_parse_here();
-	if (!p)
-		return;
-	if (p->ifindex == ctx->ingress_ifindex && p->len == ctx->data_end - ctx->data)
-		p->ifindex = 0;
-	else if (p->gtpu.off)
-		p->gtpu.off = 0;
+	struct chain_handoff *h = chain_handoff_here();
+	if (!h || h->ifindex != ctx->ingress_ifindex || h->len != ctx->data_end - ctx->data)
+		return NULL;
+	h->ifindex = 0;
+	return h;
+}
+
+/* The outermost IPv4 header handed on, at the cursor: parse_ipv4 without
+ * the checks the walk made. */
+INLINE int chain_take_ipv4(struct cursor *c, struct iphdr **iph)
+{
+	struct iphdr *ip = c->pos;
+	if ((void *)(ip + 1) > c->end)
+		return -1;
+	c->pos = (void *)ip + ip->ihl * 4;
+	*iph = ip;
+	return 0;
 }
 
 /* The GTP-U message at the cursor, at offset off: parse_gtpu's result,
- * from the classify stage's parse of it when the packet claimed one
- * (chain_claim_parse) and claimed is 1 (a constant). */
-INLINE int chain_parse_gtpu(struct cursor *c, __u32 off, const int claimed, struct gtpu_info *g)
+ * from the classify stage's parse of it when it handed one on (h). */
+INLINE int chain_parse_gtpu(struct cursor *c, __u32 off, const struct chain_handoff *h, struct gtpu_info *g)
 {
-	const struct chain_parse *p = claimed ? chain_parse_here() : NULL;
-	if (!p || p->gtpu.off != off)
+	if (!h || h->gtpu.off != off)
 		return parse_gtpu(c, g);
 	g->hdr = cursor_take(c, struct gtpu_hdr);
-	g->seq = p->gtpu.seq;
-	g->qfi = p->gtpu.psc_qfi;
-	g->has_qfi = p->gtpu.psc_qfi >> 8;
-	g->hdr_len = p->gtpu.hdr_len;
-	g->payload_len = p->gtpu.payload_len;
+	g->seq = h->gtpu.seq;
+	g->qfi = h->gtpu.psc_qfi;
+	g->has_qfi = h->gtpu.psc_qfi >> 8;
+	g->hdr_len = h->gtpu.hdr_len;
+	g->payload_len = h->gtpu.payload_len;
 	return !g->hdr;
 }
 

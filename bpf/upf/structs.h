@@ -269,7 +269,8 @@ struct dupl_meta {
 /* XDP metadata of a frame broadcast through a dupl_fanouts devmap for the
  * copy a mirroring rule of the chain asks for, for xdp_dupl_copy: the
  * packet to copy, and where the copy goes. The classify stage's
- * chain_mirror stays where it was, the rest goes before it. */
+ * chain_mirror_request stays where it was, its magic overwritten by the
+ * frame's interface, the rest goes before it. */
 struct mirror_meta {
 	__u32 magic; /* MIRROR_MAGIC */
 	struct copied_packet packet;

@@ -40,6 +40,7 @@ const struct upf_exports {
 	enum dupl_fanout_key dupl_fanout_key;
 	enum chain_stage chain_stage;
 	enum chain_limits chain_limits;
+	enum chain_magic chain_magic;
 	struct urr_event urr_event;
 	struct buffered_packet buffered_packet;
 	struct release_meta release_meta;
@@ -795,11 +796,14 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 }
 
 _Static_assert(sizeof(struct mirror_meta) == 32 && sizeof(struct copied_packet) == sizeof(__u64) &&
-		       __builtin_offsetof(struct mirror_meta, mirror) == __builtin_offsetof(struct mirror_meta, egress) + 4,
-	       "a mirror_meta fills the metadata, the fanout's key in it; a copied_packet goes by value");
+		       __builtin_offsetof(struct mirror_meta, mirror) == __builtin_offsetof(struct mirror_meta, egress) + 4 &&
+		       sizeof(struct mirror_meta) - sizeof(struct chain_mirror_request) ==
+			       __builtin_offsetof(struct mirror_meta, egress),
+	       "a mirror_meta fills the metadata, the fanout's key in it, the request's magic under its egress; "
+	       "a copied_packet goes by value");
 
 /* Sends the frame, ready for the interface ifindex, there, and the copy a
- * mirroring rule of the chain asks for (chain_mirror) beside it, as DUPL's:
+ * mirroring rule of the chain asks for (chain_mirror_request) beside it, as DUPL's:
  * a broadcast through the fanout of the two interfaces, whose copy entry
  * makes the copy of the packet copy (a struct copied_packet) describes. A
  * copy without a fanout (its interface is not one of the UPF's) is counted
@@ -811,7 +815,7 @@ static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifi
 	struct mirror_meta *m;
 	if (!chain_mirror_of(ctx)) /* the release of a buffered frame's: it stays */
 		return bpf_redirect(ifindex, 0);
-	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(m->mirror))) || !read_meta(ctx, m)) {
+	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(struct chain_mirror_request))) || !read_meta(ctx, m)) {
 		drop_meta(ctx);
 		return bpf_redirect(ifindex, 0);
 	}
@@ -1177,18 +1181,19 @@ INLINE int echo_response(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *i
 /* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address of
  * index addr_index (gtpu_addrs, gtpu_addrs6), in an IPv4 packet ip or,
  * when ip is NULL (a constant), an IPv6 one whose header and payload have
- * ip_hdr_len and ip_payload bytes. The UDP checksum is left to whoever
+ * ip_hdr_len and ip_payload bytes; h is what a classify stage in front
+ * handed on of it, NULL for none. The UDP checksum is left to whoever
  * receives the inner packet. */
 INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *ip, __u32 ip_hdr_len,
 			  __u32 ip_payload, struct udphdr *udp, struct cursor *c, __u32 l2_len, __u32 pkt_len,
-			  __u32 addr_index, const int behind_cpumap)
+			  __u32 addr_index, const struct chain_handoff *h, const int behind_cpumap)
 {
 	/* The datagram must fill the IP payload and hold the GTP-U message:
 	 * anything after the IP packet is Ethernet padding, not data. */
 	__u32 udp_len = bpf_ntohs(udp->len);
 	__u32 gtpu_off = l2_len + ip_hdr_len + sizeof(*udp);
 	struct gtpu_info g;
-	if (udp_len != ip_payload || chain_parse_gtpu(c, gtpu_off, !behind_cpumap, &g) ||
+	if (udp_len != ip_payload || chain_parse_gtpu(c, gtpu_off, h, &g) ||
 	    sizeof(*udp) + g.hdr_len + g.payload_len > udp_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Over IPv6 the endpoint in user space answers, with the checksum the
@@ -1257,22 +1262,27 @@ INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v
 	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL, 0);
 }
 
-/* The UPF: a frame from the wire, or the UPF stage of a chain, behind the
- * CPU map when behind_cpumap (a constant). */
-INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
+/* The UPF: a frame from the wire, or the UPF stage of a chain, behind
+ * the CPU map when behind_cpumap, behind the classify stage on the same
+ * CPU when staged (constants): there it takes the headers the classify
+ * stage handed on instead of parsing them again. */
+INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
-	/* A classify stage in front on this CPU may have parsed the GTP-U
-	 * message; behind the CPU map the packet is on another. */
-	if (!behind_cpumap)
-		chain_claim_parse(ctx);
+	const struct chain_handoff *h = staged ? chain_claim(ctx) : NULL;
 	struct cursor c = { .pos = data, .end = end };
-	struct ethhdr *eth;
+	struct ethhdr *eth = data;
 	__be16 proto;
-	if (parse_eth(&c, &eth, &proto))
+	if (h) {
+		if ((void *)(eth + 1) > end)
+			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+		c.pos = data + (h->l3_off & 31); /* ETH_HLEN or ETH_HLEN_VLAN: bounded for the verifier */
+		proto = h->proto;
+	} else if (parse_eth(&c, &eth, &proto)) {
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	}
 	__u32 l2_len = c.pos - data;
 	struct record_copy *rule;
 	__u32 slot;
@@ -1280,7 +1290,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip;
-		if (parse_ipv4(&c, &ip))
+		if (h ? chain_take_ipv4(&c, &ip) : parse_ipv4(&c, &ip))
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 		int addr_index;
 		if ((iface_roles & ROLE_ACCESS) && ip->protocol == IPPROTO_UDP &&
@@ -1290,7 +1300,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
-						      &c, l2_len, pkt_len, addr_index, behind_cpumap);
+						      &c, l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
@@ -1299,7 +1309,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6;
-		if (parse_ipv6(&c, &ip6))
+		if (h ? !(ip6 = cursor_take(&c, struct ipv6hdr)) : parse_ipv6(&c, &ip6))
 			return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 		/* G-PDUs come with no extension header: a fragment is the
 		 * kernel's to reassemble. */
@@ -1311,7 +1321,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 			struct udphdr *udp = cursor_take(&c, struct udphdr);
 			if (udp && udp->dest == bpf_htons(GTPU_PORT))
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
-						      l2_len, pkt_len, addr_index, behind_cpumap);
+						      l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
 		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
@@ -1324,7 +1334,15 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap)
 SEC("xdp")
 int xdp_upf(struct xdp_md *ctx)
 {
-	return upf(ctx, 0);
+	return upf(ctx, 0, 0);
+}
+
+/* The UPF stage of a chain of more than the UPF, by a tail call on the
+ * CPU the packet came in on. */
+SEC("xdp")
+int xdp_upf_stage(struct xdp_md *ctx)
+{
+	return upf(ctx, 0, 1);
 }
 
 /* The UPF stage of a chain on the CPU steering sent a packet to, behind
@@ -1332,7 +1350,7 @@ int xdp_upf(struct xdp_md *ctx)
 SEC("xdp/cpumap")
 int xdp_upf_cpu(struct xdp_md *ctx)
 {
-	return upf(ctx, 1);
+	return upf(ctx, 1, 0);
 }
 
 /* The copy a mirroring rule of a chain asked for (send_mirrored): the IP

@@ -222,7 +222,7 @@ func (d *Datapath) Program() *ebpf.Program { return d.objs.XdpClassify }
 
 // chainMaps are the maps of bpf/lib/chain.h.
 var chainMaps = []string{classifyMapChainStages, classifyMapChainCpuStages, classifyMapChainIfaces,
-	classifyMapChainParses}
+	classifyMapChainHandoffs}
 
 // Stages are the classifier's stages of a chain: the classify stage, and
 // the steer stage behind it and first in a chain.

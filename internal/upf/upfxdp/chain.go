@@ -84,21 +84,21 @@ const queueDrain = 10 * time.Millisecond
 // ChainParseMap is the chain map through which the classify stage hands
 // its parse of a packet to the UPF stage: a classifier loaded without it
 // keeps its parse, and the UPF parses the packet again.
-const ChainParseMap = upfMapChainParses
+const ChainParseMap = upfMapChainHandoffs
 
 // ChainMaps are the maps the stages of the classifier share with the UPF's
 // (classifyxdp.Config.Chain).
 func (d *Datapath) ChainMaps() map[string]*ebpf.Map {
 	return map[string]*ebpf.Map{upfMapChainStages: d.maps.ChainStages, upfMapChainCpuStages: d.maps.ChainCpuStages,
-		upfMapChainIfaces: d.maps.ChainIfaces, upfMapChainParses: d.maps.ChainParses}
+		upfMapChainIfaces: d.maps.ChainIfaces, upfMapChainHandoffs: d.maps.ChainHandoffs}
 }
 
 // setChain puts the stages of the interface in slot, a chain of more than
-// the UPF, with the UPF's program upf last (and upfCPU, its CPU-map
-// variant, behind steering). Later stages are in place before earlier ones
+// the UPF, with the UPF's stage last (xdp_upf_stage, and xdp_upf_cpu
+// behind steering). Later stages are in place before earlier ones
 // lead to them; a stage that goes is deleted once the one before it no
 // longer leads to it, so that no packet meets a half-built chain.
-func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Program) error {
+func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf chainPrograms) error {
 	place := ifindex & (chainPlaces - 1)
 	var held upfChainIface
 	if err := d.maps.ChainIfaces.Lookup(place, &held); err != nil {
@@ -111,13 +111,13 @@ func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf, upfCPU *ebpf.Pro
 	if err := d.maps.ChainIfaces.Put(place, upfChainIface{Ifindex: ifindex, Slot: slot, Slice: c.Slice}); err != nil {
 		return err
 	}
-	if err := d.maps.ChainCpuStages.Put(slot, upfCPU); err != nil {
+	if err := d.maps.ChainCpuStages.Put(slot, upf.CPU); err != nil {
 		return err
 	}
 	for _, s := range []struct {
 		stage uint32
 		prog  *ebpf.Program
-	}{{stageUPF, upf}, {stageSteer, c.Steer}, {stageClassify, c.Classify}} {
+	}{{stageUPF, upf.Stage}, {stageSteer, c.Steer}, {stageClassify, c.Classify}} {
 		if err := d.putStage(slot*stageCount+s.stage, s.prog); err != nil {
 			return err
 		}
@@ -176,13 +176,13 @@ type stagedIface struct {
 	roles         Role
 	mode          xdplink.Mode
 	upf           *ebpf.Program
-	cpu           *ebpf.Program // xdp_upf_cpu, loaded with the first chain of more than the UPF
+	stage         *chainPrograms // loaded with the first chain of more than the UPF
 }
 
 func (s *stagedIface) close() {
 	s.upf.Close()
-	if s.cpu != nil {
-		s.cpu.Close()
+	if s.stage != nil {
+		s.stage.close()
 	}
 }
 
@@ -227,8 +227,9 @@ func (s *stagedIfaces) close() {
 // attached, leaving its UPF's program as it is: each stage added or
 // removed is one atomic update, the other stages stay, and no packet sees
 // a half-built chain. Only the interface's first chain of more than the
-// UPF loads a program: the UPF's variant behind the CPU map, where the
-// steer stage and the classify stage's steering rules send packets.
+// UPF loads programs: the UPF's stage, which takes what the classify
+// stage parsed, and its variant behind the CPU map, where the steer stage
+// and the classify stage's steering rules send packets.
 func (d *Datapath) SetStages(ifname string, c Chain) error {
 	d.staged.mu.Lock()
 	defer d.staged.mu.Unlock()
@@ -257,14 +258,14 @@ func (d *Datapath) stage(i *stagedIface, c Chain) error {
 		return errors.Join(d.clearChain(i.ifindex, i.slot), d.detachMirror(i.name))
 	}
 	// A steering rule of the classify stage steers too.
-	if i.cpu == nil {
-		var cpu cpuProgram
-		if err := d.loadPrograms(i.slot, i.roles, &cpu); err != nil {
+	if i.stage == nil {
+		var stage chainPrograms
+		if err := d.loadPrograms(i.slot, i.roles, &stage); err != nil {
 			return err
 		}
-		i.cpu = cpu.CPU
+		i.stage = &stage
 	}
-	if err := d.setChain(i.ifindex, i.slot, c, i.upf, i.cpu); err != nil {
+	if err := d.setChain(i.ifindex, i.slot, c, *i.stage); err != nil {
 		return err
 	}
 	if err := attach(); err != nil || c.Mirror != nil {

@@ -33,20 +33,20 @@ func chainOn(t *testing.T, u *upf, roles Role) (*upf, *classifyxdp.Datapath) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, u.prog, cpuStage(t, u.d, slot, roles)); err != nil {
+	if err := u.d.setChain(fakeIfindex, slot, Chain{Classify: classify}, chainStage(t, u.d, slot, roles)); err != nil {
 		t.Fatal(err)
 	}
 	return &upf{d: u.d, prog: classify, ifindex: u.ifindex}, rules
 }
 
-// cpuStage loads the UPF's CPU-map variant for the interface in slot,
-// closed with the test.
-func cpuStage(t *testing.T, d *Datapath, slot uint32, roles Role) *ebpf.Program {
+// chainStage loads the UPF's stage and its CPU-map variant for the
+// interface in slot, closed with the test.
+func chainStage(t *testing.T, d *Datapath, slot uint32, roles Role) chainPrograms {
 	t.Helper()
-	var cpu cpuProgram
-	testsupport.CheckLoad(t, d.loadPrograms(slot, roles, &cpu))
-	t.Cleanup(func() { cpu.CPU.Close() })
-	return cpu.CPU
+	var stage chainPrograms
+	testsupport.CheckLoad(t, d.loadPrograms(slot, roles, &stage))
+	t.Cleanup(stage.close)
+	return stage
 }
 
 // The chain with only the UPF is the UPF's program, alone on the
@@ -199,10 +199,10 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
 	hash := func(t *testing.T, c Chain, in []byte) uint32 {
 		t.Helper()
-		if err := u.d.setChain(fakeIfindex, slot, c, u.prog, cpu); err != nil {
+		if err := u.d.setChain(fakeIfindex, slot, c, stage); err != nil {
 			t.Fatal(err)
 		}
 		out := make([]byte, len(in)+256)
@@ -213,11 +213,11 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The output begins with the metadata: struct slice_meta, its
-		// hash the third word.
-		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 16 {
-			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 16", xdplink.Action(ret), ctx.Data)
+		// hash the second word.
+		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 12 {
+			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 12", xdplink.Action(ret), ctx.Data)
 		}
-		return binary.NativeEndian.Uint32(out[8:])
+		return binary.NativeEndian.Uint32(out[4:])
 	}
 	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	v6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 20}
@@ -268,8 +268,8 @@ func TestChainPlaceTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
-	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, u.prog, cpu); err == nil {
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
+	if err := u.d.setChain(fakeIfindex+chainPlaces, slot, Chain{Classify: classify}, stage); err == nil {
 		t.Fatal("a chain at a place another interface holds was accepted")
 	}
 	// The first interface's chain runs on: the classify stage takes the
@@ -397,4 +397,55 @@ func TestChainMirror(t *testing.T) {
 			t.Errorf("the drop rule counted %d packets, want 1", got)
 		}
 	})
+}
+
+// The UPF stage sends a copy only for metadata that is a classify
+// stage's request: exactly its size, with its magic. A frame with other
+// metadata (a recycled frame's, what another program left) is forwarded
+// uncopied.
+func TestChainMirrorRequestNeedsItsMagic(t *testing.T) {
+	u, _ := chainUPF(t, RoleAccess|RoleCore)
+	const port = fakeIfindex
+	hop := testNexthops[nhGNB].l2
+	check(t, u.d.PutNexthop(nhGNB, Nexthop{Ifindex: port, Dmac: [6]uint8(hop.dst), Smac: [6]uint8(hop.src), Valid: 1}))
+	copier, err := u.d.copyProgram()
+	testsupport.CheckLoad(t, err)
+	check(t, u.d.putFanout(port, port, copier))
+	slot, _, err := u.d.slotOf("lo")
+	check(t, err)
+	stage := &upf{d: u.d, prog: chainStage(t, u.d, slot, RoleAccess|RoleCore).Stage, ifindex: u.ifindex}
+	frame := ipPacket{src: dn4, dst: ue4, ttl: 64, size: 60, id: 3}.frame(t, fromDN)
+	request := func(magic uint32, size int) []byte {
+		m := binary.LittleEndian.AppendUint32(nil, magic)
+		m = binary.LittleEndian.AppendUint32(m, port)
+		return append(m, make([]byte, size-len(m))...)
+	}
+	for _, c := range []struct {
+		name   string
+		meta   []byte
+		copied bool
+	}{
+		{"request", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC), 20), true},
+		{"another magic", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC)+1, 20), false},
+		{"no magic, a request's size before", request(port, 16)[4:], false},
+		{"longer", request(uint32(upfChainMagicCHAIN_MIRROR_MAGIC), 24), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := stage.counters(t)
+			in := append(bytes.Clone(c.meta), frame...)
+			var ctx xdplink.Context
+			ret, err := stage.prog.Run(&ebpf.RunOptions{Data: in, DataOut: make([]byte, len(in)+256),
+				Context: xdplink.Context{Data: uint32(len(c.meta)), DataEnd: uint32(len(in))}, ContextOut: &ctx})
+			check(t, err)
+			after := stage.counters(t)
+			copies := after["duplicate"].Packets - before["duplicate"].Packets
+			if xdplink.Action(ret) != xdplink.Redirect || after["downlink_forward"].Packets-before["downlink_forward"].Packets != 1 ||
+				copies != b2u(c.copied) {
+				t.Errorf("%v, %d copies; want a redirect with %d", xdplink.Action(ret), copies, b2u(c.copied))
+			}
+			if c.copied && ctx.Data != 32 {
+				t.Errorf("%d bytes of metadata, want the copy's 32", ctx.Data)
+			}
+		})
+	}
 }

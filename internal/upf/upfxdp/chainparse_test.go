@@ -3,6 +3,7 @@ package upfxdp
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -25,17 +26,17 @@ const parseCPU = 0
 
 // handedParse is what the classify stage left for the UPF stage on
 // parseCPU.
-func handedParse(t *testing.T, d *Datapath) upfChainParse {
+func handedParse(t *testing.T, d *Datapath) upfChainHandoff {
 	t.Helper()
-	var all []upfChainParse
-	check(t, d.maps.ChainParses.Lookup(uint32(0), &all))
+	var all []upfChainHandoff
+	check(t, d.maps.ChainHandoffs.Lookup(uint32(0), &all))
 	return all[parseCPU]
 }
 
 // clearParses empties what the classify stage left on every CPU.
 func clearParses(t *testing.T, d *Datapath) {
 	t.Helper()
-	check(t, d.maps.ChainParses.Put(uint32(0), make([]upfChainParse, ebpf.MustPossibleCPU())))
+	check(t, d.maps.ChainHandoffs.Put(uint32(0), make([]upfChainHandoff, ebpf.MustPossibleCPU())))
 }
 
 // Behind the classify stage, the UPF takes the classify stage's parse of
@@ -161,7 +162,7 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 	classify, steer, steerFirst := rules.Stages()
 	slot, _, err := u.d.slotOf("lo")
 	check(t, err)
-	cpu := cpuStage(t, u.d, slot, RoleAccess|RoleCore)
+	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
 	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}.bytes(t))
 	for _, c := range []struct {
 		name  string
@@ -174,7 +175,7 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 		{name: "no stage after the classify stage", chain: Chain{Classify: classify}, act: xdplink.Pass},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			check(t, u.d.setChain(fakeIfindex, slot, c.chain, u.prog, cpu))
+			check(t, u.d.setChain(fakeIfindex, slot, c.chain, stage))
 			if !c.upf {
 				check(t, u.d.putStage(slot*stageCount+stageUPF, nil))
 			}
@@ -187,6 +188,69 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 			})
 			if got := handedParse(t, u.d); got.Ifindex != 0 {
 				t.Errorf("the parse of a packet of interface %d, %d bytes, left behind", got.Ifindex, got.Len)
+			}
+		})
+	}
+}
+
+// Behind the classify stage, the UPF takes where the outermost IP header
+// lies and the GTP-U message in its datagram from the classify stage,
+// parsing neither again: every frame comes out as from the UPF alone,
+// byte for byte, counted the same, whatever its VLAN tags, outer IP
+// version, options and extension headers. The classify stage hands on an
+// IP header only where the UPF would parse one: behind Ethernet with one
+// VLAN tag at most, of the EtherType's version, whole.
+func TestChainHandsTheIPHeader(t *testing.T) {
+	testCPUs(t)
+	alone := newUPF6(t, RoleAccess|RoleCore)
+	chained, _ := chainOn(t, newUPF6(t, RoleAccess|RoleCore), RoleAccess|RoleCore)
+	inner := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100, id: 7}.bytes(t)
+	tagged := fromGNB
+	tagged.tci = 42
+	up := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), inner)
+	up6 := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), inner)
+	// Outer IPv4 with a router alert: the GTP-U header 4 bytes on.
+	opts := gnbHdr(n3Addr)
+	opts.Options = []layers.IPv4Option{{OptionType: 148, OptionLength: 4, OptionData: []byte{0, 0}}}
+	withOpts := fromGNB.frame(t, layers.EthernetTypeIPv4, udp4(t, opts, gtpuPort, gtpuPort,
+		serialize(t, false, gpdu(teidQoS, ulPSC(9)), gopacket.Payload(inner))))
+	// Two tags, 802.1ad then 802.1Q: the UPF takes one.
+	qinq := slices.Concat(gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), inner)[:16], []byte{0x81, 0x00, 0, 7},
+		gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), inner)[16:])
+	qinq = withBytes(qinq, 12, 0x88, 0xa8)
+	// A hop-by-hop header (PadN) before the UDP header: not GTP-U to the UPF.
+	hopByHop := slices.Concat(up6[:ethLen+40], []byte{17, 0, 1, 4, 0, 0, 0, 0}, up6[ethLen+40:])
+	hopByHop[ethLen+6] = 0
+	hopByHop = with16(hopByHop, ethLen+4, uint16(len(hopByHop)-ethLen-40))
+	cases := []struct {
+		name     string
+		in       []byte
+		l3, gtpu int // the offsets of the IP and GTP-U headers handed on; 0: none
+	}{
+		{"IPv4", up, ethLen, gtpOffset},
+		{"IPv4, tagged", gtpFrame(t, tagged, n3Addr, gpdu(teidQoS, ulPSC(9)), inner), ethLen + vlanLen, gtpOffset + vlanLen},
+		{"IPv4, 802.1ad tag", withBytes(gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), inner), 12, 0x88, 0xa8),
+			ethLen + vlanLen, gtpOffset + vlanLen},
+		{"IPv4 with options", withOpts, ethLen, gtpOffset + 4},
+		{"IPv4, two tags", qinq, 0, 0},
+		{"IPv4 longer than the frame", with16(up, ethLen+2, uint16(len(up)-ethLen+1)), 0, 0},
+		{"IPv6 as EtherType IPv4", withBytes(up6, 12, 0x08, 0x00), 0, 0},
+		{"IPv4 as EtherType IPv6", withBytes(up, 12, 0x86, 0xdd), 0, 0},
+		{"IPv6, extensions", up6, ethLen, gtpOffset6},
+		{"IPv6, tagged", gtp6Frame(t, tagged, n3Addr6, gpdu(teidQoS, ulPSC(9)), inner), ethLen + vlanLen, gtpOffset6 + vlanLen},
+		{"IPv6, hop-by-hop header", hopByHop, ethLen, gtpOffset6 + 8},
+		{"downlink", ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}.frame(t, fromDN), ethLen, 0},
+		{"downlink IPv6, tagged", ipPacket{src: dn6, dst: ue6, ttl: 64, size: 30}.frame(t, l2{dst: fromDN.dst, src: fromDN.src, tci: 9}),
+			ethLen + vlanLen, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clearParses(t, chained.d)
+			onCPU(t, parseCPU, func() { sameAsAlone(t, alone, chained, c.in) })
+			got := handedParse(t, chained.d)
+			if got.Ifindex != 0 || int(got.L3Off) != c.l3 || int(got.Gtpu.Off) != c.gtpu {
+				t.Errorf("left behind: interface %d, IP header at %d, GTP-U header at %d; want none, at %d and %d",
+					got.Ifindex, got.L3Off, got.Gtpu.Off, c.l3, c.gtpu)
 			}
 		})
 	}

@@ -427,13 +427,20 @@ func (d *Datapath) copyProgram() (*ebpf.Program, error) {
 	return d.copy.prog, nil
 }
 
-// cpuProgram is the UPF behind the CPU map, which a chain that steers
-// runs.
-type cpuProgram struct {
-	CPU *ebpf.Program `ebpf:"xdp_upf_cpu"`
+// chainPrograms are the UPF's stage of a chain of more than the UPF: by a
+// tail call, where it takes what the classify stage handed on, and behind
+// the CPU map, which a chain that steers runs.
+type chainPrograms struct {
+	Stage *ebpf.Program `ebpf:"xdp_upf_stage"`
+	CPU   *ebpf.Program `ebpf:"xdp_upf_cpu"`
 }
 
-// loadPrograms loads the programs that into (ifacePrograms, cpuProgram)
+func (p chainPrograms) close() {
+	p.Stage.Close()
+	p.CPU.Close()
+}
+
+// loadPrograms loads the programs that into (ifacePrograms, chainPrograms)
 // names with the interface's constants over the shared maps.
 func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	spec, specs, err := sizedSpec(d.opts.MaxSessions)

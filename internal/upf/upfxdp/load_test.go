@@ -33,10 +33,11 @@ func TestProgramPassesVerifier(t *testing.T) {
 			var progs ifacePrograms
 			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &progs))
 			progs.UPF.Close()
-			// The CPU-map variant, which a chain that steers runs.
-			var cpu cpuProgram
-			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &cpu))
-			cpu.CPU.Close()
+			// The stage of a chain, and its CPU-map variant, which a
+			// chain that steers runs.
+			var stage chainPrograms
+			testsupport.CheckLoad(t, d.loadPrograms(0, roles, &stage))
+			stage.close()
 		})
 	}
 }
