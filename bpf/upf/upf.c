@@ -146,12 +146,18 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct r
 	return families;
 }
 
-/* The CPU's copy of the PDR its packet takes and of its record's branch
- * (record_copies). */
+/* The interface's line on this CPU (iface_lines). */
+INLINE struct iface_line *iface_line(void)
+{
+	__u32 key = iface_slot;
+	return bpf_map_lookup_elem(&iface_lines, &key);
+}
+
+/* The CPU's copy of the PDR its packet takes and of its record's branch. */
 INLINE struct record_copy *record_copy(void)
 {
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&record_copies, &zero);
+	struct iface_line *l = iface_line();
+	return l ? &l->copy : NULL;
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -956,9 +962,10 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
-	struct record_copy *rc = record_copy();
-	if (!rc)
+	struct iface_line *line = iface_line();
+	if (!line)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	struct record_copy *rc = &line->copy;
 	struct pdr *pdr = &rc->pdr;
 	struct record_branch *branch = &rc->branch;
 	__u32 slot, recorded;
@@ -1065,7 +1072,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	if (put_eth(ctx, inner_off, copy.inner_off, nh->dmac, nh->smac, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
+	line->uplink_forward.packets++;
+	line->uplink_forward.bytes += pkt_len;
 	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
 }
 
