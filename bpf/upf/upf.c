@@ -1182,8 +1182,11 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
 	struct gtpu_hdr *h = (void *)(udp + 1);
-	/* Version 4 and IHL 5 in one octet; the GTP-U flags and type in one load. */
-	if (eth->h_proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) ||
+	/* The EtherType in one load (struct ethhdr is packed: its field is
+	 * read by octets); version 4 and IHL 5 in one octet; the GTP-U flags
+	 * and type in one load. */
+	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
+	if (proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) ||
 	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(GTPU_PORT))
 		return a;
 	__u32 tot = bpf_ntohs(ip->tot_len);
@@ -1200,10 +1203,11 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 	} else if (flags_type != bpf_htons((GTPU_V1 | GTPU_PT) << 8 | GTPU_G_PDU)) {
 		return a;
 	}
-	/* The lengths parse_ipv4, parse_gtpu and access_ingress check. */
+	/* The lengths parse_ipv4, parse_gtpu and access_ingress check; the
+	 * GTP-U message within the UDP datagram is within the frame. */
 	__u32 len = bpf_ntohs(h->length), ext_len = hdr_len - sizeof(*h);
 	if ((void *)ip + tot > end || bpf_ntohs(udp->len) != tot - sizeof(*ip) || len < ext_len ||
-	    (void *)(h + 1) + len > end || sizeof(*udp) + sizeof(*h) + len > tot - sizeof(*ip))
+	    sizeof(*udp) + sizeof(*h) + len > tot - sizeof(*ip))
 		return a;
 	int addr_index = gtpu_addr_index(ip->daddr);
 	if (addr_index < 0)
