@@ -258,18 +258,20 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ifaces SEC(".maps");
 
-/* A CPU's copy of the PDR its packet takes, from a record or the packet's
- * PDR set, and of what the record says of the PDR after it (struct
- * record_copy): the stack has no room for them beside the frames of the
- * calls. One a CPU serves: every run of the program, in NAPI, the CPU map
- * or a test run, has bottom halves off, so no other starts on its CPU
- * before it ends. */
+/* By interface slot, a CPU's copy of the PDR its packet takes, from a
+ * record or the packet's PDR set, and of what the record says of the PDR
+ * after it (struct iface_line): the stack has no room for them beside the
+ * frames of the calls. One a CPU serves: every run of the program, in
+ * NAPI, the CPU map or a test run, has bottom halves off, so no other
+ * starts on its CPU before it ends. Pinned for the uplink packets it
+ * counts; the copies in it are scratch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, struct record_copy);
-	__uint(max_entries, 1);
-} record_copies SEC(".maps");
+	__type(value, struct iface_line);
+	__uint(max_entries, MAX_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} iface_lines SEC(".maps");
 
 /* By interface slot: the packets of installed keys that no record served
  * (taken through their PDR set), when there are records. */
@@ -281,7 +283,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cold_packets SEC(".maps");
 
-/* Index: interface slot * REASON_COUNT + reason. */
+/* Index: interface slot * REASON_COUNT + reason; REASON_UPLINK_FORWARD
+ * adds its slot's uplink_forward in iface_lines. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);

@@ -172,10 +172,19 @@ struct set_record {
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
 /* What a packet copies of its record, or of its set: the PDR it takes and
- * what the record says of the PDR after it (record_copies). */
+ * what the record says of the PDR after it (iface_lines). */
 struct record_copy {
 	struct pdr pdr;
 	struct record_branch branch;
+};
+
+/* An interface's line on a CPU (iface_lines): the copy of the PDR its
+ * packet takes, and the count of its forwarded uplink packets, the common
+ * reason, beside it rather than in iface_counters: one per-CPU lookup a
+ * packet instead of two. */
+struct iface_line {
+	struct record_copy copy;
+	struct counter uplink_forward;
 };
 
 /* Key of set_overflow, the sets whose index places were taken. */

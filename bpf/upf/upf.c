@@ -148,12 +148,18 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct r
 	return families;
 }
 
-/* The CPU's copy of the PDR its packet takes and of its record's branch
- * (record_copies). */
+/* The interface's line on this CPU (iface_lines). */
+INLINE struct iface_line *iface_line(void)
+{
+	__u32 key = iface_slot;
+	return bpf_map_lookup_elem(&iface_lines, &key);
+}
+
+/* The CPU's copy of the PDR its packet takes and of its record's branch. */
 INLINE struct record_copy *record_copy(void)
 {
-	__u32 zero = 0;
-	return bpf_map_lookup_elem(&record_copies, &zero);
+	struct iface_line *l = iface_line();
+	return l ? &l->copy : NULL;
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -1016,9 +1022,10 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
-	struct record_copy *rc = record_copy();
-	if (!rc)
+	struct iface_line *line = iface_line();
+	if (!line)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	struct record_copy *rc = &line->copy;
 	struct pdr *pdr = &rc->pdr;
 	struct record_branch *branch = &rc->branch;
 	__u32 slot, recorded;
@@ -1125,7 +1132,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	if (put_eth(ctx, inner_off, copy.inner_off, nh->dmac, nh->smac, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	finish(pkt_len, REASON_UPLINK_FORWARD, 0);
+	line->uplink_forward.packets++;
+	line->uplink_forward.bytes += pkt_len;
 	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
 }
 
@@ -1206,6 +1214,71 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 		      gtpu_off + g.hdr_len);
 }
 
+/* What uplink takes of a G-PDU: its key (TEID | address index << 32), its
+ * PDU Session Container's QFI | 0x100 (0: none), its GTP-U payload's length
+ * and where the inner packet starts (0: not such a G-PDU). */
+struct gpdu_args {
+	__u64 key;
+	__u32 psc_qfi;
+	__u32 payload_len;
+	__u32 inner_off;
+};
+
+#define FAST_GPDU_LEN (ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
+#define FAST_GPDU_PSC_LEN (FAST_GPDU_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+
+/* The common G-PDU, read at fixed offsets after one bounds check: an
+ * untagged Ethernet frame, IPv4 without options or fragmentation, UDP to
+ * port 2152 of one of our addresses, GTP-U v1 with either no optional
+ * fields or only E and exactly one PDU Session Container of one 4-octet
+ * unit ending the chain, and room for an inner IPv4 header: uplink's
+ * arguments, as access_ingress would find them. Every other frame (inner_off
+ * 0) is the general parser's. Returned by value: registers, no stack. */
+INLINE struct gpdu_args fast_gpdu(void *data, void *end)
+{
+	struct gpdu_args a = {};
+	if (data + FAST_GPDU_PSC_LEN + sizeof(struct iphdr) > end)
+		return a;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+	struct gtpu_hdr *h = (void *)(udp + 1);
+	/* The EtherType in one load (struct ethhdr is packed: its field is
+	 * read by octets); version 4 and IHL 5 in one octet; the GTP-U flags
+	 * and type in one load. */
+	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
+	if (proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) ||
+	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(GTPU_PORT))
+		return a;
+	__u32 tot = bpf_ntohs(ip->tot_len);
+	__u32 hdr_len = sizeof(*h);
+	__u16 flags_type = *(__u16 *)h;
+	if (flags_type == bpf_htons((GTPU_V1 | GTPU_PT | GTPU_E) << 8 | GTPU_G_PDU)) {
+		struct gtpu_opt *o = (void *)(h + 1);
+		__u32 psc = *(__u32 *)(o + 1); /* length, PDU type, QFI, next type */
+		if (o->next_ext != GTPU_EXT_PDU_SESSION_CONTAINER ||
+		    (psc & bpf_htonl(0xff0000ff)) != bpf_htonl(0x01000000))
+			return a;
+		hdr_len = FAST_GPDU_PSC_LEN - FAST_GPDU_LEN + sizeof(*h);
+		a.psc_qfi = 0x100 | (((__u8 *)(o + 1))[2] & GTPU_PSC_QFI);
+	} else if (flags_type != bpf_htons((GTPU_V1 | GTPU_PT) << 8 | GTPU_G_PDU)) {
+		return a;
+	}
+	/* The lengths parse_ipv4, parse_gtpu and access_ingress check; the
+	 * GTP-U message within the UDP datagram is within the frame. */
+	__u32 len = bpf_ntohs(h->length), ext_len = hdr_len - sizeof(*h);
+	if ((void *)ip + tot > end || bpf_ntohs(udp->len) != tot - sizeof(*ip) || len < ext_len ||
+	    sizeof(*udp) + sizeof(*h) + len > tot - sizeof(*ip))
+		return a;
+	int addr_index = gtpu_addr_index(ip->daddr);
+	if (addr_index < 0)
+		return a;
+	a.key = h->teid | (__u64)addr_index << 32;
+	a.payload_len = len - ext_len;
+	a.inner_off = ETH_HLEN + sizeof(*ip) + sizeof(*udp) + hdr_len;
+	return a;
+}
+
 /* The PDR a downlink packet of a UE address key (family its record's
  * bit) takes, copied into *pdr with its slot: 1, or 0 when no set has the
  * key, -1 when none of the set's PDRs matches. */
@@ -1272,6 +1345,11 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
 	const struct chain_handoff *h = staged ? chain_claim(ctx) : NULL;
+	if (iface_roles & ROLE_ACCESS) {
+		struct gpdu_args a = fast_gpdu(data, end);
+		if (a.inner_off)
+			return uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
+	}
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth = data;
 	__be16 proto;

@@ -67,6 +67,12 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 			}
 			c.Reasons[name] = sum
 		}
+		forwarded, err := d.uplinkForwarded(slot)
+		if err != nil {
+			return nil, err
+		}
+		name := ReasonNames[upfReasonREASON_UPLINK_FORWARD]
+		c.Reasons[name] = percpu.Total([]Counter{c.Reasons[name], forwarded})
 		cold, err := percpu.Sum[Counter](d.maps.ColdPackets, slot)
 		if err != nil {
 			return nil, err
@@ -75,6 +81,21 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// uplinkForwarded sums what the data path counts of an interface slot's
+// forwarded uplink packets beside its CPUs' PDR copies (iface_lines), not
+// in its reason counters.
+func (d *Datapath) uplinkForwarded(slot uint32) (Counter, error) {
+	var lines []upfIfaceLine
+	if err := d.maps.IfaceLines.Lookup(slot, &lines); err != nil {
+		return Counter{}, err
+	}
+	counts := make([]Counter, len(lines))
+	for i := range lines {
+		counts[i] = lines[i].UplinkForward
+	}
+	return percpu.Total(counts), nil
 }
 
 // PDRCounter returns the packets and user-plane bytes a PDR slot matched.

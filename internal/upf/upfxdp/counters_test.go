@@ -112,3 +112,33 @@ func TestReasonNamesAreTheDataPaths(t *testing.T) {
 	}
 	testsupport.CheckEnumNames(t, spec, "reason", "REASON_", "REASON_COUNT", ReasonNames[:])
 }
+
+// The forwarded uplink packets, counted apart from the other reasons, are
+// found again by a restarted data path that reattaches the interface, and
+// start at zero for an interface that takes a freed slot.
+func TestUplinkForwardAfterRestart(t *testing.T) {
+	u := newUPF(t, RoleAccess)
+	up := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t))
+	for range 2 {
+		u.expect(t, up, xdplink.Redirect, "uplink_forward")
+	}
+	want := Counter{Packets: 2, Bytes: 2 * uint64(len(up))}
+	d, err := Open(u.d.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	again := attachTest(t, d, fakeIfindex, "lo", RoleAccess)
+	if c := again.counters(t)["uplink_forward"]; c != want {
+		t.Errorf("uplink_forward after a restart: %+v, want %+v", c, want)
+	}
+	slot, err := d.claimSlot(fakeIfindex, "lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, d.releaseSlot(slot))
+	other := attachTest(t, d, fakeIfindex+1, "other", RoleAccess)
+	if c := other.counters(t)["uplink_forward"]; c != (Counter{}) {
+		t.Errorf("uplink_forward of an interface in a freed slot: %+v, want none", c)
+	}
+}

@@ -225,6 +225,9 @@ func TestUplinkForward(t *testing.T) {
 	}
 	tagged := fromGNB
 	tagged.tci = 42
+	outerOpts := gnbHdr(n3Addr) // a Router Alert option: IHL 6
+	outerOpts.Options = []layers.IPv4Option{{OptionType: 0x94, OptionLength: 4, OptionData: []byte{0, 0}}}
+	twoWordPSC := layers.GTPExtensionHeader{Type: extPSC, Content: []byte{0x10, 9, 0, 0, 0, 0}}
 
 	fwd := func(name string, l l2, dst netip.Addr, g *layers.GTPv1U, p ipPacket, nh uint32) pktCase {
 		return pktCase{name: name, in: gtpFrame(t, l, dst, g, p.bytes(t)), act: xdplink.Redirect,
@@ -241,6 +244,10 @@ func TestUplinkForward(t *testing.T) {
 		fwd("two-word extension before the PSC", fromGNB, n3Addr, gpdu(teidQoS, ext(extRAN, 2), ulPSC(9)), v4, nhCore),
 		fwd("PSC before a two-word extension", fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9), ext(extRAN, 2)), v4, nhCore),
 		fwd("eight extensions", fromGNB, n3Addr, gpdu(teidQoS, append(seven, ulPSC(9))...), v4, nhCore),
+		fwd("PSC of two words", fromGNB, n3Addr, gpdu(teidQoS, twoWordPSC), v4, nhCore),
+		{name: "outer IPv4 options", in: fromGNB.frame(t, layers.EthernetTypeIPv4, udp4(t, outerOpts, gtpuPort, gtpuPort,
+			serialize(t, false, gpdu(teidQoS, ulPSC(9)), gopacket.Payload(v4.bytes(t))))),
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
 		fwd("second N3 address, its own F-TEID", fromGNB, n3Addr2, gpdu(teidQoS, ulPSC(9)), v4, nhCore),
 		fwd("tagged frame in", tagged, n3Addr, gpdu(teidQoS, ulPSC(9)), v4, nhCore),
 		fwd("tagged in and out", tagged, n3Addr, gpdu(teidQoS), v4, nhCoreVLAN),
