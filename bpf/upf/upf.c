@@ -665,8 +665,12 @@ INLINE int put_nexthop_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, co
 	void *data = l2_room(ctx, inner_off, new_l2);
 	if (!data)
 		return -1;
-	*(__u64 *)data = *(const __u64 *)nh->dmac;
-	*(__u32 *)(data + 8) = *(const __u32 *)&nh->smac[2];
+	/* Hidden from the compiler, which would split the reads by the
+	 * alignment it knows of the MACs' offsets. */
+	const __u8 *mac = nh->dmac;
+	asm volatile("" : "+r"(mac));
+	*(__u64 *)data = *(const __u64 *)mac;
+	*(__u32 *)(data + 8) = *(const __u32 *)(mac + 8);
 	if (tci) {
 		*(__u32 *)(data + 12) = bpf_htons(ETH_P_8021Q) | (__u32)tci << 16;
 		data += sizeof(struct vlan_hdr);
