@@ -12,23 +12,20 @@
 #define IP_OFFSET 0x1fff
 
 /* Writes an option-less IPv4 header of a UDP datagram (TTL 64, ID 0, no
- * flags) with whole-word stores and the checksum summed from registers
+ * flags) in five whole words, with the checksum summed from registers
  * rather than read back from the packet: the encapsulation fast path. */
 INLINE void ipv4_write_udp(struct iphdr *ip, __u16 tot_len, __u8 tos, __be32 saddr, __be32 daddr)
 {
-	__u16 *w = (__u16 *)ip;
-	__be16 len = bpf_htons(tot_len);
-	__be16 w0 = bpf_htons(0x4500 | tos);
-	__u32 sum = w0 + len + bpf_htons(64 << 8 | IPPROTO_UDP) + (saddr & 0xffff) + (saddr >> 16) +
+	__u32 *w = (__u32 *)ip;
+	__u32 version_len = bpf_htons(0x4500 | tos) | (__u32)bpf_htons(tot_len) << 16;
+	__u32 ttl_proto = bpf_htons(64 << 8 | IPPROTO_UDP);
+	__u32 sum = (version_len & 0xffff) + (version_len >> 16) + ttl_proto + (saddr & 0xffff) + (saddr >> 16) +
 		    (daddr & 0xffff) + (daddr >> 16);
-	w[0] = w0;
-	w[1] = len;
-	w[2] = 0;
-	w[3] = 0;
-	w[4] = bpf_htons(64 << 8 | IPPROTO_UDP);
-	w[5] = csum_fold(sum);
-	ip->saddr = saddr;
-	ip->daddr = daddr;
+	w[0] = version_len;
+	w[1] = 0; /* ID, flags and fragment offset */
+	w[2] = ttl_proto | (__u32)csum_fold(sum) << 16;
+	w[3] = saddr;
+	w[4] = daddr;
 }
 
 INLINE int ipv4_is_fragment(const struct iphdr *ip)

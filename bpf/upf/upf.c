@@ -689,44 +689,100 @@ INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 }
 
 /* Moves the start of the frame so that new_l2 bytes of Ethernet header sit
- * right before the IP packet at inner_off, and writes that header. */
-INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
-		   const __u8 *smac, __be16 tci, __be16 proto)
+ * right before the IP packet at inner_off: the frame's start, with room for
+ * a tagged header, or NULL. */
+INLINE void *l2_room(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2)
 {
 	int delta = (int)inner_off - (int)new_l2;
 	/* A relay whose headers keep their length moves nothing: no call. */
 	if (delta && bpf_xdp_adjust_head(ctx, delta))
-		return -1;
+		return NULL;
 	void *data = (void *)(long)ctx->data;
 	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
+		return NULL;
+	return data;
+}
+
+/* Makes room for the Ethernet header of new_l2 bytes before the IP packet
+ * at inner_off (l2_room) and writes it. */
+INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8 *dmac,
+		   const __u8 *smac, __be16 tci, __be16 proto)
+{
+	void *data = l2_room(ctx, inner_off, new_l2);
+	if (!data)
 		return -1;
 	write_eth(data, dmac, smac, tci, proto);
 	return 0;
 }
 
-/* Writes the UDP and GTP-U headers of a G-PDU of udp_len bytes from the
- * UDP header on, with teid and no checksum; the caller has checked that
- * they fit. */
-INLINE void write_udp_gtpu(struct udphdr *udp, __u32 udp_len, __be32 teid)
+_Static_assert(__builtin_offsetof(struct nexthop, smac) == __builtin_offsetof(struct nexthop, dmac) + ETH_ALEN,
+	       "a next hop's MACs are the 12 bytes of an Ethernet header's");
+
+/* put_eth towards the next hop nh, an entry of nexthops, in three whole
+ * words and a half: write_eth copies the MACs byte by byte (struct ethhdr
+ * is packed, the stack's MACs may lie anywhere), 26 loads and stores. A
+ * map value, unlike the stack, may be read at any offset. */
+INLINE int put_nexthop_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const struct nexthop *nh,
+			   __be16 tci, __be16 proto)
 {
-	struct gtpu_hdr *h = (void *)(udp + 1);
-	udp->source = bpf_htons(GTPU_PORT);
-	udp->dest = bpf_htons(GTPU_PORT);
-	udp->len = bpf_htons(udp_len);
-	udp->check = 0;
-	h->flags = GTPU_V1 | GTPU_PT;
-	h->type = GTPU_G_PDU;
-	h->length = bpf_htons(udp_len - GTPU_ENCAP_LEN);
-	h->teid = teid;
+	void *data = l2_room(ctx, inner_off, new_l2);
+	if (!data)
+		return -1;
+	/* Hidden from the compiler, which would split the reads by the
+	 * alignment it knows of the MACs' offsets. */
+	const __u8 *mac = nh->dmac;
+	asm volatile("" : "+r"(mac));
+	*(__u64 *)data = *(const __u64 *)mac;
+	*(__u32 *)(data + 8) = *(const __u32 *)(mac + 8);
+	if (tci) {
+		*(__u32 *)(data + 12) = bpf_htons(ETH_P_8021Q) | (__u32)tci << 16;
+		data += sizeof(struct vlan_hdr);
+	}
+	*(__be16 *)(data + 12) = proto;
+	return 0;
+}
+
+/* The second word of a PDU Session Container of type psc_type
+ * (GTPU_PSC_DL or GTPU_PSC_UL) with qfi (PPP, RQI, QFI): its length,
+ * type, QFI and next extension, as it lies in memory. */
+#define PSC_WORD(psc_type, qfi) (1 | (__u32)(psc_type) << 12 | (__u32)(qfi) << 16)
+
+/* Writes the UDP and GTP-U headers of a G-PDU of udp_len bytes from the
+ * UDP header on, with teid, no checksum and, when psc (a PSC_WORD) is not
+ * 0, a PDU Session Container, in whole words built in registers; returns
+ * their sum as csum_to_end would read it, where the UDP checksum over IPv6
+ * starts. The caller has checked that they fit. */
+INLINE __u64 write_udp_gtpu(struct udphdr *udp, __u32 udp_len, __be32 teid, __u32 psc)
+{
+	__u32 *w = (void *)udp;
+	__u32 flags = GTPU_V1 | GTPU_PT | (psc ? GTPU_E : 0);
+	__u32 ports = bpf_htons(GTPU_PORT) | (__u32)bpf_htons(GTPU_PORT) << 16;
+	__u32 len = bpf_htons(udp_len); /* and a zero checksum */
+	__u32 gtpu = flags | GTPU_G_PDU << 8 | (__u32)bpf_htons(udp_len - GTPU_ENCAP_LEN) << 16;
+	__u64 sum = (__u64)ports + len + gtpu + teid;
+	w[0] = ports;
+	w[1] = len;
+	w[2] = gtpu;
+	w[3] = teid;
+	if (psc) {
+		/* Sequence number and N-PDU number 0, then the container. */
+		__u32 opt = (__u32)GTPU_EXT_PDU_SESSION_CONTAINER << 24;
+		w[4] = opt;
+		w[5] = psc;
+		sum += (__u64)opt + psc;
+	}
+	return sum;
 }
 
 /* Writes the IPv4, UDP and GTP-U headers of a G-PDU of tot_len bytes from
- * the IPv4 header on, in the tunnel from local to peer with teid; the
- * caller has checked that they fit. */
-INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u8 tos, __be32 local, __be32 peer, __be32 teid)
+ * the IPv4 header on, in the tunnel from local to peer with teid and the
+ * PDU Session Container psc (write_udp_gtpu); the caller has checked that
+ * they fit. */
+INLINE void write_gpdu(struct iphdr *ip, __u32 tot_len, __u8 tos, __be32 local, __be32 peer, __be32 teid,
+		       __u32 psc)
 {
 	ipv4_write_udp(ip, tot_len, tos, local, peer);
-	write_udp_gtpu((void *)(ip + 1), tot_len - sizeof(*ip), teid);
+	write_udp_gtpu((void *)(ip + 1), tot_len - sizeof(*ip), teid, psc);
 }
 
 /* The next-hop slot of a copy: its Duplicating Parameters' own, or the
@@ -797,7 +853,7 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	struct iphdr *ip = data + new_l2;
 	if ((void *)ip + sizeof(struct iphdr) + GTPU_ENCAP_LEN > end)
 		return -1;
-	write_gpdu(ip, encap + inner_len, d->tos, d->local, d->peer, d->teid);
+	write_gpdu(ip, encap + inner_len, d->tos, d->local, d->peer, d->teid, 0);
 	return 0;
 }
 
@@ -886,32 +942,25 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct copied_packet *
 	return bpf_redirect(nh->ifindex, 0);
 }
 
-/* The UDP checksum over IPv6 of the datagram at udp_off to the end of the
- * frame, its check field zero, between the endpoints of tunnel t: its
- * headers (UDP and GTP-U, hdr_len bytes: 16, or 24 with a PDU Session
- * Container) summed, the IP packet they carry summed by its own checksums
- * where it has them (ip_packet_sum), else read; 0 when the frame is too
- * long to sum. A global function, so that the verifier checks its loops
- * once. */
-__attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 udp_off, __u32 hdr_len, const struct tunnel6 *t)
+/* The UDP checksum over IPv6 of a G-PDU whose IP packet lies at inner_off
+ * to the end of the frame, outer the sum of its pseudo-header and of its
+ * UDP and GTP-U headers (their check field zero), which the caller wrote:
+ * the IP packet summed by its own checksums where it has them
+ * (ip_packet_sum), else read; 0 when the frame is too long to sum. A
+ * global function, so that the verifier checks its loops once. */
+__attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __u64 outer)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	if (!t)
-		return 0;
-	/* At most ETH_HLEN_VLAN + 40: the mask bounds it for the verifier. */
-	__u32 *udp = data + (udp_off & 63);
-	if ((void *)(udp + GTPU_ENCAP_QFI_LEN / 4) > end)
-		return 0;
-	int with_qfi = hdr_len == GTPU_ENCAP_QFI_LEN;
-	__s64 sum = ip_packet_sum((void *)udp + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN), end);
-	if (sum >= 0)
-		sum += (__u64)udp[0] + udp[1] + udp[2] + udp[3] + (with_qfi ? (__u64)udp[4] + udp[5] : 0);
-	else
-		sum = csum_to_end(udp, end);
+	/* At most ETH_HLEN_VLAN + 40 + GTPU_ENCAP_QFI_LEN: the mask bounds it
+	 * for the verifier. */
+	void *inner = data + (inner_off & 127);
+	__s64 sum = ip_packet_sum(inner, end);
+	if (sum < 0)
+		sum = csum_to_end(inner, end);
 	if (sum < 0)
 		return 0;
-	__u16 check = csum_fold(csum_fold64(sum + ipv6_pseudo_sum((void *)t->local, (void *)t->peer, end - (void *)udp, IPPROTO_UDP)));
+	__u16 check = csum_fold(csum_fold64(sum + outer));
 	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
 }
 
@@ -948,38 +997,28 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
 	__u32 encap = ip_len + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
-	    put_eth(ctx, inner_off, new_l2 + encap, nh->dmac, nh->smac, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
+	    put_nexthop_eth(ctx, inner_off, new_l2 + encap, nh, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	void *ip = data + new_l2;
 	struct udphdr *udp = ip + ip_len;
-	struct gtpu_hdr *h = (void *)(udp + 1);
-	struct gtpu_opt *o = (void *)(h + 1);
-	struct gtpu_pdu_session_dl *psc = (void *)(o + 1);
-	if ((void *)(psc + 1) > end)
+	if ((void *)udp + GTPU_ENCAP_QFI_LEN > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 udp_len = encap - ip_len + inner_len;
+	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
 	if (v6) {
 		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
-		write_udp_gtpu(udp, udp_len, far->teid);
+		/* Over IPv6 the checksum is mandatory: its headers' part is
+		 * summed from the registers they were written from. */
+		__u64 outer = write_udp_gtpu(udp, udp_len, far->teid, psc_word) +
+			      ipv6_pseudo_sum((void *)t6->local, (void *)t6->peer, udp_len, IPPROTO_UDP);
+		if (!(udp->check = udp6_check(ctx, new_l2 + encap, outer)))
+			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	} else {
-		write_gpdu(ip, encap + inner_len, far->tos, far->local, far->peer, far->teid);
+		write_gpdu(ip, encap + inner_len, far->tos, far->local, far->peer, far->teid, psc_word);
 	}
-	if (with_qfi) {
-		h->flags |= GTPU_E;
-		o->seq = 0;
-		o->npdu = 0;
-		o->next_ext = GTPU_EXT_PDU_SESSION_CONTAINER;
-		psc->length = 1;
-		psc->pdu_type = psc_type << 4;
-		psc->qfi = qfi;
-		psc->next_ext = 0;
-	}
-	/* Over IPv6 the checksum is mandatory. */
-	if (v6 && !(udp->check = udp6_check(ctx, new_l2 + ip_len, encap - ip_len, t6)))
-		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	if (far->action == FAR_BUFFER) {
 		struct release_meta *m = release_meta(ctx);
 		if (m) {
@@ -1130,7 +1169,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	}
 	__be16 tci = nh->vlan_tci;
 	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
-	if (put_eth(ctx, inner_off, copy.inner_off, nh->dmac, nh->smac, tci, proto))
+	if (put_nexthop_eth(ctx, inner_off, copy.inner_off, nh, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	line->uplink_forward.packets++;
 	line->uplink_forward.bytes += pkt_len;
