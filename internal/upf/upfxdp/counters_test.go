@@ -1,7 +1,11 @@
 package upfxdp
 
 import (
+	"errors"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +144,30 @@ func TestUplinkForwardAfterRestart(t *testing.T) {
 	other := attachTest(t, d, fakeIfindex+1, "other", RoleAccess)
 	if c := other.counters(t)["uplink_forward"]; c != (Counter{}) {
 		t.Errorf("uplink_forward of an interface in a freed slot: %+v, want none", c)
+	}
+}
+
+func TestUpgradeRemovesRetiredPins(t *testing.T) {
+	u := newUPF(t, RoleAccess)
+	for _, name := range retiredMaps {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, m.Pin(filepath.Join(u.d.opts.PinPath, name)))
+		check(t, m.Close())
+	}
+	d, err := Open(u.d.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, name := range retiredMaps {
+		if _, err := os.Stat(filepath.Join(u.d.opts.PinPath, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the pin of the retired map %s is still there after a restart (%v)", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(u.d.opts.PinPath, "pdrs")); err != nil {
+		t.Errorf("a map this version uses lost its pin: %v", err)
 	}
 }

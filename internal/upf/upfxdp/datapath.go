@@ -192,6 +192,21 @@ type Datapath struct {
 	pdrWritten atomic.Bool
 }
 
+// retiredMaps are maps earlier builds pinned that this one no longer has:
+// the usage lines took over the QERs' per-CPU credits, and the chain's
+// handoff the GTP-U parse. An upgrade removes their pins, so the directory
+// holds only maps something reads.
+var retiredMaps = []string{"qer_credits", "chain_parses"}
+
+func removeRetiredMaps(dir string) error {
+	for _, name := range retiredMaps {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the pin of %s, a map this version no longer has: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // Open creates the maps, or reuses the ones a previous run pinned.
 func Open(opts Options) (*Datapath, error) {
 	if opts.PinPath == "" {
@@ -227,6 +242,9 @@ func Open(opts Options) (*Datapath, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading maps: %w", err)
+	}
+	if err := removeRetiredMaps(opts.PinPath); err != nil {
+		return nil, errors.Join(err, d.Close())
 	}
 	if err := d.routes.open(&d.maps); err != nil {
 		return nil, errors.Join(err, d.Close())
