@@ -308,21 +308,8 @@ INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g,
 	return 1;
 }
 
-/* This CPU's usage line of a QER or URR slot, and in *rule the QER or
- * URR of the slot, in rules (qers or urrs): one key on the stack for
- * both lookups, which the uplink path has no room for two of. */
-INLINE struct usage_line *usage_line(void *rules, __u32 slot, void **rule)
-{
-	__u32 key = slot;
-	*rule = bpf_map_lookup_elem(rules, &key);
-	key = bpf_get_smp_processor_id() * pdr_slots + slot;
-	return bpf_map_lookup_elem(&usage_lines, &key);
-}
-
-/* This CPU's usage line of a URR slot alone: a packet whose line says
- * the URR's flags looks the URR up only to count in it (URR_SHARED) or
- * to report its start. */
-INLINE struct usage_line *urr_line(__u32 slot)
+/* This CPU's usage line of a QER or URR slot. */
+INLINE struct usage_line *cpu_usage_line(__u32 slot)
 {
 	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
 	return bpf_map_lookup_elem(&usage_lines, &key);
@@ -379,8 +366,8 @@ __attribute__((noinline)) int enforce_qers(const struct pdr *pdr, int dir, __u32
 		__u32 slot = pdr->qer[i];
 		if (!slot)
 			break;
-		struct qer *q;
-		struct usage_line *line = usage_line(&qers, slot, (void **)&q);
+		struct qer *q = bpf_map_lookup_elem(&qers, &slot);
+		struct usage_line *line = cpu_usage_line(slot);
 		if (!line || !q)
 			return REASON_DROP_INTERNAL;
 		__u64 flags = line->flags;
@@ -481,7 +468,7 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 			break;
 		if (!(pdr->flags & (PDR_URR_BEFORE_QOS << n)) != !before_qos)
 			continue;
-		struct usage_line *line = urr_line(slot);
+		struct usage_line *line = cpu_usage_line(slot);
 		if (!line)
 			return REASON_DROP_INTERNAL;
 		counts |= 1 << n;
@@ -509,7 +496,7 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 		if (!(counts & (1 << n)))
 			continue;
 		__u32 slot = pdr->urr[n];
-		struct usage_line *line = urr_line(slot);
+		struct usage_line *line = cpu_usage_line(slot);
 		if (!line)
 			return REASON_DROP_INTERNAL;
 		int shared = counts & (1 << (n + URRS_PER_PDR));
