@@ -434,6 +434,8 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "no SEID", edits: map[string]any{"seid": remove}, field: "seid"},
 		{name: "SEID 0", edits: map[string]any{"seid": 0}, field: "seid"},
 		{name: "PDRs not a list", edits: map[string]any{"pdrs": map[string]any{}}, field: "pdrs"},
+		{name: "no PDRs", edits: map[string]any{"pdrs": []any{}}, field: "pdrs"},
+		{name: "PDRs absent", edits: map[string]any{"pdrs": remove}, field: "pdrs"},
 		{name: "no source interface", edits: map[string]any{"pdrs.1.pdi.sourceInterface": remove}, field: "pdrs[1].pdi.sourceInterface"},
 		{name: "unknown interface", edits: map[string]any{"pdrs.0.pdi.sourceInterface": "INTERFACE_VALUE_N9"}, field: "pdrs[0].pdi.sourceInterface"},
 		{name: "interface number out of range", edits: map[string]any{"pdrs.1.pdi.sourceInterface": 4}, field: "pdrs[1].pdi.sourceInterface"},
@@ -513,6 +515,8 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 			field: "pdrs[1].pdi.qfi", status: http.StatusBadRequest},
 		{name: "PUT with an unknown field", method: "PUT", path: fig10Path, body: variant(t, fig10, map[string]any{"fars.0.forwardingParameters.mtu": 1500}),
 			field: "fars[0].forwardingParameters.mtu", status: http.StatusBadRequest},
+		{name: "PUT without PDRs", method: "PUT", path: fig10Path, body: variant(t, fig10, map[string]any{"pdrs": []any{}}),
+			field: "pdrs", status: http.StatusBadRequest},
 		{name: "SEID that is not a number", method: "GET", path: "/api/v1/sessions/one", status: http.StatusBadRequest},
 	}...)
 	for _, c := range cases {

@@ -324,9 +324,14 @@ func gateOf(closed bool) gate {
 }
 
 // session converts a decoded document, naming the field of anything the
-// session model cannot hold; session.Validate checks the rest.
+// session model cannot hold; session.Validate checks the rest. A document
+// needs a PDR, as a PFCP establishment needs a Create PDR: a session
+// without one matches no packet.
 func (d *document) session() (session.Session, error) {
 	s := session.Session{SEID: d.SEID}
+	if len(d.PDRs) == 0 {
+		return s, fielderr.New("pdrs", "needs at least one PDR: a session without one matches no packet")
+	}
 	for i := range d.PDRs {
 		p, err := d.PDRs[i].pdr(fmt.Sprintf("pdrs[%d]", i))
 		if err != nil {

@@ -399,7 +399,8 @@ func TestReleaseAssociation(t *testing.T) {
 		}
 	}
 
-	e.expect(t, http.StatusNotFound, "POST", "/api/v1/pfcp/associations/smf.elsewhere/release", "")
+	sameJSON(t, e.expect(t, http.StatusNotFound, "POST", "/api/v1/pfcp/associations/smf.elsewhere/release", ""),
+		`{"error": "no PFCP association with smf.elsewhere"}`)
 	if smf.ReleaseAsked() {
 		t.Fatal("another node's release reached the SMF")
 	}

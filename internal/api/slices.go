@@ -97,11 +97,8 @@ func (s *server) putSlice(w http.ResponseWriter, r *http.Request) (int, any, err
 	}
 	// Checked here rather than in setSlice, so that a rules file an
 	// earlier version wrote still loads.
-	switch {
-	case doc.Rate > 0 && doc.Rate < 8: // the bucket fills by the byte
-		return 0, nil, fielderr.New("rate", "%d bits per second is under a byte a second: 0 (no limit) or at least 8", doc.Rate)
-	case doc.Rate == 0 && doc.Burst > 0:
-		return 0, nil, fielderr.New("burst", "a burst needs a rate")
+	if err := classifyxdp.CheckRate(doc.Rate, doc.Burst); err != nil {
+		return 0, nil, err
 	}
 	doc.ID = &id
 	set, err := s.classifier.setSlice(doc)

@@ -48,6 +48,20 @@ type Slice struct {
 // 10 ms of its rate, and a full-size frame at least.
 func DefaultBurst(rate uint64) uint64 { return max(rate/8/100, 1518) }
 
+// CheckRate refuses a slice's rate and burst that cannot mean what a user
+// wrote: a rate under a byte a second (the bucket fills by the byte) and a
+// burst without a rate. SetSlice does not call it, so that a rules file an
+// earlier version wrote still loads; what users set now goes through it.
+func CheckRate(rate, burst uint64) error {
+	switch {
+	case rate > 0 && rate < 8:
+		return invalid("rate", "%d bits per second is under a byte a second: 0 (no limit) or at least 8", rate)
+	case rate == 0 && burst > 0:
+		return invalid("burst", "a burst needs a rate")
+	}
+	return nil
+}
+
 // DefaultOffloadHold is how long a flow sent to an alternative node stays
 // away at least, so that flows do not flap between nodes.
 const DefaultOffloadHold = 100 * time.Millisecond

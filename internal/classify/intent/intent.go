@@ -202,6 +202,9 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 			if in.Rate, err = strconv.ParseUint(r, 10, 64); err != nil || in.Rate == 0 {
 				return doc, in, invalid("Action.rate", "%q is not a rate in bits per second", r)
 			}
+			if err := classifyxdp.CheckRate(in.Rate, 0); err != nil {
+				return doc, in, asError("Action.rate", err)
+			}
 		}
 		if len(in.Matches) == 0 {
 			return doc, in, invalid("Resources", "name the flows of the slice")

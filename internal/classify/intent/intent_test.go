@@ -123,6 +123,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{name: "a prio queue on a CPU not there", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "4096"}}`, field: "Action.rx_queue"},
 		{name: "a bad priority", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "urgent"}}`, field: "Action.priority"},
 		{name: "a bad rate", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "fast"}}`, field: "Action.rate"},
+		{name: "a rate under a byte a second", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "7"}}`, field: "Action.rate"},
 		{name: "a slice naming nothing", doc: `{"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources"},
 		{name: "an unknown resource field", doc: `{"Resources": [{"vlan": "3"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].vlan"},
 		{name: "a fifth tunnel level", doc: `{"Resources": [{"encapsulationType5": "gre"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].encapsulationType5"},
@@ -147,6 +148,17 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
 			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)
 		}
+	}
+}
+
+// A SLICE intent's rate is refused as a slice's rate set over REST is,
+// with the same reason.
+func TestSliceIntentRateCheckedAsSlices(t *testing.T) {
+	s, _ := newStore(t)
+	_, _, err := s.Apply([]byte(`{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rate": "7"}}`))
+	var got, want *fielderr.Error
+	if !errors.As(err, &got) || !errors.As(classifyxdp.CheckRate(7, 0), &want) || got.Field != "Action.rate" || got.Reason != want.Reason {
+		t.Errorf("a rate of 7: %v; want Action.rate: %v", err, want)
 	}
 }
 

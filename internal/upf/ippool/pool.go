@@ -23,6 +23,16 @@ const maxHostBits = 24
 // ErrExhausted is returned by Allocate when no unit is free.
 var ErrExhausted = errors.New("no free address")
 
+// poolError is an error about the pool of prefix, as users read it in
+// logs, PFCP causes and REST answers.
+func poolError(prefix netip.Prefix, format string, args ...any) error {
+	return fmt.Errorf("UE address pool %v: "+format, append([]any{prefix}, args...)...)
+}
+
+// Exhausted is the error of an allocation from the pool when it is full:
+// ErrExhausted, naming the pool.
+func (p *Pool) Exhausted() error { return poolError(p.prefix, "%w", ErrExhausted) }
+
 // Pool allocates the units (IPv4 addresses or IPv6 /64 prefixes) of a
 // prefix. It is safe for concurrent use.
 type Pool struct {
@@ -46,19 +56,19 @@ type Pool struct {
 // shorter.
 func New(prefix netip.Prefix, exclude ...netip.Addr) (*Pool, error) {
 	if !prefix.IsValid() {
-		return nil, errors.New("ippool: invalid prefix")
+		return nil, errors.New("a UE address pool needs a valid prefix")
 	}
 	prefix = prefix.Masked()
 	p := &Pool{prefix: prefix, excluded: map[uint32]bool{}}
 	hostBits, unit := 32-prefix.Bits(), "addresses"
 	if prefix.Addr().Is6() {
 		if prefix.Bits() > 64 {
-			return nil, fmt.Errorf("ippool %v: an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter", prefix)
+			return nil, poolError(prefix, "an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter")
 		}
 		hostBits, unit = 64-prefix.Bits(), "/64 prefixes"
 	}
 	if hostBits > maxHostBits {
-		return nil, fmt.Errorf("ippool %v: holds 2^%d %s, more than the 2^%d a pool supports", prefix, hostBits, unit, maxHostBits)
+		return nil, poolError(prefix, "holds 2^%d %s, more than the 2^%d a pool supports", hostBits, unit, maxHostBits)
 	}
 	p.first = unitOf(prefix.Addr())
 	p.units = 1 << hostBits
@@ -109,7 +119,7 @@ func (p *Pool) Allocate() (netip.Addr, error) {
 			return p.take(i), nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("ippool %v: %w", p.prefix, ErrExhausted)
+	return netip.Addr{}, p.Exhausted()
 }
 
 // Reserve takes the unit holding addr, as if Allocate had handed it out:
@@ -123,9 +133,9 @@ func (p *Pool) Reserve(addr netip.Addr) error {
 	defer p.mu.Unlock()
 	switch {
 	case p.excluded[i]:
-		return fmt.Errorf("ippool %v: %v is excluded", p.prefix, addr)
+		return poolError(p.prefix, "%v is excluded", addr)
 	case p.taken.get(i):
-		return fmt.Errorf("ippool %v: %v is already allocated", p.prefix, addr)
+		return poolError(p.prefix, "%v is already allocated", addr)
 	}
 	// An entry in released becomes stale; Allocate skips it.
 	p.take(i)
@@ -141,7 +151,7 @@ func (p *Pool) Release(addr netip.Addr) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.excluded[i] || !p.taken.get(i) {
-		return fmt.Errorf("ippool %v: %v is not allocated", p.prefix, addr)
+		return poolError(p.prefix, "%v is not allocated", addr)
 	}
 	p.taken.clear(i)
 	p.allocated--
@@ -177,11 +187,11 @@ func (p *Pool) popReleased() uint32 {
 // index returns the index of the unit holding a.
 func (p *Pool) index(a netip.Addr) (uint32, error) {
 	if !p.prefix.Contains(a) {
-		return 0, fmt.Errorf("ippool %v: %v is outside the pool", p.prefix, a)
+		return 0, poolError(p.prefix, "%v is outside the pool", a)
 	}
 	i := unitOf(a) - p.first // wraps for the network address
 	if i >= uint64(p.units) {
-		return 0, fmt.Errorf("ippool %v: %v is the network or broadcast address", p.prefix, a)
+		return 0, poolError(p.prefix, "%v is the network or broadcast address", a)
 	}
 	return uint32(i), nil
 }

@@ -55,7 +55,7 @@ func TestExhaustion(t *testing.T) {
 	if !errors.Is(err, ErrExhausted) {
 		t.Fatalf("Allocate() on a full pool: %v, want ErrExhausted", err)
 	}
-	wantErr(t, err, "ippool 10.45.0.0/29: no free address")
+	wantErr(t, err, "UE address pool 10.45.0.0/29: no free address")
 	if p.Allocated() != 5 {
 		t.Errorf("Allocated() = %d, want 5", p.Allocated())
 	}
@@ -81,7 +81,7 @@ func TestReserveReleaseErrors(t *testing.T) {
 	if err := p.Reserve(addr("10.45.0.7")); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, p.Reserve(addr("10.45.0.7")), "ippool 10.45.0.0/24: 10.45.0.7 is already allocated")
+	wantErr(t, p.Reserve(addr("10.45.0.7")), "UE address pool 10.45.0.0/24: 10.45.0.7 is already allocated")
 	wantErr(t, p.Reserve(addr("10.45.0.1")), "10.45.0.1 is excluded")
 	wantErr(t, p.Reserve(addr("10.45.0.0")), "10.45.0.0 is the network or broadcast address")
 	wantErr(t, p.Reserve(addr("10.45.0.255")), "10.45.0.255 is the network or broadcast address")
@@ -104,10 +104,10 @@ func TestReserveReleaseErrors(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	for _, tt := range []struct{ prefix, exclude, want string }{
-		{prefix: "10.0.0.0/7", exclude: "", want: "ippool 10.0.0.0/7: holds 2^25 addresses, more than the 2^24 a pool supports"},
-		{prefix: "2001:db8::/32", exclude: "", want: "ippool 2001:db8::/32: holds 2^32 /64 prefixes, more than the 2^24"},
-		{prefix: "2001:db8::/96", exclude: "", want: "ippool 2001:db8::/96: an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter"},
-		{prefix: "10.45.0.0/16", exclude: "10.46.0.1", want: "ippool 10.45.0.0/16: 10.46.0.1 is outside the pool"},
+		{prefix: "10.0.0.0/7", exclude: "", want: "UE address pool 10.0.0.0/7: holds 2^25 addresses, more than the 2^24 a pool supports"},
+		{prefix: "2001:db8::/32", exclude: "", want: "UE address pool 2001:db8::/32: holds 2^32 /64 prefixes, more than the 2^24"},
+		{prefix: "2001:db8::/96", exclude: "", want: "UE address pool 2001:db8::/96: an IPv6 pool hands out /64 prefixes, so it must be /64 or shorter"},
+		{prefix: "10.45.0.0/16", exclude: "10.46.0.1", want: "UE address pool 10.45.0.0/16: 10.46.0.1 is outside the pool"},
 	} {
 		var ex []netip.Addr
 		if tt.exclude != "" {
@@ -117,7 +117,7 @@ func TestNewErrors(t *testing.T) {
 		wantErr(t, err, tt.want)
 	}
 	_, err := New(netip.Prefix{})
-	wantErr(t, err, "ippool: invalid prefix")
+	wantErr(t, err, "a UE address pool needs a valid prefix")
 }
 
 func TestReuseOrder(t *testing.T) {

@@ -640,7 +640,7 @@ func (c *change) ueAddress(p *session.PDR, ch *ie.IE, instance string) *refusal 
 			return nil
 		case c.uePool == nil:
 			if pool.Allocated() >= pool.Size() {
-				return noResources(fmt.Errorf("ippool %v: %w", pool.Prefix(), ippool.ErrExhausted))
+				return noResources(pool.Exhausted())
 			}
 			c.uePool = pool
 		case c.uePool != pool: // pools do not overlap

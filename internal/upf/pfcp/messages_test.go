@@ -166,6 +166,16 @@ var establishmentWithoutFAR = cat([]byte{
 	0x00, // message priority, spare
 }, smfNodeID, cpFSEID, createPDR)
 
+// establishmentWithoutPDR lacks the mandatory Create PDR.
+var establishmentWithoutPDR = cat([]byte{
+	0x21,       // version 1; S flag: a SEID follows
+	0x32,       // message type 50: Session Establishment Request
+	0x00, 0x3f, // length 63: 12 (SEID, sequence number, spare) + 17 (Node ID) + 17 (F-SEID) + 17 (Create FAR)
+	0, 0, 0, 0, 0, 0, 0, 0, // SEID 0
+	0x00, 0x00, 0x22, // sequence number 34
+	0x00, // message priority, spare
+}, smfNodeID, cpFSEID, createFAR)
+
 // sessionRequest is a Session Modification (type 52, §7.5.4) or Deletion
 // (type 54, §7.5.6) Request without IEs, for the UP SEID 0x0102030405060708.
 func sessionRequest(msgType, seq byte) []byte {

@@ -16,11 +16,11 @@ import (
 var (
 	// ErrNoResponse: the peer answered neither a request nor its N1
 	// retransmissions.
-	ErrNoResponse = errors.New("pfcp: no response")
+	ErrNoResponse = errors.New("the PFCP peer did not answer")
 	// ErrClosed: the server was closed.
-	ErrClosed = errors.New("pfcp: server closed")
+	ErrClosed = errors.New("the PFCP server is closed")
 	// ErrNoAssociation: the UPF has no association with the node.
-	ErrNoAssociation = errors.New("pfcp: no association")
+	ErrNoAssociation = errors.New("no PFCP association")
 )
 
 // CauseError is a peer's refusal of a request.
@@ -30,13 +30,13 @@ type CauseError struct {
 }
 
 func (e *CauseError) Error() string {
-	return fmt.Sprintf("pfcp: %s refused with cause %d", e.Request, e.Cause)
+	return fmt.Sprintf("the PFCP peer refused the %s with cause %d", e.Request, e.Cause)
 }
 
 // accepted checks a response's Cause IE.
 func accepted(req message.Message, cause *ie.IE) error {
 	if cause == nil {
-		return fmt.Errorf("pfcp: response to %s has no Cause", req.MessageTypeName())
+		return fmt.Errorf("the PFCP response to %s has no Cause", req.MessageTypeName())
 	}
 	if v, err := cause.Cause(); err != nil || v != ie.CauseRequestAccepted {
 		return &CauseError{Request: req.MessageTypeName(), Cause: v}

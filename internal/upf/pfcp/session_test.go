@@ -132,25 +132,37 @@ func TestNothingToRead(t *testing.T) {
 }
 
 func TestMissingMandatorySessionIE(t *testing.T) {
-	s, rec := startServer(t, nil)
-	m := newSMF(t, s.Addr())
-	m.associate()
+	for _, c := range []struct {
+		name    string
+		req     []byte
+		seq     uint32
+		missing uint16
+	}{
+		{name: "Create FAR", req: establishmentWithoutFAR, seq: 0x21, missing: ie.CreateFAR},
+		{name: "Create PDR", req: establishmentWithoutPDR, seq: 0x22, missing: ie.CreatePDR},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, rec := startServer(t, nil)
+			m := newSMF(t, s.Addr())
+			m.associate()
 
-	resp := m.exchange(establishmentWithoutFAR)
-	resp.check(t, message.MsgTypeSessionEstablishmentResponse, 0x21, map[uint16][]byte{
-		ie.Cause:       {ie.CauseMandatoryIEMissing},
-		ie.OffendingIE: {0x00, 0x03}, // Create FAR
-		ie.NodeID:      upfNodeIDValue,
-	})
-	decoded, err := message.ParseSessionEstablishmentResponse(resp.raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if off, err := decoded.OffendingIE.OffendingIE(); err != nil || off != ie.CreateFAR {
-		t.Errorf("go-pfcp reads Offending IE %d, %v", off, err)
-	}
-	if rec.count("establish "+smfName) != 0 {
-		t.Errorf("handler called: %v", rec)
+			resp := m.exchange(c.req)
+			resp.check(t, message.MsgTypeSessionEstablishmentResponse, c.seq, map[uint16][]byte{
+				ie.Cause:       {ie.CauseMandatoryIEMissing},
+				ie.OffendingIE: {byte(c.missing >> 8), byte(c.missing)},
+				ie.NodeID:      upfNodeIDValue,
+			})
+			decoded, err := message.ParseSessionEstablishmentResponse(resp.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off, err := decoded.OffendingIE.OffendingIE(); err != nil || off != c.missing {
+				t.Errorf("go-pfcp reads Offending IE %d, %v", off, err)
+			}
+			if rec.count("establish "+smfName) != 0 {
+				t.Errorf("handler called: %v", rec)
+			}
+		})
 	}
 }
 

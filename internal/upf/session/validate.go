@@ -26,8 +26,8 @@ func (e element) field(name string) string { return fmt.Sprintf("%s[%d]%s", e.li
 
 // Validate checks a session on its own; conflicts with other sessions are
 // the store's business. A session may have no PDRs: TS 29.244 asks for one
-// only in the establishment (which the PFCP server checks), and OAI's SMF
-// removes every PDR and FAR of a session whose UE goes idle.
+// only in the establishment (which the PFCP server and the REST API check),
+// and OAI's SMF removes every PDR and FAR of a session whose UE goes idle.
 func Validate(s *Session) error {
 	if s.SEID == 0 {
 		return invalid("seid", "must not be 0")

@@ -62,14 +62,17 @@ func TestQERGates(t *testing.T) {
 	}
 }
 
-// The uplink bucket holds ten packets and refills at 100 bytes/s: the
-// eleventh packet in a row is dropped, the downlink (no maximum bit rate
-// set) is not limited, and a rewritten QER starts with a full bucket.
+// The uplink bucket holds ten packets: the eleventh packet in a row is
+// dropped, the downlink (no maximum bit rate set) is not limited, and a
+// rewritten QER starts with a full bucket. The bucket refills at a byte a
+// second and the packets are large, so that no pause of the test lets
+// another through: what is left after the tenth would take minutes to
+// grow into one.
 func TestQERMaximumBitRate(t *testing.T) {
 	u := newUPF(t, RoleAccess|RoleCore)
-	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 1400}
 	inner := uint64(len(up.bytes(t)))
-	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(100, 10*inner)}}
+	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(1, 10*inner)}}
 	check(t, u.d.PutQER(qerLimited, limited))
 	qerPDRs(t, u.d, qerLimited)
 	upFrame := gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t))
