@@ -14,14 +14,22 @@ import (
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
-// ZeroPDRCounters zeroes what packets counted in the slots it names, and
-// in no other slot.
-func TestZeroPDRCounters(t *testing.T) {
+// forwardBothWays is a UPF on both roles that has forwarded a packet of
+// the route's PDR (pdrRoute) uplink and one of pdrDownVLAN downlink.
+func forwardBothWays(t *testing.T) *upf {
+	t.Helper()
 	u := newUPF(t, RoleAccess|RoleCore)
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdplink.Redirect, "uplink_forward")
 	u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+	return u
+}
+
+// ZeroPDRCounters zeroes what packets counted in the slots it names, and
+// in no other slot.
+func TestZeroPDRCounters(t *testing.T) {
+	u := forwardBothWays(t)
 	for _, slot := range []uint32{pdrRoute, pdrDownVLAN} {
 		if c, err := u.d.PDRCounter(slot); err != nil || c.Packets != 1 {
 			t.Fatalf("PDR slot %d before zeroing: %+v, %v", slot, c, err)
@@ -176,11 +184,7 @@ func TestUpgradeRemovesRetiredPins(t *testing.T) {
 // copies left in iface_lines is still in uplink_forward, beside what the
 // lines of this build count of each forwarding reason.
 func TestForwardedCountsOfAnOlderBuild(t *testing.T) {
-	u := newUPF(t, RoleAccess|RoleCore)
-	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
-	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
-	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdplink.Redirect, "uplink_forward")
-	u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+	u := forwardBothWays(t)
 	before := u.counters(t)
 	slot, _, err := u.d.slotOf("lo") // newUPF's
 	check(t, err)
