@@ -151,8 +151,9 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct r
 /* The interface's line on this CPU (iface_cpu_lines). */
 INLINE struct iface_cpu_line *iface_line(void)
 {
-	__u32 key = iface_slot;
-	return bpf_map_lookup_elem(&iface_cpu_lines, &key);
+	/* The constant is its own key: no store of it to the stack for the
+	 * lookup to load back. */
+	return bpf_map_lookup_elem(&iface_cpu_lines, (const void *)&iface_slot);
 }
 
 /* Counts a forwarded packet of len bytes in its interface's line. */
@@ -1072,7 +1073,9 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	struct ipv6hdr *ip6 = NULL;
 	__u32 inner_len;
 	__be16 proto;
-	if ((void *)((__u8 *)inner + 1) > end)
+	/* Shorter than an IPv4 header, no inner packet is whole: one check
+	 * for the version's octet and the IPv4 header's. */
+	if (inner + sizeof(struct iphdr) > end)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Branch on v4, not on the pointers: the verifier does not know that a
 	 * packet pointer is never NULL. */
