@@ -260,11 +260,22 @@ struct {
 
 /* By interface slot, a CPU's copy of the PDR its packet takes, from a
  * record or the packet's PDR set, and of what the record says of the PDR
- * after it (struct iface_line): the stack has no room for them beside the
- * frames of the calls. One a CPU serves: every run of the program, in
+ * after it (struct iface_cpu_line): the stack has no room for them beside
+ * the frames of the calls. One a CPU serves: every run of the program, in
  * NAPI, the CPU map or a test run, has bottom halves off, so no other
- * starts on its CPU before it ends. Pinned for the uplink packets it
+ * starts on its CPU before it ends. Pinned for the forwarded packets it
  * counts; the copies in it are scratch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct iface_cpu_line);
+	__uint(max_entries, MAX_IFACES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} iface_cpu_lines SEC(".maps");
+
+/* The lines of builds that counted only the uplink beside the copy
+ * (struct iface_line): no program writes them, the control plane adds
+ * what they counted. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -283,8 +294,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cold_packets SEC(".maps");
 
-/* Index: interface slot * REASON_COUNT + reason; REASON_UPLINK_FORWARD
- * adds its slot's uplink_forward in iface_lines. */
+/* Index: interface slot * REASON_COUNT + reason; REASON_UPLINK_FORWARD,
+ * REASON_DOWNLINK_FORWARD and REASON_RELAY_FORWARD add their slot's
+ * counts in iface_cpu_lines (and iface_lines). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);

@@ -172,19 +172,28 @@ struct set_record {
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
 /* What a packet copies of its record, or of its set: the PDR it takes and
- * what the record says of the PDR after it (iface_lines). */
+ * what the record says of the PDR after it (iface_cpu_lines). */
 struct record_copy {
 	struct pdr pdr;
 	struct record_branch branch;
 };
 
-/* An interface's line on a CPU (iface_lines): the copy of the PDR its
- * packet takes, and the count of its forwarded uplink packets, the common
- * reason, beside it rather than in iface_counters: one per-CPU lookup a
- * packet instead of two. */
+/* An interface's line on a CPU as builds that counted only the uplink
+ * beside the copy kept it (iface_lines): read for what they counted. */
 struct iface_line {
 	struct record_copy copy;
 	struct counter uplink_forward;
+};
+
+/* An interface's line on a CPU (iface_cpu_lines): the copy of the PDR its
+ * packet takes, and the counts of its forwarded packets, the common
+ * reasons, beside it rather than in iface_counters: one per-CPU lookup a
+ * packet instead of two. */
+struct iface_cpu_line {
+	struct record_copy copy;
+	struct counter uplink_forward;
+	struct counter downlink_forward;
+	struct counter relay_forward;
 };
 
 /* Key of set_overflow, the sets whose index places were taken. */

@@ -148,18 +148,19 @@ INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct r
 	return families;
 }
 
-/* The interface's line on this CPU (iface_lines). */
-INLINE struct iface_line *iface_line(void)
+/* The interface's line on this CPU (iface_cpu_lines). */
+INLINE struct iface_cpu_line *iface_line(void)
 {
-	__u32 key = iface_slot;
-	return bpf_map_lookup_elem(&iface_lines, &key);
+	/* The constant is its own key: no store of it to the stack for the
+	 * lookup to load back. */
+	return bpf_map_lookup_elem(&iface_cpu_lines, (const void *)&iface_slot);
 }
 
-/* The CPU's copy of the PDR its packet takes and of its record's branch. */
-INLINE struct record_copy *record_copy(void)
+/* Counts a forwarded packet of len bytes in its interface's line. */
+INLINE void count_forward(struct counter *c, __u32 len)
 {
-	struct iface_line *l = iface_line();
-	return l ? &l->copy : NULL;
+	c->packets++;
+	c->bytes += len;
 }
 
 /* Counts a packet of an installed key that no record served. */
@@ -238,10 +239,13 @@ INLINE int sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p)
 
 /* sdf_passes for the PDR copy of a record that says what its filter is
  * (b->sdf_v4), with the packet's IPv4 header ip4 (NULL: an IPv6 packet):
- * on the record's line, without the SDF set or a parse of the packet. */
+ * on the record's line, without the SDF set or a parse of the packet. A
+ * PDR without filters reads nothing of the branch. */
 INLINE int record_sdf_passes(struct xdp_md *ctx, __u32 ip_off, const struct pdr *p, const struct record_branch *b,
 			     const struct iphdr *ip4)
 {
+	if (!p->sdf)
+		return 1;
 	if (ip4 && b->sdf_v4)
 		return (!b->proto || b->proto == ip4->protocol) &&
 		       !(((ip4->saddr & b->src_mask) ^ b->src) | ((ip4->daddr & b->dst_mask) ^ b->dst));
@@ -956,11 +960,12 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __
  * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
  * when the PDR carries a QFI, or else a relayed packet came with one:
  * psc_qfi is its QFI | 0x100, 0 without) and sends it to the FAR's next
- * hop, and a copy when it duplicates: the downlink, packets relayed
+ * hop, counted in forwarded (its interface's line), and a copy when it
+ * duplicates: the downlink, packets relayed
  * between the gNB and the CP function (N4-u), and over N9 between UPFs
  * both ways. */
 INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		     __u32 pkt_len, struct copied_packet *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi,
+		     __u32 pkt_len, struct copied_packet *copy, struct counter *forwarded, __u8 psc_type, __u32 psc_qfi,
 		     const int v6)
 {
 	const struct far *far = &pdr->far;
@@ -1010,20 +1015,21 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 		struct release_meta *m = release_meta(ctx);
 		if (m) {
 			m->ifindex = nh->ifindex;
-			return finish(pkt_len, counted, bpf_redirect(nh->ifindex, 0));
+			count_forward(forwarded, pkt_len);
+			return bpf_redirect(nh->ifindex, 0);
 		}
 	}
-	finish(pkt_len, counted, 0);
+	count_forward(forwarded, pkt_len);
 	copy->inner_off = new_l2 + encap;
 	return send(ctx, pdr, slot, nh->ifindex, copy, pkt_len);
 }
 
 INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 inner_off, __u32 inner_len,
-		  __u32 pkt_len, struct copied_packet *copy, enum reason counted, __u8 psc_type, __u32 psc_qfi)
+		  __u32 pkt_len, struct copied_packet *copy, struct counter *forwarded, __u8 psc_type, __u32 psc_qfi)
 {
 	if (pdr->far.flags & FAR_GTPU_IPV6)
-		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, psc_qfi, 1);
-	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, counted, psc_type, psc_qfi, 0);
+		return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, forwarded, psc_type, psc_qfi, 1);
+	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, forwarded, psc_type, psc_qfi, 0);
 }
 
 /* Uplink: the inner packet of a G-PDU leaves through the core next hop.
@@ -1048,7 +1054,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes, copied: from the key's record, else from
 	 * its set. */
-	struct iface_line *line = iface_line();
+	struct iface_cpu_line *line = iface_line();
 	if (!line)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	struct record_copy *rc = &line->copy;
@@ -1067,7 +1073,9 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	struct ipv6hdr *ip6 = NULL;
 	__u32 inner_len;
 	__be16 proto;
-	if ((void *)((__u8 *)inner + 1) > end)
+	/* Shorter than an IPv4 header, no inner packet is whole: one check
+	 * for the version's octet and the IPv4 header's. */
+	if (inner + sizeof(struct iphdr) > end)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Branch on v4, not on the pointers: the verifier does not know that a
 	 * packet pointer is never NULL. */
@@ -1120,7 +1128,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	 * over N9 between UPFs: the packet is theirs, hop limit included
 	 * (neighbour discovery needs 255). */
 	if (far->flags & FAR_GTPU)
-		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, REASON_RELAY_FORWARD,
+		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, &line->relay_forward,
 			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL, psc_qfi);
 
 	__u32 nh_slot = far->nexthop;
@@ -1158,8 +1166,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	if (put_nexthop_eth(ctx, inner_off, copy.inner_off, nh, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	line->uplink_forward.packets++;
-	line->uplink_forward.bytes += pkt_len;
+	count_forward(&line->uplink_forward, pkt_len);
 	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
 }
 
@@ -1324,9 +1331,10 @@ INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 
 }
 
 /* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR,
- * NULL when none matched, carries a QFI) and send it to the gNB. */
+ * NULL when none matched, carries a QFI) and send it to the gNB, counted
+ * in forwarded. */
 INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v4, struct iphdr *ip4,
-		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len)
+		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len, struct counter *forwarded)
 {
 	if (!pdr)
 		return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
@@ -1358,7 +1366,7 @@ INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v
 		ipv4_decrement_ttl(ip4);
 	else
 		ip6->hop_limit--;
-	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, REASON_DOWNLINK_FORWARD, GTPU_PSC_DL, 0);
+	return tunnel(ctx, pdr, slot, l2_len, inner_len, pkt_len, &copy, forwarded, GTPU_PSC_DL, 0);
 }
 
 /* The UPF: a frame from the wire, or the UPF stage of a chain, behind
@@ -1388,7 +1396,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	}
 	__u32 l2_len = c.pos - data;
-	struct record_copy *rule;
+	struct iface_cpu_line *line;
 	__u32 slot;
 	int found;
 
@@ -1406,9 +1414,10 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 				return access_ingress(ctx, eth, ip, ip->ihl * 4, bpf_ntohs(ip->tot_len) - ip->ihl * 4, udp,
 						      &c, l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
-		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len);
+		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
+		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, &line->copy, &slot)))
+			return downlink(ctx, found > 0 ? &line->copy.pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len,
+					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	if (proto == bpf_htons(ETH_P_IPV6)) {
@@ -1427,9 +1436,10 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 				return access_ingress(ctx, eth, NULL, sizeof(*ip6), bpf_ntohs(ip6->payload_len), udp, &c,
 						      l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
-		if ((iface_roles & ROLE_CORE) && (rule = record_copy()) &&
-		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, rule, &slot)))
-			return downlink(ctx, found > 0 ? &rule->pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len);
+		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
+		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, &line->copy, &slot)))
+			return downlink(ctx, found > 0 ? &line->copy.pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len,
+					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
 	return finish(pkt_len, REASON_PASS_NOT_IP, XDP_PASS);

@@ -67,12 +67,9 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 			}
 			c.Reasons[name] = sum
 		}
-		forwarded, err := d.uplinkForwarded(slot)
-		if err != nil {
+		if err := d.addForwarded(slot, c.Reasons); err != nil {
 			return nil, err
 		}
-		name := ReasonNames[upfReasonREASON_UPLINK_FORWARD]
-		c.Reasons[name] = percpu.Total([]Counter{c.Reasons[name], forwarded})
 		cold, err := percpu.Sum[Counter](d.maps.ColdPackets, slot)
 		if err != nil {
 			return nil, err
@@ -83,19 +80,36 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 	return out, nil
 }
 
-// uplinkForwarded sums what the data path counts of an interface slot's
-// forwarded uplink packets beside its CPUs' PDR copies (iface_lines), not
-// in its reason counters.
-func (d *Datapath) uplinkForwarded(slot uint32) (Counter, error) {
-	var lines []upfIfaceLine
-	if err := d.maps.IfaceLines.Lookup(slot, &lines); err != nil {
-		return Counter{}, err
+// addForwarded adds to reasons what the data path counts of an interface
+// slot's forwarded packets beside its CPUs' PDR copies (iface_cpu_lines),
+// and what builds that counted only the uplink there left in iface_lines,
+// not in its reason counters.
+func (d *Datapath) addForwarded(slot uint32, reasons map[string]Counter) error {
+	var lines []upfIfaceCpuLine
+	if err := d.maps.IfaceCpuLines.Lookup(slot, &lines); err != nil {
+		return err
 	}
-	counts := make([]Counter, len(lines))
-	for i := range lines {
-		counts[i] = lines[i].UplinkForward
+	var old []upfIfaceLine
+	if err := d.maps.IfaceLines.Lookup(slot, &old); err != nil {
+		return err
 	}
-	return percpu.Total(counts), nil
+	add := func(r upfReason, counts []Counter) {
+		name := ReasonNames[r]
+		reasons[name] = percpu.Total(append(counts, reasons[name]))
+	}
+	var up, down, relay []Counter
+	for _, l := range lines {
+		up = append(up, l.UplinkForward)
+		down = append(down, l.DownlinkForward)
+		relay = append(relay, l.RelayForward)
+	}
+	for _, l := range old {
+		up = append(up, l.UplinkForward)
+	}
+	add(upfReasonREASON_UPLINK_FORWARD, up)
+	add(upfReasonREASON_DOWNLINK_FORWARD, down)
+	add(upfReasonREASON_RELAY_FORWARD, relay)
+	return nil
 }
 
 // PDRCounter returns the packets and user-plane bytes a PDR slot matched.

@@ -14,14 +14,22 @@ import (
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
-// ZeroPDRCounters zeroes what packets counted in the slots it names, and
-// in no other slot.
-func TestZeroPDRCounters(t *testing.T) {
+// forwardBothWays is a UPF on both roles that has forwarded a packet of
+// the route's PDR (pdrRoute) uplink and one of pdrDownVLAN downlink.
+func forwardBothWays(t *testing.T) *upf {
+	t.Helper()
 	u := newUPF(t, RoleAccess|RoleCore)
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
 	down := ipPacket{src: dn4, dst: ue4b, ttl: 64, size: 20}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdplink.Redirect, "uplink_forward")
 	u.expect(t, down.frame(t, fromDN), xdplink.Redirect, "downlink_forward")
+	return u
+}
+
+// ZeroPDRCounters zeroes what packets counted in the slots it names, and
+// in no other slot.
+func TestZeroPDRCounters(t *testing.T) {
+	u := forwardBothWays(t)
 	for _, slot := range []uint32{pdrRoute, pdrDownVLAN} {
 		if c, err := u.d.PDRCounter(slot); err != nil || c.Packets != 1 {
 			t.Fatalf("PDR slot %d before zeroing: %+v, %v", slot, c, err)
@@ -169,5 +177,32 @@ func TestUpgradeRemovesRetiredPins(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(u.d.opts.PinPath, "pdrs")); err != nil {
 		t.Errorf("a map this version uses lost its pin: %v", err)
+	}
+}
+
+// What a build that counted the forwarded uplink only beside its PDR
+// copies left in iface_lines is still in uplink_forward, beside what the
+// lines of this build count of each forwarding reason.
+func TestForwardedCountsOfAnOlderBuild(t *testing.T) {
+	u := forwardBothWays(t)
+	before := u.counters(t)
+	slot, _, err := u.d.slotOf("lo") // newUPF's
+	check(t, err)
+	old := make([]upfIfaceLine, ebpf.MustPossibleCPU())
+	var want Counter
+	for cpu := range old {
+		old[cpu].UplinkForward = Counter{Packets: uint64(cpu) + 1, Bytes: 100 * (uint64(cpu) + 1)}
+		want.Packets += old[cpu].UplinkForward.Packets
+		want.Bytes += old[cpu].UplinkForward.Bytes
+	}
+	check(t, u.d.maps.IfaceLines.Put(slot, old))
+	after := u.counters(t)
+	for name, c := range after {
+		added := Counter{Packets: c.Packets - before[name].Packets, Bytes: c.Bytes - before[name].Bytes}
+		if name == "uplink_forward" && added != want {
+			t.Errorf("uplink_forward gained %+v from the older lines, want %+v", added, want)
+		} else if name != "uplink_forward" && added != (Counter{}) {
+			t.Errorf("%s gained %+v from the older lines", name, added)
+		}
 	}
 }

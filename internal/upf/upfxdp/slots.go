@@ -67,6 +67,9 @@ func (d *Datapath) zeroCounters(slot uint32) error {
 			return err
 		}
 	}
+	if err := d.maps.IfaceCpuLines.Put(slot, make([]upfIfaceCpuLine, len(zero))); err != nil {
+		return err
+	}
 	if err := d.maps.IfaceLines.Put(slot, make([]upfIfaceLine, len(zero))); err != nil {
 		return err
 	}
