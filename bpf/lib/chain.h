@@ -237,7 +237,11 @@ INLINE int chain_parse_gtpu(struct cursor *c, __u32 off, const struct chain_hand
 	return !g->hdr;
 }
 
-/* Removes the metadata before the packet, if any. */
+/* Removes the metadata before the packet, if any: where a frame enters
+ * the stages, what it came with is not theirs (a redirected frame's
+ * sender's, or what the last receiver of a live test run's recycled page
+ * left: that page's frame keeps its metadata's length when its data did
+ * not move). */
 INLINE void drop_meta(struct xdp_md *ctx)
 {
 	int len = (int)(ctx->data - ctx->data_meta);
