@@ -301,6 +301,7 @@ func TestSteerDropsMetadataTheFrameCameWith(t *testing.T) {
 			name string
 			meta []byte
 		}{
+			{"another flow's steering, as often as the headroom holds", bytes.Repeat(steered(other), 18)},
 			{"another flow's steering, twice", slices.Concat(steered(other), steered(other))},
 			{"another flow's steering", steered(other)},
 			{"a copy's request", request},
