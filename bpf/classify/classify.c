@@ -654,9 +654,12 @@ int xdp_classify_stage(struct xdp_md *ctx)
 		return act;
 	st->chain_slot = ci->slot;
 	st->chain_slice = ci->slice;
-	chain_hand(ctx, &st->outer);
+	int handed = !chain_unhanded((void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	if (handed)
+		chain_hand(ctx, &st->outer);
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
-	chain_drop_handoff(); /* no later stage took it */
+	if (handed)
+		chain_drop_handoff(); /* no later stage took it */
 	return XDP_PASS;
 }
 
