@@ -585,6 +585,7 @@ INLINE int end_action(struct xdp_md *ctx, __u8 action, __u32 rule, const struct 
 SEC("xdp")
 int xdp_classify(struct xdp_md *ctx)
 {
+	drop_meta(ctx);
 	struct classify_state *st;
 	struct classify_decision d;
 	int found = classify_packet(ctx, &st, &d);
@@ -617,9 +618,7 @@ INLINE int chain_mirror(struct xdp_md *ctx, const struct classify_decision *d)
 	if (d->action == CLASSIFY_DROP)
 		return redirect_rule(ctx, rule);
 	/* The UPF stage takes metadata of exactly this size for a copy's:
-	 * none other goes with it (a live test run's recycled frame may
-	 * carry what its last receiver left). */
-	drop_meta(ctx);
+	 * the stage dropped what the frame came with. */
 	struct chain_mirror_request *m;
 	if (push_meta(ctx, m)) {
 		m->magic = CHAIN_MIRROR_MAGIC;
@@ -639,6 +638,7 @@ int xdp_classify_stage(struct xdp_md *ctx)
 	struct chain_iface *ci = chain_of(ctx);
 	if (!ci)
 		return XDP_PASS;
+	drop_meta(ctx);
 	struct classify_state *st;
 	struct classify_decision d;
 	int found = classify_packet(ctx, &st, &d);
@@ -654,9 +654,12 @@ int xdp_classify_stage(struct xdp_md *ctx)
 		return act;
 	st->chain_slot = ci->slot;
 	st->chain_slice = ci->slice;
-	chain_hand(ctx, &st->outer);
+	int handed = !chain_unhanded((void *)(long)ctx->data, (void *)(long)ctx->data_end);
+	if (handed)
+		chain_hand(ctx, &st->outer);
 	chain_next(ctx, ci->slot, STAGE_CLASSIFY);
-	chain_drop_handoff(); /* no later stage took it */
+	if (handed)
+		chain_drop_handoff(); /* no later stage took it */
 	return XDP_PASS;
 }
 
@@ -783,6 +786,7 @@ INLINE int steer_parse(struct xdp_md *ctx, struct classify_key *k)
 SEC("xdp")
 int xdp_steer_entry(struct xdp_md *ctx)
 {
+	drop_meta(ctx);
 	struct classify_key k = {};
 	const struct classify_key *key = steer_parse(ctx, &k) ? walked_key(classify_parse(ctx)) : &k;
 	struct chain_iface *ci = chain_of(ctx);

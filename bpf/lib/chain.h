@@ -134,7 +134,8 @@ struct chain_gtpu {
  * that the UPF stage parses: the IP header as parse_eth and parse_ipv4
  * (parse_ipv6) would have it, and the GTP-U message in its UDP datagram.
  * The classify stage hands it to the later stages on its CPU right before
- * the tail call; the UPF stage behind it claims it as it starts, and it
+ * the tail call, for a frame the UPF does not read at fixed offsets
+ * (chain_unhanded); the UPF stage behind it claims it, and it
  * is cleared wherever the packet's run on the CPU ends without the UPF
  * stage, so that no other packet meets it. The interface and length tell
  * the packet besides: a test run, which the kernel may interrupt for a
@@ -172,6 +173,34 @@ INLINE void chain_keep_gtpu(struct chain_gtpu *o, __u32 off, const struct gtpu_i
 	o->payload_len = g->payload_len;
 	o->seq = g->seq;
 	o->psc_qfi = g->has_qfi ? 0x100 | g->qfi : 0;
+}
+
+/* Whether the frame at data, its Ethernet, IPv4 and UDP headers within
+ * bounds, has the outer headers the UPF reads at fixed offsets (fast_gpdu
+ * in the UPF): untagged Ethernet, IPv4 without options or fragmentation,
+ * UDP to the GTP-U port. */
+INLINE int gpdu_shaped(void *data)
+{
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *udp = (void *)(ip + 1);
+	/* The EtherType in one load (struct ethhdr is packed: its field is
+	 * read by octets); version 4 and IHL 5 in one octet. */
+	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
+	return proto == bpf_htons(ETH_P_IP) && *(__u8 *)ip == 0x45 && !ipv4_is_fragment(ip) &&
+	       ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(GTPU_PORT);
+}
+
+/* Whether the classify stage hands nothing on for the frame between data
+ * and end: one of the UPF's fixed-offset shape. The UPF stage reads such a
+ * frame at fixed offsets and parses itself the few that reading declines;
+ * for the common G-PDU the handoff was a per-CPU lookup and a copy in one
+ * stage and a lookup and a claim in the other, for nothing. The handoff
+ * is clear whenever no packet is between the two stages, so neither
+ * stage touches it for such a frame. */
+INLINE int chain_unhanded(void *data, void *end)
+{
+	return data + ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr) <= end && gpdu_shaped(data);
 }
 
 /* Hands what the walk found (none when walked->l3_off is 0) on to the
@@ -237,7 +266,11 @@ INLINE int chain_parse_gtpu(struct cursor *c, __u32 off, const struct chain_hand
 	return !g->hdr;
 }
 
-/* Removes the metadata before the packet, if any. */
+/* Removes the metadata before the packet, if any: where a frame enters
+ * the stages, what it came with is not theirs (a redirected frame's
+ * sender's, or what the last receiver of a live test run's recycled page
+ * left: that page's frame keeps its metadata's length when its data did
+ * not move). */
 INLINE void drop_meta(struct xdp_md *ctx)
 {
 	int len = (int)(ctx->data - ctx->data_meta);

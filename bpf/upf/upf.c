@@ -1276,16 +1276,11 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 	struct iphdr *ip = (void *)(eth + 1);
 	struct udphdr *udp = (void *)(ip + 1);
 	struct gtpu_hdr *h = (void *)(udp + 1);
-	/* The EtherType in one load (struct ethhdr is packed: its field is
-	 * read by octets); version 4 and IHL 5 in one octet; the GTP-U flags
-	 * and type in one load. */
-	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
-	if (proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) ||
-	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(GTPU_PORT))
+	if (!gpdu_shaped(data))
 		return a;
 	__u32 tot = bpf_ntohs(ip->tot_len);
 	__u32 hdr_len = sizeof(*h);
-	__u16 flags_type = *(__u16 *)h;
+	__u16 flags_type = *(__u16 *)h; /* the GTP-U flags and type in one load */
 	if (flags_type == bpf_htons((GTPU_V1 | GTPU_PT | GTPU_E) << 8 | GTPU_G_PDU)) {
 		struct gtpu_opt *o = (void *)(h + 1);
 		__u32 psc = *(__u32 *)(o + 1); /* length, PDU type, QFI, next type */
@@ -1371,19 +1366,20 @@ INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v
 
 /* The UPF: a frame from the wire, or the UPF stage of a chain, behind
  * the CPU map when behind_cpumap, behind the classify stage on the same
- * CPU when staged (constants): there it takes the headers the classify
- * stage handed on instead of parsing them again. */
+ * CPU when staged (constants): there, for a frame the fixed offsets do
+ * not take, it takes the headers the classify stage handed on instead of
+ * parsing them again. */
 INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
-	const struct chain_handoff *h = staged ? chain_claim(ctx) : NULL;
 	if (iface_roles & ROLE_ACCESS) {
 		struct gpdu_args a = fast_gpdu(data, end);
 		if (a.inner_off)
 			return uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
 	}
+	const struct chain_handoff *h = staged && !chain_unhanded(data, end) ? chain_claim(ctx) : NULL;
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth = data;
 	__be16 proto;

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -180,45 +181,57 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
+// steering is a UPF with the classifier's stages for the chains that
+// steer on its interface, to a slice of one CPU.
+type steering struct {
+	u              *upf
+	slot           uint32
+	stage          chainPrograms
+	walked, parsed Chain // the steer stage behind the classify stage; first
+}
+
+func newSteering(t *testing.T) steering {
+	t.Helper()
+	u := newUPF(t, RoleAccess|RoleCore)
+	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { rules.Close() })
+	const slice = 1
+	check(t, rules.SetSlice(classifyxdp.Slice{ID: slice, CPUs: []int{0}}))
+	classify, steer, steerFirst := rules.Stages()
+	slot, _, err := u.d.slotOf("lo")
+	check(t, err)
+	return steering{u: u, slot: slot, stage: chainStage(t, u.d, slot, RoleAccess|RoleCore),
+		walked: Chain{Classify: classify, Steer: steer, SteerFirst: steerFirst, Slice: slice},
+		parsed: Chain{Steer: steer, SteerFirst: steerFirst, Slice: slice}}
+}
+
+// hash runs the frame in, behind the metadata meta, through the chain c
+// and returns the flow's hash in the metadata the steer stage leaves for
+// the CPU it steers to: exactly a struct slice_meta, its hash the second
+// word.
+func (s steering) hash(t *testing.T, c Chain, meta, in []byte) uint32 {
+	t.Helper()
+	check(t, s.u.d.setChain(fakeIfindex, s.slot, c, s.stage))
+	data := append(bytes.Clone(meta), in...)
+	out := make([]byte, len(data)+256)
+	var ctx xdplink.Context
+	ret, err := c.entry(s.u.prog).Run(&ebpf.RunOptions{Data: data, DataOut: out,
+		Context: xdplink.Context{Data: uint32(len(meta)), DataEnd: uint32(len(data))}, ContextOut: &ctx})
+	check(t, err)
+	if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 12 {
+		t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 12", xdplink.Action(ret), ctx.Data)
+	}
+	return binary.NativeEndian.Uint32(out[4:])
+}
+
 // The steer stage first in a chain parses the packets of a UPF's
 // interfaces itself, without the classifier's walk, yet hashes each flow
 // as the steer stage behind the classify stage does (on the walk's key):
 // a flow keeps its CPU when the classify stage comes or goes. The hash is
 // in the metadata the steer stage leaves for the CPU it steers to.
 func TestSteerParseHashesAsTheWalk(t *testing.T) {
-	u := newUPF(t, RoleAccess|RoleCore)
-	rules, err := classifyxdp.OpenDatapath(classifyxdp.Config{Chain: u.d.ChainMaps()})
-	testsupport.CheckLoad(t, err)
-	t.Cleanup(func() { rules.Close() })
-	const slice = 1
-	if err := rules.SetSlice(classifyxdp.Slice{ID: slice, CPUs: []int{0}}); err != nil {
-		t.Fatal(err)
-	}
-	classify, steer, steerFirst := rules.Stages()
-	slot, _, err := u.d.slotOf("lo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
-	hash := func(t *testing.T, c Chain, in []byte) uint32 {
-		t.Helper()
-		if err := u.d.setChain(fakeIfindex, slot, c, stage); err != nil {
-			t.Fatal(err)
-		}
-		out := make([]byte, len(in)+256)
-		var ctx xdplink.Context
-		ret, err := c.entry(u.prog).Run(&ebpf.RunOptions{Data: in, DataOut: out,
-			Context: xdplink.Context{DataEnd: uint32(len(in))}, ContextOut: &ctx})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The output begins with the metadata: struct slice_meta, its
-		// hash the second word.
-		if xdplink.Action(ret) != xdplink.Redirect || ctx.Data != 12 {
-			t.Fatalf("%v with %d octets of metadata, want a redirect to the CPU map with its 12", xdplink.Action(ret), ctx.Data)
-		}
-		return binary.NativeEndian.Uint32(out[4:])
-	}
+	s := newSteering(t)
 	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	v6 := ipPacket{src: ue6, dst: dn6, ttl: 64, size: 20}
 	opts := v4
@@ -242,8 +255,8 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 	hashes := map[string]uint32{} // by flow: a case's sameAs, or its name
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			walked := hash(t, Chain{Classify: classify, Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
-			parsed := hash(t, Chain{Steer: steer, SteerFirst: steerFirst, Slice: slice}, c.in)
+			walked := s.hash(t, s.walked, nil, c.in)
+			parsed := s.hash(t, s.parsed, nil, c.in)
 			if parsed != walked {
 				t.Errorf("the steer stage first hashes the flow %#x, behind the classify stage %#x", parsed, walked)
 			}
@@ -255,6 +268,50 @@ func TestSteerParseHashesAsTheWalk(t *testing.T) {
 			}
 			hashes[flow] = walked
 		})
+	}
+}
+
+// A frame may come to the stages with metadata that is not theirs: what
+// the last receiver of a live test run's recycled page left there (its
+// frame keeps the metadata's length when its data did not move: a packet
+// a full CPU queue dropped), or what the program that redirected it
+// wrote. The first stage drops it: the CPU a packet is steered to finds
+// its own flow's hash in exactly its steering metadata, never another
+// flow's hash (with two steering metadata before it, the steer stage had
+// no room for its own) nor a copy's request no rule made.
+func TestSteerDropsMetadataTheFrameCameWith(t *testing.T) {
+	s := newSteering(t)
+	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}.bytes(t))
+	steered := func(hash uint32) []byte { // struct slice_meta, of the chain's slot
+		m := binary.NativeEndian.AppendUint32(nil, 0x736c6963) // "slic"
+		m = binary.NativeEndian.AppendUint32(m, hash)
+		m = binary.NativeEndian.AppendUint16(m, 1)
+		return binary.NativeEndian.AppendUint16(m, uint16(s.slot+1))
+	}
+	request := binary.NativeEndian.AppendUint32(nil, uint32(upfChainMagicCHAIN_MIRROR_MAGIC))
+	request = binary.NativeEndian.AppendUint32(request, fakeIfindex)
+	request = append(request, make([]byte, 12)...)
+	for _, c := range []struct {
+		name  string
+		chain Chain
+	}{{"classify, steer", s.walked}, {"steer first", s.parsed}} {
+		own := s.hash(t, c.chain, nil, in)
+		other := ^own
+		for _, m := range []struct {
+			name string
+			meta []byte
+		}{
+			{"another flow's steering, as often as the headroom holds", bytes.Repeat(steered(other), 18)},
+			{"another flow's steering, twice", slices.Concat(steered(other), steered(other))},
+			{"another flow's steering", steered(other)},
+			{"a copy's request", request},
+		} {
+			t.Run(c.name+", "+m.name, func(t *testing.T) {
+				if got := s.hash(t, c.chain, m.meta, in); got != own {
+					t.Errorf("the CPU steered to reads the hash %#x, the flow's is %#x", got, own)
+				}
+			})
+		}
 	}
 }
 

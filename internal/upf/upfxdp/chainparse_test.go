@@ -24,6 +24,21 @@ const (
 // is per CPU.
 const parseCPU = 0
 
+// fixedShape tells a frame the UPF stage reads at fixed offsets before it
+// looks for a handed-on parse, for which the classify stage hands none
+// on: untagged Ethernet, IPv4 without options or fragmentation, UDP to
+// port 2152.
+func fixedShape(b []byte) bool {
+	return len(b) >= ethLen+28 && binary.BigEndian.Uint16(b[12:]) == 0x0800 && b[ethLen] == 0x45 &&
+		binary.BigEndian.Uint16(b[ethLen+6:])&0x3fff == 0 && b[ethLen+9] == 17 &&
+		binary.BigEndian.Uint16(b[ethLen+22:]) == gtpuPort
+}
+
+// withTag is the frame b with a VLAN tag (TCI 42) after its addresses.
+func withTag(b []byte) []byte {
+	return slices.Concat(b[:12], []byte{0x81, 0x00, 0, 42}, b[12:])
+}
+
 // handedParse is what the classify stage left for the UPF stage on
 // parseCPU.
 func handedParse(t *testing.T, d *Datapath) upfChainHandoff {
@@ -44,8 +59,9 @@ func clearParses(t *testing.T, d *Datapath) {
 // comes out as from the UPF alone, byte for byte, counted the same,
 // whatever its GTP-U header and extensions, over IPv4 or IPv6, well formed
 // or not. The classify stage hands on exactly the messages it parsed whole
-// in the outermost UDP datagram to port 2152, and the UPF claims what it
-// was handed.
+// in the outermost UDP datagram to port 2152, except in frames of the
+// UPF's fixed-offset shape (each of which runs tagged too, and is handed
+// on then), and the UPF claims what it was handed.
 func TestChainSharedParseAsTheUPF(t *testing.T) {
 	testCPUs(t)
 	alone := newUPF6(t, RoleAccess|RoleCore)
@@ -124,28 +140,46 @@ func TestChainSharedParseAsTheUPF(t *testing.T) {
 		{"IPv6: UDP length beyond the payload", udpLen6, gtpOffset6},
 		{"IPv6: GTP-U to another address", gtp6Frame(t, fromGNB, notN3v6, gpdu(teidQoS), inner), gtpOffset6},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
+	run := func(name string, in []byte, handed int) {
+		t.Run(name, func(t *testing.T) {
 			clearParses(t, chained.d)
-			onCPU(t, parseCPU, func() { sameAsAlone(t, alone, chained, c.in) })
+			onCPU(t, parseCPU, func() { sameAsAlone(t, alone, chained, in) })
 			got := handedParse(t, chained.d)
-			if got.Ifindex != 0 || int(got.Gtpu.Off) != c.handed {
-				t.Errorf("left behind: interface %d, GTP-U header at %d; want none, at %d", got.Ifindex, got.Gtpu.Off, c.handed)
+			if got.Ifindex != 0 || int(got.Gtpu.Off) != handed {
+				t.Errorf("left behind: interface %d, GTP-U header at %d; want none, at %d", got.Ifindex, got.Gtpu.Off, handed)
 			}
 		})
+	}
+	for _, c := range cases {
+		if !fixedShape(c.in) {
+			run(c.name, c.in, c.handed)
+			continue
+		}
+		run(c.name, c.in, 0)
+		if c.handed != 0 {
+			c.handed += vlanLen
+		}
+		run(c.name+", tagged", withTag(c.in), c.handed)
 	}
 	// Every prefix of a G-PDU with an extension chain, with the outer
 	// lengths fixed and the GTP length as it was (malformed once the GTP-U
 	// header is complete) or fixed (cut in the chain or the inner packet).
-	for _, fixGTP := range []bool{false, true} {
-		for n := gtpOffset; n < len(psc); n++ {
-			in := bytes.Clone(psc[:n])
-			fixIPv4(in, ethLen, n-ethLen)
-			binary.BigEndian.PutUint16(in[ethLen+20+4:], uint16(n-ethLen-20))
-			if fixGTP && n >= gtpOffset+8 {
-				binary.BigEndian.PutUint16(in[gtpOffset+2:], uint16(n-gtpOffset-8))
+	// Untagged, the UPF reads them itself; tagged, it takes them handed on.
+	for _, tag := range []int{0, vlanLen} {
+		whole := psc
+		if tag != 0 {
+			whole = withTag(psc)
+		}
+		for _, fixGTP := range []bool{false, true} {
+			for n := gtpOffset + tag; n < len(whole); n++ {
+				in := bytes.Clone(whole[:n])
+				fixIPv4(in, ethLen+tag, n-ethLen-tag)
+				binary.BigEndian.PutUint16(in[ethLen+tag+20+4:], uint16(n-ethLen-tag-20))
+				if fixGTP && n >= gtpOffset+tag+8 {
+					binary.BigEndian.PutUint16(in[gtpOffset+tag+2:], uint16(n-gtpOffset-tag-8))
+				}
+				sameAsAlone(t, alone, chained, in)
 			}
-			sameAsAlone(t, alone, chained, in)
 		}
 	}
 }
@@ -163,7 +197,10 @@ func TestChainParseNotLeftBehind(t *testing.T) {
 	slot, _, err := u.d.slotOf("lo")
 	check(t, err)
 	stage := chainStage(t, u.d, slot, RoleAccess|RoleCore)
-	in := gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}.bytes(t))
+	// Tagged: not of the UPF's fixed-offset shape, so the parse is handed on.
+	vlan := fromGNB
+	vlan.tci = 42
+	in := gtpFrame(t, vlan, n3Addr, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}.bytes(t))
 	for _, c := range []struct {
 		name  string
 		chain Chain
@@ -227,7 +264,7 @@ func TestChainHandsTheIPHeader(t *testing.T) {
 		in       []byte
 		l3, gtpu int // the offsets of the IP and GTP-U headers handed on; 0: none
 	}{
-		{"IPv4", up, ethLen, gtpOffset},
+		{"IPv4", up, 0, 0}, // the UPF's fixed-offset shape: nothing handed on
 		{"IPv4, tagged", gtpFrame(t, tagged, n3Addr, gpdu(teidQoS, ulPSC(9)), inner), ethLen + vlanLen, gtpOffset + vlanLen},
 		{"IPv4, 802.1ad tag", withBytes(gtpFrame(t, tagged, n3Addr, gpdu(teidQoS), inner), 12, 0x88, 0xa8),
 			ethLen + vlanLen, gtpOffset + vlanLen},
