@@ -66,10 +66,19 @@ INLINE int finish(__u32 len, enum reason r, int action)
  * array's first read of where the CPU's value lies: at a million sessions
  * that read missed the cache on every packet of another session and
  * lengthened the longest chain of dependent reads a packet makes. */
-INLINE void count_pdr(__u32 slot, __u32 len)
+INLINE struct counter *cpu_pdr_counter(__u32 slot)
 {
 	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
-	count_packet(&pdr_counters, &key, len);
+	return bpf_map_lookup_elem(&pdr_counters, &key);
+}
+
+INLINE void count_pdr(__u32 slot, __u32 len)
+{
+	struct counter *c = cpu_pdr_counter(slot);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
 }
 
 /* The index of addr in gtpu_addrs; -1 when it is none of them. */
@@ -550,6 +559,16 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
 	__u8 before_qos = pdr->flags & (PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1));
 	int reason;
+	/* Such a PDR's packet waits for its usage line, whose flags and
+	 * tokens decide, and writes its counter last: reading the counter's
+	 * line now overlaps its miss with the usage line's, where after
+	 * count_urrs (whose atomic on a CPU's first packet orders every later
+	 * load after it) it would follow it. */
+	if (pdr->qer[0] | pdr->urr[0]) {
+		struct counter *c = cpu_pdr_counter(slot);
+		if (c)
+			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
+	}
 	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
 		return reason;
 	/* A PDR without QERs pays this test, not the call. */
