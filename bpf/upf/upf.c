@@ -728,16 +728,13 @@ INLINE int put_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const __u8
 _Static_assert(__builtin_offsetof(struct nexthop, smac) == __builtin_offsetof(struct nexthop, dmac) + ETH_ALEN,
 	       "a next hop's MACs are the 12 bytes of an Ethernet header's");
 
-/* put_eth towards the next hop nh, an entry of nexthops, in three whole
- * words and a half: write_eth copies the MACs byte by byte (struct ethhdr
- * is packed, the stack's MACs may lie anywhere), 26 loads and stores. A
- * map value, unlike the stack, may be read at any offset. */
-INLINE int put_nexthop_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const struct nexthop *nh,
-			   __be16 tci, __be16 proto)
+/* Writes the Ethernet header towards the next hop nh, an entry of
+ * nexthops, at data, which has room for a tagged one, in three whole words
+ * and a half: write_eth copies the MACs byte by byte (struct ethhdr is
+ * packed, the stack's MACs may lie anywhere), 26 loads and stores. A map
+ * value, unlike the stack, may be read at any offset. */
+INLINE void write_nexthop_eth(void *data, const struct nexthop *nh, __be16 tci, __be16 proto)
 {
-	void *data = l2_room(ctx, inner_off, new_l2);
-	if (!data)
-		return -1;
 	/* Hidden from the compiler, which would split the reads by the
 	 * alignment it knows of the MACs' offsets. */
 	const __u8 *mac = nh->dmac;
@@ -749,6 +746,16 @@ INLINE int put_nexthop_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, co
 		data += sizeof(struct vlan_hdr);
 	}
 	*(__be16 *)(data + 12) = proto;
+}
+
+/* put_eth towards the next hop nh (write_nexthop_eth). */
+INLINE int put_nexthop_eth(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2, const struct nexthop *nh,
+			   __be16 tci, __be16 proto)
+{
+	void *data = l2_room(ctx, inner_off, new_l2);
+	if (!data)
+		return -1;
+	write_nexthop_eth(data, nh, tci, proto);
 	return 0;
 }
 
@@ -974,6 +981,26 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __
 	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
 }
 
+/* A relayed G-PDU whose headers keep their length, untagged Ethernet and
+ * IPv4 in and out, no padding, a FAR that forwards without a copy, no
+ * mirroring rule's request: its new headers, the IPv4 packet of tot_len
+ * bytes in the FAR's tunnel with the PDU Session Container psc (PSC_WORD,
+ * 0 for none), go where the old ones lie, at fixed offsets, with one
+ * bounds check and no move of the frame's start, and it leaves towards
+ * nh. Counted as counted. */
+INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struct nexthop *nh, __u32 tot_len,
+			  __u32 psc, __u32 pkt_len, enum reason counted)
+{
+	/* Read again: the caller compared it with data_meta, which the
+	 * compiler would otherwise take for it. */
+	void *data = (void *)(long)*(volatile __u32 *)&ctx->data;
+	if (data + ETH_HLEN + sizeof(struct iphdr) + GTPU_ENCAP_QFI_LEN > (void *)(long)ctx->data_end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	write_nexthop_eth(data, nh, 0, bpf_htons(ETH_P_IP));
+	write_gpdu(data + ETH_HLEN, tot_len, far->tos, far->local, far->peer, far->teid, psc);
+	return finish(pkt_len, counted, bpf_redirect(nh->ifindex, 0));
+}
+
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
  * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
  * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
@@ -1007,6 +1034,10 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
 	__u32 encap = ip_len + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
+	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
+	if (!v6 && !(tci | (inner_off ^ (ETH_HLEN + encap)) | (pkt_len ^ (ETH_HLEN + encap + inner_len))) &&
+	    far->action == FAR_FORWARD && !(far->flags & FAR_DUPLICATE) && ctx->data_meta == ctx->data)
+		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, counted);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
 	    put_nexthop_eth(ctx, inner_off, new_l2 + encap, nh, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
@@ -1018,7 +1049,6 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	if ((void *)udp + GTPU_ENCAP_QFI_LEN > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 udp_len = encap - ip_len + inner_len;
-	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
 	if (v6) {
 		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
 		/* Over IPv6 the checksum is mandatory: its headers' part is
