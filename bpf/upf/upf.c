@@ -1250,33 +1250,47 @@ struct gpdu_args {
 	__u32 inner_off;
 };
 
-#define FAST_GPDU_LEN (ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
-#define FAST_GPDU_PSC_LEN (FAST_GPDU_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+#define FAST_GTPU_LEN (sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
+#define FAST_GTPU_PSC_LEN (FAST_GTPU_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+/* What the common G-PDU over IPv4 holds at least: its headers, the
+ * container, an inner IPv4 header. */
+#define FAST_GPDU_MIN (ETH_HLEN + sizeof(struct iphdr) + FAST_GTPU_PSC_LEN + sizeof(struct iphdr))
 
 /* The common G-PDU, read at fixed offsets after one bounds check: an
- * untagged Ethernet frame, IPv4 without options or fragmentation, UDP to
- * port 2152 of one of our addresses, GTP-U v1 with either no optional
- * fields or only E and exactly one PDU Session Container of one 4-octet
- * unit ending the chain, and room for an inner IPv4 header: uplink's
- * arguments, as access_ingress would find them. Every other frame (inner_off
- * 0) is the general parser's. Returned by value: registers, no stack. */
-INLINE struct gpdu_args fast_gpdu(void *data, void *end)
+ * untagged Ethernet frame, IPv4 without options or fragmentation, or IPv6
+ * when v6 (a constant) with UDP as its next header (no extension header),
+ * UDP to port 2152 of one of our addresses, GTP-U v1 with either no
+ * optional fields or only E and exactly one PDU Session Container of one
+ * 4-octet unit ending the chain, and room for an inner IPv4 header:
+ * uplink's arguments, as access_ingress would find them. Every other frame
+ * (inner_off 0) is the general parser's. Returned by value: registers, no
+ * stack. */
+INLINE struct gpdu_args fast_gpdu_ip(void *data, void *end, const int v6)
 {
 	struct gpdu_args a = {};
-	if (data + FAST_GPDU_PSC_LEN + sizeof(struct iphdr) > end)
+	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	if (data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) > end)
 		return a;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct udphdr *udp = (void *)(ip + 1);
+	void *ip = data + ETH_HLEN;
+	struct udphdr *udp = ip + ip_len;
 	struct gtpu_hdr *h = (void *)(udp + 1);
-	/* The EtherType in one load (struct ethhdr is packed: its field is
-	 * read by octets); version 4 and IHL 5 in one octet; the GTP-U flags
-	 * and type in one load. */
-	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
-	if (proto != bpf_htons(ETH_P_IP) || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) ||
-	    ip->protocol != IPPROTO_UDP || udp->dest != bpf_htons(GTPU_PORT))
+	struct iphdr *ip4 = ip;
+	struct ipv6hdr *ip6 = ip;
+	/* The IP payload's length, which the UDP datagram fills. Version 4
+	 * and IHL 5 in one octet. */
+	__u32 ip_payload;
+	if (v6) {
+		if ((*(__u8 *)ip6 >> 4) != 6 || ip6->nexthdr != IPPROTO_UDP)
+			return a;
+		ip_payload = bpf_ntohs(ip6->payload_len);
+	} else {
+		if (*(__u8 *)ip4 != 0x45 || ipv4_is_fragment(ip4) || ip4->protocol != IPPROTO_UDP)
+			return a;
+		ip_payload = bpf_ntohs(ip4->tot_len) - sizeof(*ip4);
+	}
+	if (udp->dest != bpf_htons(GTPU_PORT))
 		return a;
-	__u32 tot = bpf_ntohs(ip->tot_len);
+	/* The GTP-U flags and type in one load. */
 	__u32 hdr_len = sizeof(*h);
 	__u16 flags_type = *(__u16 *)h;
 	if (flags_type == bpf_htons((GTPU_V1 | GTPU_PT | GTPU_E) << 8 | GTPU_G_PDU)) {
@@ -1285,24 +1299,40 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 		if (o->next_ext != GTPU_EXT_PDU_SESSION_CONTAINER ||
 		    (psc & bpf_htonl(0xff0000ff)) != bpf_htonl(0x01000000))
 			return a;
-		hdr_len = FAST_GPDU_PSC_LEN - FAST_GPDU_LEN + sizeof(*h);
+		hdr_len = FAST_GTPU_PSC_LEN - FAST_GTPU_LEN + sizeof(*h);
 		a.psc_qfi = 0x100 | (((__u8 *)(o + 1))[2] & GTPU_PSC_QFI);
 	} else if (flags_type != bpf_htons((GTPU_V1 | GTPU_PT) << 8 | GTPU_G_PDU)) {
 		return a;
 	}
-	/* The lengths parse_ipv4, parse_gtpu and access_ingress check; the
-	 * GTP-U message within the UDP datagram is within the frame. */
+	/* The lengths parse_ipv4 or parse_ipv6, parse_gtpu and access_ingress
+	 * check; the GTP-U message within the UDP datagram is within the
+	 * frame. */
 	__u32 len = bpf_ntohs(h->length), ext_len = hdr_len - sizeof(*h);
-	if ((void *)ip + tot > end || bpf_ntohs(udp->len) != tot - sizeof(*ip) || len < ext_len ||
-	    sizeof(*udp) + sizeof(*h) + len > tot - sizeof(*ip))
+	if ((void *)udp + ip_payload > end || bpf_ntohs(udp->len) != ip_payload || len < ext_len ||
+	    sizeof(*udp) + sizeof(*h) + len > ip_payload)
 		return a;
-	int addr_index = gtpu_addr_index(ip->daddr);
+	int addr_index = v6 ? gtpu_addr_index6(&ip6->daddr) : gtpu_addr_index(ip4->daddr);
 	if (addr_index < 0)
 		return a;
 	a.key = h->teid | (__u64)addr_index << 32;
 	a.payload_len = len - ext_len;
-	a.inner_off = ETH_HLEN + sizeof(*ip) + sizeof(*udp) + hdr_len;
+	a.inner_off = ETH_HLEN + ip_len + sizeof(*udp) + hdr_len;
 	return a;
+}
+
+/* fast_gpdu_ip of the frame's family; the EtherType read in one load
+ * (struct ethhdr is packed: its field is read by octets). */
+INLINE struct gpdu_args fast_gpdu(void *data, void *end)
+{
+	struct gpdu_args none = {};
+	if (data + FAST_GPDU_MIN > end)
+		return none;
+	__be16 proto = *(__be16 *)(data + __builtin_offsetof(struct ethhdr, h_proto));
+	if (proto == bpf_htons(ETH_P_IP))
+		return fast_gpdu_ip(data, end, 0);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return fast_gpdu_ip(data, end, 1);
+	return none;
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's
