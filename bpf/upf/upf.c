@@ -82,15 +82,15 @@ INLINE int gtpu_addr_index(__be32 addr)
 	return -1;
 }
 
-/* The index of addr in gtpu_addrs6; -1 when it is none of them. An unset
- * place is all zeros, an address no packet is sent to. */
+/* The index of addr in gtpu_addrs6; -1 when it is none of them. */
 INLINE int gtpu_addr_index6(const struct in6_addr *addr)
 {
 	const __u32 *a = addr->in6_u.u6_addr32;
+	__u32 set = gtpu_addrs6_set;
 #pragma unroll
 	for (int i = 0; i < MAX_GTPU_ADDRS; i++) {
 		const volatile __u32 *n = gtpu_addrs6[i];
-		if (n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3] && (n[0] | n[1] | n[2] | n[3]))
+		if ((set & 1u << i) && n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3])
 			return i;
 	}
 	return -1;
