@@ -996,11 +996,10 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	__u32 udp_len = encap - ip_len + inner_len;
 	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
 	if (v6) {
-		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
 		/* Over IPv6 the checksum is mandatory: its headers' part is
 		 * summed from the registers they were written from. */
-		__u64 outer = write_udp_gtpu(udp, udp_len, far->teid, psc_word) +
-			      ipv6_pseudo_sum((void *)t6->local, (void *)t6->peer, udp_len, IPPROTO_UDP);
+		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, t6->local, t6->peer) +
+			      write_udp_gtpu(udp, udp_len, far->teid, psc_word);
 		if (!(udp->check = udp6_check(ctx, new_l2 + encap, outer)))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	} else {
