@@ -272,26 +272,39 @@ func TestIPv6TransportChecksumOfEachProtocol(t *testing.T) {
 		return h
 	}
 	routerAlert := layers.IPv4Option{OptionType: 0x94, OptionLength: 4, OptionData: []byte{0, 0}}
-	for _, size := range []int{0, 1, 57, 1000, 1400} {
-		for name, p := range map[string]func(ttl uint8) []byte{
-			"UDP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, udp, size) },
-			"UDP over IPv4, no checksum": func(ttl uint8) []byte { return with16(packet(false, ttl, udp, size), 20+6, 0) },
-			"TCP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, tcp, size) },
-			"TCP over IPv4 with options": func(ttl uint8) []byte { return packet(false, ttl, tcp, size, routerAlert) },
-			"ICMP":                       func(ttl uint8) []byte { return packet(false, ttl, icmp, size) },
-			"UDP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, udp, size) },
-			"TCP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, tcp, size) },
-			"ICMPv6":                     func(ttl uint8) []byte { return packet(true, ttl, icmp6, size) },
-			"IPv6 hop-by-hop options":    func(ttl uint8) []byte { return packet(true, ttl, hopByHop, size) },
-		} {
-			teid, qfi := uint32(dlTEID), 9
-			if p(64)[0]>>4 == 6 {
-				teid, qfi = dlTEID6, 0x40|5
+	// With a PDU Session Container, then without: the GTP-U header's words
+	// differ in number and length.
+	for _, withQFI := range []bool{true, false} {
+		if !withQFI {
+			for _, slot := range []uint32{pdrDown, pdrDown6} {
+				changePDR(t, u.d, slot, func(p *PDR) { p.Flags &^= MarkQFI })
 			}
-			act, out := u.run(t, fromDN.ipFrame(t, p(64)))
-			want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
-			if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
-				t.Errorf("%s, %d bytes: %v, checksum: %v %s", name, size, act, sum, diff)
+		}
+		for _, size := range []int{0, 1, 57, 1000, 1400} {
+			for name, p := range map[string]func(ttl uint8) []byte{
+				"UDP over IPv4":                 func(ttl uint8) []byte { return packet(false, ttl, udp, size) },
+				"UDP over IPv4, no checksum":    func(ttl uint8) []byte { return with16(packet(false, ttl, udp, size), 20+6, 0) },
+				"UDP over IPv4, first fragment": func(ttl uint8) []byte { return withBytes(packet(false, ttl, udp, size), 6, 0x20) },
+				"TCP over IPv4":                 func(ttl uint8) []byte { return packet(false, ttl, tcp, size) },
+				"TCP over IPv4 with options":    func(ttl uint8) []byte { return packet(false, ttl, tcp, size, routerAlert) },
+				"ICMP":                          func(ttl uint8) []byte { return packet(false, ttl, icmp, size) },
+				"UDP over IPv6":                 func(ttl uint8) []byte { return packet(true, ttl, udp, size) },
+				"TCP over IPv6":                 func(ttl uint8) []byte { return packet(true, ttl, tcp, size) },
+				"ICMPv6":                        func(ttl uint8) []byte { return packet(true, ttl, icmp6, size) },
+				"IPv6 hop-by-hop options":       func(ttl uint8) []byte { return packet(true, ttl, hopByHop, size) },
+			} {
+				teid, qfi := uint32(dlTEID), 9
+				if p(64)[0]>>4 == 6 {
+					teid, qfi = dlTEID6, 0x40|5
+				}
+				if !withQFI {
+					qfi = -1
+				}
+				act, out := u.run(t, fromDN.ipFrame(t, p(64)))
+				want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
+				if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
+					t.Errorf("%s, %d bytes, QFI %v: %v, checksum: %v %s", name, size, withQFI, act, sum, diff)
+				}
 			}
 		}
 	}
