@@ -175,32 +175,48 @@ INLINE void chain_keep_gtpu(struct chain_gtpu *o, __u32 off, const struct gtpu_i
 	o->psc_qfi = g->has_qfi ? 0x100 | g->qfi : 0;
 }
 
-/* Whether the frame at data, its Ethernet, IPv4 and UDP headers within
- * bounds, has the outer headers the UPF reads at fixed offsets (fast_gpdu
- * in the UPF): untagged Ethernet, IPv4 without options or fragmentation,
- * UDP to the GTP-U port. */
-INLINE int gpdu_shaped(void *data)
+/* Whether the IP header at ip (IPv6 when v6, a constant), with the UDP
+ * header after it within bounds, is of the shape the UPF reads at fixed
+ * offsets (fast_gpdu in the UPF): IPv4 without options or fragmentation,
+ * or IPv6 with UDP as its next header, and UDP to the GTP-U port. */
+INLINE int gpdu_shaped(void *ip, const int v6)
 {
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct udphdr *udp = (void *)(ip + 1);
-	/* The EtherType in one load (struct ethhdr is packed: its field is
-	 * read by octets); version 4 and IHL 5 in one octet. */
-	__be16 proto = *(__be16 *)((void *)eth + __builtin_offsetof(struct ethhdr, h_proto));
-	return proto == bpf_htons(ETH_P_IP) && *(__u8 *)ip == 0x45 && !ipv4_is_fragment(ip) &&
-	       ip->protocol == IPPROTO_UDP && udp->dest == bpf_htons(GTPU_PORT);
+	struct udphdr *udp;
+	if (v6) {
+		struct ipv6hdr *ip6 = ip;
+		if ((*(__u8 *)ip6 >> 4) != 6 || ip6->nexthdr != IPPROTO_UDP)
+			return 0;
+		udp = (void *)(ip6 + 1);
+	} else {
+		struct iphdr *ip4 = ip;
+		/* Version 4 and IHL 5 in one octet. */
+		if (*(__u8 *)ip4 != 0x45 || ipv4_is_fragment(ip4) || ip4->protocol != IPPROTO_UDP)
+			return 0;
+		udp = (void *)(ip4 + 1);
+	}
+	return udp->dest == bpf_htons(GTPU_PORT);
 }
 
 /* Whether the classify stage hands nothing on for the frame between data
- * and end: one of the UPF's fixed-offset shape. The UPF stage reads such a
- * frame at fixed offsets and parses itself the few that reading declines;
- * for the common G-PDU the handoff was a per-CPU lookup and a copy in one
- * stage and a lookup and a claim in the other, for nothing. The handoff
- * is clear whenever no packet is between the two stages, so neither
- * stage touches it for such a frame. */
+ * and end: untagged Ethernet and the UPF's fixed-offset shape. The UPF
+ * stage reads such a frame at fixed offsets and parses itself the few that
+ * reading declines; for the common G-PDU the handoff was a per-CPU lookup
+ * and a copy in one stage and a lookup and a claim in the other, for
+ * nothing. The handoff is clear whenever no packet is between the two
+ * stages, so neither stage touches it for such a frame. */
 INLINE int chain_unhanded(void *data, void *end)
 {
-	return data + ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr) <= end && gpdu_shaped(data);
+	void *ip = data + ETH_HLEN;
+	if (ip > end)
+		return 0;
+	/* The EtherType in one load (struct ethhdr is packed: its field is
+	 * read by octets). */
+	__be16 proto = *(__be16 *)(data + __builtin_offsetof(struct ethhdr, h_proto));
+	if (proto == bpf_htons(ETH_P_IP))
+		return ip + sizeof(struct iphdr) + sizeof(struct udphdr) <= end && gpdu_shaped(ip, 0);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return ip + sizeof(struct ipv6hdr) + sizeof(struct udphdr) <= end && gpdu_shaped(ip, 1);
+	return 0;
 }
 
 /* Hands what the walk found (none when walked->l3_off is 0) on to the

@@ -21,6 +21,15 @@ INLINE __u32 csum_fold64(__u64 sum)
 	return (sum & 0xffffffff) + (sum >> 32);
 }
 
+/* The one's complement negation of a sum of 32-bit words below 2^48,
+ * unfolded: 0xffff << 32 is a multiple of 0xffff (2^16 is 1 to it), so
+ * the difference is the negation to csum_fold, without folding the sum
+ * first. */
+INLINE __u64 csum_neg(__u64 sum)
+{
+	return (0xffffULL << 32) - sum;
+}
+
 /* Checksum of an option-less IPv4 header whose check field is zero. */
 INLINE __u16 ipv4_csum(struct iphdr *ip)
 {

@@ -34,8 +34,9 @@ INLINE int ipv4_is_fragment(const struct iphdr *ip)
 }
 
 /* The one's complement sum of the bytes of the IP packet at ip, as
- * csum_to_end sums them (unfolded), derived from the packet's own checksums
- * instead of read, as Linux's local checksum offload does: a valid IPv4
+ * csum_to_end sums them (unfolded, give or take a multiple of 0xffff),
+ * derived from the packet's own checksums instead of read, as Linux's
+ * local checksum offload does: a valid IPv4
  * header sums to zero, an ICMP message too, a TCP or UDP segment or an
  * ICMPv6 message to the negation of its pseudo-header. -1 where the packet
  * does not say: a fragment, a UDP datagram without a checksum or shorter
@@ -86,8 +87,8 @@ INLINE __s64 ip_packet_sum(void *ip, void *end)
 	} else if (proto != IPPROTO_TCP && !(v6 && proto == IPPROTO_ICMPV6)) {
 		return -1;
 	}
-	/* csum_fold negates: the header's sum less the pseudo-header's. */
-	return (__u64)csum_fold64(header) + csum_fold(csum_fold64(pseudo));
+	/* The header's sum less the pseudo-header's. */
+	return header + csum_neg(pseudo);
 }
 
 /* TTL decrement with the checksum adjusted as the kernel's ip_decrease_ttl

@@ -14,16 +14,27 @@ INLINE __u64 ipv6_prefix64(const struct in6_addr *a)
 }
 
 /* Writes the IPv6 header of a UDP datagram of payload_len bytes, hop
- * limit 64, flow label 0 (RFC 6437: a tunnel endpoint may leave it so). */
-INLINE void ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass, const struct in6_addr *saddr,
-			   const struct in6_addr *daddr)
+ * limit 64, flow label 0 (RFC 6437: a tunnel endpoint may leave it so), in
+ * whole words, and returns the sum of its pseudo-header as
+ * ipv6_pseudo_sum sums it: each word of the addresses read once, written
+ * and summed (never read back from the frame). */
+INLINE __u64 ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass, const void *saddr,
+			    const void *daddr)
 {
-	*(__be32 *)ip6 = bpf_htonl(0x60000000 | (__u32)tclass << 20);
-	ip6->payload_len = bpf_htons(payload_len);
-	ip6->nexthdr = IPPROTO_UDP;
-	ip6->hop_limit = 64;
-	ip6->saddr = *saddr;
-	ip6->daddr = *daddr;
+	__u32 *w = (void *)ip6;
+	const __u32 *s = saddr, *d = daddr;
+	w[0] = bpf_htonl(0x60000000 | (__u32)tclass << 20);
+	/* Payload length, next header, hop limit. */
+	w[1] = bpf_htons(payload_len) | (__u32)IPPROTO_UDP << 16 | (__u32)64 << 24;
+	__u64 sum = (__u64)bpf_htonl(payload_len) + bpf_htonl(IPPROTO_UDP);
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 a = s[i], b = d[i];
+		w[2 + i] = a;
+		w[6 + i] = b;
+		sum += (__u64)a + b;
+	}
+	return sum;
 }
 
 /* The sum of an IPv6 pseudo-header (RFC 8200 8.1) as csum_to_end sums:

@@ -14,6 +14,9 @@ volatile const __u32 iface_roles = 0; /* enum iface_role bits */
  * to (set_kind SET_TEID). */
 volatile const __be32 gtpu_addrs[MAX_GTPU_ADDRS] = {};
 volatile const __be32 gtpu_addrs6[MAX_GTPU_ADDRS][4] = {};
+/* Bit i set: gtpu_addrs6[i] is an address. Known to the verifier, it
+ * removes the comparisons with the places that hold none. */
+volatile const __u32 gtpu_addrs6_set = 0;
 volatile const __u32 index_bits = 1; /* set_index has 1 << index_bits buckets */
 volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (enum set_hash) */
 /* set_records has 1 << record_bits buckets; 0: no records, every packet

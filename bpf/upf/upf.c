@@ -91,15 +91,15 @@ INLINE int gtpu_addr_index(__be32 addr)
 	return -1;
 }
 
-/* The index of addr in gtpu_addrs6; -1 when it is none of them. An unset
- * place is all zeros, an address no packet is sent to. */
+/* The index of addr in gtpu_addrs6; -1 when it is none of them. */
 INLINE int gtpu_addr_index6(const struct in6_addr *addr)
 {
 	const __u32 *a = addr->in6_u.u6_addr32;
+	__u32 set = gtpu_addrs6_set;
 #pragma unroll
 	for (int i = 0; i < MAX_GTPU_ADDRS; i++) {
 		const volatile __u32 *n = gtpu_addrs6[i];
-		if (n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3] && (n[0] | n[1] | n[2] | n[3]))
+		if ((set & 1u << i) && n[0] == a[0] && n[1] == a[1] && n[2] == a[2] && n[3] == a[3])
 			return i;
 	}
 	return -1;
@@ -987,9 +987,9 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __
  * bytes in the FAR's tunnel with the PDU Session Container psc (PSC_WORD,
  * 0 for none), go where the old ones lie, at fixed offsets, with one
  * bounds check and no move of the frame's start, and it leaves towards
- * nh. Counted as counted. */
+ * nh. Counted in forwarded. */
 INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struct nexthop *nh, __u32 tot_len,
-			  __u32 psc, __u32 pkt_len, enum reason counted)
+			  __u32 psc, __u32 pkt_len, struct counter *forwarded)
 {
 	/* Read again: the caller compared it with data_meta, which the
 	 * compiler would otherwise take for it. */
@@ -998,7 +998,8 @@ INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struc
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	write_nexthop_eth(data, nh, 0, bpf_htons(ETH_P_IP));
 	write_gpdu(data + ETH_HLEN, tot_len, far->tos, far->local, far->peer, far->teid, psc);
-	return finish(pkt_len, counted, bpf_redirect(nh->ifindex, 0));
+	count_forward(forwarded, pkt_len);
+	return bpf_redirect(nh->ifindex, 0);
 }
 
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
@@ -1037,7 +1038,7 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
 	if (!v6 && !(tci | (inner_off ^ (ETH_HLEN + encap)) | (pkt_len ^ (ETH_HLEN + encap + inner_len))) &&
 	    far->action == FAR_FORWARD && !(far->flags & FAR_DUPLICATE) && ctx->data_meta == ctx->data)
-		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, counted);
+		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, forwarded);
 	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
 	    put_nexthop_eth(ctx, inner_off, new_l2 + encap, nh, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
@@ -1050,11 +1051,10 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	__u32 udp_len = encap - ip_len + inner_len;
 	if (v6) {
-		ipv6_write_udp(ip, udp_len, far->tos, (void *)t6->local, (void *)t6->peer);
 		/* Over IPv6 the checksum is mandatory: its headers' part is
 		 * summed from the registers they were written from. */
-		__u64 outer = write_udp_gtpu(udp, udp_len, far->teid, psc_word) +
-			      ipv6_pseudo_sum((void *)t6->local, (void *)t6->peer, udp_len, IPPROTO_UDP);
+		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, t6->local, t6->peer) +
+			      write_udp_gtpu(udp, udp_len, far->teid, psc_word);
 		if (!(udp->check = udp6_check(ctx, new_l2 + encap, outer)))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	} else {
@@ -1306,28 +1306,36 @@ struct gpdu_args {
 	__u32 inner_off;
 };
 
-#define FAST_GPDU_LEN (ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
-#define FAST_GPDU_PSC_LEN (FAST_GPDU_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+#define FAST_GTPU_LEN (sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
+#define FAST_GTPU_PSC_LEN (FAST_GTPU_LEN + sizeof(struct gtpu_opt) + sizeof(struct gtpu_pdu_session_dl))
+/* What the common G-PDU over IPv4 holds at least: its headers, the
+ * container, an inner IPv4 header. */
+#define FAST_GPDU_MIN (ETH_HLEN + sizeof(struct iphdr) + FAST_GTPU_PSC_LEN + sizeof(struct iphdr))
 
 /* The common G-PDU, read at fixed offsets after one bounds check: an
- * untagged Ethernet frame, IPv4 without options or fragmentation, UDP to
- * port 2152 of one of our addresses, GTP-U v1 with either no optional
- * fields or only E and exactly one PDU Session Container of one 4-octet
- * unit ending the chain, and room for an inner IPv4 header: uplink's
- * arguments, as access_ingress would find them. Every other frame (inner_off
- * 0) is the general parser's. Returned by value: registers, no stack. */
-INLINE struct gpdu_args fast_gpdu(void *data, void *end)
+ * untagged Ethernet frame, IPv4 without options or fragmentation, or IPv6
+ * when v6 (a constant) with UDP as its next header (no extension header),
+ * UDP to port 2152 of one of our addresses, GTP-U v1 with either no
+ * optional fields or only E and exactly one PDU Session Container of one
+ * 4-octet unit ending the chain, and room for an inner IPv4 header:
+ * uplink's arguments, as access_ingress would find them. Every other frame
+ * (inner_off 0) is the general parser's. Returned by value: registers, no
+ * stack. */
+INLINE struct gpdu_args fast_gpdu_ip(void *data, void *end, const int v6)
 {
 	struct gpdu_args a = {};
-	if (data + FAST_GPDU_PSC_LEN + sizeof(struct iphdr) > end)
+	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
+	if (data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) > end)
 		return a;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = (void *)(eth + 1);
-	struct udphdr *udp = (void *)(ip + 1);
+	void *ip = data + ETH_HLEN;
+	struct udphdr *udp = ip + ip_len;
 	struct gtpu_hdr *h = (void *)(udp + 1);
-	if (!gpdu_shaped(data))
+	struct iphdr *ip4 = ip;
+	struct ipv6hdr *ip6 = ip;
+	if (!gpdu_shaped(ip, v6))
 		return a;
-	__u32 tot = bpf_ntohs(ip->tot_len);
+	/* The IP payload's length, which the UDP datagram fills. */
+	__u32 ip_payload = v6 ? bpf_ntohs(ip6->payload_len) : bpf_ntohs(ip4->tot_len) - sizeof(*ip4);
 	__u32 hdr_len = sizeof(*h);
 	__u16 flags_type = *(__u16 *)h; /* the GTP-U flags and type in one load */
 	if (flags_type == bpf_htons((GTPU_V1 | GTPU_PT | GTPU_E) << 8 | GTPU_G_PDU)) {
@@ -1336,24 +1344,40 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 		if (o->next_ext != GTPU_EXT_PDU_SESSION_CONTAINER ||
 		    (psc & bpf_htonl(0xff0000ff)) != bpf_htonl(0x01000000))
 			return a;
-		hdr_len = FAST_GPDU_PSC_LEN - FAST_GPDU_LEN + sizeof(*h);
+		hdr_len = FAST_GTPU_PSC_LEN - FAST_GTPU_LEN + sizeof(*h);
 		a.psc_qfi = 0x100 | (((__u8 *)(o + 1))[2] & GTPU_PSC_QFI);
 	} else if (flags_type != bpf_htons((GTPU_V1 | GTPU_PT) << 8 | GTPU_G_PDU)) {
 		return a;
 	}
-	/* The lengths parse_ipv4, parse_gtpu and access_ingress check; the
-	 * GTP-U message within the UDP datagram is within the frame. */
+	/* The lengths parse_ipv4 or parse_ipv6, parse_gtpu and access_ingress
+	 * check; the GTP-U message within the UDP datagram is within the
+	 * frame. */
 	__u32 len = bpf_ntohs(h->length), ext_len = hdr_len - sizeof(*h);
-	if ((void *)ip + tot > end || bpf_ntohs(udp->len) != tot - sizeof(*ip) || len < ext_len ||
-	    sizeof(*udp) + sizeof(*h) + len > tot - sizeof(*ip))
+	if ((void *)udp + ip_payload > end || bpf_ntohs(udp->len) != ip_payload || len < ext_len ||
+	    sizeof(*udp) + sizeof(*h) + len > ip_payload)
 		return a;
-	int addr_index = gtpu_addr_index(ip->daddr);
+	int addr_index = v6 ? gtpu_addr_index6(&ip6->daddr) : gtpu_addr_index(ip4->daddr);
 	if (addr_index < 0)
 		return a;
 	a.key = h->teid | (__u64)addr_index << 32;
 	a.payload_len = len - ext_len;
-	a.inner_off = ETH_HLEN + sizeof(*ip) + sizeof(*udp) + hdr_len;
+	a.inner_off = ETH_HLEN + ip_len + sizeof(*udp) + hdr_len;
 	return a;
+}
+
+/* fast_gpdu_ip of the frame's family; the EtherType read in one load
+ * (struct ethhdr is packed: its field is read by octets). */
+INLINE struct gpdu_args fast_gpdu(void *data, void *end)
+{
+	struct gpdu_args none = {};
+	if (data + FAST_GPDU_MIN > end)
+		return none;
+	__be16 proto = *(__be16 *)(data + __builtin_offsetof(struct ethhdr, h_proto));
+	if (proto == bpf_htons(ETH_P_IP))
+		return fast_gpdu_ip(data, end, 0);
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return fast_gpdu_ip(data, end, 1);
+	return none;
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's

@@ -469,15 +469,17 @@ func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	// place stays zero.
 	var addrs [MaxGTPUAddresses]uint32
 	var addrs6 [MaxGTPUAddresses][4]uint32
+	var set6 uint32
 	for i, a := range d.gtpu {
 		if a.Is4() {
 			addrs[i] = networkOrder(a.As4())
 		} else {
 			addrs6[i] = words(a)
+			set6 |= 1 << i
 		}
 	}
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
-		specs.GtpuAddrs6.Set(addrs6),
+		specs.GtpuAddrs6.Set(addrs6), specs.GtpuAddrs6Set.Set(set6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.RecordBits.Set(uint32(d.sets.records.bits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {

@@ -129,6 +129,14 @@ func TestIPv6TransportUplink(t *testing.T) {
 	fragment := withBytes(gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS), v4.bytes(t)), ethLen+6, 44)
 	badLength := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS), v4.bytes(t))
 	badLength = with16(badLength, ethLen+40+4, uint16(len(badLength)-ethLen-40-1))
+	// The shapes the fixed-offset read leaves to the general parser.
+	seq := gpdu(teidQoS)
+	seq.SequenceNumberFlag, seq.SequenceNumber = true, 0x1234
+	eOnly := gpdu(teidQoS)
+	eOnly.ExtensionHeaderFlag = true
+	twoWordPSC := layers.GTPExtensionHeader{Type: extPSC, Content: []byte{0x10, 9, 0, 0, 0, 0}}
+	gtpTooLong := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9)), v4.bytes(t))
+	gtpTooLong = with16(gtpTooLong, ethLen+40+8+2, uint16(len(gtpTooLong)-ethLen-40-8-8+1))
 	// A TEID is found at the address it was installed at only.
 	check(t, u.d.DeleteUplink(FTEID{n3Addr6b, teidQoS}))
 	u.runCases(t, []pktCase{
@@ -138,6 +146,15 @@ func TestIPv6TransportUplink(t *testing.T) {
 		fwd("second IPv6 N3 address", fromGNB, n3Addr6b, gpdu(teidV6, ulPSC(1)), v6, 0, nhCoreVLAN),
 		fwd("tagged frame in", tagged, n3Addr6, gpdu(teidQoS, ulPSC(9)), v4, 0, nhCore),
 		fwd("Ethernet padding trimmed", fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9)), ipPacket{src: ue4, dst: dn4, ttl: 3}, 12, nhCore),
+		fwd("S flag", fromGNB, n3Addr6, seq, v4, 0, nhCoreVLAN),
+		fwd("E flag, empty chain", fromGNB, n3Addr6, eOnly, v4, 0, nhCoreVLAN),
+		fwd("PSC before a two-word extension", fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9), ext(extRAN, 2)), v4, 0, nhCore),
+		fwd("PSC of two words", fromGNB, n3Addr6, gpdu(teidQoS, twoWordPSC), v4, 0, nhCore),
+		fwd("IPv6 UE, QFI 9, padded", fromGNB, n3Addr6, gpdu(teidV6, ulPSC(9)), v6, 7, nhCoreVLAN),
+		{name: "GTP payload after the inner packet trimmed",
+			in:  gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidQoS, ulPSC(9)), append(v4.bytes(t), 0xde, 0xad, 0xbe, 0xef)),
+			act: xdplink.Redirect, reason: "uplink_forward", out: v4.hop().frame(t, nhL2(nhCore))},
+		{name: "GTP-U length beyond the UDP datagram", in: gtpTooLong, act: xdplink.Drop, reason: "drop_malformed"},
 		{name: "unknown TEID", in: gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidUnknown), v4.bytes(t)), act: xdplink.Drop, reason: "drop_unknown_teid"},
 		{name: "TEID of another address", in: gtp6Frame(t, fromGNB, n3Addr6b, gpdu(teidQoS), v4.bytes(t)), act: xdplink.Drop, reason: "drop_unknown_teid"},
 		{name: "UDP length beyond the IPv6 payload", in: badLength, act: xdplink.Drop, reason: "drop_malformed"},
@@ -255,26 +272,39 @@ func TestIPv6TransportChecksumOfEachProtocol(t *testing.T) {
 		return h
 	}
 	routerAlert := layers.IPv4Option{OptionType: 0x94, OptionLength: 4, OptionData: []byte{0, 0}}
-	for _, size := range []int{0, 1, 57, 1000, 1400} {
-		for name, p := range map[string]func(ttl uint8) []byte{
-			"UDP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, udp, size) },
-			"UDP over IPv4, no checksum": func(ttl uint8) []byte { return with16(packet(false, ttl, udp, size), 20+6, 0) },
-			"TCP over IPv4":              func(ttl uint8) []byte { return packet(false, ttl, tcp, size) },
-			"TCP over IPv4 with options": func(ttl uint8) []byte { return packet(false, ttl, tcp, size, routerAlert) },
-			"ICMP":                       func(ttl uint8) []byte { return packet(false, ttl, icmp, size) },
-			"UDP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, udp, size) },
-			"TCP over IPv6":              func(ttl uint8) []byte { return packet(true, ttl, tcp, size) },
-			"ICMPv6":                     func(ttl uint8) []byte { return packet(true, ttl, icmp6, size) },
-			"IPv6 hop-by-hop options":    func(ttl uint8) []byte { return packet(true, ttl, hopByHop, size) },
-		} {
-			teid, qfi := uint32(dlTEID), 9
-			if p(64)[0]>>4 == 6 {
-				teid, qfi = dlTEID6, 0x40|5
+	// With a PDU Session Container, then without: the GTP-U header's words
+	// differ in number and length.
+	for _, withQFI := range []bool{true, false} {
+		if !withQFI {
+			for _, slot := range []uint32{pdrDown, pdrDown6} {
+				changePDR(t, u.d, slot, func(p *PDR) { p.Flags &^= MarkQFI })
 			}
-			act, out := u.run(t, fromDN.ipFrame(t, p(64)))
-			want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
-			if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
-				t.Errorf("%s, %d bytes: %v, checksum: %v %s", name, size, act, sum, diff)
+		}
+		for _, size := range []int{0, 1, 57, 1000, 1400} {
+			for name, p := range map[string]func(ttl uint8) []byte{
+				"UDP over IPv4":                 func(ttl uint8) []byte { return packet(false, ttl, udp, size) },
+				"UDP over IPv4, no checksum":    func(ttl uint8) []byte { return with16(packet(false, ttl, udp, size), 20+6, 0) },
+				"UDP over IPv4, first fragment": func(ttl uint8) []byte { return withBytes(packet(false, ttl, udp, size), 6, 0x20) },
+				"TCP over IPv4":                 func(ttl uint8) []byte { return packet(false, ttl, tcp, size) },
+				"TCP over IPv4 with options":    func(ttl uint8) []byte { return packet(false, ttl, tcp, size, routerAlert) },
+				"ICMP":                          func(ttl uint8) []byte { return packet(false, ttl, icmp, size) },
+				"UDP over IPv6":                 func(ttl uint8) []byte { return packet(true, ttl, udp, size) },
+				"TCP over IPv6":                 func(ttl uint8) []byte { return packet(true, ttl, tcp, size) },
+				"ICMPv6":                        func(ttl uint8) []byte { return packet(true, ttl, icmp6, size) },
+				"IPv6 hop-by-hop options":       func(ttl uint8) []byte { return packet(true, ttl, hopByHop, size) },
+			} {
+				teid, qfi := uint32(dlTEID), 9
+				if p(64)[0]>>4 == 6 {
+					teid, qfi = dlTEID6, 0x40|5
+				}
+				if !withQFI {
+					qfi = -1
+				}
+				act, out := u.run(t, fromDN.ipFrame(t, p(64)))
+				want := encap6Frame(t, 0, nhGNB6, teid, qfi, p(63))
+				if diff, sum := testsupport.FrameDiff(out, want), testsupport.UDP6Checksum(out); act != xdplink.Redirect || diff != "" || sum != nil {
+					t.Errorf("%s, %d bytes, QFI %v: %v, checksum: %v %s", name, size, withQFI, act, sum, diff)
+				}
 			}
 		}
 	}
