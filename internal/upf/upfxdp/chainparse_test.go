@@ -26,12 +26,17 @@ const parseCPU = 0
 
 // fixedShape tells a frame the UPF stage reads at fixed offsets before it
 // looks for a handed-on parse, for which the classify stage hands none
-// on: untagged Ethernet, IPv4 without options or fragmentation, UDP to
-// port 2152.
+// on: untagged Ethernet, IPv4 without options or fragmentation or IPv6
+// with UDP as its next header, UDP to port 2152.
 func fixedShape(b []byte) bool {
-	return len(b) >= ethLen+28 && binary.BigEndian.Uint16(b[12:]) == 0x0800 && b[ethLen] == 0x45 &&
-		binary.BigEndian.Uint16(b[ethLen+6:])&0x3fff == 0 && b[ethLen+9] == 17 &&
-		binary.BigEndian.Uint16(b[ethLen+22:]) == gtpuPort
+	switch {
+	case len(b) >= ethLen+28 && binary.BigEndian.Uint16(b[12:]) == 0x0800:
+		return b[ethLen] == 0x45 && binary.BigEndian.Uint16(b[ethLen+6:])&0x3fff == 0 && b[ethLen+9] == 17 &&
+			binary.BigEndian.Uint16(b[ethLen+22:]) == gtpuPort
+	case len(b) >= ethLen+48 && binary.BigEndian.Uint16(b[12:]) == 0x86dd:
+		return b[ethLen]>>4 == 6 && b[ethLen+6] == 17 && binary.BigEndian.Uint16(b[ethLen+42:]) == gtpuPort
+	}
+	return false
 }
 
 // withTag is the frame b with a VLAN tag (TCI 42) after its addresses.
@@ -273,7 +278,7 @@ func TestChainHandsTheIPHeader(t *testing.T) {
 		{"IPv4 longer than the frame", with16(up, ethLen+2, uint16(len(up)-ethLen+1)), 0, 0},
 		{"IPv6 as EtherType IPv4", withBytes(up6, 12, 0x08, 0x00), 0, 0},
 		{"IPv4 as EtherType IPv6", withBytes(up, 12, 0x86, 0xdd), 0, 0},
-		{"IPv6, extensions", up6, ethLen, gtpOffset6},
+		{"IPv6", up6, 0, 0}, // the UPF's fixed-offset shape: nothing handed on
 		{"IPv6, tagged", gtp6Frame(t, tagged, n3Addr6, gpdu(teidQoS, ulPSC(9)), inner), ethLen + vlanLen, gtpOffset6 + vlanLen},
 		{"IPv6, hop-by-hop header", hopByHop, ethLen, gtpOffset6 + 8},
 		{"downlink", ipPacket{src: dn4, dst: ue4, ttl: 64, size: 100}.frame(t, fromDN), ethLen, 0},
