@@ -62,6 +62,13 @@ INLINE int finish(__u32 len, enum reason r, int action)
 	return action;
 }
 
+/* Counts a forwarded packet of len bytes in c (its interface's line or its PDR's row). */
+INLINE void count_forward(struct counter *c, __u32 len)
+{
+	c->packets++;
+	c->bytes += len;
+}
+
 /* A CPU counts in its own row, as in a per-CPU array, but without that
  * array's first read of where the CPU's value lies: at a million sessions
  * that read missed the cache on every packet of another session and
@@ -75,10 +82,8 @@ INLINE struct counter *cpu_pdr_counter(__u32 slot)
 INLINE void count_pdr(__u32 slot, __u32 len)
 {
 	struct counter *c = cpu_pdr_counter(slot);
-	if (c) {
-		c->packets++;
-		c->bytes += len;
-	}
+	if (c)
+		count_forward(c, len);
 }
 
 /* The index of addr in gtpu_addrs; -1 when it is none of them. */
@@ -165,12 +170,6 @@ INLINE struct iface_cpu_line *iface_line(void)
 	return bpf_map_lookup_elem(&iface_cpu_lines, (const void *)&iface_slot);
 }
 
-/* Counts a forwarded packet of len bytes in its interface's line. */
-INLINE void count_forward(struct counter *c, __u32 len)
-{
-	c->packets++;
-	c->bytes += len;
-}
 
 /* Counts a packet of an installed key that no record served. */
 INLINE void count_cold(__u32 len)
