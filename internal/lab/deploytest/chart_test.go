@@ -77,6 +77,35 @@ func TestChart(t *testing.T) {
 			checkRendered(t, r)
 		})
 	}
+	// HTTPS and another N4 port reach the probes, the Service and the
+	// ServiceMonitor, which checks the certificate.
+	t.Run("https", func(t *testing.T) {
+		values := filepath.Join(t.TempDir(), "https-values.yaml")
+		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\n" +
+			"nodes:\n  upf-a: {config: {pfcp: {listen: \"10.10.4.11:8806\"}}}\n" +
+			"  upf-b: {config: {pfcp: {listen: \"10.10.4.12:8806\"}}}\n  upf-c: {config: {pfcp: {listen: \"10.10.4.13:8806\"}}}\n"
+		if err := os.WriteFile(values, []byte(https), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := decodeAll(t, runHelm(t, "template", "xdp5g", chart, "-f", filepath.Join(chart, "ci", "upf-values.yaml"), "-f", values))
+		checkRendered(t, r)
+		if ep := r.monitors[0].Spec.Endpoints[0]; ep.TLSConfig == nil || ep.TLSConfig.CA.Secret == nil ||
+			ep.TLSConfig.CA.Secret.Name != "upf-api-tls" || ep.TLSConfig.ServerName == nil {
+			t.Errorf("ServiceMonitor's TLS %+v; want the CA of Secret upf-api-tls and the Service's name", ep.TLSConfig)
+		}
+	})
+	for _, tc := range []struct{ name, set, refusal string }{
+		{"N4 ports that differ", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
+		{"api.tls in config", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart,
+				"-f", filepath.Join(chart, "ci", "upf-values.yaml"), "--set", tc.set).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.refusal) {
+				t.Errorf("rendered with %s: %v\n%s; want %q", tc.set, err, out, tc.refusal)
+			}
+		})
+	}
 	t.Run("without nodes", func(t *testing.T) {
 		out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "nodes: name the nodes that run xdp5g") {
@@ -175,7 +204,8 @@ func checkRendered(t *testing.T, r *rendered) {
 			len(r.configMaps), len(r.secrets), len(r.services), len(r.monitors))
 	}
 	var nodes []string
-	var apiPort int
+	var apiPort, pfcpPort int
+	var tls *config.TLS
 	caps := capabilities
 	dir := t.TempDir()
 	for name, content := range r.configMaps[0].Data {
@@ -200,9 +230,11 @@ func checkRendered(t *testing.T, r *rendered) {
 		if cfg.API.TokenFile != "/etc/xdp5g/secret/token" {
 			t.Errorf("node %s: api.token_file %s, want the Secret's /etc/xdp5g/secret/token", node, cfg.API.TokenFile)
 		}
-		if _, err := fmt.Sscanf(cfg.API.Listen[strings.LastIndex(cfg.API.Listen, ":")+1:], "%d", &apiPort); err != nil {
-			t.Errorf("node %s: api.listen %s", node, cfg.API.Listen)
+		apiPort = port(t, cfg.API.Listen)
+		if cfg.PFCP != nil {
+			pfcpPort = port(t, cfg.PFCP.Listen)
 		}
+		tls = cfg.API.TLS
 	}
 	slices.Sort(nodes)
 
@@ -237,11 +269,14 @@ func checkRendered(t *testing.T, r *rendered) {
 		t.Errorf("Secret %s: a token of %d characters, want 16 at least", secret.Name, len(secret.Data["token"]))
 	}
 	for _, tmpl := range r.podTemplates {
-		checkPod(t, tmpl, r, secret.Name, apiPort, caps)
+		checkPod(t, tmpl, r, secret.Name, apiPort, pfcpPort, tls, caps)
 	}
 	svc, sm := r.services[0], r.monitors[0]
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "api" && int(p.Port) == apiPort }) {
 		t.Errorf("Service %s has no port api on %d", svc.Name, apiPort)
+	}
+	if pfcpPort != 0 && !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "pfcp" && int(p.Port) == pfcpPort }) {
+		t.Errorf("Service %s has no port pfcp on %d", svc.Name, pfcpPort)
 	}
 	if len(sm.Spec.Endpoints) != 1 {
 		t.Fatalf("ServiceMonitor %s: %d endpoints, want 1", sm.Name, len(sm.Spec.Endpoints))
@@ -250,6 +285,9 @@ func checkRendered(t *testing.T, r *rendered) {
 	if ep.Port != "api" || ep.Path != "/metrics" || ep.Authorization == nil ||
 		ep.Authorization.Credentials.Name != secret.Name || ep.Authorization.Credentials.Key != "token" {
 		t.Errorf("ServiceMonitor %s scrapes %+v; want /metrics on port api with the token of %s", sm.Name, ep, secret.Name)
+	}
+	if https := tls != nil; (ep.Scheme.String() == "https") != https || (ep.TLSConfig != nil) != https {
+		t.Errorf("ServiceMonitor %s scrapes over %s with TLS %+v; the API has TLS %+v", sm.Name, ep.Scheme, ep.TLSConfig, tls)
 	}
 	for k, v := range sm.Spec.Selector.MatchLabels {
 		if svc.Labels[k] != v {
@@ -276,7 +314,17 @@ func nodeNames(t *testing.T, spec corev1.PodSpec) []string {
 	return names
 }
 
-func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort int, capabilities []corev1.Capability) {
+// port is the port of a host:port address.
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	var p int
+	if _, err := fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &p); err != nil {
+		t.Errorf("address %s: %v", addr, err)
+	}
+	return p
+}
+
+func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort, pfcpPort int, tls *config.TLS, capabilities []corev1.Capability) {
 	t.Helper()
 	spec := tmpl.Spec
 	if len(spec.Containers) != 1 {
@@ -291,9 +339,17 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "api" && int(p.ContainerPort) == apiPort }) {
 		t.Errorf("no container port api on %d: %+v", apiPort, c.Ports)
 	}
+	if pfcpPort != 0 && !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "pfcp" && int(p.ContainerPort) == pfcpPort }) {
+		t.Errorf("no container port pfcp on %d: %+v", pfcpPort, c.Ports)
+	}
+	scheme := corev1.URISchemeHTTP
+	if tls != nil {
+		scheme = corev1.URISchemeHTTPS
+	}
 	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
-		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.StrVal != "api" {
-			t.Errorf("probe %+v, want GET %s on port api", probe, want)
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.StrVal != "api" ||
+			probe.HTTPGet.Scheme != scheme {
+			t.Errorf("probe %+v, want GET %s on port api over %s", probe, want, scheme)
 		}
 	}
 	sc := c.SecurityContext
@@ -320,6 +376,13 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 	}
 	if v := volumes[mounts["/etc/xdp5g/secret"]]; v.Secret == nil || v.Secret.SecretName != secret {
 		t.Errorf("/etc/xdp5g/secret is %+v; want Secret %s", v, secret)
+	}
+	if tls != nil {
+		for _, file := range []string{tls.CertFile, tls.KeyFile} {
+			if v := volumes[mounts[filepath.Dir(file)]]; v.Secret == nil {
+				t.Errorf("%s is in %+v; want a Secret's", file, v)
+			}
+		}
 	}
 	if v := volumes[mounts["/var/lib/xdp5g"]]; v.HostPath == nil {
 		t.Errorf("/var/lib/xdp5g is %+v; want a directory of the host", v)
