@@ -123,7 +123,13 @@ func dashboardExprs(t *testing.T) []string {
 			t.Errorf("variable %s: query %q, want label_values(METRIC, LABEL)", v.Name, query)
 			continue
 		}
-		exprs = append(exprs, replacer.Replace(selector[:strings.LastIndex(selector, ",")]))
+		selector = selector[:strings.LastIndex(selector, ",")]
+		// Grafana's "All" is every value the query finds: the targets of
+		// xdp5g, not every target with a process's metrics.
+		if !strings.HasPrefix(selector, "xdp5g_") {
+			t.Errorf("variable %s takes its values from %s, which other targets than xdp5g's have", v.Name, selector)
+		}
+		exprs = append(exprs, replacer.Replace(selector))
 	}
 	return exprs
 }
