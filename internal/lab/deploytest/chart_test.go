@@ -420,3 +420,88 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 		}
 	}
 }
+
+// Every value of values.yaml changes what the chart renders: each is
+// changed in turn, over an example, and the manifests must differ. A value
+// added to values.yaml must be added here. config and nodes are the
+// daemon's configuration, which TestChart loads.
+func TestEveryValueMatters(t *testing.T) {
+	upf, sriov := filepath.Join(chart, "ci", "upf-values.yaml"), filepath.Join(chart, "ci", "upf-classify-values.yaml")
+	changes := []struct {
+		base string
+		sets []string // --set-json, the first naming the value
+	}{
+		{upf, []string{`image.repository="registry.example.net/xdp5g"`}},
+		{upf, []string{`image.tag="1.0"`}},
+		{upf, []string{`image.pullPolicy="Always"`}},
+		{upf, []string{`workload="Deployment"`}},
+		{sriov, []string{`multus.type="macvlan"`}},
+		{sriov, []string{`multus.cniVersion="1.0.0"`}},
+		{sriov, []string{`multus.networks={"n3":{"resourceName":"example.com/vf"}}`}},
+		{sriov, []string{`multus.macvlanMode="vepa"`, `multus.type="macvlan"`}},
+		{sriov, []string{`multus.vlan=7`}},
+		{upf, []string{`apiToken.existingSecret="upf-token"`}},
+		{upf, []string{`apiToken.token="another-token-0123456789"`}},
+		{upf, []string{`apiTLS.existingSecret="upf-api-tls"`}},
+		{upf, []string{`capabilities=["BPF","PERFMON","NET_ADMIN","NET_RAW","SYS_ADMIN"]`}},
+		{upf, []string{`seccompProfile={"type":"Unconfined"}`}},
+		{upf, []string{`resources={"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}`}},
+		{upf, []string{`service.pfcp=false`}},
+		{upf, []string{`serviceMonitor.enabled=false`}},
+		{upf, []string{`serviceMonitor.interval="30s"`}},
+		{upf, []string{`serviceMonitor.labels={"team":"core"}`}},
+		{upf, []string{`nodeSelector={"xdp5g.io/upf":"true"}`}},
+		{upf, []string{`tolerations=[{"operator":"Exists"}]`}},
+		{upf, []string{`priorityClassName="upf-critical"`}},
+		{upf, []string{`terminationGracePeriodSeconds=60`}},
+	}
+
+	// The values, as paths: a map's keys, but for those that are one value.
+	data, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	whole := map[string]bool{"config": true, "nodes": true, "multus.networks": true, "resources": true,
+		"seccompProfile": true, "serviceMonitor.labels": true, "nodeSelector": true}
+	var paths []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := prefix + k
+			if sub, ok := v.(map[string]any); ok && !whole[path] {
+				walk(path+".", sub)
+			} else if path != "config" && path != "nodes" {
+				paths = append(paths, path)
+			}
+		}
+	}
+	walk("", values)
+	var changed []string
+	for _, c := range changes {
+		changed = append(changed, c.sets[0][:strings.IndexAny(c.sets[0], "=")])
+	}
+	slices.Sort(paths)
+	slices.Sort(changed)
+	if !slices.Equal(paths, changed) {
+		t.Errorf("values.yaml has %v; the values changed here are %v", paths, changed)
+	}
+
+	// The token is random unless given.
+	render := func(base string, sets ...string) string {
+		args := []string{"template", "xdp5g", chart, "-f", base, "--set-json", `apiToken.token="a-token-of-the-tests-0123"`}
+		for _, s := range sets {
+			args = append(args, "--set-json", s)
+		}
+		return runHelm(t, args...)
+	}
+	bases := map[string]string{upf: render(upf), sriov: render(sriov)}
+	for _, c := range changes {
+		if render(c.base, c.sets...) == bases[c.base] {
+			t.Errorf("%v renders what %s renders without it", c.sets, filepath.Base(c.base))
+		}
+	}
+}
