@@ -77,6 +77,35 @@ func TestChart(t *testing.T) {
 			checkRendered(t, r)
 		})
 	}
+	// HTTPS and another N4 port reach the probes, the Service and the
+	// ServiceMonitor, which checks the certificate.
+	t.Run("https", func(t *testing.T) {
+		values := filepath.Join(t.TempDir(), "https-values.yaml")
+		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\n" +
+			"nodes:\n  upf-a: {config: {pfcp: {listen: \"10.10.4.11:8806\"}}}\n" +
+			"  upf-b: {config: {pfcp: {listen: \"10.10.4.12:8806\"}}}\n  upf-c: {config: {pfcp: {listen: \"10.10.4.13:8806\"}}}\n"
+		if err := os.WriteFile(values, []byte(https), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := decodeAll(t, runHelm(t, "template", "xdp5g", chart, "-f", filepath.Join(chart, "ci", "upf-values.yaml"), "-f", values))
+		checkRendered(t, r)
+		if ep := r.monitors[0].Spec.Endpoints[0]; ep.TLSConfig == nil || ep.TLSConfig.CA.Secret == nil ||
+			ep.TLSConfig.CA.Secret.Name != "upf-api-tls" || ep.TLSConfig.ServerName == nil {
+			t.Errorf("ServiceMonitor's TLS %+v; want the CA of Secret upf-api-tls and the Service's name", ep.TLSConfig)
+		}
+	})
+	for _, tc := range []struct{ name, set, refusal string }{
+		{"N4 ports that differ", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
+		{"api.tls in config", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart,
+				"-f", filepath.Join(chart, "ci", "upf-values.yaml"), "--set", tc.set).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.refusal) {
+				t.Errorf("rendered with %s: %v\n%s; want %q", tc.set, err, out, tc.refusal)
+			}
+		})
+	}
 	t.Run("without nodes", func(t *testing.T) {
 		out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "nodes: name the nodes that run xdp5g") {
@@ -175,7 +204,8 @@ func checkRendered(t *testing.T, r *rendered) {
 			len(r.configMaps), len(r.secrets), len(r.services), len(r.monitors))
 	}
 	var nodes []string
-	var apiPort int
+	var apiPort, pfcpPort int
+	var tls *config.TLS
 	caps := capabilities
 	dir := t.TempDir()
 	for name, content := range r.configMaps[0].Data {
@@ -200,9 +230,11 @@ func checkRendered(t *testing.T, r *rendered) {
 		if cfg.API.TokenFile != "/etc/xdp5g/secret/token" {
 			t.Errorf("node %s: api.token_file %s, want the Secret's /etc/xdp5g/secret/token", node, cfg.API.TokenFile)
 		}
-		if _, err := fmt.Sscanf(cfg.API.Listen[strings.LastIndex(cfg.API.Listen, ":")+1:], "%d", &apiPort); err != nil {
-			t.Errorf("node %s: api.listen %s", node, cfg.API.Listen)
+		apiPort = port(t, cfg.API.Listen)
+		if cfg.PFCP != nil {
+			pfcpPort = port(t, cfg.PFCP.Listen)
 		}
+		tls = cfg.API.TLS
 	}
 	slices.Sort(nodes)
 
@@ -237,11 +269,14 @@ func checkRendered(t *testing.T, r *rendered) {
 		t.Errorf("Secret %s: a token of %d characters, want 16 at least", secret.Name, len(secret.Data["token"]))
 	}
 	for _, tmpl := range r.podTemplates {
-		checkPod(t, tmpl, r, secret.Name, apiPort, caps)
+		checkPod(t, tmpl, r, secret.Name, apiPort, pfcpPort, tls, caps)
 	}
 	svc, sm := r.services[0], r.monitors[0]
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "api" && int(p.Port) == apiPort }) {
 		t.Errorf("Service %s has no port api on %d", svc.Name, apiPort)
+	}
+	if pfcpPort != 0 && !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "pfcp" && int(p.Port) == pfcpPort }) {
+		t.Errorf("Service %s has no port pfcp on %d", svc.Name, pfcpPort)
 	}
 	if len(sm.Spec.Endpoints) != 1 {
 		t.Fatalf("ServiceMonitor %s: %d endpoints, want 1", sm.Name, len(sm.Spec.Endpoints))
@@ -250,6 +285,9 @@ func checkRendered(t *testing.T, r *rendered) {
 	if ep.Port != "api" || ep.Path != "/metrics" || ep.Authorization == nil ||
 		ep.Authorization.Credentials.Name != secret.Name || ep.Authorization.Credentials.Key != "token" {
 		t.Errorf("ServiceMonitor %s scrapes %+v; want /metrics on port api with the token of %s", sm.Name, ep, secret.Name)
+	}
+	if https := tls != nil; (ep.Scheme.String() == "https") != https || (ep.TLSConfig != nil) != https {
+		t.Errorf("ServiceMonitor %s scrapes over %s with TLS %+v; the API has TLS %+v", sm.Name, ep.Scheme, ep.TLSConfig, tls)
 	}
 	for k, v := range sm.Spec.Selector.MatchLabels {
 		if svc.Labels[k] != v {
@@ -276,7 +314,17 @@ func nodeNames(t *testing.T, spec corev1.PodSpec) []string {
 	return names
 }
 
-func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort int, capabilities []corev1.Capability) {
+// port is the port of a host:port address.
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	var p int
+	if _, err := fmt.Sscanf(addr[strings.LastIndex(addr, ":")+1:], "%d", &p); err != nil {
+		t.Errorf("address %s: %v", addr, err)
+	}
+	return p
+}
+
+func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort, pfcpPort int, tls *config.TLS, capabilities []corev1.Capability) {
 	t.Helper()
 	spec := tmpl.Spec
 	if len(spec.Containers) != 1 {
@@ -291,9 +339,17 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "api" && int(p.ContainerPort) == apiPort }) {
 		t.Errorf("no container port api on %d: %+v", apiPort, c.Ports)
 	}
+	if pfcpPort != 0 && !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "pfcp" && int(p.ContainerPort) == pfcpPort }) {
+		t.Errorf("no container port pfcp on %d: %+v", pfcpPort, c.Ports)
+	}
+	scheme := corev1.URISchemeHTTP
+	if tls != nil {
+		scheme = corev1.URISchemeHTTPS
+	}
 	for probe, want := range map[*corev1.Probe]string{c.LivenessProbe: "/healthz", c.ReadinessProbe: "/readyz"} {
-		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.StrVal != "api" {
-			t.Errorf("probe %+v, want GET %s on port api", probe, want)
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || probe.HTTPGet.Port.StrVal != "api" ||
+			probe.HTTPGet.Scheme != scheme {
+			t.Errorf("probe %+v, want GET %s on port api over %s", probe, want, scheme)
 		}
 	}
 	sc := c.SecurityContext
@@ -320,6 +376,13 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 	}
 	if v := volumes[mounts["/etc/xdp5g/secret"]]; v.Secret == nil || v.Secret.SecretName != secret {
 		t.Errorf("/etc/xdp5g/secret is %+v; want Secret %s", v, secret)
+	}
+	if tls != nil {
+		for _, file := range []string{tls.CertFile, tls.KeyFile} {
+			if v := volumes[mounts[filepath.Dir(file)]]; v.Secret == nil {
+				t.Errorf("%s is in %+v; want a Secret's", file, v)
+			}
+		}
 	}
 	if v := volumes[mounts["/var/lib/xdp5g"]]; v.HostPath == nil {
 		t.Errorf("/var/lib/xdp5g is %+v; want a directory of the host", v)
@@ -354,6 +417,91 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 		if err := json.Unmarshal([]byte(r.attachments[i].Spec.Config), &cni); err != nil || cni.CNIVersion == "" ||
 			(cni.Type != "macvlan" && cni.Type != "sriov") {
 			t.Errorf("NetworkAttachmentDefinition %s: %v, config %s", n.Name, err, r.attachments[i].Spec.Config)
+		}
+	}
+}
+
+// Every value of values.yaml changes what the chart renders: each is
+// changed in turn, over an example, and the manifests must differ. A value
+// added to values.yaml must be added here. config and nodes are the
+// daemon's configuration, which TestChart loads.
+func TestEveryValueMatters(t *testing.T) {
+	upf, sriov := filepath.Join(chart, "ci", "upf-values.yaml"), filepath.Join(chart, "ci", "upf-classify-values.yaml")
+	changes := []struct {
+		base string
+		sets []string // --set-json, the first naming the value
+	}{
+		{upf, []string{`image.repository="registry.example.net/xdp5g"`}},
+		{upf, []string{`image.tag="1.0"`}},
+		{upf, []string{`image.pullPolicy="Always"`}},
+		{upf, []string{`workload="Deployment"`}},
+		{sriov, []string{`multus.type="macvlan"`}},
+		{sriov, []string{`multus.cniVersion="1.0.0"`}},
+		{sriov, []string{`multus.networks={"n3":{"resourceName":"example.com/vf"}}`}},
+		{sriov, []string{`multus.macvlanMode="vepa"`, `multus.type="macvlan"`}},
+		{sriov, []string{`multus.vlan=7`}},
+		{upf, []string{`apiToken.existingSecret="upf-token"`}},
+		{upf, []string{`apiToken.token="another-token-0123456789"`}},
+		{upf, []string{`apiTLS.existingSecret="upf-api-tls"`}},
+		{upf, []string{`capabilities=["BPF","PERFMON","NET_ADMIN","NET_RAW","SYS_ADMIN"]`}},
+		{upf, []string{`seccompProfile={"type":"Unconfined"}`}},
+		{upf, []string{`resources={"requests":{"cpu":"1","memory":"1Gi"},"limits":{"cpu":"1","memory":"1Gi"}}`}},
+		{upf, []string{`service.pfcp=false`}},
+		{upf, []string{`serviceMonitor.enabled=false`}},
+		{upf, []string{`serviceMonitor.interval="30s"`}},
+		{upf, []string{`serviceMonitor.labels={"team":"core"}`}},
+		{upf, []string{`nodeSelector={"xdp5g.io/upf":"true"}`}},
+		{upf, []string{`tolerations=[{"operator":"Exists"}]`}},
+		{upf, []string{`priorityClassName="upf-critical"`}},
+		{upf, []string{`terminationGracePeriodSeconds=60`}},
+	}
+
+	// The values, as paths: a map's keys, but for those that are one value.
+	data, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	whole := map[string]bool{"config": true, "nodes": true, "multus.networks": true, "resources": true,
+		"seccompProfile": true, "serviceMonitor.labels": true, "nodeSelector": true}
+	var paths []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := prefix + k
+			if sub, ok := v.(map[string]any); ok && !whole[path] {
+				walk(path+".", sub)
+			} else if path != "config" && path != "nodes" {
+				paths = append(paths, path)
+			}
+		}
+	}
+	walk("", values)
+	var changed []string
+	for _, c := range changes {
+		changed = append(changed, c.sets[0][:strings.IndexAny(c.sets[0], "=")])
+	}
+	slices.Sort(paths)
+	slices.Sort(changed)
+	if !slices.Equal(paths, changed) {
+		t.Errorf("values.yaml has %v; the values changed here are %v", paths, changed)
+	}
+
+	// The token is random unless given.
+	render := func(base string, sets ...string) string {
+		args := []string{"template", "xdp5g", chart, "-f", base, "--set-json", `apiToken.token="a-token-of-the-tests-0123"`}
+		for _, s := range sets {
+			args = append(args, "--set-json", s)
+		}
+		return runHelm(t, args...)
+	}
+	bases := map[string]string{upf: render(upf), sriov: render(sriov)}
+	for _, c := range changes {
+		if render(c.base, c.sets...) == bases[c.base] {
+			t.Errorf("%v renders what %s renders without it", c.sets, filepath.Base(c.base))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -34,39 +35,44 @@ import (
 const dashboard = "../../../deploy/grafana/xdp5g.json"
 
 // Every PromQL expression of the dashboard parses, and every metric it
-// names is one that running daemons export: a UPF with PFCP, GTP-U
-// signalling, the classifier and a slice, driven by an SMF whose
-// association and session fill the labelled families; and a CU-UP.
+// names is one that running daemons export, with the labels it selects and
+// groups by: a UPF with PFCP, GTP-U signalling, the classifier and a slice,
+// driven by an SMF whose association and session fill the labelled
+// families; and a CU-UP.
 func TestDashboardMetricsExist(t *testing.T) {
 	exprs := dashboardExprs(t)
-	named := map[string][]string{} // the expressions naming each metric
-	for _, expr := range exprs {
-		for _, name := range metricNames(t, expr) {
-			named[name] = append(named[name], expr)
-		}
-	}
-	if len(named) == 0 {
-		t.Fatal("the dashboard names no metric")
-	}
-
-	exported := map[string]bool{}
+	exported := map[string]map[string]bool{} // the labels of each metric exported
 	for _, scrape := range []func(*testing.T) []string{upfScrape, cuupScrape} {
 		for _, line := range scrape(t) {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			name, _, _ := strings.Cut(line, "{")
+			name, labels, _ := strings.Cut(line, "{")
 			name, _, _ = strings.Cut(name, " ")
-			exported[name] = true
+			if exported[name] == nil {
+				exported[name] = map[string]bool{}
+			}
+			for _, m := range labelName.FindAllStringSubmatch(labels, -1) {
+				exported[name][m[1]] = true
+			}
 		}
 	}
-	for name, in := range named {
-		if !exported[name] {
-			t.Errorf("the dashboard names %s, which no daemon exports, in %q", name, in)
-		}
+	named := 0
+	for _, expr := range exprs {
+		named += checkExpr(t, expr, exported)
 	}
-	t.Logf("%d expressions name %d metrics", len(exprs), len(named))
+	if named == 0 {
+		t.Fatal("the dashboard names no metric")
+	}
+	t.Logf("%d expressions select %d metrics", len(exprs), named)
 }
+
+// labelName finds the label names of an exposition line's labels.
+var labelName = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+
+// Labels Prometheus adds to every series it scrapes (the chart's
+// ServiceMonitor adds node).
+var scrapeLabels = map[string]bool{"job": true, "instance": true, "node": true}
 
 // dashboardExprs are the PromQL expressions of the dashboard's panels and
 // template variables, Grafana's variables replaced as Grafana would.
@@ -117,31 +123,67 @@ func dashboardExprs(t *testing.T) []string {
 			t.Errorf("variable %s: query %q, want label_values(METRIC, LABEL)", v.Name, query)
 			continue
 		}
-		exprs = append(exprs, replacer.Replace(selector[:strings.LastIndex(selector, ",")]))
+		selector = selector[:strings.LastIndex(selector, ",")]
+		// Grafana's "All" is every value the query finds: the targets of
+		// xdp5g, not every target with a process's metrics.
+		if !strings.HasPrefix(selector, "xdp5g_") {
+			t.Errorf("variable %s takes its values from %s, which other targets than xdp5g's have", v.Name, selector)
+		}
+		exprs = append(exprs, replacer.Replace(selector))
 	}
 	return exprs
 }
 
-// metricNames parses a PromQL expression and returns the metrics it
-// selects.
-func metricNames(t *testing.T, expr string) []string {
+// checkExpr parses a PromQL expression and checks that each metric it
+// selects is exported with the labels it matches, and that what it
+// aggregates by is a label of the metrics aggregated. It returns the
+// number of metrics selected.
+func checkExpr(t *testing.T, expr string, exported map[string]map[string]bool) int {
 	t.Helper()
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		t.Errorf("%q: %v", expr, err)
-		return nil
+		return 0
 	}
-	var names []string
+	named := 0
 	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
-		if vs, ok := node.(*parser.VectorSelector); ok {
-			if vs.Name == "" {
+		switch n := node.(type) {
+		case *parser.VectorSelector:
+			named++
+			labels, ok := exported[n.Name]
+			switch {
+			case n.Name == "":
 				t.Errorf("%q selects series by labels only: name a metric", expr)
+			case !ok:
+				t.Errorf("the dashboard names %s, which no daemon exports, in %q", n.Name, expr)
 			}
-			names = append(names, vs.Name)
+			for _, m := range n.LabelMatchers {
+				if ok && m.Name != "__name__" && !scrapeLabels[m.Name] && !labels[m.Name] {
+					t.Errorf("%q selects %s by %s, a label it does not have", expr, n.Name, m.Name)
+				}
+			}
+		case *parser.AggregateExpr:
+			if n.Without {
+				break
+			}
+			under := map[string]bool{}
+			parser.Inspect(n.Expr, func(inner parser.Node, _ []parser.Node) error {
+				if vs, ok := inner.(*parser.VectorSelector); ok {
+					for l := range exported[vs.Name] {
+						under[l] = true
+					}
+				}
+				return nil
+			})
+			for _, l := range n.Grouping {
+				if !scrapeLabels[l] && !under[l] {
+					t.Errorf("%q aggregates by %s, a label none of its metrics has", expr, l)
+				}
+			}
 		}
 		return nil
 	})
-	return names
+	return named
 }
 
 // upfScrape runs a UPF with PFCP, GTP-U signalling and the classifier,

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +153,52 @@ func TestImage(t *testing.T) {
 		if testsupport.XDPAttached(t, tb.UPF, link) {
 			t.Errorf("%s keeps its XDP program after detach", link)
 		}
+	}
+}
+
+// The image holds the product's binary and the CA certificates, nothing
+// else (no lab binary, no shell); it runs as root, the daemon by default,
+// and its binary says the version the image is labelled with.
+func TestImageContents(t *testing.T) {
+	image := os.Getenv(imageEnv)
+	if image == "" {
+		t.Skipf("%s names no image", imageEnv)
+	}
+	testsupport.NeedRoot(t, "podman")
+	out, err := podmanCommand("image", "inspect", "--format",
+		`{{index .Labels "org.opencontainers.image.version"}}|{{.Config.User}}|{{json .Config.Entrypoint}}|{{json .Config.Cmd}}`, image).Output()
+	if err != nil {
+		t.Fatalf("podman image inspect: %v", err)
+	}
+	const runs = `|["/usr/bin/xdp5g"]|["run","--config","/etc/xdp5g/xdp5g.yaml"]`
+	version, rest, _ := strings.Cut(strings.TrimSpace(string(out)), "|")
+	if version == "" || version == "unknown" || rest != runs {
+		t.Errorf("the image is %s|%s; want a version, then %s (root, the daemon)", version, rest, runs)
+	}
+	if out, err := podmanCommand("run", "--rm", "--network", "none", image, "--version").CombinedOutput(); err != nil ||
+		string(out) != "xdp5g version "+version+"\n" {
+		t.Errorf("xdp5g --version in the image: %v, %q; want version %s", err, out, version)
+	}
+
+	mounted, err := podmanCommand("image", "mount", image).Output()
+	if err != nil {
+		t.Fatalf("podman image mount: %v", err)
+	}
+	t.Cleanup(func() { podmanCommand("image", "unmount", image).Run() })
+	root := strings.TrimSpace(string(mounted))
+	var files []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, strings.TrimPrefix(path, root))
+		}
+		return err
+	})
+	if want := []string{"/etc/ssl/certs/ca-certificates.crt", "/usr/bin/xdp5g"}; err != nil || !slices.Equal(files, want) {
+		t.Errorf("the image holds %v (%v); want %v", files, err, want)
+	}
+	binary, err := os.ReadFile(filepath.Join(root, "usr/bin/xdp5g"))
+	if err != nil || bytes.Contains(binary, []byte("xdp5g/internal/lab")) {
+		t.Errorf("the image's binary: %v, or it links the lab", err)
 	}
 }
 

@@ -29,13 +29,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "xdp5g.scheme" -}}
-{{- if (.Values.config.api.tls | default dict).cert_file }}HTTPS{{ else }}HTTP{{ end -}}
+{{- if .Values.apiTLS.existingSecret }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
+
+{{/*
+The N4 port, from pfcp.listen (8805 by default): the same on every node, as
+the Service has one.
+*/}}
+{{- define "xdp5g.pfcpPort" -}}
+{{- $ports := list -}}
+{{- range $name, $node := .Values.nodes -}}
+{{- $own := (($node | default dict).config | default dict).pfcp | default dict -}}
+{{- $pfcp := mergeOverwrite (deepCopy ($.Values.config.pfcp | default dict)) (deepCopy $own) -}}
+{{- $ports = append $ports (splitList ":" ($pfcp.listen | default ":8805") | last | atoi) -}}
+{{- end -}}
+{{- if gt (len (uniq $ports)) 1 -}}
+{{- fail (printf "pfcp.listen: the nodes listen on ports %v; give them one port, the Service's" (uniq $ports)) -}}
+{{- end -}}
+{{- first $ports | default 8805 -}}
 {{- end -}}
 
 {{/* A node's configuration: config with the node's over it, and the token. */}}
 {{- define "xdp5g.nodeConfig" -}}
 {{- $cfg := mergeOverwrite (deepCopy .root.Values.config) (deepCopy (.node.config | default dict)) -}}
 {{- $_ := set $cfg "api" (merge (dict "token_file" "/etc/xdp5g/secret/token") $cfg.api) -}}
+{{- if (($cfg.api).tls | default dict).cert_file -}}
+{{- fail "config.api.tls: name a TLS Secret in apiTLS.existingSecret instead; the chart mounts it and sets api.tls" -}}
+{{- end -}}
+{{- if .root.Values.apiTLS.existingSecret -}}
+{{- $_ := set $cfg.api "tls" (dict "cert_file" "/etc/xdp5g/tls/tls.crt" "key_file" "/etc/xdp5g/tls/tls.key") -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
@@ -103,7 +126,7 @@ spec:
       ports:
         - {name: api, containerPort: {{ include "xdp5g.apiPort" $root }}, protocol: TCP}
         {{- if $v.config.pfcp }}
-        - {name: pfcp, containerPort: 8805, protocol: UDP}
+        - {name: pfcp, containerPort: {{ include "xdp5g.pfcpPort" $root }}, protocol: UDP}
         {{- end }}
       livenessProbe:
         httpGet: {path: /healthz, port: api, scheme: {{ include "xdp5g.scheme" $root }}}
@@ -133,6 +156,9 @@ spec:
       volumeMounts:
         - {name: config, mountPath: /etc/xdp5g/config, readOnly: true}
         - {name: api-token, mountPath: /etc/xdp5g/secret, readOnly: true}
+        {{- if $v.apiTLS.existingSecret }}
+        - {name: api-tls, mountPath: /etc/xdp5g/tls, readOnly: true}
+        {{- end }}
         - {name: bpffs, mountPath: /sys/fs/bpf}
         - {name: state, mountPath: /var/lib/xdp5g}
   volumes:
@@ -140,6 +166,10 @@ spec:
       configMap: {name: {{ include "xdp5g.fullname" $root }}}
     - name: api-token
       secret: {secretName: {{ include "xdp5g.tokenSecret" $root }}, defaultMode: 0400}
+    {{- with $v.apiTLS.existingSecret }}
+    - name: api-tls
+      secret: {secretName: {{ . }}, defaultMode: 0400}
+    {{- end }}
     # The host's bpffs: the pinned maps and XDP links outlive the pod.
     - name: bpffs
       hostPath: {path: /sys/fs/bpf, type: Directory}
