@@ -43,11 +43,11 @@ func addGroup(root *cobra.Command, title string, cmds ...*cobra.Command) {
 }
 
 func runCommand() *cobra.Command {
-	run := cli.Command("run", `attach the data path and serve the REST API until SIGINT or SIGTERM
+	run := cli.Command("run", `attach the data path and serve the REST API until SIGINT, SIGTERM or SIGHUP
 
 Run attaches the data path, takes over the saved sessions and serves the REST
-API (and PFCP, with a pfcp section; a CU-UP, with a cuup section) until SIGINT
-or SIGTERM. GET /healthz answers from the start, GET /readyz once everything
+API (and PFCP, with a pfcp section; a CU-UP, with a cuup section) until SIGINT,
+SIGTERM or SIGHUP (there is no reload: each saves the state and stops). GET /healthz answers from the start, GET /readyz once everything
 serves. The XDP programs of the UPF and the classifier stay attached after it
 stops (unless datapath.ephemeral lets them go with it).`, cobra.NoArgs, func(c *cobra.Command, _ []string) error {
 		cfg, err := loadConfig(c)

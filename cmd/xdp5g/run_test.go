@@ -168,7 +168,8 @@ func TestUnderIPNetnsExec(t *testing.T) {
 		configFile := configure(t, "pin_path: "+filepath.Join(shared, "xdp5g"))
 		d := startUnderNetns(t, upf, configFile)
 		d.await(t, "msg=ready")
-		d.cmd.Process.Signal(syscall.SIGTERM)
+		// SIGHUP, which has no reload to do, stops it as SIGTERM does.
+		d.cmd.Process.Signal(syscall.SIGHUP)
 		status, log := d.wait(t)
 		if status != 0 || !strings.Contains(log, "the XDP programs of the UPF and the classifier stay attached") {
 			t.Errorf("exit status %d, log:\n%s\nwant 0, and the programs said to stay", status, log)

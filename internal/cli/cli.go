@@ -19,13 +19,15 @@ import (
 )
 
 // Main runs root with the process's arguments and exits with its status.
-// SIGINT and SIGTERM cancel the commands' context.
+// SIGINT, SIGTERM and SIGHUP cancel the commands' context: a daemon whose
+// terminal goes away, or that is sent SIGHUP for a reload it does not
+// have, stops as on SIGTERM, its state saved.
 func Main(root *cobra.Command) {
 	// A reader of the output that goes away (`xdp5g demo | head`) must
 	// not kill the process before it removes its namespaces and pins:
 	// with SIGPIPE ignored, the writes fail instead.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	status := Run(ctx, root, os.Args[1:])
 	stop()
 	os.Exit(status)
