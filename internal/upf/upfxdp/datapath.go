@@ -394,6 +394,9 @@ func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c C
 	if err == nil {
 		err = d.setFanouts(uint32(iface.Index), copier)
 	}
+	if err == nil {
+		err = d.PutEgress(uint32(iface.Index))
+	}
 	if err != nil {
 		progs.UPF.Close()
 		return err
