@@ -248,19 +248,6 @@ struct {
 	__array(values, struct dupl_fanout);
 } dupl_fanouts SEC(".maps");
 
-/* The interfaces the UPF sends frames out of (the attached ones and the
- * next hops'), keyed and valued by ifindex: a redirect through a devmap
- * queues the frames of a NAPI poll and sends them in bulk at its flush,
- * where bpf_redirect sends each alone. An interface without an entry is
- * sent to by bpf_redirect (upf.c, redirect_to). */
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(max_entries, NEXTHOP_SLOTS + MAX_IFACES);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} egress_ports SEC(".maps");
-
 /* Which interface owns each counter slot: control-plane state kept in the
  * kernel so that a restarted daemon finds the same slots. */
 struct {

@@ -873,15 +873,6 @@ INLINE int make_copy(struct xdp_md *ctx, const struct dupl *d, const struct next
 	return 0;
 }
 
-/* Sends the frame out of the interface ifindex: through egress_ports,
- * bulked at the flush, or alone by bpf_redirect when the interface has no
- * entry there (the miss returns flags' action, 0). */
-INLINE long redirect_to(__u32 ifindex)
-{
-	long action = bpf_redirect_map(&egress_ports, ifindex, 0);
-	return action == XDP_REDIRECT ? action : bpf_redirect(ifindex, 0);
-}
-
 _Static_assert(sizeof(struct mirror_meta) == 32 && sizeof(struct copied_packet) == sizeof(__u64) &&
 		       __builtin_offsetof(struct mirror_meta, mirror) == __builtin_offsetof(struct mirror_meta, egress) + 4 &&
 		       sizeof(struct mirror_meta) - sizeof(struct chain_mirror_request) ==
@@ -901,10 +892,10 @@ static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifi
 {
 	struct mirror_meta *m;
 	if (!chain_mirror_of(ctx)) /* the release of a buffered frame's: it stays */
-		return redirect_to(ifindex);
+		return bpf_redirect(ifindex, 0);
 	if (bpf_xdp_adjust_meta(ctx, -(int)(sizeof(*m) - sizeof(struct chain_mirror_request))) || !read_meta(ctx, m)) {
 		drop_meta(ctx);
-		return redirect_to(ifindex);
+		return bpf_redirect(ifindex, 0);
 	}
 	m->magic = MIRROR_MAGIC;
 	__builtin_memcpy(&m->packet, &copy, sizeof(m->packet));
@@ -913,7 +904,7 @@ static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifi
 	if (!fanout) {
 		drop_meta(ctx);
 		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
-		return redirect_to(ifindex);
+		return bpf_redirect(ifindex, 0);
 	}
 	finish(pkt_len, REASON_DUPLICATE, 0);
 	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
@@ -929,7 +920,7 @@ INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifi
 {
 	if (!(pdr->far.flags & FAR_DUPLICATE)) {
 		if (ctx->data_meta == ctx->data) /* no rule of a chain mirrors it */
-			return redirect_to(ifindex);
+			return bpf_redirect(ifindex, 0);
 		__u64 packet;
 		__builtin_memcpy(&packet, copy, sizeof(packet));
 		return send_mirrored(ctx, ifindex, packet, pkt_len);
@@ -944,7 +935,7 @@ INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifi
 	struct dupl_meta *m;
 	if (!d || !fanout || !push_meta(ctx, m)) {
 		finish(pkt_len, REASON_DROP_DUPLICATE, 0);
-		return redirect_to(ifindex);
+		return bpf_redirect(ifindex, 0);
 	}
 	m->magic = DUPL_MAGIC;
 	m->packet = *copy;
@@ -964,7 +955,7 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct copied_packet *
 	if (!d || !nh || make_copy(ctx, d, nh, copy))
 		return finish(pkt_len, REASON_DROP_DUPLICATE, XDP_DROP);
 	finish(pkt_len, REASON_DUPLICATE, 0);
-	return redirect_to(nh->ifindex);
+	return bpf_redirect(nh->ifindex, 0);
 }
 
 /* The UDP checksum over IPv6 of a G-PDU whose IP packet lies at inner_off
@@ -1007,7 +998,7 @@ INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struc
 	write_nexthop_eth(data, nh, 0, bpf_htons(ETH_P_IP));
 	write_gpdu(data + ETH_HLEN, tot_len, far->tos, far->local, far->peer, far->teid, psc);
 	count_forward(forwarded, pkt_len);
-	return redirect_to(nh->ifindex);
+	return bpf_redirect(nh->ifindex, 0);
 }
 
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
@@ -1073,7 +1064,7 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 		if (m) {
 			m->ifindex = nh->ifindex;
 			count_forward(forwarded, pkt_len);
-			return redirect_to(nh->ifindex);
+			return bpf_redirect(nh->ifindex, 0);
 		}
 	}
 	count_forward(forwarded, pkt_len);

@@ -84,20 +84,6 @@ func (n *Netns) Do(f func() error) error {
 	})
 }
 
-// DoIn is Do for the namespace of handle h; with no handle (netns.None())
-// f runs where the thread is.
-func DoIn(h netns.NsHandle, f func() error) error {
-	if !h.IsOpen() {
-		return f()
-	}
-	return onLockedThread(func() error {
-		if err := netns.Set(h); err != nil {
-			return fmt.Errorf("enter netns: %w", err)
-		}
-		return f()
-	})
-}
-
 // onLockedThread runs f, which may switch network namespaces, with the OS
 // thread locked, then switches it back. A thread that cannot be switched back
 // stays locked, so Go discards it when the goroutine exits.

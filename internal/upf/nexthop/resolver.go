@@ -35,7 +35,6 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/slotpool"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -458,14 +457,6 @@ func (r *Resolver) write(s *slotState, force bool) error {
 		return err
 	}
 	s.nh, s.written = nh, true
-	if nh.Valid != 0 && nh.Ifindex != 0 {
-		// Best effort: without its entry the interface is sent to one
-		// frame at a time, as before.
-		err := namespace.DoIn(r.ns, func() error { return r.dp.PutEgress(nh.Ifindex) })
-		if err != nil {
-			r.log.Warn("entering a next hop's interface in the egress devmap", "ifindex", nh.Ifindex, "err", err)
-		}
-	}
 	return nil
 }
 

@@ -394,9 +394,6 @@ func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c C
 	if err == nil {
 		err = d.setFanouts(uint32(iface.Index), copier)
 	}
-	if err == nil {
-		err = d.PutEgress(uint32(iface.Index))
-	}
 	if err != nil {
 		progs.UPF.Close()
 		return err
