@@ -1297,12 +1297,15 @@ INLINE int access_ingress(struct xdp_md *ctx, struct ethhdr *eth, struct iphdr *
 
 /* What uplink takes of a G-PDU: its key (TEID | address index << 32), its
  * PDU Session Container's QFI | 0x100 (0: none), its GTP-U payload's length
- * and where the inner packet starts (0: not such a G-PDU). */
+ * and where the inner packet starts (0: not such a G-PDU); and whether the
+ * frame is of the shape the chain's classify stage hands nothing on for
+ * (chain_unhanded), which the UPF stage then need not test again. */
 struct gpdu_args {
 	__u64 key;
 	__u32 psc_qfi;
 	__u32 payload_len;
 	__u32 inner_off;
+	__u32 unhanded;
 };
 
 #define FAST_GTPU_LEN (sizeof(struct udphdr) + sizeof(struct gtpu_hdr))
@@ -1324,7 +1327,8 @@ INLINE struct gpdu_args fast_gpdu_ip(void *data, void *end, const int v6)
 {
 	struct gpdu_args a = {};
 	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	if (data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) > end)
+	/* fast_gpdu checked the bounds of the IPv4 case. */
+	if (v6 && data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) > end)
 		return a;
 	void *ip = data + ETH_HLEN;
 	struct udphdr *udp = ip + ip_len;
@@ -1333,6 +1337,11 @@ INLINE struct gpdu_args fast_gpdu_ip(void *data, void *end, const int v6)
 	struct ipv6hdr *ip6 = ip;
 	if (!gpdu_shaped(ip, v6))
 		return a;
+	a.unhanded = 1;
+	/* The last octet within the bounds, the inner IP header's, on the
+	 * frame's second cache line: read now, its miss overlaps the record
+	 * lookup instead of stalling the inner parse that follows it. */
+	asm volatile("" ::"r"(*(volatile __u8 *)(data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) - 1)));
 	/* The IP payload's length, which the UDP datagram fills. */
 	__u32 ip_payload = v6 ? bpf_ntohs(ip6->payload_len) : bpf_ntohs(ip4->tot_len) - sizeof(*ip4);
 	__u32 hdr_len = sizeof(*h);
@@ -1446,12 +1455,18 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u32 pkt_len = end - data;
+	int unhanded = 0;
 	if (iface_roles & ROLE_ACCESS) {
 		struct gpdu_args a = fast_gpdu(data, end);
 		if (a.inner_off)
 			return uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
+		/* A runt of the shape fast_gpdu read too short claims, and
+		 * finds nothing handed on. */
+		unhanded = a.unhanded;
+	} else if (staged) {
+		unhanded = chain_unhanded(data, end);
 	}
-	const struct chain_handoff *h = staged && !chain_unhanded(data, end) ? chain_claim(ctx) : NULL;
+	const struct chain_handoff *h = staged && !unhanded ? chain_claim(ctx) : NULL;
 	struct cursor c = { .pos = data, .end = end };
 	struct ethhdr *eth = data;
 	__be16 proto;
