@@ -58,12 +58,13 @@ INLINE __s64 ip_packet_sum(void *ip, void *end)
 		if ((void *)(h + 1) > end)
 			return -1;
 		proto = h->nexthdr;
-		__u32 *w = ip;
-#pragma unroll
-		for (int i = 0; i < (int)sizeof(*h) / 4; i++)
-			header += w[i];
 		l4_len = bpf_ntohs(h->payload_len);
-		pseudo = ipv6_pseudo_sum(&h->saddr, &h->daddr, l4_len, proto);
+		/* The addresses, in the header and in the pseudo-header
+		 * (RFC 8200 8.1), cancel: its first two words and the
+		 * pseudo-header's length and next header are left. */
+		__u32 *w = ip;
+		header = (__u64)w[0] + w[1];
+		pseudo = (__u64)bpf_htonl(l4_len) + bpf_htonl(proto);
 		l4 = h + 1;
 	} else {
 		struct iphdr *h = ip;

@@ -15,8 +15,8 @@ INLINE __u64 ipv6_prefix64(const struct in6_addr *a)
 
 /* Writes the IPv6 header of a UDP datagram of payload_len bytes, hop
  * limit 64, flow label 0 (RFC 6437: a tunnel endpoint may leave it so), in
- * whole words, and returns the sum of its pseudo-header as
- * ipv6_pseudo_sum sums it: each word of the addresses read once, written
+ * whole words, and returns the sum of its pseudo-header (RFC 8200 8.1) as
+ * csum_to_end sums it: each word of the addresses read once, written
  * and summed (never read back from the frame). */
 INLINE __u64 ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass, const void *saddr,
 			    const void *daddr)
@@ -34,17 +34,6 @@ INLINE __u64 ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass,
 		w[6 + i] = b;
 		sum += (__u64)a + b;
 	}
-	return sum;
-}
-
-/* The sum of an IPv6 pseudo-header (RFC 8200 8.1) as csum_to_end sums:
- * addresses, upper-layer length and next header, in memory order. */
-INLINE __u64 ipv6_pseudo_sum(const struct in6_addr *saddr, const struct in6_addr *daddr, __u32 len, __u8 proto)
-{
-	__u64 sum = (__u64)bpf_htonl(len) + bpf_htonl(proto);
-#pragma unroll
-	for (int i = 0; i < 4; i++)
-		sum += (__u64)saddr->in6_u.u6_addr32[i] + daddr->in6_u.u6_addr32[i];
 	return sum;
 }
 
