@@ -703,7 +703,7 @@ INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 INLINE void *l2_room(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2)
 {
 	int delta = (int)inner_off - (int)new_l2;
-	/* Headers that keep their length move nothing: no call. */
+	/* A relay whose headers keep their length moves nothing: no call. */
 	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return NULL;
 	void *data = (void *)(long)ctx->data;
@@ -980,6 +980,27 @@ __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __
 	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
 }
 
+/* A relayed G-PDU whose headers keep their length, untagged Ethernet and
+ * IPv4 in and out, no padding, a FAR that forwards without a copy, no
+ * mirroring rule's request: its new headers, the IPv4 packet of tot_len
+ * bytes in the FAR's tunnel with the PDU Session Container psc (PSC_WORD,
+ * 0 for none), go where the old ones lie, at fixed offsets, with one
+ * bounds check and no move of the frame's start, and it leaves towards
+ * nh. Counted in forwarded. */
+INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struct nexthop *nh, __u32 tot_len,
+			  __u32 psc, __u32 pkt_len, struct counter *forwarded)
+{
+	/* Read again: the caller compared it with data_meta, which the
+	 * compiler would otherwise take for it. */
+	void *data = (void *)(long)*(volatile __u32 *)&ctx->data;
+	if (data + ETH_HLEN + sizeof(struct iphdr) + GTPU_ENCAP_QFI_LEN > (void *)(long)ctx->data_end)
+		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+	write_nexthop_eth(data, nh, 0, bpf_htons(ETH_P_IP));
+	write_gpdu(data + ETH_HLEN, tot_len, far->tos, far->local, far->peer, far->teid, psc);
+	count_forward(forwarded, pkt_len);
+	return bpf_redirect(nh->ifindex, 0);
+}
+
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
  * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
  * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
@@ -1014,18 +1035,15 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
 	__u32 encap = ip_len + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
 	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
-	void *data;
-	/* New headers as long as the old ones, without padding (a relay on
-	 * the same family and tagging): written where the old ones lie, no
-	 * trim, no move of the frame's start. */
-	if (inner_off == new_l2 + encap && pkt_len == inner_off + inner_len)
-		data = (void *)(long)ctx->data;
-	else if (trim_to(ctx, pkt_len, inner_off + inner_len) || !(data = l2_room(ctx, inner_off, new_l2 + encap)))
+	if (!v6 && !(tci | (inner_off ^ (ETH_HLEN + encap)) | (pkt_len ^ (ETH_HLEN + encap + inner_len))) &&
+	    far->action == FAR_FORWARD && !(far->flags & FAR_DUPLICATE) && ctx->data_meta == ctx->data)
+		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, forwarded);
+	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
+	    put_nexthop_eth(ctx, inner_off, new_l2 + encap, nh, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
+
+	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	if (data + ETH_HLEN_VLAN > end)
-		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	write_nexthop_eth(data, nh, tci, bpf_htons(v6 ? ETH_P_IPV6 : ETH_P_IP));
 	void *ip = data + new_l2;
 	struct udphdr *udp = ip + ip_len;
 	if ((void *)udp + GTPU_ENCAP_QFI_LEN > end)
