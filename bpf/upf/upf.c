@@ -170,7 +170,6 @@ INLINE struct iface_cpu_line *iface_line(void)
 	return bpf_map_lookup_elem(&iface_cpu_lines, (const void *)&iface_slot);
 }
 
-
 /* Counts a packet of an installed key that no record served. */
 INLINE void count_cold(__u32 len)
 {
@@ -1338,10 +1337,6 @@ INLINE struct gpdu_args fast_gpdu_ip(void *data, void *end, const int v6)
 	if (!gpdu_shaped(ip, v6))
 		return a;
 	a.unhanded = 1;
-	/* The last octet within the bounds, the inner IP header's, on the
-	 * frame's second cache line: read now, its miss overlaps the record
-	 * lookup instead of stalling the inner parse that follows it. */
-	asm volatile("" ::"r"(*(volatile __u8 *)(data + ETH_HLEN + ip_len + FAST_GTPU_PSC_LEN + sizeof(struct iphdr) - 1)));
 	/* The IP payload's length, which the UDP datagram fills. */
 	__u32 ip_payload = v6 ? bpf_ntohs(ip6->payload_len) : bpf_ntohs(ip4->tot_len) - sizeof(*ip4);
 	__u32 hdr_len = sizeof(*h);

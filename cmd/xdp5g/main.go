@@ -47,9 +47,10 @@ func runCommand() *cobra.Command {
 
 Run attaches the data path, takes over the saved sessions and serves the REST
 API (and PFCP, with a pfcp section; a CU-UP, with a cuup section) until SIGINT,
-SIGTERM or SIGHUP (there is no reload: each saves the state and stops). GET /healthz answers from the start, GET /readyz once everything
-serves. The XDP programs of the UPF and the classifier stay attached after it
-stops (unless datapath.ephemeral lets them go with it).`, cobra.NoArgs, func(c *cobra.Command, _ []string) error {
+SIGTERM or SIGHUP (there is no reload: each saves the state and stops). GET
+/healthz answers from the start, GET /readyz once everything serves. The XDP
+programs of the UPF and the classifier stay attached after it stops (unless
+datapath.ephemeral lets them go with it).`, cobra.NoArgs, func(c *cobra.Command, _ []string) error {
 		cfg, err := loadConfig(c)
 		if err != nil {
 			return err
