@@ -258,10 +258,9 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ifaces SEC(".maps");
 
-/* By interface slot, a CPU's copy of the PDR its packet takes, from a
- * record or the packet's PDR set, and of what the record says of the PDR
- * after it (struct iface_cpu_line): the stack has no room for them beside
- * the frames of the calls. One a CPU serves: every run of the program, in
+/* By interface slot, a CPU's copy of the PDR its packet takes from its
+ * PDR set, when its record does not serve it (struct iface_cpu_line): the
+ * stack has no room for it beside the frames of the calls. One a CPU serves: every run of the program, in
  * NAPI, the CPU map or a test run, has bottom halves off, so no other
  * starts on its CPU before it ends. Pinned for the forwarded packets it
  * counts; the copies in it are scratch. */

@@ -152,11 +152,10 @@ struct record_branch {
  * is first for: those whose set's higher PDRs they all skip (only_v4,
  * only_v6); the copy's PDI checks and SDF filters decide on the copy, and
  * a packet they refuse tries the PDR after it (branch), then the set.
- * The control plane makes seq odd while it writes the record; a packet
- * that reads another seq after its copy than before, or an odd one,
- * takes the PDR set instead. */
+ * A packet reads the record where it lies: the control plane never
+ * changes a record while a packet may read it (find_record). */
 struct set_record {
-	__u32 seq;
+	__u32 seq; /* even: builds that copied the record checked it around the copy */
 	__u32 kind; /* enum set_kind; 0: none */
 	__u64 key;
 	__u32 pdr_slot; /* the copy's slot in pdrs: its counters and duplicates */
@@ -171,8 +170,9 @@ struct set_record {
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
-/* What a packet copies of its record, or of its set: the PDR it takes and
- * what the record says of the PDR after it (iface_cpu_lines). */
+/* The PDR a packet takes when its record does not serve it, copied from
+ * pdrs (iface_cpu_lines); branch is what builds that copied the record
+ * too copied of it. */
 struct record_copy {
 	struct pdr pdr;
 	struct record_branch branch;
@@ -186,7 +186,7 @@ struct iface_line {
 };
 
 /* An interface's line on a CPU (iface_cpu_lines): the copy of the PDR its
- * packet takes, and the counts of its forwarded packets, the common
+ * packet takes from its set, and the counts of its forwarded packets, the common
  * reasons, beside it rather than in iface_counters: one per-CPU lookup a
  * packet instead of two. */
 struct iface_cpu_line {

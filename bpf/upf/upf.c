@@ -117,49 +117,32 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 	return (h ^ h >> 32) * SET_HASH;
 }
 
-/* The record of a key: the families (enum record_families) whose packets
- * take the PDR it copies, copied into *pdr with its slot and what the
- * record says of the PDR after it into *branch, and its set's slot in
- * *set; 0 and no set (0) when the key has none or the control plane is
- * writing it. The key's record is in its bucket or in the
- * bucket beside it, in the same page (RECORD_BUCKETS). x86-64 keeps loads
- * in their order, so the compiler's barriers order the reads of seq
- * around the copy; the control plane writes records there only
- * (record_bits). */
-INLINE __u8 find_record(enum set_kind kind, __u64 key, struct pdr *pdr, struct record_branch *branch, __u32 *slot,
-			__u32 *set)
+/* The record of a key, read where it lies: NULL when the key has none.
+ * It is in the key's bucket or in the bucket beside it, in the same page
+ * (RECORD_BUCKETS). The control plane never changes a record a packet may
+ * be reading: it takes the record's kind away and writes that place again
+ * only once every packet under way then has ended, the kind last
+ * (internal/upf/upfxdp/records.go). x86-64 keeps stores and loads in
+ * their order, so the compiler's barrier is enough for a packet that
+ * finds the key to find the rest as written; the control plane writes
+ * records there only (record_bits). */
+INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 {
-	*set = 0;
 	if (!record_bits)
-		return 0;
+		return NULL;
 	__u32 bucket = key_hash(kind, key) >> (64 - record_bits);
-	struct set_record *r = NULL;
-	__u32 seq = 0;
 #pragma unroll
 	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
 		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
 		struct set_record *w = bpf_map_lookup_elem(&set_records, &at);
 		if (!w)
-			return 0;
-		seq = *(volatile __u32 *)&w->seq;
-		asm volatile("" ::: "memory");
+			return NULL;
 		if (w->key == key && w->kind == kind) {
-			r = w;
-			break;
+			asm volatile("" ::: "memory");
+			return w;
 		}
 	}
-	if (!r)
-		return 0;
-	__u8 families = r->families;
-	__u32 in = r->set;
-	*pdr = r->pdr;
-	*branch = r->branch;
-	*slot = r->pdr_slot;
-	asm volatile("" ::: "memory");
-	if ((seq & 1) || *(volatile __u32 *)&r->seq != seq)
-		return 0;
-	*set = in;
-	return families;
+	return NULL;
 }
 
 /* The interface's line on this CPU (iface_cpu_lines). */
@@ -1099,16 +1082,16 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	void *inner = data + (inner_off & 0x3fff);
 	if ((void *)(eth + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	/* The PDR the packet takes, copied: from the key's record, else from
-	 * its set. */
+	/* The PDR the packet takes: its key's record's, where it lies, else
+	 * one of its set's, copied into this CPU's line. */
 	struct iface_cpu_line *line = iface_line();
 	if (!line)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	struct record_copy *rc = &line->copy;
-	struct pdr *pdr = &rc->pdr;
-	struct record_branch *branch = &rc->branch;
-	__u32 slot, recorded;
-	__u8 fast = find_record(SET_TEID, key, pdr, branch, &slot, &recorded);
+	const struct set_record *r = find_record(SET_TEID, key);
+	const struct pdr *pdr = r ? &r->pdr : &rc->pdr;
+	__u32 slot = r ? r->pdr_slot : 0, recorded = r ? r->set : 0;
+	__u8 fast = r ? r->families : 0;
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
@@ -1145,13 +1128,15 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* A record's PDI checks and SDF filters run on its copy; a packet
 	 * they refuse tries the PDR after it, then the set's others. */
 	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
-	if ((!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
-	     !record_sdf_passes(ctx, inner_off, pdr, branch, v4 ? ip4 : NULL)) &&
-	    !(served && pdr_after_record(ctx, branch->next, g, ip4, ip6, inner_off, pdr, &slot))) {
-		if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
-			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
-		if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, pdr, &slot))
-			return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
+	    !record_sdf_passes(ctx, inner_off, pdr, &r->branch, v4 ? ip4 : NULL)) {
+		if (!(served && pdr_after_record(ctx, r->branch.next, g, ip4, ip6, inner_off, &rc->pdr, &slot))) {
+			if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
+				return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+			if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, &rc->pdr, &slot))
+				return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
+		}
+		pdr = &rc->pdr;
 	}
 	const struct far *far = &pdr->far;
 	/* From the CP function or the source gNB, the packet is on its way to
@@ -1384,21 +1369,27 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's
- * bit) takes, copied into *pdr with its slot: 1, or 0 when no set has the
- * key, -1 when none of the set's PDRs matches. */
+ * bit) takes, in *pdr with its slot: the record's where it lies, else one
+ * of the set's copied into rc. 1, or 0 when no set has the key, -1 when
+ * none of the set's PDRs matches. */
 INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
-			struct record_copy *rc, __u32 *slot)
+			struct record_copy *rc, __u32 *slot, const struct pdr **pdr)
 {
-	__u32 recorded;
-	struct pdr *pdr = &rc->pdr;
-	int served = find_record(kind, key, pdr, &rc->branch, slot, &recorded) & family;
-	if (served && (sdf_passes(ctx, l2_len, pdr) ||
-		       pdr_after_record(ctx, rc->branch.next, NULL, NULL, NULL, l2_len, pdr, slot)))
+	const struct set_record *r = find_record(kind, key);
+	int served = r ? r->families & family : 0;
+	__u32 recorded = r ? r->set : 0;
+	*slot = r ? r->pdr_slot : 0;
+	if (served && sdf_passes(ctx, l2_len, &r->pdr)) {
+		*pdr = &r->pdr;
+		return 1;
+	}
+	*pdr = &rc->pdr;
+	if (served && pdr_after_record(ctx, r->branch.next, NULL, NULL, NULL, l2_len, &rc->pdr, slot))
 		return 1;
 	struct pdr_set *set = recorded_set(kind, key, recorded);
 	if (!set)
 		return 0;
-	return pdr_from_set(ctx, set, NULL, NULL, NULL, l2_len, served ? *slot : NO_PDR, pdr, slot) ? 1 : -1;
+	return pdr_from_set(ctx, set, NULL, NULL, NULL, l2_len, served ? *slot : NO_PDR, &rc->pdr, slot) ? 1 : -1;
 }
 
 /* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR,
@@ -1475,6 +1466,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 	}
 	__u32 l2_len = c.pos - data;
 	struct iface_cpu_line *line;
+	const struct pdr *pdr;
 	__u32 slot;
 	int found;
 
@@ -1493,8 +1485,8 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 						      &c, l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
-		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, &line->copy, &slot)))
-			return downlink(ctx, found > 0 ? &line->copy.pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len,
+		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, &line->copy, &slot, &pdr)))
+			return downlink(ctx, found > 0 ? pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len,
 					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
@@ -1515,8 +1507,8 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 						      l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
-		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, &line->copy, &slot)))
-			return downlink(ctx, found > 0 ? &line->copy.pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len,
+		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, &line->copy, &slot, &pdr)))
+			return downlink(ctx, found > 0 ? pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len,
 					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}

@@ -258,6 +258,7 @@ func Open(opts Options) (*Datapath, error) {
 	if err := d.sets.open(&d.maps, d.pdrs, d.sdfSets); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
+	d.sets.startSettler()
 	if err := d.dropForeignTEIDs(); err != nil {
 		return nil, errors.Join(err, d.Close())
 	}
@@ -341,6 +342,7 @@ func (d *Datapath) Unused() bool { return d.created && !d.pdrWritten.Load() }
 // Close releases this process's handles; pinned maps and links stay, so
 // traffic keeps flowing.
 func (d *Datapath) Close() error {
+	d.sets.stopSettler()
 	d.release.close()
 	d.staged.close()
 	if d.copy.prog != nil {

@@ -259,6 +259,7 @@ func TestN9BranchingFilterUpdate(t *testing.T) {
 	}
 	for i := range 8 {
 		check(t, update(i))
+		check(t, u.d.sets.settle()) // a record written often waits for a place
 		u.expectPath(t, true, in, xdplink.Redirect, map[int]string{0: "relay_forward", 1: "uplink_forward"}[i%2],
 			[2][]byte{overN9, brokenOut}[i%2])
 	}

@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"maps"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -15,9 +16,10 @@ const (
 )
 
 // recordsWritten says whether this build writes set_records: a packet
-// orders its reads of a record's sequence word around the copy with
-// compiler barriers alone, which only x86-64's load ordering makes
-// enough. Elsewhere every packet finds its PDRs in its set.
+// that finds its key in a record reads the rest after it with a compiler
+// barrier alone, which only x86-64's ordering of loads, and of the
+// stores that write the record before its kind, makes enough. Elsewhere
+// every packet finds its PDRs in its set.
 const recordsWritten = runtime.GOARCH == "amd64"
 
 // recordBucketBits sizes set_records to two buckets (of setWays records)
@@ -33,7 +35,10 @@ func recordBucketBits(maxSessions uint32) uint {
 
 // records are set_records (bpf/upf/structs.h), which the sets keep exact:
 // a key's record is written whenever its set is, or the PDR its record
-// copies.
+// copies. Packets read a record where it lies, so a record they may be
+// reading is never changed: a new one is written in a free place, its
+// kind last, and the old one's kind is taken away, its place held until
+// every packet under way then has ended (settle).
 type records struct {
 	recs mapped[upfSetRecord]
 	bits uint // of a bucket number; 0: no records
@@ -45,6 +50,13 @@ type records struct {
 	// that set's filter (record_branch): rewritten when it is. A slot
 	// no longer copied stays until then, and its rewrite changes nothing.
 	filteredBy map[uint32][]uint32
+	// held are the places whose record was taken away and that packets
+	// may still be reading; waiting are the keys that found no other
+	// place for their record meanwhile.
+	held    map[int]bool
+	waiting map[setKey]bool
+	wake    chan struct{} // tells the settler there are places held
+	settled chan struct{} // closed when the settler has stopped
 }
 
 func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
@@ -55,6 +67,9 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 		r.bits = uint(bits.Len32(n/uint32(setWays) - 1))
 		r.copiedBy = make([][2]uint32, pdrSlots)
 		r.filteredBy = map[uint32][]uint32{}
+		// What a previous run held was held for microseconds, the
+		// longest a packet takes, not the time a restart takes.
+		r.held, r.waiting = map[int]bool{}, map[setKey]bool{}
 	}
 	return nil
 }
@@ -78,33 +93,34 @@ func (r *records) places(k setKey) (places [recordBuckets * setWays]int) {
 }
 
 // find is the place of k's record and of the first free place it may
-// take, each -1 for none.
-func (r *records) find(k setKey) (own, free int) {
+// take, each -1 for none; held says whether one of k's places is held.
+func (r *records) find(k setKey) (own, free int, held bool) {
 	own, free = -1, -1
 	for _, pos := range r.places(k) {
 		rec := r.recs.at(uint32(pos))
 		switch {
 		case rec.Kind == uint32(k.kind) && rec.Key == k.key:
 			own = pos
+		case rec.Kind == 0 && r.held[pos]:
+			held = true
 		case rec.Kind == 0 && free < 0:
 			free = pos
 		}
 	}
-	return own, free
+	return own, free, held
 }
 
-// write puts rec at pos, its sequence word odd meanwhile; false (nothing
+// write puts rec at pos, a free place, its kind last; false (nothing
 // written) when rec's PDR has as many records copying it as it can hold.
 func (r *records) write(pos int, rec upfSetRecord) bool {
 	if !r.ref(pos, rec.PdrSlot) {
 		return false
 	}
 	at := r.recs.at(uint32(pos))
-	seq := atomic.LoadUint32(&at.Seq) | 1
-	atomic.StoreUint32(&at.Seq, seq)
-	rec.Seq = seq
+	kind := rec.Kind
+	rec.Kind, rec.Seq = 0, atomic.LoadUint32(&at.Seq)&^1
 	*at = rec
-	atomic.StoreUint32(&at.Seq, seq+1)
+	atomic.StoreUint32(&at.Kind, kind)
 	r.noteFilter(&rec)
 	return true
 }
@@ -116,17 +132,20 @@ func (r *records) noteFilter(rec *upfSetRecord) {
 	}
 }
 
-// clear empties the record at pos.
+// clear takes the record at pos away: its kind, at once; its place is
+// held until the packets that may be reading it have ended.
 func (r *records) clear(pos int) {
 	at := r.recs.at(uint32(pos))
 	if at.Kind == 0 {
 		return
 	}
 	r.unref(pos)
-	seq := atomic.LoadUint32(&at.Seq) | 1
-	atomic.StoreUint32(&at.Seq, seq)
-	*at = upfSetRecord{Seq: seq}
-	atomic.StoreUint32(&at.Seq, seq+1)
+	atomic.StoreUint32(&at.Kind, 0)
+	r.held[pos] = true
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
 }
 
 // ref notes that the record at pos copies PDR slot: false when the
@@ -245,24 +264,92 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	if r.bits == 0 {
 		return
 	}
-	own, free := r.find(k)
-	if own < 0 && free < 0 {
-		return // the bucket is full
-	}
+	delete(r.waiting, k)
+	own, free, held := r.find(k)
 	var rec upfSetRecord
 	ok := published
 	if ok {
 		rec, ok = p.recordOf(k, slot)
 	}
-	pos := own
-	if pos < 0 {
-		pos = free
-	}
-	if ok && pos >= 0 && r.write(pos, rec) {
-		return
-	}
 	if own >= 0 {
+		if have := r.recs.at(uint32(own)); ok && sameRecord(have, &rec) {
+			r.noteFilter(have)
+			return
+		}
 		r.clear(own)
+		held = true
+	}
+	switch {
+	case !ok:
+	case free >= 0:
+		r.write(free, rec)
+	case held:
+		r.waiting[k] = true // the packets reading a held place end soon
+	}
+}
+
+// sameRecord says whether the record have is rec.
+func sameRecord(have, rec *upfSetRecord) bool {
+	want := *rec
+	want.Seq = have.Seq
+	return want == *have
+}
+
+// settle frees the places held when it was called once every packet that
+// may be reading them has ended, and writes the records of the keys that
+// waited for a place meanwhile.
+func (p *pdrSets) settle() error {
+	r := &p.records
+	p.mu.Lock()
+	held := slices.Collect(maps.Keys(r.held))
+	p.mu.Unlock()
+	if len(held) == 0 {
+		return nil
+	}
+	if err := waitForPackets(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pos := range held {
+		delete(r.held, pos)
+	}
+	for _, k := range slices.Collect(maps.Keys(r.waiting)) {
+		p.keepRecord(k)
+	}
+	return nil
+}
+
+// startSettler settles the records' places in the background whenever
+// some are held, until stopSettler. Where the kernel cannot wait for the
+// packets under way (nohz_full), places stay held: their keys' packets
+// take their sets.
+func (p *pdrSets) startSettler() {
+	r := &p.records
+	wake, settled := make(chan struct{}, 1), make(chan struct{})
+	p.mu.Lock()
+	r.wake, r.settled = wake, settled
+	if len(r.held) > 0 {
+		wake <- struct{}{}
+	}
+	p.mu.Unlock()
+	go func() {
+		defer close(settled)
+		for range wake {
+			_ = p.settle()
+		}
+	}()
+}
+
+// stopSettler stops what startSettler started, once it is done.
+func (p *pdrSets) stopSettler() {
+	p.mu.Lock()
+	wake := p.records.wake
+	p.records.wake = nil
+	p.mu.Unlock()
+	if wake != nil {
+		close(wake)
+		<-p.records.settled
 	}
 }
 
@@ -343,11 +430,9 @@ func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecord
 		}
 		set := p.set(uint32(slot))
 		k := setKey{upfSetKind(set.Kind), set.Key}
-		if own, _ := r.find(k); own >= 0 {
+		if own, _, _ := r.find(k); own >= 0 {
 			want, ok := p.recordOf(k, uint32(slot))
-			have := r.recs.at(uint32(own))
-			want.Seq = have.Seq
-			if ok && want == *have {
+			if ok && sameRecord(r.recs.at(uint32(own)), &want) {
 				kept[own] = true
 				continue
 			}

@@ -26,10 +26,12 @@ func (u *upf) cold(t *testing.T) uint64 {
 	return 0
 }
 
-// record is k's record, failing when k has none.
+// record is k's record once the places held have settled, failing when k
+// has none.
 func (u *upf) record(t *testing.T, k setKey) *upfSetRecord {
 	t.Helper()
-	own, _ := u.d.sets.records.find(k)
+	check(t, u.d.sets.settle())
+	own, _, _ := u.d.sets.records.find(k)
 	if own < 0 {
 		t.Fatalf("%+v has no record", k)
 	}
@@ -54,9 +56,10 @@ func needRecords(t *testing.T) {
 	}
 }
 
-// A key's record serves its packets as its set would, and a record the
-// control plane is writing (odd sequence word) sends them through the
-// set: both ways leave the same frame.
+// A key's record serves its packets as its set would, and a record whose
+// kind is taken away (as the control plane takes it before the place is
+// written again) sends them through the set: both ways leave the same
+// frame.
 func TestRecordAndSetAgree(t *testing.T) {
 	needRecords(t)
 	u := newUPF(t, RoleAccess|RoleCore)
@@ -82,9 +85,10 @@ func TestRecordAndSetAgree(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			u.expectPath(t, true, c.in, xdplink.Redirect, c.reason, c.out)
 			rec := u.record(t, c.key)
-			atomic.AddUint32(&rec.Seq, 1)
+			kind := rec.Kind
+			atomic.StoreUint32(&rec.Kind, 0)
 			u.expectPath(t, false, c.in, xdplink.Redirect, c.reason, c.out)
-			atomic.AddUint32(&rec.Seq, 1)
+			atomic.StoreUint32(&rec.Kind, kind)
 			u.expectPath(t, true, c.in, xdplink.Redirect, c.reason, c.out)
 		})
 	}
@@ -214,11 +218,45 @@ func TestRecordNone(t *testing.T) {
 	}
 	last := teids[full]
 	u.expectColdUplink(t, last, uint32(full%3)+1)
-	// A place freed goes to the next key written.
+	// A place freed goes to the next key written once the packets that
+	// may still read what it held have ended.
+	u.d.sets.stopSettler() // the test settles
 	check(t, u.d.DeleteUplink(onN3(teids[0])))
 	check(t, u.d.PutUplink(onN3(last), pdrSet(0)))
+	u.expectColdUplink(t, last, 1)
+	check(t, u.d.sets.settle())
 	u.record(t, teidKey(last))
 	u.expectUplink(t, last, 1)
+}
+
+// Packets read records where they lie: a record that changes is written
+// in another place, and the place it leaves is held, no key's record
+// written there, until the packets that may be reading it have ended.
+func TestRecordPlaceHeld(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 16)
+	const teid = 0x6000
+	k, r := teidKey(teid), &u.d.sets.records
+	u.d.sets.stopSettler() // the test settles
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(0)))
+	old, _, _ := r.find(k)
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
+	if own, free, held := r.find(k); own == old || free == old || !held || !r.held[old] {
+		t.Fatalf("record at %d, first free place %d, a place held %v: want the record moved from %d, held", own, free,
+			held, old)
+	}
+	if kind := r.recs.at(uint32(old)).Kind; kind != 0 {
+		t.Errorf("the place left has kind %d, want none", kind)
+	}
+	before := u.cold(t)
+	u.expectUplink(t, teid, 2)
+	if u.cold(t) != before {
+		t.Error("the packet after the change went the cold path")
+	}
+	check(t, u.d.sets.settle())
+	if _, _, held := r.find(k); held || len(r.held) != 0 {
+		t.Errorf("places still held after the packets under way ended: %v", r.held)
+	}
 }
 
 func (u *upf) expectColdUplink(t *testing.T, teid, nh uint32) {
@@ -263,7 +301,7 @@ func TestRecordFollowsWrites(t *testing.T) {
 	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
 	u.record(t, k)
 	check(t, u.d.DeleteUplink(onN3(teid)))
-	if own, _ := u.d.sets.records.find(k); own >= 0 {
+	if own, _, _ := u.d.sets.records.find(k); own >= 0 {
 		t.Error("a deleted key keeps its record")
 	}
 	if refs := u.d.sets.records.copiedBy[1]; refs != [2]uint32{} {
@@ -283,26 +321,25 @@ func TestRecordsAfterRestart(t *testing.T) {
 		check(t, d.PutUplink(onN3(0x6000+teid), pdrSet(teid%2)))
 	}
 	kept := teidKey(0x6000)
-	own, _ := d.sets.records.find(kept)
-	seq := d.sets.records.recs.at(uint32(own)).Seq
+	own, _, _ := d.sets.records.find(kept)
 	// What a previous run may leave: a record of no key, one gone.
-	stray, _ := d.sets.records.find(teidKey(0x7000))
+	stray, _, _ := d.sets.records.find(teidKey(0x7000))
 	d.sets.records.write(stray, upfSetRecord{Kind: uint32(upfSetKindSET_TEID), Key: teidKey(0x7000).key, Families: recordIPv4})
-	gone, _ := d.sets.records.find(teidKey(0x6001))
+	gone, _, _ := d.sets.records.find(teidKey(0x6001))
 	d.sets.records.clear(gone)
 	check(t, d.Close())
 
 	d, err := Open(d.opts)
 	check(t, err)
 	defer d.Close()
-	if rec := d.sets.records.recs.at(uint32(own)); rec.Seq != seq {
-		t.Errorf("an exact record was rewritten: sequence %d, was %d", rec.Seq, seq)
+	if now, _, _ := d.sets.records.find(kept); now != own {
+		t.Errorf("an exact record was rewritten: at %d, was at %d", now, own)
 	}
-	if own, _ := d.sets.records.find(teidKey(0x7000)); own >= 0 {
+	if own, _, _ := d.sets.records.find(teidKey(0x7000)); own >= 0 {
 		t.Error("the record of no key stayed")
 	}
 	for teid := range uint32(4) {
-		own, _ := d.sets.records.find(teidKey(0x6000 + teid))
+		own, _, _ := d.sets.records.find(teidKey(0x6000 + teid))
 		if own < 0 {
 			t.Fatalf("TEID %#x has no record", 0x6000+teid)
 		}
@@ -425,27 +462,28 @@ func TestRecordBranchAfterRestart(t *testing.T) {
 		check(t, d.PutSDFSet(slot, sdfSet(sdfFilter(0, "", "198.51.100.0/24"))))
 		check(t, d.PutPDR(slot, PDR{Sdf: slot, Far: forward(1)}))
 		check(t, d.PutUplink(onN3(teid), pdrSet(slot, 2)))
-		places[teid], _ = d.sets.records.find(teidKey(teid))
+		places[teid], _, _ = d.sets.records.find(teidKey(teid))
 	}
 	rec := *d.sets.records.recs.at(uint32(places[older]))
 	rec.Branch = upfRecordBranch{}
 	d.sets.records.write(places[older], rec)
-	seq := d.sets.records.recs.at(uint32(places[kept])).Seq
 	check(t, d.Close())
 
 	d, err := Open(d.opts)
 	check(t, err)
 	defer d.Close()
-	if rec := d.sets.records.recs.at(uint32(places[kept])); rec.Seq != seq {
-		t.Errorf("an exact record was rewritten: sequence %d, was %d", rec.Seq, seq)
+	if now, _, _ := d.sets.records.find(teidKey(kept)); now != places[kept] {
+		t.Errorf("an exact record was rewritten: at %d, was at %d", now, places[kept])
 	}
 	for _, c := range []struct {
 		filter, dst string
 	}{{"", "198.51.100.0"}, {"203.0.113.0/24", "203.0.113.0"}} {
-		for teid, place := range places {
+		for teid := range places {
 			if c.filter != "" {
 				check(t, d.PutSDFSet(first[teid], sdfSet(sdfFilter(0, "", c.filter))))
 			}
+			check(t, d.sets.settle())
+			place, _, _ := d.sets.records.find(teidKey(teid))
 			if b := d.sets.records.recs.at(uint32(place)).Branch; b.Next != 2 || b.SdfV4 != 1 || b.Dst != AddrKey(mustAddr(c.dst)) {
 				t.Errorf("TEID %#x, filter to %s: the record holds %+v", teid, c.dst, b)
 			}

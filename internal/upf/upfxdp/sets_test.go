@@ -62,7 +62,7 @@ func (u *upf) expectUplink(t *testing.T, teid, nh uint32) {
 // dropRecord takes k's record away, if it has one, so that its packets
 // find its set as a test left it.
 func (u *upf) dropRecord(k setKey) {
-	if own, _ := u.d.sets.records.find(k); own >= 0 {
+	if own, _, _ := u.d.sets.records.find(k); own >= 0 {
 		u.d.sets.records.clear(own)
 	}
 }
