@@ -234,6 +234,19 @@ type PFCP struct {
 	StateSync bool
 }
 
+// SEIDAddress is the address SMFs reach the UPF's PFCP at, for the UP
+// F-SEIDs: Listen's when it names one, else the Node ID when it is an
+// address; unset when neither says (an FQDN served on every address).
+func (p *PFCP) SEIDAddress() netip.Addr {
+	if ap, err := netip.ParseAddrPort(p.Listen); err == nil && !ap.Addr().IsUnspecified() {
+		return ap.Addr().Unmap()
+	}
+	if a, err := netip.ParseAddr(p.NodeID); err == nil {
+		return a.Unmap()
+	}
+	return netip.Addr{}
+}
+
 // Buffering limits the downlink packets buffering FARs hold: per session
 // (unless its BAR suggests another count) and in all.
 type Buffering struct {

@@ -298,6 +298,28 @@ func TestPFCPDefaults(t *testing.T) {
 	}
 }
 
+// The UP F-SEIDs carry the address SMFs reach PFCP at: pfcp.listen's,
+// else an address Node ID; none for an FQDN served on every address.
+func TestPFCPSEIDAddress(t *testing.T) {
+	tests := []struct{ pfcp, want string }{
+		{"{node_id: 192.0.2.10}", "192.0.2.10"},
+		{"{node_id: '2001:db8::a'}", "2001:db8::a"},
+		{"{node_id: upf.example, listen: '198.51.100.4:8805'}", "198.51.100.4"},
+		{"{node_id: 192.0.2.10, listen: '127.0.0.1:18805'}", "127.0.0.1"},
+		{"{node_id: 192.0.2.10, listen: ':8805'}", "192.0.2.10"},
+		{"{node_id: upf.example}", "invalid IP"},
+	}
+	for _, tt := range tests {
+		cfg, err := parse([]byte(minimal + "pfcp: " + tt.pfcp + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.PFCP.SEIDAddress().String(); got != tt.want {
+			t.Errorf("pfcp %s: UP F-SEID address %s, want %s", tt.pfcp, got, tt.want)
+		}
+	}
+}
+
 // A loopback REST API needs no token; allowed_peers given empty takes
 // PFCP messages from the configured peers only.
 func TestLoopbackAndPeersOnly(t *testing.T) {

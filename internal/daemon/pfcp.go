@@ -81,7 +81,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 				}
 			}
 		})
-	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, N9Instances: p.N9NetworkInstances, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
+	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, SEIDAddress: p.SEIDAddress(), N9Instances: p.N9NetworkInstances, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
 		Journal: st.log, Restored: st.sessions,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {

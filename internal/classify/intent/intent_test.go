@@ -3,6 +3,7 @@ package intent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"reflect"
@@ -148,6 +149,34 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
 			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)
 		}
+	}
+}
+
+// One flow hash is prioritised by one intent: a second intent naming it is
+// refused and changes nothing, and the first one's removal, the flow's
+// entry with it, succeeds.
+func TestOneIntentPrioritisesAFlow(t *testing.T) {
+	s, dp := newStore(t)
+	doc := func(qfi int) []byte {
+		return fmt.Appendf(nil, `{"Resources": [{"qfi": %d}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "flow_hash": "E918D704", "rx_queue": "0"}}`, qfi)
+	}
+	first, _, err := s.Apply(doc(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()})
+	var e *fielderr.Error
+	if _, _, err := s.Apply(doc(6)); !errors.As(err, &e) || e.Field != "Action.flow_hash" {
+		t.Errorf("a second intent prioritising flow E918D704: %v, want an error naming Action.flow_hash", err)
+	}
+	if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
+		t.Fatalf("the refused intent changed the classifier:\n%s\nwas\n%s", after, before)
+	}
+	if err := s.Delete(first.ID); err != nil {
+		t.Errorf("removing the first intent: %v", err)
+	}
+	if flows, err := dp.PrioFlows(); err != nil || len(flows) != 0 {
+		t.Errorf("prioritised flows left: %v (%v)", flows, err)
 	}
 }
 

@@ -60,6 +60,13 @@ func (s *Store) Apply(data []byte) (in Intent, deleted bool, err error) {
 		}
 		return in, true, fmt.Errorf("%w with action %s and these resources", ErrNoIntent, in.Kind)
 	}
+	// A flow is prioritised once: the second intent's would take the
+	// first's over, and the removal of either end the other's.
+	for _, id := range slices.Sorted(maps.Keys(s.intents)) {
+		if old := s.intents[id].FlowHash; old != nil && in.FlowHash != nil && *old == *in.FlowHash {
+			return in, false, invalid("Action.flow_hash", "flow %08X is prioritised by intent %d", *old, id)
+		}
+	}
 	if doc.ID != nil {
 		if _, taken := s.intents[*doc.ID]; taken || *doc.ID == 0 {
 			return in, false, invalid("intentId", "intent %d exists, or is 0", *doc.ID)

@@ -75,9 +75,21 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 	if _, err := install(ctx, u, chainSessions); err != nil {
 		return res, err
 	}
-	if err := u.Attach(); err != nil {
+	// The mirroring rule's copies go to the collector: a mirror port is an
+	// interface of the copies role.
+	c, err := tb.NewCollector()
+	if err != nil {
 		return res, err
 	}
+	defer func() { err = errors.Join(err, c.Close()) }()
+	if err := errors.Join(u.Attach(), u.AttachCollector()); err != nil {
+		return res, err
+	}
+	port, _, err := tb.UPF.Link(demo.CollectorLink)
+	if err != nil {
+		return res, err
+	}
+	mirrorOut := &classifyxdp.Egress{Ifindex: port, DstMAC: c.MAC, SrcMAC: c.UPFMAC}
 	last := chainSessions - 1
 	frame := uplinkFrame(tb, teid(last), last)
 	res.frameLen = len(frame)
@@ -90,7 +102,7 @@ func measureChain(ctx context.Context, tb *demo.Testbed, b *baselines, cfg confi
 	defer func() { err = errors.Join(err, tb.UPF.Do(func() error { return u.Datapath.Detach(loopback) })) }()
 	for _, n := range cfg.classifyRules {
 		progress("chain with %d rules", n)
-		row, err := measureChainRules(ctx, tb, b, u, n, frame, cfg.runs)
+		row, err := measureChainRules(ctx, tb, b, u, n, frame, mirrorOut, cfg.runs)
 		if err != nil {
 			return res, fmt.Errorf("%d rules: %w", n, err)
 		}
@@ -128,7 +140,7 @@ func openChainClassifier(u *demo.UPF, n int, shared bool) (*classifyxdp.Datapath
 }
 
 func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, n int, frame []byte,
-	runs int) (row chainRow, err error) {
+	mirrorOut *classifyxdp.Egress, runs int) (row chainRow, err error) {
 	row.rules = n
 	rules, err := openChainClassifier(u, n, true)
 	if err != nil {
@@ -183,7 +195,7 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 		return row, err
 	}
 	row.steerUPF, row.steerOnly = ns[2], ns[4]
-	if row.unmirrored, row.mirrored, err = measureMirrored(tb, rules, n, measure); err != nil {
+	if row.unmirrored, row.mirrored, err = measureMirrored(tb, rules, n, mirrorOut, measure); err != nil {
 		return row, err
 	}
 	return row, tb.UPF.Do(func() error { return u.Datapath.SetStages(loopback, upfxdp.Chain{}) })
@@ -192,15 +204,11 @@ func measureChainRules(ctx context.Context, tb *demo.Testbed, b *baselines, u *d
 // measureMirrored measures the chain classify, upf with one more rule (in
 // the last one's place when the table is full), a mirroring rule on the
 // tunnel of the session before the measured one, whose copies would leave
-// by N6 (a test run sends none): for the measured session's packet, and
+// by out (a test run sends none): for the measured session's packet, and
 // for the mirrored session's.
-func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
+func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int, out *classifyxdp.Egress,
 	measure func(upfxdp.Chain, ...subject) ([]rounds, error)) (unmirrored, mirrored rounds, err error) {
 	mirroredSession := chainSessions - 2
-	port, mac, err := tb.UPF.Link(demo.N6)
-	if err != nil {
-		return nil, nil, err
-	}
 	id := uint32(n + 1) // past benchRules' IDs
 	if n >= classifyxdp.MaxRules {
 		// A full table: the mirroring rule takes the last rule's place.
@@ -211,7 +219,7 @@ func measureMirrored(tb *demo.Testbed, rules *classifyxdp.Datapath, n int,
 		defer func() { err = errors.Join(err, rules.Add(last)) }()
 	}
 	if err := rules.Add(classifyxdp.Rule{ID: id, Priority: uint32(n + 1), Action: classifyxdp.ActionMirror,
-		Out:     &classifyxdp.Egress{Ifindex: port, DstMAC: mac, SrcMAC: mac},
+		Out:     out,
 		Matches: []classifyxdp.Match{{Field: "tunnel1Id", Value: uint64(teid(mirroredSession)), Mask: 0xffffffff}}}); err != nil {
 		return nil, nil, err
 	}
@@ -328,7 +336,7 @@ func reportChain(w io.Writer, args []string, cfg config, res chainResult) {
 			r.steerOnly.median(), r.steerOnly.per(r.steerUPF))
 	}
 	p("\nWith one more rule (at a full table, in the last one's place), a mirror rule on another session's tunnel (copies")
-	p("out of N6), in rounds of their own: the")
+	p("out of the collector's link, of the role copies), in rounds of their own: the")
 	p("chain for the measured session's packet, and for the mirrored session's, whose figure holds the metadata, the")
 	p("fanout's lookup and the broadcast's verdict, not the copy (a test run carries out no redirect).\n")
 	p("| Rules | classify, upf | classify (mirror), upf | ×unmirrored | Difference |")

@@ -39,8 +39,12 @@ type Config struct {
 	// N3 and N9 are the UPF's GTP-U addresses, IPv4 and IPv6. The F-TEID
 	// it chooses has one address: the first of a family the request asks
 	// for on the PDR's side (see side), N9's if it has one of the family,
-	// else N3's. The first N3 address is its F-SEID's.
+	// else N3's.
 	N3, N9 []netip.Addr
+	// SEIDAddress is the address of the UP F-SEIDs: where SMFs send the
+	// session's later requests (TS 29.244 §8.2.37), the UPF's PFCP
+	// address. Unset: the first N3 address.
+	SEIDAddress netip.Addr
 	// N9Instances are the network instances whose F-TEIDs are on N9:
 	// a PDR whose PDI names one is on N9 whatever its source interface.
 	N9Instances []string
@@ -499,10 +503,14 @@ func chosenFTEID(p *session.PDR) *ie.IE {
 	return ie.NewFTEID(fteidV4, p.PDI.TEID, net.IP(a.AsSlice()), nil, 0)
 }
 
-// upFSEID is the UP F-SEID of session seid, with the first N3 address.
+// upFSEID is the UP F-SEID of session seid, at SEIDAddress.
 func (h *Handler) upFSEID(seid uint64) *ie.IE {
-	a := net.IP(h.cfg.N3[0].AsSlice())
-	if h.cfg.N3[0].Is6() {
+	addr := h.cfg.SEIDAddress
+	if !addr.IsValid() {
+		addr = h.cfg.N3[0]
+	}
+	a := net.IP(addr.AsSlice())
+	if addr.Is6() {
 		return ie.NewFSEID(seid, nil, a)
 	}
 	return ie.NewFSEID(seid, a, nil)

@@ -362,6 +362,30 @@ func (e *env) installed(teid uint32, ue netip.Addr) {
 
 func ptr[T any](v T) *T { return &v }
 
+// The UP F-SEID carries the UPF's PFCP address, where the SMF sends the
+// session's later requests, not a GTP-U one; without one, the first N3
+// address.
+func TestUPFSEIDAddress(t *testing.T) {
+	e := newEnv(t)
+	pfcpAddr := netip.MustParseAddr("198.51.100.4")
+	for _, seidAddress := range []netip.Addr{pfcpAddr, {}} {
+		e.h = New(Config{Store: e.store, N3: []netip.Addr{n3}, N9: []netip.Addr{n9}, UEPool: e.pool, Buffers: e.buffers, SEIDAddress: seidAddress})
+		ue := "10.60.0.1"
+		if seidAddress.IsValid() {
+			ue = "10.60.0.2"
+		}
+		r := e.establish("smf1", open5gs(0x1001, fixedUE(ue), 0x0a0b0c0d)...)
+		r.upSEID(t)
+		want := seidAddress
+		if !want.IsValid() {
+			want = n3
+		}
+		if got, _ := netip.AddrFromSlice(one(t, r.ies, tFSEID)[9:13]); got != want {
+			t.Errorf("SEIDAddress %v: UP F-SEID at %v, want %v", seidAddress, got, want)
+		}
+	}
+}
+
 func TestEstablishOpen5GSSession(t *testing.T) {
 	e := newEnv(t)
 	rsFilter, err := sdf.Parse("permit out 58 from ff02::2/128 to assigned")

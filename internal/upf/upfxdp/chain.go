@@ -205,6 +205,18 @@ func (s *stagedIfaces) set(i *stagedIface) {
 	s.ifaces[i.name] = i
 }
 
+// rolesOf are the roles of the interface ifindex, if this process attached it.
+func (s *stagedIfaces) rolesOf(ifindex uint32) (Role, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range s.ifaces {
+		if i.ifindex == ifindex {
+			return i.roles, true
+		}
+	}
+	return 0, false
+}
+
 func (s *stagedIfaces) remove(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -394,7 +394,7 @@ func (d *Datapath) AttachChain(ifname string, roles Role, mode xdplink.Mode, c C
 	}
 	copier, err := d.copyProgram()
 	if err == nil {
-		err = d.setFanouts(uint32(iface.Index), copier)
+		err = d.setFanouts(uint32(iface.Index), roles, copier)
 	}
 	if err != nil {
 		progs.UPF.Close()

@@ -63,27 +63,43 @@ type devmapEntry struct {
 	ProgFD  int32
 }
 
-// setFanouts writes the fanouts of the interface ifindex with every
-// attached interface, itself included, both ways, with copy making the
-// copies: XDP copies a frame only by broadcasting it through a devmap, and
-// a packet whose copy leaves one interface and itself another needs a
-// devmap of just those two. The pairs of other interfaces stay as they
-// are.
-func (d *Datapath) setFanouts(ifindex uint32, copy *ebpf.Program) error {
+// setFanouts writes the fanouts of the interface ifindex, of roles, with
+// every other attached interface, both ways, with copy making the copies:
+// XDP copies a frame only by broadcasting it through a devmap, and a packet
+// whose copy leaves one interface and itself another needs a devmap of just
+// those two. Only an interface of the copies role takes copies: the kernel
+// queues the frames a NAPI poll redirects to one interface together and
+// runs the devmap program of the first over all of them, so a copy beside
+// forwarded frames would leave as one of them, unmade, or have them taken
+// for copies. A pair with an interface this process has not attached yet
+// stays as it is until it does; the pairs of other interfaces too.
+func (d *Datapath) setFanouts(ifindex uint32, roles Role, copy *ebpf.Program) error {
 	ifindexes, err := d.attachedIfindexes()
 	if err != nil {
 		return err
 	}
 	for _, other := range ifindexes {
-		err := d.putFanout(ifindex, other, copy)
-		if err == nil && other != ifindex {
-			err = d.putFanout(other, ifindex, copy)
+		if other == ifindex {
+			err = d.deleteFanout(ifindex, ifindex)
+		} else if err = d.pairFanout(other, ifindex, roles == RoleCopies, copy); err == nil {
+			if otherRoles, ok := d.staged.rolesOf(other); ok {
+				err = d.pairFanout(ifindex, other, otherRoles == RoleCopies, copy)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("fanouts of interfaces %d and %d: %w", ifindex, other, err)
 		}
 	}
 	return nil
+}
+
+// pairFanout writes the fanout from orig to to when to takes copies, and
+// removes it otherwise.
+func (d *Datapath) pairFanout(orig, to uint32, takesCopies bool, copy *ebpf.Program) error {
+	if takesCopies {
+		return d.putFanout(orig, to, copy)
+	}
+	return d.deleteFanout(orig, to)
 }
 
 func fanoutKey(orig, copy uint32) uint64 { return uint64(copy)<<32 | uint64(orig) }
@@ -101,6 +117,13 @@ func (d *Datapath) putFanout(orig, to uint32, copy *ebpf.Program) error {
 	return d.maps.DuplFanouts.Put(fanoutKey(orig, to), inner)
 }
 
+func (d *Datapath) deleteFanout(orig, to uint32) error {
+	if err := d.maps.DuplFanouts.Delete(fanoutKey(orig, to)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return err
+	}
+	return nil
+}
+
 // deleteFanouts removes the fanouts of an interface being detached.
 func (d *Datapath) deleteFanouts(ifindex uint32) error {
 	var key uint64
@@ -116,7 +139,7 @@ func (d *Datapath) deleteFanouts(ifindex uint32) error {
 		return err
 	}
 	for _, k := range keys {
-		if err := d.maps.DuplFanouts.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		if err := d.deleteFanout(uint32(k), uint32(k>>32)); err != nil {
 			return err
 		}
 	}
