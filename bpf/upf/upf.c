@@ -1017,8 +1017,8 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
 	if (!nh || !nh->valid)
 		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
-	const struct tunnel6 *t6 = NULL;
-	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnels6, &far->nexthop)))
+	const struct tunnel6_header *t6 = NULL;
+	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnel6_headers, &far->nexthop)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
@@ -1050,8 +1050,9 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	__u32 udp_len = encap - ip_len + inner_len;
 	if (v6) {
 		/* Over IPv6 the checksum is mandatory: its headers' part is
-		 * summed from the registers they were written from. */
-		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, t6->local, t6->peer) +
+		 * summed from the registers they were written from and the
+		 * addresses' sum the control plane wrote with them. */
+		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, (const __u64 *)t6->addrs, t6->addrs_sum) +
 			      write_udp_gtpu(udp, udp_len, far->teid, psc_word);
 		if (!(udp->check = udp6_check(ctx, new_l2 + encap, outer)))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
