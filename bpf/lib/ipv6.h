@@ -15,26 +15,22 @@ INLINE __u64 ipv6_prefix64(const struct in6_addr *a)
 
 /* Writes the IPv6 header of a UDP datagram of payload_len bytes, hop
  * limit 64, flow label 0 (RFC 6437: a tunnel endpoint may leave it so), in
- * whole words, and returns the sum of its pseudo-header (RFC 8200 8.1) as
- * csum_to_end sums it: each word of the addresses read once, written
- * and summed (never read back from the frame). */
-INLINE __u64 ipv6_write_udp(struct ipv6hdr *ip6, __u16 payload_len, __u8 tclass, const void *saddr,
-			    const void *daddr)
+ * five 8-byte stores, its addresses (source, destination) copied from the
+ * 8-byte aligned addrs, and returns the sum of its pseudo-header (RFC 8200
+ * 8.1) as csum_to_end sums it, from addrs_sum, the sum of the addresses
+ * summed so: nothing is read back from the frame, and each packet adds
+ * only its length to the addresses' sum. */
+INLINE __u64 ipv6_write_udp(void *ip6, __u16 payload_len, __u8 tclass, const __u64 *addrs, __u64 addrs_sum)
 {
-	__u32 *w = (void *)ip6;
-	const __u32 *s = saddr, *d = daddr;
-	w[0] = bpf_htonl(0x60000000 | (__u32)tclass << 20);
-	/* Payload length, next header, hop limit. */
-	w[1] = bpf_htons(payload_len) | (__u32)IPPROTO_UDP << 16 | (__u32)64 << 24;
-	__u64 sum = (__u64)bpf_htonl(payload_len) + bpf_htonl(IPPROTO_UDP);
+	__u64 *w = ip6;
+	/* Version and traffic class; payload length, next header, hop limit. */
+	__u32 first = bpf_htonl(0x60000000 | (__u32)tclass << 20);
+	__u32 second = bpf_htons(payload_len) | (__u32)IPPROTO_UDP << 16 | (__u32)64 << 24;
+	w[0] = first | (__u64)second << 32;
 #pragma unroll
-	for (int i = 0; i < 4; i++) {
-		__u32 a = s[i], b = d[i];
-		w[2 + i] = a;
-		w[6 + i] = b;
-		sum += (__u64)a + b;
-	}
-	return sum;
+	for (int i = 0; i < 4; i++)
+		w[1 + i] = addrs[i];
+	return addrs_sum + bpf_htonl(payload_len) + bpf_htonl(IPPROTO_UDP);
 }
 
 /* Extension headers skipped to find the upper-layer header; a longer chain

@@ -177,6 +177,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } tunnels6 SEC(".maps");
 
+/* The same endpoints ready for the IPv6 header, by the same slot: what the
+ * data path reads (tunnels6 stays for programs before it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct tunnel6_header);
+	__uint(max_entries, NEXTHOP_SLOTS);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} tunnel6_headers SEC(".maps");
+
 /* The IPv4 routes flattened DIR-24-8 style: one value per /24, and for the
  * /24s that hold longer routes one value per address in a group of
  * routes4_tbl8. Two array reads cost a few ns where the trie walk costs ~60.

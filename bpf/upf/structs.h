@@ -249,6 +249,16 @@ struct tunnel6 {
 	__u8 local[16];
 };
 
+/* The same endpoints as the tunnel's IPv6 header holds them (source, then
+ * destination), with their sum (32-bit words in memory order, as
+ * csum_to_end sums), which the pseudo-header of every datagram repeats:
+ * written when the tunnel is, so that a packet copies four words and adds
+ * one sum (tunnel6_headers). */
+struct tunnel6_header {
+	__u8 addrs[32];
+	__u64 addrs_sum;
+};
+
 /* A FAR's Duplicating Parameters as the packets of one of its PDRs see
  * them (dupls, by the PDR's slot): where the copies go and the tunnel
  * they go in. The copy is the IP packet the PDR matched, its outer

@@ -940,26 +940,28 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct copied_packet *
 	return bpf_redirect(nh->ifindex, 0);
 }
 
+/* The UDP checksum over IPv6 of a datagram whose bytes and pseudo-header
+ * sum to sum (unfolded): never 0, which says none, and IPv6 forbids. */
+INLINE __u16 udp6_fold(__u64 sum)
+{
+	__u16 check = csum_fold(csum_fold64(sum));
+	return check ? check : 0xffff;
+}
+
 /* The UDP checksum over IPv6 of a G-PDU whose IP packet lies at inner_off
- * to the end of the frame, outer the sum of its pseudo-header and of its
- * UDP and GTP-U headers (their check field zero), which the caller wrote:
- * the IP packet summed by its own checksums where it has them
- * (ip_packet_sum), else read; 0 when the frame is too long to sum. A
- * global function, so that the verifier checks its loops once. */
+ * to the end of the frame and cannot vouch for its bytes (ip_packet_sum
+ * said nothing), outer the sum of its pseudo-header and of its UDP and
+ * GTP-U headers (their check field zero), which the caller wrote: the IP
+ * packet read whole; 0 when the frame is too long to sum. A global
+ * function, so that the verifier checks its loops once. */
 __attribute__((noinline)) int udp6_check(struct xdp_md *ctx, __u32 inner_off, __u64 outer)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	/* At most ETH_HLEN_VLAN + 40 + GTPU_ENCAP_QFI_LEN: the mask bounds it
 	 * for the verifier. */
-	void *inner = data + (inner_off & 127);
-	__s64 sum = ip_packet_sum(inner, end);
-	if (sum < 0)
-		sum = csum_to_end(inner, end);
-	if (sum < 0)
-		return 0;
-	__u16 check = csum_fold(csum_fold64(sum + outer));
-	return check ? check : 0xffff; /* 0 says none, which IPv6 forbids */
+	__s64 sum = csum_to_end(data + (inner_off & 127), end);
+	return sum < 0 ? 0 : udp6_fold(sum + outer);
 }
 
 /* A relayed G-PDU whose headers keep their length, untagged Ethernet and
@@ -1000,8 +1002,8 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &far->nexthop);
 	if (!nh || !nh->valid)
 		return finish(pkt_len, REASON_DROP_NO_NEXTHOP, XDP_DROP);
-	const struct tunnel6 *t6 = NULL;
-	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnels6, &far->nexthop)))
+	const struct tunnel6_header *t6 = NULL;
+	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnel6_headers, &far->nexthop)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	int with_qfi = pdr->flags & PDR_MARK_QFI;
 	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
@@ -1033,10 +1035,15 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	__u32 udp_len = encap - ip_len + inner_len;
 	if (v6) {
 		/* Over IPv6 the checksum is mandatory: its headers' part is
-		 * summed from the registers they were written from. */
-		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, t6->local, t6->peer) +
+		 * summed from the registers they were written from and the
+		 * addresses' sum the control plane wrote with them. */
+		__u64 outer = ipv6_write_udp(ip, udp_len, far->tos, (const __u64 *)t6->addrs, t6->addrs_sum) +
 			      write_udp_gtpu(udp, udp_len, far->teid, psc_word);
-		if (!(udp->check = udp6_check(ctx, new_l2 + encap, outer)))
+		/* The inner packet's sum from its own checksums here, without
+		 * the call (a few ns) that only packets which cannot vouch for
+		 * their bytes pay. */
+		__s64 inner = ip_packet_sum((void *)udp + (encap - ip_len), end);
+		if (!(udp->check = inner >= 0 ? udp6_fold(inner + outer) : udp6_check(ctx, new_l2 + encap, outer)))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	} else {
 		write_gpdu(ip, encap + inner_len, far->tos, far->local, far->peer, far->teid, psc_word);

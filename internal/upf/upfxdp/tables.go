@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -249,10 +250,23 @@ func ignoreMissing(err error) error {
 
 // PutTunnel6 writes the endpoints of the IPv6 tunnels (FARGTPUv6) whose
 // FARs send through next-hop slot: the peer that slot is for and the local
-// N3 address. Written before the FARs that use it.
+// N3 address, in tunnels6 and, as the header holds them with their sum, in
+// tunnel6_headers, which the data path reads. Written before the FARs that
+// use it.
 func (d *Datapath) PutTunnel6(slot uint32, peer, local netip.Addr) error {
 	if !peer.Is6() || peer.Is4In6() || !local.Is6() || local.Is4In6() {
 		return fmt.Errorf("tunnel endpoints %v and %v: not IPv6 addresses", peer, local)
+	}
+	h := upfTunnel6Header{}
+	src, dst := local.As16(), peer.As16()
+	copy(h.Addrs[:], src[:])
+	copy(h.Addrs[len(src):], dst[:])
+	// 32-bit words as the program loads them from memory.
+	for i := 0; i < len(h.Addrs); i += 4 {
+		h.AddrsSum += uint64(binary.NativeEndian.Uint32(h.Addrs[i:]))
+	}
+	if err := d.maps.Tunnel6Headers.Put(slot, h); err != nil {
+		return err
 	}
 	return d.maps.Tunnels6.Put(slot, Tunnel6{Peer: peer.As16(), Local: local.As16()})
 }
