@@ -927,6 +927,21 @@ INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifi
 	return bpf_redirect_map(fanout, 0, BPF_F_BROADCAST);
 }
 
+/* Sends a copy made in the frame out of ifindex. The kernel runs the
+ * program of the first frame a poll redirects to an interface over every
+ * frame it redirects there: an interface that takes copies (one a fanout
+ * leads to) gets this one through the fanout's copy entry, whose program
+ * (xdp_dupl_copy) lets a made copy, without metadata, pass as it is. */
+INLINE int send_made_copy(struct xdp_md *ctx, __u32 ifindex)
+{
+	__u64 key = (__u64)ifindex << 32 | ctx->ingress_ifindex;
+	void *fanout = bpf_map_lookup_elem(&dupl_fanouts, &key);
+	if (!fanout)
+		return bpf_redirect(ifindex, 0);
+	drop_meta(ctx);
+	return bpf_redirect_map(fanout, FANOUT_COPY, 0);
+}
+
 /* The frame of a packet its FAR does not forward (it drops or buffers it)
  * becomes the packet's copy, sent out of the copy's interface: the
  * frame's action, XDP_DROP when no copy can be made. */
@@ -937,7 +952,7 @@ INLINE int send_copy_only(struct xdp_md *ctx, __u32 slot, struct copied_packet *
 	if (!d || !nh || make_copy(ctx, d, nh, copy))
 		return finish(pkt_len, REASON_DROP_DUPLICATE, XDP_DROP);
 	finish(pkt_len, REASON_DUPLICATE, 0);
-	return bpf_redirect(nh->ifindex, 0);
+	return send_made_copy(ctx, nh->ifindex);
 }
 
 /* The UDP checksum over IPv6 of a datagram whose bytes and pseudo-header
@@ -1568,7 +1583,7 @@ int xdp_dupl_copy(struct xdp_md *ctx)
 {
 	struct dupl_meta *m;
 	if (!read_meta(ctx, m))
-		return XDP_DROP;
+		return XDP_PASS; /* a copy made before it was sent (send_made_copy) */
 	if (m->magic == MIRROR_MAGIC)
 		return mirror_copy(ctx);
 	if (m->magic != DUPL_MAGIC)

@@ -293,11 +293,16 @@ func (tb *Testbed) Downlink() Direction {
 // to the other CPU would fill it faster than it drains while that CPU is
 // busy.
 func (d Direction) Send(gen *trafficgen.Generator, frame []byte, count uint64, opts trafficgen.Options) (sent uint64, elapsed time.Duration, err error) {
+	return d.SendOn(-1, gen, frame, count, opts)
+}
+
+// SendOn is Send from CPU cpu; -1 is the first CPU the caller may run on.
+func (d Direction) SendOn(cpu int, gen *trafficgen.Generator, frame []byte, count uint64, opts trafficgen.Options) (sent uint64, elapsed time.Duration, err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err = bindToOneCPU(); err == nil {
+		if err = bindToCPU(cpu); err == nil {
 			sent, elapsed, err = gen.Send(d.from, d.ifindex, frame, count, opts)
 		}
 	}()
@@ -305,18 +310,22 @@ func (d Direction) Send(gen *trafficgen.Generator, frame []byte, count uint64, o
 	return sent, elapsed, err
 }
 
-// bindToOneCPU binds the calling thread to the first CPU it may run on.
-func bindToOneCPU() error {
-	var allowed, first unix.CPUSet
+// bindToCPU binds the calling thread to CPU cpu, or with -1 to the first
+// CPU it may run on.
+func bindToCPU(cpu int) error {
+	var allowed, one unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
 		return err
 	}
-	for cpu := 0; first.Count() == 0; cpu++ {
-		if allowed.IsSet(cpu) {
-			first.Set(cpu)
+	for c := 0; cpu < 0 && one.Count() == 0; c++ {
+		if allowed.IsSet(c) {
+			one.Set(c)
 		}
 	}
-	return unix.SchedSetaffinity(0, &first)
+	if cpu >= 0 {
+		one.Set(cpu)
+	}
+	return unix.SchedSetaffinity(0, &one)
 }
 
 // Delivered waits until the sink has matched want packets in all, or until
