@@ -76,13 +76,43 @@ INLINE struct chain_iface *chain_of(struct xdp_md *ctx)
 	return c && c->ifindex == ifindex ? c : NULL;
 }
 
-/* Goes on to the first stage after `after` that the interface in slot
- * runs; returns only when there is none. */
-INLINE void chain_next(struct xdp_md *ctx, __u32 slot, enum chain_stage after)
+/* Goes on to the first stage after `after` that the interface in slot (a
+ * constant) runs; returns only when there is none. Each tail call's index
+ * is a constant, so the JIT emits a direct jump, patched when the slot
+ * changes, where an index it learns only at run time is an indirect jump:
+ * a retpoline on CPUs that need one. */
+INLINE void chain_next_in(struct xdp_md *ctx, const __u32 slot, const enum chain_stage after)
 {
+#pragma unroll
 	for (int s = after + 1; s < STAGE_COUNT; s++)
-		bpf_tail_call(ctx, &chain_stages, slot * STAGE_COUNT + s);
+		bpf_tail_call_static(ctx, &chain_stages, slot * STAGE_COUNT + s);
 }
+
+_Static_assert(CHAIN_IFACES == 64, "chain_next has a case per slot");
+
+#define CHAIN_SLOT(n)                              \
+	case n:                                    \
+		chain_next_in(ctx, n, after);      \
+		return;
+#define CHAIN_SLOTS4(n) CHAIN_SLOT(n) CHAIN_SLOT(n + 1) CHAIN_SLOT(n + 2) CHAIN_SLOT(n + 3)
+#define CHAIN_SLOTS16(n) CHAIN_SLOTS4(n) CHAIN_SLOTS4(n + 4) CHAIN_SLOTS4(n + 8) CHAIN_SLOTS4(n + 12)
+
+/* Goes on to the first stage after `after` that the interface in slot
+ * runs; returns only when there is none. A case per slot (a few compares)
+ * makes every tail call's index a constant (chain_next_in). */
+INLINE void chain_next(struct xdp_md *ctx, __u32 slot, const enum chain_stage after)
+{
+	switch (slot) {
+		CHAIN_SLOTS16(0)
+		CHAIN_SLOTS16(16)
+		CHAIN_SLOTS16(32)
+		CHAIN_SLOTS16(48)
+	}
+}
+
+#undef CHAIN_SLOTS16
+#undef CHAIN_SLOTS4
+#undef CHAIN_SLOT
 
 /* What the classify stage leaves in the metadata of a packet that a
  * mirroring rule met, for the UPF stage: where the copy goes (the best
