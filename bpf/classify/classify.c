@@ -819,7 +819,14 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	}
 	if (next) { /* a chain's: its stage after steering runs here */
 		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror_request behind it stays */
-		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
+#define CPU_STAGE(n)                                              \
+	case n:                                                   \
+		bpf_tail_call_static(ctx, &chain_cpu_stages, n); \
+		break;
+		switch (next - 1) {
+			CHAIN_EACH_SLOT(CPU_STAGE)
+		}
+#undef CPU_STAGE
 	}
 	return XDP_PASS;
 }
