@@ -5,13 +5,13 @@
  * call into the first later stage chain_stages holds for the interface: a
  * stage is added or removed by writing or deleting its slot there (or, for
  * the first, by replacing the attached program), one atomic update each.
- * A stage not configured costs a tail call that fails (a bounds check and
- * a NULL test). Programs of the CPU-map hook cannot tail-call into a
- * program array owned by plain XDP programs: the stages that run on the
- * CPU a packet was steered to are the CPU-map variants in
- * chain_cpu_stages. Shared by the UPF's and the classifier's objects (the
- * loaders hand one object's maps to the other), so every map is pinned
- * by name with the UPF's. */
+ * A stage not configured costs a tail call that fails (a few
+ * instructions: its jump is a no-op while the place is empty). Programs
+ * of the CPU-map hook cannot tail-call into a program array owned by
+ * plain XDP programs: the stages that run on the CPU a packet was
+ * steered to are the CPU-map variants in chain_cpu_stages. Shared by
+ * the UPF's and the classifier's objects (the loaders hand one object's
+ * maps to the other), so every map is pinned by name with the UPF's. */
 #ifndef XDP5G_CHAIN_H
 #define XDP5G_CHAIN_H
 
@@ -79,10 +79,10 @@ INLINE struct chain_iface *chain_of(struct xdp_md *ctx)
 /* A tail call's index that the verifier knows is a direct jump the JIT
  * patches when the program array's entry changes; an index it learns
  * only at run time is an indirect jump, through a retpoline on CPUs that
- * need one (about 17 ns a packet where measured). CHAIN_EACH_SLOT(f) is
- * f(n) for every slot n, a
- * constant: the cases of a switch over a slot (a few compares) that
- * tail-call with constant indexes. */
+ * need one (about 19 ns a packet in the chain's benchmarks).
+ * CHAIN_EACH_SLOT(f) is f(n) for every slot n, a constant: the cases of
+ * a switch over a slot (a few compares) that tail-call with constant
+ * indexes. */
 _Static_assert(CHAIN_IFACES == 64, "CHAIN_EACH_SLOT names every slot");
 #define CHAIN_SLOTS4(f, n) f(n) f(n + 1) f(n + 2) f(n + 3)
 #define CHAIN_SLOTS16(f, n) CHAIN_SLOTS4(f, n) CHAIN_SLOTS4(f, n + 4) CHAIN_SLOTS4(f, n + 8) CHAIN_SLOTS4(f, n + 12)
