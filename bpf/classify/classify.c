@@ -424,6 +424,40 @@ __noinline int classify_search(const struct classify_key *key, __u32 epoch, stru
 	return 0;
 }
 
+/* The outcome for a key from the flow cache (whose key ck is), while
+ * the epoch holds; else searched, and kept there. */
+INLINE void cached_outcome(void *cache, const void *ck, const struct classify_key *key, __u32 epoch,
+			   struct classify_outcome *out)
+{
+	struct classify_cached *c = bpf_map_lookup_elem(cache, ck);
+	if (c && c->epoch == epoch) {
+		*out = c->outcome;
+		return;
+	}
+	struct classify_cached fresh = {.epoch = epoch};
+	classify_search(key, epoch, &fresh.outcome);
+	*out = fresh.outcome;
+	bpf_map_update_elem(cache, ck, &fresh, BPF_ANY);
+}
+
+/* Whether the key's four addresses are all IPv4 (::ffff:a.b.c.d): then
+ * k4 is its shorter form. */
+INLINE int compact_key(const struct classify_key *key, struct classify_key4 *k4)
+{
+	const __u8 *a = key->outer_src;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		/* 8-aligned (the assertion beside struct classify_key4) */
+		const __u8 *addr = a + 16 * i;
+		if (*(const __u64 *)addr || *(const __u32 *)(addr + 8) != bpf_htonl(0xffff))
+			return 0;
+		k4->addr[i] = *(const __be32 *)(addr + 12);
+	}
+	__builtin_memcpy(k4->head, key, sizeof(k4->head));
+	__builtin_memcpy(k4->tail, &key->src_port, sizeof(k4->tail));
+	return 1;
+}
+
 /* The outcome for a key: from the flow cache while the epoch holds. */
 INLINE int classify_outcome(const struct classify_key *key, struct classify_outcome *out)
 {
@@ -432,15 +466,11 @@ INLINE int classify_outcome(const struct classify_key *key, struct classify_outc
 	if (!ep)
 		return -1;
 	__u32 epoch = *(volatile __u32 *)ep;
-	struct classify_cached *c = bpf_map_lookup_elem(&classify_cache, key);
-	if (c && c->epoch == epoch) {
-		*out = c->outcome;
-		return 0;
-	}
-	struct classify_cached fresh = {.epoch = epoch};
-	classify_search(key, epoch, &fresh.outcome);
-	*out = fresh.outcome;
-	bpf_map_update_elem(&classify_cache, key, &fresh, BPF_ANY);
+	struct classify_key4 k4;
+	if (compact_key(key, &k4))
+		cached_outcome(&classify_cache4, &k4, key, epoch, out);
+	else
+		cached_outcome(&classify_cache, key, key, epoch, out);
 	return 0;
 }
 
@@ -819,7 +849,14 @@ int xdp_slice_cpu(struct xdp_md *ctx)
 	}
 	if (next) { /* a chain's: its stage after steering runs here */
 		bpf_xdp_adjust_meta(ctx, sizeof(*m)); /* a chain_mirror_request behind it stays */
-		bpf_tail_call(ctx, &chain_cpu_stages, next - 1);
+#define CPU_STAGE(n)                                              \
+	case n:                                                   \
+		bpf_tail_call_static(ctx, &chain_cpu_stages, n); \
+		break;
+		switch (next - 1) {
+			CHAIN_EACH_SLOT(CPU_STAGE)
+		}
+#undef CPU_STAGE
 	}
 	return XDP_PASS;
 }

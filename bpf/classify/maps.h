@@ -50,6 +50,16 @@ struct {
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 } classify_cache SEC(".maps");
 
+/* The same, for the keys whose addresses are all IPv4, by their
+ * struct classify_key4. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct classify_key4);
+	__type(value, struct classify_cached);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+} classify_cache4 SEC(".maps");
+
 /* The outcomes of first fragments, for the fragments that follow. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

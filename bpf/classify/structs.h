@@ -106,6 +106,23 @@ struct classify_outcome {
 	__u8 action[CLASSIFY_MAX_CHAIN]; /* enum classify_action */
 };
 
+/* The flow cache's key of a packet whose addresses are all IPv4: its
+ * classify_key without the four addresses' ::ffff: prefixes, 56 octets of
+ * 104. A lookup hashes and compares the whole key: the shorter, the
+ * cheaper. */
+struct classify_key4 {
+	__u8 head[__builtin_offsetof(struct classify_key, outer_src)];
+	__be32 addr[4]; /* outer_src, outer_dst, inner_src, inner_dst */
+	__u8 tail[sizeof(struct classify_key) - __builtin_offsetof(struct classify_key, src_port)];
+};
+
+_Static_assert(__builtin_offsetof(struct classify_key, outer_src) % 8 == 0 &&
+		       __builtin_offsetof(struct classify_key, outer_dst) == __builtin_offsetof(struct classify_key, outer_src) + 16 &&
+		       __builtin_offsetof(struct classify_key, inner_src) == __builtin_offsetof(struct classify_key, outer_src) + 32 &&
+		       __builtin_offsetof(struct classify_key, inner_dst) == __builtin_offsetof(struct classify_key, outer_src) + 48 &&
+		       __builtin_offsetof(struct classify_key, src_port) == __builtin_offsetof(struct classify_key, outer_src) + 64,
+	       "the four addresses lie together, 8-aligned, before the ports");
+
 /* The flow cache: a key's outcome, valid in the epoch it was found in. */
 struct classify_cached {
 	__u32 epoch;
