@@ -41,24 +41,21 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 } classify_entries SEC(".maps");
 
-/* Outcomes of the keys seen lately, per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct classify_key);
-	__type(value, struct classify_cached);
-	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-} classify_cache SEC(".maps");
+/* Outcomes of the keys seen lately, per CPU, by key_type. */
+#define FLOW_CACHE(key_type)                                 \
+	struct {                                             \
+		__uint(type, BPF_MAP_TYPE_LRU_HASH);         \
+		__type(key, key_type);                       \
+		__type(value, struct classify_cached);       \
+		__uint(max_entries, 65536);                  \
+		__uint(map_flags, BPF_F_NO_COMMON_LRU);      \
+	}
 
-/* The same, for the keys whose addresses are all IPv4, by their
- * struct classify_key4. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, struct classify_key4);
-	__type(value, struct classify_cached);
-	__uint(max_entries, 65536);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-} classify_cache4 SEC(".maps");
+FLOW_CACHE(struct classify_key) classify_cache SEC(".maps");
+/* The keys whose addresses are all IPv4, by their struct classify_key4. */
+FLOW_CACHE(struct classify_key4) classify_cache4 SEC(".maps");
+
+#undef FLOW_CACHE
 
 /* The outcomes of first fragments, for the fragments that follow. */
 struct {
