@@ -96,7 +96,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	}
 	for i, k := range keys {
 		set, _ := s.pdrSet(t.in, k)
-		if err := s.putKey(k, set, s.fromCP(t.in, k)); err != nil {
+		if err := s.putKey(k, set); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
 			return fmt.Errorf("installing %s: %w", k, err)
@@ -219,7 +219,7 @@ func SideAddress(n3, n9 []netip.Addr, onN9 bool, fits func(netip.Addr) bool) net
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	for _, k := range keys {
 		if set, ok := s.pdrSet(old, k); ok {
-			s.putKey(k, set, s.fromCP(old, k))
+			s.putKey(k, set)
 		} else {
 			s.deleteKey(k)
 		}
@@ -598,11 +598,12 @@ func address(e sdf.Endpoint) netip.Prefix {
 	return e.Prefix
 }
 
-// keyPDRs are the indexes of the PDRs of an installed session (nil: none)
-// found by key k.
-func (s *Store) keyPDRs(in *installed, k dpKey) []int {
+// pdrSet is the set of the PDR slots of an installed session (nil: none)
+// found by key k, highest precedence first; false when no PDR is.
+func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
+	var set upfxdp.PDRSet
 	if in == nil {
-		return nil
+		return set, false
 	}
 	idx := make([]int, 0, upfxdp.PDRsPerKey)
 	for i := range in.PDRs {
@@ -611,26 +612,6 @@ func (s *Store) keyPDRs(in *installed, k dpKey) []int {
 			idx = append(idx, i)
 		}
 	}
-	return idx
-}
-
-// fromCP says that every PDR of an installed session found by key k
-// takes the CP function's packets.
-func (s *Store) fromCP(in *installed, k dpKey) bool {
-	idx := s.keyPDRs(in, k)
-	return len(idx) > 0 && !slices.ContainsFunc(idx, func(i int) bool {
-		return in.PDRs[i].PDI.SourceInterface != InterfaceCPFunction
-	})
-}
-
-// pdrSet is the set of the PDR slots of an installed session (nil: none)
-// found by key k, highest precedence first; false when no PDR is.
-func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
-	var set upfxdp.PDRSet
-	if in == nil {
-		return set, false
-	}
-	idx := s.keyPDRs(in, k)
 	byPrecedence(in.PDRs, idx)
 	for _, i := range idx {
 		p := &in.PDRs[i]

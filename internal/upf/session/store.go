@@ -395,14 +395,9 @@ func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
 	return s.dp.Uplink(k.fteid)
 }
 
-// putKey points k at set; fromCP says that its PDRs all take the CP
-// function's packets.
-func (s *Store) putKey(k dpKey, set upfxdp.PDRSet, fromCP bool) error {
-	switch {
-	case k.ue.IsValid():
+func (s *Store) putKey(k dpKey, set upfxdp.PDRSet) error {
+	if k.ue.IsValid() {
 		return s.dp.PutDownlink(k.ue, set)
-	case fromCP:
-		return s.dp.PutCPUplink(k.fteid, set)
 	}
 	return s.dp.PutUplink(k.fteid, set)
 }

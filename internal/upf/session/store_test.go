@@ -527,25 +527,3 @@ func TestStoreIPv6Tunnel(t *testing.T) {
 	}
 	tunnelled(restored)
 }
-
-// A key whose PDRs all take the CP function's packets is put as such, so
-// that its record gives way to the keys of user traffic; one it shares
-// with a PDR of the access side is not.
-func TestKeyFromCP(t *testing.T) {
-	e := newStoreEnv(t)
-	s := figure10()
-	s.PDRs = append(s.PDRs,
-		PDR{ID: 30, FARID: 200, OuterHeaderRemoval: ptr(RemoveGTPUUDPIPv4),
-			PDI: PDI{SourceInterface: InterfaceCPFunction, TEID: 7}},
-		PDR{ID: 31, Precedence: 1, FARID: 200, OuterHeaderRemoval: ptr(RemoveGTPUUDPIPv4),
-			PDI: PDI{SourceInterface: InterfaceCPFunction, TEID: 100}})
-	in := &installed{Session: s}
-	for _, c := range []struct {
-		k    dpKey
-		want bool
-	}{{dpKey{fteid: atN3(7)}, true}, {dpKey{fteid: atN3(100)}, false}, {dpKey{ue: figure10Addr}, false}, {dpKey{fteid: atN3(8)}, false}} {
-		if got := e.store.fromCP(in, c.k); got != c.want {
-			t.Errorf("%s: from the CP function %v, want %v", c.k, got, c.want)
-		}
-	}
-}

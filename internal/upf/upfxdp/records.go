@@ -239,22 +239,6 @@ func (p *pdrSets) keepRecord(k setKey) {
 	p.recordSet(k, at.slot, ok)
 }
 
-// yieldingPlace is a place of k's record holding the record of a key
-// that gives way to k's (place.yields), -1 for none; a key that gives way
-// takes no other's place.
-func (p *pdrSets) yieldingPlace(k setKey) int {
-	if p.where[k].yields {
-		return -1
-	}
-	for _, pos := range p.records.places(k) {
-		rec := p.records.recs.at(uint32(pos))
-		if p.where[setKey{upfSetKind(rec.Kind), rec.Key}].yields {
-			return pos
-		}
-	}
-	return -1
-}
-
 // recordSet is keepRecord with k's set in slot, published or not.
 func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	r := &p.records
@@ -262,17 +246,13 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 		return
 	}
 	own, free := r.find(k)
+	if own < 0 && free < 0 {
+		return // the bucket is full
+	}
 	var rec upfSetRecord
 	ok := published
 	if ok {
 		rec, ok = p.recordOf(k, slot)
-	}
-	if own < 0 && free < 0 {
-		// The places are taken: a yielding key's, if any, is k's.
-		if free = p.yieldingPlace(k); !ok || free < 0 {
-			return
-		}
-		r.clear(free)
 	}
 	pos := own
 	if pos < 0 {

@@ -221,48 +221,6 @@ func TestRecordNone(t *testing.T) {
 	u.expectUplink(t, last, 1)
 }
 
-// The records of the CP function's F-TEIDs give way to other keys': a
-// key that finds its places taken by them takes one, whose key's packets
-// then take its set; a CP function's key never takes another's place.
-func TestRecordGivesWay(t *testing.T) {
-	needRecords(t)
-	u := setsUPF(t, 16)
-	var teids []uint32
-	want := u.d.sets.records.bucket(teidKey(0x5000))
-	for teid := uint32(0x5000); len(teids) < recordBuckets*setWays+2; teid++ {
-		if u.d.sets.records.bucket(teidKey(teid)) == want {
-			teids = append(teids, teid)
-		}
-	}
-	cp, user, lateCP := teids[:recordBuckets*setWays], teids[len(teids)-2], teids[len(teids)-1]
-	for i, teid := range cp {
-		check(t, u.d.PutCPUplink(onN3(teid), pdrSet(uint32(i%3))))
-		u.record(t, teidKey(teid))
-	}
-	check(t, u.d.PutUplink(onN3(user), pdrSet(0)))
-	u.record(t, teidKey(user))
-	before := u.cold(t)
-	u.expectUplink(t, user, 1)
-	if u.cold(t) != before {
-		t.Error("the user key's packet went the cold path")
-	}
-	without := 0
-	for i, teid := range cp {
-		if own, _ := u.d.sets.records.find(teidKey(teid)); own < 0 {
-			without++
-			u.expectColdUplink(t, teid, uint32(i%3)+1)
-		}
-	}
-	if without != 1 {
-		t.Errorf("%d of the CP function's keys lost their record, want 1", without)
-	}
-	check(t, u.d.PutCPUplink(onN3(lateCP), pdrSet(1)))
-	if own, _ := u.d.sets.records.find(teidKey(lateCP)); own >= 0 {
-		t.Error("a CP function's key took another's place")
-	}
-	u.expectColdUplink(t, lateCP, 2)
-}
-
 func (u *upf) expectColdUplink(t *testing.T, teid, nh uint32) {
 	t.Helper()
 	before := u.cold(t)

@@ -38,11 +38,6 @@ const (
 type place struct {
 	index int    // place in set_index (bucket × setWays + way), or noPlace
 	slot  uint32 // slot in pdr_sets
-	// yields says that the key's record gives way to another key's that
-	// finds its places taken: the CP function's F-TEIDs, whose packets
-	// are few. A key without a record takes its set, so taking a record
-	// away is hitless. A restart knows it again once the set is put.
-	yields bool
 }
 
 // pdrSets keeps the sets the packet finds its PDRs by (bpf/upf/maps.h):
@@ -103,7 +98,7 @@ func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR], sdfSets mapped[SDFSet]) (er
 		slot := placed & (1<<p.slotBits - 1)
 		if k, ok := p.owner(slot, used); ok && p.isPlaceOf(k, pos) {
 			used[slot] = true
-			p.where[k] = place{index: pos, slot: slot}
+			p.where[k] = place{pos, slot}
 			p.storeIndex(pos, p.placed(k, slot)) // tagged as this build tags
 		} else {
 			p.storeIndex(pos, 0) // not written by us: unpublish
@@ -116,7 +111,7 @@ func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR], sdfSets mapped[SDFSet]) (er
 	for it.Next(&k, &slot) {
 		if owner, ok := p.owner(slot, used); ok && owner == (setKey{upfSetKind(k.Kind), k.Key}) {
 			used[slot] = true
-			p.where[owner] = place{index: noPlace, slot: slot}
+			p.where[owner] = place{noPlace, slot}
 			p.overflowed[p.bucket(owner)] = append(p.overflowed[p.bucket(owner)], owner)
 		} else {
 			stray = append(stray, k)
@@ -214,9 +209,8 @@ func (p *pdrSets) storeIndex(pos int, placed uint32) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])), placed)
 }
 
-// put publishes set under k, replacing what k had; yields says that k's
-// record gives way to others' (place.yields).
-func (p *pdrSets) put(k setKey, set PDRSet, yields bool) error {
+// put publishes set under k, replacing what k had.
+func (p *pdrSets) put(k setKey, set PDRSet) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old, had := p.where[k]
@@ -247,7 +241,7 @@ func (p *pdrSets) put(k setKey, set PDRSet, yields bool) error {
 		p.storeIndex(pos, p.placed(k, slot))
 	}
 	p.free = p.free[1:]
-	p.where[k] = place{pos, slot, yields}
+	p.where[k] = place{pos, slot}
 	if had {
 		// The new set is published: take the old one's place away unless
 		// the new one took it over (same index place, or both in the
@@ -286,10 +280,10 @@ func (p *pdrSets) fill(pos int) error {
 	}
 	// Found in the index before it leaves the overflow.
 	moved := waiting[len(waiting)-1]
-	at := p.where[moved]
-	p.storeIndex(pos, p.placed(moved, at.slot))
-	p.where[moved] = place{pos, at.slot, at.yields}
-	return p.unpublish(moved, place{index: noPlace, slot: at.slot})
+	slot := p.where[moved].slot
+	p.storeIndex(pos, p.placed(moved, slot))
+	p.where[moved] = place{pos, slot}
+	return p.unpublish(moved, place{noPlace, slot})
 }
 
 // delete unpublishes k; a missing key is not an error.

@@ -135,19 +135,12 @@ func (f FTEID) String() string { return fmt.Sprintf("TEID %d at %s", f.TEID, f.A
 
 // PutUplink points a local F-TEID at its PDRs: those of the G-PDUs sent
 // to it.
-func (d *Datapath) PutUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, false) }
-
-// PutCPUplink is PutUplink for an F-TEID whose PDRs all take the CP
-// function's packets (N4-u), a few a session: its record gives way to
-// another key's that finds its places taken.
-func (d *Datapath) PutCPUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, true) }
-
-func (d *Datapath) putUplink(f FTEID, set PDRSet, yields bool) error {
+func (d *Datapath) PutUplink(f FTEID, set PDRSet) error {
 	k, err := d.teidKey(f)
 	if err != nil {
 		return err
 	}
-	return d.sets.put(k, set, yields)
+	return d.sets.put(k, set)
 }
 
 // DeleteUplink removes a local F-TEID; a missing one is not an error.
@@ -160,9 +153,7 @@ func (d *Datapath) DeleteUplink(f FTEID) error {
 }
 
 // PutDownlink points a UE address (IPv4) or /64 prefix (IPv6) at its PDRs.
-func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error {
-	return d.sets.put(ueKey(ue), set, false)
-}
+func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error { return d.sets.put(ueKey(ue), set) }
 
 // DeleteDownlink removes a UE address; a missing one is not an error.
 func (d *Datapath) DeleteDownlink(ue netip.Addr) error { return d.sets.delete(ueKey(ue)) }
