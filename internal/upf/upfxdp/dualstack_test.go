@@ -36,3 +36,32 @@ func TestUplinkDualStackUE(t *testing.T) {
 		dropped("IPv4 from the prefix's first word", ipPacket{src: netip.AddrFrom4([4]byte(ue6.AsSlice()[:4])), dst: dn4, ttl: 64}),
 	})
 }
+
+// IPv6 multi-homing: a branching point's uplink PDRs on one F-TEID, each
+// with one of the UE's /64 prefixes, send a packet by its source prefix:
+// one prefix's out of N6 (local breakout), the other's over N9 to its PSA,
+// whatever their precedence; a source of neither prefix matches no PDR.
+func TestMultiHomingBranchesBySourcePrefix(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	const teidBranch, teidPSA = 0x710, 0x4e9
+	const pdrLocal, pdrCentral = testPDRs, testPDRs + 1
+	local, central := ue6, ue6Other
+	ueLocal, flags := PDRUE(netip.Prefix{}, netip.PrefixFrom(local, 64))
+	ueCentral, _ := PDRUE(netip.Prefix{}, netip.PrefixFrom(central, 64))
+	check(t, u.d.PutPDR(pdrLocal, PDR{Id: 1, Flags: flags, Ue: ueLocal, Far: forward(nhCore)}))
+	check(t, u.d.PutPDR(pdrCentral, PDR{Id: 2, Flags: flags, Ue: ueCentral, Far: encap(teidPSA, n9Addr, psa, nhCoreVLAN)}))
+	for _, set := range []PDRSet{pdrSet(pdrLocal, pdrCentral), pdrSet(pdrCentral, pdrLocal)} {
+		check(t, u.d.PutUplink(onN3(teidBranch), set))
+		fromLocal := ipPacket{src: local, dst: dn6, ttl: 64, size: 100}
+		fromCentral := ipPacket{src: central, dst: dn6, ttl: 64, size: 100}
+		u.runCases(t, []pktCase{
+			{name: "from the local prefix", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBranch), fromLocal.bytes(t)),
+				act: xdplink.Redirect, reason: "uplink_forward", out: fromLocal.hop().frame(t, nhL2(nhCore))},
+			{name: "from the central prefix", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBranch), fromCentral.bytes(t)),
+				act: xdplink.Redirect, reason: "relay_forward",
+				out: encapFrame(t, nhL2(nhCoreVLAN), n9Addr, psa, teidPSA, -1, fromCentral.bytes(t))},
+			{name: "from neither", in: gtpFrame(t, fromGNB, n3Addr, gpdu(teidBranch), ipPacket{src: mustAddr("2001:db8:1:4::5"), dst: dn6, ttl: 64}.bytes(t)),
+				act: xdplink.Drop, reason: "drop_no_pdr"},
+		})
+	}
+}
