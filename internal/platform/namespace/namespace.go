@@ -43,9 +43,34 @@ type Netns struct {
 	nl     *netlink.Handle
 }
 
+// runDir is where named namespaces are mounted, as iproute2 has them.
+const runDir = "/run/netns"
+
+// mountRunDir makes runDir a shared mount point of its own, as iproute2
+// does before it mounts a namespace there. Where it is a plain directory,
+// iproute2's next `ip netns add` mounts it over itself and hides the
+// namespaces mounted there before: they can then be neither unmounted
+// nor deleted.
+func mountRunDir() error {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	const shared = unix.MS_SHARED | unix.MS_REC
+	if err := unix.Mount("", runDir, "none", shared, ""); !errors.Is(err, unix.EINVAL) {
+		return err // nil: a mount point already
+	}
+	if err := unix.Mount(runDir, runDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return unix.Mount("", runDir, "none", shared, "")
+}
+
 // New creates a namespace named UniqueName(prefix) with lo up.
 func New(prefix string) (*Netns, error) {
 	n := &Netns{Name: UniqueName(prefix)}
+	if err := mountRunDir(); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", runDir, err)
+	}
 	err := onLockedThread(func() (err error) {
 		// NewNamed moves the thread into the new namespace.
 		n.handle, err = netns.NewNamed(n.Name)

@@ -2,8 +2,10 @@ package namespace
 
 import (
 	"bytes"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,6 +42,25 @@ func TestUniqueName(t *testing.T) {
 	a, b := UniqueName("a-rather-long-prefix"), UniqueName("a-rather-long-prefix")
 	if len(a) > 15 || !strings.HasPrefix(a, "a-rather-") || a == b {
 		t.Errorf("UniqueName gave %q and %q", a, b)
+	}
+}
+
+// A namespace outlives iproute2 adding and deleting one of its own beside
+// it, and is deleted as before: iproute2 finds the directory a mount point
+// and does not mount it over the namespace.
+func TestDeleteAfterIPNetnsAdd(t *testing.T) {
+	a := newNetns(t, "tb-ip-")
+	other := UniqueName("tb-ipr-")
+	for _, args := range [][]string{{"add", other}, {"delete", other}} {
+		if out, err := exec.Command("ip", append([]string{"netns"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns %s: %v: %s", args[0], err, out)
+		}
+	}
+	if err := a.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, a.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still in %s after Delete: %v", a.Name, runDir, err)
 	}
 }
 
