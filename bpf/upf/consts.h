@@ -15,7 +15,7 @@ enum limits {
 	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
 	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */
-	NEXTHOP_SLOTS = 1024,      /* of nexthops, and of tunnels6 by the same slot */
+	NEXTHOP_SLOTS = 1024,      /* of nexthops, and of tunnel6_headers by the same slot */
 	/* How much more than a packet needs a CPU takes from a QER's bucket
 	 * at once, as a shift of the bucket's size: a sixteenth (2.5 ms of
 	 * the rate for the 40 ms the control plane gives a bucket), so that
@@ -59,7 +59,7 @@ enum far_action {
 
 enum far_flags {
 	FAR_GTPU_IPV4 = 1, /* outer header creation GTP-U/UDP/IPv4 */
-	/* GTP-U/UDP/IPv6: the endpoints are in tunnels6, at the slot of the
+	/* GTP-U/UDP/IPv6: the endpoints are in tunnel6_headers, at the slot of the
 	 * FAR's next hop (one per peer); peer and local are unused. */
 	FAR_GTPU_IPV6 = 2,
 	/* DUPL: a copy of each packet goes where the PDR's dupls entry says */

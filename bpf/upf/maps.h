@@ -168,17 +168,7 @@ struct {
 } nexthops SEC(".maps");
 
 /* The IPv6 tunnel endpoints of FARs, by the slot of their next hop (in
- * nexthops): as many. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct tunnel6);
-	__uint(max_entries, NEXTHOP_SLOTS);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} tunnels6 SEC(".maps");
-
-/* The same endpoints ready for the IPv6 header, by the same slot: what the
- * data path reads (tunnels6 stays for programs before it). */
+ * nexthops): as many, ready for the IPv6 header. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);
@@ -270,9 +260,9 @@ struct {
 
 /* By interface slot, a CPU's copy of the PDR its packet takes from its
  * PDR set, when its record does not serve it (struct iface_cpu_line): the
- * stack has no room for it beside the frames of the calls. One a CPU serves: every run of the program, in
- * NAPI, the CPU map or a test run, has bottom halves off, so no other
- * starts on its CPU before it ends. Pinned for the forwarded packets it
+ * stack has no room for it beside the frames of the calls. One a CPU
+ * serves: every run of the program, in NAPI, the CPU map or a test run,
+ * has bottom halves off, so no other starts on its CPU before it ends. Pinned for the forwarded packets it
  * counts; the copies in it are scratch. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

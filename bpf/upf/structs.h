@@ -239,21 +239,14 @@ struct release_meta {
 	__u32 ifindex; /* out: the interface the frame is redirected to */
 };
 
-/* The endpoints of the GTP-U/UDP/IPv6 tunnels to one peer (FAR_GTPU_IPV6):
- * 32 bytes would not fit in the FAR, whose copy fills the PDR's line. The
+/* The endpoints of the GTP-U/UDP/IPv6 tunnels to one peer (FAR_GTPU_IPV6)
+ * as the tunnel's IPv6 header holds them (source, then destination): 32
+ * bytes would not fit in the FAR, whose copy fills the PDR's line. The
  * FAR's next hop is the peer's own slot, so the same slot finds them: no
  * lookup of a slot of their own, and their entry lives as long as the next
- * hop's. */
-struct tunnel6 {
-	__u8 peer[16];
-	__u8 local[16];
-};
-
-/* The same endpoints as the tunnel's IPv6 header holds them (source, then
- * destination), with their sum (32-bit words in memory order, as
- * csum_to_end sums), which the pseudo-header of every datagram repeats:
- * written when the tunnel is, so that a packet copies four words and adds
- * one sum (tunnel6_headers). */
+ * hop's. With their sum (32-bit words in memory order, as csum_to_end
+ * sums), which the pseudo-header of every datagram repeats: a packet
+ * copies four words and adds one sum (tunnel6_headers). */
 struct tunnel6_header {
 	__u8 addrs[32];
 	__u64 addrs_sum;

@@ -166,7 +166,7 @@ func (s *Store) checkAddresses(sess *Session) error {
 // sends the other way (the N9 one of an I-UPF's PDR from the core for a
 // FAR towards the core; the N3 one of an uplink PDR, or the N9 one at a
 // PSA, for a FAR towards access); without one, and towards an IPv6 peer
-// always (tunnels6 holds one source per peer), the first address of the
+// always (a next hop's IPv6 tunnel has one source), the first address of the
 // peer's family on that side: N9 towards the core or where the F-TEID is
 // an N9 one, if the UPF has one of that family, else N3. Invalid when the
 // UPF has no GTP-U address of that family.

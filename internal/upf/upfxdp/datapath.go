@@ -55,7 +55,6 @@ type (
 	PDRSet  = upfPdrSet
 	FAR     = upfFar
 	Nexthop = upfNexthop
-	Tunnel6 = upfTunnel6
 	Counter = upfCounter
 	// SDFSet holds a PDR's SDF filters, SDFFilter one of them: see
 	// bpf/upf/structs.h for how they match.
@@ -196,7 +195,7 @@ type Datapath struct {
 // the usage lines took over the QERs' per-CPU credits, and the chain's
 // handoff the GTP-U parse. An upgrade removes their pins, so the directory
 // holds only maps something reads.
-var retiredMaps = []string{"qer_credits", "chain_parses"}
+var retiredMaps = []string{"qer_credits", "chain_parses", "tunnels6"}
 
 func removeRetiredMaps(dir string) error {
 	for _, name := range retiredMaps {

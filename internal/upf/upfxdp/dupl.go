@@ -118,10 +118,7 @@ func (d *Datapath) putFanout(orig, to uint32, copy *ebpf.Program) error {
 }
 
 func (d *Datapath) deleteFanout(orig, to uint32) error {
-	if err := d.maps.DuplFanouts.Delete(fanoutKey(orig, to)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return err
-	}
-	return nil
+	return ignoreMissing(d.maps.DuplFanouts.Delete(fanoutKey(orig, to)))
 }
 
 // deleteFanouts removes the fanouts of an interface being detached.

@@ -250,9 +250,8 @@ func ignoreMissing(err error) error {
 
 // PutTunnel6 writes the endpoints of the IPv6 tunnels (FARGTPUv6) whose
 // FARs send through next-hop slot: the peer that slot is for and the local
-// N3 address, in tunnels6 and, as the header holds them with their sum, in
-// tunnel6_headers, which the data path reads. Written before the FARs that
-// use it.
+// N3 address, as the header holds them, with their sum. Written before the
+// FARs that use it.
 func (d *Datapath) PutTunnel6(slot uint32, peer, local netip.Addr) error {
 	if !peer.Is6() || peer.Is4In6() || !local.Is6() || local.Is4In6() {
 		return fmt.Errorf("tunnel endpoints %v and %v: not IPv6 addresses", peer, local)
@@ -265,16 +264,19 @@ func (d *Datapath) PutTunnel6(slot uint32, peer, local netip.Addr) error {
 	for i := 0; i < len(h.Addrs); i += 4 {
 		h.AddrsSum += uint64(binary.NativeEndian.Uint32(h.Addrs[i:]))
 	}
-	if err := d.maps.Tunnel6Headers.Put(slot, h); err != nil {
-		return err
-	}
-	return d.maps.Tunnels6.Put(slot, Tunnel6{Peer: peer.As16(), Local: local.As16()})
+	return d.maps.Tunnel6Headers.Put(slot, h)
 }
+
+// Tunnel6 is an IPv6 tunnel's endpoints.
+type Tunnel6 struct{ Peer, Local [16]byte }
 
 // Tunnel6 reads the IPv6 tunnel endpoints of a next-hop slot.
 func (d *Datapath) Tunnel6(slot uint32) (Tunnel6, error) {
-	var t Tunnel6
-	return t, d.maps.Tunnels6.Lookup(slot, &t)
+	var h upfTunnel6Header
+	if err := d.maps.Tunnel6Headers.Lookup(slot, &h); err != nil {
+		return Tunnel6{}, err
+	}
+	return Tunnel6{Peer: [16]byte(h.Addrs[16:]), Local: [16]byte(h.Addrs[:16])}, nil
 }
 
 // NexthopCapacity is the number of next-hop slots.
