@@ -576,8 +576,11 @@ func TestClient(t *testing.T) {
 	if _, err := c.Replace(ctx, []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "pdrs[1].pdi.qfi: ") {
 		t.Errorf("Replace of a bad document: %v", err)
 	}
-	if _, err := c.Replace(ctx, []byte(`{"pdrs": []}`)); err == nil {
-		t.Error("Replace without a SEID succeeded")
+	if _, err := c.Replace(ctx, []byte(`{"pdrs": []}`)); err == nil || !strings.Contains(err.Error(), "no seid") {
+		t.Errorf("Replace without a SEID: %v", err)
+	}
+	if _, err := c.Replace(ctx, nil); err == nil || !strings.HasPrefix(err.Error(), "the document is not a session in JSON") {
+		t.Errorf("Replace of empty input: %v", err)
 	}
 	doc, err := c.Session(ctx, 1)
 	must(t, err)

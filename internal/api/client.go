@@ -51,7 +51,10 @@ func (c *Client) Replace(ctx context.Context, doc []byte) (json.RawMessage, erro
 	var head struct {
 		SEID uint64 `json:"seid"`
 	}
-	if err := json.Unmarshal(doc, &head); err != nil || head.SEID == 0 {
+	if err := json.Unmarshal(doc, &head); err != nil {
+		return nil, fmt.Errorf("the document is not a session in JSON: %w", err)
+	}
+	if head.SEID == 0 {
 		return nil, errors.New("the document has no seid to say which session it replaces")
 	}
 	return c.do(ctx, http.MethodPut, fmt.Sprintf("/api/v1/sessions/%d", head.SEID), doc)

@@ -3,6 +3,7 @@ package n4
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wmnsk/go-pfcp/ie"
 
@@ -38,20 +39,29 @@ func refusalOf(sess session.Session, err error) *refusal {
 }
 
 // failedRule names the rule of a field error: its field starts with
-// pdrs[i], fars[i], qers[i] or urrs[i], indexes into sess.
+// pdrs[i], fars[i], qers[i] or urrs[i], an index into sess that the
+// message replaces by the rule's PFCP name and ID ("PDR 5: pdi.qfi: …").
 func failedRule(sess session.Session, e *fielderr.Error) *refusal {
+	list, field, _ := strings.Cut(e.Field, ".")
+	var kind string
 	var i int
-	if _, err := fmt.Sscanf(e.Field, "pdrs[%d]", &i); err == nil && i < len(sess.PDRs) {
-		return ruleFailure(rulePDR, uint32(sess.PDRs[i].ID), "%v", e)
-	}
-	if _, err := fmt.Sscanf(e.Field, "fars[%d]", &i); err == nil && i < len(sess.FARs) {
-		return ruleFailure(ruleFAR, sess.FARs[i].ID, "%v", e)
-	}
-	if _, err := fmt.Sscanf(e.Field, "qers[%d]", &i); err == nil && i < len(sess.QERs) {
-		return ruleFailure(ruleQER, sess.QERs[i].ID, "%v", e)
-	}
-	if _, err := fmt.Sscanf(e.Field, "urrs[%d]", &i); err == nil && i < len(sess.URRs) {
-		return ruleFailure(ruleURR, sess.URRs[i].ID, "%v", e)
+	if _, err := fmt.Sscanf(list, "%4s[%d]", &kind, &i); err == nil && i >= 0 {
+		var typ uint8
+		var id uint32
+		switch {
+		case kind == "pdrs" && i < len(sess.PDRs):
+			typ, id = rulePDR, uint32(sess.PDRs[i].ID)
+		case kind == "fars" && i < len(sess.FARs):
+			typ, id = ruleFAR, sess.FARs[i].ID
+		case kind == "qers" && i < len(sess.QERs):
+			typ, id = ruleQER, sess.QERs[i].ID
+		case kind == "urrs" && i < len(sess.URRs):
+			typ, id = ruleURR, sess.URRs[i].ID
+		default:
+			return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
+		}
+		name := strings.ToUpper(kind[:3])
+		return ruleFailure(typ, id, "%s %d: %v", name, id, &fielderr.Error{Field: field, Reason: e.Reason})
 	}
 	return &refusal{cause: ie.CauseRequestRejected, msg: e.Error()}
 }
