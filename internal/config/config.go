@@ -782,8 +782,9 @@ func parseClassify(f *file, cfg *Config) error {
 	}
 	out := &Classify{MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
 		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json"), ReportInterval: DefaultReportInterval}
-	if len(c.Interfaces) == 0 {
-		return invalid("classify.interfaces", "at least one interface is needed")
+	runsStages := slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return len(i.Stages) > 1 })
+	if len(c.Interfaces) == 0 && !runsStages {
+		return invalid("classify.interfaces", "at least one interface is needed, unless a UPF interface runs the classify or steer stage")
 	}
 	for i, name := range c.Interfaces {
 		field := fmt.Sprintf("classify.interfaces[%d]", i)

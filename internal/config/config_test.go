@@ -397,6 +397,19 @@ func TestClassifyAlone(t *testing.T) {
 	}
 }
 
+// The classifier may run only as the UPF's interfaces' stages: the classify
+// section then needs no interface of its own.
+func TestClassifyOnlyAsStages(t *testing.T) {
+	cfg, err := parse([]byte("interfaces: [{name: n3, roles: [access], stages: [classify, steer, upf]}, {name: n6, roles: [core]}]\n" +
+		"n3_addresses: [192.0.2.1]\nclassify: {max_masks: 4}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Classify == nil || len(cfg.Classify.Interfaces) != 0 || cfg.Classify.MaxMasks != 4 {
+		t.Errorf("classify %+v, want no interfaces of its own and max_masks 4", cfg.Classify)
+	}
+}
+
 func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(path, []byte("xdp_mode: turbo\n"), 0o600); err != nil {
