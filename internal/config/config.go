@@ -750,8 +750,10 @@ func parseStages(field string, names []string) ([]string, error) {
 		switch {
 		case i < 0:
 			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "unknown stage %q (%s)", name, strings.Join(StageNames, ", "))
-		case i <= last:
-			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s must come before %s and only once (%s)", names[j-1], name,
+		case i == last:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s is named twice", name)
+		case i < last:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s must come before %s (%s)", name, names[j-1],
 				strings.Join(StageNames, ", "))
 		}
 		last = i

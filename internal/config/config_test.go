@@ -410,6 +410,20 @@ func TestClassifyOnlyAsStages(t *testing.T) {
 	}
 }
 
+// A refused order of stages says which stage goes first.
+func TestStagesOrderMessage(t *testing.T) {
+	for stages, want := range map[string]string{
+		"[steer, classify, upf]":    "interfaces[0].stages[1]: classify must come before steer (classify, steer, upf)",
+		"[upf, classify]":           "interfaces[0].stages[1]: classify must come before upf (classify, steer, upf)",
+		"[classify, classify, upf]": "interfaces[0].stages[1]: classify is named twice",
+	} {
+		_, err := parse([]byte("interfaces: [{name: a, roles: [access, core], stages: " + stages + "}]\nn3_addresses: [192.0.2.1]\nclassify: {}\n"))
+		if err == nil || err.Error() != want {
+			t.Errorf("stages %s: error %v, want %q", stages, err, want)
+		}
+	}
+}
+
 func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(path, []byte("xdp_mode: turbo\n"), 0o600); err != nil {
