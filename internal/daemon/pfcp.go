@@ -83,7 +83,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, SEIDAddress: p.SEIDAddress(), N9Instances: p.N9NetworkInstances, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
-		Journal: st.log, Restored: st.sessions,
+		Journal: st.log, Restored: st.sessions, Repaired: st.repaired,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		},
