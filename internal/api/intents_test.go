@@ -41,6 +41,7 @@ func TestIntents(t *testing.T) {
 		t.Errorf("the intent's rule is not listed: %s", rules)
 	}
 	e.expect(t, http.StatusConflict, "DELETE", "/api/v1/rules/2147483649", "")
+	e.expect(t, http.StatusNotFound, "DELETE", "/api/v1/rules/2147483999", "") // no intent installed it
 	e.expect(t, http.StatusConflict, "PUT", "/api/v1/slices/"+jsonInt(int(*st.Slice)), `{"cpus": [0]}`)
 	e.expect(t, http.StatusBadRequest, "POST", "/api/v1/rules", `{"id": 2147483650, "action": "drop"}`)
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/rules", "")

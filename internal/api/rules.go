@@ -472,6 +472,9 @@ func (s *server) deleteRule(w http.ResponseWriter, r *http.Request) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	if _, ok := s.classifier.Rules.Rule(id); !ok {
+		return 0, nil, ruleNotFound(id)
+	}
 	if intent.OwnsRule(id) {
 		return 0, nil, &Error{Status: http.StatusConflict, Msg: fmt.Sprintf("rule %d is an intent's: delete the intent", id)}
 	}

@@ -750,8 +750,10 @@ func parseStages(field string, names []string) ([]string, error) {
 		switch {
 		case i < 0:
 			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "unknown stage %q (%s)", name, strings.Join(StageNames, ", "))
-		case i <= last:
-			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s must come before %s and only once (%s)", names[j-1], name,
+		case i == last:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s is named twice", name)
+		case i < last:
+			return nil, invalid(fmt.Sprintf("%s[%d]", field, j), "%s must come before %s (%s)", name, names[j-1],
 				strings.Join(StageNames, ", "))
 		}
 		last = i
@@ -782,8 +784,9 @@ func parseClassify(f *file, cfg *Config) error {
 	}
 	out := &Classify{MaxMasks: classifyxdp.DefaultMaxMasks, OrphanFragments: classifyxdp.ActionPass,
 		RulesFile: filepath.Join(filepath.Dir(cfg.StateFile), "rules.json"), ReportInterval: DefaultReportInterval}
-	if len(c.Interfaces) == 0 {
-		return invalid("classify.interfaces", "at least one interface is needed")
+	runsStages := slices.ContainsFunc(cfg.Interfaces, func(i Interface) bool { return len(i.Stages) > 1 })
+	if len(c.Interfaces) == 0 && !runsStages {
+		return invalid("classify.interfaces", "at least one interface is needed, unless a UPF interface runs the classify or steer stage")
 	}
 	for i, name := range c.Interfaces {
 		field := fmt.Sprintf("classify.interfaces[%d]", i)

@@ -397,6 +397,33 @@ func TestClassifyAlone(t *testing.T) {
 	}
 }
 
+// The classifier may run only as the UPF's interfaces' stages: the classify
+// section then needs no interface of its own.
+func TestClassifyOnlyAsStages(t *testing.T) {
+	cfg, err := parse([]byte("interfaces: [{name: n3, roles: [access], stages: [classify, steer, upf]}, {name: n6, roles: [core]}]\n" +
+		"n3_addresses: [192.0.2.1]\nclassify: {max_masks: 4}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Classify == nil || len(cfg.Classify.Interfaces) != 0 || cfg.Classify.MaxMasks != 4 {
+		t.Errorf("classify %+v, want no interfaces of its own and max_masks 4", cfg.Classify)
+	}
+}
+
+// A refused order of stages says which stage goes first.
+func TestStagesOrderMessage(t *testing.T) {
+	for stages, want := range map[string]string{
+		"[steer, classify, upf]":    "interfaces[0].stages[1]: classify must come before steer (classify, steer, upf)",
+		"[upf, classify]":           "interfaces[0].stages[1]: classify must come before upf (classify, steer, upf)",
+		"[classify, classify, upf]": "interfaces[0].stages[1]: classify is named twice",
+	} {
+		_, err := parse([]byte("interfaces: [{name: a, roles: [access, core], stages: " + stages + "}]\nn3_addresses: [192.0.2.1]\nclassify: {}\n"))
+		if err == nil || err.Error() != want {
+			t.Errorf("stages %s: error %v, want %q", stages, err, want)
+		}
+	}
+}
+
 func TestLoadNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(path, []byte("xdp_mode: turbo\n"), 0o600); err != nil {

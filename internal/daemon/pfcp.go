@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // checkPFCPListen fails when the PFCP address cannot be bound. The server
@@ -68,7 +71,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 	var srv atomic.Pointer[pfcp.Server]
 	var handler atomic.Pointer[n4.Handler]
 	ctx, cancel := context.WithCancel(context.Background())
-	tunnels := openTunnels(cfg, ns, log,
+	tunnels := openTunnels(cfg, ns, log, injectGPDUs(ctx, u.dp, cfg, ns, log),
 		func(ei gtpu.ErrorIndication) {
 			if h := handler.Load(); h != nil {
 				h.ErrorIndication(ei)
@@ -83,7 +86,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 		})
 	ncfg := n4.Config{Store: store, N3: cfg.N3Addresses, N9: cfg.N9Addresses, SEIDAddress: p.SEIDAddress(), N9Instances: p.N9NetworkInstances, UEPool: pool, UEPools: pools, Buffers: buffers, Log: log,
 		TrafficStopAfter: p.TrafficStopAfter, ForwardingPolicies: p.ForwardingPolicies,
-		Journal: st.log, Restored: st.sessions,
+		Journal: st.log, Restored: st.sessions, Repaired: st.repaired,
 		SendReport: func(ctx context.Context, peer pfcp.Peer, req *message.SessionReportRequest) (*message.SessionReportResponse, error) {
 			return srv.Load().SendSessionReport(ctx, peer, req) // reports start once the server runs
 		},
@@ -196,11 +199,11 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 // other UPFs, echo supervision of the paths to them, End Markers. Without
 // it (no such address is local there) the UPF
 // forwards as before and says what it cannot do.
-func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, errorIndication func(gtpu.ErrorIndication),
-	path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
+func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, []byte),
+	errorIndication func(gtpu.ErrorIndication), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
 	var e *gtpu.Endpoint
 	err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log, OnErrorIndication: errorIndication,
+		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log, OnGPDU: gpdu, OnErrorIndication: errorIndication,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
 			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})
@@ -211,4 +214,49 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, errorI
 		return nil
 	}
 	return e
+}
+
+// injectGPDUs has the data path forward the G-PDUs that the kernel put
+// together from their fragments and the N3 socket receives whole, as if
+// they had come in whole by the first interface of the access role. One
+// goroutine in the interfaces' namespace, where the kernel finds that
+// interface, runs them through in turn until ctx ends; what finds its
+// queue full is dropped.
+func injectGPDUs(ctx context.Context, dp *upfxdp.Datapath, cfg *config.Config, ns netns.NsHandle,
+	log *slog.Logger) func(netip.Addr, netip.AddrPort, []byte) {
+	i := slices.IndexFunc(cfg.Interfaces, func(i config.Interface) bool { return i.Roles&upfxdp.RoleAccess != 0 })
+	if i < 0 {
+		return nil
+	}
+	ifname := cfg.Interfaces[i].Name
+	type gpdu struct {
+		from, to netip.Addr
+		datagram []byte
+	}
+	queue := make(chan gpdu, 1024)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, in ns
+		if ns.IsOpen() {
+			if err := netns.Set(ns); err != nil {
+				log.Warn("fragmented G-PDUs are not forwarded", "err", err)
+				return
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case g := <-queue:
+				if err := dp.InjectGPDU(ifname, g.from, g.to, g.datagram); err != nil {
+					log.Debug("a fragmented G-PDU not forwarded", "from", g.from, "err", err)
+				}
+			}
+		}
+	}()
+	return func(local netip.Addr, from netip.AddrPort, datagram []byte) {
+		select {
+		case queue <- gpdu{from: from.Addr().Unmap(), to: local, datagram: slices.Clone(datagram)}:
+		default:
+		}
+	}
 }

@@ -23,6 +23,9 @@ type pfcpState struct {
 	log      *n4state.Log
 	server   *pfcp.State
 	sessions *n4.Saved
+	// repaired are the sessions the store installed again in new slots,
+	// for the handler to record with those.
+	repaired []uint64
 	// why it was not restored, when there was a state; "" otherwise.
 	discarded string
 	read      time.Duration
@@ -99,6 +102,9 @@ func (st *pfcpState) restored() bool { return st != nil && st.server != nil }
 func restoreSessions(newStore func() *session.Store, saved []byte, st *pfcpState, log *slog.Logger) (*session.Store, session.Restored, error) {
 	store := newStore()
 	res, err := store.Restore(saved, st.kept())
+	if err == nil && st.restored() {
+		st.repaired = res.Repaired
+	}
 	if err == nil || !st.restored() {
 		return store, res, err
 	}

@@ -47,6 +47,11 @@ type Config struct {
 	OnErrorIndication func(ErrorIndication)
 	OnPathFailure     func(Path)
 	OnPathRecovery    func(Path)
+	// OnGPDU takes a G-PDU the data path passed up: one the kernel put
+	// together from its fragments, which XDP only sees in pieces. It runs
+	// on the socket's reader, datagram valid during the call; G-PDUs from
+	// UDP port 0 are not given to it (see upfxdp.Datapath.InjectGPDU).
+	OnGPDU func(local netip.Addr, from netip.AddrPort, datagram []byte)
 
 	Log *slog.Logger
 }
@@ -363,6 +368,10 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 	e.stats.Received[m.Type]++
 	e.mu.Unlock()
 	switch m.Type {
+	case MsgGPDU:
+		if e.cfg.OnGPDU != nil && from.Port() != 0 {
+			e.cfg.OnGPDU(local, from, b)
+		}
 	case MsgEchoRequest:
 		// The data path answers these; one that got here still deserves
 		// an answer, to its source port (TS 29.281 4.4.2.2).

@@ -74,8 +74,11 @@ type Config struct {
 	// Journal keeps the sessions across restarts (see persist.go); nil
 	// keeps nothing. Restored are the sessions and reports a previous run
 	// kept, which the store has taken over (Saved.Kept); nil for none.
+	// Repaired are the restored sessions the store installed again in new
+	// slots (session.Restored): recorded with those.
 	Journal  *n4state.Log
 	Restored *Saved
+	Repaired []uint64
 	// Sequence takes the sequence number of a Session Report Request
 	// (pfcp.Server.NextSequence), journaled with it; nil leaves it to
 	// SendReport.
@@ -284,6 +287,17 @@ func New(cfg Config) *Handler {
 		touched: map[uint64]bool{}, unanswered: map[uint64]*report{}}
 	if cfg.Restored != nil {
 		h.restore(cfg.Restored)
+	}
+	if len(cfg.Repaired) > 0 {
+		// Else the journal names their old slots, and every later start
+		// installs them again.
+		h.apart(func() {
+			for _, seid := range cfg.Repaired {
+				if h.sessions[seid] != nil {
+					h.touched[seid] = true
+				}
+			}
+		})
 	}
 	return h
 }

@@ -119,6 +119,18 @@ func journaled(t *testing.T, e *env) (dir string) {
 // store took over.
 func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ippool.Pool) {
 	t.Helper()
+	h, store, pool, res := restart(t, e, dir)
+	if res.Kept != len(h.sessions) || len(res.Repaired) != 0 || res.StrayKeys != 0 {
+		t.Errorf("the store restored %+v of %d sessions; want them all in place", res, len(h.sessions))
+	}
+	return h, store, pool
+}
+
+// restart replays the journal in dir into a new store over e's data path
+// and a new handler, as a restarted daemon does, and says what the store
+// did.
+func restart(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ippool.Pool, session.Restored) {
+	t.Helper()
 	fatalIf(t, e.h.cfg.Journal.Close())
 	saved := NewSaved()
 	l, rec, err := n4state.Open(n4state.Options{Dir: dir}, func(kind byte, value []byte) error {
@@ -135,12 +147,11 @@ func restarted(t *testing.T, e *env, dir string) (*Handler, *session.Store, *ipp
 	store.SetBuffers(e.buffers)
 	res, err := store.Restore(nil, saved.Kept())
 	fatalIf(t, err)
-	if res.Kept != saved.Sessions() || len(res.Repaired) != 0 || res.StrayKeys != 0 {
-		t.Errorf("the store restored %+v of %d sessions; want them all in place", res, saved.Sessions())
-	}
 	pool, err := ippool.New(uePool)
 	fatalIf(t, err)
-	return New(Config{Store: store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: e.buffers, Journal: l, Restored: saved}), store, pool
+	h := New(Config{Store: store, N3: []netip.Addr{n3}, UEPool: pool, Buffers: e.buffers, Journal: l, Restored: saved,
+		Repaired: res.Repaired})
+	return h, store, pool, res
 }
 
 // record is a session's record, for comparing sessions whatever their
@@ -209,6 +220,29 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 	e.modify("smf", kept, updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess), ohcGTPU(0x300, gnb)))).
 		expect(t, causeAccepted, nil, nil)
 	e.delete("smf", kept).expect(t, causeAccepted, nil, nil)
+}
+
+// A session that the data path had otherwise than the journal (a request
+// applied as the previous run stopped, before its entry was written) is
+// installed again at the restart, in new slots, and recorded with them:
+// the restart after takes it over in place.
+func TestRepairedSessionRecordedWithItsNewSlots(t *testing.T) {
+	e := newEnv(t)
+	dir := journaled(t, e)
+	seid := e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x61, "127.0.0.4"),
+		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChooseAny()), outerHeaderRemoval(0), farID(1)),
+		createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore)))).upSEID(t)
+	journal := e.h.cfg.Journal
+	e.h.cfg.Journal = nil // applied, not written
+	e.modify("smf", seid, updateFAR(farID(1), applyAction(aaDROP))).expect(t, causeAccepted, nil, nil)
+	e.h.cfg.Journal = journal
+	for run, want := range []int{1, 0} {
+		h, _, _, res := restart(t, e, dir)
+		if len(res.Repaired)+res.Kept != 1 || len(res.Repaired) != want {
+			t.Errorf("restart %d: the store restored %+v; want %d session installed again", run+1, res, want)
+		}
+		e.h = h
+	}
 }
 
 // A compaction that runs while sessions come and go writes every session

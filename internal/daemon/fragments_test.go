@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// A G-PDU whose outer packet the gNB's kernel fragmented (a UE's full-size
+// packet over a path of a smaller MTU) is forwarded: XDP sees it only in
+// pieces and passes them on, the kernel puts it together, and the daemon
+// has the data path forward it whole, once.
+func TestFragmentedGPDUsAreForwarded(t *testing.T) {
+	e := newEnv(t)
+	const n3 = "10.1.2.1" // the configuration's N3 address, local to n3n6 here
+	must(t, e.upf.AddAddr("n3n6", n3+"/24"))
+	// The gNB's path to the N3 address carries 600 octets: its kernel
+	// fragments what the gNB sends there, and only that.
+	if out, err := exec.Command("ip", "-n", e.peer.Name, "route", "add", n3+"/32", "dev", "gnb", "mtu", "600").CombinedOutput(); err != nil {
+		t.Fatalf("route: %v: %s", err, out)
+	}
+	e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+	cfg := e.config(t)
+	client, stop := runDaemon(t, cfg)
+	defer func() { must(t, stop()) }()
+	_, err := client.Create(context.Background(), []byte(doc))
+	must(t, err)
+	// The UE's packets go to the gNB's own address: back out of n3n6.
+	sink, err := trafficgen.NewSink(e.peer, "gnb", trafficgen.Filter{EtherType: 0x0800, IPProto: 17, DstPort: 7001}, true)
+	must(t, err)
+	defer sink.Close()
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+
+	inner := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue), DstIP: net.IPv4(10, 1, 3, 2)}
+	udp := &layers.UDP{SrcPort: 7000, DstPort: 7001}
+	must(t, udp.SetNetworkLayerForChecksum(inner))
+	buf := gopacket.NewSerializeBuffer()
+	must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		inner, udp, gopacket.Payload(make([]byte, 1400))))
+	gpdu := encodeGTPU(t, &layers.GTPv1U{MessageType: 255, TEID: 700}, buf.Bytes())
+	var conn net.PacketConn
+	must(t, e.peer.Do(func() (err error) {
+		conn, err = net.ListenPacket("udp4", "10.1.3.2:2152")
+		return err
+	}))
+	defer conn.Close()
+	to := &net.UDPAddr{IP: net.ParseIP(n3), Port: 2152}
+
+	arrived := func() uint64 {
+		c, err := sink.Counts()
+		must(t, err)
+		return c.MatchPackets
+	}
+	// The first may find the data network's next hop unresolved.
+	for deadline := time.Now().Add(5 * time.Second); arrived() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no fragmented G-PDU was forwarded")
+		}
+		_, err := conn.WriteTo(gpdu, to)
+		must(t, err)
+	}
+	before, fragments := arrived(), counter(t, dp, "pass_fragment")
+	const sent = 20
+	for range sent {
+		_, err := conn.WriteTo(gpdu, to)
+		must(t, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := arrived() - before; got != sent {
+		t.Errorf("%d of %d fragmented G-PDUs forwarded", got, sent)
+	}
+	if got := counter(t, dp, "pass_fragment") - fragments; got != 3*sent {
+		t.Errorf("%d fragments passed to the kernel, want %d: the G-PDUs were not sent in three", got, 3*sent)
+	}
+}
+
+// counter is a reason's packets on n3n6.
+func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
+	t.Helper()
+	ifaces, err := dp.Counters()
+	must(t, err)
+	for _, i := range ifaces {
+		if i.Name == "n3n6" {
+			return i.Reasons[reason].Packets
+		}
+	}
+	t.Fatal("n3n6 has no counters")
+	return 0
+}

@@ -1,0 +1,78 @@
+package upfxdp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+)
+
+// InjectGPDU runs a G-PDU that the kernel put together from its fragments
+// through the UPF's program of ifname, an interface this process attached,
+// as if it had come in there whole, and lets it leave where the program
+// sends it (a live run: a redirect transmits). XDP sees a fragmented
+// datagram only in pieces, and passes them to the kernel, whose socket on
+// port 2152 receives the whole. datagram is the UDP payload, sent from
+// from to to. A frame the program hands back to the kernel goes no
+// further: its Ethernet destination is zero, not this host's; and it
+// comes from UDP port 0, which no peer sends from, so that the caller
+// would know it should it reach the socket. Call it in the interface's
+// network namespace, where the kernel finds its index.
+func (d *Datapath) InjectGPDU(ifname string, from, to netip.Addr, datagram []byte) error {
+	frame := gpduFrame(from, to, datagram)
+	d.staged.mu.Lock()
+	defer d.staged.mu.Unlock()
+	i := d.staged.ifaces[ifname]
+	if i == nil {
+		return fmt.Errorf("%s: not attached by this process", ifname)
+	}
+	_, err := i.upf.Run(&ebpf.RunOptions{Data: frame, Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		Context: xdplink.Context{DataEnd: uint32(len(frame)), IngressIfindex: i.ifindex}})
+	return err
+}
+
+// gpduFrame is datagram behind Ethernet, IP from from to to, and UDP from
+// port 0 to 2152, without a UDP checksum (the data path verifies none).
+func gpduFrame(from, to netip.Addr, datagram []byte) []byte {
+	const ethLen, udpLen = 14, 8
+	ipLen, etherType := 20, uint16(unix.ETH_P_IP)
+	if !from.Is4() {
+		ipLen, etherType = 40, unix.ETH_P_IPV6
+	}
+	b := make([]byte, ethLen+ipLen+udpLen+len(datagram))
+	binary.BigEndian.PutUint16(b[12:], etherType)
+	ip, udp := b[ethLen:], b[ethLen+ipLen:]
+	if from.Is4() {
+		ip[0], ip[8], ip[9] = 0x45, 64, unix.IPPROTO_UDP
+		binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+udpLen+len(datagram)))
+		a, z := from.As4(), to.As4()
+		copy(ip[12:], a[:])
+		copy(ip[16:], z[:])
+		binary.BigEndian.PutUint16(ip[10:], ipv4HeaderChecksum(ip[:ipLen]))
+	} else {
+		ip[0], ip[6], ip[7] = 0x60, unix.IPPROTO_UDP, 64
+		binary.BigEndian.PutUint16(ip[4:], uint16(udpLen+len(datagram)))
+		a, z := from.As16(), to.As16()
+		copy(ip[8:], a[:])
+		copy(ip[24:], z[:])
+	}
+	binary.BigEndian.PutUint16(udp[2:], 2152)
+	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen+len(datagram)))
+	copy(udp[udpLen:], datagram)
+	return b
+}
+
+func ipv4HeaderChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i < len(h); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
