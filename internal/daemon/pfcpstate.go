@@ -133,7 +133,7 @@ func logRestore(log *slog.Logger, cfg *config.Config, res session.Restored, st *
 		return
 	}
 	for _, seid := range res.Repaired {
-		log.Warn("PFCP session installed again: the data path had it otherwise than the PFCP state (a request applied as the previous run stopped)", "seid", seid)
+		log.Warn("PFCP session installed again: the data path had it otherwise than the PFCP state (a request applied as the previous run stopped, or its pinned maps detached or removed)", "seid", seid)
 	}
 	if res.BufferedLost > 0 {
 		log.Warn("downlink packets the previous run buffered were lost with it", "packets", res.BufferedLost)
