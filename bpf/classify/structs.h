@@ -49,7 +49,7 @@ struct classify_state {
 	__u32 chain_slot;
 	__u32 chain_slice;
 	struct chain_handoff outer; /* the outermost headers, for a chain's UPF stage */
-};
+} __attribute__((aligned(8))); /* cleared and written by the word, not by the half */
 
 /* Where a rule that redirects sends packets, or one that mirrors their
  * copies: out of an interface, with the outermost Ethernet header's
