@@ -323,6 +323,91 @@ __noinline int classify_step(struct xdp_md *ctx, struct classify_state *st)
 	return next != CLASSIFY_NEXT_DONE;
 }
 
+/* Whether a UDP destination port is a tunnel's, which the walk goes into. */
+INLINE int tunnel_port(__be16 port)
+{
+	return port == bpf_htons(VXLAN_PORT) || port == bpf_htons(GENEVE_PORT) || port == bpf_htons(GTPU_PORT);
+}
+
+/* An IPv4 address as the key holds it (set_addr4), where the key is not
+ * cleared first. */
+INLINE void put_addr4(__u8 *dst, __be32 a)
+{
+	*(__u64 *)dst = 0; /* 8-aligned: struct classify_state is */
+	*(__be32 *)(dst + 8) = bpf_htonl(0xffff);
+	*(__be32 *)(dst + 12) = a;
+}
+
+/* The walk of the common G-PDU in one piece, without its steps' calls and
+ * without clearing the whole walk first: untagged Ethernet, IPv4 without
+ * options to the GTP-U port, a whole G-PDU, IPv4 in it, neither
+ * fragmented, and no further tunnel. Writes st as the walk would, every
+ * field of it the walk's users read (the fragment's id only when the
+ * packet is one), and returns 1; 0, st untouched, for any other frame,
+ * which the walk takes. */
+INLINE int walk_gpdu4(struct xdp_md *ctx, struct classify_state *st)
+{
+	void *data = (void *)(long)ctx->data;
+	struct cursor c = {data, (void *)(long)ctx->data_end};
+	struct ethhdr *eth = cursor_take(&c, struct ethhdr);
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IP))
+		return 0;
+	struct iphdr *ip = cursor_take(&c, struct iphdr);
+	/* Version 4 and IHL 5 in one octet. */
+	if (!ip || *(__u8 *)ip != 0x45 || ipv4_is_fragment(ip) || ip->protocol != IPPROTO_UDP ||
+	    bpf_ntohs(ip->tot_len) < sizeof(*ip) || (void *)ip + bpf_ntohs(ip->tot_len) > c.end)
+		return 0;
+	struct udphdr *u = cursor_take(&c, struct udphdr);
+	if (!u || u->dest != bpf_htons(GTPU_PORT))
+		return 0;
+	struct gtpu_info g;
+	if (parse_gtpu(&c, &g) || g.hdr->type != GTPU_G_PDU || !g.payload_len)
+		return 0;
+	struct iphdr *in;
+	if (parse_ipv4(&c, &in) || ipv4_is_fragment(in) || in->protocol == IPPROTO_GRE)
+		return 0;
+	struct udphdr *iu = NULL;
+	if (in->protocol == IPPROTO_UDP) {
+		iu = c.pos;
+		if ((void *)(iu + 1) > c.end)
+			iu = NULL; /* the walk ends there, without ports */
+		else if (tunnel_port(iu->dest))
+			return 0;
+	}
+	struct classify_key *k = &st->key;
+	__builtin_memset(k, 0, __builtin_offsetof(struct classify_key, outer_src));
+	k->tunnels = 1;
+	k->tunnel_type[0] = TUNNEL_GTPU;
+	k->tunnel_id[0] = g.hdr->teid;
+	k->qfi = g.has_qfi ? g.qfi : 0;
+	k->dscp = in->tos >> 2;
+	k->proto = in->protocol;
+	put_addr4(k->outer_src, ip->saddr);
+	put_addr4(k->outer_dst, ip->daddr);
+	put_addr4(k->inner_src, in->saddr);
+	put_addr4(k->inner_dst, in->daddr);
+	__builtin_memset(&k->src_port, 0, sizeof(*k) - __builtin_offsetof(struct classify_key, src_port));
+	if (iu) {
+		k->src_port = iu->source;
+		k->dst_port = iu->dest;
+		c.pos = iu + 1;
+		walk_rtp(&c, k);
+	} else {
+		take_ports(&c, k, in->protocol);
+	}
+	st->off = c.pos - data;
+	st->next = CLASSIFY_NEXT_DONE;
+	st->ips = 2;
+	st->frag = 0;
+	st->first = 0;
+	st->rule = 0;
+	__builtin_memset(&st->outer, 0, sizeof(st->outer));
+	st->outer.proto = eth->h_proto;
+	st->outer.l3_off = ETH_HLEN;
+	chain_keep_gtpu(&st->outer.gtpu, ETH_HLEN + sizeof(*ip) + sizeof(*u), &g);
+	return 1;
+}
+
 /* Parses a frame into the per-CPU walk's key; NULL when the map fails. */
 INLINE struct classify_state *classify_parse(struct xdp_md *ctx)
 {
@@ -330,6 +415,8 @@ INLINE struct classify_state *classify_parse(struct xdp_md *ctx)
 	struct classify_state *st = bpf_map_lookup_elem(&classify_walk, &zero);
 	if (!st)
 		return NULL;
+	if (walk_gpdu4(ctx, st))
+		return st;
 	__builtin_memset(st, 0, sizeof(*st));
 	for (int i = 0; i < CLASSIFY_MAX_STEPS; i++)
 		if (!classify_step(ctx, st))

@@ -43,13 +43,13 @@ struct classify_state {
 	__u8 frag;  /* 1: a fragment other than the first ended the walk */
 	__u8 first; /* 1: the packet is the first fragment of a fragmented one */
 	__u32 rule; /* the slot of the last rule the packet met; 0: none */
-	struct classify_frag_id frag_id; /* of the outermost fragmented header */
+	struct classify_frag_id frag_id; /* of the outermost fragmented header; only when frag or first */
 	/* The chain_iface slot and slice of the packet's interface, which the
 	 * classify stage found for the steer stage after it. */
 	__u32 chain_slot;
 	__u32 chain_slice;
 	struct chain_handoff outer; /* the outermost headers, for a chain's UPF stage */
-};
+} __attribute__((aligned(8))); /* cleared and written by the word, not by the half */
 
 /* Where a rule that redirects sends packets, or one that mirrors their
  * copies: out of an interface, with the outermost Ethernet header's

@@ -308,3 +308,85 @@ func TestParserTakesDamage(t *testing.T) {
 		p.parse(t, damaged)
 	}
 }
+
+// The common G-PDU (untagged, outer IPv4 without options, IPv4 inside) is
+// walked in one piece, every other frame step by step: each variant of it,
+// whole and cut at every length, leaves the walk the same key and outcome
+// as the same frame with a VLAN tag, which the steps take.
+func TestGPDUWalkedAsTheSteps(t *testing.T) {
+	p := newParser(t)
+	const ue, dn = "10.45.0.2", "10.100.6.2"
+	gtpu := func(qfi bool, seq bool, msg byte) *layers.GTPv1U {
+		g := &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: msg, TEID: 0x1234, SequenceNumberFlag: seq, SequenceNumber: 7}
+		if qfi {
+			g.GTPExtensionHeaders = []layers.GTPExtensionHeader{{Type: 0x85, Content: []byte{0x10, 9}}}
+		}
+		return g
+	}
+	inner := func(proto layers.IPProtocol) *layers.IPv4 { return ipv4(ue, dn, proto) }
+	rtp := demo.RTPH265(0xcafe, 19, 1, 3)
+	variants := []struct {
+		name   string
+		g      *layers.GTPv1U
+		layers []gopacket.SerializableLayer
+	}{
+		{"UDP with RTP and H.265", gtpu(true, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolUDP), udp(40000, 5004), rtp}},
+		{"UDP, no extension header", gtpu(false, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolUDP), udp(40000, 5004), gopacket.Payload([]byte{1, 2, 3})}},
+		{"UDP, a sequence number", gtpu(true, true, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolUDP), udp(40000, 5004), rtp}},
+		{"TCP", gtpu(true, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolTCP), &layers.TCP{SrcPort: 443, DstPort: 51000, DataOffset: 5}}},
+		{"ICMP", gtpu(true, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolICMPv4), &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0)}}},
+		{"IPv4 options inside", gtpu(true, false, 255), []gopacket.SerializableLayer{
+			&layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue).To4(), DstIP: net.ParseIP(dn).To4(),
+				Options: []layers.IPv4Option{{OptionType: 1}, {OptionType: 1}, {OptionType: 1}, {OptionType: 0}}}, udp(40000, 5004), rtp}},
+		{"VXLAN inside", gtpu(true, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolUDP), udp(50000, 4789),
+			&layers.VXLAN{ValidIDFlag: true, VNI: 5}, eth(layers.EthernetTypeIPv4), ipv4("10.7.0.1", "10.7.0.2", layers.IPProtocolUDP), udp(1, 2)}},
+		{"GRE inside", gtpu(true, false, 255), []gopacket.SerializableLayer{inner(layers.IPProtocolGRE),
+			&layers.GRE{KeyPresent: true, Key: 6, Protocol: layers.EthernetTypeIPv4}, ipv4("10.7.0.1", "10.7.0.2", layers.IPProtocolTCP)}},
+		{"IPv6 inside", gtpu(true, false, 255), []gopacket.SerializableLayer{
+			&layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP, SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")},
+			udp(40000, 5004), rtp}},
+		{"a first fragment inside", gtpu(true, false, 255), []gopacket.SerializableLayer{
+			&layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, Flags: layers.IPv4MoreFragments,
+				SrcIP: net.ParseIP(ue).To4(), DstIP: net.ParseIP(dn).To4()}, udp(40000, 5004), rtp}},
+		{"an echo request", gtpu(false, true, 1), []gopacket.SerializableLayer{gopacket.Payload([]byte{0x80, 96, 0, 1})}},
+	}
+	outer := func(tagged bool, g *layers.GTPv1U) []gopacket.SerializableLayer {
+		ls := []gopacket.SerializableLayer{eth(layers.EthernetTypeIPv4)}
+		if tagged {
+			ls = []gopacket.SerializableLayer{eth(layers.EthernetTypeDot1Q), &layers.Dot1Q{VLANIdentifier: 10, Type: layers.EthernetTypeIPv4}}
+		}
+		return append(ls, ipv4("10.100.3.1", "10.100.3.2", layers.IPProtocolUDP), udp(2152, 2152), g)
+	}
+	// A walk that leaves every field of the key set, and a fragment's
+	// state: what it leaves behind must not show in the next.
+	last := variants[len(variants)-2]
+	rich := demo.Serialize(false, slices.Concat(outer(true, last.g), last.layers)...)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			plain := demo.Serialize(false, slices.Concat(outer(false, v.g), v.layers)...)
+			tagged := demo.Serialize(false, slices.Concat(outer(true, v.g), v.layers)...)
+			for n := len(plain); n >= 14; n-- {
+				p.parse(t, rich)
+				got, want := p.parse(t, plain[:n]), p.parse(t, tagged[:n+4])
+				if g, w := bytesOf(got.Key), bytesOf(want.Key); !bytes.Equal(g, w) {
+					t.Fatalf("cut to %d octets: key differs:%s", n, describe(g, w))
+				}
+				if got.Ips != want.Ips || got.Frag != want.Frag || got.First != want.First {
+					t.Fatalf("cut to %d octets: IP headers, fragment, first %d %d %d, tagged %d %d %d",
+						n, got.Ips, got.Frag, got.First, want.Ips, want.Frag, want.First)
+				}
+				if got.First != 0 && got.FragId != want.FragId {
+					t.Fatalf("cut to %d octets: fragment id %+v, tagged %+v", n, got.FragId, want.FragId)
+				}
+				gg, wg := got.Outer.Gtpu, want.Outer.Gtpu
+				if wg.Off != 0 {
+					wg.Off -= 4 // behind the tag
+				}
+				if gg != wg || got.Outer.Proto != want.Outer.Proto {
+					t.Fatalf("cut to %d octets: the GTP-U message handed on %+v (EtherType %#x), tagged %+v (%#x)",
+						n, gg, got.Outer.Proto, wg, want.Outer.Proto)
+				}
+			}
+		})
+	}
+}
