@@ -30,7 +30,17 @@ func clientCommands() []*cobra.Command {
 
 The SMF moves or deletes its sessions first.`, one,
 		withClient(func(c *cobra.Command, cl *api.Client, args []string) error { return cl.Release(c.Context(), args[0]) })))
+	stages := cli.Command("stages NAME STAGE,...", `change the stages an interface of the UPF runs, the UPF last
+
+For example "stages n3 classify,steer,upf --slice 1", or "stages n3 upf" for
+the UPF alone. The change takes effect at once, without a packet lost; the
+next start runs the configuration's stages again.`, two, withClient(setStages))
+	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to")
 	return []*cobra.Command{
+		cli.Group("interfaces", "the UPF's interfaces and the stages each runs",
+			cli.Command("list", "print the UPF's interfaces with their stages, as running and as configured", none,
+				show((*api.Client).Interfaces)),
+			stages),
 		cli.Group("sessions", "the UPF's sessions, SMFs' (PFCP) ones included",
 			cli.Command("list", "print every session, SMFs' (PFCP) ones included", none, show((*api.Client).Sessions)),
 			cli.Command("get SEID", "print a session with its PDRs' counters", one, showByID(parseSEID, (*api.Client).Session)),
@@ -93,6 +103,11 @@ func setSlice(c *cobra.Command, cl *api.Client, args []string) error {
 		cpus = append(cpus, uint32(cpu))
 	}
 	return printJSON(c)(cl.SetSlice(c.Context(), id, cpus))
+}
+
+func setStages(c *cobra.Command, cl *api.Client, args []string) error {
+	slice, _ := c.Flags().GetUint32("slice")
+	return printJSON(c)(cl.SetStages(c.Context(), args[0], api.StageSet{Stages: strings.Split(args[1], ","), Slice: slice}))
 }
 
 func modifyBearerContext(c *cobra.Command, cl *api.Client, args []string) error {

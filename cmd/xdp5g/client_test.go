@@ -97,11 +97,16 @@ func TestDocumentCommands(t *testing.T) {
 	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ]\n}\n" {
 		t.Errorf("slices set 3 0,1: status %d, printed %q", status, stdout)
 	}
+	status, _, _ = xdp5g("", "interfaces", "stages", "--api", srv.URL, "n3", "classify,steer,upf", "--slice", "2")
+	if status != 0 {
+		t.Errorf("interfaces stages n3: status %d", status)
+	}
 	status, _, stderr = xdp5g(`{}`, "rules", "add", "-", "--api", srv.URL)
 	if status != 1 || !strings.Contains(stderr, "no action") || strings.Contains(stderr, "Usage:") {
 		t.Errorf("rules add refused: status %d, %q", status, stderr)
 	}
-	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}", "POST /api/v1/rules {}"}
+	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}",
+		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}", "POST /api/v1/rules {}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -39,6 +39,7 @@ func TestOutputToClosedPipe(t *testing.T) {
 var (
 	localCommandLines  = []string{"run", "detach", "demo"}
 	clientCommandLines = []string{
+		"interfaces list", "interfaces stages NAME STAGE,...",
 		"sessions list", "sessions get SEID", "sessions add FILE", "sessions replace FILE", "sessions delete SEID",
 		"stats", "associations", "associations release NODE",
 		"rules list", "rules get ID", "rules add FILE", "rules delete ID", "rules clear", "rules count",

@@ -115,6 +115,20 @@ func (c *Client) RuleCount(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/rules/count", nil)
 }
 
+// Interfaces lists the UPF's interfaces with their stages.
+func (c *Client) Interfaces(ctx context.Context) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/interfaces", nil)
+}
+
+// SetStages changes the stages an interface of the UPF runs.
+func (c *Client) SetStages(ctx context.Context, name string, set StageSet) (json.RawMessage, error) {
+	doc, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPut, "/api/v1/interfaces/"+url.PathEscape(name)+"/stages", doc)
+}
+
 // Slices lists the slices with what each CPU took of them.
 func (c *Client) Slices(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/slices", nil)

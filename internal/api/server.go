@@ -171,6 +171,8 @@ type Services struct {
 	// Metrics are what GET /metrics serves; nil: none (404).
 	Metrics prometheus.Gatherer
 	Log     *slog.Logger
+	// Stages are the UPF's interfaces' stages; nil without a UPF.
+	Stages *Stages
 }
 
 type server struct {
@@ -180,15 +182,17 @@ type server struct {
 	classifier     *Classifier
 	cuup           *cuup.CUUP
 	cuupClassifier CUUPClassifier
+	stages         *Stages
 	log            *slog.Logger
 }
 
 // NewHandler serves the REST API of the services.
 func NewHandler(sv Services) http.Handler {
 	s := &server{store: sv.Store, dp: sv.Datapath, pfcp: sv.PFCP, classifier: sv.Classifier, cuup: sv.CUUP,
-		cuupClassifier: sv.CUUPClassifier, log: sv.Log}
+		cuupClassifier: sv.CUUPClassifier, stages: sv.Stages, log: sv.Log}
 	// A capability's resources answer 404 while the daemon runs without it.
 	upf := s.needs(s.store != nil, errNoUPF)
+	staged := s.needs(s.stages != nil, errNoUPF)
 	pfcp := s.needs(s.pfcp != nil, errNoPFCP)
 	classifying := s.needs(s.classifier != nil, errNoClassifier)
 	cuUP := s.needs(s.cuup != nil, errNoCUUP)
@@ -199,6 +203,9 @@ func NewHandler(sv Services) http.Handler {
 	mux.Handle("PUT /api/v1/sessions/{seid}", upf(s.replace))
 	mux.Handle("DELETE /api/v1/sessions/{seid}", upf(s.delete))
 	mux.Handle("GET /api/v1/stats", upf(s.stats))
+	mux.Handle("GET /api/v1/interfaces", staged(s.listInterfaces))
+	mux.Handle("GET /api/v1/interfaces/{name}", staged(s.getInterface))
+	mux.Handle("PUT /api/v1/interfaces/{name}/stages", staged(s.putStages))
 	mux.Handle("GET /api/v1/pfcp/associations", pfcp(s.associations))
 	mux.Handle("GET /api/v1/pfcp/stats", pfcp(s.pfcpStats))
 	mux.Handle("POST /api/v1/pfcp/associations/{node}/release", pfcp(s.release))

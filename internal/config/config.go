@@ -539,7 +539,7 @@ func parseInterfaces(f *file, cfg *Config) error {
 			roles |= role
 		}
 		all |= roles
-		stages, err := parseStages(field+".stages", in.Stages)
+		stages, err := ParseStages(field+".stages", in.Stages)
 		if err != nil {
 			return err
 		}
@@ -738,9 +738,9 @@ func parseStateFile(f *file, cfg *Config) error {
 	return nil
 }
 
-// parseStages checks an interface's stages: known ones, in their order,
+// ParseStages checks an interface's stages: known ones, in their order,
 // the UPF last.
-func parseStages(field string, names []string) ([]string, error) {
+func ParseStages(field string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return []string{StageUPF}, nil
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -220,9 +221,32 @@ func TestClassifyStageInFrontOfTheUPF(t *testing.T) {
 	if ruleCounter(t, client, counted) == 0 {
 		t.Error("the count rule counted none of the forwarded packets")
 	}
-	_, err = client.AddRule(ctx, []byte(fmt.Sprintf(`{"id": %d, "priority": 10, "action": "drop", "match": {"innerDst": %q, "dstPort": 9}}`, dropped, ue)))
+	addDropRule(t, client, dropped)
+	e.sendDropped(t, client, dp, dropped)
+	must(t, stop())
+
+	// The next run has no classify stage on n3n6: the UPF forwards what
+	// the rule dropped.
+	e.stages = ""
+	_, stop = runDaemon(t, e.config(t))
+	e.sendDownlink(t, dp)
+	must(t, stop())
+}
+
+// addDropRule adds rule id, which drops what the data network sends the UE
+// on port 9.
+func addDropRule(t *testing.T, client *api.Client, id uint32) {
+	t.Helper()
+	_, err := client.AddRule(context.Background(),
+		[]byte(fmt.Sprintf(`{"id": %d, "priority": 10, "action": "drop", "match": {"innerDst": %q, "dstPort": 9}}`, id, ue)))
 	must(t, err)
-	before := forwarded(t, dp)
+}
+
+// sendDropped sends packets to the UE on port 9 and checks that the rule
+// dropped, which drops them, counted each and the UPF forwarded none.
+func (e *env) sendDropped(t *testing.T, client *api.Client, dp *upfxdp.Datapath, rule uint32) {
+	t.Helper()
+	before, counted := forwarded(t, dp), ruleCounter(t, client, rule)
 	var conn net.PacketConn
 	must(t, e.peer.Do(func() (err error) {
 		conn, err = net.ListenPacket("udp4", ":0")
@@ -234,21 +258,72 @@ func TestClassifyStageInFrontOfTheUPF(t *testing.T) {
 		_, err := conn.WriteTo([]byte("hello"), &net.UDPAddr{IP: net.ParseIP(ue), Port: 9})
 		must(t, err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ruleCounter(t, client, dropped) < sent && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); ruleCounter(t, client, rule) < counted+sent && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := ruleCounter(t, client, dropped); n != sent {
+	if n := ruleCounter(t, client, rule) - counted; n != sent {
 		t.Errorf("the drop rule counted %d packets, want %d", n, sent)
 	}
 	if n := forwarded(t, dp); n != before {
 		t.Errorf("the UPF forwarded %d dropped packets", n-before)
 	}
-	must(t, stop())
+}
 
-	// The next run has no classify stage on n3n6: the UPF forwards what
-	// the rule dropped.
-	e.stages = ""
-	_, stop = runDaemon(t, e.config(t))
+// The classify stage added to a running interface through the API applies
+// the rules to the UPF's traffic at once, and taken away again leaves the
+// UPF forwarding what the rule dropped; a refused change changes nothing.
+func TestStagesChangedThroughTheAPI(t *testing.T) {
+	e := newEnv(t)
+	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
+	cfg := e.config(t)
+	client, stop := runDaemon(t, cfg)
+	ctx := context.Background()
+	_, err := client.Create(ctx, []byte(doc))
+	must(t, err)
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	const dropped = 1
+	addDropRule(t, client, dropped)
+	e.sendDownlink(t, dp) // no classify stage: the rule does not apply
+
+	set := func(stages ...string) (json.RawMessage, error) {
+		return client.SetStages(ctx, "n3n6", api.StageSet{Stages: stages})
+	}
+	_, err = set("classify", "upf")
+	must(t, err)
+	e.sendDropped(t, client, dp, dropped)
+
+	var apiErr *api.Error
+	for _, c := range []struct {
+		name   string
+		stages []string
+		status int
+		field  string
+	}{
+		{"n3n6", []string{"upf", "classify"}, http.StatusBadRequest, "stages[1]"},
+		{"n3n6", []string{"classify"}, http.StatusBadRequest, "stages"},
+		{"n3n6", nil, http.StatusBadRequest, "stages"},
+		{"spare", []string{"upf"}, http.StatusNotFound, ""},
+	} {
+		_, err := client.SetStages(ctx, c.name, api.StageSet{Stages: c.stages})
+		if !errors.As(err, &apiErr) || apiErr.Status != c.status || apiErr.Field != c.field {
+			t.Errorf("stages %v on %s: %v, want %d on %q", c.stages, c.name, err, c.status, c.field)
+		}
+	}
+	want := `{"interfaces": [{"name": "n3n6", "stages": ["classify", "upf"], "slice": 0, "configured": {"stages": ["upf"], "slice": 0}}]}`
+	got, err := client.Interfaces(ctx)
+	must(t, err)
+	var gotDoc, wantDoc any
+	must(t, json.Unmarshal(got, &gotDoc))
+	must(t, json.Unmarshal([]byte(want), &wantDoc))
+	if !reflect.DeepEqual(gotDoc, wantDoc) {
+		t.Errorf("interfaces: %s\nwant %s", got, want)
+	}
+	e.sendDropped(t, client, dp, dropped)
+
+	_, err = set("upf")
+	must(t, err)
 	e.sendDownlink(t, dp)
 	must(t, stop())
 }

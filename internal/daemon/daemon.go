@@ -147,6 +147,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		if err := attach(u.dp, services.Classifier, ns, cfg, log); err != nil {
 			return err
 		}
+		services.Stages = api.NewStages(cfg.Interfaces, services.Classifier != nil, func(name string, set api.StageSet) error {
+			chain := chainOf(config.Interface{Stages: set.Stages, Slice: set.Slice}, services.Classifier)
+			return inNetns(ns, func() error { return u.dp.SetStages(name, chain) })
+		})
 	}
 	if err := attachClassifier(services.Classifier, ns, cfg, log); err != nil {
 		return err
