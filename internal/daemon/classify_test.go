@@ -203,19 +203,10 @@ func TestClassifierAlone(t *testing.T) {
 // rules apply to the UPF's downlink: a counted packet is forwarded, a
 // dropped one is not; the next run without the stage forwards them all.
 func TestClassifyStageInFrontOfTheUPF(t *testing.T) {
-	e := newEnv(t)
-	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
-	e.stages = "[classify, upf]"
-	cfg := e.config(t)
-	client, stop := runDaemon(t, cfg)
+	e, client, stop, dp := classifyingUPF(t, "[classify, upf]")
 	ctx := context.Background()
-	_, err := client.Create(ctx, []byte(doc))
-	must(t, err)
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
-	must(t, err)
-	defer dp.Close()
 	const counted, dropped = 1, 2
-	_, err = client.AddRule(ctx, []byte(fmt.Sprintf(`{"id": %d, "action": "count", "match": {"innerDst": %q}}`, counted, ue)))
+	_, err := client.AddRule(ctx, []byte(fmt.Sprintf(`{"id": %d, "action": "count", "match": {"innerDst": %q}}`, counted, ue)))
 	must(t, err)
 	e.sendDownlink(t, dp)
 	if ruleCounter(t, client, counted) == 0 {
@@ -231,6 +222,23 @@ func TestClassifyStageInFrontOfTheUPF(t *testing.T) {
 	_, stop = runDaemon(t, e.config(t))
 	e.sendDownlink(t, dp)
 	must(t, stop())
+}
+
+// classifyingUPF runs the daemon with the classifier and with stages on
+// n3n6 (none when ""), installs the UE's session and opens the data path.
+func classifyingUPF(t *testing.T, stages string) (e *env, client *api.Client, stop func() error, dp *upfxdp.Datapath) {
+	t.Helper()
+	e = newEnv(t)
+	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
+	e.stages = stages
+	cfg := e.config(t)
+	client, stop = runDaemon(t, cfg)
+	_, err := client.Create(context.Background(), []byte(doc))
+	must(t, err)
+	dp, err = upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
+	must(t, err)
+	t.Cleanup(func() { dp.Close() })
+	return e, client, stop, dp
 }
 
 // addDropRule adds rule id, which drops what the data network sends the UE
@@ -273,16 +281,8 @@ func (e *env) sendDropped(t *testing.T, client *api.Client, dp *upfxdp.Datapath,
 // the rules to the UPF's traffic at once, and taken away again leaves the
 // UPF forwarding what the rule dropped; a refused change changes nothing.
 func TestStagesChangedThroughTheAPI(t *testing.T) {
-	e := newEnv(t)
-	e.classify = fmt.Sprintf("{interfaces: [spare], rules_file: %s}", filepath.Join(e.dir, "rules.json"))
-	cfg := e.config(t)
-	client, stop := runDaemon(t, cfg)
+	e, client, stop, dp := classifyingUPF(t, "")
 	ctx := context.Background()
-	_, err := client.Create(ctx, []byte(doc))
-	must(t, err)
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
-	must(t, err)
-	defer dp.Close()
 	const dropped = 1
 	addDropRule(t, client, dropped)
 	e.sendDownlink(t, dp) // no classify stage: the rule does not apply
@@ -290,7 +290,7 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	set := func(stages ...string) (json.RawMessage, error) {
 		return client.SetStages(ctx, "n3n6", api.StageSet{Stages: stages})
 	}
-	_, err = set("classify", "upf")
+	_, err := set("classify", "upf")
 	must(t, err)
 	e.sendDropped(t, client, dp, dropped)
 
