@@ -33,8 +33,8 @@ The SMF moves or deletes its sessions first.`, one,
 	stages := cli.Command("stages NAME STAGE,...", `change the stages an interface of the UPF runs, the UPF last
 
 For example "stages n3 classify,steer,upf --slice 1", or "stages n3 upf" for
-the UPF alone. The change takes effect at once, without a packet lost; the
-next start runs the configuration's stages again.`, two, withClient(setStages))
+the UPF alone. The change takes effect at once, without a packet lost, and is
+kept across restarts until the configuration gives the interface other stages.`, two, withClient(setStages))
 	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to")
 	return []*cobra.Command{
 		cli.Group("interfaces", "the UPF's interfaces and the stages each runs",

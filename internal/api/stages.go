@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -32,23 +33,68 @@ type Interfaces struct {
 
 // Stages changes the stages of the UPF's interfaces while they run: each
 // change is one atomic update of the interface's chain, the other stages
-// left loaded as they are, and lasts until the daemon stops.
+// left loaded as they are.
 type Stages struct {
 	mu          sync.Mutex // serialises changes
 	ifaces      []InterfaceStages
 	classifying bool                                  // the classify and steer stages can run
 	apply       func(name string, set StageSet) error // runs set on the interface
+	changed     func()                                // after each change
 }
 
-// NewStages starts from the configured interfaces, which apply changes.
-func NewStages(ifaces []config.Interface, classifying bool, apply func(name string, set StageSet) error) *Stages {
-	s := &Stages{classifying: classifying, apply: apply}
-	for _, i := range ifaces {
-		set := StageSet{Stages: slices.Clone(i.Stages), Slice: i.Slice}
-		s.ifaces = append(s.ifaces, InterfaceStages{Name: i.Name, StageSet: set, Configured: set})
-	}
-	return s
+// NewStages starts from the interfaces' stages as they run (RestoreStages);
+// apply changes an interface's, and changed is called after each change.
+func NewStages(ifaces []InterfaceStages, classifying bool, apply func(name string, set StageSet) error, changed func()) *Stages {
+	return &Stages{ifaces: ifaces, classifying: classifying, apply: apply, changed: changed}
 }
+
+// RestoreStages are the stages the configured interfaces run at a start:
+// those a previous run saved (MarshalState; nil for none) where the
+// configuration still gives what it gave then, else the configuration's.
+// restored names the interfaces that run saved stages.
+func RestoreStages(ifaces []config.Interface, classifying bool, saved []byte) (run []InterfaceStages, restored []string, err error) {
+	var doc Interfaces
+	if saved != nil {
+		if err := json.Unmarshal(saved, &doc); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, i := range ifaces {
+		configured := StageSet{Stages: slices.Clone(i.Stages), Slice: i.Slice}
+		in := InterfaceStages{Name: i.Name, StageSet: configured, Configured: configured}
+		j := slices.IndexFunc(doc.Interfaces, func(s InterfaceStages) bool { return s.Name == i.Name })
+		if j >= 0 && doc.Interfaces[j].Configured.equal(configured) && checkStages(doc.Interfaces[j].StageSet, classifying) == nil {
+			in.StageSet = doc.Interfaces[j].StageSet
+			if !in.StageSet.equal(configured) {
+				restored = append(restored, i.Name)
+			}
+		}
+		run = append(run, in)
+	}
+	return run, restored, nil
+}
+
+func (a StageSet) equal(b StageSet) bool {
+	return slices.Equal(a.Stages, b.Stages) && a.Slice == b.Slice
+}
+
+// checkStages refuses a set of stages that cannot run.
+func checkStages(set StageSet, classifying bool) error {
+	if len(set.Stages) == 0 {
+		return fielderr.New("stages", "the stages are needed, in order, the UPF last: %v for example",
+			[]string{config.StageClassify, config.StageUPF})
+	}
+	if _, err := config.ParseStages("stages", set.Stages); err != nil {
+		return err
+	}
+	if !classifying && len(set.Stages) > 1 {
+		return fielderr.New("stages", "%s needs the classifier: the daemon's configuration has no classify section", set.Stages[0])
+	}
+	return nil
+}
+
+// MarshalState is the document RestoreStages restores from.
+func (s *Stages) MarshalState() ([]byte, error) { return json.Marshal(s.list()) }
 
 func (s *Stages) list() Interfaces {
 	s.mu.Lock()
@@ -82,20 +128,14 @@ func (s *Stages) set(name string, set StageSet) (InterfaceStages, error) {
 	if err != nil {
 		return InterfaceStages{}, err
 	}
-	if len(set.Stages) == 0 {
-		return InterfaceStages{}, fielderr.New("stages", "the stages are needed, in order, the UPF last: %v for example",
-			[]string{config.StageClassify, config.StageUPF})
-	}
-	if set.Stages, err = config.ParseStages("stages", set.Stages); err != nil {
+	if err := checkStages(set, s.classifying); err != nil {
 		return InterfaceStages{}, err
-	}
-	if !s.classifying && len(set.Stages) > 1 {
-		return InterfaceStages{}, fielderr.New("stages", "%s needs the classifier: the daemon's configuration has no classify section", set.Stages[0])
 	}
 	if err := s.apply(name, set); err != nil {
 		return InterfaceStages{}, err
 	}
 	s.ifaces[i].StageSet = set
+	s.changed()
 	return s.ifaces[i], nil
 }
 

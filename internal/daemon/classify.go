@@ -112,11 +112,11 @@ func attachClassifier(c *api.Classifier, ns netns.NsHandle, cfg *config.Config, 
 }
 
 // chainOf is the chain of the stages an interface runs before the UPF, the
-// classifier c's (config checks that there is one when any is named).
-func chainOf(i config.Interface, c *api.Classifier) upfxdp.Chain {
+// classifier c's (there is one when any is named: config and the API check).
+func chainOf(set api.StageSet, c *api.Classifier) upfxdp.Chain {
 	if c == nil {
 		return upfxdp.Chain{}
 	}
-	return upfxdp.NewChain(c.Rules, slices.Contains(i.Stages, config.StageClassify),
-		slices.Contains(i.Stages, config.StageSteer), i.Slice)
+	return upfxdp.NewChain(c.Rules, slices.Contains(set.Stages, config.StageClassify),
+		slices.Contains(set.Stages, config.StageSteer), set.Slice)
 }

@@ -280,6 +280,8 @@ func (e *env) sendDropped(t *testing.T, client *api.Client, dp *upfxdp.Datapath,
 // The classify stage added to a running interface through the API applies
 // the rules to the UPF's traffic at once, and taken away again leaves the
 // UPF forwarding what the rule dropped; a refused change changes nothing.
+// A restart keeps a change while the configuration gives the interface
+// what it gave it when the change was made; a changed configuration wins.
 func TestStagesChangedThroughTheAPI(t *testing.T) {
 	e, client, stop, dp := classifyingUPF(t, "")
 	ctx := context.Background()
@@ -287,11 +289,12 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	addDropRule(t, client, dropped)
 	e.sendDownlink(t, dp) // no classify stage: the rule does not apply
 
-	set := func(stages ...string) (json.RawMessage, error) {
-		return client.SetStages(ctx, "n3n6", api.StageSet{Stages: stages})
+	set := func(stages ...string) {
+		t.Helper()
+		_, err := client.SetStages(ctx, "n3n6", api.StageSet{Stages: stages})
+		must(t, err)
 	}
-	_, err := set("classify", "upf")
-	must(t, err)
+	set("classify", "upf")
 	e.sendDropped(t, client, dp, dropped)
 
 	var apiErr *api.Error
@@ -311,19 +314,34 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 			t.Errorf("stages %v on %s: %v, want %d on %q", c.stages, c.name, err, c.status, c.field)
 		}
 	}
-	want := `{"interfaces": [{"name": "n3n6", "stages": ["classify", "upf"], "slice": 0, "configured": {"stages": ["upf"], "slice": 0}}]}`
-	got, err := client.Interfaces(ctx)
-	must(t, err)
-	var gotDoc, wantDoc any
-	must(t, json.Unmarshal(got, &gotDoc))
-	must(t, json.Unmarshal([]byte(want), &wantDoc))
-	if !reflect.DeepEqual(gotDoc, wantDoc) {
-		t.Errorf("interfaces: %s\nwant %s", got, want)
+	running := func(stages, configured string) {
+		t.Helper()
+		want := fmt.Sprintf(`{"interfaces": [{"name": "n3n6", "stages": %s, "slice": 0, "configured": {"stages": %s, "slice": 0}}]}`,
+			stages, configured)
+		got, err := client.Interfaces(ctx)
+		must(t, err)
+		var gotDoc, wantDoc any
+		must(t, json.Unmarshal(got, &gotDoc))
+		must(t, json.Unmarshal([]byte(want), &wantDoc))
+		if !reflect.DeepEqual(gotDoc, wantDoc) {
+			t.Errorf("interfaces: %s\nwant %s", got, want)
+		}
 	}
+	running(`["classify", "upf"]`, `["upf"]`)
 	e.sendDropped(t, client, dp, dropped)
+	must(t, stop())
 
-	_, err = set("upf")
-	must(t, err)
+	client, stop = runDaemon(t, e.config(t))
+	running(`["classify", "upf"]`, `["upf"]`)
+	e.sendDropped(t, client, dp, dropped)
+	set("upf")
+	e.sendDownlink(t, dp)
+	set("classify", "upf")
+	must(t, stop())
+
+	e.stages = "[steer, upf]" // its slice has no CPUs: the UPF forwards on the CPU the packet came in on
+	client, stop = runDaemon(t, e.config(t))
+	running(`["steer", "upf"]`, `["steer", "upf"]`)
 	e.sendDownlink(t, dp)
 	must(t, stop())
 }

@@ -78,8 +78,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	// with the running data path untouched.
 	rest.gate.Starting("starting: reading the state files")
 	var saved, savedRules []byte
+	var running []api.InterfaceStages // the stages each interface of the UPF runs
 	if cfg.UPF() {
 		if saved, err = readState(cfg.StateFile); err != nil {
+			return err
+		}
+		if running, err = restoreStages(cfg, log); err != nil {
 			return err
 		}
 	}
@@ -144,13 +148,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 	rest.gate.Starting("starting: attaching the data path")
 	if u != nil {
-		if err := attach(u.dp, services.Classifier, ns, cfg, log); err != nil {
+		if err := attach(u.dp, services.Classifier, ns, cfg, running, log); err != nil {
 			return err
 		}
-		services.Stages = api.NewStages(cfg.Interfaces, services.Classifier != nil, func(name string, set api.StageSet) error {
-			chain := chainOf(config.Interface{Stages: set.Stages, Slice: set.Slice}, services.Classifier)
-			return inNetns(ns, func() error { return u.dp.SetStages(name, chain) })
-		})
+		var stopStages func() error
+		if services.Stages, stopStages, err = keepStages(cfg, running, u.dp, services.Classifier, ns, log); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stopStages()) }()
 	}
 	if err := attachClassifier(services.Classifier, ns, cfg, log); err != nil {
 		return err
@@ -351,18 +356,20 @@ func readState(path string) ([]byte, error) {
 	return data, nil
 }
 
-// attach attaches every configured interface with its stages, the
-// classifier's from c (replacing a previous run's programs without a gap),
-// and detaches the ones a previous run attached that the configuration no
-// longer lists.
-func attach(dp *upfxdp.Datapath, c *api.Classifier, ns netns.NsHandle, cfg *config.Config, log *slog.Logger) error {
+// attach attaches every configured interface with the stages it runs
+// (running, in the same order), the classifier's from c (replacing a
+// previous run's programs without a gap), and detaches the ones a previous
+// run attached that the configuration no longer lists.
+func attach(dp *upfxdp.Datapath, c *api.Classifier, ns netns.NsHandle, cfg *config.Config, running []api.InterfaceStages,
+	log *slog.Logger) error {
 	return inNetns(ns, func() error {
 		var names []string
-		for _, i := range cfg.Interfaces {
-			if err := dp.AttachChain(i.Name, i.Roles, cfg.XDPMode, chainOf(i, c)); err != nil {
+		for j, i := range cfg.Interfaces {
+			set := running[j].StageSet
+			if err := dp.AttachChain(i.Name, i.Roles, cfg.XDPMode, chainOf(set, c)); err != nil {
 				return fmt.Errorf("interface %s: %w", i.Name, err)
 			}
-			log.Info("attached", "interface", i.Name, "mode", cfg.XDPMode, "stages", i.Stages)
+			log.Info("attached", "interface", i.Name, "mode", cfg.XDPMode, "stages", set.Stages)
 			names = append(names, i.Name)
 		}
 		attached, err := dp.Attached()
