@@ -79,6 +79,13 @@ INLINE struct counter *cpu_pdr_counter(__u32 slot)
 	return bpf_map_lookup_elem(&pdr_counters, &key);
 }
 
+/* This CPU's usage line of a QER or URR slot. */
+INLINE struct usage_line *cpu_usage_line(__u32 slot)
+{
+	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
+	return bpf_map_lookup_elem(&usage_lines, &key);
+}
+
 INLINE void count_pdr(__u32 slot, __u32 len)
 {
 	struct counter *c = cpu_pdr_counter(slot);
@@ -117,6 +124,31 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 	return (h ^ h >> 32) * SET_HASH;
 }
 
+/* Starts the reads of the lines a packet of the key of hash h, whose
+ * record is in the pair of buckets pair, writes after its record: its
+ * usage line and its PDR counter's, as the pair's hints name them. Their
+ * slots are in the record, so that these reads would wait for its miss;
+ * the hints' line is small enough a table to stay in the cache. */
+INLINE void read_ahead(__u32 pair, __u32 tag)
+{
+	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
+	if (!hs)
+		return;
+#pragma unroll
+	for (int i = 0; i < RECORD_BUCKETS * SET_WAYS; i++) {
+		const struct record_hint *hint = &hs->place[i];
+		if (hint->tag != tag)
+			continue;
+		struct usage_line *line = hint->usage_slot ? cpu_usage_line(hint->usage_slot) : NULL;
+		struct counter *c = cpu_pdr_counter(hint->pdr_slot);
+		if (line)
+			asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
+		if (c)
+			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
+		return;
+	}
+}
+
 /* The record of a key, read where it lies: NULL when the key has none.
  * It is in the key's bucket or in the bucket beside it, in the same page
  * (RECORD_BUCKETS). The control plane never changes a record a packet may
@@ -130,7 +162,9 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 {
 	if (!record_bits)
 		return NULL;
-	__u32 bucket = key_hash(kind, key) >> (64 - record_bits);
+	__u64 h = key_hash(kind, key);
+	__u32 bucket = h >> (64 - record_bits);
+	read_ahead(bucket / RECORD_BUCKETS, h);
 #pragma unroll
 	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
 		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
@@ -300,13 +334,6 @@ INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g,
 	*pdr = *p;
 	*slot = next;
 	return 1;
-}
-
-/* This CPU's usage line of a QER or URR slot. */
-INLINE struct usage_line *cpu_usage_line(__u32 slot)
-{
-	__u32 key = bpf_get_smp_processor_id() * pdr_slots + slot;
-	return bpf_map_lookup_elem(&usage_lines, &key);
 }
 
 /* Takes len bytes' tokens for a packet from what this CPU holds of a
