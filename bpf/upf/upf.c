@@ -125,26 +125,31 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 }
 
 /* Starts the reads of the lines a packet of the key of hash h, whose
- * record is in the pair of buckets pair, writes after its record: its
- * usage line and its PDR counter's, as the pair's hints name them. Their
- * slots are in the record, so that these reads would wait for its miss;
- * the hints' line is small enough a table to stay in the cache. */
-INLINE void read_ahead(__u32 pair, __u32 tag)
+ * record is in bucket or the one beside it, writes after its record: its
+ * PDR counter's and its usage line (slot 0's, never used, when it has
+ * none), as the hints of their pair name them, looked at in the order
+ * the record's places are. Their slots are in the record, so that these
+ * reads would wait for its miss; the hints are small enough a table to
+ * stay in the cache. */
+INLINE void read_ahead(__u32 bucket, __u32 tag)
 {
+	__u32 pair = bucket / RECORD_BUCKETS;
 	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
 	if (!hs)
 		return;
 #pragma unroll
-	for (int i = 0; i < RECORD_BUCKETS * SET_WAYS; i++) {
-		const struct record_hint *hint = &hs->place[i];
+	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
+		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
 		if (hint->tag != tag)
 			continue;
-		struct usage_line *line = hint->usage_slot ? cpu_usage_line(hint->usage_slot) : NULL;
-		struct counter *c = cpu_pdr_counter(hint->pdr_slot);
-		if (line)
-			asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
+		__u32 row = bpf_get_smp_processor_id() * pdr_slots, at = row + hint->pdr_slot;
+		struct counter *c = bpf_map_lookup_elem(&pdr_counters, &at);
 		if (c)
 			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
+		at = row + hint->usage_slot;
+		struct usage_line *line = bpf_map_lookup_elem(&usage_lines, &at);
+		if (line)
+			asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
 		return;
 	}
 }
@@ -164,7 +169,7 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 		return NULL;
 	__u64 h = key_hash(kind, key);
 	__u32 bucket = h >> (64 - record_bits);
-	read_ahead(bucket / RECORD_BUCKETS, h);
+	read_ahead(bucket, h);
 #pragma unroll
 	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
 		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
@@ -567,16 +572,6 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
 	__u8 before_qos = pdr->flags & (PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1));
 	int reason;
-	/* Such a PDR's packet waits for its usage line, whose flags and
-	 * tokens decide, and writes its counter last: reading the counter's
-	 * line now overlaps its miss with the usage line's, where after
-	 * count_urrs (whose atomic on a CPU's first packet orders every later
-	 * load after it) it would follow it. */
-	if (pdr->qer[0] | pdr->urr[0]) {
-		struct counter *c = cpu_pdr_counter(slot);
-		if (c)
-			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
-	}
 	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
 		return reason;
 	/* A PDR without QERs pays this test, not the call. */
