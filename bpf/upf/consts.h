@@ -12,7 +12,6 @@ enum limits {
 	URRS_PER_PDR = 2,
 	SDF_PER_PDR = 4,
 	SET_WAYS = 2,              /* places of a set_index bucket */
-	COLD_HINT_BUCKETS = 8,     /* of set_records a line of cold_hints serves */
 	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */
 	ROUTE_GROUPS = 8192,       /* of routes4_tbl8 */

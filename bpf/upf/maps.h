@@ -66,20 +66,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } record_hints SEC(".maps");
 
-/* The hints of keys without a record (the four places of their pair of
- * buckets taken), by eight buckets of set_records, a key's at the top two
- * bits of its tag: such a packet reads them once it has found no record,
- * and starts the reads of its set's, its PDR's and its usage lines, which
- * find_set would make one after the other. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct record_hints);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} cold_hints SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);

@@ -173,14 +173,12 @@ _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 /* What a packet of a key reads after its record, told before it: the
  * record's PDR slot (its counter's row) and the QER and URR slot of its
  * usage line, with a tag of the key's hash (its low 32 bits) that says
- * whose they are; for a key without a record (cold_hints), the PDR its
- * packets take from its set, and the set's slot. A hint only: a stale or
- * torn one costs a wasted read. */
+ * whose they are. A hint only: a stale or torn one costs a wasted read. */
 struct record_hint {
 	__u32 tag;
 	__u32 pdr_slot;
-	__u32 usage_slot; /* the PDR's first QER, else its first URR; 0: none */
-	__u32 set; /* slot in pdr_sets */
+	__u32 usage_slot; /* the copy's first QER, else its first URR; 0: none */
+	__u32 pad;
 };
 
 /* The hints of a pair of buckets of set_records, as their places lie (a

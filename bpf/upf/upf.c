@@ -124,23 +124,10 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 	return (h ^ h >> 32) * SET_HASH;
 }
 
-/* Starts the reads of the PDR counter's and the usage line a hint names
- * (slot 0's, never used, when it names none). */
-INLINE void read_hinted(const struct record_hint *hint)
-{
-	__u32 row = bpf_get_smp_processor_id() * pdr_slots, at = row + hint->pdr_slot;
-	struct counter *c = bpf_map_lookup_elem(&pdr_counters, &at);
-	if (c)
-		asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
-	at = row + hint->usage_slot;
-	struct usage_line *line = bpf_map_lookup_elem(&usage_lines, &at);
-	if (line)
-		asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
-}
-
 /* Starts the reads of the lines a packet of the key of hash h, whose
  * record is in bucket or the one beside it, writes after its record: its
- * PDR counter's and its usage line, as the hints of their pair name them, looked at in the order
+ * PDR counter's and its usage line (slot 0's, never used, when it has
+ * none), as the hints of their pair name them, looked at in the order
  * the record's places are. Their slots are in the record, so that these
  * reads would wait for its miss; the hints are small enough a table to
  * stay in the cache. */
@@ -153,35 +140,18 @@ INLINE void read_ahead(__u32 bucket, __u32 tag)
 #pragma unroll
 	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
 		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
-		if (hint->tag == tag) {
-			read_hinted(hint);
-			return;
-		}
+		if (hint->tag != tag)
+			continue;
+		__u32 row = bpf_get_smp_processor_id() * pdr_slots, at = row + hint->pdr_slot;
+		struct counter *c = bpf_map_lookup_elem(&pdr_counters, &at);
+		if (c)
+			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
+		at = row + hint->usage_slot;
+		struct usage_line *line = bpf_map_lookup_elem(&usage_lines, &at);
+		if (line)
+			asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
+		return;
 	}
-}
-
-/* Starts the reads a packet of a key without a record (hash h, bucket
- * its bucket of set_records) makes through its set: the set's line, its
- * PDR's, its counter's and its usage line, as the key's cold hint names
- * them, so that their misses overlap the index's. */
-INLINE void read_ahead_cold(__u32 bucket, __u32 tag)
-{
-	__u32 at = bucket / COLD_HINT_BUCKETS;
-	struct record_hints *hs = bpf_map_lookup_elem(&cold_hints, &at);
-	if (!hs)
-		return;
-	const struct record_hint *hint = &hs->place[tag >> 30];
-	if (hint->tag != tag)
-		return;
-	at = hint->set;
-	struct pdr_set *set = bpf_map_lookup_elem(&pdr_sets, &at);
-	if (set)
-		asm volatile("" ::"r"(*(volatile __u64 *)&set->key));
-	at = hint->pdr_slot;
-	struct pdr *p = bpf_map_lookup_elem(&pdrs, &at);
-	if (p)
-		asm volatile("" ::"r"(*(volatile __u64 *)&p->far));
-	read_hinted(hint);
 }
 
 /* The record of a key, read where it lies: NULL when the key has none.
@@ -211,7 +181,6 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 			return w;
 		}
 	}
-	read_ahead_cold(bucket, h);
 	return NULL;
 }
 

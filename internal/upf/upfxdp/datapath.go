@@ -321,7 +321,6 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	if b := recordBucketBits(maxSessions); b > 0 {
 		specs.SetRecords.MaxEntries = uint32(setWays) << b
 		specs.RecordHints.MaxEntries = 1 << (b - 1) // a pair of buckets each
-		specs.ColdHints.MaxEntries = max(1, (1<<b)/uint32(coldHintBuckets))
 	}
 	specs.Pdrs.MaxEntries = rules
 	specs.PdrCounters.MaxEntries = rules * uint32(cpus)

@@ -43,10 +43,9 @@ func recordBucketBits(maxSessions uint32) uint {
 type records struct {
 	recs mapped[upfSetRecord]
 	// hints are, by pair of buckets, what the packets of the records'
-	// keys read next (struct record_hints); cold, by coldHintBuckets
-	// buckets, those of keys without a record.
-	hints, cold mapped[upfRecordHints]
-	bits        uint // of a bucket number; 0: no records
+	// keys read next (struct record_hints).
+	hints mapped[upfRecordHints]
+	bits  uint // of a bucket number; 0: no records
 	// copiedBy are, by PDR slot, the places + 1 of the records that copy
 	// it (0: none). A PDR is the first of two sets at most (a UE's IPv4
 	// address and IPv6 prefix); a third set's key goes without a record.
@@ -71,9 +70,6 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	if r.hints, err = mapArray[upfRecordHints](m.RecordHints); err != nil {
 		return errors.Join(err, r.recs.close())
 	}
-	if r.cold, err = mapArray[upfRecordHints](m.ColdHints); err != nil {
-		return errors.Join(err, r.recs.close(), r.hints.close())
-	}
 	if n := m.SetRecords.MaxEntries(); n >= uint32(setWays) {
 		r.bits = uint(bits.Len32(n/uint32(setWays) - 1))
 		r.copiedBy = make([][2]uint32, pdrSlots)
@@ -85,7 +81,7 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	return nil
 }
 
-func (r *records) close() error { return errors.Join(r.recs.close(), r.hints.close(), r.cold.close()) }
+func (r *records) close() error { return errors.Join(r.recs.close(), r.hints.close()) }
 
 // recordBuckets are the buckets a key's record may be in: its own, then
 // the one beside it in the same page (bpf/upf/consts.h).
@@ -142,27 +138,13 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 // its tag that of a key without a record here, whose packets read their
 // set's lines anyway.
 func (r *records) hint(pos int, rec *upfSetRecord) {
-	writeHint(&r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)], rec)
-}
-
-// coldHint writes what the packets of a key without a record read
-// through its set, as rec, the record it would have, says: in the place
-// of its tag's top bits among those of its buckets, where it replaces
-// the hint of another key, a wasted read for that one's packets.
-func (r *records) coldHint(rec *upfSetRecord) {
-	k := setKey{upfSetKind(rec.Kind), rec.Key}
-	writeHint(&r.cold.at(uint32(r.bucket(k) / coldHintBuckets)).Place[uint32(hash(k))>>30], rec)
-}
-
-// coldHintBuckets are the buckets of records a line of cold hints serves.
-const coldHintBuckets = int(upfLimitsCOLD_HINT_BUCKETS)
-
-func writeHint(h *upfRecordHint, rec *upfSetRecord) {
-	usage := rec.Pdr.Qer[0]
-	if usage == 0 {
-		usage = rec.Pdr.Urr[0]
+	h := &r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)]
+	h.Tag = uint32(hash(setKey{upfSetKind(rec.Kind), rec.Key}))
+	h.PdrSlot = rec.PdrSlot
+	h.UsageSlot = rec.Pdr.Qer[0]
+	if h.UsageSlot == 0 {
+		h.UsageSlot = rec.Pdr.Urr[0]
 	}
-	*h = upfRecordHint{Tag: uint32(hash(setKey{upfSetKind(rec.Kind), rec.Key})), PdrSlot: rec.PdrSlot, UsageSlot: usage, Set: rec.Set}
 }
 
 // noteFilter notes that rec holds its PDR's SDF filter, if it does.
@@ -321,15 +303,11 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	}
 	switch {
 	case !ok:
-		return
 	case free >= 0:
-		if r.write(free, rec) {
-			return
-		}
+		r.write(free, rec)
 	case held:
 		r.waiting[k] = true // the packets reading a held place end soon
 	}
-	r.coldHint(&rec)
 }
 
 // sameRecord says whether the record have is rec.

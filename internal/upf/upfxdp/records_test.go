@@ -530,39 +530,3 @@ func TestRecordHints(t *testing.T) {
 	defer d.Close()
 	want(d)
 }
-
-// A key whose four places are taken has a cold hint instead: its set, the
-// PDR its packets take and that PDR's usage line, which a restart writes
-// again.
-func TestColdHint(t *testing.T) {
-	needRecords(t)
-	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
-	check(t, d.PutPDR(3, PDR{Far: forward(1), Urr: [URRsPerPDR]uint32{6}}))
-	var teids []uint32
-	want := d.sets.records.bucket(teidKey(0x4000))
-	for teid := uint32(0x4000); len(teids) <= recordBuckets*setWays; teid++ {
-		if d.sets.records.bucket(teidKey(teid)) == want {
-			teids = append(teids, teid)
-			check(t, d.PutUplink(onN3(teid), pdrSet(3)))
-		}
-	}
-	k := teidKey(teids[len(teids)-1])
-	hinted := func(d *Datapath) {
-		t.Helper()
-		if own, _, _ := d.sets.records.find(k); own >= 0 {
-			t.Fatalf("the fifth key of a bucket has a record at %d", own)
-		}
-		h := d.sets.records.cold.at(uint32(want / coldHintBuckets)).Place[uint32(hash(k))>>30]
-		wantHint := upfRecordHint{Tag: uint32(hash(k)), PdrSlot: 3, UsageSlot: 6, Set: d.sets.where[k].slot}
-		if h != wantHint {
-			t.Errorf("cold hint %+v, want %+v", h, wantHint)
-		}
-	}
-	hinted(d)
-	clear(d.sets.records.cold.mem)
-	check(t, d.Close())
-	d, err := Open(d.opts)
-	check(t, err)
-	defer d.Close()
-	hinted(d)
-}
