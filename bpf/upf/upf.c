@@ -129,8 +129,8 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
  * PDR counter's and its usage line (slot 0's, never used, when it has
  * none), as the hints of their pair name them, looked at in the order
  * the record's places are. Their slots are in the record, so that these
- * reads would wait for its miss; the hints are small enough a table to
- * stay in the cache. */
+ * reads would wait for its miss; these wait for the hints' line only,
+ * an eighth of the records' table. */
 INLINE void read_ahead(__u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
