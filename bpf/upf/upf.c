@@ -124,11 +124,11 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 	return (h ^ h >> 32) * SET_HASH;
 }
 
-/* Starts the reads of the lines a packet of the key of hash h, whose
- * record is in bucket or the one beside it, writes after its record: its
+/* Starts the reads of the lines a packet writes after its record: its
  * PDR counter's and its usage line (slot 0's, never used, when it has
- * none), as the hints of their pair name them, looked at in the order
- * the record's places are. Their slots are in the record, so that these
+ * none), as the hint of its key names them, the one whose tag is its
+ * hash's low 32 bits among those of the pair of bucket and the one
+ * beside it, looked at in the order the record's places are. Their slots are in the record, so that these
  * reads would wait for its miss; these wait for the hints' line only,
  * an eighth of the records' table. */
 INLINE void read_ahead(__u32 bucket, __u32 tag)
