@@ -53,6 +53,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } set_records SEC(".maps");
 
+/* By pair of set_records' buckets, what the packets of their records'
+ * keys read next (struct record_hints): a packet starts those reads
+ * before it has found its record, so that their misses overlap the
+ * record's. Written by the control plane through mmap. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct record_hints);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} record_hints SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);

@@ -170,6 +170,26 @@ struct set_record {
 };
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
+/* What a packet of a key reads after its record, told before it: the
+ * record's PDR slot (its counter's row) and the QER and URR slot of its
+ * usage line, with a tag of the key's hash (its low 32 bits) that says
+ * whose they are. A hint only: a stale or torn one costs a wasted read. */
+struct record_hint {
+	__u32 tag;
+	__u32 pdr_slot;
+	__u32 usage_slot; /* the copy's first QER, else its first URR; 0: none */
+	__u32 pad;
+};
+
+/* The hints of a pair of buckets of set_records, as their places lie (a
+ * key's four places are one pair's): one line, read beside the record's,
+ * whose index the key's hash gives before the record is found
+ * (record_hints). */
+struct record_hints {
+	struct record_hint place[RECORD_BUCKETS * SET_WAYS];
+};
+_Static_assert(sizeof(struct record_hints) == 64, "a pair's hints fill one cache line");
+
 /* The PDR a packet takes when its record does not serve it, copied from
  * pdrs (iface_cpu_lines); branch is what builds that copied the record
  * too copied of it. */

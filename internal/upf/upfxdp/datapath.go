@@ -320,6 +320,7 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	specs.SetOverflow.MaxEntries = sets
 	if b := recordBucketBits(maxSessions); b > 0 {
 		specs.SetRecords.MaxEntries = uint32(setWays) << b
+		specs.RecordHints.MaxEntries = 1 << (b - 1) // a pair of buckets each
 	}
 	specs.Pdrs.MaxEntries = rules
 	specs.PdrCounters.MaxEntries = rules * uint32(cpus)

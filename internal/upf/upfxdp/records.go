@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"errors"
 	"maps"
 	"math/bits"
 	"runtime"
@@ -41,7 +42,10 @@ func recordBucketBits(maxSessions uint32) uint {
 // every packet under way then has ended (settle).
 type records struct {
 	recs mapped[upfSetRecord]
-	bits uint // of a bucket number; 0: no records
+	// hints are, by pair of buckets, what the packets of the records'
+	// keys read next (struct record_hints).
+	hints mapped[upfRecordHints]
+	bits  uint // of a bucket number; 0: no records
 	// copiedBy are, by PDR slot, the places + 1 of the records that copy
 	// it (0: none). A PDR is the first of two sets at most (a UE's IPv4
 	// address and IPv6 prefix); a third set's key goes without a record.
@@ -63,6 +67,9 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	if r.recs, err = mapArray[upfSetRecord](m.SetRecords); err != nil {
 		return err
 	}
+	if r.hints, err = mapArray[upfRecordHints](m.RecordHints); err != nil {
+		return errors.Join(err, r.recs.close())
+	}
 	if n := m.SetRecords.MaxEntries(); n >= uint32(setWays) {
 		r.bits = uint(bits.Len32(n/uint32(setWays) - 1))
 		r.copiedBy = make([][2]uint32, pdrSlots)
@@ -74,7 +81,7 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	return nil
 }
 
-func (r *records) close() error { return r.recs.close() }
+func (r *records) close() error { return errors.Join(r.recs.close(), r.hints.close()) }
 
 // recordBuckets are the buckets a key's record may be in: its own, then
 // the one beside it in the same page (bpf/upf/consts.h).
@@ -116,6 +123,7 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 	if !r.ref(pos, rec.PdrSlot) {
 		return false
 	}
+	r.hint(pos, &rec)
 	at := r.recs.at(uint32(pos))
 	kind := rec.Kind
 	rec.Kind, rec.Seq = 0, atomic.LoadUint32(&at.Seq)&^1
@@ -123,6 +131,20 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 	atomic.StoreUint32(&at.Kind, kind)
 	r.noteFilter(&rec)
 	return true
+}
+
+// hint writes what the packets of rec, at pos, read after it: the hint
+// of a place whose record is gone stays until the next is written there,
+// its tag that of a key without a record here, whose packets read their
+// set's lines anyway.
+func (r *records) hint(pos int, rec *upfSetRecord) {
+	h := &r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)]
+	h.Tag = uint32(hash(setKey{upfSetKind(rec.Kind), rec.Key}))
+	h.PdrSlot = rec.PdrSlot
+	h.UsageSlot = rec.Pdr.Qer[0]
+	if h.UsageSlot == 0 {
+		h.UsageSlot = rec.Pdr.Urr[0]
+	}
 }
 
 // noteFilter notes that rec holds its PDR's SDF filter, if it does.
@@ -399,6 +421,7 @@ func (p *pdrSets) rebuildRecords(used []bool) {
 			r.clear(pos)
 		} else {
 			r.noteFilter(rec)
+			r.hint(pos, rec) // a build before the hints left none
 		}
 	}
 	for _, slots := range unrecorded {

@@ -490,3 +490,43 @@ func TestRecordBranchAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// hintOf is what the hints say of the record at pos.
+func (r *records) hintOf(pos int) (tag, pdr, usage uint32) {
+	h := r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)]
+	return h.Tag, h.PdrSlot, h.UsageSlot
+}
+
+// A record's hint names the lines its packets read next, its PDR's
+// counter and its first QER's usage line (its first URR's without one),
+// with its key's tag; a restart writes the hints of the records it keeps,
+// which a build before them left none of.
+func TestRecordHints(t *testing.T) {
+	needRecords(t)
+	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
+	check(t, d.PutPDR(3, PDR{Far: forward(1), Qer: [QERsPerPDR]uint32{5}, Urr: [URRsPerPDR]uint32{6}}))
+	check(t, d.PutPDR(4, PDR{Far: forward(1), Urr: [URRsPerPDR]uint32{7}}))
+	check(t, d.PutUplink(onN3(0x6100), pdrSet(3)))
+	check(t, d.PutUplink(onN3(0x6101), pdrSet(4)))
+	want := func(d *Datapath) {
+		t.Helper()
+		for _, c := range []struct{ teid, pdr, usage uint32 }{{0x6100, 3, 5}, {0x6101, 4, 7}} {
+			k := teidKey(c.teid)
+			own, _, _ := d.sets.records.find(k)
+			if own < 0 {
+				t.Fatalf("TEID %#x has no record", c.teid)
+			}
+			if tag, pdr, usage := d.sets.records.hintOf(own); tag != uint32(hash(k)) || pdr != c.pdr || usage != c.usage {
+				t.Errorf("TEID %#x: hint of tag %#x, PDR %d, usage line %d; want %#x, %d, %d",
+					c.teid, tag, pdr, usage, uint32(hash(k)), c.pdr, c.usage)
+			}
+		}
+	}
+	want(d)
+	clear(d.sets.records.hints.mem)
+	check(t, d.Close())
+	d, err := Open(d.opts)
+	check(t, err)
+	defer d.Close()
+	want(d)
+}
