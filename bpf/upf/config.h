@@ -23,6 +23,10 @@ volatile const __u32 set_slot_bits = 31; /* of a set_index place, the slot's (en
  * finds its PDRs in its set (records are written on x86-64 only, whose
  * loads keep their order: see find_record). */
 volatile const __u32 record_bits = 0;
+/* 1: find_record starts the reads its key's hint names (record_hints),
+ * for tables that outgrow the caches; 0: the verifier removes that code,
+ * which costs a data path whose tables stay cached a few ns a packet. */
+volatile const __u32 read_ahead = 0;
 /* entries of pdrs, qers and urrs: the length of a CPU's row of
  * pdr_counters, usage_lines and urr_counts */
 volatile const __u32 pdr_slots = 1;

@@ -131,7 +131,7 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
  * beside it, looked at in the order the record's places are. Their slots are in the record, so that these
  * reads would wait for its miss; these wait for the hints' line only,
  * an eighth of the records' table. */
-INLINE void read_ahead(__u32 bucket, __u32 tag)
+INLINE void start_reads(__u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
 	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
@@ -169,7 +169,8 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 		return NULL;
 	__u64 h = key_hash(kind, key);
 	__u32 bucket = h >> (64 - record_bits);
-	read_ahead(bucket, h);
+	if (read_ahead)
+		start_reads(bucket, h);
 #pragma unroll
 	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
 		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;

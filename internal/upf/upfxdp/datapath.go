@@ -483,7 +483,7 @@ func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 	if err := errors.Join(specs.IfaceSlot.Set(slot), specs.IfaceRoles.Set(uint32(roles)), specs.GtpuAddrs.Set(addrs),
 		specs.GtpuAddrs6.Set(addrs6), specs.GtpuAddrs6Set.Set(set6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
-		specs.RecordBits.Set(uint32(d.sets.records.bits)),
+		specs.RecordBits.Set(uint32(d.sets.records.bits)), specs.ReadAhead.Set(readsAhead(d.sets.records.bits)),
 		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
 		return fmt.Errorf("setting the program's constants: %w", err)
 	}

@@ -34,6 +34,21 @@ func recordBucketBits(maxSessions uint32) uint {
 	return uint(bits.Len32(2*maxSessions - 1))
 }
 
+// readAheadBits bounds the records' table (in bucket bits) above which
+// find_record starts the reads its key's hint names: past 65,536
+// sessions' records (32 MiB) the tables outgrow a server's last-level
+// cache, and the hints save a dependent miss a packet; below, they would
+// cost a cached packet a few ns for nothing.
+const readAheadBits = 17
+
+// readsAhead is the program's read_ahead for a table of bits.
+func readsAhead(bits uint) uint32 {
+	if bits > readAheadBits {
+		return 1
+	}
+	return 0
+}
+
 // records are set_records (bpf/upf/structs.h), which the sets keep exact:
 // a key's record is written whenever its set is, or the PDR its record
 // copies. Packets read a record where it lies, so a record they may be

@@ -3,6 +3,7 @@ package upfxdp
 import (
 	"bytes"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -529,4 +530,17 @@ func TestRecordHints(t *testing.T) {
 	check(t, err)
 	defer d.Close()
 	want(d)
+}
+
+// The hints are read from tables of more than 65,536 sessions' records
+// on, which outgrow the caches, and not below.
+func TestReadAheadFromTablesPastTheCaches(t *testing.T) {
+	if !recordsWritten {
+		t.Skip("no records on " + runtime.GOARCH)
+	}
+	for sessions, want := range map[uint32]uint32{1: 0, 65536: 0, 65537: 1, 1_000_000: 1} {
+		if got := readsAhead(recordBucketBits(sessions)); got != want {
+			t.Errorf("%d sessions: read_ahead %d, want %d", sessions, got, want)
+		}
+	}
 }
