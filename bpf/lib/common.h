@@ -11,10 +11,6 @@
 
 #define INLINE static __always_inline
 #define NSEC_PER_SEC 1000000000ULL
-/* For the compiler's layout: the common path falls through, the rare one
- * jumps away. */
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* A read position inside the packet; every parse step checks it against end. */
 struct cursor {

@@ -556,8 +556,8 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
 		return reason;
 	const struct far *far = &pdr->far;
-	if (unlikely(!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
-		     (far_flags && !(far->flags & far_flags)))) {
+	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
+	    (far_flags && !(far->flags & far_flags))) {
 		count_pdr(slot, len);
 		return REASON_DROP_FAR;
 	}
@@ -687,7 +687,7 @@ INLINE __u32 route6(const struct in6_addr *dst)
 INLINE int trim_to(struct xdp_md *ctx, __u32 len, __u32 want)
 {
 	__s32 extra = (__s32)len - (__s32)want;
-	if (unlikely(extra > 0))
+	if (extra > 0)
 		return bpf_xdp_adjust_tail(ctx, -extra);
 	return 0;
 }
@@ -699,10 +699,10 @@ INLINE void *l2_room(struct xdp_md *ctx, __u32 inner_off, __u32 new_l2)
 {
 	int delta = (int)inner_off - (int)new_l2;
 	/* A relay whose headers keep their length moves nothing: no call. */
-	if (delta && unlikely(bpf_xdp_adjust_head(ctx, delta)))
+	if (delta && bpf_xdp_adjust_head(ctx, delta))
 		return NULL;
 	void *data = (void *)(long)ctx->data;
-	if (unlikely(data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end))
+	if (data + ETH_HLEN_VLAN > (void *)(long)ctx->data_end)
 		return NULL;
 	return data;
 }
@@ -913,8 +913,8 @@ static __attribute__((noinline)) int send_mirrored(struct xdp_md *ctx, __u32 ifi
 INLINE int send(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 ifindex, struct copied_packet *copy,
 		__u32 pkt_len)
 {
-	if (likely(!(pdr->far.flags & FAR_DUPLICATE))) {
-		if (likely(ctx->data_meta == ctx->data)) /* no rule of a chain mirrors it */
+	if (!(pdr->far.flags & FAR_DUPLICATE)) {
+		if (ctx->data_meta == ctx->data) /* no rule of a chain mirrors it */
 			return bpf_redirect(ifindex, 0);
 		__u64 packet;
 		__builtin_memcpy(&packet, copy, sizeof(packet));
@@ -1115,12 +1115,12 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* A frame (a single buffer) is shorter than 16 KiB: the mask bounds
 	 * the offset for the verifier, which needs room above it. */
 	void *inner = data + (inner_off & 0x3fff);
-	if (unlikely((void *)(eth + 1) > end))
+	if ((void *)(eth + 1) > end)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	/* The PDR the packet takes: its key's record's, where it lies, else
 	 * one of its set's, copied into this CPU's line. */
 	struct iface_cpu_line *line = iface_line();
-	if (unlikely(!line))
+	if (!line)
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	struct record_copy *rc = &line->copy;
 	const struct set_record *r = find_record(SET_TEID, key);
@@ -1128,7 +1128,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	__u32 slot = r ? r->pdr_slot : 0, recorded = r ? r->set : 0;
 	__u8 fast = r ? r->families : 0;
 	struct pdr_set *set = NULL;
-	if (unlikely(!fast) && !(set = find_set(SET_TEID, key)))
+	if (!fast && !(set = find_set(SET_TEID, key)))
 		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
 
 	/* The verifier learns packet bounds only from data_end, so the inner
@@ -1140,24 +1140,24 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	__be16 proto;
 	/* Shorter than an IPv4 header, no inner packet is whole: one check
 	 * for the version's octet and the IPv4 header's. */
-	if (unlikely(inner + sizeof(struct iphdr) > end))
+	if (inner + sizeof(struct iphdr) > end)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* Branch on v4, not on the pointers: the verifier does not know that a
 	 * packet pointer is never NULL. */
 	int v4 = (*(__u8 *)inner >> 4) == 4;
 	if (v4) {
-		if (unlikely(parse_ipv4(&ic, &ip4)))
+		if (parse_ipv4(&ic, &ip4))
 			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 		inner_len = bpf_ntohs(ip4->tot_len);
 		proto = bpf_htons(ETH_P_IP);
 	} else {
-		if (unlikely(parse_ipv6(&ic, &ip6)))
+		if (parse_ipv6(&ic, &ip6))
 			return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 		inner_len = sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
 		proto = bpf_htons(ETH_P_IPV6);
 	}
 
-	if (unlikely(inner_len > g->payload_len))
+	if (inner_len > g->payload_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
 	/* The route of an IPv4 destination by the tables, read before the PDR
 	 * says whether it is wanted: its reads then overlap the record's, where
@@ -1167,8 +1167,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	/* A record's PDI checks and SDF filters run on its copy; a packet
 	 * they refuse tries the PDR after it, then the set's others. */
 	int served = fast & (v4 ? RECORD_IPV4 : RECORD_IPV6);
-	if (unlikely(!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
-		     !record_sdf_passes(ctx, inner_off, pdr, &r->branch, v4 ? ip4 : NULL))) {
+	if (!served || !uplink_pdi_matches(pdr, g, ip4, ip6) ||
+	    !record_sdf_passes(ctx, inner_off, pdr, &r->branch, v4 ? ip4 : NULL)) {
 		if (!(served && pdr_after_record(ctx, r->branch.next, g, ip4, ip6, inner_off, &rc->pdr, &slot))) {
 			if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
 				return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
@@ -1189,17 +1189,16 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		.check = v4 ? ip4->check : 0,
 	};
 	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, buffer_released(far));
-	if (unlikely(dropped)) {
-		if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
-			finish(pkt_len, dropped, 0);
-			return send_copy_only(ctx, slot, &copy, pkt_len);
-		}
-		return finish(pkt_len, dropped, XDP_DROP);
+	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
+		finish(pkt_len, dropped, 0);
+		return send_copy_only(ctx, slot, &copy, pkt_len);
 	}
+	if (dropped)
+		return finish(pkt_len, dropped, XDP_DROP);
 	/* A relay between the gNB and the CP function, between two gNBs, or
 	 * over N9 between UPFs: the packet is theirs, hop limit included
 	 * (neighbour discovery needs 255). */
-	if (unlikely(far->flags & FAR_GTPU))
+	if (far->flags & FAR_GTPU)
 		return tunnel(ctx, pdr, slot, inner_off, inner_len, pkt_len, &copy, &line->relay_forward,
 			      to_ue ? GTPU_PSC_DL : GTPU_PSC_UL, psc_qfi);
 
@@ -1209,8 +1208,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nh_slot);
 	int routed = nh && nh->valid;
 	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
-	if (likely(routed)) {
-		if (unlikely(v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1))
+	if (routed) {
+		if (v4 ? ip4->ttl <= 1 : ip6->hop_limit <= 1)
 			return finish(pkt_len, REASON_DROP_TTL, XDP_DROP);
 		if (v4)
 			ipv4_decrement_ttl(ip4);
@@ -1224,9 +1223,9 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		__builtin_memcpy(rx_dmac, eth->h_dest, ETH_ALEN);
 		__builtin_memcpy(rx_smac, eth->h_source, ETH_ALEN);
 	}
-	if (unlikely(trim_to(ctx, pkt_len, inner_off + inner_len)))
+	if (trim_to(ctx, pkt_len, inner_off + inner_len))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	if (unlikely(!routed)) {
+	if (!routed) {
 		if (put_eth(ctx, inner_off, ETH_HLEN, rx_dmac, rx_smac, 0, proto))
 			return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 		/* The kernel takes the packet: no copy of it can be made. */
@@ -1236,7 +1235,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	}
 	__be16 tci = nh->vlan_tci;
 	copy.inner_off = tci ? ETH_HLEN_VLAN : ETH_HLEN;
-	if (unlikely(put_nexthop_eth(ctx, inner_off, copy.inner_off, nh, tci, proto)))
+	if (put_nexthop_eth(ctx, inner_off, copy.inner_off, nh, tci, proto))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	count_forward(&line->uplink_forward, pkt_len);
 	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
