@@ -662,9 +662,10 @@ INLINE int buffer_released(const struct far *far)
 	return released;
 }
 
-/* Next-hop slot of the longest matching route to an uplink destination;
- * KERNEL_SLOT when there is none. */
-INLINE __u32 route4(__be32 dst)
+/* Next-hop slot of the longest matching route to an uplink destination
+ * by the tables (KERNEL_SLOT when there is none), or ROUTE_LPM when the
+ * routes4 trie has it (route4_lpm). */
+INLINE __u32 route4_table(__be32 dst)
 {
 	__u32 host = bpf_ntohl(dst);
 	__u32 key = host >> 10;
@@ -672,16 +673,28 @@ INLINE __u32 route4(__be32 dst)
 	if (!q)
 		return KERNEL_SLOT;
 	__u16 v = q->slot[(host >> 8) & 3];
-	if (v < ROUTE_GROUP)
+	if (v < ROUTE_GROUP || v == ROUTE_LPM)
 		return v;
-	if (v != ROUTE_LPM) {
-		key = (__u32)(v & ~ROUTE_GROUP) << 6 | (host & 0xff) >> 2;
-		q = bpf_map_lookup_elem(&routes4_tbl8, &key);
-		return q ? q->slot[host & 3] : KERNEL_SLOT;
-	}
+	key = (__u32)(v & ~ROUTE_GROUP) << 6 | (host & 0xff) >> 2;
+	q = bpf_map_lookup_elem(&routes4_tbl8, &key);
+	return q ? q->slot[host & 3] : KERNEL_SLOT;
+}
+
+/* route4_table's slot, the trie's where the tables send it there. */
+INLINE __u32 route4_lpm(__be32 dst, __u32 slot)
+{
+	if (slot != ROUTE_LPM)
+		return slot;
 	struct route4_key k = { .prefixlen = 32, .addr = dst };
 	__u32 *lpm = bpf_map_lookup_elem(&routes4, &k);
 	return lpm ? *lpm : KERNEL_SLOT;
+}
+
+/* Next-hop slot of the longest matching route to an uplink destination;
+ * KERNEL_SLOT when there is none. */
+INLINE __u32 route4(__be32 dst)
+{
+	return route4_lpm(dst, route4_table(dst));
 }
 
 INLINE __u32 route6(const struct in6_addr *dst)
@@ -1169,6 +1182,10 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 
 	if (inner_len > g->payload_len)
 		return finish(pkt_len, REASON_DROP_MALFORMED, XDP_DROP);
+	/* The route of an IPv4 destination by the tables, read before the PDR
+	 * says whether it is wanted: its reads then overlap the record's, where
+	 * after it they lengthened the chain of reads the packet waits for. */
+	__u32 routed4 = v4 ? route4_table(ip4->daddr) : KERNEL_SLOT;
 
 	/* A record's PDI checks and SDF filters run on its copy; a packet
 	 * they refuse tries the PDR after it, then the set's others. */
@@ -1210,7 +1227,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 
 	__u32 nh_slot = far->nexthop;
 	if (nh_slot == NEXTHOP_ROUTE)
-		nh_slot = v4 ? route4(ip4->daddr) : route6(&ip6->daddr);
+		nh_slot = v4 ? route4_lpm(ip4->daddr, routed4) : route6(&ip6->daddr);
 	struct nexthop *nh = bpf_map_lookup_elem(&nexthops, &nh_slot);
 	int routed = nh && nh->valid;
 	__u8 rx_dmac[ETH_ALEN], rx_smac[ETH_ALEN];
