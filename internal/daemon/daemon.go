@@ -161,6 +161,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		return err
 	}
 
+	if cfg.PFCP == nil && u != nil {
+		defer serveFragmentedGPDUs(cfg, u.dp, ns, log)()
+	}
 	if cfg.PFCP != nil { // with the UPF, as config checks
 		rest.gate.Starting("starting: binding PFCP")
 		var stopPFCP func() error

@@ -19,8 +19,13 @@ import (
 // A G-PDU whose outer packet the gNB's kernel fragmented (a UE's full-size
 // packet over a path of a smaller MTU) is forwarded: XDP sees it only in
 // pieces and passes them on, the kernel puts it together, and the daemon
-// has the data path forward it whole, once.
+// has the data path forward it whole, once; with PFCP or without.
 func TestFragmentedGPDUsAreForwarded(t *testing.T) {
+	t.Run("pfcp", func(t *testing.T) { fragmentedGPDUs(t, true) })
+	t.Run("rest", func(t *testing.T) { fragmentedGPDUs(t, false) })
+}
+
+func fragmentedGPDUs(t *testing.T, pfcp bool) {
 	e := newEnv(t)
 	const n3 = "10.1.2.1" // the configuration's N3 address, local to n3n6 here
 	must(t, e.upf.AddAddr("n3n6", n3+"/24"))
@@ -29,7 +34,9 @@ func TestFragmentedGPDUsAreForwarded(t *testing.T) {
 	if out, err := exec.Command("ip", "-n", e.peer.Name, "route", "add", n3+"/32", "dev", "gnb", "mtu", "600").CombinedOutput(); err != nil {
 		t.Fatalf("route: %v: %s", err, out)
 	}
-	e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+	if pfcp {
+		e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+	}
 	cfg := e.config(t)
 	client, stop := runDaemon(t, cfg)
 	defer func() { must(t, stop()) }()

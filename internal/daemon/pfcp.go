@@ -216,6 +216,28 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu f
 	return e
 }
 
+// serveFragmentedGPDUs opens, for a UPF without PFCP, the socket on the
+// GTP-U port of its N3 and N9 addresses that the kernel hands G-PDUs it
+// put together from fragments to, which injectGPDUs forwards; the PFCP
+// side's signalling endpoint does that with PFCP. stop closes it.
+func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var e *gtpu.Endpoint
+	if err := inNetns(ns, func() (err error) {
+		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log,
+			OnGPDU: injectGPDUs(ctx, dp, cfg, ns, log)})
+		return err
+	}); err != nil {
+		log.Warn("fragmented G-PDUs are not forwarded: no socket on the GTP-U port", "err", err)
+		cancel()
+		return func() {}
+	}
+	return func() {
+		e.Close()
+		cancel()
+	}
+}
+
 // injectGPDUs has the data path forward the G-PDUs that the kernel put
 // together from their fragments and the N3 socket receives whole, as if
 // they had come in whole by the first interface of the access role. One
