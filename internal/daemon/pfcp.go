@@ -71,7 +71,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 	var srv atomic.Pointer[pfcp.Server]
 	var handler atomic.Pointer[n4.Handler]
 	ctx, cancel := context.WithCancel(context.Background())
-	tunnels := openTunnels(cfg, ns, log, injectGPDUs(ctx, u.dp, cfg, ns, log),
+	tunnels := openTunnels(cfg, ns, log, injectGPDUs(ctx, u.dp, ns, log),
 		func(ei gtpu.ErrorIndication) {
 			if h := handler.Load(); h != nil {
 				h.ErrorIndication(ei)
@@ -199,7 +199,7 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 // other UPFs, echo supervision of the paths to them, End Markers. Without
 // it (no such address is local there) the UPF
 // forwards as before and says what it cannot do.
-func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, []byte),
+func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
 	errorIndication func(gtpu.ErrorIndication), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
 	var e *gtpu.Endpoint
 	err := inNetns(ns, func() (err error) {
@@ -225,7 +225,7 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 	var e *gtpu.Endpoint
 	if err := inNetns(ns, func() (err error) {
 		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log,
-			OnGPDU: injectGPDUs(ctx, dp, cfg, ns, log)})
+			OnGPDU: injectGPDUs(ctx, dp, ns, log)})
 		return err
 	}); err != nil {
 		log.Warn("fragmented G-PDUs are not forwarded: no socket on the GTP-U port", "err", err)
@@ -240,19 +240,15 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 
 // injectGPDUs has the data path forward the G-PDUs that the kernel put
 // together from their fragments and the N3 socket receives whole, as if
-// they had come in whole by the first interface of the access role. One
-// goroutine in the interfaces' namespace, where the kernel finds that
-// interface, runs them through in turn until ctx ends; what finds its
-// queue full is dropped.
-func injectGPDUs(ctx context.Context, dp *upfxdp.Datapath, cfg *config.Config, ns netns.NsHandle,
-	log *slog.Logger) func(netip.Addr, netip.AddrPort, []byte) {
-	i := slices.IndexFunc(cfg.Interfaces, func(i config.Interface) bool { return i.Roles&upfxdp.RoleAccess != 0 })
-	if i < 0 {
-		return nil
-	}
-	ifname := cfg.Interfaces[i].Name
+// they had come in whole by the interface their fragments came in by: the
+// UPF's program there decides, as for any G-PDU. One goroutine in the
+// interfaces' namespace, where the kernel finds that interface, runs them
+// through in turn until ctx ends; what finds its queue full is dropped.
+func injectGPDUs(ctx context.Context, dp *upfxdp.Datapath, ns netns.NsHandle,
+	log *slog.Logger) func(netip.Addr, netip.AddrPort, int, []byte) {
 	type gpdu struct {
 		from, to netip.Addr
+		ifindex  int
 		datagram []byte
 	}
 	queue := make(chan gpdu, 1024)
@@ -269,15 +265,19 @@ func injectGPDUs(ctx context.Context, dp *upfxdp.Datapath, cfg *config.Config, n
 			case <-ctx.Done():
 				return
 			case g := <-queue:
-				if err := dp.InjectGPDU(ifname, g.from, g.to, g.datagram); err != nil {
+				iface, err := net.InterfaceByIndex(g.ifindex)
+				if err == nil {
+					err = dp.InjectGPDU(iface.Name, g.from, g.to, g.datagram)
+				}
+				if err != nil {
 					log.Debug("a fragmented G-PDU not forwarded", "from", g.from, "err", err)
 				}
 			}
 		}
 	}()
-	return func(local netip.Addr, from netip.AddrPort, datagram []byte) {
+	return func(local netip.Addr, from netip.AddrPort, ifindex int, datagram []byte) {
 		select {
-		case queue <- gpdu{from: from.Addr().Unmap(), to: local, datagram: slices.Clone(datagram)}:
+		case queue <- gpdu{from: from.Addr().Unmap(), to: local, ifindex: ifindex, datagram: slices.Clone(datagram)}:
 		default:
 		}
 	}

@@ -10,6 +10,7 @@ package gtpu
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of the Config settings left zero: a dead path fails after three
@@ -47,11 +50,13 @@ type Config struct {
 	OnErrorIndication func(ErrorIndication)
 	OnPathFailure     func(Path)
 	OnPathRecovery    func(Path)
-	// OnGPDU takes a G-PDU the data path passed up: one the kernel put
-	// together from its fragments, which XDP only sees in pieces. It runs
-	// on the socket's reader, datagram valid during the call; G-PDUs from
-	// UDP port 0 are not given to it (see upfxdp.Datapath.InjectGPDU).
-	OnGPDU func(local netip.Addr, from netip.AddrPort, datagram []byte)
+	// OnGPDU takes a G-PDU the kernel put together from its fragments,
+	// which XDP only sees in pieces, with the index of the interface they
+	// came in by; not one that came whole (XDP passed it up for a reason
+	// of its own: not for the UPF, say). It runs on the socket's reader,
+	// datagram valid during the call; G-PDUs from UDP port 0 are not given
+	// to it (see upfxdp.Datapath.InjectGPDU).
+	OnGPDU func(local netip.Addr, from netip.AddrPort, ifindex int, datagram []byte)
 
 	Log *slog.Logger
 }
@@ -141,7 +146,13 @@ func Open(cfg Config) (*Endpoint, error) {
 			return nil, fmt.Errorf("gtpu: invalid or repeated local address %v", local)
 		}
 		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
+		if err == nil && cfg.OnGPDU != nil {
+			err = tellArrival(conn, local)
+		}
 		if err != nil {
+			if conn != nil {
+				conn.Close()
+			}
 			e.closeConns()
 			return nil, fmt.Errorf("gtpu: %w", err)
 		}
@@ -341,10 +352,56 @@ func (e *Endpoint) dispatch() {
 	}
 }
 
+// tellArrival has the kernel say of each datagram conn receives whether
+// it put it together from fragments (the largest fragment's size,
+// IP_RECVFRAGSIZE) and by which interface it came in (IP_PKTINFO), for
+// OnGPDU.
+func tellArrival(conn *net.UDPConn, local netip.Addr) error {
+	level, opts := unix.IPPROTO_IP, []int{unix.IP_RECVFRAGSIZE, unix.IP_PKTINFO}
+	if !local.Is4() {
+		level, opts = unix.IPPROTO_IPV6, []int{unix.IPV6_RECVFRAGSIZE, unix.IPV6_RECVPKTINFO}
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var setErr error
+	if err := raw.Control(func(fd uintptr) {
+		for _, opt := range opts {
+			setErr = errors.Join(setErr, unix.SetsockoptInt(int(fd), level, opt, 1))
+		}
+	}); err != nil {
+		return err
+	}
+	return setErr
+}
+
+// arrival reads a datagram's control messages: whether the kernel put it
+// together from fragments, and the index of the interface it came in by
+// (0: not told).
+func arrival(oob []byte) (reassembled bool, ifindex int) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false, 0
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_RECVFRAGSIZE,
+			m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_RECVFRAGSIZE:
+			reassembled = true
+		case m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_PKTINFO && len(m.Data) >= unix.SizeofInet4Pktinfo:
+			ifindex = int(int32(binary.NativeEndian.Uint32(m.Data)))
+		case m.Header.Level == unix.IPPROTO_IPV6 && m.Header.Type == unix.IPV6_PKTINFO && len(m.Data) >= unix.SizeofInet6Pktinfo:
+			ifindex = int(binary.NativeEndian.Uint32(m.Data[16:]))
+		}
+	}
+	return reassembled, ifindex
+}
+
 func (e *Endpoint) read(local netip.Addr, conn *net.UDPConn) {
-	buf := make([]byte, maxDatagram)
+	buf, oob := make([]byte, maxDatagram), make([]byte, 64)
 	for {
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		n, oobn, _, from, err := conn.ReadMsgUDPAddrPort(buf, oob)
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
@@ -352,11 +409,14 @@ func (e *Endpoint) read(local netip.Addr, conn *net.UDPConn) {
 			e.log.Warn("GTP-U receive", "local", local, "err", err)
 			continue
 		}
-		e.handle(conn, local, from, buf[:n])
+		reassembled, ifindex := arrival(oob[:oobn])
+		e.handle(conn, local, from, buf[:n], reassembled, ifindex)
 	}
 }
 
-func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPort, b []byte) {
+// handle takes a datagram; reassembled: the kernel put it together from
+// fragments that came in by the interface of ifindex.
+func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPort, b []byte, reassembled bool, ifindex int) {
 	m, err := decode(b)
 	e.mu.Lock()
 	if err != nil {
@@ -369,8 +429,8 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 	e.mu.Unlock()
 	switch m.Type {
 	case MsgGPDU:
-		if e.cfg.OnGPDU != nil && from.Port() != 0 {
-			e.cfg.OnGPDU(local, from, b)
+		if e.cfg.OnGPDU != nil && reassembled && ifindex > 0 && from.Port() != 0 {
+			e.cfg.OnGPDU(local, from, ifindex, b)
 		}
 	case MsgEchoRequest:
 		// The data path answers these; one that got here still deserves
