@@ -91,6 +91,21 @@ func fragmentedGPDUs(t *testing.T, pfcp bool) {
 	if got := counter(t, dp, "pass_fragment") - fragments; got != 3*sent {
 		t.Errorf("%d fragments passed to the kernel, want %d: the G-PDUs were not sent in three", got, 3*sent)
 	}
+
+	// The same fragments by spare, which does not run the UPF: the kernel
+	// puts them together as well, and the daemon leaves the G-PDU there.
+	if out, err := exec.Command("ip", "-n", e.peer.Name, "route", "replace", n3+"/32", "dev", "spare", "mtu", "600").CombinedOutput(); err != nil {
+		t.Fatalf("route: %v: %s", err, out)
+	}
+	before = arrived()
+	for range sent {
+		_, err := conn.WriteTo(gpdu, to)
+		must(t, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if got := arrived() - before; got != 0 {
+		t.Errorf("%d of %d fragmented G-PDUs that came in by spare forwarded", got, sent)
+	}
 }
 
 // counter is a reason's packets on n3n6.
