@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
@@ -86,6 +87,9 @@ func checkStages(set StageSet, classifying bool) error {
 	}
 	if _, err := config.ParseStages("stages", set.Stages); err != nil {
 		return err
+	}
+	if set.Slice >= classifyxdp.MaxSlices {
+		return fielderr.New("slice", "slices are numbered 0 to %d", classifyxdp.MaxSlices-1)
 	}
 	if !classifying && len(set.Stages) > 1 {
 		return fielderr.New("stages", "%s needs the classifier: the daemon's configuration has no classify section", set.Stages[0])

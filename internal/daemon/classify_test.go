@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -301,15 +302,17 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		stages []string
+		slice  uint32
 		status int
 		field  string
 	}{
-		{"n3n6", []string{"upf", "classify"}, http.StatusBadRequest, "stages[1]"},
-		{"n3n6", []string{"classify"}, http.StatusBadRequest, "stages"},
-		{"n3n6", nil, http.StatusBadRequest, "stages"},
-		{"spare", []string{"upf"}, http.StatusNotFound, ""},
+		{"n3n6", []string{"upf", "classify"}, 0, http.StatusBadRequest, "stages[1]"},
+		{"n3n6", []string{"classify"}, 0, http.StatusBadRequest, "stages"},
+		{"n3n6", nil, 0, http.StatusBadRequest, "stages"},
+		{"n3n6", []string{"steer", "upf"}, classifyxdp.MaxSlices, http.StatusBadRequest, "slice"},
+		{"spare", []string{"upf"}, 0, http.StatusNotFound, ""},
 	} {
-		_, err := client.SetStages(ctx, c.name, api.StageSet{Stages: c.stages})
+		_, err := client.SetStages(ctx, c.name, api.StageSet{Stages: c.stages, Slice: c.slice})
 		if !errors.As(err, &apiErr) || apiErr.Status != c.status || apiErr.Field != c.field {
 			t.Errorf("stages %v on %s: %v, want %d on %q", c.stages, c.name, err, c.status, c.field)
 		}
