@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -347,6 +348,26 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	running(`["steer", "upf"]`, `["steer", "upf"]`)
 	e.sendDownlink(t, dp)
 	must(t, stop())
+}
+
+// A change of stages the kernel cannot make, on an interface deleted while
+// the daemon runs, names the interface and changes nothing.
+func TestStagesOfADeletedInterface(t *testing.T) {
+	e := newEnv(t)
+	client, stop := runDaemon(t, e.config(t, "spare"))
+	defer func() { must(t, stop()) }()
+	if out, err := exec.Command("ip", "-n", e.upf.Name, "link", "del", "spare").CombinedOutput(); err != nil {
+		t.Fatalf("deleting spare: %v: %s", err, out)
+	}
+	ctx := context.Background()
+	if _, err := client.SetStages(ctx, "spare", api.StageSet{Stages: []string{"upf"}}); err == nil || !strings.Contains(err.Error(), "spare") {
+		t.Errorf("stages of the deleted spare: %v, want an error naming it", err)
+	}
+	doc, err := client.Interfaces(ctx)
+	must(t, err)
+	if !strings.Contains(string(doc), `{"name":"spare","stages":["upf"]`) {
+		t.Errorf("spare after the refused change: %s", doc)
+	}
 }
 
 // zeroCounters is a rules document with every counter at zero.
