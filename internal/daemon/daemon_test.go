@@ -55,6 +55,8 @@ type env struct {
 	noUPF bool
 	// stages are n3n6's, as a YAML flow sequence; none when empty.
 	stages string
+	// n3 are N3 addresses besides 10.1.2.1.
+	n3 []string
 	// api are settings of the api section besides its listen, "key: value"
 	// each.
 	api []string
@@ -87,7 +89,7 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 		for _, name := range ifaces {
 			fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
 		}
-		fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\n")
+		fmt.Fprintf(&yaml, "n3_addresses: [%s]\n", strings.Join(append([]string{"10.1.2.1"}, e.n3...), ", "))
 	}
 	fmt.Fprintf(&yaml, "xdp_mode: native\nnetns: %s\napi: {%s}\n", e.upf.Name,
 		strings.Join(append([]string{fmt.Sprintf("listen: %q", e.listen)}, e.api...), ", "))
