@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -118,9 +119,15 @@ func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func(
 // runDaemonWith is runDaemon with the client of the test's choice.
 func runDaemonWith(t *testing.T, cfg *config.Config, client *api.Client) (stop func() error) {
 	t.Helper()
+	return runDaemonLogging(t, cfg, client, t.Output())
+}
+
+// runDaemonLogging is runDaemonWith logging to log.
+func runDaemonLogging(t *testing.T, cfg *config.Config, client *api.Client, log io.Writer) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(log, nil))) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if client.Ready(ctx) == nil {
 			break

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -126,4 +128,22 @@ func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
 	}
 	t.Fatal("n3n6 has no counters")
 	return 0
+}
+
+// Without a socket on the GTP-U port, which binds every N3 address or
+// none, the kernel's G-PDUs put together from fragments reach nothing: the
+// start says so, with PFCP and without. No N3 address is local here.
+func TestNoGTPUSocketSaysFragmentsAreNotForwarded(t *testing.T) {
+	for _, pfcp := range []bool{true, false} {
+		e := newEnv(t)
+		if pfcp {
+			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+		}
+		cfg := e.config(t)
+		var log bytes.Buffer // written by the start, read once the daemon stopped
+		must(t, runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)())
+		if !strings.Contains(log.String(), "fragmented G-PDUs") {
+			t.Errorf("pfcp %v: the start did not say that fragmented G-PDUs are not forwarded:\n%s", pfcp, log.String())
+		}
+	}
 }
