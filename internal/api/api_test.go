@@ -579,8 +579,13 @@ func TestClient(t *testing.T) {
 	if _, err := c.Replace(ctx, []byte(`{"pdrs": []}`)); err == nil || !strings.Contains(err.Error(), "no seid") {
 		t.Errorf("Replace without a SEID: %v", err)
 	}
-	if _, err := c.Replace(ctx, nil); err == nil || !strings.HasPrefix(err.Error(), "the document is not a session in JSON") {
-		t.Errorf("Replace of empty input: %v", err)
+	for _, empty := range []string{"", " \n"} {
+		if _, err := c.Replace(ctx, []byte(empty)); err == nil || !strings.HasPrefix(err.Error(), "the document is empty") {
+			t.Errorf("Replace of empty input %q: %v", empty, err)
+		}
+	}
+	if _, err := c.Replace(ctx, []byte("seid: 1")); err == nil || !strings.HasPrefix(err.Error(), "the document is not a session in JSON") {
+		t.Errorf("Replace of YAML: %v", err)
 	}
 	doc, err := c.Session(ctx, 1)
 	must(t, err)

@@ -51,6 +51,9 @@ func (c *Client) Replace(ctx context.Context, doc []byte) (json.RawMessage, erro
 	var head struct {
 		SEID uint64 `json:"seid"`
 	}
+	if len(bytes.TrimSpace(doc)) == 0 {
+		return nil, errors.New("the document is empty; expected a session in JSON")
+	}
 	if err := json.Unmarshal(doc, &head); err != nil {
 		return nil, fmt.Errorf("the document is not a session in JSON: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
 // StageSet is what an interface runs in front of the UPF: its stages in
@@ -23,7 +24,8 @@ type StageSet struct {
 type InterfaceStages struct {
 	Name string `json:"name"`
 	StageSet
-	Configured StageSet `json:"configured"`
+	Configured StageSet    `json:"configured"`
+	roles      upfxdp.Role // what the configuration gives the interface
 }
 
 // Interfaces is the document of GET /api/v1/interfaces.
@@ -61,9 +63,9 @@ func RestoreStages(ifaces []config.Interface, classifying bool, saved []byte) (r
 	}
 	for _, i := range ifaces {
 		configured := StageSet{Stages: slices.Clone(i.Stages), Slice: i.Slice}
-		in := InterfaceStages{Name: i.Name, StageSet: configured, Configured: configured}
+		in := InterfaceStages{Name: i.Name, StageSet: configured, Configured: configured, roles: i.Roles}
 		j := slices.IndexFunc(doc.Interfaces, func(s InterfaceStages) bool { return s.Name == i.Name })
-		if j >= 0 && doc.Interfaces[j].Configured.equal(configured) && checkStages(doc.Interfaces[j].StageSet, classifying) == nil {
+		if j >= 0 && doc.Interfaces[j].Configured.equal(configured) && checkStages(in.roles, doc.Interfaces[j].StageSet, classifying) == nil {
 			in.StageSet = doc.Interfaces[j].StageSet
 			if !in.StageSet.equal(configured) {
 				restored = append(restored, i.Name)
@@ -78,13 +80,14 @@ func (a StageSet) equal(b StageSet) bool {
 	return slices.Equal(a.Stages, b.Stages) && a.Slice == b.Slice
 }
 
-// checkStages refuses a set of stages that cannot run.
-func checkStages(set StageSet, classifying bool) error {
+// checkStages refuses a set of stages that cannot run on an interface of
+// roles.
+func checkStages(roles upfxdp.Role, set StageSet, classifying bool) error {
 	if len(set.Stages) == 0 {
 		return fielderr.New("stages", "the stages are needed, in order, the UPF last: %v for example",
 			[]string{config.StageClassify, config.StageUPF})
 	}
-	if _, err := config.ParseStages("stages", set.Stages); err != nil {
+	if _, err := config.CheckStages("", roles, set.Stages, set.Slice); err != nil {
 		return err
 	}
 	if !classifying && len(set.Stages) > 1 {
@@ -128,7 +131,7 @@ func (s *Stages) set(name string, set StageSet) (InterfaceStages, error) {
 	if err != nil {
 		return InterfaceStages{}, err
 	}
-	if err := checkStages(set, s.classifying); err != nil {
+	if err := checkStages(s.ifaces[i].roles, set, s.classifying); err != nil {
 		return InterfaceStages{}, err
 	}
 	if err := s.apply(name, set); err != nil {

@@ -539,15 +539,9 @@ func parseInterfaces(f *file, cfg *Config) error {
 			roles |= role
 		}
 		all |= roles
-		stages, err := ParseStages(field+".stages", in.Stages)
+		stages, err := CheckStages(field+".", roles, in.Stages, in.Slice)
 		if err != nil {
 			return err
-		}
-		if roles == upfxdp.RoleCopies && len(stages) > 1 {
-			return invalid(field+".stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
-		}
-		if in.Slice >= classifyxdp.MaxSlices {
-			return invalid(field+".slice", "slices are numbered 0 to %d", classifyxdp.MaxSlices-1)
 		}
 		cfg.Interfaces = append(cfg.Interfaces, Interface{Name: in.Name, Roles: roles, Stages: stages, Slice: in.Slice})
 	}
@@ -736,6 +730,23 @@ func parseStateFile(f *file, cfg *Config) error {
 		cfg.StateFile = filepath.Clean(p)
 	}
 	return nil
+}
+
+// CheckStages checks the stages and slice of an interface of roles, as
+// the configuration gives them or the REST API changes them, and returns
+// its stages; prefix comes before the fields' names.
+func CheckStages(prefix string, roles upfxdp.Role, names []string, slice uint32) ([]string, error) {
+	stages, err := ParseStages(prefix+"stages", names)
+	if err != nil {
+		return nil, err
+	}
+	if roles == upfxdp.RoleCopies && len(stages) > 1 {
+		return nil, invalid(prefix+"stages", "an interface of the copies role takes no traffic: it runs the UPF alone")
+	}
+	if slice >= classifyxdp.MaxSlices {
+		return nil, invalid(prefix+"slice", "slices are numbered 0 to %d", classifyxdp.MaxSlices-1)
+	}
+	return stages, nil
 }
 
 // ParseStages checks an interface's stages: known ones, in their order,

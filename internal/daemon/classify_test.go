@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/api"
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -301,15 +303,17 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		stages []string
+		slice  uint32
 		status int
 		field  string
 	}{
-		{"n3n6", []string{"upf", "classify"}, http.StatusBadRequest, "stages[1]"},
-		{"n3n6", []string{"classify"}, http.StatusBadRequest, "stages"},
-		{"n3n6", nil, http.StatusBadRequest, "stages"},
-		{"spare", []string{"upf"}, http.StatusNotFound, ""},
+		{"n3n6", []string{"upf", "classify"}, 0, http.StatusBadRequest, "stages[1]"},
+		{"n3n6", []string{"classify"}, 0, http.StatusBadRequest, "stages"},
+		{"n3n6", nil, 0, http.StatusBadRequest, "stages"},
+		{"n3n6", []string{"steer", "upf"}, classifyxdp.MaxSlices, http.StatusBadRequest, "slice"},
+		{"spare", []string{"upf"}, 0, http.StatusNotFound, ""},
 	} {
-		_, err := client.SetStages(ctx, c.name, api.StageSet{Stages: c.stages})
+		_, err := client.SetStages(ctx, c.name, api.StageSet{Stages: c.stages, Slice: c.slice})
 		if !errors.As(err, &apiErr) || apiErr.Status != c.status || apiErr.Field != c.field {
 			t.Errorf("stages %v on %s: %v, want %d on %q", c.stages, c.name, err, c.status, c.field)
 		}
@@ -344,6 +348,26 @@ func TestStagesChangedThroughTheAPI(t *testing.T) {
 	running(`["steer", "upf"]`, `["steer", "upf"]`)
 	e.sendDownlink(t, dp)
 	must(t, stop())
+}
+
+// A change of stages the kernel cannot make, on an interface deleted while
+// the daemon runs, names the interface and changes nothing.
+func TestStagesOfADeletedInterface(t *testing.T) {
+	e := newEnv(t)
+	client, stop := runDaemon(t, e.config(t, "spare"))
+	defer func() { must(t, stop()) }()
+	if out, err := exec.Command("ip", "-n", e.upf.Name, "link", "del", "spare").CombinedOutput(); err != nil {
+		t.Fatalf("deleting spare: %v: %s", err, out)
+	}
+	ctx := context.Background()
+	if _, err := client.SetStages(ctx, "spare", api.StageSet{Stages: []string{"upf"}}); err == nil || !strings.Contains(err.Error(), "spare") {
+		t.Errorf("stages of the deleted spare: %v, want an error naming it", err)
+	}
+	doc, err := client.Interfaces(ctx)
+	must(t, err)
+	if !strings.Contains(string(doc), `{"name":"spare","stages":["upf"]`) {
+		t.Errorf("spare after the refused change: %s", doc)
+	}
 }
 
 // zeroCounters is a rules document with every counter at zero.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -55,6 +56,8 @@ type env struct {
 	noUPF bool
 	// stages are n3n6's, as a YAML flow sequence; none when empty.
 	stages string
+	// n3 are N3 addresses besides 10.1.2.1.
+	n3 []string
 	// api are settings of the api section besides its listen, "key: value"
 	// each.
 	api []string
@@ -87,7 +90,7 @@ func (e *env) config(t *testing.T, ifaces ...string) *config.Config {
 		for _, name := range ifaces {
 			fmt.Fprintf(&yaml, "  - {name: %s, roles: [core]}\n", name)
 		}
-		fmt.Fprintf(&yaml, "n3_addresses: [10.1.2.1]\n")
+		fmt.Fprintf(&yaml, "n3_addresses: [%s]\n", strings.Join(append([]string{"10.1.2.1"}, e.n3...), ", "))
 	}
 	fmt.Fprintf(&yaml, "xdp_mode: native\nnetns: %s\napi: {%s}\n", e.upf.Name,
 		strings.Join(append([]string{fmt.Sprintf("listen: %q", e.listen)}, e.api...), ", "))
@@ -116,9 +119,15 @@ func runDaemon(t *testing.T, cfg *config.Config) (client *api.Client, stop func(
 // runDaemonWith is runDaemon with the client of the test's choice.
 func runDaemonWith(t *testing.T, cfg *config.Config, client *api.Client) (stop func() error) {
 	t.Helper()
+	return runDaemonLogging(t, cfg, client, t.Output())
+}
+
+// runDaemonLogging is runDaemonWith logging to log.
+func runDaemonLogging(t *testing.T, cfg *config.Config, client *api.Client, log io.Writer) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil))) }()
+	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(log, nil))) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if client.Ready(ctx) == nil {
 			break

@@ -1,16 +1,19 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
@@ -21,26 +24,46 @@ import (
 // pieces and passes them on, the kernel puts it together, and the daemon
 // has the data path forward it whole, once; with PFCP or without.
 func TestFragmentedGPDUsAreForwarded(t *testing.T) {
-	t.Run("pfcp", func(t *testing.T) { fragmentedGPDUs(t, true) })
-	t.Run("rest", func(t *testing.T) { fragmentedGPDUs(t, false) })
+	t.Run("pfcp", func(t *testing.T) { fragmentedGPDUs(t, true, false) })
+	t.Run("rest", func(t *testing.T) { fragmentedGPDUs(t, false, false) })
+	t.Run("pfcp-ipv6", func(t *testing.T) { fragmentedGPDUs(t, true, true) })
+	t.Run("rest-ipv6", func(t *testing.T) { fragmentedGPDUs(t, false, true) })
 }
 
-func fragmentedGPDUs(t *testing.T, pfcp bool) {
-	e := newEnv(t)
-	const n3 = "10.1.2.1" // the configuration's N3 address, local to n3n6 here
-	must(t, e.upf.AddAddr("n3n6", n3+"/24"))
-	// The gNB's path to the N3 address carries 600 octets: its kernel
-	// fragments what the gNB sends there, and only that.
-	if out, err := exec.Command("ip", "-n", e.peer.Name, "route", "add", n3+"/32", "dev", "gnb", "mtu", "600").CombinedOutput(); err != nil {
-		t.Fatalf("route: %v: %s", err, out)
+// ip runs the ip command in namespace ns.
+func ip(t *testing.T, ns string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
 	}
+}
+
+func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
+	e := newEnv(t)
+	// n3 is an N3 address of the configuration, local to n3n6 here. The
+	// gNB's path to it carries 600 octets (IPv6: 1280, and the link 3000 so
+	// that G-PDUs of three fragments fit it put together): its kernel
+	// fragments what the gNB sends there, and only that.
+	n3, gnb, network, mtu, payload, session := "10.1.2.1", "10.1.3.2", "udp4", "600", 1400, doc
+	if outer6 {
+		n3, gnb, network, mtu, payload = "fd00:12::1", "fd00:12::2", "udp6", "1280", 2600
+		e.n3 = []string{n3}
+		session = strings.Replace(doc, `"teid": 700,`, `"teid": 700, "localAddress": "fd00:12::1",`, 1)
+		ip(t, e.upf.Name, "link", "set", "n3n6", "mtu", "3000")
+		ip(t, e.peer.Name, "link", "set", "gnb", "mtu", "3000")
+		ip(t, e.upf.Name, "addr", "add", n3+"/64", "dev", "n3n6", "nodad")
+		ip(t, e.peer.Name, "addr", "add", gnb+"/64", "dev", "gnb", "nodad")
+	}
+	// Every N3 address local: the GTP-U socket binds them all or none.
+	must(t, e.upf.AddAddr("n3n6", "10.1.2.1/24"))
+	ip(t, e.peer.Name, "route", "add", n3, "dev", "gnb", "mtu", mtu)
 	if pfcp {
 		e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
 	}
 	cfg := e.config(t)
 	client, stop := runDaemon(t, cfg)
 	defer func() { must(t, stop()) }()
-	_, err := client.Create(context.Background(), []byte(doc))
+	_, err := client.Create(context.Background(), []byte(session))
 	must(t, err)
 	// The UE's packets go to the gNB's own address: back out of n3n6.
 	sink, err := trafficgen.NewSink(e.peer, "gnb", trafficgen.Filter{EtherType: 0x0800, IPProto: 17, DstPort: 7001}, true)
@@ -55,11 +78,11 @@ func fragmentedGPDUs(t *testing.T, pfcp bool) {
 	must(t, udp.SetNetworkLayerForChecksum(inner))
 	buf := gopacket.NewSerializeBuffer()
 	must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		inner, udp, gopacket.Payload(make([]byte, 1400))))
+		inner, udp, gopacket.Payload(make([]byte, payload))))
 	gpdu := encodeGTPU(t, &layers.GTPv1U{MessageType: 255, TEID: 700}, buf.Bytes())
 	var conn net.PacketConn
 	must(t, e.peer.Do(func() (err error) {
-		conn, err = net.ListenPacket("udp4", "10.1.3.2:2152")
+		conn, err = net.ListenPacket(network, net.JoinHostPort(gnb, "2152"))
 		return err
 	}))
 	defer conn.Close()
@@ -120,4 +143,22 @@ func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
 	}
 	t.Fatal("n3n6 has no counters")
 	return 0
+}
+
+// Without a socket on the GTP-U port, which binds every N3 address or
+// none, the kernel's G-PDUs put together from fragments reach nothing: the
+// start says so, with PFCP and without. No N3 address is local here.
+func TestNoGTPUSocketSaysFragmentsAreNotForwarded(t *testing.T) {
+	for _, pfcp := range []bool{true, false} {
+		e := newEnv(t)
+		if pfcp {
+			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+		}
+		cfg := e.config(t)
+		var log bytes.Buffer // written by the start, read once the daemon stopped
+		must(t, runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)())
+		if !strings.Contains(log.String(), "fragmented G-PDUs") {
+			t.Errorf("pfcp %v: the start did not say that fragmented G-PDUs are not forwarded:\n%s", pfcp, log.String())
+		}
+	}
 }

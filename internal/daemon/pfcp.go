@@ -210,7 +210,7 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu f
 		return err
 	})
 	if err != nil {
-		log.Warn("no GTP-U signalling on N3: Error Indications, path supervision and End Markers are off", "err", err)
+		log.Warn("no GTP-U signalling on N3: Error Indications, path supervision, End Markers and fragmented G-PDUs are off", "err", err)
 		return nil
 	}
 	return e

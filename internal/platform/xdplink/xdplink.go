@@ -86,7 +86,7 @@ func attach(pin, ifname string, prog *ebpf.Program, linkIfindex func(*link.Info)
 	newLink func(ifindex int) (link.Link, error)) error {
 	iface, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	if old, err := link.LoadPinnedLink(pin, nil); err == nil {
 		defer old.Close()

@@ -1,0 +1,38 @@
+package api
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// An interface of the copies role takes no traffic: the API refuses it
+// stages in front of the UPF as the configuration does, and a start does
+// not restore such stages saved before.
+func TestCopiesInterfaceRunsTheUPFAlone(t *testing.T) {
+	ifaces := []config.Interface{
+		{Name: "n3", Roles: upfxdp.RoleAccess | upfxdp.RoleCore, Stages: []string{config.StageUPF}},
+		{Name: "li", Roles: upfxdp.RoleCopies, Stages: []string{config.StageUPF}},
+	}
+	saved := []byte(`{"interfaces": [{"name": "li", "stages": ["classify", "upf"], "slice": 0, "configured": {"stages": ["upf"], "slice": 0}}]}`)
+	running, restored, err := RestoreStages(ifaces, true, saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(restored) != 0 || len(running[1].Stages) != 1 {
+		t.Errorf("restored %v: li runs %v, want the UPF alone", restored, running[1].Stages)
+	}
+	applied := 0
+	s := NewStages(running, true, func(string, StageSet) error { applied++; return nil }, func() {})
+	_, err = s.set("li", StageSet{Stages: []string{config.StageClassify, config.StageUPF}})
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) || fe.Field != "stages" || applied != 0 {
+		t.Errorf("classify on the copies interface: %v, applied %d times", err, applied)
+	}
+	if _, err := s.set("n3", StageSet{Stages: []string{config.StageClassify, config.StageUPF}}); err != nil || applied != 1 {
+		t.Errorf("classify on n3: %v, applied %d times", err, applied)
+	}
+}
