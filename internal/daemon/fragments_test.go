@@ -117,9 +117,11 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 
 	// The same fragments by spare, which does not run the UPF: the kernel
 	// puts them together as well, and the daemon leaves the G-PDU there.
-	if out, err := exec.Command("ip", "-n", e.peer.Name, "route", "replace", n3+"/32", "dev", "spare", "mtu", "600").CombinedOutput(); err != nil {
-		t.Fatalf("route: %v: %s", err, out)
+	// (Over IPv6 no neighbour would answer there for an address of n3n6.)
+	if outer6 {
+		return
 	}
+	ip(t, e.peer.Name, "route", "replace", n3, "dev", "spare", "mtu", mtu)
 	before = arrived()
 	for range sent {
 		_, err := conn.WriteTo(gpdu, to)
