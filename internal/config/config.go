@@ -736,7 +736,7 @@ func parseStateFile(f *file, cfg *Config) error {
 // the configuration gives them or the REST API changes them, and returns
 // its stages; prefix comes before the fields' names.
 func CheckStages(prefix string, roles upfxdp.Role, names []string, slice uint32) ([]string, error) {
-	stages, err := ParseStages(prefix+"stages", names)
+	stages, err := parseStages(prefix+"stages", names)
 	if err != nil {
 		return nil, err
 	}
@@ -749,9 +749,9 @@ func CheckStages(prefix string, roles upfxdp.Role, names []string, slice uint32)
 	return stages, nil
 }
 
-// ParseStages checks an interface's stages: known ones, in their order,
+// parseStages checks an interface's stages: known ones, in their order,
 // the UPF last.
-func ParseStages(field string, names []string) ([]string, error) {
+func parseStages(field string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return []string{StageUPF}, nil
 	}
