@@ -53,27 +53,31 @@ func NewStages(ifaces []InterfaceStages, classifying bool, apply func(name strin
 // RestoreStages are the stages the configured interfaces run at a start:
 // those a previous run saved (MarshalState; nil for none) where the
 // configuration still gives what it gave then, else the configuration's.
-// restored names the interfaces that run saved stages.
-func RestoreStages(ifaces []config.Interface, classifying bool, saved []byte) (run []InterfaceStages, restored []string, err error) {
+// restored names the interfaces that run saved stages; dropped those
+// whose saved change gives way (the configuration changed, or the stages
+// cannot run there any more).
+func RestoreStages(ifaces []config.Interface, classifying bool, saved []byte) (run []InterfaceStages, restored, dropped []string, err error) {
 	var doc Interfaces
 	if saved != nil {
 		if err := json.Unmarshal(saved, &doc); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	for _, i := range ifaces {
 		configured := StageSet{Stages: slices.Clone(i.Stages), Slice: i.Slice}
 		in := InterfaceStages{Name: i.Name, StageSet: configured, Configured: configured, roles: i.Roles}
 		j := slices.IndexFunc(doc.Interfaces, func(s InterfaceStages) bool { return s.Name == i.Name })
-		if j >= 0 && doc.Interfaces[j].Configured.equal(configured) && checkStages(in.roles, doc.Interfaces[j].StageSet, classifying) == nil {
+		switch {
+		case j < 0 || doc.Interfaces[j].StageSet.equal(doc.Interfaces[j].Configured): // no change saved
+		case doc.Interfaces[j].Configured.equal(configured) && checkStages(in.roles, doc.Interfaces[j].StageSet, classifying) == nil:
 			in.StageSet = doc.Interfaces[j].StageSet
-			if !in.StageSet.equal(configured) {
-				restored = append(restored, i.Name)
-			}
+			restored = append(restored, i.Name)
+		default:
+			dropped = append(dropped, i.Name)
 		}
 		run = append(run, in)
 	}
-	return run, restored, nil
+	return run, restored, dropped, nil
 }
 
 func (a StageSet) equal(b StageSet) bool {

@@ -18,12 +18,12 @@ func TestCopiesInterfaceRunsTheUPFAlone(t *testing.T) {
 		{Name: "li", Roles: upfxdp.RoleCopies, Stages: []string{config.StageUPF}},
 	}
 	saved := []byte(`{"interfaces": [{"name": "li", "stages": ["classify", "upf"], "slice": 0, "configured": {"stages": ["upf"], "slice": 0}}]}`)
-	running, restored, err := RestoreStages(ifaces, true, saved)
+	running, restored, dropped, err := RestoreStages(ifaces, true, saved)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(restored) != 0 || len(running[1].Stages) != 1 {
-		t.Errorf("restored %v: li runs %v, want the UPF alone", restored, running[1].Stages)
+	if len(restored) != 0 || len(running[1].Stages) != 1 || len(dropped) != 1 || dropped[0] != "li" {
+		t.Errorf("restored %v, dropped %v: li runs %v, want the UPF alone, its saved stages dropped", restored, dropped, running[1].Stages)
 	}
 	applied := 0
 	s := NewStages(running, true, func(string, StageSet) error { applied++; return nil }, func() {})

@@ -26,12 +26,16 @@ func restoreStages(cfg *config.Config, log *slog.Logger) ([]api.InterfaceStages,
 	if err != nil {
 		return nil, err
 	}
-	running, restored, err := api.RestoreStages(cfg.Interfaces, cfg.Classify != nil, saved)
+	running, restored, dropped, err := api.RestoreStages(cfg.Interfaces, cfg.Classify != nil, saved)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", stagesFile(cfg), err)
 	}
 	if len(restored) > 0 {
 		log.Info("stages as changed through the REST API, not as configured", "interfaces", restored, "file", stagesFile(cfg))
+	}
+	if len(dropped) > 0 {
+		log.Info("stages changed through the REST API dropped: the configuration gives these interfaces other stages now, or the stages cannot run there",
+			"interfaces", dropped, "file", stagesFile(cfg))
 	}
 	return running, nil
 }
