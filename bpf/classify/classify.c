@@ -862,9 +862,9 @@ INLINE int steer_ports(struct cursor *c, struct classify_key *k, __u8 proto, int
 			return 0;
 		k->src_port = u->source;
 		k->dst_port = u->dest;
-		if (u->dest == bpf_htons(GTPU_PORT))
-			return outer ? 1 : -1;
-		return u->dest == bpf_htons(VXLAN_PORT) || u->dest == bpf_htons(GENEVE_PORT) ? -1 : 0;
+		if (!tunnel_port(u->dest))
+			return 0;
+		return outer && u->dest == bpf_htons(GTPU_PORT) ? 1 : -1;
 	}
 	case IPPROTO_GRE:
 		return -1;

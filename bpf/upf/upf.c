@@ -124,13 +124,17 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 	return (h ^ h >> 32) * SET_HASH;
 }
 
-/* Starts the reads of the lines a packet writes after its record: its
+/* Starts reading a line that a later read would wait for: a load whose
+ * value goes unused. */
+#define read_early(p) asm volatile("" ::"r"(*(volatile __u64 *)(p)))
+
+/* Starts the reads of the lines a packet writes after its record, its
  * PDR counter's and its usage line (slot 0's, never used, when it has
- * none), as the hint of its key names them, the one whose tag is its
- * hash's low 32 bits among those of the pair of bucket and the one
- * beside it, looked at in the order the record's places are. Their slots are in the record, so that these
- * reads would wait for its miss; these wait for the hints' line only,
- * an eighth of the records' table. */
+ * none), as the hint of its key names them: the one whose tag is its
+ * hash's low 32 bits among those of the pair of its bucket and the one
+ * beside it, looked at in the order of the record's places. Their slots
+ * are in the record, so these reads would wait for its miss; they wait
+ * for the hints' line only, an eighth of the records' table. */
 INLINE void start_reads(__u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
@@ -142,14 +146,12 @@ INLINE void start_reads(__u32 bucket, __u32 tag)
 		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
 		if (hint->tag != tag)
 			continue;
-		__u32 row = bpf_get_smp_processor_id() * pdr_slots, at = row + hint->pdr_slot;
-		struct counter *c = bpf_map_lookup_elem(&pdr_counters, &at);
+		struct counter *c = cpu_pdr_counter(hint->pdr_slot);
 		if (c)
-			asm volatile("" ::"r"(*(volatile __u64 *)&c->packets));
-		at = row + hint->usage_slot;
-		struct usage_line *line = bpf_map_lookup_elem(&usage_lines, &at);
+			read_early(&c->packets);
+		struct usage_line *line = cpu_usage_line(hint->usage_slot);
 		if (line)
-			asm volatile("" ::"r"(*(volatile __u64 *)&line->flags));
+			read_early(&line->flags);
 		return;
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/platform/afxdp"
+	"github.com/xdp5g/xdp5g/internal/platform/ipheader"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/ran/cuupxdp"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
@@ -278,11 +279,11 @@ func (q *xskQueue) Send(role Role, peer netip.Addr, buf []byte, start, end int, 
 	if src.Is4() {
 		ipStart, etherType = udpStart-20, 0x0800
 		q.ipID++
-		putIPv4(buf[ipStart:udpStart], src, peer, end-ipStart, q.ipID)
+		ipheader.PutIPv4(buf[ipStart:udpStart], src, peer, end-ipStart, q.ipID)
 	} else {
 		ipStart, etherType = udpStart-40, 0x86dd
-		putIPv6(buf[ipStart:udpStart], src, peer, end-udpStart)
-		binary.BigEndian.PutUint16(udp[6:], udpChecksum6(src, peer, buf[udpStart:end]))
+		ipheader.PutIPv6(buf[ipStart:udpStart], src, peer, end-udpStart)
+		binary.BigEndian.PutUint16(udp[6:], ipheader.UDPChecksum6(src, peer, buf[udpStart:end]))
 	}
 	eth := buf[ipStart-14 : ipStart]
 	copy(eth[0:6], mac)
@@ -306,59 +307,4 @@ func (q *xskQueue) flush() {
 		}
 		q.tx[role] = ds[:0]
 	}
-}
-
-func putIPv4(h []byte, src, dst netip.Addr, total int, id uint16) {
-	h[0], h[1] = 0x45, 0
-	binary.BigEndian.PutUint16(h[2:], uint16(total))
-	binary.BigEndian.PutUint16(h[4:], id)
-	binary.BigEndian.PutUint16(h[6:], 0x4000) // DF
-	h[8], h[9] = 64, 17
-	h[10], h[11] = 0, 0
-	s, d := src.As4(), dst.As4()
-	copy(h[12:], s[:])
-	copy(h[16:], d[:])
-	binary.BigEndian.PutUint16(h[10:], ^uint16(onesSum(0, h)))
-}
-
-func putIPv6(h []byte, src, dst netip.Addr, payload int) {
-	binary.BigEndian.PutUint32(h[0:], 6<<28)
-	binary.BigEndian.PutUint16(h[4:], uint16(payload))
-	h[6], h[7] = 17, 64
-	s, d := src.As16(), dst.As16()
-	copy(h[8:], s[:])
-	copy(h[24:], d[:])
-}
-
-// udpChecksum6 is the UDP checksum over IPv6, which may not be 0.
-func udpChecksum6(src, dst netip.Addr, udp []byte) uint16 {
-	s, d := src.As16(), dst.As16()
-	sum := onesSum(0, s[:])
-	sum = onesSum(sum, d[:])
-	sum += uint32(len(udp)) + 17
-	sum = onesSum(sum, udp)
-	c := ^fold(sum)
-	if c == 0 {
-		return 0xffff
-	}
-	return c
-}
-
-// onesSum adds b to a ones' complement sum and returns it folded.
-func onesSum(sum uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		sum += uint32(b[0])<<8 | uint32(b[1])
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return uint32(fold(sum))
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return uint16(sum)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp5g/xdp5g/internal/platform/ipheader"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
@@ -45,34 +46,14 @@ func gpduFrame(from, to netip.Addr, datagram []byte) []byte {
 	}
 	b := make([]byte, ethLen+ipLen+udpLen+len(datagram))
 	binary.BigEndian.PutUint16(b[12:], etherType)
-	ip, udp := b[ethLen:], b[ethLen+ipLen:]
+	ip, udp := b[ethLen:ethLen+ipLen], b[ethLen+ipLen:]
 	if from.Is4() {
-		ip[0], ip[8], ip[9] = 0x45, 64, unix.IPPROTO_UDP
-		binary.BigEndian.PutUint16(ip[2:], uint16(ipLen+udpLen+len(datagram)))
-		a, z := from.As4(), to.As4()
-		copy(ip[12:], a[:])
-		copy(ip[16:], z[:])
-		binary.BigEndian.PutUint16(ip[10:], ipv4HeaderChecksum(ip[:ipLen]))
+		ipheader.PutIPv4(ip, from, to, ipLen+udpLen+len(datagram), 0)
 	} else {
-		ip[0], ip[6], ip[7] = 0x60, unix.IPPROTO_UDP, 64
-		binary.BigEndian.PutUint16(ip[4:], uint16(udpLen+len(datagram)))
-		a, z := from.As16(), to.As16()
-		copy(ip[8:], a[:])
-		copy(ip[24:], z[:])
+		ipheader.PutIPv6(ip, from, to, udpLen+len(datagram))
 	}
 	binary.BigEndian.PutUint16(udp[2:], 2152)
 	binary.BigEndian.PutUint16(udp[4:], uint16(udpLen+len(datagram)))
 	copy(udp[udpLen:], datagram)
 	return b
-}
-
-func ipv4HeaderChecksum(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return ^uint16(sum)
 }
