@@ -66,6 +66,31 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } record_hints SEC(".maps");
 
+/* By CPU and pair of set_records' buckets, what the packets its records
+ * served counted (struct place_counts): a row of pairs per CPU, written
+ * only by that CPU. The control plane adds a place's counts to its
+ * record's PDR, and moves them into folded_counts once no packet may
+ * count there any more. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct place_counts);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} place_counts SEC(".maps");
+
+/* By PDR slot, what its records' places counted before they were taken
+ * away: written only by the control plane, kept across restarts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct counter);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} folded_counts SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);

@@ -163,7 +163,11 @@ struct set_record {
 	 * takes the set there; a restart checks the record by it. */
 	__u32 set;
 	__u8 families;  /* enum record_families */
-	__u8 pad[7];
+	__u8 pad[3];
+	/* The record's place in set_records + 1: its packets count there, in
+	 * place_counts, not in its PDR's row of pdr_counters; 0: in the row,
+	 * as builds before counted. */
+	__u32 place;
 	struct record_branch branch; /* in what older builds left zero */
 	__u8 pad2[8];
 	struct pdr pdr;
@@ -171,14 +175,14 @@ struct set_record {
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
 /* What a packet of a key reads after its record, told before it: the
- * record's PDR slot (its counter's row) and the QER and URR slot of its
- * usage line, with a tag of the key's hash (its low 32 bits) that says
- * whose they are. A hint only: a stale or torn one costs a wasted read. */
+ * QER and URR slot of its usage line, with a tag of the key's hash (its
+ * low 32 bits) that says whose it is. A hint only: a stale or torn one
+ * costs a wasted read. */
 struct record_hint {
 	__u32 tag;
-	__u32 pdr_slot;
+	__u32 pad; /* a PDR slot in builds that counted there */
 	__u32 usage_slot; /* the copy's first QER, else its first URR; 0: none */
-	__u32 pad;
+	__u32 pad2;
 };
 
 /* The hints of a pair of buckets of set_records, as their places lie (a
@@ -189,6 +193,15 @@ struct record_hints {
 	struct record_hint place[RECORD_BUCKETS * SET_WAYS];
 };
 _Static_assert(sizeof(struct record_hints) == 64, "a pair's hints fill one cache line");
+
+/* What one CPU counted of the packets that the records of a pair of
+ * buckets of set_records served, by place as record_hints holds them
+ * (place_counts): the key's hash names the line before its record is
+ * found, where the PDR slot's row of pdr_counters waited for the record. */
+struct place_counts {
+	struct counter place[RECORD_BUCKETS * SET_WAYS];
+};
+_Static_assert(sizeof(struct place_counts) == 64, "a pair's counts fill one cache line");
 
 /* The PDR a packet takes when its record does not serve it, copied from
  * pdrs (iface_cpu_lines); branch is what builds that copied the record

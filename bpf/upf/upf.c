@@ -86,8 +86,25 @@ INLINE struct usage_line *cpu_usage_line(__u32 slot)
 	return bpf_map_lookup_elem(&usage_lines, &key);
 }
 
-INLINE void count_pdr(__u32 slot, __u32 len)
+/* This CPU's counts of the records of a pair of buckets (place_counts). */
+INLINE struct place_counts *cpu_place_counts(__u32 pair)
 {
+	__u32 key = bpf_get_smp_processor_id() << (record_bits - 1) | pair;
+	return bpf_map_lookup_elem(&place_counts, &key);
+}
+
+/* Counts a packet of len bytes that PDR slot took: in the place of the
+ * record that served it (place, its set_record.place; 0: none), else in
+ * the PDR's row. */
+INLINE void count_pdr(__u32 slot, __u32 place, __u32 len)
+{
+	if (place) {
+		place--;
+		struct place_counts *pc = cpu_place_counts(place / (RECORD_BUCKETS * SET_WAYS));
+		if (pc)
+			count_forward(&pc->place[place % (RECORD_BUCKETS * SET_WAYS)], len);
+		return;
+	}
 	struct counter *c = cpu_pdr_counter(slot);
 	if (c)
 		count_forward(c, len);
@@ -128,16 +145,20 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
  * value goes unused. */
 #define read_early(p) asm volatile("" ::"r"(*(volatile __u64 *)(p)))
 
-/* Starts the reads of the lines a packet writes after its record, its
- * PDR counter's and its usage line (slot 0's, never used, when it has
- * none), as the hint of its key names them: the one whose tag is its
- * hash's low 32 bits among those of the pair of its bucket and the one
- * beside it, looked at in the order of the record's places. Their slots
- * are in the record, so these reads would wait for its miss; they wait
- * for the hints' line only, an eighth of the records' table. */
+/* Starts the reads of the lines a packet writes after its record: its
+ * pair's counts on this CPU, whose index the bucket gives, and its usage
+ * line (slot 0's, never used, when it has none), as the hint of its key
+ * names it: the one whose tag is its hash's low 32 bits among those of
+ * the pair of its bucket and the one beside it, looked at in the order of
+ * the record's places. The usage line's slot is in the record, so its
+ * read would wait for the record's miss; it waits for the hints' line
+ * only, an eighth of the records' table. */
 INLINE void start_reads(__u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
+	struct place_counts *pc = cpu_place_counts(pair);
+	if (pc)
+		read_early(pc);
 	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
 	if (!hs)
 		return;
@@ -146,9 +167,6 @@ INLINE void start_reads(__u32 bucket, __u32 tag)
 		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
 		if (hint->tag != tag)
 			continue;
-		struct counter *c = cpu_pdr_counter(hint->pdr_slot);
-		if (c)
-			read_early(&c->packets);
 		struct usage_line *line = cpu_usage_line(hint->usage_slot);
 		if (line)
 			read_early(&line->flags);
@@ -562,14 +580,15 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 	return 0;
 }
 
-/* Applies a matched PDR (in slot) to a packet of len inner bytes going in
+/* Applies a matched PDR (in slot; its record's place + 1 when the record
+ * served the packet, count_pdr) to a packet of len inner bytes going in
  * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
  * (a buffering FAR forwards what its buffer let pass: buffer_passed), with
  * one of the flags far_flags when the path needs one (a tunnel: FAR_GTPU),
  * and its URRs, which count only what the FAR forwards, unless they
  * measure before QoS enforcement: those count first. Returns 0 to forward,
  * else the reason to drop. The PDR counts what its QERs and URRs let through. */
-INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8 far_flags,
+INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, __u32 place, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
 {
 	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
@@ -583,13 +602,13 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, int dir, __u32 len, __u8
 	const struct far *far = &pdr->far;
 	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
 	    (far_flags && !(far->flags & far_flags))) {
-		count_pdr(slot, len);
+		count_pdr(slot, place, len);
 		return REASON_DROP_FAR;
 	}
 	/* A PDR without URRs pays this test and the flags' above. */
 	if (pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
 		return reason;
-	count_pdr(slot, len);
+	count_pdr(slot, place, len);
 	return 0;
 }
 
@@ -1150,7 +1169,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 	struct record_copy *rc = &line->copy;
 	const struct set_record *r = find_record(SET_TEID, key);
 	const struct pdr *pdr = r ? &r->pdr : &rc->pdr;
-	__u32 slot = r ? r->pdr_slot : 0, recorded = r ? r->set : 0;
+	__u32 slot = r ? r->pdr_slot : 0, recorded = r ? r->set : 0, place = r ? r->place : 0;
 	__u8 fast = r ? r->families : 0;
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
@@ -1201,6 +1220,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 				return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 		}
 		pdr = &rc->pdr;
+		place = 0;
 	}
 	const struct far *far = &pdr->far;
 	/* From the CP function or the source gNB, the packet is on its way to
@@ -1213,7 +1233,8 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		.ttl = v4 ? ip4->ttl : ip6->hop_limit,
 		.check = v4 ? ip4->check : 0,
 	};
-	int dropped = apply_pdr(pdr, slot, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0, buffer_released(far));
+	int dropped = apply_pdr(pdr, slot, place, to_ue ? QER_DL : QER_UL, inner_len, to_ue ? FAR_GTPU : 0,
+				buffer_released(far));
 	if (dropped == REASON_DROP_FAR && (far->flags & FAR_DUPLICATE)) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
@@ -1433,18 +1454,20 @@ INLINE struct gpdu_args fast_gpdu(void *data, void *end)
 }
 
 /* The PDR a downlink packet of a UE address key (family its record's
- * bit) takes, in *pdr with its slot: the record's where it lies, else one
- * of the set's copied into rc. 1, or 0 when no set has the key, -1 when
- * none of the set's PDRs matches. */
+ * bit) takes, in *pdr with its slot: the record's where it lies (*place
+ * its place, apply_pdr), else one of the set's copied into rc. 1, or 0
+ * when no set has the key, -1 when none of the set's PDRs matches. */
 INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 family, __u32 l2_len,
-			struct record_copy *rc, __u32 *slot, const struct pdr **pdr)
+			struct record_copy *rc, __u32 *slot, __u32 *place, const struct pdr **pdr)
 {
 	const struct set_record *r = find_record(kind, key);
 	int served = r ? r->families & family : 0;
 	__u32 recorded = r ? r->set : 0;
 	*slot = r ? r->pdr_slot : 0;
+	*place = 0;
 	if (served && sdf_passes(ctx, l2_len, &r->pdr)) {
 		*pdr = &r->pdr;
+		*place = r->place;
 		return 1;
 	}
 	*pdr = &rc->pdr;
@@ -1458,8 +1481,8 @@ INLINE int downlink_pdr(struct xdp_md *ctx, enum set_kind kind, __u64 key, __u8 
 
 /* Downlink: add GTP-U/UDP/IP (and a PDU Session Container when the PDR,
  * NULL when none matched, carries a QFI) and send it to the gNB, counted
- * in forwarded. */
-INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v4, struct iphdr *ip4,
+ * in forwarded; the PDR counts it as apply_pdr says (slot, place). */
+INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 place, int v4, struct iphdr *ip4,
 		    struct ipv6hdr *ip6, __u32 l2_len, __u32 pkt_len, struct counter *forwarded)
 {
 	if (!pdr)
@@ -1479,7 +1502,7 @@ INLINE int downlink(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, int v
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
 	}
-	dropped = apply_pdr(pdr, slot, QER_DL, inner_len, FAR_GTPU, 1);
+	dropped = apply_pdr(pdr, slot, place, QER_DL, inner_len, FAR_GTPU, 1);
 	if (dropped == REASON_DROP_FAR && duplicates) {
 		finish(pkt_len, dropped, 0);
 		return send_copy_only(ctx, slot, &copy, pkt_len);
@@ -1531,7 +1554,7 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 	__u32 l2_len = c.pos - data;
 	struct iface_cpu_line *line;
 	const struct pdr *pdr;
-	__u32 slot;
+	__u32 slot, place;
 	int found;
 
 	if (proto == bpf_htons(ETH_P_IP)) {
@@ -1549,8 +1572,8 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 						      &c, l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
-		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, &line->copy, &slot, &pdr)))
-			return downlink(ctx, found > 0 ? pdr : NULL, slot, 1, ip, NULL, l2_len, pkt_len,
+		    (found = downlink_pdr(ctx, SET_UE4, ip->daddr, RECORD_IPV4, l2_len, &line->copy, &slot, &place, &pdr)))
+			return downlink(ctx, found > 0 ? pdr : NULL, slot, place, 1, ip, NULL, l2_len, pkt_len,
 					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}
@@ -1571,8 +1594,8 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 						      l2_len, pkt_len, addr_index, h, behind_cpumap);
 		}
 		if ((iface_roles & ROLE_CORE) && (line = iface_line()) &&
-		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, &line->copy, &slot, &pdr)))
-			return downlink(ctx, found > 0 ? pdr : NULL, slot, 0, NULL, ip6, l2_len, pkt_len,
+		    (found = downlink_pdr(ctx, SET_UE6, ipv6_prefix64(&ip6->daddr), RECORD_IPV6, l2_len, &line->copy, &slot, &place, &pdr)))
+			return downlink(ctx, found > 0 ? pdr : NULL, slot, place, 0, NULL, ip6, l2_len, pkt_len,
 					&line->downlink_forward);
 		return finish(pkt_len, REASON_PASS_NOT_OURS, XDP_PASS);
 	}

@@ -112,12 +112,14 @@ func (d *Datapath) addForwarded(slot uint32, reasons map[string]Counter) error {
 	return nil
 }
 
-// PDRCounter returns the packets and user-plane bytes a PDR slot matched.
+// PDRCounter returns the packets and user-plane bytes a PDR slot matched:
+// those its records served counted in their places, the others in its
+// rows.
 func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
 	if slot >= d.pdrs.len() {
 		return Counter{}, fmt.Errorf("PDR counter: slot %d of %d", slot, d.pdrs.len())
 	}
-	var sum Counter
+	sum := d.sets.placedCount(slot)
 	for cpu := range d.counterRows() {
 		c := d.pdrCounter(cpu, slot)
 		sum.Packets += atomic.LoadUint64(&c.Packets)

@@ -321,7 +321,9 @@ func sizedSpec(maxSessions uint32) (*ebpf.CollectionSpec, *upfSpecs, error) {
 	if b := recordBucketBits(maxSessions); b > 0 {
 		specs.SetRecords.MaxEntries = uint32(setWays) << b
 		specs.RecordHints.MaxEntries = 1 << (b - 1) // a pair of buckets each
+		specs.PlaceCounts.MaxEntries = specs.RecordHints.MaxEntries * uint32(cpus)
 	}
+	specs.FoldedCounts.MaxEntries = rules
 	specs.Pdrs.MaxEntries = rules
 	specs.PdrCounters.MaxEntries = rules * uint32(cpus)
 	specs.Qers.MaxEntries = rules

@@ -60,7 +60,12 @@ type records struct {
 	// hints are, by pair of buckets, what the packets of the records'
 	// keys read next (struct record_hints).
 	hints mapped[upfRecordHints]
-	bits  uint // of a bucket number; 0: no records
+	// counts are what the records' packets counted, by CPU and pair of
+	// buckets (struct place_counts); folded, by PDR slot, what places
+	// counted before their records were taken away.
+	counts mapped[upfPlaceCounts]
+	folded mapped[Counter]
+	bits   uint // of a bucket number; 0: no records
 	// copiedBy are, by PDR slot, the places + 1 of the records that copy
 	// it (0: none). A PDR is the first of two sets at most (a UE's IPv4
 	// address and IPv6 prefix); a third set's key goes without a record.
@@ -85,6 +90,12 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	if r.hints, err = mapArray[upfRecordHints](m.RecordHints); err != nil {
 		return errors.Join(err, r.recs.close())
 	}
+	if r.counts, err = mapArray[upfPlaceCounts](m.PlaceCounts); err != nil {
+		return errors.Join(err, r.recs.close(), r.hints.close())
+	}
+	if r.folded, err = mapArray[Counter](m.FoldedCounts); err != nil {
+		return errors.Join(err, r.recs.close(), r.hints.close(), r.counts.close())
+	}
 	if n := m.SetRecords.MaxEntries(); n >= uint32(setWays) {
 		r.bits = uint(bits.Len32(n/uint32(setWays) - 1))
 		r.copiedBy = make([][2]uint32, pdrSlots)
@@ -96,11 +107,17 @@ func (r *records) open(m *upfMaps, pdrSlots uint32) (err error) {
 	return nil
 }
 
-func (r *records) close() error { return errors.Join(r.recs.close(), r.hints.close()) }
+func (r *records) close() error {
+	return errors.Join(r.recs.close(), r.hints.close(), r.counts.close(), r.folded.close())
+}
 
 // recordBuckets are the buckets a key's record may be in: its own, then
-// the one beside it in the same page (bpf/upf/consts.h).
-const recordBuckets = int(upfLimitsRECORD_BUCKETS)
+// the one beside it in the same page (bpf/upf/consts.h); pairPlaces are
+// the places of such a pair.
+const (
+	recordBuckets = int(upfLimitsRECORD_BUCKETS)
+	pairPlaces    = recordBuckets * setWays
+)
 
 // bucket is k's own bucket of records.
 func (r *records) bucket(k setKey) int { return int(hash(k) >> (64 - r.bits)) }
@@ -141,7 +158,7 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 	r.hint(pos, &rec)
 	at := r.recs.at(uint32(pos))
 	kind := rec.Kind
-	rec.Kind, rec.Seq = 0, atomic.LoadUint32(&at.Seq)&^1
+	rec.Kind, rec.Seq, rec.Place = 0, atomic.LoadUint32(&at.Seq)&^1, uint32(pos)+1
 	*at = rec
 	atomic.StoreUint32(&at.Kind, kind)
 	r.noteFilter(&rec)
@@ -153,9 +170,8 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 // its tag that of a key without a record here, whose packets read their
 // set's lines anyway.
 func (r *records) hint(pos int, rec *upfSetRecord) {
-	h := &r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)]
+	h := &r.hints.at(uint32(pos / pairPlaces)).Place[pos%pairPlaces]
 	h.Tag = uint32(hash(setKey{upfSetKind(rec.Kind), rec.Key}))
-	h.PdrSlot = rec.PdrSlot
 	h.UsageSlot = rec.Pdr.Qer[0]
 	if h.UsageSlot == 0 {
 		h.UsageSlot = rec.Pdr.Urr[0]
@@ -213,6 +229,94 @@ func (r *records) unref(pos int) {
 			refs[i] = 0
 		}
 	}
+}
+
+// placeCounts are CPU cpu's counts of the pair of buckets of place pos.
+func (r *records) placeCounts(cpu uint32, pos int) *upfPlaceCounts {
+	return r.counts.at(cpu*r.hints.len() + uint32(pos/pairPlaces)) // a hints' line a pair
+}
+
+// placeCount is what the packets of the record at pos counted there.
+func (r *records) placeCount(pos int) (sum Counter) {
+	for cpu := range r.counts.len() / r.hints.len() {
+		c := &r.placeCounts(cpu, pos).Place[pos%pairPlaces]
+		sum.Packets += atomic.LoadUint64(&c.Packets)
+		sum.Bytes += atomic.LoadUint64(&c.Bytes)
+	}
+	return sum
+}
+
+// fold moves what the place pos counted into the counts of its record's
+// PDR, once no packet may count there: its record was taken away, and
+// every packet that may have been reading it has ended.
+func (r *records) fold(pos int) {
+	sum := r.placeCount(pos)
+	if sum == (Counter{}) {
+		return
+	}
+	f := r.folded.at(r.recs.at(uint32(pos)).PdrSlot)
+	atomic.AddUint64(&f.Packets, sum.Packets)
+	atomic.AddUint64(&f.Bytes, sum.Bytes)
+	r.zeroPlace(pos)
+}
+
+// zeroPlace zeroes what the place pos counted on every CPU.
+func (r *records) zeroPlace(pos int) {
+	for cpu := range r.counts.len() / r.hints.len() {
+		c := &r.placeCounts(cpu, pos).Place[pos%pairPlaces]
+		atomic.StoreUint64(&c.Packets, 0)
+		atomic.StoreUint64(&c.Bytes, 0)
+	}
+}
+
+// placesOf calls f with the places of the records of PDR slot: theirs
+// now, and those taken away and not yet folded.
+func (r *records) placesOf(slot uint32, f func(pos int)) {
+	for _, ref := range r.copiedBy[slot] {
+		if ref != 0 {
+			f(int(ref - 1))
+		}
+	}
+	for pos := range r.held {
+		if r.recs.at(uint32(pos)).PdrSlot == slot {
+			f(pos)
+		}
+	}
+}
+
+// zeroPlaced zeroes what the records of PDR slots counted in their
+// places, and folded.
+func (p *pdrSets) zeroPlaced(slots []uint32) {
+	r := &p.records
+	if r.bits == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, slot := range slots {
+		*r.folded.at(slot) = Counter{}
+		r.placesOf(slot, r.zeroPlace)
+	}
+}
+
+// placedCount is what the packets that records of PDR slot served
+// counted: in their places, in those of records taken away and not yet
+// folded, and folded.
+func (p *pdrSets) placedCount(slot uint32) (sum Counter) {
+	r := &p.records
+	if r.bits == 0 || int(slot) >= len(r.copiedBy) {
+		return sum
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	f := r.folded.at(slot)
+	sum.Packets, sum.Bytes = atomic.LoadUint64(&f.Packets), atomic.LoadUint64(&f.Bytes)
+	r.placesOf(slot, func(pos int) {
+		c := r.placeCount(pos)
+		sum.Packets += c.Packets
+		sum.Bytes += c.Bytes
+	})
+	return sum
 }
 
 // recordOf is the record of k, whose set is in slot: the PDR that the
@@ -325,10 +429,10 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	}
 }
 
-// sameRecord says whether the record have is rec.
+// sameRecord says whether the record have is rec, wherever it lies.
 func sameRecord(have, rec *upfSetRecord) bool {
 	want := *rec
-	want.Seq = have.Seq
+	want.Seq, want.Place = have.Seq, have.Place
 	return want == *have
 }
 
@@ -349,6 +453,7 @@ func (p *pdrSets) settle() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pos := range held {
+		r.fold(pos)
 		delete(r.held, pos)
 	}
 	for _, k := range slices.Collect(maps.Keys(r.waiting)) {
@@ -432,7 +537,9 @@ func (p *pdrSets) rebuildRecords(used []bool) {
 	}
 	wg.Wait()
 	for pos := range kept {
-		if rec := r.recs.at(uint32(pos)); !kept[pos] || !r.ref(pos, rec.PdrSlot) {
+		if rec := r.recs.at(uint32(pos)); rec.Kind == 0 {
+			r.fold(pos) // taken away by a run that stopped before it folded it
+		} else if !kept[pos] || !r.ref(pos, rec.PdrSlot) {
 			r.clear(pos)
 		} else {
 			r.noteFilter(rec)

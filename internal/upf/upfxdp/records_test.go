@@ -493,15 +493,15 @@ func TestRecordBranchAfterRestart(t *testing.T) {
 }
 
 // hintOf is what the hints say of the record at pos.
-func (r *records) hintOf(pos int) (tag, pdr, usage uint32) {
-	h := r.hints.at(uint32(pos / (recordBuckets * setWays))).Place[pos%(recordBuckets*setWays)]
-	return h.Tag, h.PdrSlot, h.UsageSlot
+func (r *records) hintOf(pos int) (tag, usage uint32) {
+	h := r.hints.at(uint32(pos / pairPlaces)).Place[pos%pairPlaces]
+	return h.Tag, h.UsageSlot
 }
 
-// A record's hint names the lines its packets read next, its PDR's
-// counter and its first QER's usage line (its first URR's without one),
-// with its key's tag; a restart writes the hints of the records it keeps,
-// which a build before them left none of.
+// A record's hint names the usage line its packets read next, its first
+// QER's (its first URR's without one), with its key's tag; a restart
+// writes the hints of the records it keeps, which a build before them
+// left none of.
 func TestRecordHints(t *testing.T) {
 	needRecords(t)
 	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
@@ -511,15 +511,15 @@ func TestRecordHints(t *testing.T) {
 	check(t, d.PutUplink(onN3(0x6101), pdrSet(4)))
 	want := func(d *Datapath) {
 		t.Helper()
-		for _, c := range []struct{ teid, pdr, usage uint32 }{{0x6100, 3, 5}, {0x6101, 4, 7}} {
+		for _, c := range []struct{ teid, usage uint32 }{{0x6100, 5}, {0x6101, 7}} {
 			k := teidKey(c.teid)
 			own, _, _ := d.sets.records.find(k)
 			if own < 0 {
 				t.Fatalf("TEID %#x has no record", c.teid)
 			}
-			if tag, pdr, usage := d.sets.records.hintOf(own); tag != uint32(hash(k)) || pdr != c.pdr || usage != c.usage {
-				t.Errorf("TEID %#x: hint of tag %#x, PDR %d, usage line %d; want %#x, %d, %d",
-					c.teid, tag, pdr, usage, uint32(hash(k)), c.pdr, c.usage)
+			if tag, usage := d.sets.records.hintOf(own); tag != uint32(hash(k)) || usage != c.usage {
+				t.Errorf("TEID %#x: hint of tag %#x, usage line %d; want %#x, %d",
+					c.teid, tag, usage, uint32(hash(k)), c.usage)
 			}
 		}
 	}
@@ -543,4 +543,72 @@ func TestReadAheadFromTablesPastTheCaches(t *testing.T) {
 			t.Errorf("%d sessions: read_ahead %d, want %d", sessions, got, want)
 		}
 	}
+}
+
+// pdrCounted fails unless PDR slot counted packets inner packets of
+// expectUplink's: IPv4, UDP and 40 bytes.
+func pdrCounted(t *testing.T, d *Datapath, slot uint32, packets uint64) {
+	t.Helper()
+	const inner = 20 + 8 + 40
+	c, err := d.PDRCounter(slot)
+	check(t, err)
+	if c.Packets != packets || c.Bytes != inner*packets {
+		t.Errorf("PDR %d counted %d packets, %d bytes; want %d, %d", slot, c.Packets, c.Bytes, packets, inner*packets)
+	}
+}
+
+// The packets a record serves count in its place, not in its PDR's rows;
+// its PDR's counter adds them, while the record is there, after it has
+// moved (its old place held, then folded), and after a restart that
+// finds a place taken away and not yet folded.
+func TestRecordCountsInItsPlace(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 16)
+	const teid = 0x6000
+	k, r := teidKey(teid), &u.d.sets.records
+	u.d.sets.stopSettler() // the test settles
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(0)))
+	first, _, _ := r.find(k)
+	for range 3 {
+		u.expectUplink(t, teid, 1)
+	}
+	for cpu := range u.d.counterRows() {
+		if c := u.d.pdrCounter(cpu, 0); c.Packets != 0 {
+			t.Errorf("CPU %d counted %d packets in PDR 0's row, want them in the record's place", cpu, c.Packets)
+		}
+	}
+	if c := r.placeCount(first); c.Packets != 3 {
+		t.Errorf("the record's place counted %d packets, want 3", c.Packets)
+	}
+	pdrCounted(t, u.d, 0, 3)
+
+	// The PDR changes: its record moves, the old place is held.
+	check(t, u.d.PutPDR(0, PDR{Far: forward(2)}))
+	moved, _, _ := r.find(k)
+	if moved == first || !r.held[first] {
+		t.Fatalf("record at %d, was at %d, held %v", moved, first, r.held)
+	}
+	u.expectUplink(t, teid, 2)
+	pdrCounted(t, u.d, 0, 4)
+	check(t, u.d.sets.settle())
+	if c := r.placeCount(first); c.Packets != 0 {
+		t.Errorf("the place left still counts %d packets once settled", c.Packets)
+	}
+	pdrCounted(t, u.d, 0, 4)
+
+	// The key takes another PDR and the run stops before the place of
+	// PDR 0's record is folded.
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
+	u.expectUplink(t, teid, 2)
+	pdrCounted(t, u.d, 0, 4)
+	pdrCounted(t, u.d, 1, 1)
+	check(t, u.d.Close())
+	d, err := Open(u.d.opts)
+	check(t, err)
+	defer d.Close()
+	pdrCounted(t, d, 0, 4)
+	pdrCounted(t, d, 1, 1)
+	check(t, d.ZeroPDRCounters([]uint32{0, 1}))
+	pdrCounted(t, d, 0, 0)
+	pdrCounted(t, d, 1, 0)
 }

@@ -44,7 +44,8 @@ func (d *Datapath) SetPDRNexthop(slot, nexthop uint32) error {
 	return nil
 }
 
-// ZeroPDRCounters zeroes the counters of PDR slots on every CPU.
+// ZeroPDRCounters zeroes the counters of PDR slots on every CPU, and in
+// the places of their records.
 func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
 	if i := slices.IndexFunc(slots, func(slot uint32) bool { return slot >= d.pdrs.len() }); i >= 0 {
 		return fmt.Errorf("zeroing PDR counters: slot %d of %d", slots[i], d.pdrs.len())
@@ -54,6 +55,7 @@ func (d *Datapath) ZeroPDRCounters(slots []uint32) error {
 			*d.pdrCounter(cpu, slot) = Counter{}
 		}
 	}
+	d.sets.zeroPlaced(slots)
 	return nil
 }
 
