@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/jsonkeys"
 )
 
 // jsonValue is a type that checks and takes a decoded JSON value itself
@@ -22,9 +23,9 @@ type jsonValue interface {
 }
 
 // decodeStrict decodes one JSON document into v. Unlike encoding/json it
-// rejects unknown and case-mismatched fields and missing required ones (tag
-// `required:"true"`), and every error names the offending field by its path
-// in the document, e.g. pdrs[1].pdi.teid.
+// rejects unknown and case-mismatched fields, missing required ones (tag
+// `required:"true"`) and keys an object gives twice, and every error names
+// the offending field by its path in the document, e.g. pdrs[1].pdi.teid.
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -41,6 +42,9 @@ func decodeStrict(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fielderr.New("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
+	}
+	if err := jsonkeys.Unique(data); err != nil {
+		return err
 	}
 	return assign("", tree, reflect.ValueOf(v).Elem())
 }
