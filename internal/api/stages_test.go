@@ -41,7 +41,8 @@ func TestCopiesInterfaceRunsTheUPFAlone(t *testing.T) {
 }
 
 // A refused PUT of stages answers 400 naming the field and runs nothing:
-// a key given twice, a slice out of range.
+// a key given twice, a slice of the wrong type or out of range, naming
+// the slices there are.
 func TestRefusedStagesChangeNothing(t *testing.T) {
 	running, _, _, err := RestoreStages([]config.Interface{{Name: "n3", Roles: upfxdp.RoleAccess | upfxdp.RoleCore, Stages: []string{config.StageUPF}}}, true, nil)
 	if err != nil {
@@ -52,6 +53,8 @@ func TestRefusedStagesChangeNothing(t *testing.T) {
 	for _, c := range []struct{ body, field, says string }{
 		{`{"stages": ["upf"], "stages": ["classify", "upf"]}`, "stages", `"stages" is given twice`},
 		{`{"stages": ["classify", "upf"], "slice": 1, "slice": 2}`, "slice", `"slice" is given twice`},
+		{`{"stages": ["classify", "upf"], "slice": -1}`, "slice", "from 0 to 255"},
+		{`{"stages": ["classify", "upf"], "slice": "1"}`, "slice", "from 0 to 255"},
 		{`{"stages": ["classify", "upf"], "slice": 256}`, "slice", "0 to 255"},
 	} {
 		req, err := http.NewRequest("PUT", url+"/api/v1/interfaces/n3/stages", strings.NewReader(c.body))
