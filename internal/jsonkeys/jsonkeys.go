@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
@@ -17,8 +18,19 @@ import (
 // nil when there is none. Call it on a document that encoding/json
 // decoded: it reports nothing else, and relies on that decoder's limit on
 // nesting.
-func Unique(data []byte) error {
-	err := unique(json.NewDecoder(bytes.NewReader(data)), "")
+func Unique(data []byte) error { return check(data, func(key string) string { return key }) }
+
+// UniqueFolded is Unique for a document that encoding/json decodes into
+// structs, which take a key whatever its case: keys that differ in case
+// alone are the same key.
+func UniqueFolded(data []byte) error {
+	// As bytes.EqualFold, which encoding/json matches with: K and the
+	// Kelvin sign, S and the long s alike.
+	return check(data, func(key string) string { return strings.ToLower(strings.ToUpper(key)) })
+}
+
+func check(data []byte, fold func(string) string) error {
+	err := unique(json.NewDecoder(bytes.NewReader(data)), "", fold)
 	var repeated *fielderr.Error
 	if errors.As(err, &repeated) {
 		return repeated
@@ -27,14 +39,14 @@ func Unique(data []byte) error {
 }
 
 // unique reads the next value of dec, at path.
-func unique(dec *json.Decoder, path string) error {
+func unique(dec *json.Decoder, path string, fold func(string) string) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return err
 	}
 	switch tok {
 	case json.Delim('{'):
-		seen := map[string]bool{}
+		seen := map[string]string{} // the keys given, by fold
 		for dec.More() {
 			tok, err := dec.Token()
 			if err != nil {
@@ -45,17 +57,20 @@ func unique(dec *json.Decoder, path string) error {
 			if path != "" {
 				field = path + "." + key
 			}
-			if seen[key] {
+			switch before, repeated := seen[fold(key)]; {
+			case repeated && before == key:
 				return fielderr.New(field, "the key %q is given twice", key)
+			case repeated:
+				return fielderr.New(field, "the key %q is given twice, as %q before: keys match whatever their case", key, before)
 			}
-			seen[key] = true
-			if err := unique(dec, field); err != nil {
+			seen[fold(key)] = key
+			if err := unique(dec, field, fold); err != nil {
 				return err
 			}
 		}
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			if err := unique(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := unique(dec, fmt.Sprintf("%s[%d]", path, i), fold); err != nil {
 				return err
 			}
 		}

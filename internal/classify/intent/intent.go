@@ -115,7 +115,9 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 	if err := dec.Decode(&doc); err != nil {
 		return doc, in, invalid("", "not an intent document: %v", err)
 	}
-	if err := jsonkeys.Unique(data); err != nil {
+	// Its fields' names match whatever their case, as encoding/json reads
+	// them: Action and action are the same key.
+	if err := jsonkeys.UniqueFolded(data); err != nil {
 		return doc, in, err
 	}
 	// Lists left out are empty: an intent shows them as [], never null.
