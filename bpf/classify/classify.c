@@ -30,12 +30,15 @@ const struct classify_exports {
 	enum classify_action action;
 } classify_exports __attribute__((unused)) = {};
 
+/* An IPv4 address as a key holds it, ::ffff:a.b.c.d, into an address of
+ * the key, which is 8-aligned in struct classify_state and on the stack:
+ * written by the word, where a memset or memcpy into a __u8 * becomes
+ * byte stores. */
 INLINE void set_addr4(__u8 *dst, __be32 a)
 {
-	__builtin_memset(dst, 0, 10);
-	dst[10] = 0xff;
-	dst[11] = 0xff;
-	__builtin_memcpy(dst + 12, &a, 4);
+	*(__u64 *)dst = 0;
+	*(__be32 *)(dst + 8) = bpf_htonl(0xffff);
+	*(__be32 *)(dst + 12) = a;
 }
 
 /* Opens a tunnel level; 0 when the key has no room for another. */
@@ -256,8 +259,9 @@ INLINE __u8 walk_ip(struct cursor *c, struct classify_state *st)
 		k->dscp = ip->tos >> 2;
 		proto = ip->protocol;
 		if (ipv4_is_fragment(ip) && !fragmented(st)) {
-			set_addr4(st->frag_id.src, ip->saddr);
-			set_addr4(st->frag_id.dst, ip->daddr);
+			/* Only 4-aligned: the addresses as the key has them. */
+			__builtin_memcpy(st->frag_id.src, k->inner_src, 16);
+			__builtin_memcpy(st->frag_id.dst, k->inner_dst, 16);
 			st->frag_id.id = (__be32)ip->id;
 			st->frag_id.proto = proto;
 			st->frag = !!(ip->frag_off & bpf_htons(IP_OFFSET));
@@ -329,15 +333,6 @@ INLINE int tunnel_port(__be16 port)
 	return port == bpf_htons(VXLAN_PORT) || port == bpf_htons(GENEVE_PORT) || port == bpf_htons(GTPU_PORT);
 }
 
-/* An IPv4 address as the key holds it (set_addr4), where the key is not
- * cleared first. */
-INLINE void put_addr4(__u8 *dst, __be32 a)
-{
-	*(__u64 *)dst = 0; /* 8-aligned: struct classify_state is */
-	*(__be32 *)(dst + 8) = bpf_htonl(0xffff);
-	*(__be32 *)(dst + 12) = a;
-}
-
 /* The walk of the common G-PDU in one piece, without its steps' calls and
  * without clearing the whole walk first: untagged Ethernet, IPv4 without
  * options to the GTP-U port, a whole G-PDU, IPv4 in it, neither
@@ -382,10 +377,10 @@ INLINE int walk_gpdu4(struct xdp_md *ctx, struct classify_state *st)
 	k->qfi = g.has_qfi ? g.qfi : 0;
 	k->dscp = in->tos >> 2;
 	k->proto = in->protocol;
-	put_addr4(k->outer_src, ip->saddr);
-	put_addr4(k->outer_dst, ip->daddr);
-	put_addr4(k->inner_src, in->saddr);
-	put_addr4(k->inner_dst, in->daddr);
+	set_addr4(k->outer_src, ip->saddr);
+	set_addr4(k->outer_dst, ip->daddr);
+	set_addr4(k->inner_src, in->saddr);
+	set_addr4(k->inner_dst, in->daddr);
 	__builtin_memset(&k->src_port, 0, sizeof(*k) - __builtin_offsetof(struct classify_key, src_port));
 	if (iu) {
 		k->src_port = iu->source;
@@ -904,7 +899,7 @@ SEC("xdp")
 int xdp_steer_entry(struct xdp_md *ctx)
 {
 	drop_meta(ctx);
-	struct classify_key k = {};
+	struct classify_key k __attribute__((aligned(8))) = {}; /* for set_addr4 */
 	const struct classify_key *key = steer_parse(ctx, &k) ? walked_key(classify_parse(ctx)) : &k;
 	struct chain_iface *ci = chain_of(ctx);
 	return ci ? steer_stage(ctx, ci->slot, ci->slice, key) : XDP_PASS;

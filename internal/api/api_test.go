@@ -518,6 +518,12 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "PUT without PDRs", method: "PUT", path: fig10Path, body: variant(t, fig10, map[string]any{"pdrs": []any{}}),
 			field: "pdrs", status: http.StatusBadRequest},
 		{name: "SEID that is not a number", method: "GET", path: "/api/v1/sessions/one", status: http.StatusBadRequest},
+		{name: "SEID twice", method: "POST", path: sessions, body: strings.Replace(second, `{"seid": 2,`, `{"seid": 3, "seid": 2,`, 1),
+			field: "seid", status: http.StatusBadRequest},
+		{name: "QFI twice", method: "POST", path: sessions, body: strings.Replace(second, `"qfi": 9}`, `"qfi": 9, "qfi": 9}`, 1),
+			field: "pdrs[0].pdi.qfi", status: http.StatusBadRequest},
+		{name: "PUT with a TEID twice", method: "PUT", path: fig10Path, body: strings.Replace(fig10, `"teid": 100,`, `"teid": 100, "teid": 101,`, 1),
+			field: "pdrs[0].pdi.teid", status: http.StatusBadRequest},
 	}...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

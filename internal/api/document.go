@@ -60,7 +60,7 @@ type pdiDoc struct {
 	UEIPv6Prefix *string `json:"ueIPv6Prefix,omitempty"`
 	// QFI: access PDRs match it in the PDU Session Container, core PDRs
 	// mark it in the downlink one.
-	QFI uint8 `json:"qfi,omitempty"`
+	QFI uint8 `json:"qfi,omitempty" range:"0..63"`
 	// SDFFilters are flow descriptions as PFCP carries them, from the
 	// downlink view ("permit out 17 from 198.51.100.0/24 5060 to
 	// assigned"); access PDRs apply them turned around.
@@ -87,7 +87,7 @@ type farDoc struct {
 type duplicatingParameters struct {
 	DestinationInterface iface                `json:"destinationInterface" required:"true"`
 	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
-	DSCP                 uint8                `json:"dscp,omitempty"` // of the tunnel's outer header
+	DSCP                 uint8                `json:"dscp,omitempty" range:"0..63"` // of the tunnel's outer header
 	NextHop              string               `json:"nextHop,omitempty"`
 }
 
@@ -95,7 +95,7 @@ type forwardingParameters struct {
 	DestinationInterface *iface               `json:"destinationInterface,omitempty"`
 	OuterHeaderCreation  *outerHeaderCreation `json:"outerHeaderCreation,omitempty"`
 	// DSCP of the tunnel's outer header (Transport Level Marking).
-	DSCP uint8 `json:"dscp,omitempty"`
+	DSCP uint8 `json:"dscp,omitempty" range:"0..63"`
 	// NextHop is the neighbour packets to the core go to instead of the
 	// routes' (traffic steering; a PFCP Forwarding Policy).
 	NextHop string `json:"nextHop,omitempty"`
@@ -121,7 +121,7 @@ type qerDoc struct {
 	GateStatus *gateDoc  `json:"gateStatus,omitempty"` // both open when absent
 	MBR        *bitRates `json:"mbr,omitempty"`
 	GBR        *bitRates `json:"gbr,omitempty"` // kept, not enforced
-	QFI        uint8     `json:"qfi,omitempty"`
+	QFI        uint8     `json:"qfi,omitempty" range:"0..63"`
 	RQI        bool      `json:"rqi,omitempty"`
 }
 

@@ -26,6 +26,21 @@ func TestIntents(t *testing.T) {
 		Slice  *uint32
 		Stats  struct{ Packets uint64 }
 	}
+	// One that gives a key twice is refused, naming it, and installs nothing.
+	status, body := e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"rx_queue": "0"`, `"rx_queue": "0", "rx_queue": "1"`, 1))
+	var bad Error
+	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "Action.rx_queue" || !strings.Contains(bad.Msg, "twice") {
+		t.Errorf("an intent giving rx_queue twice: %d %s", status, body)
+	}
+	// So is one that gives its action twice, the second in another case
+	// (which encoding/json takes for the same field).
+	status, body = e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"Params"`, `"action": {"actionType": "DELETE"}, "Params"`, 1))
+	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "action" {
+		t.Errorf("an intent giving Action and action: %d %s", status, body)
+	}
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/intents", ""), `{"intents": []}`)
+	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/count", ""), `{"rules": 0}`)
+
 	must(t, json.Unmarshal(e.expect(t, http.StatusCreated, "POST", "/api/v1/intents", listing1), &st))
 	if st.ID != 1 || st.Action != "PRIO-QUEUE" || st.Rule != 1<<31+1 || st.Slice == nil {
 		t.Fatalf("installed %+v", st)
@@ -47,8 +62,7 @@ func TestIntents(t *testing.T) {
 	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/rules", "")
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/count", ""), `{"rules": 1}`)
 
-	status, body := e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"rx_queue": "0"`, `"rx_queue": "zero"`, 1))
-	var bad Error
+	status, body = e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"rx_queue": "0"`, `"rx_queue": "zero"`, 1))
 	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "Action.rx_queue" {
 		t.Errorf("a bad intent: %d %s", status, body)
 	}

@@ -32,7 +32,7 @@ type Rule struct {
 	Action   ruleAction  `json:"action" required:"true"`
 	Match    ruleMatch   `json:"match"`
 	Out      *RuleEgress `json:"out,omitempty"`
-	Slice    *uint32     `json:"slice,omitempty"` // whose CPUs a steer rule sends packets to
+	Slice    *uint32     `json:"slice,omitempty" range:"slice"` // whose CPUs a steer rule sends packets to
 	Counters *Counter    `json:"counters,omitempty"`
 }
 

@@ -111,6 +111,8 @@ func TestRules(t *testing.T) {
 		{name: "not an address", body: `{"action": "drop", "match": {"innerSrc": "ten"}}`, field: "match.innerSrc"},
 		{name: "counters given", body: `{"action": "drop", "counters": {"packets": 1, "bytes": 1}}`, field: "counters"},
 		{name: "an unknown key", body: `{"action": "drop", "priority": 1, "when": "now"}`, field: "when"},
+		{name: "an action twice", body: `{"action": "drop", "action": "count"}`, field: "action"},
+		{name: "a match field twice", body: `{"action": "drop", "match": {"qfi": 1, "proto": 6, "qfi": 2}}`, field: "match.qfi"},
 	} {
 		status, body := e.request(t, "POST", "/api/v1/rules", c.body)
 		var got Error

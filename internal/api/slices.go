@@ -12,7 +12,7 @@ import (
 // Slice is a set of CPUs that steer rules spread flows over, as the REST
 // API shows it: {"id": 1, "cpus": [2, 3], "counters": [{"cpu": 2, ...}]}.
 type Slice struct {
-	ID   *uint32  `json:"id,omitempty"`
+	ID   *uint32  `json:"id,omitempty" range:"slice"`
 	CPUs []uint32 `json:"cpus" required:"true"`
 	// Its flows leave the host for an alternative node only when even
 	// they cannot be served.

@@ -16,7 +16,7 @@ import (
 // order, the UPF last, and the slice its steer stage sends packets to.
 type StageSet struct {
 	Stages []string `json:"stages"`
-	Slice  uint32   `json:"slice"`
+	Slice  uint32   `json:"slice" range:"slice"`
 }
 
 // InterfaceStages is an interface of the UPF with the stages it runs and

@@ -12,7 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/jsonkeys"
 )
 
 // jsonValue is a type that checks and takes a decoded JSON value itself
@@ -22,9 +24,10 @@ type jsonValue interface {
 }
 
 // decodeStrict decodes one JSON document into v. Unlike encoding/json it
-// rejects unknown and case-mismatched fields and missing required ones (tag
-// `required:"true"`), and every error names the offending field by its path
-// in the document, e.g. pdrs[1].pdi.teid.
+// rejects unknown and case-mismatched fields, missing required ones (tag
+// `required:"true"`), keys an object gives twice and numbers outside their
+// field's range (tag `range`, see valueRange), and every error names the
+// offending field by its path in the document, e.g. pdrs[1].pdi.teid.
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -42,10 +45,39 @@ func decodeStrict(data []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fielderr.New("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
 	}
-	return assign("", tree, reflect.ValueOf(v).Elem())
+	if err := jsonkeys.Unique(data); err != nil {
+		return err
+	}
+	return assign("", tree, reflect.ValueOf(v).Elem(), "")
 }
 
-func assign(path string, src any, dst reflect.Value) error {
+// namedRanges are the ranges a `range` tag names, those of values the data
+// path bounds.
+var namedRanges = map[string][2]uint64{"slice": {0, uint64(classifyxdp.MaxSlices) - 1}}
+
+// valueRange is the range of an unsigned field of bits: its type's, or
+// the narrower one its tag gives, "low..high" or a name of namedRanges.
+// On a list the tag is its elements'.
+func valueRange(tag string, bits int) (low, high uint64) {
+	if tag == "" {
+		return 0, ^uint64(0) >> (64 - bits)
+	}
+	if r, ok := namedRanges[tag]; ok {
+		return r[0], r[1]
+	}
+	lowText, highText, _ := strings.Cut(tag, "..")
+	low, err := strconv.ParseUint(lowText, 10, bits)
+	if err == nil {
+		high, err = strconv.ParseUint(highText, 10, bits)
+	}
+	if err != nil || low > high {
+		panic("api: bad range tag " + strconv.Quote(tag))
+	}
+	return low, high
+}
+
+// assign decodes src into dst; rangeTag is the range tag of dst's field.
+func assign(path string, src any, dst reflect.Value, rangeTag string) error {
 	if u, ok := dst.Addr().Interface().(jsonValue); ok {
 		err := u.fromJSON(src)
 		var inner *fielderr.Error // about a part of the value
@@ -73,7 +105,7 @@ func assign(path string, src any, dst reflect.Value) error {
 			return nil // null is absent
 		}
 		dst.Set(reflect.New(dst.Type().Elem()))
-		return assign(path, src, dst.Elem())
+		return assign(path, src, dst.Elem(), rangeTag)
 	case reflect.Struct:
 		obj, ok := src.(map[string]any)
 		if !ok {
@@ -87,7 +119,7 @@ func assign(path string, src any, dst reflect.Value) error {
 		}
 		dst.Set(reflect.MakeSlice(dst.Type(), len(list), len(list)))
 		for i, elem := range list {
-			if err := assign(fmt.Sprintf("%s[%d]", path, i), elem, dst.Index(i)); err != nil {
+			if err := assign(fmt.Sprintf("%s[%d]", path, i), elem, dst.Index(i), rangeTag); err != nil {
 				return err
 			}
 		}
@@ -108,10 +140,11 @@ func assign(path string, src any, dst reflect.Value) error {
 		return nil
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		bits := dst.Type().Bits()
+		low, high := valueRange(rangeTag, bits)
 		n, ok := src.(json.Number)
 		u, err := strconv.ParseUint(string(n), 10, bits)
-		if !ok || err != nil {
-			return fielderr.New(path, "must be an integer from 0 to %d", ^uint64(0)>>(64-bits))
+		if !ok || err != nil || u < low || u > high {
+			return fielderr.New(path, "must be an integer from %d to %d", low, high)
 		}
 		dst.SetUint(u)
 		return nil
@@ -145,7 +178,7 @@ func assignStruct(path string, obj map[string]any, dst reflect.Value) error {
 			}
 			continue
 		}
-		if err := assign(join(path, name), v, dst.Field(i)); err != nil {
+		if err := assign(join(path, name), v, dst.Field(i), f.Tag.Get("range")); err != nil {
 			return err
 		}
 	}

@@ -54,7 +54,9 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 		ip(t, e.upf.Name, "addr", "add", n3+"/64", "dev", "n3n6", "nodad")
 		ip(t, e.peer.Name, "addr", "add", gnb+"/64", "dev", "gnb", "nodad")
 	}
-	// Every N3 address local: the GTP-U socket binds them all or none.
+	// 10.1.9.1, an N3 address that is local nowhere, has no socket; the
+	// others do.
+	e.n3 = append(e.n3, "10.1.9.1")
 	must(t, e.upf.AddAddr("n3n6", "10.1.2.1/24"))
 	ip(t, e.peer.Name, "route", "add", n3, "dev", "gnb", "mtu", mtu)
 	if pfcp {
@@ -147,20 +149,30 @@ func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
 	return 0
 }
 
-// Without a socket on the GTP-U port, which binds every N3 address or
-// none, the kernel's G-PDUs put together from fragments reach nothing: the
-// start says so, with PFCP and without. No N3 address is local here.
-func TestNoGTPUSocketSaysFragmentsAreNotForwarded(t *testing.T) {
+// An N3 address that is not local to the interfaces' namespace has no
+// socket on the GTP-U port: the start names it and what is lost there,
+// with PFCP and without; the local one is not named.
+func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 	for _, pfcp := range []bool{true, false} {
 		e := newEnv(t)
+		must(t, e.upf.AddAddr("n3n6", "10.1.2.1/24"))
+		e.n3 = []string{"10.1.9.1"}
+		lost := "fragmented G-PDUs"
 		if pfcp {
 			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
+			lost = "Error Indications, path supervision"
 		}
 		cfg := e.config(t)
 		var log bytes.Buffer // written by the start, read once the daemon stopped
 		must(t, runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)())
-		if !strings.Contains(log.String(), "fragmented G-PDUs") {
-			t.Errorf("pfcp %v: the start did not say that fragmented G-PDUs are not forwarded:\n%s", pfcp, log.String())
+		var named []string
+		for line := range strings.Lines(log.String()) {
+			if strings.Contains(line, "no GTP-U socket") && strings.Contains(line, lost) {
+				named = append(named, line)
+			}
+		}
+		if len(named) != 1 || !strings.Contains(named[0], "address=10.1.9.1 ") || !strings.Contains(named[0], "cannot assign requested address") {
+			t.Errorf("pfcp %v: the start did not name 10.1.9.1 alone as without a socket, losing %s:\n%s", pfcp, lost, log.String())
 		}
 	}
 }

@@ -196,24 +196,17 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 
 // openTunnels opens the GTP-U signalling endpoint, on the N3 and N9
 // addresses, in the interfaces' namespace: Error Indications from gNBs and
-// other UPFs, echo supervision of the paths to them, End Markers. Without
-// it (no such address is local there) the UPF
-// forwards as before and says what it cannot do.
+// other UPFs, echo supervision of the paths to them, End Markers. On an
+// address it cannot bind (not local there, say) the UPF forwards as
+// before and the start says what it cannot do there; nil when it bound
+// none.
 func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
 	errorIndication func(gtpu.ErrorIndication), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
-	var e *gtpu.Endpoint
-	err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log, OnGPDU: gpdu, OnErrorIndication: errorIndication,
+	return openGTPU(cfg, ns, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
+		gtpu.Config{OnGPDU: gpdu, OnErrorIndication: errorIndication,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
 			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})
-		return err
-	})
-	if err != nil {
-		log.Warn("no GTP-U signalling on N3: Error Indications, path supervision, End Markers and fragmented G-PDUs are off", "err", err)
-		return nil
-	}
-	return e
 }
 
 // serveFragmentedGPDUs opens, for a UPF without PFCP, the socket on the
@@ -222,20 +215,39 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu f
 // side's signalling endpoint does that with PFCP. stop closes it.
 func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	e := openGTPU(cfg, ns, log, "fragmented G-PDUs", gtpu.Config{OnGPDU: injectGPDUs(ctx, dp, ns, log)})
+	return func() {
+		if e != nil {
+			e.Close()
+		}
+		cancel()
+	}
+}
+
+// openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns.
+// Each address binds on its own: one that cannot be bound is logged, with
+// what is lost on it, and the others serve. Nil when none could be bound.
+func openGTPU(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
+	gcfg.Local, gcfg.Log = slices.Concat(cfg.N3Addresses, cfg.N9Addresses), log
 	var e *gtpu.Endpoint
 	if err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gtpu.Config{Local: slices.Concat(cfg.N3Addresses, cfg.N9Addresses), Log: log,
-			OnGPDU: injectGPDUs(ctx, dp, ns, log)})
+		e, err = gtpu.Open(gcfg)
 		return err
 	}); err != nil {
-		log.Warn("fragmented G-PDUs are not forwarded: no socket on the GTP-U port", "err", err)
-		cancel()
-		return func() {}
+		log.Warn("no GTP-U socket on any N3 or N9 address", "lost", lost, "err", err)
+		return nil
 	}
-	return func() {
+	unbound := e.Unbound()
+	for _, a := range gcfg.Local {
+		if err, ok := unbound[a]; ok {
+			log.Warn("no GTP-U socket on an N3 or N9 address", "address", a, "lost", lost, "err", err)
+		}
+	}
+	if len(unbound) == len(gcfg.Local) {
 		e.Close()
-		cancel()
+		return nil
 	}
+	return e
 }
 
 // injectGPDUs has the data path forward the G-PDUs that the kernel put

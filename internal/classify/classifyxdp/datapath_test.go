@@ -337,6 +337,8 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 	first := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 0, true, udp(40000, 5004), junk))
 	later := frame(l2, fragment("10.45.0.2", "10.100.6.2", 7, 4, false, junk))
 	orphan := frame(l2, fragment("10.45.0.2", "10.100.6.2", 8, 4, false, junk))
+	// The first's Identification, from another source: another packet's.
+	stranger := frame(l2, fragment("10.45.0.9", "10.100.6.2", 7, 4, false, junk))
 	// A VXLAN packet fragmented outside, the rule's flow inside.
 	outerFirst := frame(l2, fragment("192.0.2.1", "192.0.2.2", 9, 0, true, udp(50000, 4789),
 		&layers.VXLAN{ValidIDFlag: true, VNI: 1}, eth(layers.EthernetTypeIPv4)), []gopacket.SerializableLayer{
@@ -368,6 +370,7 @@ func TestFragmentsFollowTheFirst(t *testing.T) {
 		{name: "first fragment", frame: first, action: xdplink.Drop, rule: 1},
 		{name: "a later one", frame: later, action: xdplink.Drop, rule: 1},
 		{name: "an orphan", frame: orphan, action: xdplink.Pass, rule: 0},
+		{name: "another source's", frame: stranger, action: xdplink.Pass, rule: 0},
 		{name: "outer first fragment", frame: outerFirst, action: xdplink.Drop, rule: 1},
 		{name: "outer later fragment", frame: outerLater, action: xdplink.Drop, rule: 1},
 		{name: "IPv6 first fragment", frame: v6First, action: xdplink.Drop, rule: 2},

@@ -36,6 +36,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/jsonkeys"
 )
 
 // Listing1 is the intent of that paper's Listing 1, as it is written there:
@@ -113,6 +114,11 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
 		return doc, in, invalid("", "not an intent document: %v", err)
+	}
+	// Its fields' names match whatever their case, as encoding/json reads
+	// them: Action and action are the same key.
+	if err := jsonkeys.UniqueFolded(data); err != nil {
+		return doc, in, err
 	}
 	// Lists left out are empty: an intent shows them as [], never null.
 	if doc.Resources == nil {

@@ -47,7 +47,7 @@ type UPSecurityKey struct {
 
 // PDUSessionToSetup is an item of PDU Session Resource To Setup List.
 type PDUSessionToSetup struct {
-	ID                 uint8              `json:"pduSessionId"`
+	ID                 uint8              `json:"pduSessionId" range:"1..255"`
 	Type               PDUSessionType     `json:"pduSessionType" required:"true"`
 	SNSSAI             SNSSAI             `json:"snssai" required:"true"`
 	SecurityIndication SecurityIndication `json:"securityIndication" required:"true"`
@@ -60,7 +60,7 @@ type PDUSessionToSetup struct {
 // SNSSAI is §9.3.1.9.
 type SNSSAI struct {
 	SST uint8   `json:"sst"`
-	SD  *uint32 `json:"sd,omitempty"` // 24 bits
+	SD  *uint32 `json:"sd,omitempty" range:"0..16777215"` // 24 bits
 }
 
 // SecurityIndication is §9.3.1.23: whether the session's user plane is
@@ -79,7 +79,7 @@ type UPTunnel struct {
 
 // DRBToSetup is an item of DRB To Setup List.
 type DRBToSetup struct {
-	ID       uint8             `json:"drbId" required:"true"`
+	ID       uint8             `json:"drbId" required:"true" range:"1..32"`
 	SDAP     SDAPConfiguration `json:"sdapConfiguration" required:"true"`
 	PDCP     PDCPConfiguration `json:"pdcpConfiguration" required:"true"`
 	QoSFlows []QoSFlow         `json:"qosFlowInformationToBeSetup" required:"true"`
@@ -107,7 +107,7 @@ type PDCPConfiguration struct {
 
 // QoSFlow is an item of QoS Flow QoS Parameters List (§9.3.1.25).
 type QoSFlow struct {
-	QFI    uint8 `json:"qosFlowIdentifier"`
+	QFI    uint8 `json:"qosFlowIdentifier" range:"0..63"`
 	FiveQI uint8 `json:"fiveQi"`
 	// ReflectiveMapping has the UE map the flow to its DRB reflectively:
 	// the flow's downlink SDAP headers carry RDI (TS 37.324 5.3.2). The
@@ -162,23 +162,23 @@ type BearerContextModificationRequest struct {
 	Security *SecurityInformation `json:"securityInformation,omitempty"`
 	Setup    []PDUSessionToSetup  `json:"pduSessionResourceToSetupList,omitempty"`
 	Modify   []PDUSessionToModify `json:"pduSessionResourceToModifyList,omitempty"`
-	Remove   IDs                  `json:"pduSessionResourceToRemoveList,omitempty"`
+	Remove   IDs                  `json:"pduSessionResourceToRemoveList,omitempty" range:"1..255"`
 }
 
 // PDUSessionToModify is an item of PDU Session Resource To Modify List.
 type PDUSessionToModify struct {
-	ID uint8 `json:"pduSessionId"`
+	ID uint8 `json:"pduSessionId" range:"1..255"`
 	// ULTunnel, when present, moves the session's uplink to another UPF
 	// endpoint.
 	ULTunnel   *UPTunnel     `json:"ngUlUpTnlInformation,omitempty"`
 	SetupDRBs  []DRBToSetup  `json:"drbToSetupList,omitempty"`
 	ModifyDRBs []DRBToModify `json:"drbToModifyList,omitempty"`
-	RemoveDRBs IDs           `json:"drbToRemoveList,omitempty"`
+	RemoveDRBs IDs           `json:"drbToRemoveList,omitempty" range:"1..32"`
 }
 
 // DRBToModify is an item of DRB To Modify List.
 type DRBToModify struct {
-	ID uint8 `json:"drbId" required:"true"`
+	ID uint8 `json:"drbId" required:"true" range:"1..32"`
 	// DLTunnel is DL UP Parameters: where the DU takes the DRB's downlink.
 	DLTunnel *UPTunnel `json:"dlUpParameters,omitempty"`
 }

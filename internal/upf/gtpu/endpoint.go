@@ -17,6 +17,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,8 +93,10 @@ type Stats struct {
 type Endpoint struct {
 	cfg   Config
 	log   *slog.Logger
-	conns map[netip.Addr]*net.UDPConn // by local address
-	wg    sync.WaitGroup
+	conns map[netip.Addr]*net.UDPConn // by local address, those bound
+	// unbound are the local addresses without a socket, with why.
+	unbound map[netip.Addr]error
+	wg      sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -115,10 +118,13 @@ type path struct {
 	stop       chan struct{}
 }
 
-// Open binds the sockets and starts serving them. A socket belongs to the
-// network namespace it is created in: to serve N3 addresses in another
-// namespace, call Open on a thread in that namespace (e.g. inside
-// namespace.Netns.Do); the endpoint then works from any goroutine.
+// Open binds a socket on each local address and starts serving them. An
+// address binds on its own: one that cannot be bound (not local, the port
+// taken) has no socket, and Unbound says why, while the others work. Open
+// fails only on an invalid Config. A socket belongs to the network
+// namespace it is created in: to serve N3 addresses in another namespace,
+// call Open on a thread in that namespace (e.g. inside namespace.Netns.Do);
+// the endpoint then works from any goroutine.
 func Open(cfg Config) (*Endpoint, error) {
 	if len(cfg.Local) == 0 {
 		return nil, errors.New("gtpu: no local address")
@@ -128,6 +134,11 @@ func Open(cfg Config) (*Endpoint, error) {
 	if cfg.EchoInterval < 0 || cfg.EchoRetries < 0 {
 		return nil, errors.New("gtpu: negative echo interval or retries")
 	}
+	for i, local := range cfg.Local {
+		if !local.IsValid() || slices.Contains(cfg.Local[:i], local) {
+			return nil, fmt.Errorf("gtpu: invalid or repeated local address %v", local)
+		}
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -135,34 +146,44 @@ func Open(cfg Config) (*Endpoint, error) {
 		cfg:         cfg,
 		log:         cfg.Log,
 		conns:       map[netip.Addr]*net.UDPConn{},
+		unbound:     map[netip.Addr]error{},
 		paths:       map[Path]*path{},
 		stats:       Stats{Received: map[uint8]uint64{}},
 		eventsReady: make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
 	for _, local := range cfg.Local {
-		if _, dup := e.conns[local]; dup || !local.IsValid() {
-			e.closeConns()
-			return nil, fmt.Errorf("gtpu: invalid or repeated local address %v", local)
-		}
-		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
-		if err == nil && cfg.OnGPDU != nil {
-			err = tellArrival(conn, local)
-		}
+		conn, err := listen(local, cfg.OnGPDU != nil)
 		if err != nil {
-			if conn != nil {
-				conn.Close()
-			}
-			e.closeConns()
-			return nil, fmt.Errorf("gtpu: %w", err)
+			e.unbound[local] = err
+			continue
 		}
 		e.conns[local] = conn
-	}
-	for local, conn := range e.conns {
 		e.wg.Go(func() { e.read(local, conn) })
 	}
 	e.wg.Go(e.dispatch)
 	return e, nil
+}
+
+// listen binds the GTP-U port of local; arrivals: with tellArrival.
+func listen(local netip.Addr, arrivals bool) (*net.UDPConn, error) {
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
+	if err != nil {
+		return nil, err
+	}
+	if arrivals {
+		if err := tellArrival(conn, local); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%v: %w", local, err)
+		}
+	}
+	return conn, nil
+}
+
+// Unbound returns the local addresses that have no socket, each with why
+// it could not be bound: nothing is received on them or sent from them.
+func (e *Endpoint) Unbound() map[netip.Addr]error {
+	return maps.Clone(e.unbound)
 }
 
 // Close stops supervision and callbacks and closes the sockets.
@@ -205,7 +226,7 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) SendEndMarker(local, peer netip.Addr, teid uint32) error {
 	conn, ok := e.conns[local]
 	if !ok {
-		return fmt.Errorf("gtpu: %v is not a local address", local)
+		return e.noSocket(local)
 	}
 	if _, err := conn.WriteToUDPAddrPort(endMarker(teid), netip.AddrPortFrom(peer, Port)); err != nil {
 		return fmt.Errorf("gtpu: End Marker to %v: %w", peer, err)
@@ -219,10 +240,14 @@ func (e *Endpoint) SendEndMarker(local, peer netip.Addr, teid uint32) error {
 // Watch starts supervising the path, or counts one more user of it: Echo
 // Requests go out at once and every EchoInterval until as many Unwatch
 // calls as Watch calls. A failed path is still probed, and recovers with
-// the next answer.
+// the next answer. A path from an unbound address is not supervised, and
+// watching it is no error: Unbound says so once, not each session.
 func (e *Endpoint) Watch(p Path) error {
 	if _, ok := e.conns[p.Local]; !ok {
-		return fmt.Errorf("gtpu: %v is not a local address", p.Local)
+		if _, unbound := e.unbound[p.Local]; unbound {
+			return nil
+		}
+		return e.noSocket(p.Local)
 	}
 	if !p.Peer.IsValid() {
 		return errors.New("gtpu: invalid peer address")
@@ -240,6 +265,14 @@ func (e *Endpoint) Watch(p Path) error {
 	}
 	s.watchers++
 	return nil
+}
+
+// noSocket is the error of sending from local, which has no socket.
+func (e *Endpoint) noSocket(local netip.Addr) error {
+	if err, unbound := e.unbound[local]; unbound {
+		return fmt.Errorf("gtpu: no socket on %v: %w", local, err)
+	}
+	return fmt.Errorf("gtpu: %v is not a local address", local)
 }
 
 // Unwatch undoes one Watch; after the last, no more Echo Requests are sent

@@ -2,15 +2,18 @@ package gtpu
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -148,6 +151,49 @@ func TestEchoRequest(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stats %+v", s)
 		}
+	}
+}
+
+// An address that cannot be bound (configured on no interface) has no
+// socket and says why; the others serve as if it were not there.
+func TestAddressBindsOnItsOwn(t *testing.T) {
+	l := newN3Of(t, 24, gnbAddr, n3Addr)
+	absent := netip.MustParseAddr("10.203.0.9")
+	got := make(chan ErrorIndication, 1)
+	e := l.open(t, Config{Local: []netip.Addr{absent, n3Addr}, OnErrorIndication: func(ind ErrorIndication) { got <- ind }})
+	unbound := e.Unbound()
+	if err := unbound[absent]; len(unbound) != 1 || !errors.Is(err, unix.EADDRNOTAVAIL) {
+		t.Errorf("unbound %v, want %v alone, not available", unbound, absent)
+	}
+
+	gnb := l.gnbSocket(t, Port)
+	send(t, gnb, serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 7}, nil))
+	if g, from, err := receive(gnb, timeout); err != nil || g.MessageType != MsgEchoResponse || from != netip.AddrPortFrom(n3Addr, Port) {
+		t.Errorf("the Echo Request to %v: %+v from %v, %v", n3Addr, g, from, err)
+	}
+	send(t, gnb, errorIndication(t, 0x99, n3Addr, udpPortExtension))
+	select {
+	case <-got:
+	case <-time.After(timeout):
+		t.Error("no Error Indication reported")
+	}
+	if err := e.SendEndMarker(n3Addr, gnbAddr, 0x77); err != nil {
+		t.Error(err)
+	}
+	if g, _, err := receive(gnb, timeout); err != nil || g.MessageType != MsgEndMarker || g.TEID != 0x77 {
+		t.Errorf("End Marker from %v: %+v, %v", n3Addr, g, err)
+	}
+
+	// From the unbound address nothing goes out: an End Marker fails
+	// naming it, a path is not supervised and is no error.
+	if err := e.SendEndMarker(absent, gnbAddr, 0x77); err == nil || !strings.Contains(err.Error(), absent.String()) {
+		t.Errorf("End Marker from %v: %v", absent, err)
+	}
+	if err := e.Watch(Path{Local: absent, Peer: gnbAddr}); err != nil {
+		t.Error(err)
+	}
+	if err := e.Watch(Path{Local: netip.MustParseAddr("10.203.0.10"), Peer: gnbAddr}); err == nil {
+		t.Error("a path from an address not of the endpoint watched")
 	}
 }
 

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/ran/e1"
+)
+
+// A number of the wrong type, or outside its field's range, is refused
+// naming the field's range, not its Go type's.
+func TestNumbersNameTheirFieldsRange(t *testing.T) {
+	setup := func(old, new string) string { return strings.Replace(bearerContextSetup, old, new, 1) }
+	for _, c := range []struct {
+		doc   string
+		into  any
+		field string
+		want  string
+	}{
+		{`{"stages": [], "slice": -1}`, &StageSet{}, "slice", "must be an integer from 0 to 255"},
+		{`{"stages": [], "slice": 4294967295}`, &StageSet{}, "slice", "must be an integer from 0 to 255"},
+		{`{"action": "steer", "slice": "1"}`, &Rule{}, "slice", "must be an integer from 0 to 255"},
+		{`{"id": 256, "cpus": [0]}`, &Slice{}, "id", "must be an integer from 0 to 255"},
+		{`{"cpus": [-1]}`, &Slice{}, "cpus[0]", "must be an integer from 0 to 4294967295"}, // no narrower range
+		{`{"seid": 1, "pdrs": [{"pdrId": 1, "farId": 1, "pdi": {"sourceInterface": 0, "qfi": "9"}}]}`, &document{}, "pdrs[0].pdi.qfi", "must be an integer from 0 to 63"},
+		{`{"seid": 1, "qers": [{"qerId": 1, "qfi": 256}]}`, &document{}, "qers[0].qfi", "must be an integer from 0 to 63"},
+		{`{"seid": 1, "fars": [{"farId": 1, "forwardingParameters": {"dscp": 1.5}}]}`, &document{}, "fars[0].forwardingParameters.dscp", "must be an integer from 0 to 63"},
+		{`{"seid": 1, "fars": [{"farId": 1, "duplicatingParameters": {"destinationInterface": 4, "dscp": 64}}]}`, &document{}, "fars[0].duplicatingParameters.dscp", "must be an integer from 0 to 63"},
+		{setup(`"pduSessionId": 1`, `"pduSessionId": 0`), &e1.BearerContextSetupRequest{}, "pduSessionResourceToSetupList[0].pduSessionId", "must be an integer from 1 to 255"},
+		{setup(`"sst": 1`, `"sst": 1, "sd": 16777216`), &e1.BearerContextSetupRequest{}, "pduSessionResourceToSetupList[0].snssai.sd", "must be an integer from 0 to 16777215"},
+		{setup(`"drbId": 1`, `"drbId": 33`), &e1.BearerContextSetupRequest{}, "pduSessionResourceToSetupList[0].drbToSetupList[0].drbId", "must be an integer from 1 to 32"},
+		{setup(`"qosFlowIdentifier": 9`, `"qosFlowIdentifier": -1`), &e1.BearerContextSetupRequest{},
+			"pduSessionResourceToSetupList[0].drbToSetupList[0].qosFlowInformationToBeSetup[0].qosFlowIdentifier", "must be an integer from 0 to 63"},
+		{`{"pduSessionResourceToModifyList": [{"pduSessionId": "1"}]}`, &e1.BearerContextModificationRequest{}, "pduSessionResourceToModifyList[0].pduSessionId", "must be an integer from 1 to 255"},
+		{`{"pduSessionResourceToModifyList": [{"pduSessionId": 1, "drbToModifyList": [{"drbId": 0}]}]}`, &e1.BearerContextModificationRequest{},
+			"pduSessionResourceToModifyList[0].drbToModifyList[0].drbId", "must be an integer from 1 to 32"},
+		{`{"pduSessionResourceToModifyList": [{"pduSessionId": 1, "drbToRemoveList": [1, 40]}]}`, &e1.BearerContextModificationRequest{},
+			"pduSessionResourceToModifyList[0].drbToRemoveList[1]", "must be an integer from 1 to 32"},
+		{`{"pduSessionResourceToRemoveList": [0]}`, &e1.BearerContextModificationRequest{}, "pduSessionResourceToRemoveList[0]", "must be an integer from 1 to 255"},
+	} {
+		err := decodeStrict([]byte(c.doc), c.into)
+		var fe *fielderr.Error
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Reason != c.want {
+			t.Errorf("%s: %v, want %s: %s", c.doc, err, c.field, c.want)
+		}
+	}
+	// The bounds themselves are taken.
+	var set StageSet
+	if err := decodeStrict([]byte(`{"stages": [], "slice": 255}`), &set); err != nil || set.Slice != 255 {
+		t.Errorf("slice 255: %v, %+v", err, set)
+	}
+	if err := decodeStrict([]byte(setup(`"sst": 1`, `"sst": 1, "sd": 16777215`)), &e1.BearerContextSetupRequest{}); err != nil {
+		t.Error(err)
+	}
+	var req e1.BearerContextModificationRequest
+	if err := decodeStrict([]byte(`{"pduSessionResourceToRemoveList": [1, 255], "pduSessionResourceToModifyList": [{"pduSessionId": 1, "drbToRemoveList": [32]}]}`), &req); err != nil {
+		t.Error(err)
+	}
+}
