@@ -77,13 +77,16 @@ func TestChart(t *testing.T) {
 			checkRendered(t, r)
 		})
 	}
-	// HTTPS and another N4 port reach the probes, the Service and the
-	// ServiceMonitor, which checks the certificate.
+	// HTTPS, another N4 port and another API port, this one given by each
+	// node, reach the probes, the Service and the ServiceMonitor, which
+	// checks the certificate.
 	t.Run("https", func(t *testing.T) {
 		values := filepath.Join(t.TempDir(), "https-values.yaml")
-		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\n" +
-			"nodes:\n  upf-a: {config: {pfcp: {listen: \"10.10.4.11:8806\"}}}\n" +
-			"  upf-b: {config: {pfcp: {listen: \"10.10.4.12:8806\"}}}\n  upf-c: {config: {pfcp: {listen: \"10.10.4.13:8806\"}}}\n"
+		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\nnodes:\n"
+		for _, node := range []string{"upf-a:11", "upf-b:12", "upf-c:13"} {
+			name, host, _ := strings.Cut(node, ":")
+			https += fmt.Sprintf("  %s: {config: {pfcp: {listen: \"10.10.4.%s:8806\"}, api: {listen: \"10.10.4.%[2]s:9443\"}}}\n", name, host)
+		}
 		if err := os.WriteFile(values, []byte(https), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -96,6 +99,7 @@ func TestChart(t *testing.T) {
 	})
 	for _, tc := range []struct{ name, set, refusal string }{
 		{"N4 ports that differ", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
+		{"API ports that differ", "nodes.upf-a.config.api.listen=10.10.4.11:9443", "api.listen: the nodes listen on ports"},
 		{"api.tls in config", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
