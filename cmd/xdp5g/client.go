@@ -182,7 +182,7 @@ const tokenVariable = "XDP5G_TOKEN"
 // clientFlags declares the flags of a command that calls the REST API.
 func clientFlags(c *cobra.Command) {
 	c.PersistentFlags().String("api", api.DefaultURL, "`URL` of the daemon's REST API, http or https")
-	c.PersistentFlags().String("token-file", "", "`FILE` holding the API's bearer token (default: $"+tokenVariable+")")
+	c.PersistentFlags().String("token-file", "", "`FILE` holding the API's bearer token (without it, the token itself in $"+tokenVariable+")")
 	c.PersistentFlags().String("ca-file", "", "`FILE` of PEM certificates to trust for an https URL, besides the system's")
 }
 
@@ -204,6 +204,9 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 				return fmt.Errorf("--token-file: %w", err)
 			}
 			cl.Token = strings.TrimSpace(string(data))
+			if cl.Token == "" {
+				return fmt.Errorf("--token-file: %s holds no token", tokenFile)
+			}
 		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		if caFile != "" {

@@ -135,6 +135,10 @@ func TestTokenAndCA(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	list := []string{"sessions", "list", "--api", srv.URL}
 	for _, c := range []struct {
 		name, env string
@@ -148,11 +152,23 @@ func TestTokenAndCA(t *testing.T) {
 		{name: "no token", args: []string{"--ca-file", caFile}, status: 1, stderr: "Authorization: the bearer token is not the daemon's"},
 		{name: "no CA", args: []string{"--token-file", tokenFile}, status: 1, stderr: "certificate signed by unknown authority"},
 		{name: "missing token file", args: []string{"--token-file", filepath.Join(dir, "none"), "--ca-file", caFile}, status: 1, stderr: "no such file"},
+		{name: "empty token file", args: []string{"--token-file", emptyFile, "--ca-file", caFile}, status: 1, stderr: "--token-file: " + emptyFile + " holds no token"},
 	} {
 		t.Setenv("XDP5G_TOKEN", c.env)
 		status, stdout, stderr := xdp5g("", append(list, c.args...)...)
 		if status != c.status || !strings.Contains(stderr, c.stderr) || status == 0 && stdout != "{\n  \"sessions\": []\n}\n" {
 			t.Errorf("%s: status %d, printed %q, %q; want status %d and %q", c.name, status, stdout, stderr, c.status, c.stderr)
 		}
+	}
+}
+
+// The help says that $XDP5G_TOKEN holds the token itself, not the name of
+// a file as --token-file's value would be.
+func TestTokenVariableHelp(t *testing.T) {
+	help := stdoutOf(t, "sessions", "list", "--help")
+	_, line, _ := strings.Cut(help, "--token-file")
+	line, _, _ = strings.Cut(line, "\n")
+	if !strings.Contains(line, "the token itself in $XDP5G_TOKEN") {
+		t.Errorf("--token-file's help %q; want it to say $XDP5G_TOKEN holds the token itself", line)
 	}
 }
