@@ -100,6 +100,8 @@ func TestChart(t *testing.T) {
 	for _, tc := range []struct{ name, set, refusal string }{
 		{"N4 ports that differ", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
 		{"API ports that differ", "nodes.upf-a.config.api.listen=10.10.4.11:9443", "api.listen: the nodes listen on ports"},
+		{"a short token", "apiToken.token=fifteen-chars-x", "apiToken.token: 15 characters; the daemon takes a token of 16 at least"},
+		{"a token of two words", "apiToken.token=two words of the token", "apiToken.token: a token is one word, without spaces"},
 		{"api.tls in config", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
