@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/cli"
 )
 
 // xdp5g writing to a pipe whose reader is gone goes on (and so removes
@@ -194,5 +200,20 @@ func TestVersionIsStamped(t *testing.T) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || string(out) != "xdp5g version 1.2.3-test\n" {
 		t.Errorf("xdp5g --version: %v, %q", err, out)
+	}
+}
+
+// A command interrupted (SIGINT, SIGTERM, SIGHUP cancel its context) says
+// so, rather than Go's "context canceled".
+func TestInterrupted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var stderr strings.Builder
+	root := newRoot()
+	root.SetErr(&stderr)
+	if status := cli.Run(ctx, root, []string{"rules", "list", "--api", srv.URL}); status != 1 || stderr.String() != "xdp5g: interrupted\n" {
+		t.Errorf("rules list, interrupted: status %d, %q; want 1 and xdp5g: interrupted", status, &stderr)
 	}
 }
