@@ -275,3 +275,17 @@ func TestEmptyListsAreArrays(t *testing.T) {
 		sameJSON(t, e.expect(t, http.StatusOK, "GET", path, ""), want)
 	}
 }
+
+// A tunnel type that is neither a known name nor a number is refused with
+// the names it may be.
+func TestUnknownTunnelName(t *testing.T) {
+	for _, name := range []string{"ipip", "GTPU"} {
+		_, err := parseMatch("tunnel2", name)
+		if want := "must be vxlan, geneve, gre, gtpu or a number from 0 to 255"; err == nil || err.Error() != want {
+			t.Errorf("tunnel2 %q: %v; want %q", name, err, want)
+		}
+	}
+	if _, err := parseMatch("tunnel2", "gtpu"); err != nil {
+		t.Errorf("tunnel2 gtpu: %v", err)
+	}
+}
