@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,5 +216,24 @@ func TestInterrupted(t *testing.T) {
 	root.SetErr(&stderr)
 	if status := cli.Run(ctx, root, []string{"rules", "list", "--api", srv.URL}); status != 1 || stderr.String() != "xdp5g: interrupted\n" {
 		t.Errorf("rules list, interrupted: status %d, %q; want 1 and xdp5g: interrupted", status, &stderr)
+	}
+}
+
+// run --debug logs at debug level too (what the docs say is logged so: PFCP
+// datagrams from peers that are not allowed, among others); without it, not.
+func TestRunDebug(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		run, _, err := newRoot().Find([]string{"run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if debug {
+			if err := run.ParseFlags([]string{"--debug"}); err != nil {
+				t.Fatalf("run --debug: %v", err)
+			}
+		}
+		if got := daemonLog(run).Enabled(context.Background(), slog.LevelDebug); got != debug {
+			t.Errorf("run (--debug %v) logs at debug level: %v", debug, got)
+		}
 	}
 }
