@@ -80,12 +80,15 @@ func TestDocumentCommands(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got = append(got, r.Method+" "+r.URL.Path+" "+string(body))
-		if r.URL.Path == "/api/v1/rules" {
+		switch {
+		case r.URL.Path == "/api/v1/rules":
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":"no action","field":"action"}`)
-			return
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/slices":
+			io.WriteString(w, `{"slices":[{"id":3,"cpus":[1],"prioritised":true,"rate":8000}]}`)
+		default:
+			w.Write(body)
 		}
-		w.Write(body)
 	}))
 	defer srv.Close()
 
@@ -94,7 +97,7 @@ func TestDocumentCommands(t *testing.T) {
 		t.Errorf("sessions add -: status %d, printed %q, %s", status, stdout, stderr)
 	}
 	status, stdout, _ = xdp5g("", "slices", "set", "--api", srv.URL, "3", "0,1")
-	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ]\n}\n" {
+	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ],\n  \"prioritised\": true,\n  \"rate\": 8000\n}\n" {
 		t.Errorf("slices set 3 0,1: status %d, printed %q", status, stdout)
 	}
 	status, _, _ = xdp5g("", "interfaces", "stages", "--api", srv.URL, "n3", "classify,steer,upf", "--slice", "2")
@@ -105,7 +108,8 @@ func TestDocumentCommands(t *testing.T) {
 	if status != 1 || !strings.Contains(stderr, "no action") || strings.Contains(stderr, "Usage:") {
 		t.Errorf("rules add refused: status %d, %q", status, stderr)
 	}
-	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}",
+	want := []string{"POST /api/v1/sessions {\"seid\":7}", "GET /api/v1/slices ",
+		"PUT /api/v1/slices/3 {\"cpus\":[0,1],\"prioritised\":true,\"rate\":8000}",
 		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}", "POST /api/v1/rules {}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

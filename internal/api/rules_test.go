@@ -264,6 +264,14 @@ func TestSlices(t *testing.T) {
 	must(t, err)
 	sameJSON(t, list, `{"slices": [{"id": 5, "cpus": [0]}]}`)
 	must(t, c.DeleteSlice(ctx, 5))
+	// Changing a slice's CPUs keeps what else it has.
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/6", `{"cpus": [0], "prioritised": true, "rate": 8000000, "burst": 4000}`)
+	_, err = c.SetSlice(ctx, 6, []uint32{1})
+	must(t, err)
+	list, err = c.Slices(ctx)
+	must(t, err)
+	sameJSON(t, list, `{"slices": [{"id": 6, "cpus": [1], "prioritised": true, "rate": 8000000, "burst": 4000}]}`)
+	must(t, c.DeleteSlice(ctx, 6))
 }
 
 // Empty lists are [] in every document, never null.
