@@ -35,7 +35,7 @@ The SMF moves or deletes its sessions first.`, one,
 For example "stages n3 classify,steer,upf --slice 1", or "stages n3 upf" for
 the UPF alone. The change takes effect at once, without a packet lost, and is
 kept across restarts until the configuration gives the interface other stages.`, two, withClient(setStages))
-	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to")
+	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to (default: the interface's)")
 	return []*cobra.Command{
 		cli.Group("interfaces", "the UPF's interfaces and the stages each runs",
 			cli.Command("list", "print the UPF's interfaces with their stages, as running and as configured", none,
@@ -105,9 +105,24 @@ func setSlice(c *cobra.Command, cl *api.Client, args []string) error {
 	return printJSON(c)(cl.SetSlice(c.Context(), id, cpus))
 }
 
+// setStages changes an interface's stages; without --slice it keeps the
+// slice the interface steers to (PUT replaces both).
 func setStages(c *cobra.Command, cl *api.Client, args []string) error {
-	slice, _ := c.Flags().GetUint32("slice")
-	return printJSON(c)(cl.SetStages(c.Context(), args[0], api.StageSet{Stages: strings.Split(args[1], ","), Slice: slice}))
+	set := api.StageSet{Stages: strings.Split(args[1], ",")}
+	if c.Flags().Changed("slice") {
+		set.Slice, _ = c.Flags().GetUint32("slice")
+	} else {
+		doc, err := cl.Interface(c.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		var running api.InterfaceStages
+		if err := json.Unmarshal(doc, &running); err != nil {
+			return err
+		}
+		set.Slice = running.Slice
+	}
+	return printJSON(c)(cl.SetStages(c.Context(), args[0], set))
 }
 
 func modifyBearerContext(c *cobra.Command, cl *api.Client, args []string) error {

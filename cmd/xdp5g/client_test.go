@@ -86,6 +86,8 @@ func TestDocumentCommands(t *testing.T) {
 			io.WriteString(w, `{"error":"no action","field":"action"}`)
 		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/slices":
 			io.WriteString(w, `{"slices":[{"id":3,"cpus":[1],"prioritised":true,"rate":8000}]}`)
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/interfaces/n6":
+			io.WriteString(w, `{"name":"n6","stages":["steer","upf"],"slice":4,"configured":{"stages":["upf"],"slice":0}}`)
 		default:
 			w.Write(body)
 		}
@@ -104,13 +106,20 @@ func TestDocumentCommands(t *testing.T) {
 	if status != 0 {
 		t.Errorf("interfaces stages n3: status %d", status)
 	}
+	// Without --slice the interface keeps the slice it steers to.
+	status, _, _ = xdp5g("", "interfaces", "stages", "--api", srv.URL, "n6", "classify,steer,upf")
+	if status != 0 {
+		t.Errorf("interfaces stages n6: status %d", status)
+	}
 	status, _, stderr = xdp5g(`{}`, "rules", "add", "-", "--api", srv.URL)
 	if status != 1 || !strings.Contains(stderr, "no action") || strings.Contains(stderr, "Usage:") {
 		t.Errorf("rules add refused: status %d, %q", status, stderr)
 	}
 	want := []string{"POST /api/v1/sessions {\"seid\":7}", "GET /api/v1/slices ",
 		"PUT /api/v1/slices/3 {\"cpus\":[0,1],\"prioritised\":true,\"rate\":8000}",
-		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}", "POST /api/v1/rules {}"}
+		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}",
+		"GET /api/v1/interfaces/n6 ", "PUT /api/v1/interfaces/n6/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":4}",
+		"POST /api/v1/rules {}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

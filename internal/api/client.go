@@ -123,6 +123,11 @@ func (c *Client) Interfaces(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/interfaces", nil)
 }
 
+// Interface returns an interface of the UPF with its stages.
+func (c *Client) Interface(ctx context.Context, name string) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/interfaces/"+url.PathEscape(name), nil)
+}
+
 // SetStages changes the stages an interface of the UPF runs.
 func (c *Client) SetStages(ctx context.Context, name string, set StageSet) (json.RawMessage, error) {
 	doc, err := json.Marshal(set)
