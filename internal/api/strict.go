@@ -42,6 +42,9 @@ func decodeStrict(data []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fielderr.New("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
 	}
+	if _, isObj := tree.(map[string]any); !isObj && reflect.ValueOf(v).Elem().Kind() == reflect.Struct {
+		return fielderr.New("", "the document must be a JSON object, {…}")
+	}
 	return assign("", tree, reflect.ValueOf(v).Elem())
 }
 
