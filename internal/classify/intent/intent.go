@@ -125,7 +125,7 @@ func decodeError(err error) *fielderr.Error {
 		case reflect.Map, reflect.Struct:
 			want = "an object"
 		case reflect.Uint32:
-			want = "a whole number from 0 to 4294967295"
+			want = "an integer from 0 to 4294967295"
 		}
 		got, _, _ := strings.Cut(typeErr.Value, " ") // "number 5": the kind
 		if got == "number" && typeErr.Type.Kind() == reflect.Uint32 {
