@@ -86,6 +86,11 @@ metadata:
     checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
     {{- with .node }}
     {{- $addresses := (index $v.nodes .).addresses | default dict }}
+    {{- range $name, $_ := $addresses }}
+    {{- if not (hasKey $v.multus.networks $name) }}
+    {{- fail (printf "nodes.%s.addresses.%s: multus.networks has no network %s (%s)" $.node $name $name (keys $v.multus.networks | sortAlpha | join ", ")) }}
+    {{- end }}
+    {{- end }}
     {{- $networks := list }}
     {{- range $name, $_ := $v.multus.networks }}
     {{- $network := dict "name" (printf "%s-%s" (include "xdp5g.fullname" $root) $name) "interface" $name }}
