@@ -148,13 +148,13 @@ func readMountinfo(path string) ([]mount, error) {
 	return mounts, lines.Err()
 }
 
-// ErrPinsInUse is LockPins's error when another process holds the lock.
+// ErrPinsInUse is LockPins's error when the lock is held.
 var ErrPinsInUse = errors.New("the pins are in use")
 
-// LockPins takes the pin path for one process: an exclusive lock on its
-// directory (made, with bpffs mounted, as Open would), which another
-// process's LockPins finds taken (ErrPinsInUse) until the returned file is
-// closed or the process ends, however it ends. Opening the maps takes no
+// LockPins takes the pin path for its owner: an exclusive lock on its
+// directory (made, with bpffs mounted, as Open would), which any other
+// LockPins, in this process or another, finds taken (ErrPinsInUse) until
+// the returned file is closed or the process ends, however it ends. Opening the maps takes no
 // lock: the lock is for the processes that own the data path, not for
 // those that only look at it.
 func LockPins(pinPath string) (*os.File, error) {
