@@ -84,8 +84,10 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 				deleteByID(idOf("a bearer context"), (*api.Client).ReleaseBearerContext))),
 		cli.Command("cuup-stats", `print the CU-UP's counters
 
-Each worker's counters and, on the AF_XDP path, those of its XDP classifier
-that are not zero, per CPU.`, none, showTable((*api.Client).CUUPStats)),
+Each worker's counters; those of the socket path and of the AF_XDP path
+(sent through the kernel, dropped with the TX ring full, ...) that are not
+zero; and, on the AF_XDP path, those of its XDP classifier that are not zero,
+per CPU.`, none, showTable((*api.Client).CUUPStats)),
 	}
 }
 

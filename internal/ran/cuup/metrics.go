@@ -54,15 +54,31 @@ func emitWorkers(ch chan<- prometheus.Metric, workers []WorkerStats) {
 	}
 }
 
-// emitCounters sends the counters of stats (its uint64 fields) to family,
-// each with the labels and its JSON name.
+// emitCounters sends the counters of stats to family, each with the
+// labels and its JSON name.
 func emitCounters(ch chan<- prometheus.Metric, family telemetry.Family, stats any, labels ...string) {
+	for _, c := range Counters(stats) {
+		family.Emit(ch, float64(c.Value), append(labels, c.Name)...)
+	}
+}
+
+// Counter is one counter of a stats struct, by its JSON name.
+type Counter struct {
+	Name  string
+	Value uint64
+}
+
+// Counters lists the counters of stats (a struct such as WorkerStats,
+// SocketStats or XDPStats: its uint64 fields), in their order.
+func Counters(stats any) []Counter {
 	v := reflect.ValueOf(stats)
+	var counters []Counter
 	for f := range v.NumField() {
 		if v.Field(f).Kind() != reflect.Uint64 {
 			continue
 		}
-		counter, _, _ := strings.Cut(v.Type().Field(f).Tag.Get("json"), ",")
-		family.Emit(ch, float64(v.Field(f).Uint()), append(labels, counter)...)
+		name, _, _ := strings.Cut(v.Type().Field(f).Tag.Get("json"), ",")
+		counters = append(counters, Counter{Name: name, Value: v.Field(f).Uint()})
 	}
+	return counters
 }
