@@ -35,7 +35,7 @@ The SMF moves or deletes its sessions first.`, one,
 For example "stages n3 classify,steer,upf --slice 1", or "stages n3 upf" for
 the UPF alone. The change takes effect at once, without a packet lost, and is
 kept across restarts until the configuration gives the interface other stages.`, two, withClient(setStages))
-	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to")
+	stages.Flags().Uint32("slice", 0, "`ID` of the slice the steer stage sends packets to (default: the interface's)")
 	return []*cobra.Command{
 		cli.Group("interfaces", "the UPF's interfaces and the stages each runs",
 			cli.Command("list", "print the UPF's interfaces with their stages, as running and as configured", none,
@@ -84,8 +84,10 @@ Sessions an SMF created are refused.`, one, deleteByID(parseSEID, (*api.Client).
 				deleteByID(idOf("a bearer context"), (*api.Client).ReleaseBearerContext))),
 		cli.Command("cuup-stats", `print the CU-UP's counters
 
-Each worker's counters and, on the AF_XDP path, those of its XDP classifier
-that are not zero, per CPU.`, none, showTable((*api.Client).CUUPStats)),
+Each worker's counters; those of the socket path and of the AF_XDP path
+(sent through the kernel, dropped with the TX ring full, ...) that are not
+zero; and, on the AF_XDP path, those of its XDP classifier that are not zero,
+per CPU.`, none, showTable((*api.Client).CUUPStats)),
 	}
 }
 
@@ -105,9 +107,24 @@ func setSlice(c *cobra.Command, cl *api.Client, args []string) error {
 	return printJSON(c)(cl.SetSlice(c.Context(), id, cpus))
 }
 
+// setStages changes an interface's stages; without --slice it keeps the
+// slice the interface steers to (PUT replaces both).
 func setStages(c *cobra.Command, cl *api.Client, args []string) error {
-	slice, _ := c.Flags().GetUint32("slice")
-	return printJSON(c)(cl.SetStages(c.Context(), args[0], api.StageSet{Stages: strings.Split(args[1], ","), Slice: slice}))
+	set := api.StageSet{Stages: strings.Split(args[1], ",")}
+	if c.Flags().Changed("slice") {
+		set.Slice, _ = c.Flags().GetUint32("slice")
+	} else {
+		doc, err := cl.Interface(c.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		var running api.InterfaceStages
+		if err := json.Unmarshal(doc, &running); err != nil {
+			return err
+		}
+		set.Slice = running.Slice
+	}
+	return printJSON(c)(cl.SetStages(c.Context(), args[0], set))
 }
 
 func modifyBearerContext(c *cobra.Command, cl *api.Client, args []string) error {
@@ -182,7 +199,7 @@ const tokenVariable = "XDP5G_TOKEN"
 // clientFlags declares the flags of a command that calls the REST API.
 func clientFlags(c *cobra.Command) {
 	c.PersistentFlags().String("api", api.DefaultURL, "`URL` of the daemon's REST API, http or https")
-	c.PersistentFlags().String("token-file", "", "`FILE` holding the API's bearer token (default: $"+tokenVariable+")")
+	c.PersistentFlags().String("token-file", "", "`FILE` holding the API's bearer token (without it, the token itself in $"+tokenVariable+")")
 	c.PersistentFlags().String("ca-file", "", "`FILE` of PEM certificates to trust for an https URL, besides the system's")
 }
 
@@ -204,6 +221,9 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 				return fmt.Errorf("--token-file: %w", err)
 			}
 			cl.Token = strings.TrimSpace(string(data))
+			if cl.Token == "" {
+				return fmt.Errorf("--token-file: %s holds no token", tokenFile)
+			}
 		}
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		if caFile != "" {

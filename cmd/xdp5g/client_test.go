@@ -80,12 +80,17 @@ func TestDocumentCommands(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		got = append(got, r.Method+" "+r.URL.Path+" "+string(body))
-		if r.URL.Path == "/api/v1/rules" {
+		switch {
+		case r.URL.Path == "/api/v1/rules":
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":"no action","field":"action"}`)
-			return
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/slices":
+			io.WriteString(w, `{"slices":[{"id":3,"cpus":[1],"prioritised":true,"rate":8000}]}`)
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v1/interfaces/n6":
+			io.WriteString(w, `{"name":"n6","stages":["steer","upf"],"slice":4,"configured":{"stages":["upf"],"slice":0}}`)
+		default:
+			w.Write(body)
 		}
-		w.Write(body)
 	}))
 	defer srv.Close()
 
@@ -94,19 +99,27 @@ func TestDocumentCommands(t *testing.T) {
 		t.Errorf("sessions add -: status %d, printed %q, %s", status, stdout, stderr)
 	}
 	status, stdout, _ = xdp5g("", "slices", "set", "--api", srv.URL, "3", "0,1")
-	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ]\n}\n" {
+	if status != 0 || stdout != "{\n  \"cpus\": [\n    0,\n    1\n  ],\n  \"prioritised\": true,\n  \"rate\": 8000\n}\n" {
 		t.Errorf("slices set 3 0,1: status %d, printed %q", status, stdout)
 	}
 	status, _, _ = xdp5g("", "interfaces", "stages", "--api", srv.URL, "n3", "classify,steer,upf", "--slice", "2")
 	if status != 0 {
 		t.Errorf("interfaces stages n3: status %d", status)
 	}
+	// Without --slice the interface keeps the slice it steers to.
+	status, _, _ = xdp5g("", "interfaces", "stages", "--api", srv.URL, "n6", "classify,steer,upf")
+	if status != 0 {
+		t.Errorf("interfaces stages n6: status %d", status)
+	}
 	status, _, stderr = xdp5g(`{}`, "rules", "add", "-", "--api", srv.URL)
 	if status != 1 || !strings.Contains(stderr, "no action") || strings.Contains(stderr, "Usage:") {
 		t.Errorf("rules add refused: status %d, %q", status, stderr)
 	}
-	want := []string{"POST /api/v1/sessions {\"seid\":7}", "PUT /api/v1/slices/3 {\"cpus\":[0,1]}",
-		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}", "POST /api/v1/rules {}"}
+	want := []string{"POST /api/v1/sessions {\"seid\":7}", "GET /api/v1/slices ",
+		"PUT /api/v1/slices/3 {\"cpus\":[0,1],\"prioritised\":true,\"rate\":8000}",
+		"PUT /api/v1/interfaces/n3/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":2}",
+		"GET /api/v1/interfaces/n6 ", "PUT /api/v1/interfaces/n6/stages {\"stages\":[\"classify\",\"steer\",\"upf\"],\"slice\":4}",
+		"POST /api/v1/rules {}"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -135,6 +148,10 @@ func TestTokenAndCA(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	emptyFile := filepath.Join(dir, "empty")
+	if err := os.WriteFile(emptyFile, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	list := []string{"sessions", "list", "--api", srv.URL}
 	for _, c := range []struct {
 		name, env string
@@ -148,11 +165,23 @@ func TestTokenAndCA(t *testing.T) {
 		{name: "no token", args: []string{"--ca-file", caFile}, status: 1, stderr: "Authorization: the bearer token is not the daemon's"},
 		{name: "no CA", args: []string{"--token-file", tokenFile}, status: 1, stderr: "certificate signed by unknown authority"},
 		{name: "missing token file", args: []string{"--token-file", filepath.Join(dir, "none"), "--ca-file", caFile}, status: 1, stderr: "no such file"},
+		{name: "empty token file", args: []string{"--token-file", emptyFile, "--ca-file", caFile}, status: 1, stderr: "--token-file: " + emptyFile + " holds no token"},
 	} {
 		t.Setenv("XDP5G_TOKEN", c.env)
 		status, stdout, stderr := xdp5g("", append(list, c.args...)...)
 		if status != c.status || !strings.Contains(stderr, c.stderr) || status == 0 && stdout != "{\n  \"sessions\": []\n}\n" {
 			t.Errorf("%s: status %d, printed %q, %q; want status %d and %q", c.name, status, stdout, stderr, c.status, c.stderr)
 		}
+	}
+}
+
+// The help says that $XDP5G_TOKEN holds the token itself, not the name of
+// a file as --token-file's value would be.
+func TestTokenVariableHelp(t *testing.T) {
+	help := stdoutOf(t, "sessions", "list", "--help")
+	_, line, _ := strings.Cut(help, "--token-file")
+	line, _, _ = strings.Cut(line, "\n")
+	if !strings.Contains(line, "the token itself in $XDP5G_TOKEN") {
+		t.Errorf("--token-file's help %q; want it to say $XDP5G_TOKEN holds the token itself", line)
 	}
 }

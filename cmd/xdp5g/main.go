@@ -55,13 +55,24 @@ datapath.ephemeral lets them go with it).`, cobra.NoArgs, func(c *cobra.Command,
 		if err != nil {
 			return err
 		}
-		log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
+		log := daemonLog(c)
 		slog.SetDefault(log)
 		gcpace.Tune()
 		return daemon.Run(c.Context(), cfg, log)
 	})
 	configFlag(run)
+	run.Flags().Bool("debug", false, "log at debug level too: what is dropped unanswered (PFCP datagrams from peers not allowed, malformed GTP-U messages), next-hop resolution")
 	return run
+}
+
+// daemonLog is the daemon's log, on c's error output: INFO and up, DEBUG
+// too with --debug.
+func daemonLog(c *cobra.Command) *slog.Logger {
+	level := slog.LevelInfo
+	if debug, _ := c.Flags().GetBool("debug"); debug {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 }
 
 func detachCommand() *cobra.Command {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/cli"
 )
 
 // xdp5g writing to a pipe whose reader is gone goes on (and so removes
@@ -194,5 +201,39 @@ func TestVersionIsStamped(t *testing.T) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || string(out) != "xdp5g version 1.2.3-test\n" {
 		t.Errorf("xdp5g --version: %v, %q", err, out)
+	}
+}
+
+// A command interrupted (SIGINT, SIGTERM, SIGHUP cancel its context) says
+// so, rather than Go's "context canceled".
+func TestInterrupted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var stderr strings.Builder
+	root := newRoot()
+	root.SetErr(&stderr)
+	if status := cli.Run(ctx, root, []string{"rules", "list", "--api", srv.URL}); status != 1 || stderr.String() != "xdp5g: interrupted\n" {
+		t.Errorf("rules list, interrupted: status %d, %q; want 1 and xdp5g: interrupted", status, &stderr)
+	}
+}
+
+// run --debug logs at debug level too (what the docs say is logged so: PFCP
+// datagrams from peers that are not allowed, among others); without it, not.
+func TestRunDebug(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		run, _, err := newRoot().Find([]string{"run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if debug {
+			if err := run.ParseFlags([]string{"--debug"}); err != nil {
+				t.Fatalf("run --debug: %v", err)
+			}
+		}
+		if got := daemonLog(run).Enabled(context.Background(), slog.LevelDebug); got != debug {
+			t.Errorf("run (--debug %v) logs at debug level: %v", debug, got)
+		}
 	}
 }

@@ -123,6 +123,11 @@ func (c *Client) Interfaces(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/interfaces", nil)
 }
 
+// Interface returns an interface of the UPF with its stages.
+func (c *Client) Interface(ctx context.Context, name string) (json.RawMessage, error) {
+	return c.do(ctx, http.MethodGet, "/api/v1/interfaces/"+url.PathEscape(name), nil)
+}
+
 // SetStages changes the stages an interface of the UPF runs.
 func (c *Client) SetStages(ctx context.Context, name string, set StageSet) (json.RawMessage, error) {
 	doc, err := json.Marshal(set)
@@ -137,9 +142,26 @@ func (c *Client) Slices(ctx context.Context) (json.RawMessage, error) {
 	return c.do(ctx, http.MethodGet, "/api/v1/slices", nil)
 }
 
-// SetSlice creates a slice or changes its CPUs.
+// SetSlice creates a slice or changes its CPUs, keeping what else it has
+// (prioritised, its rate and burst): PUT replaces the whole slice.
 func (c *Client) SetSlice(ctx context.Context, id uint32, cpus []uint32) (json.RawMessage, error) {
-	doc, err := json.Marshal(Slice{CPUs: cpus})
+	list, err := c.Slices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var current struct {
+		Slices []Slice `json:"slices"`
+	}
+	if err := json.Unmarshal(list, &current); err != nil {
+		return nil, err
+	}
+	slice := Slice{CPUs: cpus}
+	for _, s := range current.Slices {
+		if s.ID != nil && *s.ID == id {
+			slice.Prioritised, slice.Rate, slice.Burst = s.Prioritised, s.Rate, s.Burst
+		}
+	}
+	doc, err := json.Marshal(slice)
 	if err != nil {
 		return nil, err
 	}

@@ -130,9 +130,10 @@ func reasonCounters(c cuupxdp.Counts) map[string]Counter {
 	return named
 }
 
-// WriteTable prints the counters that are not zero: a row per worker
-// (all of them first), then a row per role, CPU (all of them first) and
-// reason of the classifier's.
+// WriteTable prints the counters: a row per worker (all of them first);
+// a row per counter that is not zero of the socket path's and the AF_XDP
+// path's own; then a row per role, CPU (all of them first) and reason of
+// the classifier's that is not zero.
 func (st *CUUPStats) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKER\tDOWNLINK\tDL SENT\tUPLINK\tUL SENT\tUNKNOWN TUNNEL\tNO DRB\tREFUSED\tNO ROOM\tHELD")
@@ -143,6 +144,22 @@ func (st *CUUPStats) WriteTable(w io.Writer) error {
 	row("all", st.User.WorkerStats)
 	for i, s := range st.User.Workers {
 		row(s.Label(i), s)
+	}
+	header := "\nPATH\tCOUNTER\tPACKETS"
+	for _, path := range []struct {
+		name  string
+		stats any
+	}{{"sockets", st.User.Sockets}, {"xdp", st.User.XDP}} {
+		for _, c := range cuup.Counters(path.stats) {
+			if c.Value == 0 {
+				continue
+			}
+			if header != "" {
+				fmt.Fprintln(tw, header)
+				header = ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\n", path.name, c.Name, c.Value)
+		}
 	}
 	if st.Kernel != nil {
 		fmt.Fprintln(tw, "\nROLE\tCPU\tREASON\tPACKETS\tBYTES")

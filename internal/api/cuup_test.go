@@ -173,6 +173,27 @@ f1u   0    drop_bad_ethernet  1        10
 	}
 }
 
+// The socket path's and the AF_XDP path's own counters that are not zero
+// follow the workers'.
+func TestCUUPStatsTablePaths(t *testing.T) {
+	st := CUUPStats{User: cuup.Stats{Workers: []cuup.WorkerStats{{Worker: "queue 0"}},
+		Sockets: cuup.SocketStats{Echoes: 2}, XDP: cuup.XDPStats{ThroughKernel: 1, TxFull: 5}}}
+	var out strings.Builder
+	must(t, st.WriteTable(&out))
+	want := `WORKER   DOWNLINK  DL SENT  UPLINK  UL SENT  UNKNOWN TUNNEL  NO DRB  REFUSED  NO ROOM  HELD
+all      0         0        0       0        0               0       0        0        0
+queue 0  0         0        0       0        0               0       0        0        0
+
+PATH     COUNTER        PACKETS
+sockets  echoes         2
+xdp      throughKernel  1
+xdp      txFull         5
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
 // Empty lists are [] in every document, never null: no bearer context
 // yet, and a context whose last PDU session was removed.
 func TestBearerContextListsAreArrays(t *testing.T) {

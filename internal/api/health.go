@@ -17,8 +17,8 @@ type Health struct {
 // 200 from then on, and every other request with 503 until the daemon hands
 // it the API to serve. Neither health resource needs a token.
 type Gate struct {
-	mux   *http.ServeMux
-	state atomic.Pointer[gateState]
+	health http.Handler // /healthz and /readyz
+	state  atomic.Pointer[gateState]
 }
 
 type gateState struct {
@@ -28,27 +28,20 @@ type gateState struct {
 
 // NewGate is a Gate of a daemon that has just started.
 func NewGate() *Gate {
-	g := &Gate{mux: http.NewServeMux()}
+	g := &Gate{}
 	g.Starting("starting")
-	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	health := http.NewServeMux()
+	health.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, Health{Status: "alive"})
 	})
-	g.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	health.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if st := g.state.Load(); st.reason != "" {
 			writeJSON(w, http.StatusServiceUnavailable, &Error{Msg: st.reason})
 			return
 		}
 		writeJSON(w, http.StatusOK, Health{Status: "ready"})
 	})
-	g.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		st := g.state.Load()
-		if st.api == nil {
-			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, &Error{Msg: "not ready (" + st.reason + ")"})
-			return
-		}
-		st.api.ServeHTTP(w, r)
-	})
+	g.health = withJSONRefusals(health)
 	return g
 }
 
@@ -64,7 +57,19 @@ func (g *Gate) Stopping() {
 	g.state.Store(&gateState{api: g.state.Load().api, reason: "stopping"})
 }
 
-func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		g.health.ServeHTTP(w, r)
+		return
+	}
+	st := g.state.Load()
+	if st.api == nil {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, &Error{Msg: "not ready (" + st.reason + ")"})
+		return
+	}
+	st.api.ServeHTTP(w, r)
+}
 
 // writeJSON answers with status and body as JSON.
 func writeJSON(w http.ResponseWriter, status int, body any) {

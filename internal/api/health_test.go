@@ -73,6 +73,32 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// A method the health resources do not take is answered 405 with Allow,
+// as the API's resources answer it, before and after the daemon is ready;
+// it never reaches the API, where it would be a 404 or, with a token, a 401.
+func TestGateRefusesOtherMethods(t *testing.T) {
+	g := NewGate()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("%s %s reached the API", r.Method, r.URL.Path)
+	})
+	for _, ready := range []bool{false, true} {
+		if ready {
+			g.Ready(api)
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(rec, httptest.NewRequest("POST", path, nil))
+			var body map[string]string
+			json.Unmarshal(rec.Body.Bytes(), &body)
+			if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" ||
+				body["error"] != path+" takes GET, HEAD, not POST" {
+				t.Errorf("POST %s (ready %v): %d, Allow %q, %q; want 405, GET, HEAD and the error",
+					path, ready, rec.Code, rec.Header().Get("Allow"), rec.Body)
+			}
+		}
+	}
+}
+
 // Only requests with the token reach the API; the others get 401 naming
 // the Authorization header, and neither the token nor a wrong one is
 // logged.

@@ -152,6 +152,9 @@ func parseMatch(name string, v any) (classifyxdp.Match, error) {
 		}
 		n, ok := v.(json.Number)
 		u, err := strconv.ParseUint(string(n), 10, 64)
+		if (!ok || err != nil || u > all) && isTunnelType(name) {
+			return 0, fmt.Errorf("must be %s or a number from 0 to %d", strings.Join(classifyxdp.TunnelNames[1:], ", "), all)
+		}
 		if !ok || err != nil || u > all {
 			return 0, fmt.Errorf("must be a number from 0 to %d", all)
 		}

@@ -266,6 +266,14 @@ func TestSlices(t *testing.T) {
 	must(t, err)
 	sameJSON(t, list, `{"slices": [{"id": 5, "cpus": [0]}]}`)
 	must(t, c.DeleteSlice(ctx, 5))
+	// Changing a slice's CPUs keeps what else it has.
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/slices/6", `{"cpus": [0], "prioritised": true, "rate": 8000000, "burst": 4000}`)
+	_, err = c.SetSlice(ctx, 6, []uint32{1})
+	must(t, err)
+	list, err = c.Slices(ctx)
+	must(t, err)
+	sameJSON(t, list, `{"slices": [{"id": 6, "cpus": [1], "prioritised": true, "rate": 8000000, "burst": 4000}]}`)
+	must(t, c.DeleteSlice(ctx, 6))
 }
 
 // Empty lists are [] in every document, never null.
@@ -275,5 +283,19 @@ func TestEmptyListsAreArrays(t *testing.T) {
 	for path, want := range map[string]string{"/api/v1/sessions": `{"sessions": []}`, "/api/v1/rules": `{"rules": []}`,
 		"/api/v1/slices": `{"slices": []}`, "/api/v1/intents": `{"intents": []}`} {
 		sameJSON(t, e.expect(t, http.StatusOK, "GET", path, ""), want)
+	}
+}
+
+// A tunnel type that is neither a known name nor a number is refused with
+// the names it may be.
+func TestUnknownTunnelName(t *testing.T) {
+	for _, name := range []string{"ipip", "GTPU"} {
+		_, err := parseMatch("tunnel2", name)
+		if want := "must be vxlan, geneve, gre, gtpu or a number from 0 to 255"; err == nil || err.Error() != want {
+			t.Errorf("tunnel2 %q: %v; want %q", name, err, want)
+		}
+	}
+	if _, err := parseMatch("tunnel2", "gtpu"); err != nil {
+		t.Errorf("tunnel2 gtpu: %v", err)
 	}
 }

@@ -233,9 +233,14 @@ func NewHandler(sv Services) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(sv.Metrics, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError}))
 	}
+	return withJSONRefusals(mux)
+}
+
+// withJSONRefusals serves mux, its own 404 and 405 answers (plain text)
+// turned into the API's JSON errors.
+func withJSONRefusals(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
-			// The mux's own 404 and 405 answer plain text; the API's errors are JSON.
 			w = &jsonRefusal{ResponseWriter: w, r: r}
 		}
 		mux.ServeHTTP(w, r)

@@ -48,6 +48,9 @@ func decodeStrict(data []byte, v any) error {
 	if err := jsonkeys.Unique(data); err != nil {
 		return err
 	}
+	if _, isObj := tree.(map[string]any); !isObj && reflect.ValueOf(v).Elem().Kind() == reflect.Struct {
+		return fielderr.New("", "the document must be a JSON object, {…}")
+	}
 	return assign("", tree, reflect.ValueOf(v).Elem(), "")
 }
 

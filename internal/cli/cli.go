@@ -51,6 +51,10 @@ func Run(ctx context.Context, root *cobra.Command, args []string) int {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		fmt.Fprintf(root.ErrOrStderr(), "%s: interrupted\n", root.Name())
+		return 1
+	}
 	fmt.Fprintf(root.ErrOrStderr(), "%s: %v\n", root.Name(), err)
 	if errors.As(err, new(failure)) {
 		return 1

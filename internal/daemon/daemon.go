@@ -100,6 +100,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	if err := checkInterfaces(cfg, ns); err != nil {
 		return err
 	}
+	if cfg.UPF() || cfg.Classify != nil {
+		lock, err := lockPins(cfg.Datapath.PinPath)
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
+	}
 
 	// Every part adds its collector once it runs: /metrics has each
 	// part's figures from the first scrape.
@@ -427,6 +434,11 @@ func Detach(cfg *config.Config) error {
 	if st.Type != unix.BPF_FS_MAGIC {
 		return fmt.Errorf("datapath.pin_path %s is not on a bpf filesystem; not removing it", pin)
 	}
+	lock, err := lockPins(pin)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	if err := errors.Join(upfxdp.DetachAll(pin), classifyxdp.DetachAll(classifyLinks(cfg))); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"errors"
 	"log/slog"
+	"os"
 
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
@@ -52,4 +54,18 @@ func checkPins(d config.Datapath, log *slog.Logger) (pinScope, error) {
 	}
 	log.Warn("the data path stops with the daemon (datapath.ephemeral)", "pin_path", d.PinPath, "why", why)
 	return pinsDie, nil
+}
+
+// lockPins holds the pin path while the daemon runs (or detach removes
+// it): a second daemon, or detach, on the same pins is refused until then,
+// rather than taking the data path from under the first.
+func lockPins(pinPath string) (*os.File, error) {
+	lock, err := upfxdp.LockPins(pinPath)
+	if errors.Is(err, upfxdp.ErrPinsInUse) {
+		return nil, fielderr.New("datapath.pin_path", "another xdp5g runs with the data path pinned at %s: stop it first", pinPath)
+	}
+	if err != nil {
+		return nil, fielderr.New("datapath.pin_path", "%v", err)
+	}
+	return lock, nil
 }

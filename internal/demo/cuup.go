@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,13 +98,13 @@ func runCUUP(ctx context.Context, w io.Writer) (err error) {
 	inner := UEPacket(UEAddr, DNAddr, false, UETTL)
 	down, err := cuupDownlinkRun(upf, du, sec, n3TEID, inner)
 	if err != nil {
-		return err
+		return cmp.Or(ctx.Err(), err) // interrupted, the CU-UP's workers stopped
 	}
 	fmt.Fprintf(w, "downlink  %5d sent by the UPF, %5d PDCP PDUs at the DU: %d with a good MAC-I, deciphered to the UE's packet, COUNT and NR-U SN in sequence\n",
 		cuupDownlink, down.received, down.verified)
 	up, err := cuupUplinkRun(upf, du, sec, f1uTEID, UEPacket(UEAddr, DNAddr, true, UETTL))
 	if err != nil {
-		return err
+		return cmp.Or(ctx.Err(), err)
 	}
 	fmt.Fprintf(w, "uplink    %5d sent by the DU,  %5d G-PDUs at the UPF with the UL PDU Session Container of QFI %d\n",
 		cuupUplink, up, cuupQFI)

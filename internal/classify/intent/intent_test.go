@@ -113,6 +113,9 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 	for _, c := range []struct{ name, doc, field string }{
 		{name: "not JSON", doc: `{"Resources": [`, field: ""},
 		{name: "an unknown key", doc: `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, field: ""},
+		{name: "data after the document", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}} x`, field: ""},
+		{name: "a number where the resources go", doc: `{"Resources": 5, "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources"},
+		{name: "a list where the action goes", doc: `{"Resources": [{"qfi": 1}], "Action": []}`, field: "Action"},
 		{name: "no action type", doc: `{"Action": {"actionName": "SLICE", "cpus": "0"}}`, field: "Action.actionType"},
 		{name: "an unknown action", doc: `{"Action": {"actionType": "INSERT", "actionName": "SHAPE"}}`, field: "Action.actionName"},
 		{name: "a field of another action", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "rx_queue": "1"}}`, field: "Action.rx_queue"},
@@ -145,6 +148,10 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		var e *fielderr.Error
 		if !errors.As(err, &e) || e.Field != c.field {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.field)
+		}
+		// The refusal speaks of the document, not of Go's types.
+		if e != nil && (strings.Contains(e.Reason, "Go ") || strings.Contains(e.Reason, "map[")) {
+			t.Errorf("%s: %q, want it without Go's types", c.name, e.Reason)
 		}
 		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
 			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)

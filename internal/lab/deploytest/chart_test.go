@@ -77,13 +77,16 @@ func TestChart(t *testing.T) {
 			checkRendered(t, r)
 		})
 	}
-	// HTTPS and another N4 port reach the probes, the Service and the
-	// ServiceMonitor, which checks the certificate.
+	// HTTPS, another N4 port and another API port, this one given by each
+	// node, reach the probes, the Service and the ServiceMonitor, which
+	// checks the certificate.
 	t.Run("https", func(t *testing.T) {
 		values := filepath.Join(t.TempDir(), "https-values.yaml")
-		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\n" +
-			"nodes:\n  upf-a: {config: {pfcp: {listen: \"10.10.4.11:8806\"}}}\n" +
-			"  upf-b: {config: {pfcp: {listen: \"10.10.4.12:8806\"}}}\n  upf-c: {config: {pfcp: {listen: \"10.10.4.13:8806\"}}}\n"
+		https := "apiTLS: {existingSecret: upf-api-tls}\nconfig: {pfcp: {listen: \":8806\"}}\nnodes:\n"
+		for _, node := range []string{"upf-a:11", "upf-b:12", "upf-c:13"} {
+			name, host, _ := strings.Cut(node, ":")
+			https += fmt.Sprintf("  %s: {config: {pfcp: {listen: \"10.10.4.%s:8806\"}, api: {listen: \"10.10.4.%[2]s:9443\"}}}\n", name, host)
+		}
 		if err := os.WriteFile(values, []byte(https), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -94,13 +97,18 @@ func TestChart(t *testing.T) {
 			t.Errorf("ServiceMonitor's TLS %+v; want the CA of Secret upf-api-tls and the Service's name", ep.TLSConfig)
 		}
 	})
-	for _, tc := range []struct{ name, set, refusal string }{
-		{"N4 ports that differ", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
-		{"api.tls in config", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
+	for _, tc := range []struct{ name, values, set, refusal string }{
+		{"N4 ports that differ", "upf", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
+		{"API ports that differ", "upf", "nodes.upf-a.config.api.listen=10.10.4.11:9443", "api.listen: the nodes listen on ports"},
+		{"a short token", "upf", "apiToken.token=fifteen-chars-x", "apiToken.token: 15 characters; the daemon takes a token of 16 at least"},
+		{"a token of two words", "upf", "apiToken.token=two words of the token", "apiToken.token: a token is one word, without spaces"},
+		{"api.tls in config", "upf", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
+		{"an address on no network", "upf-classify", "nodes.edge-1.addresses.n9[0]=10.20.9.11/24",
+			"nodes.edge-1.addresses.n9: multus.networks has no network n9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart,
-				"-f", filepath.Join(chart, "ci", "upf-values.yaml"), "--set", tc.set).CombinedOutput()
+				"-f", filepath.Join(chart, "ci", tc.values+"-values.yaml"), "--set", tc.set).CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tc.refusal) {
 				t.Errorf("rendered with %s: %v\n%s; want %q", tc.set, err, out, tc.refusal)
 			}

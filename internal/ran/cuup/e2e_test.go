@@ -439,3 +439,32 @@ func TestEndToEndXDP(t *testing.T) {
 		})
 	}
 }
+
+// The socket path's workers are listed N3 first, then F1-U, at every
+// start: in the stats, their table and the docs' examples alike.
+func TestSocketWorkersInOrder(t *testing.T) {
+	s := newCellSite(t, Config{})
+	for range 16 {
+		var p *Sockets
+		check(t, s.CU.Do(func() (err error) {
+			p, err = s.c.OpenSockets()
+			return err
+		}))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- p.Serve(ctx) }()
+		var names []string
+		for deadline := time.Now().Add(waitFor); len(names) < 2 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			names = names[:0]
+			for _, w := range s.c.Stats().Workers {
+				names = append(names, w.Worker)
+			}
+		}
+		cancel()
+		check(t, <-done)
+		check(t, p.Close())
+		if want := []string{"N3 socket", "F1-U socket"}; !slices.Equal(names, want) {
+			t.Fatalf("workers %q, want %q", names, want)
+		}
+	}
+}

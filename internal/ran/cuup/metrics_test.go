@@ -26,3 +26,21 @@ func TestWorkerMetrics(t *testing.T) {
 		t.Errorf("%d worker series, want %d", n, want)
 	}
 }
+
+// The counters of the socket path and of the AF_XDP path that are no
+// worker's (GET /api/v1/cuup/stats's sockets and xdp), drops among them,
+// are exported too, by their JSON names.
+func TestPathMetrics(t *testing.T) {
+	c, _ := newCUUP(t)
+	defer c.Close()
+	c.socketStats = SocketStats{Echoes: 3, SendErrors: 1}
+	c.xdpStats = XDPStats{TxFull: 7}
+	out := testsupport.Exposition(t, c.Metrics())
+	testsupport.HasLines(t, out, "# TYPE xdp5g_cuup_socket_packets_total counter",
+		`xdp5g_cuup_socket_packets_total{counter="echoes"} 3`,
+		`xdp5g_cuup_socket_packets_total{counter="sendErrors"} 1`,
+		`xdp5g_cuup_socket_packets_total{counter="malformed"} 0`,
+		"# TYPE xdp5g_cuup_xdp_packets_total counter",
+		`xdp5g_cuup_xdp_packets_total{counter="txFull"} 7`,
+		`xdp5g_cuup_xdp_packets_total{counter="badMeta"} 0`)
+}

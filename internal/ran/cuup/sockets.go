@@ -66,7 +66,7 @@ func (s *Sockets) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, 0, len(s.conns))
 	var mu sync.Mutex
-	for role := range s.conns {
+	for _, role := range []Role{N3, F1U} { // the workers' order in the stats
 		io := &socketIO{conns: s.conns, role: role, stats: &s.c.socketStats}
 		io.worker = s.c.NewWorker(io)
 		io.worker.name = fmt.Sprintf("%v socket", role)

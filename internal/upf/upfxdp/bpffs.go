@@ -147,3 +147,30 @@ func readMountinfo(path string) ([]mount, error) {
 	}
 	return mounts, lines.Err()
 }
+
+// ErrPinsInUse is LockPins's error when the lock is held.
+var ErrPinsInUse = errors.New("the pins are in use")
+
+// LockPins takes the pin path for its owner: an exclusive lock on its
+// directory (made, with bpffs mounted, as Open would), which any other
+// LockPins, in this process or another, finds taken (ErrPinsInUse) until
+// the returned file is closed or the process ends, however it ends. Opening the maps takes no
+// lock: the lock is for the processes that own the data path, not for
+// those that only look at it.
+func LockPins(pinPath string) (*os.File, error) {
+	if err := ensureBPFFS(pinPath); err != nil {
+		return nil, err
+	}
+	dir, err := os.Open(pinPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		dir.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, ErrPinsInUse
+		}
+		return nil, fmt.Errorf("locking %s: %w", pinPath, err)
+	}
+	return dir, nil
+}

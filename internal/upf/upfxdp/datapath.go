@@ -237,7 +237,7 @@ func Open(opts Options) (*Datapath, error) {
 	d := &Datapath{opts: opts, gtpu: addrs, created: errors.Is(err, fs.ErrNotExist), fanoutSpec: specs.DuplFanouts.InnerMap.Copy()}
 	err = spec.LoadAndAssign(&d.maps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: opts.PinPath}})
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
-		return nil, fmt.Errorf("maps pinned in %s were made for another size or version; detach all interfaces and remove the directory to start afresh: %w", opts.PinPath, err)
+		return nil, fmt.Errorf("maps pinned in %s were made for another size or version (datapath.max_sessions changed, or an upgrade changed their layout); xdp5g detach --config FILE takes them and the data path away, to start afresh: %w", opts.PinPath, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading maps: %w", err)

@@ -3,6 +3,7 @@ package upfxdp
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/testsupport"
@@ -66,5 +67,15 @@ func TestUnused(t *testing.T) {
 	}
 	if p, err := again.PDR(slot); err != nil || p.Id != id {
 		t.Fatalf("PDR slot %d read back as %+v, %v; want ID %d", slot, p, err, id)
+	}
+}
+
+// Maps pinned for another max_sessions are refused with a message that
+// names the command that starts afresh.
+func TestPinnedForAnotherSize(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 1024})
+	_, err := Open(Options{PinPath: d.opts.PinPath, MaxSessions: 2048, N3Addresses: d.opts.N3Addresses})
+	if err == nil || !strings.Contains(err.Error(), "another size or version") || !strings.Contains(err.Error(), "xdp5g detach --config FILE") {
+		t.Fatalf("maps pinned for 1024 sessions opened for 2048: %v; want a refusal that names xdp5g detach", err)
 	}
 }

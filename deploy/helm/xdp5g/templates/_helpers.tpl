@@ -23,30 +23,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- .Values.apiToken.existingSecret | default (printf "%s-api-token" (include "xdp5g.fullname" .)) -}}
 {{- end -}}
 
-{{/* The API's TCP port, from config.api.listen. */}}
+{{/* The API's TCP port, from api.listen. */}}
 {{- define "xdp5g.apiPort" -}}
-{{- splitList ":" .Values.config.api.listen | last | atoi -}}
+{{- include "xdp5g.nodesPort" (dict "root" . "section" "api" "listen" "127.0.0.1:9880") -}}
 {{- end -}}
 
 {{- define "xdp5g.scheme" -}}
 {{- if .Values.apiTLS.existingSecret }}HTTPS{{ else }}HTTP{{ end -}}
 {{- end -}}
 
-{{/*
-The N4 port, from pfcp.listen (8805 by default): the same on every node, as
-the Service has one.
-*/}}
+{{/* The N4 port, from pfcp.listen (8805 by default). */}}
 {{- define "xdp5g.pfcpPort" -}}
+{{- include "xdp5g.nodesPort" (dict "root" . "section" "pfcp" "listen" ":8805") -}}
+{{- end -}}
+
+{{/*
+The port of the listen address of a section of the configuration (.section,
+.listen its default): the same on every node, as the Service, the pods and
+their probes have one.
+*/}}
+{{- define "xdp5g.nodesPort" -}}
 {{- $ports := list -}}
-{{- range $name, $node := .Values.nodes -}}
-{{- $own := (($node | default dict).config | default dict).pfcp | default dict -}}
-{{- $pfcp := mergeOverwrite (deepCopy ($.Values.config.pfcp | default dict)) (deepCopy $own) -}}
-{{- $ports = append $ports (splitList ":" ($pfcp.listen | default ":8805") | last | atoi) -}}
+{{- range $name, $node := .root.Values.nodes -}}
+{{- $own := index (($node | default dict).config | default dict) $.section | default dict -}}
+{{- $merged := mergeOverwrite (deepCopy (index $.root.Values.config $.section | default dict)) (deepCopy $own) -}}
+{{- $ports = append $ports (splitList ":" ($merged.listen | default $.listen) | last | atoi) -}}
 {{- end -}}
 {{- if gt (len (uniq $ports)) 1 -}}
-{{- fail (printf "pfcp.listen: the nodes listen on ports %v; give them one port, the Service's" (uniq $ports)) -}}
+{{- fail (printf "%s.listen: the nodes listen on ports %v; give them one port, the Service's" .section (uniq $ports)) -}}
 {{- end -}}
-{{- first $ports | default 8805 -}}
+{{- first $ports | default (splitList ":" .listen | last | atoi) -}}
 {{- end -}}
 
 {{/* A node's configuration: config with the node's over it, and the token. */}}
@@ -80,6 +86,11 @@ metadata:
     checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
     {{- with .node }}
     {{- $addresses := (index $v.nodes .).addresses | default dict }}
+    {{- range $name, $_ := $addresses }}
+    {{- if not (hasKey $v.multus.networks $name) }}
+    {{- fail (printf "nodes.%s.addresses.%s: multus.networks has no network %s (%s)" $.node $name $name (keys $v.multus.networks | sortAlpha | join ", ")) }}
+    {{- end }}
+    {{- end }}
     {{- $networks := list }}
     {{- range $name, $_ := $v.multus.networks }}
     {{- $network := dict "name" (printf "%s-%s" (include "xdp5g.fullname" $root) $name) "interface" $name }}

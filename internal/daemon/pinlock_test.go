@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
+)
+
+// While a daemon runs, a second one with the same pin path and detach are
+// refused, and change nothing: the first goes on serving with its data
+// path. Once it stops, detach takes the data path away.
+func TestOneDaemonPerPinPath(t *testing.T) {
+	e := newEnv(t)
+	first := e.config(t)
+	client, stop := runDaemon(t, first)
+	_, err := client.Create(context.Background(), []byte(doc))
+	must(t, err)
+	running := true
+	defer func() {
+		if running {
+			stop()
+		}
+	}()
+	e.listen = testsupport.FreeAddr(t, "tcp")
+	second := e.config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	want := "another xdp5g runs with the data path pinned at " + e.pin
+	if err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil))); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a second daemon on the same pins: %v; want %q", err, want)
+	}
+	if err := Detach(first); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("detach while the daemon runs: %v; want %q", err, want)
+	}
+	if _, err := os.Stat(e.pin); err != nil {
+		t.Errorf("the pins after the refusals: %v", err)
+	}
+	if err := client.Ready(context.Background()); err != nil {
+		t.Errorf("the first daemon after the refusals: %v", err)
+	}
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: first.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	e.sendDownlink(t, dp)
+
+	running = false
+	must(t, stop())
+	must(t, Detach(first))
+	if _, err := os.Stat(e.pin); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pins after detach: %v; want them gone", err)
+	}
+}
