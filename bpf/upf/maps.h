@@ -8,29 +8,27 @@
 #include "reasons.h"
 #include "structs.h"
 
+/* An array the control plane sizes at load time and writes or reads
+ * through mmap, pinned by name. */
+#define MMAP_ARRAY(value_type)                       \
+	struct {                                            \
+		__uint(type, BPF_MAP_TYPE_ARRAY);           \
+		__type(key, __u32);                         \
+		__type(value, value_type);                  \
+		__uint(max_entries, 1);                     \
+		__uint(map_flags, BPF_F_MMAPABLE);          \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);        \
+	}
+
 /* Sessions are found by TEID (uplink) or UE address (downlink) in a hash
  * table of buckets: set_index holds slots of pdr_sets, and a packet reads
  * one bucket (SET_WAYS sets) before set_overflow. Two array reads cost a few ns
  * where a hash lookup costs ~25. The control plane writes both arrays
  * through mmap: a set before the index entry that publishes it, the entry
  * in one aligned 32-bit store. Slot 0 is never used: an empty place. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct pdr_set);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} pdr_sets SEC(".maps");
+MMAP_ARRAY(struct pdr_set) pdr_sets SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct set_bucket);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} set_index SEC(".maps");
+MMAP_ARRAY(struct set_bucket) set_index SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -44,61 +42,26 @@ struct {
 /* The records of the keys whose common case a PDR copy serves (struct
  * set_record), in front of set_index: a bucket of SET_WAYS records, 256
  * bytes, per key hash. Written by the control plane through mmap. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct set_record);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} set_records SEC(".maps");
+MMAP_ARRAY(struct set_record) set_records SEC(".maps");
 
 /* By pair of set_records' buckets, what the packets of their records'
  * keys read next (struct record_hints): a packet starts those reads
  * before it has found its record, so that their misses overlap the
  * record's. Written by the control plane through mmap. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct record_hints);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} record_hints SEC(".maps");
+MMAP_ARRAY(struct record_hints) record_hints SEC(".maps");
 
 /* By CPU and pair of set_records' buckets, what the packets its records
  * served counted (struct place_counts): a row of pairs per CPU, written
  * only by that CPU. The control plane adds a place's counts to its
  * record's PDR, and moves them into folded_counts once no packet may
  * count there any more. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct place_counts);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} place_counts SEC(".maps");
+MMAP_ARRAY(struct place_counts) place_counts SEC(".maps");
 
 /* By PDR slot, what its records' places counted before they were taken
  * away: written only by the control plane, kept across restarts. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct counter);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} folded_counts SEC(".maps");
+MMAP_ARRAY(struct counter) folded_counts SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct pdr);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} pdrs SEC(".maps");
+MMAP_ARRAY(struct pdr) pdrs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -108,38 +71,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } qers SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct urr);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} urrs SEC(".maps");
+MMAP_ARRAY(struct urr) urrs SEC(".maps");
 
 /* The CPUs' usage lines (struct usage_line): a row of pdr_slots (as many
  * as QER and URR slots) per CPU, written by the packets only of that CPU
  * (upf.c, enforce_qers and count_urrs). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct usage_line);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} usage_lines SEC(".maps");
+MMAP_ARRAY(struct usage_line) usage_lines SEC(".maps");
 
 /* What the URRs without limits counted (struct urr_count) under a build
  * that counted here, not in usage_lines: a row of pdr_slots per CPU,
  * which the control plane adds to their usage. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct urr_count);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} urr_counts SEC(".maps");
+MMAP_ARRAY(struct urr_count) urr_counts SEC(".maps");
 
 /* struct urr_event records, read by the control plane. */
 struct {
@@ -159,14 +101,7 @@ struct {
 } urr_events_lost SEC(".maps");
 
 /* Downlink buffers (far.buffer), written by the control plane through mmap. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct buffer);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} buffers SEC(".maps");
+MMAP_ARRAY(struct buffer) buffers SEC(".maps");
 
 /* struct buffered_packet records: the frames buffering FARs hold, in the
  * order they came, read by the control plane. */
@@ -177,25 +112,11 @@ struct {
 } buffered_packets SEC(".maps");
 
 /* The SDF filters of the PDRs that have any (pdr.sdf). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct sdf_set);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sdf_sets SEC(".maps");
+MMAP_ARRAY(struct sdf_set) sdf_sets SEC(".maps");
 
 /* Packets and bytes each PDR matched: a row of pdr_slots counters per CPU,
  * written only by that CPU (upf.c, count_pdr). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct counter);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} pdr_counters SEC(".maps");
+MMAP_ARRAY(struct counter) pdr_counters SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

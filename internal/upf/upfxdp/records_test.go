@@ -230,18 +230,29 @@ func TestRecordNone(t *testing.T) {
 	u.expectUplink(t, last, 1)
 }
 
+// withRecordedTEID is a data path whose TEID recordedTEID points at PDR
+// 0, with the key and the place of its record; the test settles the
+// places held.
+func withRecordedTEID(t *testing.T) (u *upf, k setKey, pos int) {
+	t.Helper()
+	needRecords(t)
+	u = setsUPF(t, 16)
+	k = teidKey(recordedTEID)
+	u.d.sets.stopSettler()
+	check(t, u.d.PutUplink(onN3(recordedTEID), pdrSet(0)))
+	pos, _, _ = u.d.sets.records.find(k)
+	return u, k, pos
+}
+
+const recordedTEID = 0x6000
+
 // Packets read records where they lie: a record that changes is written
 // in another place, and the place it leaves is held, no key's record
 // written there, until the packets that may be reading it have ended.
 func TestRecordPlaceHeld(t *testing.T) {
-	needRecords(t)
-	u := setsUPF(t, 16)
-	const teid = 0x6000
-	k, r := teidKey(teid), &u.d.sets.records
-	u.d.sets.stopSettler() // the test settles
-	check(t, u.d.PutUplink(onN3(teid), pdrSet(0)))
-	old, _, _ := r.find(k)
-	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
+	u, k, old := withRecordedTEID(t)
+	r := &u.d.sets.records
+	check(t, u.d.PutUplink(onN3(recordedTEID), pdrSet(1)))
 	if own, free, held := r.find(k); own == old || free == old || !held || !r.held[old] {
 		t.Fatalf("record at %d, first free place %d, a place held %v: want the record moved from %d, held", own, free,
 			held, old)
@@ -250,7 +261,7 @@ func TestRecordPlaceHeld(t *testing.T) {
 		t.Errorf("the place left has kind %d, want none", kind)
 	}
 	before := u.cold(t)
-	u.expectUplink(t, teid, 2)
+	u.expectUplink(t, recordedTEID, 2)
 	if u.cold(t) != before {
 		t.Error("the packet after the change went the cold path")
 	}
@@ -562,15 +573,10 @@ func pdrCounted(t *testing.T, d *Datapath, slot uint32, packets uint64) {
 // moved (its old place held, then folded), and after a restart that
 // finds a place taken away and not yet folded.
 func TestRecordCountsInItsPlace(t *testing.T) {
-	needRecords(t)
-	u := setsUPF(t, 16)
-	const teid = 0x6000
-	k, r := teidKey(teid), &u.d.sets.records
-	u.d.sets.stopSettler() // the test settles
-	check(t, u.d.PutUplink(onN3(teid), pdrSet(0)))
-	first, _, _ := r.find(k)
+	u, k, first := withRecordedTEID(t)
+	r := &u.d.sets.records
 	for range 3 {
-		u.expectUplink(t, teid, 1)
+		u.expectUplink(t, recordedTEID, 1)
 	}
 	for cpu := range u.d.counterRows() {
 		if c := u.d.pdrCounter(cpu, 0); c.Packets != 0 {
@@ -588,7 +594,7 @@ func TestRecordCountsInItsPlace(t *testing.T) {
 	if moved == first || !r.held[first] {
 		t.Fatalf("record at %d, was at %d, held %v", moved, first, r.held)
 	}
-	u.expectUplink(t, teid, 2)
+	u.expectUplink(t, recordedTEID, 2)
 	pdrCounted(t, u.d, 0, 4)
 	check(t, u.d.sets.settle())
 	if c := r.placeCount(first); c.Packets != 0 {
@@ -598,8 +604,8 @@ func TestRecordCountsInItsPlace(t *testing.T) {
 
 	// The key takes another PDR and the run stops before the place of
 	// PDR 0's record is folded.
-	check(t, u.d.PutUplink(onN3(teid), pdrSet(1)))
-	u.expectUplink(t, teid, 2)
+	check(t, u.d.PutUplink(onN3(recordedTEID), pdrSet(1)))
+	u.expectUplink(t, recordedTEID, 2)
 	pdrCounted(t, u.d, 0, 4)
 	pdrCounted(t, u.d, 1, 1)
 	check(t, u.d.Close())
