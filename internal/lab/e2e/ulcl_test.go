@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
@@ -101,6 +106,24 @@ func TestULCLFree5GC(t *testing.T) {
 			want: n.downlinkFrame(gnbTEID, qfi, demo.UEPacket(ulclUE, ulclLocalD, false, ttl-1))},
 	})
 
+	// Each PDR counted its flows (`xdp5g sessions get`): at the I-UPF the
+	// uplink to the central PSA (1) and the branch's (3), the downlink from
+	// both PSAs (2: the branch's PDR 4 has the same PDI and precedence, and
+	// the lower ID wins); at each PSA its uplink (1) and downlink (2).
+	wantPDRs := [3]map[uint16]uint64{pfcptest.IUPF: {1: pfcpPackets, 2: 2 * pfcpPackets, 3: pfcpPackets, 4: 0},
+		pfcptest.CentralPSA: {1: pfcpPackets, 2: pfcpPackets}, pfcptest.LocalPSA: {1: pfcpPackets, 2: pfcpPackets}}
+	for upf, cfg := range cfgs {
+		if got := pdrPackets(t, cfg, seids[upf]); !maps.Equal(got, wantPDRs[upf]) {
+			t.Errorf("UPF %d: the PDRs counted %v packets, want %v", upf, got, wantPDRs[upf])
+		}
+	}
+	// The gNB's tunnel again, as free5GC sends it on every N2 PDU Session
+	// Resource Setup (a UE back from idle): the I-UPF's PDRs count on.
+	establish(t, smfs, seids, ulcl.Steps()[2:3])
+	if got := pdrPackets(t, cfgs[pfcptest.IUPF], seids[pfcptest.IUPF]); !maps.Equal(got, wantPDRs[pfcptest.IUPF]) {
+		t.Errorf("the I-UPF's PDRs counted %v packets after the gNB's tunnel was given again, want %v", got, wantPDRs[pfcptest.IUPF])
+	}
+
 	// Every packet of 59 octets (UEPacket's): the I-UPF carried all four
 	// flows, each PSA two.
 	size := uint64(len(upCentral))
@@ -119,4 +142,25 @@ func (n *ulclNet) uplinkFrame(teid uint32, inner []byte) []byte {
 // downlinkFrame is the I-UPF's G-PDU of inner to the gNB, carrying qfi.
 func (n *ulclNet) downlinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
 	return demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], ulclIUPFN3, ulclGNB, teid, []byte{demo.DLPDUSession, qfi}, inner)
+}
+
+// pdrPackets are the packets each PDR of a session counted, as the REST
+// API of the daemon running cfg shows them.
+func pdrPackets(t *testing.T, cfg *config.Config, seid uint64) map[uint16]uint64 {
+	t.Helper()
+	client := &api.Client{URL: "http://" + cfg.API.Listen, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	raw, err := client.Session(t.Context(), seid)
+	check(t, err)
+	var doc struct {
+		PDRs []struct {
+			ID       uint16 `json:"pdrId"`
+			Counters api.Counter
+		}
+	}
+	check(t, json.Unmarshal(raw, &doc))
+	packets := map[uint16]uint64{}
+	for _, p := range doc.PDRs {
+		packets[p.ID] = p.Counters.Packets
+	}
+	return packets
 }
