@@ -67,12 +67,14 @@ func newULCLNet(t *testing.T) *ulclNet {
 // destination branches at the I-UPF to the local PSA, the rest goes to
 // the central PSA, each out of its N6; the downlink from both reaches the
 // gNB in its tunnel with the QoS flow's QFI; each UPF reports exactly what
-// it carried.
+// it carried. The I-UPF then restarts, and the traffic again: its
+// session, its PDRs' counters and its URRs' usage go on where they were.
 func TestULCLFree5GC(t *testing.T) {
 	n := newULCLNet(t)
+	iupf := []string{"{name: n3, roles: [access]}", "{name: n9a, roles: [access, core]}", "{name: n9b, roles: [access]}"}
+	iupfCfg, stopIUPF := stoppableUPFDaemon(t, n.iupf, iupf, ulclIUPFN3, ulclIUPFN9)
 	cfgs := []*config.Config{
-		pfcptest.IUPF: upfDaemon(t, n.iupf, []string{"{name: n3, roles: [access]}", "{name: n9a, roles: [access, core]}",
-			"{name: n9b, roles: [access]}"}, ulclIUPFN3, ulclIUPFN9),
+		pfcptest.IUPF: iupfCfg,
 		pfcptest.CentralPSA: upfDaemon(t, n.central, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
 			ulclPSAN3, ulclCentral),
 		pfcptest.LocalPSA: upfDaemon(t, n.local, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
@@ -91,7 +93,7 @@ func TestULCLFree5GC(t *testing.T) {
 	upCentral, upLocal := demo.UEPacket(ulclUE, ulclCentralD, true, ttl), demo.UEPacket(ulclUE, ulclLocalD, true, ttl)
 	downCentral, downLocal := demo.UEPacket(ulclUE, ulclCentralD, false, ttl), demo.UEPacket(ulclUE, ulclLocalD, false, ttl)
 	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
-	n.carries(t, []netFlow{
+	flows := []netFlow{
 		{name: "uplink to the central DN", from: n.gnb, fromKey: "gnb", in: n.uplinkFrame(ulTEID, upCentral),
 			to: n.centralDN, toLink: "n6", filter: appFilter,
 			want: demo.Ethernet(n.mac["centralDN"], n.mac["central/n6"], demo.UEPacket(ulclUE, ulclCentralD, true, ttl-1))},
@@ -104,7 +106,8 @@ func TestULCLFree5GC(t *testing.T) {
 		{name: "downlink from the local DN", from: n.localDN, fromKey: "localDN",
 			in: demo.Ethernet(n.mac["local/n6"], n.mac["localDN"], downLocal), to: n.gnb, toLink: "n3", filter: gtpu,
 			want: n.downlinkFrame(gnbTEID, qfi, demo.UEPacket(ulclUE, ulclLocalD, false, ttl-1))},
-	})
+	}
+	n.carries(t, flows)
 
 	// Each PDR counted its flows (`xdp5g sessions get`): at the I-UPF the
 	// uplink to the central PSA (1) and the branch's (3), the downlink from
@@ -124,11 +127,26 @@ func TestULCLFree5GC(t *testing.T) {
 		t.Errorf("the I-UPF's PDRs counted %v packets after the gNB's tunnel was given again, want %v", got, wantPDRs[pfcptest.IUPF])
 	}
 
-	// Every packet of 59 octets (UEPacket's): the I-UPF carried all four
-	// flows, each PSA two.
+	check(t, stopIUPF())
+	startDaemon(t, iupfCfg)
+	if got := pdrPackets(t, iupfCfg, seids[pfcptest.IUPF]); !maps.Equal(got, wantPDRs[pfcptest.IUPF]) {
+		t.Errorf("the I-UPF's PDRs counted %v packets after its restart, want %v", got, wantPDRs[pfcptest.IUPF])
+	}
+	n.carries(t, flows)
+	for upf, cfg := range cfgs {
+		for id := range wantPDRs[upf] {
+			wantPDRs[upf][id] *= 2
+		}
+		if got := pdrPackets(t, cfg, seids[upf]); !maps.Equal(got, wantPDRs[upf]) {
+			t.Errorf("UPF %d: the PDRs counted %v packets after the I-UPF's restart and the traffic again, want %v", upf, got, wantPDRs[upf])
+		}
+	}
+
+	// Every packet of 59 octets (UEPacket's), each flow sent twice: the
+	// I-UPF carried all four flows, each PSA two.
 	size := uint64(len(upCentral))
-	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets),
-		pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
+	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 4*pfcpPackets, 4*pfcpPackets),
+		pfcptest.CentralPSA: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets)}
 	for upf, smf := range smfs {
 		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], 2, allVolumes, want[upf])
 	}
