@@ -79,8 +79,9 @@ func TestChainOverIPv6(t *testing.T) {
 	// is free for a sink.
 	smfs := make([]*pfcptest.SMF, 2)
 	seids := make([][]uint64, len(sessions))
-	smfs[pfcptest.IUPF] = associatedSMFs(t, smfNode, []*config.Config{upfDaemon(t, iupf,
-		[]string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"}, chainIUPFN3, chainIUPFN9)})[0]
+	iupfCfg, stopIUPF := stoppableUPFDaemon(t, iupf, []string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"},
+		chainIUPFN3, chainIUPFN9)
+	smfs[pfcptest.IUPF] = associatedSMFs(t, smfNode, []*config.Config{iupfCfg})[0]
 	steps := make([][]pfcptest.Step, len(sessions))
 	var relays []netFlow
 	for i, s := range sessions {
@@ -126,22 +127,29 @@ func TestChainOverIPv6(t *testing.T) {
 		t.Errorf("the gNB got % x, want an End Marker of TEID %#x from %v", endMarker, moved.GNBTEID, chainIUPFN3)
 	}
 	moved.GNBTEID += 0x100
-	n.carries(t, []netFlow{{name: "IPv6 UE downlink after the handover", from: dn, fromKey: "dn", to: gnb, toLink: "n3", filter: gtpu,
-		in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(moved.UE, moved.dn, false, ttl)),
+	afterHandover := []netFlow{flows[0], flows[2], {name: "IPv6 UE downlink after the handover", from: dn, fromKey: "dn", to: gnb, toLink: "n3",
+		filter: gtpu, in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(moved.UE, moved.dn, false, ttl)),
 		want: demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, moved.GNBTEID, []byte{demo.DLPDUSession, moved.QFI},
 			demo.UEPacket(moved.UE, moved.dn, false, ttl-1)),
-		check: testsupport.UDP6Checksum}})
+		check: testsupport.UDP6Checksum}}
+	n.carries(t, afterHandover)
+	// The I-UPF restarts: the same again, through the same tunnels.
+	check(t, stopIUPF())
+	startDaemon(t, iupfCfg)
+	n.carries(t, afterHandover)
 
-	// The I-UPF carried the uplink twice, relayed alone and end to end;
-	// the moved session's downlink twice, before and after the handover.
+	// The I-UPF carried the uplink four times: relayed alone, end to end,
+	// after the handover and after its restart; the moved session's
+	// downlink three times, before and after the handover and after the
+	// restart.
 	for i, s := range sessions {
 		size := uint64(len(demo.UEPacket(s.UE, s.dn, true, ttl)))
 		down := uint64(pfcpPackets)
 		if i == 1 {
-			down *= 2
+			down *= 3
 		}
-		want := []volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, down),
-			pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, down)}
+		want := []volumes{pfcptest.IUPF: packetVolumes(size, 4*pfcpPackets, down),
+			pfcptest.CentralPSA: packetVolumes(size, 3*pfcpPackets, down)}
 		for upf, smf := range smfs {
 			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, allVolumes, want[upf])
 		}
