@@ -5,8 +5,9 @@
 // what the daemon promises of a restart: no packet of the session is lost,
 // the SMF sees the same Recovery Time Stamp throughout, its requests are
 // all answered and every session it established is there until it deletes
-// it, and the usage reports add up exactly to what was sent, none counted
-// twice.
+// it, the usage reports add up exactly to what was sent, none counted
+// twice, and the session's PDR counters (`xdp5g sessions get`) never go
+// back and end at what was sent.
 package restarts
 
 import (
