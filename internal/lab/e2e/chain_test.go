@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"time"
 
+	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/wmnsk/go-pfcp/ie"
+	"github.com/wmnsk/go-pfcp/message"
 
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
+	"github.com/xdp5g/xdp5g/internal/platform/namespace"
 	"github.com/xdp5g/xdp5g/internal/platform/trafficgen"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
@@ -74,8 +79,9 @@ func TestChainOverIPv6(t *testing.T) {
 	// is free for a sink.
 	smfs := make([]*pfcptest.SMF, 2)
 	seids := make([][]uint64, len(sessions))
-	smfs[pfcptest.IUPF] = associatedSMFs(t, smfNode, []*config.Config{upfDaemon(t, iupf,
-		[]string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"}, chainIUPFN3, chainIUPFN9)})[0]
+	iupfCfg, stopIUPF := stoppableUPFDaemon(t, iupf, []string{"{name: n3, roles: [access]}", "{name: n9, roles: [access, core]}"},
+		chainIUPFN3, chainIUPFN9)
+	smfs[pfcptest.IUPF] = associatedSMFs(t, smfNode, []*config.Config{iupfCfg})[0]
 	steps := make([][]pfcptest.Step, len(sessions))
 	var relays []netFlow
 	for i, s := range sessions {
@@ -106,13 +112,76 @@ func TestChainOverIPv6(t *testing.T) {
 	}
 	n.carries(t, flows)
 
-	// The I-UPF carried the uplink twice, relayed alone and end to end.
+	// A handover of the IPv6 UE's session to another tunnel at the gNB, as
+	// the SMF moves it after an Xn handover (SNDEM): the old tunnel gets an
+	// End Marker over IPv6 from the I-UPF's N3 address, then the downlink
+	// takes the new one.
+	moved := &sessions[1]
+	endMarker := n.handover(t, gnb, smfs[pfcptest.IUPF], seids[1][pfcptest.IUPF], moved.GNBTEID+0x100)
+	p := gopacket.NewPacket(endMarker, layers.LayerTypeEthernet, gopacket.Default)
+	ip6, _ := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	gtp, _ := p.Layer(layers.LayerTypeGTPv1U).(*layers.GTPv1U)
+	if ip6 == nil || udp == nil || gtp == nil || !ip6.SrcIP.Equal(chainIUPFN3.AsSlice()) || !ip6.DstIP.Equal(chainGNB.AsSlice()) ||
+		udp.DstPort != gtpuPort || gtp.MessageType != gtpuEndMarker || gtp.TEID != moved.GNBTEID || len(gtp.Payload) != 0 {
+		t.Errorf("the gNB got % x, want an End Marker of TEID %#x from %v", endMarker, moved.GNBTEID, chainIUPFN3)
+	}
+	moved.GNBTEID += 0x100
+	afterHandover := []netFlow{flows[0], flows[2], {name: "IPv6 UE downlink after the handover", from: dn, fromKey: "dn", to: gnb, toLink: "n3",
+		filter: gtpu, in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(moved.UE, moved.dn, false, ttl)),
+		want: demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], chainIUPFN3, chainGNB, moved.GNBTEID, []byte{demo.DLPDUSession, moved.QFI},
+			demo.UEPacket(moved.UE, moved.dn, false, ttl-1)),
+		check: testsupport.UDP6Checksum}}
+	n.carries(t, afterHandover)
+	// The I-UPF restarts: the same again, through the same tunnels.
+	check(t, stopIUPF())
+	startDaemon(t, iupfCfg)
+	n.carries(t, afterHandover)
+
+	// The I-UPF carried the uplink four times: relayed alone, end to end,
+	// after the handover and after its restart; the moved session's
+	// downlink three times, before and after the handover and after the
+	// restart.
 	for i, s := range sessions {
 		size := uint64(len(demo.UEPacket(s.UE, s.dn, true, ttl)))
-		want := []volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, pfcpPackets),
-			pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
+		down := uint64(pfcpPackets)
+		if i == 1 {
+			down *= 3
+		}
+		want := []volumes{pfcptest.IUPF: packetVolumes(size, 4*pfcpPackets, down),
+			pfcptest.CentralPSA: packetVolumes(size, 3*pfcpPackets, down)}
 		for upf, smf := range smfs {
 			usedExactly(t, fmt.Sprintf("%s, UPF %d", s.family, upf), smf, seids[i][upf], 2, allVolumes, want[upf])
 		}
 	}
+}
+
+// gtpuEndMarker is the End Marker's GTP-U message type (TS 29.281 §6.1).
+const gtpuEndMarker = 254
+
+// handover moves the gNB tunnel of a session the I-UPF's smf established
+// to gnbTEID at chainGNB with SNDEM (the Update FAR of free5GC's and
+// Open5GS's handovers), and returns the first GTP-U frame the gNB gets
+// next: the End Marker of the old tunnel.
+func (n *upfNet) handover(t *testing.T, gnb *namespace.Netns, smf *pfcptest.SMF, seid uint64, gnbTEID uint32) []byte {
+	t.Helper()
+	sink, err := trafficgen.NewSink(gnb, "n3", trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv6),
+		IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}, false)
+	testsupport.CheckLoad(t, err)
+	defer sink.Close()
+	resp, err := smf.Modify(message.NewSessionModificationRequest(0, 0, seid, 0, 0, ie.NewUpdateFAR(ie.NewFARID(2), ie.NewApplyAction(0x02),
+		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
+			ie.NewOuterHeaderCreation(0x0200, gnbTEID, "", chainGNB.String(), 0, 0, 0), // GTP-U/UDP/IPv6
+			ie.NewPFCPSMReqFlags(0x02))))) // SNDEM
+	check(t, err)
+	check(t, pfcptest.Accepted("the handover", resp.Cause))
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		frame, err := sink.Sample()
+		check(t, err)
+		if frame != nil {
+			return frame
+		}
+	}
+	t.Fatal("no End Marker reached the gNB")
+	return nil
 }

@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
+	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/lab/pfcptest"
@@ -62,12 +67,14 @@ func newULCLNet(t *testing.T) *ulclNet {
 // destination branches at the I-UPF to the local PSA, the rest goes to
 // the central PSA, each out of its N6; the downlink from both reaches the
 // gNB in its tunnel with the QoS flow's QFI; each UPF reports exactly what
-// it carried.
+// it carried. The I-UPF then restarts, and the traffic again: its
+// session, its PDRs' counters and its URRs' usage go on where they were.
 func TestULCLFree5GC(t *testing.T) {
 	n := newULCLNet(t)
+	iupf := []string{"{name: n3, roles: [access]}", "{name: n9a, roles: [access, core]}", "{name: n9b, roles: [access]}"}
+	iupfCfg, stopIUPF := stoppableUPFDaemon(t, n.iupf, iupf, ulclIUPFN3, ulclIUPFN9)
 	cfgs := []*config.Config{
-		pfcptest.IUPF: upfDaemon(t, n.iupf, []string{"{name: n3, roles: [access]}", "{name: n9a, roles: [access, core]}",
-			"{name: n9b, roles: [access]}"}, ulclIUPFN3, ulclIUPFN9),
+		pfcptest.IUPF: iupfCfg,
 		pfcptest.CentralPSA: upfDaemon(t, n.central, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
 			ulclPSAN3, ulclCentral),
 		pfcptest.LocalPSA: upfDaemon(t, n.local, []string{"{name: n9, roles: [access]}", "{name: n6, roles: [core]}"},
@@ -86,7 +93,7 @@ func TestULCLFree5GC(t *testing.T) {
 	upCentral, upLocal := demo.UEPacket(ulclUE, ulclCentralD, true, ttl), demo.UEPacket(ulclUE, ulclLocalD, true, ttl)
 	downCentral, downLocal := demo.UEPacket(ulclUE, ulclCentralD, false, ttl), demo.UEPacket(ulclUE, ulclLocalD, false, ttl)
 	gtpu := trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv4), IPProto: uint8(layers.IPProtocolUDP), DstPort: 2152}
-	n.carries(t, []netFlow{
+	flows := []netFlow{
 		{name: "uplink to the central DN", from: n.gnb, fromKey: "gnb", in: n.uplinkFrame(ulTEID, upCentral),
 			to: n.centralDN, toLink: "n6", filter: appFilter,
 			want: demo.Ethernet(n.mac["centralDN"], n.mac["central/n6"], demo.UEPacket(ulclUE, ulclCentralD, true, ttl-1))},
@@ -99,13 +106,47 @@ func TestULCLFree5GC(t *testing.T) {
 		{name: "downlink from the local DN", from: n.localDN, fromKey: "localDN",
 			in: demo.Ethernet(n.mac["local/n6"], n.mac["localDN"], downLocal), to: n.gnb, toLink: "n3", filter: gtpu,
 			want: n.downlinkFrame(gnbTEID, qfi, demo.UEPacket(ulclUE, ulclLocalD, false, ttl-1))},
-	})
+	}
+	n.carries(t, flows)
 
-	// Every packet of 59 octets (UEPacket's): the I-UPF carried all four
-	// flows, each PSA two.
+	// Each PDR counted its flows (`xdp5g sessions get`): at the I-UPF the
+	// uplink to the central PSA (1) and the branch's (3), the downlink from
+	// both PSAs (2: the branch's PDR 4 has the same PDI and precedence, and
+	// the lower ID wins); at each PSA its uplink (1) and downlink (2).
+	wantPDRs := [3]map[uint16]uint64{pfcptest.IUPF: {1: pfcpPackets, 2: 2 * pfcpPackets, 3: pfcpPackets, 4: 0},
+		pfcptest.CentralPSA: {1: pfcpPackets, 2: pfcpPackets}, pfcptest.LocalPSA: {1: pfcpPackets, 2: pfcpPackets}}
+	for upf, cfg := range cfgs {
+		if got := pdrPackets(t, cfg, seids[upf]); !maps.Equal(got, wantPDRs[upf]) {
+			t.Errorf("UPF %d: the PDRs counted %v packets, want %v", upf, got, wantPDRs[upf])
+		}
+	}
+	// The gNB's tunnel again, as free5GC sends it on every N2 PDU Session
+	// Resource Setup (a UE back from idle): the I-UPF's PDRs count on.
+	establish(t, smfs, seids, ulcl.Steps()[2:3])
+	if got := pdrPackets(t, cfgs[pfcptest.IUPF], seids[pfcptest.IUPF]); !maps.Equal(got, wantPDRs[pfcptest.IUPF]) {
+		t.Errorf("the I-UPF's PDRs counted %v packets after the gNB's tunnel was given again, want %v", got, wantPDRs[pfcptest.IUPF])
+	}
+
+	check(t, stopIUPF())
+	startDaemon(t, iupfCfg)
+	if got := pdrPackets(t, iupfCfg, seids[pfcptest.IUPF]); !maps.Equal(got, wantPDRs[pfcptest.IUPF]) {
+		t.Errorf("the I-UPF's PDRs counted %v packets after its restart, want %v", got, wantPDRs[pfcptest.IUPF])
+	}
+	n.carries(t, flows)
+	for upf, cfg := range cfgs {
+		for id := range wantPDRs[upf] {
+			wantPDRs[upf][id] *= 2
+		}
+		if got := pdrPackets(t, cfg, seids[upf]); !maps.Equal(got, wantPDRs[upf]) {
+			t.Errorf("UPF %d: the PDRs counted %v packets after the I-UPF's restart and the traffic again, want %v", upf, got, wantPDRs[upf])
+		}
+	}
+
+	// Every packet of 59 octets (UEPacket's), each flow sent twice: the
+	// I-UPF carried all four flows, each PSA two.
 	size := uint64(len(upCentral))
-	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets),
-		pfcptest.CentralPSA: packetVolumes(size, pfcpPackets, pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, pfcpPackets, pfcpPackets)}
+	want := [3]volumes{pfcptest.IUPF: packetVolumes(size, 4*pfcpPackets, 4*pfcpPackets),
+		pfcptest.CentralPSA: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets), pfcptest.LocalPSA: packetVolumes(size, 2*pfcpPackets, 2*pfcpPackets)}
 	for upf, smf := range smfs {
 		usedExactly(t, fmt.Sprintf("UPF %d", upf), smf, seids[upf], 2, allVolumes, want[upf])
 	}
@@ -119,4 +160,25 @@ func (n *ulclNet) uplinkFrame(teid uint32, inner []byte) []byte {
 // downlinkFrame is the I-UPF's G-PDU of inner to the gNB, carrying qfi.
 func (n *ulclNet) downlinkFrame(teid uint32, qfi uint8, inner []byte) []byte {
 	return demo.GTPUFrame(n.mac["gnb"], n.mac["iupf/n3"], ulclIUPFN3, ulclGNB, teid, []byte{demo.DLPDUSession, qfi}, inner)
+}
+
+// pdrPackets are the packets each PDR of a session counted, as the REST
+// API of the daemon running cfg shows them.
+func pdrPackets(t *testing.T, cfg *config.Config, seid uint64) map[uint16]uint64 {
+	t.Helper()
+	client := &api.Client{URL: "http://" + cfg.API.Listen, HTTP: &http.Client{Timeout: 5 * time.Second}}
+	raw, err := client.Session(t.Context(), seid)
+	check(t, err)
+	var doc struct {
+		PDRs []struct {
+			ID       uint16 `json:"pdrId"`
+			Counters api.Counter
+		}
+	}
+	check(t, json.Unmarshal(raw, &doc))
+	packets := map[uint16]uint64{}
+	for _, p := range doc.PDRs {
+		packets[p.ID] = p.Counters.Packets
+	}
+	return packets
 }

@@ -111,9 +111,16 @@ func (n *upfNet) path(t *testing.T, p upfPath) (gnb, first, second, dn *namespac
 // its own, and returns its configuration.
 func upfDaemon(t *testing.T, ns *namespace.Netns, interfaces []string, n3, n9 netip.Addr) *config.Config {
 	t.Helper()
-	cfg := writeConfig(t, ns.Name, interfaces, []netip.Addr{n3}, []netip.Addr{n9}, pfcpSection(freeLoopbackUDP(t), "heartbeat_interval: 1h"))
-	startDaemon(t, cfg)
+	cfg, _ := stoppableUPFDaemon(t, ns, interfaces, n3, n9)
 	return cfg
+}
+
+// stoppableUPFDaemon is upfDaemon that returns startDaemon's stop too.
+func stoppableUPFDaemon(t *testing.T, ns *namespace.Netns, interfaces []string, n3, n9 netip.Addr) (*config.Config, func() error) {
+	t.Helper()
+	cfg := writeConfig(t, ns.Name, interfaces, []netip.Addr{n3}, []netip.Addr{n9}, pfcpSection(freeLoopbackUDP(t), "heartbeat_interval: 1h"))
+	_, stop := startDaemon(t, cfg)
+	return cfg, stop
 }
 
 func check(t *testing.T, err error) {

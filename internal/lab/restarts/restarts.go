@@ -5,8 +5,9 @@
 // what the daemon promises of a restart: no packet of the session is lost,
 // the SMF sees the same Recovery Time Stamp throughout, its requests are
 // all answered and every session it established is there until it deletes
-// it, and the usage reports add up exactly to what was sent, none counted
-// twice.
+// it, the usage reports add up exactly to what was sent, none counted
+// twice, and the session's PDR counters (`xdp5g sessions get`) never go
+// back and end at what was sent.
 package restarts
 
 import (
@@ -122,6 +123,7 @@ func Run(ctx context.Context, tb *demo.Testbed, cfg Config) (res Result, err err
 		case <-time.After(time.Duration(300+rand.IntN(900)) * time.Millisecond):
 		}
 		kill := i%2 == 0
+		r.checkPDRCounters(t.upSEID, fmt.Sprintf("before restart %d", i+1))
 		took, err := r.restart(kill)
 		if err != nil {
 			close(stop)
@@ -134,6 +136,7 @@ func Run(ctx context.Context, tb *demo.Testbed, cfg Config) (res Result, err err
 			res.Killed++
 		}
 		res.Took = append(res.Took, took)
+		r.checkPDRCounters(t.upSEID, fmt.Sprintf("after restart %d", i+1))
 		if res.restored, err = r.smf.heartbeat(); err != nil || res.restored != res.recovery {
 			r.smf.problem("restart %d: Recovery Time Stamp %d (%v), was %d", i+1, res.restored, err, res.recovery)
 		}
@@ -163,6 +166,9 @@ func Run(ctx context.Context, tb *demo.Testbed, cfg Config) (res Result, err err
 	// A report on its way as the traffic ended counts too; then the
 	// deletion's final report.
 	time.Sleep(time.Second)
+	if got := r.checkPDRCounters(t.upSEID, "at the end"); got != [2]uint64{res.Sent[0], res.Sent[1]} {
+		r.smf.problem("the session's PDRs counted %d packets uplink and %d downlink, %d and %d were sent", got[0], got[1], res.Sent[0], res.Sent[1])
+	}
 	if err := r.smf.remove(traffic.cpSEID, t.upSEID); err != nil {
 		r.smf.problem("%v", err)
 	}
@@ -197,6 +203,8 @@ type run struct {
 	cmd     *exec.Cmd
 	exited  chan error
 	smf     *smf
+	// pdrPackets are the traffic session's PDRs' packets last read.
+	pdrPackets [2]uint64
 }
 
 func newRun(tb *demo.Testbed, cfg Config) (_ *run, err error) {
@@ -356,6 +364,37 @@ func (r *run) pfcpSessions() (int, error) {
 		return 0, err
 	}
 	return len(list.Sessions), nil
+}
+
+// checkPDRCounters reads the packets the traffic session's uplink and
+// downlink PDRs counted, as `xdp5g sessions get` shows them, and finds
+// those that went backwards since the last read.
+func (r *run) checkPDRCounters(upSEID uint64, when string) (packets [2]uint64) {
+	raw, err := r.client.Session(context.Background(), upSEID)
+	var doc struct {
+		PDRs []struct {
+			ID       uint16 `json:"pdrId"`
+			Counters api.Counter
+		}
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &doc)
+	}
+	if err != nil {
+		r.smf.problem("%s: session %d: %v", when, upSEID, err)
+		return packets
+	}
+	for _, p := range doc.PDRs {
+		if p.ID < 1 || p.ID > 2 {
+			continue
+		}
+		packets[p.ID-1] = p.Counters.Packets
+		if was := r.pdrPackets[p.ID-1]; p.Counters.Packets < was {
+			r.smf.problem("%s: PDR %d counted %d packets, %d before", when, p.ID, p.Counters.Packets, was)
+		}
+	}
+	r.pdrPackets = packets
+	return packets
 }
 
 // counters are the data path's counters of the outcomes that happened.

@@ -69,9 +69,15 @@ func newSizedEnv(t testing.TB, maxSessions uint32) *env {
 // newEnvOn is newSizedEnv with the N3 addresses n3s.
 func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
 	t.Helper()
+	return newEnvOnSides(t, maxSessions, n3s, []netip.Addr{n9})
+}
+
+// newEnvOnSides is newEnvOn with the N9 addresses n9s.
+func newEnvOnSides(t testing.TB, maxSessions uint32, n3s, n9s []netip.Addr) *env {
+	t.Helper()
 	testsupport.NeedRoot(t, "BPF")
 	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: n3s,
-		N9Addresses: []netip.Addr{n9}})
+		N9Addresses: n9s})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	pool, err := ippool.New(uePool)
@@ -86,7 +92,7 @@ func newEnvOn(t testing.TB, maxSessions uint32, n3s ...netip.Addr) *env {
 	e := &env{requests: requests{t: t}, dp: dp, nh: &fakeNexthops{refs: map[netip.Addr]int{}}, pool: pool, buffers: buffers}
 	e.store = session.NewStore(dp, e.nh, nil)
 	e.store.SetBuffers(buffers)
-	e.h = New(Config{Store: e.store, N3: n3s, N9: []netip.Addr{n9}, UEPool: pool, Buffers: buffers})
+	e.h = New(Config{Store: e.store, N3: n3s, N9: n9s, UEPool: pool, Buffers: buffers})
 	return e
 }
 

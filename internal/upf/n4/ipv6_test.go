@@ -8,8 +8,10 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/upf/session"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -207,5 +209,28 @@ func TestIPv6Refusals(t *testing.T) {
 			c.e.establish("smf1", c.ies...).expect(t, c.cause, c.failedRule, nil)
 			c.e.unchanged(before)
 		})
+	}
+}
+
+// A tunnel leaves from its side's addresses: with IPv6 on N9 alone, a
+// session whose PDR from access is at the N3 (IPv4) F-TEID cannot tunnel
+// to an IPv6 gNB (73, the FAR), and a PSA's, whose PDR from access is at
+// the N9 F-TEID, tunnels to an IPv6 I-UPF from the N9 address.
+func TestIPv6TunnelSide(t *testing.T) {
+	n9v6 := netip.MustParseAddr("2001:db8:9::11")
+	e := newEnvOnSides(t, 64, []netip.Addr{n3}, []netip.Addr{n9v6})
+	ohc6 := ohcOf(0x0200, 0x100, netip.Addr{}, gnb6)
+	before := e.state()
+	e.establish("smf1", v6Session(1, fteid(1, n3.String()), 0, ohc6)...).expect(t, causeRuleFailure, failedFAR(2), nil)
+	e.unchanged(before)
+
+	seid := e.establish("smf1", v6Session(2, fteid6(2, n9v6), 1, ohc6)...).upSEID(t)
+	slots, _ := e.store.Slots(seid)
+	downlink := slices.IndexFunc(slots.PDR, func(s session.RuleSlot) bool { return s.ID == 2 })
+	p, err := e.dp.PDR(slots.PDR[downlink].Slot)
+	fatalIf(t, err)
+	want := upfxdp.Tunnel6{Peer: gnb6.As16(), Local: n9v6.As16()}
+	if got, err := e.dp.Tunnel6(p.Far.Nexthop); p.Far.Flags != upfxdp.FARGTPUv6 || err != nil || got != want {
+		t.Errorf("the PSA's downlink: FAR flags %d, tunnel %+v, %v; want %+v", p.Far.Flags, got, err, want)
 	}
 }

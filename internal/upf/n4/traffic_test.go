@@ -440,3 +440,29 @@ func TestOuterHeaderRemovalGTPUUDPIP(t *testing.T) {
 func resolved(slots []nexthop.Slot, dst netip.Addr) bool {
 	return slices.ContainsFunc(slots, func(s nexthop.Slot) bool { return s.Dst == dst && s.Valid })
 }
+
+// Real uplink traffic across a Session Modification that writes the
+// session's rules again (Update PDR): the PDR's counters in `xdp5g sessions
+// get` count on from the packets before it, and the URR reports them all.
+func TestPDRCountersAcrossModification(t *testing.T) {
+	e := newTrafficEnv(t)
+	seid := e.establishUplink(t, 0, createURR(1, mmVOLUM, rtgPERIO, measurementPeriod(3600), measurementInformation(0x10)))
+	const n = 20
+	counted := func(want uint64, when string) {
+		t.Helper()
+		c, err := e.upf.Store.PDRCounters(seid)
+		fatalIf(t, err)
+		if c[1].Packets != want || c[1].Bytes == 0 {
+			t.Errorf("%s: PDR 1 counted %+v, want %d packets", when, c[1], want)
+		}
+	}
+	e.sendUplink(t, n)
+	counted(n, "before the modification")
+	e.modify("smf", seid, updatePDR(pdrID(1), precedence(100))).expect(t, causeAccepted, nil, nil)
+	counted(n, "right after the modification")
+	e.sendUplink(t, n)
+	counted(2*n, "after the modification")
+	r := e.modify("smf", seid, queryURR(1))
+	r.expect(t, causeAccepted, nil, nil)
+	checkUplinkVolume(t, decodeUsage(t, one(t, r.ies, tUsageReportModResp)), 2*n)
+}

@@ -17,7 +17,7 @@ import (
 type txn struct {
 	s        *Store
 	in       *installed
-	keep     *installed // whose URR slots, and so counts, the session keeps; nil: none
+	keep     *installed // whose URR slots and PDR counts the session keeps; nil: none
 	nexthops []netip.Addr
 	statics  []Neighbour  // the entries before this install took a reference
 	dupls    []uint32     // PDR slots given Duplicating Parameters
@@ -226,6 +226,14 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	}
 }
 
+// keptPDR is the slot PDR id had in t.keep.
+func (t *txn) keptPDR(id uint16) (uint32, bool) {
+	if t.keep == nil {
+		return 0, false
+	}
+	return t.keep.PDRSlots.lookup(uint32(id))
+}
+
 // keptURR is the slot URR id keeps from t.keep and its limits there.
 func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
 	if t.keep == nil {
@@ -338,6 +346,13 @@ func (t *txn) writeRules() error {
 			return err
 		}
 		t.in.PDRSlots.set(uint32(p.ID), slot)
+		// The PDR counts on from what it counted in its slot before,
+		// taken while no packet can count in the new slot yet.
+		if from, ok := t.keptPDR(p.ID); ok {
+			if err := s.dp.CarryPDRCounter(from, slot); err != nil {
+				return err
+			}
+		}
 		set, filtered := dataPathSDF(p)
 		if filtered {
 			sdfSlot, err := s.sdfSlots.Alloc()

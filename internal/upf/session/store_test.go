@@ -527,3 +527,31 @@ func TestStoreIPv6Tunnel(t *testing.T) {
 	}
 	tunnelled(restored)
 }
+
+// A PDR written again in other slots, its session modified (a handover
+// moving its downlink tunnel), counts on from what it counted: `xdp5g
+// sessions get` never shows a PDR's counters going backwards, across a
+// restart neither. A PDR the modification adds starts at zero.
+func TestStorePDRCountersSurviveModification(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(figure10()))
+	before := e.store.sessions[1].PDRSlots
+	counted := upfxdp.Counter{Packets: 3, Bytes: 300}
+	e.pdrCounters(t, counted, before.sorted()...)
+
+	moved := figure10()
+	moved.FARs[0].OuterHeaderCreation.TEID = 101
+	moved.PDRs = append(moved.PDRs, PDR{ID: 30, FARID: 100, OuterHeaderRemoval: ptr(RemoveGTPUUDPIPv4), Precedence: 1,
+		PDI: PDI{SourceInterface: InterfaceAccess, TEID: 100, UEAddress: netip.MustParsePrefix("10.1.3.27/32")}})
+	check(t, e.store.Replace(moved))
+	if after := e.store.sessions[1].PDRSlots; slices.ContainsFunc(after, func(s RuleSlot) bool { return slices.Contains(before.sorted(), s.Slot) }) {
+		t.Fatalf("the modified session kept PDR slots: %v, before %v", after, before)
+	}
+	want := map[uint16]upfxdp.Counter{10: counted, 20: counted, 30: {}}
+	if got, err := e.store.PDRCounters(1); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after the modification: PDR counters %+v, %v, want %+v", got, err, want)
+	}
+	if got, err := e.restart(t).PDRCounters(1); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after a restart: PDR counters %+v, %v, want %+v", got, err, want)
+	}
+}

@@ -128,6 +128,23 @@ func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
 	return sum, nil
 }
 
+// CarryPDRCounter adds what PDR slot from counted to the counters of
+// slot to, which no packet may use yet: a PDR written again into another
+// slot (its session modified) counts on from where it was.
+func (d *Datapath) CarryPDRCounter(from, to uint32) error {
+	if to >= d.pdrs.len() {
+		return fmt.Errorf("carrying a PDR counter: slot %d of %d", to, d.pdrs.len())
+	}
+	c, err := d.PDRCounter(from)
+	if err != nil {
+		return err
+	}
+	row := d.pdrCounter(0, to)
+	atomic.AddUint64(&row.Packets, c.Packets)
+	atomic.AddUint64(&row.Bytes, c.Bytes)
+	return nil
+}
+
 // counterRows is the number of rows of PDR counters: possible CPUs.
 func (d *Datapath) counterRows() uint32 { return d.pdrCounters.len() / d.pdrs.len() }
 
