@@ -57,8 +57,10 @@ MMAP_ARRAY(struct record_hints) record_hints SEC(".maps");
  * count there any more. */
 MMAP_ARRAY(struct place_counts) place_counts SEC(".maps");
 
-/* By PDR slot, what its records' places counted before they were taken
- * away: written only by the control plane, kept across restarts. */
+/* By PDR slot, what the control plane adds to its counts: what its
+ * records' places counted before they were taken away, and what it
+ * counted in another slot before its session was modified. Written only
+ * by the control plane, kept across restarts. */
 MMAP_ARRAY(struct counter) folded_counts SEC(".maps");
 
 MMAP_ARRAY(struct pdr) pdrs SEC(".maps");

@@ -165,7 +165,8 @@ func Open(cfg Config) (*Endpoint, error) {
 	return e, nil
 }
 
-// listen binds the GTP-U port of local; arrivals: with tellArrival.
+// listen binds the GTP-U port of local, and with arrivals has the kernel
+// tell each datagram's arrival (tellArrival).
 func listen(local netip.Addr, arrivals bool) (*net.UDPConn, error) {
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
 	if err != nil {

@@ -128,9 +128,9 @@ func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
 	return sum, nil
 }
 
-// CarryPDRCounter adds what PDR slot from counted to the counters of
-// slot to, which no packet may use yet: a PDR written again into another
-// slot (its session modified) counts on from where it was.
+// CarryPDRCounter adds what PDR slot from counted to the counts of slot
+// to that only the daemon writes (folded_counts): a PDR written again into
+// another slot (its session modified) counts on from where it was.
 func (d *Datapath) CarryPDRCounter(from, to uint32) error {
 	if to >= d.pdrs.len() {
 		return fmt.Errorf("carrying a PDR counter: slot %d of %d", to, d.pdrs.len())
@@ -139,9 +139,7 @@ func (d *Datapath) CarryPDRCounter(from, to uint32) error {
 	if err != nil {
 		return err
 	}
-	row := d.pdrCounter(0, to)
-	atomic.AddUint64(&row.Packets, c.Packets)
-	atomic.AddUint64(&row.Bytes, c.Bytes)
+	d.sets.carry(to, c)
 	return nil
 }
 

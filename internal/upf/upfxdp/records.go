@@ -61,8 +61,9 @@ type records struct {
 	// keys read next (struct record_hints).
 	hints mapped[upfRecordHints]
 	// counts are what the records' packets counted, by CPU and pair of
-	// buckets (struct place_counts); folded, by PDR slot, what places
-	// counted before their records were taken away.
+	// buckets (struct place_counts); folded, by PDR slot, what the daemon
+	// adds to a PDR's counts: what places counted before their records
+	// were taken away, and what the PDR counted in a slot before.
 	counts mapped[upfPlaceCounts]
 	folded mapped[Counter]
 	bits   uint // of a bucket number; 0: no records
@@ -288,29 +289,37 @@ func (r *records) placesOf(slot uint32, f func(pos int)) {
 // places, and folded.
 func (p *pdrSets) zeroPlaced(slots []uint32) {
 	r := &p.records
-	if r.bits == 0 {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, slot := range slots {
 		*r.folded.at(slot) = Counter{}
-		r.placesOf(slot, r.zeroPlace)
+		if r.bits != 0 {
+			r.placesOf(slot, r.zeroPlace)
+		}
 	}
 }
 
-// placedCount is what the packets that records of PDR slot served
-// counted: in their places, in those of records taken away and not yet
-// folded, and folded.
+// carry adds c to what PDR slot folded.
+func (p *pdrSets) carry(slot uint32, c Counter) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.records.folded.at(slot)
+	atomic.AddUint64(&f.Packets, c.Packets)
+	atomic.AddUint64(&f.Bytes, c.Bytes)
+}
+
+// placedCount is what PDR slot counted but in its rows: folded, and what
+// the packets its records served counted in their places and in those of
+// records taken away and not yet folded.
 func (p *pdrSets) placedCount(slot uint32) (sum Counter) {
 	r := &p.records
-	if r.bits == 0 || int(slot) >= len(r.copiedBy) {
-		return sum
-	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	f := r.folded.at(slot)
 	sum.Packets, sum.Bytes = atomic.LoadUint64(&f.Packets), atomic.LoadUint64(&f.Bytes)
+	if r.bits == 0 {
+		return sum
+	}
 	r.placesOf(slot, func(pos int) {
 		c := r.placeCount(pos)
 		sum.Packets += c.Packets
