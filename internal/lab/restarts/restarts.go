@@ -88,6 +88,9 @@ func Run(ctx context.Context, tb *demo.Testbed, cfg Config) (res Result, err err
 	if err := r.start(); err != nil {
 		return res, err
 	}
+	if err := r.ready(); err != nil {
+		return res, err
+	}
 	if err := r.smf.associate(); err != nil {
 		return res, err
 	}
@@ -263,7 +266,8 @@ func freePorts() (udp, tcp string, err error) {
 	return u.LocalAddr().String(), l.Addr().String(), nil
 }
 
-// start starts the daemon and waits until PFCP answers.
+// start starts the daemon and waits until PFCP answers; ready waits for
+// the rest.
 func (r *run) start() error {
 	r.cmd = r.cfg.Daemon(r.file)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
@@ -276,6 +280,22 @@ func (r *run) start() error {
 		return fmt.Errorf("the daemon does not answer (its log: %s): %w", r.logName, err)
 	}
 	return nil
+}
+
+// ready waits until the daemon's API says it is ready: PFCP answers a
+// moment before that.
+func (r *run) ready() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := r.client.Ready(context.Background())
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon is not ready (its log: %s): %w", r.logName, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // restart stops the daemon, killed or not, starts it again, and returns
@@ -301,7 +321,8 @@ func (r *run) restart(kill bool) (time.Duration, error) {
 	if err := r.start(); err != nil {
 		return 0, err
 	}
-	return time.Since(began), nil
+	took := time.Since(began)
+	return took, r.ready()
 }
 
 // flow sends frame one way, a second's worth at a time, until stop.
