@@ -175,14 +175,14 @@ struct set_record {
 _Static_assert(sizeof(struct set_record) == 128, "a record is a pair of lines");
 
 /* What a packet of a key reads after its record, told before it: the
- * QER and URR slot of its usage line, with a tag of the key's hash (its
+ * QER and URR slots of its usage lines, with a tag of the key's hash (its
  * low 32 bits) that says whose it is. A hint only: a stale or torn one
  * costs a wasted read. */
 struct record_hint {
 	__u32 tag;
 	__u32 pad; /* a PDR slot in builds that counted there */
 	__u32 usage_slot; /* the copy's first QER, else its first URR; 0: none */
-	__u32 pad2;
+	__u32 urr_slot; /* its first URR when usage_slot is a QER's and the URR's line is another; 0: none (older builds too) */
 };
 
 /* The hints of a pair of buckets of set_records, as their places lie (a

@@ -147,11 +147,11 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 
 /* Starts the reads of the lines a packet writes after its record: its
  * pair's counts on this CPU, whose index the bucket gives, and its usage
- * line (slot 0's, never used, when it has none), as the hint of its key
+ * lines (slot 0's, never used, when it has none), as the hint of its key
  * names it: the one whose tag is its hash's low 32 bits among those of
  * the pair of its bucket and the one beside it, looked at in the order of
- * the record's places. The usage line's slot is in the record, so its
- * read would wait for the record's miss; it waits for the hints' line
+ * the record's places. The usage lines' slots are in the record, so their
+ * reads would wait for the record's miss; they wait for the hints' line
  * only, an eighth of the records' table. */
 INLINE void start_reads(__u32 bucket, __u32 tag)
 {
@@ -169,6 +169,8 @@ INLINE void start_reads(__u32 bucket, __u32 tag)
 			continue;
 		struct usage_line *line = cpu_usage_line(hint->usage_slot);
 		if (line)
+			read_early(&line->flags);
+		if (hint->urr_slot && (line = cpu_usage_line(hint->urr_slot)))
 			read_early(&line->flags);
 		return;
 	}

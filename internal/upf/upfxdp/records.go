@@ -1,6 +1,7 @@
 package upfxdp
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"math/bits"
@@ -173,9 +174,9 @@ func (r *records) write(pos int, rec upfSetRecord) bool {
 func (r *records) hint(pos int, rec *upfSetRecord) {
 	h := &r.hints.at(uint32(pos / pairPlaces)).Place[pos%pairPlaces]
 	h.Tag = uint32(hash(setKey{upfSetKind(rec.Kind), rec.Key}))
-	h.UsageSlot = rec.Pdr.Qer[0]
-	if h.UsageSlot == 0 {
-		h.UsageSlot = rec.Pdr.Urr[0]
+	h.UsageSlot, h.UrrSlot = rec.Pdr.Qer[0], rec.Pdr.Urr[0]
+	if h.UsageSlot == 0 || h.UsageSlot == h.UrrSlot {
+		h.UsageSlot, h.UrrSlot = cmp.Or(h.UsageSlot, h.UrrSlot), 0
 	}
 }
 

@@ -504,33 +504,35 @@ func TestRecordBranchAfterRestart(t *testing.T) {
 }
 
 // hintOf is what the hints say of the record at pos.
-func (r *records) hintOf(pos int) (tag, usage uint32) {
+func (r *records) hintOf(pos int) (tag, usage, urr uint32) {
 	h := r.hints.at(uint32(pos / pairPlaces)).Place[pos%pairPlaces]
-	return h.Tag, h.UsageSlot
+	return h.Tag, h.UsageSlot, h.UrrSlot
 }
 
-// A record's hint names the usage line its packets read next, its first
-// QER's (its first URR's without one), with its key's tag; a restart
-// writes the hints of the records it keeps, which a build before them
-// left none of.
+// A record's hint names the usage lines its packets read next, its first
+// QER's and its first URR's (the URR's alone without a QER or when they
+// share a line), with its key's tag; a restart writes the hints of the
+// records it keeps, which a build before them left none of.
 func TestRecordHints(t *testing.T) {
 	needRecords(t)
 	d := openTest(t, Options{MaxSessions: 16, N3Addresses: []netip.Addr{n3Addr}})
 	check(t, d.PutPDR(3, PDR{Far: forward(1), Qer: [QERsPerPDR]uint32{5}, Urr: [URRsPerPDR]uint32{6}}))
 	check(t, d.PutPDR(4, PDR{Far: forward(1), Urr: [URRsPerPDR]uint32{7}}))
+	check(t, d.PutPDR(5, PDR{Far: forward(1), Qer: [QERsPerPDR]uint32{8}, Urr: [URRsPerPDR]uint32{8}}))
 	check(t, d.PutUplink(onN3(0x6100), pdrSet(3)))
 	check(t, d.PutUplink(onN3(0x6101), pdrSet(4)))
+	check(t, d.PutUplink(onN3(0x6102), pdrSet(5)))
 	want := func(d *Datapath) {
 		t.Helper()
-		for _, c := range []struct{ teid, usage uint32 }{{0x6100, 5}, {0x6101, 7}} {
+		for _, c := range []struct{ teid, usage, urr uint32 }{{0x6100, 5, 6}, {0x6101, 7, 0}, {0x6102, 8, 0}} {
 			k := teidKey(c.teid)
 			own, _, _ := d.sets.records.find(k)
 			if own < 0 {
 				t.Fatalf("TEID %#x has no record", c.teid)
 			}
-			if tag, usage := d.sets.records.hintOf(own); tag != uint32(hash(k)) || usage != c.usage {
-				t.Errorf("TEID %#x: hint of tag %#x, usage line %d; want %#x, %d",
-					c.teid, tag, usage, uint32(hash(k)), c.usage)
+			if tag, usage, urr := d.sets.records.hintOf(own); tag != uint32(hash(k)) || usage != c.usage || urr != c.urr {
+				t.Errorf("TEID %#x: hint of tag %#x, usage lines %d and %d; want %#x, %d and %d",
+					c.teid, tag, usage, urr, uint32(hash(k)), c.usage, c.urr)
 			}
 		}
 	}
