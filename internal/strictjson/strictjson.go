@@ -12,11 +12,11 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 )
@@ -40,17 +40,8 @@ type Decoder struct {
 }
 
 // maxDepth is how many levels of objects and lists a document may nest,
-// as many as encoding/json takes: the decoder recurses once a level.
+// as many as encoding/json takes: the reader recurses once a level.
 const maxDepth = 10000
-
-// tooDeep refuses an object or a list that tok opens inside depth others
-// when that makes more than maxDepth levels.
-func tooDeep(tok json.Token, depth int) error {
-	if depth >= maxDepth && (tok == json.Delim('{') || tok == json.Delim('[')) {
-		return fielderr.New("", "malformed JSON: nested deeper than %d levels", maxDepth)
-	}
-	return nil
-}
 
 // Decode decodes the document data into v, a pointer. Struct fields are
 // matched by their json tags; a field tagged `required:"true"` must be
@@ -71,7 +62,7 @@ func (d Decoder) Decode(data []byte, v any) error {
 	if tok != json.Delim('{') && dst.Kind() == reflect.Struct {
 		return fielderr.New("", "the document must be a JSON object, {…}")
 	}
-	if err := r.value("", tok, dst, "", 0); err != nil {
+	if err := r.value(tok, dst, ""); err != nil {
 		return err
 	}
 	if _, err := r.dec.Token(); !errors.Is(err, io.EOF) {
@@ -82,7 +73,9 @@ func (d Decoder) Decode(data []byte, v any) error {
 
 type reader struct {
 	Decoder
-	dec *json.Decoder
+	dec   *json.Decoder
+	path  []byte // of the value being read, e.g. pdrs[1].pdi
+	depth int    // the objects and lists it is in
 }
 
 // malformed is the error of a document that is not JSON.
@@ -97,6 +90,11 @@ func malformed(err error) error {
 	return fielderr.New("", "malformed JSON: %v", err)
 }
 
+// refuse is an error about the value being read.
+func (r *reader) refuse(format string, args ...any) error {
+	return fielderr.New(string(r.path), format, args...)
+}
+
 // next is the next token inside the document.
 func (r *reader) next() (json.Token, error) {
 	tok, err := r.dec.Token()
@@ -107,8 +105,8 @@ func (r *reader) next() (json.Token, error) {
 }
 
 // fold is what a key is matched by.
-func (r *reader) fold(key string) string {
-	if !r.FoldCase {
+func (d Decoder) fold(key string) string {
+	if !d.FoldCase {
 		return key
 	}
 	// As bytes.EqualFold, which encoding/json matches with: K and the
@@ -116,9 +114,20 @@ func (r *reader) fold(key string) string {
 	return strings.ToLower(strings.ToUpper(key))
 }
 
+// enter counts a level in, when tok opens an object or a list.
+func (r *reader) enter(tok json.Token) error {
+	if tok != json.Delim('{') && tok != json.Delim('[') {
+		return nil
+	}
+	if r.depth++; r.depth > maxDepth {
+		return fielderr.New("", "malformed JSON: nested deeper than %d levels", maxDepth)
+	}
+	return nil
+}
+
 // object reads the members of an object whose { has been read, calling
-// member with each key and its path.
-func (r *reader) object(path string, member func(key, field string) error) error {
+// member with each key, the path then the member's.
+func (r *reader) object(member func(key string) error) error {
 	given := map[string]string{} // the keys, by fold
 	for r.dec.More() {
 		tok, err := r.next()
@@ -126,53 +135,64 @@ func (r *reader) object(path string, member func(key, field string) error) error
 			return err
 		}
 		key, _ := tok.(string) // Token returns only strings as keys
-		field := fielderr.Join(path, key)
+		n := len(r.path)
+		if n > 0 {
+			r.path = append(r.path, '.')
+		}
+		r.path = append(r.path, key...)
 		switch before, repeated := given[r.fold(key)]; {
 		case repeated && before == key:
-			return fielderr.New(field, "the key %q is given twice", key)
+			return r.refuse("the key %q is given twice", key)
 		case repeated:
-			return fielderr.New(field, "the key %q is given twice, as %q before: keys match whatever their case", key, before)
+			return r.refuse("the key %q is given twice, as %q before: keys match whatever their case", key, before)
 		}
 		given[r.fold(key)] = key
-		if err := member(key, field); err != nil {
+		if err := member(key); err != nil {
 			return err
 		}
+		r.path = r.path[:n]
 	}
+	r.depth--
 	_, err := r.next() // }
 	return err
 }
 
 // list reads the elements of a list whose [ has been read, calling elem
-// with each one's index and path.
-func (r *reader) list(path string, elem func(i int, field string) error) error {
+// with each one's index, the path then the element's.
+func (r *reader) list(elem func(i int) error) error {
 	for i := 0; r.dec.More(); i++ {
-		if err := elem(i, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		n := len(r.path)
+		r.path = strconv.AppendInt(append(r.path, '['), int64(i), 10)
+		r.path = append(r.path, ']')
+		if err := elem(i); err != nil {
 			return err
 		}
+		r.path = r.path[:n]
 	}
+	r.depth--
 	_, err := r.next() // ]
 	return err
 }
 
 // tree reads the value that starts with tok as encoding/json decodes it
 // into an any, with json.Number for numbers.
-func (r *reader) tree(path string, tok json.Token, depth int) (any, error) {
-	if err := tooDeep(tok, depth); err != nil {
+func (r *reader) tree(tok json.Token) (any, error) {
+	if err := r.enter(tok); err != nil {
 		return nil, err
 	}
 	switch tok {
 	case json.Delim('{'):
 		obj := map[string]any{}
-		err := r.object(path, func(key, field string) error {
-			v, err := r.nextTree(field, depth+1)
+		err := r.object(func(key string) error {
+			v, err := r.nextTree()
 			obj[key] = v
 			return err
 		})
 		return obj, err
 	case json.Delim('['):
 		list := []any{}
-		err := r.list(path, func(_ int, field string) error {
-			v, err := r.nextTree(field, depth+1)
+		err := r.list(func(int) error {
+			v, err := r.nextTree()
 			list = append(list, v)
 			return err
 		})
@@ -181,83 +201,83 @@ func (r *reader) tree(path string, tok json.Token, depth int) (any, error) {
 	return tok, nil
 }
 
-func (r *reader) nextTree(path string, depth int) (any, error) {
+func (r *reader) nextTree() (any, error) {
 	tok, err := r.next()
 	if err != nil {
 		return nil, err
 	}
-	return r.tree(path, tok, depth)
+	return r.tree(tok)
 }
 
 // nextValue decodes the next value into dst.
-func (r *reader) nextValue(path string, dst reflect.Value, rangeTag string, depth int) error {
+func (r *reader) nextValue(dst reflect.Value, rangeTag string) error {
 	tok, err := r.next()
 	if err != nil {
 		return err
 	}
-	return r.value(path, tok, dst, rangeTag, depth)
+	return r.value(tok, dst, rangeTag)
 }
 
 // value decodes the value that starts with tok into dst; rangeTag is the
 // range tag of dst's field.
-func (r *reader) value(path string, tok json.Token, dst reflect.Value, rangeTag string, depth int) error {
-	if err := tooDeep(tok, depth); err != nil {
-		return err
-	}
+func (r *reader) value(tok json.Token, dst reflect.Value, rangeTag string) error {
 	if u, ok := dst.Addr().Interface().(Value); ok {
-		v, err := r.tree(path, tok, depth)
+		v, err := r.tree(tok)
 		if err != nil {
 			return err
 		}
 		err = u.FromJSON(v)
 		var inner *fielderr.Error // about a part of the value
 		if err != nil && !errors.As(err, &inner) {
-			return fielderr.New(path, "%v", err)
+			return r.refuse("%v", err)
 		}
-		return fielderr.Within(path, err)
+		return fielderr.Within(string(r.path), err)
 	}
 	if u, ok := dst.Addr().Interface().(encoding.TextUnmarshaler); ok {
 		text, isString := tok.(string)
 		if !isString {
-			return fielderr.New(path, "must be a string")
+			return r.refuse("must be a string")
 		}
 		if err := u.UnmarshalText([]byte(text)); err != nil {
-			return fielderr.New(path, "%v", err)
+			return r.refuse("%v", err)
 		}
 		return nil
 	}
-	if tok == nil {
-		switch dst.Kind() {
-		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+	switch dst.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		if tok == nil {
 			return nil // null is absent
 		}
 	}
 	switch dst.Kind() {
 	case reflect.Pointer:
 		dst.Set(reflect.New(dst.Type().Elem()))
-		return r.value(path, tok, dst.Elem(), rangeTag, depth)
+		return r.value(tok, dst.Elem(), rangeTag)
 	case reflect.Interface:
-		v, err := r.tree(path, tok, depth)
+		v, err := r.tree(tok)
 		if err == nil {
 			dst.Set(reflect.ValueOf(v))
 		}
 		return err
 	case reflect.Struct:
 		if tok != json.Delim('{') {
-			return fielderr.New(path, "must be an object")
+			return r.refuse("must be an object")
 		}
-		return r.structValue(path, dst, depth)
+		return r.structValue(dst)
 	case reflect.Map:
 		if dst.Type().Key().Kind() != reflect.String {
 			break
 		}
 		if tok != json.Delim('{') {
-			return fielderr.New(path, "must be an object")
+			return r.refuse("must be an object")
+		}
+		if err := r.enter(tok); err != nil {
+			return err
 		}
 		dst.Set(reflect.MakeMap(dst.Type()))
-		return r.object(path, func(key, field string) error {
+		return r.object(func(key string) error {
 			elem := reflect.New(dst.Type().Elem()).Elem()
-			if err := r.nextValue(field, elem, rangeTag, depth+1); err != nil {
+			if err := r.nextValue(elem, rangeTag); err != nil {
 				return err
 			}
 			dst.SetMapIndex(reflect.ValueOf(key).Convert(dst.Type().Key()), elem)
@@ -265,24 +285,27 @@ func (r *reader) value(path string, tok json.Token, dst reflect.Value, rangeTag 
 		})
 	case reflect.Slice:
 		if tok != json.Delim('[') {
-			return fielderr.New(path, "must be a list")
+			return r.refuse("must be a list")
+		}
+		if err := r.enter(tok); err != nil {
+			return err
 		}
 		dst.Set(reflect.MakeSlice(dst.Type(), 0, 0))
-		return r.list(path, func(i int, field string) error {
+		return r.list(func(i int) error {
 			dst.Set(reflect.Append(dst, reflect.New(dst.Type().Elem()).Elem()))
-			return r.nextValue(field, dst.Index(i), rangeTag, depth+1)
+			return r.nextValue(dst.Index(i), rangeTag)
 		})
 	case reflect.String:
-		return set[string](path, tok, dst, "a string")
+		return set[string](r, tok, dst, "a string")
 	case reflect.Bool:
-		return set[bool](path, tok, dst, "true or false")
+		return set[bool](r, tok, dst, "true or false")
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		bits := dst.Type().Bits()
 		low, high := r.valueRange(rangeTag, bits)
 		n, ok := tok.(json.Number)
 		u, err := strconv.ParseUint(string(n), 10, bits)
 		if !ok || err != nil || u < low || u > high {
-			return fielderr.New(path, "must be an integer from %d to %d", low, high)
+			return r.refuse("must be an integer from %d to %d", low, high)
 		}
 		dst.SetUint(u)
 		return nil
@@ -291,41 +314,74 @@ func (r *reader) value(path string, tok json.Token, dst reflect.Value, rangeTag 
 }
 
 // set sets dst to tok, a T: what tok must be otherwise.
-func set[T string | bool](path string, tok json.Token, dst reflect.Value, what string) error {
+func set[T string | bool](r *reader, tok json.Token, dst reflect.Value, what string) error {
 	v, ok := tok.(T)
 	if !ok {
-		return fielderr.New(path, "must be %s", what)
+		return r.refuse("must be %s", what)
 	}
 	dst.Set(reflect.ValueOf(v).Convert(dst.Type()))
 	return nil
 }
 
-// structValue decodes an object whose { has been read into dst, a struct.
-func (r *reader) structValue(path string, dst reflect.Value, depth int) error {
-	t := dst.Type()
-	fields := map[string]int{} // by the fold of their names
-	for i := range t.NumField() {
-		fields[r.fold(jsonName(t.Field(i)))] = i
+// fields is what a struct's fields are decoded by.
+type fields struct {
+	byKey    map[string]int // their indexes, by the fold of their names
+	names    []string
+	required []bool
+	ranges   []string // their range tags
+}
+
+// fieldsOf keeps the fields of the struct types decoded.
+var fieldsOf sync.Map // of fieldsKey to *fields
+
+type fieldsKey struct {
+	t    reflect.Type
+	fold bool
+}
+
+// fields are the fields of struct type t, matched as d matches keys.
+func (d Decoder) fields(t reflect.Type) *fields {
+	key := fieldsKey{t, d.FoldCase}
+	if f, ok := fieldsOf.Load(key); ok {
+		return f.(*fields)
 	}
-	given := map[string]bool{} // the fields given, not null
-	err := r.object(path, func(key, field string) error {
-		i, known := fields[r.fold(key)]
+	f := &fields{byKey: map[string]int{}}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		f.byKey[d.fold(name)] = i
+		f.names = append(f.names, name)
+		f.required = append(f.required, t.Field(i).Tag.Get("required") == "true")
+		f.ranges = append(f.ranges, t.Field(i).Tag.Get("range"))
+	}
+	fieldsOf.Store(key, f)
+	return f
+}
+
+// structValue decodes an object whose { has been read into dst, a struct.
+func (r *reader) structValue(dst reflect.Value) error {
+	if err := r.enter(json.Delim('{')); err != nil {
+		return err
+	}
+	f := r.fields(dst.Type())
+	given := make([]bool, len(f.names)) // and not null
+	err := r.object(func(key string) error {
+		i, known := f.byKey[r.fold(key)]
 		if !known {
-			return fielderr.New(field, "unknown field")
+			return r.refuse("unknown field")
 		}
 		tok, err := r.next()
 		if err != nil {
 			return err
 		}
-		given[jsonName(t.Field(i))] = tok != nil
-		return r.value(field, tok, dst.Field(i), t.Field(i).Tag.Get("range"), depth+1)
+		given[i] = tok != nil
+		return r.value(tok, dst.Field(i), f.ranges[i])
 	})
 	if err != nil {
 		return err
 	}
-	for i := range t.NumField() {
-		if name := jsonName(t.Field(i)); t.Field(i).Tag.Get("required") == "true" && !given[name] {
-			return fielderr.New(fielderr.Join(path, name), "is required")
+	for i, name := range f.names {
+		if f.required[i] && !given[i] {
+			return fielderr.New(fielderr.Join(string(r.path), name), "is required")
 		}
 	}
 	return nil
@@ -350,9 +406,4 @@ func (d Decoder) valueRange(tag string, bits int) (low, high uint64) {
 		panic("strictjson: bad range tag " + strconv.Quote(tag))
 	}
 	return low, high
-}
-
-func jsonName(f reflect.StructField) string {
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	return name
 }
