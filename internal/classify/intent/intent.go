@@ -108,8 +108,8 @@ type Intent struct {
 
 // parse checks an intent document and says what it asks for.
 func parse(data []byte, iface func(string) (*net.Interface, error)) (doc document, in Intent, err error) {
-	// Its fields' names match whatever their case, as encoding/json reads
-	// them: Action and action are the same key.
+	// Its keys match its fields whatever their case, as encoding/json
+	// matches them: Action and action are the same key.
 	if err := (strictjson.Decoder{FoldCase: true}).Decode(data, &doc); err != nil {
 		return doc, in, err
 	}
