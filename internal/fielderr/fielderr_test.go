@@ -5,14 +5,18 @@ import (
 	"testing"
 )
 
+// within is an error of a part at path, and the error named from the
+// root it should become.
+type within struct {
+	path string
+	err  error
+	want string
+}
+
 // A part's error is named from the root; a path or a field left empty
 // adds no dot, and other errors pass as they are.
 func TestWithin(t *testing.T) {
-	for _, c := range []struct {
-		path string
-		err  error
-		want string
-	}{
+	for _, c := range []within{
 		{"rules[1]", New("match.dstPort", "too big"), "rules[1].match.dstPort: too big"},
 		{"", New("seid", "is required"), "seid: is required"},
 		{"slices[0]", New("", "no CPUs"), "slices[0]: no CPUs"},
