@@ -235,7 +235,7 @@ func (c *Client) CUUPStats(ctx context.Context) (*CUUPStats, error) {
 // Ready returns nil once the daemon is ready (GET /readyz), else an *Error
 // with status 503 and the reason.
 func (c *Client) Ready(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodGet, "/readyz", nil)
+	_, err := c.do(ctx, http.MethodGet, readyzPath, nil)
 	return err
 }
 

@@ -140,7 +140,7 @@ type gate uint8
 
 var gateNames = enum{0: "OPEN", 1: "CLOSED"}
 
-func (g *gate) fromJSON(v any) error {
+func (g *gate) FromJSON(v any) error {
 	n, err := gateNames.parse(v)
 	*g = gate(n)
 	return err
@@ -247,7 +247,7 @@ var ifaceNames = enum{
 	uint8(session.InterfaceLIFunction): "INTERFACE_VALUE_LI_FUNCTION",
 }
 
-func (i *iface) fromJSON(v any) error {
+func (i *iface) FromJSON(v any) error {
 	n, err := ifaceNames.parse(v)
 	*i = iface(n)
 	return err
@@ -265,7 +265,7 @@ var removalNames = enum{
 	session.RemoveGTPUUDPIP:   "OUTER_HEADER_REMOVAL_GTPU_UDP_IP",
 }
 
-func (r *removal) fromJSON(v any) error {
+func (r *removal) FromJSON(v any) error {
 	n, err := removalNames.parse(v)
 	*r = removal(n)
 	return err
@@ -284,7 +284,7 @@ const (
 	createUDP creation = "OUTER_HEADER_CREATION_UDP_IPV4"
 )
 
-func (c *creation) fromJSON(v any) error {
+func (c *creation) FromJSON(v any) error {
 	if v != string(createGTPU) && v != string(createGTPU6) && v != string(createUDP) {
 		return fmt.Errorf("must be %s, %s or %s", createGTPU, createGTPU6, createUDP)
 	}
@@ -301,7 +301,7 @@ const (
 	buff    action = "BUFF" // keep downlink packets until the FAR forwards
 )
 
-func (a *action) fromJSON(v any) error {
+func (a *action) FromJSON(v any) error {
 	if v != string(forward) && v != string(drop) && v != string(buff) {
 		return fmt.Errorf("must be %s, %s or %s", forward, drop, buff)
 	}

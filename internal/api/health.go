@@ -11,14 +11,21 @@ type Health struct {
 	Status string `json:"status"` // "alive", "ready"
 }
 
+// The paths of the health resources, which a Gate answers itself.
+const (
+	healthzPath = "/healthz"
+	readyzPath  = "/readyz"
+)
+
 // Gate is the REST API's handler from the moment the daemon listens. It
 // answers GET /healthz with 200 at once (the process serves), GET /readyz
 // with 503 and the reason ({"error": reason}) until the daemon is ready and
 // 200 from then on, and every other request with 503 until the daemon hands
 // it the API to serve. Neither health resource needs a token.
 type Gate struct {
-	health http.Handler // /healthz and /readyz
-	state  atomic.Pointer[gateState]
+	health      http.Handler    // the health resources, whatever the method
+	healthPaths map[string]bool // their paths
+	state       atomic.Pointer[gateState]
 }
 
 type gateState struct {
@@ -28,19 +35,25 @@ type gateState struct {
 
 // NewGate is a Gate of a daemon that has just started.
 func NewGate() *Gate {
-	g := &Gate{}
+	g := &Gate{healthPaths: map[string]bool{}}
 	g.Starting("starting")
+	resources := map[string]http.HandlerFunc{
+		healthzPath: func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, Health{Status: "alive"})
+		},
+		readyzPath: func(w http.ResponseWriter, r *http.Request) {
+			if st := g.state.Load(); st.reason != "" {
+				writeJSON(w, http.StatusServiceUnavailable, &Error{Msg: st.reason})
+				return
+			}
+			writeJSON(w, http.StatusOK, Health{Status: "ready"})
+		},
+	}
 	health := http.NewServeMux()
-	health.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, Health{Status: "alive"})
-	})
-	health.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if st := g.state.Load(); st.reason != "" {
-			writeJSON(w, http.StatusServiceUnavailable, &Error{Msg: st.reason})
-			return
-		}
-		writeJSON(w, http.StatusOK, Health{Status: "ready"})
-	})
+	for path, serve := range resources {
+		health.HandleFunc("GET "+path, serve)
+		g.healthPaths[path] = true
+	}
 	g.health = withJSONRefusals(health)
 	return g
 }
@@ -58,7 +71,7 @@ func (g *Gate) Stopping() {
 }
 
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+	if g.healthPaths[r.URL.Path] {
 		g.health.ServeHTTP(w, r)
 		return
 	}

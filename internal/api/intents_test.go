@@ -33,7 +33,7 @@ func TestIntents(t *testing.T) {
 		t.Errorf("an intent giving rx_queue twice: %d %s", status, body)
 	}
 	// So is one that gives its action twice, the second in another case
-	// (which encoding/json takes for the same field).
+	// (keys of an intent match whatever their case).
 	status, body = e.request(t, "POST", "/api/v1/intents", strings.Replace(listing1, `"Params"`, `"action": {"actionType": "DELETE"}, "Params"`, 1))
 	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "action" {
 		t.Errorf("an intent giving Action and action: %d %s", status, body)

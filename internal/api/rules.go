@@ -71,7 +71,7 @@ var ruleActions = enumOf(classifyxdp.ActionNames[:])
 
 type ruleAction classifyxdp.ActionKind
 
-func (a *ruleAction) fromJSON(v any) error {
+func (a *ruleAction) FromJSON(v any) error {
 	n, err := ruleActions.parse(v)
 	*a = ruleAction(n)
 	return err
@@ -106,7 +106,7 @@ func tunnelName(v uint64) string {
 // ruleMatch is a rule's matches, by field name.
 type ruleMatch []classifyxdp.Match
 
-func (m *ruleMatch) fromJSON(v any) error {
+func (m *ruleMatch) FromJSON(v any) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return errors.New("must be an object of fields")
@@ -299,7 +299,7 @@ type rulesFile struct {
 // check them.
 type intentDocuments []json.RawMessage
 
-func (d *intentDocuments) fromJSON(v any) error {
+func (d *intentDocuments) FromJSON(v any) error {
 	list, ok := v.([]any)
 	if !ok {
 		return errors.New("must be a list of intent documents")
@@ -340,7 +340,7 @@ func (c *Classifier) RestoreRules(data []byte) error {
 	}
 	for i, s := range doc.Slices {
 		if _, err := c.setSlice(s); err != nil {
-			return prefixed(fmt.Sprintf("slices[%d]", i), err)
+			return fielderr.Within(fmt.Sprintf("slices[%d]", i), err)
 		}
 	}
 	rules := make([]classifyxdp.Rule, len(doc.Rules))
@@ -351,7 +351,7 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		}
 		var err error
 		if rules[i], err = c.rule(d); err != nil {
-			return prefixed(field, err)
+			return fielderr.Within(field, err)
 		}
 	}
 	err := c.Rules.Add(rules...)
@@ -368,16 +368,6 @@ func (c *Classifier) RestoreRules(data []byte) error {
 		return err
 	}
 	return asIntentError(c.Intents.Restore(doc.Intents))
-}
-
-// prefixed is an API error about a part of a document, named from the
-// document's root.
-func prefixed(field string, err error) error {
-	var e *fielderr.Error
-	if errors.As(err, &e) {
-		return fielderr.New(join(field, e.Field), "%s", e.Reason)
-	}
-	return err
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,6 +68,33 @@ func TestDocumentNotAnObject(t *testing.T) {
 		err := decodeStrict([]byte(doc), &Slice{})
 		if want := "the document must be a JSON object, {…}"; err == nil || err.Error() != want {
 			t.Errorf("%s: %v; want %q", doc, err, want)
+		}
+	}
+}
+
+// How long a session document takes to decode (Fig. 10's).
+func BenchmarkDecodeSession(b *testing.B) {
+	for b.Loop() {
+		var d document
+		if err := decodeStrict([]byte(fig10), &d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// How long a rules file of 10,000 rules takes to decode, as a start reads
+// it.
+func BenchmarkDecodeRulesFile(b *testing.B) {
+	rules := make([]string, 10000)
+	for i := range rules {
+		rules[i] = fmt.Sprintf(`{"id": %d, "priority": 1, "action": "drop", "match": {"dstPort": %d, "innerSrc": "10.0.0.0/8"}}`, i+1, i)
+	}
+	doc := []byte(`{"slices": [], "rules": [` + strings.Join(rules, ",") + `]}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		var f rulesFile
+		if err := decodeStrict(doc, &f); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

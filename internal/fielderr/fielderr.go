@@ -4,7 +4,10 @@
 // {"error": reason, "field": field}.
 package fielderr
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error is a value refused for one of its fields.
 type Error struct {
@@ -22,4 +25,25 @@ func (e *Error) Error() string {
 // New is an Error for field, its reason formatted as by fmt.Sprintf.
 func New(field, format string, args ...any) *Error {
 	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Within is err, when it is an *Error about a part of the value at path,
+// with its field named from the document's root; other errors as they are.
+func Within(path string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return New(Join(path, e.Field), "%s", e.Reason)
+	}
+	return err
+}
+
+// Join is the path of field inside the value at path.
+func Join(path, field string) string {
+	switch {
+	case path == "":
+		return field
+	case field == "":
+		return path
+	}
+	return path + "." + field
 }

@@ -23,22 +23,19 @@
 package intent
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
-	"github.com/xdp5g/xdp5g/internal/jsonkeys"
+	"github.com/xdp5g/xdp5g/internal/strictjson"
 )
 
 // Listing1 is the intent of that paper's Listing 1, as it is written there:
@@ -109,48 +106,11 @@ type Intent struct {
 	resources   string // the canonical resources, to find it by
 }
 
-// decodeError says what encoding/json found wrong with a document in the
-// document's terms: the field at fault, the JSON it should have been.
-func decodeError(err error) *fielderr.Error {
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
-		return invalid("", "the body is empty; expected an intent document")
-	case errors.As(err, &typeErr):
-		want := "a string or a number"
-		switch typeErr.Type.Kind() {
-		case reflect.String:
-			want = "a string"
-		case reflect.Slice:
-			want = "a list"
-		case reflect.Map, reflect.Struct:
-			want = "an object"
-		case reflect.Uint32:
-			want = "an integer from 0 to 4294967295"
-		}
-		got, _, _ := strings.Cut(typeErr.Value, " ") // "number 5": the kind
-		if got == "number" && typeErr.Type.Kind() == reflect.Uint32 {
-			return invalid(typeErr.Field, "must be %s", want) // a number out of range, or not whole
-		}
-		return invalid(typeErr.Field, "must be %s, not a JSON %s", want, got)
-	}
-	return invalid("", "not an intent document: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
 // parse checks an intent document and says what it asks for.
 func parse(data []byte, iface func(string) (*net.Interface, error)) (doc document, in Intent, err error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return doc, in, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return doc, in, invalid("", "malformed JSON: data after the document (byte %d)", dec.InputOffset())
-	}
-	// Its fields' names match whatever their case, as encoding/json reads
-	// them: Action and action are the same key.
-	if err := jsonkeys.UniqueFolded(data); err != nil {
+	// Its keys match its fields whatever their case, as encoding/json
+	// matches them: Action and action are the same key.
+	if err := (strictjson.Decoder{FoldCase: true}).Decode(data, &doc); err != nil {
 		return doc, in, err
 	}
 	// Lists left out are empty: an intent shows them as [], never null.

@@ -112,7 +112,7 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 	before, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()})
 	for _, c := range []struct{ name, doc, field string }{
 		{name: "not JSON", doc: `{"Resources": [`, field: ""},
-		{name: "an unknown key", doc: `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, field: ""},
+		{name: "an unknown key", doc: `{"Resource": [], "Action": {"actionType": "INSERT", "actionName": "SLICE"}}`, field: "Resource"},
 		{name: "data after the document", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}} x`, field: ""},
 		{name: "a number where the resources go", doc: `{"Resources": 5, "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources"},
 		{name: "a list where the action goes", doc: `{"Resources": [{"qfi": 1}], "Action": []}`, field: "Action"},
@@ -156,6 +156,22 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
 			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)
 		}
+	}
+}
+
+// An intent's own keys are read whatever their case; a key given twice,
+// in two cases, is refused naming the second.
+func TestKeysMatchWhateverTheirCase(t *testing.T) {
+	doc, in, err := parse([]byte(`{"resources": [{"qfi": "1"}], "ACTION": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"},
+		"Params": [{"PARAMNAME": "interfaceName", "paramvalue": "eth0"}]}`), interfaces)
+	want := []classifyxdp.Match{{Field: "qfi", Value: 1, Mask: 0xff}}
+	if err != nil || in.Kind != Slice || !reflect.DeepEqual(in.Matches, want) || len(doc.Params) != 1 || doc.Params[0].Value != "eth0" {
+		t.Errorf("%+v %+v (%v)", doc, in, err)
+	}
+	_, _, err = parse([]byte(`{"Resources": [{"qfi": "1"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}, "action": {}}`), interfaces)
+	var e *fielderr.Error
+	if !errors.As(err, &e) || e.Field != "action" || !strings.Contains(e.Reason, "twice") {
+		t.Errorf("Action and action: %v, want an error naming action", err)
 	}
 }
 
