@@ -152,8 +152,8 @@ func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
 // An N3 address whose GTP-U port another socket holds has no socket of
 // the daemon's: the start names it and what is lost there, with PFCP and
 // without, and /metrics counts it. An address local nowhere yet (a
-// virtual address that appears later) binds as the local ones do, and is
-// not named.
+// virtual address that appears later) binds as the local ones do; the
+// start says it is on no interface yet.
 func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 	for _, pfcp := range []bool{true, false} {
 		e := newEnv(t)
@@ -176,11 +176,17 @@ func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 		stop := runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)
 		metrics := scrape(t, cfg.API.Listen)
 		must(t, stop())
-		var named []string
+		var named, absent []string
 		for line := range strings.Lines(log.String()) {
 			if strings.Contains(line, "no GTP-U socket") && strings.Contains(line, lost) {
 				named = append(named, line)
 			}
+			if strings.Contains(line, "on no interface yet") {
+				absent = append(absent, line)
+			}
+		}
+		if len(absent) != 1 || !strings.Contains(absent[0], "address=10.1.9.1\n") {
+			t.Errorf("pfcp %v: the start did not name 10.1.9.1 alone as on no interface yet:\n%s", pfcp, log.String())
 		}
 		if len(named) != 1 || !strings.Contains(named[0], "address=10.1.2.5 ") || !strings.Contains(named[0], "address already in use") {
 			t.Errorf("pfcp %v: the start did not name 10.1.2.5 alone as without a socket, losing %s:\n%s", pfcp, lost, log.String())

@@ -225,14 +225,19 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 }
 
 // openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns.
-// Each address binds on its own, whether on an interface yet or not: one
-// that cannot be bound is logged, with what is lost on it, and counted in
-// reg, and the others serve. Nil when none could be bound.
+// Each address binds on its own, whether on an interface yet or not (one
+// that is not is logged, as a typo would be): one that cannot be bound is
+// logged, with what is lost on it, and counted in reg, and the others
+// serve. Nil when none could be bound.
 func openGTPU(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
 	gcfg.Local, gcfg.Log = slices.Concat(cfg.N3Addresses, cfg.N9Addresses), log
 	var e *gtpu.Endpoint
+	var present []netip.Addr // on the interfaces of ns
+	var listed error
 	if err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gcfg)
+		if e, err = gtpu.Open(gcfg); err == nil {
+			present, listed = interfaceAddrs()
+		}
 		return err
 	}); err != nil {
 		log.Warn("no GTP-U socket on any N3 or N9 address", "lost", lost, "err", err)
@@ -243,6 +248,8 @@ func openGTPU(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, 
 	for _, a := range gcfg.Local {
 		if err, ok := unbound[a]; ok {
 			log.Warn("no GTP-U socket on an N3 or N9 address", "address", a, "lost", lost, "err", err)
+		} else if listed == nil && !slices.Contains(present, a) {
+			log.Info("N3 or N9 address on no interface yet: its GTP-U socket serves once it is added", "address", a)
 		}
 	}
 	if len(unbound) == len(gcfg.Local) {
@@ -250,6 +257,21 @@ func openGTPU(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, 
 		return nil
 	}
 	return e
+}
+
+// interfaceAddrs are the addresses of the interfaces in the calling
+// thread's network namespace.
+func interfaceAddrs() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out, err
 }
 
 // injectGPDUs has the data path forward the G-PDUs that the kernel put
