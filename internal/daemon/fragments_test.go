@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os/exec"
@@ -103,7 +104,7 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 		_, err := conn.WriteTo(gpdu, to)
 		must(t, err)
 	}
-	before, fragments := arrived(), counter(t, dp, "pass_fragment")
+	before, fragments, counted := arrived(), counter(t, dp, "pass_fragment"), uplinkPDRCounters(t, client)
 	const sent = 20
 	for range sent {
 		_, err := conn.WriteTo(gpdu, to)
@@ -115,6 +116,11 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	}
 	if got := counter(t, dp, "pass_fragment") - fragments; got != 3*sent {
 		t.Errorf("%d fragments passed to the kernel, want %d: the G-PDUs were not sent in three", got, 3*sent)
+	}
+	// Its PDR counts each G-PDU once, its inner packet's bytes.
+	after := uplinkPDRCounters(t, client)
+	if p, b := after.Packets-counted.Packets, after.Bytes-counted.Bytes; p != sent || b != sent*uint64(len(buf.Bytes())) {
+		t.Errorf("the uplink PDR counted %d packets, %d bytes; want %d of %d bytes", p, b, sent, len(buf.Bytes()))
 	}
 
 	// The same fragments by spare, which does not run the UPF: the kernel
@@ -133,6 +139,27 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	if got := arrived() - before; got != 0 {
 		t.Errorf("%d of %d fragmented G-PDUs that came in by spare forwarded", got, sent)
 	}
+}
+
+// uplinkPDRCounters are the live counters of doc's uplink PDR, PDR 1.
+func uplinkPDRCounters(t *testing.T, client *api.Client) (c struct{ Packets, Bytes uint64 }) {
+	t.Helper()
+	raw, err := client.Session(context.Background(), 7)
+	must(t, err)
+	var d struct {
+		PDRs []struct {
+			PDRID    uint16 `json:"pdrId"`
+			Counters struct{ Packets, Bytes uint64 }
+		}
+	}
+	must(t, json.Unmarshal(raw, &d))
+	for _, p := range d.PDRs {
+		if p.PDRID == 1 {
+			return p.Counters
+		}
+	}
+	t.Fatal("the session has no PDR 1")
+	return c
 }
 
 // counter is a reason's packets on n3n6.
