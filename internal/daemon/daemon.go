@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	}
 
 	if cfg.PFCP == nil && u != nil {
-		defer serveFragmentedGPDUs(cfg, u.dp, ns, log)()
+		defer serveFragmentedGPDUs(cfg, u.dp, ns, metrics, log)()
 	}
 	if cfg.PFCP != nil { // with the UPF, as config checks
 		rest.gate.Starting("starting: binding PFCP")

@@ -251,17 +251,18 @@ func TestSessionsAndTrafficSurviveRestarts(t *testing.T) {
 }
 
 // The daemon answers PFCP on its configured address and advertises exactly
-// the UP features it has: FTUP, MNOP, VTIME, DDND and BUCP always, UEIP with
-// a UE pool, TRST with forwarding policies.
+// the UP features it has: FTUP, MNOP, VTIME, DDND and BUCP always, EMPU
+// with a GTP-U socket (its N3 address, on no interface here, binds all
+// the same), UEIP with a UE pool, TRST with forwarding policies.
 func TestPFCPHeartbeatAndAssociation(t *testing.T) {
 	for _, c := range []struct {
 		name, pool string
 		features   []byte // UP Function Features, octets 5 on
 	}{
-		{name: "without a UE pool", pool: "", features: []byte{0x13, 0, 0x10, 0x04}},                                             // BUCP, DDND, FTUP, MNOP, VTIME
-		{name: "with a UE pool", pool: ", ue_pool: 10.60.0.0/16", features: []byte{0x13, 0, 0x14, 0x04}},                         // and UEIP
-		{name: "with an instance's UE pool", pool: ", ue_pools: {ims: 10.61.0.0/16}", features: []byte{0x13, 0, 0x14, 0x04}},     // and UEIP
-		{name: "with forwarding policies", pool: ", forwarding_policies: {fw: 10.1.2.9}", features: []byte{0x1b, 0, 0x10, 0x04}}, // and TRST
+		{name: "without a UE pool", pool: "", features: []byte{0x13, 0x01, 0x10, 0x04}},                                             // BUCP, DDND, EMPU, FTUP, MNOP, VTIME
+		{name: "with a UE pool", pool: ", ue_pool: 10.60.0.0/16", features: []byte{0x13, 0x01, 0x14, 0x04}},                         // and UEIP
+		{name: "with an instance's UE pool", pool: ", ue_pools: {ims: 10.61.0.0/16}", features: []byte{0x13, 0x01, 0x14, 0x04}},     // and UEIP
+		{name: "with forwarding policies", pool: ", forwarding_policies: {fw: 10.1.2.9}", features: []byte{0x1b, 0x01, 0x10, 0x04}}, // and TRST
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)

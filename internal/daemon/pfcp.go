@@ -71,7 +71,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 	var srv atomic.Pointer[pfcp.Server]
 	var handler atomic.Pointer[n4.Handler]
 	ctx, cancel := context.WithCancel(context.Background())
-	tunnels := openTunnels(cfg, ns, log, injectGPDUs(ctx, u.dp, ns, log),
+	tunnels := openTunnels(cfg, ns, reg, log, injectGPDUs(ctx, u.dp, ns, log),
 		func(ei gtpu.ErrorIndication) {
 			if h := handler.Load(); h != nil {
 				h.ErrorIndication(ei)
@@ -197,12 +197,12 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 // openTunnels opens the GTP-U signalling endpoint, on the N3 and N9
 // addresses, in the interfaces' namespace: Error Indications from gNBs and
 // other UPFs, echo supervision of the paths to them, End Markers. On an
-// address it cannot bind (not local there, say) the UPF forwards as
+// address it cannot bind (its port taken, say) the UPF forwards as
 // before and the start says what it cannot do there; nil when it bound
 // none.
-func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
+func openTunnels(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
 	errorIndication func(gtpu.ErrorIndication), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
-	return openGTPU(cfg, ns, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
+	return openGTPU(cfg, ns, reg, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
 		gtpu.Config{OnGPDU: gpdu, OnErrorIndication: errorIndication,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
@@ -213,9 +213,9 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, gpdu f
 // GTP-U port of its N3 and N9 addresses that the kernel hands G-PDUs it
 // put together from fragments to, which injectGPDUs forwards; the PFCP
 // side's signalling endpoint does that with PFCP. stop closes it.
-func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, log *slog.Logger) (stop func()) {
+func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := openGTPU(cfg, ns, log, "fragmented G-PDUs", gtpu.Config{OnGPDU: injectGPDUs(ctx, dp, ns, log)})
+	e := openGTPU(cfg, ns, reg, log, "fragmented G-PDUs", gtpu.Config{OnGPDU: injectGPDUs(ctx, dp, ns, log)})
 	return func() {
 		if e != nil {
 			e.Close()
@@ -225,22 +225,31 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 }
 
 // openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns.
-// Each address binds on its own: one that cannot be bound is logged, with
-// what is lost on it, and the others serve. Nil when none could be bound.
-func openGTPU(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
+// Each address binds on its own, whether on an interface yet or not (one
+// that is not is logged, as a typo would be): one that cannot be bound is
+// logged, with what is lost on it, and counted in reg, and the others
+// serve. Nil when none could be bound.
+func openGTPU(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
 	gcfg.Local, gcfg.Log = slices.Concat(cfg.N3Addresses, cfg.N9Addresses), log
 	var e *gtpu.Endpoint
+	var present []netip.Addr // on the interfaces of ns
+	var listed error
 	if err := inNetns(ns, func() (err error) {
-		e, err = gtpu.Open(gcfg)
+		if e, err = gtpu.Open(gcfg); err == nil {
+			present, listed = interfaceAddrs()
+		}
 		return err
 	}); err != nil {
 		log.Warn("no GTP-U socket on any N3 or N9 address", "lost", lost, "err", err)
 		return nil
 	}
 	unbound := e.Unbound()
+	reg.MustRegister(gtpu.UnboundMetrics(unbound))
 	for _, a := range gcfg.Local {
 		if err, ok := unbound[a]; ok {
 			log.Warn("no GTP-U socket on an N3 or N9 address", "address", a, "lost", lost, "err", err)
+		} else if listed == nil && !slices.Contains(present, a) {
+			log.Info("N3 or N9 address on no interface yet: its GTP-U socket serves once it is added", "address", a)
 		}
 	}
 	if len(unbound) == len(gcfg.Local) {
@@ -248,6 +257,21 @@ func openGTPU(cfg *config.Config, ns netns.NsHandle, log *slog.Logger, lost stri
 		return nil
 	}
 	return e
+}
+
+// interfaceAddrs are the addresses of the interfaces in the calling
+// thread's network namespace.
+func interfaceAddrs() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	var out []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out, err
 }
 
 // injectGPDUs has the data path forward the G-PDUs that the kernel put

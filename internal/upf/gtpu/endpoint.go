@@ -10,6 +10,7 @@ package gtpu
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -119,8 +121,11 @@ type path struct {
 }
 
 // Open binds a socket on each local address and starts serving them. An
-// address binds on its own: one that cannot be bound (not local, the port
-// taken) has no socket, and Unbound says why, while the others work. Open
+// address need not be on the host yet (a virtual address that keepalived
+// or a Kubernetes service adds later): it binds all the same (IP_FREEBIND)
+// and serves once it is there. An address binds on its own: one that
+// cannot be bound (its port taken, say) has no socket, and Unbound says
+// why, while the others work. Open
 // fails only on an invalid Config. A socket belongs to the network
 // namespace it is created in: to serve N3 addresses in another namespace,
 // call Open on a thread in that namespace (e.g. inside namespace.Netns.Do);
@@ -165,13 +170,26 @@ func Open(cfg Config) (*Endpoint, error) {
 	return e, nil
 }
 
-// listen binds the GTP-U port of local, and with arrivals has the kernel
-// tell each datagram's arrival (tellArrival).
+// listen binds the GTP-U port of local, whether or not local is on the
+// host yet, and with arrivals has the kernel tell each datagram's arrival
+// (tellArrival).
 func listen(local netip.Addr, arrivals bool) (*net.UDPConn, error) {
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(local, Port)))
+	network, level, freebind := "udp4", unix.IPPROTO_IP, unix.IP_FREEBIND
+	if !local.Is4() {
+		network, level, freebind = "udp6", unix.IPPROTO_IPV6, unix.IPV6_FREEBIND
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, raw syscall.RawConn) error {
+		var err error
+		if cerr := raw.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), level, freebind, 1) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	pc, err := lc.ListenPacket(context.Background(), network, netip.AddrPortFrom(local, Port).String())
 	if err != nil {
 		return nil, err
 	}
+	conn := pc.(*net.UDPConn)
 	if arrivals {
 		if err := tellArrival(conn, local); err != nil {
 			conn.Close()

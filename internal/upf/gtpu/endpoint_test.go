@@ -154,16 +154,24 @@ func TestEchoRequest(t *testing.T) {
 	}
 }
 
-// An address that cannot be bound (configured on no interface) has no
+// An address that cannot be bound (another socket holds its port) has no
 // socket and says why; the others serve as if it were not there.
 func TestAddressBindsOnItsOwn(t *testing.T) {
-	l := newN3Of(t, 24, gnbAddr, n3Addr)
-	absent := netip.MustParseAddr("10.203.0.9")
+	l := newN3Of(t, 24, gnbAddr, n3Addr, n3Addr2)
+	taken := n3Addr2
+	var holder *net.UDPConn
+	if err := l.upf.Do(func() (err error) {
+		holder, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(taken, Port)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
 	got := make(chan ErrorIndication, 1)
-	e := l.open(t, Config{Local: []netip.Addr{absent, n3Addr}, OnErrorIndication: func(ind ErrorIndication) { got <- ind }})
+	e := l.open(t, Config{Local: []netip.Addr{taken, n3Addr}, OnErrorIndication: func(ind ErrorIndication) { got <- ind }})
 	unbound := e.Unbound()
-	if err := unbound[absent]; len(unbound) != 1 || !errors.Is(err, unix.EADDRNOTAVAIL) {
-		t.Errorf("unbound %v, want %v alone, not available", unbound, absent)
+	if err := unbound[taken]; len(unbound) != 1 || !errors.Is(err, unix.EADDRINUSE) {
+		t.Errorf("unbound %v, want %v alone, in use", unbound, taken)
 	}
 
 	gnb := l.gnbSocket(t, Port)
@@ -186,14 +194,81 @@ func TestAddressBindsOnItsOwn(t *testing.T) {
 
 	// From the unbound address nothing goes out: an End Marker fails
 	// naming it, a path is not supervised and is no error.
-	if err := e.SendEndMarker(absent, gnbAddr, 0x77); err == nil || !strings.Contains(err.Error(), absent.String()) {
-		t.Errorf("End Marker from %v: %v", absent, err)
+	if err := e.SendEndMarker(taken, gnbAddr, 0x77); err == nil || !strings.Contains(err.Error(), taken.String()) {
+		t.Errorf("End Marker from %v: %v", taken, err)
 	}
-	if err := e.Watch(Path{Local: absent, Peer: gnbAddr}); err != nil {
+	if err := e.Watch(Path{Local: taken, Peer: gnbAddr}); err != nil {
 		t.Error(err)
 	}
 	if err := e.Watch(Path{Local: netip.MustParseAddr("10.203.0.10"), Peer: gnbAddr}); err == nil {
 		t.Error("a path from an address not of the endpoint watched")
+	}
+}
+
+// An address on no interface yet (a virtual address that keepalived or a
+// Kubernetes service adds later) binds all the same, and once it is added
+// the endpoint answers Echo Requests to it, reports Error Indications,
+// sends End Markers from it and takes the G-PDUs the kernel put together
+// from fragments, over IPv4 and IPv6.
+func TestAddressBindsBeforeItIsLocal(t *testing.T) {
+	for _, c := range []struct {
+		bits       int
+		gnb, local netip.Addr
+	}{
+		{24, gnbAddr, netip.MustParseAddr("10.203.0.7")},
+		{64, netip.MustParseAddr("2001:db8:203::1"), netip.MustParseAddr("2001:db8:203::7")},
+	} {
+		t.Run(c.local.String(), func(t *testing.T) {
+			l := newN3Of(t, c.bits, c.gnb)
+			indications, gpdus := make(chan ErrorIndication, 1), make(chan int, 1)
+			e := l.open(t, Config{Local: []netip.Addr{c.local},
+				OnErrorIndication: func(ind ErrorIndication) { indications <- ind },
+				OnGPDU:            func(_ netip.Addr, _ netip.AddrPort, _ int, datagram []byte) { gpdus <- len(datagram) }})
+			if unbound := e.Unbound(); len(unbound) != 0 {
+				t.Fatalf("unbound %v: an address on no interface yet did not bind", unbound)
+			}
+			if err := l.upf.AddAddr("n3", netip.PrefixFrom(c.local, c.bits).String()); err != nil {
+				t.Fatal(err)
+			}
+
+			gnb, to := l.gnbSocket(t, Port), netip.AddrPortFrom(c.local, Port)
+			sendTo := func(b []byte) {
+				t.Helper()
+				if _, err := gnb.WriteToUDPAddrPort(b, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sendTo(serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x7777}, nil))
+			if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEchoResponse || g.SequenceNumber != 0x7777 {
+				t.Fatalf("Echo Response from %v: %+v, %v", from, g, err)
+			}
+			sendTo(errorIndication(t, 0x1007, c.gnb, nil))
+			select {
+			case ind := <-indications:
+				if ind.TEID != 0x1007 {
+					t.Errorf("Error Indication %+v", ind)
+				}
+			case <-time.After(timeout):
+				t.Error("no Error Indication reported")
+			}
+			if err := e.SendEndMarker(c.local, c.gnb, 0x1008); err != nil {
+				t.Fatal(err)
+			}
+			if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0x1008 {
+				t.Fatalf("End Marker from %v: %+v, %v", from, g, err)
+			}
+			// Three fragments on the veth's 1500-octet MTU.
+			gpdu := serialize(t, &layers.GTPv1U{MessageType: MsgGPDU, TEID: 0x1009}, make([]byte, 4000))
+			sendTo(gpdu)
+			select {
+			case n := <-gpdus:
+				if n != len(gpdu) {
+					t.Errorf("a G-PDU of %d octets put together, want %d", n, len(gpdu))
+				}
+			case <-time.After(timeout):
+				t.Error("the fragmented G-PDU was not taken")
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package gtpu
 import (
 	"bytes"
 	"net/netip"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -56,5 +57,33 @@ func TestSignallingOverIPv6(t *testing.T) {
 	defer e.Unwatch(Path{Local: upf6, Peer: gnb6})
 	if g, from, err := receive(gnb, interval+timeout); err != nil || from != to || g.MessageType != MsgEchoRequest {
 		t.Fatalf("Echo Request from %v: %+v, %v", from, g, err)
+	}
+}
+
+// An IPv6 address still tentative (duplicate address detection under way)
+// binds, and serves once the detection is done.
+func TestTentativeIPv6AddressBinds(t *testing.T) {
+	gnb6, upf6 := netip.MustParseAddr("2001:db8:204::1"), netip.MustParseAddr("2001:db8:204::2")
+	l := newN3Of(t, 64, gnb6)
+	if out, err := exec.Command("ip", "-n", l.upf.Name, "addr", "add", upf6.String()+"/64", "dev", "n3").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	e := l.open(t, Config{Local: []netip.Addr{upf6}})
+	if unbound := e.Unbound(); len(unbound) != 0 {
+		t.Fatalf("unbound %v: a tentative address did not bind", unbound)
+	}
+	gnb, to := l.gnbSocket(t, Port), netip.AddrPortFrom(upf6, Port)
+	echo := serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x7e7e}, nil)
+	for deadline := time.Now().Add(timeout); ; {
+		if _, err := gnb.WriteToUDPAddrPort(echo, to); err != nil {
+			t.Fatal(err)
+		}
+		g, from, err := receive(gnb, 200*time.Millisecond)
+		if err == nil && from == to && g.MessageType == MsgEchoResponse && g.SequenceNumber == 0x7e7e {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Echo Response from %v once its detection was done: %+v, %v", upf6, g, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package gtpu
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +22,21 @@ var (
 	receivedMetric   = telemetry.Counter("gtpu_messages_received_total",
 		"GTP-U signalling messages the data path passed to the user-space endpoint, by message type.", "message_type")
 	malformedMetric = telemetry.Counter("gtpu_malformed_messages_total", "Datagrams on GTP-U's port dropped undecoded.")
+	unboundMetric   = telemetry.Gauge("gtpu_unbound_addresses",
+		"N3 and N9 addresses whose GTP-U port the daemon could not bind, 1 each: user space neither receives on them nor sends from them.", "address")
 )
+
+// UnboundMetrics collects the addresses that have no socket (Unbound),
+// apart from Metrics, so that they are told when no address has one and
+// the endpoint is closed, and without PFCP.
+func UnboundMetrics(unbound map[netip.Addr]error) prometheus.Collector {
+	return &telemetry.Collector{Families: []telemetry.Family{unboundMetric},
+		Read: func(ch chan<- prometheus.Metric) {
+			for a := range unbound {
+				unboundMetric.Emit(ch, 1, a.String())
+			}
+		}}
+}
 
 // messageTypeNames name the message types in metrics.
 var messageTypeNames = map[uint8]string{

@@ -111,13 +111,10 @@ func (h *Handler) settleURRs(c *change) *refusal {
 // the old one without a gap.
 func (h *Handler) install(c *change, sess session.Session) *refusal {
 	var err error
-	switch {
-	case c.old == nil:
+	if c.old == nil {
 		err = h.cfg.Store.Create(sess)
-	case c.dropBuffered:
-		err = h.cfg.Store.ReplaceDropBuffered(sess)
-	default:
-		err = h.cfg.Store.Replace(sess)
+	} else {
+		err = h.cfg.Store.Modify(sess, c.mod)
 	}
 	return refusalOf(sess, err)
 }

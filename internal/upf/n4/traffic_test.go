@@ -466,3 +466,45 @@ func TestPDRCountersAcrossModification(t *testing.T) {
 	r.expect(t, causeAccepted, nil, nil)
 	checkUplinkVolume(t, decodeUsage(t, one(t, r.ies, tUsageReportModResp)), 2*n)
 }
+
+// A PDR removed and created again with the same ID in one Session
+// Modification Request is another PDR: its counters start at zero, while
+// the URR it names counts on. A URR removed and created again likewise:
+// the response reports what the old one counted since its last report,
+// the new one counts only what follows.
+func TestRulesCreatedAgainCountFromZero(t *testing.T) {
+	e := newTrafficEnv(t)
+	volumeURR := createURR(1, mmVOLUM, rtgPERIO, measurementPeriod(3600), measurementInformation(0x10))
+	seid := e.establishUplink(t, 0, volumeURR)
+	const n = 20
+	counted := func(want uint64, when string) {
+		t.Helper()
+		c, err := e.upf.Store.PDRCounters(seid)
+		fatalIf(t, err)
+		if c[1].Packets != want || c[1].Bytes != want*uint64(len(uplinkPacket)) {
+			t.Errorf("%s: PDR 1 counted %+v, want %d packets", when, c[1], want)
+		}
+	}
+	queried := func(want uint64) {
+		t.Helper()
+		r := e.modify("smf", seid, queryURR(1))
+		r.expect(t, causeAccepted, nil, nil)
+		checkUplinkVolume(t, decodeUsage(t, one(t, r.ies, tUsageReportModResp)), want)
+	}
+	e.sendUplink(t, n)
+	e.modify("smf", seid, removePDR(1), createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess),
+		fteid(demo.UplinkTEID, demo.N3Addr.String()), ueIPv4(demo.UEAddr.String(), false)), outerHeaderRemoval(0), farID(1), urrID(1))).
+		expect(t, causeAccepted, nil, nil)
+	counted(0, "created again")
+	e.sendUplink(t, n)
+	counted(n, "created again, after traffic")
+	queried(2 * n) // and starts over, as every report
+
+	e.sendUplink(t, n)
+	r := e.modify("smf", seid, removeURR(1), volumeURR)
+	r.expect(t, causeAccepted, nil, nil)
+	checkUplinkVolume(t, decodeUsage(t, one(t, r.ies, tUsageReportModResp)), n)
+	e.sendUplink(t, n)
+	queried(n)
+	counted(3*n, "after its URR was created again")
+}

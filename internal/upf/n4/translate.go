@@ -113,11 +113,13 @@ type change struct {
 	uePool *ippool.Pool
 	ueFor  []uint16
 
-	removedURRs  []uint32         // their final usage reports go in the response
-	granted      map[uint32]grant // URRs given quotas anew: their meters start over
-	endMarkers   []endMarker      // into the tunnels the request moved away from (SNDEM)
-	dropBuffered bool             // DROBU
-	queried      []uint32         // URRs to report on in the response
+	removedURRs []uint32         // their final usage reports go in the response
+	granted     map[uint32]grant // URRs given quotas anew: their meters start over
+	endMarkers  []endMarker      // into the tunnels the request moved away from (SNDEM)
+	queried     []uint32         // URRs to report on in the response
+	// mod has DROBU and the PDRs and URRs the request created, which
+	// count from zero even where they take a removed rule's ID.
+	mod session.Modification
 
 	// What applying the change took, given back if it fails (undo), and
 	// the usage reports of the URRs it removed.
@@ -181,7 +183,7 @@ func (h *Handler) translateModification(old *pfcpSession, req *message.SessionMo
 		req.AccessAvailabilityInformation, req.QueryPacketRateStatus, present(req.UserPlaneInactivityTimer,
 			req.TSCManagementInformation, req.ProvideATSSSControlInformation, req.EthernetContextInformation))),
 		unservedFlags(req.PFCPSMReqFlags, (*ie.IE).PFCPSMReqFlags, smReqDROBU|smReqSNDEM|smReqQAURR))
-	c.dropBuffered = req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasDROBU()
+	c.mod.DropBuffered = req.PFCPSMReqFlags != nil && req.PFCPSMReqFlags.HasDROBU()
 	if r == nil && req.FQCSID != nil { // the SMF moved the session to other sets
 		c.s.csids, r = fqCSIDs(req.Payload)
 	}
@@ -353,6 +355,7 @@ func (c *change) translatePDR(group *ie.IE, create bool) *refusal {
 	}
 	if create {
 		p = session.PDR{ID: id}
+		c.mod.CreatedPDRs = append(c.mod.CreatedPDRs, id)
 	}
 	fail := rule.fail
 	// The QERs and URRs named replace the PDR's.
@@ -944,6 +947,7 @@ func (c *change) translateURR(group *ie.IE, create bool) *refusal {
 		return r
 	}
 	if create {
+		c.mod.CreatedURRs = append(c.mod.CreatedURRs, id)
 		setIn(&c.s.meters, id, newMeter(upfxdp.URRUsage{}, c.now))
 	} else if g != (grant{}) {
 		prev := c.granted[id]

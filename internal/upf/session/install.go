@@ -17,7 +17,8 @@ import (
 type txn struct {
 	s        *Store
 	in       *installed
-	keep     *installed // whose URR slots and PDR counts the session keeps; nil: none
+	keep     *installed   // whose URR slots and PDR counts the session keeps; nil: none
+	mod      Modification // its created PDRs and URRs keep nothing
 	nexthops []netip.Addr
 	statics  []Neighbour  // the entries before this install took a reference
 	dupls    []uint32     // PDR slots given Duplicating Parameters
@@ -57,8 +58,9 @@ func (t *txn) undo() {
 // install writes sess into fresh slots, then points its keys at them; old,
 // when replacing, is removed only once the new rules are live. URRs that
 // keep has (the replaced session, or the one a previous run saved) stay in
-// their slots with their counts. dropHeld drops what the kept buffers hold.
-func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error {
+// their slots with their counts, and PDRs it has carry theirs, but those m
+// created anew. m.DropBuffered drops what the kept buffers hold.
+func (s *Store) install(sess Session, old, keep *installed, m Modification) error {
 	if err := Validate(&sess); err != nil {
 		return err
 	}
@@ -89,7 +91,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, keep: keep, sources: sources, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
+	t := &txn{s: s, keep: keep, mod: m, sources: sources, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -132,7 +134,7 @@ func (s *Store) install(sess Session, old, keep *installed, dropHeld bool) error
 	}
 	// A FAR that forwards again sends what it held first, unless dropped;
 	// one that buffers again stops a release under way.
-	if dropHeld {
+	if m.DropBuffered {
 		s.dropHeld(t.in)
 	}
 	for _, f := range sess.FARs {
@@ -226,17 +228,18 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	}
 }
 
-// keptPDR is the slot PDR id had in t.keep.
+// keptPDR is the slot PDR id had in t.keep, unless created anew.
 func (t *txn) keptPDR(id uint16) (uint32, bool) {
-	if t.keep == nil {
+	if t.keep == nil || slices.Contains(t.mod.CreatedPDRs, id) {
 		return 0, false
 	}
 	return t.keep.PDRSlots.lookup(uint32(id))
 }
 
-// keptURR is the slot URR id keeps from t.keep and its limits there.
+// keptURR is the slot URR id keeps from t.keep and its limits there,
+// unless created anew.
 func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
-	if t.keep == nil {
+	if t.keep == nil || slices.Contains(t.mod.CreatedURRs, id) {
 		return 0, limits, false
 	}
 	for _, u := range t.keep.URRs {

@@ -186,13 +186,13 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 		res.BufferedLost = s.buffers.Adopt(buffers)
 	}
 	for _, in := range rest {
-		if err := s.install(in.Session, nil, in, false); err != nil {
+		if err := s.install(in.Session, nil, in, Modification{}); err != nil {
 			return res, fmt.Errorf("restoring session %d: %w", in.SEID, err)
 		}
 		res.Sessions++
 	}
 	for _, in := range repair {
-		if err := s.install(in.Session, nil, in, false); err != nil {
+		if err := s.install(in.Session, nil, in, Modification{}); err != nil {
 			return res, fmt.Errorf("installing PFCP session %d again: %w", in.SEID, err)
 		}
 		res.Repaired = append(res.Repaired, in.SEID)

@@ -189,27 +189,36 @@ func (s *Store) Create(sess Session) error {
 	if _, ok := s.sessions[sess.SEID]; ok {
 		return &ConflictError{fmt.Sprintf("session %d exists", sess.SEID)}
 	}
-	return s.install(sess, nil, nil, false)
+	return s.install(sess, nil, nil, Modification{})
 }
 
 // Replace swaps a session's rules for new ones without a gap: packets see
-// either the old rules or the new ones. A URR the old session had keeps
-// its counts. The store keeps the rule slices, as Create does.
-func (s *Store) Replace(sess Session) error { return s.replace(sess, false) }
+// either the old rules or the new ones. A PDR or URR the old session had
+// (by its ID) keeps its counts. The store keeps the rule slices, as Create
+// does.
+func (s *Store) Replace(sess Session) error { return s.Modify(sess, Modification{}) }
 
-// ReplaceDropBuffered is Replace that also drops what the session's
-// buffers hold (PFCP's DROBU), before a FAR that forwards again could send
-// any of it.
-func (s *Store) ReplaceDropBuffered(sess Session) error { return s.replace(sess, true) }
+// Modification is what a Modify does beyond a Replace.
+type Modification struct {
+	// DropBuffered drops what the session's buffers hold (PFCP's DROBU),
+	// before a FAR that forwards again could send any of it.
+	DropBuffered bool
+	// CreatedPDRs and CreatedURRs are rules created anew: one that takes
+	// the ID of a rule the old session had (removed and created again in
+	// one request) is another rule, and counts from zero.
+	CreatedPDRs []uint16
+	CreatedURRs []uint32
+}
 
-func (s *Store) replace(sess Session, dropHeld bool) error {
+// Modify is Replace with m.
+func (s *Store) Modify(sess Session, m Modification) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, ok := s.sessions[sess.SEID]
 	if !ok {
 		return ErrNotFound
 	}
-	return s.install(sess, old, old, dropHeld)
+	return s.install(sess, old, old, m)
 }
 
 // Delete removes a session and frees what it owned.

@@ -555,3 +555,50 @@ func TestStorePDRCountersSurviveModification(t *testing.T) {
 		t.Errorf("after a restart: PDR counters %+v, %v, want %+v", got, err, want)
 	}
 }
+
+// A PDR or URR a modification creates anew under the ID of one the session
+// had (removed and created again in one request) is another rule: it
+// counts from zero, in a fresh slot for the URR, while the rules it only
+// updated count on; across a restart too. A PDR created again in a later
+// request starts at zero as well.
+func TestStoreRulesCreatedAgainCountFromZero(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := withURRs([]URR{{ID: 1}, {ID: 2}}, 1, 2)
+	check(t, e.store.Create(sess))
+	counted := upfxdp.Counter{Packets: 3, Bytes: 300}
+	e.pdrCounters(t, counted, e.store.sessions[1].PDRSlots.sorted()...)
+	oldURRs := e.uplinkPDR(t).Urr
+	for _, slot := range oldURRs[:2] {
+		u := e.urr(t, slot)
+		u.Bytes, u.Packets = [3]uint64{300, 300}, [3]uint64{3, 3}
+		check(t, e.urrMap(t).Put(slot, u))
+	}
+
+	check(t, e.store.Modify(withURRs([]URR{{ID: 1}, {ID: 2}}, 1, 2), Modification{CreatedPDRs: []uint16{20}, CreatedURRs: []uint32{2}}))
+	want := map[uint16]upfxdp.Counter{10: counted, 20: {}}
+	if got, err := e.store.PDRCounters(1); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("PDR 20 created again: PDR counters %+v, %v, want %+v", got, err, want)
+	}
+	e.store = e.restart(t)
+	if got, err := e.store.PDRCounters(1); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after a restart: PDR counters %+v, %v, want %+v", got, err, want)
+	}
+	urrs := e.uplinkPDR(t).Urr
+	if urrs[0] != oldURRs[0] || urrs[1] == oldURRs[1] {
+		t.Errorf("URR slots %v, were %v: URR 1 keeps its slot, URR 2 created again takes a fresh one", urrs, oldURRs)
+	}
+	for id, bytes := range map[uint32]uint64{1: 300, 2: 0} {
+		if usage, err := e.store.URRUsage(1, id); err != nil || usage.Bytes[0] != bytes {
+			t.Errorf("URR %d: usage %+v, %v, want %d bytes", id, usage, err, bytes)
+		}
+	}
+
+	e.pdrCounters(t, counted, e.store.sessions[1].PDRSlots.sorted()...)
+	without := withURRs([]URR{{ID: 1}, {ID: 2}}, 1, 2)
+	without.PDRs = without.PDRs[1:] // PDR 10 alone
+	check(t, e.store.Replace(without))
+	check(t, e.store.Replace(withURRs([]URR{{ID: 1}, {ID: 2}}, 1, 2)))
+	if got, err := e.store.PDRCounters(1); err != nil || got[20] != (upfxdp.Counter{}) {
+		t.Errorf("PDR 20 created again in a later request: PDR counters %+v, %v", got, err)
+	}
+}

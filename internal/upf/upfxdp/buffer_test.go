@@ -64,6 +64,8 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	if len(held) != len(frames) {
 		t.Fatalf("%d packets held, want %d", len(held), len(frames))
 	}
+	// A packet counts in its PDR once, when it leaves the buffer.
+	b.pdrCounted(t, Counter{})
 	slot, _ := b.d.claimSlot(b.ifindex, "lo")
 	for i, p := range held {
 		if p.Buffer != testBuffer || p.Iface != slot || p.PDR != pdrDownVLAN+1 || p.QFI != 0 {
@@ -84,6 +86,8 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	if got := b.counters(t)["downlink_forward"].Packets - before.Packets; got != 1 {
 		t.Errorf("downlink_forward counted %d released packets, want 1", got)
 	}
+	released := uint64(len(p.bytes(t))) // its inner IP packet
+	b.pdrCounted(t, Counter{Packets: 1, Bytes: released})
 
 	if ok, err := b.d.ReleaseBuffer(testBuffer, 2); err != nil || ok {
 		t.Fatalf("released with 2 of 3 packets received: %v, %v", ok, err)
@@ -96,6 +100,15 @@ func TestBufferHoldsAndReleasesInOrder(t *testing.T) {
 	testsupport.EqualFrames(t, out, encapFrame(t, nhL2(nhGNBVLAN), n3Addr2, gnb2, dlTEID2, -1, p.hop().bytes(t)))
 	if n := len(b.held(t)); n != 1 {
 		t.Errorf("%d packets held after the release, want the 1 before it", n)
+	}
+	b.pdrCounted(t, Counter{Packets: 2, Bytes: 2 * released})
+}
+
+// pdrCounted fails unless the buffering FAR's PDR counted want.
+func (b *bufferTest) pdrCounted(t *testing.T, want Counter) {
+	t.Helper()
+	if c, err := b.d.PDRCounter(pdrDownVLAN); err != nil || c != want {
+		t.Errorf("the buffering PDR counted %+v, %v; want %+v", c, err, want)
 	}
 }
 
@@ -112,6 +125,7 @@ func TestBufferDropsAreCounted(t *testing.T) {
 	if n := len(b.held(t)); n != 0 {
 		t.Errorf("%d packets held, want none", n)
 	}
+	b.pdrCounted(t, Counter{})
 	changePDR(t, b.d, pdrRoute, func(p *PDR) { p.Far = FAR{Action: FARBuffer, Buffer: testBuffer, Nexthop: NexthopRoute} })
 	up := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
 	b.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up), xdplink.Drop, "drop_far")

@@ -26,6 +26,25 @@ func forwardBothWays(t *testing.T) *upf {
 	return u
 }
 
+// A PDR counts the packets its QERs let through and its FAR takes, with
+// their inner IP packets' bytes, before the hop: also those whose TTL has
+// run out (uplink dropped, downlink the kernel's to answer) and those the
+// kernel routes.
+func TestPDRCountsBeforeTheHop(t *testing.T) {
+	u := newUPF(t, RoleAccess|RoleCore)
+	up := ipPacket{src: ue4, dst: dn4, ttl: 1, size: 20}
+	inner := uint64(len(up.bytes(t)))
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidRoute), up.bytes(t)), xdplink.Drop, "drop_ttl")
+	up.ttl = 64
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidNoNexthop), up.bytes(t)), xdplink.Pass, "pass_no_route")
+	u.expect(t, ipPacket{src: dn4, dst: ue4b, ttl: 1, size: 20}.frame(t, fromDN), xdplink.Pass, "pass_ttl")
+	for _, slot := range []uint32{pdrRoute, pdrNoNexthop, pdrDownVLAN} {
+		if c, err := u.d.PDRCounter(slot); err != nil || c != (Counter{Packets: 1, Bytes: inner}) {
+			t.Errorf("PDR slot %d: %+v, %v; want 1 packet of %d bytes", slot, c, err, inner)
+		}
+	}
+}
+
 // ZeroPDRCounters zeroes what packets counted in the slots it names, and
 // in no other slot.
 func TestZeroPDRCounters(t *testing.T) {

@@ -275,6 +275,9 @@ func TestURRBeforeQoS(t *testing.T) {
 	empty.Bucket[QERUplink] = QERBucket(1, 0)
 	check(t, u.d.PutQER(qerUpClosed, empty))
 	u.expect(t, u.up, xdplink.Drop, "drop_urr_quota")
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c != (Counter{}) {
+		t.Errorf("PDR counter %+v, %v: neither the gate's drop nor the quota's counts", c, err)
+	}
 }
 
 // Events the ring has no room for are counted, never silently lost.
