@@ -17,6 +17,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/config"
+	"github.com/xdp5g/xdp5g/internal/platform/freebind"
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/n4"
@@ -32,7 +33,7 @@ func checkPFCPListen(listen string) error {
 	if err != nil {
 		return fmt.Errorf("pfcp.listen: %w", err)
 	}
-	conn, err := net.ListenUDP("udp", addr)
+	conn, err := freebind.ListenUDP("udp", addr.String())
 	if err != nil {
 		return fmt.Errorf("pfcp.listen: %w", err)
 	}

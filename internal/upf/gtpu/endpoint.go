@@ -10,7 +10,6 @@ package gtpu
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,10 +19,11 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/freebind"
 )
 
 // Defaults of the Config settings left zero: a dead path fails after three
@@ -174,22 +174,14 @@ func Open(cfg Config) (*Endpoint, error) {
 // host yet, and with arrivals has the kernel tell each datagram's arrival
 // (tellArrival).
 func listen(local netip.Addr, arrivals bool) (*net.UDPConn, error) {
-	network, level, freebind := "udp4", unix.IPPROTO_IP, unix.IP_FREEBIND
+	network := "udp4"
 	if !local.Is4() {
-		network, level, freebind = "udp6", unix.IPPROTO_IPV6, unix.IPV6_FREEBIND
+		network = "udp6"
 	}
-	lc := net.ListenConfig{Control: func(_, _ string, raw syscall.RawConn) error {
-		var err error
-		if cerr := raw.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), level, freebind, 1) }); cerr != nil {
-			return cerr
-		}
-		return err
-	}}
-	pc, err := lc.ListenPacket(context.Background(), network, netip.AddrPortFrom(local, Port).String())
+	conn, err := freebind.ListenUDP(network, netip.AddrPortFrom(local, Port).String())
 	if err != nil {
 		return nil, err
 	}
-	conn := pc.(*net.UDPConn)
 	if arrivals {
 		if err := tellArrival(conn, local); err != nil {
 			conn.Close()

@@ -23,6 +23,7 @@ import (
 	"github.com/wmnsk/go-pfcp/message"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp5g/xdp5g/internal/platform/freebind"
 	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 )
 
@@ -146,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pfcp: listen address: %w", err)
 	}
-	conn, err := net.ListenUDP("udp", laddr)
+	conn, err := freebind.ListenUDP("udp", laddr.String())
 	if err != nil {
 		return nil, fmt.Errorf("pfcp: %w", err)
 	}
