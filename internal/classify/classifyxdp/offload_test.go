@@ -316,3 +316,48 @@ func TestSliceChangesAreReported(t *testing.T) {
 		t.Errorf("deleting the slice: %v, %d changes reported, want 2", err, changes)
 	}
 }
+
+// AwaitSteered returns once the CPUs' queues are through with what they
+// held when it was called, taken or dropped; a queue that never drains
+// holds it for the timeout.
+func TestAwaitSteeredWaitsForTheQueues(t *testing.T) {
+	p := newParser(t)
+	p.loadCPU(t, p.cpu, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.AwaitSteered(time.Minute)
+	}()
+	select {
+	case <-done:
+		t.Fatal("AwaitSteered returned with 100 packets queued")
+	case <-time.After(100 * time.Millisecond):
+	}
+	var l CPULoad
+	if err := p.objs.CpuLoads.Lookup(uint32(p.cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Dequeued, l.Dropped = l.Dequeued+60, l.Dropped+40
+	if err := p.objs.CpuLoads.Put(uint32(p.cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("AwaitSteered still waits with the queue through")
+	}
+
+	p.loadCPU(t, p.cpu, 1)
+	start := time.Now()
+	if p.AwaitSteered(50 * time.Millisecond); time.Since(start) < 50*time.Millisecond {
+		t.Errorf("AwaitSteered on a queue that never drains returned after %v, want the timeout", time.Since(start))
+	}
+	// Closed, it cannot tell: it returns at once.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if p.AwaitSteered(time.Minute); time.Since(start) > 10*time.Second {
+		t.Errorf("AwaitSteered on a closed datapath returned after %v", time.Since(start))
+	}
+}
