@@ -67,21 +67,21 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	defer func() { must(t, stop()) }()
 	_, err := client.Create(context.Background(), []byte(session))
 	must(t, err)
-	// The UE's packets go to the gNB's own address: back out of n3n6.
-	sink, err := trafficgen.NewSink(e.peer, "gnb", trafficgen.Filter{EtherType: 0x0800, IPProto: 17, DstPort: 7001}, true)
-	must(t, err)
-	defer sink.Close()
 	dp, err := upfxdp.Open(upfxdp.Options{PinPath: e.pin, MaxSessions: 1024, N3Addresses: cfg.N3Addresses})
 	must(t, err)
 	defer dp.Close()
 
-	inner := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue), DstIP: net.IPv4(10, 1, 3, 2)}
-	udp := &layers.UDP{SrcPort: 7000, DstPort: 7001}
-	must(t, udp.SetNetworkLayerForChecksum(inner))
-	buf := gopacket.NewSerializeBuffer()
-	must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		inner, udp, gopacket.Payload(make([]byte, payload))))
-	gpdu := encodeGTPU(t, &layers.GTPv1U{MessageType: 255, TEID: 700}, buf.Bytes())
+	// A G-PDU of the UE to the gNB's own address (back out of n3n6) and
+	// the port given.
+	gpduTo := func(port layers.UDPPort) []byte {
+		inner := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue), DstIP: net.IPv4(10, 1, 3, 2)}
+		udp := &layers.UDP{SrcPort: 7000, DstPort: port}
+		must(t, udp.SetNetworkLayerForChecksum(inner))
+		buf := gopacket.NewSerializeBuffer()
+		must(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+			inner, udp, gopacket.Payload(make([]byte, payload))))
+		return encodeGTPU(t, &layers.GTPv1U{MessageType: 255, TEID: 700}, buf.Bytes())
+	}
 	var conn net.PacketConn
 	must(t, e.peer.Do(func() (err error) {
 		conn, err = net.ListenPacket(network, net.JoinHostPort(gnb, "2152"))
@@ -89,28 +89,33 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	}))
 	defer conn.Close()
 	to := &net.UDPAddr{IP: net.ParseIP(n3), Port: 2152}
-
-	arrived := func() uint64 {
-		c, err := sink.Counts()
-		must(t, err)
-		return c.MatchPackets
+	send := func(gpdu []byte, count int) {
+		for range count {
+			_, err := conn.WriteTo(gpdu, to)
+			must(t, err)
+		}
 	}
-	// The first may find the data network's next hop unresolved.
-	for deadline := time.Now().Add(5 * time.Second); arrived() == 0; time.Sleep(50 * time.Millisecond) {
+
+	// The first may find the data network's next hop unresolved. Those
+	// sent until one arrives go to port 7001: the ones still on their way
+	// (the daemon puts them through one by one) are not the counted ones.
+	sink := newSink(t, e, 7001)
+	warmups, fragments := 0, counter(t, dp, "pass_fragment")
+	for deadline := time.Now().Add(10 * time.Second); sinkCount(t, sink) == 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no fragmented G-PDU was forwarded")
 		}
-		_, err := conn.WriteTo(gpdu, to)
-		must(t, err)
+		send(gpduTo(7001), 1)
+		warmups++
 	}
-	before, fragments := arrived(), counter(t, dp, "pass_fragment")
+	must(t, sink.Close())
+	eventually(t, "the first G-PDUs' fragments to reach XDP", func() bool { return counter(t, dp, "pass_fragment") >= fragments+uint64(3*warmups) })
+	sink, fragments = newSink(t, e, 7002), counter(t, dp, "pass_fragment")
 	const sent = 20
-	for range sent {
-		_, err := conn.WriteTo(gpdu, to)
-		must(t, err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	if got := arrived() - before; got != sent {
+	send(gpduTo(7002), sent)
+	eventually(t, fmt.Sprintf("%d fragmented G-PDUs forwarded", sent), func() bool { return sinkCount(t, sink) >= sent })
+	time.Sleep(200 * time.Millisecond) // for any forwarded twice
+	if got := sinkCount(t, sink); got != sent {
 		t.Errorf("%d of %d fragmented G-PDUs forwarded", got, sent)
 	}
 	if got := counter(t, dp, "pass_fragment") - fragments; got != 3*sent {
@@ -124,15 +129,29 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 		return
 	}
 	ip(t, e.peer.Name, "route", "replace", n3, "dev", "spare", "mtu", mtu)
-	before = arrived()
-	for range sent {
-		_, err := conn.WriteTo(gpdu, to)
-		must(t, err)
-	}
+	before := sinkCount(t, sink)
+	send(gpduTo(7002), sent)
 	time.Sleep(500 * time.Millisecond)
-	if got := arrived() - before; got != 0 {
+	if got := sinkCount(t, sink) - before; got != 0 {
 		t.Errorf("%d of %d fragmented G-PDUs that came in by spare forwarded", got, sent)
 	}
+}
+
+// newSink counts the UDP datagrams to port that arrive at the gNB,
+// until the test ends.
+func newSink(t *testing.T, e *env, port uint16) *trafficgen.Sink {
+	t.Helper()
+	sink, err := trafficgen.NewSink(e.peer, "gnb", trafficgen.Filter{EtherType: 0x0800, IPProto: 17, DstPort: port}, true)
+	must(t, err)
+	t.Cleanup(func() { sink.Close() })
+	return sink
+}
+
+func sinkCount(t *testing.T, sink *trafficgen.Sink) uint64 {
+	t.Helper()
+	c, err := sink.Counts()
+	must(t, err)
+	return c.MatchPackets
 }
 
 // counter is a reason's packets on n3n6.
