@@ -357,7 +357,7 @@ func TestCountersAreLive(t *testing.T) {
 			Counters Counter `json:"counters"`
 		} `json:"pdrs"`
 	}
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		must(t, json.Unmarshal(e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", ""), &doc))
 		if doc.PDRs[0].Counters.Packets > 0 || time.Now().After(deadline) {
 			break
@@ -692,7 +692,7 @@ func TestBufferingFARShowsItsBuffer(t *testing.T) {
 	// The manager takes the packets from the data path's ring on its own
 	// time.
 	var body []byte
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		body, doc.FARs = e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/2", ""), nil
 		must(t, json.Unmarshal(body, &doc))
 		if len(doc.FARs) != 2 {

@@ -393,7 +393,7 @@ func TestReleaseAssociation(t *testing.T) {
 		must(t, err)
 		return len(list.Associations)
 	}
-	for deadline := time.Now().Add(2 * time.Second); associated() == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); associated() == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the UPF set up no association")
 		}

@@ -29,6 +29,20 @@ func (p *parser) loadCPU(t *testing.T, cpu int, packets uint64) {
 	}
 }
 
+// passHold makes the flows sent to alternative nodes look sent there hold
+// ago.
+func passHold(t *testing.T, p *parser, hold time.Duration) {
+	t.Helper()
+	var hash uint32
+	var route classifyFlowRoute
+	for it := p.objs.FlowRoutes.Iterate(); it.Next(&hash, &route); {
+		route.Since -= uint64(hold)
+		if err := p.objs.FlowRoutes.Put(hash, &route); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // runOut runs the classifier on a frame and returns its action and the
 // frame as it left.
 func (p *parser) runOut(t *testing.T, frame []byte) (xdplink.Action, []byte) {
@@ -129,7 +143,10 @@ func recomputeUDP(t *testing.T, ip gopacket.NetworkLayer, u *layers.UDP) uint16 
 // right checksums; it stays away while the queue has not drained or the
 // hold has not passed, and comes back after.
 func TestOffloadFollowsTheQueue(t *testing.T) {
-	p := newParserWith(t, Config{MaxMasks: MaxMasks, OffloadHold: 50 * time.Millisecond})
+	// The hold passes when the test says (passHold): a busy host's stall
+	// between two packets must not pass it.
+	const hold = 10 * time.Second
+	p := newParserWith(t, Config{MaxMasks: MaxMasks, OffloadHold: hold})
 	cpu := p.cpu
 	for _, s := range []Slice{{ID: 1, CPUs: []int{cpu}}, {ID: 2, CPUs: []int{cpu}, Prioritised: true}} {
 		if err := p.SetSlice(s); err != nil {
@@ -163,7 +180,7 @@ func TestOffloadFollowsTheQueue(t *testing.T) {
 	// Away until the queue has drained and the hold has passed.
 	expect("an offloaded flow", plain, steerQueue/4+1, xdplink.TX)
 	expect("an offloaded flow", plain, 0, xdplink.TX)
-	time.Sleep(60 * time.Millisecond)
+	passHold(t, p, hold)
 	expect("an offloaded flow", plain, steerQueue/4+1, xdplink.TX)
 	expect("an offloaded flow", plain, steerQueue/4, xdplink.Redirect)
 	expect("a flow back", plain, steerQueue/4+1, xdplink.Redirect)
@@ -314,5 +331,50 @@ func TestSliceChangesAreReported(t *testing.T) {
 	}
 	if err := p.DeleteSlice(1); err != nil || changes != 2 {
 		t.Errorf("deleting the slice: %v, %d changes reported, want 2", err, changes)
+	}
+}
+
+// AwaitSteered returns once the CPUs' queues are through with what they
+// held when it was called, taken or dropped; a queue that never drains
+// holds it for the timeout.
+func TestAwaitSteeredWaitsForTheQueues(t *testing.T) {
+	p := newParser(t)
+	p.loadCPU(t, p.cpu, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.AwaitSteered(time.Minute)
+	}()
+	select {
+	case <-done:
+		t.Fatal("AwaitSteered returned with 100 packets queued")
+	case <-time.After(100 * time.Millisecond):
+	}
+	var l CPULoad
+	if err := p.objs.CpuLoads.Lookup(uint32(p.cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+	l.Dequeued, l.Dropped = l.Dequeued+60, l.Dropped+40
+	if err := p.objs.CpuLoads.Put(uint32(p.cpu), &l); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("AwaitSteered still waits with the queue through")
+	}
+
+	p.loadCPU(t, p.cpu, 1)
+	start := time.Now()
+	if p.AwaitSteered(50 * time.Millisecond); time.Since(start) < 50*time.Millisecond {
+		t.Errorf("AwaitSteered on a queue that never drains returned after %v, want the timeout", time.Since(start))
+	}
+	// Closed, it cannot tell: it returns at once.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if p.AwaitSteered(time.Minute); time.Since(start) > 10*time.Second {
+		t.Errorf("AwaitSteered on a closed datapath returned after %v", time.Since(start))
 	}
 }

@@ -171,6 +171,31 @@ func (d *Datapath) CPULoads() ([]CPULoad, error) {
 	return out, nil
 }
 
+// AwaitSteered waits until the packets steered to CPUs before the call
+// have left their queues, taken or dropped, for at most timeout: then the
+// ones still queued meet what is behind the CPU map then. It returns at
+// once when it cannot read the queues (the datapath closed).
+func (d *Datapath) AwaitSteered(timeout time.Duration) {
+	marks, err := d.CPULoads()
+	for deadline := time.Now().Add(timeout); err == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var now []CPULoad
+		if now, err = d.CPULoads(); err == nil && drained(marks, now) {
+			return
+		}
+	}
+}
+
+// drained says whether the queues, now, are through with what they were
+// given until marks.
+func drained(marks, now []CPULoad) bool {
+	for cpu, m := range marks {
+		if now[cpu].Dequeued+now[cpu].Dropped < m.Enqueued {
+			return false
+		}
+	}
+	return true
+}
+
 // SliceStats are what became of a slice's packets.
 type SliceStats struct {
 	Local     Counter // taken by its CPUs

@@ -175,7 +175,7 @@ func (n *upfNet) handover(t *testing.T, gnb *namespace.Netns, smf *pfcptest.SMF,
 			ie.NewPFCPSMReqFlags(0x02))))) // SNDEM
 	check(t, err)
 	check(t, pfcptest.Accepted("the handover", resp.Cause))
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		frame, err := sink.Sample()
 		check(t, err)
 		if frame != nil {

@@ -121,14 +121,11 @@ func TestImage(t *testing.T) {
 	c.podman(t, "start", c.name)
 	c.awaitReady(t, client)
 	t.Logf("the container started again and was ready in %v", time.Since(began))
-	traffic := startFlows(t, tb, trafficTime)
+	traffic := startFlows(t, tb)
 	began = time.Now()
 	c.podman(t, "restart", c.name)
 	c.awaitReady(t, client)
 	t.Logf("the container restarted and was ready in %v", time.Since(began))
-	if !traffic.running() {
-		t.Fatal("the traffic ended before the container was ready: nothing tested")
-	}
 	traffic.lossless(t, "while the container restarted")
 
 	// An SMF that sees a later Recovery Time Stamp establishes its

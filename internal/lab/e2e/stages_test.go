@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,17 +123,13 @@ func TestStagesChangeUnderTraffic(t *testing.T) {
 	tb, upf, rules, slice := stagedUPF(t)
 	frame, portAt := uplinkFlows(tb)
 	dir := tb.Uplink()
-	const count = 4 * steerRate // 4 s: longer than the changes take
-	var sent uint64
+	gen := newGenerator(t)
+	var sent, asked uint64
 	var sendErr error
-	var sending atomic.Bool
-	sending.Store(true)
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		sent, _, sendErr = dir.Send(newGenerator(t), frame, count, trafficgen.Options{Rate: steerRate, FlowOffset: portAt,
-			Flows: innerFlows})
-		sending.Store(false)
+		sent, asked, sendErr = sendUntil(gen, dir, frame, steerRate, trafficgen.Options{FlowOffset: portAt, Flows: innerFlows}, stop)
 	}()
 	// Each chain in turn.
 	chains := []struct{ classify, steer bool }{{true, false}, {true, true}, {false, true}, {false, false}, {false, true},
@@ -145,14 +140,12 @@ func TestStagesChangeUnderTraffic(t *testing.T) {
 		chainN3(t, tb, upf, rules, c.classify, c.steer, slice.ID)
 		t.Logf("classify %v, steer %v: %v", c.classify, c.steer, time.Since(start))
 	}
-	if !sending.Load() {
-		t.Error("the send ended before the last change: the changes were not under traffic")
-	}
+	close(stop)
 	<-done
 	if sendErr != nil {
 		t.Fatal(sendErr)
 	}
-	checkForwarded(t, upf, dir, sent, count)
+	checkForwarded(t, upf, dir, sent, asked)
 }
 
 // sendInnerFlows sends steerPackets of the innerFlows flows in the gNB's

@@ -64,7 +64,7 @@ func (e *bufferEnv) expect(t *testing.T, seid uint64, want buffer.Stats) {
 		t.Fatalf("session %d has no buffer", seid)
 	}
 	var got buffer.Stats
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if got, _ = e.buffers.Stats(slot); got == want {
 			break
 		}

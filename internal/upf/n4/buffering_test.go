@@ -227,7 +227,7 @@ func waitReport(t *testing.T, sent <-chan []byte) []wireIE {
 			t.Errorf("report for CP SEID %#x", seid)
 		}
 		return ies
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("no Session Report Request")
 		return nil
 	}
@@ -235,7 +235,7 @@ func waitReport(t *testing.T, sent <-chan []byte) []wireIE {
 
 func waitStats(t *testing.T, b *buffer.Manager, slot uint32, done func(buffer.Stats) bool) buffer.Stats {
 	t.Helper()
-	for start := time.Now(); time.Since(start) < 2*time.Second; time.Sleep(10 * time.Millisecond) {
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
 		if s, ok := b.Stats(slot); ok && done(s) {
 			return s
 		}

@@ -87,7 +87,7 @@ func TestForwardingPolicySteersTheUplink(t *testing.T) {
 	establish("to-firewall").expect(t, causeAccepted, nil, nil)
 	// The resolver learns the neighbour from netlink, maybe after the
 	// session took its next hop: until then the uplink goes the route's way.
-	for deadline := time.Now().Add(2 * time.Second); !resolved(e.upf.Resolver.Slots(), firewall); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !resolved(e.upf.Resolver.Slots(), firewall); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the policy's next hop did not resolve")
 		}

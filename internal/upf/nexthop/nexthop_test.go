@@ -16,7 +16,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
-const waitFor = 2 * time.Second
+const waitFor = 10 * time.Second // for what must happen, on a loaded machine
 
 // env is namespace A (the UPF: core interface va, non-core interface vc)
 // wired to namespace B (the router and gNB: vb, vd), a data path and a

@@ -172,7 +172,7 @@ func (m *smf) send(b []byte) {
 func (m *smf) recv() []byte {
 	m.t.Helper()
 	buf := make([]byte, maxDatagram)
-	m.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	m.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, from, err := m.conn.ReadFromUDPAddrPort(buf)
 	if err != nil {
 		m.t.Fatal(err)
@@ -259,7 +259,7 @@ func cat(parts ...[]byte) []byte { return slices.Concat(parts...) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}

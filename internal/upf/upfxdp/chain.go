@@ -28,6 +28,9 @@ type Chain struct {
 	// copies of the mirrored packets passed to the kernel, which the UPF
 	// stage does not send.
 	Mirror *ebpf.Program
+	// queues are where the steered packets wait for their CPUs: nil for
+	// a Chain not of NewChain.
+	queues Stages
 }
 
 // Stages is what has the classify and steer stages, and the mirror
@@ -35,12 +38,16 @@ type Chain struct {
 type Stages interface {
 	Stages() (classify, steer, steerFirst *ebpf.Program)
 	MirrorProgram() *ebpf.Program
+	// AwaitSteered waits until the packets steered to CPUs so far have
+	// left the CPUs' queues, for at most timeout, or returns at once when
+	// it cannot tell.
+	AwaitSteered(timeout time.Duration)
 }
 
 // NewChain is the chain of the stages of s that classify and steer name,
 // the steer stage sending packets to slice.
 func NewChain(s Stages, classify, steer bool, slice uint32) Chain {
-	var c Chain
+	c := Chain{queues: s}
 	classifyStage, steerStage, steerFirst := s.Stages()
 	if classify {
 		c.Classify, c.Mirror = classifyStage, s.MirrorProgram()
@@ -76,10 +83,16 @@ const (
 // modulo their number.
 const chainPlaces = uint32(upfChainLimitsCHAIN_PLACES)
 
-// queueDrain is how long a packet steered to a CPU may wait in its queue:
-// far longer than a queue of 2048 packets takes to drain. The UPF stage
-// behind the CPU map stays that long after steering goes.
-const queueDrain = 10 * time.Millisecond
+// When steering goes, the UPF stage behind the CPU map stays until the
+// packets queued for the CPUs are through: steerEnds after the steering
+// stage is out of the chain, for a packet still in it to be queued (a
+// program runs to its end without yielding its CPU), then for as long as
+// the queues take, queueDrain at most. A queue's kernel thread waits its
+// turn on a busy CPU: hundreds of milliseconds on a loaded host.
+const (
+	steerEnds  = 10 * time.Millisecond
+	queueDrain = 5 * time.Second
+)
 
 // ChainParseMap is the chain map through which the classify stage hands
 // its parse of a packet to the UPF stage: a classifier loaded without it
@@ -126,13 +139,18 @@ func (d *Datapath) setChain(ifindex, slot uint32, c Chain, upf chainPrograms) er
 }
 
 // dropCPUStage deletes the UPF stage behind the CPU map of the interface
-// in slot, if there is one, once the packets queued for it are through.
-func (d *Datapath) dropCPUStage(slot uint32) error {
+// in slot, if there is one, once the packets queued for it in queues are
+// through; with no queues known (steering by another process), after
+// steerEnds.
+func (d *Datapath) dropCPUStage(slot uint32, queues Stages) error {
 	var id uint32
 	if d.maps.ChainCpuStages.Lookup(slot, &id) != nil {
 		return nil
 	}
-	time.Sleep(queueDrain)
+	time.Sleep(steerEnds)
+	if queues != nil {
+		queues.AwaitSteered(queueDrain)
+	}
 	return deleteStage(d.maps.ChainCpuStages, slot)
 }
 
@@ -153,7 +171,7 @@ func deleteStage(m *ebpf.Map, place uint32) error {
 
 // clearChain removes every stage of the interface in slot: it runs the
 // UPF's program alone, attached already.
-func (d *Datapath) clearChain(ifindex, slot uint32) error {
+func (d *Datapath) clearChain(ifindex, slot uint32, queues Stages) error {
 	var errs []error
 	for s := range stageCount {
 		errs = append(errs, deleteStage(d.maps.ChainStages, slot*stageCount+s))
@@ -165,7 +183,7 @@ func (d *Datapath) clearChain(ifindex, slot uint32) error {
 	} else if held.Ifindex == ifindex {
 		errs = append(errs, d.maps.ChainIfaces.Put(place, upfChainIface{}))
 	}
-	return errors.Join(append(errs, d.dropCPUStage(slot))...)
+	return errors.Join(append(errs, d.dropCPUStage(slot, queues))...)
 }
 
 // stagedIface is an interface this process attached, with the programs
@@ -177,6 +195,7 @@ type stagedIface struct {
 	mode          xdplink.Mode
 	upf           *ebpf.Program
 	stage         *chainPrograms // loaded with the first chain of more than the UPF
+	queues        Stages         // of the last chain that had them
 }
 
 func (s *stagedIface) close() {
@@ -217,13 +236,18 @@ func (s *stagedIfaces) rolesOf(ifindex uint32) (Role, bool) {
 	return 0, false
 }
 
-func (s *stagedIfaces) remove(name string) {
+// remove forgets an interface and returns the queues its chain steered
+// to, if any.
+func (s *stagedIfaces) remove(name string) Stages {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.ifaces[name]; old != nil {
-		old.close()
-		delete(s.ifaces, name)
+	old := s.ifaces[name]
+	if old == nil {
+		return nil
 	}
+	old.close()
+	delete(s.ifaces, name)
+	return old.queues
 }
 
 func (s *stagedIfaces) close() {
@@ -258,6 +282,9 @@ func (d *Datapath) SetStages(ifname string, c Chain) error {
 // last, once no packet gets the metadata it reads.
 func (d *Datapath) stage(i *stagedIface, c Chain) error {
 	attach := func() error { return xdplink.XDP(d.linkPin(i.name), c.entry(i.upf), i.name, i.mode) }
+	if c.queues != nil {
+		i.queues = c.queues
+	}
 	if c.Mirror != nil {
 		if err := xdplink.TCIngress(d.mirrorPin(i.name), c.Mirror, i.name); err != nil {
 			return err
@@ -267,7 +294,7 @@ func (d *Datapath) stage(i *stagedIface, c Chain) error {
 		if err := attach(); err != nil {
 			return err
 		}
-		return errors.Join(d.clearChain(i.ifindex, i.slot), d.detachMirror(i.name))
+		return errors.Join(d.clearChain(i.ifindex, i.slot, i.queues), d.detachMirror(i.name))
 	}
 	// A steering rule of the classify stage steers too.
 	if i.stage == nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -334,7 +335,7 @@ func TestChainPlaceTaken(t *testing.T) {
 	v4 := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 100}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Redirect, "uplink_forward")
 	// Gone from its place, the chain takes a packet no further.
-	if err := u.d.clearChain(fakeIfindex, slot); err != nil {
+	if err := u.d.clearChain(fakeIfindex, slot, rules); err != nil {
 		t.Fatal(err)
 	}
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidQoS, ulPSC(9)), v4.bytes(t)), xdplink.Pass)
@@ -504,5 +505,43 @@ func TestChainMirrorRequestNeedsItsMagic(t *testing.T) {
 				t.Errorf("%d bytes of metadata, want the copy's 32", ctx.Data)
 			}
 		})
+	}
+}
+
+// heldQueues are a classifier's queues, holding their packets until
+// released.
+type heldQueues struct {
+	*classifyxdp.Datapath
+	released chan struct{}
+}
+
+func (q heldQueues) AwaitSteered(time.Duration) { <-q.released }
+
+// When steering goes, the UPF stage behind the CPU map stays until the
+// packets queued for the CPUs are through, however long they take.
+func TestCPUStageStaysUntilTheQueuesDrain(t *testing.T) {
+	u, rules := chainUPF(t, RoleAccess|RoleCore)
+	slot, _, err := u.d.slotOf("lo")
+	check(t, err)
+	queues := heldQueues{rules, make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- u.d.clearChain(fakeIfindex, slot, queues) }()
+	cpuStage := func() bool {
+		var id uint32
+		return u.d.maps.ChainCpuStages.Lookup(slot, &id) == nil
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !cpuStage() {
+		t.Fatal("the UPF stage behind the CPU map went with packets still queued")
+	}
+	close(queues.released)
+	select {
+	case err := <-done:
+		check(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chain was not cleared once the queues drained")
+	}
+	if cpuStage() {
+		t.Error("the UPF stage behind the CPU map stays after the queues drained")
 	}
 }

@@ -502,7 +502,7 @@ func (d *Datapath) Detach(ifname string) error {
 	if err := xdplink.Detach(d.linkPin(ifname)); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
-	d.staged.remove(ifname)
+	queues := d.staged.remove(ifname)
 	if err := d.detachMirror(ifname); err != nil {
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
@@ -510,7 +510,7 @@ func (d *Datapath) Detach(ifname string) error {
 	if err != nil || ifindex == 0 {
 		return err
 	}
-	return errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot), d.releaseSlot(slot))
+	return errors.Join(d.deleteFanouts(ifindex), d.clearChain(ifindex, slot, queues), d.releaseSlot(slot))
 }
 
 // DetachAll removes every attachment pinned under pinPath without opening
