@@ -204,6 +204,7 @@ func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 		}
 	}
 }
+
 // uplinkPDRCounters are the live counters of doc's uplink PDR, PDR 1.
 func uplinkPDRCounters(t *testing.T, client *api.Client) (c struct{ Packets, Bytes uint64 }) {
 	t.Helper()
