@@ -55,8 +55,8 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 		ip(t, e.upf.Name, "addr", "add", n3+"/64", "dev", "n3n6", "nodad")
 		ip(t, e.peer.Name, "addr", "add", gnb+"/64", "dev", "gnb", "nodad")
 	}
-	// 10.1.9.1, an N3 address that is local nowhere, has no socket; the
-	// others do.
+	// 10.1.9.1, an N3 address that is local nowhere (a virtual address
+	// not there yet), changes nothing for the others.
 	e.n3 = append(e.n3, "10.1.9.1")
 	must(t, e.upf.AddAddr("n3n6", "10.1.2.1/24"))
 	ip(t, e.peer.Name, "route", "add", n3, "dev", "gnb", "mtu", mtu)
@@ -111,9 +111,10 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	}
 	must(t, sink.Close())
 	eventually(t, "the first G-PDUs' fragments to reach XDP", func() bool { return counter(t, dp, "pass_fragment") >= fragments+uint64(3*warmups) })
-	// Its PDR counts them too, those the next hop was not ready for as well.
+	// Their PDR counts them too, those the next hop was not ready for as well.
 	eventually(t, "the first G-PDUs counted", func() bool { return uplinkPDRCounters(t, client).Packets >= uint64(warmups) })
-	sink, fragments, counted := newSink(t, e, 7002), counter(t, dp, "pass_fragment"), uplinkPDRCounters(t, client)
+	sink, fragments = newSink(t, e, 7002), counter(t, dp, "pass_fragment")
+	counted := uplinkPDRCounters(t, client)
 	const sent = 20
 	send(gpduTo(7002), sent)
 	eventually(t, fmt.Sprintf("%d fragmented G-PDUs forwarded", sent), func() bool { return sinkCount(t, sink) >= sent })
@@ -144,6 +145,27 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	if got := sinkCount(t, sink) - before; got != 0 {
 		t.Errorf("%d of %d fragmented G-PDUs that came in by spare forwarded", got, sent)
 	}
+}
+
+// uplinkPDRCounters are the live counters of doc's uplink PDR, PDR 1.
+func uplinkPDRCounters(t *testing.T, client *api.Client) (c struct{ Packets, Bytes uint64 }) {
+	t.Helper()
+	raw, err := client.Session(context.Background(), 7)
+	must(t, err)
+	var d struct {
+		PDRs []struct {
+			PDRID    uint16 `json:"pdrId"`
+			Counters struct{ Packets, Bytes uint64 }
+		}
+	}
+	must(t, json.Unmarshal(raw, &d))
+	for _, p := range d.PDRs {
+		if p.PDRID == 1 {
+			return p.Counters
+		}
+	}
+	t.Fatal("the session has no PDR 1")
+	return c
 }
 
 // newSink counts the UDP datagrams to port that arrive at the gNB,
@@ -177,14 +199,23 @@ func counter(t *testing.T, dp *upfxdp.Datapath, reason string) uint64 {
 	return 0
 }
 
-// An N3 address that is not local to the interfaces' namespace has no
-// socket on the GTP-U port: the start names it and what is lost there,
-// with PFCP and without; the local one is not named.
+// An N3 address whose GTP-U port another socket holds has no socket of
+// the daemon's: the start names it and what is lost there, with PFCP and
+// without, and /metrics counts it. An address local nowhere yet (a
+// virtual address that appears later) binds as the local ones do; the
+// start says it is on no interface yet.
 func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 	for _, pfcp := range []bool{true, false} {
 		e := newEnv(t)
 		must(t, e.upf.AddAddr("n3n6", "10.1.2.1/24"))
-		e.n3 = []string{"10.1.9.1"}
+		must(t, e.upf.AddAddr("n3n6", "10.1.2.5/24"))
+		var holder net.PacketConn
+		must(t, e.upf.Do(func() (err error) {
+			holder, err = net.ListenPacket("udp4", "10.1.2.5:2152")
+			return err
+		}))
+		defer holder.Close()
+		e.n3 = []string{"10.1.9.1", "10.1.2.5"}
 		lost := "fragmented G-PDUs"
 		if pfcp {
 			e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", testsupport.FreeAddr(t, "udp"))
@@ -192,36 +223,29 @@ func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 		}
 		cfg := e.config(t)
 		var log bytes.Buffer // written by the start, read once the daemon stopped
-		must(t, runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)())
-		var named []string
+		stop := runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)
+		metrics := scrape(t, cfg.API.Listen)
+		must(t, stop())
+		var named, absent []string
 		for line := range strings.Lines(log.String()) {
 			if strings.Contains(line, "no GTP-U socket") && strings.Contains(line, lost) {
 				named = append(named, line)
 			}
+			if strings.Contains(line, "on no interface yet") {
+				absent = append(absent, line)
+			}
 		}
-		if len(named) != 1 || !strings.Contains(named[0], "address=10.1.9.1 ") || !strings.Contains(named[0], "cannot assign requested address") {
-			t.Errorf("pfcp %v: the start did not name 10.1.9.1 alone as without a socket, losing %s:\n%s", pfcp, lost, log.String())
+		if len(absent) != 1 || !strings.Contains(absent[0], "address=10.1.9.1\n") {
+			t.Errorf("pfcp %v: the start did not name 10.1.9.1 alone as on no interface yet:\n%s", pfcp, log.String())
 		}
-	}
-}
-
-// uplinkPDRCounters are the live counters of doc's uplink PDR, PDR 1.
-func uplinkPDRCounters(t *testing.T, client *api.Client) (c struct{ Packets, Bytes uint64 }) {
-	t.Helper()
-	raw, err := client.Session(context.Background(), 7)
-	must(t, err)
-	var d struct {
-		PDRs []struct {
-			PDRID    uint16 `json:"pdrId"`
-			Counters struct{ Packets, Bytes uint64 }
+		if len(named) != 1 || !strings.Contains(named[0], "address=10.1.2.5 ") || !strings.Contains(named[0], "address already in use") {
+			t.Errorf("pfcp %v: the start did not name 10.1.2.5 alone as without a socket, losing %s:\n%s", pfcp, lost, log.String())
 		}
-	}
-	must(t, json.Unmarshal(raw, &d))
-	for _, p := range d.PDRs {
-		if p.PDRID == 1 {
-			return p.Counters
+		testsupport.HasLines(t, metrics, `xdp5g_gtpu_unbound_addresses{address="10.1.2.5"} 1`)
+		for _, bound := range []string{"10.1.2.1", "10.1.9.1"} {
+			if _, ok := testsupport.Value(metrics, `xdp5g_gtpu_unbound_addresses{address="`+bound+`"}`); ok {
+				t.Errorf("pfcp %v: %s, bound, counted as unbound", pfcp, bound)
+			}
 		}
 	}
-	t.Fatal("the session has no PDR 1")
-	return c
 }
