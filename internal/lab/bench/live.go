@@ -109,8 +109,8 @@ func liveDirections(tb *demo.Testbed) []direction {
 
 // measureAttached measures every forwarder's every set of traffic in both
 // directions, by bpf_stats, then by rate, each round every forwarder
-// attached in its turn, in an order that rotates from round to round:
-// results[forwarder][set][direction].
+// attached in its turn, forwarders and sets in orders that rotate from
+// round to round: results[forwarder][set][direction].
 func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Generator, fwds []forwarder, dirs []direction,
 	packets uint64, nRounds int) ([][][2]liveResult, error) {
 	results := make([][][2]liveResult, len(fwds))
@@ -128,7 +128,8 @@ func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Gene
 				if err := fwds[f].attach(); err != nil {
 					return errors.Join(err, fwds[f].detach())
 				}
-				for t := range fwds[f].traffic {
+				for j := range fwds[f].traffic {
+					t := (j + r) % len(fwds[f].traffic)
 					for d := range dirs {
 						if err := measure(f, t, d); err != nil {
 							err = fmt.Errorf("%s, %s, %s: %w", what, fwds[f].name, dirs[d].Name, err)
