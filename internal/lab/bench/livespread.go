@@ -27,7 +27,8 @@ type liveInstalled struct {
 // attached by measureInstalled, its rounds done), under live traffic:
 // bpf_stats and the testbed rate, one session's frames and spread over
 // min(n, flows) sessions, interleaved with the redirect baseline round by
-// round. Nil if no spread is possible (n < 2).
+// round. Nil if no spread is possible: n < 2, or no spread's sessions
+// share the upper 16 bits of their TEIDs (spreadStart).
 func measureLiveInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *demo.UPF, n int, flows []int,
 	packets uint64, nRounds int) (_ *liveInstalled, err error) {
 	res := &liveInstalled{}
