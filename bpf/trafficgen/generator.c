@@ -19,6 +19,9 @@ struct gen_config {
 	 * consecutive values from its template value; flows <= 1: fixed. */
 	__u32 flow_offset;
 	__u32 flows;
+	/* A second such field that cycles with the first, each from its own
+	 * template value; 0: none. */
+	__u32 flow_offset2;
 	/* Frames still to send. The caller's library runs a test run the
 	 * kernel interrupts (Go preempts threads with signals) again whole, so
 	 * the program, not the repeat count, keeps the total exact. */
@@ -96,6 +99,15 @@ int xdp_trafficgen(struct xdp_md *ctx)
 		__be16 value = bpf_htons(first + flow);
 		if (bpf_xdp_store_bytes(ctx, off, &value, sizeof(value)))
 			return XDP_ABORTED;
+		off = cfg->flow_offset2;
+		if (off) {
+			if (off > FRAME_MAX - 2)
+				return XDP_ABORTED;
+			first = (cfg->tmpl.data[off] << 8) | cfg->tmpl.data[off + 1];
+			value = bpf_htons(first + flow);
+			if (bpf_xdp_store_bytes(ctx, off, &value, sizeof(value)))
+				return XDP_ABORTED;
+		}
 	}
 	if (cfg->stamp_offset) {
 		struct stamp st = {

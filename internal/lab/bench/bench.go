@@ -80,10 +80,10 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	fs.SortFlags = false // the help lists them by suite, as declared here
 	cfg := &f.cfg
-	fs.StringVar(&f.sessions, "sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with")
+	fs.StringVar(&f.sessions, "sessions", "1,1000,100000,1000000", "installed `counts` of sessions to measure the per-packet cost with, and the attached program and the testbed rate under live traffic")
 	fs.IntVar(&cfg.runs, "runs", 9, "interleaved rounds of every measurement; the median is reported")
-	fs.StringVar(&f.flows, "flows", "4096,65536", "`counts` of sessions the per-packet cost's frames cycle over")
-	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate")
+	fs.StringVar(&f.flows, "flows", "4096,65536", "`counts` of sessions the per-packet cost's frames cycle over, and the live traffic's (consecutive sessions whose TEIDs share their upper 16 bits)")
+	fs.Uint64Var(&cfg.packets, "packets", 4_000_000, "packets per direction and round of the testbed rate, one session installed and with each count of --sessions")
 	fs.DurationVar(&cfg.paced, "paced", 3*time.Second, "length of the paced run below saturation (of packets, or with --pfcp of each round of heartbeats and of requests with a collection forced)")
 	fs.BoolVar(&cfg.ipv6Transport, "ipv6-transport", false, "tunnel over IPv6 between the gNB and the UPF in the per-packet cost and the rate (the UPF's N3 address and the gNB's IPv6)")
 	fs.BoolVar(&cfg.open5gs, "open5gs", false, "install sessions of Open5GS's whole shape in the per-packet cost and the rate: 4 PDRs (2 of the SMF's own), 3 FARs, a QER and a URR (and no N9 sessions)")
@@ -317,7 +317,7 @@ func (f *Flags) Run(ctx context.Context, w io.Writer) (err error) {
 	}
 	for _, n := range cfg.sessions {
 		progress("per-packet cost with %d sessions", n)
-		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs, !cfg.open5gs)
+		row, err := measureCost(ctx, tb, b, n, cfg.flows, cfg.runs, !cfg.open5gs, cfg.packets)
 		if err != nil {
 			return fmt.Errorf("%d sessions: %w", n, err)
 		}
@@ -409,9 +409,9 @@ func (b *baselines) forwarder(tb *demo.Testbed) forwarder {
 			links = nil
 			return err
 		},
-		frames: [2][]byte{
-			demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL)),
-			tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL)),
-		},
+		traffic: [][2]traffic{{
+			{frame: demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL))},
+			{frame: tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL))},
+		}},
 	}
 }

@@ -39,8 +39,9 @@ type costRow struct {
 	floorLines                            uint32 // of the floor's table: the UPF's PDR table's, in whole pages
 	empty, tx, redirect, uplink, downlink rounds
 	floor                                 floorCost
-	spread                                []spreadCost // by --flows
-	n9                                    *n9Cost      // nil: not measured
+	spread                                []spreadCost   // by --flows
+	n9                                    *n9Cost        // nil: not measured
+	live                                  *liveInstalled // nil: not measured
 }
 
 // spreadCost is the per-packet cost with frames cycling over flows
@@ -86,8 +87,11 @@ func (r rounds) minus(base rounds) rounds {
 
 // measureCost installs n sessions into a fresh data path and measures their
 // per-packet cost (measureInstalled), with the N9 sessions if withN9: their
-// branches are compared with sessions of their own shape, two PDRs.
-func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flows []int, nRounds int, withN9 bool) (row costRow, err error) {
+// branches are compared with sessions of their own shape, two PDRs; then,
+// if livePackets is not 0, the same sessions under live traffic
+// (measureLiveInstalled), that many packets a round.
+func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flows []int, nRounds int, withN9 bool,
+	livePackets uint64) (row costRow, err error) {
 	row.sessions = n
 	k := 0
 	if withN9 {
@@ -103,14 +107,19 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flo
 	}
 	row.keys, _ = u.Datapath.PDRSets()
 	row.records = u.Datapath.Records()
-	if !withN9 {
-		return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, nil)
+	var n9 *n9Frames
+	if withN9 {
+		frames, err := installN9(ctx, tb, u, n, k)
+		if err != nil {
+			return row, err
+		}
+		n9 = &frames
 	}
-	n9, err := installN9(ctx, tb, u, n, k)
-	if err != nil {
+	if err := measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, n9); err != nil || livePackets == 0 {
 		return row, err
 	}
-	return row, measureInstalled(ctx, tb, b, u, &row, teid, flows, nRounds, &n9)
+	row.live, err = measureLiveInstalled(ctx, tb, b, u, n, flows, livePackets, nRounds)
+	return row, err
 }
 
 // n9Count is how many sessions of each N9 kind a row installs: as many

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
 	"github.com/xdp5g/xdp5g/internal/lab/baseline"
 )
@@ -11,14 +12,9 @@ import (
 // The floor's table that a cost row reports is the one measured: the
 // UPF's PDR table's size rounded up to whole pages of lines.
 func TestCostFloorLines(t *testing.T) {
-	tb := demotest.Testbed(t)
-	b, err := loadBaselines(tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	tb, b := testbedWithBaselines(t)
 	const sessions = 10
-	row, err := measureCost(context.Background(), tb, b, sessions, []int{4}, 1, false)
+	row, err := measureCost(context.Background(), tb, b, sessions, []int{4}, 1, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,4 +30,16 @@ func TestCostFloorLines(t *testing.T) {
 	if row.floorLines%page != 0 || row.floorLines < pdrs || row.floorLines >= pdrs+page {
 		t.Errorf("the floor's table has %d lines; want the PDR table's %d in whole pages of %d", row.floorLines, pdrs, page)
 	}
+}
+
+// testbedWithBaselines is the demo's testbed and the baselines set up for
+// it, removed when the test ends.
+func testbedWithBaselines(t *testing.T) (*demo.Testbed, *baselines) {
+	tb := demotest.Testbed(t)
+	b, err := loadBaselines(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return tb, b
 }

@@ -79,7 +79,7 @@ func measureDupl(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config
 	}
 	defer func() { err = errors.Join(err, copies.Sink.Close()) }()
 
-	dirs := []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
+	dirs := liveDirections(tb)
 	frames := [2][2][]byte{{uplinkFrame(tb, teid(0), 0), uplinkFrame(tb, teid(1), 1)},
 		{downlinkFrame(tb, 0), downlinkFrame(tb, 1)}}
 	var subjects []subject
@@ -126,7 +126,7 @@ func measureDupl(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config
 			if v == 1 {
 				variant = &res.rows[d].dupl
 			}
-			cost, err := attachedCost(tb, gen, dirs[d], frames[d][v], statsPackets(cfg.packets))
+			cost, err := attachedCost(tb, gen, dirs[d], traffic{frame: frames[d][v]}, statsPackets(cfg.packets))
 			if err != nil {
 				return res, err
 			}
@@ -134,7 +134,7 @@ func measureDupl(ctx context.Context, tb *demo.Testbed, b *baselines, cfg config
 			if err != nil {
 				return res, err
 			}
-			delivered, elapsed, err := deliver(gen, dirs[d], frames[d][v], cfg.packets, 0)
+			delivered, elapsed, err := deliver(gen, dirs[d], traffic{frame: frames[d][v]}, cfg.packets, 0)
 			if err != nil {
 				return res, err
 			}

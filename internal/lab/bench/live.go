@@ -23,12 +23,21 @@ type direction struct {
 	iface string
 }
 
+// traffic is what a direction's end sends: copies of frame, whose fields
+// spread.FlowOffset and spread.FlowOffset2 count up, if spread.Flows > 1,
+// from one packet to the next.
+type traffic struct {
+	frame  []byte
+	spread trafficgen.Options
+}
+
 // forwarder is what runs in the UPF namespace between N3 and N6, and the
-// frame each direction's end sends it (index as in directions).
+// traffic each direction's end sends it (index as in directions): sets
+// of it measured in turn while the forwarder is attached.
 type forwarder struct {
 	name           string
 	attach, detach func() error
-	frames         [2][]byte
+	traffic        [][2]traffic
 }
 
 // liveResult is one forwarder in one direction: the attached program's run
@@ -67,11 +76,48 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 	}
 	defer gen.Close()
 
-	dirs := []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
-	upfFrames := [2][]byte{uplinkFrame(tb, teid(0), 0), downlinkFrame(tb, 0)}
-	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, frames: upfFrames}, b.forwarder(tb)}
-	results := make([][2]liveResult, len(fwds))
-	each := func(what string, measure func(f, d int) error) error {
+	dirs := liveDirections(tb)
+	upfTraffic := [2]traffic{{frame: uplinkFrame(tb, teid(0), 0)}, {frame: downlinkFrame(tb, 0)}}
+	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, traffic: [][2]traffic{upfTraffic}}, b.forwarder(tb)}
+	results, err := measureAttached(ctx, tb, gen, fwds, dirs, packets, nRounds)
+	if err != nil {
+		return nil, err
+	}
+	for d := range dirs {
+		rows = append(rows, liveRow{direction: dirs[d].Name, iface: dirs[d].iface, upf: results[0][0][d], baseline: results[1][0][d]})
+	}
+
+	progress("paced: xdp5g at %.0f%% of its rate", pacedShare*100)
+	if err := u.Attach(); err != nil { // u.Close detaches
+		return nil, err
+	}
+	for d := range rows {
+		row := &rows[d]
+		row.pacedRate = uint64(pacedShare * row.upf.rate.median())
+		row.pacedSent = uint64(float64(row.pacedRate) * paced.Seconds())
+		if row.pacedDelivered, _, err = deliver(gen, dirs[d], upfTraffic[d], row.pacedSent, row.pacedRate); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// liveDirections are the testbed's two ways, uplink first.
+func liveDirections(tb *demo.Testbed) []direction {
+	return []direction{{tb.Uplink(), demo.N3}, {tb.Downlink(), demo.N6}}
+}
+
+// measureAttached measures every forwarder's every set of traffic in both
+// directions, by bpf_stats, then by rate, each round every forwarder
+// attached in its turn, forwarders and sets in orders that rotate from
+// round to round: results[forwarder][set][direction].
+func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Generator, fwds []forwarder, dirs []direction,
+	packets uint64, nRounds int) ([][][2]liveResult, error) {
+	results := make([][][2]liveResult, len(fwds))
+	for f := range fwds {
+		results[f] = make([][2]liveResult, len(fwds[f].traffic))
+	}
+	each := func(what string, measure func(f, t, d int) error) error {
 		for r := range nRounds {
 			for k := range fwds {
 				f := (k + r) % len(fwds)
@@ -82,10 +128,13 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 				if err := fwds[f].attach(); err != nil {
 					return errors.Join(err, fwds[f].detach())
 				}
-				for d := range dirs {
-					if err := measure(f, d); err != nil {
-						err = fmt.Errorf("%s, %s, %s: %w", what, fwds[f].name, dirs[d].Name, err)
-						return errors.Join(err, fwds[f].detach())
+				for j := range fwds[f].traffic {
+					t := (j + r) % len(fwds[f].traffic)
+					for d := range dirs {
+						if err := measure(f, t, d); err != nil {
+							err = fmt.Errorf("%s, %s, %s: %w", what, fwds[f].name, dirs[d].Name, err)
+							return errors.Join(err, fwds[f].detach())
+						}
 					}
 				}
 				if err := fwds[f].detach(); err != nil {
@@ -103,41 +152,22 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 	if err != nil {
 		return nil, fmt.Errorf("enabling bpf_stats: %w", err)
 	}
-	err = each("bpf_stats", func(f, d int) error {
-		ns, err := attachedCost(tb, gen, dirs[d], fwds[f].frames[d], statsPackets(packets))
-		results[f][d].ns = append(results[f][d].ns, ns)
+	err = each("bpf_stats", func(f, t, d int) error {
+		ns, err := attachedCost(tb, gen, dirs[d], fwds[f].traffic[t][d], statsPackets(packets))
+		results[f][t][d].ns = append(results[f][t][d].ns, ns)
 		return err
 	})
 	if err := errors.Join(err, stats.Close()); err != nil {
 		return nil, err
 	}
-	err = each("rate", func(f, d int) error {
-		delivered, elapsed, err := deliver(gen, dirs[d], fwds[f].frames[d], packets, 0)
-		s := &results[f][d]
+	err = each("rate", func(f, t, d int) error {
+		delivered, elapsed, err := deliver(gen, dirs[d], fwds[f].traffic[t][d], packets, 0)
+		s := &results[f][t][d]
 		s.rate = append(s.rate, float64(delivered)/elapsed.Seconds())
 		s.loss = append(s.loss, 1-float64(delivered)/float64(packets))
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	for d := range dirs {
-		rows = append(rows, liveRow{direction: dirs[d].Name, iface: dirs[d].iface, upf: results[0][d], baseline: results[1][d]})
-	}
-
-	progress("paced: xdp5g at %.0f%% of its rate", pacedShare*100)
-	if err := u.Attach(); err != nil { // u.Close detaches
-		return nil, err
-	}
-	for d := range rows {
-		row := &rows[d]
-		row.pacedRate = uint64(pacedShare * row.upf.rate.median())
-		row.pacedSent = uint64(float64(row.pacedRate) * paced.Seconds())
-		if row.pacedDelivered, _, err = deliver(gen, dirs[d], upfFrames[d], row.pacedSent, row.pacedRate); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
+	return results, err
 }
 
 // statsPackets is how many packets a bpf_stats run sends: run times need
@@ -147,7 +177,7 @@ func statsPackets(packets uint64) uint64 { return max(packets/4, 1) }
 
 // attachedCost sends packets through d and returns the run time per run
 // of the program attached where they enter the UPF, by bpf_stats.
-func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, frame []byte, packets uint64) (float64, error) {
+func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, t traffic, packets uint64) (float64, error) {
 	prog, err := attachedProgram(tb.UPF, d.iface)
 	if err != nil {
 		return 0, err
@@ -157,7 +187,7 @@ func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, fram
 	if err != nil {
 		return 0, err
 	}
-	if _, _, err := deliver(gen, d, frame, packets, 0); err != nil {
+	if _, _, err := deliver(gen, d, t, packets, 0); err != nil {
 		return 0, err
 	}
 	after, err := prog.Stats()
@@ -171,15 +201,17 @@ func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, fram
 	return float64(after.Runtime-before.Runtime) / float64(runs), nil
 }
 
-// deliver sends count copies of frame through d at rate packets per second
+// deliver sends count packets of t through d at rate packets per second
 // (0: as fast as possible) and returns how many arrived and how long the
 // sending took.
-func deliver(gen *trafficgen.Generator, d direction, frame []byte, count, rate uint64) (uint64, time.Duration, error) {
+func deliver(gen *trafficgen.Generator, d direction, t traffic, count, rate uint64) (uint64, time.Duration, error) {
 	before, err := d.Sink.Counts()
 	if err != nil {
 		return 0, 0, err
 	}
-	sent, elapsed, err := d.Send(gen, frame, count, trafficgen.Options{Rate: rate})
+	opts := t.spread
+	opts.Rate = rate
+	sent, elapsed, err := d.Send(gen, t.frame, count, opts)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -90,6 +90,8 @@ func report(w io.Writer, args []string, cfg config, res results) {
 			r.pacedSent, r.pacedDelivered, r.pacedSent-r.pacedDelivered)
 	}
 
+	liveInstalledTable(p, cfg, res.costs)
+
 	p("\n### Targets\n")
 	costTargets(p, res.costs)
 	for _, r := range live {
@@ -97,6 +99,62 @@ func report(w io.Writer, args []string, cfg config, res results) {
 		p("- %s testbed rate: %.3f× the redirect baseline (target ≥ %g×): %s", r.direction, ratio, targetRate, verdict[ratio >= targetRate])
 		p("- %s paced at %.2f Mpps: %d of %d packets lost (target 0): %s", r.direction, float64(r.pacedRate)/1e6,
 			r.pacedSent-r.pacedDelivered, r.pacedSent, verdict[r.pacedDelivered == r.pacedSent])
+	}
+}
+
+// liveInstalledTable is the attached UPF under live traffic with each
+// row's sessions installed, of the rows that measured it.
+func liveInstalledTable(p printer, cfg config, costs []costRow) {
+	if !slices.ContainsFunc(costs, func(r costRow) bool { return r.live != nil }) {
+		return
+	}
+	p("\n### Attached program under live traffic with the sessions installed\n")
+	p("The two measurements above, bpf_stats (ns/packet) and the testbed rate, with each row's sessions installed (the UPF")
+	p("of the per-packet cost, after its rounds), on the frames of the last session installed (1 session) and spread over")
+	p("min(sessions, --flows) sessions: the generator counts up the low 16 bits of the uplink G-PDU's TEID and of the UE")
+	p("address inside, and of the downlink packet's destination, the UE address, so each packet is the next session's. They")
+	p("are consecutive sessions, the last installed whose TEIDs share their upper 16 bits, taken in turn; not the test runs'")
+	p("random sample in random order: the keys' buckets and records are found by hash, so those reads are spread, but the")
+	p("PDR sets, PDRs and the rules after them were taken in the order the sessions were installed, so the next packet's")
+	p("lines often lie near. Reached: of the spread's sessions, those whose uplink (downlink) PDR counted packets. Median of %d", cfg.runs)
+	p("rounds of %d packets (bpf_stats) and %d (rate), the UPF's sets of frames and the redirect baseline interleaved;", statsPackets(cfg.packets), cfg.packets)
+	p("×Redirect: to the redirect baseline of the same rounds, ×1 session: to the UPF's one-session figure of the same row;")
+	p("the median of the rounds' ratios.\n")
+	p("| Sessions | Direction | Frames of | ns/packet | ×Redirect | ×1 session | Mpps | Loss | Mpps ×Redirect | Mpps ×1 session | Reached |")
+	p("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, r := range costs {
+		l := r.live
+		if l == nil {
+			continue
+		}
+		for d, name := range []string{"uplink", "downlink"} {
+			base, one := l.baseline[d], l.upf[0][d]
+			p("| %d | %s | redirect baseline | %.1f | | | %.2f | %.1f%% | | | |", r.sessions, name, base.ns.median(),
+				base.rate.median()/1e6, base.loss.median()*100)
+			p("| %d | %s | 1 session | %.1f | %.2f | | %.2f | %.1f%% | %.2f | | |", r.sessions, name, one.ns.median(),
+				one.ns.per(base.ns), one.rate.median()/1e6, one.loss.median()*100, one.rate.per(base.rate))
+			for s, k := range l.flows {
+				sp := l.upf[s+1][d]
+				p("| %d | %s | %d sessions | %.1f | %.2f | %.2f | %.2f | %.1f%% | %.2f | %.2f | %d |", r.sessions, name, k,
+					sp.ns.median(), sp.ns.per(base.ns), sp.ns.per(one.ns), sp.rate.median()/1e6, sp.loss.median()*100,
+					sp.rate.per(base.rate), sp.rate.per(one.rate), l.reached[s][d])
+			}
+		}
+	}
+	p("\nThe spreads' sessions (session i has TEID i+1 both ways and UE address 100.64.0.0 + i+1):")
+	for _, r := range costs {
+		l := r.live
+		if l == nil {
+			continue
+		}
+		for s, k := range l.flows {
+			p("- %d installed, over %d: sessions %d to %d", r.sessions, k, l.first[s], l.first[s]+k-1)
+		}
+		for _, count := range cfg.flows {
+			if k := min(r.sessions, count); k > 1 && !slices.Contains(l.flows, k) {
+				p("- %d installed, over %d: not measured, no %d consecutive sessions' TEIDs share their upper 16 bits", r.sessions, k, k)
+			}
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func benchSession(i int) session.Session {
 	ue := netip.PrefixFrom(ueAddr(i), 32)
 	const uplinkFAR, downlinkFAR = 1, 2
 	return session.Session{
-		SEID: uint64(i) + 1,
+		SEID: seid(i),
 		PDRs: []session.PDR{
 			{ID: 1, FARID: uplinkFAR, OuterHeaderRemoval: &removeGTPU, PDI: session.PDI{
 				SourceInterface: session.InterfaceAccess, TEID: teid(i), LocalAddress: n3Addr(), UEAddress: ue, QFI: demo.QFI}},
@@ -120,6 +120,9 @@ func open5gsSession(i int) session.Session {
 
 // smfAddr is where the SMF's own traffic with the UEs goes.
 var smfAddr = netip.MustParseAddr("192.0.2.10")
+
+// seid is session i's SEID.
+func seid(i int) uint64 { return uint64(i) + 1 }
 
 // cpTEID is the TEID of session i's F-TEID for the SMF's packets to the
 // UE, apart from every uplink TEID.

@@ -68,6 +68,10 @@ type Options struct {
 	// checksum 0). Frame n of a send has flow n % Flows.
 	FlowOffset int
 	Flows      int // 0 or 1: every packet is the frame as given
+	// FlowOffset2, if not 0, is a second such field that cycles with the
+	// first, each from its own value in the frame: a key split over two
+	// places, e.g. a tunnel's TEID and the address inside it.
+	FlowOffset2 int
 	// Rate is in packets per second, evenly spaced: the program drops
 	// what would be ahead of the schedule, and when it has fallen behind,
 	// between test runs or while its CPU was busy, it catches up with a
@@ -186,6 +190,9 @@ func (g *Generator) check(frame []byte, opts Options) error {
 	if opts.Flows > 1 && (opts.FlowOffset < 0 || opts.FlowOffset+2 > len(frame)) {
 		return fmt.Errorf("flow field at offset %d is outside the %d-byte frame", opts.FlowOffset, len(frame))
 	}
+	if opts.Flows > 1 && opts.FlowOffset2 != 0 && (opts.FlowOffset2 < 0 || opts.FlowOffset2+2 > len(frame)) {
+		return fmt.Errorf("second flow field at offset %d is outside the %d-byte frame", opts.FlowOffset2, len(frame))
+	}
 	if opts.StampOffset != 0 {
 		if opts.StampOffset < minFrame || opts.StampOffset+StampSize > len(frame) {
 			return fmt.Errorf("stamp at offset %d is outside the %d-byte frame's payload", opts.StampOffset, len(frame))
@@ -211,6 +218,7 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options, start ti
 		Tmpl:          generatorFrame{Len: uint32(len(frame))},
 		FlowOffset:    uint32(opts.FlowOffset),
 		Flows:         uint32(opts.Flows),
+		FlowOffset2:   uint32(opts.FlowOffset2),
 		Budget:        int64(min(count, math.MaxInt64)),
 		Count:         int64(min(count, math.MaxInt64)),
 		Rate:          opts.Rate,

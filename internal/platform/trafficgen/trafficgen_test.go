@@ -227,17 +227,20 @@ func TestSinkFilterRejects(t *testing.T) {
 	}
 }
 
-// With flows, the destination port takes flows values in turn: a sink
-// filtering on one of them sees an even share, one past the range none.
+// With flows, the destination port takes flows values in turn, and the
+// source port, a second field, with it: a sink filtering on one of them
+// sees an even share, one past the range none.
 func TestSendFlows(t *testing.T) {
 	b := newBed(t)
 	const flows = 16
+	srcPortAt := portAt - 2
+	srcPort := binary.BigEndian.Uint16(b.udpTemplate[srcPortAt:])
 	for _, k := range []uint16{0, flows - 1, flows} {
 		port := dstPort + k
 		droppedBefore := b.ringDrops(t)
 		sink := b.newSink(t, Filter{DstPort: port}, false)
 		err := onOneCPU(func() error {
-			_, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, packets, Options{FlowOffset: portAt, Flows: flows})
+			_, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, packets, Options{FlowOffset: portAt, Flows: flows, FlowOffset2: srcPortAt})
 			return err
 		})
 		if err != nil {
@@ -265,6 +268,7 @@ func TestSendFlows(t *testing.T) {
 		} else {
 			frame := bytes.Clone(b.udpTemplate)
 			binary.BigEndian.PutUint16(frame[portAt:], port)
+			binary.BigEndian.PutUint16(frame[srcPortAt:], srcPort+k)
 			if diff := testsupport.FrameDiff(sample, frame); diff != "" {
 				t.Errorf("port %d: sample: %s", port, diff)
 			}
@@ -391,10 +395,11 @@ func TestSendRejectsBadInput(t *testing.T) {
 		frame []byte
 		opts  Options
 	}{
-		"runt":           {frame: make([]byte, 13), opts: Options{}},
-		"too long":       {frame: make([]byte, MaxFrame+1), opts: Options{}},
-		"field outside":  {frame: b.udpTemplate, opts: Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
-		"too many flows": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
+		"runt":                 {frame: make([]byte, 13), opts: Options{}},
+		"too long":             {frame: make([]byte, MaxFrame+1), opts: Options{}},
+		"field outside":        {frame: b.udpTemplate, opts: Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
+		"too many flows":       {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
+		"second field outside": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 2, FlowOffset2: len(b.udpTemplate) - 1}},
 	} {
 		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
 			t.Errorf("%s: no error", name)
