@@ -40,8 +40,9 @@ type Config struct {
 // Pool hands out slots; it is not safe for concurrent use.
 type Pool struct {
 	cfg   Config
-	next  uint32 // slots from next on were never handed out,
-	held  []bool // but for these, a previous run's, by slot
+	next  uint32 // slots from next to top were never handed out,
+	top   uint32
+	held  []bool // but for these, by slot: a previous run's, or handed out ahead of next (AllocPreferred)
 	inUse int
 	free  []uint32 // ready to hand out
 	dirty []uint32 // out of use and past the delay, not reset yet
@@ -53,25 +54,99 @@ func New(cfg Config) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Pool{cfg: cfg, next: cfg.First}
+	return &Pool{cfg: cfg, next: cfg.First, top: cfg.Size}
 }
 
 // Alloc hands out a slot, reset if the pool resets slots.
 func (p *Pool) Alloc() (uint32, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	return p.take(len(p.free) - 1), nil
+}
+
+// AllocPreferred hands out slot if it is ready to go out or was never
+// handed out; else, as AllocHigh, one out of the way of those Alloc hands
+// out next. Two pools whose slots go together (a QER's and a URR's share
+// a usage line) keep their numbers paired so.
+func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	if i := slices.Index(p.free, slot); i >= 0 {
+		return p.take(i), nil
+	}
+	if p.unusedSlot(slot) {
+		if err := p.resetUnused(slot); err != nil {
+			return 0, err
+		}
+		if len(p.held) < int(p.cfg.Size) {
+			p.held = append(p.held, make([]bool, int(p.cfg.Size)-len(p.held))...)
+		}
+		p.held[slot] = true
+		p.inUse++
+		return slot, nil
+	}
+	return p.AllocHigh()
+}
+
+// AllocHigh hands out the highest slot never handed out, the last Alloc
+// would reach, so that a slot with no pair in another pool keeps out of
+// the way of those that have one; when none is left, a slot as Alloc.
+func (p *Pool) AllocHigh() (uint32, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	for s := p.top; s > p.next; s-- {
+		if !p.unusedSlot(s - 1) {
+			continue
+		}
+		if err := p.resetUnused(s - 1); err != nil {
+			return 0, err
+		}
+		p.top = s - 1
+		p.inUse++
+		return s - 1, nil
+	}
+	return p.take(len(p.free) - 1), nil
+}
+
+// ready moves the slots past the delay out of its queue, and frees a
+// batch when none is free.
+func (p *Pool) ready() error {
 	now := p.cfg.Now()
 	for p.cool.n > 0 && now.Sub(p.cool.front().since) >= ReuseDelay {
 		p.dirty = append(p.dirty, p.cool.pop().slot)
 	}
 	if len(p.free) == 0 {
-		if err := p.refill(); err != nil {
-			return 0, err
-		}
+		return p.refill()
 	}
-	n := len(p.free)
-	s := p.free[n-1]
-	p.free = p.free[:n-1]
+	return nil
+}
+
+// take hands out free slot i.
+func (p *Pool) take(i int) uint32 {
+	s := p.free[i]
+	p.free = slices.Delete(p.free, i, i+1)
 	p.inUse++
-	return s, nil
+	return s
+}
+
+// unusedSlot says whether slot was never handed out.
+func (p *Pool) unusedSlot(slot uint32) bool {
+	return slot >= p.next && slot < p.top && (int(slot) >= len(p.held) || !p.held[slot])
+}
+
+// resetUnused resets a slot never handed out, which a previous run may
+// have used, before it goes out alone.
+func (p *Pool) resetUnused(slot uint32) error {
+	if p.cfg.Reset == nil || p.cfg.Zeroed {
+		return nil
+	}
+	if err := p.cfg.Reset([]uint32{slot}); err != nil {
+		return fmt.Errorf("resetting %s slots: %w", p.cfg.Name, err)
+	}
+	return nil
 }
 
 // refill frees a batch of slots never handed out or of those past the
@@ -113,8 +188,8 @@ func (p *Pool) refill() error {
 func (p *Pool) unused() (uint32, []uint32) {
 	var batch []uint32
 	s := p.next
-	for ; s < p.cfg.Size && len(batch) < resetBatch; s++ {
-		if int(s) >= len(p.held) || !p.held[s] {
+	for ; s < p.top && len(batch) < resetBatch; s++ {
+		if p.unusedSlot(s) {
 			batch = append(batch, s)
 		}
 	}

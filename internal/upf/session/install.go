@@ -304,7 +304,7 @@ func (t *txn) writeRules() error {
 			t.in.URRSlots.set(u.ID, slot)
 			continue
 		}
-		slot, err := s.urrSlots.Alloc()
+		slot, err := t.urrSlot(u.ID)
 		if err != nil {
 			return err
 		}
@@ -376,6 +376,19 @@ func (t *txn) writeRules() error {
 		}
 	}
 	return nil
+}
+
+// urrSlot is a fresh slot for URR id: where it can, that of the first QER
+// of the first PDR that applies both, so that a packet finds the QER's
+// credit and the URR's counts in one usage line; else one out of the way
+// of the QERs' next slots.
+func (t *txn) urrSlot(id uint32) (uint32, error) {
+	for _, p := range t.in.PDRs {
+		if len(p.QERIDs) > 0 && slices.Contains(p.URRIDs, id) {
+			return t.s.urrSlots.AllocPreferred(t.in.QERSlots.of(p.QERIDs[0]))
+		}
+	}
+	return t.s.urrSlots.AllocHigh()
 }
 
 // acquire takes the next-hop slot of dst, given back by undo; 0 for none.

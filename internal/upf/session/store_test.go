@@ -555,3 +555,82 @@ func TestStorePDRCountersSurviveModification(t *testing.T) {
 		t.Errorf("after a restart: PDR counters %+v, %v, want %+v", got, err, want)
 	}
 }
+
+// A URR takes the slot of the first QER of a PDR that applies both, so that
+// the data path finds both in one usage line, whatever the shapes of the
+// sessions before it: one QER and URR, two QERs and a URR, a URR alone, a
+// QER alone; at creation and when a modification adds the URR. No slot
+// goes to two sessions' URRs or QERs.
+func TestStorePairsURRsWithQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	shaped := func(seid uint64, qers, urrs int) Session {
+		s := figure10()
+		s.SEID = seid
+		for i := range s.PDRs {
+			s.PDRs[i].PDI.TEID = 100 + uint32(seid)
+			s.PDRs[i].PDI.UEAddress = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 9, 0, byte(seid)}), 32)
+		}
+		for id := range uint32(qers) {
+			s.QERs = append(s.QERs, QER{ID: id + 1})
+			for i := range s.PDRs {
+				s.PDRs[i].QERIDs = append(s.PDRs[i].QERIDs, id+1)
+			}
+		}
+		for id := range uint32(urrs) {
+			s.URRs = append(s.URRs, URR{ID: id + 1})
+			for i := range s.PDRs {
+				s.PDRs[i].URRIDs = append(s.PDRs[i].URRIDs, id+1)
+			}
+		}
+		return s
+	}
+	shapes := [][2]int{{1, 1}, {2, 1}, {0, 1}, {1, 0}, {0, 2}, {1, 1}}
+	var seids []uint64
+	for seid := uint64(1); seid <= 60; seid++ {
+		sh := shapes[seid%uint64(len(shapes))]
+		check(t, e.store.Create(shaped(seid, sh[0], sh[1])))
+		seids = append(seids, seid)
+		if seid%10 == 0 { // gives its slots back, to the reuse delay
+			check(t, e.store.Delete(seid-5))
+			seids = slices.DeleteFunc(seids, func(s uint64) bool { return s == seid-5 })
+		}
+	}
+	for _, seid := range seids {
+		if sh := shapes[seid%uint64(len(shapes))]; sh == [2]int{1, 0} && seid%4 == 0 {
+			check(t, e.store.Replace(shaped(seid, 1, 1)))
+		}
+	}
+	qers, urrs := map[uint32]uint64{}, map[uint32]uint64{}
+	pairs := 0
+	for _, seid := range seids {
+		slots, ok := e.store.Slots(seid)
+		if !ok {
+			t.Fatalf("session %d missing", seid)
+		}
+		for kind, owners := range map[string]map[uint32]uint64{"QER": qers, "URR": urrs} {
+			rules := slots.QER
+			if kind == "URR" {
+				rules = slots.URR
+			}
+			for _, r := range rules {
+				if other, taken := owners[r.Slot]; taken {
+					t.Fatalf("%s slot %d of sessions %d and %d", kind, r.Slot, other, seid)
+				}
+				owners[r.Slot] = seid
+			}
+		}
+		for _, pdr := range slots.PDR {
+			p, err := e.dp.PDR(pdr.Slot)
+			check(t, err)
+			if p.Qer[0] != 0 && p.Urr[0] != 0 {
+				pairs++
+				if p.Urr[0] != p.Qer[0] {
+					t.Errorf("session %d: PDR %d's URR in slot %d, its QER in %d", seid, pdr.ID, p.Urr[0], p.Qer[0])
+				}
+			}
+		}
+	}
+	if pairs < 40 {
+		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
+	}
+}
