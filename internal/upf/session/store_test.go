@@ -559,7 +559,8 @@ func TestStorePDRCountersSurviveModification(t *testing.T) {
 // A URR takes the slot of the first QER of a PDR that applies both, so that
 // the data path finds both in one usage line, whatever the shapes of the
 // sessions before it: one QER and URR, two QERs and a URR, a URR alone, a
-// QER alone; at creation and when a modification adds the URR. No slot
+// QER alone; at creation, when a modification adds the URR, and after one
+// that changes a FAR, which leaves the QER in its slot as the URR. No slot
 // goes to two sessions' URRs or QERs.
 func TestStorePairsURRsWithQERs(t *testing.T) {
 	e := newStoreEnv(t)
@@ -596,8 +597,13 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 		}
 	}
 	for _, seid := range seids {
-		if sh := shapes[seid%uint64(len(shapes))]; sh == [2]int{1, 0} && seid%4 == 0 {
+		switch sh := shapes[seid%uint64(len(shapes))]; {
+		case sh == [2]int{1, 0} && seid%4 == 0:
 			check(t, e.store.Replace(shaped(seid, 1, 1)))
+		case sh == [2]int{1, 1}:
+			s := shaped(seid, 1, 1)
+			s.FARs[0].OuterHeaderCreation.TEID++
+			check(t, e.store.Replace(s))
 		}
 	}
 	qers, urrs := map[uint32]uint64{}, map[uint32]uint64{}
@@ -632,5 +638,39 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 	}
 	if pairs < 40 {
 		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
+	}
+}
+
+// A modification leaves a QER it does not change in its slot and moves one
+// it changes to a fresh one; each slot is given back once.
+func TestStoreKeepsUnchangedQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	shaped := func(mbr uint64) Session { // new slices: the store keeps them
+		sess := figure10()
+		sess.QERs = []QER{{ID: 1, MBRDL: 8_000_000}, {ID: 2, MBRUL: mbr}}
+		sess.URRs = []URR{{ID: 1}}
+		for i := range sess.PDRs {
+			sess.PDRs[i].QERIDs, sess.PDRs[i].URRIDs = []uint32{1, 2}, []uint32{1}
+		}
+		return sess
+	}
+	check(t, e.store.Create(shaped(0)))
+	before, _ := e.store.Slots(1)
+	sess := shaped(16_000_000)
+	sess.FARs[0].OuterHeaderCreation.TEID++
+	check(t, e.store.Replace(sess))
+	after, _ := e.store.Slots(1)
+	if after.QER[0] != before.QER[0] || after.URR[0] != before.URR[0] || after.QER[1] == before.QER[1] {
+		t.Fatalf("QER slots %v, URR slots %v; before the modification %v, %v", after.QER, after.URR, before.QER, before.URR)
+	}
+	if q, err := e.dp.QER(after.QER[1].Slot); err != nil || q.Bucket[0].Rate != 16_000_000/8 {
+		t.Fatalf("the changed QER: %+v, %v", q, err)
+	}
+	if n := e.store.qerSlots.InUse(); n != 2 {
+		t.Fatalf("%d QER slots in use, want 2", n)
+	}
+	check(t, e.store.Delete(1))
+	if n := e.store.qerSlots.InUse(); n != 0 {
+		t.Fatalf("%d QER slots in use after the removal", n)
 	}
 }
