@@ -45,7 +45,9 @@ type Pool struct {
 	held  []bool // but for these, by slot: a previous run's, or handed out ahead of next (AllocPreferred)
 	inUse int
 	free  []uint32 // ready to hand out
-	dirty []uint32 // out of use and past the delay, not reset yet
+	dirty []uint32 // out of use and past the delay, not reset yet: of a slot's entries the last, if past says so;
+	past  []bool   // by slot
+	stale int      // the other entries, whose slots AllocPreferred took
 	cool  ring     // released, in the order of their release
 }
 
@@ -65,10 +67,10 @@ func (p *Pool) Alloc() (uint32, error) {
 	return p.take(len(p.free) - 1), nil
 }
 
-// AllocPreferred hands out slot if it is ready to go out or was never
-// handed out; else, as AllocHigh, one out of the way of those Alloc hands
-// out next. Two pools whose slots go together (a QER's and a URR's share
-// a usage line) keep their numbers paired so.
+// AllocPreferred hands out slot if it is out of use and past its delay or
+// was never handed out; else, as AllocHigh, one out of the way of those
+// Alloc hands out next. Two pools whose slots go together (a QER's and a
+// URR's share a usage line) keep their numbers paired so.
 func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
 	if err := p.ready(); err != nil {
 		return 0, err
@@ -76,8 +78,20 @@ func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
 	if i := slices.Index(p.free, slot); i >= 0 {
 		return p.take(i), nil
 	}
+	if int(slot) < len(p.past) && p.past[slot] {
+		if err := p.resetAlone(slot, true); err != nil {
+			return 0, err
+		}
+		p.past[slot] = false
+		p.stale++
+		if p.stale > resetBatch && p.stale > len(p.dirty)/2 {
+			p.compact()
+		}
+		p.inUse++
+		return slot, nil
+	}
 	if p.unusedSlot(slot) {
-		if err := p.resetUnused(slot); err != nil {
+		if err := p.resetAlone(slot, false); err != nil {
 			return 0, err
 		}
 		if len(p.held) < int(p.cfg.Size) {
@@ -101,7 +115,7 @@ func (p *Pool) AllocHigh() (uint32, error) {
 		if !p.unusedSlot(s - 1) {
 			continue
 		}
-		if err := p.resetUnused(s - 1); err != nil {
+		if err := p.resetAlone(s-1, false); err != nil {
 			return 0, err
 		}
 		p.top = s - 1
@@ -116,7 +130,7 @@ func (p *Pool) AllocHigh() (uint32, error) {
 func (p *Pool) ready() error {
 	now := p.cfg.Now()
 	for p.cool.n > 0 && now.Sub(p.cool.front().since) >= ReuseDelay {
-		p.dirty = append(p.dirty, p.cool.pop().slot)
+		p.addDirty(p.cool.pop().slot)
 	}
 	if len(p.free) == 0 {
 		return p.refill()
@@ -137,10 +151,10 @@ func (p *Pool) unusedSlot(slot uint32) bool {
 	return slot >= p.next && slot < p.top && (int(slot) >= len(p.held) || !p.held[slot])
 }
 
-// resetUnused resets a slot never handed out, which a previous run may
-// have used, before it goes out alone.
-func (p *Pool) resetUnused(slot uint32) error {
-	if p.cfg.Reset == nil || p.cfg.Zeroed {
+// resetAlone resets a slot before it goes out alone: one used before, or
+// one never handed out, which a previous run may have used.
+func (p *Pool) resetAlone(slot uint32, used bool) error {
+	if p.cfg.Reset == nil || (!used && p.cfg.Zeroed) {
 		return nil
 	}
 	if err := p.cfg.Reset([]uint32{slot}); err != nil {
@@ -154,12 +168,12 @@ func (p *Pool) resetUnused(slot uint32) error {
 func (p *Pool) refill() error {
 	var batch []uint32
 	next := p.next
-	if p.cfg.PreferNew || len(p.dirty) == 0 {
+	if p.cfg.PreferNew || len(p.dirty) == p.stale {
 		next, batch = p.unused()
 	}
 	fresh := len(batch) > 0
 	if !fresh {
-		batch = p.dirty[max(0, len(p.dirty)-resetBatch):]
+		batch = p.dirtyBatch()
 	}
 	switch {
 	case len(batch) > 0:
@@ -171,16 +185,62 @@ func (p *Pool) refill() error {
 	}
 	if p.cfg.Reset != nil && (!fresh || !p.cfg.Zeroed) {
 		if err := p.cfg.Reset(batch); err != nil {
+			if !fresh {
+				for _, s := range slices.Backward(batch) {
+					p.addDirty(s)
+				}
+			}
 			return fmt.Errorf("resetting %s slots: %w", p.cfg.Name, err)
 		}
 	}
 	p.free = append(p.free, batch...)
 	if fresh {
 		p.next = next
-	} else {
-		p.dirty = p.dirty[:len(p.dirty)-len(batch)]
 	}
 	return nil
+}
+
+// addDirty notes a slot out of use and past its delay.
+func (p *Pool) addDirty(slot uint32) {
+	if len(p.past) == 0 {
+		p.past = make([]bool, p.cfg.Size)
+	}
+	p.dirty = append(p.dirty, slot)
+	p.past[slot] = true
+}
+
+// dirtyBatch takes a batch of slots out of dirty, the last entries first,
+// which are a slot's last, and drops the stale ones it meets.
+func (p *Pool) dirtyBatch() []uint32 {
+	var batch []uint32
+	for len(p.dirty) > 0 && len(batch) < resetBatch {
+		s := p.dirty[len(p.dirty)-1]
+		p.dirty = p.dirty[:len(p.dirty)-1]
+		if p.past[s] {
+			p.past[s] = false
+			batch = append(batch, s)
+		} else {
+			p.stale--
+		}
+	}
+	return batch
+}
+
+// compact drops the stale entries of dirty, so that it grows no larger
+// than the slots in it however many AllocPreferred takes out.
+func (p *Pool) compact() {
+	kept := make([]uint32, 0, len(p.dirty)-p.stale)
+	for _, s := range slices.Backward(p.dirty) {
+		if p.past[s] {
+			p.past[s] = false
+			kept = append(kept, s)
+		}
+	}
+	slices.Reverse(kept)
+	for _, s := range kept {
+		p.past[s] = true
+	}
+	p.dirty, p.stale = kept, 0
 }
 
 // unused is a batch of the slots never handed out, the lowest last, and
@@ -207,7 +267,7 @@ func (p *Pool) Release(slot uint32) {
 // still be reading; it is reset all the same, should a key have pointed at
 // it for a moment.
 func (p *Pool) ReleaseNow(slot uint32) {
-	p.dirty = append(p.dirty, slot)
+	p.addDirty(slot)
 	p.inUse--
 }
 

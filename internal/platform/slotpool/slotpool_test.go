@@ -14,6 +14,14 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
+// resetLog records the resets of a pool.
+type resetLog [][]uint32
+
+func (r *resetLog) reset(slots []uint32) error {
+	*r = append(*r, slices.Clone(slots))
+	return nil
+}
+
 func check(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -72,11 +80,8 @@ func TestResets(t *testing.T) {
 // without a reset, and slots given back are reset all the same.
 func TestZeroedSlots(t *testing.T) {
 	c := &clock{time.Unix(0, 0)}
-	var resets [][]uint32
-	p := New(Config{Name: "test", First: 1, Size: 3, Zeroed: true, Now: c.Now, Reset: func(slots []uint32) error {
-		resets = append(resets, slices.Clone(slots))
-		return nil
-	}})
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 3, Zeroed: true, Now: c.Now, Reset: resets.reset})
 	for want := uint32(1); want <= 2; want++ {
 		if s, err := p.Alloc(); err != nil || s != want {
 			t.Fatalf("slot %d, %v; want %d", s, err, want)
@@ -84,7 +89,7 @@ func TestZeroedSlots(t *testing.T) {
 	}
 	p.Release(1)
 	c.now = c.now.Add(ReuseDelay)
-	if s, err := p.Alloc(); err != nil || s != 1 || !reflect.DeepEqual(resets, [][]uint32{{1}}) {
+	if s, err := p.Alloc(); err != nil || s != 1 || !reflect.DeepEqual(resets, resetLog{{1}}) {
 		t.Fatalf("slot %d, %v after resets %v; want slot 1 after its reset alone", s, err, resets)
 	}
 }
@@ -203,11 +208,8 @@ func TestAdopt(t *testing.T) {
 // out does, and Alloc hands out neither of them.
 func TestAllocPreferred(t *testing.T) {
 	c := &clock{time.Unix(0, 0)}
-	var resets [][]uint32
-	p := New(Config{Name: "test", First: 1, Size: 3 * resetBatch, Now: c.Now, Reset: func(slots []uint32) error {
-		resets = append(resets, slices.Sorted(slices.Values(slots)))
-		return nil
-	}})
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 3 * resetBatch, Now: c.Now, Reset: resets.reset})
 	p.Adopt([]bool{40: true})
 	first, err := p.Alloc() // frees 1 to resetBatch
 	check(t, err)
@@ -217,7 +219,7 @@ func TestAllocPreferred(t *testing.T) {
 			t.Fatalf("preferring slot %d: got %d, %v", want, s, err)
 		}
 	}
-	if want := [][]uint32{resets[0], {ahead}}; !reflect.DeepEqual(resets, want) {
+	if want := (resetLog{resets[0], {ahead}}); !reflect.DeepEqual(resets, want) {
 		t.Fatalf("resets %v, want %v: the slot handed out ahead reset alone", resets, want)
 	}
 	high := uint32(3*resetBatch - 1)
@@ -251,11 +253,12 @@ func TestAllocPreferred(t *testing.T) {
 	}
 }
 
-// Slots given back are preferred only once they are free: never within
-// their reuse delay.
+// A slot given back is preferred once past its reuse delay, never within
+// it, and goes out reset.
 func TestAllocPreferredWaitsOutTheDelay(t *testing.T) {
 	c := &clock{time.Unix(0, 0)}
-	p := New(Config{Name: "test", First: 1, Size: 5, Now: c.Now})
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 5, Zeroed: true, Now: c.Now, Reset: resets.reset})
 	a, err := p.Alloc()
 	check(t, err)
 	p.Release(a)
@@ -263,14 +266,45 @@ func TestAllocPreferredWaitsOutTheDelay(t *testing.T) {
 		t.Fatalf("preferring slot %d in its delay: got %d, %v", a, s, err)
 	}
 	c.now = c.now.Add(ReuseDelay)
-	for p.InUse() < 4 {
-		if s, err := p.AllocPreferred(a); err != nil {
-			t.Fatal(err)
-		} else if s == a {
-			return
-		}
+	if s, err := p.AllocPreferred(a); err != nil || s != a || !reflect.DeepEqual(resets, resetLog{{a}}) {
+		t.Fatalf("preferring slot %d past its delay: got %d, %v after resets %v", a, s, err, resets)
 	}
-	t.Fatalf("slot %d, past its delay, not handed out", a)
+}
+
+// Paired with another pool's slots as they come and go, a pool hands out
+// the same numbers though slots of its own come and go too, and its list
+// of slots past their delay stays as long as the slots in it.
+func TestAllocPreferredChurn(t *testing.T) {
+	c := &clock{time.Unix(0, 0)}
+	qers := New(Config{Name: "QER", First: 1, Size: 1 << 10, Now: c.Now})
+	urrs := New(Config{Name: "URR", First: 1, Size: 1 << 10, Now: c.Now})
+	alone, err := urrs.AllocHigh() // a URR without a QER, which comes and goes
+	check(t, err)
+	held := make([][2]uint32, 100)
+	for round := range 200 {
+		urrs.Release(alone)
+		if alone, err = urrs.AllocHigh(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range held {
+			if round > 0 {
+				qers.Release(held[i][0])
+				urrs.Release(held[i][1])
+			}
+			q, err := qers.Alloc()
+			check(t, err)
+			u, err := urrs.AllocPreferred(q)
+			check(t, err)
+			if u != q {
+				t.Fatalf("round %d: QER slot %d, URR slot %d", round, q, u)
+			}
+			held[i] = [2]uint32{q, u}
+		}
+		c.now = c.now.Add(ReuseDelay / 4)
+	}
+	if n, slots := len(urrs.dirty), len(urrs.dirty)-urrs.stale; n > 2*slots+resetBatch {
+		t.Errorf("%d entries of slots past their delay, with %d such slots", n, slots)
+	}
 }
 
 // Whatever the mix of allocations, releases and time, a pool hands out no
@@ -344,6 +378,9 @@ func TestAllocMix(t *testing.T) {
 				used[s], dirty[s] = true, true
 				delete(released, s)
 				inUse = append(inUse, s)
+				if len(p.dirty) > 2*size+resetBatch {
+					t.Fatalf("step %d: %d entries of slots past their delay", step, len(p.dirty))
+				}
 				if p.InUse() != len(inUse) {
 					t.Fatalf("step %d: %d in use, want %d", step, p.InUse(), len(inUse))
 				}

@@ -556,6 +556,30 @@ func TestStorePDRCountersSurviveModification(t *testing.T) {
 	}
 }
 
+// shaped is figure10 as session seid with qers QERs and urrs URRs, which
+// both its PDRs apply.
+func shaped(seid uint64, qers, urrs int) Session {
+	s := figure10()
+	s.SEID = seid
+	for i := range s.PDRs {
+		s.PDRs[i].PDI.TEID = 100 + uint32(seid)
+		s.PDRs[i].PDI.UEAddress = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 9, byte(seid >> 8), byte(seid)}), 32)
+	}
+	for id := range uint32(qers) {
+		s.QERs = append(s.QERs, QER{ID: id + 1})
+		for i := range s.PDRs {
+			s.PDRs[i].QERIDs = append(s.PDRs[i].QERIDs, id+1)
+		}
+	}
+	for id := range uint32(urrs) {
+		s.URRs = append(s.URRs, URR{ID: id + 1})
+		for i := range s.PDRs {
+			s.PDRs[i].URRIDs = append(s.PDRs[i].URRIDs, id+1)
+		}
+	}
+	return s
+}
+
 // A URR takes the slot of the first QER of a PDR that applies both, so that
 // the data path finds both in one usage line, whatever the shapes of the
 // sessions before it: one QER and URR, two QERs and a URR, a URR alone, a
@@ -564,27 +588,6 @@ func TestStorePDRCountersSurviveModification(t *testing.T) {
 // goes to two sessions' URRs or QERs.
 func TestStorePairsURRsWithQERs(t *testing.T) {
 	e := newStoreEnv(t)
-	shaped := func(seid uint64, qers, urrs int) Session {
-		s := figure10()
-		s.SEID = seid
-		for i := range s.PDRs {
-			s.PDRs[i].PDI.TEID = 100 + uint32(seid)
-			s.PDRs[i].PDI.UEAddress = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 9, 0, byte(seid)}), 32)
-		}
-		for id := range uint32(qers) {
-			s.QERs = append(s.QERs, QER{ID: id + 1})
-			for i := range s.PDRs {
-				s.PDRs[i].QERIDs = append(s.PDRs[i].QERIDs, id+1)
-			}
-		}
-		for id := range uint32(urrs) {
-			s.URRs = append(s.URRs, URR{ID: id + 1})
-			for i := range s.PDRs {
-				s.PDRs[i].URRIDs = append(s.PDRs[i].URRIDs, id+1)
-			}
-		}
-		return s
-	}
 	shapes := [][2]int{{1, 1}, {2, 1}, {0, 1}, {1, 0}, {0, 2}, {1, 1}}
 	var seids []uint64
 	for seid := uint64(1); seid <= 60; seid++ {
@@ -606,6 +609,16 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 			check(t, e.store.Replace(s))
 		}
 	}
+	if pairs := e.checkPairs(t, seids); pairs < 40 {
+		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
+	}
+}
+
+// checkPairs checks that every PDR of the sessions seids with a QER and a
+// URR has them in one slot, and that no slot goes to two sessions' QERs
+// or URRs; it says how many PDRs have both.
+func (e *storeEnv) checkPairs(t *testing.T, seids []uint64) int {
+	t.Helper()
 	qers, urrs := map[uint32]uint64{}, map[uint32]uint64{}
 	pairs := 0
 	for _, seid := range seids {
@@ -636,9 +649,7 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 			}
 		}
 	}
-	if pairs < 40 {
-		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
-	}
+	return pairs
 }
 
 // A modification leaves a QER it does not change in its slot and moves one
@@ -673,4 +684,29 @@ func TestStoreKeepsUnchangedQERs(t *testing.T) {
 	if n := e.store.qerSlots.InUse(); n != 0 {
 		t.Fatalf("%d QER slots in use after the removal", n)
 	}
+}
+
+// Pairs form again from slots given back: sessions of every shape come
+// and go, and those created past the reuse delay pair their QERs and
+// URRs in the slots the others left.
+func TestStorePairsURRsWithQERsUnderChurn(t *testing.T) {
+	e := newStoreEnv(t)
+	shapes := [][2]int{{1, 1}, {2, 1}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {1, 1}}
+	var seids []uint64
+	seid := uint64(0)
+	for round := range 4 {
+		for range 50 {
+			seid++
+			sh := shapes[seid%uint64(len(shapes))]
+			check(t, e.store.Create(shaped(seid, sh[0], sh[1])))
+			seids = append(seids, seid)
+		}
+		for i := round; i < len(seids); i += 2 {
+			check(t, e.store.Delete(seids[i]))
+			seids[i] = 0
+		}
+		seids = slices.DeleteFunc(seids, func(s uint64) bool { return s == 0 })
+		time.Sleep(slotpool.ReuseDelay)
+	}
+	e.checkPairs(t, seids)
 }
