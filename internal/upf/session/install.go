@@ -680,7 +680,7 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 }
 
 // forget gives back what an installed session owned, once no key points at
-// it any more, but for the URR slots that next, replacing it, keeps.
+// it any more, but for the QER and URR slots that next, replacing it, keeps.
 func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
 	for _, e := range in.QERSlots {
