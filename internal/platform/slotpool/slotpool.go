@@ -40,11 +40,14 @@ type Config struct {
 // Pool hands out slots; it is not safe for concurrent use.
 type Pool struct {
 	cfg   Config
-	next  uint32 // slots from next on were never handed out,
-	held  []bool // but for these, a previous run's, by slot
+	next  uint32 // slots from next to top were never handed out,
+	top   uint32
+	held  []bool // but for these, by slot: a previous run's, or handed out ahead of next (AllocPreferred)
 	inUse int
 	free  []uint32 // ready to hand out
-	dirty []uint32 // out of use and past the delay, not reset yet
+	dirty []uint32 // out of use and past the delay, not reset yet: of a slot's entries the last, if past says so;
+	past  []bool   // by slot
+	stale int      // the other entries, whose slots AllocPreferred took
 	cool  ring     // released, in the order of their release
 }
 
@@ -53,25 +56,111 @@ func New(cfg Config) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Pool{cfg: cfg, next: cfg.First}
+	return &Pool{cfg: cfg, next: cfg.First, top: cfg.Size}
 }
 
 // Alloc hands out a slot, reset if the pool resets slots.
 func (p *Pool) Alloc() (uint32, error) {
-	now := p.cfg.Now()
-	for p.cool.n > 0 && now.Sub(p.cool.front().since) >= ReuseDelay {
-		p.dirty = append(p.dirty, p.cool.pop().slot)
+	if err := p.ready(); err != nil {
+		return 0, err
 	}
-	if len(p.free) == 0 {
-		if err := p.refill(); err != nil {
+	return p.take(len(p.free) - 1), nil
+}
+
+// AllocPreferred hands out slot if it is out of use and past its delay or
+// was never handed out; else, as AllocHigh, one out of the way of those
+// Alloc hands out next. Two pools whose slots go together (a QER's and a
+// URR's share a usage line) keep their numbers paired so.
+func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	if i := slices.Index(p.free, slot); i >= 0 {
+		return p.take(i), nil
+	}
+	if int(slot) < len(p.past) && p.past[slot] {
+		if err := p.resetAlone(slot, true); err != nil {
 			return 0, err
 		}
+		p.past[slot] = false
+		p.stale++
+		if p.stale > resetBatch && p.stale > len(p.dirty)/2 {
+			p.compact()
+		}
+		p.inUse++
+		return slot, nil
 	}
-	n := len(p.free)
-	s := p.free[n-1]
-	p.free = p.free[:n-1]
+	if p.unusedSlot(slot) {
+		if err := p.resetAlone(slot, false); err != nil {
+			return 0, err
+		}
+		if len(p.held) < int(p.cfg.Size) {
+			p.held = append(p.held, make([]bool, int(p.cfg.Size)-len(p.held))...)
+		}
+		p.held[slot] = true
+		p.inUse++
+		return slot, nil
+	}
+	return p.AllocHigh()
+}
+
+// AllocHigh hands out the highest slot never handed out, the last Alloc
+// would reach, so that a slot with no pair in another pool keeps out of
+// the way of those that have one; when none is left, a slot as Alloc.
+func (p *Pool) AllocHigh() (uint32, error) {
+	if err := p.ready(); err != nil {
+		return 0, err
+	}
+	for s := p.top; s > p.next; s-- {
+		if !p.unusedSlot(s - 1) {
+			continue
+		}
+		if err := p.resetAlone(s-1, false); err != nil {
+			return 0, err
+		}
+		p.top = s - 1
+		p.inUse++
+		return s - 1, nil
+	}
+	return p.take(len(p.free) - 1), nil
+}
+
+// ready moves the slots past the delay out of its queue, and frees a
+// batch when none is free.
+func (p *Pool) ready() error {
+	now := p.cfg.Now()
+	for p.cool.n > 0 && now.Sub(p.cool.front().since) >= ReuseDelay {
+		p.addDirty(p.cool.pop().slot)
+	}
+	if len(p.free) == 0 {
+		return p.refill()
+	}
+	return nil
+}
+
+// take hands out free slot i.
+func (p *Pool) take(i int) uint32 {
+	s := p.free[i]
+	p.free = slices.Delete(p.free, i, i+1)
 	p.inUse++
-	return s, nil
+	return s
+}
+
+// unusedSlot says whether slot was never handed out.
+func (p *Pool) unusedSlot(slot uint32) bool {
+	return slot >= p.next && slot < p.top && (int(slot) >= len(p.held) || !p.held[slot])
+}
+
+// resetAlone resets a slot before it goes out alone: one used before, or
+// one never handed out, which a previous run may have used.
+func (p *Pool) resetAlone(slot uint32, used bool) error {
+	if p.cfg.Reset == nil || (!used && p.cfg.Zeroed) {
+		return nil
+	}
+	if err := p.cfg.Reset([]uint32{slot}); err != nil {
+		return fmt.Errorf("resetting %s slots: %w", p.cfg.Name, err)
+	}
+	return nil
 }
 
 // refill frees a batch of slots never handed out or of those past the
@@ -79,12 +168,12 @@ func (p *Pool) Alloc() (uint32, error) {
 func (p *Pool) refill() error {
 	var batch []uint32
 	next := p.next
-	if p.cfg.PreferNew || len(p.dirty) == 0 {
+	if p.cfg.PreferNew || len(p.dirty) == p.stale {
 		next, batch = p.unused()
 	}
 	fresh := len(batch) > 0
 	if !fresh {
-		batch = p.dirty[max(0, len(p.dirty)-resetBatch):]
+		batch = p.dirtyBatch()
 	}
 	switch {
 	case len(batch) > 0:
@@ -96,16 +185,62 @@ func (p *Pool) refill() error {
 	}
 	if p.cfg.Reset != nil && (!fresh || !p.cfg.Zeroed) {
 		if err := p.cfg.Reset(batch); err != nil {
+			if !fresh {
+				for _, s := range slices.Backward(batch) {
+					p.addDirty(s)
+				}
+			}
 			return fmt.Errorf("resetting %s slots: %w", p.cfg.Name, err)
 		}
 	}
 	p.free = append(p.free, batch...)
 	if fresh {
 		p.next = next
-	} else {
-		p.dirty = p.dirty[:len(p.dirty)-len(batch)]
 	}
 	return nil
+}
+
+// addDirty notes a slot out of use and past its delay.
+func (p *Pool) addDirty(slot uint32) {
+	if len(p.past) == 0 {
+		p.past = make([]bool, p.cfg.Size)
+	}
+	p.dirty = append(p.dirty, slot)
+	p.past[slot] = true
+}
+
+// dirtyBatch takes a batch of slots out of dirty, the last entries first,
+// which are a slot's last, and drops the stale ones it meets.
+func (p *Pool) dirtyBatch() []uint32 {
+	var batch []uint32
+	for len(p.dirty) > 0 && len(batch) < resetBatch {
+		s := p.dirty[len(p.dirty)-1]
+		p.dirty = p.dirty[:len(p.dirty)-1]
+		if p.past[s] {
+			p.past[s] = false
+			batch = append(batch, s)
+		} else {
+			p.stale--
+		}
+	}
+	return batch
+}
+
+// compact drops the stale entries of dirty, so that it grows no larger
+// than the slots in it however many AllocPreferred takes out.
+func (p *Pool) compact() {
+	kept := make([]uint32, 0, len(p.dirty)-p.stale)
+	for _, s := range slices.Backward(p.dirty) {
+		if p.past[s] {
+			p.past[s] = false
+			kept = append(kept, s)
+		}
+	}
+	slices.Reverse(kept)
+	for _, s := range kept {
+		p.past[s] = true
+	}
+	p.dirty, p.stale = kept, 0
 }
 
 // unused is a batch of the slots never handed out, the lowest last, and
@@ -113,8 +248,8 @@ func (p *Pool) refill() error {
 func (p *Pool) unused() (uint32, []uint32) {
 	var batch []uint32
 	s := p.next
-	for ; s < p.cfg.Size && len(batch) < resetBatch; s++ {
-		if int(s) >= len(p.held) || !p.held[s] {
+	for ; s < p.top && len(batch) < resetBatch; s++ {
+		if p.unusedSlot(s) {
 			batch = append(batch, s)
 		}
 	}
@@ -132,7 +267,7 @@ func (p *Pool) Release(slot uint32) {
 // still be reading; it is reset all the same, should a key have pointed at
 // it for a moment.
 func (p *Pool) ReleaseNow(slot uint32) {
-	p.dirty = append(p.dirty, slot)
+	p.addDirty(slot)
 	p.inUse--
 }
 

@@ -2,6 +2,7 @@ package slotpool
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -12,6 +13,14 @@ import (
 type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
+
+// resetLog records the resets of a pool.
+type resetLog [][]uint32
+
+func (r *resetLog) reset(slots []uint32) error {
+	*r = append(*r, slices.Clone(slots))
+	return nil
+}
 
 func check(t *testing.T, err error) {
 	t.Helper()
@@ -71,11 +80,8 @@ func TestResets(t *testing.T) {
 // without a reset, and slots given back are reset all the same.
 func TestZeroedSlots(t *testing.T) {
 	c := &clock{time.Unix(0, 0)}
-	var resets [][]uint32
-	p := New(Config{Name: "test", First: 1, Size: 3, Zeroed: true, Now: c.Now, Reset: func(slots []uint32) error {
-		resets = append(resets, slices.Clone(slots))
-		return nil
-	}})
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 3, Zeroed: true, Now: c.Now, Reset: resets.reset})
 	for want := uint32(1); want <= 2; want++ {
 		if s, err := p.Alloc(); err != nil || s != want {
 			t.Fatalf("slot %d, %v; want %d", s, err, want)
@@ -83,7 +89,7 @@ func TestZeroedSlots(t *testing.T) {
 	}
 	p.Release(1)
 	c.now = c.now.Add(ReuseDelay)
-	if s, err := p.Alloc(); err != nil || s != 1 || !reflect.DeepEqual(resets, [][]uint32{{1}}) {
+	if s, err := p.Alloc(); err != nil || s != 1 || !reflect.DeepEqual(resets, resetLog{{1}}) {
 		t.Fatalf("slot %d, %v after resets %v; want slot 1 after its reset alone", s, err, resets)
 	}
 }
@@ -194,5 +200,191 @@ func TestAdopt(t *testing.T) {
 	c.now = c.now.Add(ReuseDelay)
 	if s, err := p.Alloc(); err != nil || s != 3 || p.InUse() != 4 {
 		t.Fatalf("slot %d, %v with %d in use; want the released slot 3 and 4 in use", s, err, p.InUse())
+	}
+}
+
+// A preferred slot goes out when it is free or was never handed out, and
+// then never again while in use; otherwise the highest slot never handed
+// out does, and Alloc hands out neither of them.
+func TestAllocPreferred(t *testing.T) {
+	c := &clock{time.Unix(0, 0)}
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 3 * resetBatch, Now: c.Now, Reset: resets.reset})
+	p.Adopt([]bool{40: true})
+	first, err := p.Alloc() // frees 1 to resetBatch
+	check(t, err)
+	ahead := uint32(resetBatch + 10) // never handed out, past the free ones
+	for _, want := range []uint32{5, ahead} {
+		if s, err := p.AllocPreferred(want); err != nil || s != want {
+			t.Fatalf("preferring slot %d: got %d, %v", want, s, err)
+		}
+	}
+	if want := (resetLog{resets[0], {ahead}}); !reflect.DeepEqual(resets, want) {
+		t.Fatalf("resets %v, want %v: the slot handed out ahead reset alone", resets, want)
+	}
+	high := uint32(3*resetBatch - 1)
+	for _, taken := range []uint32{first, 5, ahead, 40} { // in use, or adopted
+		if s, err := p.AllocPreferred(taken); err != nil || s != high {
+			t.Fatalf("preferring slot %d, in use: got %d, %v; want the highest, %d", taken, s, err, high)
+		}
+		high--
+	}
+	if s, err := p.AllocPreferred(7); err != nil || s != 7 {
+		t.Fatalf("preferring the free slot 7: got %d, %v", s, err)
+	}
+	seen := map[uint32]bool{}
+	for _, s := range []uint32{first, 5, ahead, 40, 7} {
+		seen[s] = true
+	}
+	for s := high + 1; s < 3*resetBatch; s++ {
+		seen[s] = true
+	}
+	for p.InUse() < int(3*resetBatch-1) {
+		c.now = c.now.Add(ReuseDelay / 4)
+		s, err := p.Alloc()
+		check(t, err)
+		if seen[s] {
+			t.Fatalf("slot %d handed out twice", s)
+		}
+		seen[s] = true
+	}
+	if s, err := p.AllocPreferred(7); err == nil {
+		t.Fatalf("a full pool gave slot %d", s)
+	}
+}
+
+// A slot given back is preferred once past its reuse delay, never within
+// it, and goes out reset.
+func TestAllocPreferredWaitsOutTheDelay(t *testing.T) {
+	c := &clock{time.Unix(0, 0)}
+	var resets resetLog
+	p := New(Config{Name: "test", First: 1, Size: 5, Zeroed: true, Now: c.Now, Reset: resets.reset})
+	a, err := p.Alloc()
+	check(t, err)
+	p.Release(a)
+	if s, err := p.AllocPreferred(a); err != nil || s == a {
+		t.Fatalf("preferring slot %d in its delay: got %d, %v", a, s, err)
+	}
+	c.now = c.now.Add(ReuseDelay)
+	if s, err := p.AllocPreferred(a); err != nil || s != a || !reflect.DeepEqual(resets, resetLog{{a}}) {
+		t.Fatalf("preferring slot %d past its delay: got %d, %v after resets %v", a, s, err, resets)
+	}
+}
+
+// Paired with another pool's slots as they come and go, a pool hands out
+// the same numbers though slots of its own come and go too, and its list
+// of slots past their delay stays as long as the slots in it.
+func TestAllocPreferredChurn(t *testing.T) {
+	c := &clock{time.Unix(0, 0)}
+	qers := New(Config{Name: "QER", First: 1, Size: 1 << 10, Now: c.Now})
+	urrs := New(Config{Name: "URR", First: 1, Size: 1 << 10, Now: c.Now})
+	alone, err := urrs.AllocHigh() // a URR without a QER, which comes and goes
+	check(t, err)
+	held := make([][2]uint32, 100)
+	for round := range 200 {
+		urrs.Release(alone)
+		if alone, err = urrs.AllocHigh(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range held {
+			if round > 0 {
+				qers.Release(held[i][0])
+				urrs.Release(held[i][1])
+			}
+			q, err := qers.Alloc()
+			check(t, err)
+			u, err := urrs.AllocPreferred(q)
+			check(t, err)
+			if u != q {
+				t.Fatalf("round %d: QER slot %d, URR slot %d", round, q, u)
+			}
+			held[i] = [2]uint32{q, u}
+		}
+		c.now = c.now.Add(ReuseDelay / 4)
+	}
+	if n, slots := len(urrs.dirty), len(urrs.dirty)-urrs.stale; n > 2*slots+resetBatch {
+		t.Errorf("%d entries of slots past their delay, with %d such slots", n, slots)
+	}
+}
+
+// Whatever the mix of allocations, releases and time, a pool hands out no
+// slot in use or in its reuse delay, none out of its bounds, and none
+// holding what the data path left in it; and it counts what is in use.
+func TestAllocMix(t *testing.T) {
+	for name, cfg := range map[string]Config{"plain": {}, "prefer new": {PreferNew: true}, "zeroed": {Zeroed: true}, "from 1": {First: 1}} {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			c := &clock{time.Unix(0, 0)}
+			const size = 200
+			cfg.Name, cfg.Size, cfg.Now = "test", size, c.Now
+			dirty := make([]bool, size) // a previous run's, or used since the reset
+			for s := range dirty {
+				dirty[s] = !cfg.Zeroed
+			}
+			cfg.Reset = func(slots []uint32) error {
+				for _, s := range slots {
+					dirty[s] = false
+				}
+				return nil
+			}
+			p := New(cfg)
+			used := make([]bool, size)
+			used[size/2] = true
+			p.Adopt(slices.Clone(used))
+			dirty[size/2] = true
+			released := map[uint32]time.Time{}
+			var inUse []uint32
+			for s := range used {
+				if used[s] {
+					inUse = append(inUse, uint32(s))
+				}
+			}
+			for step := range 20000 {
+				var s uint32
+				var err error
+				switch op := rng.IntN(10); {
+				case op < 3 && len(inUse) > 0:
+					i := rng.IntN(len(inUse))
+					s = inUse[i]
+					inUse = slices.Delete(inUse, i, i+1)
+					used[s] = false
+					if op == 0 {
+						p.ReleaseNow(s)
+					} else {
+						p.Release(s)
+						released[s] = c.now
+					}
+					continue
+				case op == 3:
+					c.now = c.now.Add(ReuseDelay / 8)
+					continue
+				case op < 6:
+					s, err = p.Alloc()
+				case op < 9:
+					s, err = p.AllocPreferred(uint32(rng.IntN(size + 2)))
+				default:
+					s, err = p.AllocHigh()
+				}
+				if err != nil {
+					if len(inUse)+p.cool.n < size-int(cfg.First) {
+						t.Fatalf("step %d: %v with %d in use", step, err, len(inUse))
+					}
+					continue
+				}
+				if s < cfg.First || s >= size || used[s] || dirty[s] || c.now.Sub(released[s]) < ReuseDelay {
+					t.Fatalf("step %d: handed out slot %d (in use %v, not reset %v, released at %v, now %v)",
+						step, s, used[s], dirty[s], released[s], c.now)
+				}
+				used[s], dirty[s] = true, true
+				delete(released, s)
+				inUse = append(inUse, s)
+				if len(p.dirty) > 2*size+resetBatch {
+					t.Fatalf("step %d: %d entries of slots past their delay", step, len(p.dirty))
+				}
+				if p.InUse() != len(inUse) {
+					t.Fatalf("step %d: %d in use, want %d", step, p.InUse(), len(inUse))
+				}
+			}
+		})
 	}
 }

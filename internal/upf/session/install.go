@@ -18,6 +18,7 @@ type txn struct {
 	s        *Store
 	in       *installed
 	keep     *installed   // whose URR slots and PDR counts the session keeps; nil: none
+	old      *installed   // the session replaced, whose unchanged QERs stay in their slots; nil: none
 	mod      Modification // its created PDRs and URRs keep nothing
 	nexthops []netip.Addr
 	statics  []Neighbour  // the entries before this install took a reference
@@ -30,7 +31,11 @@ func (t *txn) undo() {
 		t.s.dp.DeleteDupl(slot)
 	}
 	releaseAll(t.s.pdrSlots, t.in.PDRSlots, true)
-	releaseAll(t.s.qerSlots, t.in.QERSlots, true)
+	for _, e := range t.in.QERSlots {
+		if _, kept := t.keptQER(e.ID); !kept {
+			t.s.qerSlots.ReleaseNow(e.Slot)
+		}
+	}
 	for _, e := range t.in.URRSlots {
 		if _, _, kept := t.keptURR(e.ID); !kept {
 			t.s.urrSlots.ReleaseNow(e.Slot)
@@ -91,7 +96,7 @@ func (s *Store) install(sess Session, old, keep *installed, m Modification) erro
 	if err := s.staticConflict(&sess, old); err != nil {
 		return err
 	}
-	t := &txn{s: s, keep: keep, mod: m, sources: sources, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
+	t := &txn{s: s, keep: keep, old: old, mod: m, sources: sources, in: &installed{Session: sess, PDRSlots: make(ruleSlots, 0, len(sess.PDRs))}}
 	if err := t.writeRules(); err != nil {
 		t.undo()
 		return err
@@ -236,6 +241,21 @@ func (t *txn) keptPDR(id uint16) (uint32, bool) {
 	return t.keep.PDRSlots.lookup(uint32(id))
 }
 
+// keptQER is the slot QER id keeps from the session replaced, which has
+// it as it is: its URRs keep their slots, so moving the QER would part
+// the pairs that share a usage line.
+func (t *txn) keptQER(id uint32) (uint32, bool) {
+	if t.old == nil {
+		return 0, false
+	}
+	i := slices.IndexFunc(t.old.QERs, func(q QER) bool { return q.ID == id })
+	j := slices.IndexFunc(t.in.QERs, func(q QER) bool { return q.ID == id })
+	if i < 0 || j < 0 || t.old.QERs[i] != t.in.QERs[j] {
+		return 0, false
+	}
+	return t.old.QERSlots.lookup(id)
+}
+
 // keptURR is the slot URR id keeps from t.keep and its limits there,
 // unless created anew.
 func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
@@ -293,6 +313,10 @@ func (t *txn) writeRules() error {
 		s.refStatic(n)
 	}
 	for _, q := range sess.QERs {
+		if slot, kept := t.keptQER(q.ID); kept {
+			t.in.QERSlots.set(q.ID, slot)
+			continue
+		}
 		slot, err := s.qerSlots.Alloc()
 		if err != nil {
 			return err
@@ -307,7 +331,7 @@ func (t *txn) writeRules() error {
 			t.in.URRSlots.set(u.ID, slot)
 			continue
 		}
-		slot, err := s.urrSlots.Alloc()
+		slot, err := t.urrSlot(u.ID)
 		if err != nil {
 			return err
 		}
@@ -379,6 +403,19 @@ func (t *txn) writeRules() error {
 		}
 	}
 	return nil
+}
+
+// urrSlot is a fresh slot for URR id: where it can, that of the first QER
+// of the first PDR that applies both, so that a packet finds the QER's
+// credit and the URR's counts in one usage line; else one out of the way
+// of the QERs' next slots.
+func (t *txn) urrSlot(id uint32) (uint32, error) {
+	for _, p := range t.in.PDRs {
+		if len(p.QERIDs) > 0 && slices.Contains(p.URRIDs, id) {
+			return t.s.urrSlots.AllocPreferred(t.in.QERSlots.of(p.QERIDs[0]))
+		}
+	}
+	return t.s.urrSlots.AllocHigh()
 }
 
 // acquire takes the next-hop slot of dst, given back by undo; 0 for none.
@@ -646,10 +683,14 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 }
 
 // forget gives back what an installed session owned, once no key points at
-// it any more, but for the URR slots that next, replacing it, keeps.
+// it any more, but for the QER and URR slots that next, replacing it, keeps.
 func (s *Store) forget(in, next *installed) {
 	releaseAll(s.pdrSlots, in.PDRSlots, false)
-	releaseAll(s.qerSlots, in.QERSlots, false)
+	for _, e := range in.QERSlots {
+		if next == nil || next.QERSlots.of(e.ID) != e.Slot {
+			s.qerSlots.Release(e.Slot)
+		}
+	}
 	for _, e := range in.URRSlots {
 		if next == nil || next.URRSlots.of(e.ID) != e.Slot {
 			s.urrSlots.Release(e.Slot)

@@ -602,3 +602,158 @@ func TestStoreRulesCreatedAgainCountFromZero(t *testing.T) {
 		t.Errorf("PDR 20 created again in a later request: PDR counters %+v, %v", got, err)
 	}
 }
+
+// shaped is figure10 as session seid with qers QERs and urrs URRs, which
+// both its PDRs apply.
+func shaped(seid uint64, qers, urrs int) Session {
+	s := figure10()
+	s.SEID = seid
+	for i := range s.PDRs {
+		s.PDRs[i].PDI.TEID = 100 + uint32(seid)
+		s.PDRs[i].PDI.UEAddress = netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 9, byte(seid >> 8), byte(seid)}), 32)
+	}
+	for id := range uint32(qers) {
+		s.QERs = append(s.QERs, QER{ID: id + 1})
+		for i := range s.PDRs {
+			s.PDRs[i].QERIDs = append(s.PDRs[i].QERIDs, id+1)
+		}
+	}
+	for id := range uint32(urrs) {
+		s.URRs = append(s.URRs, URR{ID: id + 1})
+		for i := range s.PDRs {
+			s.PDRs[i].URRIDs = append(s.PDRs[i].URRIDs, id+1)
+		}
+	}
+	return s
+}
+
+// A URR takes the slot of the first QER of a PDR that applies both, so that
+// the data path finds both in one usage line, whatever the shapes of the
+// sessions before it: one QER and URR, two QERs and a URR, a URR alone, a
+// QER alone; at creation, when a modification adds the URR, and after one
+// that changes a FAR, which leaves the QER in its slot as the URR. No slot
+// goes to two sessions' URRs or QERs.
+func TestStorePairsURRsWithQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	shapes := [][2]int{{1, 1}, {2, 1}, {0, 1}, {1, 0}, {0, 2}, {1, 1}}
+	var seids []uint64
+	for seid := uint64(1); seid <= 60; seid++ {
+		sh := shapes[seid%uint64(len(shapes))]
+		check(t, e.store.Create(shaped(seid, sh[0], sh[1])))
+		seids = append(seids, seid)
+		if seid%10 == 0 { // gives its slots back, to the reuse delay
+			check(t, e.store.Delete(seid-5))
+			seids = slices.DeleteFunc(seids, func(s uint64) bool { return s == seid-5 })
+		}
+	}
+	for _, seid := range seids {
+		switch sh := shapes[seid%uint64(len(shapes))]; {
+		case sh == [2]int{1, 0} && seid%4 == 0:
+			check(t, e.store.Replace(shaped(seid, 1, 1)))
+		case sh == [2]int{1, 1}:
+			s := shaped(seid, 1, 1)
+			s.FARs[0].OuterHeaderCreation.TEID++
+			check(t, e.store.Replace(s))
+		}
+	}
+	if pairs := e.checkPairs(t, seids); pairs < 40 {
+		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
+	}
+}
+
+// checkPairs checks that every PDR of the sessions seids with a QER and a
+// URR has them in one slot, and that no slot goes to two sessions' QERs
+// or URRs; it says how many PDRs have both.
+func (e *storeEnv) checkPairs(t *testing.T, seids []uint64) int {
+	t.Helper()
+	qers, urrs := map[uint32]uint64{}, map[uint32]uint64{}
+	pairs := 0
+	for _, seid := range seids {
+		slots, ok := e.store.Slots(seid)
+		if !ok {
+			t.Fatalf("session %d missing", seid)
+		}
+		for kind, owners := range map[string]map[uint32]uint64{"QER": qers, "URR": urrs} {
+			rules := slots.QER
+			if kind == "URR" {
+				rules = slots.URR
+			}
+			for _, r := range rules {
+				if other, taken := owners[r.Slot]; taken {
+					t.Fatalf("%s slot %d of sessions %d and %d", kind, r.Slot, other, seid)
+				}
+				owners[r.Slot] = seid
+			}
+		}
+		for _, pdr := range slots.PDR {
+			p, err := e.dp.PDR(pdr.Slot)
+			check(t, err)
+			if p.Qer[0] != 0 && p.Urr[0] != 0 {
+				pairs++
+				if p.Urr[0] != p.Qer[0] {
+					t.Errorf("session %d: PDR %d's URR in slot %d, its QER in %d", seid, pdr.ID, p.Urr[0], p.Qer[0])
+				}
+			}
+		}
+	}
+	return pairs
+}
+
+// A modification leaves a QER it does not change in its slot and moves one
+// it changes to a fresh one; each slot is given back once.
+func TestStoreKeepsUnchangedQERs(t *testing.T) {
+	e := newStoreEnv(t)
+	shaped := func(mbr uint64) Session { // new slices: the store keeps them
+		sess := figure10()
+		sess.QERs = []QER{{ID: 1, MBRDL: 8_000_000}, {ID: 2, MBRUL: mbr}}
+		sess.URRs = []URR{{ID: 1}}
+		for i := range sess.PDRs {
+			sess.PDRs[i].QERIDs, sess.PDRs[i].URRIDs = []uint32{1, 2}, []uint32{1}
+		}
+		return sess
+	}
+	check(t, e.store.Create(shaped(0)))
+	before, _ := e.store.Slots(1)
+	sess := shaped(16_000_000)
+	sess.FARs[0].OuterHeaderCreation.TEID++
+	check(t, e.store.Replace(sess))
+	after, _ := e.store.Slots(1)
+	if after.QER[0] != before.QER[0] || after.URR[0] != before.URR[0] || after.QER[1] == before.QER[1] {
+		t.Fatalf("QER slots %v, URR slots %v; before the modification %v, %v", after.QER, after.URR, before.QER, before.URR)
+	}
+	if q, err := e.dp.QER(after.QER[1].Slot); err != nil || q.Bucket[0].Rate != 16_000_000/8 {
+		t.Fatalf("the changed QER: %+v, %v", q, err)
+	}
+	if n := e.store.qerSlots.InUse(); n != 2 {
+		t.Fatalf("%d QER slots in use, want 2", n)
+	}
+	check(t, e.store.Delete(1))
+	if n := e.store.qerSlots.InUse(); n != 0 {
+		t.Fatalf("%d QER slots in use after the removal", n)
+	}
+}
+
+// Pairs form again from slots given back: sessions of every shape come
+// and go, and those created past the reuse delay pair their QERs and
+// URRs in the slots the others left.
+func TestStorePairsURRsWithQERsUnderChurn(t *testing.T) {
+	e := newStoreEnv(t)
+	shapes := [][2]int{{1, 1}, {2, 1}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {1, 1}}
+	var seids []uint64
+	seid := uint64(0)
+	for round := range 4 {
+		for range 50 {
+			seid++
+			sh := shapes[seid%uint64(len(shapes))]
+			check(t, e.store.Create(shaped(seid, sh[0], sh[1])))
+			seids = append(seids, seid)
+		}
+		for i := round; i < len(seids); i += 2 {
+			check(t, e.store.Delete(seids[i]))
+			seids[i] = 0
+		}
+		seids = slices.DeleteFunc(seids, func(s uint64) bool { return s == 0 })
+		time.Sleep(slotpool.ReuseDelay)
+	}
+	e.checkPairs(t, seids)
+}
