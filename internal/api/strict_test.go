@@ -8,6 +8,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/ran/e1"
+	"github.com/xdp5g/xdp5g/internal/strictjson"
 )
 
 // A number of the wrong type, or outside its field's range, is refused
@@ -27,6 +28,7 @@ func TestNumbersNameTheirFieldsRange(t *testing.T) {
 		{`{"cpus": [-1]}`, &Slice{}, "cpus[0]", "must be an integer from 0 to 4294967295"}, // no narrower range
 		{`{"seid": 1, "pdrs": [{"pdrId": 1, "farId": 1, "pdi": {"sourceInterface": 0, "qfi": "9"}}]}`, &document{}, "pdrs[0].pdi.qfi", "must be an integer from 0 to 63"},
 		{`{"seid": 1, "qers": [{"qerId": 1, "qfi": 256}]}`, &document{}, "qers[0].qfi", "must be an integer from 0 to 63"},
+		{`{"seid": 1, "fars": [{"farId": 1, "buffer": {"held": 1.5}}]}`, &document{}, "fars[0].buffer.held", "must be an integer from -9223372036854775808 to 9223372036854775807"},
 		{`{"seid": 1, "fars": [{"farId": 1, "forwardingParameters": {"dscp": 1.5}}]}`, &document{}, "fars[0].forwardingParameters.dscp", "must be an integer from 0 to 63"},
 		{`{"seid": 1, "fars": [{"farId": 1, "duplicatingParameters": {"destinationInterface": 4, "dscp": 64}}]}`, &document{}, "fars[0].duplicatingParameters.dscp", "must be an integer from 0 to 63"},
 		{setup(`"pduSessionId": 1`, `"pduSessionId": 0`), &e1.BearerContextSetupRequest{}, "pduSessionResourceToSetupList[0].pduSessionId", "must be an integer from 1 to 255"},
@@ -96,5 +98,22 @@ func BenchmarkDecodeRulesFile(b *testing.B) {
 		if err := decodeStrict(doc, &f); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Every document the API decodes has only fields the strict decoder takes:
+// one it cannot would panic the request that gives it. The live figures of
+// a document it serves (a FAR's buffer) are taken back as given.
+func TestDocumentsDecodeEveryField(t *testing.T) {
+	for _, v := range []any{document{}, rulesFile{}, Rule{}, Slice{}, StageSet{}, Placement{},
+		e1.BearerContextSetupRequest{}, e1.BearerContextModificationRequest{}} {
+		if err := strictjson.Decodable(v); err != nil {
+			t.Errorf("%T: %v", v, err)
+		}
+	}
+	var d document
+	doc := `{"seid": 1, "fars": [{"farId": 1, "applyAction": "BUFF", "buffer": {"held": 3, "delivered": 1, "dropped": 0}}]}`
+	if err := decodeStrict([]byte(doc), &d); err != nil || d.FARs[0].Buffer == nil || d.FARs[0].Buffer.Held != 3 {
+		t.Errorf("a document with a FAR's buffer figures: %+v, %v", d.FARs, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -309,6 +310,15 @@ func (r *reader) value(tok json.Token, dst reflect.Value, rangeTag string) error
 		}
 		dst.SetUint(u)
 		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := dst.Type().Bits()
+		n, ok := tok.(json.Number)
+		i, err := strconv.ParseInt(string(n), 10, bits)
+		if !ok || err != nil {
+			return r.refuse("must be an integer from %d to %d", -1<<(bits-1), 1<<(bits-1)-1)
+		}
+		dst.SetInt(i)
+		return nil
 	}
 	panic("strictjson: cannot decode into " + dst.Type().String())
 }
@@ -406,4 +416,50 @@ func (d Decoder) valueRange(tag string, bits int) (low, high uint64) {
 		panic("strictjson: bad range tag " + strconv.Quote(tag))
 	}
 	return low, high
+}
+
+// Decodable says why Decode could not decode every field of v's type, a
+// struct: nil when it can. A document that reached a field it cannot
+// decode would panic; a test of each type decoded calls this.
+func Decodable(v any) error {
+	var errs []error
+	seen := map[reflect.Type]bool{}
+	var walk func(path string, t reflect.Type)
+	walk = func(path string, t reflect.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		if p := reflect.PointerTo(t); p.Implements(reflect.TypeFor[Value]()) || p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+			return
+		}
+		switch t.Kind() {
+		case reflect.Pointer:
+			walk(path, t.Elem())
+		case reflect.Slice:
+			walk(path+"[]", t.Elem())
+		case reflect.Map:
+			if t.Key().Kind() != reflect.String {
+				errs = append(errs, fmt.Errorf("%s: a map whose keys are not strings", path))
+			}
+			walk(path+"{}", t.Elem())
+		case reflect.Struct:
+			for i := range t.NumField() {
+				f := t.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if !f.IsExported() || name == "" || name == "-" {
+					errs = append(errs, fmt.Errorf("%s.%s: no key of its own (json tag %q)", path, f.Name, name))
+				}
+				walk(fielderr.Join(path, name), f.Type)
+			}
+		case reflect.Interface, reflect.String, reflect.Bool,
+			reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		default:
+			errs = append(errs, fmt.Errorf("%s: a %v", path, t))
+		}
+	}
+	t := reflect.TypeOf(v)
+	walk(t.String(), t)
+	return errors.Join(errs...)
 }

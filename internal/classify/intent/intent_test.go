@@ -18,6 +18,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/strictjson"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
@@ -156,6 +157,14 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
 			t.Fatalf("%s changed the classifier:\n%s\nwas\n%s", c.name, after, before)
 		}
+	}
+}
+
+// The strict decoder takes every field of an intent document: one it
+// could not would panic the request that gives it.
+func TestIntentDocumentDecodable(t *testing.T) {
+	if err := strictjson.Decodable(document{}); err != nil {
+		t.Error(err)
 	}
 }
 
