@@ -705,6 +705,12 @@ func TestBufferingFARShowsItsBuffer(t *testing.T) {
 	if doc.FARs[0].Buffer != nil || doc.FARs[1].Buffer == nil || *doc.FARs[1].Buffer != want {
 		t.Errorf("GET %s\nwant FAR 2's buffer %+v and none for FAR 1", body, want)
 	}
+	// The document sent back, its buffer's figures with it, changes nothing.
+	before, _ := e.store.Get(2)
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/sessions/2", string(body))
+	if after, _ := e.store.Get(2); !reflect.DeepEqual(before, after) {
+		t.Errorf("PUT of the GET document changed the session:\n%+v\n%+v", before, after)
+	}
 }
 
 // A path no resource has, or a method a resource does not take, is

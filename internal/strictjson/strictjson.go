@@ -46,7 +46,7 @@ const maxDepth = 10000
 // Decode decodes the document data into v, a pointer. Struct fields are
 // matched by their json tags; a field tagged `required:"true"` must be
 // given, and an unsigned one tagged `range` (see Decoder.valueRange) must
-// be in that range. null leaves a pointer, list, map or interface empty,
+// be in that range; a signed one in its type's. null leaves a pointer, list, map or interface empty,
 // as if it were not given.
 func (d Decoder) Decode(data []byte, v any) error {
 	r := &reader{Decoder: d, dec: json.NewDecoder(bytes.NewReader(data))}
@@ -308,6 +308,15 @@ func (r *reader) value(tok json.Token, dst reflect.Value, rangeTag string) error
 			return r.refuse("must be an integer from %d to %d", low, high)
 		}
 		dst.SetUint(u)
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := dst.Type().Bits()
+		n, ok := tok.(json.Number)
+		i, err := strconv.ParseInt(string(n), 10, bits)
+		if !ok || err != nil {
+			return r.refuse("must be an integer from %d to %d", int64(-1)<<(bits-1), int64(^uint64(0)>>(65-bits)))
+		}
+		dst.SetInt(i)
 		return nil
 	}
 	panic("strictjson: cannot decode into " + dst.Type().String())
