@@ -524,7 +524,9 @@ func dataPathQER(q QER) upfxdp.QER {
 func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR {
 	dp := upfxdp.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
-		dp.Qer[i] = in.QERSlots.of(id)
+		if !slices.Contains(p.QERIDs[:i], id) { // named twice, it applies once: not twice the tokens a packet
+			dp.Qer[i] = in.QERSlots.of(id)
+		}
 	}
 	for i, id := range p.URRIDs {
 		dp.Urr[i] = in.URRSlots.of(id)

@@ -757,3 +757,20 @@ func TestStorePairsURRsWithQERsUnderChurn(t *testing.T) {
 	}
 	e.checkPairs(t, seids)
 }
+
+// A QER a PDR names twice applies once: each packet takes its tokens once,
+// not twice, which would halve its MBR.
+func TestStoreAppliesAQERNamedTwiceOnce(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	sess.QERs = []QER{{ID: 1, MBRUL: 8_000_000, MBRDL: 8_000_000}}
+	for i := range sess.PDRs {
+		sess.PDRs[i].QERIDs = []uint32{1, 1}
+	}
+	check(t, e.store.Create(sess))
+	for name, p := range map[string]upfxdp.PDR{"uplink": e.uplinkPDR(t), "downlink": e.downlinkPDR(t)} {
+		if p.Qer[0] == 0 || p.Qer[1] != 0 {
+			t.Errorf("%s PDR's QER slots %v, want QER 1's once", name, p.Qer)
+		}
+	}
+}
