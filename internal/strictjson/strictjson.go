@@ -140,6 +140,9 @@ func (r *reader) object(member func(key string) error) error {
 			r.path = append(r.path, '.')
 		}
 		r.path = append(r.path, key...)
+		if key == "" { // named, not a path that ends in nothing
+			r.path = append(r.path, `""`...)
+		}
 		switch before, repeated := given[r.fold(key)]; {
 		case repeated && before == key:
 			return r.refuse("the key %q is given twice", key)

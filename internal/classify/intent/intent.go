@@ -282,6 +282,9 @@ func matches(resources []map[string]any) ([]classifyxdp.Match, error) {
 	for i, r := range resources {
 		for _, name := range slices.Sorted(maps.Keys(r)) {
 			where := fmt.Sprintf("Resources[%d].%s", i, name)
+			if name == "" {
+				where += `""`
+			}
 			value := fmt.Sprint(r[name])
 			if name == "resourceId" {
 				continue

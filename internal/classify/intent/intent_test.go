@@ -147,6 +147,8 @@ func TestBadIntentsChangeNothing(t *testing.T) {
 		{name: "a list of CPUs", doc: `{"Resources": [{"qfi": 1}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": [0, 1]}}`, field: "Action.cpus"},
 		{name: "a null resource field", doc: `{"Resources": [{"qfi": 1, "dstPort": null}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].dstPort"},
 		{name: "an object as a port", doc: `{"Resources": [{"dstPort": {"port": 1}}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "Resources[0].dstPort"},
+		{name: "an empty resource field", doc: `{"Resources": [{"qfi": 1, "": "1"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: `Resources[0].""`},
+		{name: "an empty key", doc: `{"": [], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: `""`},
 		{name: "an ID in use", doc: `{"intentId": 1, "Resources": [{"qfi": 2}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, field: "intentId"},
 	} {
 		_, _, err := s.Apply([]byte(c.doc))
