@@ -774,3 +774,21 @@ func TestStoreAppliesAQERNamedTwiceOnce(t *testing.T) {
 		}
 	}
 }
+
+// An uplink PDR whose FAR drops, naming no destination, keeps its packets
+// uplink for its QERs and URRs (a URR measuring before QoS enforcement
+// counts them there): a FAR's destination is access when none is given,
+// and only one that goes to access sends packets towards the UE.
+func TestStoreDroppingFARLeavesUplinkUplink(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	for i, f := range sess.FARs {
+		if f.ID == 100 { // the uplink's
+			sess.FARs[i] = FAR{ID: 100, Action: ActionDrop}
+		}
+	}
+	check(t, e.store.Create(sess))
+	if p := e.uplinkPDR(t); p.Flags&upfxdp.ToUE != 0 {
+		t.Errorf("the uplink PDR of a dropping FAR goes towards the UE: flags %#x", p.Flags)
+	}
+}
