@@ -272,3 +272,19 @@ func TestPFCPAddressOnNoInterfaceIsLogged(t *testing.T) {
 		t.Errorf("the start did not name 192.0.2.77 once as a PFCP address on no interface yet:\n%s", log.String())
 	}
 }
+
+// The start warns when the interfaces' namespace does not forward IPv4,
+// and only then: the kernel would drop what the data path hands it.
+func TestForwardingOffIsLogged(t *testing.T) {
+	for _, forwarding := range []string{"0", "1"} {
+		e := newEnv(t)
+		must(t, e.upf.Sysctl("net.ipv4.ip_forward", forwarding))
+		cfg := e.config(t)
+		var log bytes.Buffer // written by the start, read once the daemon stopped
+		stop := runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)
+		must(t, stop())
+		if warned := strings.Contains(log.String(), "IP forwarding is off"); warned != (forwarding == "0") {
+			t.Errorf("ip_forward %s: warned %v:\n%s", forwarding, warned, log.String())
+		}
+	}
+}
