@@ -486,6 +486,7 @@ func TestBadDocumentsChangeNothing(t *testing.T) {
 		{name: "short MAC address", edits: map[string]any{"arpTable.0.mac": "02:00:00:00:00"}, field: "arpTable[0].mac"},
 		{name: "ARP entry without IP", edits: map[string]any{"arpTable.0.ip": remove}, field: "arpTable[0].ip"},
 		{name: "QER named by no rule", edits: map[string]any{"pdrs.0.qerIds": []any{5}}, field: "pdrs[0].qerIds"},
+		{name: "QER named twice", edits: map[string]any{"pdrs.0.qerIds": []any{1, 1}, "qers": []any{map[string]any{"qerId": 1}}}, field: "pdrs[0].qerIds"},
 		{name: "URR named by no rule", edits: map[string]any{"pdrs.1.urrIds": []any{5}}, field: "pdrs[1].urrIds"},
 		{name: "unknown gate status", edits: map[string]any{"qers": []any{map[string]any{"qerId": 1, "gateStatus": map[string]any{"ul": "AJAR", "dl": "OPEN"}}}}, field: "qers[0].gateStatus.ul"},
 		{name: "RQI as a number", edits: map[string]any{"qers": []any{map[string]any{"qerId": 1, "rqi": 1}}}, field: "qers[0].rqi"},
@@ -704,6 +705,12 @@ func TestBufferingFARShowsItsBuffer(t *testing.T) {
 	}
 	if doc.FARs[0].Buffer != nil || doc.FARs[1].Buffer == nil || *doc.FARs[1].Buffer != want {
 		t.Errorf("GET %s\nwant FAR 2's buffer %+v and none for FAR 1", body, want)
+	}
+	// The document sent back, its buffer's figures with it, changes nothing.
+	before, _ := e.store.Get(2)
+	e.expect(t, http.StatusOK, "PUT", "/api/v1/sessions/2", string(body))
+	if after, _ := e.store.Get(2); !reflect.DeepEqual(before, after) {
+		t.Errorf("PUT of the GET document changed the session:\n%+v\n%+v", before, after)
 	}
 }
 

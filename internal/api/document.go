@@ -393,6 +393,11 @@ func (p *pdrDoc) pdr(field string) (session.PDR, error) {
 	if p.Precedence != nil {
 		pdr.Precedence = *p.Precedence
 	}
+	for i, id := range p.QERIDs {
+		if slices.Contains(p.QERIDs[:i], id) { // it would apply once: a slip
+			return pdr, fielderr.New(field+".qerIds", "QER %d is named twice", id)
+		}
+	}
 	if s := p.PDI.LocalAddress; s != nil {
 		a, err := netip.ParseAddr(*s)
 		if err != nil || a.Zone() != "" {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,6 +159,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		if err := attach(u.dp, services.Classifier, ns, cfg, running, log); err != nil {
 			return err
 		}
+		warnForwardingOff(ns, log)
 		var stopStages func() error
 		if services.Stages, stopStages, err = keepStages(cfg, running, u.dp, services.Classifier, ns, log); err != nil {
 			return err
@@ -396,6 +398,21 @@ func attach(dp *upfxdp.Datapath, c *api.Classifier, ns netns.NsHandle, cfg *conf
 		}
 		return nil
 	})
+}
+
+// warnForwardingOff warns when the interfaces' namespace does not forward
+// IPv4, as docs/operations.md asks it to: the kernel then drops the uplink
+// packets the data path hands it for want of a resolved next hop, and so
+// never resolves it, though their PDRs counted them.
+func warnForwardingOff(ns netns.NsHandle, log *slog.Logger) {
+	var on []byte
+	err := inNetns(ns, func() (err error) {
+		on, err = os.ReadFile("/proc/sys/net/ipv4/ip_forward") // the calling thread's namespace's
+		return err
+	})
+	if err == nil && strings.TrimSpace(string(on)) == "0" {
+		log.Warn("IP forwarding is off in the interfaces' namespace: the kernel drops the uplink packets whose next hop is not resolved yet, and never resolves it (sysctl -w net.ipv4.ip_forward=1)")
+	}
 }
 
 // inNetns runs f on an OS thread of its own switched into ns, or on the

@@ -249,3 +249,42 @@ func TestUnboundGTPUAddressIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// A PFCP listen address on no interface yet (a virtual address that
+// appears later) binds, and the start names it, as it names such N3 and N9
+// addresses: a mistyped one shows there.
+func TestPFCPAddressOnNoInterfaceIsLogged(t *testing.T) {
+	e := newEnv(t)
+	_, port, err := net.SplitHostPort(testsupport.FreeAddr(t, "udp"))
+	must(t, err)
+	e.pfcp = fmt.Sprintf("{listen: %q, node_id: upf.xdp5g.test, heartbeat_interval: 1h}", net.JoinHostPort("192.0.2.77", port))
+	cfg := e.config(t)
+	var log bytes.Buffer // written by the start, read once the daemon stopped
+	stop := runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)
+	must(t, stop())
+	var absent []string
+	for line := range strings.Lines(log.String()) {
+		if strings.Contains(line, "PFCP address on no interface yet") {
+			absent = append(absent, line)
+		}
+	}
+	if len(absent) != 1 || !strings.Contains(absent[0], "address=192.0.2.77\n") {
+		t.Errorf("the start did not name 192.0.2.77 once as a PFCP address on no interface yet:\n%s", log.String())
+	}
+}
+
+// The start warns when the interfaces' namespace does not forward IPv4,
+// and only then: the kernel would drop what the data path hands it.
+func TestForwardingOffIsLogged(t *testing.T) {
+	for _, forwarding := range []string{"0", "1"} {
+		e := newEnv(t)
+		must(t, e.upf.Sysctl("net.ipv4.ip_forward", forwarding))
+		cfg := e.config(t)
+		var log bytes.Buffer // written by the start, read once the daemon stopped
+		stop := runDaemonLogging(t, cfg, &api.Client{URL: "http://" + cfg.API.Listen}, &log)
+		must(t, stop())
+		if warned := strings.Contains(log.String(), "IP forwarding is off"); warned != (forwarding == "0") {
+			t.Errorf("ip_forward %s: warned %v:\n%s", forwarding, warned, log.String())
+		}
+	}
+}

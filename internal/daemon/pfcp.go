@@ -172,6 +172,13 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 		attrs = append(attrs, "n9_network_instances", p.N9NetworkInstances)
 	}
 	log.Info("serving PFCP", attrs...)
+	// An address on no interface yet binds all the same: the start names
+	// it, as it names N3 and N9 ones, and a typo shows there.
+	if a := server.Addr().Addr().Unmap(); !a.IsUnspecified() {
+		if present, err := interfaceAddrs(); err == nil && !slices.Contains(present, a) {
+			log.Info("PFCP address on no interface yet: N4 is served there once it is added", "address", a)
+		}
+	}
 	return &api.PFCP{Server: server, Sessions: h}, stop, nil
 }
 

@@ -47,7 +47,7 @@ const maxDepth = 10000
 // Decode decodes the document data into v, a pointer. Struct fields are
 // matched by their json tags; a field tagged `required:"true"` must be
 // given, and an unsigned one tagged `range` (see Decoder.valueRange) must
-// be in that range. null leaves a pointer, list, map or interface empty,
+// be in that range; a signed one in its type's. null leaves a pointer, list, map or interface empty,
 // as if it were not given.
 func (d Decoder) Decode(data []byte, v any) error {
 	r := &reader{Decoder: d, dec: json.NewDecoder(bytes.NewReader(data))}
@@ -141,6 +141,9 @@ func (r *reader) object(member func(key string) error) error {
 			r.path = append(r.path, '.')
 		}
 		r.path = append(r.path, key...)
+		if key == "" { // named, not a path that ends in nothing
+			r.path = append(r.path, `""`...)
+		}
 		switch before, repeated := given[r.fold(key)]; {
 		case repeated && before == key:
 			return r.refuse("the key %q is given twice", key)
@@ -315,7 +318,7 @@ func (r *reader) value(tok json.Token, dst reflect.Value, rangeTag string) error
 		n, ok := tok.(json.Number)
 		i, err := strconv.ParseInt(string(n), 10, bits)
 		if !ok || err != nil {
-			return r.refuse("must be an integer from %d to %d", -1<<(bits-1), 1<<(bits-1)-1)
+			return r.refuse("must be an integer from %d to %d", int64(-1)<<(bits-1), int64(^uint64(0)>>(65-bits)))
 		}
 		dst.SetInt(i)
 		return nil

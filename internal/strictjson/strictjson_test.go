@@ -27,6 +27,7 @@ type doc struct {
 	Any   any            `json:"any"`
 	Lists [][]string     `json:"lists"`
 	Enum  enum           `json:"enum"`
+	Delta int8           `json:"delta"`
 }
 
 // enum takes "a" or "b", or an object of them naming the wrong key.
@@ -74,10 +75,10 @@ func TestDecode(t *testing.T) {
 	var v doc
 	err := strict.Decode([]byte(`{"seid": 7, "name": "n", "on": true, "pdi": {"teid": 4294967295, "qfi": 63},
 		"pdrs": [{"teid": 1}, {"qfi": 0}], "slice": 255, "ids": [1, 32], "extra": {"a": [1, "x", null], "b": {"c": false}},
-		"any": 1.5, "lists": [[], ["x"]], "enum": "b"}`), &v)
+		"any": 1.5, "lists": [[], ["x"]], "enum": "b", "delta": -128}`), &v)
 	want := doc{SEID: 7, Name: "n", On: true, PDI: &inner{TEID: 4294967295, QFI: 63}, PDRs: []inner{{TEID: 1}, {}}, Slice: 255,
 		IDs: []uint16{1, 32}, Extra: map[string]any{"a": []any{json.Number("1"), "x", nil}, "b": map[string]any{"c": false}},
-		Any: json.Number("1.5"), Lists: [][]string{{}, {"x"}}, Enum: "b"}
+		Any: json.Number("1.5"), Lists: [][]string{{}, {"x"}}, Enum: "b", Delta: -128}
 	if err != nil || !reflect.DeepEqual(v, want) {
 		t.Errorf("%+v (%v)\nwant %+v", v, err, want)
 	}
@@ -111,6 +112,9 @@ func TestRefused(t *testing.T) {
 		{`{"seid": null}`, "seid", "must be an integer from 0 to 18446744073709551615"},
 		{`{"seid": 1, "Name": "x"}`, "Name", "unknown field"},
 		{`{"seid": 1, "pdrs": [{}, {"teid": 1, "qfy": 1}]}`, "pdrs[1].qfy", "unknown field"},
+		{`{"seid": 1, "": 1}`, `\"\"`, "unknown field"},
+		{`{"seid": 1, "pdi": {"": 1}}`, `pdi.\"\"`, "unknown field"},
+		{`{"seid": 1, "extra": {"": 1, "": 2}}`, `extra.\"\"`, `the key "" is given twice`},
 		{`{"seid": 1, "seid": 2}`, "seid", `the key "seid" is given twice`},
 		{`{"seid": 1, "extra": {"a": {"b": 1, "\u0062": 2}}}`, "extra.a.b", `the key "b" is given twice`},
 		{`{"seid": 1, "enum": {"x": 1, "x": 2}}`, "enum.x", `the key "x" is given twice`},
@@ -118,6 +122,8 @@ func TestRefused(t *testing.T) {
 		{`{"seid": 1, "pdi": {"qfi": 64}}`, "pdi.qfi", "must be an integer from 0 to 63"},
 		{`{"seid": 1, "pdi": {"qfi": "9"}}`, "pdi.qfi", "must be an integer from 0 to 63"},
 		{`{"seid": 1, "pdi": {"teid": 1.5}}`, "pdi.teid", "must be an integer from 0 to 4294967295"},
+		{`{"seid": 1, "delta": 128}`, "delta", "must be an integer from -128 to 127"},
+		{`{"seid": 1, "delta": "1"}`, "delta", "must be an integer from -128 to 127"},
 		{`{"seid": 1, "slice": 256}`, "slice", "must be an integer from 0 to 255"},
 		{`{"seid": 1, "ids": [1, 0]}`, "ids[1]", "must be an integer from 1 to 32"},
 		{`{"seid": 1, "name": 5}`, "name", "must be a string"},

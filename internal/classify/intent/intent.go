@@ -120,6 +120,9 @@ func parse(data []byte, iface func(string) (*net.Interface, error)) (doc documen
 	if doc.Params == nil {
 		doc.Params = []param{}
 	}
+	if err := scalars(doc); err != nil {
+		return doc, in, err
+	}
 	if in.Matches, err = matches(doc.Resources); err != nil {
 		return doc, in, err
 	}
@@ -243,12 +246,45 @@ var protocols = map[string]uint64{"icmp": 1, "tcp": 6, "udp": 17, "sctp": 132}
 
 // matches turns the resources into the classifier's matches: every field
 // of every resource, none given twice.
+// scalars refuses a value of the resources or the action that is not
+// one, in the document's terms: they are strings, as in Listing 1,
+// numbers taken as their text. A resourceId, free text that nothing
+// reads, may be anything, as intents kept in rules files have it.
+func scalars(doc document) error {
+	scalar := func(where string, v any) error {
+		switch v.(type) {
+		case string, json.Number, bool:
+			return nil
+		}
+		return invalid(where, "must be a string")
+	}
+	for i, r := range doc.Resources {
+		for _, name := range slices.Sorted(maps.Keys(r)) {
+			if name == "resourceId" {
+				continue
+			}
+			if err := scalar(fmt.Sprintf("Resources[%d].%s", i, name), r[name]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(doc.Action)) {
+		if err := scalar("Action."+name, doc.Action[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func matches(resources []map[string]any) ([]classifyxdp.Match, error) {
 	byField := map[string]classifyxdp.Match{}
 	from := map[string]string{}
 	for i, r := range resources {
 		for _, name := range slices.Sorted(maps.Keys(r)) {
 			where := fmt.Sprintf("Resources[%d].%s", i, name)
+			if name == "" {
+				where += `""`
+			}
 			value := fmt.Sprint(r[name])
 			if name == "resourceId" {
 				continue

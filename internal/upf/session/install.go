@@ -524,7 +524,9 @@ func dataPathQER(q QER) upfxdp.QER {
 func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR {
 	dp := upfxdp.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
 	for i, id := range p.QERIDs {
-		dp.Qer[i] = in.QERSlots.of(id)
+		if !slices.Contains(p.QERIDs[:i], id) { // named twice, it applies once: not twice the tokens a packet
+			dp.Qer[i] = in.QERSlots.of(id)
+		}
 	}
 	for i, id := range p.URRIDs {
 		dp.Urr[i] = in.URRSlots.of(id)
@@ -561,8 +563,10 @@ func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR
 	}
 	switch {
 	// Indirect data forwarding, from the source gNB to the target one,
-	// which maps the packets to its radio bearers by their QFI.
-	case to == InterfaceAccess:
+	// which maps the packets to its radio bearers by their QFI. A FAR that
+	// drops goes nowhere, whatever its destination says (none given: 0,
+	// access): the packets stay uplink for the QERs and URRs.
+	case to == InterfaceAccess && far.Action != upfxdp.FARDrop:
 		dp.Flags |= upfxdp.ToUE
 		if dp.Qfi != 0 {
 			dp.Flags |= upfxdp.MarkQFI

@@ -757,3 +757,38 @@ func TestStorePairsURRsWithQERsUnderChurn(t *testing.T) {
 	}
 	e.checkPairs(t, seids)
 }
+
+// A QER a PDR names twice applies once: each packet takes its tokens once,
+// not twice, which would halve its MBR.
+func TestStoreAppliesAQERNamedTwiceOnce(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	sess.QERs = []QER{{ID: 1, MBRUL: 8_000_000, MBRDL: 8_000_000}}
+	for i := range sess.PDRs {
+		sess.PDRs[i].QERIDs = []uint32{1, 1}
+	}
+	check(t, e.store.Create(sess))
+	for name, p := range map[string]upfxdp.PDR{"uplink": e.uplinkPDR(t), "downlink": e.downlinkPDR(t)} {
+		if p.Qer[0] == 0 || p.Qer[1] != 0 {
+			t.Errorf("%s PDR's QER slots %v, want QER 1's once", name, p.Qer)
+		}
+	}
+}
+
+// An uplink PDR whose FAR drops, naming no destination, keeps its packets
+// uplink for its QERs and URRs (a URR measuring before QoS enforcement
+// counts them there): a FAR's destination is access when none is given,
+// and only one that goes to access sends packets towards the UE.
+func TestStoreDroppingFARLeavesUplinkUplink(t *testing.T) {
+	e := newStoreEnv(t)
+	sess := figure10()
+	for i, f := range sess.FARs {
+		if f.ID == 100 { // the uplink's
+			sess.FARs[i] = FAR{ID: 100, Action: ActionDrop}
+		}
+	}
+	check(t, e.store.Create(sess))
+	if p := e.uplinkPDR(t); p.Flags&upfxdp.ToUE != 0 {
+		t.Errorf("the uplink PDR of a dropping FAR goes towards the UE: flags %#x", p.Flags)
+	}
+}

@@ -92,6 +92,7 @@ const (
 
 // FAR.Action (enum far_action) and the bits of FAR.Flags (enum far_flags).
 const (
+	FARDrop    = uint8(upfFarActionFAR_DROP)
 	FARForward = uint8(upfFarActionFAR_FORWARD)
 	FARBuffer  = uint8(upfFarActionFAR_BUFFER)
 	FARGTPUv4  = uint8(upfFarFlagsFAR_GTPU_IPV4)
