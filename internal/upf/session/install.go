@@ -523,9 +523,13 @@ func dataPathQER(q QER) upfxdp.QER {
 
 func dataPathPDR(p *PDR, far upfxdp.FAR, to Interface, in *installed) upfxdp.PDR {
 	dp := upfxdp.PDR{Far: far, Id: p.ID, Qfi: p.PDI.QFI, Sdf: in.SDFSlots.of(uint32(p.ID))}
+	// A QER named twice applies once, not twice the tokens a packet; the
+	// data path stops at the first empty place, so the others close up.
+	n := 0
 	for i, id := range p.QERIDs {
-		if !slices.Contains(p.QERIDs[:i], id) { // named twice, it applies once: not twice the tokens a packet
-			dp.Qer[i] = in.QERSlots.of(id)
+		if !slices.Contains(p.QERIDs[:i], id) {
+			dp.Qer[n] = in.QERSlots.of(id)
+			n++
 		}
 	}
 	for i, id := range p.URRIDs {
