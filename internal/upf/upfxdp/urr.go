@@ -291,8 +291,10 @@ func (d *Datapath) URRUsage(slot uint32) (URRUsage, error) {
 	}
 	// The data path reads the coarse monotonic clock, which has no wall
 	// time: the packets were as long before now as the clock has run since.
+	// Now by the precise clock of the same base: the coarse one lags it by
+	// up to a tick, which moved the times a read gave by as much.
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return URRUsage{}, err
 	}
 	now := time.Now().UnixNano()

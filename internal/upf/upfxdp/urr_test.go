@@ -133,6 +133,20 @@ func TestURRCounts(t *testing.T) {
 			got.LastPacket.Sub(got.FirstPacket) < 50*time.Millisecond-tick {
 			t.Errorf("slot %d: first packet %v, last %v; sent from %v to %v", slot, got.FirstPacket, got.LastPacket, start, end)
 		}
+		// Read again, the times stay where they were (but for a read that
+		// a busy host stops between its two clocks).
+		moved := 0
+		for range 20 {
+			time.Sleep(1300 * time.Microsecond)
+			again, err := u.d.URRUsage(slot)
+			check(t, err)
+			if again.FirstPacket.Sub(got.FirstPacket).Abs() > 200*time.Microsecond {
+				moved++
+			}
+		}
+		if moved > 5 {
+			t.Errorf("slot %d: the first packet's time moved in %d of 20 reads", slot, moved)
+		}
 	}
 }
 
