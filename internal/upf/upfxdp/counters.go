@@ -121,11 +121,21 @@ func (d *Datapath) PDRCounter(slot uint32) (Counter, error) {
 	}
 	sum := d.sets.placedCount(slot)
 	for cpu := range d.counterRows() {
-		c := d.pdrCounter(cpu, slot)
-		sum.Packets += atomic.LoadUint64(&c.Packets)
-		sum.Bytes += atomic.LoadUint64(&c.Bytes)
+		addTo(&sum, loadCounter(d.pdrCounter(cpu, slot)))
 	}
 	return sum, nil
+}
+
+// loadCounter reads a counter that the data path or another goroutine
+// writes.
+func loadCounter(c *Counter) Counter {
+	return Counter{Packets: atomic.LoadUint64(&c.Packets), Bytes: atomic.LoadUint64(&c.Bytes)}
+}
+
+// addTo adds c to *sum, atomically: *sum may be read meanwhile.
+func addTo(sum *Counter, c Counter) {
+	atomic.AddUint64(&sum.Packets, c.Packets)
+	atomic.AddUint64(&sum.Bytes, c.Bytes)
 }
 
 // CarryPDRCounter adds what PDR slot from counted to the counts of slot

@@ -233,17 +233,19 @@ func (r *records) unref(pos int) {
 	}
 }
 
-// placeCounts are CPU cpu's counts of the pair of buckets of place pos.
-func (r *records) placeCounts(cpu uint32, pos int) *upfPlaceCounts {
-	return r.counts.at(cpu*r.hints.len() + uint32(pos/pairPlaces)) // a hints' line a pair
+// placeCounter is CPU cpu's counter of place pos.
+func (r *records) placeCounter(cpu uint32, pos int) *Counter {
+	pair := r.counts.at(cpu*r.hints.len() + uint32(pos/pairPlaces)) // a hints' line a pair
+	return &pair.Place[pos%pairPlaces]
 }
+
+// cpus are the CPUs that have counts of places.
+func (r *records) cpus() uint32 { return r.counts.len() / r.hints.len() }
 
 // placeCount is what the packets of the record at pos counted there.
 func (r *records) placeCount(pos int) (sum Counter) {
-	for cpu := range r.counts.len() / r.hints.len() {
-		c := &r.placeCounts(cpu, pos).Place[pos%pairPlaces]
-		sum.Packets += atomic.LoadUint64(&c.Packets)
-		sum.Bytes += atomic.LoadUint64(&c.Bytes)
+	for cpu := range r.cpus() {
+		addTo(&sum, loadCounter(r.placeCounter(cpu, pos)))
 	}
 	return sum
 }
@@ -256,16 +258,14 @@ func (r *records) fold(pos int) {
 	if sum == (Counter{}) {
 		return
 	}
-	f := r.folded.at(r.recs.at(uint32(pos)).PdrSlot)
-	atomic.AddUint64(&f.Packets, sum.Packets)
-	atomic.AddUint64(&f.Bytes, sum.Bytes)
+	addTo(r.folded.at(r.recs.at(uint32(pos)).PdrSlot), sum)
 	r.zeroPlace(pos)
 }
 
 // zeroPlace zeroes what the place pos counted on every CPU.
 func (r *records) zeroPlace(pos int) {
-	for cpu := range r.counts.len() / r.hints.len() {
-		c := &r.placeCounts(cpu, pos).Place[pos%pairPlaces]
+	for cpu := range r.cpus() {
+		c := r.placeCounter(cpu, pos)
 		atomic.StoreUint64(&c.Packets, 0)
 		atomic.StoreUint64(&c.Bytes, 0)
 	}
@@ -304,9 +304,7 @@ func (p *pdrSets) zeroPlaced(slots []uint32) {
 func (p *pdrSets) carry(slot uint32, c Counter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f := p.records.folded.at(slot)
-	atomic.AddUint64(&f.Packets, c.Packets)
-	atomic.AddUint64(&f.Bytes, c.Bytes)
+	addTo(p.records.folded.at(slot), c)
 }
 
 // placedCount is what PDR slot counted but in its rows: folded, and what
@@ -316,16 +314,11 @@ func (p *pdrSets) placedCount(slot uint32) (sum Counter) {
 	r := &p.records
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	f := r.folded.at(slot)
-	sum.Packets, sum.Bytes = atomic.LoadUint64(&f.Packets), atomic.LoadUint64(&f.Bytes)
+	sum = loadCounter(r.folded.at(slot))
 	if r.bits == 0 {
 		return sum
 	}
-	r.placesOf(slot, func(pos int) {
-		c := r.placeCount(pos)
-		sum.Packets += c.Packets
-		sum.Bytes += c.Bytes
-	})
+	r.placesOf(slot, func(pos int) { addTo(&sum, r.placeCount(pos)) })
 	return sum
 }
 
