@@ -125,11 +125,11 @@ type path struct {
 // or a Kubernetes service adds later): it binds all the same (IP_FREEBIND)
 // and serves once it is there. An address binds on its own: one that
 // cannot be bound (its port taken, say) has no socket, and Unbound says
-// why, while the others work. Open
-// fails only on an invalid Config. A socket belongs to the network
-// namespace it is created in: to serve N3 addresses in another namespace,
-// call Open on a thread in that namespace (e.g. inside namespace.Netns.Do);
-// the endpoint then works from any goroutine.
+// why, while the others work. Open fails only on an invalid Config. A
+// socket belongs to the network namespace it is created in: to serve N3
+// addresses in another namespace, call Open on a thread in that namespace
+// (e.g. inside namespace.Netns.Do); the endpoint then works from any
+// goroutine.
 func Open(cfg Config) (*Endpoint, error) {
 	if len(cfg.Local) == 0 {
 		return nil, errors.New("gtpu: no local address")
@@ -210,16 +210,11 @@ func (e *Endpoint) Close() error {
 	}
 	e.mu.Unlock()
 	close(e.done)
-	err := e.closeConns()
-	e.wg.Wait()
-	return err
-}
-
-func (e *Endpoint) closeConns() error {
 	var errs []error
 	for _, conn := range e.conns {
 		errs = append(errs, conn.Close())
 	}
+	e.wg.Wait()
 	return errors.Join(errs...)
 }
 
