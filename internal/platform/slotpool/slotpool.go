@@ -67,20 +67,32 @@ func (p *Pool) Alloc() (uint32, error) {
 	return p.take(len(p.free) - 1), nil
 }
 
-// AllocPreferred hands out slot if it is out of use and past its delay or
-// was never handed out; else, as AllocHigh, one out of the way of those
-// Alloc hands out next. Two pools whose slots go together (a QER's and a
-// URR's share a usage line) keep their numbers paired so.
-func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
+// AllocPreferred hands out the first of slots that is out of use and past
+// its delay or was never handed out; else, as AllocHigh, one out of the
+// way of those Alloc hands out next. Two pools whose slots go together (a
+// QER's and a URR's share a usage line) keep their numbers paired so.
+func (p *Pool) AllocPreferred(slots ...uint32) (uint32, error) {
 	if err := p.ready(); err != nil {
 		return 0, err
 	}
+	for _, slot := range slots {
+		if ok, err := p.takePreferred(slot); ok || err != nil {
+			return slot, err
+		}
+	}
+	return p.AllocHigh()
+}
+
+// takePreferred hands out slot if it is out of use and past its delay or
+// was never handed out.
+func (p *Pool) takePreferred(slot uint32) (bool, error) {
 	if i := slices.Index(p.free, slot); i >= 0 {
-		return p.take(i), nil
+		p.take(i)
+		return true, nil
 	}
 	if int(slot) < len(p.past) && p.past[slot] {
 		if err := p.resetAlone(slot, true); err != nil {
-			return 0, err
+			return false, err
 		}
 		p.past[slot] = false
 		p.stale++
@@ -88,20 +100,20 @@ func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
 			p.compact()
 		}
 		p.inUse++
-		return slot, nil
+		return true, nil
 	}
 	if p.unusedSlot(slot) {
 		if err := p.resetAlone(slot, false); err != nil {
-			return 0, err
+			return false, err
 		}
 		if len(p.held) < int(p.cfg.Size) {
 			p.held = append(p.held, make([]bool, int(p.cfg.Size)-len(p.held))...)
 		}
 		p.held[slot] = true
 		p.inUse++
-		return slot, nil
+		return true, nil
 	}
-	return p.AllocHigh()
+	return false, nil
 }
 
 // AllocHigh hands out the highest slot never handed out, the last Alloc
