@@ -41,6 +41,9 @@ struct gen_config {
 	 * cycle belongs to slice i / flows_per_slice. */
 	__u32 stamp_offset;
 	__u32 flows_per_slice;
+	/* Frame n has flow n * flow_stride % flows (sharing no factor with
+	 * flows); 0: n % flows, the flows in turn. */
+	__u32 flow_stride;
 };
 
 struct {
@@ -81,7 +84,7 @@ int xdp_trafficgen(struct xdp_md *ctx)
 	 * slice follow from it, whichever CPU sends it. */
 	__u64 frame = cfg->count - left;
 	__u32 flows = cfg->flows ?: 1, per_slice = cfg->flows_per_slice ?: 1;
-	__u32 flow = frame % flows;
+	__u32 flow = frame % flows * (cfg->flow_stride ?: 1) % flows;
 
 	/* Live-frame pages are recycled with whatever the receiver left in
 	 * them: write the whole frame every time. */

@@ -24,8 +24,8 @@ type direction struct {
 }
 
 // traffic is what a direction's end sends: copies of frame, whose fields
-// spread.FlowOffset and spread.FlowOffset2 count up, if spread.Flows > 1,
-// from one packet to the next.
+// spread.FlowOffset and spread.FlowOffset2 take spread.Flows values, if
+// more than 1, from one packet to the next.
 type traffic struct {
 	frame  []byte
 	spread trafficgen.Options

@@ -100,9 +100,9 @@ func spreadStart(n, k int) (int, bool) {
 }
 
 // spreadTraffic is the traffic of the k sessions from first on: the
-// first's frames, the generator counting up the low 16 bits of the
-// uplink's TEID and, with them, of the UE address it carries (the uplink
-// PDRs match it), and of the downlink's destination, the UE address. The
+// first's frames, the generator setting the low 16 bits of the uplink's
+// TEID and, with them, of the UE address it carries (the uplink PDRs
+// match it), and of the downlink's destination, the UE address. The
 // inner headers' checksums, and over IPv6 the outer UDP checksum, then no
 // longer match: neither the UPF nor the sinks check them.
 func spreadTraffic(tb *demo.Testbed, first, k int) ([2]traffic, error) {
@@ -121,9 +121,13 @@ func spreadTraffic(tb *demo.Testbed, first, k int) ([2]traffic, error) {
 		binary.BigEndian.Uint16(dl[dstAt:]) != key || binary.BigEndian.Uint16(ue[low:]) != key || int(key)+k > 1<<16 {
 		return [2]traffic{}, fmt.Errorf("sessions %d to %d: their keys are not where the generator counts them", first, first+k-1)
 	}
+	// Counting up one by one, the frames walked the sessions' slots in
+	// address order, and the tables the control plane filled in that order
+	// with them: subscribers come in no such order.
+	stride := trafficgen.ScatteredStride(k)
 	return [2]traffic{
-		{ul, trafficgen.Options{Flows: k, FlowOffset: teidAt, FlowOffset2: ueAt}},
-		{dl, trafficgen.Options{Flows: k, FlowOffset: dstAt}},
+		{ul, trafficgen.Options{Flows: k, FlowOffset: teidAt, FlowOffset2: ueAt, FlowStride: stride}},
+		{dl, trafficgen.Options{Flows: k, FlowOffset: dstAt, FlowStride: stride}},
 	}, nil
 }
 

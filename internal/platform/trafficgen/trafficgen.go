@@ -72,6 +72,10 @@ type Options struct {
 	// first, each from its own value in the frame: a key split over two
 	// places, e.g. a tunnel's TEID and the address inside it.
 	FlowOffset2 int
+	// FlowStride, if more than 1, visits the flows in its steps: frame n
+	// has flow n*FlowStride % Flows, every flow once in Flows frames when
+	// the two share no factor, which Send checks.
+	FlowStride int
 	// Rate is in packets per second, evenly spaced: the program drops
 	// what would be ahead of the schedule, and when it has fallen behind,
 	// between test runs or while its CPU was busy, it catches up with a
@@ -193,6 +197,9 @@ func (g *Generator) check(frame []byte, opts Options) error {
 	if opts.Flows > 1 && opts.FlowOffset2 != 0 && (opts.FlowOffset2 < 0 || opts.FlowOffset2+2 > len(frame)) {
 		return fmt.Errorf("second flow field at offset %d is outside the %d-byte frame", opts.FlowOffset2, len(frame))
 	}
+	if opts.Flows > 1 && opts.FlowStride > 1 && gcd(opts.FlowStride, opts.Flows) != 1 {
+		return fmt.Errorf("a stride of %d over %d flows visits some of them only", opts.FlowStride, opts.Flows)
+	}
 	if opts.StampOffset != 0 {
 		if opts.StampOffset < minFrame || opts.StampOffset+StampSize > len(frame) {
 			return fmt.Errorf("stamp at offset %d is outside the %d-byte frame's payload", opts.StampOffset, len(frame))
@@ -225,6 +232,7 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options, start ti
 		StartNs:       uint64(start),
 		StampOffset:   uint32(opts.StampOffset),
 		FlowsPerSlice: uint32(opts.FlowsPerSlice),
+		FlowStride:    uint32(max(opts.FlowStride, 0)) % uint32(max(opts.Flows, 1)),
 	}
 	copy(cfg.Tmpl.Data[:], frame)
 	if err := g.objs.Generator.Put(uint32(0), &cfg); err != nil {
@@ -376,4 +384,26 @@ func (s *Sink) Delays() ([]SliceDelay, error) {
 		}
 	}
 	return out, nil
+}
+
+// ScatteredStride is a FlowStride that visits flows in an order far from
+// theirs: about flows/1.6 (the golden ratio's share), odd and sharing no
+// factor with flows; 1 for a single flow.
+func ScatteredStride(flows int) int {
+	if flows <= 2 {
+		return 1
+	}
+	s := flows*5/8 | 1
+	for gcd(s, flows) != 1 {
+		s += 2
+	}
+	return s
+}
+
+// gcd is the greatest common divisor of a and b, positive.
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

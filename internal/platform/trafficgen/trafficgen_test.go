@@ -389,6 +389,26 @@ func TestSendPacedCatchesUpInSmallBursts(t *testing.T) {
 	}
 }
 
+// With a stride, the flows come in its steps: of 16 flows in steps of 5,
+// the second frame has the sixth, not the second.
+func TestSendFlowsInStrides(t *testing.T) {
+	b := newBed(t)
+	for k, want := range map[uint16]uint64{0: 1, 5: 1, 1: 0} {
+		sink := b.newSink(t, Filter{DstPort: dstPort + k}, false)
+		err := onOneCPU(func() error {
+			_, _, err := b.generator.Send(b.gen, b.genIndex, b.udpTemplate, 2, Options{FlowOffset: portAt, Flows: 16, FlowStride: 5})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := settle(t, sink, 2); c.MatchPackets != want {
+			t.Errorf("port %d: %d packets, want %d", dstPort+k, c.MatchPackets, want)
+		}
+		sink.Close()
+	}
+}
+
 func TestSendRejectsBadInput(t *testing.T) {
 	b := newBed(t)
 	for name, tc := range map[string]struct {
@@ -400,6 +420,7 @@ func TestSendRejectsBadInput(t *testing.T) {
 		"field outside":        {frame: b.udpTemplate, opts: Options{FlowOffset: len(b.udpTemplate) - 1, Flows: 2}},
 		"too many flows":       {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
 		"second field outside": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 2, FlowOffset2: len(b.udpTemplate) - 1}},
+		"stride missing flows": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 16, FlowStride: 6}},
 	} {
 		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
 			t.Errorf("%s: no error", name)
