@@ -317,7 +317,7 @@ func (t *txn) writeRules() error {
 			t.in.QERSlots.set(q.ID, slot)
 			continue
 		}
-		slot, err := s.qerSlots.Alloc()
+		slot, err := t.qerSlot(q.ID)
 		if err != nil {
 			return err
 		}
@@ -403,6 +403,24 @@ func (t *txn) writeRules() error {
 		}
 	}
 	return nil
+}
+
+// qerSlot is a fresh slot for QER id: where it can, one whose usage line
+// the packets of the first PDR on an F-TEID that applies it first read
+// beside their record, so that the line's miss overlaps the record's;
+// else, in a data path with such slots, one out of their way.
+func (t *txn) qerSlot(id uint32) (uint32, error) {
+	for _, p := range t.in.PDRs {
+		if p.gtpu() && len(p.QERIDs) > 0 && p.QERIDs[0] == id {
+			if slots := t.s.dp.UplinkUsageSlots(t.s.canonical(p.keys().key[0]).fteid); slots != nil {
+				return t.s.qerSlots.AllocPreferred(slots...)
+			}
+		}
+	}
+	if t.s.dp.ReadsAhead() {
+		return t.s.qerSlots.AllocHigh()
+	}
+	return t.s.qerSlots.Alloc()
 }
 
 // urrSlot is a fresh slot for URR id: where it can, that of the first QER

@@ -48,13 +48,20 @@ func newStoreEnv(t *testing.T) *storeEnv { return newStoreEnvWith(t) }
 // more after n3.
 func newStoreEnvWith(t *testing.T, more ...netip.Addr) *storeEnv {
 	t.Helper()
+	return newStoreEnvSized(t, 1024, more...)
+}
+
+// newStoreEnvSized is newStoreEnvWith whose data path is sized for
+// maxSessions.
+func newStoreEnvSized(t *testing.T, maxSessions uint32, more ...netip.Addr) *storeEnv {
+	t.Helper()
 	testsupport.NeedRoot(t, "network namespaces and BPF")
 	upf, gnb := testsupport.Netns(t, "sess"), testsupport.Netns(t, "sess")
 	check(t, namespace.Veth(upf, "n3", gnb, "gnb"))
 	check(t, upf.AddAddr("n3", netip.PrefixFrom(n3, 24).String()))
 	check(t, gnb.AddAddr("gnb", netip.PrefixFrom(figure10Addr, 24).String()))
 
-	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 1024, N3Addresses: append([]netip.Addr{n3}, more...)})
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: maxSessions, N3Addresses: append([]netip.Addr{n3}, more...)})
 	testsupport.CheckLoad(t, err)
 	t.Cleanup(func() { dp.Close() })
 	ns, err := netns.GetFromName(upf.Name)
@@ -659,6 +666,56 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 	if pairs := e.checkPairs(t, seids); pairs < 40 {
 		t.Fatalf("only %d PDRs with a QER and a URR", pairs)
 	}
+}
+
+// In a data path whose tables outgrow the caches, a QER that an uplink
+// PDR applies first takes a slot whose usage line the packets of its
+// F-TEID read beside their record, and its URR the same; a QER no such
+// PDR applies first, a slot out of their way. Sessions of many shapes
+// come and go, and the slots of those gone serve again.
+func TestStoreGivesQERsTheSlotsTheirPacketsReadAhead(t *testing.T) {
+	e := newStoreEnvSized(t, 70_000)
+	var seids []uint64
+	for seid := uint64(1); seid <= 600; seid++ {
+		sess := shaped(seid, 1+int(seid%2), 1)
+		if seid%5 == 0 { // the QER's only on the downlink PDR
+			sess.PDRs[1].QERIDs = nil
+		}
+		check(t, e.store.Create(sess))
+		seids = append(seids, seid)
+		if seid%100 == 0 {
+			for _, gone := range seids[len(seids)-50 : len(seids)-25] {
+				check(t, e.store.Delete(gone))
+			}
+			seids = slices.Delete(seids, len(seids)-50, len(seids)-25)
+			time.Sleep(slotpool.ReuseDelay)
+		}
+	}
+	ahead, apart := 0, 0
+	for _, seid := range seids {
+		slots, _ := e.store.Slots(seid)
+		ahead0 := e.dp.UplinkUsageSlots(upfxdp.FTEID{Addr: n3, TEID: 100 + uint32(seid)})
+		if len(ahead0) == 0 {
+			t.Fatal("no slots read ahead in a data path of 70,000 sessions")
+		}
+		for _, q := range slots.QER {
+			switch {
+			case q.ID == 1 && seid%5 != 0:
+				if !slices.Contains(ahead0, q.Slot) {
+					t.Errorf("session %d: QER 1 in slot %d, not one of %v", seid, q.Slot, ahead0)
+				}
+				ahead++
+			case slices.Contains(ahead0, q.Slot):
+				t.Errorf("session %d: QER %d, which no uplink PDR applies first, in slot %d", seid, q.ID, q.Slot)
+			default:
+				apart++
+			}
+		}
+	}
+	if ahead < 350 || apart < 300 {
+		t.Fatalf("%d QERs in slots read ahead, %d apart", ahead, apart)
+	}
+	e.checkPairs(t, seids)
 }
 
 // checkPairs checks that every PDR of the sessions seids with a QER and a

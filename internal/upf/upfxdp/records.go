@@ -124,6 +124,25 @@ const (
 // bucket is k's own bucket of records.
 func (r *records) bucket(k setKey) int { return int(hash(k) >> (64 - r.bits)) }
 
+// usageSlots are the QER slots below capacity whose usage lines the
+// packets of k, an F-TEID's key, read beside its record, as start_reads
+// finds them (PAIR_USAGE_SLOT): none when the packets read no lines
+// ahead.
+func (r *records) usageSlots(k setKey, capacity uint32) []uint32 {
+	if r.bits == 0 || readsAhead(r.bits) == 0 {
+		return nil
+	}
+	first := uint32(r.bucket(k)/recordBuckets)*uint32(upfLimitsPAIR_USAGE_SPREAD)&(1<<(r.bits-1)-uint32(recordBuckets)) + uint32(upfLimitsPAIR_USAGE_SLOT)
+	if first+uint32(recordBuckets) > capacity {
+		return nil
+	}
+	slots := make([]uint32, recordBuckets)
+	for i := range slots {
+		slots[i] = first + uint32(i)
+	}
+	return slots
+}
+
 // places are the places k's record may take, in the order a packet looks.
 func (r *records) places(k setKey) (places [recordBuckets * setWays]int) {
 	b := r.bucket(k)
