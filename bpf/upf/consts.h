@@ -13,15 +13,14 @@ enum limits {
 	SDF_PER_PDR = 4,
 	SET_WAYS = 2,              /* places of a set_index bucket */
 	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
-	/* The QER slots whose usage lines the packets of an F-TEID read
-	 * beside its record: a block of RECORD_BUCKETS slots from
-	 * PAIR_USAGE_SLOT on, at its pair of set_records' buckets' number
-	 * times PAIR_USAGE_SPREAD (odd) within the pairs' count, rounded down
-	 * to a block. As many slots as pairs, each block two pairs', so that
-	 * the lines lie as densely as sessions' QERs (twice as many measured
-	 * slower), and apart from the pair's other lines (at the same place of
-	 * their pages they measured slower). The control plane gives them,
-	 * where it can, to the QERs those packets apply first. */
+	/* The QER slot whose usage line the packets of an F-TEID read
+	 * beside its record: PAIR_USAGE_SLOT on from its pair of
+	 * set_records' buckets' number times PAIR_USAGE_SPREAD (odd) within
+	 * the pairs' count. One a pair, so that the lines lie as densely as
+	 * sessions' QERs (two a pair measured slower downlink), and apart from
+	 * the pair's other lines (at the same place of their pages they
+	 * measured slower). The control plane gives it, where it can, to the
+	 * QER those packets apply first. */
 	PAIR_USAGE_SLOT = 2,
 	PAIR_USAGE_SPREAD = 0x5bd1e995,
 	BUFFERED_FRAME_MAX = 2048, /* a power of 2; frames are shorter */

@@ -147,16 +147,15 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 
 /* Starts the reads of the lines a packet writes after its record: its
  * pair's counts on this CPU, whose index the bucket gives; an F-TEID's
- * packet, the usage lines of its pair's block of QER slots
- * (PAIR_USAGE_SLOT), one of which is its QER's where the control plane
- * could give it one; and its
+ * packet, the usage line of its pair's QER slot (PAIR_USAGE_SLOT), its
+ * QER's where the control plane could give it that one; and its
  * usage lines (slot 0's, never used, when it has none), as the hint of
  * its key names it: the one whose tag is its hash's low 32 bits among
  * those of the pair of its bucket and the one beside it, looked at in the
  * order of the record's places. The usage lines' slots are in the record,
  * so their reads would wait for the record's miss; by the hint they wait
  * for the hints' line only, an eighth of the records' table, and by the
- * block for nothing. */
+ * pair for nothing. */
 INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
@@ -164,13 +163,10 @@ INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 	if (pc)
 		read_early(pc);
 	if (kind == SET_TEID) {
-		__u32 first = (pair * PAIR_USAGE_SPREAD & ((1u << (record_bits - 1)) - RECORD_BUCKETS)) + PAIR_USAGE_SLOT;
-#pragma unroll
-		for (int i = 0; i < RECORD_BUCKETS; i++) {
-			struct usage_line *line = cpu_usage_line(first + i);
-			if (line)
-				read_early(&line->flags);
-		}
+		struct usage_line *line =
+			cpu_usage_line((pair * PAIR_USAGE_SPREAD & ((1u << (record_bits - 1)) - 1)) + PAIR_USAGE_SLOT);
+		if (line)
+			read_early(&line->flags);
 	}
 	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
 	if (!hs)

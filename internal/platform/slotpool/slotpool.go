@@ -67,32 +67,20 @@ func (p *Pool) Alloc() (uint32, error) {
 	return p.take(len(p.free) - 1), nil
 }
 
-// AllocPreferred hands out the first of slots that is out of use and past
-// its delay or was never handed out; else, as AllocHigh, one out of the
-// way of those Alloc hands out next. Two pools whose slots go together (a
-// QER's and a URR's share a usage line) keep their numbers paired so.
-func (p *Pool) AllocPreferred(slots ...uint32) (uint32, error) {
+// AllocPreferred hands out slot if it is out of use and past its delay or
+// was never handed out; else, as AllocHigh, one out of the way of those
+// Alloc hands out next. Two pools whose slots go together (a QER's and a
+// URR's share a usage line) keep their numbers paired so.
+func (p *Pool) AllocPreferred(slot uint32) (uint32, error) {
 	if err := p.ready(); err != nil {
 		return 0, err
 	}
-	for _, slot := range slots {
-		if ok, err := p.takePreferred(slot); ok || err != nil {
-			return slot, err
-		}
-	}
-	return p.AllocHigh()
-}
-
-// takePreferred hands out slot if it is out of use and past its delay or
-// was never handed out.
-func (p *Pool) takePreferred(slot uint32) (bool, error) {
 	if i := slices.Index(p.free, slot); i >= 0 {
-		p.take(i)
-		return true, nil
+		return p.take(i), nil
 	}
 	if int(slot) < len(p.past) && p.past[slot] {
 		if err := p.resetAlone(slot, true); err != nil {
-			return false, err
+			return 0, err
 		}
 		p.past[slot] = false
 		p.stale++
@@ -100,20 +88,20 @@ func (p *Pool) takePreferred(slot uint32) (bool, error) {
 			p.compact()
 		}
 		p.inUse++
-		return true, nil
+		return slot, nil
 	}
 	if p.unusedSlot(slot) {
 		if err := p.resetAlone(slot, false); err != nil {
-			return false, err
+			return 0, err
 		}
 		if len(p.held) < int(p.cfg.Size) {
 			p.held = append(p.held, make([]bool, int(p.cfg.Size)-len(p.held))...)
 		}
 		p.held[slot] = true
 		p.inUse++
-		return true, nil
+		return slot, nil
 	}
-	return false, nil
+	return p.AllocHigh()
 }
 
 // AllocHigh hands out the highest slot never handed out, the last Alloc

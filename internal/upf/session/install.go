@@ -412,8 +412,8 @@ func (t *txn) writeRules() error {
 func (t *txn) qerSlot(id uint32) (uint32, error) {
 	for _, p := range t.in.PDRs {
 		if p.gtpu() && len(p.QERIDs) > 0 && p.QERIDs[0] == id {
-			if slots := t.s.dp.UplinkUsageSlots(t.s.canonical(p.keys().key[0]).fteid); slots != nil {
-				return t.s.qerSlots.AllocPreferred(slots...)
+			if slot, ok := t.s.dp.UplinkUsageSlot(t.s.canonical(p.keys().key[0]).fteid); ok {
+				return t.s.qerSlots.AllocPreferred(slot)
 			}
 		}
 	}

@@ -124,23 +124,16 @@ const (
 // bucket is k's own bucket of records.
 func (r *records) bucket(k setKey) int { return int(hash(k) >> (64 - r.bits)) }
 
-// usageSlots are the QER slots below capacity whose usage lines the
-// packets of k, an F-TEID's key, read beside its record, as start_reads
-// finds them (PAIR_USAGE_SLOT): none when the packets read no lines
-// ahead.
-func (r *records) usageSlots(k setKey, capacity uint32) []uint32 {
+// usageSlot is the QER slot whose usage line the packets of k, an
+// F-TEID's key, read beside its record, as start_reads finds it
+// (PAIR_USAGE_SLOT); false when the packets read no lines ahead or it
+// is not below capacity.
+func (r *records) usageSlot(k setKey, capacity uint32) (uint32, bool) {
 	if r.bits == 0 || readsAhead(r.bits) == 0 {
-		return nil
+		return 0, false
 	}
-	first := uint32(r.bucket(k)/recordBuckets)*uint32(upfLimitsPAIR_USAGE_SPREAD)&(1<<(r.bits-1)-uint32(recordBuckets)) + uint32(upfLimitsPAIR_USAGE_SLOT)
-	if first+uint32(recordBuckets) > capacity {
-		return nil
-	}
-	slots := make([]uint32, recordBuckets)
-	for i := range slots {
-		slots[i] = first + uint32(i)
-	}
-	return slots
+	slot := uint32(r.bucket(k)/recordBuckets)*uint32(upfLimitsPAIR_USAGE_SPREAD)&(1<<(r.bits-1)-1) + uint32(upfLimitsPAIR_USAGE_SLOT)
+	return slot, slot < capacity
 }
 
 // places are the places k's record may take, in the order a packet looks.

@@ -124,22 +124,22 @@ func (d *Datapath) QER(slot uint32) (QER, error) {
 	return q, d.maps.Qers.Lookup(slot, &q)
 }
 
-// UplinkUsageSlots are the QER slots whose usage lines the packets of
-// local F-TEID f start reading beside its record, before the record names
-// their QER: in one of them, a QER that those packets apply first costs
-// them no read after the record's. None when the data path reads no lines
-// ahead (one sized for few sessions) or f is none of its addresses'.
-func (d *Datapath) UplinkUsageSlots(f FTEID) []uint32 {
+// UplinkUsageSlot is the QER slot whose usage line the packets of local
+// F-TEID f start reading beside its record, before the record names their
+// QER: there, a QER that those packets apply first costs them no read
+// after the record's. False when the data path reads no lines ahead (one
+// sized for few sessions) or f is none of its addresses'.
+func (d *Datapath) UplinkUsageSlot(f FTEID) (uint32, bool) {
 	k, err := d.teidKey(f)
 	if err != nil {
-		return nil
+		return 0, false
 	}
-	return d.sets.records.usageSlots(k, d.QERCapacity())
+	return d.sets.records.usageSlot(k, d.QERCapacity())
 }
 
 // ReadsAhead says whether the packets start the reads of the lines they
 // write beside their record's (a data path sized for more sessions than
-// a server's last-level cache holds), and so UplinkUsageSlots has slots.
+// a server's last-level cache holds), and so UplinkUsageSlot has a slot.
 func (d *Datapath) ReadsAhead() bool { return readsAhead(d.sets.records.bits) == 1 }
 
 // QERCapacity is the number of QER slots.
