@@ -14,11 +14,11 @@ enum limits {
 	SET_WAYS = 2,              /* places of a set_index bucket */
 	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
 	/* The QER slot whose usage line the packets of an F-TEID read
-	 * beside its record: PAIR_USAGE_SLOT on from its pair of
-	 * set_records' buckets' number times PAIR_USAGE_SPREAD (odd) within
-	 * the pairs' count. One a pair, so that the lines lie as densely as
-	 * sessions' QERs (two a pair measured slower downlink), and apart from
-	 * the pair's other lines (at the same place of their pages they
+	 * beside its record: PAIR_USAGE_SLOT plus its pair of set_records'
+	 * buckets' number times PAIR_USAGE_SPREAD (odd), within the pairs'
+	 * count. One a pair, so that the lines lie as densely as the
+	 * sessions' QERs (two a pair measured slower downlink), and apart
+	 * from the pair's other lines (at the same place of their pages they
 	 * measured slower). The control plane gives it, where it can, to the
 	 * QER those packets apply first. */
 	PAIR_USAGE_SLOT = 2,

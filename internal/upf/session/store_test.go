@@ -669,10 +669,10 @@ func TestStorePairsURRsWithQERs(t *testing.T) {
 }
 
 // In a data path whose tables outgrow the caches, a QER that an uplink
-// PDR applies first takes a slot whose usage line the packets of its
+// PDR applies first takes the slot whose usage line the packets of its
 // F-TEID read beside their record, and its URR the same; a QER no such
-// PDR applies first, a slot out of their way. Sessions of many shapes
-// come and go, and the slots of those gone serve again.
+// PDR applies first, a slot out of their way. Sessions of two shapes come
+// and go meanwhile.
 func TestStoreGivesQERsTheSlotsTheirPacketsReadAhead(t *testing.T) {
 	e := newStoreEnvSized(t, 70_000)
 	var seids []uint64
