@@ -197,6 +197,9 @@ func (g *Generator) check(frame []byte, opts Options) error {
 	if opts.Flows > 1 && opts.FlowOffset2 != 0 && (opts.FlowOffset2 < 0 || opts.FlowOffset2+2 > len(frame)) {
 		return fmt.Errorf("second flow field at offset %d is outside the %d-byte frame", opts.FlowOffset2, len(frame))
 	}
+	if opts.FlowStride < 0 {
+		return fmt.Errorf("a stride of %d flows, want 0 or more", opts.FlowStride)
+	}
 	if opts.Flows > 1 && opts.FlowStride > 1 && gcd(opts.FlowStride, opts.Flows) != 1 {
 		return fmt.Errorf("a stride of %d over %d flows visits some of them only", opts.FlowStride, opts.Flows)
 	}
@@ -232,7 +235,7 @@ func (g *Generator) configure(frame []byte, count uint64, opts Options, start ti
 		StartNs:       uint64(start),
 		StampOffset:   uint32(opts.StampOffset),
 		FlowsPerSlice: uint32(opts.FlowsPerSlice),
-		FlowStride:    uint32(max(opts.FlowStride, 0)) % uint32(max(opts.Flows, 1)),
+		FlowStride:    uint32(opts.FlowStride),
 	}
 	copy(cfg.Tmpl.Data[:], frame)
 	if err := g.objs.Generator.Put(uint32(0), &cfg); err != nil {

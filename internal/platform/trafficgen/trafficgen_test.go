@@ -421,6 +421,7 @@ func TestSendRejectsBadInput(t *testing.T) {
 		"too many flows":       {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 1<<16 + 1}},
 		"second field outside": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 2, FlowOffset2: len(b.udpTemplate) - 1}},
 		"stride missing flows": {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 16, FlowStride: 6}},
+		"negative stride":      {frame: b.udpTemplate, opts: Options{FlowOffset: portAt, Flows: 16, FlowStride: -1}},
 	} {
 		if _, _, err := b.generator.Send(b.gen, b.genIndex, tc.frame, 1, tc.opts); err == nil {
 			t.Errorf("%s: no error", name)

@@ -410,6 +410,9 @@ func (t *txn) writeRules() error {
 // beside their record, so that the line's miss overlaps the record's;
 // else, in a data path with such slots, one out of their way.
 func (t *txn) qerSlot(id uint32) (uint32, error) {
+	if !t.s.dp.ReadsAhead() {
+		return t.s.qerSlots.Alloc()
+	}
 	for _, p := range t.in.PDRs {
 		if p.gtpu() && len(p.QERIDs) > 0 && p.QERIDs[0] == id {
 			if slot, ok := t.s.dp.UplinkUsageSlot(t.s.canonical(p.keys().key[0]).fteid); ok {
@@ -417,10 +420,7 @@ func (t *txn) qerSlot(id uint32) (uint32, error) {
 			}
 		}
 	}
-	if t.s.dp.ReadsAhead() {
-		return t.s.qerSlots.AllocHigh()
-	}
-	return t.s.qerSlots.Alloc()
+	return t.s.qerSlots.AllocHigh()
 }
 
 // urrSlot is a fresh slot for URR id: where it can, that of the first QER

@@ -129,7 +129,7 @@ func (r *records) bucket(k setKey) int { return int(hash(k) >> (64 - r.bits)) }
 // (PAIR_USAGE_SLOT); false when the packets read no lines ahead or it
 // is not below capacity.
 func (r *records) usageSlot(k setKey, capacity uint32) (uint32, bool) {
-	if r.bits == 0 || readsAhead(r.bits) == 0 {
+	if readsAhead(r.bits) == 0 {
 		return 0, false
 	}
 	slot := uint32(r.bucket(k)/recordBuckets)*uint32(upfLimitsPAIR_USAGE_SPREAD)&(1<<(r.bits-1)-1) + uint32(upfLimitsPAIR_USAGE_SLOT)
