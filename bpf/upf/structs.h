@@ -109,6 +109,13 @@ struct usage_line {
 };
 _Static_assert(sizeof(struct usage_line) == 64, "a usage line fills one cache line");
 
+/* A CPU's last reading of the coarse clock and the jiffies it was read
+ * at (tick_clocks). */
+struct tick_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+
 /* What urr_events carries: the control plane reads the URR's counters. */
 struct urr_event {
 	__u32 slot; /* in urrs */

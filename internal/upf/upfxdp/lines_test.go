@@ -46,6 +46,23 @@ func TestURRTimesOnEveryCPU(t *testing.T) {
 	}
 }
 
+// One program's packets on one CPU a while apart: the last packet's time
+// moves with the clock, which the program reads once a tick.
+func TestURRLastPacketFollowsTheClock(t *testing.T) {
+	testCPUs(t)
+	u := newURRTest(t, URRLimits{})
+	const tick = 20 * time.Millisecond
+	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
+	time.Sleep(100 * time.Millisecond)
+	last := time.Now()
+	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
+	end := time.Now()
+	got := u.usage(t, testURR)
+	if got.LastPacket.Before(last.Add(-tick)) || got.LastPacket.After(end.Add(tick)) {
+		t.Errorf("last packet %v, want between %v and %v (first packet %v)", got.LastPacket, last, end, got.FirstPacket)
+	}
+}
+
 // NotifyStart sends one event, from the first packet of whichever CPU,
 // though every CPU's usage line says to look.
 func TestURRNotifyStartOnEveryCPU(t *testing.T) {
