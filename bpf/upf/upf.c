@@ -504,6 +504,27 @@ INLINE void count_shared(struct urr *u, __u32 slot, int dir, __u32 len)
 	}
 }
 
+/* Counts a packet of len bytes going in direction dir (enum qer_dir) in
+ * this CPU's line of a URR without limits. */
+INLINE void count_in_line(struct usage_line *line, int dir, __u32 len)
+{
+	line->count.dir[dir].packets++;
+	line->count.dir[dir].bytes += len;
+}
+
+/* Keeps the time now (coarse_now) of the packet a URR counted in this
+ * CPU's line: its last packet's and, the first since the URR's reset, its
+ * first's, which goes into the line's flags beside the bits the control
+ * plane writes. */
+INLINE void line_times(struct usage_line *line, __u64 now)
+{
+	__u64 last = line->last_packet;
+	if (!last)
+		__sync_fetch_and_or(&line->flags, now & -(__u64)LINE_FIRST_PACKET);
+	if (last != now)
+		line->last_packet = now;
+}
+
 /* A URR's flags URR_SHARED and URR_NOTIFY_START, as this CPU's usage
  * line of it says them when it does (the control plane writes them there
  * after the URR's), else as the URR does. */
@@ -583,19 +604,11 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 			if (!u)
 				return REASON_DROP_INTERNAL;
 		}
-		if (u && shared) {
+		if (u && shared)
 			count_shared(u, slot, dir, len);
-		} else {
-			line->count.dir[dir - URR_UL].packets++;
-			line->count.dir[dir - URR_UL].bytes += len;
-		}
-		/* This CPU's first packet since the reset: its time goes into
-		 * the line's flags, beside the bits the control plane writes. */
-		__u64 last = line->last_packet;
-		if (!last)
-			__sync_fetch_and_or(&line->flags, now & -(__u64)LINE_FIRST_PACKET);
-		if (last != now)
-			line->last_packet = now;
+		else
+			count_in_line(line, dir - URR_UL, len);
+		line_times(line, now);
 		/* The line's bit goes first: the control plane sets the URR's
 		 * before it, so that a bit it sets again is either seen in the
 		 * URR now or left in the line for the next packet. */
@@ -609,36 +622,79 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 	return 0;
 }
 
+/* The rules of a PDR with one QER and one URR of the same slot, in the
+ * common case (Open5GS's session: its QER and a URR without limits), in
+ * one pass over this CPU's usage line of that slot: the line knows both,
+ * the gate is open, the credit pays for the packet, the URR counts after
+ * QoS and sends no event. forwards says whether the FAR lets the packet
+ * through. Returns 0 to go on, REASON_DROP_FAR when the FAR drops the
+ * packet, another reason to drop it, or -1 for a case this pass does not
+ * take, having changed nothing: then enforce_qers and count_urrs. The two
+ * calls cost about 14 ns a packet here where the pass costs a few. */
+__attribute__((noinline)) int apply_usage_line(const struct pdr *pdr, int dir, __u32 len, int forwards)
+{
+	if (!pdr)
+		return REASON_DROP_INTERNAL;
+	dir &= 1;
+	__u32 slot = pdr->qer[0];
+	if (pdr->qer[1] || pdr->urr[1] || pdr->urr[0] != slot)
+		return -1;
+	struct usage_line *line = cpu_usage_line(slot);
+	if (!line)
+		return REASON_DROP_INTERNAL;
+	__u64 f = line->flags;
+	if ((f & (LINE_QER_KNOWN | (LINE_GATE_CLOSED << dir) | LINE_URR_KNOWN | LINE_URR_SHARED |
+		  LINE_URR_NOTIFY_START)) != (LINE_QER_KNOWN | LINE_URR_KNOWN))
+		return -1;
+	if (f & (LINE_MBR << dir)) {
+		__u64 need = (__u64)len * NSEC_PER_SEC, held = line->credit[dir];
+		if (held < need)
+			return -1;
+		line->credit[dir] = held - need;
+	}
+	if (!forwards)
+		return REASON_DROP_FAR;
+	count_in_line(line, dir, len);
+	line_times(line, coarse_now());
+	return 0;
+}
+
 /* Applies a matched PDR (in slot; its record's place + 1 when the record
  * served the packet, count_pdr) to a packet of len inner bytes going in
  * direction dir (QER_UL or QER_DL): its QERs, its FAR, which must forward
  * (a buffering FAR forwards what its buffer let pass: buffer_passed), with
  * one of the flags far_flags when the path needs one (a tunnel: FAR_GTPU),
  * and its URRs, which count only what the FAR forwards, unless they
- * measure before QoS enforcement: those count first. Returns 0 to forward,
- * else the reason to drop. The PDR counts what its QERs and URRs let through. */
+ * measure before QoS enforcement: those count first; a QER and a URR of
+ * one line in one pass, where it can (apply_usage_line). Returns 0 to
+ * forward, else the reason to drop. The PDR counts what its QERs and URRs
+ * let through. */
 INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, __u32 place, int dir, __u32 len, __u8 far_flags,
 		     int buffer_passed)
 {
 	int urr_dir = dir == QER_UL ? URR_UL : URR_DL;
 	__u8 before_qos = pdr->flags & (PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1));
-	int reason;
-	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
-		return reason;
-	/* A PDR without QERs pays this test, not the call. */
-	if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
-		return reason;
 	const struct far *far = &pdr->far;
-	if (!(far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) ||
-	    (far_flags && !(far->flags & far_flags))) {
-		count_pdr(slot, place, len);
-		return REASON_DROP_FAR;
-	}
-	/* A PDR without URRs pays this test and the flags' above. */
-	if (pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
+	int forwards = (far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) &&
+		       !(far_flags && !(far->flags & far_flags));
+	int reason = -1;
+	if (!before_qos && pdr->qer[0] && pdr->qer[0] == pdr->urr[0])
+		reason = apply_usage_line(pdr, dir, len, forwards);
+	if (reason < 0) {
+		if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
+			return reason;
+		/* A PDR without QERs pays this test, not the call. */
+		if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
+			return reason;
+		reason = forwards ? 0 : REASON_DROP_FAR;
+		/* A PDR without URRs pays this test and the flags' above. */
+		if (forwards && pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
+			return reason;
+	} else if (reason && reason != REASON_DROP_FAR) {
 		return reason;
+	}
 	count_pdr(slot, place, len);
-	return 0;
+	return reason;
 }
 
 /* The release metadata of a frame the control plane sends back through the

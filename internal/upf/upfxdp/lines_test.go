@@ -133,3 +133,60 @@ func TestQERWithoutUsageLines(t *testing.T) {
 	}
 	u.expect(t, downFrame, xdplink.Drop, "drop_qer_mbr")
 }
+
+// A PDR's QER and URR of one slot share a line, which a packet reads in
+// one pass: the QER's rate and gates hold, the URR counts what they and
+// the FAR let through, and the PDR what they let through.
+func TestQERAndURROfOneLine(t *testing.T) {
+	u := newURRTest(t, URRLimits{})
+	// The bucket holds 100 packets and gives the CPU 6.25 of them to start
+	// with; a CPU takes 6.25 more than it needs each time it runs short,
+	// and its packets spend that credit in the pass.
+	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(1, 100*u.inner)}}
+	check(t, u.d.PutQER(testURR, limited))
+	qerPDRs(t, u.d, testURR)
+	var passed uint64
+	onCPU(t, 0, func() {
+		for range 120 {
+			if act, _ := u.run(t, u.up); act == xdplink.Redirect {
+				passed++
+			}
+		}
+	})
+	if passed != 106 {
+		t.Errorf("%d of 120 uplink packets through a bucket of 100 and a credit of 6.25, want 106", passed)
+	}
+	for range 3 {
+		u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
+	}
+	var want URRUsage
+	for dir, n := range map[int]uint64{URRUplink: passed, URRDownlink: 3} {
+		want.Packets[dir], want.Bytes[dir] = n, n*u.inner
+		want.Packets[URRTotal] += n
+		want.Bytes[URRTotal] += n * u.inner
+	}
+	equalCounts(t, u.usage(t, testURR), want)
+	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != passed {
+		t.Errorf("PDR counter %+v, %v: want the %d packets the rate let through", c, err, passed)
+	}
+
+	check(t, u.d.PutQER(testURR, QER{GateClosed: 1 << QERDownlink}))
+	u.expect(t, u.down, xdplink.Drop, "drop_qer_gate")
+	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
+	want.Packets[URRUplink]++
+	want.Packets[URRTotal]++
+	want.Bytes[URRUplink] += u.inner
+	want.Bytes[URRTotal] += u.inner
+	equalCounts(t, u.usage(t, testURR), want)
+
+	changePDR(t, u.d, pdrFARDrop, func(p *PDR) {
+		p.Qer = [QERsPerPDR]uint32{testURR}
+		p.Urr = [URRsPerPDR]uint32{testURR}
+	})
+	p := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), p.bytes(t)), xdplink.Drop, "drop_far")
+	equalCounts(t, u.usage(t, testURR), want)
+	if c, err := u.d.PDRCounter(pdrFARDrop); err != nil || c.Packets != 1 {
+		t.Errorf("PDR counter %+v, %v: a FAR's drop still counts as matched", c, err)
+	}
+}
