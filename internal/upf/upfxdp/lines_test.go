@@ -7,18 +7,28 @@ import (
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
+// The coarse clock lags by up to a tick.
+const tick = 20 * time.Millisecond
+
+// apart sends an uplink packet on CPU 0, then, 100 ms later, frame on
+// cpu, which the program forwards for reason; it returns when it started,
+// when it sent frame and when it was done.
+func (u *urrTest) apart(t *testing.T, cpu int, frame []byte, reason string) (first, last, end time.Time) {
+	t.Helper()
+	first = time.Now()
+	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
+	time.Sleep(100 * time.Millisecond)
+	last = time.Now()
+	onCPU(t, cpu, func() { u.expect(t, frame, xdplink.Redirect, reason) })
+	return first, last, time.Now()
+}
+
 // A URR's times are the CPUs' together: the first packet's of any CPU,
 // the last packet's of any; a reopened data path reads the same.
 func TestURRTimesOnEveryCPU(t *testing.T) {
 	testCPUs(t)
 	u := newURRTest(t, URRLimits{})
-	const tick = 20 * time.Millisecond // the coarse clock lags by up to one
-	first := time.Now()
-	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
-	time.Sleep(100 * time.Millisecond)
-	last := time.Now()
-	onCPU(t, 1, func() { u.expect(t, u.down, xdplink.Redirect, "downlink_forward") })
-	end := time.Now()
+	first, last, end := u.apart(t, 1, u.down, "downlink_forward")
 	got := u.usage(t, testURR)
 	if got.FirstPacket.Before(first.Add(-tick)) || got.FirstPacket.After(last) ||
 		got.LastPacket.Before(last.Add(-tick)) || got.LastPacket.After(end.Add(tick)) {
@@ -49,14 +59,8 @@ func TestURRTimesOnEveryCPU(t *testing.T) {
 // One program's packets on one CPU a while apart: the last packet's time
 // moves with the clock, which the program reads once a tick.
 func TestURRLastPacketFollowsTheClock(t *testing.T) {
-	testCPUs(t)
 	u := newURRTest(t, URRLimits{})
-	const tick = 20 * time.Millisecond
-	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
-	time.Sleep(100 * time.Millisecond)
-	last := time.Now()
-	onCPU(t, 0, func() { u.expect(t, u.up, xdplink.Redirect, "uplink_forward") })
-	end := time.Now()
+	_, last, end := u.apart(t, 0, u.up, "uplink_forward")
 	got := u.usage(t, testURR)
 	if got.LastPacket.Before(last.Add(-tick)) || got.LastPacket.After(end.Add(tick)) {
 		t.Errorf("last packet %v, want between %v and %v (first packet %v)", got.LastPacket, last, end, got.FirstPacket)
