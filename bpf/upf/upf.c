@@ -677,24 +677,28 @@ INLINE int apply_pdr(const struct pdr *pdr, __u32 slot, __u32 place, int dir, __
 	const struct far *far = &pdr->far;
 	int forwards = (far->action == FAR_FORWARD || (buffer_passed && far->action == FAR_BUFFER)) &&
 		       !(far_flags && !(far->flags & far_flags));
-	int reason = -1;
-	if (!before_qos && pdr->qer[0] && pdr->qer[0] == pdr->urr[0])
-		reason = apply_usage_line(pdr, dir, len, forwards);
-	if (reason < 0) {
-		if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
+	int reason;
+	if (!before_qos && pdr->qer[0] && pdr->qer[0] == pdr->urr[0] &&
+	    (reason = apply_usage_line(pdr, dir, len, forwards)) >= 0) {
+		if (reason && reason != REASON_DROP_FAR)
 			return reason;
-		/* A PDR without QERs pays this test, not the call. */
-		if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
-			return reason;
-		reason = forwards ? 0 : REASON_DROP_FAR;
-		/* A PDR without URRs pays this test and the flags' above. */
-		if (forwards && pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
-			return reason;
-	} else if (reason && reason != REASON_DROP_FAR) {
+		count_pdr(slot, place, len);
 		return reason;
 	}
+	if (before_qos && (reason = count_urrs(pdr, urr_dir, len, 1)))
+		return reason;
+	/* A PDR without QERs pays this test, not the call. */
+	if (pdr->qer[0] && (reason = enforce_qers(pdr, dir, len)))
+		return reason;
+	if (!forwards) {
+		count_pdr(slot, place, len);
+		return REASON_DROP_FAR;
+	}
+	/* A PDR without URRs pays this test and the flags' above. */
+	if (pdr->urr[0] && (reason = count_urrs(pdr, urr_dir, len, 0)))
+		return reason;
 	count_pdr(slot, place, len);
-	return reason;
+	return 0;
 }
 
 /* The release metadata of a frame the control plane sends back through the
