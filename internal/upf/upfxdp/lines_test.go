@@ -143,10 +143,11 @@ func TestQERWithoutUsageLines(t *testing.T) {
 // the FAR let through, and the PDR what they let through.
 func TestQERAndURROfOneLine(t *testing.T) {
 	u := newURRTest(t, URRLimits{})
-	// The bucket holds 100 packets and gives the CPU 6.25 of them to start
-	// with; a CPU takes 6.25 more than it needs each time it runs short,
-	// and its packets spend that credit in the pass.
-	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(1, 100*u.inner)}}
+	// The bucket holds 100 packets and gives the CPU a chunk of it (6.25
+	// packets) to start with; a CPU takes a chunk more than it needs each
+	// time it runs short, and its packets spend that credit in the pass.
+	const packets = 100
+	limited := QER{Bucket: [2]upfTokenBucket{QERBucket(1, packets*u.inner)}}
 	check(t, u.d.PutQER(testURR, limited))
 	qerPDRs(t, u.d, testURR)
 	var passed uint64
@@ -157,8 +158,8 @@ func TestQERAndURROfOneLine(t *testing.T) {
 			}
 		}
 	})
-	if passed != 106 {
-		t.Errorf("%d of 120 uplink packets through a bucket of 100 and a credit of 6.25, want 106", passed)
+	if want := uint64(packets + packets>>qerChunkShift); passed != want {
+		t.Errorf("%d of 120 uplink packets through a bucket of %d and its chunk, want %d", passed, packets, want)
 	}
 	for range 3 {
 		u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
