@@ -634,8 +634,6 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
  * 3: its few lookups fit the uplink path's stack, the functions' did not. */
 INLINE int apply_usage_line(const struct pdr *pdr, int dir, __u32 len, int forwards)
 {
-	if (!pdr)
-		return REASON_DROP_INTERNAL;
 	dir &= 1;
 	__u32 slot = pdr->qer[0];
 	if (pdr->qer[1] || pdr->urr[1] || pdr->urr[0] != slot)
