@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -130,8 +131,10 @@ func onLockedThread(f func() error) (err error) {
 	return f()
 }
 
-// Veth creates a veth pair with end aName in a and bName in b and sets both
-// up.
+// Veth creates a veth pair with end aName in a and bName in b, sets both
+// up and waits until both run: until the kernel has attached their queues,
+// in the background and up to a second later on a busy host, they drop what
+// is sent, a first datagram included.
 func Veth(a *Netns, aName string, b *Netns, bName string) error {
 	veth := &netlink.Veth{
 		LinkAttrs:     netlink.LinkAttrs{Name: aName},
@@ -141,7 +144,28 @@ func Veth(a *Netns, aName string, b *Netns, bName string) error {
 	if err := a.nl.LinkAdd(veth); err != nil {
 		return fmt.Errorf("add veth %s/%s: %w", aName, bName, err)
 	}
-	return errors.Join(a.setUp(aName), b.setUp(bName))
+	if err := errors.Join(a.setUp(aName), b.setUp(bName)); err != nil {
+		return err
+	}
+	return errors.Join(a.waitRunning(aName), b.waitRunning(bName))
+}
+
+// waitRunning waits up to 5 s for a link's operational state to be up.
+func (n *Netns) waitRunning(name string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := n.link(name)
+		if err != nil {
+			return err
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s in %s: %s 5 s after it was set up", name, n.Name, l.Attrs().OperState)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (n *Netns) setUp(name string) error {
