@@ -198,6 +198,18 @@ func (e *env) snapshot(t *testing.T) snapshot {
 	return s
 }
 
+// A FAR that drops, sent without a destination, comes back without one,
+// not as one to Access (the zero interface), and goes back unchanged.
+func TestDropFARWithoutDestination(t *testing.T) {
+	e := newEnv(t)
+	drop := map[string]any{"fars.1.applyAction": "DROP", "fars.1.destinationInterface": nil, "fars.1.forwardingParameters": nil}
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/sessions", variant(t, fig10, drop))
+	want := variant(t, fig10Installed, drop)
+	got := e.expect(t, http.StatusOK, "GET", "/api/v1/sessions/1", "")
+	sameJSON(t, got, want)
+	sameJSON(t, e.expect(t, http.StatusOK, "PUT", "/api/v1/sessions/1", string(got)), want)
+}
+
 // An I-UPF's session: the uplink over N9 to the PSA's F-TEID, the
 // downlink from the PSA at an F-TEID of its own; the document comes back
 // as it was sent.

@@ -604,8 +604,14 @@ func documentOf(s session.Session, counters map[uint16]upfxdp.Counter, usage map
 		d.PDRs = append(d.PDRs, pd)
 	}
 	for _, f := range s.FARs {
-		dest := iface(f.DestinationInterface)
-		fd := farDoc{ID: f.ID, DestinationInterface: &dest}
+		fd := farDoc{ID: f.ID}
+		// A FAR that drops and was told nothing of where to forward (an
+		// SMF's DROP FAR without Forwarding Parameters) shows no
+		// destination: the zero interface is Access, which it never named.
+		if f.Action != session.ActionDrop || f.Forwarding != (session.Forwarding{}) {
+			dest := iface(f.DestinationInterface)
+			fd.DestinationInterface = &dest
+		}
 		if b, ok := buffers[f.ID]; ok {
 			fd.Buffer = &b
 		}
