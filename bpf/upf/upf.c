@@ -373,6 +373,24 @@ INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g,
 	return 1;
 }
 
+/* bpf_ktime_get_coarse_ns(), read once a tick on each CPU: the verifier
+ * turns bpf_jiffies64() into a load, where the clock's helper is a call
+ * (about 3 ns a packet here). A CPU that reads jiffies just before the
+ * tick moves the clock keeps the tick before's time until the next one. */
+INLINE __u64 coarse_now(void)
+{
+	__u32 zero = 0;
+	struct tick_clock *c = bpf_map_lookup_elem(&tick_clocks, &zero);
+	__u64 j = bpf_jiffies64();
+	if (!c)
+		return bpf_ktime_get_coarse_ns();
+	if (c->jiffies != j) {
+		c->ns = bpf_ktime_get_coarse_ns();
+		c->jiffies = j;
+	}
+	return c->ns;
+}
+
 /* Takes len bytes' tokens for a packet from what this CPU holds of a
  * QER's bucket in direction dir (its usage line's credit); when that runs
  * short, tops it up from the bucket under the lock, a chunk more than the
@@ -388,7 +406,7 @@ INLINE int qer_take(struct qer *q, struct usage_line *line, int dir, __u32 len)
 	}
 	/* The tick-resolution clock costs a few ns where the precise one
 	 * costs tens here; the bucket holds many ticks' worth. */
-	__u64 now = bpf_ktime_get_coarse_ns();
+	__u64 now = coarse_now();
 	struct token_bucket *b = &q->bucket[dir];
 	__u64 want = need - held, taken = 0;
 	bpf_spin_lock(&q->lock);
@@ -443,24 +461,6 @@ __attribute__((noinline)) int enforce_qers(const struct pdr *pdr, int dir, __u32
 			return REASON_DROP_QER_MBR;
 	}
 	return 0;
-}
-
-/* bpf_ktime_get_coarse_ns(), read once a tick on each CPU: the verifier
- * turns bpf_jiffies64() into a load, where the clock's helper is a call
- * (about 3 ns a packet here). A CPU that reads jiffies just before the
- * tick moves the clock keeps the tick before's time until the next one. */
-INLINE __u64 coarse_now(void)
-{
-	__u32 zero = 0;
-	struct tick_clock *c = bpf_map_lookup_elem(&tick_clocks, &zero);
-	__u64 j = bpf_jiffies64();
-	if (!c)
-		return bpf_ktime_get_coarse_ns();
-	if (c->jiffies != j) {
-		c->ns = bpf_ktime_get_coarse_ns();
-		c->jiffies = j;
-	}
-	return c->ns;
 }
 
 /* A full ring loses the event: counted, so that the control plane knows to
@@ -622,23 +622,23 @@ __attribute__((noinline)) int count_urrs(const struct pdr *pdr, int dir, __u32 l
 	return 0;
 }
 
-/* The rules of a PDR with one QER and one URR of the same slot, in the
- * common case (Open5GS's session: its QER and a URR without limits), in
- * one pass over this CPU's usage line of that slot: the line knows both,
- * the gate is open, the credit pays for the packet, the URR counts after
- * QoS and sends no event. forwards says whether the FAR lets the packet
- * through. Returns 0 to go on, REASON_DROP_FAR when the FAR drops the
- * packet, another reason to drop it, or -1 for a case this pass does not
- * take, having changed nothing: then enforce_qers and count_urrs. The two
- * calls cost about 14 ns a packet here where the pass, inline, costs about
- * 3: its few lookups fit the uplink path's stack, the functions' did not. */
+/* The rules of a PDR with one QER and one URR of the same slot (the
+ * caller checks the slots), in the common case (Open5GS's session: its
+ * QER and a URR without limits), in one pass over this CPU's usage line
+ * of that slot: the line knows both, the gate is open, the credit pays
+ * for the packet, the URR counts after QoS and sends no event. forwards
+ * says whether the FAR lets the packet through. Returns 0 to go on,
+ * REASON_DROP_FAR when the FAR drops the packet, another reason to drop
+ * it, or -1 for a case this pass does not take, having changed nothing:
+ * then enforce_qers and count_urrs. The two calls cost about 14 ns a
+ * packet here where the pass, inline, costs about 3: its few lookups fit
+ * the uplink path's stack, the functions' did not. */
 INLINE int apply_usage_line(const struct pdr *pdr, int dir, __u32 len, int forwards)
 {
 	dir &= 1;
-	__u32 slot = pdr->qer[0];
-	if (pdr->qer[1] || pdr->urr[1] || pdr->urr[0] != slot)
+	if (pdr->qer[1] || pdr->urr[1])
 		return -1;
-	struct usage_line *line = cpu_usage_line(slot);
+	struct usage_line *line = cpu_usage_line(pdr->qer[0]);
 	if (!line)
 		return REASON_DROP_INTERNAL;
 	__u64 f = line->flags;

@@ -165,11 +165,14 @@ func TestQERAndURROfOneLine(t *testing.T) {
 		u.expect(t, u.down, xdplink.Redirect, "downlink_forward")
 	}
 	var want URRUsage
-	for dir, n := range map[int]uint64{URRUplink: passed, URRDownlink: 3} {
-		want.Packets[dir], want.Bytes[dir] = n, n*u.inner
-		want.Packets[URRTotal] += n
-		want.Bytes[URRTotal] += n * u.inner
+	count := func(dir int, n uint64) {
+		for _, i := range []int{URRTotal, dir} {
+			want.Packets[i] += n
+			want.Bytes[i] += n * u.inner
+		}
 	}
+	count(URRUplink, passed)
+	count(URRDownlink, 3)
 	equalCounts(t, u.usage(t, testURR), want)
 	if c, err := u.d.PDRCounter(pdrRoute); err != nil || c.Packets != passed {
 		t.Errorf("PDR counter %+v, %v: want the %d packets the rate let through", c, err, passed)
@@ -178,10 +181,7 @@ func TestQERAndURROfOneLine(t *testing.T) {
 	check(t, u.d.PutQER(testURR, QER{GateClosed: 1 << QERDownlink}))
 	u.expect(t, u.down, xdplink.Drop, "drop_qer_gate")
 	u.expect(t, u.up, xdplink.Redirect, "uplink_forward")
-	want.Packets[URRUplink]++
-	want.Packets[URRTotal]++
-	want.Bytes[URRUplink] += u.inner
-	want.Bytes[URRTotal] += u.inner
+	count(URRUplink, 1)
 	equalCounts(t, u.usage(t, testURR), want)
 
 	changePDR(t, u.d, pdrFARDrop, func(p *PDR) {
