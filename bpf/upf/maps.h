@@ -102,15 +102,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } urr_events_lost SEC(".maps");
 
-/* Each CPU's coarse clock as of its tick (struct tick_clock): fresh at
- * every load, so not pinned. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct tick_clock);
-	__uint(max_entries, 1);
-} tick_clocks SEC(".maps");
-
 /* Downlink buffers (far.buffer), written by the control plane through mmap. */
 MMAP_ARRAY(struct buffer) buffers SEC(".maps");
 

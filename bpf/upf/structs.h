@@ -109,8 +109,8 @@ struct usage_line {
 };
 _Static_assert(sizeof(struct usage_line) == 64, "a usage line fills one cache line");
 
-/* A CPU's last reading of the coarse clock and the jiffies it was read
- * at (tick_clocks). */
+/* The last reading of the coarse clock and the jiffies it was read at
+ * (coarse_now). */
 struct tick_clock {
 	__u64 jiffies;
 	__u64 ns;

@@ -373,22 +373,31 @@ INLINE int pdr_after_record(struct xdp_md *ctx, __u32 next, struct gtpu_info *g,
 	return 1;
 }
 
-/* bpf_ktime_get_coarse_ns(), read once a tick on each CPU: the verifier
- * turns bpf_jiffies64() into a load, where the clock's helper is a call
- * (about 3 ns a packet here). A CPU that reads jiffies just before the
- * tick moves the clock keeps the tick before's time until the next one. */
+/* The coarse clock as of the jiffies it was last read at, kept by every
+ * CPU in one variable of the program: a packet reads two words there, no
+ * map's per-CPU value. */
+struct tick_clock tick;
+
+/* bpf_ktime_get_coarse_ns(), read once a tick: the verifier turns
+ * bpf_jiffies64() into a load, where the clock's helper is a call (about
+ * 3 ns a packet here). The time is stored before its jiffies, which x86-64
+ * keeps in that order for the other CPUs, so that a CPU that finds the
+ * jiffies finds their time or a later one. A CPU that reads jiffies just
+ * before the tick moves the clock, or whose store comes late, leaves the
+ * time of the tick before until the next one: a tick, the clock's own
+ * resolution. */
 INLINE __u64 coarse_now(void)
 {
-	__u32 zero = 0;
-	struct tick_clock *c = bpf_map_lookup_elem(&tick_clocks, &zero);
 	__u64 j = bpf_jiffies64();
-	if (!c)
-		return bpf_ktime_get_coarse_ns();
-	if (c->jiffies != j) {
-		c->ns = bpf_ktime_get_coarse_ns();
-		c->jiffies = j;
+	if (tick.jiffies == j) {
+		asm volatile("" ::: "memory");
+		return tick.ns;
 	}
-	return c->ns;
+	__u64 ns = bpf_ktime_get_coarse_ns();
+	tick.ns = ns;
+	asm volatile("" ::: "memory");
+	tick.jiffies = j;
+	return ns;
 }
 
 /* Takes len bytes' tokens for a packet from what this CPU holds of a
