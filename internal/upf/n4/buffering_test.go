@@ -347,6 +347,15 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 	if s, _ := e.store.BufferSlot(seid, 2); s != slot {
 		t.Errorf("the buffering FAR moved from buffer %d to %d", slot, s)
 	}
+	// Removed and created again in one request, the FAR is another one:
+	// a buffer of its own, the old one let go with what it held.
+	e.modify("smf1", seid, removeFAR(2), buffering).expect(t, causeAccepted, nil, nil)
+	renewed, ok := e.store.BufferSlot(seid, 2)
+	if !ok || renewed == slot || !e.buffers.Pending(renewed) || e.buffers.Pending(slot) {
+		t.Errorf("created again: buffer %d (%v, pending %v), the old %d pending %v; want a fresh one, the old let go",
+			renewed, ok, e.buffers.Pending(renewed), slot, e.buffers.Pending(slot))
+	}
+	slot = renewed
 
 	before := e.state()
 	for _, c := range []struct {

@@ -689,6 +689,7 @@ func (c *change) translateFAR(group *ie.IE, create bool) *refusal {
 	}
 	if create {
 		f = session.FAR{ID: id}
+		c.mod.CreatedFARs = append(c.mod.CreatedFARs, id)
 	}
 	fail := rule.fail
 	if r := c.checkBARID(id, group); r != nil {

@@ -272,9 +272,9 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool)
 }
 
 // keptBuffer is the buffer FAR id had in t.keep, if it still holds packets
-// or is releasing them.
+// or is releasing them, unless the FAR is created anew.
 func (t *txn) keptBuffer(id uint32) (uint32, bool) {
-	if t.keep == nil || t.s.buffers == nil {
+	if t.keep == nil || t.s.buffers == nil || slices.Contains(t.mod.CreatedFARs, id) {
 		return 0, false
 	}
 	slot, ok := t.keep.BufferSlots.lookup(id)

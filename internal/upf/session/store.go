@@ -203,11 +203,13 @@ type Modification struct {
 	// DropBuffered drops what the session's buffers hold (PFCP's DROBU),
 	// before a FAR that forwards again could send any of it.
 	DropBuffered bool
-	// CreatedPDRs and CreatedURRs are rules created anew: one that takes
-	// the ID of a rule the old session had (removed and created again in
-	// one request) is another rule, and counts from zero.
+	// CreatedPDRs, CreatedURRs and CreatedFARs are rules created anew: one
+	// that takes the ID of a rule the old session had (removed and created
+	// again in one request) is another rule: it counts from zero, and a FAR
+	// gets a buffer of its own, the old one's packets going with the old.
 	CreatedPDRs []uint16
 	CreatedURRs []uint32
+	CreatedFARs []uint32
 }
 
 // Modify is Replace with m.
