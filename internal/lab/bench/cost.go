@@ -35,7 +35,7 @@ type subject struct {
 type costRow struct {
 	sessions                              int
 	install                               time.Duration
-	keys, records                         int    // PDR sets installed, and those with a record
+	keys, records, unrecorded             int    // PDR sets installed, those with a record, those put to take none
 	floorLines                            uint32 // of the floor's table: the UPF's PDR table's, in whole pages
 	empty, tx, redirect, uplink, downlink rounds
 	floor                                 floorCost
@@ -106,7 +106,7 @@ func measureCost(ctx context.Context, tb *demo.Testbed, b *baselines, n int, flo
 		return row, err
 	}
 	row.keys, _ = u.Datapath.PDRSets()
-	row.records = u.Datapath.Records()
+	row.records, row.unrecorded = u.Datapath.Records(), u.Datapath.UnrecordedKeys()
 	var n9 *n9Frames
 	if withN9 {
 		frames, err := installN9(ctx, tb, u, n, k)

@@ -393,9 +393,14 @@ func costTables(p printer, cfg config, costs []costRow) {
 			r.uplink.median(), r.uplink.per(r.tx), r.uplink.per(r.redirect),
 			r.downlink.median(), r.downlink.per(r.tx), r.downlink.per(r.redirect))
 	}
-	p("\nThe keys (TEIDs and UE addresses) without a record, whose packets all take their PDR set:")
+	p("\nThe keys (TEIDs and UE addresses) without a record, whose packets all take their PDR set (the CP function's")
+	p("F-TEIDs take none, their places left to subscribers' traffic):")
 	for _, r := range costs {
-		p("- %d of the %d keys with %d installed", r.keys-r.records, r.keys, r.sessions)
+		cp := ""
+		if r.unrecorded > 0 {
+			cp = fmt.Sprintf(", and the %d of the CP function", r.unrecorded)
+		}
+		p("- %d of the %d keys with %d installed%s", r.keys-r.records-r.unrecorded, r.keys-r.unrecorded, r.sessions, cp)
 	}
 	p("\nThe same rounds with the UPF's frames cycling over min(sessions, --flows) sessions, a random sample of those installed in")
 	p("random order:")

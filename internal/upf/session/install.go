@@ -103,7 +103,7 @@ func (s *Store) install(sess Session, old, keep *installed, m Modification) erro
 	}
 	for i, k := range keys {
 		set, _ := s.pdrSet(t.in, k)
-		if err := s.putKey(k, set); err != nil {
+		if err := s.putKey(k, set, s.fromCPFunction(t.in, k)); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
 			return fmt.Errorf("installing %s: %w", k, err)
@@ -226,7 +226,7 @@ func SideAddress(n3, n9 []netip.Addr, onN9 bool, fits func(netip.Addr) bool) net
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	for _, k := range keys {
 		if set, ok := s.pdrSet(old, k); ok {
-			s.putKey(k, set)
+			s.putKey(k, set, s.fromCPFunction(old, k))
 		} else {
 			s.deleteKey(k)
 		}
@@ -686,13 +686,7 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 	if in == nil {
 		return set, false
 	}
-	idx := make([]int, 0, upfxdp.PDRsPerKey)
-	for i := range in.PDRs {
-		pk := in.PDRs[i].keys()
-		if slices.ContainsFunc(pk.all(), func(key dpKey) bool { return s.canonical(key) == k }) {
-			idx = append(idx, i)
-		}
-	}
+	idx := s.pdrsOf(in, k)
 	byPrecedence(in.PDRs, idx)
 	for _, i := range idx {
 		p := &in.PDRs[i]
@@ -706,6 +700,27 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 		set.Count++
 	}
 	return set, len(idx) > 0
+}
+
+// pdrsOf are the indexes of in's PDRs on key k.
+func (s *Store) pdrsOf(in *installed, k dpKey) []int {
+	idx := make([]int, 0, upfxdp.PDRsPerKey)
+	for i := range in.PDRs {
+		pk := in.PDRs[i].keys()
+		if slices.ContainsFunc(pk.all(), func(key dpKey) bool { return s.canonical(key) == k }) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// fromCPFunction says whether every PDR of in on key k takes the CP
+// function's packets (the SMF's own to the UE).
+func (s *Store) fromCPFunction(in *installed, k dpKey) bool {
+	idx := s.pdrsOf(in, k)
+	return len(idx) > 0 && !slices.ContainsFunc(idx, func(i int) bool {
+		return in.PDRs[i].PDI.SourceInterface != InterfaceCPFunction
+	})
 }
 
 // forget gives back what an installed session owned, once no key points at

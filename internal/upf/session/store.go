@@ -406,9 +406,14 @@ func (s *Store) getKey(k dpKey) (upfxdp.PDRSet, error) {
 	return s.dp.Uplink(k.fteid)
 }
 
-func (s *Store) putKey(k dpKey, set upfxdp.PDRSet) error {
-	if k.ue.IsValid() {
+func (s *Store) putKey(k dpKey, set upfxdp.PDRSet, fromCPFunction bool) error {
+	switch {
+	case k.ue.IsValid():
 		return s.dp.PutDownlink(k.ue, set)
+	case fromCPFunction:
+		// The SMF's few packets to the UE leave the records' places to
+		// subscribers' traffic.
+		return s.dp.PutUnrecordedUplink(k.fteid, set)
 	}
 	return s.dp.PutUplink(k.fteid, set)
 }

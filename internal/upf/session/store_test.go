@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -160,6 +161,34 @@ func TestStoreLifecycle(t *testing.T) {
 	}
 	// The freed keys can be taken by another session.
 	check(t, e.store.Create(other))
+}
+
+// The F-TEID only the CP function sends to (the SMF's packets to the UE,
+// as in Open5GS's sessions) takes no record: the records' places are for
+// the keys of subscribers' traffic. A restarted store puts it so again.
+func TestStoreLeavesTheCPFunctionsFTEIDUnrecorded(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the data path has records on x86-64 only")
+	}
+	e := newStoreEnv(t)
+	s := figure10()
+	s.PDRs = append(s.PDRs, PDR{ID: 30, FARID: 200, OuterHeaderRemoval: ptr(RemoveGTPUUDPIPv4),
+		PDI: PDI{SourceInterface: InterfaceCPFunction, TEID: 300}})
+	check(t, e.store.Create(s))
+	records := func(when string) {
+		t.Helper()
+		if recorded, unrecorded := e.dp.Records(), e.dp.UnrecordedKeys(); recorded != 2 || unrecorded != 1 {
+			t.Errorf("%s: %d keys with a record and %d put without, want the uplink F-TEID's and the UE's, and the CP function's",
+				when, recorded, unrecorded)
+		}
+	}
+	records("created")
+	e.store = e.restart(t)
+	records("restarted")
+	check(t, e.store.Delete(s.SEID))
+	if recorded, unrecorded := e.dp.Records(), e.dp.UnrecordedKeys(); recorded != 0 || unrecorded != 0 {
+		t.Errorf("deleted: %d keys with a record, %d put without", recorded, unrecorded)
+	}
 }
 
 // QERs go into slots of their own (never slot 0, which means none), the

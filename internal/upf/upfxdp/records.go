@@ -423,7 +423,7 @@ func (p *pdrSets) recordSet(k setKey, slot uint32, published bool) {
 	delete(r.waiting, k)
 	own, free, held := r.find(k)
 	var rec upfSetRecord
-	ok := published
+	ok := published && !p.unrecorded[k]
 	if ok {
 		rec, ok = p.recordOf(k, slot)
 	}
@@ -605,6 +605,15 @@ func (p *pdrSets) checkRecords(used []bool, from, to int, kept []bool) (unrecord
 
 // readAhead is how many sets' buckets a rebuild reads ahead.
 const readAhead = 32
+
+// UnrecordedKeys is how many keys were put to take no record
+// (PutUnrecordedUplink).
+func (d *Datapath) UnrecordedKeys() int {
+	p := &d.sets
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.unrecorded)
+}
 
 // Records is how many keys have a record: the others' packets all take
 // their PDR sets.

@@ -230,6 +230,44 @@ func TestRecordNone(t *testing.T) {
 	u.expectUplink(t, last, 1)
 }
 
+// An F-TEID put to take no record (the CP function's) has none, its
+// packets forwarded by its set; put again as any other it takes one, and
+// put without again it loses it, its place left to other keys.
+func TestUnrecordedUplink(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 16)
+	u.d.sets.stopSettler() // the test settles
+	const teid = 0x5000
+	noRecord := func(when string) {
+		t.Helper()
+		check(t, u.d.sets.settle())
+		if own, _, _ := u.d.sets.records.find(teidKey(teid)); own >= 0 {
+			t.Errorf("%s: the F-TEID has a record", when)
+		}
+		if n := u.d.UnrecordedKeys(); n != 1 {
+			t.Errorf("%s: %d keys unrecorded, want 1", when, n)
+		}
+	}
+	check(t, u.d.PutUnrecordedUplink(onN3(teid), pdrSet(1)))
+	noRecord("put unrecorded")
+	u.expectColdUplink(t, teid, 2)
+
+	check(t, u.d.PutUplink(onN3(teid), pdrSet(2)))
+	u.record(t, teidKey(teid))
+	u.expectUplink(t, teid, 3)
+	if n := u.d.UnrecordedKeys(); n != 0 {
+		t.Errorf("put recorded: %d keys unrecorded, want 0", n)
+	}
+
+	check(t, u.d.PutUnrecordedUplink(onN3(teid), pdrSet(0)))
+	noRecord("put unrecorded again")
+	u.expectColdUplink(t, teid, 1)
+	check(t, u.d.DeleteUplink(onN3(teid)))
+	if n := u.d.UnrecordedKeys(); n != 0 {
+		t.Errorf("deleted: %d keys unrecorded, want 0", n)
+	}
+}
+
 // withRecordedTEID is a data path whose TEID recordedTEID points at PDR
 // 0, with the key and the place of its record; the test settles the
 // places held.

@@ -64,6 +64,8 @@ type pdrSets struct {
 	pdrs       mapped[PDR]    // what the records copy
 	sdfSets    mapped[SDFSet] // the filters records hold (record_branch)
 	records    records
+	// unrecorded are the keys put to take no record (PutUnrecordedUplink).
+	unrecorded map[setKey]bool
 }
 
 // indexBits sizes set_index to a bucket per set: places for twice the sets.
@@ -84,7 +86,7 @@ func (p *pdrSets) open(m *upfMaps, pdrs mapped[PDR], sdfSets mapped[SDFSet]) (er
 	p.slotBits = uint(bits.Len32(m.PdrSets.MaxEntries() - 1))
 	p.overflow = m.SetOverflow
 	p.maxKeys = int(m.PdrSets.MaxEntries()) - 1 - spareSets
-	p.where = map[setKey]place{}
+	p.where, p.unrecorded = map[setKey]place{}, map[setKey]bool{}
 	p.overflowed = map[int][]setKey{}
 	// A restarted daemon finds the sets published: take them from the
 	// index and the overflow, and free every slot nothing publishes.
@@ -209,8 +211,9 @@ func (p *pdrSets) storeIndex(pos int, placed uint32) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&p.index[4*pos])), placed)
 }
 
-// put publishes set under k, replacing what k had.
-func (p *pdrSets) put(k setKey, set PDRSet) error {
+// put publishes set under k, replacing what k had; k takes a record
+// unless recorded is false.
+func (p *pdrSets) put(k setKey, set PDRSet, recorded bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old, had := p.where[k]
@@ -251,6 +254,11 @@ func (p *pdrSets) put(k setKey, set PDRSet) error {
 			_ = p.unpublish(k, old)
 		}
 		p.free = append(p.free, old.slot)
+	}
+	if recorded {
+		delete(p.unrecorded, k)
+	} else {
+		p.unrecorded[k] = true
 	}
 	p.keepRecord(k)
 	return nil
@@ -301,6 +309,7 @@ func (p *pdrSets) delete(k setKey) error {
 		p.keepRecord(k)
 		return err
 	}
+	delete(p.unrecorded, k)
 	p.free = append(p.free, old.slot)
 	return nil
 }

@@ -156,12 +156,20 @@ func (f FTEID) String() string { return fmt.Sprintf("TEID %d at %s", f.TEID, f.A
 
 // PutUplink points a local F-TEID at its PDRs: those of the G-PDUs sent
 // to it.
-func (d *Datapath) PutUplink(f FTEID, set PDRSet) error {
+func (d *Datapath) PutUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, true) }
+
+// PutUnrecordedUplink is PutUplink for an F-TEID whose packets are few
+// (the CP function's to the UE): it takes no record, whose places in a
+// key's pair of buckets are kept for the keys of subscribers' traffic;
+// its packets find its PDR set.
+func (d *Datapath) PutUnrecordedUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, false) }
+
+func (d *Datapath) putUplink(f FTEID, set PDRSet, recorded bool) error {
 	k, err := d.teidKey(f)
 	if err != nil {
 		return err
 	}
-	return d.sets.put(k, set)
+	return d.sets.put(k, set, recorded)
 }
 
 // DeleteUplink removes a local F-TEID; a missing one is not an error.
@@ -174,7 +182,9 @@ func (d *Datapath) DeleteUplink(f FTEID) error {
 }
 
 // PutDownlink points a UE address (IPv4) or /64 prefix (IPv6) at its PDRs.
-func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error { return d.sets.put(ueKey(ue), set) }
+func (d *Datapath) PutDownlink(ue netip.Addr, set PDRSet) error {
+	return d.sets.put(ueKey(ue), set, true)
+}
 
 // DeleteDownlink removes a UE address; a missing one is not an error.
 func (d *Datapath) DeleteDownlink(ue netip.Addr) error { return d.sets.delete(ueKey(ue)) }
