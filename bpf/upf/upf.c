@@ -1331,7 +1331,7 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		.check = v4 ? ip4->check : 0,
 	};
 	/* Each direction's call its own, with constants: the checks of its
-	 * usage line then shift and index by none (about 2 ns a packet). */
+	 * usage line then shift and index by none. */
 	int released = buffer_released(far);
 	int dropped = to_ue ? apply_pdr(pdr, slot, place, QER_DL, inner_len, FAR_GTPU, released)
 			    : apply_pdr(pdr, slot, place, QER_UL, inner_len, 0, released);

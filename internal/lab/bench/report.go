@@ -398,7 +398,7 @@ func costTables(p printer, cfg config, costs []costRow) {
 	for _, r := range costs {
 		cp := ""
 		if r.unrecorded > 0 {
-			cp = fmt.Sprintf(", and the %d of the CP function", r.unrecorded)
+			cp = fmt.Sprintf(", and the CP function's %d", r.unrecorded)
 		}
 		p("- %d of the %d keys with %d installed%s", r.keys-r.records-r.unrecorded, r.keys-r.unrecorded, r.sessions, cp)
 	}
