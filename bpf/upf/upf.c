@@ -401,18 +401,27 @@ INLINE __u64 coarse_now(void)
 }
 
 /* Takes len bytes' tokens for a packet from what this CPU holds of a
- * QER's bucket in direction dir (its usage line's credit); when that runs
- * short, tops it up from the bucket under the lock, a chunk more than the
- * packet needs. Returns whether the packet passes; one that does not
- * takes nothing. */
+ * QER's bucket in direction dir (its usage line's credit), without the
+ * QER: whether that credit paid; one that cannot pay is left as it was. */
+INLINE int credit_pays(struct usage_line *line, int dir, __u32 len)
+{
+	__u64 need = (__u64)len * NSEC_PER_SEC, held = line->credit[dir];
+	if (held < need)
+		return 0;
+	line->credit[dir] = held - need;
+	return 1;
+}
+
+/* Takes len bytes' tokens for a packet (credit_pays); when the credit
+ * runs short, tops it up from the QER's bucket under the lock, a chunk
+ * more than the packet needs. Returns whether the packet passes; one that
+ * does not takes nothing. */
 INLINE int qer_take(struct qer *q, struct usage_line *line, int dir, __u32 len)
 {
+	if (credit_pays(line, dir, len))
+		return 1;
 	__u64 *credit = &line->credit[dir];
 	__u64 need = (__u64)len * NSEC_PER_SEC, held = *credit;
-	if (held >= need) {
-		*credit = held - need;
-		return 1;
-	}
 	/* The tick-resolution clock costs a few ns where the precise one
 	 * costs tens here; the bucket holds many ticks' worth. */
 	__u64 now = coarse_now();
@@ -654,12 +663,8 @@ INLINE int apply_usage_line(const struct pdr *pdr, int dir, __u32 len, int forwa
 	if ((f & (LINE_QER_KNOWN | (LINE_GATE_CLOSED << dir) | LINE_URR_KNOWN | LINE_URR_SHARED |
 		  LINE_URR_NOTIFY_START)) != (LINE_QER_KNOWN | LINE_URR_KNOWN))
 		return -1;
-	if (f & (LINE_MBR << dir)) {
-		__u64 need = (__u64)len * NSEC_PER_SEC, held = line->credit[dir];
-		if (held < need)
-			return -1;
-		line->credit[dir] = held - need;
-	}
+	if ((f & (LINE_MBR << dir)) && !credit_pays(line, dir, len))
+		return -1;
 	if (!forwards)
 		return REASON_DROP_FAR;
 	count_in_line(line, dir, len);

@@ -102,8 +102,8 @@ func (s *Store) install(sess Session, old, keep *installed, m Modification) erro
 		return err
 	}
 	for i, k := range keys {
-		set, _ := s.pdrSet(t.in, k)
-		if err := s.putKey(k, set, s.fromCPFunction(t.in, k)); err != nil {
+		set, fromCP, _ := s.pdrSet(t.in, k)
+		if err := s.putKey(k, set, fromCP); err != nil {
 			s.restoreKeys(keys[:i+1], old)
 			t.undo()
 			return fmt.Errorf("installing %s: %w", k, err)
@@ -225,8 +225,8 @@ func SideAddress(n3, n9 []netip.Addr, onN9 bool, fits func(netip.Addr) bool) net
 // restoreKeys puts keys back the way they were before a failed install.
 func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	for _, k := range keys {
-		if set, ok := s.pdrSet(old, k); ok {
-			s.putKey(k, set, s.fromCPFunction(old, k))
+		if set, fromCP, ok := s.pdrSet(old, k); ok {
+			s.putKey(k, set, fromCP)
 		} else {
 			s.deleteKey(k)
 		}
@@ -680,13 +680,22 @@ func address(e sdf.Endpoint) netip.Prefix {
 }
 
 // pdrSet is the set of the PDR slots of an installed session (nil: none)
-// found by key k, highest precedence first; false when no PDR is.
-func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
-	var set upfxdp.PDRSet
+// found by key k, highest precedence first, and whether every one of its
+// PDRs takes the CP function's packets (the SMF's own to the UE); ok is
+// false when no PDR is.
+func (s *Store) pdrSet(in *installed, k dpKey) (set upfxdp.PDRSet, fromCPFunction, ok bool) {
 	if in == nil {
-		return set, false
+		return set, false, false
 	}
-	idx := s.pdrsOf(in, k)
+	idx := make([]int, 0, upfxdp.PDRsPerKey)
+	fromCPFunction = true
+	for i := range in.PDRs {
+		pk := in.PDRs[i].keys()
+		if slices.ContainsFunc(pk.all(), func(key dpKey) bool { return s.canonical(key) == k }) {
+			idx = append(idx, i)
+			fromCPFunction = fromCPFunction && in.PDRs[i].PDI.SourceInterface == InterfaceCPFunction
+		}
+	}
 	byPrecedence(in.PDRs, idx)
 	for _, i := range idx {
 		p := &in.PDRs[i]
@@ -699,28 +708,7 @@ func (s *Store) pdrSet(in *installed, k dpKey) (upfxdp.PDRSet, bool) {
 		set.Pdr[set.Count] = in.PDRSlots.of(uint32(p.ID))
 		set.Count++
 	}
-	return set, len(idx) > 0
-}
-
-// pdrsOf are the indexes of in's PDRs on key k.
-func (s *Store) pdrsOf(in *installed, k dpKey) []int {
-	idx := make([]int, 0, upfxdp.PDRsPerKey)
-	for i := range in.PDRs {
-		pk := in.PDRs[i].keys()
-		if slices.ContainsFunc(pk.all(), func(key dpKey) bool { return s.canonical(key) == k }) {
-			idx = append(idx, i)
-		}
-	}
-	return idx
-}
-
-// fromCPFunction says whether every PDR of in on key k takes the CP
-// function's packets (the SMF's own to the UE).
-func (s *Store) fromCPFunction(in *installed, k dpKey) bool {
-	idx := s.pdrsOf(in, k)
-	return len(idx) > 0 && !slices.ContainsFunc(idx, func(i int) bool {
-		return in.PDRs[i].PDI.SourceInterface != InterfaceCPFunction
-	})
+	return set, fromCPFunction && len(idx) > 0, len(idx) > 0
 }
 
 // forget gives back what an installed session owned, once no key points at

@@ -313,7 +313,7 @@ func (s *Store) check(in *installed) inPlace {
 	}
 	found := inPlace{keys: s.keysOf(&in.Session)}
 	for _, k := range found.keys {
-		set, _ := s.pdrSet(in, k)
+		set, _, _ := s.pdrSet(in, k)
 		if held, err := s.getKey(k); err != nil || held != set {
 			return inPlace{}
 		}
