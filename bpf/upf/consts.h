@@ -12,7 +12,8 @@ enum limits {
 	URRS_PER_PDR = 2,
 	SDF_PER_PDR = 4,
 	SET_WAYS = 2,              /* places of a set_index bucket */
-	RECORD_BUCKETS = 2,        /* of set_records a key's record may be in: its own and the one beside it */
+	RECORD_BUCKETS = 2,        /* of set_records a pair holds: a hints' line and a counts' line a pair */
+	RECORD_PAIRS = 2,          /* a key's record may be in: its own pair, then the one beside it */
 	/* The QER slot whose usage line the packets of an F-TEID read
 	 * beside its record: PAIR_USAGE_SLOT plus its pair of set_records'
 	 * buckets' number times PAIR_USAGE_SPREAD (odd), within the pairs'
@@ -164,8 +165,9 @@ enum set_hash {
  * set_record). A key's bucket of set_records, of SET_WAYS records, is
  * the top record_bits bits of the hash its set_index bucket is taken from
  * (enum set_hash); its record is there or, when that bucket is full, in
- * the bucket beside it (the bucket number's lowest bit flipped), in the
- * same page. */
+ * the bucket beside it (the bucket number's lowest bit flipped), or when
+ * both are full in the pair beside theirs (the next bit flipped): eight
+ * places in one kilobyte of a page. */
 enum record_families {
 	RECORD_IPV4 = 1,
 	RECORD_IPV6 = 2,

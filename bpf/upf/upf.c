@@ -151,11 +151,11 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
  * QER's where the control plane could give it that one; and its
  * usage lines (slot 0's, never used, when it has none), as the hint of
  * its key names it: the one whose tag is its hash's low 32 bits among
- * those of the pair of its bucket and the one beside it, looked at in the
- * order of the record's places. The usage lines' slots are in the record,
- * so their reads would wait for the record's miss; by the hint they wait
- * for the hints' line only, an eighth of the records' table, and by the
- * pair for nothing. */
+ * those of its places, looked at in the order of the record's places (its
+ * pair's hints, then, the line after them, those of the pair beside it).
+ * The usage lines' slots are in the record, so their reads would wait for
+ * the record's miss; by the hint they wait for the hints' line only, an
+ * eighth of the records' table, and by the pair for nothing. */
 INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 {
 	__u32 pair = bucket / RECORD_BUCKETS;
@@ -168,26 +168,31 @@ INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 		if (line)
 			read_early(&line->flags);
 	}
-	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &pair);
-	if (!hs)
-		return;
 #pragma unroll
-	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
-		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
-		if (hint->tag != tag)
-			continue;
-		struct usage_line *line = cpu_usage_line(hint->usage_slot);
-		if (line)
-			read_early(&line->flags);
-		if (hint->urr_slot && (line = cpu_usage_line(hint->urr_slot)))
-			read_early(&line->flags);
-		return;
+	for (int p = 0; p < RECORD_PAIRS; p++) {
+		__u32 at = pair ^ p;
+		struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &at);
+		if (!hs)
+			return;
+#pragma unroll
+		for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
+			const struct record_hint *hint =
+				&hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
+			if (hint->tag != tag)
+				continue;
+			struct usage_line *line = cpu_usage_line(hint->usage_slot);
+			if (line)
+				read_early(&line->flags);
+			if (hint->urr_slot && (line = cpu_usage_line(hint->urr_slot)))
+				read_early(&line->flags);
+			return;
+		}
 	}
 }
 
 /* The record of a key, read where it lies: NULL when the key has none.
- * It is in the key's bucket or in the bucket beside it, in the same page
- * (RECORD_BUCKETS). The control plane never changes a record a packet may
+ * It is in the key's bucket, the bucket beside it, or the pair beside
+ * theirs, in the same page (RECORD_PAIRS). The control plane never changes a record a packet may
  * be reading: it takes the record's kind away and writes that place again
  * only once every packet under way then has ended, the kind last
  * (internal/upf/upfxdp/records.go). x86-64 keeps stores and loads in
@@ -203,7 +208,7 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 	if (read_ahead)
 		start_reads(kind, bucket, h);
 #pragma unroll
-	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
+	for (int way = 0; way < RECORD_PAIRS * RECORD_BUCKETS * SET_WAYS; way++) {
 		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
 		struct set_record *w = bpf_map_lookup_elem(&set_records, &at);
 		if (!w)

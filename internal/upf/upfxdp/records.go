@@ -25,14 +25,15 @@ const (
 const recordsWritten = runtime.GOARCH == "amd64"
 
 // recordBucketBits sizes set_records to two buckets (of setWays records)
-// a session at least, a bucket for each of its TEID and UE address: 512
-// MiB at a million sessions, where about one key in thirty finds its
-// bucket and the one beside it full.
+// a session at least, a bucket for each of its TEID and UE address, and
+// to the two pairs of buckets a key's record may take at least: 512 MiB
+// at a million sessions, where about one key in 150 finds its eight
+// places full.
 func recordBucketBits(maxSessions uint32) uint {
 	if !recordsWritten {
 		return 0
 	}
-	return uint(bits.Len32(2*maxSessions - 1))
+	return uint(max(bits.Len32(2*maxSessions-1), bits.Len(uint(recordPairs*recordBuckets-1))))
 }
 
 // readAheadBits bounds the records' table (in bucket bits) above which
@@ -113,12 +114,16 @@ func (r *records) close() error {
 	return errors.Join(r.recs.close(), r.hints.close(), r.counts.close(), r.folded.close())
 }
 
-// recordBuckets are the buckets a key's record may be in: its own, then
-// the one beside it in the same page (bpf/upf/consts.h); pairPlaces are
-// the places of such a pair.
+// A key's record may be in its own bucket, the one beside it, then the
+// pair of buckets beside theirs, in the same page (bpf/upf/consts.h):
+// recordBuckets are the buckets of a pair, pairPlaces its places (a
+// line of hints and of counts), recordPlaces those a key's record may
+// take.
 const (
 	recordBuckets = int(upfLimitsRECORD_BUCKETS)
+	recordPairs   = int(upfLimitsRECORD_PAIRS)
 	pairPlaces    = recordBuckets * setWays
+	recordPlaces  = recordPairs * pairPlaces
 )
 
 // bucket is k's own bucket of records.
@@ -136,11 +141,13 @@ func (r *records) usageSlot(k setKey, capacity uint32) (uint32, bool) {
 	return slot, slot < capacity
 }
 
-// places are the places k's record may take, in the order a packet looks.
-func (r *records) places(k setKey) (places [recordBuckets * setWays]int) {
-	b := r.bucket(k)
+// places are the places k's record may take, in the order a packet looks:
+// within the table (a previous run's may be smaller than two pairs), so a
+// place may come twice.
+func (r *records) places(k setKey) (places [recordPlaces]int) {
+	b, last := r.bucket(k), 1<<r.bits-1
 	for i := range places {
-		places[i] = (b^i/setWays)*setWays + i%setWays
+		places[i] = (b^i/setWays)&last*setWays + i%setWays
 	}
 	return places
 }

@@ -199,13 +199,17 @@ func TestRecordNone(t *testing.T) {
 	u.expectColdUplink(t, 0x3000, 1)
 
 	// Keys of one record bucket: those beyond its places take the bucket
-	// beside it, and the one after finds both full.
+	// beside it, then the pair beside theirs, and the one after finds all
+	// full.
 	var teids []uint32
 	want := u.d.sets.records.bucket(teidKey(0x4000))
-	for teid := uint32(0x4000); len(teids) <= recordBuckets*setWays; teid++ {
+	for teid := uint32(0x4000); len(teids) <= recordPlaces; teid++ {
 		if u.d.sets.records.bucket(teidKey(teid)) == want {
+			// A PDR of its own: two records at most copy one.
+			slot := uint32(10 + len(teids))
+			check(t, u.d.PutPDR(slot, PDR{Far: forward(uint32(len(teids))%3 + 1)}))
 			teids = append(teids, teid)
-			check(t, u.d.PutUplink(onN3(teid), pdrSet(uint32(len(teids)-1)%3)))
+			check(t, u.d.PutUplink(onN3(teid), pdrSet(slot)))
 		}
 	}
 	full := len(teids) - 1
