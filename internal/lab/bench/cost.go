@@ -238,24 +238,21 @@ func measureInstalled(ctx context.Context, tb *demo.Testbed, b *baselines, u *de
 // the previous run left (decapsulated, encapsulated, moved), so every run
 // here is a test run of its own on a fresh copy of a frame, and the time is
 // the one the kernel measured around that single run. A round runs every
-// subject runsPerRound times, in an order that rotates from round to round;
-// the round's figure for a subject is the mean of its runs without
-// outliers (interrupts). A warm-up round goes first. A subject's frames
-// are taken in turn across rounds.
+// subject runsPerRound times, in the order schedule draws; the round's
+// figure for a subject is the mean of its runs without outliers
+// (interrupts). A warm-up round goes first.
 func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, error) {
 	figures := make([]rounds, len(subjects))
-	next := make([]int, len(subjects)) // each subject's next frame
+	order := newSchedule(subjects, uint64(n))
 	runs := make([]float64, runsPerRound)
 	for r := -1; r < n; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		for k := range subjects {
-			i := (k + max(r, 0)) % len(subjects)
+		for _, i := range order.round() {
 			s := subjects[i]
 			for j := range runs {
-				verdict, d, err := s.prog.Benchmark(s.frames[next[i]], 1, nil)
-				next[i] = (next[i] + 1) % len(s.frames)
+				verdict, d, err := s.prog.Benchmark(s.frames[order.frame(i)], 1, nil)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", s.name, err)
 				}
@@ -270,6 +267,38 @@ func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, erro
 		}
 	}
 	return figures, nil
+}
+
+// schedule is the order of the test runs: each round the subjects in an
+// order drawn anew, and each subject's frames in an order of its own, in
+// turn across rounds. A subject whose frames another walked just before
+// would find their lines in the cache: in an order that only rotated, the
+// downlink's spread ran right after the uplink's over the same sessions
+// (and read the QER's line the uplink had), and a floor right after
+// another over the same lines, which made reads in a page cost less than
+// one read. Seeded, so that a run can be repeated.
+type schedule struct {
+	random *rand.Rand
+	frames [][]int // by subject, the order it takes its frames in
+	next   []int   // by subject, its next frame in that order
+}
+
+func newSchedule(subjects []subject, seed uint64) *schedule {
+	s := &schedule{random: rand.New(rand.NewPCG(seed, uint64(len(subjects)))), next: make([]int, len(subjects))}
+	for _, sub := range subjects {
+		s.frames = append(s.frames, s.random.Perm(len(sub.frames)))
+	}
+	return s
+}
+
+// round is the order of the subjects in the next round.
+func (s *schedule) round() []int { return s.random.Perm(len(s.frames)) }
+
+// frame is subject i's next frame.
+func (s *schedule) frame(i int) int {
+	f := s.frames[i][s.next[i]]
+	s.next[i] = (s.next[i] + 1) % len(s.frames[i])
+	return f
 }
 
 // meanWithoutOutliers averages the values up to twice the median. The

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
@@ -42,4 +43,47 @@ func testbedWithBaselines(t *testing.T) (*demo.Testbed, *baselines) {
 	}
 	t.Cleanup(func() { b.Close() })
 	return tb, b
+}
+
+// The test runs' schedule runs every subject once a round, each frame of
+// a subject once in as many of its runs as it has frames, and draws what
+// a rotation kept: the subject before each one, and the frames' order,
+// which two subjects of the same frames do not share.
+func TestSchedule(t *testing.T) {
+	const frames, rounds = 64, 9
+	subjects := make([]subject, 6)
+	for i := range subjects {
+		subjects[i].frames = make([][]byte, frames)
+	}
+	s := newSchedule(subjects, rounds)
+	before := map[[2]int]bool{} // subject, the one run before it
+	for range rounds {
+		order := s.round()
+		if got := slices.Sorted(slices.Values(order)); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5}) {
+			t.Fatalf("a round runs %v", order)
+		}
+		for k := 1; k < len(order); k++ {
+			before[[2]int{order[k], order[k-1]}] = true
+		}
+	}
+	if len(before) <= len(subjects) {
+		t.Errorf("each subject ran after %d others in %d rounds: the order is not drawn", len(before), rounds)
+	}
+	var walks [2][]int
+	for i := range walks {
+		taken := make([]int, frames)
+		for range 2 * frames {
+			f := s.frame(i)
+			taken[f]++
+			walks[i] = append(walks[i], f)
+		}
+		for f, n := range taken {
+			if n != 2 {
+				t.Fatalf("subject %d took frame %d %d times in %d runs, want 2", i, f, n, 2*frames)
+			}
+		}
+	}
+	if slices.Equal(walks[0], walks[1]) {
+		t.Error("two subjects of the same frames take them in the same order")
+	}
 }
