@@ -193,10 +193,9 @@ struct record_hint {
 };
 
 /* The hints of a pair of buckets of set_records, as their places lie (a
- * key's first four places are its pair's, the other four the pair beside
- * it's): one line, read beside the record's,
- * whose index the key's hash gives before the record is found
- * (record_hints). */
+ * key's first four places are its pair's, the other four those of the
+ * pair beside): one line, read beside the record's, whose index the key's
+ * hash gives before the record is found (record_hints). */
 struct record_hints {
 	struct record_hint place[RECORD_BUCKETS * SET_WAYS];
 };

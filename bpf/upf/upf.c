@@ -146,13 +146,14 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
 #define read_early(p) asm volatile("" ::"r"(*(volatile __u64 *)(p)))
 
 /* Starts the reads of the lines a packet writes after its record: its
- * pair's counts on this CPU, whose index the bucket gives; an F-TEID's
+ * pair's counts on this CPU, whose index the bucket gives (a record in the
+ * pair beside counts in that pair's line, not read ahead); an F-TEID's
  * packet, the usage line of its pair's QER slot (PAIR_USAGE_SLOT), its
  * QER's where the control plane could give it that one; and its
  * usage lines (slot 0's, never used, when it has none), as the hint of
  * its key names it: the one whose tag is its hash's low 32 bits among
  * those of its places, looked at in the order of the record's places (its
- * pair's hints, then, the line after them, those of the pair beside it).
+ * pair's hints, then those of the pair beside it, the line beside them).
  * The usage lines' slots are in the record, so their reads would wait for
  * the record's miss; by the hint they wait for the hints' line only, an
  * eighth of the records' table, and by the pair for nothing. */
@@ -192,9 +193,10 @@ INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 
 /* The record of a key, read where it lies: NULL when the key has none.
  * It is in the key's bucket, the bucket beside it, or the pair beside
- * theirs, in the same page (RECORD_PAIRS). The control plane never changes a record a packet may
- * be reading: it takes the record's kind away and writes that place again
- * only once every packet under way then has ended, the kind last
+ * theirs, in the same page (RECORD_PAIRS). The control plane never
+ * changes a record a packet may be reading: it takes the record's kind
+ * away and writes that place again only once every packet under way then
+ * has ended, the kind last
  * (internal/upf/upfxdp/records.go). x86-64 keeps stores and loads in
  * their order, so the compiler's barrier is enough for a packet that
  * finds the key to find the rest as written; the control plane writes

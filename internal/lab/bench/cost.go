@@ -19,8 +19,8 @@ import (
 // runsPerRound is how many test runs of one program make up a round.
 const runsPerRound = 8192
 
-// subject is a program under test, the frames it is given in turn and the
-// verdict every run must return.
+// subject is a program under test, the frames it is given (in an order
+// of its own: schedule) and the verdict every run must return.
 type subject struct {
 	name    string
 	prog    *ebpf.Program
@@ -271,12 +271,9 @@ func perPacketNs(ctx context.Context, subjects []subject, n int) ([]rounds, erro
 
 // schedule is the order of the test runs: each round the subjects in an
 // order drawn anew, and each subject's frames in an order of its own, in
-// turn across rounds. A subject whose frames another walked just before
-// would find their lines in the cache: in an order that only rotated, the
-// downlink's spread ran right after the uplink's over the same sessions
-// (and read the QER's line the uplink had), and a floor right after
-// another over the same lines, which made reads in a page cost less than
-// one read. Seeded, so that a run can be repeated.
+// turn across rounds, so that no subject runs always after the same one
+// or over the sessions another has just read into the cache. Seeded, so
+// that a run can be repeated.
 type schedule struct {
 	random *rand.Rand
 	frames [][]int // by subject, the order it takes its frames in

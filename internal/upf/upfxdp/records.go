@@ -25,15 +25,14 @@ const (
 const recordsWritten = runtime.GOARCH == "amd64"
 
 // recordBucketBits sizes set_records to two buckets (of setWays records)
-// a session at least, a bucket for each of its TEID and UE address, and
-// to the two pairs of buckets a key's record may take at least: 512 MiB
-// at a million sessions, where about one key in 150 finds its eight
+// a session at least, a bucket for each of its TEID and UE address: 512
+// MiB at a million sessions, where about one key in 150 finds its eight
 // places full.
 func recordBucketBits(maxSessions uint32) uint {
 	if !recordsWritten {
 		return 0
 	}
-	return uint(max(bits.Len32(2*maxSessions-1), bits.Len(uint(recordPairs*recordBuckets-1))))
+	return uint(bits.Len32(2*maxSessions - 1))
 }
 
 // readAheadBits bounds the records' table (in bucket bits) above which
@@ -141,9 +140,9 @@ func (r *records) usageSlot(k setKey, capacity uint32) (uint32, bool) {
 	return slot, slot < capacity
 }
 
-// places are the places k's record may take, in the order a packet looks:
-// within the table (a previous run's may be smaller than two pairs), so a
-// place may come twice.
+// places are the places k's record may take, in the order a packet looks.
+// A table of one pair (a single session's) has each place twice: the
+// packet's lookups beyond it find nothing.
 func (r *records) places(k setKey) (places [recordPlaces]int) {
 	b, last := r.bucket(k), 1<<r.bits-1
 	for i := range places {

@@ -179,8 +179,7 @@ func TestRecordOpen5GSShape(t *testing.T) {
 
 // A set whose first PDR has an SDF filter has a record, whose copy's
 // filter takes the packets it matches; the others take the set. A key
-// whose bucket and the one beside it are full has none: its packets take
-// the set.
+// whose eight places are full has none: its packets take the set.
 func TestRecordNone(t *testing.T) {
 	needRecords(t)
 	u := setsUPF(t, 16)

@@ -159,9 +159,9 @@ func (f FTEID) String() string { return fmt.Sprintf("TEID %d at %s", f.TEID, f.A
 func (d *Datapath) PutUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, true) }
 
 // PutUnrecordedUplink is PutUplink for an F-TEID whose packets are few
-// (the CP function's to the UE): it takes no record, whose places in a
-// key's pair of buckets are kept for the keys of subscribers' traffic;
-// its packets find its PDR set.
+// (the CP function's to the UE): it takes no record, whose places are
+// kept for the keys of subscribers' traffic; its packets find its PDR
+// set.
 func (d *Datapath) PutUnrecordedUplink(f FTEID, set PDRSet) error { return d.putUplink(f, set, false) }
 
 func (d *Datapath) putUplink(f FTEID, set PDRSet, recorded bool) error {
