@@ -233,6 +233,26 @@ func TestRecordNone(t *testing.T) {
 	u.expectUplink(t, last, 1)
 }
 
+// A data path of one session has one pair of record buckets, where the
+// pair beside a key's is its own: its keys take their places there, and
+// their packets find them.
+func TestRecordsOfOnePair(t *testing.T) {
+	needRecords(t)
+	u := setsUPF(t, 1)
+	if got := u.d.sets.records.hints.len(); got != 1 {
+		t.Fatalf("%d pairs of record buckets, want 1", got)
+	}
+	for teid := uint32(0x4000); teid < 0x4002; teid++ {
+		check(t, u.d.PutUplink(onN3(teid), pdrSet(teid%2)))
+		u.record(t, teidKey(teid))
+		before := u.cold(t)
+		u.expectUplink(t, teid, teid%2+1)
+		if u.cold(t) != before {
+			t.Errorf("TEID %#x with a record went the cold path", teid)
+		}
+	}
+}
+
 // An F-TEID put to take no record (the CP function's) has none, its
 // packets forwarded by its set; put again as any other it takes one, and
 // put without again it loses it, its place left to other keys.
