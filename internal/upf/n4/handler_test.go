@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -34,11 +35,22 @@ var (
 
 const gnb = "192.0.2.50"
 
-// fakeNexthops counts the references the store takes on gNB addresses.
-type fakeNexthops struct{ refs map[netip.Addr]int }
+// fakeNexthops counts the references the store takes on gNB addresses,
+// from several goroutines at once as a restart's checks do.
+type fakeNexthops struct {
+	mu   sync.Mutex
+	refs map[netip.Addr]int
+}
 
-func (f *fakeNexthops) Acquire(dst netip.Addr) (uint32, error) { f.refs[dst]++; return 1, nil }
+func (f *fakeNexthops) Acquire(dst netip.Addr) (uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refs[dst]++
+	return 1, nil
+}
 func (f *fakeNexthops) Release(dst netip.Addr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.refs[dst]--; f.refs[dst] <= 0 {
 		delete(f.refs, dst)
 	}
