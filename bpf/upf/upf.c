@@ -191,6 +191,33 @@ INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 	}
 }
 
+/* The record of key among the places of bucket's pair (from 0) or of the
+ * pair beside (from 1). */
+INLINE const struct set_record *find_record_from(enum set_kind kind, __u64 key, __u32 bucket, const int from)
+{
+#pragma unroll
+	for (int way = from * RECORD_BUCKETS * SET_WAYS; way < (from + 1) * RECORD_BUCKETS * SET_WAYS; way++) {
+		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
+		struct set_record *w = bpf_map_lookup_elem(&set_records, &at);
+		if (!w)
+			return NULL;
+		if (w->key == key && w->kind == kind) {
+			asm volatile("" ::: "memory");
+			return w;
+		}
+	}
+	return NULL;
+}
+
+/* find_record_from the pair beside: a call of its own, so that the few
+ * keys placed there, and keys without a record, do not lengthen the
+ * common path's code. */
+static __attribute__((noinline)) const struct set_record *find_record_beside(enum set_kind kind, __u64 key,
+									      __u32 bucket)
+{
+	return find_record_from(kind, key, bucket, 1);
+}
+
 /* The record of a key, read where it lies: NULL when the key has none.
  * It is in the key's bucket, the bucket beside it, or the pair beside
  * theirs, in the same page (RECORD_PAIRS). The control plane never
@@ -209,18 +236,8 @@ INLINE const struct set_record *find_record(enum set_kind kind, __u64 key)
 	__u32 bucket = h >> (64 - record_bits);
 	if (read_ahead)
 		start_reads(kind, bucket, h);
-#pragma unroll
-	for (int way = 0; way < RECORD_PAIRS * RECORD_BUCKETS * SET_WAYS; way++) {
-		__u32 at = (bucket ^ way / SET_WAYS) * SET_WAYS + way % SET_WAYS;
-		struct set_record *w = bpf_map_lookup_elem(&set_records, &at);
-		if (!w)
-			return NULL;
-		if (w->key == key && w->kind == kind) {
-			asm volatile("" ::: "memory");
-			return w;
-		}
-	}
-	return NULL;
+	const struct set_record *w = find_record_from(kind, key, bucket, 0);
+	return w ? w : find_record_beside(kind, key, bucket);
 }
 
 /* The interface's line on this CPU (iface_cpu_lines). */
