@@ -212,6 +212,7 @@ INLINE const struct set_record *find_record_from(enum set_kind kind, __u64 key, 
 /* find_record_from the pair beside: a call of its own, so that the few
  * keys placed there, and keys without a record, do not lengthen the
  * common path's code. */
+_Static_assert(RECORD_PAIRS == 2, "a key's places are its pair's and the pair beside's");
 static __attribute__((noinline)) const struct set_record *find_record_beside(enum set_kind kind, __u64 key,
 									      __u32 bucket)
 {
