@@ -145,6 +145,35 @@ INLINE __u64 key_hash(enum set_kind kind, __u64 key)
  * value goes unused. */
 #define read_early(p) asm volatile("" ::"r"(*(volatile __u64 *)(p)))
 
+/* Starts the reads of the usage lines that the hint of tag names among
+ * those of the pair at: whether one has it. */
+INLINE int start_hinted_reads(__u32 at, __u32 bucket, __u32 tag)
+{
+	struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &at);
+	if (!hs)
+		return 0;
+#pragma unroll
+	for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
+		const struct record_hint *hint = &hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
+		if (hint->tag != tag)
+			continue;
+		struct usage_line *line = cpu_usage_line(hint->usage_slot);
+		if (line)
+			read_early(&line->flags);
+		if (hint->urr_slot && (line = cpu_usage_line(hint->urr_slot)))
+			read_early(&line->flags);
+		return 1;
+	}
+	return 0;
+}
+
+/* start_hinted_reads of the pair beside pair: a call of its own, out of
+ * the common path's code, as find_record_beside. */
+static __attribute__((noinline)) int start_hinted_reads_beside(__u32 pair, __u32 bucket, __u32 tag)
+{
+	return start_hinted_reads(pair ^ 1, bucket, tag);
+}
+
 /* Starts the reads of the lines a packet writes after its record: its
  * pair's counts on this CPU, whose index the bucket gives (a record in the
  * pair beside counts in that pair's line, not read ahead); an F-TEID's
@@ -169,26 +198,8 @@ INLINE void start_reads(enum set_kind kind, __u32 bucket, __u32 tag)
 		if (line)
 			read_early(&line->flags);
 	}
-#pragma unroll
-	for (int p = 0; p < RECORD_PAIRS; p++) {
-		__u32 at = pair ^ p;
-		struct record_hints *hs = bpf_map_lookup_elem(&record_hints, &at);
-		if (!hs)
-			return;
-#pragma unroll
-		for (int way = 0; way < RECORD_BUCKETS * SET_WAYS; way++) {
-			const struct record_hint *hint =
-				&hs->place[((bucket ^ way / SET_WAYS) & 1) * SET_WAYS + way % SET_WAYS];
-			if (hint->tag != tag)
-				continue;
-			struct usage_line *line = cpu_usage_line(hint->usage_slot);
-			if (line)
-				read_early(&line->flags);
-			if (hint->urr_slot && (line = cpu_usage_line(hint->urr_slot)))
-				read_early(&line->flags);
-			return;
-		}
-	}
+	if (!start_hinted_reads(pair, bucket, tag))
+		start_hinted_reads_beside(pair, bucket, tag);
 }
 
 /* The record of key among the places of bucket's pair (from 0) or of the
