@@ -187,7 +187,9 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 // allocateSEID picks a UP SEID no session of the store has.
 func (h *Handler) allocateSEID() uint64 {
 	for {
-		seid := rand.Uint64()
+		// At most 2^53 - 1: the REST API and its client print SEIDs as
+		// JSON numbers, which jq and JavaScript read exactly only so far.
+		seid := rand.Uint64N(1 << 53)
 		if _, used := h.cfg.Store.Get(seid); seid != 0 && !used {
 			return seid
 		}

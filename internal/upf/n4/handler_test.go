@@ -493,6 +493,19 @@ func TestChosenUEAddress(t *testing.T) {
 	e.gone(teid, ue)
 }
 
+// The SEIDs the UPF chooses are integers that every JSON reader takes
+// exactly (RFC 8259 §6: at most 2^53 - 1), as the REST API and its client
+// print them: jq and JavaScript round larger ones to another SEID.
+func TestChosenSEIDsFitJSON(t *testing.T) {
+	e := newEnv(t)
+	for i := range 32 {
+		ies := open5gs(uint64(0x1001+i), fixedUE(fmt.Sprintf("10.60.0.%d", i+1)), 0x0a0b0c0d)
+		if seid := e.establish("smf1", ies...).upSEID(t); seid > 1<<53-1 {
+			t.Fatalf("UP SEID %d, beyond 2^53 - 1", seid)
+		}
+	}
+}
+
 func TestModify(t *testing.T) {
 	e := newEnv(t)
 	const cpSEID = 0x1001
