@@ -72,10 +72,9 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	must(t, err)
 	defer dp.Close()
 
-	// A G-PDU of the UE to the gNB's own address (back out of n3n6) and
-	// the port given.
-	gpduTo := func(port layers.UDPPort) []byte {
-		inner := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue), DstIP: net.IPv4(10, 1, 3, 2)}
+	// A G-PDU of the UE to dst and the port given.
+	gpduToAt := func(dst net.IP, port layers.UDPPort) []byte {
+		inner := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(ue), DstIP: dst}
 		udp := &layers.UDP{SrcPort: 7000, DstPort: port}
 		must(t, udp.SetNetworkLayerForChecksum(inner))
 		buf := gopacket.NewSerializeBuffer()
@@ -83,6 +82,8 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 			inner, udp, gopacket.Payload(make([]byte, payload))))
 		return encodeGTPU(t, &layers.GTPv1U{MessageType: 255, TEID: 700}, buf.Bytes())
 	}
+	// One to the gNB's own address, back out of n3n6.
+	gpduTo := func(port layers.UDPPort) []byte { return gpduToAt(net.IPv4(10, 1, 3, 2), port) }
 	var conn net.PacketConn
 	must(t, e.peer.Do(func() (err error) {
 		conn, err = net.ListenPacket(network, net.JoinHostPort(gnb, "2152"))
@@ -137,6 +138,20 @@ func fragmentedGPDUs(t *testing.T, pfcp, outer6 bool) {
 	// (Over IPv6 no neighbour would answer there for an address of n3n6.)
 	if outer6 {
 		return
+	}
+	// One whose inner packet the data path hands to the kernel (no next
+	// hop to an address of the UPF's own): the kernel takes it, as it takes
+	// such a packet that came whole, and delivers it.
+	var local net.PacketConn
+	must(t, e.upf.Do(func() (err error) {
+		local, err = net.ListenPacket("udp4", "10.1.3.1:7003")
+		return err
+	}))
+	defer local.Close()
+	send(gpduToAt(net.IPv4(10, 1, 3, 1), 7003), 3)
+	must(t, local.SetReadDeadline(time.Now().Add(3*time.Second)))
+	if _, _, err := local.ReadFrom(make([]byte, 4096)); err != nil {
+		t.Errorf("no fragmented G-PDU handed to the kernel reached its destination: %v", err)
 	}
 	ip(t, e.peer.Name, "route", "replace", n3, "dev", "spare", "mtu", mtu)
 	before := sinkCount(t, sink)

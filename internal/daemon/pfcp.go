@@ -311,7 +311,7 @@ func injectGPDUs(ctx context.Context, dp *upfxdp.Datapath, ns netns.NsHandle,
 			case g := <-queue:
 				iface, err := net.InterfaceByIndex(g.ifindex)
 				if err == nil {
-					err = dp.InjectGPDU(iface.Name, g.from, g.to, g.datagram)
+					err = dp.InjectGPDU(iface, g.from, g.to, g.datagram)
 				}
 				if err != nil {
 					log.Debug("a fragmented G-PDU not forwarded", "from", g.from, "err", err)

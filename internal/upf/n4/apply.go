@@ -9,6 +9,7 @@ import (
 	"github.com/wmnsk/go-pfcp/ie"
 
 	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
+	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/session"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -64,7 +65,7 @@ func (h *Handler) choose(c *change) *refusal {
 	if c.uePool == nil {
 		return nil
 	}
-	a, err := c.uePool.Allocate()
+	a, err := h.unusedUEAddress(c.uePool)
 	if err != nil {
 		return noResources(err)
 	}
@@ -74,6 +75,29 @@ func (h *Handler) choose(c *change) *refusal {
 		c.s.pdrs[i].PDI.UEAddress = netip.PrefixFrom(a, 32)
 	}
 	return nil
+}
+
+// unusedUEAddress allocates from pool an address no session holds: one
+// that an SMF or a REST session gave a session itself stays with it, back
+// in the pool's queue to be tried again once the never-used ones are gone.
+func (h *Handler) unusedUEAddress(pool *ippool.Pool) (netip.Addr, error) {
+	var held []netip.Addr
+	defer func() {
+		for _, a := range held {
+			pool.Release(a)
+		}
+	}()
+	for {
+		a, err := pool.Allocate()
+		if err != nil {
+			return a, err
+		}
+		core := session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceCore, UEAddress: netip.PrefixFrom(a, a.BitLen())}}
+		if _, used := h.cfg.Store.KeyOwner(core); !used {
+			return a, nil
+		}
+		held = append(held, a)
+	}
 }
 
 // settleURRs reads the counters a request needs before the store changes
@@ -187,7 +211,9 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 // allocateSEID picks a UP SEID no session of the store has.
 func (h *Handler) allocateSEID() uint64 {
 	for {
-		seid := rand.Uint64()
+		// At most 2^53 - 1: the REST API and its client print SEIDs as
+		// JSON numbers, which jq and JavaScript read exactly only so far.
+		seid := rand.Uint64N(1 << 53)
 		if _, used := h.cfg.Store.Get(seid); seid != 0 && !used {
 			return seid
 		}

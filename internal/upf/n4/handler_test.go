@@ -493,6 +493,36 @@ func TestChosenUEAddress(t *testing.T) {
 	e.gone(teid, ue)
 }
 
+// CHV4 passes over a pool address another session holds (an SMF or a REST
+// session gave it itself) rather than refusing the establishment.
+func TestChosenUEAddressPassesOverOnesInUse(t *testing.T) {
+	e := newEnv(t)
+	first := uePool.Addr().Next()
+	e.establish("smf1", open5gs(0x1001, fixedUE(first.String()), 0x0a0b0c0d)...).upSEID(t)
+	r := e.establish("smf1", open5gs(0x1002, ueChooseV4, 0x0a0b0c0e)...)
+	r.upSEID(t)
+	ul := one(t, r.created(t)[1], tUEIPAddress)
+	if ue := netip.AddrFrom4([4]byte(ul[1:])); ue == first || !uePool.Contains(ue) {
+		t.Errorf("chosen UE address %v; %v is in use", ue, first)
+	}
+	if n := e.pool.Allocated(); n != 1 {
+		t.Errorf("%d UE addresses allocated, want the chosen one", n)
+	}
+}
+
+// The SEIDs the UPF chooses are integers that every JSON reader takes
+// exactly (RFC 8259 §6: at most 2^53 - 1), as the REST API and its client
+// print them: jq and JavaScript round larger ones to another SEID.
+func TestChosenSEIDsFitJSON(t *testing.T) {
+	e := newEnv(t)
+	for i := range 32 {
+		ies := open5gs(uint64(0x1001+i), fixedUE(fmt.Sprintf("10.60.0.%d", i+1)), 0x0a0b0c0d)
+		if seid := e.establish("smf1", ies...).upSEID(t); seid > 1<<53-1 {
+			t.Fatalf("UP SEID %d, beyond 2^53 - 1", seid)
+		}
+	}
+}
+
 func TestModify(t *testing.T) {
 	e := newEnv(t)
 	const cpSEID = 0x1001

@@ -53,6 +53,7 @@ func (s *Server) associate(peer string) (*association, error) {
 		return a, nil
 	}
 	req := message.NewAssociationSetupRequest(0, s.ownIEs(s.recovery)...)
+	sent := time.Now()
 	resp, err := call[*message.AssociationSetupResponse](s.ctx, s, addr, req)
 	if err != nil {
 		return nil, err
@@ -69,8 +70,17 @@ func (s *Server) associate(peer string) (*association, error) {
 		return nil, fmt.Errorf("pfcp: %s answered with %w", peer, err)
 	}
 	var a *association
-	// The stamp in a setup response tells of no restart (TS 23.007 §19A).
-	if !s.onWorker(func() { a, _ = s.establish(nodeID, addr, recovery, false, sessionRetention{}) }) {
+	setUp := func() {
+		// The peer set one up itself while this request waited for its
+		// answer: that later setup stands, and so do the sessions
+		// established since, which a replacement would drop.
+		if a = s.assocs.get(nodeID); a != nil && a.since.After(sent) {
+			return
+		}
+		// The stamp in a setup response tells of no restart (TS 23.007 §19A).
+		a, _ = s.establish(nodeID, addr, recovery, false, sessionRetention{})
+	}
+	if !s.onWorker(setUp) {
 		return nil, fmt.Errorf("pfcp: association with %s not recorded", peer)
 	}
 	return a, nil

@@ -105,6 +105,28 @@ func TestSetupIsRetried(t *testing.T) {
 	}
 }
 
+// Both ends set the association up at once: the SMF's own setup, made while
+// the UPF's request waited for its answer, stands when that answer comes, with
+// the sessions established meanwhile.
+func TestSetupAnsweredAfterThePeersOwn(t *testing.T) {
+	s, rec, m := startWithPeer(t, func(c *Config) { c.HeartbeatInterval, c.T1 = time.Second, time.Second })
+	upfs := parseWire(t, m.recv())
+	upfs.check(t, message.MsgTypeAssociationSetupRequest, upfs.seq, map[uint16][]byte{ie.NodeID: upfNodeIDValue})
+	m.associate()
+	waitFor(t, "the SMF's association", func() bool { return len(s.Associations()) == 1 })
+	since := s.Associations()[0].Since
+
+	m.send(reply(upfs, associationSetupResponse))
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if rec.count("drop "+smfName) != 0 {
+			t.Fatalf("the answer to the UPF's setup dropped the sessions of the SMF's association: %v", rec)
+		}
+	}
+	if a := s.Associations(); len(a) != 1 || !a[0].Since.Equal(since) {
+		t.Errorf("associations %+v, want the SMF's of %v", a, since)
+	}
+}
+
 func TestPeerLostAndBack(t *testing.T) {
 	s, rec, m := startWithPeer(t, nil)
 	m.acceptSetup()
