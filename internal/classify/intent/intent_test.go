@@ -219,6 +219,44 @@ func TestOneIntentPrioritisesAFlow(t *testing.T) {
 	}
 }
 
+// An action is taken once on the same resources, which name the intent
+// to a DELETE: a second such INSERT is refused and changes nothing; the
+// same resources under another action, and other resources under the
+// same, are taken. A saved file that holds two such (an earlier version
+// took them) is restored whole.
+func TestOneIntentPerActionAndResources(t *testing.T) {
+	s, dp := newStore(t)
+	doc := func(action string, qfi int) []byte {
+		if action == "SLICE" {
+			return fmt.Appendf(nil, `{"Resources": [{"qfi": %d}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`, qfi)
+		}
+		return fmt.Appendf(nil, `{"Resources": [{"qfi": %d}], "Action": {"actionType": "INSERT", "actionName": "PRIO-QUEUE", "rx_queue": "0"}}`, qfi)
+	}
+	if _, _, err := s.Apply(doc("SLICE", 5)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()})
+	var e *fielderr.Error
+	if _, _, err := s.Apply(doc("SLICE", 5)); !errors.As(err, &e) || e.Field != "Resources" {
+		t.Errorf("the same SLICE intent again: %v, want an error naming Resources", err)
+	}
+	if after, _ := json.Marshal([]any{dp.Rules(), dp.Slices(), s.Marshal()}); string(after) != string(before) {
+		t.Fatalf("the refused intent changed the classifier:\n%s\nwas\n%s", after, before)
+	}
+	for _, d := range [][]byte{doc("SLICE", 6), doc("PRIO-QUEUE", 5)} {
+		if _, _, err := s.Apply(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	restored, _ := newStore(t)
+	if err := restored.Restore([]json.RawMessage{doc("SLICE", 5), doc("SLICE", 5)}); err != nil {
+		t.Fatalf("restoring two intents of one action on the same resources: %v", err)
+	}
+	if list, _ := restored.List(); len(list) != 2 {
+		t.Errorf("restored %d intents, want 2", len(list))
+	}
+}
+
 // A SLICE intent's rate is refused as a slice's rate set over REST is,
 // with the same reason.
 func TestSliceIntentRateCheckedAsSlices(t *testing.T) {

@@ -46,6 +46,12 @@ func NewStore(dp *classifyxdp.Datapath, iface func(string) (*net.Interface, erro
 // nothing), DELETE removes the installed intent of the same action and
 // resources. It returns that intent.
 func (s *Store) Apply(data []byte) (in Intent, deleted bool, err error) {
+	return s.apply(data, false)
+}
+
+// apply is Apply; restoring, it takes an intent of the action and
+// resources of another too, as earlier versions saved such.
+func (s *Store) apply(data []byte, restoring bool) (in Intent, deleted bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	doc, in, err := parse(data, s.iface)
@@ -61,10 +67,16 @@ func (s *Store) Apply(data []byte) (in Intent, deleted bool, err error) {
 		return in, true, fmt.Errorf("%w with action %s and these resources", ErrNoIntent, in.Kind)
 	}
 	// A flow is prioritised once: the second intent's would take the
-	// first's over, and the removal of either end the other's.
+	// first's over, and the removal of either end the other's. An action
+	// on the same resources is taken once too: a DELETE names the intent
+	// by them.
 	for _, id := range slices.Sorted(maps.Keys(s.intents)) {
-		if old := s.intents[id].FlowHash; old != nil && in.FlowHash != nil && *old == *in.FlowHash {
-			return in, false, invalid("Action.flow_hash", "flow %08X is prioritised by intent %d", *old, id)
+		old := s.intents[id]
+		if old.FlowHash != nil && in.FlowHash != nil && *old.FlowHash == *in.FlowHash {
+			return in, false, invalid("Action.flow_hash", "flow %08X is prioritised by intent %d", *old.FlowHash, id)
+		}
+		if !restoring && len(in.Matches) > 0 && old.Kind == in.Kind && old.resources == in.resources {
+			return in, false, invalid("Resources", "intent %d takes action %s on these resources", id, in.Kind)
 		}
 	}
 	if doc.ID != nil {
@@ -251,7 +263,7 @@ func (s *Store) Marshal() []json.RawMessage {
 // Restore installs intents Marshal returned; an error names the intent.
 func (s *Store) Restore(docs []json.RawMessage) error {
 	for i, doc := range docs {
-		if _, _, err := s.Apply(doc); err != nil {
+		if _, _, err := s.apply(doc, true); err != nil {
 			field := fmt.Sprintf("intents[%d]", i)
 			var e *fielderr.Error
 			if errors.As(err, &e) {
