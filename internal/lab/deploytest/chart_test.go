@@ -100,6 +100,8 @@ func TestChart(t *testing.T) {
 	for _, tc := range []struct{ name, values, set, refusal string }{
 		{"N4 ports that differ", "upf", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
 		{"API ports that differ", "upf", "nodes.upf-a.config.api.listen=10.10.4.11:9443", "api.listen: the nodes listen on ports"},
+		{"the API on the loopback", "upf", "config.api.listen=127.0.0.1:9880", "api.listen: 127.0.0.1:9880 on upf-a is a loopback address"},
+		{"a node's API on the loopback", "upf", "nodes.upf-b.config.api.listen=[::1]:9880", "api.listen: [::1]:9880 on upf-b is a loopback address"},
 		{"a short token", "upf", "apiToken.token=fifteen-chars-x", "apiToken.token: 15 characters; the daemon takes a token of 16 at least"},
 		{"a token of two words", "upf", "apiToken.token=two words of the token", "apiToken.token: a token is one word, without spaces"},
 		{"api.tls in config", "upf", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},

@@ -47,7 +47,11 @@ their probes have one.
 {{- range $name, $node := .root.Values.nodes -}}
 {{- $own := index (($node | default dict).config | default dict) $.section | default dict -}}
 {{- $merged := mergeOverwrite (deepCopy (index $.root.Values.config $.section | default dict)) (deepCopy $own) -}}
-{{- $ports = append $ports (splitList ":" ($merged.listen | default $.listen) | last | atoi) -}}
+{{- $listen := $merged.listen | default $.listen -}}
+{{- if and (eq $.section "api") (regexMatch "^(127\\.|\\[::1\\]:|localhost:)" $listen) -}}
+{{- fail (printf "api.listen: %s on %s is a loopback address, which the probes (at the pod's address) and Prometheus cannot reach; listen on 0.0.0.0 or the node's address" $listen $name) -}}
+{{- end -}}
+{{- $ports = append $ports (splitList ":" $listen | last | atoi) -}}
 {{- end -}}
 {{- if gt (len (uniq $ports)) 1 -}}
 {{- fail (printf "%s.listen: the nodes listen on ports %v; give them one port, the Service's" .section (uniq $ports)) -}}
