@@ -176,6 +176,9 @@ spec:
         {{- end }}
         - {name: bpffs, mountPath: /sys/fs/bpf}
         - {name: state, mountPath: /var/lib/xdp5g}
+        {{- if include "xdp5g.netns" $root }}
+        - {name: netns, mountPath: /run/netns, readOnly: true, mountPropagation: HostToContainer}
+        {{- end }}
   volumes:
     - name: config
       configMap: {name: {{ include "xdp5g.fullname" $root }}}
@@ -191,4 +194,26 @@ spec:
     # The REST API's sessions and the classifier's rules, kept across pods.
     - name: state
       hostPath: {path: /var/lib/xdp5g/{{ include "xdp5g.fullname" $root }}, type: DirectoryOrCreate}
+    {{- if include "xdp5g.netns" $root }}
+    # The host's named network namespaces, for config.netns.
+    - name: netns
+      hostPath: {path: /run/netns, type: Directory}
+    {{- end }}
+{{- end -}}
+
+{{/*
+"true" when a node's configuration names a network namespace (netns): the
+pod then mounts the host's /run/netns, and enters it with CAP_SYS_ADMIN.
+*/}}
+{{- define "xdp5g.netns" -}}
+{{- $any := .Values.config.netns -}}
+{{- range $_, $node := .Values.nodes -}}
+{{- $any = or $any (($node | default dict).config | default dict).netns -}}
+{{- end -}}
+{{- if $any -}}
+{{- if not (has "SYS_ADMIN" .Values.capabilities) -}}
+{{- fail "config.netns: the daemon enters the namespace with CAP_SYS_ADMIN; add SYS_ADMIN to capabilities" -}}
+{{- end -}}
+true
+{{- end -}}
 {{- end -}}
