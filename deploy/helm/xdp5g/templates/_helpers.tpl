@@ -69,6 +69,18 @@ their probes have one.
 {{- if .root.Values.apiTLS.existingSecret -}}
 {{- $_ := set $cfg.api "tls" (dict "cert_file" "/etc/xdp5g/tls/tls.crt" "key_file" "/etc/xdp5g/tls/tls.key") -}}
 {{- end -}}
+{{- /* What the daemon writes goes where the pod mounts the host's directories. */ -}}
+{{- $under := dict
+  "state_file" (list $cfg.state_file "/var/lib/xdp5g/")
+  "pfcp.state_dir" (list ($cfg.pfcp | default dict).state_dir "/var/lib/xdp5g/")
+  "classify.rules_file" (list ($cfg.classify | default dict).rules_file "/var/lib/xdp5g/")
+  "datapath.pin_path" (list ($cfg.datapath | default dict).pin_path "/sys/fs/bpf/") -}}
+{{- range $key, $check := $under -}}
+{{- $path := first $check -}}
+{{- if and $path (or (not (hasPrefix (last $check) (clean $path))) (eq (clean $path) (trimSuffix "/" (last $check)))) -}}
+{{- fail (printf "config.%s: %s is not under %s, the host's directory the pod mounts there" $key $path (last $check)) -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
