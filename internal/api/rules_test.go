@@ -254,6 +254,7 @@ func TestSlices(t *testing.T) {
 		{name: "counters given", path: "/api/v1/slices/3", body: `{"cpus": [0], "counters": []}`, field: "counters"},
 		{name: "a rate under a byte a second", path: "/api/v1/slices/3", body: `{"cpus": [0], "rate": 7}`, field: "rate"},
 		{name: "a burst without a rate", path: "/api/v1/slices/2", body: `{"cpus": [0], "burst": 1518}`, field: "burst"},
+		{name: "a burst no frame fits in", path: "/api/v1/slices/2", body: `{"cpus": [0], "rate": 8000, "burst": 10}`, field: "burst"},
 		{name: "counters given in full", path: "/api/v1/slices/3", body: `{"cpus": [0], "counters": [{"cpu": 0, "packets": 1, "bytes": 1}]}`, field: "counters"},
 	} {
 		status, body := e.request(t, "PUT", c.path, c.body)
