@@ -382,6 +382,13 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := classifyxdp.CheckValues(rule.Matches); err != nil {
+		var re *fielderr.Error
+		if errors.As(err, &re) {
+			return 0, nil, fielderr.New(documentField(rule, re.Field), "%s", re.Reason)
+		}
+		return 0, nil, err
+	}
 	switch {
 	case doc.ID == nil:
 		rule.ID = s.freeRuleID()

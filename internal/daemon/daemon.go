@@ -101,7 +101,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	if err := checkInterfaces(cfg, ns); err != nil {
 		return err
 	}
+	ready := false
 	if cfg.UPF() || cfg.Classify != nil {
+		// A start that fails before it is ready leaves a running data
+		// path as it was: one it pinned afresh goes (once the lock is let
+		// go, deferred before it), rather than its maps staying pinned.
+		_, statErr := os.Stat(cfg.Datapath.PinPath)
+		if errors.Is(statErr, fs.ErrNotExist) {
+			defer func() {
+				if err != nil && !ready {
+					if derr := Detach(cfg); derr != nil {
+						err = errors.Join(err, fmt.Errorf("removing the data path this start pinned: %w", derr))
+					}
+				}
+			}()
+		}
 		lock, err := lockPins(cfg.Datapath.PinPath)
 		if err != nil {
 			return err
@@ -186,6 +200,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 	resumeGC()
 
 	rest.ready(services)
+	ready = true
 	log.Info("ready", "after", time.Since(started).Round(time.Millisecond))
 	select {
 	case <-ctx.Done():

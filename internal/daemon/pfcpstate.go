@@ -56,6 +56,11 @@ func openPFCPState(p *config.PFCP, log *slog.Logger) (*pfcpState, error) {
 		st.server, st.sessions = nil, nil
 	case !rec.Restored:
 		st.server, st.sessions, st.discarded = nil, nil, rec.Reason
+	case unreadable == nil && st.server.Recovery == 0 && st.server.Associations() == 0 && len(st.sessions.Peers()) == 0:
+		// A run that stopped before it served PFCP (a start that failed
+		// at attaching the data path) left the empty state it opened:
+		// nothing to restore, nothing to set aside, a clean start.
+		st.server, st.sessions = nil, nil
 	default:
 		if reason := errors.Join(unreadable, st.check()); reason != nil {
 			if err := st.discard(reason.Error()); err != nil {

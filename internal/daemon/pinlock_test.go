@@ -58,3 +58,33 @@ func TestOneDaemonPerPinPath(t *testing.T) {
 		t.Errorf("the pins after detach: %v; want them gone", err)
 	}
 }
+
+// A start that fails before it is ready (its interface runs another data
+// path's program) leaves no pins behind where it pinned afresh, and the
+// running data path as it was.
+func TestFailedStartLeavesNoNewPins(t *testing.T) {
+	e := newEnv(t)
+	first := e.config(t)
+	client, stop := runDaemon(t, first)
+	defer func() { must(t, stop()) }()
+	e.pin, e.dir = testsupport.PinDir(t), t.TempDir()
+	e.listen = testsupport.FreeAddr(t, "tcp")
+	second := e.config(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil))); err == nil {
+		t.Fatal("a second data path started on the first one's interface")
+	}
+	if _, err := os.Stat(e.pin); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the pins of the failed start: %v; want them gone", err)
+	}
+	if err := client.Ready(context.Background()); err != nil {
+		t.Errorf("the first daemon after the failed start: %v", err)
+	}
+	dp, err := upfxdp.Open(upfxdp.Options{PinPath: first.Datapath.PinPath, MaxSessions: 1024, N3Addresses: first.N3Addresses})
+	must(t, err)
+	defer dp.Close()
+	_, err = client.Create(context.Background(), []byte(doc))
+	must(t, err)
+	e.sendDownlink(t, dp)
+}

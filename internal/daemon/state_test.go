@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xdp5g/xdp5g/internal/config"
 )
 
 func TestStateFileSavesABurstOnce(t *testing.T) {
@@ -56,5 +58,27 @@ func TestStateFileWriteErrorNamesTheFile(t *testing.T) {
 	f := &stateFile{path: path, marshal: func() ([]byte, error) { return []byte("{}"), nil }}
 	if err := f.start(); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("start = %v, want an error naming %s", err, path)
+	}
+}
+
+// A run that stopped before it served PFCP (its start failed at attaching
+// the data path, say) left a state without a Recovery Time Stamp and
+// nothing else: the next start is a clean one, without a warning that a
+// state was not restored, and sets no files aside.
+func TestPFCPStateOfARunThatNeverServed(t *testing.T) {
+	p := &config.PFCP{StateDir: t.TempDir()}
+	log := slog.New(slog.DiscardHandler)
+	first, err := openPFCPState(p, log)
+	must(t, err)
+	must(t, first.log.Close())
+	second, err := openPFCPState(p, log)
+	must(t, err)
+	defer second.log.Close()
+	if second.discarded != "" || second.restored() {
+		t.Errorf("discarded %q, restored %t: want a clean start", second.discarded, second.restored())
+	}
+	aside, _ := filepath.Glob(filepath.Join(p.StateDir, "*.unusable"))
+	if len(aside) > 0 {
+		t.Errorf("files set aside: %v", aside)
 	}
 }

@@ -117,8 +117,36 @@ func FieldByName(name string) (Field, bool) {
 	return f, ok
 }
 
-// max is the largest value of a number field.
+// max is the largest value a number field's octets hold.
 func (f Field) max() uint64 { return 1<<(8*f.Size) - 1 }
+
+// largest are the largest values the parser writes into the fields narrower
+// than their octets: a rule on a value above it could never match.
+var largest = func() map[string]uint64 {
+	m := map[string]uint64{
+		"tunnels":        uint64(MaxTunnels),
+		"dscp":           63,  // 6 bits
+		"qfi":            63,  // 6 bits
+		"rtpPayloadType": 127, // 7 bits
+		"nalType":        63,  // 6 bits
+		"layerId":        63,  // 6 bits
+		"temporalId":     6,   // TID - 1, TID from 1 to 7
+		"rtp":            1,
+		"h265":           1,
+	}
+	for i := 1; i <= MaxTunnels; i++ {
+		m[fmt.Sprintf("tunnel%d", i)] = uint64(len(TunnelNames) - 1)
+	}
+	return m
+}()
+
+// Largest is the largest value the parser writes into a number field.
+func (f Field) Largest() uint64 {
+	if l, ok := largest[f.Name]; ok {
+		return l
+	}
+	return f.max()
+}
 
 // SetNumber writes a number field.
 func (k *Key) SetNumber(f Field, v uint64) {

@@ -152,6 +152,27 @@ func (p part) apply(f Field, t *ternary) {
 	t.mask.SetNumber(f, p.mask)
 }
 
+// CheckValues refuses matches on values the parser never writes into a
+// field narrower than its octets (a DSCP of 64, a temporalId of 7): a rule
+// on one could never match. Add does not call it, so that a rules file an
+// earlier version wrote still loads; what users add now goes through it.
+func CheckValues(matches []Match) error {
+	for i, m := range matches {
+		f, ok := FieldByName(m.Field)
+		if !ok || f.kind != number || m.Prefix.IsValid() {
+			continue // Add says what is wrong
+		}
+		where := fmt.Sprintf("matches[%d]", i)
+		switch {
+		case m.Ranged && m.Hi > f.Largest() && m.Lo <= m.Hi:
+			return invalid(where+".range", "%d to %d is not a range of %s (0 to %d)", m.Lo, m.Hi, f.Name, f.Largest())
+		case !m.Ranged && m.Value > f.Largest():
+			return invalid(where, "%s holds values up to %d", f.Name, f.Largest())
+		}
+	}
+	return nil
+}
+
 // maxTernaries bounds the prefixes a rule's ranges split into, together: a
 // range of a 16-bit field takes at most 30.
 const maxTernaries = 64

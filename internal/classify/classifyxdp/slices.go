@@ -44,20 +44,28 @@ type Slice struct {
 	Rate, Burst uint64
 }
 
+// MinBurst is the smallest burst CheckRate takes: an Ethernet frame of the
+// least size (without its FCS), as XDP counts it. A bucket smaller than a
+// frame never lets it through.
+const MinBurst = 60
+
 // DefaultBurst is a rate-limited slice's bucket size when none is given:
 // 10 ms of its rate, and a full-size frame at least.
 func DefaultBurst(rate uint64) uint64 { return max(rate/8/100, 1518) }
 
 // CheckRate refuses a slice's rate and burst that cannot mean what a user
-// wrote: a rate under a byte a second (the bucket fills by the byte) and a
-// burst without a rate. SetSlice does not call it, so that a rules file an
-// earlier version wrote still loads; what users set now goes through it.
+// wrote: a rate under a byte a second (the bucket fills by the byte), a
+// burst without a rate, and a burst smaller than any frame. SetSlice does
+// not call it, so that a rules file an earlier version wrote still loads;
+// what users set now goes through it.
 func CheckRate(rate, burst uint64) error {
 	switch {
 	case rate > 0 && rate < 8:
 		return invalid("rate", "%d bits per second is under a byte a second: 0 (no limit) or at least 8", rate)
 	case rate == 0 && burst > 0:
 		return invalid("burst", "a burst needs a rate")
+	case burst > 0 && burst < MinBurst:
+		return invalid("burst", "%d octets hold no frame: a frame larger than the burst is always dropped; give %d at least", burst, MinBurst)
 	}
 	return nil
 }

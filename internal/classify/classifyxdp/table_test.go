@@ -195,3 +195,39 @@ func TestBadRulesAreRefused(t *testing.T) {
 		t.Errorf("the good rule no longer matches: %+v %t", r, ok)
 	}
 }
+
+// Values the parser never writes into a field narrower than its octets are
+// refused by CheckValues, naming the match; those it writes pass.
+func TestCheckValues(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		match Match
+		field string // "" for a match that passes
+	}{
+		{name: "DSCP beyond 6 bits", match: Match{Field: "dscp", Value: 64, Mask: 0xff}, field: "matches[0]"},
+		{name: "DSCP 63", match: Match{Field: "dscp", Value: 63, Mask: 0xff}},
+		{name: "QFI beyond 6 bits", match: Match{Field: "qfi", Value: 64, Mask: 0xff}, field: "matches[0]"},
+		{name: "temporalId beyond TID 7", match: Match{Field: "temporalId", Value: 7, Mask: 0xff}, field: "matches[0]"},
+		{name: "temporalId 6", match: Match{Field: "temporalId", Value: 6, Mask: 0xff}},
+		{name: "layerId range beyond 6 bits", match: Match{Field: "layerId", Ranged: true, Lo: 1, Hi: 64}, field: "matches[0].range"},
+		{name: "layerId range to 63", match: Match{Field: "layerId", Ranged: true, Lo: 1, Hi: 63}},
+		{name: "nalType beyond 6 bits", match: Match{Field: "nalType", Value: 64, Mask: 0xff}, field: "matches[0]"},
+		{name: "more tunnels than levels", match: Match{Field: "tunnels", Value: 5, Mask: 0xff}, field: "matches[0]"},
+		{name: "no such tunnel type", match: Match{Field: "tunnel1", Value: 9, Mask: 0xff}, field: "matches[0]"},
+		{name: "GTP-U tunnel", match: Match{Field: "tunnel1", Value: uint64(TunnelGTPU), Mask: 0xff}},
+		{name: "rtp neither 0 nor 1", match: Match{Field: "rtp", Value: 2, Mask: 0xff}, field: "matches[0]"},
+		{name: "h265 neither 0 nor 1", match: Match{Field: "h265", Value: 2, Mask: 0xff}, field: "matches[0]"},
+		{name: "RTP payload type beyond 7 bits", match: Match{Field: "rtpPayloadType", Value: 128, Mask: 0xff}, field: "matches[0]"},
+		{name: "a masked value within the bits", match: Match{Field: "dscp", Value: 0x20, Mask: 0xe0}},
+		{name: "a whole octet", match: Match{Field: "proto", Value: 255, Mask: 0xff}},
+	} {
+		err := CheckValues([]Match{c.match})
+		var re *fielderr.Error
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.field != "" && (!errors.As(err, &re) || re.Field != c.field):
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.field)
+		}
+	}
+}

@@ -100,6 +100,17 @@ func TestChart(t *testing.T) {
 	for _, tc := range []struct{ name, values, set, refusal string }{
 		{"N4 ports that differ", "upf", "nodes.upf-a.config.pfcp.listen=10.10.4.11:8806", "pfcp.listen: the nodes listen on ports"},
 		{"API ports that differ", "upf", "nodes.upf-a.config.api.listen=10.10.4.11:9443", "api.listen: the nodes listen on ports"},
+		{"the API on the loopback", "upf", "config.api.listen=127.0.0.1:9880", "api.listen: 127.0.0.1:9880 on upf-a is a loopback address"},
+		{"a node's API on the loopback", "upf", "nodes.upf-b.config.api.listen=[::1]:9880", "api.listen: [::1]:9880 on upf-b is a loopback address"},
+		{"netns without CAP_SYS_ADMIN", "upf", "nodes.upf-c.config.netns=upf", "config.netns: the daemon enters the namespace with CAP_SYS_ADMIN"},
+		{"a state file the pod does not mount", "upf", "config.state_file=/data/sessions.json",
+			"config.state_file: /data/sessions.json is not under /var/lib/xdp5g/"},
+		{"a node's PFCP state the pod does not mount", "upf", "nodes.upf-a.config.pfcp.state_dir=/var/lib/pfcp",
+			"config.pfcp.state_dir: /var/lib/pfcp is not under /var/lib/xdp5g/"},
+		{"a rules file the pod does not mount", "upf-classify", "config.classify.rules_file=/rules.json",
+			"config.classify.rules_file: /rules.json is not under /var/lib/xdp5g/"},
+		{"pins off the host's bpffs", "upf", "config.datapath.pin_path=/run/xdp5g/bpf/xdp5g",
+			"config.datapath.pin_path: /run/xdp5g/bpf/xdp5g is not under /sys/fs/bpf/"},
 		{"a short token", "upf", "apiToken.token=fifteen-chars-x", "apiToken.token: 15 characters; the daemon takes a token of 16 at least"},
 		{"a token of two words", "upf", "apiToken.token=two words of the token", "apiToken.token: a token is one word, without spaces"},
 		{"api.tls in config", "upf", "config.api.tls.cert_file=/etc/xdp5g/tls.crt", "config.api.tls: name a TLS Secret in apiTLS.existingSecret"},
@@ -114,6 +125,12 @@ func TestChart(t *testing.T) {
 			}
 		})
 	}
+	// A network namespace: the pod mounts the host's and may enter it.
+	t.Run("netns", func(t *testing.T) {
+		r := decodeAll(t, runHelm(t, "template", "xdp5g", chart, "-f", filepath.Join(chart, "ci", "upf-values.yaml"),
+			"--set", "nodes.upf-b.config.netns=upf", "--set", `capabilities={BPF,PERFMON,NET_ADMIN,NET_RAW,SYS_ADMIN}`))
+		checkRendered(t, r)
+	})
 	t.Run("without nodes", func(t *testing.T) {
 		out, err := exec.Command("go", "run", helm, "template", "xdp5g", chart).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "nodes: name the nodes that run xdp5g") {
@@ -214,6 +231,7 @@ func checkRendered(t *testing.T, r *rendered) {
 	var nodes []string
 	var apiPort, pfcpPort int
 	var tls *config.TLS
+	var netns bool // a node's configuration names a network namespace
 	caps := capabilities
 	dir := t.TempDir()
 	for name, content := range r.configMaps[0].Data {
@@ -243,6 +261,10 @@ func checkRendered(t *testing.T, r *rendered) {
 			pfcpPort = port(t, cfg.PFCP.Listen)
 		}
 		tls = cfg.API.TLS
+		netns = netns || cfg.Netns != ""
+	}
+	if netns {
+		caps = append(slices.Clone(caps), "SYS_ADMIN")
 	}
 	slices.Sort(nodes)
 
@@ -277,7 +299,7 @@ func checkRendered(t *testing.T, r *rendered) {
 		t.Errorf("Secret %s: a token of %d characters, want 16 at least", secret.Name, len(secret.Data["token"]))
 	}
 	for _, tmpl := range r.podTemplates {
-		checkPod(t, tmpl, r, secret.Name, apiPort, pfcpPort, tls, caps)
+		checkPod(t, tmpl, r, secret.Name, apiPort, pfcpPort, tls, caps, netns)
 	}
 	svc, sm := r.services[0], r.monitors[0]
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "api" && int(p.Port) == apiPort }) {
@@ -332,7 +354,7 @@ func port(t *testing.T, addr string) int {
 	return p
 }
 
-func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort, pfcpPort int, tls *config.TLS, capabilities []corev1.Capability) {
+func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret string, apiPort, pfcpPort int, tls *config.TLS, capabilities []corev1.Capability, netns bool) {
 	t.Helper()
 	spec := tmpl.Spec
 	if len(spec.Containers) != 1 {
@@ -394,6 +416,9 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec, r *rendered, secret str
 	}
 	if v := volumes[mounts["/var/lib/xdp5g"]]; v.HostPath == nil {
 		t.Errorf("/var/lib/xdp5g is %+v; want a directory of the host", v)
+	}
+	if v := volumes[mounts["/run/netns"]]; netns && (v.HostPath == nil || v.HostPath.Path != "/run/netns") {
+		t.Errorf("/run/netns is %+v; want the host's, for config.netns", v)
 	}
 
 	// Multus: each network of the pod has its definition.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/xdp5g/xdp5g/internal/api"
@@ -41,7 +42,8 @@ const dashboard = "../../../deploy/grafana/xdp5g.json"
 // families; and a CU-UP.
 func TestDashboardMetricsExist(t *testing.T) {
 	exprs := dashboardExprs(t)
-	exported := map[string]map[string]bool{} // the labels of each metric exported
+	exported := map[string]map[string]bool{}   // the labels of each metric exported
+	values := map[string]map[string][]string{} // the values of each metric's labels
 	for _, scrape := range []func(*testing.T) []string{upfScrape, cuupScrape} {
 		for _, line := range scrape(t) {
 			if line == "" || strings.HasPrefix(line, "#") {
@@ -50,16 +52,17 @@ func TestDashboardMetricsExist(t *testing.T) {
 			name, labels, _ := strings.Cut(line, "{")
 			name, _, _ = strings.Cut(name, " ")
 			if exported[name] == nil {
-				exported[name] = map[string]bool{}
+				exported[name], values[name] = map[string]bool{}, map[string][]string{}
 			}
 			for _, m := range labelName.FindAllStringSubmatch(labels, -1) {
 				exported[name][m[1]] = true
+				values[name][m[1]] = append(values[name][m[1]], m[2])
 			}
 		}
 	}
 	named := 0
 	for _, expr := range exprs {
-		named += checkExpr(t, expr, exported)
+		named += checkExpr(t, expr, exported, values)
 	}
 	if named == 0 {
 		t.Fatal("the dashboard names no metric")
@@ -67,8 +70,9 @@ func TestDashboardMetricsExist(t *testing.T) {
 	t.Logf("%d expressions select %d metrics", len(exprs), named)
 }
 
-// labelName finds the label names of an exposition line's labels.
-var labelName = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+// labelName finds the label names and values of an exposition line's
+// labels.
+var labelName = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
 
 // Labels Prometheus adds to every series it scrapes (the chart's
 // ServiceMonitor adds node).
@@ -138,7 +142,7 @@ func dashboardExprs(t *testing.T) []string {
 // selects is exported with the labels it matches, and that what it
 // aggregates by is a label of the metrics aggregated. It returns the
 // number of metrics selected.
-func checkExpr(t *testing.T, expr string, exported map[string]map[string]bool) int {
+func checkExpr(t *testing.T, expr string, exported map[string]map[string]bool, values map[string]map[string][]string) int {
 	t.Helper()
 	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
@@ -150,7 +154,7 @@ func checkExpr(t *testing.T, expr string, exported map[string]map[string]bool) i
 		switch n := node.(type) {
 		case *parser.VectorSelector:
 			named++
-			labels, ok := exported[n.Name]
+			names, ok := exported[n.Name]
 			switch {
 			case n.Name == "":
 				t.Errorf("%q selects series by labels only: name a metric", expr)
@@ -158,8 +162,14 @@ func checkExpr(t *testing.T, expr string, exported map[string]map[string]bool) i
 				t.Errorf("the dashboard names %s, which no daemon exports, in %q", n.Name, expr)
 			}
 			for _, m := range n.LabelMatchers {
-				if ok && m.Name != "__name__" && !scrapeLabels[m.Name] && !labels[m.Name] {
+				if ok && m.Name != "__name__" && !scrapeLabels[m.Name] && !names[m.Name] {
 					t.Errorf("%q selects %s by %s, a label it does not have", expr, n.Name, m.Name)
+				}
+				// A value it selects by is one the daemons export: a
+				// misspelt reason or cause would select nothing.
+				if positive := m.Type == labels.MatchEqual || m.Type == labels.MatchRegexp; ok && positive &&
+					!scrapeLabels[m.Name] && m.Name != "__name__" && !slices.ContainsFunc(values[n.Name][m.Name], m.Matches) {
+					t.Errorf("%q selects %s by %s, which no series of it has (%v)", expr, n.Name, m, values[n.Name][m.Name])
 				}
 			}
 		case *parser.AggregateExpr:

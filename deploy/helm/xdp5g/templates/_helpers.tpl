@@ -47,7 +47,11 @@ their probes have one.
 {{- range $name, $node := .root.Values.nodes -}}
 {{- $own := index (($node | default dict).config | default dict) $.section | default dict -}}
 {{- $merged := mergeOverwrite (deepCopy (index $.root.Values.config $.section | default dict)) (deepCopy $own) -}}
-{{- $ports = append $ports (splitList ":" ($merged.listen | default $.listen) | last | atoi) -}}
+{{- $listen := $merged.listen | default $.listen -}}
+{{- if and (eq $.section "api") (regexMatch "^(127\\.|\\[::1\\]:|localhost:)" $listen) -}}
+{{- fail (printf "api.listen: %s on %s is a loopback address, which the probes (at the pod's address) and Prometheus cannot reach; listen on 0.0.0.0 or the node's address" $listen $name) -}}
+{{- end -}}
+{{- $ports = append $ports (splitList ":" $listen | last | atoi) -}}
 {{- end -}}
 {{- if gt (len (uniq $ports)) 1 -}}
 {{- fail (printf "%s.listen: the nodes listen on ports %v; give them one port, the Service's" .section (uniq $ports)) -}}
@@ -64,6 +68,18 @@ their probes have one.
 {{- end -}}
 {{- if .root.Values.apiTLS.existingSecret -}}
 {{- $_ := set $cfg.api "tls" (dict "cert_file" "/etc/xdp5g/tls/tls.crt" "key_file" "/etc/xdp5g/tls/tls.key") -}}
+{{- end -}}
+{{- /* What the daemon writes goes where the pod mounts the host's directories. */ -}}
+{{- $under := dict
+  "state_file" (list $cfg.state_file "/var/lib/xdp5g/")
+  "pfcp.state_dir" (list ($cfg.pfcp | default dict).state_dir "/var/lib/xdp5g/")
+  "classify.rules_file" (list ($cfg.classify | default dict).rules_file "/var/lib/xdp5g/")
+  "datapath.pin_path" (list ($cfg.datapath | default dict).pin_path "/sys/fs/bpf/") -}}
+{{- range $key, $check := $under -}}
+{{- $path := first $check -}}
+{{- if and $path (or (not (hasPrefix (last $check) (clean $path))) (eq (clean $path) (trimSuffix "/" (last $check)))) -}}
+{{- fail (printf "config.%s: %s is not under %s, the host's directory the pod mounts there" $key $path (last $check)) -}}
+{{- end -}}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
@@ -172,6 +188,9 @@ spec:
         {{- end }}
         - {name: bpffs, mountPath: /sys/fs/bpf}
         - {name: state, mountPath: /var/lib/xdp5g}
+        {{- if include "xdp5g.netns" $root }}
+        - {name: netns, mountPath: /run/netns, readOnly: true, mountPropagation: HostToContainer}
+        {{- end }}
   volumes:
     - name: config
       configMap: {name: {{ include "xdp5g.fullname" $root }}}
@@ -187,4 +206,26 @@ spec:
     # The REST API's sessions and the classifier's rules, kept across pods.
     - name: state
       hostPath: {path: /var/lib/xdp5g/{{ include "xdp5g.fullname" $root }}, type: DirectoryOrCreate}
+    {{- if include "xdp5g.netns" $root }}
+    # The host's named network namespaces, for config.netns.
+    - name: netns
+      hostPath: {path: /run/netns, type: Directory}
+    {{- end }}
+{{- end -}}
+
+{{/*
+"true" when a node's configuration names a network namespace (netns): the
+pod then mounts the host's /run/netns, and enters it with CAP_SYS_ADMIN.
+*/}}
+{{- define "xdp5g.netns" -}}
+{{- $any := .Values.config.netns -}}
+{{- range $_, $node := .Values.nodes -}}
+{{- $any = or $any (($node | default dict).config | default dict).netns -}}
+{{- end -}}
+{{- if $any -}}
+{{- if not (has "SYS_ADMIN" .Values.capabilities) -}}
+{{- fail "config.netns: the daemon enters the namespace with CAP_SYS_ADMIN; add SYS_ADMIN to capabilities" -}}
+{{- end -}}
+true
+{{- end -}}
 {{- end -}}
