@@ -277,8 +277,8 @@ func TestSetPlacement(t *testing.T) {
 // A closed worker leaves the stats; the others stay.
 func TestWorkerClose(t *testing.T) {
 	c, _ := newCUUP(t)
-	a, b := c.NewWorker(nil), c.NewWorker(nil)
-	a.name, b.name = "a", "b"
+	a := c.NewWorker("a", nil)
+	c.NewWorker("b", nil)
 	a.Close()
 	if ws := c.Stats().Workers; len(ws) != 1 || ws[0].Worker != "b" {
 		t.Errorf("workers %+v after closing a, want b alone", ws)
