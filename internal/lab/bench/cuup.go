@@ -759,7 +759,7 @@ func newStackBench(size int) (*stackBench, error) {
 		return nil, err
 	}
 	b := &stackBench{c: c, io: &stackIO{}, teids: teids, frames: make([]byte, cuup.DefaultFrames*stackFrame), size: size}
-	b.worker = c.NewWorker(b.io)
+	b.worker = c.NewWorker("bench", b.io)
 	frame, _ := cuupFrame(make(net.HardwareAddr, 6), make(net.HardwareAddr, 6), teids[0], size)
 	for f := range cuup.DefaultFrames {
 		copy(b.frames[f*stackFrame+stackHeadroom:], frame[len(frame)-size:])

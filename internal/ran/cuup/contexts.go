@@ -168,6 +168,11 @@ func (c *CUUP) Setup(req e1.BearerContextSetupRequest) (e1.BearerContextSetupRes
 	if err := req.Validate(); err != nil {
 		return e1.BearerContextSetupResponse{}, err
 	}
+	for i, s := range req.PDUSessions {
+		if err := c.checkFamily(N3, s.ULTunnel, fmt.Sprintf("pduSessionResourceToSetupList[%d].ngUlUpTnlInformation", i)); err != nil {
+			return e1.BearerContextSetupResponse{}, err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := c.nextUEID
@@ -278,6 +283,19 @@ func (c *CUUP) Modify(id uint32, req e1.BearerContextModificationRequest) (e1.Be
 
 // checkModification refuses a modification that names what the context
 // lacks or would break it.
+// checkFamily refuses a peer's tunnel whose address is not of the family of
+// the CU-UP's own address on that interface: packets to it could not leave.
+func (c *CUUP) checkFamily(role Role, t e1.UPTunnel, field string) error {
+	own, name := c.cfg.N3, "N3"
+	if role == F1U {
+		own, name = c.cfg.F1U, "F1-U"
+	}
+	if t.Address.IsValid() && t.Address.Is4() != own.Is4() {
+		return fielderr.New(field, "transportLayerAddress %v is not of the family of the CU-UP's %s address %v", t.Address, name, own)
+	}
+	return nil
+}
+
 func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModificationRequest) error {
 	if req.Security != nil {
 		return fielderr.New("securityInformation",
@@ -290,6 +308,9 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 	for i, s := range req.Setup {
 		if bc.sessions[s.ID] != nil {
 			return fielderr.New(fmt.Sprintf("pduSessionResourceToSetupList[%d].pduSessionId", i), "PDU session %d exists", s.ID)
+		}
+		if err := c.checkFamily(N3, s.ULTunnel, fmt.Sprintf("pduSessionResourceToSetupList[%d].ngUlUpTnlInformation", i)); err != nil {
+			return err
 		}
 		for _, d := range s.DRBs {
 			ueDRBs = append(ueDRBs, d.ID)
@@ -304,6 +325,9 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 		if m.ULTunnel != nil {
 			if err := m.ULTunnel.Validate(); err != nil {
 				return fielderr.New(p+".ngUlUpTnlInformation", "%v", err)
+			}
+			if err := c.checkFamily(N3, *m.ULTunnel, p+".ngUlUpTnlInformation"); err != nil {
+				return err
 			}
 		}
 		var flows []uint8
@@ -324,6 +348,9 @@ func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModifica
 			if d.DLTunnel != nil {
 				if err := d.DLTunnel.Validate(); err != nil {
 					return fielderr.New(dp+".dlUpParameters", "%v", err)
+				}
+				if err := c.checkFamily(F1U, *d.DLTunnel, dp+".dlUpParameters"); err != nil {
+					return err
 				}
 			}
 		}

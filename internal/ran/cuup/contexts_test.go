@@ -277,8 +277,8 @@ func TestSetPlacement(t *testing.T) {
 // A closed worker leaves the stats; the others stay.
 func TestWorkerClose(t *testing.T) {
 	c, _ := newCUUP(t)
-	a, b := c.NewWorker(nil), c.NewWorker(nil)
-	a.name, b.name = "a", "b"
+	a := c.NewWorker("a", nil)
+	c.NewWorker("b", nil)
 	a.Close()
 	if ws := c.Stats().Workers; len(ws) != 1 || ws[0].Worker != "b" {
 		t.Errorf("workers %+v after closing a, want b alone", ws)
@@ -290,4 +290,50 @@ func (c *CUUP) context(id uint32) *bearerContext {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.contexts[id]
+}
+
+// A peer's tunnel must be of the family of the CU-UP's own address on that
+// interface: the data path writes an IPv4 header from an IPv4 address, and
+// could not send to an IPv6 UPF or DU (the AF_XDP path would not even build
+// the header). Such a setup or modification is refused and changes nothing.
+func TestTunnelOfTheOtherFamilyRefused(t *testing.T) {
+	c, tunnels := newCUUP(t)
+	v6 := netip.MustParseAddr("2001:db8::1")
+	s := sessionSetup(1, drbSetup(1, 9))
+	s.ULTunnel.Address = v6
+	before := snapshot(c, tunnels)
+	_, err := c.Setup(setupRequest(s))
+	var fe *fielderr.Error
+	if !errors.As(err, &fe) || fe.Field != "pduSessionResourceToSetupList[0].ngUlUpTnlInformation" {
+		t.Fatalf("setup with an IPv6 UPF on an IPv4 CU-UP: %v", err)
+	}
+	if after := snapshot(c, tunnels); after != before {
+		t.Fatalf("a refused setup changed %s into %s", before, after)
+	}
+	resp, err := c.Setup(setupRequest(sessionSetup(1, drbSetup(1, 9))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.CUUPUEID
+	s2 := sessionSetup(2, drbSetup(2, 9))
+	s2.ULTunnel.Address = v6
+	for _, tc := range []struct {
+		req   e1.BearerContextModificationRequest
+		field string
+	}{
+		{e1.BearerContextModificationRequest{Setup: []e1.PDUSessionToSetup{s2}}, "pduSessionResourceToSetupList[0].ngUlUpTnlInformation"},
+		{e1.BearerContextModificationRequest{Modify: []e1.PDUSessionToModify{{ID: 1, ULTunnel: &e1.UPTunnel{Address: v6, TEID: 7}}}},
+			"pduSessionResourceToModifyList[0].ngUlUpTnlInformation"},
+		{e1.BearerContextModificationRequest{Modify: []e1.PDUSessionToModify{{ID: 1, ModifyDRBs: []e1.DRBToModify{{ID: 1, DLTunnel: &e1.UPTunnel{Address: v6, TEID: 7}}}}}},
+			"pduSessionResourceToModifyList[0].drbToModifyList[0].dlUpParameters"},
+	} {
+		before := snapshot(c, tunnels)
+		_, err := c.Modify(id, tc.req)
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("modification %+v: %v, want a refusal of %s", tc.req, err, tc.field)
+		}
+		if after := snapshot(c, tunnels); after != before {
+			t.Errorf("a refused modification changed %s into %s", before, after)
+		}
+	}
 }

@@ -119,9 +119,10 @@ func (c *CUUP) Stats() Stats {
 	return s
 }
 
-// NewWorker returns a worker that sends through io.
-func (c *CUUP) NewWorker(io IO) *Worker {
-	w := &Worker{c: c, io: io}
+// NewWorker returns a worker that sends through io, named in the stats by
+// name (named before the stats can see it).
+func (c *CUUP) NewWorker(name string, io IO) *Worker {
+	w := &Worker{c: c, io: io, name: name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.workers = append(c.workers, w)

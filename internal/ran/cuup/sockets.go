@@ -68,8 +68,7 @@ func (s *Sockets) Serve(ctx context.Context) error {
 	var mu sync.Mutex
 	for _, role := range []Role{N3, F1U} { // the workers' order in the stats
 		io := &socketIO{conns: s.conns, role: role, stats: &s.c.socketStats}
-		io.worker = s.c.NewWorker(io)
-		io.worker.name = fmt.Sprintf("%v socket", role)
+		io.worker = s.c.NewWorker(fmt.Sprintf("%v socket", role), io)
 		defer io.worker.Close()
 		wg.Go(func() {
 			if err := io.run(ctx); err != nil {

@@ -116,8 +116,7 @@ func (x *XDP) openQueue(ifaces map[Role]*net.Interface, queue int, cfg XDPConfig
 			return nil, err
 		}
 	}
-	q.worker = x.c.NewWorker(q)
-	q.worker.name = fmt.Sprintf("queue %d", queue)
+	q.worker = x.c.NewWorker(fmt.Sprintf("queue %d", queue), q)
 	return q, nil
 }
 
