@@ -281,8 +281,6 @@ func (c *CUUP) Modify(id uint32, req e1.BearerContextModificationRequest) (e1.Be
 		Setup: c.setupList(added), Modified: c.setupList(modified)}, nil
 }
 
-// checkModification refuses a modification that names what the context
-// lacks or would break it.
 // checkFamily refuses a peer's tunnel whose address is not of the family of
 // the CU-UP's own address on that interface: packets to it could not leave.
 func (c *CUUP) checkFamily(role Role, t e1.UPTunnel, field string) error {
@@ -296,6 +294,8 @@ func (c *CUUP) checkFamily(role Role, t e1.UPTunnel, field string) error {
 	return nil
 }
 
+// checkModification refuses a modification that names what the context
+// lacks or would break it.
 func (c *CUUP) checkModification(bc *bearerContext, req e1.BearerContextModificationRequest) error {
 	if req.Security != nil {
 		return fielderr.New("securityInformation",
