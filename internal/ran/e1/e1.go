@@ -11,6 +11,7 @@ package e1
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -264,11 +265,15 @@ type Key []byte
 // MarshalText writes the key in hex.
 func (k Key) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(k)), nil }
 
-// UnmarshalText takes 32 or 64 hex digits.
+// UnmarshalText takes 32 or 64 hex digits. A refusal says what is wrong
+// without the digits: a key is never shown.
 func (k *Key) UnmarshalText(b []byte) error {
 	v, err := hex.DecodeString(string(b))
-	if err != nil || len(v) != 16 && len(v) != 32 {
-		return fmt.Errorf("a key is 32 or 64 hex digits, not %q", b)
+	if err != nil {
+		return errors.New("a key is 32 or 64 hex digits, and this one has other characters")
+	}
+	if len(v) != 16 && len(v) != 32 {
+		return fmt.Errorf("a key is 32 or 64 hex digits, not %d", len(b))
 	}
 	*k = v
 	return nil

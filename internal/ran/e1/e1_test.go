@@ -136,9 +136,9 @@ func TestJSON(t *testing.T) {
 		}
 	}
 	var k Key
-	for _, bad := range []string{"00", strings.Repeat("0", 48), strings.Repeat("g", 32)} {
-		if err := k.UnmarshalText([]byte(bad)); err == nil {
-			t.Errorf("key %s accepted", bad)
+	for _, bad := range []string{"00", strings.Repeat("0", 48), strings.Repeat("g", 32), "0123456789abcdef0123456789abcdeg"} {
+		if err := k.UnmarshalText([]byte(bad)); err == nil || strings.Contains(err.Error(), bad) {
+			t.Errorf("key %s: %v, want a refusal that does not show it", bad, err)
 		}
 	}
 }
