@@ -383,11 +383,7 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, err
 	}
 	if err := classifyxdp.CheckValues(rule.Matches); err != nil {
-		var re *fielderr.Error
-		if errors.As(err, &re) {
-			return 0, nil, fielderr.New(documentField(rule, re.Field), "%s", re.Reason)
-		}
-		return 0, nil, err
+		return 0, nil, asRuleError(rule, err)
 	}
 	switch {
 	case doc.ID == nil:
@@ -396,14 +392,20 @@ func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, erro
 		return 0, nil, fielderr.New("id", "IDs from %d on are the intents' rules'", uint32(1)<<31)
 	}
 	if err := s.classifier.Rules.Add(rule); err != nil {
-		var re *fielderr.Error
-		if errors.As(err, &re) {
-			return 0, nil, fielderr.New(documentField(rule, re.Field), "%s", re.Reason)
-		}
-		return 0, nil, err
+		return 0, nil, asRuleError(rule, err)
 	}
 	got, err := s.ruleDoc(rule)
 	return http.StatusCreated, got, err
+}
+
+// asRuleError names the field of r's document that a refusal of r is
+// about.
+func asRuleError(r classifyxdp.Rule, err error) error {
+	var re *fielderr.Error
+	if errors.As(err, &re) {
+		return fielderr.New(documentField(r, re.Field), "%s", re.Reason)
+	}
+	return err
 }
 
 // documentField names a field of a rule's document for the field of a

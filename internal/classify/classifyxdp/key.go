@@ -47,6 +47,7 @@ type Field struct {
 	Name         string
 	Offset, Size int
 	kind         kind
+	largest      uint64 // of a number: the largest value the parser writes there
 }
 
 // KeySize is the size of a Key in octets.
@@ -59,12 +60,12 @@ type Key [KeySize]byte
 // Fields are the key's fields, in the order of the layout: where each lies
 // in the generated struct classify_key.
 var Fields = slices.Concat(
-	[]Field{num("tunnels", unsafe.Offsetof(layout.Tunnels), unsafe.Sizeof(layout.Tunnels))},     // tunnel levels seen, 0 to MaxTunnels
-	levels("tunnel%d", unsafe.Offsetof(layout.TunnelType), unsafe.Sizeof(layout.TunnelType[0])), // Tunnel* type, tunnel1 the outermost level's
+	[]Field{num("tunnels", unsafe.Offsetof(layout.Tunnels), unsafe.Sizeof(layout.Tunnels)).upTo(uint64(MaxTunnels))},              // tunnel levels seen
+	upTo(levels("tunnel%d", unsafe.Offsetof(layout.TunnelType), unsafe.Sizeof(layout.TunnelType[0])), uint64(len(TunnelNames)-1)), // Tunnel* type, tunnel1 the outermost level's
 	[]Field{
-		num("proto", unsafe.Offsetof(layout.Proto), unsafe.Sizeof(layout.Proto)), // of the innermost IP header
-		num("dscp", unsafe.Offsetof(layout.Dscp), unsafe.Sizeof(layout.Dscp)),
-		num("qfi", unsafe.Offsetof(layout.Qfi), unsafe.Sizeof(layout.Qfi)), // from the innermost GTP-U PDU Session Container
+		num("proto", unsafe.Offsetof(layout.Proto), unsafe.Sizeof(layout.Proto)),       // of the innermost IP header
+		num("dscp", unsafe.Offsetof(layout.Dscp), unsafe.Sizeof(layout.Dscp)).upTo(63), // 6 bits
+		num("qfi", unsafe.Offsetof(layout.Qfi), unsafe.Sizeof(layout.Qfi)).upTo(63),    // 6 bits, from the innermost GTP-U PDU Session Container
 	},
 	levels("tunnel%dId", unsafe.Offsetof(layout.TunnelId), unsafe.Sizeof(layout.TunnelId[0])), // VNI, GRE key or TEID
 	[]Field{
@@ -75,22 +76,40 @@ var Fields = slices.Concat(
 		num("srcPort", unsafe.Offsetof(layout.SrcPort), unsafe.Sizeof(layout.SrcPort)), // of the innermost UDP, TCP or SCTP header
 		num("dstPort", unsafe.Offsetof(layout.DstPort), unsafe.Sizeof(layout.DstPort)),
 		num("rtpSsrc", unsafe.Offsetof(layout.RtpSsrc), unsafe.Sizeof(layout.RtpSsrc)),
-		num("rtpPayloadType", unsafe.Offsetof(layout.RtpPayloadType), unsafe.Sizeof(layout.RtpPayloadType)),
-		num("nalType", unsafe.Offsetof(layout.NalType), unsafe.Sizeof(layout.NalType)), // H.265 NAL unit header (RFC 7798)
-		num("layerId", unsafe.Offsetof(layout.LayerId), unsafe.Sizeof(layout.LayerId)),
-		num("temporalId", unsafe.Offsetof(layout.TemporalId), unsafe.Sizeof(layout.TemporalId)),
-		num("rtp", unsafe.Offsetof(layout.Rtp), unsafe.Sizeof(layout.Rtp)),    // 1: the innermost UDP payload is RTP
-		num("h265", unsafe.Offsetof(layout.H265), unsafe.Sizeof(layout.H265)), // 1: and an H.265 NAL unit header was read
+		num("rtpPayloadType", unsafe.Offsetof(layout.RtpPayloadType), unsafe.Sizeof(layout.RtpPayloadType)).upTo(127), // 7 bits
+		num("nalType", unsafe.Offsetof(layout.NalType), unsafe.Sizeof(layout.NalType)).upTo(63),                       // 6 bits: H.265 NAL unit header (RFC 7798)
+		num("layerId", unsafe.Offsetof(layout.LayerId), unsafe.Sizeof(layout.LayerId)).upTo(63),                       // 6 bits
+		num("temporalId", unsafe.Offsetof(layout.TemporalId), unsafe.Sizeof(layout.TemporalId)).upTo(6),               // TID - 1, TID from 1 to 7
+		num("rtp", unsafe.Offsetof(layout.Rtp), unsafe.Sizeof(layout.Rtp)).upTo(1),                                    // 1: the innermost UDP payload is RTP
+		num("h265", unsafe.Offsetof(layout.H265), unsafe.Sizeof(layout.H265)).upTo(1),                                 // 1: and an H.265 NAL unit header was read
 	},
 )
 
 // layout is a struct classify_key, for Fields to find their place in.
 var layout classifyClassifyKey
 
-func num(name string, offset, size uintptr) Field { return Field{name, int(offset), int(size), number} }
+func num(name string, offset, size uintptr) Field {
+	f := Field{Name: name, Offset: int(offset), Size: int(size), kind: number}
+	f.largest = f.max()
+	return f
+}
 
 func addr(name string, offset, size uintptr) Field {
-	return Field{name, int(offset), int(size), address}
+	return Field{Name: name, Offset: int(offset), Size: int(size), kind: address}
+}
+
+// upTo is f for a parser that writes values up to largest only there.
+func (f Field) upTo(largest uint64) Field {
+	f.largest = largest
+	return f
+}
+
+// upTo is fields, each upTo largest.
+func upTo(fields []Field, largest uint64) []Field {
+	for i := range fields {
+		fields[i] = fields[i].upTo(largest)
+	}
+	return fields
 }
 
 // levels are the number fields of an array of one element per tunnel
@@ -119,34 +138,6 @@ func FieldByName(name string) (Field, bool) {
 
 // max is the largest value a number field's octets hold.
 func (f Field) max() uint64 { return 1<<(8*f.Size) - 1 }
-
-// largest are the largest values the parser writes into the fields narrower
-// than their octets: a rule on a value above it could never match.
-var largest = func() map[string]uint64 {
-	m := map[string]uint64{
-		"tunnels":        uint64(MaxTunnels),
-		"dscp":           63,  // 6 bits
-		"qfi":            63,  // 6 bits
-		"rtpPayloadType": 127, // 7 bits
-		"nalType":        63,  // 6 bits
-		"layerId":        63,  // 6 bits
-		"temporalId":     6,   // TID - 1, TID from 1 to 7
-		"rtp":            1,
-		"h265":           1,
-	}
-	for i := 1; i <= MaxTunnels; i++ {
-		m[fmt.Sprintf("tunnel%d", i)] = uint64(len(TunnelNames) - 1)
-	}
-	return m
-}()
-
-// Largest is the largest value the parser writes into a number field.
-func (f Field) Largest() uint64 {
-	if l, ok := largest[f.Name]; ok {
-		return l
-	}
-	return f.max()
-}
 
 // SetNumber writes a number field.
 func (k *Key) SetNumber(f Field, v uint64) {

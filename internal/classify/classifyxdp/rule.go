@@ -162,13 +162,21 @@ func CheckValues(matches []Match) error {
 		if !ok || f.kind != number || m.Prefix.IsValid() {
 			continue // Add says what is wrong
 		}
-		where := fmt.Sprintf("matches[%d]", i)
-		switch {
-		case m.Ranged && m.Hi > f.Largest() && m.Lo <= m.Hi:
-			return invalid(where+".range", "%d to %d is not a range of %s (0 to %d)", m.Lo, m.Hi, f.Name, f.Largest())
-		case !m.Ranged && m.Value > f.Largest():
-			return invalid(where, "%s holds values up to %d", f.Name, f.Largest())
+		if err := m.beyond(f, f.largest, fmt.Sprintf("matches[%d]", i)); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// beyond refuses a number match whose value or range goes beyond largest
+// (or whose range ends before it starts).
+func (m Match) beyond(f Field, largest uint64, where string) error {
+	switch {
+	case m.Ranged && (m.Lo > m.Hi || m.Hi > largest):
+		return invalid(where+".range", "%d to %d is not a range of %s (0 to %d)", m.Lo, m.Hi, f.Name, largest)
+	case !m.Ranged && m.Value > largest:
+		return invalid(where, "%s holds values up to %d", f.Name, largest)
 	}
 	return nil
 }
@@ -192,12 +200,14 @@ func (m Match) parts(f Field, where string) ([]part, error) {
 		return []part{{prefix: m.Prefix.Masked()}}, nil
 	case m.Prefix.IsValid():
 		return nil, invalid(where+".prefix", "%s is a number, not an address", f.Name)
+	}
+	if err := m.beyond(f, f.max(), where); err != nil {
+		return nil, err
+	}
+	switch {
 	case m.Ranged:
-		if m.Lo > m.Hi || m.Hi > f.max() {
-			return nil, invalid(where+".range", "%d to %d is not a range of %s (0 to %d)", m.Lo, m.Hi, f.Name, f.max())
-		}
 		return splitRange(m.Lo, m.Hi, f.max()), nil
-	case m.Mask > f.max() || m.Value > f.max():
+	case m.Mask > f.max():
 		return nil, invalid(where, "%s holds values up to %d", f.Name, f.max())
 	case m.Value&^m.Mask != 0:
 		return nil, invalid(where+".value", "%#x has bits outside the mask %#x", m.Value, m.Mask)
