@@ -635,6 +635,9 @@ func TestEstablishmentRefusals(t *testing.T) {
 		{name: "buffering FAR naming no BAR", ies: replace(atAccessFAR, createFAR(farID(2), applyAction(aaBUFF), barID(9))), cause: causeRuleFailure, failedRule: failedFAR(2)},
 		{name: "BAR with MT-EDT", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
 			cause: causeRuleFailure, failedRule: failedBAR(5)},
+		// go-pfcp keeps the last of two: the first must not vanish unseen.
+		{name: "two BARs", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10), createBAR(6, 10)),
+			cause: causeRuleFailure, failedRule: failedBAR(6)},
 		{name: "periodic URR without a period", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), cause: causeRuleFailure, failedRule: failedURR(3)},
 		{name: "Create PDR without PDI", ies: replace(atDownlinkPDR, createPDR(pdrID(2), precedence(255), farID(2))), cause: causeMissingIE, offending: offendingIE(tPDI)},
 		{name: "Create PDR without PDR ID", ies: replace(atDownlinkPDR, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
