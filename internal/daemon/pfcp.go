@@ -78,6 +78,11 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 				h.ErrorIndication(ei)
 			}
 		},
+		func(m gtpu.EndMarker) {
+			if h := handler.Load(); h != nil {
+				h.EndMarker(m)
+			}
+		},
 		func(p gtpu.Path, failed bool) {
 			if s := srv.Load(); s != nil {
 				if err := s.ReportPath(ctx, p.Peer, failed); err != nil {
@@ -209,9 +214,9 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 // before and the start says what it cannot do there; nil when it bound
 // none.
 func openTunnels(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
-	errorIndication func(gtpu.ErrorIndication), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
+	errorIndication func(gtpu.ErrorIndication), endMarker func(gtpu.EndMarker), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
 	return openGTPU(cfg, ns, reg, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
-		gtpu.Config{OnGPDU: gpdu, OnErrorIndication: errorIndication,
+		gtpu.Config{OnGPDU: gpdu, OnErrorIndication: errorIndication, OnEndMarker: endMarker,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
 			OnPathRecovery: func(p gtpu.Path) { path(p, false) }})

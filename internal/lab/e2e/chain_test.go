@@ -117,15 +117,7 @@ func TestChainOverIPv6(t *testing.T) {
 	// End Marker over IPv6 from the I-UPF's N3 address, then the downlink
 	// takes the new one.
 	moved := &sessions[1]
-	endMarker := n.handover(t, gnb, smfs[pfcptest.IUPF], seids[1][pfcptest.IUPF], moved.GNBTEID+0x100)
-	p := gopacket.NewPacket(endMarker, layers.LayerTypeEthernet, gopacket.Default)
-	ip6, _ := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
-	udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
-	gtp, _ := p.Layer(layers.LayerTypeGTPv1U).(*layers.GTPv1U)
-	if ip6 == nil || udp == nil || gtp == nil || !ip6.SrcIP.Equal(chainIUPFN3.AsSlice()) || !ip6.DstIP.Equal(chainGNB.AsSlice()) ||
-		udp.DstPort != gtpuPort || gtp.MessageType != gtpuEndMarker || gtp.TEID != moved.GNBTEID || len(gtp.Payload) != 0 {
-		t.Errorf("the gNB got % x, want an End Marker of TEID %#x from %v", endMarker, moved.GNBTEID, chainIUPFN3)
-	}
+	endMarkerAtGNB(t, n.handover(t, gnb, smfs[pfcptest.IUPF], seids[1][pfcptest.IUPF], chainGNB, moved.GNBTEID+0x100), moved.GNBTEID)
 	moved.GNBTEID += 0x100
 	afterHandover := []netFlow{flows[0], flows[2], {name: "IPv6 UE downlink after the handover", from: dn, fromKey: "dn", to: gnb, toLink: "n3",
 		filter: gtpu, in: demo.Ethernet(n.mac["psa/n6"], n.mac["dn"], demo.UEPacket(moved.UE, moved.dn, false, ttl)),
@@ -137,6 +129,13 @@ func TestChainOverIPv6(t *testing.T) {
 	check(t, stopIUPF())
 	startDaemon(t, iupfCfg)
 	n.carries(t, afterHandover)
+
+	// The PSA moves the session's downlink to another tunnel at the I-UPF
+	// (SNDEM, as when the SMF relocates the I-UPF): the I-UPF passes the
+	// End Marker of the old one on to the gNB, into the session's tunnel
+	// from its N3 address.
+	endMarkerAtGNB(t, n.handover(t, gnb, smfs[pfcptest.CentralPSA], seids[1][pfcptest.CentralPSA], chainIUPFN9, moved.DLTEID+0x100),
+		moved.GNBTEID)
 
 	// The I-UPF carried the uplink four times: relayed alone, end to end,
 	// after the handover and after its restart; the moved session's
@@ -156,14 +155,29 @@ func TestChainOverIPv6(t *testing.T) {
 	}
 }
 
+// endMarkerAtGNB checks that frame is an End Marker of teid over IPv6
+// from the I-UPF's N3 address to the gNB.
+func endMarkerAtGNB(t *testing.T, frame []byte, teid uint32) {
+	t.Helper()
+	p := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
+	ip6, _ := p.Layer(layers.LayerTypeIPv6).(*layers.IPv6)
+	udp, _ := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+	gtp, _ := p.Layer(layers.LayerTypeGTPv1U).(*layers.GTPv1U)
+	if ip6 == nil || udp == nil || gtp == nil || !ip6.SrcIP.Equal(chainIUPFN3.AsSlice()) || !ip6.DstIP.Equal(chainGNB.AsSlice()) ||
+		udp.DstPort != gtpuPort || gtp.MessageType != gtpuEndMarker || gtp.TEID != teid || len(gtp.Payload) != 0 {
+		t.Errorf("the gNB got % x, want an End Marker of TEID %#x from %v", frame, teid, chainIUPFN3)
+	}
+}
+
 // gtpuEndMarker is the End Marker's GTP-U message type (TS 29.281 §6.1).
 const gtpuEndMarker = 254
 
-// handover moves the gNB tunnel of a session the I-UPF's smf established
-// to gnbTEID at chainGNB with SNDEM (the Update FAR of free5GC's and
+// handover moves the downlink tunnel (FAR 2) of a session smf
+// established to teid at peer with SNDEM (the Update FAR of free5GC's and
 // Open5GS's handovers), and returns the first GTP-U frame the gNB gets
-// next: the End Marker of the old tunnel.
-func (n *upfNet) handover(t *testing.T, gnb *namespace.Netns, smf *pfcptest.SMF, seid uint64, gnbTEID uint32) []byte {
+// next: the End Marker of the old tunnel, or of the gNB's one that the
+// I-UPF passed it on to.
+func (n *upfNet) handover(t *testing.T, gnb *namespace.Netns, smf *pfcptest.SMF, seid uint64, peer netip.Addr, teid uint32) []byte {
 	t.Helper()
 	sink, err := trafficgen.NewSink(gnb, "n3", trafficgen.Filter{EtherType: uint16(layers.EthernetTypeIPv6),
 		IPProto: uint8(layers.IPProtocolUDP), DstPort: gtpuPort}, false)
@@ -171,7 +185,7 @@ func (n *upfNet) handover(t *testing.T, gnb *namespace.Netns, smf *pfcptest.SMF,
 	defer sink.Close()
 	resp, err := smf.Modify(message.NewSessionModificationRequest(0, 0, seid, 0, 0, ie.NewUpdateFAR(ie.NewFARID(2), ie.NewApplyAction(0x02),
 		ie.NewUpdateForwardingParameters(ie.NewDestinationInterface(ie.DstInterfaceAccess),
-			ie.NewOuterHeaderCreation(0x0200, gnbTEID, "", chainGNB.String(), 0, 0, 0), // GTP-U/UDP/IPv6
+			ie.NewOuterHeaderCreation(0x0200, teid, "", peer.String(), 0, 0, 0), // GTP-U/UDP/IPv6
 			ie.NewPFCPSMReqFlags(0x02))))) // SNDEM
 	check(t, err)
 	check(t, pfcptest.Accepted("the handover", resp.Cause))

@@ -251,10 +251,15 @@ func (m *Manager) Discard(slot uint32) int {
 }
 
 // Drop drops a slot's held packets and keeps it armed; it returns how many
-// were dropped.
+// were dropped. The next packet held is a first one again, which Notify
+// tells: the SMF drops what is held (DROBU) before the FAR's action applies
+// again (TS 29.244 §8.2.59), to hear of new data when the UE was not paged.
 func (m *Manager) Drop(slot uint32) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if b := m.buffers[slot]; b != nil {
+		b.notified = false
+	}
 	return m.drop(slot)
 }
 

@@ -118,6 +118,37 @@ func TestTotalLimitAcrossSessions(t *testing.T) {
 		`xdp5g_upf_buffer_packets_total{outcome="unforwarded"} 0`)
 }
 
+// The first packet a buffer holds is told (the SMF's Downlink Data
+// Report), the next ones not; once the SMF had the held ones dropped
+// (DROBU) the next one held is a first again: a UE that did not answer
+// the paging is paged again for new data, as long as the FAR buffers and
+// notifies.
+func TestFirstPacketAfterADrop(t *testing.T) {
+	e := newBufferEnv(t, buffer.Config{})
+	notified := make(chan buffer.Owner, 4)
+	e.buffers.SetNotify(func(o buffer.Owner, _ uint16, _ uint8) { notified <- o })
+	fatalIf(t, e.upf.Store.Create(downlinkSession(1, demo.UEAddr, session.ActionBuffer)))
+	told := func(want int) {
+		t.Helper()
+		time.Sleep(100 * time.Millisecond) // the manager has read what the ring holds
+		if got := len(notified); got != want {
+			t.Errorf("%d first packets told, want %d", got, want)
+		}
+		for range len(notified) {
+			<-notified
+		}
+	}
+	e.send(t, demo.UEAddr, 3)
+	e.expect(t, 1, buffer.Stats{Held: 3})
+	told(1)
+	if n := e.upf.Store.DropBuffered(1); n != 3 {
+		t.Fatalf("dropped %d, want 3", n)
+	}
+	e.send(t, demo.UEAddr, 2)
+	e.expect(t, 1, buffer.Stats{Held: 2, Discarded: 3})
+	told(1)
+}
+
 func fatalIf(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

@@ -51,6 +51,7 @@ type Config struct {
 	// events, on a goroutine of the endpoint; they may call its methods
 	// except Close. Events still queued at Close are dropped.
 	OnErrorIndication func(ErrorIndication)
+	OnEndMarker       func(EndMarker)
 	OnPathFailure     func(Path)
 	OnPathRecovery    func(Path)
 	// OnGPDU takes a G-PDU the kernel put together from its fragments,
@@ -72,6 +73,13 @@ type ErrorIndication struct {
 	From     netip.Addr // the sender
 	TEID     uint32     // TEID Data I
 	PeerAddr netip.Addr // GTP-U Peer Address
+}
+
+// EndMarker is a received End Marker (TS 29.281 7.3.2): nothing more
+// comes on the tunnel to the UPF's F-TEID, TEID at Local.
+type EndMarker struct {
+	Local netip.Addr
+	TEID  uint32
 }
 
 // Path is a GTP-U path: one of the UPF's N3 addresses and a peer.
@@ -488,6 +496,10 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 		e.log.Info("GTP-U Error Indication", "from", ind.From, "teid", ind.TEID, "peer", ind.PeerAddr)
 		e.mu.Lock()
 		notify(e, e.cfg.OnErrorIndication, ind)
+		e.mu.Unlock()
+	case MsgEndMarker:
+		e.mu.Lock()
+		notify(e, e.cfg.OnEndMarker, EndMarker{Local: local, TEID: m.TEID})
 		e.mu.Unlock()
 	}
 }

@@ -127,6 +127,23 @@ func TestErrorIndication(t *testing.T) {
 	}
 }
 
+// An End Marker that reaches an N3 address names the tunnel it ends: its
+// TEID at that address.
+func TestEndMarkerReceived(t *testing.T) {
+	l := newN3(t)
+	got := make(chan EndMarker, 1)
+	l.open(t, Config{Local: []netip.Addr{n3Addr}, OnEndMarker: func(m EndMarker) { got <- m }})
+	send(t, l.gnbSocket(t, Port), serialize(t, &layers.GTPv1U{MessageType: MsgEndMarker, TEID: 0x1234abcd}, nil))
+	select {
+	case m := <-got:
+		if want := (EndMarker{Local: n3Addr, TEID: 0x1234abcd}); m != want {
+			t.Errorf("got %+v, want %+v", m, want)
+		}
+	case <-time.After(timeout):
+		t.Fatal("no End Marker reported")
+	}
+}
+
 // TestEchoRequest: one that the data path passed up is answered, to the
 // port it came from.
 func TestEchoRequest(t *testing.T) {

@@ -295,6 +295,34 @@ func (h *Handler) endMarker(m endMarker) error {
 	return h.cfg.Tunnels.SendEndMarker(m.Local, m.Peer, m.teid)
 }
 
+// EndMarker passes on an End Marker that ends the tunnel to a session's
+// F-TEID, into the tunnel of each FAR forwarding that F-TEID's packets: an
+// I-UPF passes the PSA's on to the source gNB, a UPF forwarding indirectly
+// the source gNB's to the target (TS 23.502 §4.9.1). It leaves from where
+// the FAR's packets leave.
+func (h *Handler) EndMarker(m gtpu.EndMarker) {
+	h.apart(func() {
+		seid, ok := h.cfg.Store.KeyOwner(session.PDR{PDI: session.PDI{SourceInterface: session.InterfaceAccess, TEID: m.TEID, LocalAddress: m.Local}})
+		s := h.sessions[seid]
+		if !ok || s == nil {
+			return
+		}
+		sent := map[session.OuterHeaderCreation]bool{}
+		for _, p := range s.pdrs {
+			f, _ := farRules.get(s.fars, p.FARID)
+			o := f.OuterHeaderCreation
+			if p.PDI.TEID != m.TEID || p.PDI.LocalAddress != m.Local || f.Action != session.ActionForward || o == nil || sent[*o] {
+				continue
+			}
+			sent[*o] = true
+			src := h.cfg.Store.TunnelSource(&session.Session{PDRs: s.pdrs}, &f)
+			if err := h.endMarker(endMarker{gtpu.Path{Local: src, Peer: o.Peer}, o.TEID}); err != nil {
+				h.cfg.Log.Warn("passing an End Marker on", "peer", o.Peer, "teid", o.TEID, "err", err)
+			}
+		}
+	})
+}
+
 // index files session seid under the tunnels in now instead of those in
 // before, once the index is built.
 func (h *Handler) index(seid uint64, now, before map[gnbTunnel]bool) {

@@ -364,6 +364,8 @@ func TestBARsAndBufferingFARs(t *testing.T) {
 		failedRule []byte
 	}{
 		{name: "a second BAR", ies: [][]byte{createBAR(6, 1)}, failedRule: failedBAR(6)},
+		{name: "two BARs for one", ies: [][]byte{tlv(tRemoveBAR, barID(5)), createBAR(6, 1), createBAR(7, 1)}, failedRule: failedBAR(7)},
+		{name: "a BAR removed twice", ies: [][]byte{tlv(tRemoveBAR, barID(5)), tlv(tRemoveBAR, barID(5)), createBAR(6, 1)}, failedRule: failedBAR(5)},
 		{name: "updating a missing BAR", ies: [][]byte{updateBAR(9)}, failedRule: failedBAR(9)},
 		{name: "removing a missing BAR", ies: [][]byte{tlv(tRemoveBAR, barID(9))}, failedRule: failedBAR(9)},
 		{name: "BUFF with FORW", ies: [][]byte{updateFAR(farID(2), applyAction(aaBUFF|aaFORW))}, failedRule: failedFAR(2)},

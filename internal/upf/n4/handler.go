@@ -346,6 +346,7 @@ func (h *Handler) modify(peer pfcp.Peer, req *message.SessionModificationRequest
 		return message.NewSessionModificationResponse(0, 0, old.cpSEID, 0, 0, r.ies()...)
 	}
 	ies := append([]*ie.IE{ie.NewCause(ie.CauseRequestAccepted)}, h.createdPDRs(c.s, req.CreatePDR)...)
+	ies = append(ies, c.updatedPDRs(req.UpdatePDR)...)
 	ies = append(ies, c.reports...)
 	for _, id := range c.queried {
 		if _, kept := c.s.urrs[id]; kept { // a removed one has its report already
@@ -487,16 +488,41 @@ func (h *Handler) createdPDRs(s *pfcpSession, creates []*ie.IE) []*ie.IE {
 		if !chosenTEID && !chosenUE {
 			continue
 		}
-		children := []*ie.IE{ie.NewPDRID(id)}
-		if chosenTEID {
-			children = append(children, chosenFTEID(&p))
-		}
-		if chosenUE {
-			children = append(children, ie.NewUEIPAddress(0x02|sdFlag(&p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
-		}
-		out = append(out, ie.NewCreatedPDR(children...))
+		out = append(out, ie.NewCreatedPDR(choices(&p, chosenTEID, chosenUE)...))
 	}
 	return out
+}
+
+// updatedPDRs reports what the UPF chose for the PDRs a request gave a new
+// PDI that asks for a choice (CH, CHV4): an Updated PDR (§7.5.5.1) is the
+// SMF's only way to learn a PDR's new F-TEID.
+func (c *change) updatedPDRs(updates []*ie.IE) []*ie.IE {
+	var out []*ie.IE
+	for _, g := range updates {
+		id, r := ruleID(g, ie.PDRID, (*ie.IE).PDRID)
+		if r != nil {
+			continue
+		}
+		chosenTEID := slices.ContainsFunc(c.teidChoices, func(t teidChoice) bool { return t.pdr == id })
+		chosenUE := slices.Contains(c.ueFor, id)
+		if p, ok := pdrRules.get(c.s.pdrs, uint32(id)); ok && (chosenTEID || chosenUE) {
+			out = append(out, ie.NewUpdatedPDR(choices(&p, chosenTEID, chosenUE)...))
+		}
+	}
+	return out
+}
+
+// choices are a Created or Updated PDR's children: PDR p's ID, and its
+// F-TEID and UE address when the UPF chose them.
+func choices(p *session.PDR, teid, ue bool) []*ie.IE {
+	children := []*ie.IE{ie.NewPDRID(p.ID)}
+	if teid {
+		children = append(children, chosenFTEID(p))
+	}
+	if ue {
+		children = append(children, ie.NewUEIPAddress(0x02|sdFlag(p), p.PDI.UEAddress.Addr().String(), "", 0, 0))
+	}
+	return children
 }
 
 // sdFlag is the S/D bit of the UE IP Address IE of a PDR (§8.2.62).

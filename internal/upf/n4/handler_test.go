@@ -209,14 +209,19 @@ func (r reply) upSEID(t testing.TB) uint64 {
 }
 
 // created returns the children of the Created PDR IEs (§7.5.3.2) by PDR ID.
-func (r reply) created(t *testing.T) map[uint16][]wireIE {
+func (r reply) created(t *testing.T) map[uint16][]wireIE { return r.pdrsIn(t, tCreatedPDR) }
+
+// updated returns the children of the Updated PDR IEs (§7.5.5.1) by PDR ID.
+func (r reply) updated(t *testing.T) map[uint16][]wireIE { return r.pdrsIn(t, tUpdatedPDR) }
+
+func (r reply) pdrsIn(t *testing.T, typ uint16) map[uint16][]wireIE {
 	t.Helper()
 	out := map[uint16][]wireIE{}
-	for _, v := range all(r.ies, tCreatedPDR) {
+	for _, v := range all(r.ies, typ) {
 		c := decodeIEs(t, v)
 		id := one(t, c, tPDRID)
 		if len(id) != 2 {
-			t.Fatalf("Created PDR without PDR ID: % x", v)
+			t.Fatalf("IE %d without PDR ID: % x", typ, v)
 		}
 		out[uint16(id[0])<<8|uint16(id[1])] = c
 	}
@@ -630,6 +635,9 @@ func TestEstablishmentRefusals(t *testing.T) {
 		{name: "buffering FAR naming no BAR", ies: replace(atAccessFAR, createFAR(farID(2), applyAction(aaBUFF), barID(9))), cause: causeRuleFailure, failedRule: failedFAR(2)},
 		{name: "BAR with MT-EDT", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10, tlv(tMTEDTControlInfo, []byte{1}))),
 			cause: causeRuleFailure, failedRule: failedBAR(5)},
+		// go-pfcp keeps the last of two: the first must not vanish unseen.
+		{name: "two BARs", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createBAR(5, 10), createBAR(6, 10)),
+			cause: causeRuleFailure, failedRule: failedBAR(6)},
 		{name: "periodic URR without a period", ies: append(open5gs(0x1001, ueChooseV4, 0x0a0b0c0e), createURR(3, mmVOLUM, rtgPERIO)), cause: causeRuleFailure, failedRule: failedURR(3)},
 		{name: "Create PDR without PDI", ies: replace(atDownlinkPDR, createPDR(pdrID(2), precedence(255), farID(2))), cause: causeMissingIE, offending: offendingIE(tPDI)},
 		{name: "Create PDR without PDR ID", ies: replace(atDownlinkPDR, createPDR(precedence(255), pdi(sourceInterface(ifCore), ueChooseV4(true)), farID(2))),
@@ -772,6 +780,29 @@ func TestChooseIDAfterRelease(t *testing.T) {
 	teid := chosenTEID(t, r.created(t)[5])
 	if !e.h.chosen[teid] {
 		t.Errorf("PDR 5 got TEID %#x (the released one: %t), which the handler does not hold as chosen", teid, teid == released)
+	}
+}
+
+// An Update PDR whose new PDI has the UPF choose the F-TEID (CH) moves
+// the PDR to a new TEID, which the response gives in an Updated PDR
+// (§7.5.5.1): the SMF has no other way to learn where the gNB must send.
+// An Update PDR that chooses nothing gets none.
+func TestUpdatedPDRCarriesTheChosenFTEID(t *testing.T) {
+	e := newEnv(t)
+	r := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...)
+	seid, old := r.upSEID(t), chosenTEID(t, r.created(t)[1])
+	r = e.modify("smf1", seid, updatePDR(pdrID(1), pdi(sourceInterface(ifAccess), fteidChoose(3), ueIPv4("10.60.0.1", false), qfi(9))),
+		updatePDR(pdrID(2), precedence(100)))
+	r.expect(t, causeAccepted, nil, nil)
+	updated := r.updated(t)
+	if len(updated) != 1 || len(r.created(t)) != 0 {
+		t.Fatalf("Updated PDRs %v, Created PDRs %v; want an Updated PDR 1 alone", updated, r.created(t))
+	}
+	teid := chosenTEID(t, updated[1])
+	sess, _ := e.store.Get(seid)
+	i := slices.IndexFunc(sess.PDRs, func(p session.PDR) bool { return p.ID == 1 })
+	if teid == old || sess.PDRs[i].PDI.TEID != teid {
+		t.Errorf("Updated PDR 1 at TEID %#x (before: %#x), the session's PDR 1 at %#x", teid, old, sess.PDRs[i].PDI.TEID)
 	}
 }
 

@@ -262,10 +262,9 @@ func rekey(ies [][]byte, n int, ue string, teid uint32) [][]byte {
 // gNB with an End Marker, PDR 1 onto a TEID of a new CHOOSE ID, a new PDR
 // on that TEID with its FAR, QER and URR, PDR 3 removed.
 func open5gsModification() [][]byte {
-	return [][]byte{tlv(tPFCPSMReqFlags, []byte{0x02}),
-		removePDR(3),
+	return [][]byte{removePDR(3),
 		updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess), networkInstance("internet"),
-			ohcGTPU(0x0c0d0e0f, gnb2))),
+			ohcGTPU(0x0c0d0e0f, gnb2), tlv(tPFCPSMReqFlags, []byte{0x02}))), // SNDEM, where Open5GS puts it
 		updatePDR(pdrID(1), precedence(200), pdi(sourceInterface(ifAccess), fteidChoose(7), networkInstance("internet"), qfi(9)),
 			outerHeaderRemoval(0), farID(1)),
 		createPDR(pdrID(20), precedence(300), pdi(sourceInterface(ifAccess), fteidChoose(7), qfi(5)), outerHeaderRemoval(0),

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/xdp5g/xdp5g/internal/upf/gtpu"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
 
@@ -274,5 +275,34 @@ func TestMultiUPFRefusals(t *testing.T) {
 			e.establish("smf1", c.ies...).expect(t, causeRuleFailure, c.failedRule, nil)
 			e.unchanged(before)
 		})
+	}
+}
+
+// An End Marker that ends the tunnel to one of a session's F-TEIDs goes on
+// into the tunnel of the FAR that F-TEID's packets take: the PSA's, at the
+// I-UPF's N9 F-TEID, to the gNB from the N3 address (as TS 23.502 has an
+// I-UPF pass the PSA's End Markers on to the source gNB), the gNB's, at
+// the N3 F-TEID, to the PSA from the N9 address. One for an F-TEID no
+// session has, or the same TEID at another address, goes nowhere.
+func TestEndMarkersGoOn(t *testing.T) {
+	e := newEnv(t)
+	tunnels := &fakeTunnels{}
+	e.h.cfg.Tunnels = tunnels
+	e.establish("smf1", iupfSession(0x2001, pathTEID, pathTEID+1)...).upSEID(t)
+	tunnels.take() // the paths' supervision
+	for _, c := range []struct {
+		name  string
+		at    upfxdp.FTEID
+		wants []string
+	}{
+		{name: "from the PSA", at: upfxdp.FTEID{Addr: n9, TEID: pathTEID + 1}, wants: []string{"end marker 192.0.2.10>192.0.2.50 0x100"}},
+		{name: "from the gNB", at: upfxdp.FTEID{Addr: n3, TEID: pathTEID}, wants: []string{"end marker 192.0.2.11>192.0.2.60 0x6001"}},
+		{name: "no session's", at: upfxdp.FTEID{Addr: n9, TEID: pathTEID + 2}},
+		{name: "the uplink TEID at N9", at: upfxdp.FTEID{Addr: n9, TEID: pathTEID}},
+	} {
+		e.h.EndMarker(gtpu.EndMarker{Local: c.at.Addr, TEID: c.at.TEID})
+		if got := tunnels.take(); !slices.Equal(got, c.wants) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.wants)
+		}
 	}
 }

@@ -153,7 +153,7 @@ func (h *Handler) translateEstablishment(peer pfcp.Peer, req *message.SessionEst
 		c.s.csids, r = fqCSIDs(req.Payload)
 	}
 	if r == nil {
-		r = c.translateRules(nil, slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
+		r = c.translateRules(nil, slices.Concat(every(req.Payload, req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR), nil)
 	}
 	return c, r
 }
@@ -191,9 +191,9 @@ func (h *Handler) translateModification(old *pfcpSession, req *message.SessionMo
 		c.queried, r = c.s.queried(req)
 	}
 	if r == nil {
-		r = c.translateRules(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR, present(req.RemoveBAR)),
-			slices.Concat(present(req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
-			slices.Concat(present(req.UpdateBAR), req.UpdateFAR, req.UpdateQER, req.UpdateURR, req.UpdatePDR))
+		r = c.translateRules(slices.Concat(req.RemovePDR, req.RemoveFAR, req.RemoveQER, req.RemoveURR, every(req.Payload, req.RemoveBAR)),
+			slices.Concat(every(req.Payload, req.CreateBAR), req.CreateFAR, req.CreateQER, req.CreateURR, req.CreatePDR),
+			slices.Concat(every(req.Payload, req.UpdateBAR), req.UpdateFAR, req.UpdateQER, req.UpdateURR, req.UpdatePDR))
 	}
 	return c, r
 }
@@ -268,6 +268,21 @@ func present(ies ...*ie.IE) []*ie.IE {
 		}
 	}
 	return out
+}
+
+// every returns each top-level IE of a request's body of kept's type, kept
+// being the one go-pfcp holds: of an IE a request may have once (a BAR), it
+// keeps the last, and the others must not vanish unseen (a second Create
+// BAR is refused). None when kept is nil.
+func every(body []byte, kept *ie.IE) []*ie.IE {
+	if kept == nil {
+		return nil
+	}
+	ies, err := ie.ParseMultiIEs(body)
+	if err != nil {
+		return []*ie.IE{kept} // the server parsed the same body: not reached
+	}
+	return slices.DeleteFunc(ies, func(i *ie.IE) bool { return i.Type != kept.Type })
 }
 
 // first returns the first child of type t, or nil.

@@ -21,6 +21,7 @@ const (
 	tCreateQER              = 7
 	tUpdateURR              = 13
 	tCreatedPDR             = 8
+	tUpdatedPDR             = 256
 	tUpdateFAR              = 10
 	tUpdatePDR              = 9
 	tUpdateQER              = 14
