@@ -334,7 +334,7 @@ func (c *Classifier) MarshalRules() ([]byte, error) {
 			out.Slices = append(out.Slices, sliceDocument(s))
 		}
 	}
-	for _, r := range c.Rules.Rules() {
+	for _, r := range c.Rules.RulesAsAdded() {
 		if !intent.OwnsRule(r.ID) {
 			out.Rules = append(out.Rules, ruleDocument(r))
 		}
