@@ -254,6 +254,8 @@ func (c *Classifier) rule(doc Rule) (classifyxdp.Rule, error) {
 		return rule, fielderr.New("slice", "a rule that steers names its slice")
 	case !steer && doc.Slice != nil:
 		return rule, fielderr.New("slice", "only a rule that steers has a slice")
+	case steer && c.Intents.OwnsSlice(*doc.Slice):
+		return rule, fielderr.New("slice", "slice %d is an intent's, and goes with it: steer to a slice set by hand", *doc.Slice)
 	case steer:
 		rule.Slice = *doc.Slice
 	}

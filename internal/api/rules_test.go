@@ -333,3 +333,22 @@ func TestRulesFileKeepsTheOrderOfEqualPriorities(t *testing.T) {
 		}
 	}
 }
+
+// A rule set by hand steers to a slice set by hand: an intent's slice goes
+// with its intent, and a rule left steering to it would be refused at the
+// next start, which restores the rules before the intents.
+func TestRulesSteerNotToAnIntentsSlice(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	var in struct{ Slice uint32 }
+	must(t, json.Unmarshal(e.expect(t, http.StatusCreated, "POST", "/api/v1/intents", `{"Resources": [{"dstPort": "5001"}],
+		"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`), &in))
+	status, body := e.request(t, "POST", "/api/v1/rules", `{"action": "steer", "slice": `+jsonInt(int(in.Slice))+`}`)
+	var bad Error
+	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "slice" {
+		t.Errorf("a rule steering to intent 1's slice: %d %s, want 400 naming slice", status, body)
+	}
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	must(t, e.newClassifier(t).RestoreRules(saved))
+}
