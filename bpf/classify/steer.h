@@ -3,9 +3,10 @@
  * goes there through a CPU map. When that CPU's queue fills, the flows that
  * may leave (non-prioritised first, prioritised only when even they cannot
  * be served) go to an alternative node instead: their outer destination
- * rewritten, out of the port they came in on (XDP_TX) or another. A flow's
- * choice holds until the queue has drained and a hold time has passed, so
- * flows do not flap between nodes. */
+ * rewritten (a packet in no tunnel keeps its addresses), out of the port
+ * they came in on (XDP_TX) or another. A flow's choice holds until the
+ * queue has drained and a hold time has passed, so flows do not flap
+ * between nodes. */
 #ifndef XDP5G_CLASSIFY_STEER_H
 #define XDP5G_CLASSIFY_STEER_H
 
@@ -76,11 +77,14 @@ INLINE int offloads(__u32 hash, __u64 queued, int prioritised)
 }
 
 /* Sends a packet to one of the alternative nodes alts, which are some:
- * outer destination MAC and address rewritten, the IPv4 and (when there is
- * one) UDP checksums fixed, the source MAC the port's own (the packet's
- * destination MAC). Returns -1 when it cannot: an outer header of another
- * family than the alternative's (or neither IPv4 nor IPv6). */
-INLINE int offload(struct xdp_md *ctx, const struct alt_nodes *alts, __u32 hash)
+ * outer destination MAC rewritten, the source MAC the port's own (the
+ * packet's destination MAC), and for a tunnelled packet, whose outer
+ * destination is this node, the outer destination address too, the IPv4
+ * and (when there is one) UDP checksums fixed. A packet in no tunnel is
+ * addressed to its end (the UPF's downlink to a UE): the node routes it on
+ * with its addresses. Returns -1 when it cannot: an outer header of
+ * another family than the alternative's (or neither IPv4 nor IPv6). */
+INLINE int offload(struct xdp_md *ctx, const struct alt_nodes *alts, __u32 hash, int tunnelled)
 {
 	const struct alt_node *alt = &alts->node[(hash % alts->n) & (ALT_MAX - 1)];
 	struct cursor c = {(void *)(long)ctx->data, (void *)(long)ctx->data_end};
@@ -92,24 +96,28 @@ INLINE int offload(struct xdp_md *ctx, const struct alt_nodes *alts, __u32 hash)
 		struct iphdr *ip;
 		if (parse_ipv4(&c, &ip))
 			return -1;
-		__be32 old = ip->daddr, to;
-		__builtin_memcpy(&to, alt->addr, sizeof(to));
-		ip->daddr = to;
-		ip->check = csum_replace4(ip->check, old, to);
-		struct udphdr *udp = ip->protocol == IPPROTO_UDP && !ipv4_is_fragment(ip) ? cursor_take(&c, struct udphdr) : NULL;
-		if (udp)
-			udp_readdress(udp, &old, &to, sizeof(to));
+		if (tunnelled) {
+			__be32 old = ip->daddr, to;
+			__builtin_memcpy(&to, alt->addr, sizeof(to));
+			ip->daddr = to;
+			ip->check = csum_replace4(ip->check, old, to);
+			struct udphdr *udp = ip->protocol == IPPROTO_UDP && !ipv4_is_fragment(ip) ? cursor_take(&c, struct udphdr) : NULL;
+			if (udp)
+				udp_readdress(udp, &old, &to, sizeof(to));
+		}
 	} else if (proto == bpf_htons(ETH_P_IPV6) && alt->ipv6) {
 		struct ipv6hdr *ip6;
 		if (parse_ipv6(&c, &ip6))
 			return -1;
-		/* Behind extension headers and AH a UDP checksum is out of reach. */
-		if (ipv6_is_ext(ip6->nexthdr) || ip6->nexthdr == IPPROTO_AH)
-			return -1;
-		struct udphdr *udp = ip6->nexthdr == IPPROTO_UDP ? cursor_take(&c, struct udphdr) : NULL;
-		if (udp)
-			udp_readdress(udp, &ip6->daddr, alt->addr, sizeof(ip6->daddr));
-		__builtin_memcpy(&ip6->daddr, alt->addr, sizeof(ip6->daddr));
+		if (tunnelled) {
+			/* Behind extension headers and AH a UDP checksum is out of reach. */
+			if (ipv6_is_ext(ip6->nexthdr) || ip6->nexthdr == IPPROTO_AH)
+				return -1;
+			struct udphdr *udp = ip6->nexthdr == IPPROTO_UDP ? cursor_take(&c, struct udphdr) : NULL;
+			if (udp)
+				udp_readdress(udp, &ip6->daddr, alt->addr, sizeof(ip6->daddr));
+			__builtin_memcpy(&ip6->daddr, alt->addr, sizeof(ip6->daddr));
+		}
 	} else {
 		return -1;
 	}
@@ -164,7 +172,7 @@ INLINE int steer(struct xdp_md *ctx, const struct classify_key *k, __u32 id, __u
 	__u32 zero = 0;
 	struct alt_nodes *alts = bpf_map_lookup_elem(&alternatives, &zero);
 	if (alts && alts->n && offloads(hash, backlog(load), prioritised)) {
-		int act = offload(ctx, alts, hash);
+		int act = offload(ctx, alts, hash, k->tunnels);
 		if (act >= 0) {
 			count_packet(&slice_offloaded, &id, len);
 			return act;

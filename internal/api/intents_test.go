@@ -79,3 +79,32 @@ func TestIntents(t *testing.T) {
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/rules/count", ""), `{"rules": 0}`)
 	sameJSON(t, e.expect(t, http.StatusOK, "GET", "/api/v1/slices", ""), `{"slices": []}`)
 }
+
+// An intent's slice is its own across a restart: the slices of the intents
+// left after one before them went keep their IDs (the metrics' and
+// reports' label), rather than move up into the gap.
+func TestIntentsKeepTheirSlicesAcrossARestart(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	for _, port := range []string{"5001", "5002", "5003"} {
+		e.expect(t, http.StatusCreated, "POST", "/api/v1/intents", `{"Resources": [{"dstPort": "`+port+`"}],
+			"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`)
+	}
+	e.expect(t, http.StatusNoContent, "DELETE", "/api/v1/intents/1", "")
+	slicesOf := func(c *Classifier) map[uint32]uint32 {
+		list, err := c.Intents.List()
+		must(t, err)
+		out := map[uint32]uint32{}
+		for _, in := range list {
+			out[in.ID] = *in.Slice
+		}
+		return out
+	}
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	restored := e.newClassifier(t)
+	must(t, restored.RestoreRules(saved))
+	if was, now := slicesOf(e.classifier), slicesOf(restored); len(now) != 2 || now[2] != was[2] || now[3] != was[3] {
+		t.Errorf("the intents' slices restored as %v, want %v", now, was)
+	}
+}

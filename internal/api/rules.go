@@ -254,6 +254,8 @@ func (c *Classifier) rule(doc Rule) (classifyxdp.Rule, error) {
 		return rule, fielderr.New("slice", "a rule that steers names its slice")
 	case !steer && doc.Slice != nil:
 		return rule, fielderr.New("slice", "only a rule that steers has a slice")
+	case steer && c.Intents.OwnsSlice(*doc.Slice):
+		return rule, fielderr.New("slice", "slice %d is an intent's, and goes with it: steer to a slice set by hand", *doc.Slice)
 	case steer:
 		rule.Slice = *doc.Slice
 	}
@@ -293,6 +295,14 @@ type rulesFile struct {
 	Slices  []Slice         `json:"slices"`
 	Rules   []Rule          `json:"rules"`
 	Intents intentDocuments `json:"intents,omitempty"`
+	// IntentSlices are the slices the intents took, which they take again.
+	IntentSlices []intentSlice `json:"intentSlices,omitempty"`
+}
+
+// intentSlice is the slice an intent took.
+type intentSlice struct {
+	Intent uint32 `json:"intent" required:"true"`
+	Slice  uint32 `json:"slice" required:"true"`
 }
 
 // intentDocuments are intent documents, kept as they are: the intents
@@ -317,12 +327,16 @@ func (d *intentDocuments) FromJSON(v any) error {
 // MarshalRules is the rules file.
 func (c *Classifier) MarshalRules() ([]byte, error) {
 	out := rulesFile{Slices: []Slice{}, Rules: []Rule{}, Intents: c.Intents.Marshal()}
+	intentSlices := c.Intents.Slices()
+	for _, id := range slices.Sorted(maps.Keys(intentSlices)) {
+		out.IntentSlices = append(out.IntentSlices, intentSlice{Intent: id, Slice: intentSlices[id]})
+	}
 	for _, s := range c.Rules.Slices() {
 		if !c.Intents.OwnsSlice(s.ID) {
 			out.Slices = append(out.Slices, sliceDocument(s))
 		}
 	}
-	for _, r := range c.Rules.Rules() {
+	for _, r := range c.Rules.RulesAsAdded() {
 		if !intent.OwnsRule(r.ID) {
 			out.Rules = append(out.Rules, ruleDocument(r))
 		}
@@ -367,7 +381,11 @@ func (c *Classifier) RestoreRules(data []byte) error {
 	if err != nil {
 		return err
 	}
-	return asIntentError(c.Intents.Restore(doc.Intents))
+	had := map[uint32]uint32{}
+	for _, s := range doc.IntentSlices {
+		had[s.Intent] = s.Slice
+	}
+	return asIntentError(c.Intents.Restore(doc.Intents, had))
 }
 
 func (s *server) addRule(w http.ResponseWriter, r *http.Request) (int, any, error) {

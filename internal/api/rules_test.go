@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 )
 
 // withRules gives the env a classifier in the UPF's namespace and serves
@@ -309,4 +311,44 @@ func TestUnknownTunnelName(t *testing.T) {
 	if _, err := parseMatch("tunnel2", "gtpu"); err != nil {
 		t.Errorf("tunnel2 gtpu: %v", err)
 	}
+}
+
+// Of two rules of equal priority the one added first wins, before a
+// restart and after: the rules file keeps the order they were added in,
+// which their IDs need not follow.
+func TestRulesFileKeepsTheOrderOfEqualPriorities(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 20, "priority": 5, "action": "drop"}`)
+	e.expect(t, http.StatusCreated, "POST", "/api/v1/rules", `{"id": 10, "priority": 5, "action": "pass"}`)
+	frame := demo.Ethernet(net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.HardwareAddr{2, 0, 0, 0, 0, 1},
+		demo.UEPacket(netip.MustParseAddr("10.45.0.2"), netip.MustParseAddr("10.100.6.2"), true, 64))
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	restored := e.newClassifier(t)
+	must(t, restored.RestoreRules(saved))
+	for name, c := range map[string]*Classifier{"before": e.classifier, "restored": restored} {
+		if verdict, err := c.Rules.Program().Run(&ebpf.RunOptions{Data: frame}); err != nil || verdict != uint32(xdplink.Drop) {
+			t.Errorf("%s: verdict %d (%v), want XDP_DROP of rule 20, added first", name, verdict, err)
+		}
+	}
+}
+
+// A rule set by hand steers to a slice set by hand: an intent's slice goes
+// with its intent, and a rule left steering to it would be refused at the
+// next start, which restores the rules before the intents.
+func TestRulesSteerNotToAnIntentsSlice(t *testing.T) {
+	e := newEnv(t)
+	e.withRules(t)
+	var in struct{ Slice uint32 }
+	must(t, json.Unmarshal(e.expect(t, http.StatusCreated, "POST", "/api/v1/intents", `{"Resources": [{"dstPort": "5001"}],
+		"Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0"}}`), &in))
+	status, body := e.request(t, "POST", "/api/v1/rules", `{"action": "steer", "slice": `+jsonInt(int(in.Slice))+`}`)
+	var bad Error
+	if err := json.Unmarshal(body, &bad); err != nil || status != http.StatusBadRequest || bad.Field != "slice" {
+		t.Errorf("a rule steering to intent 1's slice: %d %s, want 400 naming slice", status, body)
+	}
+	saved, err := e.classifier.MarshalRules()
+	must(t, err)
+	must(t, e.newClassifier(t).RestoreRules(saved))
 }

@@ -244,13 +244,23 @@ func (d *Datapath) Len() int {
 
 // Rules are the rules, by ID.
 func (d *Datapath) Rules() []Rule {
+	return d.rules(func(a, b *entry) int { return cmp.Compare(a.rule.ID, b.rule.ID) })
+}
+
+// RulesAsAdded are the rules in the order they were added, which decides
+// between equal priorities: the order to add them in again.
+func (d *Datapath) RulesAsAdded() []Rule {
+	return d.rules(func(a, b *entry) int { return cmp.Compare(a.order, b.order) })
+}
+
+func (d *Datapath) rules(by func(a, b *entry) int) []Rule {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]Rule, 0, len(d.table.rules))
-	for _, e := range d.table.rules {
-		out = append(out, e.rule)
+	entries := slices.SortedFunc(maps.Values(d.table.rules), by)
+	out := make([]Rule, len(entries))
+	for i, e := range entries {
+		out[i] = e.rule
 	}
-	slices.SortFunc(out, func(a, b Rule) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package classifyxdp
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"net/netip"
@@ -287,10 +288,10 @@ func TestSliceRate(t *testing.T) {
 	}
 }
 
-// Over IPv6 the alternative's IPv6 address replaces the outer destination
-// and the mandatory UDP checksum follows; a packet of the other family than
-// the alternative's stays on its CPU.
-func TestOffloadOverIPv6(t *testing.T) {
+// steeringAll is a parser that steers every packet to slice 1, on its
+// CPU.
+func steeringAll(t *testing.T) *parser {
+	t.Helper()
 	p := newParser(t)
 	if err := p.SetSlice(Slice{ID: 1, CPUs: []int{p.cpu}}); err != nil {
 		t.Fatal(err)
@@ -298,6 +299,14 @@ func TestOffloadOverIPv6(t *testing.T) {
 	if err := p.Add(Rule{ID: 1, Action: ActionSteer, Slice: 1}); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// Over IPv6 the alternative's IPv6 address replaces the outer destination
+// and the mandatory UDP checksum follows; a packet of the other family than
+// the alternative's stays on its CPU.
+func TestOffloadOverIPv6(t *testing.T) {
+	p := steeringAll(t)
 	alt := Alternative{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xbb}, Addr: netip.MustParseAddr("2001:db8::99")}
 	if err := p.SetAlternatives([]Alternative{alt}); err != nil {
 		t.Fatal(err)
@@ -315,6 +324,34 @@ func TestOffloadOverIPv6(t *testing.T) {
 	checkOffloaded(t, v6, out, alt)
 	if action, _ := p.runOut(t, offloadFrame(2000)); action != xdplink.Redirect {
 		t.Errorf("an IPv4 frame with an IPv6 alternative: action %d, want XDP_REDIRECT to its CPU", action)
+	}
+}
+
+// A packet in no tunnel (the UPF's downlink on N6) is addressed to its
+// end, not to this node: it leaves for the alternative with only its MACs
+// changed, so that the node, a router of that end's addresses, forwards it
+// on. Its addresses and checksums are as they came.
+func TestOffloadKeepsAnUntunnelledPacketsAddresses(t *testing.T) {
+	p := steeringAll(t)
+	for _, c := range []struct{ alt, ue, dn string }{
+		{"198.51.100.99", "10.45.0.7", "10.100.6.2"},
+		{"2001:db8::99", "2001:db8:45::7", "2001:db8:6::2"},
+	} {
+		alt := Alternative{MAC: net.HardwareAddr{2, 0, 0, 0, 0, 0xaa}, Addr: netip.MustParseAddr(c.alt)}
+		if err := p.SetAlternatives([]Alternative{alt}); err != nil {
+			t.Fatal(err)
+		}
+		p.loadCPU(t, p.cpu, steerQueue)
+		ip := demo.UEPacket(netip.MustParseAddr(c.ue), netip.MustParseAddr(c.dn), false, 64)
+		frame := demo.Ethernet(net.HardwareAddr{2, 0, 0, 0, 0, 6}, net.HardwareAddr{2, 0, 0, 0, 0, 1}, ip)
+		action, out := p.runOut(t, frame)
+		if action != xdplink.TX {
+			t.Fatalf("a packet to %s: action %d, want XDP_TX to the alternative", c.ue, action)
+		}
+		want := demo.Ethernet(alt.MAC, net.HardwareAddr{2, 0, 0, 0, 0, 6}, ip)
+		if !bytes.Equal(out, want) {
+			t.Errorf("a packet to %s left as\n%x\nwant\n%x", c.ue, out, want)
+		}
 	}
 }
 

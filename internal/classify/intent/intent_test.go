@@ -249,7 +249,7 @@ func TestOneIntentPerActionAndResources(t *testing.T) {
 		}
 	}
 	restored, _ := newStore(t)
-	if err := restored.Restore([]json.RawMessage{doc("SLICE", 5), doc("SLICE", 5)}); err != nil {
+	if err := restored.Restore([]json.RawMessage{doc("SLICE", 5), doc("SLICE", 5)}, nil); err != nil {
 		t.Fatalf("restoring two intents of one action on the same resources: %v", err)
 	}
 	if list, _ := restored.List(); len(list) != 2 {
@@ -291,7 +291,7 @@ func TestOffloadIntentsAndRestore(t *testing.T) {
 	}
 	saved := s.Marshal()
 	other, otherDP := newStore(t)
-	if err := other.Restore(saved); err != nil {
+	if err := other.Restore(saved, s.Slices()); err != nil {
 		t.Fatal(err)
 	}
 	if sl := otherDP.Slices(); len(sl) != 1 || sl[0].Rate != 100_000_000 || !sl[0].Prioritised {

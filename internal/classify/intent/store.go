@@ -46,12 +46,13 @@ func NewStore(dp *classifyxdp.Datapath, iface func(string) (*net.Interface, erro
 // nothing), DELETE removes the installed intent of the same action and
 // resources. It returns that intent.
 func (s *Store) Apply(data []byte) (in Intent, deleted bool, err error) {
-	return s.apply(data, false)
+	return s.apply(data, false, nil)
 }
 
 // apply is Apply; restoring, it takes an intent of the action and
-// resources of another too, as earlier versions saved such.
-func (s *Store) apply(data []byte, restoring bool) (in Intent, deleted bool, err error) {
+// resources of another too, as earlier versions saved such, and gives an
+// intent the slice it had (had, by intent ID) when no slice has it.
+func (s *Store) apply(data []byte, restoring bool, had map[uint32]uint32) (in Intent, deleted bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	doc, in, err := parse(data, s.iface)
@@ -92,7 +93,7 @@ func (s *Store) apply(data []byte, restoring bool) (in Intent, deleted bool, err
 	if in.Document, err = json.Marshal(doc); err != nil {
 		return in, false, err
 	}
-	if err := s.install(&in); err != nil {
+	if err := s.install(&in, had); err != nil {
 		return in, false, err
 	}
 	s.intents[in.ID] = &in
@@ -100,8 +101,9 @@ func (s *Store) apply(data []byte, restoring bool) (in Intent, deleted bool, err
 	return in, false, nil
 }
 
-// install puts what an intent asks for into the classifier, all or none.
-func (s *Store) install(in *Intent) (err error) {
+// install puts what an intent asks for into the classifier, all or none;
+// its slice is the one it had, when free.
+func (s *Store) install(in *Intent, had map[uint32]uint32) (err error) {
 	var undo []func() error
 	defer func() {
 		if err != nil {
@@ -111,7 +113,7 @@ func (s *Store) install(in *Intent) (err error) {
 		}
 	}()
 	if len(in.Matches) > 0 {
-		id, err := s.freeSlice()
+		id, err := s.freeSlice(had, in.ID)
 		if err != nil {
 			return err
 		}
@@ -166,12 +168,18 @@ func sliceField(kind string, err error) string {
 	return "Action"
 }
 
-// freeSlice is the highest slice ID no slice has: the intents take them
-// from the top, out of the way of slices set by hand.
-func (s *Store) freeSlice() (uint32, error) {
+// freeSlice is the slice ID intent takes: the one it had before a restart
+// when no slice has it, so that a slice's ID (its label in the metrics and
+// reports) stays its intent's; else the highest slice ID no slice has:
+// the intents take them from the top, out of the way of slices set by
+// hand.
+func (s *Store) freeSlice(had map[uint32]uint32, intent uint32) (uint32, error) {
 	taken := map[uint32]bool{}
 	for _, sl := range s.dp.Slices() {
 		taken[sl.ID] = true
+	}
+	if id, ok := had[intent]; ok && !taken[id] && id < s.dp.SliceCapacity() {
+		return id, nil
 	}
 	for id := s.dp.SliceCapacity(); id > 0; id-- {
 		if !taken[id-1] {
@@ -260,10 +268,25 @@ func (s *Store) Marshal() []json.RawMessage {
 	return out
 }
 
-// Restore installs intents Marshal returned; an error names the intent.
-func (s *Store) Restore(docs []json.RawMessage) error {
+// Slices is the slice each installed intent took, by intent ID, for
+// Restore.
+func (s *Store) Slices() map[uint32]uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[uint32]uint32{}
+	for id, in := range s.intents {
+		if in.Rule != 0 {
+			out[id] = in.Slice.ID
+		}
+	}
+	return out
+}
+
+// Restore installs intents Marshal returned, each in the slice Slices
+// gave it (had) when free; an error names the intent.
+func (s *Store) Restore(docs []json.RawMessage, had map[uint32]uint32) error {
 	for i, doc := range docs {
-		if _, _, err := s.apply(doc, true); err != nil {
+		if _, _, err := s.apply(doc, true, had); err != nil {
 			field := fmt.Sprintf("intents[%d]", i)
 			var e *fielderr.Error
 			if errors.As(err, &e) {

@@ -72,8 +72,19 @@ func New(dp *classifyxdp.Datapath, intents *intent.Store, webhooks []string, log
 	return &Reporter{dp: dp, intents: intents, webhooks: webhooks, client: &http.Client{Timeout: 5 * time.Second}, log: log}
 }
 
-// Run sends a report every interval until ctx is done.
+// Run sends a report every interval until ctx is done. Each webhook has a
+// sender of its own, so that one slow to answer (up to the client's
+// timeout) delays no other's reports; it gets the newest report once it
+// is done with its last, the ones in between skipped. It returns once
+// the senders have.
 func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
+	var senders sync.WaitGroup
+	defer senders.Wait()
+	newest := make([]chan []byte, len(r.webhooks))
+	for i, url := range r.webhooks {
+		newest[i] = make(chan []byte, 1)
+		senders.Go(func() { r.sendTo(ctx, url, newest[i]) })
+	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -86,7 +97,18 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 				r.log.Error("gathering a report", "err", err)
 				continue
 			}
-			r.send(ctx, rep)
+			body, err := json.Marshal(rep)
+			if err != nil {
+				r.log.Error("encoding a report", "err", err)
+				continue
+			}
+			for _, c := range newest {
+				select {
+				case <-c: // a report the webhook's sender has not taken yet
+				default:
+				}
+				c <- body
+			}
 		}
 	}
 }
@@ -150,30 +172,34 @@ func (r *Reporter) slice(s classifyxdp.Slice, dt float64) (Slice, error) {
 	return out, nil
 }
 
-// send posts a report to every webhook; a webhook that fails is logged
-// and tried again with the next report.
-func (r *Reporter) send(ctx context.Context, rep *Report) {
-	body, err := json.Marshal(rep)
-	if err != nil {
-		r.log.Error("encoding a report", "err", err)
-		return
-	}
-	for _, url := range r.webhooks {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			r.log.Error("report not sent to a webhook", "webhook", url, "err", err)
-			continue
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := r.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode >= 300 {
-				err = fmt.Errorf("status %s", resp.Status)
+// sendTo posts the reports of bodies to the webhook url until ctx is
+// done; one that fails is logged, and the webhook gets the next report.
+func (r *Reporter) sendTo(ctx context.Context, url string, bodies <-chan []byte) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case body := <-bodies:
+			if err := r.post(ctx, url, body); err != nil {
+				r.log.Warn("report not sent to a webhook", "webhook", url, "err", err)
 			}
 		}
-		if err != nil {
-			r.log.Warn("report not sent to a webhook", "webhook", url, "err", err)
-		}
 	}
+}
+
+func (r *Reporter) post(ctx context.Context, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	return nil
 }

@@ -79,6 +79,38 @@ func TestReportsReachWebhooks(t *testing.T) {
 	}
 }
 
+// A webhook that does not answer (until the client's timeout, seconds)
+// delays no other: the others get their reports at the interval.
+func TestASlowWebhookDelaysNoOther(t *testing.T) {
+	dp := openDatapath(t)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer slow.Close()
+	defer close(release) // before slow.Close, which waits for its handlers
+	received := make(chan struct{}, 100)
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { received <- struct{}{} }))
+	defer good.Close()
+	r := New(dp, intent.NewStore(dp, nil, nil), []string{slow.URL, good.URL}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, 50*time.Millisecond)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.After(2 * time.Second)
+	for n := 0; n < 5; n++ {
+		select {
+		case <-received:
+		case <-deadline:
+			t.Fatalf("%d reports reached the good webhook in 2s at an interval of 50ms, the slow one before it", n)
+		}
+	}
+}
+
 // A report with nothing to say lists nothing as [], never null.
 func TestEmptyReportListsAreArrays(t *testing.T) {
 	dp := openDatapath(t)
