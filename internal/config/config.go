@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -398,6 +400,13 @@ func parse(data []byte) (*Config, error) {
 	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("a configuration is one YAML document")
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if err := checkWholeNumbers(&root, reflect.TypeFor[file](), ""); err != nil {
+		return nil, err
+	}
 	cfg := &Config{
 		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: DefaultListen},
@@ -481,6 +490,45 @@ func nameTheKey(data []byte, err error) error {
 		}
 		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[7]))
 	}
+}
+
+// checkWholeNumbers refuses a number with a fraction where the file takes a
+// whole one (of type t, at path), which yaml.v3 would cut to its whole part:
+// max_sessions: 1.5 as 1.
+func checkWholeNumbers(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
+		return checkWholeNumbers(n.Content[0], t, path)
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, at := n.Content[i].Value, n.Content[i].Value
+			if path != "" {
+				at = path + "." + key
+			}
+			for f := range t.Fields() {
+				if f.Tag.Get("yaml") == key {
+					if err := checkWholeNumbers(n.Content[i+1], f.Type, at); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, c := range n.Content {
+			if err := checkWholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		var f float64
+		if n.Decode(&f) == nil && f != math.Trunc(f) {
+			return invalid(path, "line %d: %q is not %s", n.Line, n.Value, yamlKind(t.String()))
+		}
+	}
+	return nil
 }
 
 // yamlKind says in words what a setting of the Go type goType takes.

@@ -570,6 +570,8 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"second list item":   {yaml: "interfaces: [{name: a, roles: [access]}, {name: b, mtu: 9000}]\n", want: "interfaces[1].mtu: line 1: unknown key"},
 		"list for a mapping": {yaml: minimal + "pfcp: {node_id: upf.example, ue_pools: [ims]}\n", want: "pfcp.ue_pools: line 6: a list is not a mapping of keys"},
 		"mapping for a list": {yaml: minimal + "n9_addresses: {a: 1}\n", want: "n9_addresses: line 6: a mapping is not a list"},
+		"fraction":           {yaml: minimal + "datapath: {max_sessions: 1.5}\n", want: `datapath.max_sessions: line 6: "1.5" is not a whole number from 0 on`},
+		"fraction in a list": {yaml: cuupOnly + "  queues: [0, 1.5]\n", want: `cuup.queues[1]: line 5: "1.5" is not a whole number`},
 		"empty number":       {yaml: minimal + "buffering: {total_packets: ''}\n", want: `buffering.total_packets: line 6: "" is not a whole number`},
 		"key twice":          {yaml: minimal + "api: {listen: 127.0.0.1:1}\napi: {}\n", want: "api: line 7: set twice (first at line 6)"},
 		"nested key twice":   {yaml: minimal + "api: {listen: 127.0.0.1:1, listen: 127.0.0.1:2}\n", want: "api.listen: line 6: set twice (first at line 6)"},
