@@ -72,8 +72,12 @@ func TestFailedStartLeavesNoNewPins(t *testing.T) {
 	second := e.config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil))); err == nil {
+	err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err == nil {
 		t.Fatal("a second data path started on the first one's interface")
+	}
+	if !strings.Contains(err.Error(), "runs another XDP program") {
+		t.Errorf("the failed start says %q; want that the interface runs another XDP program", err)
 	}
 	if _, err := os.Stat(e.pin); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the pins of the failed start: %v; want them gone", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Mode is the XDP attach mode.
@@ -55,6 +56,8 @@ func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
 		switch {
 		case err != nil && mode == ModeOffload:
 			return nil, fmt.Errorf("hardware offload is not available on %s (its driver cannot run XDP programs on the NIC); use native or generic mode: %w", ifname, err)
+		case errors.Is(err, unix.EBUSY):
+			return nil, fmt.Errorf("%s runs another XDP program (attached by hand, or by a daemon with another datapath.pin_path): detach it first: %w", ifname, err)
 		case err != nil:
 			return nil, fmt.Errorf("attaching XDP (%s) to %s: %w", mode, ifname, err)
 		}
