@@ -315,7 +315,9 @@ func (l *Log) reserve(size int) *entry {
 	}
 	e.buf = binary.AppendUvarint(e.buf, e.lsn)
 	l.next++
-	l.queue = append(l.queue, e)
+	if l.failed == nil { // a state no longer kept holds no entries
+		l.queue = append(l.queue, e)
+	}
 	return e
 }
 
@@ -442,6 +444,7 @@ func (l *Log) fail(err error) {
 	l.opts.Log.Error("the PFCP state can no longer be kept; it is removed, and the next start will be a clean one", "err", err)
 	l.removeAll()
 	l.closeFiles()
+	l.queue = nil
 	l.cond.Broadcast()
 }
 

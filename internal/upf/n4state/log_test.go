@@ -318,6 +318,16 @@ func TestFailedWriteFreesTheDisk(t *testing.T) {
 	if st.Bfree != st.Blocks {
 		t.Errorf("%d of %d blocks free after the state was removed; want all", st.Bfree, st.Blocks)
 	}
+	// The changes after hold no memory for a state no longer kept.
+	for k := range uint64(100) {
+		s.set(l, 2000+k, "after")
+	}
+	l.mu.Lock()
+	queued := len(l.queue)
+	l.mu.Unlock()
+	if queued != 0 {
+		t.Errorf("%d entries held after the keeping stopped; want none", queued)
+	}
 	closeLog(t, l)
 }
 
