@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -158,10 +159,10 @@ func (r *Reporter) send(ctx context.Context, rep *Report) {
 		r.log.Error("encoding a report", "err", err)
 		return
 	}
-	for _, url := range r.webhooks {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	for _, hook := range r.webhooks {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
 		if err != nil {
-			r.log.Error("report not sent to a webhook", "webhook", url, "err", err)
+			r.log.Error("report not sent to a webhook", "webhook", redacted(hook), "err", err)
 			continue
 		}
 		req.Header.Set("Content-Type", "application/json")
@@ -173,7 +174,15 @@ func (r *Reporter) send(ctx context.Context, rep *Report) {
 			}
 		}
 		if err != nil {
-			r.log.Warn("report not sent to a webhook", "webhook", url, "err", err)
+			r.log.Warn("report not sent to a webhook", "webhook", redacted(hook), "err", err)
 		}
 	}
+}
+
+// redacted is a webhook's URL as the log shows it, without its password.
+func redacted(hook string) string {
+	if u, err := url.Parse(hook); err == nil {
+		return u.Redacted()
+	}
+	return hook
 }
