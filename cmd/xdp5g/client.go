@@ -214,7 +214,8 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 		}
 		tokenFile, _ := c.Flags().GetString("token-file")
 		caFile, _ := c.Flags().GetString("ca-file")
-		cl := &api.Client{URL: url, Token: os.Getenv(tokenVariable)}
+		// Trimmed as the token file: a variable set from it may keep its newline.
+		cl := &api.Client{URL: url, Token: strings.TrimSpace(os.Getenv(tokenVariable))}
 		if tokenFile != "" {
 			data, err := os.ReadFile(tokenFile)
 			if err != nil {
