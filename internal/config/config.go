@@ -722,8 +722,9 @@ func checkListen(field, addr string) error {
 	if err != nil {
 		return invalid(field, "%q is not HOST:PORT", addr)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return invalid(field, "%q is not a port number", port)
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		// Port 0 would be one the kernel picks, which no client knows.
+		return invalid(field, "%q is not a port number from 1 to 65535", port)
 	}
 	return nil
 }
