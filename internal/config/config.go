@@ -447,6 +447,7 @@ func nameTheKey(data []byte, err error) error {
 	twice, first := m[3], m[4]
 	unknown, tag, value := m[2]+twice, m[5], strings.TrimSuffix(m[6], "...")
 	var found string
+	foundAt := false // found may be "", the file's top
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {
@@ -461,8 +462,8 @@ func nameTheKey(data []byte, err error) error {
 				if path != "" {
 					p = path + "." + k.Value
 				}
-				if found == "" && unknown != "" && k.Line == line && k.Value == unknown {
-					found = p
+				if !foundAt && unknown != "" && k.Line == line && k.Value == unknown {
+					found, foundAt = p, true
 				}
 				walk(v, p)
 			}
@@ -471,13 +472,13 @@ func nameTheKey(data []byte, err error) error {
 				walk(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
-		if found == "" && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
-			found = path
+		if !foundAt && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
+			found, foundAt = path, true
 		}
 	}
 	walk(&root, "")
 	switch {
-	case found == "":
+	case !foundAt:
 		return err
 	case twice != "":
 		return invalid(found, "line %d: set twice (first at line %s)", line, first)

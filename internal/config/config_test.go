@@ -571,6 +571,7 @@ func TestMalformedFilesAreRejected(t *testing.T) {
 		"roles not a list":   {yaml: "interfaces:\n  - name: a\n    roles: access\n", want: `interfaces[0].roles: line 3: "access" is not a list`},
 		"second list item":   {yaml: "interfaces: [{name: a, roles: [access]}, {name: b, mtu: 9000}]\n", want: "interfaces[1].mtu: line 1: unknown key"},
 		"list for a mapping": {yaml: minimal + "pfcp: {node_id: upf.example, ue_pools: [ims]}\n", want: "pfcp.ue_pools: line 6: a list is not a mapping of keys"},
+		"list for the file":  {yaml: "- interfaces\n", want: "line 1: a list is not a mapping of keys"},
 		"mapping for a list": {yaml: minimal + "n9_addresses: {a: 1}\n", want: "n9_addresses: line 6: a mapping is not a list"},
 		"fraction":           {yaml: minimal + "datapath: {max_sessions: 1.5}\n", want: `datapath.max_sessions: line 6: "1.5" is not a whole number from 0 on`},
 		"fraction in a list": {yaml: cuupOnly + "  queues: [0, 1.5]\n", want: `cuup.queues[1]: line 5: "1.5" is not a whole number`},
