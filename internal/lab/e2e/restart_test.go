@@ -210,13 +210,7 @@ func TestRestartKeepsPFCPSessions(t *testing.T) {
 // UE addresses, and shows the SMFs a later Recovery Time Stamp, upon which
 // they establish them again.
 func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
-	tb := demotest.Testbed(t)
-	cfg := pfcpConfig(t, tb, restartPool)
-	client, stop := startDaemon(t, cfg)
-	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
-		t.Fatal(err)
-	}
-	r := sessionThenStop(t, tb, cfg, stop)
+	tb, cfg, r := bothSessionsThenStop(t)
 	smf, sess, pfcpUp, pfcpDown, before := r.smf, r.sess, r.up, r.down, r.recovery
 	journals, err := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "journal-*.log"))
 	if err != nil || len(journals) == 0 {
@@ -230,7 +224,7 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log lockedBuffer
-	client, stop = startDaemonLogging(t, cfg, &log)
+	client, stop := startDaemonLogging(t, cfg, &log)
 	if line := log.line("PFCP state not restored"); !strings.Contains(line, "was written") {
 		t.Errorf("the log says %q; want why the PFCP state was not restored", line)
 	}
@@ -259,13 +253,7 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 // mended the next start takes the SMF's session up with the same Recovery
 // Time Stamp.
 func TestRestartWithAConflictingStateFileKeepsThePFCPState(t *testing.T) {
-	tb := demotest.Testbed(t)
-	cfg := pfcpConfig(t, tb, restartPool)
-	client, stop := startDaemon(t, cfg)
-	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
-		t.Fatal(err)
-	}
-	r := sessionThenStop(t, tb, cfg, stop)
+	tb, cfg, r := bothSessionsThenStop(t)
 	saved, err := os.ReadFile(cfg.StateFile)
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +284,7 @@ func TestRestartWithAConflictingStateFileKeepsThePFCPState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log lockedBuffer
-	client, stop = startDaemonLogging(t, cfg, &log)
+	client, stop := startDaemonLogging(t, cfg, &log)
 	if line := log.line("PFCP state"); !strings.Contains(line, "PFCP state restored") {
 		t.Errorf("the log says %q; want the PFCP state restored", line)
 	}
@@ -359,6 +347,20 @@ func sessionThenStop(t *testing.T, tb *demo.Testbed, cfg *config.Config, stop fu
 		t.Fatal(err)
 	}
 	return r
+}
+
+// bothSessionsThenStop runs a daemon with PFCP on a testbed, has it install
+// the REST session of sessionDocument and an SMF's (sessionThenStop), and
+// stops it.
+func bothSessionsThenStop(t *testing.T) (*demo.Testbed, *config.Config, beforeRestart) {
+	t.Helper()
+	tb := demotest.Testbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
+		t.Fatal(err)
+	}
+	return tb, cfg, sessionThenStop(t, tb, cfg, stop)
 }
 
 // lockedBuffer keeps a daemon's log, written and read at once.
