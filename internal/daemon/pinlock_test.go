@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -91,4 +93,17 @@ func TestFailedStartLeavesNoNewPins(t *testing.T) {
 	_, err = client.Create(context.Background(), []byte(doc))
 	must(t, err)
 	e.sendDownlink(t, dp)
+}
+
+// A pin path on no bpf filesystem can hold no pins, ephemeral or not: the
+// start is refused with what to do, not with advice to set ephemeral.
+func TestPinPathOffBPFFS(t *testing.T) {
+	for _, ephemeral := range []bool{false, true} {
+		d := config.Datapath{PinPath: filepath.Join(t.TempDir(), "xdp5g"), Ephemeral: ephemeral}
+		_, err := checkPins(d, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), "datapath.pin_path") || !strings.Contains(err.Error(), "mount -t bpf") ||
+			strings.Contains(err.Error(), "ephemeral") {
+			t.Errorf("ephemeral %t: %v; want a refusal that says to put the pins on a bpf filesystem", ephemeral, err)
+		}
+	}
 }
