@@ -14,6 +14,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,14 +42,16 @@ func (m Mode) flags() (link.XDPAttachFlags, error) {
 
 // XDP attaches prog to ifname, an interface of the calling thread's
 // namespace, and pins the link at pin; or, if pin holds a link to the same
-// interface, replaces that link's program atomically.
+// interface in the same mode, replaces that link's program atomically. A
+// link in another mode (a changed xdp_mode) goes first: the kernel runs
+// one mode at a time.
 func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
 	flags, err := mode.flags()
 	if err != nil {
 		return err
 	}
 	return attach(pin, ifname, prog, func(info *link.Info) uint32 {
-		if xdp := info.XDP(); xdp != nil {
+		if xdp := info.XDP(); xdp != nil && runsIn(int(xdp.Ifindex), flags) {
 			return xdp.Ifindex
 		}
 		return 0
@@ -63,6 +67,21 @@ func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
 		}
 		return l, nil
 	})
+}
+
+// attachedAs is the mode netlink reports (IFLA_XDP_ATTACHED) of a program
+// attached with the flags.
+var attachedAs = map[link.XDPAttachFlags]uint32{link.XDPDriverMode: nl.XDP_ATTACHED_DRV,
+	link.XDPGenericMode: nl.XDP_ATTACHED_SKB, link.XDPOffloadMode: nl.XDP_ATTACHED_HW}
+
+// runsIn says whether the XDP program of interface ifindex runs in the mode
+// of the flags; so it is taken when netlink cannot tell.
+func runsIn(ifindex int, flags link.XDPAttachFlags) bool {
+	l, err := netlink.LinkByIndex(ifindex)
+	if err != nil || l.Attrs().Xdp == nil || !l.Attrs().Xdp.Attached {
+		return true
+	}
+	return l.Attrs().Xdp.AttachMode == attachedAs[flags]
 }
 
 // TCIngress is XDP for a program at the TC ingress hook (tcx) of ifname.
@@ -92,11 +111,13 @@ func attach(pin, ifname string, prog *ebpf.Program, linkIfindex func(*link.Info)
 		return fmt.Errorf("%s: %w", ifname, err)
 	}
 	if old, err := link.LoadPinnedLink(pin, nil); err == nil {
-		defer old.Close()
 		if info, err := old.Info(); err == nil && int(linkIfindex(info)) == iface.Index {
+			defer old.Close()
 			return old.Update(prog)
 		}
-		if err := old.Unpin(); err != nil {
+		// Detached (closed unpinned) before the new link is made, which
+		// the kernel would refuse beside it on the same interface.
+		if err := errors.Join(old.Unpin(), old.Close()); err != nil {
 			return err
 		}
 	}
