@@ -44,14 +44,15 @@ func (m Mode) flags() (link.XDPAttachFlags, error) {
 // namespace, and pins the link at pin; or, if pin holds a link to the same
 // interface in the same mode, replaces that link's program atomically. A
 // link in another mode (a changed xdp_mode) goes first: the kernel runs
-// one mode at a time.
+// one mode at a time. So does one of an interface of another namespace
+// that has the same index (a changed netns).
 func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
 	flags, err := mode.flags()
 	if err != nil {
 		return err
 	}
 	return attach(pin, ifname, prog, func(info *link.Info) uint32 {
-		if xdp := info.XDP(); xdp != nil && runsIn(int(xdp.Ifindex), flags) {
+		if xdp := info.XDP(); xdp != nil && runs(int(xdp.Ifindex), info.Program, flags) {
 			return xdp.Ifindex
 		}
 		return 0
@@ -74,14 +75,16 @@ func XDP(pin string, prog *ebpf.Program, ifname string, mode Mode) error {
 var attachedAs = map[link.XDPAttachFlags]uint32{link.XDPDriverMode: nl.XDP_ATTACHED_DRV,
 	link.XDPGenericMode: nl.XDP_ATTACHED_SKB, link.XDPOffloadMode: nl.XDP_ATTACHED_HW}
 
-// runsIn says whether the XDP program of interface ifindex runs in the mode
-// of the flags; so it is taken when netlink cannot tell.
-func runsIn(ifindex int, flags link.XDPAttachFlags) bool {
+// runs says whether interface ifindex of the calling thread's namespace
+// runs program id in the mode of the flags; so it is taken when netlink
+// cannot tell.
+func runs(ifindex int, id ebpf.ProgramID, flags link.XDPAttachFlags) bool {
 	l, err := netlink.LinkByIndex(ifindex)
-	if err != nil || l.Attrs().Xdp == nil || !l.Attrs().Xdp.Attached {
+	if err != nil {
 		return true
 	}
-	return l.Attrs().Xdp.AttachMode == attachedAs[flags]
+	x := l.Attrs().Xdp
+	return x != nil && x.Attached && x.ProgId == uint32(id) && x.AttachMode == attachedAs[flags]
 }
 
 // TCIngress is XDP for a program at the TC ingress hook (tcx) of ifname.

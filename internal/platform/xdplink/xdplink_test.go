@@ -21,17 +21,8 @@ func TestAnotherModeReplacesTheLink(t *testing.T) {
 	if err := namespace.Veth(ns, "x0", peer, "x1"); err != nil {
 		t.Fatal(err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(Pass)), asm.Return()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prog.Close()
-	dir := testsupport.PinDir(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pin := filepath.Join(dir, "x0")
+	prog := passProgram(t)
+	pin := filepath.Join(pinDir(t), "x0")
 	for _, c := range []struct {
 		mode     Mode
 		attached uint32
@@ -53,4 +44,69 @@ func TestAnotherModeReplacesTheLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A run in another namespace whose interface has the same name and index
+// as the previous run's attaches there, and takes the program off the
+// previous one's.
+func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
+	prog := passProgram(t)
+	dir := pinDir(t)
+	pin := filepath.Join(dir, "x0")
+	var before, after *namespace.Netns
+	for _, ns := range []**namespace.Netns{&before, &after} {
+		*ns = testsupport.Netns(t, "xdplink")
+		if err := namespace.Veth(*ns, "x0", testsupport.Netns(t, "xdplink"), "x1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	i, _, err := before.Link("x0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _, err := after.Link("x0"); err != nil || i != j {
+		t.Skipf("x0 is interface %d in one namespace, %d (%v) in the other", i, j, err)
+	}
+	for _, ns := range []*namespace.Netns{before, after} {
+		if err := ns.Do(func() error { return XDP(pin, prog, "x0", ModeNative) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		ns   *namespace.Netns
+		want bool
+	}{{before, false}, {after, true}} {
+		err := c.ns.Do(func() error {
+			l, err := netlink.LinkByName("x0")
+			if err == nil && (l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached) != c.want {
+				t.Errorf("x0 of %s runs XDP: %+v; want %t", c.ns.Name, l.Attrs().Xdp, c.want)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// passProgram is an XDP program that passes every packet.
+func passProgram(t *testing.T) *ebpf.Program {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(Pass)), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// pinDir is a directory of bpffs of the test's own.
+func pinDir(t *testing.T) string {
+	t.Helper()
+	dir := testsupport.PinDir(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
