@@ -261,7 +261,8 @@ func (t *txn) keptQER(id uint32) (uint32, bool) {
 
 // keptURR is the slot URR id keeps from t.keep and its limits there,
 // unless created anew; a slot past the table is none to keep, as for
-// keptPDR.
+// keptPDR, and so is one another session's URR holds (a restore of two
+// states that both name it).
 func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
 	if t.keep == nil || slices.Contains(t.mod.CreatedURRs, id) {
 		return 0, limits, false
@@ -272,6 +273,9 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool)
 		}
 	}
 	slot, ok = t.keep.URRSlots.lookup(id)
+	if owner, held := t.s.urrs[slot]; held && owner.seid != t.in.SEID {
+		return slot, limits, false
+	}
 	return slot, limits, ok && slot < t.s.urrSlots.Size()
 }
 

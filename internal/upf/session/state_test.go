@@ -313,3 +313,33 @@ func TestRestoreIntoSmallerMaps(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A REST session saved on the URR slot that a kept PFCP session holds too
+// (a run without the pfcp section freed the slot, a REST session took it,
+// and the section came back) does not share it: it counts in a slot of its
+// own, and the slot stays the PFCP session's.
+func TestRestoreGivesAURRSlotClaimedTwiceToOne(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(withURRs([]URR{{ID: 1}})))
+	check(t, e.store.Create(pfcpSession()))
+	kept := e.kept(t, 2)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	var state struct{ Sessions []map[string]any }
+	check(t, json.Unmarshal(saved, &state))
+	state.Sessions[0]["urrSlots"] = map[string]any{"1": kept.Slots.URR[0].Slot}
+	saved, err = json.Marshal(state)
+	check(t, err)
+
+	e.restartResolver(t)
+	restored := e.newStore()
+	_, err = restored.Restore(saved, []Kept{kept})
+	check(t, err)
+	rest, _ := restored.Slots(1)
+	if rest.URR[0].Slot == kept.Slots.URR[0].Slot {
+		t.Errorf("the REST session counts in slot %d, the PFCP session's", rest.URR[0].Slot)
+	}
+	if seid, _, ok := restored.URRBySlot(kept.Slots.URR[0].Slot); !ok || seid != 2 {
+		t.Errorf("the PFCP session's URR slot names session %d (%v)", seid, ok)
+	}
+}
