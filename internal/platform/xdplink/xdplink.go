@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -87,10 +88,24 @@ func runs(ifindex int, id ebpf.ProgramID, flags link.XDPAttachFlags) bool {
 	return x != nil && x.Attached && x.ProgId == uint32(id) && x.AttachMode == attachedAs[flags]
 }
 
+// tcxHolds says whether link id is one of the TC ingress hook of interface
+// ifindex of the calling thread's namespace, not of an interface with that
+// index in another namespace; so it is taken when the kernel cannot tell.
+func tcxHolds(ifindex int, id link.ID) bool {
+	q, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXIngress})
+	if err != nil || len(q.Programs) > 0 && !q.HaveLinkInfo() {
+		return true
+	}
+	return slices.ContainsFunc(q.Programs, func(p link.AttachedProgram) bool {
+		l, _ := p.LinkID()
+		return l == id
+	})
+}
+
 // TCIngress is XDP for a program at the TC ingress hook (tcx) of ifname.
 func TCIngress(pin string, prog *ebpf.Program, ifname string) error {
 	return attach(pin, ifname, prog, func(info *link.Info) uint32 {
-		if tcx := info.TCX(); tcx != nil {
+		if tcx := info.TCX(); tcx != nil && tcxHolds(int(tcx.Ifindex), info.ID) {
 			return tcx.Ifindex
 		}
 		return 0

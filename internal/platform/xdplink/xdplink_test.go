@@ -1,12 +1,14 @@
 package xdplink
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
@@ -21,7 +23,7 @@ func TestAnotherModeReplacesTheLink(t *testing.T) {
 	if err := namespace.Veth(ns, "x0", peer, "x1"); err != nil {
 		t.Fatal(err)
 	}
-	prog := passProgram(t)
+	prog := passProgram(t, ebpf.XDP)
 	pin := filepath.Join(pinDir(t), "x0")
 	for _, c := range []struct {
 		mode     Mode
@@ -48,11 +50,10 @@ func TestAnotherModeReplacesTheLink(t *testing.T) {
 
 // A run in another namespace whose interface has the same name and index
 // as the previous run's attaches there, and takes the program off the
-// previous one's.
+// previous one's: at XDP, and at TC ingress.
 func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
-	prog := passProgram(t)
+	xdp, tc := passProgram(t, ebpf.XDP), passProgram(t, ebpf.SchedCLS)
 	dir := pinDir(t)
-	pin := filepath.Join(dir, "x0")
 	var before, after *namespace.Netns
 	for _, ns := range []**namespace.Netns{&before, &after} {
 		*ns = testsupport.Netns(t, "xdplink")
@@ -68,7 +69,10 @@ func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
 		t.Skipf("x0 is interface %d in one namespace, %d (%v) in the other", i, j, err)
 	}
 	for _, ns := range []*namespace.Netns{before, after} {
-		if err := ns.Do(func() error { return XDP(pin, prog, "x0", ModeNative) }); err != nil {
+		err := ns.Do(func() error {
+			return errors.Join(XDP(filepath.Join(dir, "xdp"), xdp, "x0", ModeNative), TCIngress(filepath.Join(dir, "tc"), tc, "x0"))
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,10 +82,20 @@ func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
 	}{{before, false}, {after, true}} {
 		err := c.ns.Do(func() error {
 			l, err := netlink.LinkByName("x0")
-			if err == nil && (l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached) != c.want {
-				t.Errorf("x0 of %s runs XDP: %+v; want %t", c.ns.Name, l.Attrs().Xdp, c.want)
+			if err != nil {
+				return err
 			}
-			return err
+			if runs := l.Attrs().Xdp != nil && l.Attrs().Xdp.Attached; runs != c.want {
+				t.Errorf("x0 of %s runs XDP: %t; want %t", c.ns.Name, runs, c.want)
+			}
+			q, err := link.QueryPrograms(link.QueryOptions{Target: i, Attach: ebpf.AttachTCXIngress})
+			if err != nil {
+				return err
+			}
+			if runs := len(q.Programs) > 0; runs != c.want {
+				t.Errorf("x0 of %s runs a program at TC ingress: %t; want %t", c.ns.Name, runs, c.want)
+			}
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -89,11 +103,15 @@ func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
 	}
 }
 
-// passProgram is an XDP program that passes every packet.
-func passProgram(t *testing.T) *ebpf.Program {
+// passProgram is a program of the type that lets every packet by.
+func passProgram(t *testing.T, typ ebpf.ProgramType) *ebpf.Program {
 	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(Pass)), asm.Return()}})
+	verdict := int32(Pass)
+	if typ == ebpf.SchedCLS {
+		verdict = -1 // TCX_NEXT
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: typ, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, verdict), asm.Return()}})
 	if err != nil {
 		t.Fatal(err)
 	}
