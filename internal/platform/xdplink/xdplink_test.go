@@ -68,12 +68,36 @@ func TestAnotherNamespaceReplacesTheLink(t *testing.T) {
 	if j, _, err := after.Link("x0"); err != nil || i != j {
 		t.Skipf("x0 is interface %d in one namespace, %d (%v) in the other", i, j, err)
 	}
-	for _, ns := range []*namespace.Netns{before, after} {
+	pinned := func() (ids [2]link.ID) {
+		for i, name := range []string{"xdp", "tc"} {
+			l, err := link.LoadPinnedLink(filepath.Join(dir, name), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := l.Info()
+			l.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[i] = info.ID
+		}
+		return ids
+	}
+	var first [2]link.ID
+	for run, ns := range []*namespace.Netns{before, before, after} {
 		err := ns.Do(func() error {
 			return errors.Join(XDP(filepath.Join(dir, "xdp"), xdp, "x0", ModeNative), TCIngress(filepath.Join(dir, "tc"), tc, "x0"))
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		switch ids := pinned(); run {
+		case 0:
+			first = ids
+		case 1: // the same interface: the links are updated in place, without a gap
+			if ids != first {
+				t.Errorf("links %v after a second run on the same interface, %v after the first; want the same", ids, first)
+			}
 		}
 	}
 	for _, c := range []struct {
