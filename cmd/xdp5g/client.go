@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -214,7 +215,8 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 		}
 		tokenFile, _ := c.Flags().GetString("token-file")
 		caFile, _ := c.Flags().GetString("ca-file")
-		cl := &api.Client{URL: url, Token: os.Getenv(tokenVariable)}
+		// Trimmed as the token file: a variable set from it may keep its newline.
+		cl := &api.Client{URL: url, Token: strings.TrimSpace(os.Getenv(tokenVariable))}
 		if tokenFile != "" {
 			data, err := os.ReadFile(tokenFile)
 			if err != nil {
@@ -241,7 +243,12 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 			transport.TLSClientConfig = &tls.Config{RootCAs: roots}
 		}
 		cl.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: transport}
-		return f(c, cl, args)
+		err := f(c, cl, args)
+		var refused *api.Error
+		if errors.As(err, &refused) && refused.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%w (the token: --token-file FILE, or $%s)", err, tokenVariable)
+		}
+		return err
 	}
 }
 

@@ -161,8 +161,9 @@ func TestTokenAndCA(t *testing.T) {
 	}{
 		{name: "token file", args: []string{"--token-file", tokenFile, "--ca-file", caFile}},
 		{name: "environment", env: token, args: []string{"--ca-file", caFile}},
+		{name: "environment with the file's newline", env: token + "\n", args: []string{"--ca-file", caFile}},
 		{name: "token file over the environment", env: "not-the-token", args: []string{"--token-file", tokenFile, "--ca-file", caFile}},
-		{name: "no token", args: []string{"--ca-file", caFile}, status: 1, stderr: "Authorization: the bearer token is not the daemon's"},
+		{name: "no token", args: []string{"--ca-file", caFile}, status: 1, stderr: "Authorization: the bearer token is not the daemon's (the token: --token-file FILE, or $XDP5G_TOKEN)"},
 		{name: "no CA", args: []string{"--token-file", tokenFile}, status: 1, stderr: "certificate signed by unknown authority"},
 		{name: "missing token file", args: []string{"--token-file", filepath.Join(dir, "none"), "--ca-file", caFile}, status: 1, stderr: "no such file"},
 		{name: "empty token file", args: []string{"--token-file", emptyFile, "--ca-file", caFile}, status: 1, stderr: "--token-file: " + emptyFile + " holds no token"},

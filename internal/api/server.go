@@ -63,6 +63,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -231,9 +233,23 @@ func NewHandler(sv Services) http.Handler {
 	mux.Handle("GET /api/v1/cuup/stats", cuUP(s.cuupStats))
 	if sv.Metrics != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(sv.Metrics, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError}))
+			ErrorLog: scrapeLog{s.log}, ErrorHandling: promhttp.ContinueOnError}))
 	}
 	return withJSONRefusals(mux)
+}
+
+// scrapeLog logs what promhttp reports of a scrape: a figure that could not
+// be read as an error, and at debug level what could not be sent, which is
+// the scraper's going away (a line per metric family), not the daemon's.
+type scrapeLog struct{ log *slog.Logger }
+
+func (l scrapeLog) Println(v ...any) {
+	msg := strings.TrimSuffix(fmt.Sprintln(v...), "\n")
+	level := slog.LevelError
+	if strings.HasPrefix(msg, "error encoding and sending") {
+		level = slog.LevelDebug
+	}
+	l.log.Log(context.Background(), level, msg)
 }
 
 // withJSONRefusals serves mux, its own 404 and 405 answers (plain text)

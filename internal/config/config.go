@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -398,6 +400,13 @@ func parse(data []byte) (*Config, error) {
 	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("a configuration is one YAML document")
 	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if err := checkWholeNumbers(&root, reflect.TypeFor[file](), ""); err != nil {
+		return nil, err
+	}
 	cfg := &Config{
 		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: DefaultListen},
@@ -438,6 +447,7 @@ func nameTheKey(data []byte, err error) error {
 	twice, first := m[3], m[4]
 	unknown, tag, value := m[2]+twice, m[5], strings.TrimSuffix(m[6], "...")
 	var found string
+	foundAt := false // found may be "", the file's top
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
 		switch n.Kind {
@@ -452,8 +462,8 @@ func nameTheKey(data []byte, err error) error {
 				if path != "" {
 					p = path + "." + k.Value
 				}
-				if found == "" && unknown != "" && k.Line == line && k.Value == unknown {
-					found = p
+				if !foundAt && unknown != "" && k.Line == line && k.Value == unknown {
+					found, foundAt = p, true
 				}
 				walk(v, p)
 			}
@@ -462,13 +472,13 @@ func nameTheKey(data []byte, err error) error {
 				walk(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
-		if found == "" && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
-			found = path
+		if !foundAt && unknown == "" && n.Line == line && n.ShortTag() == tag && strings.HasPrefix(n.Value, value) {
+			found, foundAt = path, true
 		}
 	}
 	walk(&root, "")
 	switch {
-	case found == "":
+	case !foundAt:
 		return err
 	case twice != "":
 		return invalid(found, "line %d: set twice (first at line %s)", line, first)
@@ -481,6 +491,45 @@ func nameTheKey(data []byte, err error) error {
 		}
 		return invalid(found, "line %d: %s is not %s", line, what, yamlKind(m[7]))
 	}
+}
+
+// checkWholeNumbers refuses a number with a fraction where the file takes a
+// whole one (of type t, at path), which yaml.v3 would cut to its whole part:
+// max_sessions: 1.5 as 1.
+func checkWholeNumbers(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode && len(n.Content) == 1:
+		return checkWholeNumbers(n.Content[0], t, path)
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, at := n.Content[i].Value, n.Content[i].Value
+			if path != "" {
+				at = path + "." + key
+			}
+			for f := range t.Fields() {
+				if f.Tag.Get("yaml") == key {
+					if err := checkWholeNumbers(n.Content[i+1], f.Type, at); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, c := range n.Content {
+			if err := checkWholeNumbers(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		var f float64
+		if n.Decode(&f) == nil && f != math.Trunc(f) {
+			return invalid(path, "line %d: %q is not %s", n.Line, n.Value, yamlKind(t.String()))
+		}
+	}
+	return nil
 }
 
 // yamlKind says in words what a setting of the Go type goType takes.
@@ -674,8 +723,9 @@ func checkListen(field, addr string) error {
 	if err != nil {
 		return invalid(field, "%q is not HOST:PORT", addr)
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return invalid(field, "%q is not a port number", port)
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		// Port 0 would be one the kernel picks, which no client knows.
+		return invalid(field, "%q is not a port number from 1 to 65535", port)
 	}
 	return nil
 }

@@ -103,14 +103,16 @@ func (st *pfcpState) restored() bool { return st != nil && st.server != nil }
 
 // restoreSessions has the store take over the REST API's sessions (saved) and the
 // PFCP state's. A store that cannot take the PFCP sessions over is
-// replaced by one that restores without them.
+// replaced by one that restores without them; saved sessions that cannot
+// be restored fail the start and leave the PFCP state for the next.
 func restoreSessions(newStore func() *session.Store, saved []byte, st *pfcpState, log *slog.Logger) (*session.Store, session.Restored, error) {
 	store := newStore()
 	res, err := store.Restore(saved, st.kept())
 	if err == nil && st.restored() {
 		st.repaired = res.Repaired
 	}
-	if err == nil || !st.restored() {
+	var savedErr *session.SavedError
+	if err == nil || !st.restored() || errors.As(err, &savedErr) {
 		return store, res, err
 	}
 	log.Error("the PFCP sessions could not be taken over: starting without them", "err", err)

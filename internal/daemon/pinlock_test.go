@@ -6,10 +6,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/upfxdp"
 )
@@ -72,8 +74,12 @@ func TestFailedStartLeavesNoNewPins(t *testing.T) {
 	second := e.config(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil))); err == nil {
+	err := Run(ctx, second, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err == nil {
 		t.Fatal("a second data path started on the first one's interface")
+	}
+	if !strings.Contains(err.Error(), "runs another XDP program") {
+		t.Errorf("the failed start says %q; want that the interface runs another XDP program", err)
 	}
 	if _, err := os.Stat(e.pin); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the pins of the failed start: %v; want them gone", err)
@@ -87,4 +93,17 @@ func TestFailedStartLeavesNoNewPins(t *testing.T) {
 	_, err = client.Create(context.Background(), []byte(doc))
 	must(t, err)
 	e.sendDownlink(t, dp)
+}
+
+// A pin path on no bpf filesystem can hold no pins, ephemeral or not: the
+// start is refused with what to do, not with advice to set ephemeral.
+func TestPinPathOffBPFFS(t *testing.T) {
+	for _, ephemeral := range []bool{false, true} {
+		d := config.Datapath{PinPath: filepath.Join(t.TempDir(), "xdp5g"), Ephemeral: ephemeral}
+		_, err := checkPins(d, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), "datapath.pin_path") || !strings.Contains(err.Error(), "mount -t bpf") ||
+			strings.Contains(err.Error(), "ephemeral") {
+			t.Errorf("ephemeral %t: %v; want a refusal that says to put the pins on a bpf filesystem", ephemeral, err)
+		}
+	}
 }

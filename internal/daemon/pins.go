@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/fielderr"
@@ -39,6 +40,9 @@ func checkPins(d config.Datapath, log *slog.Logger) (pinScope, error) {
 	switch {
 	case err == nil && outlive:
 		return pinsStay, nil
+	case errors.Is(err, upfxdp.ErrNotBPFFS):
+		return 0, fielderr.New("datapath.pin_path", "%v, which pins need: put it below /sys/fs/bpf, "+
+			"or mount one there first (mount -t bpf bpf %s)", err, filepath.Dir(d.PinPath))
 	case err != nil && !d.Ephemeral:
 		return 0, fielderr.New("datapath.pin_path", "cannot tell whether the data path would outlive the daemon (%v); "+
 			"set datapath.ephemeral: true to let it stop with the daemon", err)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -181,7 +182,7 @@ func (r *Reporter) sendTo(ctx context.Context, url string, bodies <-chan []byte)
 			return
 		case body := <-bodies:
 			if err := r.post(ctx, url, body); err != nil {
-				r.log.Warn("report not sent to a webhook", "webhook", url, "err", err)
+				r.log.Warn("report not sent to a webhook", "webhook", redacted(url), "err", err)
 			}
 		}
 	}
@@ -202,4 +203,12 @@ func (r *Reporter) post(ctx context.Context, url string, body []byte) error {
 		return fmt.Errorf("status %s", resp.Status)
 	}
 	return nil
+}
+
+// redacted is a webhook's URL as the log shows it, without its password.
+func redacted(hook string) string {
+	if u, err := url.Parse(hook); err == nil {
+		return u.Redacted()
+	}
+	return hook
 }

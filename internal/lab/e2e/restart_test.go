@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -208,13 +210,7 @@ func TestRestartKeepsPFCPSessions(t *testing.T) {
 // UE addresses, and shows the SMFs a later Recovery Time Stamp, upon which
 // they establish them again.
 func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
-	tb := demotest.Testbed(t)
-	cfg := pfcpConfig(t, tb, restartPool)
-	client, stop := startDaemon(t, cfg)
-	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
-		t.Fatal(err)
-	}
-	r := sessionThenStop(t, tb, cfg, stop)
+	tb, cfg, r := bothSessionsThenStop(t)
 	smf, sess, pfcpUp, pfcpDown, before := r.smf, r.sess, r.up, r.down, r.recovery
 	journals, err := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "journal-*.log"))
 	if err != nil || len(journals) == 0 {
@@ -228,7 +224,7 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log lockedBuffer
-	client, stop = startDaemonLogging(t, cfg, &log)
+	client, stop := startDaemonLogging(t, cfg, &log)
 	if line := log.line("PFCP state not restored"); !strings.Contains(line, "was written") {
 		t.Errorf("the log says %q; want why the PFCP state was not restored", line)
 	}
@@ -246,6 +242,59 @@ func TestRestartWithADamagedPFCPStateDropsPFCPSessions(t *testing.T) {
 	// The SMF sets the session up again on the TEID and UE address it had.
 	establishAgain(t, smf, restartCPSEID, sess, "on the dropped session's TEID and UE address")
 	delivered(t, tb, "the SMF's session set up again", pfcpUp, pfcpDown)
+	if err := stop(); err != nil {
+		t.Error(err)
+	}
+}
+
+// A state file the REST API's sessions cannot be restored from (two
+// sessions on one TEID, written by hand) fails the start, and costs the
+// SMFs nothing: the PFCP state is not set aside, and once the file is
+// mended the next start takes the SMF's session up with the same Recovery
+// Time Stamp.
+func TestRestartWithAConflictingStateFileKeepsThePFCPState(t *testing.T) {
+	tb, cfg, r := bothSessionsThenStop(t)
+	saved, err := os.ReadFile(cfg.StateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct{ Sessions []map[string]any }
+	if err := json.Unmarshal(saved, &state); err != nil || len(state.Sessions) != 1 {
+		t.Fatalf("the state file holds %s (%v); want the REST session", saved, err)
+	}
+	again := maps.Clone(state.Sessions[0])
+	again["SEID"] = demo.SEID + 1
+	state.Sessions = append(state.Sessions, again)
+	conflicting, err := json.Marshal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.StateFile, conflicting, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := daemon.Run(t.Context(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil))); err == nil || !strings.Contains(err.Error(), "is used by session") {
+		t.Fatalf("start with two sessions on one TEID in the state file: %v; want the conflict", err)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(cfg.PFCP.StateDir, "*.unusable")); len(aside) > 0 {
+		t.Errorf("the PFCP state was set aside: %v", aside)
+	}
+	delivered(t, tb, "the SMF's session after the failed start", r.up, r.down)
+
+	if err := os.WriteFile(cfg.StateFile, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	client, stop := startDaemonLogging(t, cfg, &log)
+	if line := log.line("PFCP state"); !strings.Contains(line, "PFCP state restored") {
+		t.Errorf("the log says %q; want the PFCP state restored", line)
+	}
+	if _, err := client.Session(t.Context(), r.sess.SEID); err != nil {
+		t.Errorf("the SMF's session after the mended start: %v", err)
+	}
+	delivered(t, tb, "the SMF's session after the mended start", r.up, r.down)
+	if after := recoveryTime(t, r.smf); !after.Equal(r.recovery) {
+		t.Errorf("Recovery Time Stamp %v after the restart, %v before; want the same", after, r.recovery)
+	}
 	if err := stop(); err != nil {
 		t.Error(err)
 	}
@@ -298,6 +347,20 @@ func sessionThenStop(t *testing.T, tb *demo.Testbed, cfg *config.Config, stop fu
 		t.Fatal(err)
 	}
 	return r
+}
+
+// bothSessionsThenStop runs a daemon with PFCP on a testbed, has it install
+// the REST session of sessionDocument and an SMF's (sessionThenStop), and
+// stops it.
+func bothSessionsThenStop(t *testing.T) (*demo.Testbed, *config.Config, beforeRestart) {
+	t.Helper()
+	tb := demotest.Testbed(t)
+	cfg := pfcpConfig(t, tb, restartPool)
+	client, stop := startDaemon(t, cfg)
+	if _, err := client.Create(t.Context(), []byte(sessionDocument)); err != nil {
+		t.Fatal(err)
+	}
+	return tb, cfg, sessionThenStop(t, tb, cfg, stop)
 }
 
 // lockedBuffer keeps a daemon's log, written and read at once.

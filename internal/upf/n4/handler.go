@@ -293,8 +293,9 @@ func New(cfg Config) *Handler {
 		// installs them again.
 		h.apart(func() {
 			for _, seid := range cfg.Repaired {
-				if h.sessions[seid] != nil {
+				if s := h.sessions[seid]; s != nil {
 					h.touched[seid] = true
+					h.rebaseMeters(s)
 				}
 			}
 		})

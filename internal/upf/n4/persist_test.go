@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 	"github.com/xdp5g/xdp5g/internal/upf/ippool"
 	"github.com/xdp5g/xdp5g/internal/upf/n4state"
 	"github.com/xdp5g/xdp5g/internal/upf/pfcp"
@@ -290,5 +291,56 @@ func TestCompactionWhileSessionsChange(t *testing.T) {
 		if got := record(t, h, seid); !bytes.Equal(got, rec) {
 			t.Fatalf("session %#x restored as\n% x\nwant\n% x", seid, got, rec)
 		}
+	}
+}
+
+// A session installed again in a data path whose URR counts started anew
+// (its maps detached, and pinned again, say for another max_sessions)
+// measures from those: its next report says what was counted since, not
+// the new counts less what the old ones had reached, which wrapped around
+// to some 2^64 octets; and its quota stays what was left of it.
+func TestRepairedSessionMeasuresFromCountsStartedAnew(t *testing.T) {
+	e := newEnv(t)
+	dir := journaled(t, e)
+	seid := e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x71, "127.0.0.4"),
+		createPDR(pdrID(1), precedence(255), pdi(sourceInterface(ifAccess), fteidChooseAny()), outerHeaderRemoval(0), farID(1), urrID(1)),
+		createFAR(farID(1), applyAction(aaFORW), fwdParams(destinationInterface(ifCore))),
+		createURR(1, mmVOLUM, rtgVOLQU, volumeQuota(10000))).upSEID(t)
+	// What a report of 6,400 octets uplink leaves, recorded.
+	e.h.apart(func() {
+		s := e.h.sessions[seid]
+		m := *s.meters[1]
+		m.base.Bytes = [3]uint64{6400, 6400, 0}
+		m.base.Packets = [3]uint64{50, 50, 0}
+		s.meters[1] = &m
+		e.h.touched[seid] = true
+	})
+	// The maps detached: the restart's data path is a fresh one.
+	fresh, err := upfxdp.Open(upfxdp.Options{PinPath: testsupport.PinDir(t), MaxSessions: 64, N3Addresses: []netip.Addr{n3},
+		N9Addresses: []netip.Addr{n9}})
+	testsupport.CheckLoad(t, err)
+	t.Cleanup(func() { fresh.Close() })
+	e.dp = fresh
+	h, store, _, res := restart(t, e, dir)
+	if len(res.Repaired) != 1 {
+		t.Fatalf("the store restored %+v; want the session installed again", res)
+	}
+	e.h, e.store = h, store
+	r := e.modify("smf", seid, queryURR(1))
+	r.expect(t, causeAccepted, nil, nil)
+	q := all(r.ies, tUsageReportModResp)
+	if len(q) != 1 {
+		t.Fatalf("query response %+v", r.ies)
+	}
+	if u := decodeUsage(t, q[0]); u.tvol != 0 || u.uvol != 0 || u.dvol != 0 {
+		t.Errorf("the report after the restart says %d octets (%d up, %d down); want 0", u.tvol, u.uvol, u.dvol)
+	}
+	usage, err := store.URRUsage(seid, 1)
+	fatalIf(t, err)
+	slots, _ := store.Slots(seid)
+	limits, err := fresh.URRLimits(slots.URR[0].Slot)
+	fatalIf(t, err)
+	if left := limits.Quota[upfxdp.URRTotal] - usage.Bytes[upfxdp.URRTotal]; left != 10000-6400 {
+		t.Errorf("the data path lets %d octets more through; want the quota's 3600 left", left)
 	}
 }

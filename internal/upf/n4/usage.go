@@ -101,6 +101,51 @@ func newMeter(usage upfxdp.URRUsage, now time.Time) *meter {
 	return &meter{start: now, base: usage, periodStart: now, quotaBase: usage.Bytes, timeQuotaStart: now, quotaGiven: now}
 }
 
+// rebase restarts the meter on data-path counters that started again from
+// zero: what it had not reported of the old ones is lost, what the quota
+// had used of them stays used (quotaBase wraps below the new zero, so that
+// the quota's absolute limit is what was left of it).
+func (m *meter) rebase() {
+	for i := range 3 {
+		m.quotaBase[i] -= m.base.Bytes[i]
+	}
+	m.base, m.idlePackets = upfxdp.URRUsage{}, 0
+	if m.blocked != 0 {
+		m.blocked = 1 // 0 would mean no quota
+	}
+}
+
+// behind says whether the data path's counters are below the meter's base:
+// they started again from zero since (the maps detached and pinned anew).
+func (m *meter) behind(usage upfxdp.URRUsage) bool {
+	for i := range 3 {
+		if usage.Bytes[i] < m.base.Bytes[i] || usage.Packets[i] < m.base.Packets[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// rebaseMeters rebases the meters of a restored session installed again
+// (session.Restored's Repaired) whose URRs count from zero again, which
+// would report their counts less the old base: volumes wrapped around to
+// some 2^64 octets. Their limits follow.
+func (h *Handler) rebaseMeters(s *pfcpSession) {
+	for id, m := range s.meters {
+		usage, err := h.cfg.Store.URRUsage(s.seid, id)
+		if err != nil || !m.behind(usage) {
+			continue
+		}
+		rebased := *m
+		rebased.rebase()
+		s.meters[id] = &rebased
+		u := s.urrs[id]
+		if err := h.cfg.Store.SetURRLimits(s.seid, id, u.limits(&rebased)); err != nil {
+			h.cfg.Log.Error("a URR's limits after its counts started anew", "seid", s.seid, "urr", id, "err", err)
+		}
+	}
+}
+
 // limits are the absolute counter values the data path watches for a URR:
 // its counters only grow, so thresholds and quotas are offsets from the
 // counters at the start of the measurement and at the grant of the quota.

@@ -315,7 +315,9 @@ func (l *Log) reserve(size int) *entry {
 	}
 	e.buf = binary.AppendUvarint(e.buf, e.lsn)
 	l.next++
-	l.queue = append(l.queue, e)
+	if l.failed == nil { // a state no longer kept holds no entries
+		l.queue = append(l.queue, e)
+	}
 	return e
 }
 
@@ -435,12 +437,28 @@ func (l *Log) writeFile(entries []*entry) error {
 }
 
 // fail stops keeping the state after a write failed: the files go, so that
-// the next start is a clean one rather than one from a state with a gap.
+// the next start is a clean one rather than one from a state with a gap,
+// and are let go of, so that their room on the disk is free again.
 func (l *Log) fail(err error) {
 	l.failed = err
 	l.opts.Log.Error("the PFCP state can no longer be kept; it is removed, and the next start will be a clean one", "err", err)
 	l.removeAll()
+	l.closeFiles()
+	l.queue = nil
 	l.cond.Broadcast()
+}
+
+// closeFiles closes the journal's file and unmaps the mark.
+func (l *Log) closeFiles() error {
+	var err error
+	if l.file != nil {
+		err = l.file.Close()
+	}
+	if l.mmap != nil {
+		err = errors.Join(err, unix.Munmap(l.mmap))
+	}
+	l.file, l.mmap, l.mark = nil, nil, new(uint64)
+	return err
 }
 
 // Compact has the parts write the state when the journal has grown: each
@@ -524,11 +542,7 @@ func (l *Log) Close() error {
 	if n := len(l.queue); n > 0 {
 		l.opts.Log.Error("PFCP state entries left unwritten at close", "entries", n)
 	}
-	err := l.file.Close()
-	if l.mmap != nil {
-		err = errors.Join(err, unix.Munmap(l.mmap))
-	}
-	return err
+	return l.closeFiles()
 }
 
 // Size is the bytes the state's files take.

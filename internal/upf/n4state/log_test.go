@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // kv is a state of keys and values as the log's users keep theirs: a put
@@ -290,4 +292,47 @@ func TestReplayRefusal(t *testing.T) {
 	if rec.Restored || !strings.Contains(rec.Reason, ErrCorrupt.Error()) {
 		t.Errorf("restored %v, reason %q", rec.Restored, rec.Reason)
 	}
+}
+
+// A write that fails for want of room stops the keeping and removes the
+// files, whose room is free again at once: the log holds none of them
+// open, which would keep the disk full while the daemon runs.
+func TestFailedWriteFreesTheDisk(t *testing.T) {
+	testsupport.NeedRoot(t, "mounting a file system")
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, 0) })
+	l, s, _ := open(t, filepath.Join(dir, "pfcp"), 0)
+	for k := uint64(0); l.failure() == nil; k++ {
+		if k == 1000 {
+			t.Fatal("64 KiB never filled up")
+		}
+		s.set(l, k, strings.Repeat("x", 1000))
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Bfree != st.Blocks {
+		t.Errorf("%d of %d blocks free after the state was removed; want all", st.Bfree, st.Blocks)
+	}
+	// The changes after hold no memory for a state no longer kept.
+	for k := range uint64(100) {
+		s.set(l, 2000+k, "after")
+	}
+	l.mu.Lock()
+	queued := len(l.queue)
+	l.mu.Unlock()
+	if queued != 0 {
+		t.Errorf("%d entries held after the keeping stopped; want none", queued)
+	}
+	closeLog(t, l)
+}
+
+func (l *Log) failure() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
 }

@@ -170,5 +170,5 @@ func exchange[R message.Message](ctx context.Context, s *Server, to netip.AddrPo
 		}
 	}
 	s.metrics.unanswered.WithLabelValues(name).Inc()
-	return none, fmt.Errorf("%w to %s from %s", ErrNoResponse, req.MessageTypeName(), to)
+	return none, fmt.Errorf("%w %s sent to %s", ErrNoResponse, req.MessageTypeName(), to)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,6 +268,9 @@ func TestSendSessionReportGivesUp(t *testing.T) {
 	_, err := s.SendSessionReport(context.Background(), Peer{Addr: m.addr()}, req)
 	if err == nil || !errors.Is(err, ErrNoResponse) {
 		t.Fatalf("err %v", err)
+	}
+	if want := "Session Report Request sent to " + m.addr().String(); !strings.Contains(err.Error(), want) {
+		t.Errorf("err %q; want it to say %q", err, want)
 	}
 	for range 3 { // the request and N1 retransmissions
 		m.recv()

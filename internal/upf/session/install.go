@@ -233,12 +233,15 @@ func (s *Store) restoreKeys(keys []dpKey, old *installed) {
 	}
 }
 
-// keptPDR is the slot PDR id had in t.keep, unless created anew.
+// keptPDR is the slot PDR id had in t.keep, unless created anew. A slot
+// past the table, which t.keep had in the maps of a larger data path
+// (detached and pinned again for fewer sessions), is none to keep.
 func (t *txn) keptPDR(id uint16) (uint32, bool) {
 	if t.keep == nil || slices.Contains(t.mod.CreatedPDRs, id) {
 		return 0, false
 	}
-	return t.keep.PDRSlots.lookup(uint32(id))
+	slot, ok := t.keep.PDRSlots.lookup(uint32(id))
+	return slot, ok && slot < t.s.pdrSlots.Size()
 }
 
 // keptQER is the slot QER id keeps from the session replaced, which has
@@ -257,7 +260,9 @@ func (t *txn) keptQER(id uint32) (uint32, bool) {
 }
 
 // keptURR is the slot URR id keeps from t.keep and its limits there,
-// unless created anew.
+// unless created anew; a slot past the table is none to keep, as for
+// keptPDR, and so is one another session's URR holds (a restore of two
+// states that both name it).
 func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool) {
 	if t.keep == nil || slices.Contains(t.mod.CreatedURRs, id) {
 		return 0, limits, false
@@ -268,7 +273,10 @@ func (t *txn) keptURR(id uint32) (slot uint32, limits upfxdp.URRLimits, ok bool)
 		}
 	}
 	slot, ok = t.keep.URRSlots.lookup(id)
-	return slot, limits, ok
+	if owner, held := t.s.urrs[slot]; held && owner.seid != t.in.SEID {
+		return slot, limits, false
+	}
+	return slot, limits, ok && slot < t.s.urrSlots.Size()
 }
 
 // keptBuffer is the buffer FAR id had in t.keep, if it still holds packets

@@ -103,6 +103,14 @@ type Restored struct {
 	BufferedLost uint64
 }
 
+// SavedError is a restore's failure at the REST API's saved sessions, not
+// at the PFCP sessions kept: a state file to mend, which a restore without
+// the PFCP sessions would fail at as well.
+type SavedError struct{ Err error }
+
+func (e *SavedError) Error() string { return e.Err.Error() }
+func (e *SavedError) Unwrap() error { return e.Err }
+
 // Restore takes over the sessions a previous run left in the pinned maps:
 // those of the REST API saved in data (nil for none), and the PFCP
 // sessions kept. The store must be empty.
@@ -119,7 +127,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	var st state
 	if data != nil {
 		if err := json.Unmarshal(data, &st); err != nil {
-			return Restored{}, fmt.Errorf("reading saved sessions: %w", err)
+			return Restored{}, &SavedError{fmt.Errorf("reading saved sessions: %w", err)}
 		}
 	}
 	s.mu.Lock()
@@ -187,7 +195,7 @@ func (s *Store) Restore(data []byte, kept []Kept) (Restored, error) {
 	}
 	for _, in := range rest {
 		if err := s.install(in.Session, nil, in, Modification{}); err != nil {
-			return res, fmt.Errorf("restoring session %d: %w", in.SEID, err)
+			return res, &SavedError{fmt.Errorf("restoring session %d: %w", in.SEID, err)}
 		}
 		res.Sessions++
 	}

@@ -268,3 +268,78 @@ func TestRestoreRepairsWhatTheStateDoesNotHave(t *testing.T) {
 		t.Errorf("%d PDR slots in use, want %d", n, want)
 	}
 }
+
+// A data path detached and pinned again for fewer sessions (max_sessions
+// lowered) takes the REST API's sessions into slots of its own tables: a
+// slot the state names past them, where the larger one had the session's
+// PDRs and URRs, is none to keep, and the sessions' counters and usage
+// read back.
+func TestRestoreIntoSmallerMaps(t *testing.T) {
+	large, small := newStoreEnvSized(t, 1024), newStoreEnvSized(t, 1)
+	sess := withURRs([]URR{{ID: 1}})
+	check(t, large.store.Create(sess))
+	saved, err := large.store.MarshalState()
+	check(t, err)
+	// The PDRs at the large tables' top, as a full data path has them.
+	var state struct{ Sessions []map[string]any }
+	check(t, json.Unmarshal(saved, &state))
+	pdrs := state.Sessions[0]["pdrSlots"].(map[string]any)
+	top := large.dp.PDRCapacity()
+	for id := range pdrs {
+		top--
+		pdrs[id] = top
+	}
+	saved, err = json.Marshal(state)
+	check(t, err)
+
+	if _, err := small.store.Restore(saved, nil); err != nil {
+		t.Fatalf("restoring %s into the smaller maps: %v", saved, err)
+	}
+	slots, _ := small.store.Slots(sess.SEID)
+	for _, e := range slots.PDR {
+		if e.Slot >= small.dp.PDRCapacity() {
+			t.Errorf("PDR %d in slot %d, past the small table", e.ID, e.Slot)
+		}
+	}
+	for _, e := range slots.URR {
+		if e.Slot >= small.dp.URRCapacity() {
+			t.Errorf("URR %d in slot %d, past the small table", e.ID, e.Slot)
+		}
+	}
+	if _, err := small.store.PDRCounters(sess.SEID); err != nil {
+		t.Error(err)
+	}
+	if _, err := small.store.URRUsage(sess.SEID, 1); err != nil {
+		t.Error(err)
+	}
+}
+
+// A REST session saved on the URR slot that a kept PFCP session holds too
+// (a run without the pfcp section freed the slot, a REST session took it,
+// and the section came back) does not share it: it counts in a slot of its
+// own, and the slot stays the PFCP session's.
+func TestRestoreGivesAURRSlotClaimedTwiceToOne(t *testing.T) {
+	e := newStoreEnv(t)
+	check(t, e.store.Create(withURRs([]URR{{ID: 1}})))
+	check(t, e.store.Create(pfcpSession()))
+	kept := e.kept(t, 2)
+	saved, err := e.store.MarshalState()
+	check(t, err)
+	var state struct{ Sessions []map[string]any }
+	check(t, json.Unmarshal(saved, &state))
+	state.Sessions[0]["urrSlots"] = map[string]any{"1": kept.Slots.URR[0].Slot}
+	saved, err = json.Marshal(state)
+	check(t, err)
+
+	e.restartResolver(t)
+	restored := e.newStore()
+	_, err = restored.Restore(saved, []Kept{kept})
+	check(t, err)
+	rest, _ := restored.Slots(1)
+	if rest.URR[0].Slot == kept.Slots.URR[0].Slot {
+		t.Errorf("the REST session counts in slot %d, the PFCP session's", rest.URR[0].Slot)
+	}
+	if seid, _, ok := restored.URRBySlot(kept.Slots.URR[0].Slot); !ok || seid != 2 {
+		t.Errorf("the PFCP session's URR slot names session %d (%v)", seid, ok)
+	}
+}

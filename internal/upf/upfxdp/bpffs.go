@@ -24,6 +24,9 @@ const initPIDNamespace = 0xEFFFFFFC
 // initMountinfo lists the mounts of PID 1's mount namespace.
 const initMountinfo = "/proc/1/mountinfo"
 
+// ErrNotBPFFS is PinsOutlive's for a pin path that can hold no pins.
+var ErrNotBPFFS = errors.New("not on a bpf filesystem")
+
 // ensureBPFFS mounts bpffs at /sys/fs/bpf when the pin path lies below it
 // and nothing is mounted there yet (a fresh machine), then makes the path.
 func ensureBPFFS(pinPath string) error {
@@ -77,7 +80,7 @@ func PinsOutlive(pinPath string) (outlive bool, why string, err error) {
 		return false, fmt.Sprintf("the bpf filesystem holding %s is mounted in this process's mount namespace only", pinPath), nil
 	}
 	if !below(pinPath, bpffsRoot) {
-		return false, "", fmt.Errorf("%s is not on a bpf filesystem", pinPath)
+		return false, "", fmt.Errorf("%s is %w", pinPath, ErrNotBPFFS)
 	}
 	// Open would mount bpffs in this process's mount namespace: one that
 	// outlives it if it is PID 1's (it then holds the mount /sys/fs/bpf is
