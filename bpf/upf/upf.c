@@ -1195,21 +1195,6 @@ INLINE int relay_in_place(struct xdp_md *ctx, const struct far *far, const struc
 	return bpf_redirect(nh->ifindex, 0);
 }
 
-/* The PDU Session Container (PSC_WORD of psc_type) of a packet that PDR
- * pdr puts into its FAR's tunnel, 0 for none: the PDR's QFI when it marks
- * one, else, relayed, the QFI it came with (psc_qfi: QFI | 0x100, 0
- * without). */
-INLINE __u32 tunnel_psc_word(const struct pdr *pdr, __u8 psc_type, __u32 psc_qfi)
-{
-	if (pdr->flags & PDR_MARK_QFI)
-		return PSC_WORD(psc_type, (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0));
-	/* A relay without QoS rules of its own (Open5GS's V-UPF in home-routed
-	 * roaming) keeps the QoS flow the packet came in, but towards the SMF. */
-	if (psc_qfi >> 8 && !(pdr->far.flags & FAR_TO_CP_FUNCTION))
-		return PSC_WORD(psc_type, psc_qfi & 0x3f);
-	return 0;
-}
-
 /* Puts the packet of inner_len bytes at inner_off into the FAR's GTP-U/UDP
  * tunnel, over IPv6 when v6 (a constant) and the FAR says so, else IPv4
  * (with a PDU Session Container of psc_type, GTPU_PSC_DL or GTPU_PSC_UL,
@@ -1230,12 +1215,20 @@ INLINE int tunnel_ip(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u3
 	const struct tunnel6_header *t6 = NULL;
 	if (v6 && !(t6 = bpf_map_lookup_elem(&tunnel6_headers, &far->nexthop)))
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	__u32 psc_word = tunnel_psc_word(pdr, psc_type, psc_qfi);
+	int with_qfi = pdr->flags & PDR_MARK_QFI;
+	__u8 qfi = (pdr->qfi & 0x3f) | (pdr->flags & PDR_MARK_RQI ? 0x40 : 0);
+	/* A relay without QoS rules of its own (Open5GS's V-UPF in home-routed
+	 * roaming) keeps the QoS flow the packet came in, but towards the SMF. */
+	if (!with_qfi && psc_qfi >> 8 && !(far->flags & FAR_TO_CP_FUNCTION)) {
+		with_qfi = 1;
+		qfi = psc_qfi & 0x3f;
+	}
 	/* Read once: the control plane may rewrite the slot meanwhile. */
 	__be16 tci = nh->vlan_tci;
 	__u32 new_l2 = tci ? ETH_HLEN_VLAN : ETH_HLEN;
 	const __u32 ip_len = v6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr);
-	__u32 encap = ip_len + (psc_word ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
+	__u32 encap = ip_len + (with_qfi ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
+	__u32 psc_word = with_qfi ? PSC_WORD(psc_type, qfi) : 0;
 	if (!v6 && !(tci | (inner_off ^ (ETH_HLEN + encap)) | (pkt_len ^ (ETH_HLEN + encap + inner_len))) &&
 	    far->action == FAR_FORWARD && !(far->flags & FAR_DUPLICATE) && ctx->data_meta == ctx->data)
 		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, forwarded);
@@ -1433,67 +1426,6 @@ __attribute__((noinline)) int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qf
 		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
 	count_forward(&line->uplink_forward, pkt_len);
 	return send(ctx, pdr, slot, nh->ifindex, &copy, pkt_len);
-}
-
-/* The common uplink G-PDU in one pass: an inner IPv4 packet without
- * options that its key's record serves, whose FAR forwards it without a
- * copy or a buffer, to a valid next hop by its route or, relayed over N9
- * or to the CP function, in an IPv4 tunnel whose headers keep their
- * length (relay_in_place); with no QER or URR, or one usage line for both
- * (apply_usage_line); no mirroring request. Returns the action, or -1
- * having changed nothing: then uplink, which takes every case. */
-INLINE int uplink_common(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_len, __u32 inner_off)
-{
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
-	struct iphdr *ip4 = data + (inner_off & 0xff);
-	if ((void *)(ip4 + 1) > end || ctx->data_meta != ctx->data || *(__u8 *)ip4 != 0x45)
-		return -1;
-	__u32 inner_len = bpf_ntohs(ip4->tot_len), pkt_len = end - data;
-	if (inner_len > payload_len || inner_len < sizeof(*ip4))
-		return -1;
-	/* The route's reads, which need only the packet, before the record's. */
-	__u32 routed = route4(ip4->daddr);
-	const struct set_record *r = find_record(SET_TEID, key);
-	struct iface_cpu_line *line = iface_line();
-	if (!r || !(r->families & RECORD_IPV4) || !line)
-		return -1;
-	/* The record's PDR, else the one after it, as uplink chooses. */
-	const struct pdr *pdr = &r->pdr;
-	__u32 slot = r->pdr_slot, place = r->place;
-	struct gtpu_info g = { .qfi = psc_qfi & 0xff, .has_qfi = psc_qfi >> 8 };
-	if (!uplink_pdi_matches(pdr, &g, ip4, NULL) || !record_sdf_passes(ctx, inner_off, pdr, &r->branch, ip4)) {
-		if (!pdr_after_record(ctx, r->branch.next, &g, ip4, NULL, inner_off, &line->copy.pdr, &slot))
-			return -1;
-		pdr = &line->copy.pdr;
-		place = 0;
-	}
-	const struct far *far = &pdr->far;
-	if ((pdr->flags & (PDR_TO_UE | PDR_URR_BEFORE_QOS * ((1 << URRS_PER_PDR) - 1))) ||
-	    far->action != FAR_FORWARD || (far->flags & (FAR_GTPU_IPV6 | FAR_DUPLICATE)) || pdr->qer[0] != pdr->urr[0])
-		return -1;
-	int relayed = far->flags & FAR_GTPU_IPV4;
-	struct nexthop *nh = valid_nexthop(far->nexthop == NEXTHOP_ROUTE && !relayed ? routed : far->nexthop);
-	if (!nh)
-		return -1;
-	__u32 psc_word = relayed ? tunnel_psc_word(pdr, GTPU_PSC_UL, psc_qfi) : 0;
-	__u32 encap = sizeof(struct iphdr) + (psc_word ? GTPU_ENCAP_QFI_LEN : GTPU_ENCAP_LEN);
-	if (relayed ? nh->vlan_tci || inner_off != ETH_HLEN + encap || pkt_len != ETH_HLEN + encap + inner_len
-		    : ip4->ttl <= 1)
-		return -1;
-	int reason;
-	if (pdr->qer[0] && (reason = apply_usage_line(pdr, QER_UL, inner_len, 1)))
-		return reason < 0 ? -1 : finish(pkt_len, reason, XDP_DROP);
-	count_pdr(slot, place, inner_len);
-	if (relayed)
-		return relay_in_place(ctx, far, nh, encap + inner_len, psc_word, pkt_len, &line->relay_forward);
-	ipv4_decrement_ttl(ip4);
-	__be16 tci = nh->vlan_tci;
-	if (trim_to(ctx, pkt_len, inner_off + inner_len) ||
-	    put_nexthop_eth(ctx, inner_off, tci ? ETH_HLEN_VLAN : ETH_HLEN, nh, tci, bpf_htons(ETH_P_IP)))
-		return finish(pkt_len, REASON_DROP_INTERNAL, XDP_DROP);
-	count_forward(&line->uplink_forward, pkt_len);
-	return bpf_redirect(nh->ifindex, 0);
 }
 
 /* Echo Response with a Recovery IE (TS 29.281 7.2.2), sent back where the
@@ -1740,10 +1672,8 @@ INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 	int unhanded = 0;
 	if (iface_roles & ROLE_ACCESS) {
 		struct gpdu_args a = fast_gpdu(data, end);
-		if (a.inner_off) {
-			int action = uplink_common(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
-			return action >= 0 ? action : uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
-		}
+		if (a.inner_off)
+			return uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
 		/* A runt of the shape fast_gpdu read too short claims, and
 		 * finds nothing handed on. */
 		unhanded = a.unhanded;
