@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -247,6 +248,9 @@ func withClient(f func(c *cobra.Command, cl *api.Client, args []string) error) a
 		var refused *api.Error
 		if errors.As(err, &refused) && refused.Status == http.StatusUnauthorized {
 			return fmt.Errorf("%w (the token: --token-file FILE, or $%s)", err, tokenVariable)
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("%w (no daemon listens there: xdp5g run starts one, --api names another)", err)
 		}
 		return err
 	}

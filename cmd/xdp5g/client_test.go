@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -184,5 +185,20 @@ func TestTokenVariableHelp(t *testing.T) {
 	line, _, _ = strings.Cut(line, "\n")
 	if !strings.Contains(line, "the token itself in $XDP5G_TOKEN") {
 		t.Errorf("--token-file's help %q; want it to say $XDP5G_TOKEN holds the token itself", line)
+	}
+}
+
+// A client command with no daemon at its --api says so and how to start
+// one, or to name another.
+func TestNoDaemon(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	status, _, stderr := xdp5g("", "sessions", "list", "--api", "http://"+addr)
+	if want := "connection refused (no daemon listens there: xdp5g run starts one, --api names another)\n"; status != 1 || !strings.HasSuffix(stderr, want) {
+		t.Errorf("status %d, %q; want 1 and %q", status, stderr, want)
 	}
 }

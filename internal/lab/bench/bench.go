@@ -102,7 +102,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.BoolVar(&cfg.chain, "chain", false, "measure the UPF's chains of stages instead: the classifier and the steer stage in front of the UPF per packet (with --classify-rules), and the balance of one tunnel's inner flows over the CPUs")
 	fs.BoolVar(&cfg.slicing, "slicing", false, "measure slicing instead: priority and offload under load, delay and jitter per slice")
 	fs.BoolVar(&cfg.slicingUPF, "slicing-upf", false, "measure priority and offload with GTP-U through the UPF instead: the UPF on the receiving interface with the stages classify, steer, upf, one session per service")
-	fs.StringVar(&cfg.charts, "charts", "", "`directory` to write the charts of --slicing to, as SVG")
+	fs.StringVar(&cfg.charts, "charts", "", "existing `directory` to write the charts of --slicing to, as SVG")
 	fs.BoolVar(&cfg.cuup, "cuup", false, "measure the CU-UP instead: downlink throughput of its AF_XDP and socket paths, CPU per packet and Gbit/s per core with NEA2 and NIA2")
 	fs.StringVar(&f.cuupFlows, "cuup-flows", "1,2,4,8", "`counts` of parallel flows of one UE the CU-UP's paths are compared with")
 	fs.Uint64Var(&cfg.cuupPackets, "cuup-packets", 6_000_000, "packets per measurement of --cuup through a path; an eighth of it through the stack alone")
@@ -165,6 +165,28 @@ func (f *Flags) config() (cfg config, err error) {
 	}
 	if cfg.cuupPackets < 1 || cfg.cuupRounds < 1 {
 		return cfg, errors.New("--cuup-packets and --cuup-rounds must be positive")
+	}
+	var suites []string
+	for _, s := range []struct {
+		flag  string
+		given bool
+	}{{"--pfcp", cfg.pfcp}, {"--restarts", cfg.restarts > 0}, {"--dupl", cfg.dupl}, {"--classify", cfg.classify}, {"--chain", cfg.chain},
+		{"--slicing", cfg.slicing}, {"--slicing-upf", cfg.slicingUPF}, {"--cuup", cfg.cuup}} {
+		if s.given {
+			suites = append(suites, s.flag)
+		}
+	}
+	if len(suites) > 1 {
+		return cfg, fmt.Errorf("%s: one suite a run", strings.Join(suites, ", "))
+	}
+	// Checked before a run whose charts come at its end.
+	if cfg.charts != "" {
+		if !cfg.slicing {
+			return cfg, errors.New("--charts applies to --slicing alone")
+		}
+		if st, err := os.Stat(cfg.charts); err != nil || !st.IsDir() {
+			return cfg, fmt.Errorf("--charts: %s is not a directory", cfg.charts)
+		}
 	}
 	if (cfg.ipv6Transport || cfg.open5gs) && (cfg.pfcp || cfg.classify || cfg.chain || cfg.slicing || cfg.slicingUPF || cfg.cuup || cfg.restarts > 0) ||
 		cfg.open5gs && cfg.dupl {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xdp5g/xdp5g/internal/demo"
@@ -85,5 +86,28 @@ func TestSchedule(t *testing.T) {
 	}
 	if slices.Equal(walks[0], walks[1]) {
 		t.Error("two subjects of the same frames take them in the same order")
+	}
+}
+
+// TestUPFTargetLines checks that the report judges each UPF target
+// docs/benchmarks.md names: the attached programs by bpf_stats and the
+// spread at a million sessions against the two-read floor.
+func TestUPFTargetLines(t *testing.T) {
+	r := func(v float64) rounds { return rounds{v} }
+	costs := []costRow{{sessions: 1_000_000, empty: r(40), tx: r(44), uplink: r(60), downlink: r(58),
+		spread: []spreadCost{{flows: 65536, uplink: r(640), downlink: r(800), floor: floorCost{two: r(640)}}}}}
+	live := []liveRow{{direction: "uplink", upf: liveResult{ns: r(46), rate: r(8), loss: r(0)}, baseline: liveResult{ns: r(24), rate: r(10), loss: r(0)}}}
+	var out strings.Builder
+	p := linesTo(&out)
+	costTargets(p, costs)
+	liveTargets(p, live)
+	for _, want := range []string{
+		"- uplink attached with 1 installed, by bpf_stats: 1.917× the redirect baseline (target ≤ 2×): met",
+		"- uplink over 65536 of 1000000 installed, less the empty program: 1.000× the two-read floor (target ≤ 1.3×): met",
+		"- downlink over 65536 of 1000000 installed, less the empty program: 1.267× the two-read floor (target ≤ 1.3×): met",
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("no line %q in\n%s", want, out.String())
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,5 +80,31 @@ func TestFlows(t *testing.T) {
 		if _, err := parseFlags([]string{"--flows", bad}); err == nil || !strings.Contains(err.Error(), "--flows") {
 			t.Errorf("--flows %q: %v, want an error naming --flows", bad, err)
 		}
+	}
+}
+
+// A run measures one suite, and --charts names a directory of --slicing's
+// before the run: refused, the run measures nothing.
+func TestSuiteFlagsRefused(t *testing.T) {
+	dir, file := t.TempDir(), filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--pfcp", "--classify"}, "--pfcp, --classify: one suite a run"},
+		{[]string{"--restarts", "2", "--cuup"}, "--restarts, --cuup: one suite a run"},
+		{[]string{"--slicing", "--charts", filepath.Join(dir, "none")}, "--charts: " + filepath.Join(dir, "none") + " is not a directory"},
+		{[]string{"--slicing", "--charts", file}, "--charts: " + file + " is not a directory"},
+		{[]string{"--chain", "--charts", dir}, "--charts applies to --slicing alone"},
+	} {
+		if _, err := parseFlags(c.args); err == nil || err.Error() != c.err {
+			t.Errorf("%q: %v, want %q", c.args, err, c.err)
+		}
+	}
+	if _, err := parseFlags([]string{"--slicing", "--charts", dir}); err != nil {
+		t.Errorf("--slicing --charts %s: %v", dir, err)
 	}
 }

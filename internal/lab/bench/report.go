@@ -35,6 +35,9 @@ const (
 	targetN9Relay    = 2.5 // with one session and with a million
 	targetBranching  = 1.3 // of the single PDR the branch stands for
 	targetRate       = 0.85
+	targetAttached   = 2.0 // bpf_stats of the attached program, one session, over the redirect baseline's
+	targetFloor      = 1.3 // own cost over the two-read floor's, frames over targetFloorFlows of a million
+	targetFloorFlows = 65536
 
 	targetEstablishRate = 20_000 // sessions/s
 	targetPersistRatio  = 0.85   // of the establishment rate without persistence
@@ -94,7 +97,15 @@ func report(w io.Writer, args []string, cfg config, res results) {
 
 	p("\n### Targets\n")
 	costTargets(p, res.costs)
+	liveTargets(p, live)
+}
+
+// liveTargets are the targets of the attached programs and the testbed rate, one session installed.
+func liveTargets(p printer, live []liveRow) {
 	for _, r := range live {
+		attached := r.upf.ns.per(r.baseline.ns)
+		p("- %s attached with 1 installed, by bpf_stats: %.3f× the redirect baseline (target ≤ %g×): %s", r.direction, attached,
+			targetAttached, verdict[attached <= targetAttached])
 		ratio := r.upf.rate.per(r.baseline.rate)
 		p("- %s testbed rate: %.3f× the redirect baseline (target ≥ %g×): %s", r.direction, ratio, targetRate, verdict[ratio >= targetRate])
 		p("- %s paced at %.2f Mpps: %d of %d packets lost (target 0): %s", r.direction, float64(r.pacedRate)/1e6,
@@ -524,6 +535,22 @@ func costTargets(p printer, costs []costRow) {
 		}{{"uplink", r.uplink}, {"downlink", r.downlink}} {
 			ratio := d.ns.per(r.tx)
 			p("- %s with %d installed: %.3f× XDP_TX (target ≤ %g×): %s", d.name, r.sessions, ratio, target, verdict[ratio <= target])
+		}
+	}
+	for _, r := range costs {
+		for _, sp := range r.spread {
+			if r.sessions != 1_000_000 || sp.flows != targetFloorFlows {
+				continue
+			}
+			floor := sp.floor.two.minus(r.empty)
+			for _, d := range []struct {
+				name string
+				ns   rounds
+			}{{"uplink", sp.uplink}, {"downlink", sp.downlink}} {
+				ratio := d.ns.minus(r.empty).per(floor)
+				p("- %s over %d of %d installed, less the empty program: %.3f× the two-read floor (target ≤ %g×): %s", d.name,
+					sp.flows, r.sessions, ratio, targetFloor, verdict[ratio <= targetFloor])
+			}
 		}
 	}
 }

@@ -330,7 +330,8 @@ func receiveOn(ns *namespace.Netns, port string, cpu int) error {
 		}
 	}
 	if len(ours) != 1 {
-		return fmt.Errorf("%s in %s got %d NAPI threads, want 1", port, ns.Name, len(ours))
+		// More: another process made a port of the same name threaded meanwhile.
+		return fmt.Errorf("port %q in %s: %d new NAPI threads named napi/%s-*, want 1", port, ns.Name, len(ours), port)
 	}
 	var set unix.CPUSet
 	set.Set(cpu)
