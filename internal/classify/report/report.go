@@ -82,9 +82,9 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 	var senders sync.WaitGroup
 	defer senders.Wait()
 	newest := make([]chan []byte, len(r.webhooks))
-	for i, url := range r.webhooks {
+	for i, hook := range r.webhooks {
 		newest[i] = make(chan []byte, 1)
-		senders.Go(func() { r.sendTo(ctx, url, newest[i]) })
+		senders.Go(func() { r.sendTo(ctx, hook, newest[i]) })
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -173,23 +173,23 @@ func (r *Reporter) slice(s classifyxdp.Slice, dt float64) (Slice, error) {
 	return out, nil
 }
 
-// sendTo posts the reports of bodies to the webhook url until ctx is
+// sendTo posts the reports of bodies to the webhook hook until ctx is
 // done; one that fails is logged, and the webhook gets the next report.
-func (r *Reporter) sendTo(ctx context.Context, url string, bodies <-chan []byte) {
+func (r *Reporter) sendTo(ctx context.Context, hook string, bodies <-chan []byte) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case body := <-bodies:
-			if err := r.post(ctx, url, body); err != nil {
-				r.log.Warn("report not sent to a webhook", "webhook", redacted(url), "err", err)
+			if err := r.post(ctx, hook, body); err != nil {
+				r.log.Warn("report not sent to a webhook", "webhook", redacted(hook), "err", err)
 			}
 		}
 	}
 }
 
-func (r *Reporter) post(ctx context.Context, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+func (r *Reporter) post(ctx context.Context, hook string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
