@@ -406,15 +406,35 @@ func (b *baselines) Close() error {
 // packet in the DN, a G-PDU at the gNB (which way its addresses point does
 // not matter to a MAC rewrite).
 func (b *baselines) forwarder(tb *demo.Testbed) forwarder {
-	var links []io.Closer
 	ue := ueAddr(0)
+	f := attachedAs(tb, "redirect baseline", b.toDN, b.toGNB)
+	f.traffic = [][2]traffic{{
+		{frame: demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL))},
+		{frame: tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL))},
+	}}
+	return f
+}
+
+// txForwarder puts the XDP_TX baseline where the UPF runs, timed by
+// bpf_stats on the traffic t: it sends it back where it came from.
+func (b *baselines) txForwarder(tb *demo.Testbed, t [2]traffic) forwarder {
+	f := attachedAs(tb, "XDP_TX baseline", b.tx, b.tx)
+	f.traffic = [][2]traffic{t}
+	f.timedOnly = true
+	return f
+}
+
+// attachedAs is a forwarder that attaches toDN on the UPF's N3 and toGNB
+// on its N6.
+func attachedAs(tb *demo.Testbed, name string, toDN, toGNB *ebpf.Program) forwarder {
+	var links []io.Closer
 	return forwarder{
-		name: "redirect baseline",
+		name: name,
 		attach: func() error {
 			for _, a := range []struct {
 				iface string
 				prog  *ebpf.Program
-			}{{demo.N3, b.toDN}, {demo.N6, b.toGNB}} {
+			}{{demo.N3, toDN}, {demo.N6, toGNB}} {
 				l, err := tb.UPF.AttachXDP(a.iface, a.prog, false)
 				if err != nil {
 					return err
@@ -431,9 +451,5 @@ func (b *baselines) forwarder(tb *demo.Testbed) forwarder {
 			links = nil
 			return err
 		},
-		traffic: [][2]traffic{{
-			{frame: demo.Ethernet(tb.N3MAC, tb.GNBMAC, demo.UEPacket(ue, demo.DNAddr, true, demo.UETTL))},
-			{frame: tb.UplinkFrame(teid(0), demo.QFI, demo.UEPacket(ue, demo.DNAddr, false, demo.UETTL))},
-		}},
 	}
 }

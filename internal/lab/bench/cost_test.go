@@ -96,13 +96,13 @@ func TestUPFTargetLines(t *testing.T) {
 	r := func(v float64) rounds { return rounds{v} }
 	costs := []costRow{{sessions: 1_000_000, empty: r(40), tx: r(44), uplink: r(60), downlink: r(58),
 		spread: []spreadCost{{flows: 65536, uplink: r(640), downlink: r(800), floor: floorCost{two: r(640)}}}}}
-	live := []liveRow{{direction: "uplink", upf: liveResult{ns: r(46), rate: r(8), loss: r(0)}, baseline: liveResult{ns: r(24), rate: r(10), loss: r(0)}}}
+	live := []liveRow{{direction: "uplink", upf: liveResult{ns: r(46), rate: r(8), loss: r(0)}, baseline: liveResult{ns: r(24), rate: r(10), loss: r(0)}, tx: r(23)}}
 	var out strings.Builder
 	p := linesTo(&out)
 	costTargets(p, costs)
 	liveTargets(p, live)
 	for _, want := range []string{
-		"- uplink attached with 1 installed, by bpf_stats: 1.917× the redirect baseline (target ≤ 2×): met",
+		"- uplink attached with 1 installed, by bpf_stats: 2.000× the XDP_TX baseline, 1.917× the redirect baseline (target ≤ 2× XDP_TX): met",
 		"- uplink over 65536 of 1000000 installed, less the empty program: 1.000× the two-read floor (target ≤ 1.3×): met",
 		"- downlink over 65536 of 1000000 installed, less the empty program: 1.267× the two-read floor (target ≤ 1.3×): met",
 	} {

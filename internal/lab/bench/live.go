@@ -38,6 +38,9 @@ type forwarder struct {
 	name           string
 	attach, detach func() error
 	traffic        [][2]traffic
+	// timedOnly: measured by bpf_stats alone, as it sends the packets
+	// nowhere the sinks count them (XDP_TX).
+	timedOnly bool
 }
 
 // liveResult is one forwarder in one direction: the attached program's run
@@ -48,19 +51,20 @@ type liveResult struct {
 	ns, rate, loss rounds
 }
 
-// liveRow is one direction for the UPF and the baseline, and the UPF's
-// paced run.
+// liveRow is one direction for the UPF, the redirect baseline and the
+// XDP_TX baseline (by bpf_stats alone), and the UPF's paced run.
 type liveRow struct {
 	direction, iface string
 	upf, baseline    liveResult
+	tx               rounds
 	pacedRate        uint64
 	pacedSent        uint64
 	pacedDelivered   uint64
 }
 
 // measureLive runs traffic through the testbed with one session installed,
-// with the UPF and, in its place, the redirect baselines, interleaved
-// round by round.
+// with the UPF and, in its place, the redirect baselines and (by bpf_stats
+// alone) XDP_TX, interleaved round by round.
 func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets uint64, nRounds int, paced time.Duration) (rows []liveRow, err error) {
 	u, err := tb.OpenUPF(1)
 	if err != nil {
@@ -78,13 +82,15 @@ func measureLive(ctx context.Context, tb *demo.Testbed, b *baselines, packets ui
 
 	dirs := liveDirections(tb)
 	upfTraffic := [2]traffic{{frame: uplinkFrame(tb, teid(0), 0)}, {frame: downlinkFrame(tb, 0)}}
-	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, traffic: [][2]traffic{upfTraffic}}, b.forwarder(tb)}
+	fwds := []forwarder{{name: "xdp5g", attach: u.Attach, detach: u.Detach, traffic: [][2]traffic{upfTraffic}}, b.forwarder(tb),
+		b.txForwarder(tb, upfTraffic)}
 	results, err := measureAttached(ctx, tb, gen, fwds, dirs, packets, nRounds)
 	if err != nil {
 		return nil, err
 	}
 	for d := range dirs {
-		rows = append(rows, liveRow{direction: dirs[d].Name, iface: dirs[d].iface, upf: results[0][0][d], baseline: results[1][0][d]})
+		rows = append(rows, liveRow{direction: dirs[d].Name, iface: dirs[d].iface, upf: results[0][0][d], baseline: results[1][0][d],
+			tx: results[2][0][d].ns})
 	}
 
 	progress("paced: xdp5g at %.0f%% of its rate", pacedShare*100)
@@ -117,10 +123,13 @@ func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Gene
 	for f := range fwds {
 		results[f] = make([][2]liveResult, len(fwds[f].traffic))
 	}
-	each := func(what string, measure func(f, t, d int) error) error {
+	each := func(what string, timed bool, measure func(f, t, d int) error) error {
 		for r := range nRounds {
 			for k := range fwds {
 				f := (k + r) % len(fwds)
+				if fwds[f].timedOnly && !timed {
+					continue
+				}
 				progress("%s: %s, round %d of %d", what, fwds[f].name, r+1, nRounds)
 				if err := ctx.Err(); err != nil {
 					return err
@@ -152,7 +161,7 @@ func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Gene
 	if err != nil {
 		return nil, fmt.Errorf("enabling bpf_stats: %w", err)
 	}
-	err = each("bpf_stats", func(f, t, d int) error {
+	err = each("bpf_stats", true, func(f, t, d int) error {
 		ns, err := attachedCost(tb, gen, dirs[d], fwds[f].traffic[t][d], statsPackets(packets))
 		results[f][t][d].ns = append(results[f][t][d].ns, ns)
 		return err
@@ -160,7 +169,7 @@ func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Gene
 	if err := errors.Join(err, stats.Close()); err != nil {
 		return nil, err
 	}
-	err = each("rate", func(f, t, d int) error {
+	err = each("rate", false, func(f, t, d int) error {
 		delivered, elapsed, err := deliver(gen, dirs[d], fwds[f].traffic[t][d], packets, 0)
 		s := &results[f][t][d]
 		s.rate = append(s.rate, float64(delivered)/elapsed.Seconds())
@@ -176,7 +185,9 @@ func measureAttached(ctx context.Context, tb *demo.Testbed, gen *trafficgen.Gene
 func statsPackets(packets uint64) uint64 { return max(packets/4, 1) }
 
 // attachedCost sends packets through d and returns the run time per run
-// of the program attached where they enter the UPF, by bpf_stats.
+// of the program attached where they enter the UPF, by bpf_stats, once it
+// has run for every packet sent (or stood still for a while: what it
+// dropped on the way in never ran it).
 func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, t traffic, packets uint64) (float64, error) {
 	prog, err := attachedProgram(tb.UPF, d.iface)
 	if err != nil {
@@ -187,18 +198,29 @@ func attachedCost(tb *demo.Testbed, gen *trafficgen.Generator, d direction, t tr
 	if err != nil {
 		return 0, err
 	}
-	if _, _, err := deliver(gen, d, t, packets, 0); err != nil {
-		return 0, err
-	}
-	after, err := prog.Stats()
+	sent, _, err := d.Send(gen, t.frame, packets, t.spread)
 	if err != nil {
 		return 0, err
 	}
-	runs := after.RunCount - before.RunCount
+	const poll, quiet = 10 * time.Millisecond, 300 * time.Millisecond
+	var runs, runtime uint64
+	for still := time.Duration(0); still < quiet; still += poll {
+		after, err := prog.Stats()
+		if err != nil {
+			return 0, err
+		}
+		if n := after.RunCount - before.RunCount; n != runs {
+			runs, runtime, still = n, uint64(after.Runtime-before.Runtime), 0
+		}
+		if runs >= sent {
+			break
+		}
+		time.Sleep(poll)
+	}
 	if runs == 0 {
 		return 0, errors.New("bpf_stats counted no runs")
 	}
-	return float64(after.Runtime-before.Runtime) / float64(runs), nil
+	return float64(runtime) / float64(runs), nil
 }
 
 // deliver sends count packets of t through d at rate packets per second
