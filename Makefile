@@ -7,8 +7,10 @@ GENERATED := .generated
 
 .PHONY: setup build generate image install test demo bench lint clean
 
-# The image: `make image IMAGE=registry.example.net/xdp5g:1.0`.
-IMAGE ?= localhost/xdp5g:latest
+# The image: `make image IMAGE=registry.example.net/xdp5g:1.0`. By default
+# tagged with the Helm chart's appVersion, the tag the chart runs.
+APP_VERSION := $(shell sed -n 's/^appVersion: *//p' deploy/helm/xdp5g/Chart.yaml | tr -d '"')
+IMAGE ?= localhost/xdp5g:$(APP_VERSION)
 PODMAN ?= podman
 # Podman as this kind of machine runs it (deploy/podman/containers.conf).
 export CONTAINERS_CONF ?= $(CURDIR)/deploy/podman/containers.conf

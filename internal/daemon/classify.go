@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp5g/xdp5g/internal/api"
@@ -29,9 +30,9 @@ func classifyLinks(cfg *config.Config) string {
 // openClassifier loads the classifier, its stages to run in the UPF's
 // chains (chain: upfxdp.Datapath.ChainMaps, nil without the UPF), with
 // the rules of the rules file (saved, nil for none), keeps that file in step with the rules and
-// reports its figures from then on, until stop.
+// reports its figures from then on, to its webhooks and to metrics, until stop.
 func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, chain map[string]*ebpf.Map, ns netns.NsHandle,
-	log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
+	metrics prometheus.Registerer, log *slog.Logger) (c *api.Classifier, stop func() error, err error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.Classify.RulesFile), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("classify.rules_file: %w", err)
 	}
@@ -60,6 +61,7 @@ func openClassifier(ctx context.Context, cfg *config.Config, saved []byte, chain
 		return nil, nil, errors.Join(err, rules.Close())
 	}
 	reports := report.New(rules, c.Intents, cfg.Classify.Webhooks, log)
+	metrics.MustRegister(reports.Metrics())
 	reporting, stopReports := context.WithCancel(ctx)
 	reported := make(chan struct{})
 	go func() {

@@ -25,7 +25,6 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/api"
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
-	"github.com/xdp5g/xdp5g/internal/classify/report"
 	"github.com/xdp5g/xdp5g/internal/config"
 	"github.com/xdp5g/xdp5g/internal/platform/gcpace"
 	"github.com/xdp5g/xdp5g/internal/platform/version"
@@ -162,11 +161,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) (err error) 
 		if u != nil {
 			chain = u.dp.ChainMaps()
 		}
-		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, chain, ns, log); err != nil {
+		if services.Classifier, stopClassifier, err = openClassifier(ctx, cfg, savedRules, chain, ns, metrics, log); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, stopClassifier()) }()
-		metrics.MustRegister(report.Metrics(services.Classifier.Rules, services.Classifier.Intents))
 	}
 	rest.gate.Starting("starting: attaching the data path")
 	if u != nil {

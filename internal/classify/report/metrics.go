@@ -5,8 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
-	"github.com/xdp5g/xdp5g/internal/classify/intent"
 	"github.com/xdp5g/xdp5g/internal/telemetry"
 )
 
@@ -20,24 +18,31 @@ var (
 	sliceOffloadedPackets = telemetry.Counter("slice_offloaded_packets_total", "Packets of a slice sent to alternative nodes.", "slice")
 	sliceOffloadedBytes   = telemetry.Counter("slice_offloaded_bytes_total",
 		"Octets of the packets of a slice sent to alternative nodes.", "slice")
-	slicePoliced = telemetry.Counter("slice_policed_packets_total", "Packets of a slice its rate dropped.", "slice")
-	cpuEnqueued  = telemetry.Counter("cpu_queue_enqueued_packets_total", "Packets steered to a CPU's queue.", "cpu")
-	cpuDequeued  = telemetry.Counter("cpu_queue_dequeued_packets_total", "Steered packets a CPU took off its queue.", "cpu")
-	cpuDropped   = telemetry.Counter("cpu_queue_dropped_packets_total", "Packets a CPU's queue dropped, full.", "cpu")
-	cpuBacklog   = telemetry.Gauge("cpu_queue_backlog_packets", "Packets in a CPU's queue.", "cpu")
-	rulesMetric  = telemetry.Gauge("classify_rules", "Classification rules installed, the intents' included.")
+	slicePoliced    = telemetry.Counter("slice_policed_packets_total", "Packets of a slice its rate dropped.", "slice")
+	cpuEnqueued     = telemetry.Counter("cpu_queue_enqueued_packets_total", "Packets steered to a CPU's queue.", "cpu")
+	cpuDequeued     = telemetry.Counter("cpu_queue_dequeued_packets_total", "Steered packets a CPU took off its queue.", "cpu")
+	cpuDropped      = telemetry.Counter("cpu_queue_dropped_packets_total", "Packets a CPU's queue dropped, full.", "cpu")
+	cpuBacklog      = telemetry.Gauge("cpu_queue_backlog_packets", "Packets in a CPU's queue.", "cpu")
+	rulesMetric     = telemetry.Gauge("classify_rules", "Classification rules installed, the intents' included.")
+	webhookFailures = telemetry.Counter("classify_webhook_failures_total",
+		"Reports a webhook did not take (unreachable, timed out, or answered with an error status), by webhook: its URL without its password.", "webhook")
 	slicesMetric = telemetry.Gauge("classify_slices", "Slices the classifier steers to.")
 )
 
 // Metrics collects the classifier's figures at scrape time: per intent,
 // slice and CPU, as the reports carry them but for the rates, which
-// Prometheus takes from the counters.
-func Metrics(dp *classifyxdp.Datapath, intents *intent.Store) prometheus.Collector {
+// Prometheus takes from the counters; and the reports each webhook did
+// not take.
+func (r *Reporter) Metrics() prometheus.Collector {
+	dp, intents := r.dp, r.intents
 	return &telemetry.Collector{
 		Families: []telemetry.Family{intentPackets, intentBytes, intentOffloaded, sliceLocalPackets, sliceLocalBytes,
 			sliceOffloadedPackets, sliceOffloadedBytes, slicePoliced, cpuEnqueued, cpuDequeued, cpuDropped, cpuBacklog,
-			rulesMetric, slicesMetric},
+			rulesMetric, slicesMetric, webhookFailures},
 		Read: func(ch chan<- prometheus.Metric) {
+			for i, hook := range r.webhooks {
+				webhookFailures.Emit(ch, float64(r.failed[i].Load()), redacted(hook))
+			}
 			if list, err := intents.List(); err != nil {
 				intentPackets.Fail(ch, err)
 			} else {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"log/slog"
 	"net"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestMetrics(t *testing.T) {
 	if _, _, err := intents.Apply([]byte(`{"Resources": [{"dstPort": "5004"}], "Action": {"actionType": "INSERT", "actionName": "SLICE", "cpus": "0", "priority": "high"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	c := Metrics(dp, intents)
+	c := New(dp, intents, nil, slog.New(slog.DiscardHandler)).Metrics()
 	testsupport.HasLines(t, testsupport.Exposition(t, c), "# TYPE xdp5g_intent_packets_total counter", `xdp5g_intent_packets_total{action="SLICE",intent="1"} 0`,
 		`xdp5g_slice_offloaded_packets_total{slice="255"} 0`, `xdp5g_cpu_queue_backlog_packets{cpu="0"} 0`,
 		"xdp5g_classify_rules 1", "xdp5g_classify_slices 1")

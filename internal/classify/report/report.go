@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xdp5g/xdp5g/internal/classify/classifyxdp"
@@ -61,6 +62,7 @@ type Reporter struct {
 	dp       *classifyxdp.Datapath
 	intents  *intent.Store
 	webhooks []string
+	failed   []atomic.Uint64 // the reports each webhook did not take
 	client   *http.Client
 	log      *slog.Logger
 
@@ -70,7 +72,8 @@ type Reporter struct {
 
 // New reports on a classifier and its intents to webhooks (URLs).
 func New(dp *classifyxdp.Datapath, intents *intent.Store, webhooks []string, log *slog.Logger) *Reporter {
-	return &Reporter{dp: dp, intents: intents, webhooks: webhooks, client: &http.Client{Timeout: 5 * time.Second}, log: log}
+	return &Reporter{dp: dp, intents: intents, webhooks: webhooks, failed: make([]atomic.Uint64, len(webhooks)),
+		client: &http.Client{Timeout: 5 * time.Second}, log: log}
 }
 
 // Run sends a report every interval until ctx is done. Each webhook has a
@@ -84,7 +87,7 @@ func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
 	newest := make([]chan []byte, len(r.webhooks))
 	for i, hook := range r.webhooks {
 		newest[i] = make(chan []byte, 1)
-		senders.Go(func() { r.sendTo(ctx, hook, newest[i]) })
+		senders.Go(func() { r.sendTo(ctx, hook, &r.failed[i], newest[i]) })
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -174,15 +177,28 @@ func (r *Reporter) slice(s classifyxdp.Slice, dt float64) (Slice, error) {
 }
 
 // sendTo posts the reports of bodies to the webhook hook until ctx is
-// done; one that fails is logged, and the webhook gets the next report.
-func (r *Reporter) sendTo(ctx context.Context, hook string, bodies <-chan []byte) {
+// done. One that fails is counted in failed, and the webhook gets the
+// next report; the log says when it starts failing and when it takes a
+// report again, not every failure: a webhook down for a day would
+// otherwise write a line every interval.
+func (r *Reporter) sendTo(ctx context.Context, hook string, failed *atomic.Uint64, bodies <-chan []byte) {
+	var failing uint64 // the reports it failed to take in a row
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case body := <-bodies:
-			if err := r.post(ctx, hook, body); err != nil {
-				r.log.Warn("report not sent to a webhook", "webhook", redacted(hook), "err", err)
+			err := r.post(ctx, hook, body)
+			switch {
+			case err != nil && ctx.Err() != nil: // stopped while posting
+			case err != nil:
+				failed.Add(1)
+				if failing++; failing == 1 {
+					r.log.Warn("report not sent to a webhook; it is logged again once it takes one", "webhook", redacted(hook), "err", err)
+				}
+			case failing > 0:
+				r.log.Info("webhook takes reports again", "webhook", redacted(hook), "reports_not_sent", failing)
+				failing = 0
 			}
 		}
 	}

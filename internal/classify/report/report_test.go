@@ -129,3 +129,52 @@ func TestEmptyReportListsAreArrays(t *testing.T) {
 		t.Errorf("an empty report: %s", body)
 	}
 }
+
+// A webhook that fails is logged when it starts failing and when it takes
+// a report again, not at every report in between; the reports it did not
+// take are counted, by its URL without its password.
+func TestAFailingWebhookIsLoggedOnChange(t *testing.T) {
+	dp := openDatapath(t)
+	// Reports 0-2 and 5-6 fail; the others are taken.
+	fails := map[int]bool{0: true, 1: true, 2: true, 5: true, 6: true}
+	seen := make(chan int, 100)
+	var n int
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fails[n] {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		seen <- n
+		n++
+	}))
+	defer hook.Close()
+	var logged bytes.Buffer // read once Run returned, its senders done
+	withPassword := strings.Replace(hook.URL, "http://", "http://collector:s3cret@", 1)
+	r := New(dp, intent.NewStore(dp, nil, nil), []string{withPassword}, slog.New(slog.NewTextHandler(&logged, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, 10*time.Millisecond)
+	}()
+	// The webhook got report 8: the reporter is done with report 7.
+	for i := 0; i != 8; {
+		select {
+		case i = <-seen:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the webhook got %d reports in 5s at an interval of 10ms", i)
+		}
+	}
+	cancel()
+	<-done
+	log := logged.String()
+	if got := strings.Count(log, "report not sent to a webhook"); got != 2 {
+		t.Errorf("%d lines for the failures, want one for each of the two times it began failing:\n%s", got, log)
+	}
+	if !strings.Contains(log, "webhook takes reports again") || !strings.Contains(log, "reports_not_sent=3") ||
+		!strings.Contains(log, "reports_not_sent=2") || strings.Contains(log, "s3cret") {
+		t.Errorf("the log does not say the webhook took reports again after 3 and 2 failures, its password left out:\n%s", log)
+	}
+	redacted := strings.Replace(hook.URL, "http://", "http://collector:xxxxx@", 1)
+	testsupport.HasLines(t, testsupport.Exposition(t, r.Metrics()),
+		`xdp5g_classify_webhook_failures_total{webhook="`+redacted+`"} 5`)
+}

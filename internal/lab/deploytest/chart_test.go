@@ -139,6 +139,35 @@ func TestChart(t *testing.T) {
 	})
 }
 
+// The chart runs the image it was released with: its appVersion, a
+// version rather than a moving tag such as latest, unless image.tag says
+// otherwise.
+func TestImagePinned(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chart, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^v?\d+\.\d+\.\d+`).MatchString(meta.AppVersion) {
+		t.Errorf("Chart.yaml's appVersion %q; want the version the chart is released with", meta.AppVersion)
+	}
+	upf := filepath.Join(chart, "ci", "upf-values.yaml")
+	for tag, want := range map[string]string{"": "localhost/xdp5g:" + meta.AppVersion, "1.0": "localhost/xdp5g:1.0"} {
+		r := decodeAll(t, runHelm(t, "template", "xdp5g", chart, "-f", upf, "--set-string", "image.tag="+tag))
+		if len(r.daemonSets) != 1 {
+			t.Fatalf("%d DaemonSets, want 1", len(r.daemonSets))
+		}
+		if image := r.daemonSets[0].Spec.Template.Spec.Containers[0].Image; image != want {
+			t.Errorf("image.tag %q runs %s, want %s", tag, image, want)
+		}
+	}
+}
+
 // A misspelt field fails the decoding.
 func TestStrictDecoding(t *testing.T) {
 	doc := "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: x}\nspec:\n  template:\n    spec:\n      containers: [{name: x, securityContxt: {}}]\n"

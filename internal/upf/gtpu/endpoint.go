@@ -493,7 +493,10 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 		e.echoAnswered(Path{Local: local, Peer: from.Addr()}, m.Seq)
 	case MsgErrorIndication:
 		ind := ErrorIndication{From: from.Addr(), TEID: m.TEIDDataI, PeerAddr: m.PeerAddr}
-		e.log.Info("GTP-U Error Indication", "from", ind.From, "teid", ind.TEID, "peer", ind.PeerAddr)
+		// At debug level: a gNB that lost its contexts sends one for every
+		// G-PDU of theirs, a flood at INFO. They are counted in Stats and
+		// reported to the sessions' SMFs.
+		e.log.Debug("GTP-U Error Indication", "from", ind.From, "teid", ind.TEID, "peer", ind.PeerAddr)
 		e.mu.Lock()
 		notify(e, e.cfg.OnErrorIndication, ind)
 		e.mu.Unlock()

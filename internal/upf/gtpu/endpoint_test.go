@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
@@ -124,6 +125,35 @@ func TestErrorIndication(t *testing.T) {
 	s := e.Stats()
 	if s.Malformed != uint64(len(malformed)) || s.Received[MsgErrorIndication] != 1 {
 		t.Errorf("stats %+v, want %d malformed and 1 Error Indication", s, len(malformed))
+	}
+}
+
+// A flood of Error Indications (a gNB that lost its contexts answers every
+// G-PDU with one) is counted and reported, each, but logged at debug level
+// only: nothing at INFO.
+func TestErrorIndicationFloodIsNotLogged(t *testing.T) {
+	l := newN3(t)
+	const flood = 200
+	got := make(chan ErrorIndication, flood)
+	var logged bytes.Buffer // written before each report: read once all are in
+	e := l.open(t, Config{Local: []netip.Addr{n3Addr}, OnErrorIndication: func(ind ErrorIndication) { got <- ind },
+		Log: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	gnb := l.gnbSocket(t, Port)
+	for teid := range uint32(flood) {
+		send(t, gnb, errorIndication(t, teid+1, gnbAddr, nil))
+	}
+	for n := range flood {
+		select {
+		case <-got:
+		case <-time.After(timeout):
+			t.Fatalf("%d of %d Error Indications reported", n, flood)
+		}
+	}
+	if s := e.Stats(); s.Received[MsgErrorIndication] != flood {
+		t.Errorf("%d Error Indications counted, want %d", s.Received[MsgErrorIndication], flood)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("logged at INFO:\n%s", logged.String())
 	}
 }
 

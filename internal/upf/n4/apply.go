@@ -164,6 +164,7 @@ func (h *Handler) commit(c *change) {
 		delete(h.chosen, teid)
 	}
 	h.sessions[s.seid] = s
+	h.indexCP(s, old)
 	h.touched[s.seid] = true
 	if h.cfg.Buffers != nil && s.bufferLimit() != old.bufferLimit() {
 		h.cfg.Buffers.SetLimit(s.seid, s.bufferLimit())
@@ -195,6 +196,7 @@ func (h *Handler) remove(s *pfcpSession) (unsent []report, err error) {
 		h.releaseUE(s.ue4)
 	}
 	delete(h.sessions, s.seid)
+	h.indexCP(nil, s)
 	if h.cfg.Buffers != nil {
 		h.cfg.Buffers.SetLimit(s.seid, 0)
 	}

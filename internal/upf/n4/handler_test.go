@@ -706,6 +706,43 @@ func TestUnknownSession(t *testing.T) {
 	}
 }
 
+// A CP F-SEID names one session (TS 29.244 §5.6.2): an establishment with
+// that of an existing session, the same request or another, is refused
+// with Mandatory IE incorrect, the F-SEID offending, and changes nothing;
+// so is a modification that would move a session onto it. The same SEID
+// at another address, or once the session is deleted, is another session.
+func TestCPFSEIDNamesOneSession(t *testing.T) {
+	e := newEnv(t)
+	first := e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	elsewhere := open5gs(0x1001, fixedUE("10.60.0.2"), 0x0a0b0c0e)
+	elsewhere[atCPFSEID] = cpFSEID(0x1001, "127.0.0.5")
+	second := e.establish("smf1", elsewhere...).upSEID(t)
+	before, sessions := e.state(), maps.Clone(e.h.sessions)
+	for name, ies := range map[string][][]byte{
+		"the same request again": open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d),
+		"another session":        open5gs(0x1001, fixedUE("10.60.0.3"), 0x0a0b0c0f),
+	} {
+		t.Run(name, func(t *testing.T) {
+			e.establish("smf1", ies...).expect(t, causeIncorrectIE, nil, offendingIE(tFSEID))
+			e.unchanged(before)
+			if !maps.Equal(e.h.sessions, sessions) {
+				t.Errorf("the handler's sessions %v, want %v", slices.Collect(maps.Keys(e.h.sessions)), slices.Collect(maps.Keys(sessions)))
+			}
+		})
+	}
+	t.Run("a modification onto it", func(t *testing.T) {
+		e.modify("smf1", second, cpFSEID(0x1001, "127.0.0.4")).expect(t, causeIncorrectIE, nil, offendingIE(tFSEID))
+		e.unchanged(before)
+		if got := e.h.sessions[second].cpAddrs[0]; got != netip.MustParseAddr("127.0.0.5") {
+			t.Errorf("the refused modification moved the session to %s", got)
+		}
+	})
+	e.delete("smf1", first).expect(t, causeAccepted, nil, nil)
+	e.establish("smf1", open5gs(0x1001, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	// Its own CP F-SEID again, as an SMF may send it, is no move.
+	e.modify("smf1", second, cpFSEID(0x1001, "127.0.0.5")).expect(t, causeAccepted, nil, nil)
+}
+
 func TestDeletion(t *testing.T) {
 	e := newEnv(t)
 	type sess struct {

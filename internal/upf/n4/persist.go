@@ -173,10 +173,11 @@ type Saved struct {
 	reportID uint64
 	version  uint64 // of the last session record, once Finish read them
 	// The handler's index of the sessions, which Kept starts building
-	// while the store takes them over: by UP SEID, the URRs with clock
+	// while the store takes them over: by UP SEID and CP F-SEID, the URRs with clock
 	// triggers, and the sessions with a UE address or a buffer limit.
 	indexing sync.Once
 	bySEID   map[uint64]*pfcpSession
+	byCP     map[cpKey]uint64
 	timed    []meterKey
 	reserved []*pfcpSession
 }
@@ -428,9 +429,13 @@ func (sv *Saved) Kept() []session.Kept {
 func (sv *Saved) index() {
 	sv.indexing.Do(func() {
 		sv.bySEID = make(map[uint64]*pfcpSession, sv.Sessions())
+		sv.byCP = make(map[cpKey]uint64, sv.Sessions())
 		sv.each(func(ss savedSession) {
 			s := ss.s
 			sv.bySEID[s.seid] = s
+			for _, k := range cpKeys(s.cpSEID, s.cpAddrs) {
+				sv.byCP[k] = s.seid
+			}
 			for id, u := range s.urrs {
 				if u.timed() {
 					sv.timed = append(sv.timed, meterKey{s.seid, id})
@@ -465,7 +470,7 @@ func (h *Handler) restore(sv *Saved) {
 	sv.index()
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
-	h.sessions = sv.bySEID
+	h.sessions, h.byCP = sv.bySEID, sv.byCP
 	for _, k := range sv.timed {
 		h.timed[k] = true
 	}

@@ -218,6 +218,9 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 		t.Error("the periodic URR is not timed after the restart")
 	}
 	e.h = h
+	// The restored session's CP F-SEID names it still; the deleted one's is free.
+	e.establish("smf", nodeIDv4("127.0.0.4"), cpFSEID(0x51, "127.0.0.4")).expect(t, causeIncorrectIE, nil, offendingIE(tFSEID))
+	e.delete("smf", establish(0x52)).expect(t, causeAccepted, nil, nil)
 	e.modify("smf", kept, updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess), ohcGTPU(0x300, gnb)))).
 		expect(t, causeAccepted, nil, nil)
 	e.delete("smf", kept).expect(t, causeAccepted, nil, nil)

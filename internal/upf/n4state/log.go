@@ -79,6 +79,7 @@ const (
 	filePrefix  = "journal-"
 	fileSuffix  = ".log"
 	asideSuffix = ".unusable"
+	olderSuffix = ".1" // after asideSuffix: set aside by the restart before
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -272,6 +272,51 @@ func TestUnusableState(t *testing.T) {
 	}
 }
 
+// Starts that cannot use their state, one after another, keep the files
+// of the last two set aside (*.unusable and *.unusable.1) and remove the
+// older ones: the directory does not grow without bound.
+func TestUnusableStatesAreRotated(t *testing.T) {
+	spoil := func(journal string, size int64) {
+		if err := os.Truncate(journal, size/2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := damage(t, spoil)
+	var setAside [][]string // by start, the files it set aside, as named then
+	for start := range 4 {
+		damaged := (&Log{opts: Options{Dir: dir}}).files()
+		l, s, rec := open(t, dir, 0)
+		if rec.Restored {
+			t.Fatalf("start %d restored a damaged state", start)
+		}
+		for i := range 20 {
+			s.set(l, uint64(i), strings.Repeat("y", 100))
+		}
+		closeLog(t, l)
+		var names []string
+		for _, name := range damaged {
+			names = append(names, name+asideSuffix)
+		}
+		setAside = append(setAside, names)
+		files := l.files()
+		st, err := os.Stat(files[len(files)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		spoil(files[len(files)-1], st.Size())
+	}
+	last, _ := filepath.Glob(filepath.Join(dir, "*"+asideSuffix))
+	before, _ := filepath.Glob(filepath.Join(dir, "*"+asideSuffix+olderSuffix))
+	all, _ := filepath.Glob(filepath.Join(dir, "*"+asideSuffix+"*"))
+	var want []string
+	for _, name := range setAside[2] {
+		want = append(want, name+olderSuffix)
+	}
+	if !slices.Equal(last, setAside[3]) || !slices.Equal(before, want) || len(all) != len(last)+len(before) {
+		t.Errorf("set aside: %v and %v, of %v; want the last start's %v and the one's before %v", last, before, all, setAside[3], want)
+	}
+}
+
 // An op that its owner cannot read makes the state unusable too.
 func TestReplayRefusal(t *testing.T) {
 	dir := damage(t, func(string, int64) {})

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync/atomic"
 )
@@ -17,7 +18,8 @@ import (
 type Recovered struct {
 	// Found: there was a state. Restored: it was read whole and every op
 	// of it replayed; otherwise Reason says why it could not be used, and
-	// its files are set aside (renamed *.unusable) for a look.
+	// its files are set aside (renamed *.unusable) for a look, until the
+	// restart after the next that cannot use its state (rotateAside).
 	Found, Restored bool
 	Reason          string
 	Entries         int
@@ -85,6 +87,9 @@ func (l *Log) Discard() error {
 // restart sets the files aside and starts the log empty in generation gen.
 func (l *Log) restart(gen uint64) error {
 	l.removed()
+	if err := l.rotateAside(); err != nil {
+		return err
+	}
 	for _, name := range l.files() {
 		if err := os.Rename(name, name+asideSuffix); err != nil {
 			return err
@@ -93,6 +98,27 @@ func (l *Log) restart(gen uint64) error {
 	atomic.StoreUint64(l.mark, 0)
 	l.next, l.written = 1, 0
 	return l.start(gen)
+}
+
+// rotateAside makes room for files to set aside, as logrotate does: those
+// the previous restart set aside become *.unusable.1, and those of the one
+// before are removed. A start that cannot use its state, again and again,
+// fills no disk: it keeps the last two such states, for a look.
+func (l *Log) rotateAside() error {
+	aside := filepath.Join(l.opts.Dir, "*"+asideSuffix)
+	older, _ := filepath.Glob(aside + olderSuffix)
+	for _, name := range older {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	last, _ := filepath.Glob(aside)
+	for _, name := range last {
+		if err := os.Rename(name, name+olderSuffix); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start writes the first file, generation gen, with an empty snapshot.
