@@ -27,6 +27,7 @@ enum reason {
 	REASON_PASS_NO_ROUTE,
 	REASON_PASS_TTL,
 	REASON_RELAY_FORWARD, /* GTP-U to GTP-U, between the gNB and the CP function */
+	REASON_PASS_UNKNOWN_TEID, /* to the GTP-U endpoint, which sends an Error Indication */
 	/* Counted besides where the packet itself ended: a copy a DUPL FAR
 	 * sent, or could not (no next hop or fanout for it yet). */
 	REASON_DUPLICATE,

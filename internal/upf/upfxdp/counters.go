@@ -32,6 +32,7 @@ var ReasonNames = [reasonCount]string{
 	upfReasonREASON_PASS_NO_ROUTE:       "pass_no_route",
 	upfReasonREASON_PASS_TTL:            "pass_ttl",
 	upfReasonREASON_RELAY_FORWARD:       "relay_forward",
+	upfReasonREASON_PASS_UNKNOWN_TEID:   "pass_unknown_teid",
 	upfReasonREASON_DUPLICATE:           "duplicate",
 	upfReasonREASON_DROP_DUPLICATE:      "drop_duplicate",
 }
