@@ -15,6 +15,7 @@ import (
 
 	"github.com/xdp5g/xdp5g/internal/demo"
 	"github.com/xdp5g/xdp5g/internal/demo/demotest"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // A G-PDU to a TEID no session has, sent by the gNB through the UPF's XDP
@@ -77,7 +78,7 @@ func TestUnknownTEIDGetsErrorIndication(t *testing.T) {
 	}
 	var answered int
 	for {
-		if _, _, err := readGTPU(gnb, 500*time.Millisecond); err != nil {
+		if _, _, err := testsupport.ReceiveGTPU(gnb, 500*time.Millisecond); err != nil {
 			break
 		}
 		answered++
@@ -104,18 +105,6 @@ func TestUnknownTEIDGetsErrorIndication(t *testing.T) {
 	}
 }
 
-// readGTPU reads a GTP-U message and decodes it with gopacket.
-func readGTPU(conn *net.UDPConn, wait time.Duration) (*layers.GTPv1U, netip.AddrPort, error) {
-	buf := make([]byte, 1500)
-	conn.SetReadDeadline(time.Now().Add(wait))
-	n, from, err := conn.ReadFromUDPAddrPort(buf)
-	if err != nil {
-		return nil, from, err
-	}
-	g := &layers.GTPv1U{}
-	return g, from, g.DecodeFromBytes(buf[:n], gopacket.NilDecodeFeedback)
-}
-
 // expectErrorIndication reads the Error Indication for a G-PDU to teid at
 // the UPF's N3 address from srcPort: from the N3 address's GTP-U port,
 // TEID 0 with a sequence number, the TEID Data I (§8.3) and GTP-U Peer
@@ -123,7 +112,7 @@ func readGTPU(conn *net.UDPConn, wait time.Duration) (*layers.GTPv1U, netip.Addr
 // srcPort unless it is 2152.
 func expectErrorIndication(t *testing.T, gnb *net.UDPConn, teid uint32, srcPort uint16) {
 	t.Helper()
-	g, from, err := readGTPU(gnb, 5*time.Second)
+	g, from, err := testsupport.ReceiveGTPU(gnb, 5*time.Second)
 	if err != nil {
 		t.Fatalf("no Error Indication for TEID %#x: %v", teid, err)
 	}

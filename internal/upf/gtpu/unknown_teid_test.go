@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 const knownTEID = 0x5e55
@@ -28,7 +30,7 @@ func gpduTo(t *testing.T, teid uint32) []byte {
 // the GTP-U port.
 func expectErrorIndication(t *testing.T, gnb *net.UDPConn, local netip.Addr, teid uint32, srcPort uint16) {
 	t.Helper()
-	g, from, err := receive(gnb, timeout)
+	g, from, err := testsupport.ReceiveGTPU(gnb, timeout)
 	if err != nil {
 		t.Fatalf("no Error Indication for TEID %#x: %v", teid, err)
 	}
@@ -97,11 +99,11 @@ func TestErrorIndicationRate(t *testing.T) {
 		t.Errorf("%d sent and %d suppressed of %d in %d s; want %d a second", s.ErrorIndicationsSent, s.ErrorIndicationsSuppressed, flood, seconds, rate)
 	}
 	for range s.ErrorIndicationsSent {
-		if _, _, err := receive(gnb, timeout); err != nil {
+		if _, _, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if g, _, err := receive(gnb, 200*time.Millisecond); err == nil {
+	if g, _, err := testsupport.ReceiveGTPU(gnb, 200*time.Millisecond); err == nil {
 		t.Errorf("more than the %d counted sent: %+v", s.ErrorIndicationsSent, g)
 	}
 
@@ -110,7 +112,7 @@ func TestErrorIndicationRate(t *testing.T) {
 	gnb = off.gnbSocket(t, Port)
 	send(t, gnb, gpduTo(t, 0xbad))
 	waitStats(t, e, func(s Stats) bool { return s.Received[MsgGPDU] == 1 })
-	if g, _, err := receive(gnb, 200*time.Millisecond); err == nil {
+	if g, _, err := testsupport.ReceiveGTPU(gnb, 200*time.Millisecond); err == nil {
 		t.Errorf("an Error Indication at rate 0: %+v", g)
 	}
 }
