@@ -212,10 +212,9 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 // openTunnels opens the GTP-U signalling endpoint, on the N3 and N9
 // addresses, in the interfaces' namespace: Error Indications from gNBs and
 // other UPFs and to them, echo supervision of the paths to them, End
-// Markers. On an
-// address it cannot bind (its port taken, say) the UPF forwards as
-// before and the start says what it cannot do there; nil when it bound
-// none.
+// Markers. On an address it cannot bind (its port taken, say) the UPF
+// forwards as before and the start says what it cannot do there; nil when
+// it bound none.
 func openTunnels(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
 	errorIndication func(gtpu.ErrorIndication), endMarker func(gtpu.EndMarker), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
 	return openGTPU(cfg, dp, ns, reg, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
@@ -245,8 +244,8 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 }
 
 // openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns,
-// which answers the G-PDUs to TEIDs that dp does not know.
-// Each address binds on its own, whether on an interface yet or not (one
+// which answers the G-PDUs to TEIDs that dp does not know. Each address
+// binds on its own, whether on an interface yet or not (one
 // that is not is logged, as a typo would be): one that cannot be bound is
 // logged, with what is lost on it, and counted in reg, and the others
 // serve. Nil when none could be bound.
