@@ -255,7 +255,8 @@ struct {
 } cold_packets SEC(".maps");
 
 /* One entry, each CPU's own: shared by the interfaces, so that a CPU
- * passes at most error_indication_rate a second in all. */
+ * passes at most error_indication_rate a second in all. A map of its own,
+ * so that iface_counters keeps the layout of builds before it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);

@@ -9,6 +9,10 @@ enum reason {
 	REASON_DOWNLINK_FORWARD,
 	REASON_ECHO_RESPONSE,
 	REASON_DROP_MALFORMED,
+	/* A G-PDU to an unknown TEID, not forwarded: dropped, or, up to
+	 * error_indication_rate per CPU a second, passed to the GTP-U endpoint
+	 * for an Error Indication (and counted in unknown_teid_windows too).
+	 * One reason for both keeps iface_counters' layout. */
 	REASON_DROP_UNKNOWN_TEID,
 	REASON_DROP_NO_PDR,
 	REASON_DROP_FAR,
@@ -27,7 +31,6 @@ enum reason {
 	REASON_PASS_NO_ROUTE,
 	REASON_PASS_TTL,
 	REASON_RELAY_FORWARD, /* GTP-U to GTP-U, between the gNB and the CP function */
-	REASON_PASS_UNKNOWN_TEID, /* to the GTP-U endpoint, which sends an Error Indication */
 	/* Counted besides where the packet itself ended: a copy a DUPL FAR
 	 * sent, or could not (no next hop or fanout for it yet). */
 	REASON_DUPLICATE,

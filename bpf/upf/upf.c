@@ -1283,8 +1283,9 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
  * gets it, and the endpoint in user space answers with an Error Indication
  * (TS 29.281 7.3.1), while this CPU has passed fewer than
  * error_indication_rate this second; the others are dropped, so that a
- * flood of random TEIDs costs user space a bounded rate. Nothing of the
- * frame has been changed. */
+ * flood of random TEIDs costs user space a bounded rate. Both count as
+ * REASON_DROP_UNKNOWN_TEID (not forwarded), the passed ones in the window's
+ * total too. Nothing of the frame has been changed. */
 INLINE int unknown_teid(__u32 pkt_len)
 {
 	__u32 zero = 0;
@@ -1297,7 +1298,8 @@ INLINE int unknown_teid(__u32 pkt_len)
 		}
 		if (w->passed < error_indication_rate) {
 			w->passed++;
-			return finish(pkt_len, REASON_PASS_UNKNOWN_TEID, XDP_PASS);
+			w->total++;
+			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_PASS);
 		}
 	}
 	return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);

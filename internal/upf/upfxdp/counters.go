@@ -32,7 +32,6 @@ var ReasonNames = [reasonCount]string{
 	upfReasonREASON_PASS_NO_ROUTE:       "pass_no_route",
 	upfReasonREASON_PASS_TTL:            "pass_ttl",
 	upfReasonREASON_RELAY_FORWARD:       "relay_forward",
-	upfReasonREASON_PASS_UNKNOWN_TEID:   "pass_unknown_teid",
 	upfReasonREASON_DUPLICATE:           "duplicate",
 	upfReasonREASON_DROP_DUPLICATE:      "drop_duplicate",
 }
@@ -79,6 +78,14 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// UnknownTEIDPassed is how many G-PDUs to unknown TEIDs the data path
+// passed to the kernel for an Error Indication, of those its
+// drop_unknown_teid reason counts, since the maps were created.
+func (d *Datapath) UnknownTEIDPassed() (uint64, error) {
+	w, err := percpu.Sum[upfUnknownTeidWindow](d.maps.UnknownTeidWindows, uint32(0))
+	return w.Total, err
 }
 
 // addForwarded adds to reasons what the data path counts of an interface

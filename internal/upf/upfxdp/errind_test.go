@@ -14,8 +14,9 @@ import (
 // A G-PDU to an unknown TEID, over IPv4 or IPv6, goes to the kernel
 // unchanged, for the GTP-U endpoint to answer with an Error Indication,
 // while its CPU has passed fewer than the rate this second; after that it
-// is dropped as without a rate. Another CPU has a rate of its own, and a
-// G-PDU of a known TEID takes none of it.
+// is dropped as without a rate. Either way it counts as drop_unknown_teid,
+// the passed ones in UnknownTEIDPassed too. Another CPU has a rate of its
+// own, and a G-PDU of a known TEID takes none of it.
 func TestUnknownTEIDPassedAtRate(t *testing.T) {
 	const rate = 3
 	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr2, n3Addr6}, ErrorIndicationRate: rate})
@@ -25,18 +26,34 @@ func TestUnknownTEIDPassedAtRate(t *testing.T) {
 	unknown4 := gtpFrame(t, fromGNB, n3Addr, gpdu(teidUnknown), inner)
 	unknown6 := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidUnknown), inner)
 	known := gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), inner)
-	passed := func(in []byte) {
+	passedUp := func() uint64 {
 		t.Helper()
-		testsupport.EqualFrames(t, u.expect(t, in, xdplink.Pass, "pass_unknown_teid"), in)
+		n, err := d.UnknownTEIDPassed()
+		check(t, err)
+		return n
 	}
+	unknownTEID := func(in []byte, act xdplink.Action) {
+		t.Helper()
+		before := passedUp()
+		out := u.expect(t, in, act, "drop_unknown_teid")
+		want := uint64(0)
+		if act == xdplink.Pass {
+			testsupport.EqualFrames(t, out, in)
+			want = 1
+		}
+		if got := passedUp() - before; got != want {
+			t.Errorf("%v: UnknownTEIDPassed grew by %d, want %d", act, got, want)
+		}
+	}
+	passed := func(in []byte) { unknownTEID(in, xdplink.Pass) }
 	inOneSecond(t, func() {
 		onCPU(t, 0, func() {
 			passed(unknown4)
 			u.expect(t, known, xdplink.Drop, "drop_far")
 			passed(unknown6)
 			passed(unknown4)
-			u.expect(t, unknown6, xdplink.Drop, "drop_unknown_teid")
-			u.expect(t, unknown4, xdplink.Drop, "drop_unknown_teid")
+			unknownTEID(unknown6, xdplink.Drop)
+			unknownTEID(unknown4, xdplink.Drop)
 		})
 		var set unix.CPUSet
 		check(t, unix.SchedGetaffinity(0, &set))
