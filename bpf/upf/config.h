@@ -30,5 +30,9 @@ volatile const __u32 read_ahead = 0;
 /* entries of pdrs, qers and urrs: the length of a CPU's row of
  * pdr_counters, usage_lines and urr_counts */
 volatile const __u32 pdr_slots = 1;
+/* G-PDUs to an unknown TEID each CPU passes to the kernel a second, for
+ * the GTP-U endpoint to answer with an Error Indication; the others are
+ * dropped. 0: all are. */
+volatile const __u32 error_indication_rate = 0;
 
 #endif

@@ -254,6 +254,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cold_packets SEC(".maps");
 
+/* One entry, each CPU's own: shared by the interfaces, so that a CPU
+ * passes at most error_indication_rate a second in all. A map of its own,
+ * so that iface_counters keeps the layout of builds before it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unknown_teid_window);
+	__uint(max_entries, 1);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} unknown_teid_windows SEC(".maps");
+
 /* Index: interface slot * REASON_COUNT + reason; REASON_UPLINK_FORWARD,
  * REASON_DOWNLINK_FORWARD and REASON_RELAY_FORWARD add their slot's
  * counts in iface_cpu_lines (and iface_lines). */

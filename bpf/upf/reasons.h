@@ -9,6 +9,10 @@ enum reason {
 	REASON_DOWNLINK_FORWARD,
 	REASON_ECHO_RESPONSE,
 	REASON_DROP_MALFORMED,
+	/* A G-PDU to an unknown TEID, not forwarded: dropped, or, up to
+	 * error_indication_rate per CPU a second, passed to the GTP-U endpoint
+	 * for an Error Indication (and counted in unknown_teid_windows too).
+	 * One reason for both keeps iface_counters' layout. */
 	REASON_DROP_UNKNOWN_TEID,
 	REASON_DROP_NO_PDR,
 	REASON_DROP_FAR,

@@ -116,6 +116,14 @@ struct tick_clock {
 	__u64 ns;
 };
 
+/* How many G-PDUs to an unknown TEID a CPU passed to the kernel in the
+ * second it last passed one in (unknown_teid), and in all. */
+struct unknown_teid_window {
+	__u64 second; /* bpf_ktime_get_coarse_ns() / NSEC_PER_SEC */
+	__u64 passed;
+	__u64 total; /* never reset */
+};
+
 /* What urr_events carries: the control plane reads the URR's counters. */
 struct urr_event {
 	__u32 slot; /* in urrs */

@@ -1279,6 +1279,32 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
 	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, forwarded, psc_type, psc_qfi, 0);
 }
 
+/* A G-PDU to a TEID of ours that no session has: the kernel's GTP-U socket
+ * gets it, and the endpoint in user space answers with an Error Indication
+ * (TS 29.281 7.3.1), while this CPU has passed fewer than
+ * error_indication_rate this second; the others are dropped, so that a
+ * flood of random TEIDs costs user space a bounded rate. Both count as
+ * REASON_DROP_UNKNOWN_TEID (not forwarded), the passed ones in the window's
+ * total too. Nothing of the frame has been changed. */
+INLINE int unknown_teid(__u32 pkt_len)
+{
+	__u32 zero = 0;
+	struct unknown_teid_window *w;
+	if (error_indication_rate && (w = bpf_map_lookup_elem(&unknown_teid_windows, &zero))) {
+		__u64 second = bpf_ktime_get_coarse_ns() / NSEC_PER_SEC;
+		if (w->second != second) {
+			w->second = second;
+			w->passed = 0;
+		}
+		if (w->passed < error_indication_rate) {
+			w->passed++;
+			w->total++;
+			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_PASS);
+		}
+	}
+	return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+}
+
 /* Uplink: the inner packet of a G-PDU leaves through the core next hop.
  * key is the G-PDU's TEID | the index of the address it was sent to << 32
  * (set_kind SET_TEID). The packet lies at inner_off, the GTP-U payload_len
@@ -1311,7 +1337,7 @@ INLINE int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_le
 	__u8 fast = r ? r->families : 0;
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
-		return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+		return unknown_teid(pkt_len);
 
 	/* The verifier learns packet bounds only from data_end, so the inner
 	 * parse runs to the frame's end and the length is checked after. */
@@ -1353,7 +1379,7 @@ INLINE int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_le
 	    !record_sdf_passes(ctx, inner_off, pdr, &r->branch, v4 ? ip4 : NULL)) {
 		if (!(served && pdr_after_record(ctx, r->branch.next, g, ip4, ip6, inner_off, &rc->pdr, &slot))) {
 			if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
-				return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_DROP);
+				return unknown_teid(pkt_len);
 			if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, &rc->pdr, &slot))
 				return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 		}

@@ -40,6 +40,9 @@ const (
 	DefaultListen      = "127.0.0.1:9880"
 	DefaultMaxSessions = upfxdp.DefaultMaxSessions
 	DefaultStateFile   = "/var/lib/xdp5g/sessions.json"
+	// DefaultErrorIndicationRate answers the stale tunnels of a few gNBs
+	// at once, and costs next to nothing under a flood of random TEIDs.
+	DefaultErrorIndicationRate = 100
 	// DefaultReportInterval is how often the classifier reports.
 	DefaultReportInterval = 10 * time.Second
 )
@@ -263,6 +266,11 @@ type Datapath struct {
 	// daemon refuses a pin path whose bpf filesystem would not outlive it
 	// (see upfxdp.PinsOutlive).
 	Ephemeral bool
+	// ErrorIndicationRate is how many GTP-U Error Indications a second, at
+	// most, answer G-PDUs to TEIDs no session has (TS 29.281 7.3.1); each
+	// CPU passes up at most as many such G-PDUs, and drops the rest. 0:
+	// none, all dropped.
+	ErrorIndicationRate uint32
 }
 
 // CoreInterfaces names the interfaces with the core role.
@@ -375,6 +383,8 @@ type datapathSettings struct {
 	PinPath     string  `yaml:"pin_path"`
 	MaxSessions *uint32 `yaml:"max_sessions"`
 	Ephemeral   bool    `yaml:"ephemeral"`
+
+	ErrorIndicationRate *uint32 `yaml:"error_indication_rate"`
 }
 
 // Load reads and validates a configuration file.
@@ -410,7 +420,7 @@ func parse(data []byte) (*Config, error) {
 	cfg := &Config{
 		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: DefaultListen},
-		Datapath:  Datapath{PinPath: upfxdp.DefaultPinPath, MaxSessions: DefaultMaxSessions},
+		Datapath:  Datapath{PinPath: upfxdp.DefaultPinPath, MaxSessions: DefaultMaxSessions, ErrorIndicationRate: DefaultErrorIndicationRate},
 		Buffering: Buffering{SessionPackets: buffer.DefaultSessionPackets, TotalPackets: buffer.DefaultTotalPackets},
 		StateFile: DefaultStateFile,
 	}
@@ -745,8 +755,18 @@ func parseDatapath(f *file, cfg *Config) error {
 		cfg.Datapath.MaxSessions = *n
 	}
 	cfg.Datapath.Ephemeral = f.Datapath.Ephemeral
+	if n := f.Datapath.ErrorIndicationRate; n != nil {
+		if *n > maxErrorIndicationRate {
+			return invalid("datapath.error_indication_rate", "must be from 0 (none) to %d a second", maxErrorIndicationRate)
+		}
+		cfg.Datapath.ErrorIndicationRate = *n
+	}
 	return nil
 }
+
+// maxErrorIndicationRate bounds datapath.error_indication_rate: past it
+// the UPF would serve as a reflector.
+const maxErrorIndicationRate = 100000
 
 // maxBufferedPackets bounds what buffers may take: about 1.5 GiB of
 // full-size frames.

@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 		N3Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")},
 		XDPMode:     xdplink.ModeNative,
 		API:         API{Listen: "127.0.0.1:9880"},
-		Datapath:    Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Datapath:    Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536, ErrorIndicationRate: 100},
 		Buffering:   Buffering{SessionPackets: 256, TotalPackets: 32768},
 		StateFile:   "/var/lib/xdp5g/sessions.json",
 	}
@@ -68,6 +68,7 @@ datapath:
   pin_path: /sys/fs/bpf/upf2/
   max_sessions: 1024
   ephemeral: true
+  error_indication_rate: 0
 buffering:
   session_packets: 64
   total_packets: 1000
@@ -176,7 +177,7 @@ func withoutUPF() *Config {
 	return &Config{
 		XDPMode:   xdplink.ModeNative,
 		API:       API{Listen: "127.0.0.1:9880"},
-		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536},
+		Datapath:  Datapath{PinPath: "/sys/fs/bpf/xdp5g", MaxSessions: 65536, ErrorIndicationRate: 100},
 		Buffering: Buffering{SessionPackets: 256, TotalPackets: 32768},
 		StateFile: "/var/lib/xdp5g/sessions.json",
 	}
@@ -489,6 +490,7 @@ func TestInvalidSettingsNameTheField(t *testing.T) {
 		{name: "bpffs root as pin path", yaml: "datapath: {pin_path: /sys/fs/bpf}", field: "datapath.pin_path"},
 		{name: "zero sessions", yaml: "datapath: {max_sessions: 0}", field: "datapath.max_sessions"},
 		{name: "huge sessions", yaml: "datapath: {max_sessions: 4000000000}", field: "datapath.max_sessions"},
+		{name: "reflector's Error Indication rate", yaml: "datapath: {error_indication_rate: 1000000}", field: "datapath.error_indication_rate"},
 		{name: "no buffering", yaml: "buffering: {session_packets: 0}", field: "buffering.session_packets"},
 		{name: "huge buffers", yaml: "buffering: {total_packets: 2000000}", field: "buffering.total_packets"},
 		{name: "relative state file", yaml: "state_file: sessions.json", field: "state_file"},

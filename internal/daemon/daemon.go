@@ -244,7 +244,7 @@ func openUPF(ctx context.Context, cfg *config.Config, ns netns.NsHandle, saved [
 	}()
 	u.dp, err = upfxdp.Open(upfxdp.Options{
 		PinPath: cfg.Datapath.PinPath, MaxSessions: cfg.Datapath.MaxSessions, N3Addresses: cfg.N3Addresses,
-		N9Addresses: cfg.N9Addresses,
+		N9Addresses: cfg.N9Addresses, ErrorIndicationRate: cfg.Datapath.ErrorIndicationRate,
 	})
 	if err != nil {
 		return nil, err

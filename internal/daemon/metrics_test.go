@@ -110,7 +110,8 @@ func TestMetricsMoveWithTrafficAndPFCP(t *testing.T) {
 	promtool(t, first)
 	testsupport.HasLines(t, first, downlinkForwarded+" 0", "xdp5g_upf_sessions 0", "xdp5g_upf_sessions_max 1024",
 		`xdp5g_upf_table_slots_used{table="pdr"} 0`, `xdp5g_upf_nexthops{kind="destination",state="resolved"} 0`,
-		"xdp5g_upf_buffer_held_packets 0", "xdp5g_upf_urr_events_lost_total 0", `xdp5g_gtpu_paths{state="up"} 0`,
+		"xdp5g_upf_buffer_held_packets 0", "xdp5g_upf_urr_events_lost_total 0", "xdp5g_upf_unknown_teid_passed_total 0",
+		`xdp5g_gtpu_paths{state="up"} 0`,
 		`xdp5g_pfcp_messages_dropped_total{reason="truncated"} 0`, "xdp5g_pfcp_request_handling_seconds_count 0",
 		fmt.Sprintf(`xdp5g_build_info{version=%q} 1`, version.String()))
 	value(t, first, "go_goroutines")

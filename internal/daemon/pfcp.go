@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vishvananda/netns"
 	"github.com/wmnsk/go-pfcp/message"
@@ -72,7 +74,7 @@ func servePFCP(cfg *config.Config, u *upf, ns netns.NsHandle, started time.Time,
 	var srv atomic.Pointer[pfcp.Server]
 	var handler atomic.Pointer[n4.Handler]
 	ctx, cancel := context.WithCancel(context.Background())
-	tunnels := openTunnels(cfg, ns, reg, log, injectGPDUs(ctx, u.dp, ns, log),
+	tunnels := openTunnels(cfg, u.dp, ns, reg, log, injectGPDUs(ctx, u.dp, ns, log),
 		func(ei gtpu.ErrorIndication) {
 			if h := handler.Load(); h != nil {
 				h.ErrorIndication(ei)
@@ -209,13 +211,13 @@ func uePools(p *config.PFCP) (*ippool.Pool, map[string]*ippool.Pool, error) {
 
 // openTunnels opens the GTP-U signalling endpoint, on the N3 and N9
 // addresses, in the interfaces' namespace: Error Indications from gNBs and
-// other UPFs, echo supervision of the paths to them, End Markers. On an
-// address it cannot bind (its port taken, say) the UPF forwards as
-// before and the start says what it cannot do there; nil when it bound
-// none.
-func openTunnels(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
+// other UPFs and to them, echo supervision of the paths to them, End
+// Markers. On an address it cannot bind (its port taken, say) the UPF
+// forwards as before and the start says what it cannot do there; nil when
+// it bound none.
+func openTunnels(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, gpdu func(netip.Addr, netip.AddrPort, int, []byte),
 	errorIndication func(gtpu.ErrorIndication), endMarker func(gtpu.EndMarker), path func(p gtpu.Path, failed bool)) *gtpu.Endpoint {
-	return openGTPU(cfg, ns, reg, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
+	return openGTPU(cfg, dp, ns, reg, log, "Error Indications, path supervision, Echo Responses over IPv6, End Markers and fragmented G-PDUs",
 		gtpu.Config{OnGPDU: gpdu, OnErrorIndication: errorIndication, OnEndMarker: endMarker,
 			EchoInterval: cfg.PFCP.GTPUEchoInterval, EchoRetries: cfg.PFCP.GTPUEchoRetries,
 			OnPathFailure:  func(p gtpu.Path) { path(p, true) },
@@ -224,11 +226,15 @@ func openTunnels(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registere
 
 // serveFragmentedGPDUs opens, for a UPF without PFCP, the socket on the
 // GTP-U port of its N3 and N9 addresses that the kernel hands G-PDUs it
-// put together from fragments to, which injectGPDUs forwards; the PFCP
+// put together from fragments to, which injectGPDUs forwards, and G-PDUs
+// to unknown TEIDs, which it answers with Error Indications; the PFCP
 // side's signalling endpoint does that with PFCP. stop closes it.
 func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := openGTPU(cfg, ns, reg, log, "fragmented G-PDUs", gtpu.Config{OnGPDU: injectGPDUs(ctx, dp, ns, log)})
+	e := openGTPU(cfg, dp, ns, reg, log, "fragmented G-PDUs and Error Indications", gtpu.Config{OnGPDU: injectGPDUs(ctx, dp, ns, log)})
+	if e != nil {
+		reg.MustRegister(e.Metrics())
+	}
 	return func() {
 		if e != nil {
 			e.Close()
@@ -237,13 +243,20 @@ func serveFragmentedGPDUs(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHa
 	}
 }
 
-// openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns.
-// Each address binds on its own, whether on an interface yet or not (one
+// openGTPU opens a GTP-U endpoint of cfg on the N3 and N9 addresses in ns,
+// which answers the G-PDUs to TEIDs that dp does not know. Each address
+// binds on its own, whether on an interface yet or not (one
 // that is not is logged, as a typo would be): one that cannot be bound is
 // logged, with what is lost on it, and counted in reg, and the others
 // serve. Nil when none could be bound.
-func openGTPU(cfg *config.Config, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
+func openGTPU(cfg *config.Config, dp *upfxdp.Datapath, ns netns.NsHandle, reg prometheus.Registerer, log *slog.Logger, lost string, gcfg gtpu.Config) *gtpu.Endpoint {
 	gcfg.Local, gcfg.Log = slices.Concat(cfg.N3Addresses, cfg.N9Addresses), log
+	gcfg.ErrorIndicationRate = int(cfg.Datapath.ErrorIndicationRate)
+	gcfg.TEIDKnown = func(local netip.Addr, teid uint32) bool {
+		// Known unless the data path says for sure it is not.
+		_, err := dp.Uplink(upfxdp.FTEID{Addr: local, TEID: teid})
+		return !errors.Is(err, ebpf.ErrKeyNotExist)
+	}
 	var e *gtpu.Endpoint
 	var present []netip.Addr // on the interfaces of ns
 	var listed error

@@ -141,7 +141,8 @@ func delivered(t *testing.T, tb *demo.Testbed, what string, up, down []byte) {
 }
 
 // notForwarded checks that the frames of a session that is gone are not:
-// its uplink TEID is unknown, and nothing is forwarded to its UE.
+// its uplink TEID is unknown (dropped, or a few passed up for an Error
+// Indication, all drop_unknown_teid), and nothing is forwarded to its UE.
 func notForwarded(t *testing.T, tb *demo.Testbed, client *api.Client, when string, up, down []byte) {
 	t.Helper()
 	unknownTEID := reasonPackets(t, client, demo.N3, "drop_unknown_teid")

@@ -1,7 +1,8 @@
 // Package gtpu is the user-space side of the UPF's GTP-U on N3 (TS 29.281):
 // the messages the XDP data path passes to the kernel. It reports Error
 // Indications, supervises the paths to gNBs with Echo Requests, answers the
-// Echo Requests that reach it, and sends End Markers.
+// Echo Requests that reach it, sends End Markers, and answers G-PDUs to
+// unknown TEIDs with Error Indications.
 //
 // Peer restarts are not detected: the restart counter of GTP-U's Recovery
 // IE is always 0 and ignored by the receiver (TS 29.281 8.2), and the
@@ -62,6 +63,16 @@ type Config struct {
 	// to it (see upfxdp.Datapath.InjectGPDU).
 	OnGPDU func(local netip.Addr, from netip.AddrPort, ifindex int, datagram []byte)
 
+	// TEIDKnown says whether a session has the TEID at a local address. A
+	// G-PDU that came whole to one it has not (the data path passes those
+	// up, at a rate) is answered with an Error Indication (TS 29.281
+	// 7.3.1), at most ErrorIndicationRate a second; the ones beyond are
+	// counted and dropped. Asking here, not trusting the data path, spares
+	// a session set up since, and a G-PDU that reached the socket past no
+	// XDP program. Nil, or a rate of 0: none is sent.
+	TEIDKnown           func(local netip.Addr, teid uint32) bool
+	ErrorIndicationRate int
+
 	Log *slog.Logger
 }
 
@@ -95,8 +106,12 @@ type Stats struct {
 	EchoRequestsAnswered uint64 // by a matching Echo Response
 	EchoResponsesSent    uint64 // to Echo Requests the data path passed up
 	EndMarkersSent       uint64
-	PathFailures         uint64
-	PathRecoveries       uint64
+	// ErrorIndicationsSent answered G-PDUs to unknown TEIDs; the
+	// suppressed ones were over ErrorIndicationRate.
+	ErrorIndicationsSent       uint64
+	ErrorIndicationsSuppressed uint64
+	PathFailures               uint64
+	PathRecoveries             uint64
 }
 
 // Endpoint is the UPF's GTP-U endpoint in user space.
@@ -112,6 +127,10 @@ type Endpoint struct {
 	closed bool
 	paths  map[Path]*path
 	stats  Stats
+	// errorIndications is how many Error Indications went out in the
+	// second since the start of errorSecond.
+	errorSecond      time.Time
+	errorIndications int
 	// events are the callbacks due, run in order by dispatch, so that
 	// none runs with mu held or blocks the readers.
 	events      []func()
@@ -144,8 +163,8 @@ func Open(cfg Config) (*Endpoint, error) {
 	}
 	cfg.EchoInterval = cmp.Or(cfg.EchoInterval, DefaultEchoInterval)
 	cfg.EchoRetries = cmp.Or(cfg.EchoRetries, DefaultEchoRetries)
-	if cfg.EchoInterval < 0 || cfg.EchoRetries < 0 {
-		return nil, errors.New("gtpu: negative echo interval or retries")
+	if cfg.EchoInterval < 0 || cfg.EchoRetries < 0 || cfg.ErrorIndicationRate < 0 {
+		return nil, errors.New("gtpu: negative echo interval, echo retries or Error Indication rate")
 	}
 	for i, local := range cfg.Local {
 		if !local.IsValid() || slices.Contains(cfg.Local[:i], local) {
@@ -461,6 +480,38 @@ func (e *Endpoint) read(local netip.Addr, conn *net.UDPConn) {
 	}
 }
 
+// answerUnknownTEID sends the sender of a G-PDU to teid at local an Error
+// Indication, to its address and the GTP-U port (TS 29.281 4.4.2.3), if
+// no session has that TEID and the rate allows.
+func (e *Endpoint) answerUnknownTEID(conn *net.UDPConn, local netip.Addr, from netip.AddrPort, teid uint32) {
+	if e.cfg.TEIDKnown == nil || e.cfg.ErrorIndicationRate == 0 || e.cfg.TEIDKnown(local, teid) {
+		return
+	}
+	e.mu.Lock()
+	if now := time.Now(); now.Sub(e.errorSecond) >= time.Second {
+		e.errorSecond, e.errorIndications = now, 0
+	}
+	allowed := e.errorIndications < e.cfg.ErrorIndicationRate
+	if allowed {
+		e.errorIndications++
+	} else {
+		e.stats.ErrorIndicationsSuppressed++
+	}
+	e.mu.Unlock()
+	if !allowed {
+		return
+	}
+	to := netip.AddrPortFrom(from.Addr(), Port)
+	if _, err := conn.WriteToUDPAddrPort(errorIndicationOf(teid, local, from.Port()), to); err != nil {
+		e.log.Debug("GTP-U Error Indication not sent", "to", to, "err", err)
+		return
+	}
+	e.log.Debug("GTP-U Error Indication sent", "to", to, "teid", teid, "local", local)
+	e.mu.Lock()
+	e.stats.ErrorIndicationsSent++
+	e.mu.Unlock()
+}
+
 // handle takes a datagram; reassembled: the kernel put it together from
 // fragments that came in by the interface of ifindex.
 func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPort, b []byte, reassembled bool, ifindex int) {
@@ -476,8 +527,14 @@ func (e *Endpoint) handle(conn *net.UDPConn, local netip.Addr, from netip.AddrPo
 	e.mu.Unlock()
 	switch m.Type {
 	case MsgGPDU:
-		if e.cfg.OnGPDU != nil && reassembled && ifindex > 0 && from.Port() != 0 {
-			e.cfg.OnGPDU(local, from, ifindex, b)
+		switch {
+		case from.Port() == 0: // handed back by InjectGPDU
+		case reassembled:
+			if e.cfg.OnGPDU != nil && ifindex > 0 {
+				e.cfg.OnGPDU(local, from, ifindex, b)
+			}
+		default:
+			e.answerUnknownTEID(conn, local, from, m.TEID)
 		}
 	case MsgEchoRequest:
 		// The data path answers these; one that got here still deserves

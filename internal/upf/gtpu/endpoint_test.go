@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/sys/unix"
 
@@ -80,18 +79,6 @@ func (l n3) gnbSocket(t *testing.T, port uint16) *net.UDPConn {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn
-}
-
-// receive reads a datagram and decodes it with gopacket.
-func receive(conn *net.UDPConn, wait time.Duration) (*layers.GTPv1U, netip.AddrPort, error) {
-	buf := make([]byte, maxDatagram)
-	conn.SetReadDeadline(time.Now().Add(wait))
-	n, from, err := conn.ReadFromUDPAddrPort(buf)
-	if err != nil {
-		return nil, from, err
-	}
-	g := &layers.GTPv1U{}
-	return g, from, g.DecodeFromBytes(buf[:n], gopacket.NilDecodeFeedback)
 }
 
 func send(t *testing.T, conn *net.UDPConn, b []byte) {
@@ -181,7 +168,7 @@ func TestEchoRequest(t *testing.T) {
 	e := l.open(t, Config{Local: []netip.Addr{n3Addr}})
 	gnb := l.gnbSocket(t, 0)
 	send(t, gnb, serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x4242}, nil))
-	g, from, err := receive(gnb, timeout)
+	g, from, err := testsupport.ReceiveGTPU(gnb, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +210,7 @@ func TestAddressBindsOnItsOwn(t *testing.T) {
 
 	gnb := l.gnbSocket(t, Port)
 	send(t, gnb, serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 7}, nil))
-	if g, from, err := receive(gnb, timeout); err != nil || g.MessageType != MsgEchoResponse || from != netip.AddrPortFrom(n3Addr, Port) {
+	if g, from, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil || g.MessageType != MsgEchoResponse || from != netip.AddrPortFrom(n3Addr, Port) {
 		t.Errorf("the Echo Request to %v: %+v from %v, %v", n3Addr, g, from, err)
 	}
 	send(t, gnb, errorIndication(t, 0x99, n3Addr, udpPortExtension))
@@ -235,7 +222,7 @@ func TestAddressBindsOnItsOwn(t *testing.T) {
 	if err := e.SendEndMarker(n3Addr, gnbAddr, 0x77); err != nil {
 		t.Error(err)
 	}
-	if g, _, err := receive(gnb, timeout); err != nil || g.MessageType != MsgEndMarker || g.TEID != 0x77 {
+	if g, _, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil || g.MessageType != MsgEndMarker || g.TEID != 0x77 {
 		t.Errorf("End Marker from %v: %+v, %v", n3Addr, g, err)
 	}
 
@@ -286,7 +273,7 @@ func TestAddressBindsBeforeItIsLocal(t *testing.T) {
 				}
 			}
 			sendTo(serialize(t, &layers.GTPv1U{MessageType: MsgEchoRequest, SequenceNumberFlag: true, SequenceNumber: 0x7777}, nil))
-			if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEchoResponse || g.SequenceNumber != 0x7777 {
+			if g, from, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil || from != to || g.MessageType != MsgEchoResponse || g.SequenceNumber != 0x7777 {
 				t.Fatalf("Echo Response from %v: %+v, %v", from, g, err)
 			}
 			sendTo(errorIndication(t, 0x1007, c.gnb, nil))
@@ -301,7 +288,7 @@ func TestAddressBindsBeforeItIsLocal(t *testing.T) {
 			if err := e.SendEndMarker(c.local, c.gnb, 0x1008); err != nil {
 				t.Fatal(err)
 			}
-			if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0x1008 {
+			if g, from, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0x1008 {
 				t.Fatalf("End Marker from %v: %+v, %v", from, g, err)
 			}
 			// Three fragments on the veth's 1500-octet MTU.
@@ -357,7 +344,7 @@ func TestPathSupervision(t *testing.T) {
 	go func() {
 		defer close(gnbDone)
 		for {
-			g, from, err := receive(gnb, time.Hour)
+			g, from, err := testsupport.ReceiveGTPU(gnb, time.Hour)
 			if err != nil {
 				return // closed
 			}
@@ -473,7 +460,7 @@ func TestEndMarker(t *testing.T) {
 	if err := e.SendEndMarker(n3Addr2, gnbAddr, 0xfeed0001); err != nil {
 		t.Fatal(err)
 	}
-	g, from, err := receive(gnb, timeout)
+	g, from, err := testsupport.ReceiveGTPU(gnb, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}

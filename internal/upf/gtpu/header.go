@@ -5,8 +5,10 @@ import (
 	"errors"
 )
 
-// Extension header types (TS 29.281 5.2.1) a CU-UP reads and writes.
+// Extension header types (TS 29.281 5.2.1) a CU-UP reads and writes, and
+// the UDP Port of Error Indications.
 const (
+	extUDPPort             = 0x40
 	ExtNRRANContainer      = 0x84 // TS 38.425, on F1-U
 	ExtPDUSessionContainer = 0x85 // TS 38.415, on N3
 )

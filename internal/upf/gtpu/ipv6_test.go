@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // GTP-U signalling over IPv6: Echo Requests answered, Error Indications
@@ -26,7 +28,7 @@ func TestSignallingOverIPv6(t *testing.T) {
 	if _, err := gnb.WriteToUDPAddrPort(echo, to); err != nil {
 		t.Fatal(err)
 	}
-	g, from, err := receive(gnb, timeout)
+	g, from, err := testsupport.ReceiveGTPU(gnb, timeout)
 	if err != nil || from != to || g.MessageType != MsgEchoResponse || g.SequenceNumber != 0x6666 || !bytes.Equal(g.Payload, recovery) {
 		t.Fatalf("Echo Response from %v: %+v, %v", from, g, err)
 	}
@@ -47,7 +49,7 @@ func TestSignallingOverIPv6(t *testing.T) {
 	if err := e.SendEndMarker(upf6, gnb6, 0xfeed0006); err != nil {
 		t.Fatal(err)
 	}
-	if g, from, err := receive(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0xfeed0006 {
+	if g, from, err := testsupport.ReceiveGTPU(gnb, timeout); err != nil || from != to || g.MessageType != MsgEndMarker || g.TEID != 0xfeed0006 {
 		t.Fatalf("End Marker from %v: %+v, %v", from, g, err)
 	}
 
@@ -55,7 +57,7 @@ func TestSignallingOverIPv6(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Unwatch(Path{Local: upf6, Peer: gnb6})
-	if g, from, err := receive(gnb, interval+timeout); err != nil || from != to || g.MessageType != MsgEchoRequest {
+	if g, from, err := testsupport.ReceiveGTPU(gnb, interval+timeout); err != nil || from != to || g.MessageType != MsgEchoRequest {
 		t.Fatalf("Echo Request from %v: %+v, %v", from, g, err)
 	}
 }
@@ -78,7 +80,7 @@ func TestTentativeIPv6AddressBinds(t *testing.T) {
 		if _, err := gnb.WriteToUDPAddrPort(echo, to); err != nil {
 			t.Fatal(err)
 		}
-		g, from, err := receive(gnb, 200*time.Millisecond)
+		g, from, err := testsupport.ReceiveGTPU(gnb, 200*time.Millisecond)
 		if err == nil && from == to && g.MessageType == MsgEchoResponse && g.SequenceNumber == 0x7e7e {
 			return
 		}

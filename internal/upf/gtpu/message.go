@@ -127,33 +127,69 @@ func tvLen(ieType uint8) int {
 	return 0
 }
 
-// encode builds a message without extension headers; body holds its IEs.
-func encode(msgType uint8, teid uint32, withSeq bool, seq uint16, body []byte) []byte {
+// extension is one extension header: its type and content.
+type extension struct {
+	typ     uint8
+	content []byte
+}
+
+// encode builds a message whose body holds its IEs, with optional fields
+// when withSeq or ext has a type, and then ext's extension header.
+func encode(msgType uint8, teid uint32, withSeq bool, seq uint16, ext extension, body []byte) []byte {
 	flags, length := byte(versionPT), len(body)
 	if withSeq {
 		flags |= flagS
+	}
+	if ext.typ != 0 {
+		flags |= flagE
+		length += extLen(len(ext.content))
+	}
+	if flags != versionPT {
 		length += optionalLen
 	}
 	b := make([]byte, headerLen, headerLen+length)
 	b[0], b[1] = flags, msgType
 	binary.BigEndian.PutUint16(b[2:4], uint16(length))
 	binary.BigEndian.PutUint32(b[4:8], teid)
-	if withSeq {
+	if flags != versionPT {
 		b = binary.BigEndian.AppendUint16(b, seq)
-		b = append(b, 0, 0) // N-PDU number, next extension header type
+		b = append(b, 0, ext.typ) // N-PDU number, next extension header type
+	}
+	if ext.typ != 0 {
+		n := extLen(len(ext.content))
+		b = append(b, byte(n/4))
+		b = append(b, ext.content...)
+		b = append(b, make([]byte, n-2-len(ext.content))...) // padding
+		b = append(b, 0)                                     // no next extension header
 	}
 	return append(b, body...)
 }
 
 // Echo messages have TEID 0 and a sequence number (TS 29.281 5.1, 7.2).
-func echoRequest(seq uint16) []byte { return encode(MsgEchoRequest, 0, true, seq, nil) }
+func echoRequest(seq uint16) []byte { return encode(MsgEchoRequest, 0, true, seq, extension{}, nil) }
 
 // EchoResponse answers an Echo Request of sequence number seq; it carries
 // the mandatory Recovery IE, whose restart counter a GTP-U sender sets to 0
 // (TS 29.281 8.2).
 func EchoResponse(seq uint16) []byte {
-	return encode(MsgEchoResponse, 0, true, seq, []byte{ieRecovery, 0})
+	return encode(MsgEchoResponse, 0, true, seq, extension{}, []byte{ieRecovery, 0})
 }
 
 // endMarker is sent on the tunnel it ends, with no payload (TS 29.281 7.3.2).
-func endMarker(teid uint32) []byte { return encode(MsgEndMarker, teid, false, 0, nil) }
+func endMarker(teid uint32) []byte { return encode(MsgEndMarker, teid, false, 0, extension{}, nil) }
+
+// errorIndicationOf answers a G-PDU to teid at local, which no context has,
+// that came from UDP port from (TS 29.281 7.3.1): TEID 0 and a sequence
+// number in the header (5.1), TEID Data I and the GTP-U Peer Address, and
+// from, when not the GTP-U port, in a UDP Port extension header (5.2.2.1).
+func errorIndicationOf(teid uint32, local netip.Addr, from uint16) []byte {
+	body := binary.BigEndian.AppendUint32([]byte{ieTEIDDataI}, teid)
+	body = append(body, ieGTPUPeerAddress)
+	body = binary.BigEndian.AppendUint16(body, uint16(local.BitLen()/8))
+	body = append(body, local.AsSlice()...)
+	var ext extension
+	if from != Port {
+		ext = extension{typ: extUDPPort, content: binary.BigEndian.AppendUint16(nil, from)}
+	}
+	return encode(MsgErrorIndication, 0, true, 0, ext, body)
+}

@@ -18,8 +18,12 @@ var (
 	echoesAnsweredMetric = telemetry.Counter("gtpu_echo_requests_answered_total", "Echo Requests sent on supervised paths and answered.")
 	echoResponsesMetric  = telemetry.Counter("gtpu_echo_responses_sent_total",
 		"Echo Responses sent by the user-space endpoint (the data path answers most Echo Requests itself).")
-	endMarkersMetric = telemetry.Counter("gtpu_end_markers_sent_total", "End Markers sent to gNBs whose downlink tunnel was replaced.")
-	receivedMetric   = telemetry.Counter("gtpu_messages_received_total",
+	endMarkersMetric       = telemetry.Counter("gtpu_end_markers_sent_total", "End Markers sent to gNBs whose downlink tunnel was replaced.")
+	errorIndicationsMetric = telemetry.Counter("gtpu_error_indications_sent_total",
+		"Error Indications sent in answer to G-PDUs to TEIDs no session has.")
+	errorIndicationsSuppressedMetric = telemetry.Counter("gtpu_error_indications_suppressed_total",
+		"G-PDUs to TEIDs no session has that the data path passed up but got no Error Indication, over the endpoint's rate.")
+	receivedMetric = telemetry.Counter("gtpu_messages_received_total",
 		"GTP-U signalling messages the data path passed to the user-space endpoint, by message type.", "message_type")
 	malformedMetric = telemetry.Counter("gtpu_malformed_messages_total", "Datagrams on GTP-U's port dropped undecoded.")
 	unboundMetric   = telemetry.Gauge("gtpu_unbound_addresses",
@@ -52,7 +56,7 @@ var messageTypeNames = map[uint8]string{
 func (e *Endpoint) Metrics() prometheus.Collector {
 	return &telemetry.Collector{
 		Families: []telemetry.Family{pathsMetric, pathFailuresMetric, pathRecoveriesMetric, echoesSentMetric, echoesAnsweredMetric,
-			echoResponsesMetric, endMarkersMetric, receivedMetric, malformedMetric},
+			echoResponsesMetric, endMarkersMetric, errorIndicationsMetric, errorIndicationsSuppressedMetric, receivedMetric, malformedMetric},
 		Read: func(ch chan<- prometheus.Metric) {
 			e.mu.Lock()
 			var up, failed int
@@ -73,6 +77,8 @@ func (e *Endpoint) Metrics() prometheus.Collector {
 			echoesAnsweredMetric.Emit(ch, float64(st.EchoRequestsAnswered))
 			echoResponsesMetric.Emit(ch, float64(st.EchoResponsesSent))
 			endMarkersMetric.Emit(ch, float64(st.EndMarkersSent))
+			errorIndicationsMetric.Emit(ch, float64(st.ErrorIndicationsSent))
+			errorIndicationsSuppressedMetric.Emit(ch, float64(st.ErrorIndicationsSuppressed))
 			malformedMetric.Emit(ch, float64(st.Malformed))
 			for typ, n := range st.Received {
 				name, ok := messageTypeNames[typ]

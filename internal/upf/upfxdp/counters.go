@@ -80,6 +80,14 @@ func (d *Datapath) Counters() ([]IfaceCounters, error) {
 	return out, nil
 }
 
+// UnknownTEIDPassed is how many G-PDUs to unknown TEIDs the data path
+// passed to the kernel for an Error Indication, of those its
+// drop_unknown_teid reason counts, since the maps were created.
+func (d *Datapath) UnknownTEIDPassed() (uint64, error) {
+	w, err := percpu.Sum[upfUnknownTeidWindow](d.maps.UnknownTeidWindows, uint32(0))
+	return w.Total, err
+}
+
 // addForwarded adds to reasons what the data path counts of an interface
 // slot's forwarded packets beside its CPUs' PDR copies (iface_cpu_lines),
 // and what builds that counted only the uplink there left in iface_lines,

@@ -147,6 +147,11 @@ type Options struct {
 	// interfaces of the access role.
 	N3Addresses []netip.Addr
 	N9Addresses []netip.Addr
+	// ErrorIndicationRate is how many G-PDUs to an unknown TEID each CPU
+	// passes to the kernel a second, for the GTP-U endpoint to answer with
+	// an Error Indication (TS 29.281 7.3.1); the others are dropped. 0
+	// drops them all.
+	ErrorIndicationRate uint32
 }
 
 // gtpuAddresses are the N3 then the N9 addresses: the index of one is the
@@ -487,7 +492,7 @@ func (d *Datapath) loadPrograms(slot uint32, roles Role, into any) error {
 		specs.GtpuAddrs6.Set(addrs6), specs.GtpuAddrs6Set.Set(set6),
 		specs.IndexBits.Set(uint32(d.sets.bits)), specs.SetSlotBits.Set(uint32(d.sets.slotBits)),
 		specs.RecordBits.Set(uint32(d.sets.records.bits)), specs.ReadAhead.Set(readsAhead(d.sets.records.bits)),
-		specs.PdrSlots.Set(d.pdrs.len())); err != nil {
+		specs.PdrSlots.Set(d.pdrs.len()), specs.ErrorIndicationRate.Set(d.opts.ErrorIndicationRate)); err != nil {
 		return fmt.Errorf("setting the program's constants: %w", err)
 	}
 	// Every map is pinned by name: the program gets the shared ones.

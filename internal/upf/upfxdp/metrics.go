@@ -15,12 +15,15 @@ var (
 		"Packets of installed keys on an interface that no fast-path record served: found through their PDR set.", "interface")
 	urrEventsLostMetric = telemetry.Counter("upf_urr_events_lost_total",
 		"URR events the data path had no room for: a URR may have passed a limit unreported.")
+	unknownTEIDPassedMetric = telemetry.Counter("upf_unknown_teid_passed_total",
+		"G-PDUs to unknown TEIDs (reason drop_unknown_teid) the data path passed to the GTP-U endpoint for an Error Indication.")
 )
 
 // Metrics collects the data path's counters at scrape time: every
-// attached interface's by reason, and the URR events lost.
+// attached interface's by reason, the URR events lost and the G-PDUs to
+// unknown TEIDs passed up.
 func (d *Datapath) Metrics() prometheus.Collector {
-	return &telemetry.Collector{Families: []telemetry.Family{packetsMetric, bytesMetric, coldMetric, urrEventsLostMetric},
+	return &telemetry.Collector{Families: []telemetry.Family{packetsMetric, bytesMetric, coldMetric, urrEventsLostMetric, unknownTEIDPassedMetric},
 		Read: func(ch chan<- prometheus.Metric) {
 			if ifaces, err := d.Counters(); err != nil {
 				packetsMetric.Fail(ch, err)
@@ -38,6 +41,11 @@ func (d *Datapath) Metrics() prometheus.Collector {
 				urrEventsLostMetric.Fail(ch, err)
 			} else {
 				urrEventsLostMetric.Emit(ch, float64(lost))
+			}
+			if passed, err := d.UnknownTEIDPassed(); err != nil {
+				unknownTEIDPassedMetric.Fail(ch, err)
+			} else {
+				unknownTEIDPassedMetric.Emit(ch, float64(passed))
 			}
 		}}
 }

@@ -1,0 +1,79 @@
+package upfxdp
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
+	"github.com/xdp5g/xdp5g/internal/testsupport"
+)
+
+// A G-PDU to an unknown TEID, over IPv4 or IPv6, goes to the kernel
+// unchanged, for the GTP-U endpoint to answer with an Error Indication,
+// while its CPU has passed fewer than the rate this second; after that it
+// is dropped as without a rate. Either way it counts as drop_unknown_teid,
+// the passed ones in UnknownTEIDPassed too. Another CPU has a rate of its
+// own, and a G-PDU of a known TEID takes none of it.
+func TestUnknownTEIDPassedAtRate(t *testing.T) {
+	const rate = 3
+	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr2, n3Addr6}, ErrorIndicationRate: rate})
+	installRules(t, d)
+	u := attachTest(t, d, fakeIfindex, "lo", RoleAccess|RoleCore)
+	inner := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
+	unknown4 := gtpFrame(t, fromGNB, n3Addr, gpdu(teidUnknown), inner)
+	unknown6 := gtp6Frame(t, fromGNB, n3Addr6, gpdu(teidUnknown), inner)
+	known := gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), inner)
+	passedUp := func() uint64 {
+		t.Helper()
+		n, err := d.UnknownTEIDPassed()
+		check(t, err)
+		return n
+	}
+	unknownTEID := func(in []byte, act xdplink.Action) {
+		t.Helper()
+		before := passedUp()
+		out := u.expect(t, in, act, "drop_unknown_teid")
+		want := uint64(0)
+		if act == xdplink.Pass {
+			testsupport.EqualFrames(t, out, in)
+			want = 1
+		}
+		if got := passedUp() - before; got != want {
+			t.Errorf("%v: UnknownTEIDPassed grew by %d, want %d", act, got, want)
+		}
+	}
+	passed := func(in []byte) { unknownTEID(in, xdplink.Pass) }
+	inOneSecond(t, func() {
+		onCPU(t, 0, func() {
+			passed(unknown4)
+			u.expect(t, known, xdplink.Drop, "drop_far")
+			passed(unknown6)
+			passed(unknown4)
+			unknownTEID(unknown6, xdplink.Drop)
+			unknownTEID(unknown4, xdplink.Drop)
+		})
+		var set unix.CPUSet
+		check(t, unix.SchedGetaffinity(0, &set))
+		if set.IsSet(1) {
+			onCPU(t, 1, func() { passed(unknown4) })
+		}
+	})
+}
+
+// inOneSecond runs f, which must take well under a second, at the start
+// of a second of the coarse clock the program counts its rate by.
+func inOneSecond(t *testing.T, f func()) {
+	t.Helper()
+	var ts unix.Timespec
+	check(t, unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts))
+	time.Sleep(time.Second - time.Duration(ts.Nsec) + 20*time.Millisecond)
+	second := ts.Sec + 1
+	f()
+	check(t, unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts))
+	if ts.Sec != second {
+		t.Fatalf("the test ran into second %d of the coarse clock, from %d: too slow to tell the rate", ts.Sec, second)
+	}
+}
