@@ -104,7 +104,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[uint64]*pfcpSession // by UP SEID, the store's SEID
-	byCP     map[cpKey]uint64        // UP SEIDs by CP F-SEID: see cpindex.go
+	byCP     cpIndex                 // UP SEIDs by CP F-SEID: see cpindex.go
 	chosen   map[uint32]bool         // TEIDs chosen by the UPF, in any session
 	timed    map[meterKey]bool       // URRs with clock-driven triggers
 	byTunnel *tunnelIndex            // the sessions of each gNB tunnel; nil until needed (tunnels)
@@ -283,7 +283,7 @@ func New(cfg Config) *Handler {
 	if cfg.TrafficStopAfter == 0 {
 		cfg.TrafficStopAfter = DefaultTrafficStopAfter
 	}
-	h := &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, byCP: map[cpKey]uint64{}, chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
+	h := &Handler{cfg: cfg, sessions: map[uint64]*pfcpSession{}, byCP: newCPIndex(0), chosen: map[uint32]bool{}, timed: map[meterKey]bool{},
 		out:     outbox{wake: make(chan struct{}, 1)},
 		touched: map[uint64]bool{}, unanswered: map[uint64]*report{}}
 	if cfg.Restored != nil {

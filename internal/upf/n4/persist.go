@@ -177,7 +177,7 @@ type Saved struct {
 	// triggers, and the sessions with a UE address or a buffer limit.
 	indexing sync.Once
 	bySEID   map[uint64]*pfcpSession
-	byCP     map[cpKey]uint64
+	byCP     cpIndex
 	timed    []meterKey
 	reserved []*pfcpSession
 }
@@ -429,12 +429,12 @@ func (sv *Saved) Kept() []session.Kept {
 func (sv *Saved) index() {
 	sv.indexing.Do(func() {
 		sv.bySEID = make(map[uint64]*pfcpSession, sv.Sessions())
-		sv.byCP = make(map[cpKey]uint64, sv.Sessions())
+		sv.byCP = newCPIndex(sv.Sessions())
 		sv.each(func(ss savedSession) {
 			s := ss.s
 			sv.bySEID[s.seid] = s
 			for _, k := range cpKeys(s.cpSEID, s.cpAddrs) {
-				sv.byCP[k] = s.seid
+				sv.byCP.add(k, s.seid)
 			}
 			for id, u := range s.urrs {
 				if u.timed() {
@@ -471,6 +471,7 @@ func (h *Handler) restore(sv *Saved) {
 	// The TEIDs the sessions chose need no entry in h.chosen: their keys
 	// in the store keep them from being chosen again.
 	h.sessions, h.byCP = sv.bySEID, sv.byCP
+	h.warnSharedCP()
 	for _, k := range sv.timed {
 		h.timed[k] = true
 	}

@@ -226,6 +226,33 @@ func TestHandlerRestoresItsSessions(t *testing.T) {
 	e.delete("smf", kept).expect(t, causeAccepted, nil, nil)
 }
 
+// A state written by a build that let two sessions share a CP F-SEID
+// restores both: each can be modified and deleted, and the F-SEID stays
+// taken until the last of them is deleted.
+func TestRestoredSessionsSharingACPFSEID(t *testing.T) {
+	e := newEnv(t)
+	dir := journaled(t, e)
+	first := e.establish("smf", open5gs(0x61, fixedUE("10.60.0.1"), 0x0a0b0c0d)...).upSEID(t)
+	clear(e.h.byCP.owner) // as such a build, which had no index
+	second := e.establish("smf", open5gs(0x61, fixedUE("10.60.0.2"), 0x0a0b0c0e)...).upSEID(t)
+
+	e.h, _, _ = restarted(t, e, dir)
+	if len(e.h.sessions) != 2 {
+		t.Fatalf("the restored handler has sessions %v; want %d and %d", slices.Collect(maps.Keys(e.h.sessions)), first, second)
+	}
+	for _, seid := range []uint64{first, second} {
+		e.modify("smf", seid, updateFAR(farID(2), applyAction(aaFORW), updFwdParams(destinationInterface(ifAccess), ohcGTPU(0x300, gnb)))).
+			expect(t, causeAccepted, nil, nil)
+		e.modify("smf", seid, cpFSEID(0x61, "127.0.0.4")).expect(t, causeAccepted, nil, nil)
+	}
+	another := open5gs(0x61, fixedUE("10.60.0.3"), 0x0a0b0c0f)
+	for _, seid := range []uint64{second, first} {
+		e.establish("smf", another...).expect(t, causeIncorrectIE, nil, offendingIE(tFSEID))
+		e.delete("smf", seid).expect(t, causeAccepted, nil, nil)
+	}
+	e.establish("smf", another...).upSEID(t)
+}
+
 // A session that the data path had otherwise than the journal (a request
 // applied as the previous run stopped, before its entry was written) is
 // installed again at the restart, in new slots, and recorded with them:

@@ -148,7 +148,7 @@ func (h *Handler) translateEstablishment(peer pfcp.Peer, req *message.SessionEst
 		fars: slices.Grow([]session.FAR(nil), len(req.CreateFAR)), qers: slices.Grow([]session.QER(nil), len(req.CreateQER))})
 	r := cmp.Or(notServed(slices.Concat(req.CreateTrafficEndpoint, req.CreateMAR, req.CreateSRR, present(req.UserPlaneInactivityTimer,
 		req.CreateBridgeInfoForTSC, req.ProvideATSSSControlInformation, req.ProvideRDSConfigurationInformation))),
-		unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI), h.cpFSEIDTaken(c.s, 0))
+		unservedFlags(req.PFCPSEReqFlags, (*ie.IE).PFCPSEReqFlags, seReqRESTI), h.cpFSEIDTaken(c.s, nil))
 	if r == nil && req.FQCSID != nil {
 		c.s.csids, r = fqCSIDs(req.Payload)
 	}
@@ -158,12 +158,13 @@ func (h *Handler) translateEstablishment(peer pfcp.Peer, req *message.SessionEst
 	return c, r
 }
 
-// cpFSEIDTaken refuses a request that would give s the CP F-SEID of a
-// session other than self (0 for none): the SMF names each session by its
+// cpFSEIDTaken refuses a request that would give s the CP F-SEID of
+// another session, one that old (s before a modification; nil for an
+// establishment) did not share already: the SMF names each session by its
 // own (a new request, not a retransmission, which the PFCP server answers
 // again), and the UPF could not tell them apart.
-func (h *Handler) cpFSEIDTaken(s *pfcpSession, self uint64) *refusal {
-	owner, taken := h.cpOwner(s.cpSEID, s.cpAddrs, self)
+func (h *Handler) cpFSEIDTaken(s, old *pfcpSession) *refusal {
+	owner, taken := h.cpOwner(s, old)
 	if !taken {
 		return nil
 	}
@@ -191,7 +192,7 @@ func (h *Handler) translateModification(old *pfcpSession, req *message.SessionMo
 			c.s.cpSEID, c.s.cpAddrs = f.SEID, fseidAddrs(f)
 		}
 	}
-	r := cmp.Or(h.cpFSEIDTaken(c.s, old.seid), notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,
+	r := cmp.Or(h.cpFSEIDTaken(c.s, old), notServed(slices.Concat(req.RemoveTrafficEndpoint, req.CreateTrafficEndpoint, req.UpdateTrafficEndpoint,
 		req.RemoveMAR, req.UpdateMAR, req.CreateMAR, req.RemoveSRR, req.CreateSRR, req.UpdateSRR,
 		req.AccessAvailabilityInformation, req.QueryPacketRateStatus, present(req.UserPlaneInactivityTimer,
 			req.TSCManagementInformation, req.ProvideATSSSControlInformation, req.EthernetContextInformation))),

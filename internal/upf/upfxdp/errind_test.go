@@ -2,6 +2,8 @@ package upfxdp
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -61,6 +63,39 @@ func TestUnknownTEIDPassedAtRate(t *testing.T) {
 			onCPU(t, 1, func() { passed(unknown4) })
 		}
 	})
+}
+
+// Maps pinned by a build before Error Indications, which had no
+// unknown_teid_windows, are taken over with what they hold, the new map
+// pinned beside them, and this build's program passes G-PDUs to unknown
+// TEIDs up at its rate over them.
+func TestPinsOfABuildBeforeErrorIndications(t *testing.T) {
+	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr2, n3Addr6}, ErrorIndicationRate: 1})
+	installRules(t, d)
+	pin := filepath.Join(d.opts.PinPath, "unknown_teid_windows")
+	check(t, os.Remove(pin))
+	again, err := Open(d.opts)
+	if err != nil {
+		t.Fatalf("maps pinned without unknown_teid_windows: %v", err)
+	}
+	defer again.Close()
+	if again.Unused() {
+		t.Error("the pinned maps were not taken over")
+	}
+	if _, err := os.Stat(pin); err != nil {
+		t.Errorf("unknown_teid_windows is not pinned after the upgrade: %v", err)
+	}
+	u := attachTest(t, again, fakeIfindex, "lo", RoleAccess)
+	inner := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
+	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), inner), xdplink.Drop, "drop_far")
+	inOneSecond(t, func() {
+		onCPU(t, 0, func() {
+			u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidUnknown), inner), xdplink.Pass, "drop_unknown_teid")
+		})
+	})
+	if n, err := again.UnknownTEIDPassed(); err != nil || n != 1 {
+		t.Errorf("UnknownTEIDPassed %d (%v), want 1", n, err)
+	}
 }
 
 // inOneSecond runs f, which must take well under a second, at the start
