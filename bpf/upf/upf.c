@@ -1279,14 +1279,57 @@ INLINE int tunnel(struct xdp_md *ctx, const struct pdr *pdr, __u32 slot, __u32 i
 	return tunnel_ip(ctx, pdr, slot, inner_off, inner_len, pkt_len, copy, forwarded, psc_type, psc_qfi, 0);
 }
 
+/* Whether a UDP socket of the packet's namespace takes the G-PDU in ctx:
+ * the GTP-U endpoint's on the address it was sent to. Without one (the
+ * daemon stopped, its programs still attached) the kernel would answer the
+ * sender with an ICMP Port Unreachable from the GTP-U port, while the
+ * program answers its echoes. The frame is parsed again, as upf_ingress
+ * took it: a cold path. */
+static __attribute__((noinline)) int gtpu_socket_listens(struct xdp_md *ctx)
+{
+	struct cursor c = { .pos = (void *)(long)ctx->data, .end = (void *)(long)ctx->data_end };
+	struct bpf_sock_tuple t = {};
+	struct ethhdr *eth;
+	struct udphdr *udp;
+	struct bpf_sock *sk;
+	__be16 proto;
+	if (parse_eth(&c, &eth, &proto))
+		return 0;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip;
+		if (parse_ipv4(&c, &ip) || !(udp = cursor_take(&c, struct udphdr)))
+			return 0;
+		t.ipv4.saddr = ip->saddr;
+		t.ipv4.daddr = ip->daddr;
+		t.ipv4.sport = udp->source;
+		t.ipv4.dport = udp->dest;
+		sk = bpf_sk_lookup_udp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6;
+		if (parse_ipv6(&c, &ip6) || !(udp = cursor_take(&c, struct udphdr)))
+			return 0;
+		__builtin_memcpy(t.ipv6.saddr, &ip6->saddr, sizeof(t.ipv6.saddr));
+		__builtin_memcpy(t.ipv6.daddr, &ip6->daddr, sizeof(t.ipv6.daddr));
+		t.ipv6.sport = udp->source;
+		t.ipv6.dport = udp->dest;
+		sk = bpf_sk_lookup_udp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		return 0;
+	}
+	if (!sk)
+		return 0;
+	bpf_sk_release(sk);
+	return 1;
+}
+
 /* A G-PDU to a TEID of ours that no session has: the kernel's GTP-U socket
  * gets it, and the endpoint in user space answers with an Error Indication
  * (TS 29.281 7.3.1), while this CPU has passed fewer than
- * error_indication_rate this second; the others are dropped, so that a
- * flood of random TEIDs costs user space a bounded rate. Both count as
- * REASON_DROP_UNKNOWN_TEID (not forwarded), the passed ones in the window's
- * total too. Nothing of the frame has been changed. */
-INLINE int unknown_teid(__u32 pkt_len)
+ * error_indication_rate this second and a socket listens; the others are
+ * dropped, so that a flood of random TEIDs costs user space a bounded
+ * rate. Both count as REASON_DROP_UNKNOWN_TEID (not forwarded), the passed
+ * ones in the window's total too. Nothing of the frame has been changed. */
+INLINE int unknown_teid(struct xdp_md *ctx, __u32 pkt_len)
 {
 	__u32 zero = 0;
 	struct unknown_teid_window *w;
@@ -1296,7 +1339,7 @@ INLINE int unknown_teid(__u32 pkt_len)
 			w->second = second;
 			w->passed = 0;
 		}
-		if (w->passed < error_indication_rate) {
+		if (w->passed < error_indication_rate && gtpu_socket_listens(ctx)) {
 			w->passed++;
 			w->total++;
 			return finish(pkt_len, REASON_DROP_UNKNOWN_TEID, XDP_PASS);
@@ -1337,7 +1380,7 @@ INLINE int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_le
 	__u8 fast = r ? r->families : 0;
 	struct pdr_set *set = NULL;
 	if (!fast && !(set = find_set(SET_TEID, key)))
-		return unknown_teid(pkt_len);
+		return unknown_teid(ctx, pkt_len);
 
 	/* The verifier learns packet bounds only from data_end, so the inner
 	 * parse runs to the frame's end and the length is checked after. */
@@ -1379,7 +1422,7 @@ INLINE int uplink(struct xdp_md *ctx, __u64 key, __u32 psc_qfi, __u32 payload_le
 	    !record_sdf_passes(ctx, inner_off, pdr, &r->branch, v4 ? ip4 : NULL)) {
 		if (!(served && pdr_after_record(ctx, r->branch.next, g, ip4, ip6, inner_off, &rc->pdr, &slot))) {
 			if (!set && !(set = recorded_set(SET_TEID, key, recorded)))
-				return unknown_teid(pkt_len);
+				return unknown_teid(ctx, pkt_len);
 			if (!pdr_from_set(ctx, set, g, ip4, ip6, inner_off, served ? slot : NO_PDR, &rc->pdr, &slot))
 				return finish(pkt_len, REASON_DROP_NO_PDR, XDP_DROP);
 		}

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,9 +23,10 @@ import (
 // A G-PDU to a TEID no session has, sent by the gNB through the UPF's XDP
 // program, is answered with an Error Indication (TS 29.281 §7.3.1) to the
 // gNB's GTP-U port, naming the TEID and the UPF's N3 address, and the
-// G-PDU's source port when not 2152; a G-PDU of the session is not. A
-// flood of unknown TEIDs gets no more Error Indications than the rate, and
-// the data path drops what it does not pass up.
+// G-PDU's source port when not 2152; a G-PDU of the session is not, until
+// the session is deleted. A flood of unknown TEIDs gets no more Error
+// Indications than the rate, and the data path drops what it does not
+// pass up.
 func TestUnknownTEIDGetsErrorIndication(t *testing.T) {
 	const rate = 3
 	tb := demotest.Testbed(t)
@@ -105,6 +108,14 @@ func TestUnknownTEIDGetsErrorIndication(t *testing.T) {
 	if forwarded := reasonPackets(t, client, demo.N3, "uplink_forward"); forwarded != 1 {
 		t.Errorf("%d G-PDUs of the session forwarded, want 1", forwarded)
 	}
+
+	// The TEID of a session just deleted is unknown at once.
+	if err := smf.Delete(sess.SEID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // past the flood's second
+	gpdu(gnb, sess.TEID)
+	expectErrorIndication(t, gnb, sess.TEID, gtpuPort)
 }
 
 // expectErrorIndication reads the Error Indication for a G-PDU to teid at
@@ -150,4 +161,46 @@ func metricValue(t *testing.T, scrape []string, name string) uint64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// Without PFCP the daemon answers a G-PDU to an unknown TEID too. Once it
+// stopped, its programs still attached and forwarding, no socket takes
+// such a G-PDU: the data path drops it rather than have the kernel answer
+// the gNB with an ICMP Port Unreachable from the GTP-U port, which fails
+// the next receive of a gNB's connected socket.
+func TestNoPortUnreachableWhileStopped(t *testing.T) {
+	tb := demotest.Testbed(t)
+	if err := tb.GNBSink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.GNBSink = nil
+	_, stop := startDaemon(t, daemonConfig(t, tb, ""))
+	gnb := gnbSocket(t, tb)
+	n3 := netip.AddrPortFrom(demo.N3Addr, gtpuPort)
+	var connected *net.UDPConn
+	if err := tb.GNB.Do(func() (err error) {
+		connected, err = net.DialUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(demo.GNBAddr, 0)), net.UDPAddrFromAddrPort(n3))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer connected.Close()
+	const unknown = 0xdead0001
+	gpdu := demo.Serialize(false, &layers.GTPv1U{Version: 1, ProtocolType: 1, MessageType: 255, TEID: unknown},
+		gopacket.Payload(demo.UEPacket(demo.UEAddr, demo.DNAddr, true, demo.UETTL)))
+	if _, err := gnb.WriteToUDPAddrPort(gpdu, n3); err != nil {
+		t.Fatal(err)
+	}
+	expectErrorIndication(t, gnb, unknown, gtpuPort)
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connected.Write(gpdu); err != nil {
+		t.Fatal(err)
+	}
+	connected.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := connected.Read(make([]byte, 1500)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the gNB's connected socket read %v after a G-PDU to an unknown TEID, want nothing", err)
+	}
 }

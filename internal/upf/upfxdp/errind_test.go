@@ -9,16 +9,20 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp5g/xdp5g/internal/platform/freebind"
 	"github.com/xdp5g/xdp5g/internal/platform/xdplink"
 	"github.com/xdp5g/xdp5g/internal/testsupport"
 )
 
 // A G-PDU to an unknown TEID, over IPv4 or IPv6, goes to the kernel
 // unchanged, for the GTP-U endpoint to answer with an Error Indication,
-// while its CPU has passed fewer than the rate this second; after that it
-// is dropped as without a rate. Either way it counts as drop_unknown_teid,
-// the passed ones in UnknownTEIDPassed too. Another CPU has a rate of its
-// own, and a G-PDU of a known TEID takes none of it.
+// while its CPU has passed fewer than the rate this second and a socket
+// listens on the GTP-U port of the address it was sent to; otherwise it
+// is dropped as without a rate: with no socket the kernel would answer the
+// gNB with an ICMP Port Unreachable. Either way it counts as
+// drop_unknown_teid, the passed ones in UnknownTEIDPassed too. Another CPU
+// has a rate of its own, and a G-PDU of a known TEID, or one that found no
+// socket, takes none of it.
 func TestUnknownTEIDPassedAtRate(t *testing.T) {
 	const rate = 3
 	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr2, n3Addr6}, ErrorIndicationRate: rate})
@@ -48,21 +52,41 @@ func TestUnknownTEIDPassedAtRate(t *testing.T) {
 		}
 	}
 	passed := func(in []byte) { unknownTEID(in, xdplink.Pass) }
-	inOneSecond(t, func() {
-		onCPU(t, 0, func() {
-			passed(unknown4)
-			u.expect(t, known, xdplink.Drop, "drop_far")
-			passed(unknown6)
-			passed(unknown4)
-			unknownTEID(unknown6, xdplink.Drop)
-			unknownTEID(unknown4, xdplink.Drop)
+	// A test run looks sockets up in its thread's namespace.
+	check(t, testsupport.Netns(t, "errind").Do(func() error {
+		inOneSecond(t, func() {
+			onCPU(t, 0, func() {
+				unknownTEID(unknown4, xdplink.Drop) // no socket yet
+				listenGTPU(t, n3Addr)
+				listenGTPU(t, n3Addr6)
+				passed(unknown4)
+				u.expect(t, known, xdplink.Drop, "drop_far")
+				passed(unknown6)
+				passed(unknown4)
+				unknownTEID(unknown6, xdplink.Drop)
+				unknownTEID(unknown4, xdplink.Drop)
+			})
+			var set unix.CPUSet
+			check(t, unix.SchedGetaffinity(0, &set))
+			if set.IsSet(1) {
+				onCPU(t, 1, func() { passed(unknown4) })
+			}
 		})
-		var set unix.CPUSet
-		check(t, unix.SchedGetaffinity(0, &set))
-		if set.IsSet(1) {
-			onCPU(t, 1, func() { passed(unknown4) })
-		}
-	})
+		return nil
+	}))
+}
+
+// listenGTPU binds the GTP-U port of addr in the calling thread's
+// namespace, whether addr is on an interface or not, until the test ends.
+func listenGTPU(t *testing.T, addr netip.Addr) {
+	t.Helper()
+	network := "udp4"
+	if addr.Is6() {
+		network = "udp6"
+	}
+	conn, err := freebind.ListenUDP(network, netip.AddrPortFrom(addr, 2152).String())
+	check(t, err)
+	t.Cleanup(func() { conn.Close() })
 }
 
 // Maps pinned by a build before Error Indications, which had no
