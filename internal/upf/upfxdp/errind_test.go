@@ -92,7 +92,7 @@ func listenGTPU(t *testing.T, addr netip.Addr) {
 // Maps pinned by a build before Error Indications, which had no
 // unknown_teid_windows, are taken over with what they hold, the new map
 // pinned beside them, and this build's program passes G-PDUs to unknown
-// TEIDs up at its rate over them.
+// TEIDs up at its rate over them, to a GTP-U socket.
 func TestPinsOfABuildBeforeErrorIndications(t *testing.T) {
 	d := openTest(t, Options{MaxSessions: 64, N3Addresses: []netip.Addr{n3Addr, n3Addr2, n3Addr6}, ErrorIndicationRate: 1})
 	installRules(t, d)
@@ -112,11 +112,15 @@ func TestPinsOfABuildBeforeErrorIndications(t *testing.T) {
 	u := attachTest(t, again, fakeIfindex, "lo", RoleAccess)
 	inner := ipPacket{src: ue4, dst: dn4, ttl: 64, size: 20}.bytes(t)
 	u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidFARDrop), inner), xdplink.Drop, "drop_far")
-	inOneSecond(t, func() {
-		onCPU(t, 0, func() {
-			u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidUnknown), inner), xdplink.Pass, "drop_unknown_teid")
+	check(t, testsupport.Netns(t, "errindpins").Do(func() error {
+		listenGTPU(t, n3Addr)
+		inOneSecond(t, func() {
+			onCPU(t, 0, func() {
+				u.expect(t, gtpFrame(t, fromGNB, n3Addr, gpdu(teidUnknown), inner), xdplink.Pass, "drop_unknown_teid")
+			})
 		})
-	})
+		return nil
+	}))
 	if n, err := again.UnknownTEIDPassed(); err != nil || n != 1 {
 		t.Errorf("UnknownTEIDPassed %d (%v), want 1", n, err)
 	}
