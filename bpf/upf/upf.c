@@ -1559,8 +1559,9 @@ struct gpdu_args {
 	__u32 unhanded;
 };
 
-/* The verdict of ingress for a G-PDU (access_ingress, upf_ingress): its
- * uplink, whose arguments ingress gave, follows. */
+/* What ingress (access_ingress, upf_ingress) returns for a G-PDU, whose
+ * uplink arguments it gave, a's inner_off set: no verdict yet, the uplink
+ * gives it. */
 #define TO_UPLINK -1
 
 /* GTP-U ingress (N3, N9): a UDP datagram to port 2152 of our address of
@@ -1824,9 +1825,13 @@ INLINE int upf_ingress(struct xdp_md *ctx, const int behind_cpumap, const int st
 /* The UPF (upf_ingress), every G-PDU's uplink at one place. */
 INLINE int upf(struct xdp_md *ctx, const int behind_cpumap, const int staged)
 {
-	struct gpdu_args a;
+	/* A G-PDU is told by where its packet starts, which only its ingress
+	 * sets, not by the verdict, which may be a helper's: on an interface
+	 * without the access role the verifier then finds the uplink dead, and
+	 * the program carries none of it (the downlink 1 ns faster). */
+	struct gpdu_args a = { .inner_off = 0 };
 	int verdict = upf_ingress(ctx, behind_cpumap, staged, &a);
-	if (verdict != TO_UPLINK)
+	if (!a.inner_off)
 		return verdict;
 	return uplink(ctx, a.key, a.psc_qfi, a.payload_len, a.inner_off);
 }
