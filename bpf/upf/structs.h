@@ -119,7 +119,7 @@ struct tick_clock {
 /* How many G-PDUs to an unknown TEID a CPU passed to the kernel in the
  * second it last passed one in (unknown_teid), and in all. */
 struct unknown_teid_window {
-	__u64 second; /* bpf_ktime_get_coarse_ns() / NSEC_PER_SEC */
+	__u64 second; /* the coarse clock's (coarse_now) / NSEC_PER_SEC */
 	__u64 passed;
 	__u64 total; /* never reset */
 };

@@ -1334,7 +1334,7 @@ INLINE int unknown_teid(struct xdp_md *ctx, __u32 pkt_len)
 	__u32 zero = 0;
 	struct unknown_teid_window *w;
 	if (error_indication_rate && (w = bpf_map_lookup_elem(&unknown_teid_windows, &zero))) {
-		__u64 second = bpf_ktime_get_coarse_ns() / NSEC_PER_SEC;
+		__u64 second = coarse_now() / NSEC_PER_SEC;
 		if (w->second != second) {
 			w->second = second;
 			w->passed = 0;
